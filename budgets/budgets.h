@@ -1,0 +1,76 @@
+/* Budgets: label selector and node-affinity semantics, int-or-percent values, and which pods and
+ * nodes an ApplicationDisruptionBudget watches. Pure functions over a kube snapshot; no I/O,
+ * no logging, any thread. */
+#ifndef NG_BUDGETS_BUDGETS_H
+#define NG_BUDGETS_BUDGETS_H
+
+#include "budgets/selector.h"
+#include "common/status.h"
+#include "kube/kube.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ng_arena;
+
+/* ---- int-or-percent (maxDisruptions, maxDisruptedNodes, minUndisruptedNodes) ---- */
+
+struct bud_int_or_percent {
+	bool is_percent;
+	int64_t value; /* count, or percent 0..100 */
+};
+
+/**
+ * Parses the string form of an IntOrString budget value: "3" or "25%". Percentages must be
+ * 0..100, counts >= 0. Writes @ret only on success; NG_EPARSE/NG_ELIMIT with a message in
+ * @reterr (may be NULL).
+ */
+NG_NODISCARD ng_status bud_int_or_percent_parse(const char *buf, size_t len,
+						struct bud_int_or_percent *ret,
+						struct ng_err *reterr);
+
+/**
+ * Validates a decoded IntOrString (@field names it in messages) and converts it.
+ */
+NG_NODISCARD ng_status bud_int_or_percent_from(const struct kube_int_or_string *v,
+					       const struct ng_intern *pool, const char *field,
+					       struct bud_int_or_percent *ret,
+					       struct ng_err *reterr);
+
+/** Scales against @total: a count is itself, a percentage rounds up (as PodDisruptionBudget). */
+int64_t bud_int_or_percent_scaled(const struct bud_int_or_percent *v, int64_t total);
+
+/* ---- ApplicationDisruptionBudget scope ---- */
+
+/**
+ * True when @adb selects @pod: its podSelector matches the pod's labels, or the pod mounts a PVC
+ * (in the budget's namespace) that its pvcSelector matches. Pods of other namespaces never match.
+ * An invalid budget selects nothing here; callers decide how to treat invalid budgets.
+ */
+bool bud_adb_selects_pod(const struct kube_snapshot *s, const struct kube_adb *adb,
+			 const struct kube_pod *pod);
+
+/* What an ADB watches. Arrays live in the arena passed to bud_adb_scope(). */
+struct bud_adb_scope {
+	const uint32_t *pods; /* indexes into kube_snapshot_pods(), in index order */
+	size_t npods;
+	const uint32_t *nodes; /* node name ids, sorted by id, unique */
+	size_t nnodes;
+	uint32_t lost_pvc; /* name id of a selected PVC in phase Lost, or NG_INTERN_NONE */
+};
+
+/**
+ * Resolves @adb: the pods it selects (scheduled and not finished), and the watched nodes =
+ * nodes running those pods ∪ nodes that Bound PVCs selected by pvcSelector are pinned to by
+ * their PersistentVolume's nodeAffinity (a PV without affinity pins nothing). NG_ENOMEM when
+ * @arena is full.
+ */
+NG_NODISCARD ng_status bud_adb_scope(const struct kube_snapshot *s, const struct kube_adb *adb,
+				     struct ng_arena *arena, struct bud_adb_scope *ret);
+
+/** True when the PV's node affinity admits @node (terms ORed, requirements ANDed). */
+bool bud_pv_pins_node(const struct kube_snapshot *s, const struct kube_pv *pv,
+		      const struct kube_node *node);
+
+#endif

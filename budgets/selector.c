@@ -1,0 +1,462 @@
+#include "budgets/selector.h"
+
+#include "common/arena.h"
+#include "common/intern.h"
+#include "common/limits.h"
+#include "common/parse.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- matching ---- */
+
+static bool value_in(const struct kube_requirement *r, uint32_t v)
+{
+	for (uint16_t i = 0; i < r->nvalues; i++)
+		if (r->values[i] == v)
+			return true;
+	return false;
+}
+
+bool bud_requirement_matches(const struct kube_requirement *r, const struct kube_label *labels,
+			     size_t n, const struct ng_intern *pool)
+{
+	uint32_t v;
+	bool has = kube_labels_get(labels, n, r->key, &v);
+	switch (r->op) {
+	case KUBE_OP_IN:
+		return has && value_in(r, v);
+	case KUBE_OP_NOTIN:
+		return !has || !value_in(r, v);
+	case KUBE_OP_EXISTS:
+		return has;
+	case KUBE_OP_DOES_NOT_EXIST:
+		return !has;
+	case KUBE_OP_GT:
+	case KUBE_OP_LT: {
+		if (!has)
+			return false;
+		size_t len;
+		const char *s = ng_intern_str(pool, v, &len);
+		int64_t num;
+		if (ng_parse_i64(s, len, INT64_MIN, INT64_MAX, &num) != NG_OK)
+			return false;
+		return r->op == KUBE_OP_GT ? num > r->num : num < r->num;
+	}
+	}
+	return false;
+}
+
+bool bud_selector_matches(const struct kube_selector *sel, const struct kube_label *labels,
+			  size_t n, const struct ng_intern *pool)
+{
+	if (!sel->present)
+		return false;
+	for (uint16_t i = 0; i < sel->nreqs; i++)
+		if (!bud_requirement_matches(&sel->reqs[i], labels, n, pool))
+			return false;
+	return true;
+}
+
+static bool term_matches(const struct kube_node_term *t, const struct kube_node *node,
+			 const struct ng_intern *pool)
+{
+	if (t->invalid || (t->nexprs == 0 && t->nfields == 0))
+		return false;
+	for (uint16_t i = 0; i < t->nexprs; i++)
+		if (!bud_requirement_matches(&t->exprs[i], node->labels, node->nlabels, pool))
+			return false;
+	for (uint16_t i = 0; i < t->nfields; i++) {
+		const struct kube_requirement *r = &t->fields[i];
+		bool eq = r->nvalues == 1 && r->values[0] == node->name;
+		if (r->op == KUBE_OP_IN ? !eq : eq)
+			return false;
+	}
+	return true;
+}
+
+bool bud_node_selector_matches(const struct kube_node_selector *sel, const struct kube_node *node,
+			       const struct ng_intern *pool)
+{
+	if (!sel->present)
+		return false;
+	for (uint16_t i = 0; i < sel->nterms; i++)
+		if (term_matches(&sel->terms[i], node, pool))
+			return true;
+	return false;
+}
+
+/* ---- string form ---- */
+
+enum tok {
+	T_EOF,
+	T_IDENT,
+	T_BANG,
+	T_EQ,
+	T_DEQ,
+	T_NEQ,
+	T_IN,
+	T_NOTIN,
+	T_LPAREN,
+	T_RPAREN,
+	T_COMMA,
+	T_GT,
+	T_LT,
+};
+
+struct lexer {
+	const char *buf;
+	size_t len, pos;
+	/* the current token */
+	enum tok t;
+	const char *s;
+	size_t slen;
+	size_t at;
+};
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+static bool is_special(char c)
+{
+	return c == '!' || c == '=' || c == ',' || c == '(' || c == ')' || c == '>' || c == '<';
+}
+
+/* Reads the next token into lx. In value position "in" and "notin" are plain identifiers. */
+static void next(struct lexer *lx, bool values)
+{
+	while (lx->pos < lx->len && is_space(lx->buf[lx->pos]))
+		lx->pos++;
+	lx->at = lx->pos;
+	lx->s = lx->buf + lx->pos;
+	lx->slen = 0;
+	if (lx->pos >= lx->len) {
+		lx->t = T_EOF;
+		return;
+	}
+	char c = lx->buf[lx->pos];
+	char d = lx->pos + 1 < lx->len ? lx->buf[lx->pos + 1] : '\0';
+	lx->slen = 1;
+	switch (c) {
+	case '!':
+		lx->t = d == '=' ? T_NEQ : T_BANG;
+		break;
+	case '=':
+		lx->t = d == '=' ? T_DEQ : T_EQ;
+		break;
+	case ',':
+		lx->t = T_COMMA;
+		break;
+	case '(':
+		lx->t = T_LPAREN;
+		break;
+	case ')':
+		lx->t = T_RPAREN;
+		break;
+	case '>':
+		lx->t = T_GT;
+		break;
+	case '<':
+		lx->t = T_LT;
+		break;
+	default: {
+		size_t e = lx->pos;
+		while (e < lx->len && !is_space(lx->buf[e]) && !is_special(lx->buf[e]))
+			e++;
+		lx->slen = e - lx->pos;
+		lx->t = T_IDENT;
+		if (!values && lx->slen == 2 && memcmp(lx->s, "in", 2) == 0)
+			lx->t = T_IN;
+		else if (!values && lx->slen == 5 && memcmp(lx->s, "notin", 5) == 0)
+			lx->t = T_NOTIN;
+		lx->pos = e;
+		return;
+	}
+	}
+	if (lx->t == T_NEQ || lx->t == T_DEQ)
+		lx->slen = 2;
+	lx->pos += lx->slen;
+}
+
+struct parser {
+	struct lexer lx;
+	struct ng_intern *pool;
+	struct ng_arena *arena;
+	struct ng_err *err;
+	struct kube_requirement reqs[NG_MAX_SELECTOR_TERMS];
+	size_t nreqs;
+	uint32_t vals[NG_MAX_SELECTOR_VALUES];
+	size_t nvals;
+};
+
+static ng_status perr(struct parser *p, size_t at, const char *what)
+{
+	const struct lexer *lx = &p->lx;
+	if (lx->t == T_EOF)
+		return ng_err_set(p->err, NG_EPARSE, at,
+				  "at byte %zu: found end of string, expected %s", at, what);
+	return ng_err_set(p->err, NG_EPARSE, at, "at byte %zu: found '%.*s', expected %s", at,
+			  (int)(lx->slen > 40 ? 40 : lx->slen), lx->s, what);
+}
+
+static ng_status add_value(struct parser *p, const char *s, size_t len, size_t at, bool check)
+{
+	const char *problem = check ? kube_label_value_problem(s, len) : NULL;
+	if (problem)
+		return ng_err_set(p->err, NG_EPARSE, at, "at byte %zu: invalid value '%.*s': %s",
+				  at, (int)(len > 63 ? 63 : len), s, problem);
+	uint32_t id;
+	ng_status st = ng_intern_add(p->pool, s, len, &id);
+	if (st != NG_OK)
+		return ng_err_set(p->err, st, at, "interning: %s", ng_status_str(st));
+	for (size_t i = 0; i < p->nvals; i++)
+		if (p->vals[i] == id)
+			return NG_OK; /* a set: duplicates collapse */
+	if (p->nvals == NG_MAX_SELECTOR_VALUES)
+		return ng_err_set(p->err, NG_ELIMIT, at, "more than %d values in one requirement",
+				  NG_MAX_SELECTOR_VALUES);
+	p->vals[p->nvals++] = id;
+	return NG_OK;
+}
+
+/* "(" values ")" with Kubernetes' treatment of empty entries: "()", "(,", ",," and ",)" add
+ * the empty string. */
+static ng_status parse_set(struct parser *p)
+{
+	struct lexer *lx = &p->lx;
+	next(lx, true);
+	if (lx->t != T_LPAREN)
+		return perr(p, lx->at, "'('");
+	next(lx, true);
+	if (lx->t == T_RPAREN)
+		return add_value(p, "", 0, lx->at, true);
+	for (;;) {
+		ng_status st;
+		if (lx->t == T_IDENT) {
+			if ((st = add_value(p, lx->s, lx->slen, lx->at, true)) != NG_OK)
+				return st;
+			next(lx, true);
+			if (lx->t == T_RPAREN)
+				return NG_OK;
+			if (lx->t != T_COMMA)
+				return perr(p, lx->at, "',' or ')'");
+			next(lx, true);
+			if (lx->t == T_RPAREN)
+				return add_value(p, "", 0, lx->at, true);
+		} else if (lx->t == T_COMMA) {
+			if ((st = add_value(p, "", 0, lx->at, true)) != NG_OK)
+				return st;
+			next(lx, true);
+			if (lx->t == T_RPAREN)
+				return NG_OK;
+		} else {
+			return perr(p, lx->at, "',', ')' or a value");
+		}
+	}
+}
+
+static ng_status parse_requirement(struct parser *p)
+{
+	struct lexer *lx = &p->lx;
+	struct kube_requirement r = {0};
+	ng_status st;
+	bool bang = false;
+	next(lx, false);
+	if (lx->t == T_BANG) {
+		bang = true;
+		next(lx, false);
+	}
+	if (lx->t != T_IDENT)
+		return perr(p, lx->at, bang ? "a key after '!'" : "'!' or a key");
+	const char *key = lx->s;
+	size_t klen = lx->slen, kat = lx->at;
+	const char *problem = kube_label_key_problem(key, klen);
+	if (problem)
+		return ng_err_set(p->err, NG_EPARSE, kat, "at byte %zu: invalid key '%.*s': %s",
+				  kat, (int)(klen > 80 ? 80 : klen), key, problem);
+	if ((st = ng_intern_add(p->pool, key, klen, &r.key)) != NG_OK)
+		return ng_err_set(p->err, st, kat, "interning: %s", ng_status_str(st));
+	p->nvals = 0;
+	/* Peek: a bare key (or !key) ends at ',' or the end. */
+	struct lexer save = *lx;
+	next(lx, false);
+	if (bang || lx->t == T_EOF || lx->t == T_COMMA) {
+		*lx = save;
+		r.op = bang ? KUBE_OP_DOES_NOT_EXIST : KUBE_OP_EXISTS;
+	} else {
+		enum tok op = lx->t;
+		switch (op) {
+		case T_IN:
+		case T_NOTIN:
+			r.op = op == T_IN ? KUBE_OP_IN : KUBE_OP_NOTIN;
+			if ((st = parse_set(p)) != NG_OK)
+				return st;
+			break;
+		case T_EQ:
+		case T_DEQ:
+		case T_NEQ:
+		case T_GT:
+		case T_LT: {
+			r.op = op == T_NEQ  ? KUBE_OP_NOTIN
+			       : op == T_GT ? KUBE_OP_GT
+			       : op == T_LT ? KUBE_OP_LT
+					    : KUBE_OP_IN;
+			save = *lx;
+			next(lx, true);
+			const char *v = "";
+			size_t vlen = 0, vat = lx->at;
+			if (lx->t == T_IDENT) {
+				v = lx->s;
+				vlen = lx->slen;
+			} else if (lx->t == T_EOF || lx->t == T_COMMA) {
+				*lx = save; /* "a=" is a = "" */
+			} else {
+				return perr(p, lx->at, "a value");
+			}
+			if (op == T_GT || op == T_LT) {
+				if (ng_parse_i64(v, vlen, INT64_MIN, INT64_MAX, &r.num) != NG_OK)
+					return ng_err_set(p->err, NG_EPARSE, vat,
+							  "at byte %zu: '%.*s' is not an integer "
+							  "(required by > and <)",
+							  vat, (int)(vlen > 40 ? 40 : vlen), v);
+			}
+			/* Gt/Lt values are integers, not label values ("-5" is fine). */
+			if ((st = add_value(p, v, vlen, vat, op != T_GT && op != T_LT)) != NG_OK)
+				return st;
+			break;
+		}
+		default:
+			return perr(p, lx->at,
+				    "one of =, ==, !=, in, notin, >, <, ',' or end of string");
+		}
+	}
+	if (p->nvals) {
+		uint32_t *vals = ng_arena_alloc(p->arena, p->nvals * sizeof(*vals));
+		if (!vals)
+			return ng_err_set(p->err, NG_ENOMEM, kat, "out of memory");
+		memcpy(vals, p->vals, p->nvals * sizeof(*vals));
+		r.values = vals;
+		r.nvalues = (uint16_t)p->nvals;
+	}
+	if (p->nreqs == NG_MAX_SELECTOR_TERMS)
+		return ng_err_set(p->err, NG_ELIMIT, kat, "more than %d requirements",
+				  NG_MAX_SELECTOR_TERMS);
+	p->reqs[p->nreqs++] = r;
+	return NG_OK;
+}
+
+ng_status bud_selector_parse(const char *buf, size_t len, struct ng_intern *pool,
+			     struct ng_arena *arena, struct kube_selector *ret_sel,
+			     struct ng_err *reterr)
+{
+	if (len > NG_MAX_SELECTOR_STRING_BYTES)
+		return ng_err_set(reterr, NG_ELIMIT, 0, "selector longer than %d bytes",
+				  NG_MAX_SELECTOR_STRING_BYTES);
+	/* The parser state is ~1.3 KiB; it lives in the arena so fuzzing and threads with small
+	 * stacks stay safe. */
+	struct parser *p = ng_arena_alloc(arena, sizeof(*p));
+	if (!p)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	memset(p, 0, sizeof(*p));
+	p->lx.buf = buf;
+	p->lx.len = len;
+	p->pool = pool;
+	p->arena = arena;
+	p->err = reterr;
+	struct lexer probe = p->lx;
+	next(&probe, false);
+	if (probe.t != T_EOF) {
+		for (;;) {
+			ng_status st = parse_requirement(p);
+			if (st != NG_OK)
+				return st;
+			next(&p->lx, false);
+			if (p->lx.t == T_EOF)
+				break;
+			if (p->lx.t != T_COMMA)
+				return perr(p, p->lx.at, "',' or end of string");
+		}
+	}
+	struct kube_requirement *reqs = NULL;
+	if (p->nreqs) {
+		reqs = ng_arena_alloc(arena, p->nreqs * sizeof(*reqs));
+		if (!reqs)
+			return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		memcpy(reqs, p->reqs, p->nreqs * sizeof(*reqs));
+	}
+	ret_sel->present = true;
+	ret_sel->nreqs = (uint16_t)p->nreqs;
+	ret_sel->reqs = reqs;
+	return NG_OK;
+}
+
+/* ---- formatting ---- */
+
+struct out {
+	char *p;
+	size_t cap, len;
+};
+
+static void emit(struct out *o, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++, o->len++)
+		if (o->len + 1 < o->cap)
+			o->p[o->len] = s[i];
+	if (o->cap)
+		o->p[o->len < o->cap ? o->len : o->cap - 1] = '\0';
+}
+
+static void emit_id(struct out *o, const struct ng_intern *pool, uint32_t id)
+{
+	size_t n;
+	const char *s = ng_intern_str(pool, id, &n);
+	emit(o, s, n);
+}
+
+size_t bud_selector_format(const struct kube_selector *sel, const struct ng_intern *pool, char *out,
+			   size_t cap)
+{
+	struct out o = {out, cap, 0};
+	if (cap)
+		out[0] = '\0';
+	if (!sel->present) {
+		emit(&o, "<none>", 6);
+		return o.len;
+	}
+	if (sel->nreqs == 0) {
+		emit(&o, "<all>", 5);
+		return o.len;
+	}
+	for (uint16_t i = 0; i < sel->nreqs; i++) {
+		const struct kube_requirement *r = &sel->reqs[i];
+		if (i)
+			emit(&o, ",", 1);
+		if (r->op == KUBE_OP_DOES_NOT_EXIST)
+			emit(&o, "!", 1);
+		emit_id(&o, pool, r->key);
+		if (r->op == KUBE_OP_EXISTS || r->op == KUBE_OP_DOES_NOT_EXIST)
+			continue;
+		if (r->nvalues == 1 && (r->op == KUBE_OP_IN || r->op == KUBE_OP_NOTIN)) {
+			emit(&o, r->op == KUBE_OP_IN ? "=" : "!=", r->op == KUBE_OP_IN ? 1 : 2);
+			emit_id(&o, pool, r->values[0]);
+			continue;
+		}
+		if (r->op == KUBE_OP_GT || r->op == KUBE_OP_LT) {
+			char num[24];
+			int n = snprintf(num, sizeof(num), "%c%lld",
+					 r->op == KUBE_OP_GT ? '>' : '<', (long long)r->num);
+			emit(&o, num, (size_t)n);
+			continue;
+		}
+		emit(&o, r->op == KUBE_OP_IN ? " in (" : " notin (", r->op == KUBE_OP_IN ? 5 : 8);
+		for (uint16_t k = 0; k < r->nvalues; k++) {
+			if (k)
+				emit(&o, ",", 1);
+			emit_id(&o, pool, r->values[k]);
+		}
+		emit(&o, ")", 1);
+	}
+	return o.len;
+}

@@ -1,0 +1,52 @@
+/* Label selectors and node selectors with Kubernetes' exact semantics (apimachinery labels and
+ * component-helpers nodeaffinity). */
+#ifndef NG_BUDGETS_SELECTOR_H
+#define NG_BUDGETS_SELECTOR_H
+
+#include "common/status.h"
+#include "kube/kube.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct ng_arena;
+struct ng_intern;
+
+/**
+ * Parses the string form of a label selector ("a=b,c!=d,e in (x,y),f notin (z),g,!h,n>3"), as
+ * `kubectl -l` and `labelSelector=` write it. "" is the empty selector (matches everything).
+ * Keys and values are checked as the API server checks them. Strings are interned into @pool
+ * (writer side); arrays come from @arena. Writes @ret_sel only on success; on failure @reterr
+ * gets the byte offset and a message. NG_EPARSE, NG_ELIMIT (over NG_MAX_SELECTOR_TERMS or
+ * NG_MAX_SELECTOR_STRING_BYTES), NG_ENOMEM.
+ */
+NG_NODISCARD ng_status bud_selector_parse(const char *buf, size_t len, struct ng_intern *pool,
+					  struct ng_arena *arena, struct kube_selector *ret_sel,
+					  struct ng_err *reterr);
+
+/** True when one requirement holds for @labels (sorted by key). @pool resolves Gt/Lt values. */
+bool bud_requirement_matches(const struct kube_requirement *r, const struct kube_label *labels,
+			     size_t n, const struct ng_intern *pool);
+
+/**
+ * True when @sel matches @labels: a null selector matches nothing, `{}` everything, otherwise
+ * every requirement must hold (In/= need the key; NotIn/!= hold when the key is absent).
+ */
+bool bud_selector_matches(const struct kube_selector *sel, const struct kube_label *labels,
+			  size_t n, const struct ng_intern *pool);
+
+/**
+ * True when @node satisfies the node selector: some valid, non-empty term whose expressions
+ * (on labels) and fields (metadata.name) all hold. No terms, or only empty/invalid ones: false.
+ */
+bool bud_node_selector_matches(const struct kube_node_selector *sel, const struct kube_node *node,
+			       const struct ng_intern *pool);
+
+/**
+ * Writes @sel in string form into @out (at most @cap bytes incl. NUL), for messages. Returns
+ * the length that was needed.
+ */
+size_t bud_selector_format(const struct kube_selector *sel, const struct ng_intern *pool, char *out,
+			   size_t cap);
+
+#endif

@@ -1,0 +1,198 @@
+#include "common/buf.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ng_buf_init(struct ng_buf *b, size_t cap)
+{
+	b->data = NULL;
+	b->len = 0;
+	b->alloc = 0;
+	b->cap = cap;
+}
+
+void ng_buf_finish(struct ng_buf *b)
+{
+	if (!b)
+		return;
+	free(b->data);
+	b->data = NULL;
+	b->len = 0;
+	b->alloc = 0;
+}
+
+void ng_buf_reset(struct ng_buf *b)
+{
+	b->len = 0;
+	if (b->data)
+		b->data[0] = '\0';
+}
+
+char *ng_buf_take(struct ng_buf *b, size_t *ret_len)
+{
+	char *p = b->data;
+	if (ret_len)
+		*ret_len = b->len;
+	b->data = NULL;
+	b->len = 0;
+	b->alloc = 0;
+	return p;
+}
+
+static ng_status reserve(struct ng_buf *b, size_t extra)
+{
+	if (extra > b->cap || b->len > b->cap - extra)
+		return NG_ELIMIT;
+	size_t need = b->len + extra + 1; /* room for the NUL */
+	if (need <= b->alloc)
+		return NG_OK;
+	size_t n = b->alloc ? b->alloc : 256;
+	while (n < need)
+		n = n > SIZE_MAX / 2 ? need : n * 2;
+	if (n > b->cap + 1)
+		n = b->cap + 1;
+	char *p = realloc(b->data, n);
+	if (!p)
+		return NG_ENOMEM;
+	b->data = p;
+	b->alloc = n;
+	return NG_OK;
+}
+
+ng_status ng_buf_append(struct ng_buf *b, const void *p, size_t len)
+{
+	ng_status st = reserve(b, len);
+	if (st != NG_OK)
+		return st;
+	if (len)
+		memcpy(b->data + b->len, p, len);
+	b->len += len;
+	b->data[b->len] = '\0';
+	return NG_OK;
+}
+
+ng_status ng_buf_puts(struct ng_buf *b, const char *s)
+{
+	return ng_buf_append(b, s, strlen(s));
+}
+
+ng_status ng_buf_printf(struct ng_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char small[256];
+	int n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return NG_EINVAL;
+	if ((size_t)n < sizeof(small))
+		return ng_buf_append(b, small, (size_t)n);
+	ng_status st = reserve(b, (size_t)n);
+	if (st != NG_OK)
+		return st;
+	va_start(ap, fmt);
+	(void)vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return NG_OK;
+}
+
+ng_status ng_buf_i64(struct ng_buf *b, int64_t v)
+{
+	char tmp[24];
+	int n = snprintf(tmp, sizeof(tmp), "%" PRId64, v);
+	return ng_buf_append(b, tmp, (size_t)n);
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not valid. */
+static size_t utf8_len(const unsigned char *s, size_t avail)
+{
+	unsigned char c = s[0];
+	size_t n;
+	uint32_t cp;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (avail < n)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+ng_status ng_buf_json_str(struct ng_buf *b, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t start = b->len;
+	ng_status st = ng_buf_append(b, "\"", 1);
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0;
+	while (st == NG_OK && i < len) {
+		size_t run = i;
+		/* Copy plain ASCII runs in one append. */
+		while (run < len && u[run] >= 0x20 && u[run] < 0x80 && u[run] != '"' &&
+		       u[run] != '\\')
+			run++;
+		if (run > i) {
+			st = ng_buf_append(b, s + i, run - i);
+			i = run;
+			continue;
+		}
+		unsigned char c = u[i];
+		char esc[7];
+		if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			st = ng_buf_append(b, esc, 2);
+			i++;
+		} else if (c == '\n' || c == '\r' || c == '\t') {
+			esc[0] = '\\';
+			esc[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+			st = ng_buf_append(b, esc, 2);
+			i++;
+		} else if (c < 0x20) {
+			memcpy(esc, "\\u00", 4);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			st = ng_buf_append(b, esc, 6);
+			i++;
+		} else {
+			size_t n = utf8_len(u + i, len - i);
+			if (n == 0) {
+				st = ng_buf_append(b, "\xef\xbf\xbd", 3);
+				i++;
+			} else {
+				st = ng_buf_append(b, s + i, n);
+				i += n;
+			}
+		}
+	}
+	if (st == NG_OK)
+		st = ng_buf_append(b, "\"", 1);
+	if (st != NG_OK) {
+		b->len = start;
+		if (b->data)
+			b->data[start] = '\0';
+	}
+	return st;
+}

@@ -1,0 +1,42 @@
+/* A growable byte buffer with a hard cap (curl's dynbuf idea): every append either fits under
+ * the cap or fails with NG_ELIMIT and leaves the buffer as it was. */
+#ifndef NG_COMMON_BUF_H
+#define NG_COMMON_BUF_H
+
+#include "common/status.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ng_buf {
+	char *data; /* NUL-terminated when len > 0; owned */
+	size_t len;
+	size_t alloc;
+	size_t cap; /* the buffer never holds more than cap bytes */
+};
+
+/** Initialises an empty buffer that may grow to @cap bytes. No allocation happens yet. */
+void ng_buf_init(struct ng_buf *b, size_t cap);
+/** Frees the storage and returns the buffer to empty. Accepts a zeroed buffer. */
+void ng_buf_finish(struct ng_buf *b);
+/** Sets the length to 0, keeping storage. */
+void ng_buf_reset(struct ng_buf *b);
+/** Returns the data and its length, leaving the buffer empty. Caller frees with free(). */
+char *ng_buf_take(struct ng_buf *b, size_t *ret_len);
+
+/** Appends @len bytes. NG_ELIMIT over the cap, NG_ENOMEM when malloc fails. */
+NG_NODISCARD ng_status ng_buf_append(struct ng_buf *b, const void *p, size_t len);
+/** Appends a NUL-terminated string. */
+NG_NODISCARD ng_status ng_buf_puts(struct ng_buf *b, const char *s);
+/** Appends formatted text. */
+NG_NODISCARD ng_status ng_buf_printf(struct ng_buf *b, const char *fmt, ...) NG_PRINTF(2, 3);
+/** Appends a decimal integer. */
+NG_NODISCARD ng_status ng_buf_i64(struct ng_buf *b, int64_t v);
+/**
+ * Appends @len bytes as a JSON string literal, quotes included, escaping what RFC 8259 requires
+ * and any byte < 0x20. Invalid UTF-8 is replaced by U+FFFD so the output is always valid JSON.
+ */
+NG_NODISCARD ng_status ng_buf_json_str(struct ng_buf *b, const char *s, size_t len);
+
+#endif

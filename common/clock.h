@@ -1,0 +1,24 @@
+/* Clocks. Durations are int64_t with the unit in the name (STYLE.md B4). */
+#ifndef NG_COMMON_CLOCK_H
+#define NG_COMMON_CLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** Monotonic clock in microseconds (for durations). */
+int64_t ng_now_mono_us(void);
+/** Wall clock in milliseconds since the epoch. */
+int64_t ng_now_wall_ms(void);
+/**
+ * Writes @wall_ms as RFC 3339 UTC with milliseconds ("2026-11-22T05:00:00.123Z") into @out,
+ * which must hold 25 bytes. Returns the length written (24).
+ */
+size_t ng_format_rfc3339_ms(int64_t wall_ms, char *out);
+/**
+ * Parses an RFC 3339 timestamp as Kubernetes writes it ("2026-11-22T05:00:00Z", optional
+ * fraction, 'Z' or ±hh:mm offset). Writes milliseconds since the epoch to @ret_ms. Returns 0 on
+ * success, -1 on malformed input.
+ */
+int ng_parse_rfc3339_ms(const char *s, size_t len, int64_t *ret_ms);
+
+#endif

@@ -1,0 +1,18 @@
+/* Bounded number parsing: the only place strtoll may appear (STYLE.md B5). */
+#ifndef NG_COMMON_PARSE_H
+#define NG_COMMON_PARSE_H
+
+#include "common/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/**
+ * Parses @len bytes at @s as a base-10 integer (optional leading '-' or '+', digits only, no
+ * spaces) in [@min, @max]. Writes @ret only on success. NG_EPARSE for anything else, NG_ELIMIT
+ * when out of range.
+ */
+NG_NODISCARD ng_status ng_parse_i64(const char *s, size_t len, int64_t min, int64_t max,
+				    int64_t *ret);
+
+#endif

@@ -1,0 +1,40 @@
+/* Status codes shared by every module, and the optional error detail. */
+#ifndef NG_COMMON_STATUS_H
+#define NG_COMMON_STATUS_H
+
+#include <stddef.h>
+
+typedef enum ng_status {
+	NG_OK = 0,
+	NG_ENOMEM,    /* allocation failed or an arena cap was reached */
+	NG_EINVAL,    /* caller bug: an argument the API does not accept */
+	NG_EPARSE,    /* malformed input */
+	NG_ELIMIT,    /* well-formed input over a configured limit */
+	NG_ENOTFOUND, /* a named thing does not exist */
+	NG_EIO,       /* an operating-system call failed */
+	NG_ETIMEDOUT, /* an external call ran out of time */
+	NG_EKUBE,     /* API server answered non-2xx (detail in ng_err) */
+	NG_ESTALE,    /* watch 410 Gone: relist */
+} ng_status;
+
+/* Optional detail for a failure: where in the input and a message a person can act on. */
+struct ng_err {
+	ng_status status;
+	size_t offset;
+	char msg[160];
+};
+
+#define NG_NODISCARD __attribute__((warn_unused_result))
+#define NG_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/** Returns a constant, lower-case name for @st ("ok", "parse error", ...). Never NULL. */
+const char *ng_status_str(ng_status st);
+
+/**
+ * Fills @err (may be NULL) with @st, @offset and a formatted message, truncating the message to
+ * fit. Returns @st so callers can write `return ng_err_set(err, NG_EPARSE, off, "...")`.
+ */
+ng_status ng_err_set(struct ng_err *err, ng_status st, size_t offset, const char *fmt, ...)
+    NG_PRINTF(4, 5);
+
+#endif

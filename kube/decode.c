@@ -1,0 +1,892 @@
+/* Kubernetes objects (cJSON trees) -> compact cache records. The tree is dropped by the caller
+ * right after; records keep only intern ids and small arrays in the snapshot's arena. */
+#include "kube/internal.h"
+
+#include "common/arena.h"
+#include "common/intern.h"
+#include "common/json.h"
+#include "common/limits.h"
+#include "common/parse.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ctx {
+	struct kube_builder *b;
+	struct ng_intern *pool;
+	struct ng_arena *arena;
+	const char *where; /* "items[3] (Pod default/web-1)" */
+	struct ng_err *err;
+};
+
+static ng_status fail(struct ctx *c, ng_status st, const char *field, const char *what)
+{
+	return ng_err_set(c->err, st, 0, "%s: %s: %s", c->where, field, what);
+}
+
+static ng_status intern(struct ctx *c, const char *s, uint32_t *ret)
+{
+	ng_status st = ng_intern_add(c->pool, s, strlen(s), ret);
+	if (st != NG_OK)
+		return ng_err_set(c->err, st, 0, "%s: string pool: %s", c->where,
+				  ng_status_str(st));
+	return NG_OK;
+}
+
+static void *alloc(struct ctx *c, size_t n)
+{
+	return n ? ng_arena_alloc(c->arena, n) : NULL;
+}
+
+/* Optional string field: absent or null -> NG_INTERN_NONE; wrong type -> error. */
+static ng_status opt_str(struct ctx *c, const cJSON *obj, const char *key, const char *field,
+			 uint32_t *ret)
+{
+	const cJSON *v = ng_json_get(obj, key);
+	if (!v || cJSON_IsNull(v)) {
+		*ret = NG_INTERN_NONE;
+		return NG_OK;
+	}
+	if (!cJSON_IsString(v))
+		return fail(c, NG_EPARSE, field, "expected a string");
+	return intern(c, v->valuestring, ret);
+}
+
+static int cmp_label(const void *a, const void *b)
+{
+	const struct kube_label *x = a, *y = b;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static ng_status decode_labels(struct ctx *c, const cJSON *j, const char *field,
+			       const struct kube_label **ret, uint16_t *ret_n)
+{
+	*ret = NULL;
+	*ret_n = 0;
+	if (!j || cJSON_IsNull(j))
+		return NG_OK;
+	if (!cJSON_IsObject(j))
+		return fail(c, NG_EPARSE, field, "expected an object");
+	size_t n = (size_t)cJSON_GetArraySize(j);
+	if (n > NG_MAX_LABELS)
+		return fail(c, NG_ELIMIT, field, "more than 256 labels");
+	struct kube_label *out = alloc(c, n * sizeof(*out));
+	if (n && !out)
+		return fail(c, NG_ENOMEM, field, "out of memory");
+	size_t i = 0;
+	for (const cJSON *e = j->child; e; e = e->next, i++) {
+		if (!cJSON_IsString(e))
+			return fail(c, NG_EPARSE, field, "label values must be strings");
+		ng_status st = intern(c, e->string, &out[i].key);
+		if (st == NG_OK)
+			st = intern(c, e->valuestring, &out[i].val);
+		if (st != NG_OK)
+			return st;
+	}
+	qsort(out, n, sizeof(*out), cmp_label);
+	*ret = out;
+	*ret_n = (uint16_t)n;
+	return NG_OK;
+}
+
+/* Array of strings -> array of intern ids. */
+static ng_status decode_str_array(struct ctx *c, const cJSON *j, const char *field, size_t max,
+				  const uint32_t **ret, uint16_t *ret_n)
+{
+	*ret = NULL;
+	*ret_n = 0;
+	if (!j || cJSON_IsNull(j))
+		return NG_OK;
+	if (!cJSON_IsArray(j))
+		return fail(c, NG_EPARSE, field, "expected an array of strings");
+	size_t n = (size_t)cJSON_GetArraySize(j);
+	if (n > max)
+		return fail(c, NG_ELIMIT, field, "too many entries");
+	uint32_t *out = alloc(c, n * sizeof(*out));
+	if (n && !out)
+		return fail(c, NG_ENOMEM, field, "out of memory");
+	size_t i = 0;
+	for (const cJSON *e = j->child; e; e = e->next, i++) {
+		if (!cJSON_IsString(e))
+			return fail(c, NG_EPARSE, field, "expected an array of strings");
+		ng_status st = intern(c, e->valuestring, &out[i]);
+		if (st != NG_OK)
+			return st;
+	}
+	*ret = out;
+	*ret_n = (uint16_t)n;
+	return NG_OK;
+}
+
+/* ---- label syntax (apimachinery validation) ---- */
+
+static bool alnum(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+}
+
+/* A qualified name part: ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9], at most 63 bytes. */
+static bool name_part_ok(const char *s, size_t len, bool allow_empty)
+{
+	if (len == 0)
+		return allow_empty;
+	if (len > 63 || !alnum(s[0]) || !alnum(s[len - 1]))
+		return false;
+	for (size_t i = 1; i + 1 < len; i++)
+		if (!alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+			return false;
+	return true;
+}
+
+/* DNS-1123 subdomain: lower-case alphanumerics, '-' and '.', each label starting and ending
+ * alphanumeric, at most 253 bytes. */
+static bool dns_subdomain_ok(const char *s, size_t len)
+{
+	if (len == 0 || len > 253)
+		return false;
+	size_t start = 0;
+	for (size_t i = 0; i <= len; i++) {
+		if (i == len || s[i] == '.') {
+			if (i == start)
+				return false;
+			char a = s[start], z = s[i - 1];
+			if (!((a >= 'a' && a <= 'z') || (a >= '0' && a <= '9')) ||
+			    !((z >= 'a' && z <= 'z') || (z >= '0' && z <= '9')))
+				return false;
+			start = i + 1;
+			continue;
+		}
+		char ch = s[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-'))
+			return false;
+	}
+	return true;
+}
+
+const char *kube_label_key_problem(const char *s, size_t len)
+{
+	const char *slash = memchr(s, '/', len);
+	if (slash) {
+		size_t plen = (size_t)(slash - s);
+		if (!dns_subdomain_ok(s, plen))
+			return "label key prefix must be a DNS subdomain (lower-case, at most 253 "
+			       "characters)";
+		s = slash + 1;
+		len -= plen + 1;
+	}
+	if (!name_part_ok(s, len, false))
+		return "label key name must be 1-63 characters of [A-Za-z0-9-_.], starting and "
+		       "ending alphanumeric";
+	return NULL;
+}
+
+const char *kube_label_value_problem(const char *s, size_t len)
+{
+	if (!name_part_ok(s, len, true))
+		return "label value must be at most 63 characters of [A-Za-z0-9-_.], starting and "
+		       "ending alphanumeric";
+	return NULL;
+}
+
+static int op_from_str(const char *s, bool node_ops)
+{
+	static const char *const names[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
+	int n = node_ops ? 6 : 4;
+	for (int i = 0; i < n; i++)
+		if (strcmp(s, names[i]) == 0)
+			return i;
+	return -1;
+}
+
+ng_status kube_decode_selector(struct ng_intern *pool, struct ng_arena *arena, const cJSON *j,
+			       const char *field, struct kube_selector *ret_sel,
+			       struct ng_err *reterr)
+{
+	struct kube_selector sel = {0};
+	if (!j || cJSON_IsNull(j)) {
+		*ret_sel = sel;
+		return NG_OK;
+	}
+	if (!cJSON_IsObject(j))
+		return ng_err_set(reterr, NG_EPARSE, 0, "%s: expected an object", field);
+	const cJSON *ml = ng_json_get(j, "matchLabels");
+	const cJSON *me = ng_json_get(j, "matchExpressions");
+	if (ml && !cJSON_IsNull(ml) && !cJSON_IsObject(ml))
+		return ng_err_set(reterr, NG_EPARSE, 0, "%s.matchLabels: expected an object",
+				  field);
+	if (me && !cJSON_IsNull(me) && !cJSON_IsArray(me))
+		return ng_err_set(reterr, NG_EPARSE, 0, "%s.matchExpressions: expected an array",
+				  field);
+	size_t nml = cJSON_IsObject(ml) ? (size_t)cJSON_GetArraySize(ml) : 0;
+	size_t nme = cJSON_IsArray(me) ? (size_t)cJSON_GetArraySize(me) : 0;
+	if (nml + nme > NG_MAX_SELECTOR_TERMS)
+		return ng_err_set(reterr, NG_ELIMIT, 0, "%s: more than %d requirements", field,
+				  NG_MAX_SELECTOR_TERMS);
+	struct kube_requirement *reqs =
+	    nml + nme ? ng_arena_alloc(arena, (nml + nme) * sizeof(*reqs)) : NULL;
+	if (nml + nme && !reqs)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", field);
+	size_t n = 0;
+	ng_status st = NG_OK;
+	for (const cJSON *e = nml ? ml->child : NULL; e; e = e->next) {
+		const char *p;
+		if (!cJSON_IsString(e))
+			return ng_err_set(reterr, NG_EPARSE, 0,
+					  "%s.matchLabels[%.60s]: value must be a string", field,
+					  e->string);
+		if ((p = kube_label_key_problem(e->string, strlen(e->string))) ||
+		    (p = kube_label_value_problem(e->valuestring, strlen(e->valuestring))))
+			return ng_err_set(reterr, NG_EPARSE, 0, "%s.matchLabels[%.60s]: %s", field,
+					  e->string, p);
+		uint32_t *v = ng_arena_alloc(arena, sizeof(*v));
+		if (!v)
+			return ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", field);
+		struct kube_requirement *r = &reqs[n++];
+		memset(r, 0, sizeof(*r));
+		r->op = KUBE_OP_IN;
+		r->nvalues = 1;
+		r->values = v;
+		st = ng_intern_add(pool, e->string, strlen(e->string), &r->key);
+		if (st == NG_OK)
+			st = ng_intern_add(pool, e->valuestring, strlen(e->valuestring), v);
+		if (st != NG_OK)
+			return ng_err_set(reterr, st, 0, "%s: %s", field, ng_status_str(st));
+	}
+	size_t idx = 0;
+	for (const cJSON *e = nme ? me->child : NULL; e; e = e->next, idx++) {
+		const char *key = ng_json_str(e, "key");
+		const char *opname = ng_json_str(e, "operator");
+		const cJSON *vals = ng_json_get(e, "values");
+		const char *p;
+		if (!cJSON_IsObject(e))
+			return ng_err_set(reterr, NG_EPARSE, 0,
+					  "%s.matchExpressions[%zu]: expected an object", field,
+					  idx);
+		if (!key)
+			return ng_err_set(reterr, NG_EPARSE, 0,
+					  "%s.matchExpressions[%zu].key: required", field, idx);
+		if ((p = kube_label_key_problem(key, strlen(key))))
+			return ng_err_set(reterr, NG_EPARSE, 0, "%s.matchExpressions[%zu].key: %s",
+					  field, idx, p);
+		int op = opname ? op_from_str(opname, false) : -1;
+		if (op < 0)
+			return ng_err_set(reterr, NG_EPARSE, 0,
+					  "%s.matchExpressions[%zu].operator: \"%.40s\" is not one "
+					  "of In, NotIn, Exists, DoesNotExist",
+					  field, idx, opname ? opname : "");
+		if (vals && !cJSON_IsNull(vals) && !cJSON_IsArray(vals))
+			return ng_err_set(reterr, NG_EPARSE, 0,
+					  "%s.matchExpressions[%zu].values: expected an array",
+					  field, idx);
+		size_t nv = cJSON_IsArray(vals) ? (size_t)cJSON_GetArraySize(vals) : 0;
+		if ((op == KUBE_OP_IN || op == KUBE_OP_NOTIN) && nv == 0)
+			return ng_err_set(reterr, NG_EPARSE, 0,
+					  "%s.matchExpressions[%zu].values: must be non-empty when "
+					  "operator is %s",
+					  field, idx, opname);
+		if ((op == KUBE_OP_EXISTS || op == KUBE_OP_DOES_NOT_EXIST) && nv != 0)
+			return ng_err_set(reterr, NG_EPARSE, 0,
+					  "%s.matchExpressions[%zu].values: must be empty when "
+					  "operator is %s",
+					  field, idx, opname);
+		if (nv > NG_MAX_SELECTOR_VALUES)
+			return ng_err_set(reterr, NG_ELIMIT, 0,
+					  "%s.matchExpressions[%zu].values: more than %d values",
+					  field, idx, NG_MAX_SELECTOR_VALUES);
+		uint32_t *v = nv ? ng_arena_alloc(arena, nv * sizeof(*v)) : NULL;
+		if (nv && !v)
+			return ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", field);
+		struct kube_requirement *r = &reqs[n++];
+		memset(r, 0, sizeof(*r));
+		r->op = (uint8_t)op;
+		r->nvalues = (uint16_t)nv;
+		r->values = v;
+		st = ng_intern_add(pool, key, strlen(key), &r->key);
+		size_t vi = 0;
+		for (const cJSON *ve = nv ? vals->child : NULL; st == NG_OK && ve;
+		     ve = ve->next, vi++) {
+			if (!cJSON_IsString(ve))
+				return ng_err_set(
+				    reterr, NG_EPARSE, 0,
+				    "%s.matchExpressions[%zu].values[%zu]: expected a "
+				    "string",
+				    field, idx, vi);
+			if ((p = kube_label_value_problem(ve->valuestring,
+							  strlen(ve->valuestring))))
+				return ng_err_set(reterr, NG_EPARSE, 0,
+						  "%s.matchExpressions[%zu].values[%zu]: %s", field,
+						  idx, vi, p);
+			st = ng_intern_add(pool, ve->valuestring, strlen(ve->valuestring), &v[vi]);
+		}
+		if (st != NG_OK)
+			return ng_err_set(reterr, st, 0, "%s: %s", field, ng_status_str(st));
+	}
+	sel.present = true;
+	sel.nreqs = (uint16_t)n;
+	sel.reqs = reqs;
+	*ret_sel = sel;
+	return NG_OK;
+}
+
+/* Node-selector requirements: never an error, an invalid one marks its term invalid. */
+static bool node_req(struct ctx *c, const cJSON *e, bool field, struct kube_requirement *r,
+		     ng_status *st)
+{
+	memset(r, 0, sizeof(*r));
+	const char *key = ng_json_str(e, "key");
+	const char *opname = ng_json_str(e, "operator");
+	const cJSON *vals = ng_json_get(e, "values");
+	int op = opname ? op_from_str(opname, true) : -1;
+	if (!key || op < 0 || (vals && !cJSON_IsNull(vals) && !cJSON_IsArray(vals)))
+		return false;
+	size_t nv = cJSON_IsArray(vals) ? (size_t)cJSON_GetArraySize(vals) : 0;
+	if (nv > NG_MAX_SELECTOR_VALUES)
+		return false;
+	if ((op == KUBE_OP_IN || op == KUBE_OP_NOTIN) && nv == 0)
+		return false;
+	if ((op == KUBE_OP_EXISTS || op == KUBE_OP_DOES_NOT_EXIST) && nv != 0)
+		return false;
+	if (field && (strcmp(key, "metadata.name") != 0 ||
+		      (op != KUBE_OP_IN && op != KUBE_OP_NOTIN) || nv != 1))
+		return false;
+	uint32_t *v = nv ? alloc(c, nv * sizeof(*v)) : NULL;
+	if (nv && !v) {
+		*st = fail(c, NG_ENOMEM, "spec.nodeAffinity", "out of memory");
+		return false;
+	}
+	size_t i = 0;
+	for (const cJSON *ve = nv ? vals->child : NULL; ve; ve = ve->next, i++) {
+		if (!cJSON_IsString(ve))
+			return false;
+		if ((*st = intern(c, ve->valuestring, &v[i])) != NG_OK)
+			return false;
+	}
+	if (op == KUBE_OP_GT || op == KUBE_OP_LT) {
+		int64_t num;
+		const char *s = nv == 1 ? vals->child->valuestring : NULL;
+		if (!s || ng_parse_i64(s, strlen(s), INT64_MIN, INT64_MAX, &num) != NG_OK)
+			return false;
+		r->num = num;
+	}
+	if ((*st = intern(c, key, &r->key)) != NG_OK)
+		return false;
+	r->op = (uint8_t)op;
+	r->nvalues = (uint16_t)nv;
+	r->values = v;
+	return true;
+}
+
+static ng_status decode_node_selector(struct ctx *c, const cJSON *j, struct kube_node_selector *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	const cJSON *terms = ng_json_get(ng_json_get(j, "required"), "nodeSelectorTerms");
+	if (!cJSON_IsArray(terms))
+		return NG_OK; /* no (required) affinity: pins nothing */
+	size_t nt = (size_t)cJSON_GetArraySize(terms);
+	if (nt > NG_MAX_NODE_SELECTOR_TERMS)
+		return fail(c, NG_ELIMIT, "spec.nodeAffinity", "too many nodeSelectorTerms");
+	struct kube_node_term *out = alloc(c, nt * sizeof(*out));
+	if (nt && !out)
+		return fail(c, NG_ENOMEM, "spec.nodeAffinity", "out of memory");
+	size_t ti = 0;
+	for (const cJSON *t = terms->child; t; t = t->next, ti++) {
+		struct kube_node_term *term = &out[ti];
+		memset(term, 0, sizeof(*term));
+		const cJSON *ex = ng_json_get(t, "matchExpressions");
+		const cJSON *fi = ng_json_get(t, "matchFields");
+		size_t ne = cJSON_IsArray(ex) ? (size_t)cJSON_GetArraySize(ex) : 0;
+		size_t nf = cJSON_IsArray(fi) ? (size_t)cJSON_GetArraySize(fi) : 0;
+		if (!cJSON_IsObject(t) || (ex && !cJSON_IsNull(ex) && !cJSON_IsArray(ex)) ||
+		    (fi && !cJSON_IsNull(fi) && !cJSON_IsArray(fi)) ||
+		    ne + nf > NG_MAX_SELECTOR_TERMS) {
+			term->invalid = true;
+			continue;
+		}
+		struct kube_requirement *re = alloc(c, ne * sizeof(*re));
+		struct kube_requirement *rf = alloc(c, nf * sizeof(*rf));
+		if ((ne && !re) || (nf && !rf))
+			return fail(c, NG_ENOMEM, "spec.nodeAffinity", "out of memory");
+		ng_status st = NG_OK;
+		size_t i = 0;
+		for (const cJSON *e = ne ? ex->child : NULL; e; e = e->next)
+			if (!node_req(c, e, false, &re[i++], &st))
+				term->invalid = true;
+		i = 0;
+		for (const cJSON *e = nf ? fi->child : NULL; e; e = e->next)
+			if (!node_req(c, e, true, &rf[i++], &st))
+				term->invalid = true;
+		if (st != NG_OK)
+			return st;
+		term->exprs = re;
+		term->nexprs = (uint16_t)ne;
+		term->fields = rf;
+		term->nfields = (uint16_t)nf;
+	}
+	ret->present = true;
+	ret->nterms = (uint16_t)nt;
+	ret->terms = out;
+	return NG_OK;
+}
+
+/* ---- records ---- */
+
+static void *push(struct ctx *c, enum kube_resource r, size_t size)
+{
+	struct kube_builder *b = c->b;
+	void **arr;
+	switch (r) {
+	case KUBE_RES_NODES:
+		arr = (void **)&b->s->nodes;
+		break;
+	case KUBE_RES_PODS:
+		arr = (void **)&b->s->pods;
+		break;
+	case KUBE_RES_PVCS:
+		arr = (void **)&b->s->pvcs;
+		break;
+	case KUBE_RES_PVS:
+		arr = (void **)&b->s->pvs;
+		break;
+	case KUBE_RES_NDS:
+		arr = (void **)&b->s->nds;
+		break;
+	case KUBE_RES_ADBS:
+		arr = (void **)&b->s->adbs;
+		break;
+	default:
+		arr = (void **)&b->s->ndbs;
+		break;
+	}
+	if (b->s->count[r] == b->cap[r]) {
+		size_t ncap = b->cap[r] ? b->cap[r] * 2 : 64;
+		void *p = realloc(*arr, ncap * size);
+		if (!p)
+			return NULL;
+		*arr = p;
+		b->cap[r] = ncap;
+	}
+	char *slot = (char *)*arr + b->s->count[r]++ * size;
+	memset(slot, 0, size);
+	return slot;
+}
+
+static ng_status decode_node(struct ctx *c, const cJSON *o, uint32_t name, const cJSON *meta)
+{
+	struct kube_node *n = push(c, KUBE_RES_NODES, sizeof(*n));
+	if (!n)
+		return fail(c, NG_ENOMEM, "node", "out of memory");
+	n->name = name;
+	uint16_t nl;
+	ng_status st =
+	    decode_labels(c, ng_json_get(meta, "labels"), "metadata.labels", &n->labels, &nl);
+	if (st != NG_OK)
+		return st;
+	n->nlabels = nl;
+	const cJSON *spec = ng_json_get(o, "spec");
+	if (cJSON_IsTrue(ng_json_get(spec, "unschedulable")))
+		n->flags |= KUBE_NODE_UNSCHEDULABLE;
+	const cJSON *conds = ng_json_path(o, (const char *const[]){"status", "conditions", NULL});
+	for (const cJSON *e = cJSON_IsArray(conds) ? conds->child : NULL; e; e = e->next) {
+		const char *t = ng_json_str(e, "type"), *s = ng_json_str(e, "status");
+		if (t && s && strcmp(t, "Ready") == 0 && strcmp(s, "True") == 0)
+			n->flags |= KUBE_NODE_READY;
+	}
+	const cJSON *taints = ng_json_get(spec, "taints");
+	if (cJSON_IsArray(taints)) {
+		size_t nt = (size_t)cJSON_GetArraySize(taints);
+		if (nt > NG_MAX_LABELS)
+			return fail(c, NG_ELIMIT, "spec.taints", "too many taints");
+		struct kube_taint *t = alloc(c, nt * sizeof(*t));
+		if (nt && !t)
+			return fail(c, NG_ENOMEM, "spec.taints", "out of memory");
+		size_t i = 0;
+		for (const cJSON *e = taints->child; e; e = e->next, i++) {
+			if ((st = opt_str(c, e, "key", "spec.taints.key", &t[i].key)) != NG_OK ||
+			    (st = opt_str(c, e, "value", "spec.taints.value", &t[i].val)) !=
+				NG_OK ||
+			    (st = opt_str(c, e, "effect", "spec.taints.effect", &t[i].effect)) !=
+				NG_OK)
+				return st;
+		}
+		n->taints = t;
+		n->ntaints = (uint32_t)nt;
+	}
+	return NG_OK;
+}
+
+static uint8_t pod_phase(const char *s)
+{
+	if (!s)
+		return KUBE_POD_PENDING;
+	if (strcmp(s, "Running") == 0)
+		return KUBE_POD_RUNNING;
+	if (strcmp(s, "Succeeded") == 0)
+		return KUBE_POD_SUCCEEDED;
+	if (strcmp(s, "Failed") == 0)
+		return KUBE_POD_FAILED;
+	if (strcmp(s, "Pending") == 0)
+		return KUBE_POD_PENDING;
+	return KUBE_POD_UNKNOWN;
+}
+
+static ng_status decode_pod(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t name,
+			    const cJSON *meta)
+{
+	struct kube_pod *p = push(c, KUBE_RES_PODS, sizeof(*p));
+	if (!p)
+		return fail(c, NG_ENOMEM, "pod", "out of memory");
+	p->ns = ns;
+	p->name = name;
+	p->owner_kind = NG_INTERN_NONE;
+	ng_status st = decode_labels(c, ng_json_get(meta, "labels"), "metadata.labels", &p->labels,
+				     &p->nlabels);
+	if (st != NG_OK)
+		return st;
+	const cJSON *spec = ng_json_get(o, "spec");
+	if ((st = opt_str(c, spec, "nodeName", "spec.nodeName", &p->node)) != NG_OK)
+		return st;
+	p->phase = pod_phase(ng_json_str(ng_json_get(o, "status"), "phase"));
+	const cJSON *ann = ng_json_get(meta, "annotations");
+	if (ng_json_get(ann, "kubernetes.io/config.mirror"))
+		p->flags |= KUBE_POD_MIRROR;
+	const cJSON *del = ng_json_get(meta, "deletionTimestamp");
+	if (del && !cJSON_IsNull(del))
+		p->flags |= KUBE_POD_TERMINATING;
+	const cJSON *owners = ng_json_get(meta, "ownerReferences");
+	for (const cJSON *e = cJSON_IsArray(owners) ? owners->child : NULL; e; e = e->next) {
+		if (!cJSON_IsTrue(ng_json_get(e, "controller")))
+			continue;
+		const char *kind = ng_json_str(e, "kind");
+		if (!kind)
+			continue;
+		if ((st = intern(c, kind, &p->owner_kind)) != NG_OK)
+			return st;
+		if (strcmp(kind, "DaemonSet") == 0)
+			p->flags |= KUBE_POD_DAEMONSET;
+		break;
+	}
+	/* PVC claim names and container request names, each bounded. */
+	const cJSON *vols = ng_json_get(spec, "volumes");
+	size_t nclaims = 0;
+	for (const cJSON *e = cJSON_IsArray(vols) ? vols->child : NULL; e; e = e->next)
+		if (ng_json_str(ng_json_get(e, "persistentVolumeClaim"), "claimName"))
+			nclaims++;
+	if (nclaims > NG_MAX_LABELS)
+		return fail(c, NG_ELIMIT, "spec.volumes", "too many PVC volumes");
+	uint32_t *claims = alloc(c, nclaims * sizeof(*claims));
+	if (nclaims && !claims)
+		return fail(c, NG_ENOMEM, "spec.volumes", "out of memory");
+	size_t i = 0;
+	for (const cJSON *e = nclaims ? vols->child : NULL; e; e = e->next) {
+		const char *cn = ng_json_str(ng_json_get(e, "persistentVolumeClaim"), "claimName");
+		if (cn && (st = intern(c, cn, &claims[i++])) != NG_OK)
+			return st;
+	}
+	p->claims = claims;
+	p->nclaims = (uint16_t)nclaims;
+	const cJSON *ctrs = ng_json_get(spec, "containers");
+	size_t nreq = 0;
+	for (const cJSON *e = cJSON_IsArray(ctrs) ? ctrs->child : NULL; e; e = e->next) {
+		const cJSON *r =
+		    ng_json_path(e, (const char *const[]){"resources", "requests", NULL});
+		if (cJSON_IsObject(r))
+			nreq += (size_t)cJSON_GetArraySize(r);
+	}
+	if (nreq > NG_MAX_LABELS)
+		return fail(c, NG_ELIMIT, "spec.containers", "too many resource requests");
+	uint32_t *reqs = alloc(c, nreq * sizeof(*reqs));
+	if (nreq && !reqs)
+		return fail(c, NG_ENOMEM, "spec.containers", "out of memory");
+	i = 0;
+	for (const cJSON *e = nreq ? ctrs->child : NULL; e; e = e->next) {
+		const cJSON *r =
+		    ng_json_path(e, (const char *const[]){"resources", "requests", NULL});
+		for (const cJSON *k = cJSON_IsObject(r) ? r->child : NULL; k; k = k->next) {
+			uint32_t id;
+			if ((st = intern(c, k->string, &id)) != NG_OK)
+				return st;
+			bool dup = false;
+			for (size_t j = 0; j < i; j++)
+				dup = dup || reqs[j] == id;
+			if (!dup)
+				reqs[i++] = id;
+		}
+	}
+	p->requests = reqs;
+	p->nrequests = (uint16_t)i;
+	return NG_OK;
+}
+
+static ng_status decode_pvc(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t name,
+			    const cJSON *meta)
+{
+	struct kube_pvc *v = push(c, KUBE_RES_PVCS, sizeof(*v));
+	if (!v)
+		return fail(c, NG_ENOMEM, "pvc", "out of memory");
+	v->ns = ns;
+	v->name = name;
+	ng_status st = decode_labels(c, ng_json_get(meta, "labels"), "metadata.labels", &v->labels,
+				     &v->nlabels);
+	if (st != NG_OK)
+		return st;
+	if ((st = opt_str(c, ng_json_get(o, "spec"), "volumeName", "spec.volumeName",
+			  &v->volume)) != NG_OK)
+		return st;
+	const char *ph = ng_json_str(ng_json_get(o, "status"), "phase");
+	v->phase = ph && strcmp(ph, "Bound") == 0  ? KUBE_PVC_BOUND
+		   : ph && strcmp(ph, "Lost") == 0 ? KUBE_PVC_LOST
+						   : KUBE_PVC_PENDING;
+	return NG_OK;
+}
+
+static ng_status decode_pv(struct ctx *c, const cJSON *o, uint32_t name)
+{
+	struct kube_pv *v = push(c, KUBE_RES_PVS, sizeof(*v));
+	if (!v)
+		return fail(c, NG_ENOMEM, "pv", "out of memory");
+	v->name = name;
+	return decode_node_selector(c, ng_json_get(ng_json_get(o, "spec"), "nodeAffinity"),
+				    &v->affinity);
+}
+
+static uint8_t nd_state(const char *s)
+{
+	if (!s)
+		return KUBE_ND_UNKNOWN;
+	if (strcmp(s, "Granted") == 0)
+		return KUBE_ND_GRANTED;
+	if (strcmp(s, "Rejected") == 0)
+		return KUBE_ND_REJECTED;
+	if (strcmp(s, "Pending") == 0)
+		return KUBE_ND_PENDING;
+	return KUBE_ND_UNKNOWN;
+}
+
+static ng_status decode_nd(struct ctx *c, const cJSON *o, uint32_t name)
+{
+	struct kube_nd *d = push(c, KUBE_RES_NDS, sizeof(*d));
+	if (!d)
+		return fail(c, NG_ENOMEM, "nd", "out of memory");
+	d->name = name;
+	const cJSON *spec = ng_json_get(o, "spec");
+	const cJSON *status = ng_json_get(o, "status");
+	d->state = nd_state(ng_json_str(status, "state"));
+	ng_status st;
+	if ((st = opt_str(c, spec, "type", "spec.type", &d->type)) != NG_OK ||
+	    (st = opt_str(c, spec, "requestor", "spec.requestor", &d->requestor)) != NG_OK)
+		return st;
+	int64_t prio = 0;
+	const cJSON *pj = ng_json_get(spec, "priority");
+	if (pj && !ng_json_int64(pj, &prio))
+		return fail(c, NG_EPARSE, "spec.priority", "expected an integer");
+	if (prio < INT32_MIN || prio > INT32_MAX)
+		return fail(c, NG_ELIMIT, "spec.priority", "out of int32 range");
+	d->priority = (int32_t)prio;
+	/* A cluster may have thousands of nodes in one request; 65535 is the record's bound. */
+	if ((st = decode_str_array(c, ng_json_get(spec, "nodeNames"), "spec.nodeNames", 65535,
+				   &d->node_names, &d->nnode_names)) != NG_OK ||
+	    (st =
+		 decode_str_array(c, ng_json_get(status, "disruptedNodes"), "status.disruptedNodes",
+				  65535, &d->disrupted, &d->ndisrupted)) != NG_OK)
+		return st;
+	st = kube_decode_selector(c->pool, c->arena, ng_json_get(spec, "nodeSelector"),
+				  "spec.nodeSelector", &d->node_selector, c->err);
+	if (st != NG_OK)
+		/* An invalid selector on a NodeDisruption selects nothing; the validating
+		 * webhook rejects it, and the gate will report it. */
+		memset(&d->node_selector, 0, sizeof(d->node_selector));
+	return NG_OK;
+}
+
+static ng_status decode_int_or_string(struct ctx *c, const cJSON *j, const char *field,
+				      struct kube_int_or_string *ret, struct ng_err *verr)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!j || cJSON_IsNull(j))
+		return NG_OK;
+	ret->set = true;
+	if (cJSON_IsString(j)) {
+		ret->is_str = true;
+		return intern(c, j->valuestring, &ret->str);
+	}
+	if (!ng_json_int64(j, &ret->i))
+		return ng_err_set(verr, NG_EPARSE, 0, "%s: expected an integer or a percentage",
+				  field);
+	return NG_OK;
+}
+
+/* Fields every budget has. Validation problems go to @verr and make the budget invalid;
+ * only OOM fails the load. */
+static ng_status decode_budget_common(struct ctx *c, const cJSON *spec,
+				      struct kube_budget_common *b, struct ng_err *verr)
+{
+	const cJSON *types = ng_json_get(spec, "supportedNodeDisruptionTypes");
+	ng_status st = decode_str_array(c, types, "spec.supportedNodeDisruptionTypes",
+					NG_MAX_LABELS, &b->types, &b->ntypes);
+	if (st == NG_EPARSE || st == NG_ELIMIT) {
+		*verr = *c->err;
+		st = NG_OK;
+	}
+	if (st != NG_OK)
+		return st;
+	const cJSON *fr = ng_json_get(spec, "freeze");
+	if (cJSON_IsTrue(ng_json_get(fr, "enabled"))) {
+		b->frozen = true;
+		const char *reason = ng_json_str(fr, "reason");
+		if ((st = intern(c, reason ? reason : "", &b->freeze_reason)) != NG_OK)
+			return st;
+	}
+	return NG_OK;
+}
+
+static ng_status finish_budget(struct ctx *c, struct kube_budget_common *b, struct ng_err *verr)
+{
+	if (verr->status == NG_OK)
+		return NG_OK;
+	b->invalid = true;
+	return intern(c, verr->msg, &b->error);
+}
+
+static ng_status decode_adb(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t name)
+{
+	struct kube_adb *a = push(c, KUBE_RES_ADBS, sizeof(*a));
+	if (!a)
+		return fail(c, NG_ENOMEM, "adb", "out of memory");
+	a->b.ns = ns;
+	a->b.name = name;
+	struct ng_err verr = {0};
+	const cJSON *spec = ng_json_get(o, "spec");
+	ng_status st = decode_budget_common(c, spec, &a->b, &verr);
+	if (st != NG_OK)
+		return st;
+	if (verr.status == NG_OK)
+		st = kube_decode_selector(c->pool, c->arena, ng_json_get(spec, "podSelector"),
+					  "spec.podSelector", &a->pod_selector, &verr);
+	if (st == NG_OK)
+		st = kube_decode_selector(c->pool, c->arena, ng_json_get(spec, "pvcSelector"),
+					  "spec.pvcSelector", &a->pvc_selector, &verr);
+	if (st == NG_OK)
+		st = decode_int_or_string(c, ng_json_get(spec, "maxDisruptions"),
+					  "spec.maxDisruptions", &a->max_disruptions, &verr);
+	if (st == NG_ENOMEM)
+		return fail(c, st, "spec", "out of memory");
+	if (st == NG_OK && !a->pod_selector.present && !a->pvc_selector.present)
+		(void)ng_err_set(&verr, NG_EPARSE, 0,
+				 "spec: at least one of podSelector and pvcSelector is required");
+	if (verr.status != NG_OK) {
+		memset(&a->pod_selector, 0, sizeof(a->pod_selector));
+		memset(&a->pvc_selector, 0, sizeof(a->pvc_selector));
+	}
+	return finish_budget(c, &a->b, &verr);
+}
+
+static ng_status decode_ndb(struct ctx *c, const cJSON *o, uint32_t name)
+{
+	struct kube_ndb *n = push(c, KUBE_RES_NDBS, sizeof(*n));
+	if (!n)
+		return fail(c, NG_ENOMEM, "ndb", "out of memory");
+	n->b.ns = NG_INTERN_NONE;
+	n->b.name = name;
+	struct ng_err verr = {0};
+	const cJSON *spec = ng_json_get(o, "spec");
+	ng_status st = decode_budget_common(c, spec, &n->b, &verr);
+	if (st != NG_OK)
+		return st;
+	if (verr.status == NG_OK)
+		st = kube_decode_selector(c->pool, c->arena, ng_json_get(spec, "nodeSelector"),
+					  "spec.nodeSelector", &n->node_selector, &verr);
+	if (st == NG_OK)
+		st = decode_int_or_string(c, ng_json_get(spec, "maxDisruptedNodes"),
+					  "spec.maxDisruptedNodes", &n->max_disrupted, &verr);
+	if (st == NG_OK)
+		st = decode_int_or_string(c, ng_json_get(spec, "minUndisruptedNodes"),
+					  "spec.minUndisruptedNodes", &n->min_undisrupted, &verr);
+	if (st == NG_ENOMEM)
+		return fail(c, st, "spec", "out of memory");
+	const cJSON *cu = ng_json_get(spec, "countUnavailableNodes");
+	n->count_unavailable = !cJSON_IsFalse(cu);
+	if (verr.status != NG_OK)
+		memset(&n->node_selector, 0, sizeof(n->node_selector));
+	return finish_budget(c, &n->b, &verr);
+}
+
+static bool is_nodegate(const char *api_version)
+{
+	return api_version && strncmp(api_version, "nodegate.io/", 12) == 0;
+}
+
+ng_status kube_decode_object(struct kube_builder *b, const cJSON *obj, const char *where,
+			     struct ng_err *reterr)
+{
+	struct ctx c = {.b = b, .pool = b->s->pool, .arena = b->s->arena, .err = reterr};
+	char label[200];
+	c.where = where;
+	if (!cJSON_IsObject(obj))
+		return ng_err_set(reterr, NG_EPARSE, 0, "%s: expected an object", where);
+	const char *kind = ng_json_str(obj, "kind");
+	const char *api = ng_json_str(obj, "apiVersion");
+	if (!kind)
+		return ng_err_set(reterr, NG_EPARSE, 0, "%s: kind: required", where);
+	const cJSON *meta = ng_json_get(obj, "metadata");
+	const char *name = ng_json_str(meta, "name");
+	const char *ns = ng_json_str(meta, "namespace");
+	enum { CLUSTER, NAMESPACED } scope;
+	enum kube_resource res;
+	if (strcmp(kind, "Node") == 0 && api && strcmp(api, "v1") == 0) {
+		res = KUBE_RES_NODES;
+		scope = CLUSTER;
+	} else if (strcmp(kind, "Pod") == 0 && api && strcmp(api, "v1") == 0) {
+		res = KUBE_RES_PODS;
+		scope = NAMESPACED;
+	} else if (strcmp(kind, "PersistentVolumeClaim") == 0 && api && strcmp(api, "v1") == 0) {
+		res = KUBE_RES_PVCS;
+		scope = NAMESPACED;
+	} else if (strcmp(kind, "PersistentVolume") == 0 && api && strcmp(api, "v1") == 0) {
+		res = KUBE_RES_PVS;
+		scope = CLUSTER;
+	} else if (strcmp(kind, "NodeDisruption") == 0 && is_nodegate(api)) {
+		res = KUBE_RES_NDS;
+		scope = CLUSTER;
+	} else if (strcmp(kind, "ApplicationDisruptionBudget") == 0 && is_nodegate(api)) {
+		res = KUBE_RES_ADBS;
+		scope = NAMESPACED;
+	} else if (strcmp(kind, "NodeDisruptionBudget") == 0 && is_nodegate(api)) {
+		res = KUBE_RES_NDBS;
+		scope = CLUSTER;
+	} else {
+		b->skipped++;
+		return NG_OK;
+	}
+	if (!name || !*name)
+		return ng_err_set(reterr, NG_EPARSE, 0, "%s (%s): metadata.name: required", where,
+				  kind);
+	/* Objects written by hand may leave the namespace out; kubectl would use "default". */
+	if (scope == NAMESPACED && (!ns || !*ns))
+		ns = "default";
+	(void)snprintf(label, sizeof(label), "%s (%s %s%s%.100s)", where, kind,
+		       scope == NAMESPACED ? ns : "", scope == NAMESPACED ? "/" : "", name);
+	c.where = label;
+	uint32_t name_id, ns_id = NG_INTERN_NONE;
+	ng_status st = intern(&c, name, &name_id);
+	if (st == NG_OK && scope == NAMESPACED)
+		st = intern(&c, ns, &ns_id);
+	if (st != NG_OK)
+		return st;
+	switch (res) {
+	case KUBE_RES_NODES:
+		return decode_node(&c, obj, name_id, meta);
+	case KUBE_RES_PODS:
+		return decode_pod(&c, obj, ns_id, name_id, meta);
+	case KUBE_RES_PVCS:
+		return decode_pvc(&c, obj, ns_id, name_id, meta);
+	case KUBE_RES_PVS:
+		return decode_pv(&c, obj, name_id);
+	case KUBE_RES_NDS:
+		return decode_nd(&c, obj, name_id);
+	case KUBE_RES_ADBS:
+		return decode_adb(&c, obj, ns_id, name_id);
+	default:
+		return decode_ndb(&c, obj, name_id);
+	}
+}

@@ -1,0 +1,307 @@
+/* The cluster cache: compact records of the objects nodegate decides with, interned strings,
+ * indexes, and immutable snapshots that admission threads read without holding a lock
+ * (DESIGN.md §7, STYLE.md B8-B9).
+ *
+ * Threads: a snapshot is built by one thread (kube_builder_*) and published with
+ * kube_store_publish(). Any thread may kube_store_acquire() the current snapshot, read it with
+ * the accessors below (all take const pointers and never change it) and kube_snapshot_release()
+ * it. Every pointer an accessor returns is borrowed and valid until that release. */
+#ifndef NG_KUBE_KUBE_H
+#define NG_KUBE_KUBE_H
+
+#include "common/status.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ng_intern;
+struct cJSON;
+
+/* ---- records ------------------------------------------------------------------------ */
+
+struct kube_label {
+	uint32_t key, val; /* intern ids */
+};
+
+enum kube_op {
+	KUBE_OP_IN,
+	KUBE_OP_NOTIN,
+	KUBE_OP_EXISTS,
+	KUBE_OP_DOES_NOT_EXIST,
+	KUBE_OP_GT, /* node selectors only */
+	KUBE_OP_LT, /* node selectors only */
+};
+
+/* One requirement of a label selector or node-selector term. Values are intern ids; a value no
+ * object carries is NG_INTERN_NONE and matches nothing. For Gt/Lt, @num holds the bound. */
+struct kube_requirement {
+	uint32_t key;
+	uint8_t op; /* enum kube_op */
+	uint16_t nvalues;
+	const uint32_t *values;
+	int64_t num;
+};
+
+/* A metav1.LabelSelector. @present false is a null selector (matches nothing); present with no
+ * requirements is `{}` (matches everything). */
+struct kube_selector {
+	bool present;
+	uint16_t nreqs;
+	const struct kube_requirement *reqs;
+};
+
+/* One nodeSelectorTerm: expressions and fields ANDed. @invalid terms (unknown operator, bad
+ * Gt/Lt value, matchFields other than one-valued In/NotIn on metadata.name) match nothing, as in
+ * Kubernetes' LazyErrorNodeSelector. */
+struct kube_node_term {
+	bool invalid;
+	uint16_t nexprs, nfields;
+	const struct kube_requirement *exprs;
+	const struct kube_requirement *fields; /* key is "metadata.name" */
+};
+
+/* A PersistentVolume's spec.nodeAffinity.required. @present false: no affinity (the volume
+ * pins no node). Terms are ORed. */
+struct kube_node_selector {
+	bool present;
+	uint16_t nterms;
+	const struct kube_node_term *terms;
+};
+
+/* IntOrString as Kubernetes writes it (e.g. "maxDisruptions: 1" or "25%"). */
+struct kube_int_or_string {
+	bool set;
+	bool is_str;
+	int64_t i;
+	uint32_t str; /* intern id when is_str */
+};
+
+enum kube_node_flag {
+	KUBE_NODE_READY = 1u << 0,
+	KUBE_NODE_UNSCHEDULABLE = 1u << 1,
+};
+
+struct kube_taint {
+	uint32_t key, val, effect;
+};
+
+struct kube_node {
+	uint32_t name;
+	uint32_t flags; /* enum kube_node_flag */
+	uint32_t nlabels, ntaints;
+	const struct kube_label *labels; /* sorted by key id */
+	const struct kube_taint *taints;
+};
+
+enum kube_pod_phase {
+	KUBE_POD_PENDING,
+	KUBE_POD_RUNNING,
+	KUBE_POD_SUCCEEDED,
+	KUBE_POD_FAILED,
+	KUBE_POD_UNKNOWN,
+};
+
+enum kube_pod_flag {
+	KUBE_POD_MIRROR = 1u << 0,      /* static pod mirrored by the kubelet */
+	KUBE_POD_DAEMONSET = 1u << 1,   /* controller is a DaemonSet */
+	KUBE_POD_TERMINATING = 1u << 2, /* deletionTimestamp set */
+};
+
+struct kube_pod {
+	uint32_t ns, name;
+	uint32_t node;       /* NG_INTERN_NONE when not scheduled */
+	uint32_t owner_kind; /* controller's kind, NG_INTERN_NONE without controller */
+	uint8_t phase;       /* enum kube_pod_phase */
+	uint8_t flags;       /* enum kube_pod_flag */
+	uint16_t nlabels, nclaims, nrequests;
+	const struct kube_label *labels; /* sorted by key id */
+	const uint32_t *claims;          /* PVC names (in ns) mounted by the pod */
+	const uint32_t *requests;        /* container resource-request names */
+};
+
+enum kube_pvc_phase {
+	KUBE_PVC_PENDING,
+	KUBE_PVC_BOUND,
+	KUBE_PVC_LOST,
+};
+
+struct kube_pvc {
+	uint32_t ns, name;
+	uint32_t volume; /* spec.volumeName, NG_INTERN_NONE when unset */
+	uint8_t phase;   /* enum kube_pvc_phase */
+	uint16_t nlabels;
+	const struct kube_label *labels;
+};
+
+struct kube_pv {
+	uint32_t name;
+	struct kube_node_selector affinity;
+};
+
+enum kube_nd_state {
+	KUBE_ND_UNKNOWN, /* no status yet: counts as Pending */
+	KUBE_ND_PENDING,
+	KUBE_ND_GRANTED,
+	KUBE_ND_REJECTED,
+};
+
+struct kube_nd {
+	uint32_t name;
+	uint8_t state; /* enum kube_nd_state */
+	uint32_t type, requestor;
+	int32_t priority;
+	uint16_t nnode_names, ndisrupted;
+	const uint32_t *node_names; /* spec.nodeNames */
+	const uint32_t *disrupted;  /* status.disruptedNodes */
+	struct kube_selector node_selector;
+};
+
+/* Shared by ADB and NDB: a budget that failed validation stays in the cache as invalid so the
+ * decision can fail closed and say why. */
+struct kube_budget_common {
+	uint32_t ns, name; /* ns is NG_INTERN_NONE for cluster-scoped */
+	bool invalid;
+	uint32_t error; /* intern id of the validation message when invalid */
+	bool frozen;
+	uint32_t freeze_reason;
+	uint16_t ntypes;
+	const uint32_t *types; /* supportedNodeDisruptionTypes; empty = every type */
+};
+
+struct kube_adb {
+	struct kube_budget_common b;
+	struct kube_selector pod_selector;
+	struct kube_selector pvc_selector;
+	struct kube_int_or_string max_disruptions;
+};
+
+struct kube_ndb {
+	struct kube_budget_common b;
+	struct kube_selector node_selector;
+	struct kube_int_or_string max_disrupted;
+	struct kube_int_or_string min_undisrupted;
+	bool count_unavailable;
+};
+
+enum kube_resource {
+	KUBE_RES_NODES,
+	KUBE_RES_PODS,
+	KUBE_RES_PVCS,
+	KUBE_RES_PVS,
+	KUBE_RES_NDS,
+	KUBE_RES_ADBS,
+	KUBE_RES_NDBS,
+	KUBE_RES_COUNT,
+};
+
+/** Name of @r as the metrics label `resource` spells it ("pods", "nodedisruptions", ...). */
+const char *kube_resource_name(enum kube_resource r);
+
+/**
+ * Checks label key syntax (optional DNS-subdomain prefix and '/', then a 1-63 character name).
+ * Returns NULL when valid, else a constant message saying what is wrong.
+ */
+const char *kube_label_key_problem(const char *s, size_t len);
+/** Checks label value syntax (empty, or up to 63 characters). NULL when valid. */
+const char *kube_label_value_problem(const char *s, size_t len);
+
+/* ---- snapshot ----------------------------------------------------------------------- */
+
+struct kube_snapshot;
+
+/** The snapshot's string pool (borrowed). */
+const struct ng_intern *kube_snapshot_pool(const struct kube_snapshot *s);
+/** Number of objects of kind @r. */
+size_t kube_snapshot_count(const struct kube_snapshot *s, enum kube_resource r);
+
+const struct kube_node *kube_snapshot_nodes(const struct kube_snapshot *s, size_t *ret_n);
+const struct kube_pod *kube_snapshot_pods(const struct kube_snapshot *s, size_t *ret_n);
+const struct kube_pvc *kube_snapshot_pvcs(const struct kube_snapshot *s, size_t *ret_n);
+const struct kube_pv *kube_snapshot_pvs(const struct kube_snapshot *s, size_t *ret_n);
+const struct kube_nd *kube_snapshot_nds(const struct kube_snapshot *s, size_t *ret_n);
+const struct kube_adb *kube_snapshot_adbs(const struct kube_snapshot *s, size_t *ret_n);
+const struct kube_ndb *kube_snapshot_ndbs(const struct kube_snapshot *s, size_t *ret_n);
+
+/** The node named @name (intern id), or NULL. */
+const struct kube_node *kube_snapshot_find_node(const struct kube_snapshot *s, uint32_t name);
+/** The pod @ns/@name (intern ids), or NULL. */
+const struct kube_pod *kube_snapshot_find_pod(const struct kube_snapshot *s, uint32_t ns,
+					      uint32_t name);
+/** Looks a pod up by strings: NULL when either string was never seen (no such pod). */
+const struct kube_pod *kube_snapshot_find_pod_str(const struct kube_snapshot *s, const char *ns,
+						  size_t ns_len, const char *name, size_t name_len);
+const struct kube_pvc *kube_snapshot_find_pvc(const struct kube_snapshot *s, uint32_t ns,
+					      uint32_t name);
+const struct kube_pv *kube_snapshot_find_pv(const struct kube_snapshot *s, uint32_t name);
+/** Index (into kube_snapshot_pods) of the pods on node @node; *ret_n gets their count. */
+const uint32_t *kube_snapshot_pods_on_node(const struct kube_snapshot *s, uint32_t node,
+					   size_t *ret_n);
+/** Index of the pods in namespace @ns. */
+const uint32_t *kube_snapshot_pods_in_ns(const struct kube_snapshot *s, uint32_t ns, size_t *ret_n);
+/** Index (into kube_snapshot_adbs) of the budgets in namespace @ns. */
+const uint32_t *kube_snapshot_adbs_in_ns(const struct kube_snapshot *s, uint32_t ns, size_t *ret_n);
+/**
+ * The Granted NodeDisruption whose status.disruptedNodes holds node @node, or NULL. With
+ * several, the first by name.
+ */
+const struct kube_nd *kube_snapshot_node_grant(const struct kube_snapshot *s, uint32_t node);
+
+/** True when @labels (sorted by key) hold @key; writes its value id to @ret_val. */
+bool kube_labels_get(const struct kube_label *labels, size_t n, uint32_t key, uint32_t *ret_val);
+
+/* ---- building a snapshot -------------------------------------------------------------- */
+
+struct kube_builder;
+
+/** Starts a snapshot with a fresh string pool. NULL on OOM. Writer thread only. */
+struct kube_builder *kube_builder_create(void);
+/** Frees an unfinished builder. Accepts NULL. */
+void kube_builder_destroy(struct kube_builder *b);
+
+/**
+ * Adds every object in @len bytes of JSON: one object, a `List`/`…List` of objects (mixed
+ * kinds allowed, as `kubectl get a,b,c -o json` prints). Kinds nodegate does not cache are
+ * skipped and counted. A later object with the same identity replaces an earlier one. On
+ * malformed input returns NG_EPARSE (or NG_ELIMIT) with @reterr naming the item and field, and
+ * adds nothing from this call... except objects before the bad one; callers discard the builder
+ * on error.
+ */
+NG_NODISCARD ng_status kube_builder_add_json(struct kube_builder *b, const char *buf, size_t len,
+					     struct ng_err *reterr);
+
+/** Objects skipped because their kind is not cached. */
+size_t kube_builder_skipped(const struct kube_builder *b);
+
+/**
+ * Builds the indexes and returns the snapshot (reference count 1) in @ret_snap; the builder is
+ * consumed either way. NG_ENOMEM on OOM.
+ */
+NG_NODISCARD ng_status kube_builder_finish(struct kube_builder *b, struct kube_snapshot **ret_snap);
+
+/** Builds a snapshot from the files at @paths (each a `kubectl get -o json` dump). */
+NG_NODISCARD ng_status kube_snapshot_load_files(const char *const *paths, size_t npaths,
+						struct kube_snapshot **ret_snap,
+						struct ng_err *reterr);
+
+/** Takes one more reference. */
+struct kube_snapshot *kube_snapshot_ref(struct kube_snapshot *s);
+/** Drops a reference; the last one frees the snapshot. Accepts NULL. Any thread. */
+void kube_snapshot_release(struct kube_snapshot *s);
+
+/* ---- the store: the current snapshot ------------------------------------------------ */
+
+struct kube_store;
+
+/** Creates a store holding an empty snapshot. NULL on OOM. */
+struct kube_store *kube_store_create(void);
+/** Frees the store and drops its snapshot reference. Accepts NULL. */
+void kube_store_destroy(struct kube_store *st);
+/** Makes @next current; ownership of the caller's reference is taken. Writer thread only. */
+void kube_store_publish(struct kube_store *st, struct kube_snapshot *next);
+/** Returns the current snapshot with a reference the caller drops with release. Any thread. */
+struct kube_snapshot *kube_store_acquire(struct kube_store *st);
+/** Number of snapshots published so far (0 = only the initial empty one). */
+uint64_t kube_store_generation(struct kube_store *st);
+
+#endif

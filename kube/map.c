@@ -1,0 +1,80 @@
+#include "kube/internal.h"
+
+#include <stdlib.h>
+
+static uint64_t mix(uint64_t x)
+{
+	/* splitmix64 finaliser: ids are small consecutive integers, so spread them. */
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+ng_status kube_map_init(struct kube_map *m, size_t expected)
+{
+	size_t cap = 16;
+	while (cap < expected * 2)
+		cap *= 2;
+	m->keys = malloc(cap * sizeof(*m->keys));
+	m->vals = malloc(cap * sizeof(*m->vals));
+	if (!m->keys || !m->vals) {
+		free(m->keys);
+		free(m->vals);
+		m->keys = NULL;
+		m->vals = NULL;
+		m->cap = 0;
+		return NG_ENOMEM;
+	}
+	for (size_t i = 0; i < cap; i++)
+		m->keys[i] = KUBE_MAP_EMPTY;
+	m->cap = cap;
+	m->n = 0;
+	return NG_OK;
+}
+
+void kube_map_finish(struct kube_map *m)
+{
+	if (!m)
+		return;
+	free(m->keys);
+	free(m->vals);
+	m->keys = NULL;
+	m->vals = NULL;
+	m->cap = 0;
+	m->n = 0;
+}
+
+void kube_map_put(struct kube_map *m, uint64_t key, uint32_t val)
+{
+	size_t mask = m->cap - 1;
+	for (size_t i = mix(key) & mask;; i = (i + 1) & mask) {
+		if (m->keys[i] == KUBE_MAP_EMPTY) {
+			m->keys[i] = key;
+			m->vals[i] = val;
+			m->n++;
+			return;
+		}
+		if (m->keys[i] == key) {
+			m->vals[i] = val;
+			return;
+		}
+	}
+}
+
+bool kube_map_get(const struct kube_map *m, uint64_t key, uint32_t *ret_val)
+{
+	if (m->cap == 0)
+		return false;
+	size_t mask = m->cap - 1;
+	for (size_t i = mix(key) & mask;; i = (i + 1) & mask) {
+		if (m->keys[i] == KUBE_MAP_EMPTY)
+			return false;
+		if (m->keys[i] == key) {
+			*ret_val = m->vals[i];
+			return true;
+		}
+	}
+}

@@ -1,0 +1,78 @@
+/* Decisions. Pure functions over a cache snapshot: no I/O, no logging, any thread. A deny is a
+ * result, not an error (STYLE.md B6). */
+#ifndef NG_POLICY_POLICY_H
+#define NG_POLICY_POLICY_H
+
+#include "common/status.h"
+#include "kube/kube.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum pol_eviction_mode {
+	POL_EVICTION_ENFORCE, /* deny protected evictions with 429 */
+	POL_EVICTION_WARN,    /* allow them with a warning */
+	POL_EVICTION_OFF,     /* allow everything */
+};
+
+/** Parses "Enforce", "Warn" or "Off". Returns 0 and writes @ret, or -1. */
+int pol_eviction_mode_parse(const char *s, enum pol_eviction_mode *ret);
+/** "Enforce", "Warn" or "Off". */
+const char *pol_eviction_mode_str(enum pol_eviction_mode m);
+
+/* Until NodeGateConfig exists these come from flags. Borrowed by the decision; immutable while
+ * the server runs. */
+struct pol_eviction_config {
+	enum pol_eviction_mode mode;
+	const char *const *exempt_users; /* exact usernames */
+	size_t nexempt;
+	int32_t retry_after_seconds; /* > 0 */
+};
+
+struct pol_eviction_request {
+	const char *ns, *name; /* the pod */
+	size_t ns_len, name_len;
+	const char *username; /* userInfo.username, may be NULL */
+};
+
+/* Why the answer is what it is: a stable token for logs and metrics. */
+enum pol_reason {
+	POL_R_MODE_OFF,
+	POL_R_EXEMPT,
+	POL_R_UNKNOWN_POD,
+	POL_R_DAEMONSET,
+	POL_R_MIRROR,
+	POL_R_FINISHED,
+	POL_R_TERMINATING,
+	POL_R_UNSCHEDULED,
+	POL_R_GRANTED,
+	POL_R_UNPROTECTED,
+	POL_R_PROTECTED, /* denied (Enforce) or warned (Warn) */
+};
+
+/** Stable lower-case token for @r ("granted", "protected", ...). */
+const char *pol_reason_str(enum pol_reason r);
+
+struct pol_decision {
+	bool allowed;
+	int32_t code; /* HTTP-style status for a denial (429) */
+	enum pol_reason reason;
+	int32_t retry_after_seconds;
+	char message[512]; /* for a person: what happened and what to do; "" when allowed */
+	char warning[256]; /* "" unless Warn mode allowed a protected eviction */
+	char node[64];     /* the pod's node, "" when unknown (for the log line) */
+};
+
+/**
+ * Decides an eviction per DESIGN.md §5. Allows when mode is Off, the user is exempt, the pod is
+ * unknown, a DaemonSet or mirror pod, finished, terminating or unscheduled, its node is covered
+ * by a Granted NodeDisruption, or no ApplicationDisruptionBudget protects it. Otherwise denies
+ * (Enforce: code 429, retry-after) or allows with a warning (Warn). A budget that failed
+ * validation protects every pod of its namespace: an unreadable budget never weakens safety.
+ * Always returns a decision; never fails.
+ */
+void pol_decide_eviction(const struct kube_snapshot *s, const struct pol_eviction_config *cfg,
+			 const struct pol_eviction_request *req, struct pol_decision *ret);
+
+#endif

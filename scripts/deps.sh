@@ -1,0 +1,19 @@
+# Sourced by scripts/demo and scripts/test: installs the Debian packages nodegate needs when
+# any is missing. Debian bookworm package names.
+NG_BUILD_PACKAGES="meson ninja-build gcc pkg-config libmicrohttpd-dev libgnutls28-dev libcjson-dev libcmocka-dev openssl curl python3"
+NG_TEST_PACKAGES="clang libclang-rt-14-dev clang-format valgrind kubernetes-client"
+
+ng_install_deps() {
+	local want="$*" missing="" p
+	for p in $want; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+	done
+	# kubectl may come from elsewhere than Debian's kubernetes-client; any kubectl will do.
+	case " $missing " in *" kubernetes-client "*) command -v kubectl >/dev/null && missing="${missing/ kubernetes-client/}" ;; esac
+	[ -z "${missing// /}" ] && return 0
+	echo "== installing:$missing"
+	local sudo=""
+	[ "$(id -u)" -ne 0 ] && sudo="sudo"
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+}

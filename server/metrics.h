@@ -1,0 +1,45 @@
+/* Prometheus metrics of the admission server. Counters are relaxed atomics: any thread may
+ * record; the /metrics handler reads them without a lock (STYLE.md B9 rule 1). */
+#ifndef NG_SERVER_METRICS_H
+#define NG_SERVER_METRICS_H
+
+#include "common/status.h"
+
+#include <stdint.h>
+
+struct ng_buf;
+struct kube_snapshot;
+
+enum srv_webhook {
+	SRV_WH_EVICTION,
+	SRV_WH_COUNT,
+};
+
+enum srv_outcome {
+	SRV_OUT_ALLOWED,
+	SRV_OUT_DENIED,
+	SRV_OUT_WARNED, /* allowed with a warning (Warn mode) */
+	SRV_OUT_ERROR,  /* the request could not be decoded */
+	SRV_OUT_COUNT,
+};
+
+struct srv_metrics;
+
+/** Creates zeroed metrics. NULL on OOM. */
+struct srv_metrics *srv_metrics_create(void);
+void srv_metrics_destroy(struct srv_metrics *m);
+
+/** Records one admission call and its duration. Any thread. */
+void srv_metrics_admission(struct srv_metrics *m, enum srv_webhook wh, enum srv_outcome out,
+			   int64_t dur_us);
+/** Records an HTTP answer that is not an admission decision (400, 404, 405, 413, 415). */
+void srv_metrics_http_error(struct srv_metrics *m, int code);
+
+/**
+ * Appends the Prometheus text exposition to @out: request counters, the latency histogram,
+ * HTTP errors, and the cache object counts of @snap (may be NULL).
+ */
+NG_NODISCARD ng_status srv_metrics_render(struct srv_metrics *m, const struct kube_snapshot *snap,
+					  struct ng_buf *out);
+
+#endif

@@ -1,0 +1,205 @@
+#include "server/review.h"
+
+#include "common/buf.h"
+#include "common/json.h"
+
+#include <string.h>
+
+/* Kubernetes UIDs are 36 characters; anything past 256 is not a UID we should echo. */
+#define MAX_UID_BYTES 256
+/* Longest object name (DNS subdomain) and namespace (DNS label) the API server accepts. */
+#define MAX_NAME_BYTES 253
+#define MAX_NS_BYTES 63
+/* Usernames carry service-account prefixes; 512 bounds the log line and comparisons. */
+#define MAX_USER_BYTES 512
+
+static ng_status str_field(const cJSON *obj, const char *key, const char *path, size_t max,
+			   bool required, const char **ret, struct ng_err *reterr)
+{
+	const cJSON *v = ng_json_get(obj, key);
+	if (!v || cJSON_IsNull(v)) {
+		if (required)
+			return ng_err_set(reterr, NG_EPARSE, 0, "%s: required", path);
+		*ret = "";
+		return NG_OK;
+	}
+	if (!cJSON_IsString(v))
+		return ng_err_set(reterr, NG_EPARSE, 0, "%s: expected a string", path);
+	size_t len = strlen(v->valuestring);
+	if (required && len == 0)
+		return ng_err_set(reterr, NG_EPARSE, 0, "%s: must not be empty", path);
+	if (len > max)
+		return ng_err_set(reterr, NG_ELIMIT, 0, "%s: longer than %zu bytes", path, max);
+	*ret = v->valuestring;
+	return NG_OK;
+}
+
+static ng_status gvk(const cJSON *req, const char *key, const char *const names[3],
+		     const char **out[3], struct ng_err *reterr)
+{
+	const cJSON *o = ng_json_get(req, key);
+	for (int i = 0; i < 3; i++)
+		*out[i] = "";
+	if (!o || cJSON_IsNull(o))
+		return NG_OK;
+	if (!cJSON_IsObject(o))
+		return ng_err_set(reterr, NG_EPARSE, 0, "request.%s: expected an object", key);
+	for (int i = 0; i < 3; i++) {
+		char path[48];
+		size_t kl = strlen(key), nl = strlen(names[i]);
+		/* "request." + key + "." + name, both short constants. */
+		memcpy(path, "request.", 8);
+		memcpy(path + 8, key, kl);
+		path[8 + kl] = '.';
+		memcpy(path + 9 + kl, names[i], nl + 1);
+		ng_status st = str_field(o, names[i], path, MAX_NAME_BYTES, false, out[i], reterr);
+		if (st != NG_OK)
+			return st;
+	}
+	return NG_OK;
+}
+
+ng_status srv_review_decode(const char *buf, size_t len, struct ng_arena *arena,
+			    struct srv_review *ret, struct ng_err *reterr)
+{
+	cJSON *root = NULL;
+	struct ng_err perr = {0};
+	ng_status st = ng_json_parse(buf, len, arena, &root, &perr);
+	if (st != NG_OK)
+		return ng_err_set(reterr, st, perr.offset,
+				  st == NG_EPARSE ? "body is not valid JSON: %s" : "body: %s",
+				  perr.msg);
+	if (!cJSON_IsObject(root))
+		return ng_err_set(reterr, NG_EPARSE, 0, "body: expected a JSON object");
+	const char *api = ng_json_str(root, "apiVersion");
+	const char *kind = ng_json_str(root, "kind");
+	if (!api || strcmp(api, "admission.k8s.io/v1") != 0)
+		return ng_err_set(
+		    reterr, NG_EPARSE, 0,
+		    "apiVersion: must be admission.k8s.io/v1 (got \"%.40s\"); register "
+		    "the webhook with admissionReviewVersions: [\"v1\"]",
+		    api ? api : "");
+	if (!kind || strcmp(kind, "AdmissionReview") != 0)
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "kind: must be AdmissionReview (got \"%.40s\")",
+				  kind ? kind : "");
+	const cJSON *req = ng_json_get(root, "request");
+	if (!req || cJSON_IsNull(req))
+		return ng_err_set(reterr, NG_EPARSE, 0, "request: required");
+	if (!cJSON_IsObject(req))
+		return ng_err_set(reterr, NG_EPARSE, 0, "request: expected an object");
+	struct srv_review r;
+	memset(&r, 0, sizeof(r));
+	static const char *const gvk_names[3] = {"group", "version", "kind"};
+	static const char *const gvr_names[3] = {"group", "version", "resource"};
+	if ((st = str_field(req, "uid", "request.uid", MAX_UID_BYTES, true, &r.uid, reterr)) !=
+		NG_OK ||
+	    (st = gvk(req, "kind", gvk_names,
+		      (const char **[3]){&r.kind_group, &r.kind_version, &r.kind_kind}, reterr)) !=
+		NG_OK ||
+	    (st = gvk(req, "resource", gvr_names,
+		      (const char **[3]){&r.resource_group, &r.resource_version, &r.resource},
+		      reterr)) != NG_OK ||
+	    (st = str_field(req, "subResource", "request.subResource", MAX_NAME_BYTES, false,
+			    &r.sub_resource, reterr)) != NG_OK ||
+	    (st = str_field(req, "name", "request.name", MAX_NAME_BYTES, false, &r.name, reterr)) !=
+		NG_OK ||
+	    (st = str_field(req, "namespace", "request.namespace", MAX_NS_BYTES, false, &r.ns,
+			    reterr)) != NG_OK ||
+	    (st = str_field(req, "operation", "request.operation", 16, true, &r.operation,
+			    reterr)) != NG_OK)
+		return st;
+	if (strcmp(r.operation, "CREATE") != 0 && strcmp(r.operation, "UPDATE") != 0 &&
+	    strcmp(r.operation, "DELETE") != 0 && strcmp(r.operation, "CONNECT") != 0)
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "request.operation: must be CREATE, UPDATE, DELETE or CONNECT");
+	const cJSON *ui = ng_json_get(req, "userInfo");
+	if (ui && !cJSON_IsNull(ui) && !cJSON_IsObject(ui))
+		return ng_err_set(reterr, NG_EPARSE, 0, "request.userInfo: expected an object");
+	if ((st = str_field(ui, "username", "request.userInfo.username", MAX_USER_BYTES, false,
+			    &r.username, reterr)) != NG_OK)
+		return st;
+	const cJSON *dry = ng_json_get(req, "dryRun");
+	if (dry && !cJSON_IsNull(dry) && !cJSON_IsBool(dry))
+		return ng_err_set(reterr, NG_EPARSE, 0, "request.dryRun: expected a boolean");
+	r.dry_run = cJSON_IsTrue(dry);
+	const cJSON *obj = ng_json_get(req, "object");
+	const cJSON *old = ng_json_get(req, "oldObject");
+	if (obj && !cJSON_IsNull(obj) && !cJSON_IsObject(obj))
+		return ng_err_set(reterr, NG_EPARSE, 0, "request.object: expected an object");
+	if (old && !cJSON_IsNull(old) && !cJSON_IsObject(old))
+		return ng_err_set(reterr, NG_EPARSE, 0, "request.oldObject: expected an object");
+	r.object = cJSON_IsObject(obj) ? obj : NULL;
+	r.old_object = cJSON_IsObject(old) ? old : NULL;
+	*ret = r;
+	return NG_OK;
+}
+
+const char *srv_status_reason(int32_t code)
+{
+	switch (code) {
+	case 400:
+		return "BadRequest";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "NotFound";
+	case 409:
+		return "Conflict";
+	case 422:
+		return "Invalid";
+	case 429:
+		return "TooManyRequests";
+	case 503:
+		return "ServiceUnavailable";
+	default:
+		return code >= 500 ? "InternalError" : "BadRequest";
+	}
+}
+
+ng_status srv_review_encode(const char *uid, const struct srv_review_response *resp,
+			    struct ng_buf *out)
+{
+	ng_status st = ng_buf_puts(out, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":"
+					"\"AdmissionReview\",\"response\":{\"uid\":");
+	if (st == NG_OK)
+		st = ng_buf_json_str(out, uid, strlen(uid));
+	if (st == NG_OK)
+		st = ng_buf_puts(out, resp->allowed ? ",\"allowed\":true" : ",\"allowed\":false");
+	if (st == NG_OK && !resp->allowed) {
+		const char *msg = resp->message ? resp->message : "";
+		st = ng_buf_puts(out, ",\"status\":{\"status\":\"Failure\",\"code\":");
+		if (st == NG_OK)
+			st = ng_buf_i64(out, resp->code);
+		if (st == NG_OK)
+			st = ng_buf_puts(out, ",\"reason\":");
+		if (st == NG_OK)
+			st = ng_buf_json_str(out, srv_status_reason(resp->code),
+					     strlen(srv_status_reason(resp->code)));
+		if (st == NG_OK)
+			st = ng_buf_puts(out, ",\"message\":");
+		if (st == NG_OK)
+			st = ng_buf_json_str(out, msg, strlen(msg));
+		if (st == NG_OK && resp->retry_after_seconds > 0) {
+			st = ng_buf_puts(out, ",\"details\":{\"retryAfterSeconds\":");
+			if (st == NG_OK)
+				st = ng_buf_i64(out, resp->retry_after_seconds);
+			if (st == NG_OK)
+				st = ng_buf_puts(out, "}");
+		}
+		if (st == NG_OK)
+			st = ng_buf_puts(out, "}");
+	}
+	if (st == NG_OK && resp->warning && *resp->warning) {
+		st = ng_buf_puts(out, ",\"warnings\":[");
+		if (st == NG_OK)
+			st = ng_buf_json_str(out, resp->warning, strlen(resp->warning));
+		if (st == NG_OK)
+			st = ng_buf_puts(out, "]");
+	}
+	if (st == NG_OK)
+		st = ng_buf_puts(out, "}}");
+	return st;
+}

@@ -1,0 +1,552 @@
+#include "server/server.h"
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/parse.h"
+#include "kube/kube.h"
+#include "server/admission.h"
+#include "server/metrics.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* More than this many daemons buys nothing on the machines we run on and costs threads. */
+#define MAX_DAEMONS 64
+/* Per-connection MHD memory pool: headers only (bodies stream to us); MHD advises that more
+ * than 128 KiB gains nothing. */
+#define CONN_MEMORY_BYTES (64u * 1024u)
+/* An oversized body (over NG_MAX_BODY_BYTES) is read and dropped, so the client can read our
+ * 413 instead of a reset; past this many bytes we stop reading and close the connection. */
+#define MAX_DISCARD_BYTES (16u * 1024u * 1024u)
+/* GnuTLS priorities: TLS 1.2 and 1.3 only (DESIGN.md §8). */
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
+struct srv {
+	struct MHD_Daemon *daemons[MAX_DAEMONS];
+	int fds[MAX_DAEMONS];
+	unsigned ndaemons;
+	uint16_t port;
+	struct kube_store *store;
+	struct srv_metrics *metrics;
+	const struct pol_eviction_config *eviction;
+	_Atomic bool ready;
+	char *cert_pem, *key_pem;
+};
+
+enum route {
+	R_NONE,
+	R_EVICTION,
+	R_HEALTHZ,
+	R_READYZ,
+	R_METRICS,
+};
+
+/* One request's state, cached per thread between requests so a steady stream of reviews costs
+ * no malloc for the body or the arena. */
+struct req {
+	enum route route;
+	bool too_big;
+	size_t discarded;
+	int64_t t0_us;
+	struct ng_arena *arena;
+	struct ng_buf body;
+	struct ng_buf out;
+};
+
+static pthread_key_t req_cache_key;
+static pthread_once_t req_cache_once = PTHREAD_ONCE_INIT;
+
+static void req_free(struct req *r)
+{
+	if (!r)
+		return;
+	ng_arena_destroy(r->arena);
+	ng_buf_finish(&r->body);
+	ng_buf_finish(&r->out);
+	free(r);
+}
+
+static void req_cache_dtor(void *p)
+{
+	req_free(p);
+}
+
+static void req_cache_init(void)
+{
+	(void)pthread_key_create(&req_cache_key, req_cache_dtor);
+}
+
+static struct req *req_get(void)
+{
+	struct req *r = pthread_getspecific(req_cache_key);
+	if (r) {
+		(void)pthread_setspecific(req_cache_key, NULL);
+		return r;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->arena = ng_arena_create(NG_REQUEST_ARENA_CAP_BYTES);
+	if (!r->arena) {
+		free(r);
+		return NULL;
+	}
+	ng_buf_init(&r->body, NG_MAX_BODY_BYTES);
+	/* A response holds the uid, a message and a warning: a few KiB at most. */
+	ng_buf_init(&r->out, 64u * 1024u);
+	return r;
+}
+
+static void req_put(struct req *r)
+{
+	/* Keep the cached request small: drop buffers a large request grew. */
+	if (r->body.alloc > 64u * 1024u)
+		ng_buf_finish(&r->body);
+	ng_buf_reset(&r->body);
+	ng_buf_reset(&r->out);
+	ng_arena_reset(r->arena);
+	r->too_big = false;
+	r->discarded = 0;
+	if (pthread_getspecific(req_cache_key) == NULL &&
+	    pthread_setspecific(req_cache_key, r) == 0)
+		return;
+	req_free(r);
+}
+
+static enum MHD_Result respond(struct MHD_Connection *c, unsigned code, const char *ctype,
+			       const char *body, size_t len, enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *resp =
+	    MHD_create_response_from_buffer(len, (void *)(uintptr_t)body, mode);
+	if (!resp)
+		return MHD_NO;
+	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	enum MHD_Result ret = MHD_queue_response(c, code, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+/* Errors outside AdmissionReview get a Kubernetes-style Status body so a person (or the API
+ * server's log) can read what was wrong. */
+static enum MHD_Result respond_status(struct srv *s, struct MHD_Connection *c, unsigned code,
+				      const char *msg, const char *allow)
+{
+	srv_metrics_http_error(s->metrics, (int)code);
+	struct ng_buf b;
+	ng_buf_init(&b, 4096);
+	ng_status st = ng_buf_puts(&b, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":"
+				       "\"Failure\",\"message\":");
+	if (st == NG_OK)
+		st = ng_buf_json_str(&b, msg, strlen(msg));
+	if (st == NG_OK)
+		st = ng_buf_printf(&b, ",\"reason\":\"%s\",\"code\":%u}\n",
+				   srv_status_reason((int32_t)code), code);
+	if (st != NG_OK) {
+		ng_buf_finish(&b);
+		return MHD_NO;
+	}
+	struct MHD_Response *resp =
+	    MHD_create_response_from_buffer(b.len, b.data, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		ng_buf_finish(&b);
+		return MHD_NO;
+	}
+	b.data = NULL;
+	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	if (allow)
+		(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+	enum MHD_Result ret = MHD_queue_response(c, code, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum route route_of(const char *url, const char **ret_method)
+{
+	if (strcmp(url, "/validate/eviction") == 0) {
+		*ret_method = "POST";
+		return R_EVICTION;
+	}
+	*ret_method = "GET";
+	if (strcmp(url, "/healthz") == 0)
+		return R_HEALTHZ;
+	if (strcmp(url, "/readyz") == 0)
+		return R_READYZ;
+	if (strcmp(url, "/metrics") == 0)
+		return R_METRICS;
+	return R_NONE;
+}
+
+static bool content_type_json(const char *ct)
+{
+	if (!ct)
+		return false;
+	size_t n = strlen("application/json");
+	if (strncasecmp(ct, "application/json", n) != 0)
+		return false;
+	return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
+}
+
+static enum MHD_Result serve_get(struct srv *s, struct MHD_Connection *c, enum route route)
+{
+	static const char ok[] = "ok\n";
+	static const char not_ready[] = "not ready\n";
+	if (route == R_HEALTHZ)
+		return respond(c, MHD_HTTP_OK, "text/plain", ok, sizeof(ok) - 1,
+			       MHD_RESPMEM_PERSISTENT);
+	if (route == R_READYZ) {
+		bool ready = atomic_load_explicit(&s->ready, memory_order_relaxed);
+		return ready ? respond(c, MHD_HTTP_OK, "text/plain", ok, sizeof(ok) - 1,
+				       MHD_RESPMEM_PERSISTENT)
+			     : respond(c, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", not_ready,
+				       sizeof(not_ready) - 1, MHD_RESPMEM_PERSISTENT);
+	}
+	struct ng_buf b;
+	/* The exposition is a few KiB; 1 MiB leaves room for later per-budget series. */
+	ng_buf_init(&b, 1u << 20);
+	struct kube_snapshot *snap = kube_store_acquire(s->store);
+	ng_status st = srv_metrics_render(s->metrics, snap, &b);
+	kube_snapshot_release(snap);
+	if (st != NG_OK) {
+		ng_buf_finish(&b);
+		return respond_status(s, c, 500, "rendering metrics failed", NULL);
+	}
+	struct MHD_Response *resp =
+	    MHD_create_response_from_buffer(b.len, b.data, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		ng_buf_finish(&b);
+		return MHD_NO;
+	}
+	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+				      "text/plain; version=0.0.4; charset=utf-8");
+	enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static void log_decision(const struct srv_admission *a, int64_t dur_us)
+{
+	struct ng_logline l;
+	if (!ng_log_begin(&l, NG_LOG_INFO, "srv", "admission decided"))
+		return;
+	ng_log_str(&l, "webhook", "eviction");
+	ng_log_str(&l, "uid", a->review.uid);
+	ng_log_str(&l, "ns", a->review.ns);
+	ng_log_str(&l, "pod", a->review.name);
+	ng_log_str(&l, "node", a->decision.node);
+	ng_log_str(&l, "user", a->review.username);
+	ng_log_bool(&l, "dry_run", a->review.dry_run);
+	ng_log_bool(&l, "allowed", a->decision.allowed);
+	ng_log_str(&l, "reason", pol_reason_str(a->decision.reason));
+	if (!a->decision.allowed)
+		ng_log_i64(&l, "code", a->decision.code);
+	ng_log_i64(&l, "dur_us", dur_us);
+	ng_log_end(&l);
+}
+
+static enum MHD_Result serve_eviction(struct srv *s, struct MHD_Connection *c, struct req *r)
+{
+	if (r->too_big)
+		return respond_status(s, c, MHD_HTTP_CONTENT_TOO_LARGE,
+				      "request body is larger than 3 MiB", NULL);
+	struct srv_admission a;
+	struct ng_err err = {0};
+	struct kube_snapshot *snap = kube_store_acquire(s->store);
+	ng_status st = srv_admit_eviction(r->body.data ? r->body.data : "", r->body.len, r->arena,
+					  snap, s->eviction, &r->out, &a, &err);
+	kube_snapshot_release(snap);
+	int64_t dur = ng_now_mono_us() - r->t0_us;
+	if (st != NG_OK) {
+		srv_metrics_admission(s->metrics, SRV_WH_EVICTION, SRV_OUT_ERROR, dur);
+		struct ng_logline l;
+		if (ng_log_begin(&l, NG_LOG_WARN, "srv", "bad admission request")) {
+			ng_log_str(&l, "webhook", "eviction");
+			ng_log_str(&l, "err", err.msg);
+			ng_log_end(&l);
+		}
+		return respond_status(s, c, MHD_HTTP_BAD_REQUEST, err.msg, NULL);
+	}
+	enum srv_outcome out = !a.decision.allowed     ? SRV_OUT_DENIED
+			       : a.decision.warning[0] ? SRV_OUT_WARNED
+						       : SRV_OUT_ALLOWED;
+	srv_metrics_admission(s->metrics, SRV_WH_EVICTION, out, dur);
+	log_decision(&a, dur);
+	/* r->out lives until the request completes (after the answer is sent). */
+	return respond(c, MHD_HTTP_OK, "application/json", r->out.data, r->out.len,
+		       MHD_RESPMEM_PERSISTENT);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version, const char *upload_data,
+				  size_t *upload_size, void **con_cls)
+{
+	struct srv *s = cls;
+	struct req *r = *con_cls;
+	if (!r) {
+		const char *want;
+		enum route route = route_of(url, &want);
+		if (route == R_NONE)
+			return respond_status(s, c, MHD_HTTP_NOT_FOUND, "no such path", NULL);
+		if (strcmp(method, want) != 0 &&
+		    !(strcmp(want, "GET") == 0 && strcmp(method, "HEAD") == 0)) {
+			char msg[64];
+			(void)snprintf(msg, sizeof(msg), "method %.16s not allowed; use %s", method,
+				       want);
+			return respond_status(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, msg, want);
+		}
+		if (route != R_EVICTION)
+			return serve_get(s, c, route);
+		const char *ct =
+		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+		if (!content_type_json(ct))
+			return respond_status(s, c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+					      "Content-Type must be application/json", NULL);
+		const char *cl =
+		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		bool too_big = false;
+		int64_t n = 0;
+		if (cl) {
+			ng_status st = ng_parse_i64(cl, strlen(cl), 0, INT64_MAX, &n);
+			too_big =
+			    st == NG_ELIMIT || (st == NG_OK && n > (int64_t)NG_MAX_BODY_BYTES);
+			/* Far too big to be worth reading: answer now and close. */
+			if (too_big && (st == NG_ELIMIT || n > (int64_t)MAX_DISCARD_BYTES))
+				return respond_status(s, c, MHD_HTTP_CONTENT_TOO_LARGE,
+						      "request body is larger than 3 MiB", NULL);
+		}
+		r = req_get();
+		if (!r)
+			return MHD_NO;
+		r->too_big = too_big;
+		r->route = route;
+		r->t0_us = ng_now_mono_us();
+		*con_cls = r;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (!r->too_big && ng_buf_append(&r->body, upload_data, *upload_size) != NG_OK) {
+			/* Over the cap (chunked bodies have no Content-Length): drop what we
+			 * have and discard the rest. */
+			r->too_big = true;
+			r->discarded = r->body.len;
+			ng_buf_finish(&r->body);
+		}
+		if (r->too_big) {
+			r->discarded += *upload_size;
+			if (r->discarded > MAX_DISCARD_BYTES)
+				return MHD_NO; /* an endless body: close the connection */
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	return serve_eviction(s, c, r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct req *r = *con_cls;
+	if (r)
+		req_put(r);
+	*con_cls = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	/* MHD reports client-side failures (bad TLS handshakes, resets) here: worth a debug
+	 * line, never more, or a port scan floods the log. */
+	struct ng_logline l;
+	if (!ng_log_begin(&l, NG_LOG_DEBUG, "mhd", "libmicrohttpd"))
+		return;
+	char msg[256];
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
+	size_t n = strlen(msg);
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		msg[--n] = '\0';
+	ng_log_str(&l, "detail", msg);
+	ng_log_end(&l);
+}
+
+static int open_listener(const char *host, uint16_t port, int reuseport, struct ng_err *err)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	memset(&ss, 0, sizeof(ss));
+	struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+	if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+		v4->sin_family = AF_INET;
+		v4->sin_port = htons(port);
+		sl = sizeof(*v4);
+	} else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+		v6->sin6_family = AF_INET6;
+		v6->sin6_port = htons(port);
+		sl = sizeof(*v6);
+	} else {
+		(void)ng_err_set(err, NG_EINVAL, 0, "listen address \"%s\" is not a numeric IP",
+				 host);
+		return -1;
+	}
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		(void)ng_err_set(err, NG_EIO, 0, "socket: %s", strerror(errno));
+		return -1;
+	}
+	int one = 1;
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+		(void)ng_err_set(err, NG_EIO, 0, "SO_REUSEPORT: %s", strerror(errno));
+		(void)close(fd);
+		return -1;
+	}
+	if (bind(fd, (struct sockaddr *)&ss, sl) != 0) {
+		(void)ng_err_set(err, NG_EIO, 0, "bind %s:%u: %s", host, port, strerror(errno));
+		(void)close(fd);
+		return -1;
+	}
+	if (listen(fd, SOMAXCONN) != 0) {
+		(void)ng_err_set(err, NG_EIO, 0, "listen: %s", strerror(errno));
+		(void)close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static uint16_t bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
+		return 0;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+}
+
+static char *dup_str(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *p = malloc(n);
+	if (p)
+		memcpy(p, s, n);
+	return p;
+}
+
+struct srv *srv_create(const struct srv_config *cfg, struct kube_store *store,
+		       struct ng_err *reterr)
+{
+	(void)pthread_once(&req_cache_once, req_cache_init);
+	struct srv *s = calloc(1, sizeof(*s));
+	if (!s) {
+		(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		return NULL;
+	}
+	for (unsigned i = 0; i < MAX_DAEMONS; i++)
+		s->fds[i] = -1;
+	s->store = store;
+	s->eviction = &cfg->eviction;
+	s->metrics = srv_metrics_create();
+	s->cert_pem = dup_str(cfg->cert_pem);
+	s->key_pem = dup_str(cfg->key_pem);
+	if (!s->metrics || !s->cert_pem || !s->key_pem) {
+		(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		goto fail;
+	}
+	unsigned n = cfg->threads ? cfg->threads : 1;
+	if (n > MAX_DAEMONS)
+		n = MAX_DAEMONS;
+	unsigned per = cfg->max_connections / n;
+	if (per == 0)
+		per = 1;
+	uint16_t port = cfg->port;
+	for (unsigned i = 0; i < n; i++) {
+		int fd = open_listener(cfg->listen_host, port, n > 1, reterr);
+		if (fd < 0)
+			goto fail;
+		s->fds[i] = fd;
+		if (i == 0)
+			port = bound_port(fd);
+		struct MHD_Daemon *d = MHD_start_daemon(
+		    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS |
+			MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_USE_TURBO,
+		    0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
+		    MHD_OPTION_HTTPS_MEM_CERT, s->cert_pem, MHD_OPTION_HTTPS_MEM_KEY, s->key_pem,
+		    MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT, per,
+		    MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout_s,
+		    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_BYTES,
+		    MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_EXTERNAL_LOGGER,
+		    on_mhd_log, NULL, MHD_OPTION_END);
+		if (!d) {
+			(void)ng_err_set(reterr, NG_EINVAL, 0,
+					 "starting the HTTPS daemon failed (is the certificate "
+					 "and key PEM valid and matching?)");
+			goto fail;
+		}
+		s->daemons[i] = d;
+		s->ndaemons = i + 1;
+	}
+	s->port = port;
+	atomic_store(&s->ready, true);
+	return s;
+fail:
+	srv_destroy(s, 0);
+	return NULL;
+}
+
+uint16_t srv_port(const struct srv *s)
+{
+	return s->port;
+}
+
+void srv_set_ready(struct srv *s, bool ready)
+{
+	atomic_store_explicit(&s->ready, ready, memory_order_relaxed);
+}
+
+static unsigned open_connections(struct srv *s)
+{
+	unsigned total = 0;
+	for (unsigned i = 0; i < s->ndaemons; i++) {
+		const union MHD_DaemonInfo *info =
+		    MHD_get_daemon_info(s->daemons[i], MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		if (info)
+			total += info->num_connections;
+	}
+	return total;
+}
+
+void srv_destroy(struct srv *s, int64_t grace_ms)
+{
+	if (!s)
+		return;
+	atomic_store(&s->ready, false);
+	/* Stop accepting everywhere first; MHD hands the listen socket back to us. */
+	for (unsigned i = 0; i < s->ndaemons; i++)
+		(void)MHD_quiesce_daemon(s->daemons[i]);
+	int64_t deadline = ng_now_mono_us() + grace_ms * 1000;
+	while (grace_ms > 0 && open_connections(s) > 0 && ng_now_mono_us() < deadline) {
+		struct timespec ts = {0, 20 * 1000 * 1000};
+		(void)nanosleep(&ts, NULL);
+	}
+	for (unsigned i = 0; i < s->ndaemons; i++)
+		MHD_stop_daemon(s->daemons[i]);
+	for (unsigned i = 0; i < MAX_DAEMONS; i++)
+		if (s->fds[i] >= 0)
+			(void)close(s->fds[i]);
+	srv_metrics_destroy(s->metrics);
+	free(s->cert_pem);
+	free(s->key_pem);
+	free(s);
+}

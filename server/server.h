@@ -1,0 +1,48 @@
+/* The HTTPS admission server: libmicrohttpd over GnuTLS, one epoll daemon per core sharing the
+ * port through SO_REUSEPORT (the kernel spreads connections evenly; MHD's internal thread pool
+ * was measured to pile every connection onto one thread at times). */
+#ifndef NG_SERVER_SERVER_H
+#define NG_SERVER_SERVER_H
+
+#include "common/status.h"
+#include "policy/policy.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct kube_store;
+
+struct srv_config {
+	const char *listen_host; /* numeric IPv4/IPv6 address, e.g. "0.0.0.0", "::1" */
+	uint16_t port;           /* 0 picks a free port (see srv_port) */
+	const char *cert_pem;    /* borrowed for srv_create only; copied */
+	const char *key_pem;
+	unsigned threads;                    /* daemons, one thread each; >= 1 */
+	unsigned max_connections;            /* across all daemons */
+	unsigned connection_timeout_s;       /* idle keep-alive limit; 0 = none */
+	struct pol_eviction_config eviction; /* borrowed; must outlive the server */
+};
+
+struct srv;
+
+/**
+ * Binds, and starts serving on the configured address. @store (borrowed, must outlive the
+ * server) provides the snapshot each request decides against. On failure returns NULL and fills
+ * @reterr (bad address, bind failure, TLS material rejected).
+ */
+struct srv *srv_create(const struct srv_config *cfg, struct kube_store *store,
+		       struct ng_err *reterr);
+
+/** The bound port. */
+uint16_t srv_port(const struct srv *s);
+
+/** Sets what /readyz answers (200 when true, 503 otherwise). Any thread. */
+void srv_set_ready(struct srv *s, bool ready);
+
+/**
+ * Stops accepting connections, waits up to @grace_ms for open connections to finish, then stops
+ * every daemon and frees the server. Accepts NULL. Main thread.
+ */
+void srv_destroy(struct srv *s, int64_t grace_ms);
+
+#endif

@@ -1,0 +1,424 @@
+#!/usr/bin/env python3
+"""Integration: the real nodegate binary on loopback, spoken to over HTTPS (W01-W06, E01, E02,
+E10 end to end, metrics, logs, reload and shutdown). Every wait is bounded.
+
+Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository), optional NG_WRAPPER
+(a command prefix such as "valgrind --leak-check=full --error-exitcode=99")."""
+import http.client
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import unittest
+
+ROOT = os.environ.get("NG_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
+BINARY = os.environ.get("NODEGATE", os.path.join(ROOT, "build", "cmd", "nodegate"))
+WRAPPER = shlex.split(os.environ.get("NG_WRAPPER", ""))
+# Under valgrind everything is ~50x slower; scale the bounded waits, not the assertions.
+SLOW = 20 if WRAPPER else 1
+
+
+def make_cert(d):
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", os.path.join(d, "key.pem"),
+                    "-out", os.path.join(d, "cert.pem"), "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=30)
+    return os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+
+
+def review(name, ns="default", uid="uid-1", user="alice"):
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": uid, "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"}, "subResource": "eviction",
+        "name": name, "namespace": ns, "operation": "CREATE",
+        "userInfo": {"username": user, "groups": ["system:authenticated"]},
+        "object": {"kind": "Eviction", "apiVersion": "policy/v1",
+                   "metadata": {"name": name, "namespace": ns}},
+        "dryRun": False}}
+
+
+class Server:
+    """One nodegate process with its own certificate, snapshot copy and log file."""
+
+    def __init__(self, tmp, extra_args=()):
+        self.tmp = tmp
+        self.cert, self.key = make_cert(tmp)
+        self.snapshot = os.path.join(tmp, "cluster.json")
+        shutil.copy(os.path.join(ROOT, "examples", "demo-cluster.json"), self.snapshot)
+        self.port_file = os.path.join(tmp, "port")
+        self.log_path = os.path.join(tmp, "nodegate.log")
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            WRAPPER + [BINARY, "serve", "--listen", "127.0.0.1:0", "--tls-cert", self.cert,
+                       "--tls-key", self.key, "--snapshot", self.snapshot, "--port-file",
+                       self.port_file, "--shutdown-grace-seconds", "1", *extra_args],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 20 * SLOW
+        while not os.path.exists(self.port_file):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("nodegate did not start:\n" + self.read_log())
+            time.sleep(0.05)
+        with open(self.port_file, encoding="utf-8") as f:
+            self.port = int(f.read().strip())
+        self.ctx = ssl.create_default_context(cafile=self.cert)
+
+    def conn(self):
+        return http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx,
+                                           timeout=10 * SLOW)
+
+    def request(self, method, path, body=None, headers=None, conn=None):
+        c = conn or self.conn()
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        data = r.read()
+        if conn is None:
+            c.close()
+        return r, data
+
+    def evict(self, name, **kw):
+        r, data = self.request("POST", "/validate/eviction?timeout=10s",
+                               json.dumps(review(name, **kw)),
+                               {"Content-Type": "application/json"})
+        return r, json.loads(data)
+
+    def read_log(self):
+        if not self.log.closed:
+            self.log.flush()
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def log_lines(self):
+        out = []
+        for line in self.read_log().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+        return out
+
+    def rss_kib(self):
+        with open(f"/proc/{self.proc.pid}/status", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30 * SLOW)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.log.close()
+        return self.proc.returncode
+
+
+class WebhookTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="ng-it-")
+        cls.srv = Server(cls.tmp)
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.srv.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        if rc != 0:
+            raise AssertionError(f"nodegate exited with {rc}")
+
+    def assert_serving(self):
+        r, body = self.srv.evict("web-1", uid="still-serving")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(body["response"]["uid"], "still-serving")
+
+    def test_W01_valid_review_gets_v1_admission_review(self):
+        r, body = self.srv.evict("web-1", uid="705ab4f5-6393-11e8-b7cc-42010a800002")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.getheader("Content-Type"), "application/json")
+        self.assertEqual(body["apiVersion"], "admission.k8s.io/v1")
+        self.assertEqual(body["kind"], "AdmissionReview")
+        self.assertEqual(body["response"]["uid"], "705ab4f5-6393-11e8-b7cc-42010a800002")
+        self.assertTrue(body["response"]["allowed"])
+
+    def test_W01_keep_alive_connection_serves_many_reviews(self):
+        c = self.srv.conn()
+        try:
+            for i in range(50):
+                r, data = self.srv.request("POST", "/validate/eviction",
+                                           json.dumps(review("pod1", uid=f"ka-{i}")),
+                                           {"Content-Type": "application/json"}, conn=c)
+                self.assertEqual(r.status, 200)
+                self.assertEqual(json.loads(data)["response"]["uid"], f"ka-{i}")
+        finally:
+            c.close()
+
+    def test_W02_malformed_bodies_get_400_with_a_message(self):
+        cases = [(b"not json", "body is not valid JSON"),
+                 (b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}', "request: required"),
+                 (json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                              "request": {"operation": "CREATE"}}).encode(), "request.uid: required"),
+                 (b"", "body is not valid JSON"),
+                 (b"[" * 100000, "nested deeper than 64")]
+        for body, msg in cases:
+            r, data = self.srv.request("POST", "/validate/eviction", body,
+                                       {"Content-Type": "application/json"})
+            self.assertEqual(r.status, 400, body[:40])
+            status = json.loads(data)
+            self.assertEqual(status["kind"], "Status")
+            self.assertEqual(status["code"], 400)
+            self.assertIn(msg, status["message"])
+        self.assert_serving()
+
+    def post_chunked(self, total_bytes):
+        c = self.srv.conn()
+        c.putrequest("POST", "/validate/eviction")
+        c.putheader("Content-Type", "application/json")
+        c.putheader("Transfer-Encoding", "chunked")
+        c.endheaders()
+        chunk = b" " * 65536
+        try:
+            for _ in range(total_bytes // len(chunk)):
+                c.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            c.send(b"0\r\n\r\n")
+            r = c.getresponse()
+            return r.status, r.read()
+        finally:
+            c.close()
+
+    def test_W03_oversized_body_gets_413_and_memory_does_not_grow(self):
+        big = b"{" + b" " * (4 * 1024 * 1024) + b"}"
+
+        def one_round():
+            r, data = self.srv.request("POST", "/validate/eviction", big,
+                                       {"Content-Type": "application/json"})
+            self.assertEqual(r.status, 413)
+            self.assertIn("larger than 3 MiB", json.loads(data)["message"])
+            # Chunked: no Content-Length, so the cap is enforced while reading.
+            status, data = self.post_chunked(4 * 1024 * 1024)
+            self.assertEqual(status, 413)
+            self.assertIn("larger than 3 MiB", json.loads(data)["message"])
+
+        for _ in range(2):  # warm up every server thread's buffers
+            one_round()
+        before = self.srv.rss_kib()
+        for _ in range(10):
+            one_round()
+        after = self.srv.rss_kib()
+        # 80 MiB went in; resident memory must not follow it.
+        self.assertLess(after - before, 1024, f"RSS grew from {before} to {after} KiB")
+        self.assert_serving()
+
+    def test_W04_wrong_content_type_gets_415(self):
+        for ct in ("text/plain", "application/yaml", None):
+            headers = {"Content-Type": ct} if ct else {}
+            r, data = self.srv.request("POST", "/validate/eviction", json.dumps(review("pod1")),
+                                       headers)
+            self.assertEqual(r.status, 415, ct)
+            self.assertIn("application/json", json.loads(data)["message"])
+        r, _ = self.srv.request("POST", "/validate/eviction", json.dumps(review("pod1")),
+                                {"Content-Type": "application/json; charset=utf-8"})
+        self.assertEqual(r.status, 200)
+
+    def test_W05_unknown_path_404_and_wrong_method_405(self):
+        r, _ = self.srv.request("POST", "/validate/nothing", b"{}",
+                                {"Content-Type": "application/json"})
+        self.assertEqual(r.status, 404)
+        r, _ = self.srv.request("GET", "/nope")
+        self.assertEqual(r.status, 404)
+        r, data = self.srv.request("GET", "/validate/eviction")
+        self.assertEqual(r.status, 405)
+        self.assertEqual(r.getheader("Allow"), "POST")
+        r, _ = self.srv.request("POST", "/metrics", b"x", {"Content-Type": "application/json"})
+        self.assertEqual(r.status, 405)
+        self.assert_serving()
+
+    def test_W06_plain_http_is_refused(self):
+        with socket.create_connection(("127.0.0.1", self.srv.port), timeout=10 * SLOW) as s:
+            s.sendall(b"POST /validate/eviction HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                      b"application/json\r\nContent-Length: 2\r\n\r\n{}")
+            data = b""
+            try:
+                while True:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    data += chunk
+            except (ConnectionResetError, socket.timeout):
+                pass
+        self.assertNotIn(b"HTTP/1.1 200", data)
+        self.assertNotIn(b"AdmissionReview", data)
+        self.assert_serving()
+
+    def test_W06_tls_1_0_and_1_1_are_refused(self):
+        for version in (ssl.TLSVersion.TLSv1, ssl.TLSVersion.TLSv1_1):
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            # SECLEVEL=0 lets this OpenSSL speak the old versions at all; the server must
+            # still refuse them.
+            ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
+            ctx.minimum_version = version
+            ctx.maximum_version = version
+            with self.assertRaises((ssl.SSLError, ConnectionResetError, OSError)):
+                with socket.create_connection(("127.0.0.1", self.srv.port),
+                                              timeout=10 * SLOW) as raw:
+                    with ctx.wrap_socket(raw) as tls:
+                        tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                        tls.recv(100)
+        # TLS 1.2 (and 1.3) are accepted.
+        for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+            ctx = ssl.create_default_context(cafile=self.srv.cert)
+            ctx.minimum_version = version
+            ctx.maximum_version = version
+            with socket.create_connection(("127.0.0.1", self.srv.port), timeout=10 * SLOW) as raw:
+                with ctx.wrap_socket(raw, server_hostname="localhost") as tls:
+                    self.assertEqual(tls.version(), "TLSv1.2" if version == ssl.TLSVersion.TLSv1_2
+                                     else "TLSv1.3")
+        self.assert_serving()
+
+    def test_E01_protected_pod_is_denied_with_429_over_https(self):
+        r, body = self.srv.evict("pod1", uid="e01")
+        self.assertEqual(r.status, 200)
+        resp = body["response"]
+        self.assertFalse(resp["allowed"])
+        self.assertEqual(resp["status"]["code"], 429)
+        self.assertEqual(resp["status"]["reason"], "TooManyRequests")
+        self.assertGreater(resp["status"]["details"]["retryAfterSeconds"], 0)
+        for word in ("node1", "default/db", "NodeDisruption"):
+            self.assertIn(word, resp["status"]["message"])
+
+    def test_E02_granted_node_allows_eviction(self):
+        # The demo cluster grants node3 to maintenance-bot; pod3 there carries app=db.
+        r, body = self.srv.evict("pod3", uid="e02")
+        self.assertTrue(body["response"]["allowed"])
+
+    def test_E10_pvc_protected_pod_is_denied(self):
+        r, body = self.srv.evict("cache-0", uid="e10")
+        self.assertFalse(body["response"]["allowed"])
+        self.assertIn("default/cache", body["response"]["status"]["message"])
+
+    def test_decisions_are_logged_one_json_line_each(self):
+        self.srv.evict("pod1", uid="log-me-1")
+        deadline = time.monotonic() + 5 * SLOW
+        line = None
+        while line is None and time.monotonic() < deadline:
+            line = next((l for l in self.srv.log_lines() if l.get("uid") == "log-me-1"), None)
+            time.sleep(0.02)
+        self.assertIsNotNone(line)
+        self.assertEqual(line["msg"], "admission decided")
+        self.assertEqual(line["pod"], "pod1")
+        self.assertEqual(line["node"], "node1")
+        self.assertFalse(line["allowed"])
+        self.assertEqual(line["reason"], "protected")
+        self.assertIn("dur_us", line)
+
+    def test_health_ready_and_metrics(self):
+        r, data = self.srv.request("GET", "/healthz")
+        self.assertEqual((r.status, data), (200, b"ok\n"))
+        r, data = self.srv.request("GET", "/readyz")
+        self.assertEqual((r.status, data), (200, b"ok\n"))
+
+        def metric(text, name):
+            for line in text.splitlines():
+                if line.startswith(name + " "):
+                    return float(line.split()[-1])
+            return None
+
+        _, before = self.srv.request("GET", "/metrics")
+        self.srv.evict("pod1", uid="m1")
+        self.srv.evict("web-1", uid="m2")
+        r, after = self.srv.request("GET", "/metrics")
+        self.assertTrue(r.getheader("Content-Type").startswith("text/plain"))
+        before, after = before.decode(), after.decode()
+        denied = 'nodegate_admission_requests_total{webhook="eviction",decision="denied"}'
+        allowed = 'nodegate_admission_requests_total{webhook="eviction",decision="allowed"}'
+        self.assertEqual(metric(after, denied) - metric(before, denied), 1)
+        self.assertEqual(metric(after, allowed) - metric(before, allowed), 1)
+        self.assertEqual(metric(after, 'nodegate_cache_objects{resource="pods"}'), 6)
+        self.assertEqual(metric(after, 'nodegate_cache_objects{resource="nodes"}'), 3)
+        count = metric(after, 'nodegate_admission_duration_seconds_count{webhook="eviction"}')
+        inf = metric(after, 'nodegate_admission_duration_seconds_bucket{webhook="eviction",le="+Inf"}')
+        self.assertEqual(count, inf)
+
+
+class LifecycleTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ng-it-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_sighup_reloads_the_snapshot_and_a_bad_file_keeps_the_old_state(self):
+        srv = Server(self.tmp)
+        try:
+            _, body = srv.evict("pod1")
+            self.assertFalse(body["response"]["allowed"])
+            with open(srv.snapshot, encoding="utf-8") as f:
+                cluster = json.load(f)
+            cluster["items"].append({
+                "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption",
+                "metadata": {"name": "node1-reboot"}, "spec": {"nodeNames": ["node1"]},
+                "status": {"state": "Granted", "disruptedNodes": ["node1"]}})
+            with open(srv.snapshot, "w", encoding="utf-8") as f:
+                json.dump(cluster, f)
+            srv.proc.send_signal(signal.SIGHUP)
+            deadline = time.monotonic() + 10 * SLOW
+            allowed = False
+            while not allowed and time.monotonic() < deadline:
+                allowed = srv.evict("pod1")[1]["response"]["allowed"]
+                time.sleep(0.05)
+            self.assertTrue(allowed, "the reloaded grant was not honoured")
+            # A broken file: the error is logged and the last good state keeps serving.
+            with open(srv.snapshot, "w", encoding="utf-8") as f:
+                f.write('{"kind":"List","items":[')
+            srv.proc.send_signal(signal.SIGHUP)
+            deadline = time.monotonic() + 10 * SLOW
+            while time.monotonic() < deadline and not any(
+                    l.get("msg") == "snapshot load failed" for l in srv.log_lines()):
+                time.sleep(0.05)
+            self.assertTrue(any(l.get("msg") == "snapshot load failed" for l in srv.log_lines()))
+            self.assertTrue(srv.evict("pod1")[1]["response"]["allowed"])
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_sigterm_shuts_down_cleanly(self):
+        srv = Server(self.tmp)
+        srv.evict("pod1")
+        self.assertEqual(srv.stop(), 0)
+        msgs = [l.get("msg") for l in srv.log_lines()]
+        self.assertIn("shutting down", msgs)
+
+    def test_bad_flags_fail_fast_with_a_message(self):
+        cases = [(["serve"], "--tls-cert and --tls-key are required"),
+                 (["serve", "--listen", "nowhere", "--tls-cert", "c", "--tls-key", "k",
+                   "--snapshot", "s"], "expected ADDR:PORT"),
+                 (["serve", "--threads", "x"], "expected an integer"),
+                 (["serve", "--bogus"], "unknown flag"),
+                 (["serve", "--eviction-mode", "Maybe", "--tls-cert", "c", "--tls-key", "k"],
+                  "use Enforce, Warn or Off"),
+                 (["frobnicate"], "unknown command")]
+        for args, msg in cases:
+            p = subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(msg, p.stderr)
+        cert, key = make_cert(self.tmp)
+        p = subprocess.run([BINARY, "serve", "--listen", "127.0.0.1:0", "--tls-cert", cert,
+                            "--tls-key", key, "--snapshot", os.path.join(self.tmp, "missing.json")],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("missing.json", p.stderr)
+        p = subprocess.run([BINARY, "--version"], capture_output=True, text=True, timeout=30)
+        self.assertTrue(p.stdout.startswith("nodegate "))
+
+
+if __name__ == "__main__":
+    unittest.main()

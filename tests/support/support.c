@@ -1,0 +1,119 @@
+#include "tests/support/support.h"
+
+#include "common/intern.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct kube_snapshot *ng_test_snapshot(const char *json)
+{
+	struct kube_builder *b = kube_builder_create();
+	struct ng_err err = {0};
+	struct kube_snapshot *s = NULL;
+	if (!b || kube_builder_add_json(b, json, strlen(json), &err) != NG_OK) {
+		(void)fprintf(stderr, "fixture does not load: %s\n", err.msg);
+		abort();
+	}
+	if (kube_builder_finish(b, &s) != NG_OK)
+		abort();
+	return s;
+}
+
+uint32_t ng_test_id(const struct kube_snapshot *snap, const char *s)
+{
+	return ng_intern_find(kube_snapshot_pool(snap), s, strlen(s));
+}
+
+char *ng_test_read_file(const char *path, size_t *ret_len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		(void)fprintf(stderr, "cannot open %s\n", path);
+		abort();
+	}
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	size_t n;
+	while (buf && (n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+		len += n;
+		if (cap - len < 2) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+		}
+	}
+	(void)fclose(f);
+	if (!buf)
+		abort();
+	buf[len] = '\0';
+	if (ret_len)
+		*ret_len = len;
+	return buf;
+}
+
+#define NODE(n, sel)                                                                               \
+	"{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"" n "\",\"labels\":{"   \
+	"\"testselect\":\"" sel "\",\"kubernetes.io/hostname\":\"" n "\"}},\"status\":{"           \
+	"\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"
+#define PV(n)                                                                                      \
+	"{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"" n         \
+	"-pv-local\"},\"spec\":{\"local\":{\"path\":\"/mnt\"},\"nodeAffinity\":{\"required\":{"    \
+	"\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"kubernetes.io/hostname\","       \
+	"\"operator\":\"In\",\"values\":[\"" n "\"]}]}]}}}}"
+
+const char ng_fixture_f[] =
+    "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[" NODE("node1", "test1") "," NODE(
+	"node2",
+	"test1") "," NODE("node3",
+			  "test2") "," PV("node1") "," PV("node2") "," PV("node3") ","
+										   "{\"apiVersion\""
+										   ":\"v1\","
+										   "\"kind\":"
+										   "\"Pod\","
+										   "\"metadata\":{"
+										   "\"name\":"
+										   "\"pod1\","
+										   "\"namespace\":"
+										   "\"default\","
+										   "\"labels\":{"
+										   "\"app\":\"db\"}"
+										   ",\"ownerReferen"
+										   "ces\":[{"
+										   "\"apiVersion\":"
+										   "\"apps/v1\","
+										   "\"kind\":"
+										   "\"StatefulSet\""
+										   ",\"name\":"
+										   "\"db\",\"uid\":"
+										   "\"u1\","
+										   "\"controller\":"
+										   "true}]},"
+										   "\"spec\":{"
+										   "\"nodeName\":"
+										   "\"node1\","
+										   "\"containers\":"
+										   "[{\"name\":"
+										   "\"db\"}]},"
+										   "\"status\":{"
+										   "\"phase\":"
+										   "\"Running\"}},"
+										   "{\"apiVersion\""
+										   ":\"nodegate.io/"
+										   "v1alpha1\","
+										   "\"kind\":"
+										   "\"ApplicationDi"
+										   "sruptionBudget"
+										   "\","
+										   "\"metadata\":{"
+										   "\"name\":"
+										   "\"db\","
+										   "\"namespace\":"
+										   "\"default\"},"
+										   "\"spec\":{"
+										   "\"podSelector\""
+										   ":{"
+										   "\"matchLabels\""
+										   ":{\"app\":"
+										   "\"db\"}},"
+										   "\"maxDisruption"
+										   "s\":1}}]}";

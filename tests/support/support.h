@@ -1,0 +1,22 @@
+/* Test fixtures shared by the unit and golden tests. */
+#ifndef NG_TESTS_SUPPORT_H
+#define NG_TESTS_SUPPORT_H
+
+#include "kube/kube.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** Builds a snapshot from JSON text (a List or one object); aborts the test run on error. */
+struct kube_snapshot *ng_test_snapshot(const char *json);
+
+/** Interned id of @s in @snap's pool (NG_INTERN_NONE when absent). */
+uint32_t ng_test_id(const struct kube_snapshot *snap, const char *s);
+
+/** Reads a whole file into a NUL-terminated malloc'd buffer; aborts on error. */
+char *ng_test_read_file(const char *path, size_t *ret_len);
+
+/** The JSON of Fixture F (shared/acceptance/README.md) as a List, plus ADB default/db. */
+extern const char ng_fixture_f[];
+
+#endif

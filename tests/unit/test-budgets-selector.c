@@ -1,0 +1,321 @@
+/* budgets/selector: the string grammar, every operator, the absent-key rules, null vs empty
+ * selectors, and node affinity (terms ORed, expressions ANDed, Gt/Lt, matchFields). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "budgets/budgets.h"
+#include "common/arena.h"
+#include "common/intern.h"
+#include "tests/support/support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Label sets the selectors are matched against, by index. */
+static const char *const label_sets[][8] = {
+    {NULL},                                        /* 0: no labels */
+    {"app", "db", NULL},                           /* 1 */
+    {"app", "web", "tier", "front", NULL},         /* 2 */
+    {"app", "db", "tier", "", NULL},               /* 3: empty value */
+    {"example.com/zone", "a", "n", "5", NULL},     /* 4: prefixed key, numeric value */
+    {"n", "-3", "app", "db", "env", "prod", NULL}, /* 5 */
+    {"n", "x", NULL},                              /* 6: non-numeric */
+};
+#define NSETS (sizeof(label_sets) / sizeof(label_sets[0]))
+
+static int cmp_label(const void *a, const void *b)
+{
+	const struct kube_label *x = a, *y = b;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static size_t labels_of(struct ng_intern *pool, size_t set, struct kube_label *out)
+{
+	size_t n = 0;
+	for (size_t i = 0; label_sets[set][i]; i += 2, n++) {
+		assert_int_equal(ng_intern_add(pool, label_sets[set][i], strlen(label_sets[set][i]),
+					       &out[n].key),
+				 NG_OK);
+		assert_int_equal(ng_intern_add(pool, label_sets[set][i + 1],
+					       strlen(label_sets[set][i + 1]), &out[n].val),
+				 NG_OK);
+	}
+	qsort(out, n, sizeof(*out), cmp_label);
+	return n;
+}
+
+/* Each selector and, per label set, whether it matches ('1') or not ('0'). */
+static const struct {
+	const char *sel;
+	const char *expect; /* one char per label set */
+} match_cases[] = {
+    {"", "1111111"},       /* empty selector: everything */
+    {"app=db", "0101010"}, /* = needs the key */
+    {"app==db", "0101010"},
+    {"app!=db", "1010101"}, /* != holds when the key is absent */
+    {"app in (db,web)", "0111010"},
+    {"app notin (db)", "1010101"}, /* notin holds when the key is absent */
+    {"app notin (db,web)", "1000101"},
+    {"app", "0111010"},        /* exists */
+    {"!app", "1000101"},       /* does not exist */
+    {"tier=", "0001000"},      /* empty value is a value */
+    {"tier in ()", "0001000"}, /* () is the empty string */
+    {"tier in (,front)", "0011000"},
+    {"tier notin (,front)", "1100111"},
+    {"app=db,tier", "0001000"}, /* comma is AND */
+    {"app=db,!tier", "0100010"},
+    {"example.com/zone=a", "0000100"},
+    {"n>4", "0000100"},
+    {"n<0", "0000010"},
+    {"n>-4", "0000110"},
+    {"n<100", "0000110"},             /* non-numeric value never matches */
+    {" app = db , tier ", "0001000"}, /* whitespace is a delimiter */
+    {"app in(db)", "0101010"},
+    {"app=db,env in (prod,dev),n<0", "0000010"},
+};
+
+static void test_string_selector_matching_table(void **state)
+{
+	for (size_t c = 0; c < sizeof(match_cases) / sizeof(match_cases[0]); c++) {
+		struct ng_intern *pool = ng_intern_create();
+		struct ng_arena *arena = ng_arena_create(1u << 20);
+		struct kube_selector sel;
+		struct ng_err err = {0};
+		ng_status st = bud_selector_parse(match_cases[c].sel, strlen(match_cases[c].sel),
+						  pool, arena, &sel, &err);
+		if (st != NG_OK)
+			fail_msg("\"%s\" does not parse: %s", match_cases[c].sel, err.msg);
+		for (size_t set = 0; set < NSETS; set++) {
+			struct kube_label labels[8];
+			size_t n = labels_of(pool, set, labels);
+			bool want = match_cases[c].expect[set] == '1';
+			if (bud_selector_matches(&sel, labels, n, pool) != want)
+				fail_msg("\"%s\" on label set %zu: expected %s", match_cases[c].sel,
+					 set, want ? "match" : "no match");
+		}
+		ng_arena_destroy(arena);
+		ng_intern_destroy(pool);
+	}
+}
+
+static void test_null_selector_matches_nothing(void **state)
+{
+	struct kube_selector null_sel = {.present = false};
+	struct kube_selector empty = {.present = true};
+	struct kube_label l = {1, 2};
+	assert_false(bud_selector_matches(&null_sel, &l, 1, NULL));
+	assert_false(bud_selector_matches(&null_sel, NULL, 0, NULL));
+	assert_true(bud_selector_matches(&empty, NULL, 0, NULL));
+	assert_true(bud_selector_matches(&empty, &l, 1, NULL));
+}
+
+static const struct {
+	const char *sel;
+	size_t offset; /* where the error points */
+	const char *msg;
+} error_cases[] = {
+    {"a=b,", 4, "found end of string, expected '!' or a key"},
+    {",a", 0, "found ',', expected '!' or a key"},
+    {"a b", 2, "found 'b', expected one of"},
+    {"a in b", 5, "expected '('"},
+    {"a in (b", 7, "found end of string, expected ',' or ')'"},
+    {"a in (b c)", 8, "expected ',' or ')'"},
+    {"!a=b", 2, "expected ',' or end of string"},
+    {"!", 1, "expected a key after '!'"},
+    {"a=b=c", 3, "expected ',' or end of string"},
+    {"a>x", 2, "'x' is not an integer"},
+    {"a<", 2, "'' is not an integer"},
+    {"bad key=1", 4, "found 'key'"},
+    {"-a=b", 0, "invalid key '-a'"},
+    {"a=-b", 2, "invalid value '-b'"},
+    {"UPPER.example/a=b", 0, "label key prefix"},
+    {"a=(", 2, "expected a value"},
+    {"a notin", 7, "expected '('"},
+};
+
+static void test_string_selector_errors_point_at_the_problem(void **state)
+{
+	for (size_t c = 0; c < sizeof(error_cases) / sizeof(error_cases[0]); c++) {
+		struct ng_intern *pool = ng_intern_create();
+		struct ng_arena *arena = ng_arena_create(1u << 20);
+		struct kube_selector sel = {.nreqs = 0xad};
+		struct ng_err err = {0};
+		ng_status st = bud_selector_parse(error_cases[c].sel, strlen(error_cases[c].sel),
+						  pool, arena, &sel, &err);
+		if (st != NG_EPARSE)
+			fail_msg("\"%s\": expected a parse error, got %s", error_cases[c].sel,
+				 ng_status_str(st));
+		assert_int_equal(sel.nreqs, 0xad);
+		if (!strstr(err.msg, error_cases[c].msg) || err.offset != error_cases[c].offset)
+			fail_msg("\"%s\": got \"%s\" at %zu, expected \"%s\" at %zu",
+				 error_cases[c].sel, err.msg, err.offset, error_cases[c].msg,
+				 error_cases[c].offset);
+		ng_arena_destroy(arena);
+		ng_intern_destroy(pool);
+	}
+}
+
+static void test_string_selector_limits(void **state)
+{
+	struct ng_intern *pool = ng_intern_create();
+	struct ng_arena *arena = ng_arena_create(1u << 20);
+	char buf[8192];
+	size_t off = 0;
+	for (int i = 0; i < 65; i++)
+		off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%sk%d", i ? "," : "", i);
+	struct kube_selector sel;
+	struct ng_err err = {0};
+	assert_int_equal(bud_selector_parse(buf, off, pool, arena, &sel, &err), NG_ELIMIT);
+	assert_non_null(strstr(err.msg, "more than 64 requirements"));
+	memset(buf, 'a', sizeof(buf));
+	assert_int_equal(bud_selector_parse(buf, sizeof(buf), pool, arena, &sel, &err), NG_ELIMIT);
+	/* A 64-requirement selector is fine, and duplicate values collapse into a set. */
+	off = 0;
+	for (int i = 0; i < 64; i++)
+		off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%sk%d", i ? "," : "", i);
+	assert_int_equal(bud_selector_parse(buf, off, pool, arena, &sel, &err), NG_OK);
+	assert_int_equal(sel.nreqs, 64);
+	assert_int_equal(bud_selector_parse("a in (x,x,y)", 12, pool, arena, &sel, &err), NG_OK);
+	assert_int_equal(sel.reqs[0].nvalues, 2);
+	/* The input need not be NUL-terminated: only len bytes are read. */
+	assert_int_equal(bud_selector_parse("a=bXYZ", 3, pool, arena, &sel, &err), NG_OK);
+	char out[64];
+	bud_selector_format(&sel, pool, out, sizeof(out));
+	assert_string_equal(out, "a=b");
+	ng_arena_destroy(arena);
+	ng_intern_destroy(pool);
+}
+
+static void test_format_round_trips(void **state)
+{
+	const char *in[] = {"a=b,c!=d,e in (x,y),f notin (z),g,!h,n>3,m<-2", "a in (,x)", "x="};
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		struct ng_intern *pool = ng_intern_create();
+		struct ng_arena *arena = ng_arena_create(1u << 20);
+		struct kube_selector a, b;
+		struct ng_err err = {0};
+		assert_int_equal(bud_selector_parse(in[i], strlen(in[i]), pool, arena, &a, &err),
+				 NG_OK);
+		char out[256];
+		size_t n = bud_selector_format(&a, pool, out, sizeof(out));
+		assert_int_equal(n, strlen(out));
+		assert_int_equal(bud_selector_parse(out, n, pool, arena, &b, &err), NG_OK);
+		char out2[256];
+		bud_selector_format(&b, pool, out2, sizeof(out2));
+		assert_string_equal(out, out2);
+		assert_int_equal(a.nreqs, b.nreqs);
+		ng_arena_destroy(arena);
+		ng_intern_destroy(pool);
+	}
+}
+
+/* Node affinity: PVs in a snapshot, matched against its nodes. */
+#define NODE(n, extra)                                                                             \
+	"{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"" n "\",\"labels\":{"   \
+	"\"kubernetes.io/hostname\":\"" n "\"" extra "}}}"
+#define PV(n, terms)                                                                               \
+	"{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"" n         \
+	"\"},\"spec\":{\"nodeAffinity\":{\"required\":{\"nodeSelectorTerms\":" terms "}}}}"
+#define EXPR(k, op, vals) "{\"key\":\"" k "\",\"operator\":\"" op "\",\"values\":" vals "}"
+
+static const struct {
+	const char *pv;
+	const char *expect; /* node1..node4 */
+} affinity_cases[] = {
+    {"in", "1000"},
+    {"or-terms", "1100"},
+    {"and-exprs", "0010"},
+    {"notin-absent", "1101"},
+    {"gt", "0011"},
+    {"lt", "1100"},
+    {"gt-bad-value", "0000"},
+    {"fields-in", "0100"},
+    {"fields-notin-and-label", "0010"},
+    {"fields-wrong-key", "0000"},
+    {"empty-term", "0000"},
+    {"empty-term-or-valid", "0001"},
+    {"bad-op-term-or-valid", "1000"},
+    {"no-terms", "0000"},
+    {"exists", "0011"},
+    {"dne", "1100"},
+};
+
+static const char
+    affinity_fixture
+	[] =
+	    "{\"kind\":\"List\",\"items\":[" NODE("node1", ",\"gen\":\"1\"") "," NODE(
+		"node2", ",\"gen\":\"2\"") "," NODE("node3", ",\"gen\":\"5\",\"zone\":\"a\","
+							     "\"ssd\":\"y\"") "," NODE("node4",
+										       ",\"gen\":"
+										       "\"9\","
+										       "\"zone\":"
+										       "\"b\","
+										       "\"ssd\":"
+										       "\"n\"") "," PV("in",
+												       "[{\"matchExpressions\":[" EXPR("kubernetes.io/hostname", "In", "[\"node1\"]") "]}]") "," PV("or-terms", "[{\"matchExpressions\":[" EXPR("kubernetes.io/hostname", "In", "[\"node1\"]") "]},{\"matchExpressions\":[" EXPR("kubernetes.io/hostname", "In",
+																																								 "[\"node2\"]") "]}]") "," PV("and-exprs", "[{\"matchExpressions\":[" EXPR("zone",
+																																																	   "In", "[\"a\",\"b\"]") "," EXPR("ssd",
+																																																					   "In", "[\"y\"]") "]}]") "," PV("notin-absent", "[{\"matchExpressions\":[" EXPR("zone", "NotIn", "[\"a\"]") "]}]") "," PV("gt",
+																																																																				    "[{\"matchExpressions\":[" EXPR(
+																																																																					"gen",
+																																																																					"Gt",
+																																																																					"[\"4\"]") "]}]") "," PV("lt", "[{\"matchExpressions\":[" EXPR("gen", "Lt", "[\"5\"]") "]}]") "," PV("gt-bad-value",
+																																																																																	     "[{\"matchExpressions\":[" EXPR("gen",
+																																																																																					     "Gt",
+																																																																																					     "[\"x\"]") "]}]") "," PV("fields-in", "[{\"matchFields\":[" EXPR("metadata.name", "In", "[\"node2\"]") "]}]") "," PV("fields-notin-and-label",
+																																																																																																				  "[{\"matchFields\":[" EXPR("metadata.name",
+																																																																																																							     "NotIn",
+																																																																																																							     "[\"node4\"]") "],\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"Exists\"}]}]") "," PV("fields-wrong-key",
+																																																																																																																			    "[{\"matchFields\":[" EXPR(
+																																																																																																																				"metadata.uid",
+																																																																																																																				"In", "[\"node2\"]") "]}]") "," PV("empty-term",
+																																																																																																																								   "[{}]") "," PV("empty-term-or-valid", "[{},{\"matchExpressions\":[" EXPR("zone",
+																																																																																																																																	    "In", "[\"b\"]") "]}]") "," PV("bad-op-term-or-valid", "[{\"matchExpressions\":[" EXPR("zone",
+																																																																																																																																												   "Near", "[\"b\"]") "]},{\"matchFields\":[" EXPR("metadata.name",
+																																																																																																																																																		   "In",
+																																																																																																																																																		   "[\"node1\"]") "]}]") "," PV("no-terms",
+																																																																																																																																																						"[]") "," PV("exists",
+																																																																																																																																																							     "[{\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"Exists\"}]}]") "," PV("dne",
+																																																																																																																																																																	     "[{\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"DoesNotExist\"}]}]") ","
+																																																																																																																																																																											    "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"nfs\"},\"spec\":{}}"
+																																																																																																																																																																											    "]}";
+
+static void test_node_affinity_table(void **state)
+{
+	struct kube_snapshot *s = ng_test_snapshot(affinity_fixture);
+	static const char *const nodes[] = {"node1", "node2", "node3", "node4"};
+	for (size_t c = 0; c < sizeof(affinity_cases) / sizeof(affinity_cases[0]); c++) {
+		const struct kube_pv *pv =
+		    kube_snapshot_find_pv(s, ng_test_id(s, affinity_cases[c].pv));
+		assert_non_null(pv);
+		for (size_t k = 0; k < 4; k++) {
+			const struct kube_node *n =
+			    kube_snapshot_find_node(s, ng_test_id(s, nodes[k]));
+			bool want = affinity_cases[c].expect[k] == '1';
+			if (bud_pv_pins_node(s, pv, n) != want)
+				fail_msg("PV %s on %s: expected %s", affinity_cases[c].pv, nodes[k],
+					 want ? "pinned" : "not pinned");
+		}
+	}
+	/* A PV without node affinity pins nothing. */
+	const struct kube_pv *nfs = kube_snapshot_find_pv(s, ng_test_id(s, "nfs"));
+	assert_false(nfs->affinity.present);
+	assert_false(bud_pv_pins_node(s, nfs, kube_snapshot_find_node(s, ng_test_id(s, "node1"))));
+	kube_snapshot_release(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_string_selector_matching_table),
+	    cmocka_unit_test(test_null_selector_matches_nothing),
+	    cmocka_unit_test(test_string_selector_errors_point_at_the_problem),
+	    cmocka_unit_test(test_string_selector_limits),
+	    cmocka_unit_test(test_format_round_trips),
+	    cmocka_unit_test(test_node_affinity_table),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

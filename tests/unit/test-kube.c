@@ -1,0 +1,366 @@
+/* kube/: the snapshot loader, records, indexes and the store. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "common/arena.h"
+#include "common/intern.h"
+#include "common/json.h"
+#include "kube/internal.h"
+#include "tests/support/support.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ng_status load(const char *json, struct kube_snapshot **ret, struct ng_err *err)
+{
+	struct kube_builder *b = kube_builder_create();
+	ng_status st = kube_builder_add_json(b, json, strlen(json), err);
+	if (st != NG_OK) {
+		kube_builder_destroy(b);
+		return st;
+	}
+	return kube_builder_finish(b, ret);
+}
+
+static void test_fixture_f_loads_with_indexes(void **state)
+{
+	struct kube_snapshot *s = ng_test_snapshot(ng_fixture_f);
+	assert_int_equal(kube_snapshot_count(s, KUBE_RES_NODES), 3);
+	assert_int_equal(kube_snapshot_count(s, KUBE_RES_PVS), 3);
+	assert_int_equal(kube_snapshot_count(s, KUBE_RES_PODS), 1);
+	assert_int_equal(kube_snapshot_count(s, KUBE_RES_ADBS), 1);
+	const struct kube_pod *p = kube_snapshot_find_pod_str(s, "default", 7, "pod1", 4);
+	assert_non_null(p);
+	assert_int_equal(p->node, ng_test_id(s, "node1"));
+	assert_int_equal(p->owner_kind, ng_test_id(s, "StatefulSet"));
+	assert_int_equal(p->phase, KUBE_POD_RUNNING);
+	uint32_t v;
+	assert_true(kube_labels_get(p->labels, p->nlabels, ng_test_id(s, "app"), &v));
+	assert_int_equal(v, ng_test_id(s, "db"));
+	size_t n;
+	const uint32_t *on1 = kube_snapshot_pods_on_node(s, ng_test_id(s, "node1"), &n);
+	assert_int_equal(n, 1);
+	size_t np;
+	assert_ptr_equal(&kube_snapshot_pods(s, &np)[on1[0]], p);
+	assert_null(kube_snapshot_pods_on_node(s, ng_test_id(s, "node2"), &n));
+	assert_int_equal(n, 0);
+	assert_non_null(kube_snapshot_adbs_in_ns(s, ng_test_id(s, "default"), &n));
+	assert_int_equal(n, 1);
+	const struct kube_node *node = kube_snapshot_find_node(s, ng_test_id(s, "node3"));
+	assert_non_null(node);
+	assert_true(node->flags & KUBE_NODE_READY);
+	assert_null(kube_snapshot_find_pod_str(s, "default", 7, "ghost", 5));
+	assert_null(kube_snapshot_find_pod_str(s, "other", 5, "pod1", 4));
+	kube_snapshot_release(s);
+}
+
+static void test_single_object_and_typed_list(void **state)
+{
+	struct kube_snapshot *s = NULL;
+	struct ng_err err = {0};
+	assert_int_equal(
+	    load("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},"
+		 "\"spec\":{\"nodeName\":\"n\"}}",
+		 &s, &err),
+	    NG_OK);
+	/* A hand-written object without a namespace lands in "default", as kubectl does. */
+	assert_non_null(kube_snapshot_find_pod_str(s, "default", 7, "p", 1));
+	kube_snapshot_release(s);
+	assert_int_equal(load("{\"apiVersion\":\"v1\",\"kind\":\"PodList\",\"items\":["
+			      "{\"metadata\":{\"name\":\"a\",\"namespace\":\"x\"},\"kind\":\"Pod\","
+			      "\"apiVersion\":\"v1\"},"
+			      "{\"metadata\":{\"name\":\"b\",\"namespace\":\"x\"},\"kind\":\"Pod\","
+			      "\"apiVersion\":\"v1\",\"status\":{\"phase\":\"Succeeded\"}}]}",
+			      &s, &err),
+			 NG_OK);
+	assert_int_equal(kube_snapshot_count(s, KUBE_RES_PODS), 2);
+	assert_int_equal(kube_snapshot_find_pod_str(s, "x", 1, "b", 1)->phase, KUBE_POD_SUCCEEDED);
+	kube_snapshot_release(s);
+}
+
+static void test_unknown_kinds_are_skipped_and_counted(void **state)
+{
+	const char *json =
+	    "{\"kind\":\"List\",\"apiVersion\":\"v1\",\"items\":["
+	    "{\"kind\":\"Service\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"s\"}},"
+	    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodedisruption.criteo.com/v1alpha1\","
+	    "\"metadata\":{\"name\":\"foreign\"}},"
+	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"n1\"}}]}";
+	struct kube_builder *b = kube_builder_create();
+	struct ng_err err = {0};
+	assert_int_equal(kube_builder_add_json(b, json, strlen(json), &err), NG_OK);
+	assert_int_equal(kube_builder_skipped(b), 2);
+	struct kube_snapshot *s = NULL;
+	assert_int_equal(kube_builder_finish(b, &s), NG_OK);
+	assert_int_equal(kube_snapshot_count(s, KUBE_RES_NODES), 1);
+	assert_int_equal(kube_snapshot_count(s, KUBE_RES_NDS), 0);
+	kube_snapshot_release(s);
+}
+
+static void test_malformed_core_objects_name_item_and_field(void **state)
+{
+	static const struct {
+		const char *json;
+		const char *msg;
+	} cases[] = {
+	    {"{\"kind\":\"List\",\"items\":[{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{"
+	     "\"name\":\"a\"}},{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
+	     "\"p\",\"namespace\":\"d\",\"labels\":[1]}}]}",
+	     "items[1] (Pod d/p): metadata.labels: expected an object"},
+	    {"{\"kind\":\"List\",\"items\":[{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{"
+	     "\"labels\":{}}}]}",
+	     "items[0] (Pod): metadata.name: required"},
+	    {"{\"kind\":\"List\",\"items\":{}}", "List: items: expected an array"},
+	    {"{\"kind\":\"List\",\"items\":[{\"apiVersion\":\"v1\"}]}", "items[0]: kind: required"},
+	    {"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"p\",\"labels\":{"
+	     "\"a\":1}}}",
+	     "object (Pod default/p): metadata.labels: label values must be strings"},
+	    {"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"p\"},\"spec\":{"
+	     "\"nodeName\":5}}",
+	     "object (Pod default/p): spec.nodeName: expected a string"},
+	    {"[1,2", "malformed JSON"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct kube_snapshot *s = (struct kube_snapshot *)0xad;
+		struct ng_err err = {0};
+		assert_int_not_equal(load(cases[i].json, &s, &err), NG_OK);
+		assert_ptr_equal(s, (struct kube_snapshot *)0xad);
+		if (!strstr(err.msg, cases[i].msg))
+			fail_msg("case %zu: message \"%s\" lacks \"%s\"", i, err.msg, cases[i].msg);
+	}
+}
+
+static void test_later_objects_replace_earlier_ones(void **state)
+{
+	struct kube_builder *b = kube_builder_create();
+	struct ng_err err = {0};
+	const char *first = "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"p\","
+			    "\"namespace\":\"d\"},\"spec\":{\"nodeName\":\"n1\"}}";
+	const char *second = "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"p\","
+			     "\"namespace\":\"d\"},\"spec\":{\"nodeName\":\"n2\"}}";
+	assert_int_equal(kube_builder_add_json(b, first, strlen(first), &err), NG_OK);
+	assert_int_equal(kube_builder_add_json(b, second, strlen(second), &err), NG_OK);
+	struct kube_snapshot *s = NULL;
+	assert_int_equal(kube_builder_finish(b, &s), NG_OK);
+	assert_int_equal(kube_snapshot_count(s, KUBE_RES_PODS), 1);
+	const struct kube_pod *p = kube_snapshot_find_pod_str(s, "d", 1, "p", 1);
+	assert_int_equal(p->node, ng_test_id(s, "n2"));
+	size_t n;
+	assert_null(kube_snapshot_pods_on_node(s, ng_test_id(s, "n1"), &n));
+	assert_non_null(kube_snapshot_pods_on_node(s, ng_test_id(s, "n2"), &n));
+	kube_snapshot_release(s);
+}
+
+static void test_pod_flags_claims_and_requests(void **state)
+{
+	const char *json =
+	    "{\"kind\":\"List\",\"items\":["
+	    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"ds\",\"namespace\":"
+	    "\"k\",\"ownerReferences\":[{\"kind\":\"Node\",\"controller\":false,\"name\":\"x\"},"
+	    "{\"kind\":\"DaemonSet\",\"controller\":true,\"name\":\"d\"}]},\"spec\":{\"nodeName\":"
+	    "\"n\"}},"
+	    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"m\",\"namespace\":"
+	    "\"k\",\"annotations\":{\"kubernetes.io/config.mirror\":\"abc\"},\"deletionTimestamp\":"
+	    "\"2026-01-01T00:00:00Z\"},\"spec\":{\"nodeName\":\"n\",\"volumes\":[{\"name\":\"v\","
+	    "\"persistentVolumeClaim\":{\"claimName\":\"data\"}},{\"name\":\"e\",\"emptyDir\":{}}],"
+	    "\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{\"cpu\":\"1\","
+	    "\"nvidia.com/gpu\":\"1\"}}},{\"name\":\"b\",\"resources\":{\"requests\":{\"cpu\":"
+	    "\"1\"}}}]}}]}";
+	struct kube_snapshot *s = ng_test_snapshot(json);
+	const struct kube_pod *ds = kube_snapshot_find_pod_str(s, "k", 1, "ds", 2);
+	assert_true(ds->flags & KUBE_POD_DAEMONSET);
+	assert_false(ds->flags & KUBE_POD_MIRROR);
+	assert_int_equal(ds->owner_kind, ng_test_id(s, "DaemonSet"));
+	const struct kube_pod *m = kube_snapshot_find_pod_str(s, "k", 1, "m", 1);
+	assert_true(m->flags & KUBE_POD_MIRROR);
+	assert_true(m->flags & KUBE_POD_TERMINATING);
+	assert_int_equal(m->owner_kind, NG_INTERN_NONE);
+	assert_int_equal(m->nclaims, 1);
+	assert_int_equal(m->claims[0], ng_test_id(s, "data"));
+	assert_int_equal(m->nrequests, 2); /* cpu counted once */
+	kube_snapshot_release(s);
+}
+
+static void test_granted_nodes_map_to_their_request(void **state)
+{
+	const char *json =
+	    "{\"kind\":\"List\",\"items\":["
+	    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"b-req\"},\"spec\":{\"nodeNames\":[\"n1\",\"n2\"]},\"status\":{\"state\":"
+	    "\"Granted\",\"disruptedNodes\":[\"n1\",\"n2\"]}},"
+	    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"a-req\"},\"spec\":{\"nodeNames\":[\"n2\"]},\"status\":{\"state\":"
+	    "\"Granted\",\"disruptedNodes\":[\"n2\"]}},"
+	    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"pending\"},\"spec\":{\"nodeSelector\":{\"matchLabels\":{\"x\":\"y\"}},"
+	    "\"priority\":5},\"status\":{\"state\":\"Pending\",\"disruptedNodes\":[\"n3\"]}}]}";
+	struct kube_snapshot *s = ng_test_snapshot(json);
+	const struct kube_nd *g1 = kube_snapshot_node_grant(s, ng_test_id(s, "n1"));
+	const struct kube_nd *g2 = kube_snapshot_node_grant(s, ng_test_id(s, "n2"));
+	assert_non_null(g1);
+	assert_int_equal(g1->name, ng_test_id(s, "b-req"));
+	assert_int_equal(g2->name, ng_test_id(s, "a-req")); /* first by name */
+	assert_null(kube_snapshot_node_grant(s, ng_test_id(s, "n3")));
+	size_t n;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	assert_int_equal(n, 3);
+	assert_int_equal(nds[2].priority, 5);
+	assert_true(nds[2].node_selector.present);
+	assert_int_equal(nds[2].state, KUBE_ND_PENDING);
+	kube_snapshot_release(s);
+}
+
+static void test_label_selector_json_validation(void **state)
+{
+	static const struct {
+		const char *json;
+		const char *msg; /* NULL: valid */
+	} cases[] = {
+	    {"{}", NULL},
+	    {"{\"matchLabels\":{\"a\":\"b\"},\"matchExpressions\":[{\"key\":\"c\",\"operator\":"
+	     "\"NotIn\",\"values\":[\"x\",\"y\"]},{\"key\":\"d\",\"operator\":\"Exists\"}]}",
+	     NULL},
+	    {"{\"matchExpressions\":[{\"key\":\"c\",\"operator\":\"Foo\",\"values\":[\"x\"]}]}",
+	     "sel.matchExpressions[0].operator: \"Foo\" is not one of In, NotIn, Exists, "
+	     "DoesNotExist"},
+	    {"{\"matchExpressions\":[{\"key\":\"c\",\"operator\":\"In\",\"values\":[]}]}",
+	     "sel.matchExpressions[0].values: must be non-empty when operator is In"},
+	    {"{\"matchExpressions\":[{\"key\":\"c\",\"operator\":\"Exists\",\"values\":[\"x\"]}]}",
+	     "sel.matchExpressions[0].values: must be empty when operator is Exists"},
+	    {"{\"matchExpressions\":[{\"key\":\"c\",\"operator\":\"Gt\",\"values\":[\"1\"]}]}",
+	     "is not one of In, NotIn, Exists, DoesNotExist"},
+	    {"{\"matchExpressions\":[{\"operator\":\"Exists\"}]}",
+	     "sel.matchExpressions[0].key: required"},
+	    {"{\"matchLabels\":{\"bad key\":\"b\"}}", "sel.matchLabels[bad key]: label key name"},
+	    {"{\"matchLabels\":{\"a\":\"-b\"}}", "sel.matchLabels[a]: label value"},
+	    {"{\"matchLabels\":{\"Example.com/a\":\"b\"}}", "label key prefix"},
+	    {"{\"matchLabels\":[]}", "sel.matchLabels: expected an object"},
+	    {"[]", "sel: expected an object"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct ng_intern *pool = ng_intern_create();
+		struct ng_arena *arena = ng_arena_create(1u << 20);
+		cJSON *j = NULL;
+		struct ng_err err = {0};
+		assert_int_equal(
+		    ng_json_parse(cases[i].json, strlen(cases[i].json), arena, &j, &err), NG_OK);
+		struct kube_selector sel = {.nreqs = 0xad};
+		ng_status st = kube_decode_selector(pool, arena, j, "sel", &sel, &err);
+		if (!cases[i].msg) {
+			assert_int_equal(st, NG_OK);
+			assert_true(sel.present);
+		} else {
+			assert_int_not_equal(st, NG_OK);
+			assert_int_equal(sel.nreqs, 0xad);
+			if (!strstr(err.msg, cases[i].msg))
+				fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err.msg, cases[i].msg);
+		}
+		ng_arena_destroy(arena);
+		ng_intern_destroy(pool);
+	}
+}
+
+static void test_invalid_budget_is_kept_and_marked(void **state)
+{
+	const char *json =
+	    "{\"kind\":\"List\",\"items\":["
+	    "{\"kind\":\"ApplicationDisruptionBudget\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+	    "\"metadata\":{\"name\":\"bad\",\"namespace\":\"d\"},\"spec\":{\"podSelector\":{"
+	    "\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"Foo\"}]}}},"
+	    "{\"kind\":\"ApplicationDisruptionBudget\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+	    "\"metadata\":{\"name\":\"none\",\"namespace\":\"d\"},\"spec\":{\"maxDisruptions\":1}},"
+	    "{\"kind\":\"NodeDisruptionBudget\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+	    "\"metadata\":{\"name\":\"pool\"},\"spec\":{\"nodeSelector\":{},\"maxDisruptedNodes\":"
+	    "\"25%\",\"countUnavailableNodes\":false,\"freeze\":{\"enabled\":true,\"reason\":"
+	    "\"peak\"}}}]}";
+	struct kube_snapshot *s = ng_test_snapshot(json);
+	size_t n;
+	const struct kube_adb *a = kube_snapshot_adbs(s, &n);
+	assert_int_equal(n, 2);
+	assert_true(a[0].b.invalid);
+	assert_non_null(strstr(ng_intern_str(kube_snapshot_pool(s), a[0].b.error, NULL),
+			       "spec.podSelector.matchExpressions[0].operator"));
+	assert_true(a[1].b.invalid);
+	assert_non_null(strstr(ng_intern_str(kube_snapshot_pool(s), a[1].b.error, NULL),
+			       "at least one of podSelector and pvcSelector"));
+	const struct kube_ndb *d = kube_snapshot_ndbs(s, &n);
+	assert_int_equal(n, 1);
+	assert_false(d->b.invalid);
+	assert_true(d->node_selector.present);
+	assert_int_equal(d->node_selector.nreqs, 0);
+	assert_true(d->max_disrupted.is_str);
+	assert_false(d->count_unavailable);
+	assert_true(d->b.frozen);
+	assert_string_equal(ng_intern_str(kube_snapshot_pool(s), d->b.freeze_reason, NULL), "peak");
+	kube_snapshot_release(s);
+}
+
+struct stress {
+	struct kube_store *store;
+	int rounds;
+};
+
+static void *reader(void *arg)
+{
+	struct stress *st = arg;
+	for (int i = 0; i < st->rounds * 20; i++) {
+		struct kube_snapshot *s = kube_store_acquire(st->store);
+		size_t n = kube_snapshot_count(s, KUBE_RES_NODES);
+		if (n != 0 && n != 3)
+			abort();
+		kube_snapshot_release(s);
+	}
+	return NULL;
+}
+
+static void test_store_publish_while_readers_acquire(void **state)
+{
+	struct stress st = {.store = kube_store_create(), .rounds = 200};
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, reader, &st), 0);
+	for (int i = 0; i < st.rounds; i++)
+		kube_store_publish(st.store, ng_test_snapshot(ng_fixture_f));
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	assert_int_equal(kube_store_generation(st.store), (uint64_t)st.rounds);
+	struct kube_snapshot *s = kube_store_acquire(st.store);
+	assert_int_equal(kube_snapshot_count(s, KUBE_RES_NODES), 3);
+	kube_snapshot_release(s);
+	kube_store_destroy(st.store);
+}
+
+static void test_load_files_reports_path(void **state)
+{
+	const char *paths[] = {"/nonexistent/snapshot.json"};
+	struct kube_snapshot *s = NULL;
+	struct ng_err err = {0};
+	assert_int_equal(kube_snapshot_load_files(paths, 1, &s, &err), NG_EIO);
+	assert_non_null(strstr(err.msg, "/nonexistent/snapshot.json"));
+	const char *demo[] = {NG_SOURCE_ROOT "/examples/demo-cluster.json"};
+	assert_int_equal(kube_snapshot_load_files(demo, 1, &s, &err), NG_OK);
+	assert_true(kube_snapshot_count(s, KUBE_RES_PODS) > 0);
+	kube_snapshot_release(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_fixture_f_loads_with_indexes),
+	    cmocka_unit_test(test_single_object_and_typed_list),
+	    cmocka_unit_test(test_unknown_kinds_are_skipped_and_counted),
+	    cmocka_unit_test(test_malformed_core_objects_name_item_and_field),
+	    cmocka_unit_test(test_later_objects_replace_earlier_ones),
+	    cmocka_unit_test(test_pod_flags_claims_and_requests),
+	    cmocka_unit_test(test_granted_nodes_map_to_their_request),
+	    cmocka_unit_test(test_label_selector_json_validation),
+	    cmocka_unit_test(test_invalid_budget_is_kept_and_marked),
+	    cmocka_unit_test(test_store_publish_while_readers_acquire),
+	    cmocka_unit_test(test_load_files_reports_path),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

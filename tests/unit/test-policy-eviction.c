@@ -1,0 +1,275 @@
+/* policy/eviction: the eviction decision of DESIGN.md §5 on fixture F
+ * (shared/acceptance/eviction.md E01-E06, E09, E10). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "policy/policy.h"
+#include "tests/support/support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Fixture F plus: a DaemonSet pod and a mirror pod on node1, an unprotected pod, a pod
+ * protected only through a PVC, a finished and a terminating protected pod, an unscheduled
+ * one. */
+static char *fixture(const char *extra)
+{
+	static const char more[] =
+	    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"ds\",\"namespace\":"
+	    "\"default\",\"labels\":{\"app\":\"db\"},\"ownerReferences\":[{\"kind\":\"DaemonSet\","
+	    "\"name\":\"d\",\"controller\":true}]},\"spec\":{\"nodeName\":\"node1\"}},"
+	    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"mirror\","
+	    "\"namespace\":\"default\",\"labels\":{\"app\":\"db\"},\"annotations\":{"
+	    "\"kubernetes.io/config.mirror\":\"x\"}},\"spec\":{\"nodeName\":\"node1\"}},"
+	    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"web\",\"namespace\":"
+	    "\"default\",\"labels\":{\"app\":\"web\"}},\"spec\":{\"nodeName\":\"node1\"}},"
+	    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"done\",\"namespace\":"
+	    "\"default\",\"labels\":{\"app\":\"db\"}},\"spec\":{\"nodeName\":\"node1\"},\"status\":"
+	    "{\"phase\":\"Failed\"}},"
+	    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"going\","
+	    "\"namespace\":"
+	    "\"default\",\"labels\":{\"app\":\"db\"},\"deletionTimestamp\":\"2026-01-01T00:00:"
+	    "00Z\"}"
+	    ",\"spec\":{\"nodeName\":\"node1\"}},"
+	    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"nowhere\","
+	    "\"namespace\":\"default\",\"labels\":{\"app\":\"db\"}},\"spec\":{}},"
+	    "{\"kind\":\"PersistentVolumeClaim\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
+	    "\"cache-data\",\"namespace\":\"default\",\"labels\":{\"tier\":\"cache\"}},\"spec\":{"
+	    "\"volumeName\":\"node2-pv-local\"},\"status\":{\"phase\":\"Bound\"}},"
+	    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"cache-0\","
+	    "\"namespace\":\"default\",\"labels\":{\"app\":\"cache\"}},\"spec\":{\"nodeName\":"
+	    "\"node2\",\"volumes\":[{\"name\":\"d\",\"persistentVolumeClaim\":{\"claimName\":"
+	    "\"cache-data\"}}]}},"
+	    "{\"kind\":\"ApplicationDisruptionBudget\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+	    "\"metadata\":{\"name\":\"cache\",\"namespace\":\"default\"},\"spec\":{\"pvcSelector\":"
+	    "{\"matchLabels\":{\"tier\":\"cache\"}},\"maxDisruptions\":1}}";
+	size_t n = strlen(ng_fixture_f) + sizeof(more) + strlen(extra) + 8;
+	char *buf = malloc(n);
+	/* Splice before the closing "]}" of fixture F. */
+	size_t base = strlen(ng_fixture_f) - 2;
+	memcpy(buf, ng_fixture_f, base);
+	(void)snprintf(buf + base, n - base, ",%s%s%s]}", more, *extra ? "," : "", extra);
+	return buf;
+}
+
+static struct kube_snapshot *snap(const char *extra)
+{
+	char *json = fixture(extra);
+	struct kube_snapshot *s = ng_test_snapshot(json);
+	free(json);
+	return s;
+}
+
+static const struct pol_eviction_config enforce = {.mode = POL_EVICTION_ENFORCE,
+						   .retry_after_seconds = 10};
+
+static struct pol_decision decide(const struct kube_snapshot *s,
+				  const struct pol_eviction_config *cfg, const char *ns,
+				  const char *name, const char *user)
+{
+	struct pol_eviction_request r = {.ns = ns,
+					 .ns_len = strlen(ns),
+					 .name = name,
+					 .name_len = strlen(name),
+					 .username = user};
+	struct pol_decision d;
+	memset(&d, 0xad, sizeof(d));
+	pol_decide_eviction(s, cfg, &r, &d);
+	return d;
+}
+
+static void test_E01_denied_without_grant(void **state)
+{
+	struct kube_snapshot *s = snap("");
+	struct pol_decision d = decide(s, &enforce, "default", "pod1", "alice");
+	assert_false(d.allowed);
+	assert_int_equal(d.code, 429);
+	assert_int_equal(d.reason, POL_R_PROTECTED);
+	assert_int_equal(d.retry_after_seconds, 10);
+	assert_non_null(strstr(d.message, "node1"));
+	assert_non_null(strstr(d.message, "default/db"));
+	assert_non_null(strstr(d.message, "NodeDisruption"));
+	assert_string_equal(d.node, "node1");
+	assert_string_equal(d.warning, "");
+	kube_snapshot_release(s);
+}
+
+static void test_E02_allowed_when_node_granted(void **state)
+{
+	struct kube_snapshot *s = snap(
+	    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"nd1\"},\"spec\":{\"nodeNames\":[\"node1\"]},\"status\":{\"state\":"
+	    "\"Granted\",\"disruptedNodes\":[\"node1\"]}}");
+	struct pol_decision d = decide(s, &enforce, "default", "pod1", "alice");
+	assert_true(d.allowed);
+	assert_int_equal(d.reason, POL_R_GRANTED);
+	kube_snapshot_release(s);
+}
+
+static void test_E02_pending_or_rejected_request_does_not_allow(void **state)
+{
+	struct kube_snapshot *s = snap(
+	    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"nd1\"},\"spec\":{\"nodeNames\":[\"node1\"]},\"status\":{\"state\":"
+	    "\"Pending\",\"disruptedNodes\":[\"node1\"]}},"
+	    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"nd2\"},\"spec\":{\"nodeNames\":[\"node1\"]},\"status\":{\"state\":"
+	    "\"Rejected\",\"disruptedNodes\":[\"node1\"]}},"
+	    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"nd3\"},\"spec\":{\"nodeNames\":[\"node2\"]},\"status\":{\"state\":"
+	    "\"Granted\",\"disruptedNodes\":[\"node2\"]}}");
+	struct pol_decision d = decide(s, &enforce, "default", "pod1", "alice");
+	assert_false(d.allowed);
+	assert_int_equal(d.code, 429);
+	kube_snapshot_release(s);
+}
+
+static void test_E03_unprotected_pod_allowed(void **state)
+{
+	struct kube_snapshot *s = snap("");
+	struct pol_decision d = decide(s, &enforce, "default", "web", "alice");
+	assert_true(d.allowed);
+	assert_int_equal(d.reason, POL_R_UNPROTECTED);
+	assert_string_equal(d.message, "");
+	kube_snapshot_release(s);
+}
+
+static void test_E04_daemonset_and_mirror_pods_allowed(void **state)
+{
+	struct kube_snapshot *s = snap("");
+	struct pol_decision d = decide(s, &enforce, "default", "ds", "alice");
+	assert_true(d.allowed);
+	assert_int_equal(d.reason, POL_R_DAEMONSET);
+	d = decide(s, &enforce, "default", "mirror", "alice");
+	assert_true(d.allowed);
+	assert_int_equal(d.reason, POL_R_MIRROR);
+	kube_snapshot_release(s);
+}
+
+static void test_E05_unknown_pod_allowed(void **state)
+{
+	struct kube_snapshot *s = snap("");
+	struct pol_decision d = decide(s, &enforce, "default", "ghost", "alice");
+	assert_true(d.allowed);
+	assert_int_equal(d.reason, POL_R_UNKNOWN_POD);
+	d = decide(s, &enforce, "elsewhere", "pod1", "alice");
+	assert_true(d.allowed);
+	assert_int_equal(d.reason, POL_R_UNKNOWN_POD);
+	kube_snapshot_release(s);
+}
+
+static void test_E06_warn_mode_allows_with_warning(void **state)
+{
+	struct kube_snapshot *s = snap("");
+	struct pol_eviction_config warn = {.mode = POL_EVICTION_WARN, .retry_after_seconds = 10};
+	struct pol_decision d = decide(s, &warn, "default", "pod1", "alice");
+	assert_true(d.allowed);
+	assert_int_equal(d.reason, POL_R_PROTECTED);
+	assert_non_null(strstr(d.warning, "default/db"));
+	assert_non_null(strstr(d.warning, "node1"));
+	kube_snapshot_release(s);
+}
+
+static void test_E09_exempt_user_allowed(void **state)
+{
+	struct kube_snapshot *s = snap("");
+	const char *users[] = {"system:serviceaccount:kube-system:cluster-autoscaler"};
+	struct pol_eviction_config cfg = {.mode = POL_EVICTION_ENFORCE,
+					  .exempt_users = users,
+					  .nexempt = 1,
+					  .retry_after_seconds = 10};
+	struct pol_decision d = decide(s, &cfg, "default", "pod1",
+				       "system:serviceaccount:kube-system:cluster-autoscaler");
+	assert_true(d.allowed);
+	assert_int_equal(d.reason, POL_R_EXEMPT);
+	/* Exact names only: a prefix is not an exemption. */
+	d = decide(s, &cfg, "default", "pod1", "system:serviceaccount:kube-system:cluster");
+	assert_false(d.allowed);
+	d = decide(s, &cfg, "default", "pod1", NULL);
+	assert_false(d.allowed);
+	kube_snapshot_release(s);
+}
+
+static void test_E10_protected_through_pvc_denied(void **state)
+{
+	struct kube_snapshot *s = snap("");
+	struct pol_decision d = decide(s, &enforce, "default", "cache-0", "alice");
+	assert_false(d.allowed);
+	assert_int_equal(d.code, 429);
+	assert_non_null(strstr(d.message, "default/cache"));
+	assert_non_null(strstr(d.message, "node2"));
+	kube_snapshot_release(s);
+}
+
+static void test_finished_terminating_unscheduled_allowed(void **state)
+{
+	struct kube_snapshot *s = snap("");
+	assert_int_equal(decide(s, &enforce, "default", "done", "a").reason, POL_R_FINISHED);
+	assert_int_equal(decide(s, &enforce, "default", "going", "a").reason, POL_R_TERMINATING);
+	assert_int_equal(decide(s, &enforce, "default", "nowhere", "a").reason, POL_R_UNSCHEDULED);
+	kube_snapshot_release(s);
+}
+
+static void test_mode_off_allows_everything(void **state)
+{
+	struct kube_snapshot *s = snap("");
+	struct pol_eviction_config off = {.mode = POL_EVICTION_OFF, .retry_after_seconds = 10};
+	struct pol_decision d = decide(s, &off, "default", "pod1", "alice");
+	assert_true(d.allowed);
+	assert_int_equal(d.reason, POL_R_MODE_OFF);
+	kube_snapshot_release(s);
+}
+
+static void test_invalid_budget_fails_closed(void **state)
+{
+	struct kube_snapshot *s = snap(
+	    "{\"kind\":\"ApplicationDisruptionBudget\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+	    "\"metadata\":{\"name\":\"broken\",\"namespace\":\"default\"},\"spec\":{"
+	    "\"podSelector\":{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"Foo\"}]}}}");
+	/* web was unprotected; an unreadable budget in its namespace now holds it. */
+	struct pol_decision d = decide(s, &enforce, "default", "web", "alice");
+	assert_false(d.allowed);
+	assert_non_null(strstr(d.message, "default/broken (invalid"));
+	kube_snapshot_release(s);
+}
+
+static void test_many_budgets_are_summarised(void **state)
+{
+	char extra[4096];
+	size_t off = 0;
+	for (int i = 0; i < 5; i++)
+		off += (size_t)snprintf(
+		    extra + off, sizeof(extra) - off,
+		    "%s{\"kind\":\"ApplicationDisruptionBudget\",\"apiVersion\":"
+		    "\"nodegate.io/v1alpha1\",\"metadata\":{\"name\":\"db-%d\",\"namespace\":"
+		    "\"default\"},\"spec\":{\"podSelector\":{\"matchLabels\":{\"app\":\"db\"}}}}",
+		    i ? "," : "", i);
+	struct kube_snapshot *s = snap(extra);
+	struct pol_decision d = decide(s, &enforce, "default", "pod1", "alice");
+	assert_false(d.allowed);
+	assert_non_null(strstr(d.message, "and 3 more"));
+	kube_snapshot_release(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_E01_denied_without_grant),
+	    cmocka_unit_test(test_E02_allowed_when_node_granted),
+	    cmocka_unit_test(test_E02_pending_or_rejected_request_does_not_allow),
+	    cmocka_unit_test(test_E03_unprotected_pod_allowed),
+	    cmocka_unit_test(test_E04_daemonset_and_mirror_pods_allowed),
+	    cmocka_unit_test(test_E05_unknown_pod_allowed),
+	    cmocka_unit_test(test_E06_warn_mode_allows_with_warning),
+	    cmocka_unit_test(test_E09_exempt_user_allowed),
+	    cmocka_unit_test(test_E10_protected_through_pvc_denied),
+	    cmocka_unit_test(test_finished_terminating_unscheduled_allowed),
+	    cmocka_unit_test(test_mode_off_allows_everything),
+	    cmocka_unit_test(test_invalid_budget_fails_closed),
+	    cmocka_unit_test(test_many_budgets_are_summarised),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

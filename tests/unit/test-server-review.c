@@ -1,0 +1,254 @@
+/* server/review: the AdmissionReview v1 codec and the eviction pipeline (W01, W02 in-process). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/json.h"
+#include "server/admission.h"
+#include "server/review.h"
+#include "tests/support/support.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define REVIEW(req)                                                                                \
+	"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":" req "}"
+#define EVICTION_REQ(uid, ns, name, extra)                                                         \
+	"{\"uid\":\"" uid "\",\"kind\":{\"group\":\"policy\",\"version\":\"v1\",\"kind\":"         \
+	"\"Eviction\"},\"resource\":{\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},"    \
+	"\"subResource\":\"eviction\",\"name\":\"" name "\",\"namespace\":\"" ns "\","             \
+	"\"operation\":\"CREATE\",\"userInfo\":{\"username\":\"alice\",\"groups\":[\"g\"]},"       \
+	"\"object\":{\"kind\":\"Eviction\",\"apiVersion\":\"policy/"                               \
+	"v1\",\"metadata\":{\"name\":\"" name "\",\"namespace\":\"" ns                             \
+	"\"}},\"oldObject\":null,\"dryRun\":false" extra "}"
+
+static void test_decode_full_eviction_review(void **state)
+{
+	const char *body = REVIEW(EVICTION_REQ("u-1", "default", "pod1", ""));
+	struct ng_arena *a = ng_arena_create(1u << 20);
+	struct srv_review r;
+	struct ng_err err = {0};
+	assert_int_equal(srv_review_decode(body, strlen(body), a, &r, &err), NG_OK);
+	assert_string_equal(r.uid, "u-1");
+	assert_string_equal(r.kind_group, "policy");
+	assert_string_equal(r.kind_kind, "Eviction");
+	assert_string_equal(r.resource, "pods");
+	assert_string_equal(r.resource_group, "");
+	assert_string_equal(r.sub_resource, "eviction");
+	assert_string_equal(r.name, "pod1");
+	assert_string_equal(r.ns, "default");
+	assert_string_equal(r.operation, "CREATE");
+	assert_string_equal(r.username, "alice");
+	assert_false(r.dry_run);
+	assert_non_null(r.object);
+	assert_null(r.old_object);
+	ng_arena_destroy(a);
+}
+
+static const struct {
+	const char *body;
+	ng_status st;
+	const char *msg;
+} bad_cases[] = {
+    {"not json", NG_EPARSE, "body is not valid JSON"},
+    {"", NG_EPARSE, "body is not valid JSON"},
+    {"[]", NG_EPARSE, "expected a JSON object"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\"}", NG_EPARSE,
+     "request: required"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":5}",
+     NG_EPARSE, "request: expected an object"},
+    {REVIEW("{\"operation\":\"CREATE\"}"), NG_EPARSE, "request.uid: required"},
+    {REVIEW("{\"uid\":\"\",\"operation\":\"CREATE\"}"), NG_EPARSE,
+     "request.uid: must not be empty"},
+    {REVIEW("{\"uid\":7,\"operation\":\"CREATE\"}"), NG_EPARSE, "request.uid: expected a string"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1beta1\",\"kind\":\"AdmissionReview\",\"request\":{"
+     "\"uid\":\"u\"}}",
+     NG_EPARSE, "apiVersion: must be admission.k8s.io/v1"},
+    {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"Pod\",\"request\":{\"uid\":\"u\"}}",
+     NG_EPARSE, "kind: must be AdmissionReview"},
+    {REVIEW("{\"uid\":\"u\",\"operation\":\"PATCH\"}"), NG_EPARSE, "request.operation: must be"},
+    {REVIEW("{\"uid\":\"u\",\"operation\":\"CREATE\",\"dryRun\":\"yes\"}"), NG_EPARSE,
+     "request.dryRun: expected a boolean"},
+    {REVIEW("{\"uid\":\"u\",\"operation\":\"CREATE\",\"userInfo\":[]}"), NG_EPARSE,
+     "request.userInfo: expected an object"},
+    {REVIEW("{\"uid\":\"u\",\"operation\":\"CREATE\",\"name\":[\"x\"]}"), NG_EPARSE,
+     "request.name: expected a string"},
+    {REVIEW("{\"uid\":\"u\",\"operation\":\"CREATE\",\"kind\":\"Eviction\"}"), NG_EPARSE,
+     "request.kind: expected an object"},
+    {REVIEW("{\"uid\":\"u\",\"uid\":\"v\",\"operation\":\"CREATE\"}"), NG_EPARSE,
+     "duplicate JSON key \"uid\""},
+    {REVIEW("{\"uid\":\"u\\u0000v\",\"operation\":\"CREATE\"}"), NG_EPARSE, "NUL"},
+    {REVIEW("{\"uid\":\"u\",\"operation\":\"CREATE\",\"object\":\"x\"}"), NG_EPARSE,
+     "request.object: expected an object"},
+};
+
+static void test_W02_bad_reviews_say_what_is_wrong(void **state)
+{
+	for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		struct ng_arena *a = ng_arena_create(1u << 20);
+		struct srv_review r;
+		memset(&r, 0xad, sizeof(r));
+		struct ng_err err = {0};
+		ng_status st =
+		    srv_review_decode(bad_cases[i].body, strlen(bad_cases[i].body), a, &r, &err);
+		if (st != bad_cases[i].st || !strstr(err.msg, bad_cases[i].msg))
+			fail_msg("case %zu: got %s \"%s\", expected \"%s\"", i, ng_status_str(st),
+				 err.msg, bad_cases[i].msg);
+		/* ret is not touched on failure */
+		assert_ptr_equal(r.uid, (const char *)(uintptr_t)0xadadadadadadadadull);
+		ng_arena_destroy(a);
+	}
+}
+
+static void test_decode_limits(void **state)
+{
+	struct ng_arena *a = ng_arena_create(1u << 20);
+	char uid[400];
+	memset(uid, 'u', sizeof(uid));
+	char body[1024];
+	int n = snprintf(body, sizeof(body), REVIEW("{\"uid\":\"%.*s\",\"operation\":\"CREATE\"}"),
+			 300, uid);
+	struct srv_review r;
+	struct ng_err err = {0};
+	assert_int_equal(srv_review_decode(body, (size_t)n, a, &r, &err), NG_ELIMIT);
+	assert_non_null(strstr(err.msg, "request.uid: longer than 256"));
+	/* A tiny arena: the decoder fails cleanly instead of aborting. */
+	struct ng_arena *tiny = ng_arena_create(256);
+	const char *ok = REVIEW(EVICTION_REQ("u-1", "default", "pod1", ""));
+	assert_int_not_equal(srv_review_decode(ok, strlen(ok), tiny, &r, &err), NG_OK);
+	ng_arena_destroy(tiny);
+	ng_arena_destroy(a);
+}
+
+static const cJSON *response_of(struct ng_arena *a, const struct ng_buf *out)
+{
+	cJSON *root = NULL;
+	struct ng_err err = {0};
+	assert_int_equal(ng_json_parse(out->data, out->len, a, &root, &err), NG_OK);
+	assert_string_equal(ng_json_str(root, "apiVersion"), "admission.k8s.io/v1");
+	assert_string_equal(ng_json_str(root, "kind"), "AdmissionReview");
+	return ng_json_get(root, "response");
+}
+
+static void test_encode_denial_and_allowance(void **state)
+{
+	struct ng_arena *a = ng_arena_create(1u << 20);
+	struct ng_buf out;
+	ng_buf_init(&out, 65536);
+	struct srv_review_response deny = {
+	    .allowed = false, .code = 429, .message = "held \"here\"\n", .retry_after_seconds = 10};
+	assert_int_equal(srv_review_encode("uid-\"x\"", &deny, &out), NG_OK);
+	const cJSON *resp = response_of(a, &out);
+	assert_string_equal(ng_json_str(resp, "uid"), "uid-\"x\"");
+	assert_true(cJSON_IsFalse(ng_json_get(resp, "allowed")));
+	const cJSON *st = ng_json_get(resp, "status");
+	assert_int_equal((int)ng_json_get(st, "code")->valuedouble, 429);
+	assert_string_equal(ng_json_str(st, "reason"), "TooManyRequests");
+	assert_string_equal(ng_json_str(st, "message"), "held \"here\"\n");
+	assert_int_equal(
+	    (int)ng_json_get(ng_json_get(st, "details"), "retryAfterSeconds")->valuedouble, 10);
+	assert_null(ng_json_get(resp, "patch"));
+	ng_buf_reset(&out);
+	struct srv_review_response ok = {.allowed = true, .warning = "careful"};
+	assert_int_equal(srv_review_encode("u", &ok, &out), NG_OK);
+	resp = response_of(a, &out);
+	assert_true(cJSON_IsTrue(ng_json_get(resp, "allowed")));
+	assert_null(ng_json_get(resp, "status"));
+	assert_string_equal(ng_json_get(resp, "warnings")->child->valuestring, "careful");
+	ng_buf_finish(&out);
+	ng_arena_destroy(a);
+}
+
+static void test_W01_pipeline_echoes_uid_and_decides(void **state)
+{
+	struct kube_snapshot *s = ng_test_snapshot(ng_fixture_f);
+	struct pol_eviction_config cfg = {.mode = POL_EVICTION_ENFORCE, .retry_after_seconds = 7};
+	struct ng_arena *a = ng_arena_create(1u << 20);
+	struct ng_buf out;
+	ng_buf_init(&out, 65536);
+	const char *body = REVIEW(EVICTION_REQ("705ab4f5-6393-11e8-b7cc-42010a800002", "default",
+					       "pod1", ",\"dryRun\":true"));
+	/* dryRun twice is a duplicate key: rejected. */
+	struct srv_admission adm;
+	struct ng_err err = {0};
+	assert_int_equal(srv_admit_eviction(body, strlen(body), a, s, &cfg, &out, &adm, &err),
+			 NG_EPARSE);
+	body = REVIEW(EVICTION_REQ("705ab4f5-6393-11e8-b7cc-42010a800002", "default", "pod1", ""));
+	assert_int_equal(srv_admit_eviction(body, strlen(body), a, s, &cfg, &out, &adm, &err),
+			 NG_OK);
+	assert_true(adm.eviction);
+	assert_false(adm.decision.allowed);
+	const cJSON *resp = response_of(a, &out);
+	assert_string_equal(ng_json_str(resp, "uid"), "705ab4f5-6393-11e8-b7cc-42010a800002");
+	assert_int_equal((int)ng_json_get(ng_json_get(ng_json_get(resp, "status"), "details"),
+					  "retryAfterSeconds")
+			     ->valuedouble,
+			 7);
+	kube_snapshot_release(s);
+	ng_buf_finish(&out);
+	ng_arena_destroy(a);
+}
+
+static void test_names_fall_back_to_the_eviction_object(void **state)
+{
+	struct kube_snapshot *s = ng_test_snapshot(ng_fixture_f);
+	struct pol_eviction_config cfg = {.mode = POL_EVICTION_ENFORCE, .retry_after_seconds = 10};
+	struct ng_arena *a = ng_arena_create(1u << 20);
+	struct ng_buf out;
+	ng_buf_init(&out, 65536);
+	const char *body = REVIEW(
+	    "{\"uid\":\"u\",\"resource\":{\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},"
+	    "\"subResource\":\"eviction\",\"operation\":\"CREATE\",\"object\":{\"kind\":"
+	    "\"Eviction\",\"metadata\":{\"name\":\"pod1\",\"namespace\":\"default\"}}}");
+	struct srv_admission adm;
+	struct ng_err err = {0};
+	assert_int_equal(srv_admit_eviction(body, strlen(body), a, s, &cfg, &out, &adm, &err),
+			 NG_OK);
+	assert_false(adm.decision.allowed);
+	assert_string_equal(adm.review.name, "pod1");
+	kube_snapshot_release(s);
+	ng_buf_finish(&out);
+	ng_arena_destroy(a);
+}
+
+static void test_non_eviction_review_is_allowed_with_warning(void **state)
+{
+	struct kube_snapshot *s = ng_test_snapshot(ng_fixture_f);
+	struct pol_eviction_config cfg = {.mode = POL_EVICTION_ENFORCE, .retry_after_seconds = 10};
+	struct ng_arena *a = ng_arena_create(1u << 20);
+	struct ng_buf out;
+	ng_buf_init(&out, 65536);
+	const char *body = REVIEW(
+	    "{\"uid\":\"u\",\"resource\":{\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},"
+	    "\"subResource\":\"status\",\"name\":\"pod1\",\"namespace\":\"default\","
+	    "\"operation\":\"UPDATE\"}");
+	struct srv_admission adm;
+	struct ng_err err = {0};
+	assert_int_equal(srv_admit_eviction(body, strlen(body), a, s, &cfg, &out, &adm, &err),
+			 NG_OK);
+	assert_false(adm.eviction);
+	const cJSON *resp = response_of(a, &out);
+	assert_true(cJSON_IsTrue(ng_json_get(resp, "allowed")));
+	assert_non_null(
+	    strstr(ng_json_get(resp, "warnings")->child->valuestring, "not a pod eviction"));
+	kube_snapshot_release(s);
+	ng_buf_finish(&out);
+	ng_arena_destroy(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_decode_full_eviction_review),
+	    cmocka_unit_test(test_W02_bad_reviews_say_what_is_wrong),
+	    cmocka_unit_test(test_decode_limits),
+	    cmocka_unit_test(test_encode_denial_and_allowance),
+	    cmocka_unit_test(test_W01_pipeline_echoes_uid_and_decides),
+	    cmocka_unit_test(test_names_fall_back_to_the_eviction_object),
+	    cmocka_unit_test(test_non_eviction_review_is_allowed_with_warning),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
