@@ -34,8 +34,7 @@ static char *slurp(const char *path, size_t *len)
 static void report(const char *what, const char *lib, size_t len, int rounds, int64_t us)
 {
 	double per = (double)us / rounds;
-	(void)printf("%-8s %-14s %10.2f us/parse %9.1f MB/s\n", what, lib, per,
-		     (double)len / per);
+	(void)printf("%-8s %-14s %10.2f us/parse %9.1f MB/s\n", what, lib, per, (double)len / per);
 }
 
 static void run(const char *what, const char *buf, size_t len, int rounds)

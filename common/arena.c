@@ -36,6 +36,7 @@ struct ng_arena {
 	size_t cap;
 	size_t total; /* bytes of chunk data allocated */
 	size_t handed;
+	bool exhausted;
 };
 
 struct ng_arena *ng_arena_create(size_t cap_bytes)
@@ -85,21 +86,28 @@ void ng_arena_reset(struct ng_arena *a)
 	a->head = keep;
 	a->total = keep->size;
 	a->handed = 0;
+	a->exhausted = false;
 }
 
 void *ng_arena_alloc(struct ng_arena *a, size_t n)
 {
 	size_t need = (n + 15u) & ~(size_t)15u;
-	if (need < n)
+	if (need < n) {
+		a->exhausted = true;
 		return NULL;
+	}
 	struct chunk *c = a->head;
 	if (!c || c->size - c->used < need) {
 		size_t size = need > NG_ARENA_CHUNK_BYTES ? need : NG_ARENA_CHUNK_BYTES;
-		if (size > a->cap || a->total > a->cap - size)
+		if (size > a->cap || a->total > a->cap - size) {
+			a->exhausted = true;
 			return NULL;
+		}
 		c = malloc(sizeof(*c) + size);
-		if (!c)
+		if (!c) {
+			a->exhausted = true;
 			return NULL;
+		}
 		c->size = size;
 		c->used = 0;
 		POISON(c->data, size);
@@ -125,6 +133,16 @@ char *ng_arena_strndup(struct ng_arena *a, const char *s, size_t len)
 		memcpy(p, s, len);
 	p[len] = '\0';
 	return p;
+}
+
+bool ng_arena_exhausted(const struct ng_arena *a)
+{
+	return a->exhausted;
+}
+
+size_t ng_arena_cap(const struct ng_arena *a)
+{
+	return a->cap;
 }
 
 size_t ng_arena_used(const struct ng_arena *a)

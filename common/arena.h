@@ -29,6 +29,11 @@ void *ng_arena_alloc(struct ng_arena *a, size_t n);
 /** Copies @len bytes of @s plus a NUL into the arena. NULL when over the cap. */
 char *ng_arena_strndup(struct ng_arena *a, const char *s, size_t len);
 
+/** True when an allocation failed since the last reset (cap reached or malloc failed). */
+bool ng_arena_exhausted(const struct ng_arena *a);
+/** The cap given at creation. */
+size_t ng_arena_cap(const struct ng_arena *a);
+
 /** Bytes handed out so far (for tests and metrics). */
 size_t ng_arena_used(const struct ng_arena *a);
 

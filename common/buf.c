@@ -1,5 +1,7 @@
 #include "common/buf.h"
 
+#include "common/utf8.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -107,39 +109,6 @@ ng_status ng_buf_i64(struct ng_buf *b, int64_t v)
 	return ng_buf_append(b, tmp, (size_t)n);
 }
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not valid. */
-static size_t utf8_len(const unsigned char *s, size_t avail)
-{
-	unsigned char c = s[0];
-	size_t n;
-	uint32_t cp;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (avail < n)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
 ng_status ng_buf_json_str(struct ng_buf *b, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -177,7 +146,7 @@ ng_status ng_buf_json_str(struct ng_buf *b, const char *s, size_t len)
 			st = ng_buf_append(b, esc, 6);
 			i++;
 		} else {
-			size_t n = utf8_len(u + i, len - i);
+			size_t n = ng_utf8_seq_len(u + i, len - i);
 			if (n == 0) {
 				st = ng_buf_append(b, "\xef\xbf\xbd", 3);
 				i++;

@@ -2,6 +2,7 @@
 
 #include "common/arena.h"
 #include "common/limits.h"
+#include "common/utf8.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -36,7 +37,8 @@ static void install_hooks(void)
 }
 
 /* One pass over the bytes before cJSON sees them: depth, and string contents cJSON would accept
- * but we do not (raw control characters, \u0000 which would truncate C strings). */
+ * but we do not: raw control characters, \u0000 (it would truncate C strings) and bytes that
+ * are not UTF-8 (RFC 8259 §8.1; a uid we cannot echo byte for byte would fail the review). */
 static ng_status prescan(const char *buf, size_t len, struct ng_err *reterr)
 {
 	int depth = 0;
@@ -56,6 +58,13 @@ static ng_status prescan(const char *buf, size_t len, struct ng_err *reterr)
 			} else if (c < 0x20) {
 				return ng_err_set(reterr, NG_EPARSE, i,
 						  "control character in a JSON string");
+			} else if (c >= 0x80) {
+				size_t n = ng_utf8_seq_len((const unsigned char *)buf + i, len - i);
+				if (n == 0)
+					return ng_err_set(
+					    reterr, NG_EPARSE, i,
+					    "invalid UTF-8 in a JSON string at byte %zu", i);
+				i += n - 1;
 			}
 			continue;
 		}
@@ -140,6 +149,12 @@ ng_status ng_json_parse(const char *buf, size_t len, struct ng_arena *arena, cJS
 	tl_arena = NULL;
 	if (!root) {
 		size_t off = end && end >= buf ? (size_t)(end - buf) : 0;
+		/* cJSON reports a failed allocation like a syntax error: tell them apart. */
+		if (arena && ng_arena_exhausted(arena))
+			return ng_err_set(reterr, NG_ELIMIT, off,
+					  "JSON has too many values to decode within the %zu MiB "
+					  "per-request limit",
+					  ng_arena_cap(arena) >> 20);
 		return ng_err_set(reterr, NG_EPARSE, off, "malformed JSON at byte %zu", off);
 	}
 	size_t off = (size_t)(end - buf);

@@ -7,8 +7,9 @@
  * keeps a connection's worst-case memory bounded (DESIGN.md §10). */
 #define NG_MAX_BODY_BYTES (3u * 1024u * 1024u)
 
-/* Per-request arena cap. A 3 MiB review parses into roughly 2x its size in tree nodes; 8 MiB
- * leaves room for the response and strings without letting one request take more. */
+/* Per-request arena cap. Real reviews are objects of mostly long strings and parse into about
+ * twice their size; a body of tiny values (`[0,0,0,...]`) costs ~40x (a 64-byte node per two
+ * bytes) and is refused with "too many values" once it would take more than this. */
 #define NG_REQUEST_ARENA_CAP_BYTES (8u * 1024u * 1024u)
 
 /* Arena chunk size: large enough that a typical 2 KB review needs one chunk. */

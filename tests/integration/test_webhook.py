@@ -103,6 +103,12 @@ class Server:
                 pass
         return out
 
+    def sanitized(self):
+        """True when the binary runs under ASan, whose quarantine keeps freed memory resident
+        on purpose: resident-memory checks mean nothing there (the release build checks them)."""
+        with open(f"/proc/{self.proc.pid}/maps", encoding="utf-8") as f:
+            return "libasan" in f.read()
+
     def rss_kib(self):
         with open(f"/proc/{self.proc.pid}/status", encoding="utf-8") as f:
             for line in f:
@@ -214,7 +220,8 @@ class WebhookTest(unittest.TestCase):
             one_round()
         after = self.srv.rss_kib()
         # 80 MiB went in; resident memory must not follow it.
-        self.assertLess(after - before, 1024, f"RSS grew from {before} to {after} KiB")
+        if not self.srv.sanitized():
+            self.assertLess(after - before, 1024, f"RSS grew from {before} to {after} KiB")
         self.assert_serving()
 
     def test_W04_wrong_content_type_gets_415(self):

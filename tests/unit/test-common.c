@@ -205,6 +205,13 @@ static void test_json_guard_rails(void **state)
 	assert_int_equal(parse("{\"a\":\"x\\u0000y\"}", &err), NG_EPARSE);
 	assert_non_null(strstr(err.msg, "NUL"));
 	assert_int_equal(parse("{\"a\":\"x\ty\"}", &err), NG_EPARSE);
+	/* Strings must be UTF-8: a uid we could not echo byte for byte is refused up front. */
+	assert_int_equal(parse("{\"a\":\"x\xff\"}", &err), NG_EPARSE);
+	assert_non_null(strstr(err.msg, "invalid UTF-8"));
+	assert_int_equal(err.offset, 7);
+	assert_int_equal(parse("{\"a\":\"\xc0\xaf\"}", &err), NG_EPARSE);     /* overlong '/' */
+	assert_int_equal(parse("{\"a\":\"\xed\xa0\x80\"}", &err), NG_EPARSE); /* surrogate */
+	assert_int_equal(parse("{\"caf\xc3\xa9\":\"\xf0\x9f\x9a\x80\"}", &err), NG_OK);
 	assert_int_equal(parse("{\"a\":1} x", &err), NG_EPARSE);
 	assert_int_equal(err.offset, 8);
 	assert_int_equal(parse("{\"a\":", &err), NG_EPARSE);
@@ -243,7 +250,11 @@ static void test_json_arena_parse_respects_cap(void **state)
 	(void)snprintf(body + off, sizeof(body) - off, "1]");
 	cJSON *root = NULL;
 	struct ng_err err = {0};
-	assert_int_not_equal(ng_json_parse(body, strlen(body), a, &root, &err), NG_OK);
+	assert_int_equal(ng_json_parse(body, strlen(body), a, &root, &err), NG_ELIMIT);
+	assert_non_null(strstr(err.msg, "too many values"));
+	assert_true(ng_arena_exhausted(a));
+	ng_arena_reset(a);
+	assert_false(ng_arena_exhausted(a));
 	ng_arena_destroy(a);
 	a = ng_arena_create(1u << 20);
 	assert_int_equal(ng_json_parse("{\"x\":\"y\"}", 9, a, &root, &err), NG_OK);
