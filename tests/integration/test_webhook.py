@@ -53,6 +53,8 @@ class Server:
         self.snapshot = os.path.join(tmp, "cluster.json")
         shutil.copy(os.path.join(ROOT, "examples", "demo-cluster.json"), self.snapshot)
         self.port_file = os.path.join(tmp, "port")
+        if os.path.exists(self.port_file):
+            os.unlink(self.port_file)  # a previous server's port
         self.log_path = os.path.join(tmp, "nodegate.log")
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
@@ -403,6 +405,30 @@ class LifecycleTest(unittest.TestCase):
         self.assertEqual(srv.stop(), 0)
         msgs = [l.get("msg") for l in srv.log_lines()]
         self.assertIn("shutting down", msgs)
+
+    def test_E06_E09_warn_mode_and_exempt_users_over_https(self):
+        srv = Server(self.tmp, ["--eviction-mode", "Warn", "--exempt-user", "ops-admin"])
+        try:
+            r, body = srv.evict("pod1", uid="e06")
+            self.assertTrue(body["response"]["allowed"])
+            self.assertIn("default/db", body["response"]["warnings"][0])
+            _, body = srv.evict("pod1", uid="e09", user="ops-admin")
+            self.assertTrue(body["response"]["allowed"])
+            self.assertNotIn("warnings", body["response"])
+            _, metrics = srv.request("GET", "/metrics")
+            self.assertIn('nodegate_admission_requests_total{webhook="eviction",decision="warned"} 1',
+                          metrics.decode())
+        finally:
+            self.assertEqual(srv.stop(), 0)
+        srv = Server(self.tmp, ["--exempt-user", "ops-admin", "--retry-after-seconds", "3"])
+        try:
+            _, body = srv.evict("pod1", user="ops-admin")
+            self.assertTrue(body["response"]["allowed"])
+            _, body = srv.evict("pod1", user="alice")
+            self.assertFalse(body["response"]["allowed"])
+            self.assertEqual(body["response"]["status"]["details"]["retryAfterSeconds"], 3)
+        finally:
+            self.assertEqual(srv.stop(), 0)
 
     def test_bad_flags_fail_fast_with_a_message(self):
         cases = [(["serve"], "--tls-cert and --tls-key are required"),
