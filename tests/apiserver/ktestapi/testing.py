@@ -1,0 +1,187 @@
+"""Helpers for tests that need a running test API server (used by test_apiserver.py and
+reusable by nodegate's e2e tests).
+
+    with ServerProcess(fixtures=[...]) as srv:
+        code, body, headers = srv.api("GET", "/api/v1/nodes")
+        out = srv.kubectl("get", "nodes")
+
+Every wait is bounded; the process is terminated (then killed) on exit.
+"""
+import http.client
+import json
+import os
+import shutil
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+APISERVER = os.path.join(HERE, "apiserver.py")
+
+
+class ServerProcess:
+    def __init__(self, fixtures=(), generate=None, kubelet="immediate", extra_args=(), start_timeout=30,
+                 workdir=None):
+        """workdir: use (and keep) this directory instead of a fresh temporary one, e.g. to
+        restart a server with --persist on the same state dir."""
+        self.workdir = workdir
+        self.fixtures = list(fixtures)
+        self.generate = generate
+        self.kubelet = kubelet
+        self.extra_args = list(extra_args)
+        self.start_timeout = start_timeout
+        self.proc = None
+        self.dir = None
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def start(self):
+        self.dir = self.workdir or tempfile.mkdtemp(prefix="ktestapi-")
+        self.home = os.path.join(self.dir, "home")
+        os.makedirs(self.home, exist_ok=True)
+        args = [sys.executable, APISERVER, "--port", "0", "--state-dir", os.path.join(self.dir, "state"),
+                "--kubelet", self.kubelet] + self.extra_args
+        for f in self.fixtures:
+            args += ["--fixture", f]
+        if self.generate:
+            args += ["--generate", self.generate]
+        self.log = open(os.path.join(self.dir, "server.log"), "ab")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        ready = os.path.join(self.dir, "state", "ready")
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if os.path.exists(ready):
+                break
+            if self.proc.poll() is not None:
+                raise RuntimeError("test API server exited: %s" % self.read_log())
+            time.sleep(0.05)
+        else:
+            self.stop()
+            raise RuntimeError("test API server did not become ready")
+        self.state = os.path.join(self.dir, "state")
+        with open(os.path.join(self.state, "port")) as f:
+            self.port = int(f.read())
+        with open(os.path.join(self.state, "tokens.json")) as f:
+            self.tokens = json.load(f)
+        self.ca = os.path.join(self.state, "ca.crt")
+        self.kubeconfig = os.path.join(self.state, "kubeconfig")
+        self.ctx = ssl.create_default_context(cafile=self.ca)
+
+    def read_log(self):
+        try:
+            with open(os.path.join(self.dir, "server.log"), "rb") as f:
+                return f.read().decode(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc = None
+        if getattr(self, "log", None):
+            self.log.close()
+        if self.dir and not self.workdir and not os.environ.get("KTESTAPI_KEEP"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    # -- clients ---------------------------------------------------------------------
+    def connection(self, timeout=30):
+        return http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=timeout)
+
+    def api(self, method, path, body=None, ctype="application/json", user="admin", headers=None, timeout=30):
+        """One request. Returns (status, parsed JSON body or raw bytes, response).
+
+        user: a token user (admin, alice, bob, system:serviceaccount:nodegate:nodegate, ...),
+        "carol-cert" for the x509 client certificate (CN=carol, O=nodegate-devs), or None."""
+        h = {"Accept": "application/json"}
+        if user == "carol-cert":
+            ctx = ssl.create_default_context(cafile=self.ca)
+            ctx.load_cert_chain(os.path.join(self.state, "client-carol.crt"), os.path.join(self.state, "client-carol.key"))
+            conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=ctx, timeout=timeout)
+        else:
+            conn = self.connection(timeout)
+        if user and user != "carol-cert":
+            h["Authorization"] = "Bearer " + self.tokens[user]
+        if body is not None:
+            h["Content-Type"] = ctype
+            body = body if isinstance(body, (bytes, str)) else json.dumps(body)
+        h.update(headers or {})
+        conn.request(method, path, body=body, headers=h)
+        resp = conn.getresponse()
+        data = resp.read()
+        conn.close()
+        try:
+            parsed = json.loads(data) if data else None
+        except ValueError:
+            parsed = data
+        return resp.status, parsed, resp
+
+    def watch(self, path, user="admin", timeout=15):
+        """Open a watch; returns a WatchStream yielding decoded events."""
+        conn = self.connection(timeout)
+        conn.request("GET", path, headers={"Authorization": "Bearer " + self.tokens[user],
+                                           "Accept": "application/json"})
+        resp = conn.getresponse()
+        return WatchStream(conn, resp)
+
+    def control(self, op, body=None, method="POST"):
+        return self.api(method, "/_control/" + op, body)
+
+    def kubectl(self, *args, user="admin", timeout=60, input=None, check=False):
+        env = dict(os.environ)
+        env["HOME"] = self.home
+        if user == "admin":
+            kc = "kubeconfig"
+        elif user.startswith("system:serviceaccount:"):
+            kc = "kubeconfig-sa-%s-%s" % tuple(user.split(":")[2:4])
+        else:
+            kc = "kubeconfig-" + user
+        env["KUBECONFIG"] = os.path.join(self.state, kc)
+        r = subprocess.run(["kubectl"] + list(args), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=timeout, input=input.encode() if isinstance(input, str) else input)
+        out = (r.returncode, r.stdout.decode(), r.stderr.decode())
+        if check and r.returncode != 0:
+            raise AssertionError("kubectl %s failed (%d): %s %s" % (" ".join(args), r.returncode, out[1], out[2]))
+        return out
+
+
+class WatchStream:
+    def __init__(self, conn, resp):
+        self.conn = conn
+        self.resp = resp
+        self.status = resp.status
+
+    def next(self):
+        """Next event dict, or None at end of stream. Bounded by the connection timeout."""
+        line = self.resp.readline()
+        if not line:
+            return None
+        return json.loads(line)
+
+    def collect(self, n, max_seconds=10):
+        out = []
+        deadline = time.monotonic() + max_seconds
+        while len(out) < n and time.monotonic() < deadline:
+            ev = self.next()
+            if ev is None:
+                break
+            out.append(ev)
+        return out
+
+    def close(self):
+        try:
+            self.conn.sock.close()
+        except Exception:
+            pass
+        self.conn.close()
