@@ -34,18 +34,25 @@ struct chunk {
 struct ng_arena {
 	struct chunk *head; /* current chunk; older ones follow */
 	size_t cap;
+	size_t chunk_bytes;
 	size_t total; /* bytes of chunk data allocated */
 	size_t handed;
 	bool exhausted;
 };
 
-struct ng_arena *ng_arena_create(size_t cap_bytes)
+struct ng_arena *ng_arena_create_sized(size_t cap_bytes, size_t chunk_bytes)
 {
 	struct ng_arena *a = calloc(1, sizeof(*a));
 	if (!a)
 		return NULL;
 	a->cap = cap_bytes;
+	a->chunk_bytes = chunk_bytes < 64 ? 64 : (chunk_bytes + 15u) & ~(size_t)15u;
 	return a;
+}
+
+struct ng_arena *ng_arena_create(size_t cap_bytes)
+{
+	return ng_arena_create_sized(cap_bytes, NG_ARENA_CHUNK_BYTES);
 }
 
 static void free_chunks(struct chunk *c)
@@ -98,7 +105,7 @@ void *ng_arena_alloc(struct ng_arena *a, size_t n)
 	}
 	struct chunk *c = a->head;
 	if (!c || c->size - c->used < need) {
-		size_t size = need > NG_ARENA_CHUNK_BYTES ? need : NG_ARENA_CHUNK_BYTES;
+		size_t size = need > a->chunk_bytes ? need : a->chunk_bytes;
 		if (size > a->cap || a->total > a->cap - size) {
 			a->exhausted = true;
 			return NULL;
@@ -148,4 +155,12 @@ size_t ng_arena_cap(const struct ng_arena *a)
 size_t ng_arena_used(const struct ng_arena *a)
 {
 	return a ? a->handed : 0;
+}
+
+size_t ng_arena_footprint(const struct ng_arena *a)
+{
+	size_t n = a ? sizeof(*a) : 0;
+	for (const struct chunk *c = a ? a->head : NULL; c; c = c->next)
+		n += sizeof(*c) + c->size;
+	return n;
 }

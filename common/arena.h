@@ -14,6 +14,12 @@ struct ng_arena;
  */
 struct ng_arena *ng_arena_create(size_t cap_bytes);
 
+/**
+ * As ng_arena_create(), with chunks of @chunk_bytes (at least 64) instead of 16 KiB: for the
+ * small per-object arenas of the cache, where a pod's side data is ~100-200 bytes.
+ */
+struct ng_arena *ng_arena_create_sized(size_t cap_bytes, size_t chunk_bytes);
+
 /** Frees every chunk. Accepts NULL. */
 void ng_arena_destroy(struct ng_arena *a);
 
@@ -36,5 +42,7 @@ size_t ng_arena_cap(const struct ng_arena *a);
 
 /** Bytes handed out so far (for tests and metrics). */
 size_t ng_arena_used(const struct ng_arena *a);
+/** Bytes held: headers and chunks (for memory accounting). */
+size_t ng_arena_footprint(const struct ng_arena *a);
 
 #endif

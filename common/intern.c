@@ -2,6 +2,7 @@
 
 #include "common/limits.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,11 +27,19 @@ struct strchunk {
 	char data[];
 };
 
+/* The hash table readers probe. Growing it builds a new table and swaps the pointer; the old
+ * one stays allocated (on the retired list) until the pool is destroyed, so a reader that loaded
+ * it keeps probing valid memory. Old tables add up to less than the current one. */
+struct slot_table {
+	struct slot_table *retired; /* older tables, freed with the pool */
+	uint32_t n;                 /* power of two */
+	_Atomic uint32_t slots[];   /* id + 1; 0 = empty */
+};
+
 struct ng_intern {
-	struct entry *blocks[MAX_BLOCKS];
-	uint32_t count;
-	uint32_t *slots; /* open addressing: id + 1, 0 = empty */
-	uint32_t nslots; /* power of two */
+	_Atomic(struct entry *) blocks[MAX_BLOCKS];
+	_Atomic uint32_t count;
+	_Atomic(struct slot_table *) table;
 	struct strchunk *chunks;
 	size_t bytes;
 };
@@ -46,9 +55,21 @@ static uint32_t hash_bytes(const char *s, size_t len)
 	return h;
 }
 
+/* Readers reach an entry only through an id the writer published with release ordering (a
+ * slot, the count, or a record in a published snapshot), so the entry's fields are visible. */
 static const struct entry *entry_at(const struct ng_intern *in, uint32_t id)
 {
-	return &in->blocks[id >> BLOCK_SHIFT][id & (BLOCK_ENTRIES - 1)];
+	struct entry *blk = atomic_load_explicit(
+	    &((struct ng_intern *)(uintptr_t)in)->blocks[id >> BLOCK_SHIFT], memory_order_acquire);
+	return &blk[id & (BLOCK_ENTRIES - 1)];
+}
+
+static struct slot_table *table_new(uint32_t n)
+{
+	struct slot_table *t = calloc(1, sizeof(*t) + (size_t)n * sizeof(t->slots[0]));
+	if (t)
+		t->n = n;
+	return t;
 }
 
 struct ng_intern *ng_intern_create(void)
@@ -56,13 +77,13 @@ struct ng_intern *ng_intern_create(void)
 	struct ng_intern *in = calloc(1, sizeof(*in));
 	if (!in)
 		return NULL;
-	in->nslots = 1024;
-	in->slots = calloc(in->nslots, sizeof(uint32_t));
-	if (!in->slots) {
+	struct slot_table *t = table_new(1024);
+	if (!t) {
 		free(in);
 		return NULL;
 	}
-	in->bytes = sizeof(*in) + in->nslots * sizeof(uint32_t);
+	atomic_init(&in->table, t);
+	in->bytes = sizeof(*in) + sizeof(*t) + t->n * sizeof(t->slots[0]);
 	return in;
 }
 
@@ -70,15 +91,24 @@ void ng_intern_destroy(struct ng_intern *in)
 {
 	if (!in)
 		return;
-	for (uint32_t b = 0; b < MAX_BLOCKS && in->blocks[b]; b++)
-		free(in->blocks[b]);
+	for (uint32_t b = 0; b < MAX_BLOCKS; b++) {
+		struct entry *blk = atomic_load_explicit(&in->blocks[b], memory_order_relaxed);
+		if (!blk)
+			break;
+		free(blk);
+	}
 	struct strchunk *c = in->chunks;
 	while (c) {
 		struct strchunk *n = c->next;
 		free(c);
 		c = n;
 	}
-	free(in->slots);
+	struct slot_table *t = atomic_load_explicit(&in->table, memory_order_relaxed);
+	while (t) {
+		struct slot_table *next = t->retired;
+		free(t);
+		t = next;
+	}
 	free(in);
 }
 
@@ -87,9 +117,11 @@ uint32_t ng_intern_find(const struct ng_intern *in, const char *s, size_t len)
 	if (!in || len > UINT32_MAX)
 		return NG_INTERN_NONE;
 	uint32_t h = hash_bytes(s, len);
-	uint32_t mask = in->nslots - 1;
+	struct slot_table *t =
+	    atomic_load_explicit(&((struct ng_intern *)(uintptr_t)in)->table, memory_order_acquire);
+	uint32_t mask = t->n - 1;
 	for (uint32_t i = h & mask;; i = (i + 1) & mask) {
-		uint32_t v = in->slots[i];
+		uint32_t v = atomic_load_explicit(&t->slots[i], memory_order_acquire);
 		if (v == 0)
 			return NG_INTERN_NONE;
 		const struct entry *e = entry_at(in, v - 1);
@@ -100,20 +132,21 @@ uint32_t ng_intern_find(const struct ng_intern *in, const char *s, size_t len)
 
 static ng_status grow_slots(struct ng_intern *in)
 {
-	uint32_t n = in->nslots * 2;
-	uint32_t *slots = calloc(n, sizeof(uint32_t));
-	if (!slots)
+	struct slot_table *old = atomic_load_explicit(&in->table, memory_order_relaxed);
+	uint32_t n = old->n * 2;
+	struct slot_table *t = table_new(n);
+	if (!t)
 		return NG_ENOMEM;
-	for (uint32_t id = 0; id < in->count; id++) {
+	uint32_t count = atomic_load_explicit(&in->count, memory_order_relaxed);
+	for (uint32_t id = 0; id < count; id++) {
 		uint32_t i = entry_at(in, id)->hash & (n - 1);
-		while (slots[i])
+		while (atomic_load_explicit(&t->slots[i], memory_order_relaxed))
 			i = (i + 1) & (n - 1);
-		slots[i] = id + 1;
+		atomic_store_explicit(&t->slots[i], id + 1, memory_order_relaxed);
 	}
-	free(in->slots);
-	in->bytes += (size_t)(n - in->nslots) * sizeof(uint32_t);
-	in->slots = slots;
-	in->nslots = n;
+	t->retired = old;
+	in->bytes += sizeof(*t) + (size_t)n * sizeof(t->slots[0]);
+	atomic_store_explicit(&in->table, t, memory_order_release);
 	return NG_OK;
 }
 
@@ -154,18 +187,23 @@ ng_status ng_intern_add(struct ng_intern *in, const char *s, size_t len, uint32_
 		*ret_id = found;
 		return NG_OK;
 	}
-	uint32_t id = in->count;
+	uint32_t id = atomic_load_explicit(&in->count, memory_order_relaxed);
 	if (id >= NG_MAX_INTERNED || (id >> BLOCK_SHIFT) >= MAX_BLOCKS)
 		return NG_ELIMIT;
 	/* Keep the load factor under 1/2. */
-	if ((in->count + 1) * 2 > in->nslots && grow_slots(in) != NG_OK)
-		return NG_ENOMEM;
-	struct entry *blk = in->blocks[id >> BLOCK_SHIFT];
+	struct slot_table *t = atomic_load_explicit(&in->table, memory_order_relaxed);
+	if ((id + 1) * 2 > t->n) {
+		if (grow_slots(in) != NG_OK)
+			return NG_ENOMEM;
+		t = atomic_load_explicit(&in->table, memory_order_relaxed);
+	}
+	struct entry *blk =
+	    atomic_load_explicit(&in->blocks[id >> BLOCK_SHIFT], memory_order_relaxed);
 	if (!blk) {
 		blk = calloc(BLOCK_ENTRIES, sizeof(*blk));
 		if (!blk)
 			return NG_ENOMEM;
-		in->blocks[id >> BLOCK_SHIFT] = blk;
+		atomic_store_explicit(&in->blocks[id >> BLOCK_SHIFT], blk, memory_order_release);
 		in->bytes += BLOCK_ENTRIES * sizeof(*blk);
 	}
 	char *p = store_bytes(in, s, len);
@@ -176,19 +214,21 @@ ng_status ng_intern_add(struct ng_intern *in, const char *s, size_t len, uint32_
 	e->s = p;
 	e->len = (uint32_t)len;
 	e->hash = h;
-	uint32_t mask = in->nslots - 1;
+	uint32_t mask = t->n - 1;
 	uint32_t i = h & mask;
-	while (in->slots[i])
+	while (atomic_load_explicit(&t->slots[i], memory_order_relaxed))
 		i = (i + 1) & mask;
-	in->slots[i] = id + 1;
-	in->count++;
+	/* Release: a reader that sees the slot (or the count) sees the entry. */
+	atomic_store_explicit(&t->slots[i], id + 1, memory_order_release);
+	atomic_store_explicit(&in->count, id + 1, memory_order_release);
 	*ret_id = id;
 	return NG_OK;
 }
 
 const char *ng_intern_str(const struct ng_intern *in, uint32_t id, size_t *ret_len)
 {
-	if (!in || id >= in->count) {
+	if (!in || id >= atomic_load_explicit(&((struct ng_intern *)(uintptr_t)in)->count,
+					      memory_order_acquire)) {
 		if (ret_len)
 			*ret_len = 0;
 		return "";
@@ -201,7 +241,9 @@ const char *ng_intern_str(const struct ng_intern *in, uint32_t id, size_t *ret_l
 
 uint32_t ng_intern_count(const struct ng_intern *in)
 {
-	return in ? in->count : 0;
+	return in ? atomic_load_explicit(&((struct ng_intern *)(uintptr_t)in)->count,
+					 memory_order_acquire)
+		  : 0;
 }
 
 size_t ng_intern_bytes(const struct ng_intern *in)

@@ -1,11 +1,12 @@
-/* String interning for the cache's repetitive vocabulary: namespaces, names, label keys and
- * values, node names, owner kinds (STYLE.md B8).
+/* String interning for the cache's repetitive vocabulary: namespaces, label keys and values,
+ * node names, owner kinds (STYLE.md B8). Pod names, which are nearly unique and churn, are not
+ * interned.
  *
- * Threads: one writer (the thread that builds the cache) calls ng_intern_add(). Strings live in
- * append-only chunks that never move and the id table never reallocates, so a string pointer
- * returned by ng_intern_str() stays valid for the pool's life. Lookups (ng_intern_find) may run
- * on any thread once the writer has published the pool (a store publish is the barrier); they
- * must not run concurrently with ng_intern_add(). */
+ * Threads: one writer (the thread that builds the cache) calls ng_intern_add(); any number of
+ * readers may call ng_intern_find() and ng_intern_str() at the same time. Strings live in
+ * append-only chunks that never move, entries in blocks that never move, and a grown hash table
+ * is swapped in while the old one stays readable until the pool is destroyed; ids and slots are
+ * published with release ordering. So readers never lock and never see a half-written entry. */
 #ifndef NG_COMMON_INTERN_H
 #define NG_COMMON_INTERN_H
 

@@ -1,5 +1,5 @@
 /* Kubernetes objects (cJSON trees) -> compact cache records. The tree is dropped by the caller
- * right after; records keep only intern ids and small arrays in the snapshot's arena. */
+ * right after; a record keeps intern ids and small arrays in an arena of its own. */
 #include "kube/internal.h"
 
 #include "common/arena.h"
@@ -13,7 +13,7 @@
 #include <string.h>
 
 struct ctx {
-	struct kube_builder *b;
+	struct kube_object *obj;
 	struct ng_intern *pool;
 	struct ng_arena *arena;
 	const char *where; /* "items[3] (Pod default/web-1)" */
@@ -431,51 +431,17 @@ static ng_status decode_node_selector(struct ctx *c, const cJSON *j, struct kube
 
 /* ---- records ---- */
 
-static void *push(struct ctx *c, enum kube_resource r, size_t size)
+/* The record being decoded, zeroed. */
+static void *record(struct ctx *c, enum kube_resource r)
 {
-	struct kube_builder *b = c->b;
-	void **arr;
-	switch (r) {
-	case KUBE_RES_NODES:
-		arr = (void **)&b->s->nodes;
-		break;
-	case KUBE_RES_PODS:
-		arr = (void **)&b->s->pods;
-		break;
-	case KUBE_RES_PVCS:
-		arr = (void **)&b->s->pvcs;
-		break;
-	case KUBE_RES_PVS:
-		arr = (void **)&b->s->pvs;
-		break;
-	case KUBE_RES_NDS:
-		arr = (void **)&b->s->nds;
-		break;
-	case KUBE_RES_ADBS:
-		arr = (void **)&b->s->adbs;
-		break;
-	default:
-		arr = (void **)&b->s->ndbs;
-		break;
-	}
-	if (b->s->count[r] == b->cap[r]) {
-		size_t ncap = b->cap[r] ? b->cap[r] * 2 : 64;
-		void *p = realloc(*arr, ncap * size);
-		if (!p)
-			return NULL;
-		*arr = p;
-		b->cap[r] = ncap;
-	}
-	char *slot = (char *)*arr + b->s->count[r]++ * size;
-	memset(slot, 0, size);
-	return slot;
+	c->obj->res = r;
+	memset(&c->obj->rec, 0, sizeof(c->obj->rec));
+	return &c->obj->rec;
 }
 
 static ng_status decode_node(struct ctx *c, const cJSON *o, uint32_t name, const cJSON *meta)
 {
-	struct kube_node *n = push(c, KUBE_RES_NODES, sizeof(*n));
-	if (!n)
-		return fail(c, NG_ENOMEM, "node", "out of memory");
+	struct kube_node *n = record(c, KUBE_RES_NODES);
 	n->name = name;
 	uint16_t nl;
 	ng_status st =
@@ -530,14 +496,14 @@ static uint8_t pod_phase(const char *s)
 	return KUBE_POD_UNKNOWN;
 }
 
-static ng_status decode_pod(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t name,
+static ng_status decode_pod(struct ctx *c, const cJSON *o, uint32_t ns, const char *name,
 			    const cJSON *meta)
 {
-	struct kube_pod *p = push(c, KUBE_RES_PODS, sizeof(*p));
-	if (!p)
-		return fail(c, NG_ENOMEM, "pod", "out of memory");
+	struct kube_pod *p = record(c, KUBE_RES_PODS);
 	p->ns = ns;
-	p->name = name;
+	p->name = ng_arena_strndup(c->arena, name, strlen(name));
+	if (!p->name)
+		return fail(c, NG_ENOMEM, "metadata.name", "out of memory");
 	p->owner_kind = NG_INTERN_NONE;
 	ng_status st = decode_labels(c, ng_json_get(meta, "labels"), "metadata.labels", &p->labels,
 				     &p->nlabels);
@@ -621,9 +587,7 @@ static ng_status decode_pod(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t
 static ng_status decode_pvc(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t name,
 			    const cJSON *meta)
 {
-	struct kube_pvc *v = push(c, KUBE_RES_PVCS, sizeof(*v));
-	if (!v)
-		return fail(c, NG_ENOMEM, "pvc", "out of memory");
+	struct kube_pvc *v = record(c, KUBE_RES_PVCS);
 	v->ns = ns;
 	v->name = name;
 	ng_status st = decode_labels(c, ng_json_get(meta, "labels"), "metadata.labels", &v->labels,
@@ -642,9 +606,7 @@ static ng_status decode_pvc(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t
 
 static ng_status decode_pv(struct ctx *c, const cJSON *o, uint32_t name)
 {
-	struct kube_pv *v = push(c, KUBE_RES_PVS, sizeof(*v));
-	if (!v)
-		return fail(c, NG_ENOMEM, "pv", "out of memory");
+	struct kube_pv *v = record(c, KUBE_RES_PVS);
 	v->name = name;
 	return decode_node_selector(c, ng_json_get(ng_json_get(o, "spec"), "nodeAffinity"),
 				    &v->affinity);
@@ -665,9 +627,7 @@ static uint8_t nd_state(const char *s)
 
 static ng_status decode_nd(struct ctx *c, const cJSON *o, uint32_t name)
 {
-	struct kube_nd *d = push(c, KUBE_RES_NDS, sizeof(*d));
-	if (!d)
-		return fail(c, NG_ENOMEM, "nd", "out of memory");
+	struct kube_nd *d = record(c, KUBE_RES_NDS);
 	d->name = name;
 	const cJSON *spec = ng_json_get(o, "spec");
 	const cJSON *status = ng_json_get(o, "status");
@@ -750,9 +710,7 @@ static ng_status finish_budget(struct ctx *c, struct kube_budget_common *b, stru
 
 static ng_status decode_adb(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t name)
 {
-	struct kube_adb *a = push(c, KUBE_RES_ADBS, sizeof(*a));
-	if (!a)
-		return fail(c, NG_ENOMEM, "adb", "out of memory");
+	struct kube_adb *a = record(c, KUBE_RES_ADBS);
 	a->b.ns = ns;
 	a->b.name = name;
 	struct ng_err verr = {0};
@@ -783,9 +741,7 @@ static ng_status decode_adb(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t
 
 static ng_status decode_ndb(struct ctx *c, const cJSON *o, uint32_t name)
 {
-	struct kube_ndb *n = push(c, KUBE_RES_NDBS, sizeof(*n));
-	if (!n)
-		return fail(c, NG_ENOMEM, "ndb", "out of memory");
+	struct kube_ndb *n = record(c, KUBE_RES_NDBS);
 	n->b.ns = NG_INTERN_NONE;
 	n->b.name = name;
 	struct ng_err verr = {0};
@@ -816,77 +772,102 @@ static bool is_nodegate(const char *api_version)
 	return api_version && strncmp(api_version, "nodegate.io/", 12) == 0;
 }
 
-ng_status kube_decode_object(struct kube_builder *b, const cJSON *obj, const char *where,
-			     struct ng_err *reterr)
+static const char *const kinds[KUBE_RES_COUNT] = {
+    "Node",
+    "Pod",
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "NodeDisruption",
+    "ApplicationDisruptionBudget",
+    "NodeDisruptionBudget",
+};
+
+static bool namespaced(enum kube_resource r)
 {
-	struct ctx c = {.b = b, .pool = b->s->pool, .arena = b->s->arena, .err = reterr};
+	return r == KUBE_RES_PODS || r == KUBE_RES_PVCS || r == KUBE_RES_ADBS;
+}
+
+ng_status kube_decode_as(struct ng_intern *pool, enum kube_resource res, const cJSON *obj,
+			 const char *where, struct kube_object *ret, struct ng_err *reterr)
+{
+	struct kube_object out;
+	struct ctx c = {.obj = &out, .pool = pool, .err = reterr, .where = where};
 	char label[200];
-	c.where = where;
+	if (!cJSON_IsObject(obj))
+		return ng_err_set(reterr, NG_EPARSE, 0, "%s: expected an object", where);
+	const cJSON *meta = ng_json_get(obj, "metadata");
+	const char *name = ng_json_str(meta, "name");
+	const char *ns = ng_json_str(meta, "namespace");
+	const char *kind = kinds[res];
+	if (!name || !*name)
+		return ng_err_set(reterr, NG_EPARSE, 0, "%s (%s): metadata.name: required", where,
+				  kind);
+	/* Objects written by hand may leave the namespace out; kubectl would use "default". */
+	if (namespaced(res) && (!ns || !*ns))
+		ns = "default";
+	(void)snprintf(label, sizeof(label), "%s (%s %s%s%.100s)", where, kind,
+		       namespaced(res) ? ns : "", namespaced(res) ? "/" : "", name);
+	c.where = label;
+	/* A pod's side data is ~100-200 bytes; budgets and volumes carry more. */
+	c.arena = ng_arena_create_sized(SIZE_MAX, res == KUBE_RES_PODS ? 256 : 1024);
+	if (!c.arena)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", where);
+	uint32_t name_id = NG_INTERN_NONE, ns_id = NG_INTERN_NONE;
+	ng_status st = NG_OK;
+	if (res != KUBE_RES_PODS)
+		st = intern(&c, name, &name_id);
+	if (st == NG_OK && namespaced(res))
+		st = intern(&c, ns, &ns_id);
+	if (st == NG_OK) {
+		switch (res) {
+		case KUBE_RES_NODES:
+			st = decode_node(&c, obj, name_id, meta);
+			break;
+		case KUBE_RES_PODS:
+			st = decode_pod(&c, obj, ns_id, name, meta);
+			break;
+		case KUBE_RES_PVCS:
+			st = decode_pvc(&c, obj, ns_id, name_id, meta);
+			break;
+		case KUBE_RES_PVS:
+			st = decode_pv(&c, obj, name_id);
+			break;
+		case KUBE_RES_NDS:
+			st = decode_nd(&c, obj, name_id);
+			break;
+		case KUBE_RES_ADBS:
+			st = decode_adb(&c, obj, ns_id, name_id);
+			break;
+		default:
+			st = decode_ndb(&c, obj, name_id);
+			break;
+		}
+	}
+	if (st != NG_OK) {
+		ng_arena_destroy(c.arena);
+		return st;
+	}
+	out.side = c.arena;
+	*ret = out;
+	return NG_OK;
+}
+
+ng_status kube_decode_object(struct ng_intern *pool, const cJSON *obj, const char *where,
+			     struct kube_object *ret, struct ng_err *reterr)
+{
 	if (!cJSON_IsObject(obj))
 		return ng_err_set(reterr, NG_EPARSE, 0, "%s: expected an object", where);
 	const char *kind = ng_json_str(obj, "kind");
 	const char *api = ng_json_str(obj, "apiVersion");
 	if (!kind)
 		return ng_err_set(reterr, NG_EPARSE, 0, "%s: kind: required", where);
-	const cJSON *meta = ng_json_get(obj, "metadata");
-	const char *name = ng_json_str(meta, "name");
-	const char *ns = ng_json_str(meta, "namespace");
-	enum { CLUSTER, NAMESPACED } scope;
-	enum kube_resource res;
-	if (strcmp(kind, "Node") == 0 && api && strcmp(api, "v1") == 0) {
-		res = KUBE_RES_NODES;
-		scope = CLUSTER;
-	} else if (strcmp(kind, "Pod") == 0 && api && strcmp(api, "v1") == 0) {
-		res = KUBE_RES_PODS;
-		scope = NAMESPACED;
-	} else if (strcmp(kind, "PersistentVolumeClaim") == 0 && api && strcmp(api, "v1") == 0) {
-		res = KUBE_RES_PVCS;
-		scope = NAMESPACED;
-	} else if (strcmp(kind, "PersistentVolume") == 0 && api && strcmp(api, "v1") == 0) {
-		res = KUBE_RES_PVS;
-		scope = CLUSTER;
-	} else if (strcmp(kind, "NodeDisruption") == 0 && is_nodegate(api)) {
-		res = KUBE_RES_NDS;
-		scope = CLUSTER;
-	} else if (strcmp(kind, "ApplicationDisruptionBudget") == 0 && is_nodegate(api)) {
-		res = KUBE_RES_ADBS;
-		scope = NAMESPACED;
-	} else if (strcmp(kind, "NodeDisruptionBudget") == 0 && is_nodegate(api)) {
-		res = KUBE_RES_NDBS;
-		scope = CLUSTER;
-	} else {
-		b->skipped++;
-		return NG_OK;
+	bool core = api && strcmp(api, "v1") == 0;
+	for (int r = 0; r < KUBE_RES_COUNT; r++) {
+		if (strcmp(kind, kinds[r]) != 0)
+			continue;
+		bool ours = r >= KUBE_RES_NDS;
+		if (ours ? is_nodegate(api) : core)
+			return kube_decode_as(pool, (enum kube_resource)r, obj, where, ret, reterr);
 	}
-	if (!name || !*name)
-		return ng_err_set(reterr, NG_EPARSE, 0, "%s (%s): metadata.name: required", where,
-				  kind);
-	/* Objects written by hand may leave the namespace out; kubectl would use "default". */
-	if (scope == NAMESPACED && (!ns || !*ns))
-		ns = "default";
-	(void)snprintf(label, sizeof(label), "%s (%s %s%s%.100s)", where, kind,
-		       scope == NAMESPACED ? ns : "", scope == NAMESPACED ? "/" : "", name);
-	c.where = label;
-	uint32_t name_id, ns_id = NG_INTERN_NONE;
-	ng_status st = intern(&c, name, &name_id);
-	if (st == NG_OK && scope == NAMESPACED)
-		st = intern(&c, ns, &ns_id);
-	if (st != NG_OK)
-		return st;
-	switch (res) {
-	case KUBE_RES_NODES:
-		return decode_node(&c, obj, name_id, meta);
-	case KUBE_RES_PODS:
-		return decode_pod(&c, obj, ns_id, name_id, meta);
-	case KUBE_RES_PVCS:
-		return decode_pvc(&c, obj, ns_id, name_id, meta);
-	case KUBE_RES_PVS:
-		return decode_pv(&c, obj, name_id);
-	case KUBE_RES_NDS:
-		return decode_nd(&c, obj, name_id);
-	case KUBE_RES_ADBS:
-		return decode_adb(&c, obj, ns_id, name_id);
-	default:
-		return decode_ndb(&c, obj, name_id);
-	}
+	return NG_ENOTFOUND;
 }

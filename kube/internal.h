@@ -1,4 +1,12 @@
-/* kube/ internals: shared by the module's files and its unit tests only. */
+/* kube/ internals: shared by the module's files and its unit tests only.
+ *
+ * Memory model. A snapshot is an interning pool plus one immutable table per resource. Tables
+ * are reference counted and shared: a publish rebuilds only the tables of resources that
+ * changed. Each record's side data (labels, selector terms, a pod's name) lives in a small arena
+ * of its own. When a record is deleted or replaced, its arena is retired onto the retire list of
+ * the last table version that holds it; retire lists form a chain (each holds a reference on the
+ * next), so a list is freed only once its table and every older table of that resource are
+ * gone. No reader ever sees freed side data, and the writer never waits for readers. */
 #ifndef NG_KUBE_INTERNAL_H
 #define NG_KUBE_INTERNAL_H
 
@@ -7,9 +15,9 @@
 #include <stdatomic.h>
 
 struct ng_arena;
+struct ng_intern;
 
-/* An open-addressing hash map from uint64 keys to uint32 values. Built by the writer, then
- * read-only. */
+/* An open-addressing hash map from uint64 keys to uint32 values. */
 struct kube_map {
 	uint64_t *keys; /* KUBE_MAP_EMPTY marks a free slot */
 	uint32_t *vals;
@@ -22,6 +30,8 @@ NG_NODISCARD ng_status kube_map_init(struct kube_map *m, size_t expected);
 void kube_map_finish(struct kube_map *m);
 /** Inserts or replaces. The map never grows past its initial capacity, sized for @expected. */
 void kube_map_put(struct kube_map *m, uint64_t key, uint32_t val);
+/** Inserts or replaces, doubling the capacity when half full. NG_ENOMEM on OOM. */
+NG_NODISCARD ng_status kube_map_put_grow(struct kube_map *m, uint64_t key, uint32_t val);
 /** Returns true and writes the value when @key is present. */
 bool kube_map_get(const struct kube_map *m, uint64_t key, uint32_t *ret_val);
 
@@ -41,36 +51,136 @@ struct kube_index {
 	uint32_t *items;
 };
 
-struct kube_snapshot {
-	atomic_uint refs;
-	struct ng_intern *pool;
-	struct ng_arena *arena; /* labels, values, terms of every record */
-	struct kube_node *nodes;
-	struct kube_pod *pods;
-	struct kube_pvc *pvcs;
-	struct kube_pv *pvs;
-	struct kube_nd *nds;
-	struct kube_adb *adbs;
-	struct kube_ndb *ndbs;
-	size_t count[KUBE_RES_COUNT];
-	struct kube_map node_by_name, pod_by_key, pvc_by_key, pv_by_name, grant_by_node;
-	struct kube_index pods_by_node, pods_by_ns, adbs_by_ns;
+/* Any record, for code that handles every kind. */
+union kube_record {
+	struct kube_node node;
+	struct kube_pod pod;
+	struct kube_pvc pvc;
+	struct kube_pv pv;
+	struct kube_nd nd;
+	struct kube_adb adb;
+	struct kube_ndb ndb;
 };
 
-/* Decoding one object into a builder (decode.c). */
-struct kube_builder {
-	struct kube_snapshot *s; /* being filled */
-	size_t cap[KUBE_RES_COUNT];
-	size_t skipped;
+/** Size of one record of @r. */
+size_t kube_record_size(enum kube_resource r);
+/**
+ * The identity hash of a record: (namespace, name) or name. Pod names are not interned, so
+ * pods hash their name and equal hashes are told apart with kube_record_same().
+ */
+uint64_t kube_record_key(enum kube_resource r, const void *rec);
+/** True when two records of @r name the same object. */
+bool kube_record_same(enum kube_resource r, const void *a, const void *b);
+/** The pod key for (ns id, name bytes): what kube_record_key() gives a pod. */
+uint64_t kube_pod_key(uint32_t ns, const char *name, size_t len);
+
+struct kube_retire {
+	atomic_uint refs;
+	struct kube_retire *next; /* a reference is held */
+	struct ng_arena **arenas;
+	size_t n, cap;
+};
+
+/** A new empty retire list with one reference. NULL on OOM. */
+struct kube_retire *kube_retire_new(void);
+/** Makes room for @extra more arenas (writer only). NG_ENOMEM on OOM. */
+NG_NODISCARD ng_status kube_retire_reserve(struct kube_retire *r, size_t extra);
+/** Adds @a to the list; room must have been reserved (writer only). */
+void kube_retire_add(struct kube_retire *r, struct ng_arena *a);
+/** Drops a reference; the last one frees the arenas and drops the reference on next. */
+void kube_retire_release(struct kube_retire *r);
+
+struct kube_table {
+	atomic_uint refs;
+	enum kube_resource res;
+	size_t n;
+	void *recs;                 /* n records of kube_record_size(res) */
+	struct ng_arena **sides;    /* each record's side-data arena (see above) */
+	struct kube_map by_key;     /* identity key -> index (pods probe past equal hashes) */
+	struct kube_index idx_a;    /* pods: by node; adbs: by namespace */
+	struct kube_index idx_b;    /* pods: by namespace */
+	struct kube_map grant;      /* nds: granted node -> index (first Granted by name) */
+	struct kube_retire *retire; /* a reference: freed after this and older versions */
 };
 
 /**
- * Decodes one Kubernetes object (already parsed) into the builder. @where names the object in
- * messages ("items[3]"). NG_EPARSE/NG_ELIMIT with @reterr on a malformed core object; a
- * malformed budget is kept and marked invalid instead.
+ * Builds a table over @n records and their side arenas, taking ownership of both malloc'd
+ * arrays, and its indexes. @pool resolves names for ordering. Takes a reference on @retire.
+ * NULL on OOM, and then the arrays stay the caller's.
  */
-NG_NODISCARD ng_status kube_decode_object(struct kube_builder *b, const struct cJSON *obj,
-					  const char *where, struct ng_err *reterr);
+struct kube_table *kube_table_build(enum kube_resource res, void *recs, struct ng_arena **sides,
+				    size_t n, const struct ng_intern *pool,
+				    struct kube_retire *retire);
+void kube_table_release(struct kube_table *t);
+/** The run of record indexes under @key, *ret_n long (NULL and 0 when none). */
+const uint32_t *kube_index_get(const struct kube_index *ix, uint32_t key, size_t *ret_n);
+/** Index of the record with the identity of @probe, or -1. */
+long kube_table_find(const struct kube_table *t, const void *probe);
+
+struct kube_pool {
+	atomic_uint refs;
+	struct ng_intern *in;
+};
+
+struct kube_pool *kube_pool_new(void);
+void kube_pool_release(struct kube_pool *p);
+
+struct kube_snapshot {
+	atomic_uint refs;
+	uint64_t generation;
+	struct kube_pool *pool;
+	struct kube_table *t[KUBE_RES_COUNT];
+};
+
+/* The writer side of the cache (one thread): the last published tables plus pending changes. */
+struct kube_cache;
+
+/** A cache holding nothing yet. NULL on OOM. */
+struct kube_cache *kube_cache_create(void);
+/** Retires every live record and drops the writer's references. Accepts NULL. */
+void kube_cache_destroy(struct kube_cache *c);
+/** The pool decoders intern into. */
+struct ng_intern *kube_cache_pool(struct kube_cache *c);
+
+/* A decoded object: its kind, record and side-data arena (ownership passes to the cache). */
+struct kube_object {
+	enum kube_resource res;
+	union kube_record rec;
+	struct ng_arena *side;
+};
+
+/**
+ * Decodes one Kubernetes object into @ret (a new side arena is created for it). Returns
+ * NG_ENOTFOUND for kinds the cache does not keep. NG_EPARSE/NG_ELIMIT with @reterr naming @where
+ * and the field on a malformed core object; a malformed budget decodes as invalid instead.
+ */
+NG_NODISCARD ng_status kube_decode_object(struct ng_intern *pool, const struct cJSON *obj,
+					  const char *where, struct kube_object *ret,
+					  struct ng_err *reterr);
+
+/**
+ * Decodes @obj as a @res object whatever its kind/apiVersion say (items of a list response carry
+ * neither). Errors as kube_decode_object().
+ */
+NG_NODISCARD ng_status kube_decode_as(struct ng_intern *pool, enum kube_resource res,
+				      const struct cJSON *obj, const char *where,
+				      struct kube_object *ret, struct ng_err *reterr);
+
+/** Queues an added or modified object; ownership of @obj->side is taken. NG_ENOMEM on OOM. */
+NG_NODISCARD ng_status kube_cache_upsert(struct kube_cache *c, struct kube_object *obj);
+/** Queues a deletion of the object @obj names; ownership of @obj->side is taken. */
+NG_NODISCARD ng_status kube_cache_delete(struct kube_cache *c, struct kube_object *obj);
+/** Drops every object of @r: the next publish shows only what is upserted after this (relist). */
+void kube_cache_reset(struct kube_cache *c, enum kube_resource r);
+/** Drops the pending changes of @r (a relist that failed half-way). */
+void kube_cache_discard(struct kube_cache *c, enum kube_resource r);
+/** True when changes are pending. */
+bool kube_cache_dirty(const struct kube_cache *c);
+/**
+ * Applies pending changes: rebuilds the tables of changed resources and returns a new snapshot
+ * (one reference) of every resource. NG_ENOMEM leaves the pending changes in place.
+ */
+NG_NODISCARD ng_status kube_cache_publish(struct kube_cache *c, struct kube_snapshot **ret_snap);
 
 /**
  * Decodes a metav1.LabelSelector (JSON null or absent: a null selector). Validates operators,

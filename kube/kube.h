@@ -109,7 +109,8 @@ enum kube_pod_flag {
 };
 
 struct kube_pod {
-	uint32_t ns, name;
+	const char *name; /* not interned: pod names are nearly unique and churn */
+	uint32_t ns;
 	uint32_t node;       /* NG_INTERN_NONE when not scheduled */
 	uint32_t owner_kind; /* controller's kind, NG_INTERN_NONE without controller */
 	uint8_t phase;       /* enum kube_pod_phase */
@@ -212,6 +213,8 @@ struct kube_snapshot;
 
 /** The snapshot's string pool (borrowed). */
 const struct ng_intern *kube_snapshot_pool(const struct kube_snapshot *s);
+/** The publish count of the cache that made @s (1 for the first). */
+uint64_t kube_snapshot_generation(const struct kube_snapshot *s);
 /** Number of objects of kind @r. */
 size_t kube_snapshot_count(const struct kube_snapshot *s, enum kube_resource r);
 
@@ -225,10 +228,7 @@ const struct kube_ndb *kube_snapshot_ndbs(const struct kube_snapshot *s, size_t 
 
 /** The node named @name (intern id), or NULL. */
 const struct kube_node *kube_snapshot_find_node(const struct kube_snapshot *s, uint32_t name);
-/** The pod @ns/@name (intern ids), or NULL. */
-const struct kube_pod *kube_snapshot_find_pod(const struct kube_snapshot *s, uint32_t ns,
-					      uint32_t name);
-/** Looks a pod up by strings: NULL when either string was never seen (no such pod). */
+/** Looks a pod up by namespace and name: NULL when there is no such pod. */
 const struct kube_pod *kube_snapshot_find_pod_str(const struct kube_snapshot *s, const char *ns,
 						  size_t ns_len, const char *name, size_t name_len);
 const struct kube_pvc *kube_snapshot_find_pvc(const struct kube_snapshot *s, uint32_t ns,
@@ -250,6 +250,13 @@ const struct kube_nd *kube_snapshot_node_grant(const struct kube_snapshot *s, ui
 /** True when @labels (sorted by key) hold @key; writes its value id to @ret_val. */
 bool kube_labels_get(const struct kube_label *labels, size_t n, uint32_t key, uint32_t *ret_val);
 
+struct ng_buf;
+/**
+ * Appends the snapshot as JSON (every object with the fields decisions use) for /debug/cache.
+ * NG_ELIMIT/NG_ENOMEM from the buffer.
+ */
+NG_NODISCARD ng_status kube_snapshot_dump_json(const struct kube_snapshot *s, struct ng_buf *b);
+
 /* ---- building a snapshot -------------------------------------------------------------- */
 
 struct kube_builder;
@@ -263,9 +270,8 @@ void kube_builder_destroy(struct kube_builder *b);
  * Adds every object in @len bytes of JSON: one object, a `List`/`…List` of objects (mixed
  * kinds allowed, as `kubectl get a,b,c -o json` prints). Kinds nodegate does not cache are
  * skipped and counted. A later object with the same identity replaces an earlier one. On
- * malformed input returns NG_EPARSE (or NG_ELIMIT) with @reterr naming the item and field, and
- * adds nothing from this call... except objects before the bad one; callers discard the builder
- * on error.
+ * malformed input returns NG_EPARSE (or NG_ELIMIT) with @reterr naming the item and field;
+ * objects before the bad one stay added, so callers discard the builder on error.
  */
 NG_NODISCARD ng_status kube_builder_add_json(struct kube_builder *b, const char *buf, size_t len,
 					     struct ng_err *reterr);

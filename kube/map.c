@@ -78,3 +78,20 @@ bool kube_map_get(const struct kube_map *m, uint64_t key, uint32_t *ret_val)
 		}
 	}
 }
+
+ng_status kube_map_put_grow(struct kube_map *m, uint64_t key, uint32_t val)
+{
+	if (m->cap == 0 || (m->n + 1) * 2 > m->cap) {
+		struct kube_map bigger;
+		ng_status st = kube_map_init(&bigger, m->n + 1 > 8 ? (m->n + 1) * 2 : 16);
+		if (st != NG_OK)
+			return st;
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->keys[i] != KUBE_MAP_EMPTY)
+				kube_map_put(&bigger, m->keys[i], m->vals[i]);
+		kube_map_finish(m);
+		*m = bigger;
+	}
+	kube_map_put(m, key, val);
+	return NG_OK;
+}

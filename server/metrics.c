@@ -3,6 +3,7 @@
 #include "common/buf.h"
 #include "common/intern.h"
 #include "kube/kube.h"
+#include "kube/watch.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -74,8 +75,59 @@ static uint64_t ld(_Atomic uint64_t *v)
 	return atomic_load_explicit(v, memory_order_relaxed);
 }
 
+static ng_status render_watch(const struct kube_watch *w, struct ng_buf *out)
+{
+	struct kube_watch_stats ws;
+	kube_watch_get_stats(w, &ws);
+	ng_status st = ng_buf_puts(out, "# HELP nodegate_watch_events_total Watch events "
+					"received, by resource and type.\n"
+					"# TYPE nodegate_watch_events_total counter\n");
+	for (int r = 0; st == NG_OK && r < KUBE_RES_COUNT; r++)
+		for (int k = 0; st == NG_OK && k < 4; k++)
+			st = ng_buf_printf(
+			    out,
+			    "nodegate_watch_events_total{resource=\"%s\",type=\"%s\"} "
+			    "%llu\n",
+			    kube_resource_name((enum kube_resource)r), kube_watch_event_names[k],
+			    (unsigned long long)ws.events[r][k]);
+	static const char *const names[3][2] = {
+	    {"nodegate_watch_restarts_total",
+	     "Lists and watches that failed and were retried with backoff."},
+	    {"nodegate_watch_relists_total",
+	     "Watches whose history expired (410 Gone), answered by a fresh list."},
+	    {"nodegate_watch_decode_errors_total",
+	     "Objects or events that could not be decoded and were skipped."},
+	};
+	for (int k = 0; st == NG_OK && k < 3; k++) {
+		st = ng_buf_printf(out, "# HELP %s %s\n# TYPE %s counter\n", names[k][0],
+				   names[k][1], names[k][0]);
+		for (int r = 0; st == NG_OK && r < KUBE_RES_COUNT; r++) {
+			uint64_t v = k == 0   ? ws.restarts[r]
+				     : k == 1 ? ws.relists[r]
+					      : ws.decode_errors[r];
+			st = ng_buf_printf(out, "%s{resource=\"%s\"} %llu\n", names[k][0],
+					   kube_resource_name((enum kube_resource)r),
+					   (unsigned long long)v);
+		}
+	}
+	if (st == NG_OK)
+		st = ng_buf_puts(out, "# HELP nodegate_cache_synced 1 once the resource was listed "
+				      "and published.\n# TYPE nodegate_cache_synced gauge\n");
+	for (int r = 0; st == NG_OK && r < KUBE_RES_COUNT; r++)
+		st = ng_buf_printf(out, "nodegate_cache_synced{resource=\"%s\"} %d\n",
+				   kube_resource_name((enum kube_resource)r), ws.synced[r] ? 1 : 0);
+	if (st == NG_OK)
+		st = ng_buf_printf(
+		    out,
+		    "# HELP nodegate_cache_publishes_total Snapshots published by the "
+		    "watch.\n# TYPE nodegate_cache_publishes_total counter\n"
+		    "nodegate_cache_publishes_total %llu\n",
+		    (unsigned long long)ws.publishes);
+	return st;
+}
+
 ng_status srv_metrics_render(struct srv_metrics *m, const struct kube_snapshot *snap,
-			     struct ng_buf *out)
+			     const struct kube_watch *watch, struct ng_buf *out)
 {
 	ng_status st = ng_buf_puts(
 	    out, "# HELP nodegate_build_info nodegate version.\n"
@@ -140,5 +192,7 @@ ng_status srv_metrics_render(struct srv_metrics *m, const struct kube_snapshot *
 					   "nodegate_cache_intern_bytes %zu\n",
 					   ng_intern_bytes(kube_snapshot_pool(snap)));
 	}
+	if (st == NG_OK && watch)
+		st = render_watch(watch, out);
 	return st;
 }

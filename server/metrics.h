@@ -9,6 +9,7 @@
 
 struct ng_buf;
 struct kube_snapshot;
+struct kube_watch;
 
 enum srv_webhook {
 	SRV_WH_EVICTION,
@@ -37,9 +38,10 @@ void srv_metrics_http_error(struct srv_metrics *m, int code);
 
 /**
  * Appends the Prometheus text exposition to @out: request counters, the latency histogram,
- * HTTP errors, and the cache object counts of @snap (may be NULL).
+ * HTTP errors, the cache object counts of @snap (may be NULL) and the counters of @watch (may
+ * be NULL).
  */
 NG_NODISCARD ng_status srv_metrics_render(struct srv_metrics *m, const struct kube_snapshot *snap,
-					  struct ng_buf *out);
+					  const struct kube_watch *watch, struct ng_buf *out);
 
 #endif

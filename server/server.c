@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "kube/kube.h"
+#include "kube/watch.h"
 #include "server/admission.h"
 #include "server/metrics.h"
 
@@ -42,6 +43,7 @@ struct srv {
 	struct kube_store *store;
 	struct srv_metrics *metrics;
 	const struct pol_eviction_config *eviction;
+	const struct kube_watch *watch;
 	_Atomic bool ready;
 	char *cert_pem, *key_pem;
 };
@@ -52,6 +54,7 @@ enum route {
 	R_HEALTHZ,
 	R_READYZ,
 	R_METRICS,
+	R_DEBUG_CACHE,
 };
 
 /* One request's state, cached per thread between requests so a steady stream of reviews costs
@@ -186,6 +189,8 @@ static enum route route_of(const char *url, const char **ret_method)
 		return R_READYZ;
 	if (strcmp(url, "/metrics") == 0)
 		return R_METRICS;
+	if (strcmp(url, "/debug/cache") == 0)
+		return R_DEBUG_CACHE;
 	return R_NONE;
 }
 
@@ -207,21 +212,24 @@ static enum MHD_Result serve_get(struct srv *s, struct MHD_Connection *c, enum r
 		return respond(c, MHD_HTTP_OK, "text/plain", ok, sizeof(ok) - 1,
 			       MHD_RESPMEM_PERSISTENT);
 	if (route == R_READYZ) {
-		bool ready = atomic_load_explicit(&s->ready, memory_order_relaxed);
+		bool ready = atomic_load_explicit(&s->ready, memory_order_relaxed) &&
+			     (!s->watch || kube_watch_synced(s->watch));
 		return ready ? respond(c, MHD_HTTP_OK, "text/plain", ok, sizeof(ok) - 1,
 				       MHD_RESPMEM_PERSISTENT)
 			     : respond(c, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", not_ready,
 				       sizeof(not_ready) - 1, MHD_RESPMEM_PERSISTENT);
 	}
 	struct ng_buf b;
-	/* The exposition is a few KiB; 1 MiB leaves room for later per-budget series. */
-	ng_buf_init(&b, 1u << 20);
+	/* The exposition is a few KiB; 1 MiB leaves room for later per-budget series. The cache
+	 * dump of a 150k-pod cluster is ~40 MB; 512 MiB bounds it. */
+	ng_buf_init(&b, route == R_METRICS ? 1u << 20 : 512u << 20);
 	struct kube_snapshot *snap = kube_store_acquire(s->store);
-	ng_status st = srv_metrics_render(s->metrics, snap, &b);
+	ng_status st = route == R_METRICS ? srv_metrics_render(s->metrics, snap, s->watch, &b)
+					  : kube_snapshot_dump_json(snap, &b);
 	kube_snapshot_release(snap);
 	if (st != NG_OK) {
 		ng_buf_finish(&b);
-		return respond_status(s, c, 500, "rendering metrics failed", NULL);
+		return respond_status(s, c, 500, "rendering failed", NULL);
 	}
 	struct MHD_Response *resp =
 	    MHD_create_response_from_buffer(b.len, b.data, MHD_RESPMEM_MUST_FREE);
@@ -229,8 +237,9 @@ static enum MHD_Result serve_get(struct srv *s, struct MHD_Connection *c, enum r
 		ng_buf_finish(&b);
 		return MHD_NO;
 	}
-	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-				      "text/plain; version=0.0.4; charset=utf-8");
+	(void)MHD_add_response_header(
+	    resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+	    route == R_METRICS ? "text/plain; version=0.0.4; charset=utf-8" : "application/json");
 	enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -457,6 +466,7 @@ struct srv *srv_create(const struct srv_config *cfg, struct kube_store *store,
 		s->fds[i] = -1;
 	s->store = store;
 	s->eviction = &cfg->eviction;
+	s->watch = cfg->watch;
 	s->metrics = srv_metrics_create();
 	s->cert_pem = dup_str(cfg->cert_pem);
 	s->key_pem = dup_str(cfg->key_pem);

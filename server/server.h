@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 struct kube_store;
+struct kube_watch;
 
 struct srv_config {
 	const char *listen_host; /* numeric IPv4/IPv6 address, e.g. "0.0.0.0", "::1" */
@@ -21,6 +22,8 @@ struct srv_config {
 	unsigned max_connections;            /* across all daemons */
 	unsigned connection_timeout_s;       /* idle keep-alive limit; 0 = none */
 	struct pol_eviction_config eviction; /* borrowed; must outlive the server */
+	const struct kube_watch *watch;      /* NULL in snapshot mode; else /readyz waits for its
+						sync and /metrics shows its counters */
 };
 
 struct srv;

@@ -1,0 +1,269 @@
+/* The writer side of the cache: pending changes per resource, and publishing them as a new
+ * snapshot that shares every unchanged table with the previous one. One thread only. */
+#include "kube/internal.h"
+
+#include "common/arena.h"
+#include "common/intern.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct delta_entry {
+	union kube_record rec;
+	struct ng_arena *side;
+	bool deleted;
+};
+
+/* Pending changes of one resource since the last publish. A later change to the same object
+ * replaces the earlier one, whose side arena was never published and is freed at once. */
+struct delta {
+	struct delta_entry *e;
+	size_t n, cap;
+	struct kube_map map; /* identity key -> entry (pods probe past equal hashes) */
+	bool reset;          /* relist: everything not upserted since is gone */
+};
+
+struct kube_cache {
+	struct kube_pool *pool;
+	struct kube_table *cur[KUBE_RES_COUNT];   /* last published; a reference is held */
+	struct kube_retire *open[KUBE_RES_COUNT]; /* retire list of cur[r]; a reference is held */
+	struct delta d[KUBE_RES_COUNT];
+	uint64_t generation;
+};
+
+static void delta_clear(struct delta *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		ng_arena_destroy(d->e[i].side);
+	d->n = 0;
+	d->reset = false;
+	kube_map_finish(&d->map);
+}
+
+/* Starts the retire list of a new version of resource @r. The previous list keeps a
+ * reference on it, so lists are freed oldest first. */
+static ng_status next_retire(struct kube_cache *c, enum kube_resource r)
+{
+	struct kube_retire *ret = kube_retire_new();
+	if (!ret)
+		return NG_ENOMEM;
+	if (c->open[r]) {
+		atomic_fetch_add_explicit(&ret->refs, 1, memory_order_relaxed);
+		c->open[r]->next = ret;
+		kube_retire_release(c->open[r]);
+	}
+	c->open[r] = ret;
+	return NG_OK;
+}
+
+static struct kube_table *empty_table(struct kube_cache *c, enum kube_resource r)
+{
+	void *recs = malloc(1);
+	struct ng_arena **sides = malloc(sizeof(*sides));
+	struct kube_table *t =
+	    recs && sides ? kube_table_build(r, recs, sides, 0, c->pool->in, c->open[r]) : NULL;
+	if (!t) {
+		free(recs);
+		free(sides);
+	}
+	return t;
+}
+
+struct kube_cache *kube_cache_create(void)
+{
+	struct kube_cache *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->pool = kube_pool_new();
+	if (!c->pool)
+		goto fail;
+	for (int r = 0; r < KUBE_RES_COUNT; r++) {
+		if (next_retire(c, (enum kube_resource)r) != NG_OK)
+			goto fail;
+		c->cur[r] = empty_table(c, (enum kube_resource)r);
+		if (!c->cur[r])
+			goto fail;
+	}
+	return c;
+fail:
+	kube_cache_destroy(c);
+	return NULL;
+}
+
+void kube_cache_destroy(struct kube_cache *c)
+{
+	if (!c)
+		return;
+	for (int r = 0; r < KUBE_RES_COUNT; r++) {
+		delta_clear(&c->d[r]);
+		free(c->d[r].e);
+		struct kube_table *t = c->cur[r];
+		/* Live records die with the last table that shows them. */
+		if (t && c->open[r] && kube_retire_reserve(c->open[r], t->n) == NG_OK)
+			for (size_t i = 0; i < t->n; i++)
+				kube_retire_add(c->open[r], t->sides[i]);
+		kube_table_release(t);
+		kube_retire_release(c->open[r]);
+	}
+	kube_pool_release(c->pool);
+	free(c);
+}
+
+struct ng_intern *kube_cache_pool(struct kube_cache *c)
+{
+	return c->pool->in;
+}
+
+static long delta_find(const struct delta *d, enum kube_resource r, const void *probe)
+{
+	uint64_t k = kube_record_key(r, probe);
+	uint32_t i;
+	for (; kube_map_get(&d->map, k, &i); k++)
+		if (kube_record_same(r, &d->e[i].rec, probe))
+			return (long)i;
+	return -1;
+}
+
+static ng_status delta_put(struct delta *d, struct kube_object *obj, bool deleted)
+{
+	long i = delta_find(d, obj->res, &obj->rec);
+	if (i < 0) {
+		if (d->n == d->cap) {
+			size_t cap = d->cap ? d->cap * 2 : 64;
+			struct delta_entry *e = realloc(d->e, cap * sizeof(*e));
+			if (!e)
+				goto oom;
+			d->e = e;
+			d->cap = cap;
+		}
+		uint64_t k = kube_record_key(obj->res, &obj->rec);
+		uint32_t j;
+		while (kube_map_get(&d->map, k, &j))
+			k++;
+		if (kube_map_put_grow(&d->map, k, (uint32_t)d->n) != NG_OK)
+			goto oom;
+		i = (long)d->n++;
+	} else {
+		ng_arena_destroy(d->e[i].side); /* never published */
+	}
+	d->e[i].rec = obj->rec;
+	d->e[i].side = obj->side;
+	d->e[i].deleted = deleted;
+	obj->side = NULL;
+	return NG_OK;
+oom:
+	ng_arena_destroy(obj->side);
+	obj->side = NULL;
+	return NG_ENOMEM;
+}
+
+ng_status kube_cache_upsert(struct kube_cache *c, struct kube_object *obj)
+{
+	return delta_put(&c->d[obj->res], obj, false);
+}
+
+ng_status kube_cache_delete(struct kube_cache *c, struct kube_object *obj)
+{
+	/* The entry keeps its side arena until publish: a pod's key is its name, stored there. */
+	return delta_put(&c->d[obj->res], obj, true);
+}
+
+void kube_cache_reset(struct kube_cache *c, enum kube_resource r)
+{
+	delta_clear(&c->d[r]);
+	c->d[r].reset = true;
+}
+
+void kube_cache_discard(struct kube_cache *c, enum kube_resource r)
+{
+	delta_clear(&c->d[r]);
+}
+
+bool kube_cache_dirty(const struct kube_cache *c)
+{
+	for (int r = 0; r < KUBE_RES_COUNT; r++)
+		if (c->d[r].n || c->d[r].reset)
+			return true;
+	return false;
+}
+
+/* Builds the next table of @r from the current one and the delta; on success retires what the
+ * new table no longer shows and clears the delta. */
+static ng_status publish_one(struct kube_cache *c, enum kube_resource r)
+{
+	struct delta *d = &c->d[r];
+	struct kube_table *old = c->cur[r];
+	size_t size = kube_record_size(r);
+	size_t keep_max = d->reset ? 0 : old->n;
+	size_t cap = keep_max + d->n;
+	char *recs = malloc((cap ? cap : 1) * size);
+	struct ng_arena **sides = malloc((cap ? cap : 1) * sizeof(*sides));
+	struct kube_retire *ret = kube_retire_new();
+	if (!recs || !sides || !ret || kube_retire_reserve(c->open[r], old->n) != NG_OK)
+		goto oom;
+	size_t n = 0;
+	for (size_t i = 0; i < keep_max; i++) {
+		const char *rec = (const char *)old->recs + i * size;
+		if (d->n && delta_find(d, r, rec) >= 0)
+			continue;
+		memcpy(recs + n * size, rec, size);
+		sides[n++] = old->sides[i];
+	}
+	for (size_t i = 0; i < d->n; i++) {
+		if (d->e[i].deleted)
+			continue;
+		memcpy(recs + n * size, &d->e[i].rec, size);
+		sides[n++] = d->e[i].side;
+	}
+	struct kube_table *t = kube_table_build(r, recs, sides, n, c->pool->in, ret);
+	if (!t)
+		goto oom;
+	/* Committed. What the old table shows and the new one does not retires with the old. */
+	for (size_t i = 0; i < old->n; i++) {
+		const char *rec = (const char *)old->recs + i * size;
+		if (d->reset || (d->n && delta_find(d, r, rec) >= 0))
+			kube_retire_add(c->open[r], old->sides[i]);
+	}
+	/* Deleted entries' arenas were never published and go now (delta_clear); the rest are
+	 * the new table's. */
+	for (size_t i = 0; i < d->n; i++)
+		if (!d->e[i].deleted)
+			d->e[i].side = NULL;
+	delta_clear(d);
+	atomic_fetch_add_explicit(&ret->refs, 1, memory_order_relaxed);
+	c->open[r]->next = ret;
+	kube_retire_release(c->open[r]);
+	c->open[r] = ret;
+	kube_table_release(old);
+	c->cur[r] = t;
+	return NG_OK;
+oom:
+	free(recs);
+	free(sides);
+	kube_retire_release(ret);
+	return NG_ENOMEM;
+}
+
+ng_status kube_cache_publish(struct kube_cache *c, struct kube_snapshot **ret_snap)
+{
+	struct kube_snapshot *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NG_ENOMEM;
+	for (int r = 0; r < KUBE_RES_COUNT; r++) {
+		if ((c->d[r].n || c->d[r].reset) &&
+		    publish_one(c, (enum kube_resource)r) != NG_OK) {
+			free(s);
+			return NG_ENOMEM;
+		}
+	}
+	atomic_init(&s->refs, 1);
+	s->generation = ++c->generation;
+	atomic_fetch_add_explicit(&c->pool->refs, 1, memory_order_relaxed);
+	s->pool = c->pool;
+	for (int r = 0; r < KUBE_RES_COUNT; r++) {
+		atomic_fetch_add_explicit(&c->cur[r]->refs, 1, memory_order_relaxed);
+		s->t[r] = c->cur[r];
+	}
+	*ret_snap = s;
+	return NG_OK;
+}

@@ -1,0 +1,1167 @@
+/* Kubeconfig and in-cluster configuration (kube/config.h).
+ *
+ * The kubeconfig is read with libyaml's event API into a small tree kept in a capped arena:
+ * events let us refuse aliases before anything is expanded and stop at the depth limit before
+ * the tree grows. The tree is then walked for the handful of fields clientcmd defines. */
+#include "kube/config.h"
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/parse.h"
+
+#include <yaml.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- the YAML tree ------------------------------------------------------------------ */
+
+enum ykind { Y_SCALAR, Y_MAP, Y_SEQ };
+
+/* A mapping's children alternate key, value (libyaml always emits both). */
+struct ynode {
+	enum ykind kind;
+	bool plain; /* an untagged plain scalar: may be null or a boolean */
+	size_t off; /* byte offset in the input, for ng_err */
+	const char *s;
+	size_t len;
+	struct ynode *first, *last, *next;
+};
+
+struct loader {
+	struct ng_arena *arena;
+	struct ynode *stack[KUBE_CONFIG_MAX_DEPTH];
+	size_t depth;
+	struct ynode *root;
+};
+
+static struct ynode *node_new(struct loader *ld, enum ykind kind, size_t off)
+{
+	struct ynode *n = ng_arena_alloc(ld->arena, sizeof(*n));
+	if (!n)
+		return NULL;
+	memset(n, 0, sizeof(*n));
+	n->kind = kind;
+	n->off = off;
+	return n;
+}
+
+static void node_attach(struct loader *ld, struct ynode *n)
+{
+	if (ld->depth == 0) {
+		ld->root = n;
+		return;
+	}
+	struct ynode *parent = ld->stack[ld->depth - 1];
+	if (parent->last)
+		parent->last->next = n;
+	else
+		parent->first = n;
+	parent->last = n;
+}
+
+static ng_status load_event(struct loader *ld, const yaml_event_t *ev, size_t *ndocs, bool *done,
+			    struct ng_err *err)
+{
+	size_t off = ev->start_mark.index;
+	size_t line = ev->start_mark.line + 1;
+	struct ynode *n;
+	switch (ev->type) {
+	case YAML_STREAM_END_EVENT:
+		*done = true;
+		return NG_OK;
+	case YAML_DOCUMENT_START_EVENT:
+		if (++*ndocs > 1)
+			return ng_err_set(err, NG_EPARSE, off,
+					  "kubeconfig: line %zu: more than one YAML document",
+					  line);
+		return NG_OK;
+	case YAML_ALIAS_EVENT:
+		return ng_err_set(err, NG_EPARSE, off,
+				  "kubeconfig: line %zu: YAML aliases are not supported", line);
+	case YAML_SCALAR_EVENT:
+		n = node_new(ld, Y_SCALAR, off);
+		if (!n)
+			break;
+		n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !ev->data.scalar.tag;
+		n->len = ev->data.scalar.length;
+		n->s = ng_arena_strndup(ld->arena, (const char *)ev->data.scalar.value, n->len);
+		if (!n->s)
+			break;
+		node_attach(ld, n);
+		return NG_OK;
+	case YAML_SEQUENCE_START_EVENT:
+	case YAML_MAPPING_START_EVENT:
+		if (ld->depth == KUBE_CONFIG_MAX_DEPTH)
+			return ng_err_set(err, NG_ELIMIT, off,
+					  "kubeconfig: line %zu: nested deeper than %d levels",
+					  line, KUBE_CONFIG_MAX_DEPTH);
+		n = node_new(ld, ev->type == YAML_MAPPING_START_EVENT ? Y_MAP : Y_SEQ, off);
+		if (!n)
+			break;
+		node_attach(ld, n);
+		ld->stack[ld->depth++] = n;
+		return NG_OK;
+	case YAML_SEQUENCE_END_EVENT:
+	case YAML_MAPPING_END_EVENT:
+		if (ld->depth > 0)
+			ld->depth--;
+		return NG_OK;
+	default:
+		return NG_OK;
+	}
+	return ng_err_set(err, NG_ELIMIT, off, "kubeconfig: line %zu: more than %u bytes of YAML",
+			  line, KUBE_CONFIG_TREE_CAP_BYTES);
+}
+
+static ng_status load_yaml(struct ng_arena *arena, const char *buf, size_t len,
+			   struct ynode **ret_root, struct ng_err *err)
+{
+	yaml_parser_t p;
+	if (!yaml_parser_initialize(&p))
+		return ng_err_set(err, NG_ENOMEM, 0, "kubeconfig: out of memory");
+	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
+	struct loader ld = {.arena = arena};
+	size_t ndocs = 0;
+	bool done = false;
+	ng_status st = NG_OK;
+	while (!done && st == NG_OK) {
+		yaml_event_t ev;
+		if (!yaml_parser_parse(&p, &ev)) {
+			if (p.error == YAML_MEMORY_ERROR) {
+				st = ng_err_set(err, NG_ENOMEM, 0, "kubeconfig: out of memory");
+				break;
+			}
+			st = ng_err_set(err, NG_EPARSE, p.problem_mark.index,
+					"kubeconfig: line %zu column %zu: %s",
+					(size_t)p.problem_mark.line + 1,
+					(size_t)p.problem_mark.column + 1,
+					p.problem ? p.problem : "invalid YAML");
+			break;
+		}
+		st = load_event(&ld, &ev, &ndocs, &done, err);
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&p);
+	if (st == NG_OK)
+		*ret_root = ld.root;
+	return st;
+}
+
+/* ---- walking it ----------------------------------------------------------------------- */
+
+static bool scalar_is(const struct ynode *n, const char *s)
+{
+	size_t l = strlen(s);
+	return n && n->kind == Y_SCALAR && n->len == l && memcmp(n->s, s, l) == 0;
+}
+
+static bool is_null(const struct ynode *n)
+{
+	if (!n)
+		return true;
+	if (n->kind != Y_SCALAR)
+		return false;
+	if (n->len == 0)
+		return true; /* null, or "" which clientcmd treats as unset */
+	return n->plain && (scalar_is(n, "~") || scalar_is(n, "null") || scalar_is(n, "Null") ||
+			    scalar_is(n, "NULL"));
+}
+
+/* Looks @key up in the mapping @map; *ret is NULL when absent or null. Duplicate keys are refused
+ * rather than resolved, so nobody has to guess which one wins. */
+static ng_status map_get(const struct ynode *map, const char *key, const char *where,
+			 const struct ynode **ret, struct ng_err *err)
+{
+	const struct ynode *found = NULL;
+	for (const struct ynode *k = map->first; k && k->next; k = k->next->next) {
+		if (!scalar_is(k, key))
+			continue;
+		if (found)
+			return ng_err_set(err, NG_EPARSE, k->off, "%s: duplicate key \"%s\"", where,
+					  key);
+		found = k->next;
+	}
+	*ret = is_null(found) ? NULL : found;
+	return NG_OK;
+}
+
+/* A string field: *ret is NULL when absent, null or empty. */
+static ng_status get_str(const struct ynode *map, const char *key, const char *where,
+			 const struct ynode **ret, struct ng_err *err)
+{
+	const struct ynode *n = NULL;
+	ng_status st = map_get(map, key, where, &n, err);
+	if (st != NG_OK)
+		return st;
+	if (n && n->kind != Y_SCALAR)
+		return ng_err_set(err, NG_EPARSE, n->off, "%s.%s: must be a string", where, key);
+	if (n && memchr(n->s, '\0', n->len))
+		return ng_err_set(err, NG_EPARSE, n->off, "%s.%s: contains a NUL byte", where, key);
+	*ret = n;
+	return NG_OK;
+}
+
+static bool scalar_in(const struct ynode *n, const char *const *words)
+{
+	for (size_t i = 0; words[i]; i++)
+		if (scalar_is(n, words[i]))
+			return true;
+	return false;
+}
+
+/* A boolean field, YAML 1.1 spellings as sigs.k8s.io/yaml accepts them; absent is false. */
+static ng_status get_bool(const struct ynode *map, const char *key, const char *where, bool *ret,
+			  struct ng_err *err)
+{
+	static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes",
+					  "YES",  "on",   "On",   "ON",  NULL};
+	static const char *const no[] = {"false", "False", "FALSE", "no",  "No",
+					 "NO",    "off",   "Off",   "OFF", NULL};
+	const struct ynode *n = NULL;
+	ng_status st = map_get(map, key, where, &n, err);
+	if (st != NG_OK)
+		return st;
+	if (!n) {
+		*ret = false;
+		return NG_OK;
+	}
+	if (n->kind == Y_SCALAR && n->plain && scalar_in(n, yes)) {
+		*ret = true;
+		return NG_OK;
+	}
+	if (n->kind == Y_SCALAR && n->plain && scalar_in(n, no)) {
+		*ret = false;
+		return NG_OK;
+	}
+	return ng_err_set(err, NG_EPARSE, n->off, "%s.%s: must be true or false", where, key);
+}
+
+/* Refuses a field nodegate does not implement, when it is set. */
+static ng_status refuse(const struct ynode *map, const char *key, const char *what,
+			const char *name, const char *why, struct ng_err *err)
+{
+	const struct ynode *n = NULL;
+	ng_status st = map_get(map, key, what, &n, err);
+	if (st != NG_OK)
+		return st;
+	if (n)
+		return ng_err_set(err, NG_EINVAL, n->off, "%s \"%.40s\": %s is not supported%s",
+				  what, name, key, why);
+	return NG_OK;
+}
+
+/* Finds the item of the top-level list @list_key ("clusters") named @name and returns its
+ * @inner_key mapping ("cluster"; NULL when the item has none) and its index. */
+static ng_status find_named(const struct ynode *root, const char *list_key, const char *inner_key,
+			    const char *name, const struct ynode **ret_inner, size_t *ret_idx,
+			    struct ng_err *err)
+{
+	const struct ynode *list = NULL;
+	ng_status st = map_get(root, list_key, "kubeconfig", &list, err);
+	if (st != NG_OK)
+		return st;
+	if (list && list->kind != Y_SEQ)
+		return ng_err_set(err, NG_EPARSE, list->off, "%s: must be a list", list_key);
+	const struct ynode *found = NULL;
+	size_t idx = 0, i = 0;
+	size_t nlen = strlen(name);
+	char where[64];
+	for (const struct ynode *item = list ? list->first : NULL; item; item = item->next, i++) {
+		(void)snprintf(where, sizeof(where), "%s[%zu]", list_key, i);
+		if (item->kind != Y_MAP)
+			return ng_err_set(err, NG_EPARSE, item->off, "%s: must be a mapping",
+					  where);
+		const struct ynode *nm = NULL;
+		st = get_str(item, "name", where, &nm, err);
+		if (st != NG_OK)
+			return st;
+		if (!nm || nm->len != nlen || memcmp(nm->s, name, nlen) != 0)
+			continue;
+		if (found)
+			return ng_err_set(err, NG_EPARSE, item->off,
+					  "%s: name \"%.40s\" appears twice", list_key, name);
+		found = item;
+		idx = i;
+	}
+	if (!found)
+		return ng_err_set(err, NG_ENOTFOUND, 0, "%.8s \"%.60s\" not found", inner_key,
+				  name);
+	(void)snprintf(where, sizeof(where), "%s[%zu]", list_key, idx);
+	const struct ynode *inner = NULL;
+	st = map_get(found, inner_key, where, &inner, err);
+	if (st != NG_OK)
+		return st;
+	if (inner && inner->kind != Y_MAP)
+		return ng_err_set(err, NG_EPARSE, inner->off, "%s.%s: must be a mapping", where,
+				  inner_key);
+	*ret_inner = inner;
+	*ret_idx = idx;
+	return NG_OK;
+}
+
+/* ---- values --------------------------------------------------------------------------- */
+
+static char *dupn(const char *s, size_t len)
+{
+	char *p = malloc(len + 1);
+	if (!p)
+		return NULL;
+	memcpy(p, s, len);
+	p[len] = '\0';
+	return p;
+}
+
+static void wipe_free(char *s)
+{
+	if (!s)
+		return;
+	explicit_bzero(s, strlen(s));
+	free(s);
+}
+
+static int b64_value(unsigned char ch)
+{
+	if (ch >= 'A' && ch <= 'Z')
+		return ch - 'A';
+	if (ch >= 'a' && ch <= 'z')
+		return ch - 'a' + 26;
+	if (ch >= '0' && ch <= '9')
+		return ch - '0' + 52;
+	if (ch == '+')
+		return 62;
+	if (ch == '/')
+		return 63;
+	return -1;
+}
+
+/* Standard base64 with padding, as Go's encoding/base64.StdEncoding decodes []byte fields: CR
+ * and LF are skipped, anything else outside the alphabet is an error, and nothing may follow
+ * the padding. The output is at most 3/4 of the input, so it is bounded by the input cap. */
+static bool b64_decode(const char *s, size_t len, char **ret, size_t *ret_len)
+{
+	char *out = malloc(len / 4 * 3 + 4);
+	if (!out)
+		return false;
+	uint32_t acc = 0;
+	size_t o = 0;
+	int qn = 0, pad = 0;
+	bool ended = false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch == '\r' || ch == '\n')
+			continue;
+		if (ended)
+			goto fail;
+		int v;
+		if (ch == '=') {
+			if (qn < 2)
+				goto fail;
+			pad++;
+			v = 0;
+		} else {
+			v = b64_value(ch);
+			if (v < 0 || pad > 0)
+				goto fail;
+		}
+		acc = (acc << 6) | (uint32_t)v;
+		if (++qn < 4)
+			continue;
+		out[o++] = (char)(acc >> 16);
+		if (pad < 2)
+			out[o++] = (char)(acc >> 8);
+		if (pad < 1)
+			out[o++] = (char)acc;
+		ended = pad > 0;
+		acc = 0;
+		qn = 0;
+	}
+	if (qn != 0)
+		goto fail;
+	out[o] = '\0';
+	*ret = out;
+	*ret_len = o;
+	return true;
+fail:
+	explicit_bzero(out, o);
+	free(out);
+	*ret = NULL;
+	return true;
+}
+
+/* memmem is a GNU extension; this is the portable few lines. */
+static const char *find_bytes(const char *hay, size_t hlen, const char *needle, size_t nlen)
+{
+	for (size_t i = 0; nlen <= hlen && i <= hlen - nlen; i++)
+		if (hay[i] == needle[0] && memcmp(hay + i, needle, nlen) == 0)
+			return hay + i;
+	return NULL;
+}
+
+/* Checks decoded or file contents that must be PEM: no NUL (we keep C strings) and a header. */
+static ng_status check_pem(const char *p, size_t len, const char *what, struct ng_err *err)
+{
+	if (memchr(p, '\0', len))
+		return ng_err_set(err, NG_EPARSE, 0, "%s: contains a NUL byte", what);
+	if (!find_bytes(p, len, "-----BEGIN ", 11))
+		return ng_err_set(err, NG_EPARSE, 0, "%s: not PEM (no -----BEGIN line)", what);
+	return NG_OK;
+}
+
+static ng_status read_capped(const char *path, size_t cap, struct ng_buf *out, int *ret_errno)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		*ret_errno = errno;
+		return NG_EIO;
+	}
+	ng_status st = NG_OK;
+	struct stat sb;
+	if (fstat(fd, &sb) != 0) {
+		*ret_errno = errno;
+		st = NG_EIO;
+		goto out;
+	}
+	/* A FIFO or device could block or never end. */
+	if (!S_ISREG(sb.st_mode)) {
+		st = NG_EINVAL;
+		goto out;
+	}
+	ng_buf_init(out, cap);
+	char chunk[4096];
+	for (;;) {
+		ssize_t r = read(fd, chunk, sizeof(chunk));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			*ret_errno = errno;
+			st = NG_EIO;
+			break;
+		}
+		if (r == 0)
+			break;
+		st = ng_buf_append(out, chunk, (size_t)r);
+		if (st != NG_OK)
+			break;
+	}
+	explicit_bzero(chunk, sizeof(chunk));
+	if (st != NG_OK) {
+		if (out->data)
+			explicit_bzero(out->data, out->len);
+		ng_buf_finish(out);
+	}
+out:
+	(void)close(fd);
+	return st;
+}
+
+/* Reads a file into a malloc'd NUL-terminated string, naming @what and the path in errors. */
+static ng_status read_file_str(const char *path, size_t cap, const char *what, char **ret,
+			       size_t *ret_len, struct ng_err *err)
+{
+	struct ng_buf b;
+	int e = 0;
+	ng_status st = read_capped(path, cap, &b, &e);
+	switch (st) {
+	case NG_OK:
+		break;
+	case NG_EIO:
+		return ng_err_set(err, st, 0, "%s %s: %s", what, path, strerror(e));
+	case NG_EINVAL:
+		return ng_err_set(err, st, 0, "%s %s: not a regular file", what, path);
+	case NG_ELIMIT:
+		return ng_err_set(err, st, 0, "%s %s: larger than %zu bytes", what, path, cap);
+	default:
+		return ng_err_set(err, st, 0, "%s %s: out of memory", what, path);
+	}
+	size_t len;
+	char *p = ng_buf_take(&b, &len);
+	if (!p) {
+		p = dupn("", 0);
+		if (!p)
+			return ng_err_set(err, NG_ENOMEM, 0, "%s %s: out of memory", what, path);
+	}
+	*ret = p;
+	*ret_len = len;
+	return NG_OK;
+}
+
+static bool is_space(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f';
+}
+
+ng_status kube_config_read_token(const char *path, char **ret_token, struct ng_err *reterr)
+{
+	if (!path || !ret_token)
+		return ng_err_set(reterr, NG_EINVAL, 0, "token file: no path");
+	char *p;
+	size_t len;
+	ng_status st =
+	    read_file_str(path, KUBE_CONFIG_MAX_TOKEN_BYTES, "token file", &p, &len, reterr);
+	if (st != NG_OK)
+		return st;
+	size_t a = 0, b = len;
+	while (a < b && is_space(p[a]))
+		a++;
+	while (b > a && is_space(p[b - 1]))
+		b--;
+	if (a == b) {
+		st = ng_err_set(reterr, NG_EPARSE, 0, "token file %s: empty", path);
+		goto out;
+	}
+	for (size_t i = a; i < b; i++) {
+		unsigned char ch = (unsigned char)p[i];
+		if (ch < 0x21 || ch > 0x7e) {
+			st = ng_err_set(reterr, NG_EPARSE, i,
+					"token file %s: byte 0x%02x is not allowed in a token",
+					path, ch);
+			goto out;
+		}
+	}
+	memmove(p, p + a, b - a);
+	explicit_bzero(p + (b - a), len - (b - a));
+	p[b - a] = '\0';
+	*ret_token = p;
+	p = NULL;
+out:
+	if (p) {
+		explicit_bzero(p, len);
+		free(p);
+	}
+	return st;
+}
+
+/* Joins a relative @path to @base_dir; absolute paths and a NULL base are kept as they are. */
+static ng_status resolve_path(const char *base_dir, const char *path, char **ret,
+			      struct ng_err *err)
+{
+	size_t plen = strlen(path);
+	size_t blen = (path[0] != '/' && base_dir && base_dir[0]) ? strlen(base_dir) : 0;
+	if (plen + blen + 2 > PATH_MAX)
+		return ng_err_set(err, NG_ELIMIT, 0, "path longer than %d bytes", PATH_MAX);
+	char *p = malloc(plen + blen + 2);
+	if (!p)
+		return ng_err_set(err, NG_ENOMEM, 0, "out of memory");
+	size_t o = 0;
+	if (blen) {
+		memcpy(p, base_dir, blen);
+		o = blen;
+		if (p[o - 1] != '/')
+			p[o++] = '/';
+	}
+	memcpy(p + o, path, plen + 1);
+	*ret = p;
+	return NG_OK;
+}
+
+/* Reads @path_node (relative to @base_dir) as a PEM file for field @where. */
+static ng_status load_pem_file(const struct ynode *path_node, const char *base_dir,
+			       const char *where, char **ret, struct ng_err *err)
+{
+	char *path = NULL;
+	ng_status st = resolve_path(base_dir, path_node->s, &path, err);
+	if (st != NG_OK)
+		return st;
+	char *p = NULL;
+	size_t len;
+	st = read_file_str(path, KUBE_CONFIG_MAX_FILE_BYTES, where, &p, &len, err);
+	if (st == NG_OK)
+		st = check_pem(p, len, where, err);
+	if (st == NG_OK) {
+		*ret = p;
+		p = NULL;
+	}
+	wipe_free(p);
+	free(path);
+	return st;
+}
+
+/* Decodes a *-data field as base64 PEM. */
+static ng_status load_pem_data(const struct ynode *n, const char *where, char **ret,
+			       struct ng_err *err)
+{
+	char *p;
+	size_t len;
+	if (!b64_decode(n->s, n->len, &p, &len))
+		return ng_err_set(err, NG_ENOMEM, n->off, "%s: out of memory", where);
+	if (!p)
+		return ng_err_set(err, NG_EPARSE, n->off, "%s: not valid base64", where);
+	ng_status st = check_pem(p, len, where, err);
+	if (st != NG_OK) {
+		if (err)
+			err->offset = n->off;
+		wipe_free(p);
+		return st;
+	}
+	*ret = p;
+	return NG_OK;
+}
+
+/* A PEM that may come from "<key>-data" (base64) or "<key>" (a file), never both. */
+static ng_status get_pem(const struct ynode *map, const char *key, const char *where,
+			 const char *base_dir, const char *what, const char *name, char **ret,
+			 struct ng_err *err)
+{
+	char data_key[64];
+	(void)snprintf(data_key, sizeof(data_key), "%s-data", key);
+	const struct ynode *file, *data;
+	ng_status st = get_str(map, key, where, &file, err);
+	if (st == NG_OK)
+		st = get_str(map, data_key, where, &data, err);
+	if (st != NG_OK)
+		return st;
+	if (file && data)
+		return ng_err_set(err, NG_EPARSE, file->off, "%s \"%.40s\": %s and %s are both set",
+				  what, name, key, data_key);
+	char field[128];
+	if (data) {
+		(void)snprintf(field, sizeof(field), "%s.%s", where, data_key);
+		return load_pem_data(data, field, ret, err);
+	}
+	if (file) {
+		(void)snprintf(field, sizeof(field), "%s \"%.40s\": %s", what, name, key);
+		return load_pem_file(file, base_dir, field, ret, err);
+	}
+	*ret = NULL;
+	return NG_OK;
+}
+
+static bool url_byte_ok(unsigned char ch)
+{
+	if (ch <= 0x20 || ch >= 0x7f)
+		return false;
+	return !strchr("?#\\@\"<>`{}|^", ch);
+}
+
+/* Validates the authority (host[:port]) of a server URL. */
+static bool authority_ok(const char *a, size_t len)
+{
+	size_t host_end;
+	const char *port = NULL;
+	if (len > 0 && a[0] == '[') {
+		const char *close = memchr(a, ']', len);
+		if (!close || close == a + 1)
+			return false;
+		host_end = (size_t)(close - a) + 1;
+		if (host_end < len) {
+			if (a[host_end] != ':')
+				return false;
+			port = a + host_end + 1;
+		}
+	} else {
+		const char *colon = memchr(a, ':', len);
+		host_end = colon ? (size_t)(colon - a) : len;
+		if (colon) {
+			port = colon + 1;
+			if (memchr(port, ':', len - host_end - 1))
+				return false;
+		}
+		for (size_t i = 0; i < host_end; i++)
+			if (a[i] == '[' || a[i] == ']')
+				return false;
+	}
+	if (host_end == 0)
+		return false;
+	if (port) {
+		int64_t v;
+		if (ng_parse_i64(port, (size_t)(a + len - port), 1, 65535, &v) != NG_OK ||
+		    port[0] == '+' || port[0] == '-')
+			return false;
+	}
+	return true;
+}
+
+/* client-go accepts "host:port" and adds https://; only http and https are meaningful here. The
+ * result has no trailing slash, so callers append paths that start with '/'. */
+static ng_status normalize_server(const struct ynode *n, const char *name, char **ret,
+				  struct ng_err *err)
+{
+	const char *s = n->s;
+	size_t len = n->len;
+	while (len > 0 && s[len - 1] == '/')
+		len--;
+	for (size_t i = 0; i < len; i++)
+		if (!url_byte_ok((unsigned char)s[i]))
+			return ng_err_set(
+			    err, NG_EPARSE, n->off + i,
+			    "cluster \"%.40s\": server: byte 0x%02x not allowed in the "
+			    "URL",
+			    name, (unsigned char)s[i]);
+	const char *prefix = "";
+	size_t start;
+	const char *sep = len >= 3 ? find_bytes(s, len, "://", 3) : NULL;
+	if (!sep) {
+		prefix = "https://";
+		start = 0;
+	} else if ((size_t)(sep - s) == 5 && memcmp(s, "https", 5) == 0) {
+		start = 8;
+	} else if ((size_t)(sep - s) == 4 && memcmp(s, "http", 4) == 0) {
+		start = 7;
+	} else {
+		return ng_err_set(err, NG_EPARSE, n->off,
+				  "cluster \"%.40s\": server: scheme must be https or http", name);
+	}
+	const char *slash = memchr(s + start, '/', len - start);
+	size_t alen = slash ? (size_t)(slash - (s + start)) : len - start;
+	if (!authority_ok(s + start, alen))
+		return ng_err_set(err, NG_EPARSE, n->off,
+				  "cluster \"%.40s\": server: not a valid host[:port]", name);
+	size_t plen = strlen(prefix);
+	char *p = malloc(plen + len + 1);
+	if (!p)
+		return ng_err_set(err, NG_ENOMEM, n->off, "out of memory");
+	memcpy(p, prefix, plen);
+	memcpy(p + plen, s, len);
+	p[plen + len] = '\0';
+	*ret = p;
+	return NG_OK;
+}
+
+static bool host_name_ok(const char *s, size_t len)
+{
+	if (len == 0 || len > 253)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char ch = s[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == ':'))
+			return false;
+	}
+	return true;
+}
+
+static ng_status parse_cluster(const struct ynode *cl, size_t idx, const char *name,
+			       const char *base_dir, struct kube_config *c, struct ng_err *err)
+{
+	char where[64];
+	(void)snprintf(where, sizeof(where), "clusters[%zu].cluster", idx);
+	const struct ynode *server = NULL, *sni = NULL;
+	ng_status st = cl ? get_str(cl, "server", where, &server, err) : NG_OK;
+	if (st != NG_OK)
+		return st;
+	if (!server)
+		return ng_err_set(err, NG_EPARSE, cl ? cl->off : 0,
+				  "cluster \"%.60s\": server: required", name);
+	st = normalize_server(server, name, &c->server, err);
+	if (st != NG_OK)
+		return st;
+	st = refuse(cl, "proxy-url", "cluster", name, "", err);
+	if (st == NG_OK)
+		st = get_pem(cl, "certificate-authority", where, base_dir, "cluster", name,
+			     &c->ca_pem, err);
+	if (st == NG_OK)
+		st = get_bool(cl, "insecure-skip-tls-verify", where, &c->insecure_skip_tls_verify,
+			      err);
+	if (st == NG_OK)
+		st = get_str(cl, "tls-server-name", where, &sni, err);
+	if (st != NG_OK)
+		return st;
+	/* client-go: "specifying a root certificates file with the insecure flag is not
+	 * allowed". */
+	if (c->ca_pem && c->insecure_skip_tls_verify)
+		return ng_err_set(err, NG_EPARSE, cl->off,
+				  "cluster \"%.40s\": certificate-authority and "
+				  "insecure-skip-tls-verify are both set",
+				  name);
+	if (sni) {
+		if (!host_name_ok(sni->s, sni->len))
+			return ng_err_set(err, NG_EPARSE, sni->off,
+					  "%s.tls-server-name: not a host name", where);
+		c->tls_server_name = dupn(sni->s, sni->len);
+		if (!c->tls_server_name)
+			return ng_err_set(err, NG_ENOMEM, 0, "out of memory");
+	}
+	return NG_OK;
+}
+
+static ng_status parse_user(const struct ynode *u, size_t idx, const char *name,
+			    const char *base_dir, struct kube_config *c, struct ng_err *err)
+{
+	if (!u)
+		return NG_OK;
+	char where[64];
+	(void)snprintf(where, sizeof(where), "users[%zu].user", idx);
+	static const struct {
+		const char *key, *why;
+	} refused[] = {
+	    {"exec", " (credential plugins: use a token, tokenFile or client certificate)"},
+	    {"auth-provider", " (use a token, tokenFile or client certificate)"},
+	    {"username", " (basic auth was removed from Kubernetes)"},
+	    {"password", " (basic auth was removed from Kubernetes)"},
+	    {"as", " (impersonation)"},
+	    {"as-uid", " (impersonation)"},
+	    {"as-groups", " (impersonation)"},
+	    {"as-user-extra", " (impersonation)"},
+	};
+	ng_status st = NG_OK;
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]) && st == NG_OK; i++)
+		st = refuse(u, refused[i].key, "user", name, refused[i].why, err);
+	if (st == NG_OK)
+		st = get_pem(u, "client-certificate", where, base_dir, "user", name,
+			     &c->client_cert_pem, err);
+	if (st == NG_OK)
+		st = get_pem(u, "client-key", where, base_dir, "user", name, &c->client_key_pem,
+			     err);
+	if (st != NG_OK)
+		return st;
+	if (!c->client_cert_pem != !c->client_key_pem)
+		return ng_err_set(err, NG_EPARSE, u->off,
+				  "user \"%.60s\": client-certificate and client-key must be set "
+				  "together",
+				  name);
+	const struct ynode *token, *token_file;
+	st = get_str(u, "token", where, &token, err);
+	if (st == NG_OK)
+		st = get_str(u, "tokenFile", where, &token_file, err);
+	if (st != NG_OK)
+		return st;
+	if (token) {
+		for (size_t i = 0; i < token->len; i++) {
+			unsigned char ch = (unsigned char)token->s[i];
+			if (ch < 0x21 || ch > 0x7e)
+				return ng_err_set(err, NG_EPARSE, token->off,
+						  "%s.token: byte 0x%02x is not allowed in a token",
+						  where, ch);
+		}
+		c->token = dupn(token->s, token->len);
+		if (!c->token)
+			return ng_err_set(err, NG_ENOMEM, 0, "out of memory");
+	}
+	if (token_file) {
+		st = resolve_path(base_dir, token_file->s, &c->token_file, err);
+		if (st != NG_OK)
+			return st;
+		/* Fail at startup, not at the first request. */
+		char *probe = NULL;
+		st = kube_config_read_token(c->token_file, &probe, err);
+		wipe_free(probe);
+		if (st != NG_OK)
+			return st;
+	}
+	return NG_OK;
+}
+
+static char *format_str(const char *fmt, const char *a, const char *b)
+{
+	size_t n = strlen(fmt) + strlen(a) + (b ? strlen(b) : 0) + 1;
+	char *p = malloc(n);
+	if (!p)
+		return NULL;
+	(void)snprintf(p, n, fmt, a, b ? b : "");
+	return p;
+}
+
+static ng_status parse_tree(const struct ynode *root, const char *base_dir, const char *context,
+			    struct kube_config *c, struct ng_err *err)
+{
+	if (!root)
+		return ng_err_set(err, NG_EPARSE, 0, "kubeconfig: empty");
+	if (root->kind != Y_MAP)
+		return ng_err_set(err, NG_EPARSE, root->off,
+				  "kubeconfig: the top level must be a mapping");
+	const char *ctx_name = context;
+	if (!ctx_name || !ctx_name[0]) {
+		const struct ynode *cur = NULL;
+		ng_status st = get_str(root, "current-context", "kubeconfig", &cur, err);
+		if (st != NG_OK)
+			return st;
+		if (!cur)
+			return ng_err_set(err, NG_ENOTFOUND, 0,
+					  "kubeconfig: current-context is not set and no context "
+					  "was given");
+		ctx_name = cur->s;
+	}
+	const struct ynode *ctx = NULL, *cl = NULL, *user = NULL;
+	const struct ynode *cluster_name = NULL, *user_name = NULL, *ns = NULL;
+	size_t ci, cli, ui = 0;
+	ng_status st = find_named(root, "contexts", "context", ctx_name, &ctx, &ci, err);
+	if (st != NG_OK)
+		return st;
+	char where[64];
+	(void)snprintf(where, sizeof(where), "contexts[%zu].context", ci);
+	if (ctx) {
+		st = get_str(ctx, "cluster", where, &cluster_name, err);
+		if (st == NG_OK)
+			st = get_str(ctx, "user", where, &user_name, err);
+		if (st == NG_OK)
+			st = get_str(ctx, "namespace", where, &ns, err);
+		if (st != NG_OK)
+			return st;
+	}
+	if (!cluster_name)
+		return ng_err_set(err, NG_EPARSE, ctx ? ctx->off : 0,
+				  "context \"%.60s\": cluster: required", ctx_name);
+	st = find_named(root, "clusters", "cluster", cluster_name->s, &cl, &cli, err);
+	if (st == NG_OK)
+		st = parse_cluster(cl, cli, cluster_name->s, base_dir, c, err);
+	if (st != NG_OK)
+		return st;
+	/* No user is anonymous access, as in client-go. */
+	if (user_name) {
+		st = find_named(root, "users", "user", user_name->s, &user, &ui, err);
+		if (st == NG_OK)
+			st = parse_user(user, ui, user_name->s, base_dir, c, err);
+		if (st != NG_OK)
+			return st;
+	}
+	c->ns = ns ? dupn(ns->s, ns->len) : dupn("default", 7);
+	c->source = format_str("kubeconfig (context %s)%s", ctx_name, NULL);
+	if (!c->ns || !c->source)
+		return ng_err_set(err, NG_ENOMEM, 0, "out of memory");
+	return NG_OK;
+}
+
+ng_status kube_config_parse_kubeconfig(const char *buf, size_t len, const char *base_dir,
+				       const char *context, struct kube_config *ret,
+				       struct ng_err *reterr)
+{
+	if ((!buf && len) || !ret)
+		return ng_err_set(reterr, NG_EINVAL, 0, "kubeconfig: no buffer or result");
+	if (len > KUBE_CONFIG_MAX_BYTES)
+		return ng_err_set(reterr, NG_ELIMIT, 0, "kubeconfig: larger than %u bytes",
+				  KUBE_CONFIG_MAX_BYTES);
+	struct ng_arena *arena = ng_arena_create(KUBE_CONFIG_TREE_CAP_BYTES);
+	if (!arena)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "kubeconfig: out of memory");
+	struct kube_config c = {0};
+	struct ynode *root = NULL;
+	ng_status st = load_yaml(arena, buf ? buf : "", len, &root, reterr);
+	if (st == NG_OK)
+		st = parse_tree(root, base_dir, context, &c, reterr);
+	if (st == NG_OK)
+		*ret = c;
+	else
+		kube_config_finish(&c);
+	ng_arena_destroy(arena);
+	return st;
+}
+
+ng_status kube_config_load_kubeconfig(const char *path, const char *context,
+				      struct kube_config *ret, struct ng_err *reterr)
+{
+	if (!path || !ret)
+		return ng_err_set(reterr, NG_EINVAL, 0, "kubeconfig: no path");
+	char *buf = NULL, *dir = NULL, *real;
+	size_t len;
+	struct kube_config c = {0};
+	ng_status st = read_file_str(path, KUBE_CONFIG_MAX_BYTES, "kubeconfig", &buf, &len, reterr);
+	if (st != NG_OK)
+		return st;
+	/* Relative paths inside are relative to the file's directory (clientcmd ResolvePaths);
+	 * make that directory absolute so a later chdir cannot change what they mean. */
+	real = realpath(path, NULL);
+	dir = real ? real : strdup(path);
+	if (!dir) {
+		st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		goto out;
+	}
+	char *slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	else
+		dir[0] = '\0';
+	st = kube_config_parse_kubeconfig(buf, len, dir[0] ? dir : NULL, context, &c, reterr);
+	if (st != NG_OK) {
+		/* Say which file: the parser only knows bytes. */
+		if (reterr) {
+			char msg[sizeof(reterr->msg)];
+			memcpy(msg, reterr->msg, sizeof(msg));
+			(void)ng_err_set(reterr, st, reterr->offset, "%s: %s", path, msg);
+		}
+		goto out;
+	}
+	/* "kubeconfig (context NAME)" from the parser, which resolved current-context. */
+	char *src = format_str("kubeconfig %s %s", path, c.source + strlen("kubeconfig "));
+	if (!src) {
+		st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		goto out;
+	}
+	free(c.source);
+	c.source = src;
+	*ret = c;
+	memset(&c, 0, sizeof(c));
+out:
+	kube_config_finish(&c);
+	if (buf) {
+		explicit_bzero(buf, len);
+		free(buf);
+	}
+	free(dir);
+	return st;
+}
+
+/* ---- in-cluster ------------------------------------------------------------------------ */
+
+#define SA_DIR "var/run/secrets/kubernetes.io/serviceaccount"
+
+ng_status kube_config_in_cluster(const char *root, struct kube_config *ret, struct ng_err *reterr)
+{
+	if (!root || !ret)
+		return ng_err_set(reterr, NG_EINVAL, 0, "in-cluster: no root");
+	const char *host = getenv("KUBERNETES_SERVICE_HOST");
+	const char *port = getenv("KUBERNETES_SERVICE_PORT");
+	if (!host || !host[0] || !port || !port[0])
+		return ng_err_set(reterr, NG_ENOTFOUND, 0,
+				  "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
+				  "are not set (not running in a pod)");
+	if (!host_name_ok(host, strlen(host)))
+		return ng_err_set(
+		    reterr, NG_EPARSE, 0,
+		    "in-cluster: KUBERNETES_SERVICE_HOST is not a host name or address");
+	int64_t port_num;
+	if (ng_parse_i64(port, strlen(port), 1, 65535, &port_num) != NG_OK)
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "in-cluster: KUBERNETES_SERVICE_PORT is not a port number");
+
+	struct kube_config c = {0};
+	char *path = NULL, *ns = NULL;
+	size_t len;
+	ng_status st = NG_OK;
+	size_t n = strlen(host) + 32;
+	c.server = malloc(n);
+	if (!c.server) {
+		st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		goto out;
+	}
+	/* net.JoinHostPort: an IPv6 literal needs brackets. */
+	(void)snprintf(c.server, n, strchr(host, ':') ? "https://[%s]:%lld" : "https://%s:%lld",
+		       host, (long long)port_num);
+
+	st = resolve_path(root, SA_DIR "/token", &c.token_file, reterr);
+	if (st == NG_OK)
+		st = kube_config_read_token(c.token_file, &c.token, reterr);
+	if (st != NG_OK)
+		goto out;
+	/* client-go falls back to the system roots when ca.crt is unreadable; a pod always has
+	 * it, so its absence is a broken mount worth failing on rather than trusting every
+	 * public CA. */
+	st = resolve_path(root, SA_DIR "/ca.crt", &path, reterr);
+	if (st == NG_OK)
+		st = read_file_str(path, KUBE_CONFIG_MAX_FILE_BYTES, "in-cluster CA", &c.ca_pem,
+				   &len, reterr);
+	if (st == NG_OK)
+		st = check_pem(c.ca_pem, len, "in-cluster ca.crt", reterr);
+	if (st != NG_OK)
+		goto out;
+	free(path);
+	path = NULL;
+	st = resolve_path(root, SA_DIR "/namespace", &path, reterr);
+	if (st != NG_OK)
+		goto out;
+	/* Optional: "default" when absent, as client-go's namespace fallback. */
+	struct ng_err ignored;
+	if (read_file_str(path, 256, "namespace", &ns, &len, &ignored) == NG_OK) {
+		size_t a = 0, b = len;
+		while (a < b && is_space(ns[a]))
+			a++;
+		while (b > a && is_space(ns[b - 1]))
+			b--;
+		if (b > a && !memchr(ns + a, '\0', b - a))
+			c.ns = dupn(ns + a, b - a);
+	}
+	if (!c.ns)
+		c.ns = dupn("default", 7);
+	c.source = dupn("in-cluster", 10);
+	if (!c.ns || !c.source) {
+		st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		goto out;
+	}
+	*ret = c;
+	memset(&c, 0, sizeof(c));
+out:
+	kube_config_finish(&c);
+	free(ns);
+	free(path);
+	return st;
+}
+
+/* ---- resolution ------------------------------------------------------------------------- */
+
+/* The first path of the colon-separated @list that exists; NULL when none (or on OOM). */
+static char *first_existing(const char *list)
+{
+	const char *p = list;
+	while (*p) {
+		const char *end = strchr(p, ':');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (n > 0 && n < PATH_MAX) {
+			char *cand = dupn(p, n);
+			if (!cand)
+				return NULL;
+			if (access(cand, F_OK) == 0)
+				return cand;
+			free(cand);
+		}
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	return NULL;
+}
+
+ng_status kube_config_resolve(const char *kubeconfig_flag, const char *context, bool allow_insecure,
+			      struct kube_config *ret, struct ng_err *reterr)
+{
+	if (!ret)
+		return ng_err_set(reterr, NG_EINVAL, 0, "kubernetes config: no result");
+	struct kube_config c = {0};
+	ng_status st;
+	const char *env = getenv("KUBECONFIG");
+	char *path = NULL;
+	if (kubeconfig_flag && kubeconfig_flag[0]) {
+		st = kube_config_load_kubeconfig(kubeconfig_flag, context, &c, reterr);
+	} else if (env && env[0] && (path = first_existing(env)) != NULL) {
+		st = kube_config_load_kubeconfig(path, context, &c, reterr);
+		free(path);
+	} else if (context && context[0]) {
+		return ng_err_set(reterr, NG_EINVAL, 0,
+				  "--kube-context needs a kubeconfig: pass --kubeconfig or set "
+				  "KUBECONFIG%s",
+				  env && env[0] ? " (no file listed in KUBECONFIG exists)" : "");
+	} else {
+		st = kube_config_in_cluster("/", &c, reterr);
+		if (st == NG_ENOTFOUND)
+			return ng_err_set(reterr, NG_ENOTFOUND, 0,
+					  "no Kubernetes API server configured: pass --kubeconfig, "
+					  "set KUBECONFIG%s or run in a pod",
+					  env && env[0] ? " (none of its files exists)" : "");
+	}
+	if (st != NG_OK)
+		return st;
+	if (c.insecure_skip_tls_verify && !allow_insecure) {
+		st = ng_err_set(reterr, NG_EINVAL, 0,
+				"%.100s sets insecure-skip-tls-verify; pass "
+				"--allow-insecure-kube-tls to accept an unverified API server",
+				c.source);
+		kube_config_finish(&c);
+		return st;
+	}
+	*ret = c;
+	return NG_OK;
+}
+
+void kube_config_finish(struct kube_config *c)
+{
+	if (!c)
+		return;
+	free(c->server);
+	free(c->ca_pem);
+	free(c->client_cert_pem);
+	wipe_free(c->client_key_pem);
+	wipe_free(c->token);
+	free(c->token_file);
+	free(c->tls_server_name);
+	free(c->ns);
+	free(c->source);
+	memset(c, 0, sizeof(*c));
+}

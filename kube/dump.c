@@ -1,0 +1,181 @@
+/* /debug/cache: the cache's view of the cluster as JSON, so tests and operators can compare it
+ * with the API server's. */
+#include "kube/kube.h"
+
+#include "common/buf.h"
+#include "common/intern.h"
+
+#include <string.h>
+
+struct out {
+	struct ng_buf *b;
+	const struct ng_intern *pool;
+	ng_status st;
+};
+
+static void put(struct out *o, const char *s)
+{
+	if (o->st == NG_OK)
+		o->st = ng_buf_puts(o->b, s);
+}
+
+static void str(struct out *o, const char *s)
+{
+	if (o->st == NG_OK)
+		o->st = ng_buf_json_str(o->b, s, strlen(s));
+}
+
+static void id(struct out *o, uint32_t v)
+{
+	if (v == NG_INTERN_NONE) {
+		put(o, "null");
+		return;
+	}
+	size_t len;
+	const char *s = ng_intern_str(o->pool, v, &len);
+	if (o->st == NG_OK)
+		o->st = ng_buf_json_str(o->b, s, len);
+}
+
+static void field(struct out *o, const char *key)
+{
+	put(o, ",\"");
+	put(o, key);
+	put(o, "\":");
+}
+
+static void labels(struct out *o, const struct kube_label *l, size_t n)
+{
+	field(o, "labels");
+	put(o, "{");
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			put(o, ",");
+		id(o, l[i].key);
+		put(o, ":");
+		id(o, l[i].val);
+	}
+	put(o, "}");
+}
+
+static void ids(struct out *o, const char *key, const uint32_t *v, size_t n)
+{
+	field(o, key);
+	put(o, "[");
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			put(o, ",");
+		id(o, v[i]);
+	}
+	put(o, "]");
+}
+
+ng_status kube_snapshot_dump_json(const struct kube_snapshot *s, struct ng_buf *b)
+{
+	struct out o = {.b = b, .pool = kube_snapshot_pool(s), .st = NG_OK};
+	static const char *const phases[] = {"Pending", "Running", "Succeeded", "Failed",
+					     "Unknown"};
+	static const char *const states[] = {"", "Pending", "Granted", "Rejected"};
+	size_t n;
+	put(&o, "{\"generation\":");
+	if (o.st == NG_OK)
+		o.st = ng_buf_i64(b, (int64_t)kube_snapshot_generation(s));
+	put(&o, ",\"nodes\":[");
+	const struct kube_node *nodes = kube_snapshot_nodes(s, &n);
+	for (size_t i = 0; i < n; i++) {
+		put(&o, i ? ",{\"name\":" : "{\"name\":");
+		id(&o, nodes[i].name);
+		field(&o, "ready");
+		put(&o, nodes[i].flags & KUBE_NODE_READY ? "true" : "false");
+		field(&o, "unschedulable");
+		put(&o, nodes[i].flags & KUBE_NODE_UNSCHEDULABLE ? "true" : "false");
+		labels(&o, nodes[i].labels, nodes[i].nlabels);
+		put(&o, "}");
+	}
+	put(&o, "],\"pods\":[");
+	const struct kube_pod *pods = kube_snapshot_pods(s, &n);
+	for (size_t i = 0; i < n; i++) {
+		const struct kube_pod *p = &pods[i];
+		put(&o, i ? ",{\"namespace\":" : "{\"namespace\":");
+		id(&o, p->ns);
+		field(&o, "name");
+		str(&o, p->name);
+		field(&o, "node");
+		id(&o, p->node);
+		field(&o, "phase");
+		str(&o, phases[p->phase < 5 ? p->phase : 4]);
+		field(&o, "owner");
+		id(&o, p->owner_kind);
+		field(&o, "daemonset");
+		put(&o, p->flags & KUBE_POD_DAEMONSET ? "true" : "false");
+		field(&o, "mirror");
+		put(&o, p->flags & KUBE_POD_MIRROR ? "true" : "false");
+		field(&o, "terminating");
+		put(&o, p->flags & KUBE_POD_TERMINATING ? "true" : "false");
+		ids(&o, "claims", p->claims, p->nclaims);
+		labels(&o, p->labels, p->nlabels);
+		put(&o, "}");
+	}
+	put(&o, "],\"persistentvolumeclaims\":[");
+	const struct kube_pvc *pvcs = kube_snapshot_pvcs(s, &n);
+	for (size_t i = 0; i < n; i++) {
+		put(&o, i ? ",{\"namespace\":" : "{\"namespace\":");
+		id(&o, pvcs[i].ns);
+		field(&o, "name");
+		id(&o, pvcs[i].name);
+		field(&o, "volume");
+		id(&o, pvcs[i].volume);
+		field(&o, "phase");
+		str(&o, pvcs[i].phase == KUBE_PVC_BOUND  ? "Bound"
+			: pvcs[i].phase == KUBE_PVC_LOST ? "Lost"
+							 : "Pending");
+		labels(&o, pvcs[i].labels, pvcs[i].nlabels);
+		put(&o, "}");
+	}
+	put(&o, "],\"persistentvolumes\":[");
+	const struct kube_pv *pvs = kube_snapshot_pvs(s, &n);
+	for (size_t i = 0; i < n; i++) {
+		put(&o, i ? ",{\"name\":" : "{\"name\":");
+		id(&o, pvs[i].name);
+		field(&o, "nodeAffinity");
+		put(&o, pvs[i].affinity.present ? "true" : "false");
+		put(&o, "}");
+	}
+	put(&o, "],\"nodedisruptions\":[");
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	for (size_t i = 0; i < n; i++) {
+		put(&o, i ? ",{\"name\":" : "{\"name\":");
+		id(&o, nds[i].name);
+		field(&o, "state");
+		str(&o, states[nds[i].state < 4 ? nds[i].state : 0]);
+		ids(&o, "nodeNames", nds[i].node_names, nds[i].nnode_names);
+		ids(&o, "disruptedNodes", nds[i].disrupted, nds[i].ndisrupted);
+		put(&o, "}");
+	}
+	put(&o, "],\"applicationdisruptionbudgets\":[");
+	const struct kube_adb *adbs = kube_snapshot_adbs(s, &n);
+	for (size_t i = 0; i < n; i++) {
+		put(&o, i ? ",{\"namespace\":" : "{\"namespace\":");
+		id(&o, adbs[i].b.ns);
+		field(&o, "name");
+		id(&o, adbs[i].b.name);
+		field(&o, "invalid");
+		put(&o, adbs[i].b.invalid ? "true" : "false");
+		if (adbs[i].b.invalid) {
+			field(&o, "error");
+			id(&o, adbs[i].b.error);
+		}
+		put(&o, "}");
+	}
+	put(&o, "],\"nodedisruptionbudgets\":[");
+	const struct kube_ndb *ndbs = kube_snapshot_ndbs(s, &n);
+	for (size_t i = 0; i < n; i++) {
+		put(&o, i ? ",{\"name\":" : "{\"name\":");
+		id(&o, ndbs[i].b.name);
+		field(&o, "invalid");
+		put(&o, ndbs[i].b.invalid ? "true" : "false");
+		put(&o, "}");
+	}
+	put(&o, "]}\n");
+	return o.st;
+}

@@ -1,0 +1,319 @@
+/* Immutable per-resource tables, their indexes, and the retire chain that frees side data. */
+#include "kube/internal.h"
+
+#include "common/arena.h"
+#include "common/intern.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+size_t kube_record_size(enum kube_resource r)
+{
+	switch (r) {
+	case KUBE_RES_NODES:
+		return sizeof(struct kube_node);
+	case KUBE_RES_PODS:
+		return sizeof(struct kube_pod);
+	case KUBE_RES_PVCS:
+		return sizeof(struct kube_pvc);
+	case KUBE_RES_PVS:
+		return sizeof(struct kube_pv);
+	case KUBE_RES_NDS:
+		return sizeof(struct kube_nd);
+	case KUBE_RES_ADBS:
+		return sizeof(struct kube_adb);
+	default:
+		return sizeof(struct kube_ndb);
+	}
+}
+
+uint64_t kube_pod_key(uint32_t ns, const char *name, size_t len)
+{
+	/* FNV-1a 64 over the namespace id and the name. */
+	uint64_t h = 14695981039346656037ull;
+	for (int i = 0; i < 4; i++) {
+		h ^= (ns >> (8 * i)) & 0xff;
+		h *= 1099511628211ull;
+	}
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)name[i];
+		h *= 1099511628211ull;
+	}
+	/* KUBE_MAP_EMPTY is reserved, and probing steps +1: keep clear of the top. */
+	return h >> 1;
+}
+
+uint64_t kube_record_key(enum kube_resource r, const void *rec)
+{
+	const union kube_record *u = rec;
+	switch (r) {
+	case KUBE_RES_NODES:
+		return u->node.name;
+	case KUBE_RES_PODS:
+		return kube_pod_key(u->pod.ns, u->pod.name, strlen(u->pod.name));
+	case KUBE_RES_PVCS:
+		return kube_key2(u->pvc.ns, u->pvc.name);
+	case KUBE_RES_PVS:
+		return u->pv.name;
+	case KUBE_RES_NDS:
+		return u->nd.name;
+	case KUBE_RES_ADBS:
+		return kube_key2(u->adb.b.ns, u->adb.b.name);
+	default:
+		return u->ndb.b.name;
+	}
+}
+
+bool kube_record_same(enum kube_resource r, const void *a, const void *b)
+{
+	if (r == KUBE_RES_PODS) {
+		const struct kube_pod *x = a, *y = b;
+		return x->ns == y->ns && strcmp(x->name, y->name) == 0;
+	}
+	return kube_record_key(r, a) == kube_record_key(r, b);
+}
+
+/* ---- retire chain ---- */
+
+struct kube_retire *kube_retire_new(void)
+{
+	struct kube_retire *r = calloc(1, sizeof(*r));
+	if (r)
+		atomic_init(&r->refs, 1);
+	return r;
+}
+
+ng_status kube_retire_reserve(struct kube_retire *r, size_t extra)
+{
+	if (r->cap - r->n >= extra)
+		return NG_OK;
+	size_t cap = r->cap ? r->cap : 16;
+	while (cap - r->n < extra)
+		cap *= 2;
+	struct ng_arena **p = realloc(r->arenas, cap * sizeof(*p));
+	if (!p)
+		return NG_ENOMEM;
+	r->arenas = p;
+	r->cap = cap;
+	return NG_OK;
+}
+
+void kube_retire_add(struct kube_retire *r, struct ng_arena *a)
+{
+	if (a)
+		r->arenas[r->n++] = a;
+}
+
+void kube_retire_release(struct kube_retire *r)
+{
+	/* Iterative: freeing one list may free a long chain after it. */
+	while (r && atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
+		struct kube_retire *next = r->next;
+		for (size_t i = 0; i < r->n; i++)
+			ng_arena_destroy(r->arenas[i]);
+		free(r->arenas);
+		free(r);
+		r = next;
+	}
+}
+
+/* ---- pool ---- */
+
+struct kube_pool *kube_pool_new(void)
+{
+	struct kube_pool *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->in = ng_intern_create();
+	if (!p->in) {
+		free(p);
+		return NULL;
+	}
+	atomic_init(&p->refs, 1);
+	return p;
+}
+
+void kube_pool_release(struct kube_pool *p)
+{
+	if (p && atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) == 1) {
+		ng_intern_destroy(p->in);
+		free(p);
+	}
+}
+
+/* ---- tables ---- */
+
+static void index_finish(struct kube_index *ix)
+{
+	kube_map_finish(&ix->map);
+	free(ix->ranges);
+	free(ix->items);
+	memset(ix, 0, sizeof(*ix));
+}
+
+void kube_table_release(struct kube_table *t)
+{
+	if (!t || atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	free(t->recs);
+	free(t->sides);
+	kube_map_finish(&t->by_key);
+	kube_map_finish(&t->grant);
+	index_finish(&t->idx_a);
+	index_finish(&t->idx_b);
+	kube_retire_release(t->retire);
+	free(t);
+}
+
+static const void *rec_at(const struct kube_table *t, size_t i)
+{
+	return (const char *)t->recs + i * kube_record_size(t->res);
+}
+
+long kube_table_find(const struct kube_table *t, const void *probe)
+{
+	uint64_t k = kube_record_key(t->res, probe);
+	uint32_t i;
+	/* Equal keys of different pods were inserted at key+1, key+2, ... */
+	for (; kube_map_get(&t->by_key, k, &i); k++)
+		if (kube_record_same(t->res, rec_at(t, i), probe))
+			return (long)i;
+	return -1;
+}
+
+/* Groups @n records by @keys[i] (NG_INTERN_NONE keys are left out). */
+static ng_status build_index(struct kube_index *ix, const uint32_t *keys, size_t n)
+{
+	struct kube_map groups;
+	ng_status st = kube_map_init(&groups, n);
+	if (st != NG_OK)
+		return st;
+	size_t nranges = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t r;
+		if (keys[i] != NG_INTERN_NONE && !kube_map_get(&groups, keys[i], &r))
+			kube_map_put(&groups, keys[i], (uint32_t)nranges++);
+	}
+	ix->ranges = calloc(nranges ? nranges : 1, sizeof(*ix->ranges));
+	ix->items = malloc((n ? n : 1) * sizeof(*ix->items));
+	if (!ix->ranges || !ix->items) {
+		kube_map_finish(&groups);
+		return NG_ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t r;
+		if (keys[i] != NG_INTERN_NONE && kube_map_get(&groups, keys[i], &r))
+			ix->ranges[r].count++;
+	}
+	uint32_t pos = 0;
+	for (size_t r = 0; r < nranges; r++) {
+		ix->ranges[r].start = pos;
+		pos += ix->ranges[r].count;
+		ix->ranges[r].count = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t r;
+		if (keys[i] != NG_INTERN_NONE && kube_map_get(&groups, keys[i], &r)) {
+			struct kube_range *rg = &ix->ranges[r];
+			ix->items[rg->start + rg->count++] = (uint32_t)i;
+		}
+	}
+	ix->map = groups;
+	return NG_OK;
+}
+
+const uint32_t *kube_index_get(const struct kube_index *ix, uint32_t key, size_t *ret_n)
+{
+	uint32_t r;
+	if (key == NG_INTERN_NONE || !ix->ranges || !kube_map_get(&ix->map, key, &r)) {
+		*ret_n = 0;
+		return NULL;
+	}
+	*ret_n = ix->ranges[r].count;
+	return ix->items + ix->ranges[r].start;
+}
+
+static ng_status build_indexes(struct kube_table *t, const struct ng_intern *pool)
+{
+	ng_status st = kube_map_init(&t->by_key, t->n);
+	if (st != NG_OK)
+		return st;
+	for (size_t i = 0; i < t->n; i++) {
+		const void *rec = rec_at(t, i);
+		uint64_t k = kube_record_key(t->res, rec);
+		uint32_t j;
+		while (kube_map_get(&t->by_key, k, &j))
+			k++; /* a different pod with an equal hash (callers never add duplicates) */
+		kube_map_put(&t->by_key, k, (uint32_t)i);
+	}
+	if (t->res != KUBE_RES_PODS && t->res != KUBE_RES_ADBS && t->res != KUBE_RES_NDS)
+		return NG_OK;
+	if (t->res == KUBE_RES_NDS) {
+		const struct kube_nd *nds = t->recs;
+		size_t ngranted = 0;
+		for (size_t i = 0; i < t->n; i++)
+			if (nds[i].state == KUBE_ND_GRANTED)
+				ngranted += nds[i].ndisrupted;
+		if ((st = kube_map_init(&t->grant, ngranted)) != NG_OK)
+			return st;
+		/* The first Granted request by name wins, so answers are stable. */
+		for (size_t i = 0; i < t->n; i++) {
+			const struct kube_nd *d = &nds[i];
+			if (d->state != KUBE_ND_GRANTED)
+				continue;
+			for (size_t k = 0; k < d->ndisrupted; k++) {
+				uint32_t prev;
+				if (kube_map_get(&t->grant, d->disrupted[k], &prev) &&
+				    strcmp(ng_intern_str(pool, nds[prev].name, NULL),
+					   ng_intern_str(pool, d->name, NULL)) < 0)
+					continue;
+				kube_map_put(&t->grant, d->disrupted[k], (uint32_t)i);
+			}
+		}
+		return NG_OK;
+	}
+	uint32_t *keys = calloc(t->n + 1, sizeof(*keys));
+	if (!keys)
+		return NG_ENOMEM;
+	if (t->res == KUBE_RES_PODS) {
+		const struct kube_pod *pods = t->recs;
+		for (size_t i = 0; i < t->n; i++)
+			keys[i] = pods[i].node;
+		st = build_index(&t->idx_a, keys, t->n);
+		for (size_t i = 0; st == NG_OK && i < t->n; i++)
+			keys[i] = pods[i].ns;
+		if (st == NG_OK)
+			st = build_index(&t->idx_b, keys, t->n);
+	} else {
+		const struct kube_adb *adbs = t->recs;
+		for (size_t i = 0; i < t->n; i++)
+			keys[i] = adbs[i].b.ns;
+		st = build_index(&t->idx_a, keys, t->n);
+	}
+	free(keys);
+	return st;
+}
+
+struct kube_table *kube_table_build(enum kube_resource res, void *recs, struct ng_arena **sides,
+				    size_t n, const struct ng_intern *pool,
+				    struct kube_retire *retire)
+{
+	struct kube_table *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	atomic_init(&t->refs, 1);
+	t->res = res;
+	t->n = n;
+	t->recs = recs;
+	t->sides = sides;
+	if (build_indexes(t, pool) != NG_OK) {
+		/* The arrays stay the caller's. */
+		t->recs = NULL;
+		t->sides = NULL;
+		kube_table_release(t);
+		return NULL;
+	}
+	atomic_fetch_add_explicit(&retire->refs, 1, memory_order_relaxed);
+	t->retire = retire;
+	return t;
+}

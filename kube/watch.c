@@ -1,0 +1,609 @@
+/* List + watch for every cached resource, on one thread with curl multi. Events land in the
+ * cache's pending changes and are published together (at most batch_ms late), so admission
+ * threads always read one consistent snapshot. */
+#include "kube/watch.h"
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "kube/client.h"
+#include "kube/internal.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Page size of lists: client-go's pager default. */
+#define LIST_LIMIT 500
+/* One list page: 500 large objects; the API server's own response limit is far above what 500
+ * real objects need, 256 MiB bounds a hostile answer. */
+#define LIST_PAGE_CAP (256u * 1024u * 1024u)
+/* One watch event: an object is at most 1.5 MB in etcd; its JSON with the event envelope stays
+ * well under 8 MiB. */
+#define EVENT_CAP (8u * 1024u * 1024u)
+/* Watches end after a random 5-10 minutes, as client-go's reflector does, so reconnections of
+ * many replicas spread out. */
+#define WATCH_MIN_S 300
+#define WATCH_SPREAD_S 300
+/* resourceVersion is opaque; real ones are short decimal strings. */
+#define RV_BYTES 128
+
+const char *const kube_watch_event_names[4] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK"};
+
+static const char *const paths[KUBE_RES_COUNT] = {
+    "/api/v1/nodes",
+    "/api/v1/pods",
+    "/api/v1/persistentvolumeclaims",
+    "/api/v1/persistentvolumes",
+    "/apis/nodegate.io/v1alpha1/nodedisruptions",
+    "/apis/nodegate.io/v1alpha1/applicationdisruptionbudgets",
+    "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets",
+};
+
+enum istate {
+	ST_LIST,  /* list (again) when due */
+	ST_WATCH, /* start a watch from rv when due */
+	ST_WATCHING,
+};
+
+struct informer {
+	struct kube_watch *w;
+	enum kube_resource res;
+	enum istate state;
+	int64_t due_ms;
+	int64_t backoff_ms;
+	char rv[RV_BYTES];
+	CURL *h;
+	struct curl_slist *hdrs;
+	struct ng_buf line; /* bytes of the event being received */
+	size_t scanned;     /* of line, already searched for '\n' */
+	struct ng_arena *arena;
+	bool gone;   /* a 410 ERROR event arrived: relist */
+	bool broken; /* the stream cannot be trusted: reconnect */
+	long http;
+	_Atomic bool synced;
+	_Atomic uint64_t events[4], restarts, relists, decode_errors;
+};
+
+struct kube_watch {
+	struct kube_watch_config cfg;
+	struct kube_client *client;
+	struct kube_cache *cache;
+	CURLM *multi;
+	pthread_t thread;
+	bool started;
+	_Atomic bool stop;
+	struct informer inf[KUBE_RES_COUNT];
+	int64_t dirty_since_ms; /* 0: nothing pending */
+	_Atomic uint64_t publishes;
+	unsigned int seed;
+};
+
+static int64_t now_ms(void)
+{
+	return ng_now_mono_us() / 1000;
+}
+
+/* ±20 % jitter, so replicas that lost the API server together do not return together. */
+static int64_t jitter(struct kube_watch *w, int64_t ms)
+{
+	int64_t span = ms / 5;
+	if (span <= 0)
+		return ms;
+	return ms - span + (int64_t)(rand_r(&w->seed) % (unsigned)(2 * span + 1));
+}
+
+static void inc(_Atomic uint64_t *v)
+{
+	atomic_fetch_add_explicit(v, 1, memory_order_relaxed);
+}
+
+static void retry_later(struct informer *in, enum istate st, const char *what, const char *err)
+{
+	struct kube_watch *w = in->w;
+	inc(&in->restarts);
+	in->state = st;
+	in->backoff_ms = in->backoff_ms ? in->backoff_ms * 2 : w->cfg.backoff_initial_ms;
+	if (in->backoff_ms > w->cfg.backoff_max_ms)
+		in->backoff_ms = w->cfg.backoff_max_ms;
+	int64_t delay = jitter(w, in->backoff_ms);
+	in->due_ms = now_ms() + delay;
+	struct ng_logline l;
+	if (ng_log_begin(&l, NG_LOG_WARN, "kube", what)) {
+		ng_log_str(&l, "resource", kube_resource_name(in->res));
+		ng_log_str(&l, "err", err);
+		ng_log_i64(&l, "retry_ms", delay);
+		ng_log_end(&l);
+	}
+}
+
+static void publish(struct kube_watch *w)
+{
+	struct kube_snapshot *s = NULL;
+	if (kube_cache_publish(w->cache, &s) != NG_OK) {
+		/* Pending changes stay; the next loop tries again. */
+		struct ng_logline l;
+		if (ng_log_begin(&l, NG_LOG_ERROR, "kube", "publishing the cache failed")) {
+			ng_log_str(&l, "err", "out of memory");
+			ng_log_end(&l);
+		}
+		return;
+	}
+	kube_store_publish(w->cfg.store, s);
+	inc(&w->publishes);
+	w->dirty_since_ms = 0;
+}
+
+static void mark_dirty(struct kube_watch *w)
+{
+	if (!w->dirty_since_ms)
+		w->dirty_since_ms = now_ms();
+}
+
+/* Reads a Status body's message for logs. */
+static void status_message(const char *body, size_t len, char *out, size_t cap)
+{
+	cJSON *root = NULL;
+	const char *msg = NULL;
+	struct ng_arena *a = ng_arena_create(1u << 20);
+	if (a && ng_json_parse(body, len, a, &root, NULL) == NG_OK)
+		msg = ng_json_str(root, "message");
+	(void)snprintf(out, cap, "%.200s", msg ? msg : "(no Status message)");
+	ng_arena_destroy(a);
+}
+
+/* ---- list ---- */
+
+static ng_status list_page(struct informer *in, const char *cont, struct ng_buf *body,
+			   struct ng_arena *arena, char *ret_rv, char *ret_cont, size_t *count,
+			   long *ret_http, struct ng_err *err)
+{
+	struct kube_watch *w = in->w;
+	char path[4096];
+	char *esc = NULL;
+	if (*cont) {
+		esc = curl_easy_escape(NULL, cont, 0);
+		if (!esc)
+			return ng_err_set(err, NG_ENOMEM, 0, "out of memory");
+	}
+	int n = snprintf(path, sizeof(path), "%s?limit=%d%s%s", paths[in->res], LIST_LIMIT,
+			 esc ? "&continue=" : "", esc ? esc : "");
+	curl_free(esc);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return ng_err_set(err, NG_ELIMIT, 0, "continue token too long");
+	ng_buf_reset(body);
+	ng_status st =
+	    kube_client_request(w->client, "GET", path, NULL, NULL, 0, w->cfg.page_timeout_ms,
+				LIST_PAGE_CAP, body, ret_http, err);
+	if (st != NG_OK || *ret_http != 200)
+		return st;
+	ng_arena_reset(arena);
+	cJSON *root = NULL;
+	if ((st = ng_json_parse(body->data, body->len, arena, &root, err)) != NG_OK)
+		return st;
+	const cJSON *meta = ng_json_get(root, "metadata");
+	const char *rv = ng_json_str(meta, "resourceVersion");
+	const char *next = ng_json_str(meta, "continue");
+	const cJSON *items = ng_json_get(root, "items");
+	if (!rv || strlen(rv) >= RV_BYTES ||
+	    (items && !cJSON_IsArray(items) && !cJSON_IsNull(items)))
+		return ng_err_set(err, NG_EPARSE, 0,
+				  "list response without metadata.resourceVersion "
+				  "or items");
+	if (next && strlen(next) >= 2048)
+		return ng_err_set(err, NG_ELIMIT, 0, "continue token too long");
+	struct ng_intern *pool = kube_cache_pool(w->cache);
+	for (const cJSON *e = cJSON_IsArray(items) ? items->child : NULL; e; e = e->next) {
+		struct kube_object obj;
+		struct ng_err derr = {0};
+		if (kube_decode_as(pool, in->res, e, "list item", &obj, &derr) != NG_OK) {
+			inc(&in->decode_errors);
+			struct ng_logline l;
+			if (ng_log_begin(&l, NG_LOG_WARN, "kube", "object skipped")) {
+				ng_log_str(&l, "resource", kube_resource_name(in->res));
+				ng_log_str(&l, "err", derr.msg);
+				ng_log_end(&l);
+			}
+			continue;
+		}
+		if ((st = kube_cache_upsert(w->cache, &obj)) != NG_OK)
+			return ng_err_set(err, st, 0, "out of memory");
+		(*count)++;
+	}
+	memcpy(ret_rv, rv, strlen(rv) + 1);
+	(void)snprintf(ret_cont, 2048, "%s", next ? next : "");
+	return NG_OK;
+}
+
+static void do_list(struct informer *in)
+{
+	struct kube_watch *w = in->w;
+	/* Changes already received go out first: a failed relist must not lose them. */
+	if (kube_cache_dirty(w->cache))
+		publish(w);
+	int64_t t0 = now_ms();
+	struct ng_buf body;
+	ng_buf_init(&body, LIST_PAGE_CAP);
+	/* A list page's tree: 500 objects, a few MB of JSON, a few times that in nodes. */
+	struct ng_arena *arena = ng_arena_create(4 * (size_t)LIST_PAGE_CAP);
+	char rv[RV_BYTES] = "", cont[2048] = "";
+	size_t count = 0, pages = 0;
+	long http = 0;
+	struct ng_err err = {0};
+	ng_status st = arena ? NG_OK : NG_ENOMEM;
+	kube_cache_reset(w->cache, in->res);
+	/* An expired continue token (410) restarts the list once from the top. */
+	for (int attempt = 0; st == NG_OK && attempt < 2; attempt++) {
+		do {
+			st = list_page(in, cont, &body, arena, rv, cont, &count, &http, &err);
+			pages++;
+		} while (st == NG_OK && http == 200 && *cont && !atomic_load(&w->stop));
+		if (st == NG_OK && http == 410 && attempt == 0) {
+			kube_cache_reset(w->cache, in->res);
+			count = 0;
+			cont[0] = '\0';
+			continue;
+		}
+		break;
+	}
+	char msg[256];
+	if (st == NG_OK && http != 200) {
+		char sm[210];
+		status_message(body.data ? body.data : "", body.len, sm, sizeof(sm));
+		(void)snprintf(msg, sizeof(msg), "HTTP %ld: %s", http, sm);
+	} else if (st != NG_OK) {
+		(void)snprintf(msg, sizeof(msg), "%s", err.msg[0] ? err.msg : ng_status_str(st));
+	}
+	ng_buf_finish(&body);
+	ng_arena_destroy(arena);
+	if (st != NG_OK || http != 200 || atomic_load(&w->stop)) {
+		kube_cache_discard(w->cache, in->res);
+		if (!atomic_load(&w->stop))
+			retry_later(in, ST_LIST, "list failed", msg);
+		return;
+	}
+	memcpy(in->rv, rv, sizeof(rv));
+	publish(w);
+	atomic_store(&in->synced, true);
+	in->state = ST_WATCH;
+	in->due_ms = 0;
+	in->backoff_ms = 0;
+	struct ng_logline l;
+	if (ng_log_begin(&l, NG_LOG_INFO, "kube", "listed")) {
+		ng_log_str(&l, "resource", kube_resource_name(in->res));
+		ng_log_i64(&l, "objects", (int64_t)count);
+		ng_log_i64(&l, "pages", (int64_t)pages);
+		ng_log_str(&l, "rv", rv);
+		ng_log_i64(&l, "dur_ms", now_ms() - t0);
+		ng_log_end(&l);
+	}
+}
+
+/* ---- watch ---- */
+
+static void handle_event(struct informer *in, const char *line, size_t len)
+{
+	struct kube_watch *w = in->w;
+	cJSON *root = NULL;
+	struct ng_err err = {0};
+	ng_arena_reset(in->arena);
+	if (ng_json_parse(line, len, in->arena, &root, &err) != NG_OK) {
+		inc(&in->decode_errors);
+		in->broken = true;
+		return;
+	}
+	const char *type = ng_json_str(root, "type");
+	const cJSON *obj = ng_json_get(root, "object");
+	if (!type || !cJSON_IsObject(obj)) {
+		inc(&in->decode_errors);
+		in->broken = true;
+		return;
+	}
+	if (strcmp(type, "ERROR") == 0) {
+		int64_t code = 0;
+		const char *reason = ng_json_str(obj, "reason");
+		(void)ng_json_int64(ng_json_get(obj, "code"), &code);
+		if (code == 410 ||
+		    (reason && (strcmp(reason, "Expired") == 0 || strcmp(reason, "Gone") == 0)))
+			in->gone = true;
+		else
+			in->broken = true;
+		return;
+	}
+	int kind = -1;
+	for (int i = 0; i < 4; i++)
+		if (strcmp(type, kube_watch_event_names[i]) == 0)
+			kind = i;
+	if (kind < 0) {
+		inc(&in->decode_errors);
+		return;
+	}
+	const char *rv = ng_json_str(ng_json_get(obj, "metadata"), "resourceVersion");
+	inc(&in->events[kind]);
+	if (kind != 3) {
+		struct kube_object o;
+		ng_status st = kube_decode_as(kube_cache_pool(w->cache), in->res, obj,
+					      "watch event", &o, &err);
+		if (st != NG_OK) {
+			/* The previous version stays: an undecodable update must not turn a
+			 * protected pod into an unknown (and so evictable) one. */
+			inc(&in->decode_errors);
+			struct ng_logline l;
+			if (ng_log_begin(&l, NG_LOG_WARN, "kube", "object skipped")) {
+				ng_log_str(&l, "resource", kube_resource_name(in->res));
+				ng_log_str(&l, "err", err.msg);
+				ng_log_end(&l);
+			}
+		} else {
+			st = kind == 2 ? kube_cache_delete(w->cache, &o)
+				       : kube_cache_upsert(w->cache, &o);
+			if (st != NG_OK) {
+				in->broken = true; /* OOM: resume from the last good rv */
+				return;
+			}
+			mark_dirty(w);
+		}
+	}
+	if (rv && strlen(rv) < RV_BYTES)
+		memcpy(in->rv, rv, strlen(rv) + 1);
+}
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct informer *in = ud;
+	size_t n = size * nmemb;
+	if (!in->http)
+		(void)curl_easy_getinfo(in->h, CURLINFO_RESPONSE_CODE, &in->http);
+	if (in->http != 200) {
+		/* An error answer: keep its start for the log. */
+		size_t room = in->line.len < 4096 ? 4096 - in->line.len : 0;
+		if (room && ng_buf_append(&in->line, ptr, n < room ? n : room) != NG_OK)
+			return 0;
+		return n;
+	}
+	if (ng_buf_append(&in->line, ptr, n) != NG_OK) {
+		in->broken = true; /* an event larger than EVENT_CAP */
+		return 0;
+	}
+	/* Events are newline-delimited JSON that need not line up with HTTP chunks. */
+	size_t start = 0;
+	for (size_t i = in->scanned; i < in->line.len; i++) {
+		if (in->line.data[i] != '\n')
+			continue;
+		if (i > start)
+			handle_event(in, in->line.data + start, i - start);
+		start = i + 1;
+		if (in->gone || in->broken)
+			return 0; /* ends the transfer; the completion handler decides what next */
+	}
+	memmove(in->line.data, in->line.data + start, in->line.len - start);
+	in->line.len -= start;
+	in->scanned = in->line.len;
+	return n;
+}
+
+static void start_watch(struct informer *in)
+{
+	struct kube_watch *w = in->w;
+	char path[512];
+	int secs = WATCH_MIN_S + rand_r(&w->seed) % WATCH_SPREAD_S;
+	(void)snprintf(path, sizeof(path),
+		       "%s?watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d",
+		       paths[in->res], in->rv, secs);
+	struct ng_err err = {0};
+	in->h = curl_easy_init();
+	if (!in->h) {
+		retry_later(in, ST_WATCH, "watch failed", "out of memory");
+		return;
+	}
+	if (kube_client_prepare(w->client, in->h, path, &in->hdrs, &err) != NG_OK) {
+		curl_easy_cleanup(in->h);
+		in->h = NULL;
+		retry_later(in, ST_WATCH, "watch failed", err.msg);
+		return;
+	}
+	ng_buf_reset(&in->line);
+	in->scanned = 0;
+	in->gone = in->broken = false;
+	in->http = 0;
+	(void)curl_easy_setopt(in->h, CURLOPT_WRITEFUNCTION, on_data);
+	(void)curl_easy_setopt(in->h, CURLOPT_WRITEDATA, in);
+	(void)curl_easy_setopt(in->h, CURLOPT_PRIVATE, in);
+	/* The server ends the watch after secs; past that plus a margin, the peer is gone. */
+	(void)curl_easy_setopt(in->h, CURLOPT_TIMEOUT_MS, (long)(secs + 30) * 1000L);
+	if (curl_multi_add_handle(w->multi, in->h) != CURLM_OK) {
+		curl_slist_free_all(in->hdrs);
+		in->hdrs = NULL;
+		curl_easy_cleanup(in->h);
+		in->h = NULL;
+		retry_later(in, ST_WATCH, "watch failed", "curl_multi_add_handle");
+		return;
+	}
+	in->state = ST_WATCHING;
+}
+
+static void end_watch(struct informer *in, CURLcode res)
+{
+	struct kube_watch *w = in->w;
+	long http = in->http;
+	if (!http)
+		(void)curl_easy_getinfo(in->h, CURLINFO_RESPONSE_CODE, &http);
+	char msg[256];
+	if (http != 200 && http != 0 && in->line.len) {
+		char sm[210];
+		status_message(in->line.data, in->line.len, sm, sizeof(sm));
+		(void)snprintf(msg, sizeof(msg), "HTTP %ld: %s", http, sm);
+	} else {
+		(void)snprintf(msg, sizeof(msg), "%s", curl_easy_strerror(res));
+	}
+	(void)curl_multi_remove_handle(w->multi, in->h);
+	curl_easy_cleanup(in->h);
+	curl_slist_free_all(in->hdrs);
+	in->h = NULL;
+	in->hdrs = NULL;
+	if (in->gone || http == 410) {
+		/* The history we would resume from is gone: list again and replace. */
+		inc(&in->relists);
+		in->state = ST_LIST;
+		in->due_ms = 0;
+		struct ng_logline l;
+		if (ng_log_begin(&l, NG_LOG_INFO, "kube", "watch expired, relisting")) {
+			ng_log_str(&l, "resource", kube_resource_name(in->res));
+			ng_log_str(&l, "rv", in->rv);
+			ng_log_end(&l);
+		}
+		return;
+	}
+	if (in->broken || http != 200 || (res != CURLE_OK && res != CURLE_OPERATION_TIMEDOUT)) {
+		retry_later(in, ST_WATCH, "watch failed", in->broken ? "bad event stream" : msg);
+		return;
+	}
+	/* A watch that ran its course: resume at once from the last resourceVersion. */
+	in->state = ST_WATCH;
+	in->due_ms = 0;
+	in->backoff_ms = 0;
+}
+
+static void *run(void *arg)
+{
+	struct kube_watch *w = arg;
+	while (!atomic_load(&w->stop)) {
+		int64_t now = now_ms();
+		int64_t next_due = now + 1000;
+		for (int r = 0; r < KUBE_RES_COUNT && !atomic_load(&w->stop); r++) {
+			struct informer *in = &w->inf[r];
+			if (in->state == ST_LIST && in->due_ms <= now)
+				do_list(in);
+			else if (in->state == ST_WATCH && in->due_ms <= now)
+				start_watch(in);
+			if (in->state != ST_WATCHING && in->due_ms < next_due)
+				next_due = in->due_ms;
+		}
+		int running = 0;
+		(void)curl_multi_perform(w->multi, &running);
+		CURLMsg *m;
+		int left;
+		while ((m = curl_multi_info_read(w->multi, &left))) {
+			if (m->msg != CURLMSG_DONE)
+				continue;
+			struct informer *in = NULL;
+			(void)curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&in);
+			if (in)
+				end_watch(in, m->data.result);
+		}
+		now = now_ms();
+		if (w->dirty_since_ms && now - w->dirty_since_ms >= w->cfg.batch_ms)
+			publish(w);
+		if (w->dirty_since_ms && w->dirty_since_ms + w->cfg.batch_ms < next_due)
+			next_due = w->dirty_since_ms + w->cfg.batch_ms;
+		int64_t wait = next_due - now_ms();
+		if (wait > 0)
+			(void)curl_multi_poll(w->multi, NULL, 0, (int)(wait > 1000 ? 1000 : wait),
+					      NULL);
+	}
+	return NULL;
+}
+
+struct kube_watch *kube_watch_start(const struct kube_watch_config *cfg, struct ng_err *reterr)
+{
+	struct kube_watch *w = calloc(1, sizeof(*w));
+	if (!w) {
+		(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		return NULL;
+	}
+	w->cfg = *cfg;
+	if (w->cfg.batch_ms <= 0)
+		w->cfg.batch_ms = 100;
+	if (w->cfg.page_timeout_ms <= 0)
+		w->cfg.page_timeout_ms = 60000;
+	if (w->cfg.backoff_initial_ms <= 0)
+		w->cfg.backoff_initial_ms = 800;
+	if (w->cfg.backoff_max_ms <= 0)
+		w->cfg.backoff_max_ms = 30000;
+	w->seed = (unsigned int)ng_now_wall_ms() ^ (unsigned int)(uintptr_t)w;
+	w->client = kube_client_create(cfg->cfg);
+	w->cache = kube_cache_create();
+	w->multi = curl_multi_init();
+	if (!w->client || !w->cache || !w->multi) {
+		(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		goto fail;
+	}
+	for (int r = 0; r < KUBE_RES_COUNT; r++) {
+		struct informer *in = &w->inf[r];
+		in->w = w;
+		in->res = (enum kube_resource)r;
+		in->state = ST_LIST;
+		ng_buf_init(&in->line, EVENT_CAP);
+		in->arena = ng_arena_create(4 * (size_t)EVENT_CAP);
+		if (!in->arena) {
+			(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+			goto fail;
+		}
+	}
+	if (pthread_create(&w->thread, NULL, run, w) != 0) {
+		(void)ng_err_set(reterr, NG_EIO, 0, "cannot start the watch thread");
+		goto fail;
+	}
+	w->started = true;
+	return w;
+fail:
+	kube_watch_stop(w);
+	return NULL;
+}
+
+bool kube_watch_synced(const struct kube_watch *w)
+{
+	for (int r = 0; r < KUBE_RES_COUNT; r++)
+		if (!atomic_load(&((struct kube_watch *)(uintptr_t)w)->inf[r].synced))
+			return false;
+	return true;
+}
+
+void kube_watch_get_stats(const struct kube_watch *cw, struct kube_watch_stats *ret)
+{
+	struct kube_watch *w = (struct kube_watch *)(uintptr_t)cw;
+	memset(ret, 0, sizeof(*ret));
+	for (int r = 0; r < KUBE_RES_COUNT; r++) {
+		struct informer *in = &w->inf[r];
+		for (int k = 0; k < 4; k++)
+			ret->events[r][k] =
+			    atomic_load_explicit(&in->events[k], memory_order_relaxed);
+		ret->restarts[r] = atomic_load_explicit(&in->restarts, memory_order_relaxed);
+		ret->relists[r] = atomic_load_explicit(&in->relists, memory_order_relaxed);
+		ret->decode_errors[r] =
+		    atomic_load_explicit(&in->decode_errors, memory_order_relaxed);
+		ret->synced[r] = atomic_load(&in->synced);
+	}
+	ret->publishes = atomic_load_explicit(&w->publishes, memory_order_relaxed);
+}
+
+void kube_watch_stop(struct kube_watch *w)
+{
+	if (!w)
+		return;
+	atomic_store(&w->stop, true);
+	if (w->multi)
+		(void)curl_multi_wakeup(w->multi);
+	if (w->started)
+		(void)pthread_join(w->thread, NULL);
+	for (int r = 0; r < KUBE_RES_COUNT; r++) {
+		struct informer *in = &w->inf[r];
+		if (in->h) {
+			(void)curl_multi_remove_handle(w->multi, in->h);
+			curl_easy_cleanup(in->h);
+			curl_slist_free_all(in->hdrs);
+		}
+		ng_buf_finish(&in->line);
+		ng_arena_destroy(in->arena);
+	}
+	if (w->multi)
+		(void)curl_multi_cleanup(w->multi);
+	kube_cache_destroy(w->cache);
+	kube_client_destroy(w->client);
+	free(w);
+}

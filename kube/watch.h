@@ -1,0 +1,54 @@
+/* Informers: list then watch every cached resource from an API server and keep the store's
+ * snapshot current (DESIGN.md §7). One thread drives all watches through curl multi. */
+#ifndef NG_KUBE_WATCH_H
+#define NG_KUBE_WATCH_H
+
+#include "common/status.h"
+#include "kube/kube.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct kube_config;
+
+struct kube_watch_config {
+	const struct kube_config *cfg; /* borrowed; must outlive the watch */
+	struct kube_store *store;      /* borrowed: where snapshots are published */
+	int64_t batch_ms;              /* events are published together at most this late (100) */
+	int64_t page_timeout_ms;       /* one list page (60000) */
+	int64_t backoff_initial_ms;    /* reconnect backoff, doubled per failure (800) */
+	int64_t backoff_max_ms;        /* (30000) */
+};
+
+struct kube_watch_stats {
+	uint64_t events[KUBE_RES_COUNT][4]; /* ADDED, MODIFIED, DELETED, BOOKMARK */
+	uint64_t restarts[KUBE_RES_COUNT];  /* lists and watches that failed and were retried */
+	uint64_t relists[KUBE_RES_COUNT];   /* 410 Gone: the watch history was lost */
+	uint64_t decode_errors[KUBE_RES_COUNT];
+	uint64_t publishes;
+	bool synced[KUBE_RES_COUNT];
+};
+
+/** Names of the event types in kube_watch_stats.events, for metric labels. */
+extern const char *const kube_watch_event_names[4];
+
+struct kube_watch;
+
+/**
+ * Starts the informer thread: every resource is listed (pages of 500) and then watched from the
+ * list's resourceVersion with bookmarks; a 410 Gone relists and replaces; failures reconnect with
+ * capped exponential backoff and jitter. Returns NULL with @reterr when the thread cannot start.
+ * curl_global_init() must have run. Main thread.
+ */
+struct kube_watch *kube_watch_start(const struct kube_watch_config *cfg, struct ng_err *reterr);
+
+/** True once every resource has been listed and published. Any thread. */
+bool kube_watch_synced(const struct kube_watch *w);
+
+/** A consistent-enough copy of the counters (each read atomically). Any thread. */
+void kube_watch_get_stats(const struct kube_watch *w, struct kube_watch_stats *ret);
+
+/** Stops and joins the thread and frees everything. Accepts NULL. Main thread. */
+void kube_watch_stop(struct kube_watch *w);
+
+#endif

@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""e2e: nodegate watching the test API server (DESIGN.md §7, §11). kubectl and the API changes
+objects; the API server calls nodegate's eviction webhook exactly as kube-apiserver does; the
+decisions must follow every change. Fault tests drop watches, expire history (410) and restart
+the API server, then compare nodegate's /debug/cache with the API server's own lists.
+
+Every wait is bounded (the acceptance scenarios allow 5 s on loopback); the measured delay from
+a change to the decision that reflects it is printed, not asserted against a timing threshold.
+
+Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository)."""
+import base64
+import http.client
+import json
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+ROOT = os.environ.get("NG_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
+BINARY = os.environ.get("NODEGATE", os.path.join(ROOT, "build", "cmd", "nodegate"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "apiserver"))
+from ktestapi.testing import ServerProcess  # noqa: E402
+
+CRDS = [os.path.join(ROOT, "manifests", "rbac.json")] + [os.path.join(ROOT, "manifests", "crds", f) for f in
+        ("nodedisruptions.json", "applicationdisruptionbudgets.json",
+         "nodedisruptionbudgets.json", "nodegateconfigs.json")]
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixture-f.json")
+ND_PATH = "/apis/nodegate.io/v1alpha1/nodedisruptions"
+ADB_PATH = "/apis/nodegate.io/v1alpha1/namespaces/default/applicationdisruptionbudgets"
+WAIT_S = 5
+
+
+def eventually(fn, timeout=WAIT_S, interval=0.02):
+    """Polls fn until it returns a truthy value; returns (value, seconds waited) or (None, t)."""
+    t0 = time.monotonic()
+    while True:
+        v = fn()
+        if v:
+            return v, time.monotonic() - t0
+        if time.monotonic() - t0 > timeout:
+            return None, time.monotonic() - t0
+        time.sleep(interval)
+
+
+class Nodegate:
+    """nodegate serve --kubeconfig against a ServerProcess, registered as its eviction webhook."""
+
+    def __init__(self, api, tmp):
+        self.api = api
+        self.tmp = tmp
+        self.cert = os.path.join(tmp, "ng.crt")
+        self.key = os.path.join(tmp, "ng.key")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", self.key,
+                        "-out", self.cert, "-days", "1", "-subj", "/CN=nodegate",
+                        "-addext", "subjectAltName=IP:127.0.0.1"],
+                       check=True, capture_output=True, timeout=30)
+        self.port_file = os.path.join(tmp, "ng.port")
+        self.log_path = os.path.join(tmp, "ng.log")
+        self.log = open(self.log_path, "wb")
+        env = dict(os.environ)
+        env.pop("KUBECONFIG", None)
+        self.proc = subprocess.Popen(
+            [BINARY, "serve", "--listen", "127.0.0.1:0", "--port-file", self.port_file,
+             "--tls-cert", self.cert, "--tls-key", self.key,
+             "--kubeconfig", os.path.join(api.state, "kubeconfig-sa-nodegate-nodegate")
+             if os.path.exists(os.path.join(api.state, "kubeconfig-sa-nodegate-nodegate"))
+             else api.kubeconfig, "--shutdown-grace-seconds", "1"],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        ok, _ = eventually(lambda: os.path.exists(self.port_file) or self.proc.poll() is not None, 20)
+        if self.proc.poll() is not None:
+            raise RuntimeError("nodegate exited:\n" + self.read_log())
+        with open(self.port_file, encoding="utf-8") as f:
+            self.port = int(f.read())
+        self.ctx = ssl.create_default_context(cafile=self.cert)
+        ready, _ = eventually(lambda: self.get("/readyz")[0] == 200, 20)
+        if not ready:
+            raise RuntimeError("nodegate never became ready:\n" + self.read_log())
+
+    def get(self, path):
+        c = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=20)
+        try:
+            c.request("GET", path)
+            r = c.getresponse()
+            return r.status, r.read()
+        except OSError:
+            return 0, b""
+        finally:
+            c.close()
+
+    def cache(self):
+        status, body = self.get("/debug/cache")
+        return json.loads(body) if status == 200 else None
+
+    def metric(self, name):
+        _, body = self.get("/metrics")
+        for line in body.decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[-1])
+        return None
+
+    def register_webhook(self):
+        with open(self.cert, "rb") as f:
+            ca = base64.b64encode(f.read()).decode()
+        cfg = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+               "metadata": {"name": "nodegate"},
+               "webhooks": [{"name": "eviction.nodegate.io", "admissionReviewVersions": ["v1"],
+                             "sideEffects": "NoneOnDryRun", "failurePolicy": "Fail", "timeoutSeconds": 5,
+                             "clientConfig": {"url": f"https://127.0.0.1:{self.port}/validate/eviction",
+                                              "caBundle": ca},
+                             "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                        "resources": ["pods/eviction"], "scope": "Namespaced"}]}]}
+        code, body, _ = self.api.api("POST", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", cfg)
+        assert code == 201, (code, body)
+
+    def read_log(self):
+        self.log.flush()
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()[-4000:]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.log.close()
+        return self.proc.returncode
+
+
+def evict(api, name, ns="default", dry_run=True, user="admin"):
+    """Asks the API server to evict; returns (HTTP status, body, response)."""
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
+    q = "?dryRun=All" if dry_run else ""
+    return api.api("POST", f"/api/v1/namespaces/{ns}/pods/{name}/eviction{q}", body, user=user)
+
+
+def allowed(api, name, ns="default"):
+    code, _, _ = evict(api, name, ns)
+    return code in (200, 201)
+
+
+def denied(api, name, ns="default"):
+    code, _, _ = evict(api, name, ns)
+    return code == 429
+
+
+def grant(api, name, nodes):
+    code, body, _ = api.api("POST", ND_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption",
+                                              "metadata": {"name": name}, "spec": {"nodeNames": nodes}})
+    assert code == 201, (code, body)
+    code, body, _ = api.api("PATCH", f"{ND_PATH}/{name}/status",
+                            {"status": {"state": "Granted", "disruptedNodes": nodes}},
+                            ctype="application/merge-patch+json")
+    assert code == 200, (code, body)
+
+
+def api_state(api):
+    """The API server's pods and nodes, as nodegate's /debug/cache names them."""
+    _, pods, _ = api.api("GET", "/api/v1/pods")
+    _, nodes, _ = api.api("GET", "/api/v1/nodes")
+    return ({(p["metadata"]["namespace"], p["metadata"]["name"], p["spec"].get("nodeName"),
+              json.dumps(p["metadata"].get("labels") or {}, sort_keys=True)) for p in pods["items"]},
+            {n["metadata"]["name"] for n in nodes["items"]})
+
+
+def cache_state(ng):
+    c = ng.cache()
+    if c is None:
+        return None
+    return ({(p["namespace"], p["name"], p["node"], json.dumps(p["labels"], sort_keys=True)) for p in c["pods"]},
+            {n["name"] for n in c["nodes"]})
+
+
+class E2ETest(unittest.TestCase):
+    """A test API server with fixture F, and nodegate registered as its eviction webhook."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ng-e2e-")
+        self.api = ServerProcess(fixtures=CRDS + [FIXTURE])
+        self.api.start()
+        self.ng = Nodegate(self.api, self.tmp)
+        self.ng.register_webhook()
+
+    def tearDown(self):
+        rc = self.ng.stop()
+        self.api.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.assertEqual(rc, 0, "nodegate did not exit cleanly")
+
+    def converged(self):
+        return cache_state(self.ng) == api_state(self.api)
+
+
+class LiveCacheTest(E2ETest):
+    def test_E01_eviction_through_the_api_server_is_denied_with_429(self):
+        code, body, resp = evict(self.api, "pod1", dry_run=False)
+        self.assertEqual(code, 429, body)
+        self.assertEqual(body["reason"], "TooManyRequests")
+        self.assertIn('admission webhook "eviction.nodegate.io" denied the request: nodegate: cannot evict pod default/pod1', body["message"])
+        self.assertEqual(resp.getheader("Retry-After"), "10")
+        code, _, _ = self.api.api("GET", "/api/v1/namespaces/default/pods/pod1")
+        self.assertEqual(code, 200, "the pod must still exist")
+        # An unprotected pod is evicted (and deleted) for real.
+        code, body, _ = evict(self.api, "web-1", dry_run=False)
+        self.assertIn(code, (200, 201), body)
+
+    def test_E02_grant_allows_eviction_promptly(self):
+        self.assertTrue(denied(self.api, "pod1"))
+        t0 = time.monotonic()
+        grant(self.api, "maintenance-node1", ["node1"])
+        ok, waited = eventually(lambda: allowed(self.api, "pod1"))
+        print(f"\n  grant -> eviction allowed after {time.monotonic() - t0:.3f} s", file=sys.stderr)
+        self.assertTrue(ok, "the grant never reached the decision")
+        # Deleting the request takes the grant away again.
+        code, _, _ = self.api.api("DELETE", f"{ND_PATH}/maintenance-node1")
+        self.assertEqual(code, 200)
+        ok, _ = eventually(lambda: denied(self.api, "pod1"))
+        self.assertTrue(ok)
+
+    def test_label_changes_protect_and_unprotect_pods(self):
+        self.assertTrue(allowed(self.api, "web-1"))
+        t0 = time.monotonic()
+        rc, out, err = self.api.kubectl("label", "--overwrite", "pod", "web-1", "app=db")
+        self.assertEqual(rc, 0, err)
+        ok, _ = eventually(lambda: denied(self.api, "web-1"))
+        print(f"\n  label -> protected after {time.monotonic() - t0:.3f} s", file=sys.stderr)
+        self.assertTrue(ok)
+        rc, out, err = self.api.kubectl("label", "pod", "pod1", "app-")
+        self.assertEqual(rc, 0, err)
+        ok, _ = eventually(lambda: allowed(self.api, "pod1"))
+        self.assertTrue(ok)
+
+    def test_E10_budget_and_volume_changes_reach_decisions(self):
+        # A budget selecting pods by PVC, and a new pod mounting such a PVC.
+        adb = {"apiVersion": "nodegate.io/v1alpha1", "kind": "ApplicationDisruptionBudget",
+               "metadata": {"name": "cache", "namespace": "default"},
+               "spec": {"pvcSelector": {"matchLabels": {"tier": "cache"}}, "maxDisruptions": 1}}
+        pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+               "metadata": {"name": "cache-data", "namespace": "default", "labels": {"tier": "cache"}},
+               "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local-storage",
+                        "volumeName": "node2-pv-local", "resources": {"requests": {"storage": "1Gi"}}}}
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cache-0", "namespace": "default"},
+               "spec": {"nodeName": "node2", "containers": [{"name": "c", "image": "redis"}],
+                        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "cache-data"}}]}}
+        for path, obj in ((ADB_PATH, adb), ("/api/v1/namespaces/default/persistentvolumeclaims", pvc),
+                          ("/api/v1/namespaces/default/pods", pod)):
+            code, body, _ = self.api.api("POST", path, obj)
+            self.assertEqual(code, 201, body)
+        ok, _ = eventually(lambda: denied(self.api, "cache-0"))
+        self.assertTrue(ok, "a pod protected through its PVC must be denied")
+        code, _, _ = self.api.api("DELETE", f"{ADB_PATH}/cache")
+        self.assertEqual(code, 200)
+        ok, _ = eventually(lambda: allowed(self.api, "cache-0"))
+        self.assertTrue(ok, "deleting the budget must unprotect the pod")
+        code, _, _ = self.api.api("DELETE", f"{ADB_PATH}/db")
+        ok, _ = eventually(lambda: allowed(self.api, "pod1"))
+        self.assertTrue(ok)
+
+    def test_cache_matches_the_api_server_after_many_changes(self):
+        for i in range(30):
+            pod = {"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": f"batch-{i}", "namespace": "default", "labels": {"i": str(i)}},
+                   "spec": {"nodeName": f"node{1 + i % 3}", "containers": [{"name": "c", "image": "busybox"}]}}
+            code, body, _ = self.api.api("POST", "/api/v1/namespaces/default/pods", pod)
+            self.assertEqual(code, 201, body)
+        for i in range(0, 30, 3):
+            self.api.api("DELETE", f"/api/v1/namespaces/default/pods/batch-{i}")
+        rc, _, err = self.api.kubectl("label", "--overwrite", "pods", "-l", "i", "wave=2")
+        self.assertEqual(rc, 0, err)
+        ok, waited = eventually(self.converged)
+        self.assertTrue(ok, f"cache never matched the API server: {cache_state(self.ng)} vs {api_state(self.api)}")
+        self.assertGreater(self.ng.metric('nodegate_watch_events_total{resource="pods",type="ADDED"}'), 0)
+
+
+class FaultTest(E2ETest):
+    def change(self, tag):
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p-{tag}", "namespace": "default",
+                                                               "labels": {"app": "db"}},
+               "spec": {"nodeName": "node3", "containers": [{"name": "c", "image": "busybox"}]}}
+        code, body, _ = self.api.api("POST", "/api/v1/namespaces/default/pods", pod)
+        self.assertEqual(code, 201, body)
+        rc, _, err = self.api.kubectl("label", "--overwrite", "pod", "pod1", f"tag={tag}")
+        self.assertEqual(rc, 0, err)
+
+    def test_dropped_watches_resume_without_missing_updates(self):
+        for round_ in range(3):
+            code, _, _ = self.api.control("drop-watches")
+            self.assertEqual(code, 200)
+            self.change(f"drop{round_}")
+        ok, _ = eventually(self.converged)
+        self.assertTrue(ok)
+        self.assertTrue(denied(self.api, "p-drop2"))
+
+    def test_expired_history_relists_and_converges(self):
+        relists0 = self.ng.metric('nodegate_watch_relists_total{resource="pods"}')
+        code, _, _ = self.api.control("compact")
+        self.assertEqual(code, 200)
+        self.api.control("drop-watches")
+        self.change("gone")
+        code, _, _ = self.api.control("compact")
+        ok, _ = eventually(self.converged)
+        self.assertTrue(ok)
+        ok, _ = eventually(lambda: self.ng.metric('nodegate_watch_relists_total{resource="pods"}') > relists0)
+        self.assertTrue(ok, "a compacted history must make nodegate relist")
+        self.assertTrue(denied(self.api, "p-gone"))
+
+    def test_api_server_restart_keeps_decisions_current(self):
+        code, _, _ = self.api.control("restart", {"downSeconds": 1})
+        self.assertIn(code, (200, 202))
+        time.sleep(0.2)
+        def up():
+            try:
+                return self.api.api("GET", "/version", user=None)[0] == 200
+            except OSError:
+                return False  # refused while the API server is down
+
+        ok, _ = eventually(up, timeout=10)
+        self.assertTrue(ok)
+        self.change("restart")
+        ok, _ = eventually(self.converged, timeout=15)  # reconnect backoff starts at 0.8 s
+        self.assertTrue(ok)
+        self.assertTrue(denied(self.api, "p-restart"))
+        self.assertGreater(self.ng.metric('nodegate_watch_restarts_total{resource="pods"}'), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
