@@ -10,7 +10,7 @@
 
 struct delta_entry {
 	union kube_record rec;
-	struct ng_arena *side;
+	void *side;
 	bool deleted;
 };
 
@@ -28,13 +28,14 @@ struct kube_cache {
 	struct kube_table *cur[KUBE_RES_COUNT];   /* last published; a reference is held */
 	struct kube_retire *open[KUBE_RES_COUNT]; /* retire list of cur[r]; a reference is held */
 	struct delta d[KUBE_RES_COUNT];
+	struct ng_arena *scratch;
 	uint64_t generation;
 };
 
 static void delta_clear(struct delta *d)
 {
 	for (size_t i = 0; i < d->n; i++)
-		ng_arena_destroy(d->e[i].side);
+		kube_side_free(d->e[i].side);
 	d->n = 0;
 	d->reset = false;
 	kube_map_finish(&d->map);
@@ -59,7 +60,7 @@ static ng_status next_retire(struct kube_cache *c, enum kube_resource r)
 static struct kube_table *empty_table(struct kube_cache *c, enum kube_resource r)
 {
 	void *recs = malloc(1);
-	struct ng_arena **sides = malloc(sizeof(*sides));
+	void **sides = malloc(sizeof(*sides));
 	struct kube_table *t =
 	    recs && sides ? kube_table_build(r, recs, sides, 0, c->pool->in, c->open[r]) : NULL;
 	if (!t) {
@@ -75,7 +76,9 @@ struct kube_cache *kube_cache_create(void)
 	if (!c)
 		return NULL;
 	c->pool = kube_pool_new();
-	if (!c->pool)
+	/* Scratch for decoding one object: its side data is copied out right after. */
+	c->scratch = ng_arena_create(SIZE_MAX);
+	if (!c->pool || !c->scratch)
 		goto fail;
 	for (int r = 0; r < KUBE_RES_COUNT; r++) {
 		if (next_retire(c, (enum kube_resource)r) != NG_OK)
@@ -106,12 +109,18 @@ void kube_cache_destroy(struct kube_cache *c)
 		kube_retire_release(c->open[r]);
 	}
 	kube_pool_release(c->pool);
+	ng_arena_destroy(c->scratch);
 	free(c);
 }
 
 struct ng_intern *kube_cache_pool(struct kube_cache *c)
 {
 	return c->pool->in;
+}
+
+struct ng_arena *kube_cache_scratch(struct kube_cache *c)
+{
+	return c->scratch;
 }
 
 static long delta_find(const struct delta *d, enum kube_resource r, const void *probe)
@@ -144,7 +153,7 @@ static ng_status delta_put(struct delta *d, struct kube_object *obj, bool delete
 			goto oom;
 		i = (long)d->n++;
 	} else {
-		ng_arena_destroy(d->e[i].side); /* never published */
+		kube_side_free(d->e[i].side); /* never published */
 	}
 	d->e[i].rec = obj->rec;
 	d->e[i].side = obj->side;
@@ -152,7 +161,7 @@ static ng_status delta_put(struct delta *d, struct kube_object *obj, bool delete
 	obj->side = NULL;
 	return NG_OK;
 oom:
-	ng_arena_destroy(obj->side);
+	kube_side_free(obj->side);
 	obj->side = NULL;
 	return NG_ENOMEM;
 }
@@ -197,7 +206,7 @@ static ng_status publish_one(struct kube_cache *c, enum kube_resource r)
 	size_t keep_max = d->reset ? 0 : old->n;
 	size_t cap = keep_max + d->n;
 	char *recs = malloc((cap ? cap : 1) * size);
-	struct ng_arena **sides = malloc((cap ? cap : 1) * sizeof(*sides));
+	void **sides = malloc((cap ? cap : 1) * sizeof(*sides));
 	struct kube_retire *ret = kube_retire_new();
 	if (!recs || !sides || !ret || kube_retire_reserve(c->open[r], old->n) != NG_OK)
 		goto oom;

@@ -787,8 +787,38 @@ static bool namespaced(enum kube_resource r)
 	return r == KUBE_RES_PODS || r == KUBE_RES_PVCS || r == KUBE_RES_ADBS;
 }
 
-ng_status kube_decode_as(struct ng_intern *pool, enum kube_resource res, const cJSON *obj,
-			 const char *where, struct kube_object *ret, struct ng_err *reterr)
+/* Copies a pod's side data (decoded in scratch) into one exactly sized block, tagged as such.
+ * NULL on OOM. */
+static void *compact_pod(struct kube_pod *p)
+{
+	size_t nl = (size_t)p->nlabels * sizeof(*p->labels);
+	size_t nc = (size_t)p->nclaims * sizeof(*p->claims);
+	size_t nr = (size_t)p->nrequests * sizeof(*p->requests);
+	size_t nn = strlen(p->name) + 1;
+	char *block = malloc(nl + nc + nr + nn);
+	if (!block)
+		return NULL;
+	char *at = block;
+	if (nl)
+		memcpy(at, p->labels, nl);
+	p->labels = nl ? (const struct kube_label *)(void *)at : NULL;
+	at += nl;
+	if (nc)
+		memcpy(at, p->claims, nc);
+	p->claims = nc ? (const uint32_t *)(void *)at : NULL;
+	at += nc;
+	if (nr)
+		memcpy(at, p->requests, nr);
+	p->requests = nr ? (const uint32_t *)(void *)at : NULL;
+	at += nr;
+	memcpy(at, p->name, nn);
+	p->name = at;
+	return (void *)((uintptr_t)block | KUBE_SIDE_BLOCK);
+}
+
+ng_status kube_decode_as(struct ng_intern *pool, struct ng_arena *scratch, enum kube_resource res,
+			 const cJSON *obj, const char *where, struct kube_object *ret,
+			 struct ng_err *reterr)
 {
 	struct kube_object out;
 	struct ctx c = {.obj = &out, .pool = pool, .err = reterr, .where = where};
@@ -808,8 +838,12 @@ ng_status kube_decode_as(struct ng_intern *pool, enum kube_resource res, const c
 	(void)snprintf(label, sizeof(label), "%s (%s %s%s%.100s)", where, kind,
 		       namespaced(res) ? ns : "", namespaced(res) ? "/" : "", name);
 	c.where = label;
-	/* A pod's side data is ~100-200 bytes; budgets and volumes carry more. */
-	c.arena = ng_arena_create_sized(SIZE_MAX, res == KUBE_RES_PODS ? 256 : 1024);
+	/* Pods (the many) are decoded in scratch and copied into one exact block; the few other
+	 * objects keep an arena, whose nested selectors would be tedious to copy. */
+	bool compact = res == KUBE_RES_PODS && scratch;
+	if (compact)
+		ng_arena_reset(scratch);
+	c.arena = compact ? scratch : ng_arena_create_sized(SIZE_MAX, 1024);
 	if (!c.arena)
 		return ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", where);
 	uint32_t name_id = NG_INTERN_NONE, ns_id = NG_INTERN_NONE;
@@ -843,17 +877,24 @@ ng_status kube_decode_as(struct ng_intern *pool, enum kube_resource res, const c
 			break;
 		}
 	}
+	if (st == NG_OK && compact) {
+		out.side = compact_pod(&out.rec.pod);
+		if (!out.side)
+			st = ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", where);
+	} else if (st == NG_OK) {
+		out.side = c.arena;
+	}
 	if (st != NG_OK) {
-		ng_arena_destroy(c.arena);
+		if (!compact)
+			ng_arena_destroy(c.arena);
 		return st;
 	}
-	out.side = c.arena;
 	*ret = out;
 	return NG_OK;
 }
 
-ng_status kube_decode_object(struct ng_intern *pool, const cJSON *obj, const char *where,
-			     struct kube_object *ret, struct ng_err *reterr)
+ng_status kube_decode_object(struct ng_intern *pool, struct ng_arena *scratch, const cJSON *obj,
+			     const char *where, struct kube_object *ret, struct ng_err *reterr)
 {
 	if (!cJSON_IsObject(obj))
 		return ng_err_set(reterr, NG_EPARSE, 0, "%s: expected an object", where);
@@ -867,7 +908,8 @@ ng_status kube_decode_object(struct ng_intern *pool, const cJSON *obj, const cha
 			continue;
 		bool ours = r >= KUBE_RES_NDS;
 		if (ours ? is_nodegate(api) : core)
-			return kube_decode_as(pool, (enum kube_resource)r, obj, where, ret, reterr);
+			return kube_decode_as(pool, scratch, (enum kube_resource)r, obj, where, ret,
+					      reterr);
 	}
 	return NG_ENOTFOUND;
 }

@@ -74,10 +74,17 @@ bool kube_record_same(enum kube_resource r, const void *a, const void *b);
 /** The pod key for (ns id, name bytes): what kube_record_key() gives a pod. */
 uint64_t kube_pod_key(uint32_t ns, const char *name, size_t len);
 
+/* A record's side data: an arena (nodes, volumes, budgets: nested selectors and terms) or, for
+ * pods, one exactly sized malloc'd block marked by the low pointer bit. A pod's data is ~100
+ * bytes; an arena of its own would cost ~370 (measured: 679 bytes per cached pod in all). */
+#define KUBE_SIDE_BLOCK ((uintptr_t)1)
+/** Frees side data of either kind. Accepts NULL. */
+void kube_side_free(void *side);
+
 struct kube_retire {
 	atomic_uint refs;
 	struct kube_retire *next; /* a reference is held */
-	struct ng_arena **arenas;
+	void **sides;
 	size_t n, cap;
 };
 
@@ -85,8 +92,8 @@ struct kube_retire {
 struct kube_retire *kube_retire_new(void);
 /** Makes room for @extra more arenas (writer only). NG_ENOMEM on OOM. */
 NG_NODISCARD ng_status kube_retire_reserve(struct kube_retire *r, size_t extra);
-/** Adds @a to the list; room must have been reserved (writer only). */
-void kube_retire_add(struct kube_retire *r, struct ng_arena *a);
+/** Adds @side to the list; room must have been reserved (writer only). */
+void kube_retire_add(struct kube_retire *r, void *side);
 /** Drops a reference; the last one frees the arenas and drops the reference on next. */
 void kube_retire_release(struct kube_retire *r);
 
@@ -95,7 +102,7 @@ struct kube_table {
 	enum kube_resource res;
 	size_t n;
 	void *recs;                 /* n records of kube_record_size(res) */
-	struct ng_arena **sides;    /* each record's side-data arena (see above) */
+	void **sides;               /* each record's side data (see above) */
 	struct kube_map by_key;     /* identity key -> index (pods probe past equal hashes) */
 	struct kube_index idx_a;    /* pods: by node; adbs: by namespace */
 	struct kube_index idx_b;    /* pods: by namespace */
@@ -108,9 +115,8 @@ struct kube_table {
  * arrays, and its indexes. @pool resolves names for ordering. Takes a reference on @retire.
  * NULL on OOM, and then the arrays stay the caller's.
  */
-struct kube_table *kube_table_build(enum kube_resource res, void *recs, struct ng_arena **sides,
-				    size_t n, const struct ng_intern *pool,
-				    struct kube_retire *retire);
+struct kube_table *kube_table_build(enum kube_resource res, void *recs, void **sides, size_t n,
+				    const struct ng_intern *pool, struct kube_retire *retire);
 void kube_table_release(struct kube_table *t);
 /** The run of record indexes under @key, *ret_n long (NULL and 0 when none). */
 const uint32_t *kube_index_get(const struct kube_index *ix, uint32_t key, size_t *ret_n);
@@ -141,30 +147,34 @@ struct kube_cache *kube_cache_create(void);
 void kube_cache_destroy(struct kube_cache *c);
 /** The pool decoders intern into. */
 struct ng_intern *kube_cache_pool(struct kube_cache *c);
+/** A scratch arena for kube_decode_*() on the writer thread. */
+struct ng_arena *kube_cache_scratch(struct kube_cache *c);
 
-/* A decoded object: its kind, record and side-data arena (ownership passes to the cache). */
+/* A decoded object: its kind, record and side data (ownership passes to the cache). */
 struct kube_object {
 	enum kube_resource res;
 	union kube_record rec;
-	struct ng_arena *side;
+	void *side;
 };
 
 /**
- * Decodes one Kubernetes object into @ret (a new side arena is created for it). Returns
+ * Decodes one Kubernetes object into @ret with side data of its own. @scratch (may be NULL; reset
+ * here) is where a pod is decoded before it is copied into one exact block. Returns
  * NG_ENOTFOUND for kinds the cache does not keep. NG_EPARSE/NG_ELIMIT with @reterr naming @where
  * and the field on a malformed core object; a malformed budget decodes as invalid instead.
  */
-NG_NODISCARD ng_status kube_decode_object(struct ng_intern *pool, const struct cJSON *obj,
-					  const char *where, struct kube_object *ret,
-					  struct ng_err *reterr);
+NG_NODISCARD ng_status kube_decode_object(struct ng_intern *pool, struct ng_arena *scratch,
+					  const struct cJSON *obj, const char *where,
+					  struct kube_object *ret, struct ng_err *reterr);
 
 /**
  * Decodes @obj as a @res object whatever its kind/apiVersion say (items of a list response carry
  * neither). Errors as kube_decode_object().
  */
-NG_NODISCARD ng_status kube_decode_as(struct ng_intern *pool, enum kube_resource res,
-				      const struct cJSON *obj, const char *where,
-				      struct kube_object *ret, struct ng_err *reterr);
+NG_NODISCARD ng_status kube_decode_as(struct ng_intern *pool, struct ng_arena *scratch,
+				      enum kube_resource res, const struct cJSON *obj,
+				      const char *where, struct kube_object *ret,
+				      struct ng_err *reterr);
 
 /** Queues an added or modified object; ownership of @obj->side is taken. NG_ENOMEM on OOM. */
 NG_NODISCARD ng_status kube_cache_upsert(struct kube_cache *c, struct kube_object *obj);

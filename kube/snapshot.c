@@ -82,7 +82,8 @@ static ng_status add_one(struct kube_builder *b, const cJSON *o, const char *whe
 			 struct ng_err *reterr)
 {
 	struct kube_object obj;
-	ng_status st = kube_decode_object(kube_cache_pool(b->cache), o, where, &obj, reterr);
+	ng_status st = kube_decode_object(kube_cache_pool(b->cache), kube_cache_scratch(b->cache),
+					  o, where, &obj, reterr);
 	if (st == NG_ENOTFOUND) {
 		b->skipped++;
 		return NG_OK;

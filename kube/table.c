@@ -83,6 +83,14 @@ struct kube_retire *kube_retire_new(void)
 	return r;
 }
 
+void kube_side_free(void *side)
+{
+	if ((uintptr_t)side & KUBE_SIDE_BLOCK)
+		free((void *)((uintptr_t)side & ~KUBE_SIDE_BLOCK));
+	else
+		ng_arena_destroy(side);
+}
+
 ng_status kube_retire_reserve(struct kube_retire *r, size_t extra)
 {
 	if (r->cap - r->n >= extra)
@@ -90,18 +98,18 @@ ng_status kube_retire_reserve(struct kube_retire *r, size_t extra)
 	size_t cap = r->cap ? r->cap : 16;
 	while (cap - r->n < extra)
 		cap *= 2;
-	struct ng_arena **p = realloc(r->arenas, cap * sizeof(*p));
+	void **p = realloc(r->sides, cap * sizeof(*p));
 	if (!p)
 		return NG_ENOMEM;
-	r->arenas = p;
+	r->sides = p;
 	r->cap = cap;
 	return NG_OK;
 }
 
-void kube_retire_add(struct kube_retire *r, struct ng_arena *a)
+void kube_retire_add(struct kube_retire *r, void *side)
 {
-	if (a)
-		r->arenas[r->n++] = a;
+	if (side)
+		r->sides[r->n++] = side;
 }
 
 void kube_retire_release(struct kube_retire *r)
@@ -110,8 +118,8 @@ void kube_retire_release(struct kube_retire *r)
 	while (r && atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
 		struct kube_retire *next = r->next;
 		for (size_t i = 0; i < r->n; i++)
-			ng_arena_destroy(r->arenas[i]);
-		free(r->arenas);
+			kube_side_free(r->sides[i]);
+		free(r->sides);
 		free(r);
 		r = next;
 	}
@@ -294,9 +302,8 @@ static ng_status build_indexes(struct kube_table *t, const struct ng_intern *poo
 	return st;
 }
 
-struct kube_table *kube_table_build(enum kube_resource res, void *recs, struct ng_arena **sides,
-				    size_t n, const struct ng_intern *pool,
-				    struct kube_retire *retire)
+struct kube_table *kube_table_build(enum kube_resource res, void *recs, void **sides, size_t n,
+				    const struct ng_intern *pool, struct kube_retire *retire)
 {
 	struct kube_table *t = calloc(1, sizeof(*t));
 	if (!t)

@@ -201,7 +201,8 @@ static ng_status list_page(struct informer *in, const char *cont, struct ng_buf 
 	for (const cJSON *e = cJSON_IsArray(items) ? items->child : NULL; e; e = e->next) {
 		struct kube_object obj;
 		struct ng_err derr = {0};
-		if (kube_decode_as(pool, in->res, e, "list item", &obj, &derr) != NG_OK) {
+		if (kube_decode_as(pool, kube_cache_scratch(w->cache), in->res, e, "list item",
+				   &obj, &derr) != NG_OK) {
 			inc(&in->decode_errors);
 			struct ng_logline l;
 			if (ng_log_begin(&l, NG_LOG_WARN, "kube", "object skipped")) {
@@ -327,8 +328,9 @@ static void handle_event(struct informer *in, const char *line, size_t len)
 	inc(&in->events[kind]);
 	if (kind != 3) {
 		struct kube_object o;
-		ng_status st = kube_decode_as(kube_cache_pool(w->cache), in->res, obj,
-					      "watch event", &o, &err);
+		ng_status st =
+		    kube_decode_as(kube_cache_pool(w->cache), kube_cache_scratch(w->cache), in->res,
+				   obj, "watch event", &o, &err);
 		if (st != NG_OK) {
 			/* The previous version stays: an undecodable update must not turn a
 			 * protected pod into an unknown (and so evictable) one. */

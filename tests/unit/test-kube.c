@@ -357,7 +357,9 @@ static void apply(struct kube_cache *c, const char *json, bool del)
 	struct ng_err err = {0};
 	assert_int_equal(ng_json_parse(json, strlen(json), a, &root, &err), NG_OK);
 	struct kube_object obj;
-	assert_int_equal(kube_decode_object(kube_cache_pool(c), root, "test", &obj, &err), NG_OK);
+	assert_int_equal(
+	    kube_decode_object(kube_cache_pool(c), kube_cache_scratch(c), root, "test", &obj, &err),
+	    NG_OK);
 	if (del)
 		assert_int_equal(kube_cache_delete(c, &obj), NG_OK);
 	else
