@@ -767,6 +767,47 @@ static ng_status decode_ndb(struct ctx *c, const cJSON *o, uint32_t name)
 	return finish_budget(c, &n->b, &verr);
 }
 
+static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
+{
+	struct kube_ngc *g = record(c, KUBE_RES_NGCS);
+	g->name = name;
+	const cJSON *spec = ng_json_get(o, "spec");
+	const cJSON *ev = ng_json_get(spec, "eviction");
+	const char *mode = ng_json_str(ev, "mode");
+	struct ng_err verr = {0};
+	g->paused = cJSON_IsTrue(ng_json_get(spec, "paused"));
+	if (!mode)
+		g->eviction_mode = KUBE_EVICTION_UNSET;
+	else if (strcmp(mode, "Enforce") == 0)
+		g->eviction_mode = KUBE_EVICTION_ENFORCE;
+	else if (strcmp(mode, "Warn") == 0)
+		g->eviction_mode = KUBE_EVICTION_WARN;
+	else if (strcmp(mode, "Off") == 0)
+		g->eviction_mode = KUBE_EVICTION_OFF;
+	else
+		(void)ng_err_set(&verr, NG_EPARSE, 0,
+				 "spec.eviction.mode: \"%.40s\" is not one of Enforce, Warn, Off",
+				 mode);
+	const cJSON *users = ng_json_get(ev, "exemptUsers");
+	g->has_exempt_users = users && !cJSON_IsNull(users);
+	ng_status st = decode_str_array(c, users, "spec.eviction.exemptUsers", NG_MAX_LABELS,
+					&g->exempt_users, &g->nexempt);
+	if (st == NG_EPARSE || st == NG_ELIMIT) {
+		verr = *c->err;
+		st = NG_OK;
+	}
+	if (st != NG_OK)
+		return st;
+	if (verr.status == NG_OK)
+		return NG_OK;
+	/* An unreadable config enforces: it must never loosen the eviction guard. */
+	g->invalid = true;
+	g->eviction_mode = KUBE_EVICTION_ENFORCE;
+	g->has_exempt_users = false;
+	g->nexempt = 0;
+	return intern(c, verr.msg, &g->error);
+}
+
 static bool is_nodegate(const char *api_version)
 {
 	return api_version && strncmp(api_version, "nodegate.io/", 12) == 0;
@@ -780,6 +821,7 @@ static const char *const kinds[KUBE_RES_COUNT] = {
     "NodeDisruption",
     "ApplicationDisruptionBudget",
     "NodeDisruptionBudget",
+    "NodeGateConfig",
 };
 
 static bool namespaced(enum kube_resource r)
@@ -872,8 +914,11 @@ ng_status kube_decode_as(struct ng_intern *pool, struct ng_arena *scratch, enum 
 		case KUBE_RES_ADBS:
 			st = decode_adb(&c, obj, ns_id, name_id);
 			break;
-		default:
+		case KUBE_RES_NDBS:
 			st = decode_ndb(&c, obj, name_id);
+			break;
+		default:
+			st = decode_ngc(&c, obj, name_id);
 			break;
 		}
 	}

@@ -176,6 +176,21 @@ ng_status kube_snapshot_dump_json(const struct kube_snapshot *s, struct ng_buf *
 		put(&o, ndbs[i].b.invalid ? "true" : "false");
 		put(&o, "}");
 	}
+	put(&o, "],\"nodegateconfigs\":[");
+	static const char *const modes[] = {"", "Enforce", "Warn", "Off"};
+	const struct kube_ngc *ngcs = kube_snapshot_ngcs(s, &n);
+	for (size_t i = 0; i < n; i++) {
+		put(&o, i ? ",{\"name\":" : "{\"name\":");
+		id(&o, ngcs[i].name);
+		field(&o, "invalid");
+		put(&o, ngcs[i].invalid ? "true" : "false");
+		field(&o, "paused");
+		put(&o, ngcs[i].paused ? "true" : "false");
+		field(&o, "evictionMode");
+		str(&o, modes[ngcs[i].eviction_mode < 4 ? ngcs[i].eviction_mode : 0]);
+		ids(&o, "exemptUsers", ngcs[i].exempt_users, ngcs[i].nexempt);
+		put(&o, "}");
+	}
 	put(&o, "]}\n");
 	return o.st;
 }

@@ -60,6 +60,7 @@ union kube_record {
 	struct kube_nd nd;
 	struct kube_adb adb;
 	struct kube_ndb ndb;
+	struct kube_ngc ngc;
 };
 
 /** Size of one record of @r. */
@@ -104,7 +105,7 @@ struct kube_table {
 	void *recs;                 /* n records of kube_record_size(res) */
 	void **sides;               /* each record's side data (see above) */
 	struct kube_map by_key;     /* identity key -> index (pods probe past equal hashes) */
-	struct kube_index idx_a;    /* pods: by node; adbs: by namespace */
+	struct kube_index idx_a;    /* pods: by node; adbs: by namespace; nodes: by label */
 	struct kube_index idx_b;    /* pods: by namespace */
 	struct kube_map grant;      /* nds: granted node -> index (first Granted by name) */
 	struct kube_retire *retire; /* a reference: freed after this and older versions */

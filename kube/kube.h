@@ -185,6 +185,26 @@ struct kube_ndb {
 	bool count_unavailable;
 };
 
+/* NodeGateConfig (the singleton named "default"): what the cache keeps of it so far. The
+ * eviction fields override the server's flags while the object exists. */
+enum kube_eviction_mode {
+	KUBE_EVICTION_UNSET,
+	KUBE_EVICTION_ENFORCE,
+	KUBE_EVICTION_WARN,
+	KUBE_EVICTION_OFF,
+};
+
+struct kube_ngc {
+	uint32_t name;
+	bool invalid;
+	uint32_t error; /* intern id of the validation message when invalid */
+	bool paused;
+	uint8_t eviction_mode; /* enum kube_eviction_mode */
+	bool has_exempt_users; /* spec.eviction.exemptUsers is present (possibly empty) */
+	uint16_t nexempt;
+	const uint32_t *exempt_users;
+};
+
 enum kube_resource {
 	KUBE_RES_NODES,
 	KUBE_RES_PODS,
@@ -193,6 +213,7 @@ enum kube_resource {
 	KUBE_RES_NDS,
 	KUBE_RES_ADBS,
 	KUBE_RES_NDBS,
+	KUBE_RES_NGCS,
 	KUBE_RES_COUNT,
 };
 
@@ -225,6 +246,15 @@ const struct kube_pv *kube_snapshot_pvs(const struct kube_snapshot *s, size_t *r
 const struct kube_nd *kube_snapshot_nds(const struct kube_snapshot *s, size_t *ret_n);
 const struct kube_adb *kube_snapshot_adbs(const struct kube_snapshot *s, size_t *ret_n);
 const struct kube_ndb *kube_snapshot_ndbs(const struct kube_snapshot *s, size_t *ret_n);
+const struct kube_ngc *kube_snapshot_ngcs(const struct kube_snapshot *s, size_t *ret_n);
+/** The NodeGateConfig named "default", or NULL (defaults apply). */
+const struct kube_ngc *kube_snapshot_config(const struct kube_snapshot *s);
+/**
+ * Index (into kube_snapshot_nodes) of the nodes carrying label @key=@val (intern ids), in node
+ * order; *ret_n gets their count.
+ */
+const uint32_t *kube_snapshot_nodes_with_label(const struct kube_snapshot *s, uint32_t key,
+					       uint32_t val, size_t *ret_n);
 
 /** The node named @name (intern id), or NULL. */
 const struct kube_node *kube_snapshot_find_node(const struct kube_snapshot *s, uint32_t name);

@@ -25,6 +25,7 @@ const char *kube_resource_name(enum kube_resource r)
 	    "nodedisruptions",
 	    "applicationdisruptionbudgets",
 	    "nodedisruptionbudgets",
+	    "nodegateconfigs",
 	};
 	return r < KUBE_RES_COUNT ? names[r] : "unknown";
 }
@@ -244,6 +245,7 @@ ACCESSOR(kube_snapshot_pvs, struct kube_pv, KUBE_RES_PVS)
 ACCESSOR(kube_snapshot_nds, struct kube_nd, KUBE_RES_NDS)
 ACCESSOR(kube_snapshot_adbs, struct kube_adb, KUBE_RES_ADBS)
 ACCESSOR(kube_snapshot_ndbs, struct kube_ndb, KUBE_RES_NDBS)
+ACCESSOR(kube_snapshot_ngcs, struct kube_ngc, KUBE_RES_NGCS)
 #undef ACCESSOR
 
 static const void *find_by_key(const struct kube_table *t, uint64_t key)
@@ -252,6 +254,26 @@ static const void *find_by_key(const struct kube_table *t, uint64_t key)
 	return kube_map_get(&t->by_key, key, &i)
 		   ? (const char *)t->recs + i * kube_record_size(t->res)
 		   : NULL;
+}
+
+const struct kube_ngc *kube_snapshot_config(const struct kube_snapshot *s)
+{
+	uint32_t id = ng_intern_find(s->pool->in, "default", 7);
+	return id == NG_INTERN_NONE ? NULL : find_by_key(s->t[KUBE_RES_NGCS], id);
+}
+
+const uint32_t *kube_snapshot_nodes_with_label(const struct kube_snapshot *s, uint32_t key,
+					       uint32_t val, size_t *ret_n)
+{
+	const struct kube_index *ix = &s->t[KUBE_RES_NODES]->idx_a;
+	uint32_t r;
+	if (key == NG_INTERN_NONE || val == NG_INTERN_NONE || !ix->ranges ||
+	    !kube_map_get(&ix->map, kube_key2(key, val), &r)) {
+		*ret_n = 0;
+		return NULL;
+	}
+	*ret_n = ix->ranges[r].count;
+	return ix->items + ix->ranges[r].start;
 }
 
 const struct kube_node *kube_snapshot_find_node(const struct kube_snapshot *s, uint32_t name)

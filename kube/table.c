@@ -22,8 +22,10 @@ size_t kube_record_size(enum kube_resource r)
 		return sizeof(struct kube_nd);
 	case KUBE_RES_ADBS:
 		return sizeof(struct kube_adb);
-	default:
+	case KUBE_RES_NDBS:
 		return sizeof(struct kube_ndb);
+	default:
+		return sizeof(struct kube_ngc);
 	}
 }
 
@@ -59,8 +61,10 @@ uint64_t kube_record_key(enum kube_resource r, const void *rec)
 		return u->nd.name;
 	case KUBE_RES_ADBS:
 		return kube_key2(u->adb.b.ns, u->adb.b.name);
-	default:
+	case KUBE_RES_NDBS:
 		return u->ndb.b.name;
+	default:
+		return u->ngc.name;
 	}
 }
 
@@ -241,6 +245,63 @@ const uint32_t *kube_index_get(const struct kube_index *ix, uint32_t key, size_t
 	return ix->items + ix->ranges[r].start;
 }
 
+struct pair {
+	uint64_t key;
+	uint32_t idx;
+};
+
+static int cmp_pair(const void *a, const void *b)
+{
+	const struct pair *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Nodes by (label key, value): how node selectors of budgets find their pool without scanning
+ * every node. */
+static ng_status build_label_index(struct kube_table *t)
+{
+	const struct kube_node *nodes = t->recs;
+	size_t npairs = 0;
+	for (size_t i = 0; i < t->n; i++)
+		npairs += nodes[i].nlabels;
+	struct pair *pairs = malloc((npairs ? npairs : 1) * sizeof(*pairs));
+	struct kube_index *ix = &t->idx_a;
+	if (!pairs)
+		return NG_ENOMEM;
+	size_t k = 0;
+	for (size_t i = 0; i < t->n; i++)
+		for (uint32_t l = 0; l < nodes[i].nlabels; l++)
+			pairs[k++] = (struct pair){
+			    kube_key2(nodes[i].labels[l].key, nodes[i].labels[l].val), (uint32_t)i};
+	qsort(pairs, npairs, sizeof(*pairs), cmp_pair);
+	size_t nranges = 0;
+	for (size_t i = 0; i < npairs; i++)
+		if (i == 0 || pairs[i].key != pairs[i - 1].key)
+			nranges++;
+	ng_status st = kube_map_init(&ix->map, nranges);
+	ix->ranges = calloc(nranges ? nranges : 1, sizeof(*ix->ranges));
+	ix->items = malloc((npairs ? npairs : 1) * sizeof(*ix->items));
+	if (st != NG_OK || !ix->ranges || !ix->items) {
+		free(pairs);
+		return NG_ENOMEM;
+	}
+	size_t r = 0;
+	for (size_t i = 0; i < npairs; i++) {
+		if (i == 0 || pairs[i].key != pairs[i - 1].key) {
+			if (i)
+				r++;
+			ix->ranges[r].start = (uint32_t)i;
+			kube_map_put(&ix->map, pairs[i].key, (uint32_t)r);
+		}
+		ix->ranges[r].count++;
+		ix->items[i] = pairs[i].idx;
+	}
+	free(pairs);
+	return NG_OK;
+}
+
 static ng_status build_indexes(struct kube_table *t, const struct ng_intern *pool)
 {
 	ng_status st = kube_map_init(&t->by_key, t->n);
@@ -254,6 +315,8 @@ static ng_status build_indexes(struct kube_table *t, const struct ng_intern *poo
 			k++; /* a different pod with an equal hash (callers never add duplicates) */
 		kube_map_put(&t->by_key, k, (uint32_t)i);
 	}
+	if (t->res == KUBE_RES_NODES)
+		return build_label_index(t);
 	if (t->res != KUBE_RES_PODS && t->res != KUBE_RES_ADBS && t->res != KUBE_RES_NDS)
 		return NG_OK;
 	if (t->res == KUBE_RES_NDS) {

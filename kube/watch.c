@@ -43,6 +43,7 @@ static const char *const paths[KUBE_RES_COUNT] = {
     "/apis/nodegate.io/v1alpha1/nodedisruptions",
     "/apis/nodegate.io/v1alpha1/applicationdisruptionbudgets",
     "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets",
+    "/apis/nodegate.io/v1alpha1/nodegateconfigs",
 };
 
 enum istate {

@@ -60,14 +60,31 @@ void pol_decide_eviction(const struct kube_snapshot *s, const struct pol_evictio
 	struct pol_decision d;
 	memset(&d, 0, sizeof(d));
 	const struct ng_intern *pool = kube_snapshot_pool(s);
-	if (cfg->mode == POL_EVICTION_OFF) {
+	/* NodeGateConfig "default", while it exists, overrides the flags field by field. */
+	const struct kube_ngc *ngc = kube_snapshot_config(s);
+	enum pol_eviction_mode mode = cfg->mode;
+	if (ngc && ngc->eviction_mode != KUBE_EVICTION_UNSET)
+		mode = ngc->eviction_mode == KUBE_EVICTION_WARN  ? POL_EVICTION_WARN
+		       : ngc->eviction_mode == KUBE_EVICTION_OFF ? POL_EVICTION_OFF
+								 : POL_EVICTION_ENFORCE;
+	if (mode == POL_EVICTION_OFF) {
 		allow(&d, POL_R_MODE_OFF);
 		goto out;
 	}
-	for (size_t i = 0; req->username && i < cfg->nexempt; i++) {
-		if (strcmp(req->username, cfg->exempt_users[i]) == 0) {
-			allow(&d, POL_R_EXEMPT);
-			goto out;
+	if (req->username && ngc && ngc->has_exempt_users) {
+		uint32_t user = ng_intern_find(pool, req->username, strlen(req->username));
+		for (size_t i = 0; user != NG_INTERN_NONE && i < ngc->nexempt; i++) {
+			if (ngc->exempt_users[i] == user) {
+				allow(&d, POL_R_EXEMPT);
+				goto out;
+			}
+		}
+	} else {
+		for (size_t i = 0; req->username && i < cfg->nexempt; i++) {
+			if (strcmp(req->username, cfg->exempt_users[i]) == 0) {
+				allow(&d, POL_R_EXEMPT);
+				goto out;
+			}
 		}
 	}
 	const struct kube_pod *pod =
@@ -146,7 +163,7 @@ void pol_decide_eviction(const struct kube_snapshot *s, const struct pol_evictio
 	(void)any_invalid;
 	d.reason = POL_R_PROTECTED;
 	d.retry_after_seconds = cfg->retry_after_seconds;
-	if (cfg->mode == POL_EVICTION_WARN) {
+	if (mode == POL_EVICTION_WARN) {
 		allow(&d, POL_R_PROTECTED);
 		fmt(d.warning, sizeof(d.warning),
 		    "nodegate (Warn mode) would deny: pod on node %s is protected by "

@@ -21,8 +21,9 @@ int pol_eviction_mode_parse(const char *s, enum pol_eviction_mode *ret);
 /** "Enforce", "Warn" or "Off". */
 const char *pol_eviction_mode_str(enum pol_eviction_mode m);
 
-/* Until NodeGateConfig exists these come from flags. Borrowed by the decision; immutable while
- * the server runs. */
+/* From flags; a NodeGateConfig named "default" in the cache overrides `mode` (spec.eviction.mode)
+ * and the exempt users (spec.eviction.exemptUsers) while it exists. Borrowed by the decision;
+ * immutable while the server runs. */
 struct pol_eviction_config {
 	enum pol_eviction_mode mode;
 	const char *const *exempt_users; /* exact usernames */

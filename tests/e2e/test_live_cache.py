@@ -264,6 +264,32 @@ class LiveCacheTest(E2ETest):
         ok, _ = eventually(lambda: allowed(self.api, "pod1"))
         self.assertTrue(ok)
 
+    def test_E06_E09_nodegateconfig_changes_the_eviction_mode_live(self):
+        path = "/apis/nodegate.io/v1alpha1/nodegateconfigs"
+        ngc = {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig", "metadata": {"name": "default"},
+               "spec": {"eviction": {"mode": "Warn"}}}
+        code, body, _ = self.api.api("POST", path, ngc)
+        self.assertEqual(code, 201, body)
+        ok, _ = eventually(lambda: allowed(self.api, "pod1"))
+        self.assertTrue(ok, "Warn mode must allow the protected pod")
+        code, body, resp = evict(self.api, "pod1")
+        self.assertIn("default/db", resp.getheader("Warning") or "")
+        # Back to Enforce, with alice exempt.
+        code, body, _ = self.api.api("PATCH", f"{path}/default",
+                                     {"spec": {"eviction": {"mode": "Enforce", "exemptUsers": ["alice"]}}},
+                                     ctype="application/merge-patch+json")
+        self.assertEqual(code, 200, body)
+        ok, _ = eventually(lambda: denied(self.api, "pod1"))
+        self.assertTrue(ok)
+        rbac = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": "alice-admin"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+                "subjects": [{"kind": "User", "name": "alice"}]}
+        code, body, _ = self.api.api("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", rbac)
+        self.assertEqual(code, 201, body)
+        code, body, _ = evict(self.api, "pod1", user="alice")
+        self.assertIn(code, (200, 201), body)
+
     def test_cache_matches_the_api_server_after_many_changes(self):
         for i in range(30):
             pod = {"apiVersion": "v1", "kind": "Pod",

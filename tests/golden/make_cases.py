@@ -105,6 +105,25 @@ case("E09_exempt_user_allowed.json",
      [], review("pod1", user="system:serviceaccount:kube-system:cluster-autoscaler"),
      {"allowed": True, "reason": "exempt"},
      config={"mode": "Enforce", "exemptUsers": ["system:serviceaccount:kube-system:cluster-autoscaler"]})
+NGC = lambda spec: {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig",
+                    "metadata": {"name": "default"}, "spec": spec}
+case("E06_warn_mode_from_nodegateconfig.json",
+     "NodeGateConfig default with eviction.mode Warn overrides the Enforce flag: allowed with a warning.",
+     [NGC({"eviction": {"mode": "Warn"}})], review("pod1"),
+     {"allowed": True, "reason": "protected", "warningContains": ["default/db"]})
+case("E09_exempt_user_from_nodegateconfig.json",
+     "A requester listed in NodeGateConfig eviction.exemptUsers is allowed.",
+     [NGC({"eviction": {"exemptUsers": ["system:serviceaccount:kube-system:cluster-autoscaler"]}})],
+     review("pod1", user="system:serviceaccount:kube-system:cluster-autoscaler"),
+     {"allowed": True, "reason": "exempt"})
+case("E09_nodegateconfig_exempt_list_replaces_flags.json",
+     "When NodeGateConfig lists exempt users, a user exempt only by flag is not exempt.",
+     [NGC({"eviction": {"exemptUsers": ["someone-else"]}})], review("pod1", user="ops-admin"),
+     {"allowed": False, "code": 429}, config={"mode": "Enforce", "exemptUsers": ["ops-admin"]})
+case("E06_invalid_nodegateconfig_enforces.json",
+     "A NodeGateConfig with an unknown eviction mode never loosens the guard: Enforce.",
+     [NGC({"eviction": {"mode": "Sometimes"}})], review("pod1"),
+     {"allowed": False, "code": 429}, config={"mode": "Warn"})
 case("E10_protected_through_pvc_denied.json",
      "A pod protected only through a PVC it mounts (ADB pvcSelector) is denied as E01.",
      [{"apiVersion": "v1", "kind": "PersistentVolumeClaim",

@@ -300,6 +300,49 @@ static void test_invalid_budget_is_kept_and_marked(void **state)
 	kube_snapshot_release(s);
 }
 
+static void test_nodes_by_label_and_nodegateconfig(void **state)
+{
+	struct kube_snapshot *s = ng_test_snapshot(
+	    "{\"kind\":\"List\",\"items\":["
+	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\",\"labels\":{"
+	    "\"pool\":\"gpu\",\"zone\":\"1\"}}},"
+	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"b\",\"labels\":{"
+	    "\"pool\":\"cpu\",\"zone\":\"1\"}}},"
+	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"c\",\"labels\":{"
+	    "\"pool\":\"gpu\"}}},"
+	    "{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"default\"},\"spec\":{\"paused\":true,\"eviction\":{\"mode\":\"Warn\","
+	    "\"exemptUsers\":[\"ops\"]}}},"
+	    "{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"other\"},\"spec\":{\"eviction\":{\"mode\":\"Never\"}}}]}");
+	size_t n;
+	const uint32_t *gpu =
+	    kube_snapshot_nodes_with_label(s, ng_test_id(s, "pool"), ng_test_id(s, "gpu"), &n);
+	assert_int_equal(n, 2);
+	size_t nn;
+	const struct kube_node *nodes = kube_snapshot_nodes(s, &nn);
+	assert_int_equal(nodes[gpu[0]].name, ng_test_id(s, "a"));
+	assert_int_equal(nodes[gpu[1]].name, ng_test_id(s, "c"));
+	assert_non_null(
+	    kube_snapshot_nodes_with_label(s, ng_test_id(s, "zone"), ng_test_id(s, "1"), &n));
+	assert_int_equal(n, 2);
+	assert_null(kube_snapshot_nodes_with_label(s, ng_test_id(s, "pool"), NG_INTERN_NONE, &n));
+	assert_int_equal(n, 0);
+	const struct kube_ngc *cfg = kube_snapshot_config(s);
+	assert_non_null(cfg);
+	assert_true(cfg->paused);
+	assert_int_equal(cfg->eviction_mode, KUBE_EVICTION_WARN);
+	assert_true(cfg->has_exempt_users);
+	assert_int_equal(cfg->nexempt, 1);
+	assert_int_equal(cfg->exempt_users[0], ng_test_id(s, "ops"));
+	const struct kube_ngc *all = kube_snapshot_ngcs(s, &n);
+	assert_int_equal(n, 2);
+	/* An unknown mode makes the object invalid, and invalid enforces. */
+	assert_true(all[1].invalid);
+	assert_int_equal(all[1].eviction_mode, KUBE_EVICTION_ENFORCE);
+	kube_snapshot_release(s);
+}
+
 struct stress {
 	struct kube_store *store;
 	int rounds;
@@ -545,6 +588,7 @@ int main(void)
 	    cmocka_unit_test(test_store_publish_while_readers_acquire),
 	    cmocka_unit_test(test_load_files_reports_path),
 	    cmocka_unit_test(test_cache_publishes_changes_and_shares_unchanged_tables),
+	    cmocka_unit_test(test_nodes_by_label_and_nodegateconfig),
 	    cmocka_unit_test(test_cache_later_change_in_a_batch_wins),
 	    cmocka_unit_test(test_cache_reset_replaces_and_discard_restores),
 	    cmocka_unit_test(test_store_stress_live_cache_writer_and_readers),
