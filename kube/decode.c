@@ -84,7 +84,8 @@ static ng_status decode_labels(struct ctx *c, const cJSON *j, const char *field,
 		if (st != NG_OK)
 			return st;
 	}
-	qsort(out, n, sizeof(*out), cmp_label);
+	if (n > 1) /* qsort(NULL, 0) is undefined, and a "labels: {}" object has none */
+		qsort(out, n, sizeof(*out), cmp_label);
 	*ret = out;
 	*ret_n = (uint16_t)n;
 	return NG_OK;

@@ -275,7 +275,8 @@ static ng_status build_label_index(struct kube_table *t)
 		for (uint32_t l = 0; l < nodes[i].nlabels; l++)
 			pairs[k++] = (struct pair){
 			    kube_key2(nodes[i].labels[l].key, nodes[i].labels[l].val), (uint32_t)i};
-	qsort(pairs, npairs, sizeof(*pairs), cmp_pair);
+	if (npairs > 1)
+		qsort(pairs, npairs, sizeof(*pairs), cmp_pair);
 	size_t nranges = 0;
 	for (size_t i = 0; i < npairs; i++)
 		if (i == 0 || pairs[i].key != pairs[i - 1].key)

@@ -5,7 +5,7 @@
       [--generate nodes=N,pods-per-node=M,pvcs-per-node=K] [--kubelet immediate|grace]
       [--service-endpoint ns/name[:port]=127.0.0.1:PORT ...] [--history N]
       [--bookmark-interval S] [--watch-expired event|http] [--authorization rbac|always-allow]
-      [--node-lifecycle on|off] [--persist] [--verbose]
+      [--node-lifecycle on|off] [--aggregated-discovery on|off] [--persist] [--verbose]
 
 Writes DIR/ca.crt, DIR/kubeconfig (admin), DIR/kubeconfig-<user>, DIR/kubeconfig-carol-cert
 (x509 client certificate: user carol, group nodegate-devs), DIR/tokens.json,
@@ -85,6 +85,8 @@ def main(argv=None):
                     help="taint nodes by condition (unschedulable, not-ready, unreachable) like the node lifecycle controller")
     ap.add_argument("--persist", action="store_true",
                     help="save all objects to DIR/state.json on exit and load them at start (if present)")
+    ap.add_argument("--aggregated-discovery", choices=["on", "off"], default="on",
+                    help="serve apidiscovery.k8s.io/v2 to clients that ask for it (off: legacy documents only)")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args(argv)
 
@@ -140,7 +142,8 @@ def main(argv=None):
 
     options = {"bookmark_interval": a.bookmark_interval, "watch_expired": a.watch_expired,
                "verbose": a.verbose, "faults": Faults(),
-               "authorizer": Authorizer(cluster.store) if a.authorization == "rbac" else None}
+               "authorizer": Authorizer(cluster.store) if a.authorization == "rbac" else None,
+               "aggregated_discovery": a.aggregated_discovery == "on"}
     state = {"server": APIServer(("127.0.0.1", a.port), cluster, ctx, users, options)}
     port = state["server"].server_address[1]
     server_url = "https://127.0.0.1:%d" % port

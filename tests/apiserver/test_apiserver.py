@@ -36,6 +36,7 @@ CRD = {
                   "shortNames": ["nd"], "categories": ["nodegate"]},
         "versions": [{
             "name": "v1alpha1", "served": True, "storage": True, "subresources": {"status": {}},
+            "selectableFields": [{"jsonPath": ".spec.requestor"}],
             "additionalPrinterColumns": [
                 {"name": "Nodes", "type": "integer", "jsonPath": ".spec.nodeCount"},
                 {"name": "State", "type": "string", "jsonPath": ".status.state"},
@@ -241,12 +242,31 @@ class TestAuthAndDiscovery(ServerTestCase):
                   "admissionregistration.k8s.io", "apiextensions.k8s.io"):
             self.assertIn(g, groups)
 
-    def test_aggregated_discovery_request_falls_back_to_legacy_documents(self):
-        code, body, resp = self.api("GET", "/apis", headers={
-            "Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"})
+    AGG = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+
+    def test_aggregated_discovery_v2_lists_groups_resources_and_subresources(self):
+        code, body, resp = self.api("GET", "/api", headers={"Accept": self.AGG})
         self.assertEqual(code, 200)
-        self.assertEqual(body["kind"], "APIGroupList")
-        self.assertEqual(resp.getheader("Content-Type"), "application/json")
+        self.assertEqual(resp.getheader("Content-Type"),
+                         "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+        self.assertEqual(body["kind"], "APIGroupDiscoveryList")
+        core = body["items"][0]
+        self.assertEqual(core["metadata"]["name"], "")
+        pods = [r for r in core["versions"][0]["resources"] if r["resource"] == "pods"][0]
+        self.assertEqual((pods["scope"], pods["singularResource"], pods["shortNames"]), ("Namespaced", "pod", ["po"]))
+        subs = {x["subresource"]: x for x in pods["subresources"]}
+        self.assertEqual(subs["eviction"]["responseKind"], {"group": "policy", "version": "v1", "kind": "Eviction"})
+        self.assertEqual(subs["eviction"]["verbs"], ["create"])
+        code, body, _ = self.api("GET", "/apis", headers={"Accept": self.AGG})
+        self.assertIn("apps", [g["metadata"]["name"] for g in body["items"]])
+
+    def test_legacy_discovery_when_aggregated_discovery_is_off(self):
+        with ServerProcess(extra_args=["--aggregated-discovery", "off"]) as srv:
+            code, body, resp = srv.api("GET", "/apis", headers={"Accept": self.AGG})
+            self.assertEqual((code, body["kind"], resp.getheader("Content-Type")),
+                             (200, "APIGroupList", "application/json"))
+            rc, out, err = srv.kubectl("get", "pods", "-A")  # kubectl falls back to the legacy documents
+            self.assertEqual(rc, 0, err)
 
     def test_kubectl_api_resources_and_version(self):
         rc, out, err = self.kubectl("api-resources")
@@ -376,6 +396,48 @@ class TestCrudSemantics(ServerTestCase):
                                  {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
         self.assertEqual(code, 405)
 
+    def test_create_with_resource_version_is_refused_like_etcd3_storage(self):
+        code, body, _ = self.api("POST", "/api/v1/namespaces/default/configmaps",
+                                 {"apiVersion": "v1", "kind": "ConfigMap",
+                                  "metadata": {"name": "withrv", "resourceVersion": "5"}})
+        self.assertEqual((code, body["reason"], body["message"]),
+                         (500, "Unknown", "resourceVersion should not be set on objects to be created"))
+
+    def test_unknown_top_level_fields_of_builtin_kinds_strict_warn_and_dropped(self):
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "unk"}, "bogus": 1}
+        code, body, _ = self.api("POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Strict", cm)
+        self.assertEqual(code, 400)
+        self.assertEqual(body["message"], 'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict '
+                         'decoding error: unknown field "bogus"')
+        code, body, resp = self.api("POST", "/api/v1/namespaces/default/configmaps", cm)
+        self.assertEqual(code, 201)
+        self.assertNotIn("bogus", body)
+        self.assertEqual(resp.getheader("Warning"), '299 - "unknown field \\"bogus\\""')
+
+    def test_unknown_nested_and_metadata_fields_are_caught(self):
+        p = pod("typo")
+        p["spec"]["containers"][0]["imagee"] = "x"
+        p["metadata"]["label"] = {"a": "b"}
+        code, body, _ = self.api("POST", "/api/v1/namespaces/default/pods?fieldValidation=Strict", p)
+        self.assertEqual(code, 400)
+        self.assertIn('unknown field "spec.containers[0].imagee"', body["message"])
+        self.assertIn('unknown field "metadata.label"', body["message"])
+        self.ok("POST", "/api/v1/nodes", node("typo-node"))
+        # kubectl patch sends no fieldValidation: the default (Warn) drops the field with a warning
+        rc, out, err = self.kubectl("patch", "node", "typo-node", "-p", '{"spec":{"unschedulabel":true}}')
+        self.assertEqual(rc, 0, err)
+        self.assertIn('Warning: unknown field "spec.unschedulabel"', err)
+        self.assertEqual(self.ok("GET", "/api/v1/nodes/typo-node")["spec"], {})
+
+    def test_kubectl_apply_of_a_v1_list_file(self):
+        lst = {"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "li1"}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "li2"},
+             "rules": []}]}
+        rc, out, err = self.srv.kubectl("apply", "-f", "-", input=json.dumps(lst))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("clusterrole.rbac.authorization.k8s.io/li2 created", out)
+
     def test_generate_name(self):
         out = self.ok("POST", "/api/v1/namespaces/default/configmaps",
                       {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}})
@@ -439,6 +501,49 @@ class TestFinalizersAndDeletion(ServerTestCase):
         self.ok("DELETE", "/api/v1/namespaces/gone")
         self.wait_for(lambda: self.api("GET", "/api/v1/namespaces/gone")[0] == 404, msg="namespace gone")
         self.assertEqual(self.api("GET", "/api/v1/namespaces/gone/configmaps/x")[0], 404)
+
+
+class TestGarbageCollection(ServerTestCase):
+    def owner_and_pods(self, name):
+        rs = self.ok("POST", "/apis/apps/v1/namespaces/default/replicasets", {
+            "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+        ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name, "uid": rs["metadata"]["uid"],
+               "controller": True, "blockOwnerDeletion": True}
+        for i in range(2):
+            self.ok("POST", "/api/v1/namespaces/default/pods", pod("%s-%d" % (name, i), labels={"app": name}, owner=ref))
+        return rs
+
+    def pods_of(self, name):
+        return self.ok("GET", "/api/v1/namespaces/default/pods?labelSelector=app%3D" + name)["items"]
+
+    def test_background_deletion_removes_dependents(self):
+        self.owner_and_pods("gcb")
+        rc, out, err = self.kubectl("delete", "replicaset", "gcb")
+        self.assertEqual(rc, 0, err)
+        self.wait_for(lambda: not self.pods_of("gcb"), msg="dependents deleted")
+
+    def test_orphan_deletion_keeps_dependents_without_owner_reference(self):
+        self.owner_and_pods("gco")
+        rc, out, err = self.kubectl("delete", "replicaset", "gco", "--cascade=orphan")
+        self.assertEqual(rc, 0, err)
+        self.wait_for(lambda: self.api("GET", "/apis/apps/v1/namespaces/default/replicasets/gco")[0] == 404,
+                      msg="owner gone")
+        pods = self.pods_of("gco")
+        self.assertEqual(len(pods), 2)
+        self.assertTrue(all("ownerReferences" not in p["metadata"] for p in pods))
+
+    def test_foreground_deletion_waits_for_dependents(self):
+        self.owner_and_pods("gcf")
+        code, out, _ = self.api("DELETE", "/apis/apps/v1/namespaces/default/replicasets/gcf",
+                                {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"})
+        self.assertEqual(code, 200)
+        self.assertIn("foregroundDeletion", out["metadata"]["finalizers"])
+        self.wait_for(lambda: self.api("GET", "/apis/apps/v1/namespaces/default/replicasets/gcf")[0] == 404,
+                      msg="owner gone after dependents")
+        self.assertEqual(self.pods_of("gcf"), [])
 
 
 class TestGracefulPodDeletion(ServerTestCase):
@@ -723,6 +828,14 @@ class TestCustomResources(ServerTestCase):
         self.assertEqual((out["spec"]["nodeNames"], out["status"]["state"]), (["c"], "Pending"))
         self.assertEqual(out["metadata"]["generation"], 2)
 
+    def test_field_selector_on_crd_selectable_fields(self):
+        self.ok("POST", "/apis/nodegate.io/v1alpha1/nodedisruptions", self.nd("fs1", requestor="team-a"))
+        self.ok("POST", "/apis/nodegate.io/v1alpha1/nodedisruptions", self.nd("fs2", requestor="team-b"))
+        out = self.ok("GET", "/apis/nodegate.io/v1alpha1/nodedisruptions?fieldSelector=spec.requestor%3Dteam-b")
+        self.assertEqual([o["metadata"]["name"] for o in out["items"]], ["fs2"])
+        code, body, _ = self.api("GET", "/apis/nodegate.io/v1alpha1/nodedisruptions?fieldSelector=spec.type%3Dx")
+        self.assertEqual(code, 400)
+
     def test_put_without_resource_version_is_422_for_custom_resources(self):
         out = self.ok("POST", "/apis/nodegate.io/v1alpha1/nodedisruptions", self.nd("u1"))
         del out["metadata"]["resourceVersion"]
@@ -767,6 +880,12 @@ class TestCustomResources(ServerTestCase):
         rc, out, err = self.kubectl("get", "nodegate")
         self.assertEqual(rc, 0, err)
         self.assertIn("k1", out)  # one resource type in the category: no kind prefix, as with a real server
+
+    def test_kubectl_explain_custom_kind_uses_crd_schema(self):
+        rc, out, err = self.kubectl("explain", "nd.spec")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("KIND:       NodeDisruption", out)
+        self.assertIn("nodeNames\t<[]string>", out)
 
     def test_kubectl_apply_custom_resource_uses_merge_patch(self):
         y = ("apiVersion: nodegate.io/v1alpha1\nkind: NodeDisruption\nmetadata:\n  name: ap1\n"
@@ -1034,6 +1153,13 @@ class TestEvictionAndPDB(ServerTestCase):
         code, body, _ = self.evict("nosuch")
         self.assertEqual((code, body["message"]), (404, 'pods "nosuch" not found'))
 
+    def test_eviction_uid_precondition_conflict(self):
+        code, body, _ = self.evict("a0", body={"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "a0"},
+                                               "deleteOptions": {"preconditions": {"uid": "other"}}})
+        self.assertEqual((code, body["reason"]), (409, "Conflict"))
+        self.assertTrue(body["message"].startswith('Operation cannot be fulfilled on Pod "a0": the UID in the '
+                                                   'precondition (other) does not match the UID in record'), body["message"])
+
     def test_eviction_name_mismatch_is_400(self):
         code, _, _ = self.evict("a0", body={"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "other"}})
         self.assertEqual(code, 400)
@@ -1266,6 +1392,24 @@ class TestAdmissionWebhooks(ServerTestCase):
                       err)
         self.assertIn("will retry after 5s", err)
 
+    def test_connections_to_webhooks_are_kept_alive_and_reused(self):
+        conns = []
+        orig = self.wh.httpd.RequestHandlerClass.setup
+
+        def setup(handler):
+            conns.append(handler.client_address)
+            return orig(handler)
+        self.wh.httpd.RequestHandlerClass.setup = setup
+        try:
+            self.register(self.CM_RULE)
+            for i in range(3):
+                self.ok("POST", "/api/v1/namespaces/default/configmaps",
+                        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ka%d" % i}})
+        finally:
+            self.wh.httpd.RequestHandlerClass.setup = orig
+        self.assertEqual(len(self.wh.reviews), 3)
+        self.assertLessEqual(len(conns), 1)  # 0 when an earlier test left an idle connection
+
     def test_failure_policy_fail_returns_500_when_webhook_errors(self):
         self.register(self.CM_RULE, failure="Fail")
         self.mode["kind"] = "500"
@@ -1490,6 +1634,12 @@ class TestRBACAndImpersonation(ServerTestCase):
             "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
             "spec": {"user": "x", "groups": ["system:masters"], "resourceAttributes": {"verb": "delete", "resource": "nodes"}}})
         self.assertTrue(sar["status"]["allowed"])
+
+    def test_kubectl_auth_can_i_list_uses_rules_review(self):
+        rc, out, err = self.kubectl("auth", "can-i", "--list", user="bob")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("selfsubjectaccessreviews.authorization.k8s.io", out)
+        self.assertNotIn("pods ", out)
 
     def test_always_allow_mode_is_available(self):
         with ServerProcess(extra_args=["--authorization", "always-allow"]) as srv:

@@ -156,6 +156,18 @@ static void test_later_objects_replace_earlier_ones(void **state)
 	kube_snapshot_release(s);
 }
 
+static void test_empty_labels_object(void **state)
+{
+	/* kubectl label pod p app- leaves "labels": {}: no labels, not an error. */
+	struct kube_snapshot *s = ng_test_snapshot(
+	    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
+	    "\"p\",\"namespace\":\"d\",\"labels\":{}},\"spec\":{\"nodeName\":\"n\"}}");
+	const struct kube_pod *p = kube_snapshot_find_pod_str(s, "d", 1, "p", 1);
+	assert_non_null(p);
+	assert_int_equal(p->nlabels, 0);
+	kube_snapshot_release(s);
+}
+
 static void test_pod_flags_claims_and_requests(void **state)
 {
 	const char *json =
@@ -582,6 +594,7 @@ int main(void)
 	    cmocka_unit_test(test_malformed_core_objects_name_item_and_field),
 	    cmocka_unit_test(test_later_objects_replace_earlier_ones),
 	    cmocka_unit_test(test_pod_flags_claims_and_requests),
+	    cmocka_unit_test(test_empty_labels_object),
 	    cmocka_unit_test(test_granted_nodes_map_to_their_request),
 	    cmocka_unit_test(test_label_selector_json_validation),
 	    cmocka_unit_test(test_invalid_budget_is_kept_and_marked),

@@ -10,7 +10,8 @@ Matching webhooks are POSTed an admission.k8s.io/v1 AdmissionReview over HTTPS:
     at the address from the service-endpoint map (see Dispatcher.service_endpoints) with TLS
     server name <name>.<ns>.svc;
   * the server certificate is verified against caBundle (no caBundle: system roots);
-  * `?timeout=<N>s` is appended, N = timeoutSeconds (default 10), which bounds the call.
+  * `?timeout=<N>s` is appended, N = timeoutSeconds (default 10), which bounds the call;
+  * connections are kept alive and reused (see ConnectionPool).
 Validating webhooks run in parallel; the first failure in configuration order wins.
 Transport/response errors follow failurePolicy (default Fail -> 500 InternalError, Ignore ->
 continue). Denials keep the webhook's code/reason/details; the message is prefixed
@@ -83,9 +84,53 @@ def _match_rule(rule, op, group, version, resource, sub, namespaced):
     return False
 
 
+class ConnectionPool:
+    """Keep-alive connections to webhooks, like client-go's transport: at most 25 idle
+    connections per endpoint, dropped after 90 s idle. A connection the webhook has closed
+    while idle (readable when it should be silent: EOF or a TLS close_notify) is discarded
+    before reuse, as Go's per-connection read loop notices; if the webhook closes it in the
+    instant between that check and the request, the call fails with EOF (Go does not retry
+    a POST), and the failurePolicy applies — the race real webhooks must avoid by keeping
+    idle connections open longer than the client does."""
+    MAX_IDLE = 25
+    IDLE_TIMEOUT = 90.0
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.idle = {}
+
+    def get(self, key):
+        import select
+        import time
+        while True:
+            with self.lock:
+                lst = self.idle.get(key)
+                if not lst:
+                    return None
+                conn, t = lst.pop()
+            try:
+                dead = time.monotonic() - t > self.IDLE_TIMEOUT or conn.sock is None or \
+                    bool(select.select([conn.sock], [], [], 0)[0])
+            except (OSError, ValueError):
+                dead = True
+            if not dead:
+                return conn
+            conn.close()
+
+    def put(self, key, conn):
+        import time
+        with self.lock:
+            lst = self.idle.setdefault(key, [])
+            if len(lst) >= self.MAX_IDLE:
+                conn.close()
+                return
+            lst.append((conn, time.monotonic()))
+
+
 class Dispatcher:
     def __init__(self, cluster):
         self.cluster = cluster
+        self.pool = ConnectionPool()
         self.service_endpoints = {}   # "ns/name" or "ns/name:port" -> (host, port)
         self.calls = []               # recent call log (for tests/debugging), bounded
         self.lock = threading.Lock()
@@ -222,26 +267,39 @@ class Dispatcher:
             except Exception as e:
                 return None, 'failed to call webhook: Post "%s": invalid caBundle: %s' % (full, e)
         body = json.dumps(review).encode()
+        key = (host, port, sni, ca or "")
+        conn = self.pool.get(key)
         try:
-            raw = socket.create_connection(("127.0.0.1" if host == "localhost" else host, port), timeout=timeout)
-            try:
-                tls = ctx.wrap_socket(raw, server_hostname=sni)
-            except ssl.SSLCertVerificationError as e:
-                raw.close()
-                return None, 'failed to call webhook: Post "%s": tls: failed to verify certificate: %s' % (full, e.verify_message)
-            conn = http.client.HTTPConnection(host, port, timeout=timeout)
-            conn.sock = tls
+            if conn is None:
+                raw = socket.create_connection(("127.0.0.1" if host == "localhost" else host, port), timeout=timeout)
+                try:
+                    tls = ctx.wrap_socket(raw, server_hostname=sni)
+                except ssl.SSLCertVerificationError as e:
+                    raw.close()
+                    return None, 'failed to call webhook: Post "%s": tls: failed to verify certificate: %s' % (
+                        full, e.verify_message)
+                conn = http.client.HTTPConnection(host, port, timeout=timeout)
+                conn.sock = tls
+            conn.sock.settimeout(timeout)
             conn.request("POST", path_q, body=body, headers={"Content-Type": "application/json",
                                                              "Accept": "application/json, */*",
                                                              "User-Agent": "kube-apiserver-admission",
                                                              "Host": "%s:%d" % (sni, port)})
             resp = conn.getresponse()
             data = resp.read(8 << 20)
-            conn.close()
         except socket.timeout:
+            conn and conn.close()
             return None, 'failed to call webhook: Post "%s": context deadline exceeded' % full
+        except http.client.RemoteDisconnected:
+            conn.close()
+            return None, 'failed to call webhook: Post "%s": EOF' % full
         except (OSError, http.client.HTTPException) as e:
+            conn and conn.close()
             return None, 'failed to call webhook: Post "%s": %s' % (full, e)
+        if conn.sock is not None and not resp.will_close:
+            self.pool.put(key, conn)
+        else:
+            conn.close()
         if resp.status < 200 or resp.status >= 300:
             return None, ('failed to call webhook: an error on the server ("%s") has prevented the request from '
                           'succeeding' % data[:200].decode(errors="replace"))

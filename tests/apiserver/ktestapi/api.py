@@ -32,7 +32,8 @@ from .eviction import compute_pdb_status, matching_pdbs, pod_ready
 from .resources import Registry, convert_in, convert_out
 from .selectors import parse_label_selector, parse_field_selector
 from .store import Store, Expired, make_key
-from .validation import (validate_meta, validate_builtin, apply_defaults, prune, validate_schema)
+from .validation import (validate_meta, validate_builtin, apply_defaults, prune, validate_schema,
+                         drop_unknown_fields)
 
 GEN_RKEYS = {"apps/deployments", "apps/replicasets", "apps/statefulsets", "apps/daemonsets", "batch/jobs",
              "batch/cronjobs", "policy/poddisruptionbudgets", "apiextensions.k8s.io/customresourcedefinitions",
@@ -59,7 +60,11 @@ class User:
         self.uid = uid or str(uuid.uuid4())
 
     def user_info(self):
-        return {"username": self.name, "uid": self.uid, "groups": self.groups + ["system:authenticated"]}
+        out = {"username": self.name}
+        if self.uid:
+            out["uid"] = self.uid
+        out["groups"] = self.groups + ["system:authenticated"]
+        return out
 
 
 SYSTEM = User("system:apiserver", ["system:masters"], None, "system")
@@ -81,6 +86,8 @@ class Cluster:
         self.pending_pod_deletes = {}   # key -> monotonic deadline
         self.node_lifecycle = node_lifecycle
         self.dirty_nodes = set()
+        self.gc_queue = set()            # uids of deleted owners whose dependents need collecting
+        self.gc_owners = set()           # (rkey, uid) of owners in foreground/orphan deletion
         self.ctl = threading.Thread(target=self._controllers, name="controllers", daemon=True)
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.create_internal("/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -121,6 +128,11 @@ class Cluster:
         return obj
 
     def _after_write(self, rkey, obj, typ):
+        if typ == "DELETED" and obj["metadata"].get("uid") in self.store.dependents:
+            self.gc_queue.add(obj["metadata"]["uid"])
+        if typ != "DELETED" and obj["metadata"].get("deletionTimestamp") and \
+                set(obj["metadata"].get("finalizers") or []) & {"foregroundDeletion", "orphan"}:
+            self.gc_owners.add((rkey, obj["metadata"].get("uid")))
         if rkey == "/nodes" and typ != "DELETED" and self.node_lifecycle:
             self.dirty_nodes.add(obj["metadata"]["name"])
         if rkey in ("/pods", "policy/poddisruptionbudgets", "apps/replicasets", "apps/deployments",
@@ -296,12 +308,19 @@ class Cluster:
         """Return (causes, warnings) for the object; CR schema pruning happens here too."""
         causes = validate_meta(info.rkey, obj)
         warnings = []
+        unknown = drop_unknown_fields(info.rkey, obj, custom=info.crd is not None)
         if info.crd is None:
+            if unknown:
+                if field_validation == "Strict":
+                    raise E.bad_request('%s in version "%s" cannot be handled as a %s: strict decoding error: %s' % (
+                        info.kind, info.version, info.kind, ", ".join('unknown field "%s"' % u for u in unknown)))
+                if field_validation != "Ignore":
+                    warnings += ['unknown field "%s"' % u for u in unknown]
             causes += validate_builtin(info.rkey, obj, old)
         else:
             sch = (info.crd.get("schema") or {}).get("openAPIV3Schema") or {}
             pruned = prune(sch, obj, root=True)
-            unknown = _diff_fields(obj, pruned)
+            unknown = unknown + _diff_fields(obj, pruned)
             if unknown:
                 if field_validation == "Strict":
                     raise E.bad_request('%s in version "%s" cannot be handled as a %s: strict decoding error: %s' % (
@@ -323,7 +342,7 @@ class Cluster:
 
     def list(self, info, ns, label_selector=None, field_selector=None, limit=0, cont=None):
         ls = parse_label_selector(label_selector)
-        fs = parse_field_selector(field_selector, info.rkey, info.kind)
+        fs = parse_field_selector(field_selector, info.rkey, info.kind, info.crd)
         if fs.get("metadata.namespace") is not None and info.namespaced:
             if ns and ns != fs.get("metadata.namespace"):
                 return [], str(self.store.rv), None, None
@@ -386,6 +405,9 @@ class Cluster:
             md.pop("namespace", None)
         if not md.get("name") and md.get("generateName"):
             md["name"] = md["generateName"] + "".join(random.choice(NAME_CHARS) for _ in range(5))
+        if md.get("resourceVersion"):
+            # the storage layer refuses it; the error is not a Status, so it surfaces as 500 Unknown
+            raise E.APIError(500, "Unknown", "resourceVersion should not be set on objects to be created")
         for k in ("resourceVersion", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                   "selfLink"):
             md.pop(k, None)
@@ -617,10 +639,26 @@ class Cluster:
             self._finish_namespace(md["name"])
             cur = self.store.get(info.rkey, key)
             return 200, convert_out(info, cur or new)
+        policy = opts.get("propagationPolicy")
+        if policy is None and opts.get("orphanDependents") is not None:
+            policy = "Orphan" if opts["orphanDependents"] else "Background"
+        if policy not in (None, "Background", "Foreground", "Orphan"):
+            raise E.bad_request('propagationPolicy: Unsupported value: "%s": supported values: "Foreground", '
+                                '"Background", "Orphan"' % policy)
         with self.store.lock:
             cur = self.store.get(info.rkey, key)
             if cur is None:
                 raise E.not_found(info.plural, info.group, md["name"])
+            gc_fin = {"Foreground": "foregroundDeletion", "Orphan": "orphan"}.get(policy)
+            if gc_fin and not dry_run and cur["metadata"].get("uid") in self.store.dependents and \
+                    gc_fin not in (cur["metadata"].get("finalizers") or []):
+                # the GC finalizer goes on before deletion starts (below); on an object that is
+                # already terminating it is added on its own
+                cur = copy.deepcopy(cur)
+                cur["metadata"]["finalizers"] = (cur["metadata"].get("finalizers") or []) + [gc_fin]
+                if cur["metadata"].get("deletionTimestamp"):
+                    self._commit(info.rkey, key, cur, "MODIFIED")
+                    return 200, convert_out(info, cur)
             finalizers = cur["metadata"].get("finalizers") or []
             if cur["metadata"].get("deletionTimestamp"):
                 # already terminating: a shorter grace period may still finish it
@@ -655,6 +693,19 @@ class Cluster:
         if info.rkey in RETURN_DELETED or info.crd is not None:
             return 200, convert_out(info, new)
         return 200, self._status_success(info, new)
+
+    @staticmethod
+    def _eviction_preconditions(pod, dopts):
+        """The checks addConditionAndDeletePod makes (resource spelled "Pod", as there)."""
+        pre = dopts.get("preconditions") or {}
+        md = pod["metadata"]
+        if pre.get("uid") and pre["uid"] != md.get("uid"):
+            raise E.conflict("Pod", "", md["name"], "the UID in the precondition (%s) does not match the UID in "
+                             "record (%s). The object might have been deleted and then recreated" % (pre["uid"], md.get("uid")))
+        if pre.get("resourceVersion") and pre["resourceVersion"] != md.get("resourceVersion"):
+            raise E.conflict("Pod", "", md["name"], "the ResourceVersion in the precondition (%s) does not match the "
+                             "ResourceVersion in record (%s). The object might have been modified"
+                             % (pre["resourceVersion"], md.get("resourceVersion")))
 
     def _mark_disruption_target(self, key):
         """PodDisruptionConditions (GA): an evicted pod gets DisruptionTarget=True before deletion."""
@@ -776,13 +827,10 @@ class Cluster:
         pod = self.store.get("/pods", key)
         if pod is None:
             raise E.not_found("pods", "", name)
-        pre = dopts.get("preconditions") or {}
-        if pre.get("uid") and pre["uid"] != pod["metadata"].get("uid"):
-            raise E.conflict("pods", "", name, "Precondition failed: UID in precondition: %s, UID in object meta: %s"
-                             % (pre["uid"], pod["metadata"].get("uid")))
         phase = (pod.get("status") or {}).get("phase")
         ok = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
         if phase in ("Succeeded", "Failed", "Pending") or pod["metadata"].get("deletionTimestamp"):
+            self._eviction_preconditions(pod, dopts)
             if not dry_run:
                 self._mark_disruption_target(key)
                 pod = self.store.get("/pods", key) or pod
@@ -823,6 +871,7 @@ class Cluster:
                         st.setdefault("disruptedPods", {})[name] = now_ts()
                         new["status"] = st
                         self._commit("policy/poddisruptionbudgets", make_key(ns, pdb["metadata"]["name"]), new, "MODIFIED")
+            self._eviction_preconditions(pod, dopts)
             if not dry_run:
                 self._mark_disruption_target(key)
                 pod = self.store.get("/pods", key) or pod
@@ -853,12 +902,101 @@ class Cluster:
                         names, self.dirty_nodes = self.dirty_nodes, set()
                     for n in sorted(names):
                         self.sync_node_taints(n)
+                if self.gc_queue or self.gc_owners:
+                    self.collect_garbage()
                 if self.pdb_dirty.is_set():
                     self.pdb_dirty.clear()
                     self.sync_pdbs()
             except Exception:  # keep the loop alive; errors show up in tests as stale state
                 import traceback
                 traceback.print_exc()
+
+    def collect_garbage(self):
+        """Garbage collector stand-in.
+
+        * Background (the default propagation): once an owner is gone, dependents none of
+          whose ownerReferences resolve to a live object (by uid) are deleted.
+        * Foreground: the owner carries the `foregroundDeletion` finalizer; its dependents are
+          deleted first, then the finalizer is removed (and the owner goes).
+        * Orphan: the owner carries the `orphan` finalizer; the references to it are removed
+          from its dependents, then the finalizer is removed."""
+        with self.store.lock:
+            queue, self.gc_queue = self.gc_queue, set()
+            owners, self.gc_owners = self.gc_owners, set()
+        for uid in sorted(queue):
+            with self.store.lock:
+                deps = sorted(self.store.dependents.get(uid, ()))
+            for rkey, key in deps:
+                with self.store.lock:
+                    o = self.store.get(rkey, key)
+                    if o is None or o["metadata"].get("deletionTimestamp"):
+                        continue
+                    if any(r.get("uid") in self.store.uids for r in o["metadata"].get("ownerReferences") or []):
+                        continue
+                info = self.info_for(rkey)
+                if info is not None:
+                    try:
+                        self._delete_obj(info, key, o, {"propagationPolicy": "Background"}, False)
+                    except E.APIError:
+                        pass
+        for rkey, uid in sorted(owners):
+            with self.store.lock:
+                loc = self.store.uids.get(uid)
+                owner = self.store.get(*loc) if loc else None
+                if owner is None:
+                    continue
+                fins = owner["metadata"].get("finalizers") or []
+                deps = sorted(self.store.dependents.get(uid, ()))
+            if "orphan" in fins:
+                for drk, dkey in deps:
+                    with self.store.lock:
+                        d = self.store.get(drk, dkey)
+                        if d is None:
+                            continue
+                        nd = copy.deepcopy(d)
+                        nd["metadata"]["ownerReferences"] = [r for r in nd["metadata"].get("ownerReferences") or []
+                                                             if r.get("uid") != uid]
+                        if not nd["metadata"]["ownerReferences"]:
+                            del nd["metadata"]["ownerReferences"]
+                        self._commit(drk, dkey, nd, "MODIFIED")
+                self._remove_finalizer(loc, "orphan")
+            elif "foregroundDeletion" in fins:
+                remaining = 0
+                for drk, dkey in deps:
+                    d = self.store.get(drk, dkey)
+                    info = self.info_for(drk)
+                    if d is None or info is None:
+                        continue
+                    if not d["metadata"].get("deletionTimestamp"):
+                        try:
+                            self._delete_obj(info, dkey, d, {"propagationPolicy": "Foreground"}, False)
+                        except E.APIError:
+                            pass
+                    if self.store.get(drk, dkey) is not None:
+                        remaining += 1
+                if remaining:
+                    with self.store.lock:
+                        self.gc_owners.add((rkey, uid))
+                else:
+                    self._remove_finalizer(loc, "foregroundDeletion")
+
+    def _remove_finalizer(self, loc, fin):
+        with self.store.lock:
+            cur = self.store.get(*loc)
+            if cur is None:
+                return
+            new = copy.deepcopy(cur)
+            new["metadata"]["finalizers"] = [f for f in new["metadata"].get("finalizers") or [] if f != fin]
+            if not new["metadata"]["finalizers"]:
+                del new["metadata"]["finalizers"]
+            if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers") and \
+                    new["metadata"].get("deletionGracePeriodSeconds", 0) == 0:
+                self._commit(loc[0], loc[1], new, "DELETED")
+                info = self.info_for(loc[0])
+                if info is not None:
+                    self._on_deleted(info, new)
+            else:
+                self._commit(loc[0], loc[1], new, "MODIFIED")
 
     MANAGED_TAINTS = ("node.kubernetes.io/unschedulable", "node.kubernetes.io/not-ready",
                       "node.kubernetes.io/unreachable")

@@ -188,6 +188,31 @@ class Authorizer:
         return False
 
 
+def rules_for(az, user, ns):
+    """All rules that apply to `user` in namespace `ns` (SelfSubjectRulesReview)."""
+    rules = []
+    items, _, _, _ = az.store.list("rbac.authorization.k8s.io/clusterrolebindings")
+    for b in items:
+        if any(_subject_matches(s, user, None) for s in b.get("subjects") or []):
+            rules += az._role_rules(b.get("roleRef") or {}, None)
+    if ns:
+        items, _, _, _ = az.store.list("rbac.authorization.k8s.io/rolebindings", ns=ns)
+        for b in items:
+            if any(_subject_matches(s, user, ns) for s in b.get("subjects") or []):
+                rules += az._role_rules(b.get("roleRef") or {}, ns)
+    res, nonres = [], []
+    for r in rules:
+        if r.get("nonResourceURLs"):
+            nonres.append({"verbs": r.get("verbs") or [], "nonResourceURLs": r["nonResourceURLs"]})
+        else:
+            e = {"verbs": r.get("verbs") or [], "apiGroups": r.get("apiGroups") or [],
+                 "resources": r.get("resources") or []}
+            if r.get("resourceNames"):
+                e["resourceNames"] = r["resourceNames"]
+            res.append(e)
+    return res, nonres
+
+
 def forbidden_message(user, a):
     if a.get("path") is not None:
         return 'forbidden: User "%s" cannot %s path "%s"' % (user.name, a["verb"], a["path"])

@@ -80,6 +80,8 @@ def restore(cluster, path):
                 for o in objs:
                     cluster.registry.set_crd(o)
             t = st.table(rk)
+            for k in list(t.keys):
+                st._unindex(rk, k, t.objs[k])
             t.objs.clear()
             t.keys = []
             for o in objs:

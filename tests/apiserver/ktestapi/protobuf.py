@@ -114,6 +114,8 @@ KINDS = {
         1: ("metadata", ("msg", OBJECT_META)),
         2: ("spec", ("msg", {1: ("resourceAttributes", ("msg", RESOURCE_ATTRS)),
                              2: ("nonResourceAttributes", ("msg", NON_RESOURCE_ATTRS))}))},
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): {
+        1: ("metadata", ("msg", OBJECT_META)), 2: ("spec", ("msg", {1: ("namespace", "string")}))},
     ("authorization.k8s.io/v1", "SubjectAccessReview"): {
         1: ("metadata", ("msg", OBJECT_META)),
         2: ("spec", ("msg", {1: ("resourceAttributes", ("msg", RESOURCE_ATTRS)),

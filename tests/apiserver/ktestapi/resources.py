@@ -60,6 +60,42 @@ class ResourceInfo:
         return out
 
 
+def aggregated(registry, core):
+    """apidiscovery.k8s.io/v2 APIGroupDiscoveryList for /api (core=True) or /apis."""
+    items = []
+    if core:
+        groups = [("", ["v1"], "v1")]
+    else:
+        groups = registry.groups()
+    for g, versions, pref in groups:
+        vs = []
+        for v in [pref] + [x for x in versions if x != pref]:
+            res = []
+            for r in registry.all():
+                if r.group != g or r.version != v:
+                    continue
+                e = {"resource": r.plural, "responseKind": {"group": g, "version": v, "kind": r.kind},
+                     "scope": "Namespaced" if r.namespaced else "Cluster", "singularResource": r.singular,
+                     "verbs": list(r.verbs)}
+                if r.short:
+                    e["shortNames"] = list(r.short)
+                if r.categories:
+                    e["categories"] = list(r.categories)
+                subs = dict(r.subresources)
+                if r.status:
+                    subs["status"] = {"kind": r.kind, "verbs": ["get", "patch", "update"]}
+                if subs:
+                    e["subresources"] = [{"subresource": n,
+                                          "responseKind": {"group": sub.get("group", g), "version": sub.get("version", v),
+                                                           "kind": sub["kind"]},
+                                          "verbs": list(sub["verbs"])} for n, sub in sorted(subs.items())]
+                res.append(e)
+            vs.append({"version": v, "resources": res, "freshness": "Current"})
+        items.append({"metadata": {"name": g, "creationTimestamp": None}, "versions": vs})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+            "metadata": {}, "items": items}
+
+
 def _builtins():
     R = ResourceInfo
     ev = {"eviction": {"kind": "Eviction", "group": "policy", "version": "v1", "verbs": ["create"]}}
@@ -104,6 +140,8 @@ def _builtins():
         R("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False,
           verbs=["create"]),
         R("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False, verbs=["create"]),
+        R("authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False,
+          verbs=["create"]),
     ]
 
 

@@ -253,8 +253,9 @@ FIELD_EXTRACTORS = {
 
 
 class FieldSelector:
-    def __init__(self, reqs):
+    def __init__(self, reqs, custom=None):
         self.reqs = reqs  # list of (field, op, value)
+        self.custom = custom or {}  # CRD selectableFields: field -> JSONPath
 
     def matches(self, obj, rkey):
         if not self.reqs:
@@ -266,6 +267,11 @@ class FieldSelector:
                 actual = md.get("name", "")
             elif f == "metadata.namespace":
                 actual = md.get("namespace", "")
+            elif f in self.custom:
+                from .tables import jsonpath
+                r = jsonpath(obj, self.custom[f])
+                v0 = r[0] if len(r) == 1 else ""
+                actual = ("true" if v0 else "false") if isinstance(v0, bool) else str(v0)
             else:
                 if fields is None:
                     ex = FIELD_EXTRACTORS.get(rkey)
@@ -286,13 +292,19 @@ class FieldSelector:
         return None
 
 
-def parse_field_selector(s, rkey, kind):
-    """Parse `a=b,c!=d`. Unknown fields give 400 'field label not supported' like the real server."""
+def parse_field_selector(s, rkey, kind, crd_version=None):
+    """Parse `a=b,c!=d`. Unknown fields give 400 'field label not supported' like the real server.
+    For custom resources the CRD version's selectableFields (jsonPath `.spec.x` -> field
+    `spec.x`) are accepted too."""
+    custom = {}
+    for sf in (crd_version or {}).get("selectableFields") or []:
+        jp = sf.get("jsonPath", "")
+        custom[jp.lstrip(".")] = jp
     if not s:
-        return FieldSelector([])
+        return FieldSelector([], custom)
     reqs = []
     ex = FIELD_EXTRACTORS.get(rkey)
-    known = {"metadata.name", "metadata.namespace"}
+    known = {"metadata.name", "metadata.namespace"} | set(custom)
     if ex:
         known |= set(ex({}).keys())
     for part in s.split(","):
@@ -303,8 +315,8 @@ def parse_field_selector(s, rkey, kind):
         if not m:
             raise bad_request("invalid selector: '%s'; can't understand '%s'" % (s, part))
         f, op, v = m.group(1).strip(), m.group(2), m.group(3).strip()
-        if f not in known and not rkey.startswith("!crd"):
+        if f not in known:
             raise bad_request('"%s" is not a known field selector: only "metadata.name", "metadata.namespace"' % f
                               if not ex else 'field label not supported: %s' % f)
         reqs.append((f, op, v))
-    return FieldSelector(reqs)
+    return FieldSelector(reqs, custom)

@@ -330,8 +330,18 @@ class Handler(BaseHTTPRequestHandler):
             if doc is None:
                 raise E.APIError(404, "NotFound", "the server could not find the requested resource")
             return self._send(200, doc)
+        if path == "/openapi/v2":
+            from .openapi import v2_document
+            if "protobuf" in (self.headers.get("Accept") or ""):
+                return self._send(200, v2_document(True),
+                                  ctype="application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
+            return self._send(200, v2_document(False))
         if path.startswith("/openapi") or path.startswith("/swagger"):
             raise E.APIError(404, "NotFound", "the server could not find the requested resource")
+        if path in ("/api", "/apis") and self._wants_aggregated():
+            from .resources import aggregated
+            return self._send(200, aggregated(reg, path == "/api"),
+                              ctype="application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
         if path == "/api":
             return self._send(200, {"kind": "APIVersions", "versions": ["v1"],
                                     "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
@@ -390,6 +400,14 @@ class Handler(BaseHTTPRequestHandler):
         if ns is None and info.namespaced and name is not None:
             raise E.APIError(404, "NotFound", "the server could not find the requested resource")
         return self._resource(method, info, ns, name, sub, query, raw, user, watch_path)
+
+    def _wants_aggregated(self):
+        """Aggregated discovery (apidiscovery.k8s.io/v2) when the client lists it first and the
+        server runs with --aggregated-discovery on; otherwise the legacy documents."""
+        if not self.server.options.get("aggregated_discovery", True):
+            return False
+        first = (self.headers.get("Accept") or "").split(",")[0]
+        return "g=apidiscovery.k8s.io" in first and "v=v2" in first and "as=APIGroupDiscoveryList" in first
 
     def _resource_list(self, group, version):
         res = []
@@ -506,6 +524,16 @@ class Handler(BaseHTTPRequestHandler):
             return out
         spec = body.get("spec") or {}
         subject = user
+        if info.plural == "selfsubjectrulesreviews":
+            from .authz import rules_for
+            az = self.server.options.get("authorizer")
+            if az is None:
+                res, nonres = [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}], \
+                    [{"verbs": ["*"], "nonResourceURLs": ["*"]}]
+            else:
+                res, nonres = rules_for(az, user, spec.get("namespace", ""))
+            out["status"] = {"resourceRules": res, "nonResourceRules": nonres, "incomplete": False}
+            return out
         if info.plural == "subjectaccessreviews":
             from .api import User
             subject = User(spec.get("user", ""), [g for g in spec.get("groups") or [] if g != "system:authenticated"],
@@ -559,7 +587,7 @@ class Handler(BaseHTTPRequestHandler):
         cl = self.server.cluster
         st = cl.store
         ls = parse_label_selector(_q(query, "labelSelector"))
-        fs = parse_field_selector(_q(query, "fieldSelector"), info.rkey, info.kind)
+        fs = parse_field_selector(_q(query, "fieldSelector"), info.rkey, info.kind, info.crd)
         if fs.get("metadata.namespace") is not None and info.namespaced:
             ns = fs.get("metadata.namespace")
         bookmarks = _bool(_q(query, "allowWatchBookmarks"))

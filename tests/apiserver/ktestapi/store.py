@@ -73,6 +73,8 @@ class Store:
         self.compacted_rv = 1      # watches from rv >= this can be served
         self.watch_epoch = 0       # bumped to drop every open watch
         self.closed = False
+        self.dependents = {}       # owner uid -> {(rkey, key)}: the garbage collector's graph
+        self.uids = {}             # uid -> (rkey, key) of live objects
 
     # -- low level -------------------------------------------------------------
     def table(self, rkey):
@@ -123,15 +125,42 @@ class Store:
         typ is ADDED/MODIFIED/DELETED. Caller holds self.lock and called next_rv()."""
         t = self.table(rkey)
         prev = t.objs.get(key)
+        if prev is not None:
+            self._unindex(rkey, key, prev)
         if typ == "DELETED":
             t.remove(key)
         else:
             t.put(key, obj)
+            self._index(rkey, key, obj)
         self._record(int(obj["metadata"]["resourceVersion"]), rkey, typ, obj, prev)
 
     def bulk_load(self, rkey, key, obj):
         """Insert without history (fixtures/generator). Caller holds the lock."""
-        self.table(rkey).put(key, obj)
+        t = self.table(rkey)
+        prev = t.objs.get(key)
+        if prev is not None:
+            self._unindex(rkey, key, prev)
+        t.put(key, obj)
+        self._index(rkey, key, obj)
+
+    def _index(self, rkey, key, obj):
+        md = obj["metadata"]
+        if md.get("uid"):
+            self.uids[md["uid"]] = (rkey, key)
+        for ref in md.get("ownerReferences") or []:
+            if ref.get("uid"):
+                self.dependents.setdefault(ref["uid"], set()).add((rkey, key))
+
+    def _unindex(self, rkey, key, obj):
+        md = obj["metadata"]
+        if md.get("uid") and self.uids.get(md["uid"]) == (rkey, key):
+            del self.uids[md["uid"]]
+        for ref in md.get("ownerReferences") or []:
+            deps = self.dependents.get(ref.get("uid"))
+            if deps is not None:
+                deps.discard((rkey, key))
+                if not deps:
+                    del self.dependents[ref.get("uid")]
 
     # -- list ------------------------------------------------------------------
     def list(self, rkey, ns=None, pred=None, limit=0, cont=None):

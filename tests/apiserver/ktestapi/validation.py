@@ -381,3 +381,126 @@ def validate_schema(schema, value, path, errs, root=False):
         validate_schema(schema["not"], value, path, e)
         if not e:
             errs.append(("FieldValueInvalid", path, "Invalid value: %s in body must not validate the schema (not)" % path))
+
+
+# ---- top-level fields of built-in kinds (for fieldValidation and dropping unknown fields) ----
+_SPEC_STATUS = ("spec", "status")
+TOP_LEVEL = {
+    "/namespaces": _SPEC_STATUS, "/nodes": _SPEC_STATUS, "/pods": _SPEC_STATUS,
+    "/persistentvolumeclaims": _SPEC_STATUS, "/persistentvolumes": _SPEC_STATUS, "/services": _SPEC_STATUS,
+    "/replicationcontrollers": _SPEC_STATUS, "apps/deployments": _SPEC_STATUS, "apps/replicasets": _SPEC_STATUS,
+    "apps/statefulsets": _SPEC_STATUS, "apps/daemonsets": _SPEC_STATUS, "batch/jobs": _SPEC_STATUS,
+    "batch/cronjobs": _SPEC_STATUS, "policy/poddisruptionbudgets": _SPEC_STATUS,
+    "storage.k8s.io/volumeattachments": _SPEC_STATUS, "apiextensions.k8s.io/customresourcedefinitions": _SPEC_STATUS,
+    "coordination.k8s.io/leases": ("spec",),
+    "/endpoints": ("subsets",),
+    "/secrets": ("data", "stringData", "type", "immutable"),
+    "/configmaps": ("data", "binaryData", "immutable"),
+    "/serviceaccounts": ("secrets", "imagePullSecrets", "automountServiceAccountToken"),
+    "/events": ("involvedObject", "reason", "message", "source", "firstTimestamp", "lastTimestamp", "count", "type",
+                "eventTime", "series", "action", "related", "reportingComponent", "reportingInstance"),
+    "storage.k8s.io/storageclasses": ("provisioner", "parameters", "reclaimPolicy", "mountOptions",
+                                      "allowVolumeExpansion", "volumeBindingMode", "allowedTopologies"),
+    "scheduling.k8s.io/priorityclasses": ("value", "globalDefault", "description", "preemptionPolicy"),
+    "apps/controllerrevisions": ("data", "revision"),
+    "rbac.authorization.k8s.io/roles": ("rules",),
+    "rbac.authorization.k8s.io/clusterroles": ("rules", "aggregationRule"),
+    "rbac.authorization.k8s.io/rolebindings": ("subjects", "roleRef"),
+    "rbac.authorization.k8s.io/clusterrolebindings": ("subjects", "roleRef"),
+    "admissionregistration.k8s.io/validatingwebhookconfigurations": ("webhooks",),
+    "admissionregistration.k8s.io/mutatingwebhookconfigurations": ("webhooks",),
+}
+
+
+def _keys(*names, **subs):
+    d = {n: None for n in names}
+    d.update(subs)
+    return d
+
+
+OWNER_REFERENCE = _keys("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
+OBJECT_META = _keys("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+                    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
+                    "finalizers", "managedFields", ownerReferences=("list", OWNER_REFERENCE))
+CONTAINER = _keys("name", "image", "command", "args", "workingDir", "ports", "envFrom", "env", "resources",
+                  "resizePolicy", "restartPolicy", "volumeMounts", "volumeDevices", "livenessProbe", "readinessProbe",
+                  "startupProbe", "lifecycle", "terminationMessagePath", "terminationMessagePolicy",
+                  "imagePullPolicy", "securityContext", "stdin", "stdinOnce", "tty")
+POD_CONDITION = _keys("type", "status", "lastProbeTime", "lastTransitionTime", "reason", "message")
+NODE_CONDITION = _keys("type", "status", "lastHeartbeatTime", "lastTransitionTime", "reason", "message")
+TAINT = _keys("key", "value", "effect", "timeAdded")
+# second-level field sets of the built-in kinds nodegate and its tests touch most
+NESTED = {
+    "/pods": {
+        "spec": _keys("volumes", "ephemeralContainers", "restartPolicy", "terminationGracePeriodSeconds",
+                      "activeDeadlineSeconds", "dnsPolicy", "nodeSelector", "serviceAccountName", "serviceAccount",
+                      "automountServiceAccountToken", "nodeName", "hostNetwork", "hostPID", "hostIPC",
+                      "shareProcessNamespace", "securityContext", "imagePullSecrets", "hostname", "subdomain",
+                      "affinity", "schedulerName", "tolerations", "hostAliases", "priorityClassName", "priority",
+                      "dnsConfig", "readinessGates", "runtimeClassName", "enableServiceLinks", "preemptionPolicy",
+                      "overhead", "topologySpreadConstraints", "setHostnameAsFQDN", "os", "hostUsers",
+                      "schedulingGates", "resourceClaims", "resources",
+                      containers=("list", CONTAINER), initContainers=("list", CONTAINER)),
+        "status": _keys("phase", "message", "reason", "nominatedNodeName", "hostIP", "hostIPs", "podIP", "podIPs",
+                        "startTime", "initContainerStatuses", "containerStatuses", "qosClass",
+                        "ephemeralContainerStatuses", "resize", "resourceClaimStatuses",
+                        conditions=("list", POD_CONDITION)),
+    },
+    "/nodes": {
+        "spec": _keys("podCIDR", "podCIDRs", "providerID", "unschedulable", "configSource", "externalID",
+                      taints=("list", TAINT)),
+        "status": _keys("capacity", "allocatable", "phase", "addresses", "daemonEndpoints", "images", "volumesInUse",
+                        "volumesAttached", "config", "runtimeHandlers", "features",
+                        conditions=("list", NODE_CONDITION),
+                        nodeInfo=_keys("machineID", "systemUUID", "bootID", "kernelVersion", "osImage",
+                                       "containerRuntimeVersion", "kubeletVersion", "kubeProxyVersion",
+                                       "operatingSystem", "architecture", "swap")),
+    },
+    "policy/poddisruptionbudgets": {
+        "spec": _keys("minAvailable", "maxUnavailable", "selector", "unhealthyPodEvictionPolicy"),
+        "status": _keys("observedGeneration", "disruptedPods", "disruptionsAllowed", "currentHealthy",
+                        "desiredHealthy", "expectedPods", "conditions"),
+    },
+    "coordination.k8s.io/leases": {
+        "spec": _keys("holderIdentity", "leaseDurationSeconds", "acquireTime", "renewTime", "leaseTransitions",
+                      "strategy", "preferredHolder"),
+    },
+}
+
+
+def _walk_unknown(schema, value, path, out):
+    """Remove fields not in `schema` from `value` (in place); record their paths."""
+    if isinstance(schema, tuple) and schema[0] == "list":
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                _walk_unknown(schema[1], item, "%s[%d]" % (path, i), out)
+        return
+    if not isinstance(schema, dict) or not isinstance(value, dict):
+        return
+    for k in list(value):
+        p = (path + "." + k) if path else k
+        if k not in schema:
+            out.append(p)
+            del value[k]
+        elif schema[k] is not None:
+            _walk_unknown(schema[k], value[k], p, out)
+
+
+def drop_unknown_fields(rkey, obj, custom=False):
+    """Drop (and return the paths of) fields the Go types would not decode: unknown top-level
+    fields of built-in kinds, unknown metadata fields of every kind, and unknown fields in the
+    second-level structures listed in NESTED. Nested fields elsewhere are not checked."""
+    out = []
+    if not custom:
+        allowed = TOP_LEVEL.get(rkey)
+        if allowed is not None:
+            for k in list(obj):
+                if k not in allowed and k not in ("apiVersion", "kind", "metadata"):
+                    out.append(k)
+                    del obj[k]
+        for field, sch in NESTED.get(rkey, {}).items():
+            if isinstance(obj.get(field), dict):
+                _walk_unknown(sch, obj[field], field, out)
+    if isinstance(obj.get("metadata"), dict):
+        _walk_unknown(OBJECT_META, obj["metadata"], "metadata", out)
+    return out
