@@ -41,6 +41,32 @@ NG_NODISCARD ng_status bud_int_or_percent_from(const struct kube_int_or_string *
 /** Scales against @total: a count is itself, a percentage rounds up (as PodDisruptionBudget). */
 int64_t bud_int_or_percent_scaled(const struct bud_int_or_percent *v, int64_t total);
 
+/* ---- budget arithmetic ---- */
+
+/* A budget's limits: maxDisruptedNodes/maxDisruptions and minUndisruptedNodes. */
+struct bud_limits {
+	bool has_max, has_min;
+	struct bud_int_or_percent max, min;
+};
+
+struct bud_check {
+	bool ok;
+	int64_t pool;  /* nodes in the budget's scope */
+	int64_t after; /* disrupted scope nodes if the request were granted */
+	int64_t max,
+	    min; /* the limits as node counts (percentages of pool, rounded up); -1 if unset */
+	int64_t
+	    allowed; /* more scope nodes that could be disrupted now (>= 0), before the request */
+};
+
+/**
+ * The arithmetic of DESIGN.md §4 step 7: with @before scope nodes disrupted and a request adding
+ * @added more (scope nodes it asks for that are not disrupted already: a node counts once), the
+ * budget holds when after <= max and pool - after >= min.
+ */
+void bud_check_limits(const struct bud_limits *l, int64_t pool, int64_t before, int64_t added,
+		      struct bud_check *ret);
+
 /* ---- ApplicationDisruptionBudget scope ---- */
 
 /**

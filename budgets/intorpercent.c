@@ -75,3 +75,24 @@ int64_t bud_int_or_percent_scaled(const struct bud_int_or_percent *v, int64_t to
 		return v->value;
 	return (v->value * total + 99) / 100;
 }
+
+void bud_check_limits(const struct bud_limits *l, int64_t pool, int64_t before, int64_t added,
+		      struct bud_check *ret)
+{
+	struct bud_check c = {.pool = pool, .after = before + added, .max = -1, .min = -1};
+	int64_t room = INT64_MAX;
+	if (l->has_max) {
+		c.max = bud_int_or_percent_scaled(&l->max, pool);
+		room = c.max - before;
+	}
+	if (l->has_min) {
+		c.min = bud_int_or_percent_scaled(&l->min, pool);
+		int64_t keep = pool - before - c.min;
+		room = keep < room ? keep : room;
+	}
+	c.ok = (c.max < 0 || c.after <= c.max) && (c.min < 0 || pool - c.after >= c.min);
+	c.allowed = room == INT64_MAX ? pool - before : room;
+	if (c.allowed < 0)
+		c.allowed = 0;
+	*ret = c;
+}

@@ -6,6 +6,7 @@
 #include "common/intern.h"
 #include "common/json.h"
 #include "common/limits.h"
+#include "common/clock.h"
 #include "common/parse.h"
 
 #include <stdio.h>
@@ -651,12 +652,25 @@ static ng_status decode_nd(struct ctx *c, const cJSON *o, uint32_t name)
 		 decode_str_array(c, ng_json_get(status, "disruptedNodes"), "status.disruptedNodes",
 				  65535, &d->disrupted, &d->ndisrupted)) != NG_OK)
 		return st;
+	struct ng_err serr = {0};
 	st = kube_decode_selector(c->pool, c->arena, ng_json_get(spec, "nodeSelector"),
-				  "spec.nodeSelector", &d->node_selector, c->err);
-	if (st != NG_OK)
+				  "spec.nodeSelector", &d->node_selector, &serr);
+	if (st == NG_ENOMEM)
+		return fail(c, st, "spec.nodeSelector", "out of memory");
+	if (st != NG_OK) {
 		/* An invalid selector on a NodeDisruption selects nothing; the validating
-		 * webhook rejects it, and the gate will report it. */
+		 * webhook rejects it, and the gate reports it. */
 		memset(&d->node_selector, 0, sizeof(d->node_selector));
+		d->selector_invalid = true;
+	}
+	const cJSON *retry = ng_json_get(spec, "retry");
+	d->retry = cJSON_IsTrue(ng_json_get(retry, "enabled"));
+	const char *deadline = ng_json_str(retry, "deadline");
+	if (deadline && ng_parse_rfc3339_ms(deadline, strlen(deadline), &d->deadline_ms) != 0)
+		return fail(c, NG_EPARSE, "spec.retry.deadline", "expected an RFC 3339 time");
+	const char *created = ng_json_str(ng_json_get(o, "metadata"), "creationTimestamp");
+	if (created && ng_parse_rfc3339_ms(created, strlen(created), &d->created_ms) != 0)
+		d->created_ms = 0;
 	return NG_OK;
 }
 

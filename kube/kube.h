@@ -156,6 +156,10 @@ struct kube_nd {
 	const uint32_t *node_names; /* spec.nodeNames */
 	const uint32_t *disrupted;  /* status.disruptedNodes */
 	struct kube_selector node_selector;
+	bool selector_invalid; /* spec.nodeSelector did not decode: the request selects nothing */
+	bool retry;            /* spec.retry.enabled */
+	int64_t deadline_ms;   /* spec.retry.deadline; 0 = none */
+	int64_t created_ms;    /* metadata.creationTimestamp; 0 when absent */
 };
 
 /* Shared by ADB and NDB: a budget that failed validation stays in the cache as invalid so the

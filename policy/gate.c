@@ -1,0 +1,503 @@
+#include "policy/gate.h"
+
+#include "budgets/budgets.h"
+#include "common/arena.h"
+#include "common/intern.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Messages are bounded on purpose: truncation is the intended behaviour. */
+static void fmt(char *out, size_t cap, const char *f, ...) NG_PRINTF(3, 4);
+static void fmt(char *out, size_t cap, const char *f, ...)
+{
+	va_list ap;
+	va_start(ap, f);
+	(void)vsnprintf(out, cap, f, ap);
+	va_end(ap);
+}
+
+const char *pol_gate_outcome_str(enum pol_gate_outcome o)
+{
+	return o == POL_GATE_GRANT ? "Granted" : o == POL_GATE_REJECT ? "Rejected" : "Pending";
+}
+
+void pol_gate_config_from(const struct kube_snapshot *s, struct pol_gate_config *ret)
+{
+	struct pol_gate_config c = {.reject_empty = true};
+	const struct kube_ngc *ngc = kube_snapshot_config(s);
+	if (ngc)
+		c.paused = ngc->paused;
+	*ret = c;
+}
+
+/* ---- ledger: node -> holder, open addressing, grows ---- */
+
+struct pol_ledger {
+	uint32_t *keys; /* node id + 1; 0 = empty */
+	uint32_t *vals;
+	size_t cap, n;
+};
+
+static uint32_t mix(uint32_t x)
+{
+	x ^= x >> 16;
+	x *= 0x7feb352dU;
+	x ^= x >> 15;
+	x *= 0x846ca68bU;
+	x ^= x >> 16;
+	return x;
+}
+
+static ng_status ledger_put(struct pol_ledger *l, uint32_t node, uint32_t holder);
+
+static ng_status ledger_grow(struct pol_ledger *l)
+{
+	struct pol_ledger bigger = {.cap = l->cap ? l->cap * 2 : 64};
+	bigger.keys = calloc(bigger.cap, sizeof(*bigger.keys));
+	bigger.vals = calloc(bigger.cap, sizeof(*bigger.vals));
+	if (!bigger.keys || !bigger.vals) {
+		free(bigger.keys);
+		free(bigger.vals);
+		return NG_ENOMEM;
+	}
+	for (size_t i = 0; i < l->cap; i++)
+		if (l->keys[i])
+			(void)ledger_put(&bigger, l->keys[i] - 1, l->vals[i]);
+	free(l->keys);
+	free(l->vals);
+	*l = bigger;
+	return NG_OK;
+}
+
+static ng_status ledger_put(struct pol_ledger *l, uint32_t node, uint32_t holder)
+{
+	if ((l->n + 1) * 2 > l->cap && ledger_grow(l) != NG_OK)
+		return NG_ENOMEM;
+	size_t mask = l->cap - 1;
+	for (size_t i = mix(node) & mask;; i = (i + 1) & mask) {
+		if (l->keys[i] == node + 1)
+			return NG_OK; /* the first holder stays */
+		if (!l->keys[i]) {
+			l->keys[i] = node + 1;
+			l->vals[i] = holder;
+			l->n++;
+			return NG_OK;
+		}
+	}
+}
+
+uint32_t pol_ledger_holder(const struct pol_ledger *l, uint32_t node)
+{
+	if (!l->cap || node == NG_INTERN_NONE)
+		return NG_INTERN_NONE;
+	size_t mask = l->cap - 1;
+	for (size_t i = mix(node) & mask; l->keys[i]; i = (i + 1) & mask)
+		if (l->keys[i] == node + 1)
+			return l->vals[i];
+	return NG_INTERN_NONE;
+}
+
+struct pol_ledger *pol_ledger_create(const struct kube_snapshot *s)
+{
+	struct pol_ledger *l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	size_t n;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	for (size_t i = 0; i < n; i++) {
+		if (nds[i].state != KUBE_ND_GRANTED)
+			continue;
+		if (pol_ledger_grant(l, nds[i].name, nds[i].disrupted, nds[i].ndisrupted) !=
+		    NG_OK) {
+			pol_ledger_destroy(l);
+			return NULL;
+		}
+	}
+	return l;
+}
+
+void pol_ledger_destroy(struct pol_ledger *l)
+{
+	if (!l)
+		return;
+	free(l->keys);
+	free(l->vals);
+	free(l);
+}
+
+ng_status pol_ledger_grant(struct pol_ledger *l, uint32_t nd_name, const uint32_t *nodes, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ledger_put(l, nodes[i], nd_name) != NG_OK)
+			return NG_ENOMEM;
+	return NG_OK;
+}
+
+/* ---- evaluation ---- */
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static bool in_sorted(const uint32_t *v, size_t n, uint32_t x)
+{
+	return n && bsearch(&x, v, n, sizeof(*v), cmp_u32) != NULL;
+}
+
+/* The request's nodes: spec.nodeNames that exist, or the nodes its selector matches. */
+static ng_status resolve_nodes(const struct kube_snapshot *s, const struct kube_nd *nd,
+			       struct ng_arena *arena, uint32_t **ret, size_t *ret_n)
+{
+	size_t nall;
+	const struct kube_node *nodes = kube_snapshot_nodes(s, &nall);
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	size_t cap = nd->nnode_names > nall ? nd->nnode_names : nall;
+	uint32_t *out = ng_arena_alloc(arena, (cap ? cap : 1) * sizeof(*out));
+	if (!out)
+		return NG_ENOMEM;
+	size_t n = 0;
+	if (nd->nnode_names) {
+		for (size_t i = 0; i < nd->nnode_names; i++)
+			if (kube_snapshot_find_node(s, nd->node_names[i]))
+				out[n++] = nd->node_names[i];
+	} else if (nd->node_selector.present && nd->node_selector.nreqs > 0) {
+		/* An empty selector would take every node: the validating webhook denies it and
+		 * the gate selects nothing for it (a null selector matches nothing, too). */
+		for (size_t i = 0; i < nall; i++)
+			if (bud_selector_matches(&nd->node_selector, nodes[i].labels,
+						 nodes[i].nlabels, pool))
+				out[n++] = nodes[i].name;
+	}
+	qsort(out, n, sizeof(*out), cmp_u32);
+	size_t u = 0;
+	for (size_t i = 0; i < n; i++)
+		if (u == 0 || out[i] != out[u - 1])
+			out[u++] = out[i];
+	*ret = out;
+	*ret_n = u;
+	return NG_OK;
+}
+
+static bool type_applies(const struct kube_budget_common *b, uint32_t type)
+{
+	if (b->ntypes == 0)
+		return true; /* an empty list applies to every type */
+	for (uint16_t i = 0; i < b->ntypes; i++)
+		if (b->types[i] == type)
+			return true;
+	return false;
+}
+
+static bool node_unavailable(const struct kube_node *n)
+{
+	return !(n->flags & KUBE_NODE_READY) || (n->flags & KUBE_NODE_UNSCHEDULABLE);
+}
+
+struct eval {
+	const struct kube_snapshot *s;
+	const struct ng_intern *pool;
+	const struct pol_ledger *ledger;
+	const struct kube_nd *nd;
+	const uint32_t *nodes;
+	size_t nnodes;
+	struct pol_budget_verdict *v;
+	size_t nv, capv;
+	bool any_failed;
+};
+
+static struct pol_budget_verdict *verdict(struct eval *e, enum kube_resource kind,
+					  const struct kube_budget_common *b)
+{
+	if (e->nv == e->capv)
+		return NULL;
+	struct pol_budget_verdict *v = &e->v[e->nv++];
+	memset(v, 0, sizeof(*v));
+	v->kind = kind;
+	v->ns = b->ns;
+	v->name = b->name;
+	v->ok = true;
+	return v;
+}
+
+static void fail_v(struct eval *e, struct pol_budget_verdict *v)
+{
+	v->ok = false;
+	e->any_failed = true;
+}
+
+static const char *str(const struct eval *e, uint32_t id)
+{
+	return ng_intern_str(e->pool, id, NULL);
+}
+
+/* Applies the limits to a scope (sorted node ids) with @before disrupted and reports. */
+static void check_scope(struct eval *e, struct pol_budget_verdict *v, const char *what,
+			const struct bud_limits *lim, const uint32_t *scope, size_t nscope,
+			const uint8_t *disrupted /* per scope node */)
+{
+	int64_t before = 0, added = 0;
+	for (size_t i = 0; i < nscope; i++) {
+		if (disrupted[i])
+			before++;
+		else if (in_sorted(e->nodes, e->nnodes, scope[i]))
+			added++;
+	}
+	struct bud_check c;
+	bud_check_limits(lim, (int64_t)nscope, before, added, &c);
+	v->allowed = c.allowed;
+	v->current = before;
+	if (c.ok) {
+		fmt(v->reason, sizeof(v->reason), "%s: %lld of %lld in use, this request adds %lld",
+		    what, (long long)before, (long long)(c.max >= 0 ? c.max : (int64_t)nscope),
+		    (long long)added);
+		return;
+	}
+	fail_v(e, v);
+	if (c.max >= 0 && c.after > c.max)
+		fmt(v->reason, sizeof(v->reason),
+		    "%s: %lld of %lld in use; this request adds %lld (limit %lld of %lld nodes)",
+		    what, (long long)before, (long long)c.max, (long long)added, (long long)c.max,
+		    (long long)nscope);
+	else
+		fmt(v->reason, sizeof(v->reason),
+		    "%s: %lld of %lld nodes must stay undisrupted; %lld would remain", what,
+		    (long long)c.min, (long long)nscope, (long long)(nscope - c.after));
+}
+
+static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, struct ng_arena *arena)
+{
+	char what[120];
+	fmt(what, sizeof(what), "NodeDisruptionBudget %s", str(e, b->b.name));
+	if (b->b.invalid) {
+		/* Its pool is unknowable: it holds every request back until it is fixed. */
+		struct pol_budget_verdict *v = verdict(e, KUBE_RES_NDBS, &b->b);
+		if (!v)
+			return NG_ENOMEM;
+		fail_v(e, v);
+		fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, str(e, b->b.error));
+		return NG_OK;
+	}
+	if (!type_applies(&b->b, e->nd->type))
+		return NG_OK;
+	size_t nall;
+	const struct kube_node *nodes = kube_snapshot_nodes(e->s, &nall);
+	uint32_t *scope = ng_arena_alloc(arena, (nall ? nall : 1) * sizeof(*scope));
+	uint8_t *dis = ng_arena_alloc(arena, nall ? nall : 1);
+	if (!scope || !dis)
+		return NG_ENOMEM;
+	size_t n = 0;
+	bool touched = false;
+	for (size_t i = 0; i < nall; i++) {
+		if (!bud_selector_matches(&b->node_selector, nodes[i].labels, nodes[i].nlabels,
+					  e->pool))
+			continue;
+		touched = touched || in_sorted(e->nodes, e->nnodes, nodes[i].name);
+		dis[n] = pol_ledger_holder(e->ledger, nodes[i].name) != NG_INTERN_NONE ||
+			 (b->count_unavailable && node_unavailable(&nodes[i]));
+		scope[n++] = nodes[i].name;
+	}
+	if (!touched)
+		return NG_OK;
+	struct pol_budget_verdict *v = verdict(e, KUBE_RES_NDBS, &b->b);
+	if (!v)
+		return NG_ENOMEM;
+	if (b->b.frozen) {
+		fail_v(e, v);
+		fmt(v->reason, sizeof(v->reason), "%s is frozen: %s", what,
+		    str(e, b->b.freeze_reason));
+		return NG_OK;
+	}
+	struct bud_limits lim = {0};
+	struct ng_err err = {0};
+	if (b->max_disrupted.set) {
+		lim.has_max = true;
+		if (bud_int_or_percent_from(&b->max_disrupted, e->pool, "spec.maxDisruptedNodes",
+					    &lim.max, &err) != NG_OK)
+			goto bad;
+	}
+	if (b->min_undisrupted.set) {
+		lim.has_min = true;
+		if (bud_int_or_percent_from(&b->min_undisrupted, e->pool,
+					    "spec.minUndisruptedNodes", &lim.min, &err) != NG_OK)
+			goto bad;
+	}
+	if (!lim.has_max && !lim.has_min) {
+		(void)ng_err_set(&err, NG_EPARSE, 0,
+				 "one of maxDisruptedNodes and minUndisruptedNodes is required");
+		goto bad;
+	}
+	check_scope(e, v, what, &lim, scope, n, dis);
+	return NG_OK;
+bad:
+	fail_v(e, v);
+	fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, err.msg);
+	return NG_OK;
+}
+
+static ng_status eval_adb(struct eval *e, const struct kube_adb *a, struct ng_arena *arena)
+{
+	char what[160];
+	fmt(what, sizeof(what), "ApplicationDisruptionBudget %s/%s", str(e, a->b.ns),
+	    str(e, a->b.name));
+	if (a->b.invalid) {
+		/* Which pods it means is unknowable: hold back requests touching any node that
+		 * runs a pod of its namespace. */
+		size_t np;
+		const uint32_t *in_ns = kube_snapshot_pods_in_ns(e->s, a->b.ns, &np);
+		size_t nall;
+		const struct kube_pod *pods = kube_snapshot_pods(e->s, &nall);
+		bool touched = false;
+		for (size_t i = 0; i < np && !touched; i++)
+			touched = in_sorted(e->nodes, e->nnodes, pods[in_ns[i]].node);
+		if (!touched)
+			return NG_OK;
+		struct pol_budget_verdict *v = verdict(e, KUBE_RES_ADBS, &a->b);
+		if (!v)
+			return NG_ENOMEM;
+		fail_v(e, v);
+		fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, str(e, a->b.error));
+		return NG_OK;
+	}
+	if (!type_applies(&a->b, e->nd->type))
+		return NG_OK;
+	struct bud_adb_scope sc;
+	if (bud_adb_scope(e->s, a, arena, &sc) != NG_OK)
+		return NG_ENOMEM;
+	bool touched = false;
+	for (size_t i = 0; i < sc.nnodes && !touched; i++)
+		touched = in_sorted(e->nodes, e->nnodes, sc.nodes[i]);
+	if (!touched)
+		return NG_OK;
+	struct pol_budget_verdict *v = verdict(e, KUBE_RES_ADBS, &a->b);
+	if (!v)
+		return NG_ENOMEM;
+	if (a->b.frozen) {
+		fail_v(e, v);
+		fmt(v->reason, sizeof(v->reason), "%s is frozen: %s", what,
+		    str(e, a->b.freeze_reason));
+		return NG_OK;
+	}
+	if (sc.lost_pvc != NG_INTERN_NONE) {
+		fail_v(e, v);
+		fmt(v->reason, sizeof(v->reason),
+		    "%s selects PersistentVolumeClaim %s/%s in phase Lost: data may be at risk",
+		    what, str(e, a->b.ns), str(e, sc.lost_pvc));
+		return NG_OK;
+	}
+	struct bud_limits lim = {.has_max = true};
+	struct ng_err err = {0};
+	if (bud_int_or_percent_from(&a->max_disruptions, e->pool, "spec.maxDisruptions", &lim.max,
+				    &err) != NG_OK) {
+		fail_v(e, v);
+		fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, err.msg);
+		return NG_OK;
+	}
+	uint8_t *dis = ng_arena_alloc(arena, sc.nnodes ? sc.nnodes : 1);
+	if (!dis)
+		return NG_ENOMEM;
+	for (size_t i = 0; i < sc.nnodes; i++)
+		dis[i] = pol_ledger_holder(e->ledger, sc.nodes[i]) != NG_INTERN_NONE;
+	check_scope(e, v, what, &lim, sc.nodes, sc.nnodes, dis);
+	return NG_OK;
+}
+
+ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct pol_gate_config *cfg,
+				  const struct pol_ledger *ledger, const struct kube_nd *nd,
+				  int64_t now_ms, struct ng_arena *arena,
+				  struct pol_gate_decision *ret)
+{
+	struct pol_gate_decision d;
+	memset(&d, 0, sizeof(d));
+	struct eval e = {.s = s, .pool = kube_snapshot_pool(s), .ledger = ledger, .nd = nd};
+	uint32_t *nodes = NULL;
+	ng_status st = resolve_nodes(s, nd, arena, &nodes, &d.nnodes);
+	if (st != NG_OK)
+		return st;
+	d.nodes = nodes;
+	e.nodes = nodes;
+	e.nnodes = d.nnodes;
+	bool deadline_passed = nd->deadline_ms && now_ms > nd->deadline_ms;
+	/* 1. */
+	if (deadline_passed) {
+		d.outcome = POL_GATE_REJECT;
+		fmt(d.reason, sizeof(d.reason), "deadline passed");
+		goto out;
+	}
+	/* 2. */
+	if (d.nnodes == 0) {
+		d.outcome = cfg->reject_empty ? POL_GATE_REJECT : POL_GATE_GRANT;
+		fmt(d.reason, sizeof(d.reason), "%s",
+		    nd->selector_invalid ? "spec.nodeSelector is invalid: it selects no node"
+					 : "no node matched the request");
+		goto out;
+	}
+	/* 3. */
+	if (cfg->paused) {
+		d.outcome = POL_GATE_PENDING;
+		fmt(d.reason, sizeof(d.reason), "paused by NodeGateConfig");
+		goto out;
+	}
+	/* 4. */
+	if (cfg->nallowed) {
+		bool ok = false;
+		for (size_t i = 0; i < cfg->nallowed && !ok; i++)
+			ok = cfg->allowed_types[i] == nd->type;
+		if (!ok) {
+			d.outcome = POL_GATE_REJECT;
+			fmt(d.reason, sizeof(d.reason),
+			    "type \"%s\" is not an allowed disruption type",
+			    nd->type == NG_INTERN_NONE ? "" : str(&e, nd->type));
+			goto out;
+		}
+	}
+	/* 5. */
+	if (cfg->reject_overlapping) {
+		for (size_t i = 0; i < d.nnodes; i++) {
+			uint32_t h = pol_ledger_holder(ledger, nodes[i]);
+			if (h != NG_INTERN_NONE && h != nd->name) {
+				d.outcome = POL_GATE_REJECT;
+				fmt(d.reason, sizeof(d.reason),
+				    "node %s is already granted to NodeDisruption %s",
+				    str(&e, nodes[i]), str(&e, h));
+				goto out;
+			}
+		}
+	}
+	/* 7. Every impacted budget; every failure is listed. */
+	size_t nndb, nadb;
+	const struct kube_ndb *ndbs = kube_snapshot_ndbs(s, &nndb);
+	const struct kube_adb *adbs = kube_snapshot_adbs(s, &nadb);
+	e.capv = nndb + nadb;
+	e.v = ng_arena_alloc(arena, (e.capv ? e.capv : 1) * sizeof(*e.v));
+	if (!e.v)
+		return NG_ENOMEM;
+	for (size_t i = 0; i < nndb; i++)
+		if ((st = eval_ndb(&e, &ndbs[i], arena)) != NG_OK)
+			return st;
+	for (size_t i = 0; i < nadb; i++)
+		if ((st = eval_adb(&e, &adbs[i], arena)) != NG_OK)
+			return st;
+	d.verdicts = e.v;
+	d.nverdicts = e.nv;
+	/* 9. */
+	if (!e.any_failed) {
+		d.outcome = POL_GATE_GRANT;
+		fmt(d.reason, sizeof(d.reason), "granted");
+		goto out;
+	}
+	for (size_t i = 0; i < e.nv; i++) {
+		if (!e.v[i].ok) {
+			fmt(d.reason, sizeof(d.reason), "%s", e.v[i].reason);
+			break;
+		}
+	}
+	d.outcome = nd->retry ? POL_GATE_PENDING : POL_GATE_REJECT;
+out:
+	*ret = d;
+	return NG_OK;
+}

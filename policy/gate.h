@@ -1,0 +1,86 @@
+/* The gate's decision for one NodeDisruption (DESIGN.md §4 steps 1-9, hooks aside): pure, over a
+ * cache snapshot and a ledger of what is granted. The controller that ranks requests, writes
+ * status and calls health hooks builds on this. Any thread; no I/O, no logging. */
+#ifndef NG_POLICY_GATE_H
+#define NG_POLICY_GATE_H
+
+#include "common/status.h"
+#include "kube/kube.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ng_arena;
+
+/* NodeGateConfig fields the decision reads, with DESIGN.md §3.4's defaults. */
+struct pol_gate_config {
+	bool paused;
+	bool reject_empty;             /* default true */
+	bool reject_overlapping;       /* default false */
+	const uint32_t *allowed_types; /* intern ids; none = any type */
+	size_t nallowed;
+};
+
+/** The defaults of DESIGN.md §3.4 overlaid with what the snapshot's NodeGateConfig sets. */
+void pol_gate_config_from(const struct kube_snapshot *s, struct pol_gate_config *ret);
+
+/*
+ * Nodes disrupted by granted requests: those the snapshot shows as Granted plus the grants the
+ * gate made since (recorded before the next evaluation, so a stale cache can never grant the
+ * same capacity twice). Owned by one thread.
+ */
+struct pol_ledger;
+
+/** A ledger of the snapshot's Granted requests. NULL on OOM. The snapshot must outlive it. */
+struct pol_ledger *pol_ledger_create(const struct kube_snapshot *s);
+void pol_ledger_destroy(struct pol_ledger *l);
+/** Records that request @nd_name (intern id) was granted @nodes. NG_ENOMEM on OOM. */
+NG_NODISCARD ng_status pol_ledger_grant(struct pol_ledger *l, uint32_t nd_name,
+					const uint32_t *nodes, size_t n);
+/** The request holding @node, or NG_INTERN_NONE. */
+uint32_t pol_ledger_holder(const struct pol_ledger *l, uint32_t node);
+
+enum pol_gate_outcome {
+	POL_GATE_GRANT,
+	POL_GATE_REJECT,
+	POL_GATE_PENDING, /* paused, or failed with retry enabled before the deadline */
+};
+
+/** "Granted", "Rejected", "Pending". */
+const char *pol_gate_outcome_str(enum pol_gate_outcome o);
+
+/* One budget's verdict on the request, as status.disruptedDisruptionBudgets lists it. */
+struct pol_budget_verdict {
+	enum kube_resource kind; /* KUBE_RES_NDBS or KUBE_RES_ADBS */
+	uint32_t ns, name;       /* ns NG_INTERN_NONE for NodeDisruptionBudgets */
+	bool ok;
+	int64_t allowed; /* more scope nodes the budget allows now (status.disruptionsAllowed) */
+	int64_t current; /* scope nodes disrupted before this request */
+	char reason[200];
+};
+
+struct pol_gate_decision {
+	enum pol_gate_outcome outcome;
+	const uint32_t *nodes; /* the request's nodes (intern ids, sorted by id); arena memory */
+	size_t nnodes;
+	struct pol_budget_verdict *verdicts; /* every impacted budget, arena memory */
+	size_t nverdicts;
+	char reason[256]; /* why, for a person: the first failure, or "granted" */
+};
+
+/**
+ * Decides @nd at @now_ms (wall clock, ms) per DESIGN.md §4: deadline, empty, paused, type,
+ * overlap, then every impacted budget (frozen, limits; every failure listed). Budgets nodegate
+ * cannot read fail closed for requests that touch their namespace's nodes (ADB) or for every
+ * request (NDB). Arrays come from @arena (NG_ENOMEM when it is full). Health hooks and the
+ * control-plane rule are not evaluated here.
+ */
+NG_NODISCARD ng_status pol_evaluate_disruption(const struct kube_snapshot *s,
+					       const struct pol_gate_config *cfg,
+					       const struct pol_ledger *ledger,
+					       const struct kube_nd *nd, int64_t now_ms,
+					       struct ng_arena *arena,
+					       struct pol_gate_decision *ret);
+
+#endif
