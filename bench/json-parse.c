@@ -3,6 +3,7 @@
  * Usage: bench-json-parse REVIEW.json PODLIST.json [ROUNDS] */
 #include "common/arena.h"
 #include "common/clock.h"
+#include "common/file.h"
 #include "common/json.h"
 #include "common/parse.h"
 
@@ -13,21 +14,10 @@
 
 static char *slurp(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	(void)fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	(void)fseek(f, 0, SEEK_SET);
-	char *buf = malloc((size_t)n + 1);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	(void)fclose(f);
-	if (buf)
-		buf[n] = '\0';
-	*len = (size_t)n;
+	char *buf = NULL;
+	struct ng_err err = {0};
+	if (ng_read_file(path, (size_t)4 << 30, "input", false, &buf, len, &err) != NG_OK)
+		(void)fprintf(stderr, "%s\n", err.msg);
 	return buf;
 }
 

@@ -1,5 +1,6 @@
 /* nodegate: flags -> config -> wiring -> signals. */
 #include "common/clock.h"
+#include "common/file.h"
 #include "common/log.h"
 #include "common/parse.h"
 #include "kube/config.h"
@@ -10,7 +11,6 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* Repeatable flags hold at most this many values. */
@@ -284,31 +283,21 @@ static int split_listen(const char *s, char *host, size_t hostcap, uint16_t *por
 	return 0;
 }
 
-static char *read_small_file(const char *path, const char *what)
+/* The PEM files: reported and NULL on error. */
+static char *read_pem(const char *path, const char *what, bool secret)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		(void)fprintf(stderr, "nodegate: %s %s: %s\n", what, path, strerror(errno));
+	char *buf = NULL;
+	size_t len;
+	struct ng_err err = {0};
+	if (ng_read_file(path, MAX_PEM_BYTES, what, secret, &buf, &len, &err) != NG_OK) {
+		(void)fprintf(stderr, "nodegate: %s\n", err.msg);
 		return NULL;
 	}
-	char *buf = malloc(MAX_PEM_BYTES + 1);
-	size_t got = 0;
-	while (buf && got < MAX_PEM_BYTES) {
-		ssize_t r = read(fd, buf + got, MAX_PEM_BYTES - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	(void)close(fd);
-	if (!buf || got == 0 || got >= MAX_PEM_BYTES) {
-		(void)fprintf(stderr, "nodegate: %s %s: empty, unreadable or larger than 1 MiB\n",
-			      what, path);
+	if (len == 0) {
+		(void)fprintf(stderr, "nodegate: %s %s: empty\n", what, path);
 		free(buf);
 		return NULL;
 	}
-	buf[got] = '\0';
 	return buf;
 }
 
@@ -412,8 +401,8 @@ static int cmd_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	char *cert = read_small_file(c.tls_cert, "--tls-cert");
-	char *key = cert ? read_small_file(c.tls_key, "--tls-key") : NULL;
+	char *cert = read_pem(c.tls_cert, "--tls-cert", false);
+	char *key = cert ? read_pem(c.tls_key, "--tls-key", true) : NULL;
 	struct kube_store *store = kube_store_create();
 	struct kube_watch *watch = NULL;
 	struct srv *srv = NULL;

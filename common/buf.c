@@ -165,3 +165,11 @@ ng_status ng_buf_json_str(struct ng_buf *b, const char *s, size_t len)
 	}
 	return st;
 }
+
+void ng_fmt(char *out, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	(void)vsnprintf(out, cap, fmt, ap);
+	va_end(ap);
+}

@@ -39,4 +39,10 @@ NG_NODISCARD ng_status ng_buf_i64(struct ng_buf *b, int64_t v);
  */
 NG_NODISCARD ng_status ng_buf_json_str(struct ng_buf *b, const char *s, size_t len);
 
+/**
+ * snprintf into a fixed array where truncation is intended (messages bounded by design): always
+ * NUL-terminates, never fails.
+ */
+void ng_fmt(char *out, size_t cap, const char *fmt, ...) NG_PRINTF(3, 4);
+
 #endif

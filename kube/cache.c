@@ -19,8 +19,8 @@ struct delta_entry {
 struct delta {
 	struct delta_entry *e;
 	size_t n, cap;
-	struct kube_map map; /* identity key -> entry (pods probe past equal hashes) */
-	bool reset;          /* relist: everything not upserted since is gone */
+	struct ng_map map; /* identity key -> entry (pods probe past equal hashes) */
+	bool reset;        /* relist: everything not upserted since is gone */
 };
 
 struct kube_cache {
@@ -38,7 +38,7 @@ static void delta_clear(struct delta *d)
 		kube_side_free(d->e[i].side);
 	d->n = 0;
 	d->reset = false;
-	kube_map_finish(&d->map);
+	ng_map_finish(&d->map);
 }
 
 /* Starts the retire list of a new version of resource @r. The previous list keeps a
@@ -127,7 +127,7 @@ static long delta_find(const struct delta *d, enum kube_resource r, const void *
 {
 	uint64_t k = kube_record_key(r, probe);
 	uint32_t i;
-	for (; kube_map_get(&d->map, k, &i); k++)
+	for (; ng_map_get(&d->map, k, &i); k++)
 		if (kube_record_same(r, &d->e[i].rec, probe))
 			return (long)i;
 	return -1;
@@ -147,9 +147,9 @@ static ng_status delta_put(struct delta *d, struct kube_object *obj, bool delete
 		}
 		uint64_t k = kube_record_key(obj->res, &obj->rec);
 		uint32_t j;
-		while (kube_map_get(&d->map, k, &j))
+		while (ng_map_get(&d->map, k, &j))
 			k++;
-		if (kube_map_put_grow(&d->map, k, (uint32_t)d->n) != NG_OK)
+		if (ng_map_put_grow(&d->map, k, (uint32_t)d->n) != NG_OK)
 			goto oom;
 		i = (long)d->n++;
 	} else {

@@ -7,6 +7,7 @@
 
 #include "common/arena.h"
 #include "common/buf.h"
+#include "common/file.h"
 #include "common/parse.h"
 
 #include <yaml.h>
@@ -415,84 +416,6 @@ static ng_status check_pem(const char *p, size_t len, const char *what, struct n
 	return NG_OK;
 }
 
-static ng_status read_capped(const char *path, size_t cap, struct ng_buf *out, int *ret_errno)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		*ret_errno = errno;
-		return NG_EIO;
-	}
-	ng_status st = NG_OK;
-	struct stat sb;
-	if (fstat(fd, &sb) != 0) {
-		*ret_errno = errno;
-		st = NG_EIO;
-		goto out;
-	}
-	/* A FIFO or device could block or never end. */
-	if (!S_ISREG(sb.st_mode)) {
-		st = NG_EINVAL;
-		goto out;
-	}
-	ng_buf_init(out, cap);
-	char chunk[4096];
-	for (;;) {
-		ssize_t r = read(fd, chunk, sizeof(chunk));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			*ret_errno = errno;
-			st = NG_EIO;
-			break;
-		}
-		if (r == 0)
-			break;
-		st = ng_buf_append(out, chunk, (size_t)r);
-		if (st != NG_OK)
-			break;
-	}
-	explicit_bzero(chunk, sizeof(chunk));
-	if (st != NG_OK) {
-		if (out->data)
-			explicit_bzero(out->data, out->len);
-		ng_buf_finish(out);
-	}
-out:
-	(void)close(fd);
-	return st;
-}
-
-/* Reads a file into a malloc'd NUL-terminated string, naming @what and the path in errors. */
-static ng_status read_file_str(const char *path, size_t cap, const char *what, char **ret,
-			       size_t *ret_len, struct ng_err *err)
-{
-	struct ng_buf b;
-	int e = 0;
-	ng_status st = read_capped(path, cap, &b, &e);
-	switch (st) {
-	case NG_OK:
-		break;
-	case NG_EIO:
-		return ng_err_set(err, st, 0, "%s %s: %s", what, path, strerror(e));
-	case NG_EINVAL:
-		return ng_err_set(err, st, 0, "%s %s: not a regular file", what, path);
-	case NG_ELIMIT:
-		return ng_err_set(err, st, 0, "%s %s: larger than %zu bytes", what, path, cap);
-	default:
-		return ng_err_set(err, st, 0, "%s %s: out of memory", what, path);
-	}
-	size_t len;
-	char *p = ng_buf_take(&b, &len);
-	if (!p) {
-		p = dupn("", 0);
-		if (!p)
-			return ng_err_set(err, NG_ENOMEM, 0, "%s %s: out of memory", what, path);
-	}
-	*ret = p;
-	*ret_len = len;
-	return NG_OK;
-}
-
 static bool is_space(char ch)
 {
 	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f';
@@ -505,7 +428,7 @@ ng_status kube_config_read_token(const char *path, char **ret_token, struct ng_e
 	char *p;
 	size_t len;
 	ng_status st =
-	    read_file_str(path, KUBE_CONFIG_MAX_TOKEN_BYTES, "token file", &p, &len, reterr);
+	    ng_read_file(path, KUBE_CONFIG_MAX_TOKEN_BYTES, "token file", true, &p, &len, reterr);
 	if (st != NG_OK)
 		return st;
 	size_t a = 0, b = len;
@@ -572,7 +495,7 @@ static ng_status load_pem_file(const struct ynode *path_node, const char *base_d
 		return st;
 	char *p = NULL;
 	size_t len;
-	st = read_file_str(path, KUBE_CONFIG_MAX_FILE_BYTES, where, &p, &len, err);
+	st = ng_read_file(path, KUBE_CONFIG_MAX_FILE_BYTES, where, true, &p, &len, err);
 	if (st == NG_OK)
 		st = check_pem(p, len, where, err);
 	if (st == NG_OK) {
@@ -952,7 +875,8 @@ ng_status kube_config_load_kubeconfig(const char *path, const char *context,
 	char *buf = NULL, *dir = NULL, *real;
 	size_t len;
 	struct kube_config c = {0};
-	ng_status st = read_file_str(path, KUBE_CONFIG_MAX_BYTES, "kubeconfig", &buf, &len, reterr);
+	ng_status st =
+	    ng_read_file(path, KUBE_CONFIG_MAX_BYTES, "kubeconfig", true, &buf, &len, reterr);
 	if (st != NG_OK)
 		return st;
 	/* Relative paths inside are relative to the file's directory (clientcmd ResolvePaths);
@@ -1047,8 +971,8 @@ ng_status kube_config_in_cluster(const char *root, struct kube_config *ret, stru
 	 * public CA. */
 	st = resolve_path(root, SA_DIR "/ca.crt", &path, reterr);
 	if (st == NG_OK)
-		st = read_file_str(path, KUBE_CONFIG_MAX_FILE_BYTES, "in-cluster CA", &c.ca_pem,
-				   &len, reterr);
+		st = ng_read_file(path, KUBE_CONFIG_MAX_FILE_BYTES, "in-cluster CA", true,
+				  &c.ca_pem, &len, reterr);
 	if (st == NG_OK)
 		st = check_pem(c.ca_pem, len, "in-cluster ca.crt", reterr);
 	if (st != NG_OK)
@@ -1060,7 +984,7 @@ ng_status kube_config_in_cluster(const char *root, struct kube_config *ret, stru
 		goto out;
 	/* Optional: "default" when absent, as client-go's namespace fallback. */
 	struct ng_err ignored;
-	if (read_file_str(path, 256, "namespace", &ns, &len, &ignored) == NG_OK) {
+	if (ng_read_file(path, 256, "namespace", true, &ns, &len, &ignored) == NG_OK) {
 		size_t a = 0, b = len;
 		while (a < b && is_space(ns[a]))
 			a++;

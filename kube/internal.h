@@ -12,28 +12,12 @@
 
 #include "kube/kube.h"
 
+#include "common/map.h"
+
 #include <stdatomic.h>
 
 struct ng_arena;
 struct ng_intern;
-
-/* An open-addressing hash map from uint64 keys to uint32 values. */
-struct kube_map {
-	uint64_t *keys; /* KUBE_MAP_EMPTY marks a free slot */
-	uint32_t *vals;
-	size_t cap; /* power of two, or 0 */
-	size_t n;
-};
-#define KUBE_MAP_EMPTY UINT64_MAX
-
-NG_NODISCARD ng_status kube_map_init(struct kube_map *m, size_t expected);
-void kube_map_finish(struct kube_map *m);
-/** Inserts or replaces. The map never grows past its initial capacity, sized for @expected. */
-void kube_map_put(struct kube_map *m, uint64_t key, uint32_t val);
-/** Inserts or replaces, doubling the capacity when half full. NG_ENOMEM on OOM. */
-NG_NODISCARD ng_status kube_map_put_grow(struct kube_map *m, uint64_t key, uint32_t val);
-/** Returns true and writes the value when @key is present. */
-bool kube_map_get(const struct kube_map *m, uint64_t key, uint32_t *ret_val);
 
 static inline uint64_t kube_key2(uint32_t a, uint32_t b)
 {
@@ -46,7 +30,7 @@ struct kube_range {
 
 /* An index from a key (node id, namespace id) to a run of record indexes. */
 struct kube_index {
-	struct kube_map map; /* key -> range number */
+	struct ng_map map; /* key -> range number */
 	struct kube_range *ranges;
 	uint32_t *items;
 };
@@ -104,10 +88,10 @@ struct kube_table {
 	size_t n;
 	void *recs;                 /* n records of kube_record_size(res) */
 	void **sides;               /* each record's side data (see above) */
-	struct kube_map by_key;     /* identity key -> index (pods probe past equal hashes) */
+	struct ng_map by_key;       /* identity key -> index (pods probe past equal hashes) */
 	struct kube_index idx_a;    /* pods: by node; adbs: by namespace; nodes: by label */
 	struct kube_index idx_b;    /* pods: by namespace */
-	struct kube_map grant;      /* nds: granted node -> index (first Granted by name) */
+	struct ng_map grant;        /* nds: granted node -> index (first Granted by name) */
 	struct kube_retire *retire; /* a reference: freed after this and older versions */
 };
 

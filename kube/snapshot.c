@@ -3,17 +3,14 @@
 #include "kube/internal.h"
 
 #include "common/arena.h"
+#include "common/file.h"
 #include "common/intern.h"
 #include "common/json.h"
 #include "common/limits.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 const char *kube_resource_name(enum kube_resource r)
 {
@@ -138,54 +135,6 @@ ng_status kube_builder_finish(struct kube_builder *b, struct kube_snapshot **ret
 	return st;
 }
 
-static ng_status read_file(const char *path, char **ret_buf, size_t *ret_len, struct ng_err *err)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return ng_err_set(err, NG_EIO, 0, "%s: %s", path, strerror(errno));
-	struct stat sb;
-	ng_status st = NG_OK;
-	char *buf = NULL;
-	if (fstat(fd, &sb) != 0) {
-		st = ng_err_set(err, NG_EIO, 0, "%s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		st = ng_err_set(err, NG_EINVAL, 0, "%s: not a regular file", path);
-		goto out;
-	}
-	if ((unsigned long long)sb.st_size > NG_MAX_SNAPSHOT_BYTES) {
-		st = ng_err_set(err, NG_ELIMIT, 0, "%s: larger than %llu bytes", path,
-				NG_MAX_SNAPSHOT_BYTES);
-		goto out;
-	}
-	size_t len = (size_t)sb.st_size;
-	buf = malloc(len + 1);
-	if (!buf) {
-		st = ng_err_set(err, NG_ENOMEM, 0, "%s: out of memory", path);
-		goto out;
-	}
-	size_t got = 0;
-	while (got < len) {
-		ssize_t r = read(fd, buf + got, len - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			st = ng_err_set(err, NG_EIO, 0, "%s: short read", path);
-			goto out;
-		}
-		got += (size_t)r;
-	}
-	buf[len] = '\0';
-	*ret_buf = buf;
-	*ret_len = len;
-	buf = NULL;
-out:
-	free(buf);
-	(void)close(fd);
-	return st;
-}
-
 ng_status kube_snapshot_load_files(const char *const *paths, size_t npaths,
 				   struct kube_snapshot **ret_snap, struct ng_err *reterr)
 {
@@ -196,7 +145,8 @@ ng_status kube_snapshot_load_files(const char *const *paths, size_t npaths,
 	for (size_t i = 0; i < npaths && st == NG_OK; i++) {
 		char *buf = NULL;
 		size_t len = 0;
-		st = read_file(paths[i], &buf, &len, reterr);
+		st = ng_read_file(paths[i], NG_MAX_SNAPSHOT_BYTES, "snapshot", false, &buf, &len,
+				  reterr);
 		if (st != NG_OK)
 			break;
 		struct ng_err e = {0};
@@ -251,7 +201,7 @@ ACCESSOR(kube_snapshot_ngcs, struct kube_ngc, KUBE_RES_NGCS)
 static const void *find_by_key(const struct kube_table *t, uint64_t key)
 {
 	uint32_t i;
-	return kube_map_get(&t->by_key, key, &i)
+	return ng_map_get(&t->by_key, key, &i)
 		   ? (const char *)t->recs + i * kube_record_size(t->res)
 		   : NULL;
 }
@@ -268,7 +218,7 @@ const uint32_t *kube_snapshot_nodes_with_label(const struct kube_snapshot *s, ui
 	const struct kube_index *ix = &s->t[KUBE_RES_NODES]->idx_a;
 	uint32_t r;
 	if (key == NG_INTERN_NONE || val == NG_INTERN_NONE || !ix->ranges ||
-	    !kube_map_get(&ix->map, kube_key2(key, val), &r)) {
+	    !ng_map_get(&ix->map, kube_key2(key, val), &r)) {
 		*ret_n = 0;
 		return NULL;
 	}
@@ -290,7 +240,7 @@ const struct kube_pod *kube_snapshot_find_pod_str(const struct kube_snapshot *s,
 	const struct kube_table *t = s->t[KUBE_RES_PODS];
 	const struct kube_pod *pods = t->recs;
 	uint32_t i;
-	for (uint64_t k = kube_pod_key(ns_id, name, name_len); kube_map_get(&t->by_key, k, &i); k++)
+	for (uint64_t k = kube_pod_key(ns_id, name, name_len); ng_map_get(&t->by_key, k, &i); k++)
 		if (pods[i].ns == ns_id && strncmp(pods[i].name, name, name_len) == 0 &&
 		    pods[i].name[name_len] == '\0')
 			return &pods[i];
@@ -330,7 +280,7 @@ const struct kube_nd *kube_snapshot_node_grant(const struct kube_snapshot *s, ui
 {
 	const struct kube_table *t = s->t[KUBE_RES_NDS];
 	uint32_t i;
-	return kube_map_get(&t->grant, node, &i) ? &((const struct kube_nd *)t->recs)[i] : NULL;
+	return ng_map_get(&t->grant, node, &i) ? &((const struct kube_nd *)t->recs)[i] : NULL;
 }
 
 bool kube_labels_get(const struct kube_label *labels, size_t n, uint32_t key, uint32_t *ret_val)

@@ -41,7 +41,7 @@ uint64_t kube_pod_key(uint32_t ns, const char *name, size_t len)
 		h ^= (unsigned char)name[i];
 		h *= 1099511628211ull;
 	}
-	/* KUBE_MAP_EMPTY is reserved, and probing steps +1: keep clear of the top. */
+	/* NG_MAP_EMPTY is reserved, and probing steps +1: keep clear of the top. */
 	return h >> 1;
 }
 
@@ -157,7 +157,7 @@ void kube_pool_release(struct kube_pool *p)
 
 static void index_finish(struct kube_index *ix)
 {
-	kube_map_finish(&ix->map);
+	ng_map_finish(&ix->map);
 	free(ix->ranges);
 	free(ix->items);
 	memset(ix, 0, sizeof(*ix));
@@ -169,8 +169,8 @@ void kube_table_release(struct kube_table *t)
 		return;
 	free(t->recs);
 	free(t->sides);
-	kube_map_finish(&t->by_key);
-	kube_map_finish(&t->grant);
+	ng_map_finish(&t->by_key);
+	ng_map_finish(&t->grant);
 	index_finish(&t->idx_a);
 	index_finish(&t->idx_b);
 	kube_retire_release(t->retire);
@@ -187,7 +187,7 @@ long kube_table_find(const struct kube_table *t, const void *probe)
 	uint64_t k = kube_record_key(t->res, probe);
 	uint32_t i;
 	/* Equal keys of different pods were inserted at key+1, key+2, ... */
-	for (; kube_map_get(&t->by_key, k, &i); k++)
+	for (; ng_map_get(&t->by_key, k, &i); k++)
 		if (kube_record_same(t->res, rec_at(t, i), probe))
 			return (long)i;
 	return -1;
@@ -196,25 +196,25 @@ long kube_table_find(const struct kube_table *t, const void *probe)
 /* Groups @n records by @keys[i] (NG_INTERN_NONE keys are left out). */
 static ng_status build_index(struct kube_index *ix, const uint32_t *keys, size_t n)
 {
-	struct kube_map groups;
-	ng_status st = kube_map_init(&groups, n);
+	struct ng_map groups;
+	ng_status st = ng_map_init(&groups, n);
 	if (st != NG_OK)
 		return st;
 	size_t nranges = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint32_t r;
-		if (keys[i] != NG_INTERN_NONE && !kube_map_get(&groups, keys[i], &r))
-			kube_map_put(&groups, keys[i], (uint32_t)nranges++);
+		if (keys[i] != NG_INTERN_NONE && !ng_map_get(&groups, keys[i], &r))
+			ng_map_put(&groups, keys[i], (uint32_t)nranges++);
 	}
 	ix->ranges = calloc(nranges ? nranges : 1, sizeof(*ix->ranges));
 	ix->items = malloc((n ? n : 1) * sizeof(*ix->items));
 	if (!ix->ranges || !ix->items) {
-		kube_map_finish(&groups);
+		ng_map_finish(&groups);
 		return NG_ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
 		uint32_t r;
-		if (keys[i] != NG_INTERN_NONE && kube_map_get(&groups, keys[i], &r))
+		if (keys[i] != NG_INTERN_NONE && ng_map_get(&groups, keys[i], &r))
 			ix->ranges[r].count++;
 	}
 	uint32_t pos = 0;
@@ -225,7 +225,7 @@ static ng_status build_index(struct kube_index *ix, const uint32_t *keys, size_t
 	}
 	for (size_t i = 0; i < n; i++) {
 		uint32_t r;
-		if (keys[i] != NG_INTERN_NONE && kube_map_get(&groups, keys[i], &r)) {
+		if (keys[i] != NG_INTERN_NONE && ng_map_get(&groups, keys[i], &r)) {
 			struct kube_range *rg = &ix->ranges[r];
 			ix->items[rg->start + rg->count++] = (uint32_t)i;
 		}
@@ -237,7 +237,7 @@ static ng_status build_index(struct kube_index *ix, const uint32_t *keys, size_t
 const uint32_t *kube_index_get(const struct kube_index *ix, uint32_t key, size_t *ret_n)
 {
 	uint32_t r;
-	if (key == NG_INTERN_NONE || !ix->ranges || !kube_map_get(&ix->map, key, &r)) {
+	if (key == NG_INTERN_NONE || !ix->ranges || !ng_map_get(&ix->map, key, &r)) {
 		*ret_n = 0;
 		return NULL;
 	}
@@ -281,7 +281,7 @@ static ng_status build_label_index(struct kube_table *t)
 	for (size_t i = 0; i < npairs; i++)
 		if (i == 0 || pairs[i].key != pairs[i - 1].key)
 			nranges++;
-	ng_status st = kube_map_init(&ix->map, nranges);
+	ng_status st = ng_map_init(&ix->map, nranges);
 	ix->ranges = calloc(nranges ? nranges : 1, sizeof(*ix->ranges));
 	ix->items = malloc((npairs ? npairs : 1) * sizeof(*ix->items));
 	if (st != NG_OK || !ix->ranges || !ix->items) {
@@ -294,7 +294,7 @@ static ng_status build_label_index(struct kube_table *t)
 			if (i)
 				r++;
 			ix->ranges[r].start = (uint32_t)i;
-			kube_map_put(&ix->map, pairs[i].key, (uint32_t)r);
+			ng_map_put(&ix->map, pairs[i].key, (uint32_t)r);
 		}
 		ix->ranges[r].count++;
 		ix->items[i] = pairs[i].idx;
@@ -305,16 +305,16 @@ static ng_status build_label_index(struct kube_table *t)
 
 static ng_status build_indexes(struct kube_table *t, const struct ng_intern *pool)
 {
-	ng_status st = kube_map_init(&t->by_key, t->n);
+	ng_status st = ng_map_init(&t->by_key, t->n);
 	if (st != NG_OK)
 		return st;
 	for (size_t i = 0; i < t->n; i++) {
 		const void *rec = rec_at(t, i);
 		uint64_t k = kube_record_key(t->res, rec);
 		uint32_t j;
-		while (kube_map_get(&t->by_key, k, &j))
+		while (ng_map_get(&t->by_key, k, &j))
 			k++; /* a different pod with an equal hash (callers never add duplicates) */
-		kube_map_put(&t->by_key, k, (uint32_t)i);
+		ng_map_put(&t->by_key, k, (uint32_t)i);
 	}
 	if (t->res == KUBE_RES_NODES)
 		return build_label_index(t);
@@ -326,7 +326,7 @@ static ng_status build_indexes(struct kube_table *t, const struct ng_intern *poo
 		for (size_t i = 0; i < t->n; i++)
 			if (nds[i].state == KUBE_ND_GRANTED)
 				ngranted += nds[i].ndisrupted;
-		if ((st = kube_map_init(&t->grant, ngranted)) != NG_OK)
+		if ((st = ng_map_init(&t->grant, ngranted)) != NG_OK)
 			return st;
 		/* The first Granted request by name wins, so answers are stable. */
 		for (size_t i = 0; i < t->n; i++) {
@@ -335,11 +335,11 @@ static ng_status build_indexes(struct kube_table *t, const struct ng_intern *poo
 				continue;
 			for (size_t k = 0; k < d->ndisrupted; k++) {
 				uint32_t prev;
-				if (kube_map_get(&t->grant, d->disrupted[k], &prev) &&
+				if (ng_map_get(&t->grant, d->disrupted[k], &prev) &&
 				    strcmp(ng_intern_str(pool, nds[prev].name, NULL),
 					   ng_intern_str(pool, d->name, NULL)) < 0)
 					continue;
-				kube_map_put(&t->grant, d->disrupted[k], (uint32_t)i);
+				ng_map_put(&t->grant, d->disrupted[k], (uint32_t)i);
 			}
 		}
 		return NG_OK;

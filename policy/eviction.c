@@ -1,21 +1,11 @@
 #include "policy/policy.h"
 
 #include "budgets/budgets.h"
+#include "common/buf.h"
 #include "common/intern.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-/* Messages are bounded on purpose: truncation is the intended behaviour, not a bug. */
-static void fmt(char *out, size_t cap, const char *f, ...) NG_PRINTF(3, 4);
-static void fmt(char *out, size_t cap, const char *f, ...)
-{
-	va_list ap;
-	va_start(ap, f);
-	(void)vsnprintf(out, cap, f, ap);
-	va_end(ap);
-}
 
 int pol_eviction_mode_parse(const char *s, enum pol_eviction_mode *ret)
 {
@@ -95,7 +85,7 @@ void pol_decide_eviction(const struct kube_snapshot *s, const struct pol_evictio
 		goto out;
 	}
 	if (pod->node != NG_INTERN_NONE)
-		fmt(d.node, sizeof(d.node), "%s", ng_intern_str(pool, pod->node, NULL));
+		ng_fmt(d.node, sizeof(d.node), "%s", ng_intern_str(pool, pod->node, NULL));
 	if (pod->flags & KUBE_POD_DAEMONSET) {
 		allow(&d, POL_R_DAEMONSET);
 		goto out;
@@ -165,23 +155,23 @@ void pol_decide_eviction(const struct kube_snapshot *s, const struct pol_evictio
 	d.retry_after_seconds = cfg->retry_after_seconds;
 	if (mode == POL_EVICTION_WARN) {
 		allow(&d, POL_R_PROTECTED);
-		fmt(d.warning, sizeof(d.warning),
-		    "nodegate (Warn mode) would deny: pod on node %s is protected by "
-		    "ApplicationDisruptionBudget %s and the node has no granted "
-		    "NodeDisruption",
-		    d.node, list);
+		ng_fmt(d.warning, sizeof(d.warning),
+		       "nodegate (Warn mode) would deny: pod on node %s is protected by "
+		       "ApplicationDisruptionBudget %s and the node has no granted "
+		       "NodeDisruption",
+		       d.node, list);
 		goto out;
 	}
 	d.allowed = false;
 	d.code = 429;
-	fmt(d.message, sizeof(d.message),
-	    "nodegate: cannot evict pod %.*s/%.*s: node %s has no granted NodeDisruption "
-	    "and the pod is protected by ApplicationDisruptionBudget %s. Request a "
-	    "disruption of the node (a nodegate.io/v1alpha1 NodeDisruption with "
-	    "spec.nodeNames: [%s]); evictions are allowed once it is Granted. Retrying "
-	    "in %ds.",
-	    (int)req->ns_len, req->ns, (int)req->name_len, req->name, d.node, list, d.node,
-	    (int)cfg->retry_after_seconds);
+	ng_fmt(d.message, sizeof(d.message),
+	       "nodegate: cannot evict pod %.*s/%.*s: node %s has no granted NodeDisruption "
+	       "and the pod is protected by ApplicationDisruptionBudget %s. Request a "
+	       "disruption of the node (a nodegate.io/v1alpha1 NodeDisruption with "
+	       "spec.nodeNames: [%s]); evictions are allowed once it is Granted. Retrying "
+	       "in %ds.",
+	       (int)req->ns_len, req->ns, (int)req->name_len, req->name, d.node, list, d.node,
+	       (int)cfg->retry_after_seconds);
 out:
 	*ret = d;
 }

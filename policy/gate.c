@@ -2,22 +2,13 @@
 
 #include "budgets/budgets.h"
 #include "common/arena.h"
+#include "common/buf.h"
+#include "common/map.h"
 #include "common/intern.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Messages are bounded on purpose: truncation is the intended behaviour. */
-static void fmt(char *out, size_t cap, const char *f, ...) NG_PRINTF(3, 4);
-static void fmt(char *out, size_t cap, const char *f, ...)
-{
-	va_list ap;
-	va_start(ap, f);
-	(void)vsnprintf(out, cap, f, ap);
-	va_end(ap);
-}
 
 const char *pol_gate_outcome_str(enum pol_gate_outcome o)
 {
@@ -33,71 +24,16 @@ void pol_gate_config_from(const struct kube_snapshot *s, struct pol_gate_config 
 	*ret = c;
 }
 
-/* ---- ledger: node -> holder, open addressing, grows ---- */
+/* ---- ledger: node -> the request holding it ---- */
 
 struct pol_ledger {
-	uint32_t *keys; /* node id + 1; 0 = empty */
-	uint32_t *vals;
-	size_t cap, n;
+	struct ng_map holders;
 };
-
-static uint32_t mix(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
-
-static ng_status ledger_put(struct pol_ledger *l, uint32_t node, uint32_t holder);
-
-static ng_status ledger_grow(struct pol_ledger *l)
-{
-	struct pol_ledger bigger = {.cap = l->cap ? l->cap * 2 : 64};
-	bigger.keys = calloc(bigger.cap, sizeof(*bigger.keys));
-	bigger.vals = calloc(bigger.cap, sizeof(*bigger.vals));
-	if (!bigger.keys || !bigger.vals) {
-		free(bigger.keys);
-		free(bigger.vals);
-		return NG_ENOMEM;
-	}
-	for (size_t i = 0; i < l->cap; i++)
-		if (l->keys[i])
-			(void)ledger_put(&bigger, l->keys[i] - 1, l->vals[i]);
-	free(l->keys);
-	free(l->vals);
-	*l = bigger;
-	return NG_OK;
-}
-
-static ng_status ledger_put(struct pol_ledger *l, uint32_t node, uint32_t holder)
-{
-	if ((l->n + 1) * 2 > l->cap && ledger_grow(l) != NG_OK)
-		return NG_ENOMEM;
-	size_t mask = l->cap - 1;
-	for (size_t i = mix(node) & mask;; i = (i + 1) & mask) {
-		if (l->keys[i] == node + 1)
-			return NG_OK; /* the first holder stays */
-		if (!l->keys[i]) {
-			l->keys[i] = node + 1;
-			l->vals[i] = holder;
-			l->n++;
-			return NG_OK;
-		}
-	}
-}
 
 uint32_t pol_ledger_holder(const struct pol_ledger *l, uint32_t node)
 {
-	if (!l->cap || node == NG_INTERN_NONE)
-		return NG_INTERN_NONE;
-	size_t mask = l->cap - 1;
-	for (size_t i = mix(node) & mask; l->keys[i]; i = (i + 1) & mask)
-		if (l->keys[i] == node + 1)
-			return l->vals[i];
-	return NG_INTERN_NONE;
+	uint32_t h;
+	return ng_map_get(&l->holders, node, &h) ? h : NG_INTERN_NONE;
 }
 
 struct pol_ledger *pol_ledger_create(const struct kube_snapshot *s)
@@ -123,16 +59,19 @@ void pol_ledger_destroy(struct pol_ledger *l)
 {
 	if (!l)
 		return;
-	free(l->keys);
-	free(l->vals);
+	ng_map_finish(&l->holders);
 	free(l);
 }
 
 ng_status pol_ledger_grant(struct pol_ledger *l, uint32_t nd_name, const uint32_t *nodes, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (ledger_put(l, nodes[i], nd_name) != NG_OK)
+	for (size_t i = 0; i < n; i++) {
+		uint32_t h;
+		if (ng_map_get(&l->holders, nodes[i], &h))
+			continue; /* the first holder stays */
+		if (ng_map_put_grow(&l->holders, nodes[i], nd_name) != NG_OK)
 			return NG_ENOMEM;
+	}
 	return NG_OK;
 }
 
@@ -252,34 +191,34 @@ static void check_scope(struct eval *e, struct pol_budget_verdict *v, const char
 	v->allowed = c.allowed;
 	v->current = before;
 	if (c.ok) {
-		fmt(v->reason, sizeof(v->reason), "%s: %lld of %lld in use, this request adds %lld",
-		    what, (long long)before, (long long)(c.max >= 0 ? c.max : (int64_t)nscope),
-		    (long long)added);
+		ng_fmt(v->reason, sizeof(v->reason),
+		       "%s: %lld of %lld in use, this request adds %lld", what, (long long)before,
+		       (long long)(c.max >= 0 ? c.max : (int64_t)nscope), (long long)added);
 		return;
 	}
 	fail_v(e, v);
 	if (c.max >= 0 && c.after > c.max)
-		fmt(v->reason, sizeof(v->reason),
-		    "%s: %lld of %lld in use; this request adds %lld (limit %lld of %lld nodes)",
-		    what, (long long)before, (long long)c.max, (long long)added, (long long)c.max,
-		    (long long)nscope);
+		ng_fmt(v->reason, sizeof(v->reason),
+		       "%s: %lld of %lld in use; this request adds %lld (limit %lld of %lld nodes)",
+		       what, (long long)before, (long long)c.max, (long long)added,
+		       (long long)c.max, (long long)nscope);
 	else
-		fmt(v->reason, sizeof(v->reason),
-		    "%s: %lld of %lld nodes must stay undisrupted; %lld would remain", what,
-		    (long long)c.min, (long long)nscope, (long long)(nscope - c.after));
+		ng_fmt(v->reason, sizeof(v->reason),
+		       "%s: %lld of %lld nodes must stay undisrupted; %lld would remain", what,
+		       (long long)c.min, (long long)nscope, (long long)(nscope - c.after));
 }
 
 static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, struct ng_arena *arena)
 {
 	char what[120];
-	fmt(what, sizeof(what), "NodeDisruptionBudget %s", str(e, b->b.name));
+	ng_fmt(what, sizeof(what), "NodeDisruptionBudget %s", str(e, b->b.name));
 	if (b->b.invalid) {
 		/* Its pool is unknowable: it holds every request back until it is fixed. */
 		struct pol_budget_verdict *v = verdict(e, KUBE_RES_NDBS, &b->b);
 		if (!v)
 			return NG_ENOMEM;
 		fail_v(e, v);
-		fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, str(e, b->b.error));
+		ng_fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, str(e, b->b.error));
 		return NG_OK;
 	}
 	if (!type_applies(&b->b, e->nd->type))
@@ -308,8 +247,8 @@ static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, struct ng_ar
 		return NG_ENOMEM;
 	if (b->b.frozen) {
 		fail_v(e, v);
-		fmt(v->reason, sizeof(v->reason), "%s is frozen: %s", what,
-		    str(e, b->b.freeze_reason));
+		ng_fmt(v->reason, sizeof(v->reason), "%s is frozen: %s", what,
+		       str(e, b->b.freeze_reason));
 		return NG_OK;
 	}
 	struct bud_limits lim = {0};
@@ -335,15 +274,15 @@ static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, struct ng_ar
 	return NG_OK;
 bad:
 	fail_v(e, v);
-	fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, err.msg);
+	ng_fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, err.msg);
 	return NG_OK;
 }
 
 static ng_status eval_adb(struct eval *e, const struct kube_adb *a, struct ng_arena *arena)
 {
 	char what[160];
-	fmt(what, sizeof(what), "ApplicationDisruptionBudget %s/%s", str(e, a->b.ns),
-	    str(e, a->b.name));
+	ng_fmt(what, sizeof(what), "ApplicationDisruptionBudget %s/%s", str(e, a->b.ns),
+	       str(e, a->b.name));
 	if (a->b.invalid) {
 		/* Which pods it means is unknowable: hold back requests touching any node that
 		 * runs a pod of its namespace. */
@@ -360,7 +299,7 @@ static ng_status eval_adb(struct eval *e, const struct kube_adb *a, struct ng_ar
 		if (!v)
 			return NG_ENOMEM;
 		fail_v(e, v);
-		fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, str(e, a->b.error));
+		ng_fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, str(e, a->b.error));
 		return NG_OK;
 	}
 	if (!type_applies(&a->b, e->nd->type))
@@ -378,15 +317,15 @@ static ng_status eval_adb(struct eval *e, const struct kube_adb *a, struct ng_ar
 		return NG_ENOMEM;
 	if (a->b.frozen) {
 		fail_v(e, v);
-		fmt(v->reason, sizeof(v->reason), "%s is frozen: %s", what,
-		    str(e, a->b.freeze_reason));
+		ng_fmt(v->reason, sizeof(v->reason), "%s is frozen: %s", what,
+		       str(e, a->b.freeze_reason));
 		return NG_OK;
 	}
 	if (sc.lost_pvc != NG_INTERN_NONE) {
 		fail_v(e, v);
-		fmt(v->reason, sizeof(v->reason),
-		    "%s selects PersistentVolumeClaim %s/%s in phase Lost: data may be at risk",
-		    what, str(e, a->b.ns), str(e, sc.lost_pvc));
+		ng_fmt(v->reason, sizeof(v->reason),
+		       "%s selects PersistentVolumeClaim %s/%s in phase Lost: data may be at risk",
+		       what, str(e, a->b.ns), str(e, sc.lost_pvc));
 		return NG_OK;
 	}
 	struct bud_limits lim = {.has_max = true};
@@ -394,7 +333,7 @@ static ng_status eval_adb(struct eval *e, const struct kube_adb *a, struct ng_ar
 	if (bud_int_or_percent_from(&a->max_disruptions, e->pool, "spec.maxDisruptions", &lim.max,
 				    &err) != NG_OK) {
 		fail_v(e, v);
-		fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, err.msg);
+		ng_fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, err.msg);
 		return NG_OK;
 	}
 	uint8_t *dis = ng_arena_alloc(arena, sc.nnodes ? sc.nnodes : 1);
@@ -425,21 +364,21 @@ ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct po
 	/* 1. */
 	if (deadline_passed) {
 		d.outcome = POL_GATE_REJECT;
-		fmt(d.reason, sizeof(d.reason), "deadline passed");
+		ng_fmt(d.reason, sizeof(d.reason), "deadline passed");
 		goto out;
 	}
 	/* 2. */
 	if (d.nnodes == 0) {
 		d.outcome = cfg->reject_empty ? POL_GATE_REJECT : POL_GATE_GRANT;
-		fmt(d.reason, sizeof(d.reason), "%s",
-		    nd->selector_invalid ? "spec.nodeSelector is invalid: it selects no node"
-					 : "no node matched the request");
+		ng_fmt(d.reason, sizeof(d.reason), "%s",
+		       nd->selector_invalid ? "spec.nodeSelector is invalid: it selects no node"
+					    : "no node matched the request");
 		goto out;
 	}
 	/* 3. */
 	if (cfg->paused) {
 		d.outcome = POL_GATE_PENDING;
-		fmt(d.reason, sizeof(d.reason), "paused by NodeGateConfig");
+		ng_fmt(d.reason, sizeof(d.reason), "paused by NodeGateConfig");
 		goto out;
 	}
 	/* 4. */
@@ -449,9 +388,9 @@ ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct po
 			ok = cfg->allowed_types[i] == nd->type;
 		if (!ok) {
 			d.outcome = POL_GATE_REJECT;
-			fmt(d.reason, sizeof(d.reason),
-			    "type \"%s\" is not an allowed disruption type",
-			    nd->type == NG_INTERN_NONE ? "" : str(&e, nd->type));
+			ng_fmt(d.reason, sizeof(d.reason),
+			       "type \"%s\" is not an allowed disruption type",
+			       nd->type == NG_INTERN_NONE ? "" : str(&e, nd->type));
 			goto out;
 		}
 	}
@@ -461,9 +400,9 @@ ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct po
 			uint32_t h = pol_ledger_holder(ledger, nodes[i]);
 			if (h != NG_INTERN_NONE && h != nd->name) {
 				d.outcome = POL_GATE_REJECT;
-				fmt(d.reason, sizeof(d.reason),
-				    "node %s is already granted to NodeDisruption %s",
-				    str(&e, nodes[i]), str(&e, h));
+				ng_fmt(d.reason, sizeof(d.reason),
+				       "node %s is already granted to NodeDisruption %s",
+				       str(&e, nodes[i]), str(&e, h));
 				goto out;
 			}
 		}
@@ -487,12 +426,12 @@ ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct po
 	/* 9. */
 	if (!e.any_failed) {
 		d.outcome = POL_GATE_GRANT;
-		fmt(d.reason, sizeof(d.reason), "granted");
+		ng_fmt(d.reason, sizeof(d.reason), "granted");
 		goto out;
 	}
 	for (size_t i = 0; i < e.nv; i++) {
 		if (!e.v[i].ok) {
-			fmt(d.reason, sizeof(d.reason), "%s", e.v[i].reason);
+			ng_fmt(d.reason, sizeof(d.reason), "%s", e.v[i].reason);
 			break;
 		}
 	}

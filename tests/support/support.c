@@ -1,5 +1,6 @@
 #include "tests/support/support.h"
 
+#include "common/file.h"
 #include "common/intern.h"
 
 #include <stdio.h>
@@ -27,25 +28,14 @@ uint32_t ng_test_id(const struct kube_snapshot *snap, const char *s)
 
 char *ng_test_read_file(const char *path, size_t *ret_len)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		(void)fprintf(stderr, "cannot open %s\n", path);
+	char *buf = NULL;
+	size_t len;
+	struct ng_err err = {0};
+	/* Test inputs are small; 64 MiB rejects a wrong path pointing at something huge. */
+	if (ng_read_file(path, 64u << 20, "test input", false, &buf, &len, &err) != NG_OK) {
+		(void)fprintf(stderr, "%s\n", err.msg);
 		abort();
 	}
-	size_t cap = 4096, len = 0;
-	char *buf = malloc(cap);
-	size_t n;
-	while (buf && (n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-		len += n;
-		if (cap - len < 2) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-		}
-	}
-	(void)fclose(f);
-	if (!buf)
-		abort();
-	buf[len] = '\0';
 	if (ret_len)
 		*ret_len = len;
 	return buf;

@@ -1,4 +1,4 @@
-#include "kube/internal.h"
+#include "common/map.h"
 
 #include <stdlib.h>
 
@@ -13,7 +13,7 @@ static uint64_t mix(uint64_t x)
 	return x;
 }
 
-ng_status kube_map_init(struct kube_map *m, size_t expected)
+ng_status ng_map_init(struct ng_map *m, size_t expected)
 {
 	size_t cap = 16;
 	while (cap < expected * 2)
@@ -29,13 +29,13 @@ ng_status kube_map_init(struct kube_map *m, size_t expected)
 		return NG_ENOMEM;
 	}
 	for (size_t i = 0; i < cap; i++)
-		m->keys[i] = KUBE_MAP_EMPTY;
+		m->keys[i] = NG_MAP_EMPTY;
 	m->cap = cap;
 	m->n = 0;
 	return NG_OK;
 }
 
-void kube_map_finish(struct kube_map *m)
+void ng_map_finish(struct ng_map *m)
 {
 	if (!m)
 		return;
@@ -47,11 +47,11 @@ void kube_map_finish(struct kube_map *m)
 	m->n = 0;
 }
 
-void kube_map_put(struct kube_map *m, uint64_t key, uint32_t val)
+void ng_map_put(struct ng_map *m, uint64_t key, uint32_t val)
 {
 	size_t mask = m->cap - 1;
 	for (size_t i = mix(key) & mask;; i = (i + 1) & mask) {
-		if (m->keys[i] == KUBE_MAP_EMPTY) {
+		if (m->keys[i] == NG_MAP_EMPTY) {
 			m->keys[i] = key;
 			m->vals[i] = val;
 			m->n++;
@@ -64,13 +64,13 @@ void kube_map_put(struct kube_map *m, uint64_t key, uint32_t val)
 	}
 }
 
-bool kube_map_get(const struct kube_map *m, uint64_t key, uint32_t *ret_val)
+bool ng_map_get(const struct ng_map *m, uint64_t key, uint32_t *ret_val)
 {
 	if (m->cap == 0)
 		return false;
 	size_t mask = m->cap - 1;
 	for (size_t i = mix(key) & mask;; i = (i + 1) & mask) {
-		if (m->keys[i] == KUBE_MAP_EMPTY)
+		if (m->keys[i] == NG_MAP_EMPTY)
 			return false;
 		if (m->keys[i] == key) {
 			*ret_val = m->vals[i];
@@ -79,19 +79,19 @@ bool kube_map_get(const struct kube_map *m, uint64_t key, uint32_t *ret_val)
 	}
 }
 
-ng_status kube_map_put_grow(struct kube_map *m, uint64_t key, uint32_t val)
+ng_status ng_map_put_grow(struct ng_map *m, uint64_t key, uint32_t val)
 {
 	if (m->cap == 0 || (m->n + 1) * 2 > m->cap) {
-		struct kube_map bigger;
-		ng_status st = kube_map_init(&bigger, m->n + 1 > 8 ? (m->n + 1) * 2 : 16);
+		struct ng_map bigger;
+		ng_status st = ng_map_init(&bigger, m->n + 1 > 8 ? (m->n + 1) * 2 : 16);
 		if (st != NG_OK)
 			return st;
 		for (size_t i = 0; i < m->cap; i++)
-			if (m->keys[i] != KUBE_MAP_EMPTY)
-				kube_map_put(&bigger, m->keys[i], m->vals[i]);
-		kube_map_finish(m);
+			if (m->keys[i] != NG_MAP_EMPTY)
+				ng_map_put(&bigger, m->keys[i], m->vals[i]);
+		ng_map_finish(m);
 		*m = bigger;
 	}
-	kube_map_put(m, key, val);
+	ng_map_put(m, key, val);
 	return NG_OK;
 }
