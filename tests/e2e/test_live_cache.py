@@ -12,6 +12,7 @@ import base64
 import http.client
 import json
 import os
+import shlex
 import shutil
 import signal
 import ssl
@@ -23,6 +24,8 @@ import unittest
 
 ROOT = os.environ.get("NG_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 BINARY = os.environ.get("NODEGATE", os.path.join(ROOT, "build", "cmd", "nodegate"))
+# A command prefix for the binary, e.g. "valgrind --leak-check=full --error-exitcode=99".
+WRAPPER = shlex.split(os.environ.get("NG_WRAPPER", ""))
 sys.path.insert(0, os.path.join(ROOT, "tests", "apiserver"))
 from ktestapi.testing import ServerProcess  # noqa: E402
 
@@ -32,7 +35,7 @@ CRDS = [os.path.join(ROOT, "manifests", "rbac.json")] + [os.path.join(ROOT, "man
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixture-f.json")
 ND_PATH = "/apis/nodegate.io/v1alpha1/nodedisruptions"
 ADB_PATH = "/apis/nodegate.io/v1alpha1/namespaces/default/applicationdisruptionbudgets"
-WAIT_S = 10  # acceptance: 5 s on loopback; doubled for sanitizer builds on a shared machine
+WAIT_S = 60 if WRAPPER else 10  # acceptance: 5 s on loopback; doubled for sanitizer builds on a shared machine
 
 
 def eventually(fn, timeout=WAIT_S, interval=0.02):
@@ -66,19 +69,19 @@ class Nodegate:
         env = dict(os.environ)
         env.pop("KUBECONFIG", None)
         self.proc = subprocess.Popen(
-            [BINARY, "serve", "--listen", "127.0.0.1:0", "--port-file", self.port_file,
+            WRAPPER + [BINARY, "serve", "--listen", "127.0.0.1:0", "--port-file", self.port_file,
              "--tls-cert", self.cert, "--tls-key", self.key,
              "--kubeconfig", os.path.join(api.state, "kubeconfig-sa-nodegate-nodegate")
              if os.path.exists(os.path.join(api.state, "kubeconfig-sa-nodegate-nodegate"))
              else api.kubeconfig, "--shutdown-grace-seconds", "1"],
             stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        ok, _ = eventually(lambda: os.path.exists(self.port_file) or self.proc.poll() is not None, 20)
+        ok, _ = eventually(lambda: os.path.exists(self.port_file) or self.proc.poll() is not None, 3 * WAIT_S)
         if self.proc.poll() is not None:
             raise RuntimeError("nodegate exited:\n" + self.read_log())
         with open(self.port_file, encoding="utf-8") as f:
             self.port = int(f.read())
         self.ctx = ssl.create_default_context(cafile=self.cert)
-        ready, _ = eventually(lambda: self.get("/readyz")[0] == 200, 20)
+        ready, _ = eventually(lambda: self.get("/readyz")[0] == 200, 3 * WAIT_S)
         if not ready:
             raise RuntimeError("nodegate never became ready:\n" + self.read_log())
 
@@ -128,7 +131,7 @@ class Nodegate:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(20)
+                self.proc.wait(3 * WAIT_S)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
