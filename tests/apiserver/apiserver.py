@@ -5,7 +5,8 @@
       [--generate nodes=N,pods-per-node=M,pvcs-per-node=K] [--kubelet immediate|grace]
       [--service-endpoint ns/name[:port]=127.0.0.1:PORT ...] [--history N]
       [--bookmark-interval S] [--watch-expired event|http] [--authorization rbac|always-allow]
-      [--node-lifecycle on|off] [--aggregated-discovery on|off] [--persist] [--verbose]
+      [--node-lifecycle on|off] [--aggregated-discovery on|off] [--persist] [--parent-pid PID]
+      [--verbose]
 
 Writes DIR/ca.crt, DIR/kubeconfig (admin), DIR/kubeconfig-<user>, DIR/kubeconfig-carol-cert
 (x509 client certificate: user carol, group nodegate-devs), DIR/tokens.json,
@@ -68,6 +69,21 @@ def write_kubeconfig(path, server, ca, user, token=None, cert=None):
     os.replace(tmp, path)
 
 
+def _alive(pid):
+    """True while process `pid` exists and is not a zombie."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--port", type=int, default=0)
@@ -87,6 +103,9 @@ def main(argv=None):
                     help="save all objects to DIR/state.json on exit and load them at start (if present)")
     ap.add_argument("--aggregated-discovery", choices=["on", "off"], default="on",
                     help="serve apidiscovery.k8s.io/v2 to clients that ask for it (off: legacy documents only)")
+    ap.add_argument("--parent-pid", type=int, default=0,
+                    help="exit when this process is gone (test harnesses pass their pid so that a killed "
+                         "test run leaves no server behind)")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args(argv)
 
@@ -186,7 +205,9 @@ def main(argv=None):
         f.write(server_url + "\n")
     print("ktestapi: serving on %s (state dir %s)" % (server_url, d), file=sys.stderr, flush=True)
     while not stop.wait(0.5):
-        pass
+        if a.parent_pid and not _alive(a.parent_pid):
+            print("ktestapi: parent %d is gone, exiting" % a.parent_pid, file=sys.stderr)
+            break
     cluster.stop.set()
     if a.persist:
         from ktestapi.store import save

@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ktestapi.testing import ServerProcess          # noqa: E402
 from ktestapi.certs import make_ca, make_leaf       # noqa: E402
-from ktestapi import selectors, patch, yamlish     # noqa: E402
+from ktestapi import selection as selectors, patch, yamlish     # noqa: E402
 from ktestapi.errors import APIError                # noqa: E402
 from ktestapi.store import Store, Expired           # noqa: E402
 
@@ -428,6 +428,23 @@ class TestCrudSemantics(ServerTestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn('Warning: unknown field "spec.unschedulabel"', err)
         self.assertEqual(self.ok("GET", "/api/v1/nodes/typo-node")["spec"], {})
+
+    def test_type_errors_are_400_and_bad_taints_are_422(self):
+        self.ok("POST", "/api/v1/nodes", node("tt1"))
+        code, body, _ = self.api("PATCH", "/api/v1/nodes/tt1", {"spec": {"unschedulable": "true"}},
+                                 "application/merge-patch+json")
+        self.assertEqual(code, 400)
+        self.assertIn("json: cannot unmarshal string into Go struct field NodeSpec.spec.unschedulable of type bool",
+                      body["message"])
+        code, body, _ = self.api("PATCH", "/api/v1/nodes/tt1", {"metadata": {"labels": {"n": 1}}},
+                                 "application/merge-patch+json")
+        self.assertEqual(code, 400)
+        code, body, _ = self.api("PATCH", "/api/v1/nodes/tt1",
+                                 {"spec": {"taints": [{"key": "a", "effect": "Sometimes"}, {"key": "b"}]}},
+                                 "application/merge-patch+json")
+        self.assertEqual((code, body["reason"]), (422, "Invalid"))
+        self.assertIn('spec.taints[0].effect: Unsupported value: "Sometimes"', body["message"])
+        self.assertIn("spec.taints[1].effect: Required value", body["message"])
 
     def test_kubectl_apply_of_a_v1_list_file(self):
         lst = {"apiVersion": "v1", "kind": "List", "items": [
@@ -1790,6 +1807,55 @@ class TestPersistence(unittest.TestCase):
                 code, out, _ = srv.api("POST", "/api/v1/namespaces/default/configmaps",
                                        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p2"}})
                 self.assertGreater(int(out["metadata"]["resourceVersion"]), int(cm["metadata"]["resourceVersion"]))
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+class TestBundledFixtures(unittest.TestCase):
+    def test_fixture_f_and_drain_fixture_behave_like_a_cluster_under_kubectl_drain(self):
+        fx = [os.path.join(HERE, "fixtures", "fixture-f.yaml"), os.path.join(HERE, "fixtures", "drain-node1.yaml")]
+        with ServerProcess(fixtures=fx) as srv:
+            code, nodes, _ = srv.api("GET", "/api/v1/nodes?labelSelector=testselect%3Dtest1")
+            self.assertEqual(sorted(n["metadata"]["name"] for n in nodes["items"]), ["node1", "node2"])
+            code, pod1, _ = srv.api("GET", "/api/v1/namespaces/default/pods/pod1")
+            self.assertEqual(pod1["metadata"]["ownerReferences"][0]["kind"], "StatefulSet")
+            rc, out, err = srv.kubectl("drain", "node1", "--timeout=5s")
+            self.assertNotEqual(rc, 0)
+            self.assertIn("cannot delete Pods that declare no controller (use --force to override): default/bare", err)
+            self.assertIn("cannot delete Pods with local storage (use --delete-emptydir-data to override): "
+                          "default/scratch", err)
+            code, pods, _ = srv.api("GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode1")
+            self.assertEqual(len(pods["items"]), 9)  # nothing evicted
+            rc, out, err = srv.kubectl("drain", "node1", "--force", "--delete-emptydir-data", "--ignore-daemonsets",
+                                       "--timeout=20s")
+            self.assertEqual(rc, 0, err)
+            code, pods, _ = srv.api("GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode1")
+            self.assertEqual(sorted(p["metadata"]["name"] for p in pods["items"]), ["ds-1", "static-1"])
+
+
+class TestNoLeftoverServers(unittest.TestCase):
+    def test_server_exits_when_the_test_process_that_started_it_dies(self):
+        import subprocess
+        code = ("import sys, os; sys.path.insert(0, %r)\n"
+                "from ktestapi.testing import ServerProcess\n"
+                "s = ServerProcess(); s.start(); print(s.proc.pid, s.dir, flush=True); os._exit(0)\n" % HERE)
+        out = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, timeout=60).stdout.decode().split()
+        pid, d = int(out[0]), out[1]
+        try:
+            gone = False
+            for _ in range(40):
+                try:
+                    with open("/proc/%d/stat" % pid) as f:
+                        if f.read().rsplit(")", 1)[1].split()[0] == "Z":  # exited, not yet reaped
+                            gone = True
+                            break
+                except (FileNotFoundError, ProcessLookupError):
+                    gone = True
+                    break
+                time.sleep(0.25)
+            if not gone:
+                os.kill(pid, 15)
+            self.assertTrue(gone, "server outlived its parent")
         finally:
             shutil.rmtree(d, ignore_errors=True)
 

@@ -3,7 +3,7 @@
 Modules:
   certs      - CA and serving certificate generation (openssl CLI)
   resources  - the resource registry (built-in kinds, CRD-defined kinds, discovery documents)
-  selectors  - label selector grammar, metav1.LabelSelector, field selectors
+  selection  - label selector grammar, metav1.LabelSelector, field selectors
   store      - object storage, global resourceVersion, event history, watches, pagination
   patch      - JSON merge patch, JSON patch (RFC 6902), strategic merge patch
   validation - the 422 checks (names, labels, pods, CRD structural schemas, defaults, pruning)

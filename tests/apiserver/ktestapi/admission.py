@@ -28,7 +28,7 @@ import uuid
 
 from .errors import APIError
 from .patch import json_patch, PatchError
-from .selectors import label_selector_from_obj
+from .selection import label_selector_from_obj
 
 SKIP_RKEYS = {"admissionregistration.k8s.io/validatingwebhookconfigurations",
               "admissionregistration.k8s.io/mutatingwebhookconfigurations"}

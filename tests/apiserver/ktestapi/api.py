@@ -20,7 +20,6 @@ generic registry and the built-in strategies of kube-apiserver do:
 """
 import copy
 import datetime
-import json
 import random
 import threading
 import time
@@ -30,10 +29,10 @@ from . import errors as E
 from .admission import Attributes, Dispatcher
 from .eviction import compute_pdb_status, matching_pdbs, pod_ready
 from .resources import Registry, convert_in, convert_out
-from .selectors import parse_label_selector, parse_field_selector
+from .selection import parse_label_selector, parse_field_selector
 from .store import Store, Expired, make_key
 from .validation import (validate_meta, validate_builtin, apply_defaults, prune, validate_schema,
-                         drop_unknown_fields)
+                         drop_unknown_fields, decode_error)
 
 GEN_RKEYS = {"apps/deployments", "apps/replicasets", "apps/statefulsets", "apps/daemonsets", "batch/jobs",
              "batch/cronjobs", "policy/poddisruptionbudgets", "apiextensions.k8s.io/customresourcedefinitions",
@@ -153,6 +152,10 @@ class Cluster:
         if "uid" not in md:
             self._finish_new(info, obj)
             md = obj["metadata"]
+        else:  # a fixture may fix the uid (for ownerReferences); fill in the rest
+            md.setdefault("creationTimestamp", now_ts())
+            if (info.rkey in GEN_RKEYS or info.crd is not None) and "generation" not in md:
+                md["generation"] = 1
         key = make_key(md.get("namespace") if info.namespaced else None, md["name"])
         with self.store.lock:
             if self.store.get(rkey, key) is not None:
@@ -308,6 +311,10 @@ class Cluster:
         """Return (causes, warnings) for the object; CR schema pruning happens here too."""
         causes = validate_meta(info.rkey, obj)
         warnings = []
+        derr = decode_error(info.rkey, obj)
+        if derr:
+            raise E.bad_request('%s in version "%s" cannot be handled as a %s: %s'
+                                % (info.kind, info.version, info.kind, derr))
         unknown = drop_unknown_fields(info.rkey, obj, custom=info.crd is not None)
         if info.crd is None:
             if unknown:

@@ -13,7 +13,7 @@ system:masters; system:discovery, system:basic-user and system:public-info-viewe
 to system:authenticated; and the aggregated user-facing roles admin, edit and view
 (simplified rule sets covering the resources this server serves).
 """
-from .selectors import label_selector_from_obj
+from .selection import label_selector_from_obj
 
 READ = ["get", "list", "watch"]
 WRITE = ["create", "delete", "deletecollection", "patch", "update"]

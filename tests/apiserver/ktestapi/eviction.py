@@ -10,7 +10,7 @@ import datetime
 import math
 import re
 
-from .selectors import label_selector_from_obj
+from .selection import label_selector_from_obj
 
 DISRUPTED_POD_TTL = 120
 

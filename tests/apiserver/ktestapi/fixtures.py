@@ -3,7 +3,9 @@
 Fixture objects are stored as given (status included), bypassing admission and the
 create-time status reset, the way objects restored from etcd would be. Kinds are resolved
 by apiVersion+kind against the registry; CRDs in a fixture are registered first, so custom
-resources of those kinds may follow in the same files. `List` objects are expanded.
+resources of those kinds may follow in the same files. `List` objects are expanded. An object
+defined more than once (same kind, namespace, name) is loaded from its last definition.
+`metadata.uid` may be fixed in a fixture so that ownerReferences can point at it.
 """
 import copy
 import json
@@ -39,6 +41,14 @@ def load(cluster, paths):
     objs = []
     for p in paths:
         objs.extend(read_objects(p))
+    # an object defined in several files (same kind, namespace and name): the last one wins
+    last = {}
+    for i, o in enumerate(objs):
+        md = o.get("metadata") or {}
+        last[(o.get("apiVersion"), o.get("kind"), md.get("namespace") or "", md.get("name"))] = i
+    objs = [o for i, o in enumerate(objs) if last[(o.get("apiVersion"), o.get("kind"),
+                                                     (o.get("metadata") or {}).get("namespace") or "",
+                                                     (o.get("metadata") or {}).get("name"))] == i]
     order = {"Namespace": 0, "CustomResourceDefinition": 1}
     objs.sort(key=lambda o: order.get(o.get("kind"), 2))
     for o in objs:

@@ -9,7 +9,6 @@ k8s.io/api core/v1 and apimachinery meta/v1 generated.proto) into the JSON form.
 kind gets 415, as from a server that does not speak protobuf.
 """
 import base64
-import struct
 
 
 class ProtoError(ValueError):

@@ -583,7 +583,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _watch(self, info, ns, query):
-        from .selectors import parse_label_selector, parse_field_selector
+        from .selection import parse_label_selector, parse_field_selector
         cl = self.server.cluster
         st = cl.store
         ls = parse_label_selector(_q(query, "labelSelector"))

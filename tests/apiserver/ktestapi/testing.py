@@ -47,7 +47,7 @@ class ServerProcess:
         self.home = os.path.join(self.dir, "home")
         os.makedirs(self.home, exist_ok=True)
         args = [sys.executable, APISERVER, "--port", "0", "--state-dir", os.path.join(self.dir, "state"),
-                "--kubelet", self.kubelet] + self.extra_args
+                "--kubelet", self.kubelet, "--parent-pid", str(os.getpid())] + self.extra_args
         for f in self.fixtures:
             args += ["--fixture", f]
         if self.generate:

@@ -10,7 +10,7 @@ CEL rules (x-kubernetes-validations) are not evaluated.
 import copy
 import re
 
-from .selectors import valid_label_key, valid_label_value, label_selector_from_obj
+from .selection import valid_label_key, valid_label_value, label_selector_from_obj
 
 DNS1123_SUBDOMAIN = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
 DNS1123_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
@@ -199,7 +199,7 @@ def validate_builtin(rkey, obj, old=None):
             if sch is None:
                 errs.append(("FieldValueRequired", "spec.versions[%d].schema.openAPIV3Schema" % i, "Required value: schemas are required"))
     elif rkey == "/nodes":
-        pass
+        errs += validate_taints((spec or {}).get("taints"), "spec.taints")
     return errs
 
 
@@ -504,3 +504,98 @@ def drop_unknown_fields(rkey, obj, custom=False):
     if isinstance(obj.get("metadata"), dict):
         _walk_unknown(OBJECT_META, obj["metadata"], "metadata", out)
     return out
+
+
+# ---- JSON decoding type errors (400 BadRequest, before validation) ----------------------
+# (rkey or "*", dotted path, Go type, Go struct) for scalars nodegate writes most often
+TYPED = [
+    ("*", "metadata.name", "string", "ObjectMeta"), ("*", "metadata.namespace", "string", "ObjectMeta"),
+    ("/nodes", "spec.unschedulable", "bool", "NodeSpec"),
+    ("/pods", "spec.nodeName", "string", "PodSpec"),
+    ("/pods", "spec.terminationGracePeriodSeconds", "int64", "PodSpec"),
+    ("coordination.k8s.io/leases", "spec.holderIdentity", "string", "LeaseSpec"),
+    ("coordination.k8s.io/leases", "spec.leaseDurationSeconds", "int32", "LeaseSpec"),
+    ("coordination.k8s.io/leases", "spec.leaseTransitions", "int32", "LeaseSpec"),
+]
+
+
+def _json_type(v):
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, dict):
+        return "object"
+    return "null"
+
+
+def decode_error(rkey, obj):
+    """The encoding/json error decoding `obj` into the Go type would give, or None."""
+    md = obj.get("metadata")
+    if isinstance(md, dict):
+        for f in ("labels", "annotations"):
+            m = md.get(f)
+            if m is not None and not isinstance(m, dict):
+                return ("json: cannot unmarshal %s into Go struct field ObjectMeta.metadata.%s of type "
+                        "map[string]string" % (_json_type(m), f))
+            for v in (m or {}).values():
+                if not isinstance(v, str):
+                    return ("json: cannot unmarshal %s into Go struct field ObjectMeta.metadata.%s of type string"
+                            % (_json_type(v), f))
+        fins = md.get("finalizers")
+        if fins is not None and (not isinstance(fins, list) or any(not isinstance(x, str) for x in fins)):
+            bad = fins if not isinstance(fins, list) else next(x for x in fins if not isinstance(x, str))
+            return ("json: cannot unmarshal %s into Go struct field ObjectMeta.metadata.finalizers of type %s"
+                    % (_json_type(bad), "[]string" if not isinstance(fins, list) else "string"))
+    for rk, path, gotype, struct in TYPED:
+        if rk != "*" and rk != rkey:
+            continue
+        cur = obj
+        for part in path.split("."):
+            cur = cur.get(part) if isinstance(cur, dict) else None
+        if cur is None:
+            continue
+        jt = _json_type(cur)
+        ok = (gotype == "string" and jt == "string") or (gotype == "bool" and jt == "bool") or \
+             (gotype.startswith("int") and jt == "number" and float(cur) == int(cur))
+        if not ok:
+            what = jt if not (jt == "number" and gotype.startswith("int")) else "number %s" % cur
+            return "json: cannot unmarshal %s into Go struct field %s.%s of type %s" % (what, struct, path, gotype)
+    return None
+
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def validate_taints(taints, path):
+    errs = []
+    seen = set()
+    for i, t in enumerate(taints or []):
+        p = "%s[%d]" % (path, i)
+        if not isinstance(t, dict):
+            continue
+        key = t.get("key", "")
+        if not key:
+            errs.append(("FieldValueRequired", p + ".key", "Required value"))
+        elif not valid_label_key(key):
+            errs.append(("FieldValueInvalid", p + ".key", "Invalid value: %s: name part must consist of alphanumeric "
+                         "characters, '-', '_' or '.', and must start and end with an alphanumeric character" % _q(key)))
+        if t.get("value") and not valid_label_value(t["value"]):
+            errs.append(("FieldValueInvalid", p + ".value", "Invalid value: %s: a valid label must be an empty string "
+                         "or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                         "alphanumeric character" % _q(t["value"])))
+        eff = t.get("effect", "")
+        if not eff:
+            errs.append(("FieldValueRequired", p + ".effect", "Required value"))
+        elif eff not in TAINT_EFFECTS:
+            errs.append(("FieldValueNotSupported", p + ".effect", 'Unsupported value: %s: supported values: '
+                         '"NoSchedule", "PreferNoSchedule", "NoExecute"' % _q(eff)))
+        if (key, eff) in seen:
+            errs.append(("FieldValueDuplicate", p, 'Duplicate value: %s: taints must be unique by key and effect pair'
+                         % _q("%s:%s" % (key, eff))))
+        seen.add((key, eff))
+    return errs
