@@ -253,13 +253,28 @@ oom:
 	return NG_ENOMEM;
 }
 
+unsigned kube_cache_dirty_mask(const struct kube_cache *c)
+{
+	unsigned mask = 0;
+	for (int r = 0; r < KUBE_RES_COUNT; r++)
+		if (c->d[r].n || c->d[r].reset)
+			mask |= 1u << r;
+	return mask;
+}
+
 ng_status kube_cache_publish(struct kube_cache *c, struct kube_snapshot **ret_snap)
+{
+	return kube_cache_publish_some(c, ~0u, ret_snap);
+}
+
+ng_status kube_cache_publish_some(struct kube_cache *c, unsigned mask,
+				  struct kube_snapshot **ret_snap)
 {
 	struct kube_snapshot *s = calloc(1, sizeof(*s));
 	if (!s)
 		return NG_ENOMEM;
 	for (int r = 0; r < KUBE_RES_COUNT; r++) {
-		if ((c->d[r].n || c->d[r].reset) &&
+		if ((mask & (1u << r)) && (c->d[r].n || c->d[r].reset) &&
 		    publish_one(c, (enum kube_resource)r) != NG_OK) {
 			free(s);
 			return NG_ENOMEM;

@@ -171,11 +171,19 @@ void kube_cache_reset(struct kube_cache *c, enum kube_resource r);
 void kube_cache_discard(struct kube_cache *c, enum kube_resource r);
 /** True when changes are pending. */
 bool kube_cache_dirty(const struct kube_cache *c);
+/** Bit (1u << r) set for every resource r with pending changes. */
+unsigned kube_cache_dirty_mask(const struct kube_cache *c);
 /**
  * Applies pending changes: rebuilds the tables of changed resources and returns a new snapshot
  * (one reference) of every resource. NG_ENOMEM leaves the pending changes in place.
  */
 NG_NODISCARD ng_status kube_cache_publish(struct kube_cache *c, struct kube_snapshot **ret_snap);
+/**
+ * As kube_cache_publish() for the resources in @mask only (bit 1u << r); the others' pending
+ * changes stay pending and their current tables go into the snapshot.
+ */
+NG_NODISCARD ng_status kube_cache_publish_some(struct kube_cache *c, unsigned mask,
+					       struct kube_snapshot **ret_snap);
 
 /**
  * Decodes a metav1.LabelSelector (JSON null or absent: a null selector). Validates operators,

@@ -1,6 +1,7 @@
 /* List + watch for every cached resource, on one thread with curl multi. Events land in the
- * cache's pending changes and are published together (at most batch_ms late), so admission
- * threads always read one consistent snapshot. */
+ * cache's pending changes and are published together — at once when nothing was published in
+ * the last batch_ms, else at the end of that window — so admission threads always read one
+ * consistent snapshot. */
 #include "kube/watch.h"
 
 #include "common/arena.h"
@@ -81,6 +82,7 @@ struct kube_watch {
 	_Atomic bool stop;
 	struct informer inf[KUBE_RES_COUNT];
 	int64_t dirty_since_ms; /* 0: nothing pending */
+	int64_t last_publish_ms;
 	_Atomic uint64_t publishes;
 	unsigned int seed;
 };
@@ -123,10 +125,16 @@ static void retry_later(struct informer *in, enum istate st, const char *what, c
 	}
 }
 
-static void publish(struct kube_watch *w)
+/* nodegate's own objects: few, small tables, and a NodeDisruption waits for its answer. They
+ * are published as soon as they change; the high-volume kinds once per batch window. */
+#define URGENT                                                                                     \
+	((1u << KUBE_RES_NDS) | (1u << KUBE_RES_ADBS) | (1u << KUBE_RES_NDBS) |                    \
+	 (1u << KUBE_RES_NGCS))
+
+static void publish_mask(struct kube_watch *w, unsigned mask)
 {
 	struct kube_snapshot *s = NULL;
-	if (kube_cache_publish(w->cache, &s) != NG_OK) {
+	if (kube_cache_publish_some(w->cache, mask, &s) != NG_OK) {
 		/* Pending changes stay; the next loop tries again. */
 		struct ng_logline l;
 		if (ng_log_begin(&l, NG_LOG_ERROR, "kube", "publishing the cache failed")) {
@@ -137,7 +145,15 @@ static void publish(struct kube_watch *w)
 	}
 	kube_store_publish(w->cfg.store, s);
 	inc(&w->publishes);
-	w->dirty_since_ms = 0;
+	if (!kube_cache_dirty(w->cache))
+		w->dirty_since_ms = 0;
+	if (mask & ~URGENT)
+		w->last_publish_ms = now_ms();
+}
+
+static void publish(struct kube_watch *w)
+{
+	publish_mask(w, ~0u);
 }
 
 static void mark_dirty(struct kube_watch *w)
@@ -500,10 +516,16 @@ static void *run(void *arg)
 				end_watch(in, m->data.result);
 		}
 		now = now_ms();
-		if (w->dirty_since_ms && now - w->dirty_since_ms >= w->cfg.batch_ms)
+		/* Everything that arrived together is published at once, but not more than once
+		 * per batch_ms: an isolated change is visible in milliseconds, a burst costs one
+		 * table rebuild per window. */
+		int64_t publish_at = w->last_publish_ms + w->cfg.batch_ms;
+		if (w->dirty_since_ms && now >= publish_at)
 			publish(w);
-		if (w->dirty_since_ms && w->dirty_since_ms + w->cfg.batch_ms < next_due)
-			next_due = w->dirty_since_ms + w->cfg.batch_ms;
+		else if (kube_cache_dirty_mask(w->cache) & URGENT)
+			publish_mask(w, URGENT);
+		if (w->dirty_since_ms && publish_at < next_due)
+			next_due = publish_at;
 		int64_t wait = next_due - now_ms();
 		if (wait > 0)
 			(void)curl_multi_poll(w->multi, NULL, 0, (int)(wait > 1000 ? 1000 : wait),

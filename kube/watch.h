@@ -14,10 +14,11 @@ struct kube_config;
 struct kube_watch_config {
 	const struct kube_config *cfg; /* borrowed; must outlive the watch */
 	struct kube_store *store;      /* borrowed: where snapshots are published */
-	int64_t batch_ms;              /* events are published together at most this late (100) */
-	int64_t page_timeout_ms;       /* one list page (60000) */
-	int64_t backoff_initial_ms;    /* reconnect backoff, doubled per failure (800) */
-	int64_t backoff_max_ms;        /* (30000) */
+	int64_t batch_ms; /* at most one publish per this many ms; an isolated change goes at once
+			     (100) */
+	int64_t page_timeout_ms;    /* one list page (60000) */
+	int64_t backoff_initial_ms; /* reconnect backoff, doubled per failure (800) */
+	int64_t backoff_max_ms;     /* (30000) */
 };
 
 struct kube_watch_stats {

@@ -77,6 +77,10 @@ class APIServer(ThreadingHTTPServer):
 
     def finish_request(self, request, client_address):
         try:
+            # Responses go out as headers and body in separate writes; with Nagle on, the
+            # body waits for the client's delayed ACK (40 ms), which kube-apiserver (Go sets
+            # TCP_NODELAY) never adds to a request.
+            request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             request.settimeout(30)
             tls = self.ssl_ctx.wrap_socket(request, server_side=True)
             tls.settimeout(None)
