@@ -12,8 +12,7 @@ per=${2:-30}
 [ -f build-release/build.ninja ] || meson setup build-release --buildtype=release -Db_ndebug=true >/dev/null
 ninja -C build-release cmd/nodegate bench/bench-cache-decode >/dev/null
 tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
+cleanup() { rm -rf "$tmp"; }
 trap cleanup EXIT
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$tmp/key.pem" \
 	-out "$tmp/cert.pem" -days 1 -subj /CN=localhost 2>/dev/null
@@ -27,14 +26,13 @@ run() {
 	mkdir -p "$dir"
 	python3 tests/apiserver/apiserver.py --port 0 --state-dir "$dir/api" "${crds[@]}" \
 		--generate "nodes=$nodes,pods-per-node=$2" >"$dir/api.log" 2>&1 &
-	pids+=($!)
+	local api=$!
 	for _ in $(seq 6000); do [ -f "$dir/api/ready" ] && break; sleep 0.1; done
 	local t0; t0=$(date +%s.%N)
 	./build-release/cmd/nodegate serve --listen 127.0.0.1:0 --port-file "$dir/port" \
 		--tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem" --kubeconfig "$dir/api/kubeconfig" \
 		--log-level warn 2>"$dir/ng.log" &
 	local ng=$!
-	pids+=($ng)
 	for _ in $(seq 600); do [ -s "$dir/port" ] && break; sleep 0.05; done
 	local port; port=$(cat "$dir/port")
 	for _ in $(seq 6000); do
@@ -46,7 +44,8 @@ run() {
 	local rss; rss=$(awk '/VmRSS/ {print $2}' /proc/$ng/status)
 	local pods; pods=$(curl -s --cacert "$tmp/cert.pem" --resolve "localhost:$port:127.0.0.1" "https://localhost:$port/metrics" | awk -F' ' '/^nodegate_cache_objects\{resource="pods"\}/ {print $2}')
 	echo "$(echo "$t1 - $t0" | bc) $rss $pods"
-	kill $ng; wait $ng 2>/dev/null || true
+	# run() is called in a subshell: it stops what it started itself.
+	kill $ng $api; wait $ng $api 2>/dev/null || true
 }
 
 read -r _ base_rss _ < <(run empty 0)

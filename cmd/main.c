@@ -1,4 +1,5 @@
 /* nodegate: flags -> config -> wiring -> signals. */
+#include "common/buf.h"
 #include "common/clock.h"
 #include "common/file.h"
 #include "common/log.h"
@@ -6,6 +7,9 @@
 #include "kube/config.h"
 #include "kube/kube.h"
 #include "kube/watch.h"
+#include "controller/gate.h"
+#include "controller/leader.h"
+
 #include "policy/policy.h"
 #include "server/server.h"
 
@@ -47,6 +51,9 @@ struct serve_config {
 	const char *kube_context;
 	int64_t allow_insecure_kube_tls;
 	int64_t watch_batch_ms;
+	int64_t gate;
+	const char *lease_namespace;
+	const char *lease_name;
 };
 
 enum ftype { F_STR, F_INT, F_MULTI, F_BOOL };
@@ -77,7 +84,16 @@ static const struct flag serve_flags[] = {
     {"allow-insecure-kube-tls", "NG_ALLOW_INSECURE_KUBE_TLS", F_BOOL, OFF(allow_insecure_kube_tls),
      "false", 0, 1, "", "Accept a kubeconfig with insecure-skip-tls-verify (refused otherwise)."},
     {"watch-batch-ms", "NG_WATCH_BATCH_MS", F_INT, OFF(watch_batch_ms), "100", 1, 10000, "MS",
-     "Watch events are published to the deciding threads together, at most this late."},
+     "At most one cache publish per this many ms: an isolated change is published at once, a "
+     "burst of changes together at the end of the window."},
+    {"gate", "NG_GATE", F_BOOL, OFF(gate), "true", 0, 1, "",
+     "Run the gate (grant and reject NodeDisruptions) when watching an API server; the replica "
+     "holding the lease decides."},
+    {"lease-namespace", "NG_LEASE_NAMESPACE", F_STR, OFF(lease_namespace), NULL, 0, 0, "NS",
+     "Namespace of the gate's coordination.k8s.io Lease (default: the kubeconfig context's or the "
+     "pod's namespace)."},
+    {"lease-name", "NG_LEASE_NAME", F_STR, OFF(lease_name), "nodegate-gate", 0, 0, "NAME",
+     "Name of the gate's Lease."},
     {"snapshot", "NG_SNAPSHOT", F_MULTI, OFF(snapshots), NULL, 0, 0, "FILE",
      "Decide from cluster state in files instead of an API server: `kubectl get ... -o json` "
      "output (a List of mixed kinds, a ...List, or one object). Repeatable; later files "
@@ -340,6 +356,56 @@ static int write_port_file(const char *path, uint16_t port)
 	return rename(tmp, path);
 }
 
+/* The gate's and the lease's series for /metrics: the server does not know those layers. */
+struct controller_metrics {
+	const struct gate *gate;
+	const struct leader *leader;
+};
+
+static ng_status render_controller(struct ng_buf *out, void *ctx)
+{
+	const struct controller_metrics *cm = ctx;
+	if (!cm->gate)
+		return NG_OK;
+	struct gate_stats gs;
+	gate_get_stats(cm->gate, &gs);
+	ng_status st = ng_buf_printf(
+	    out,
+	    "# HELP nodegate_leader 1 while this replica holds the gate's lease.\n"
+	    "# TYPE nodegate_leader gauge\nnodegate_leader %d\n"
+	    "# HELP nodegate_gate_decisions_total Decisions made, by outcome.\n"
+	    "# TYPE nodegate_gate_decisions_total counter\n"
+	    "nodegate_gate_decisions_total{outcome=\"Granted\"} %llu\n"
+	    "nodegate_gate_decisions_total{outcome=\"Rejected\"} %llu\n"
+	    "nodegate_gate_decisions_total{outcome=\"Pending\"} %llu\n"
+	    "# HELP nodegate_gate_status_writes_total Status writes, by result.\n"
+	    "# TYPE nodegate_gate_status_writes_total counter\n"
+	    "nodegate_gate_status_writes_total{result=\"ok\"} %llu\n"
+	    "nodegate_gate_status_writes_total{result=\"conflict\"} %llu\n"
+	    "nodegate_gate_status_writes_total{result=\"error\"} %llu\n"
+	    "# HELP nodegate_decision_duration_seconds Time to decide one NodeDisruption (budgets, "
+	    "no I/O).\n# TYPE nodegate_decision_duration_seconds histogram\n",
+	    cm->leader && leader_is_leader(cm->leader) ? 1 : 0, (unsigned long long)gs.decisions[0],
+	    (unsigned long long)gs.decisions[1], (unsigned long long)gs.decisions[2],
+	    (unsigned long long)gs.writes, (unsigned long long)gs.conflicts,
+	    (unsigned long long)gs.errors);
+	uint64_t cum = 0, count = gs.decisions[0] + gs.decisions[1] + gs.decisions[2];
+	for (int i = 0; st == NG_OK && i < 8; i++) {
+		cum += gs.decision_buckets[i];
+		st = ng_buf_printf(out,
+				   "nodegate_decision_duration_seconds_bucket{le=\"%g\"} %llu\n",
+				   gate_decision_buckets_s[i], (unsigned long long)cum);
+	}
+	if (st == NG_OK)
+		st = ng_buf_printf(out,
+				   "nodegate_decision_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+				   "nodegate_decision_duration_seconds_sum %.6f\n"
+				   "nodegate_decision_duration_seconds_count %llu\n",
+				   (unsigned long long)count, (double)gs.decision_us_sum / 1e6,
+				   (unsigned long long)count);
+	return st;
+}
+
 static int cmd_serve(int argc, char **argv)
 {
 	struct serve_config c;
@@ -405,6 +471,9 @@ static int cmd_serve(int argc, char **argv)
 	char *key = cert ? read_pem(c.tls_key, "--tls-key", true) : NULL;
 	struct kube_store *store = kube_store_create();
 	struct kube_watch *watch = NULL;
+	struct leader *leader = NULL;
+	struct gate *gate = NULL;
+	char identity[300];
 	struct srv *srv = NULL;
 	int rc = 1;
 	struct ng_logline l;
@@ -424,6 +493,28 @@ static int cmd_serve(int argc, char **argv)
 			ng_log_str(&l, "source", kcfg.source);
 			ng_log_end(&l);
 		}
+		if (c.gate) {
+			char hostname[256] = "nodegate";
+			(void)gethostname(hostname, sizeof(hostname) - 1);
+			ng_fmt(identity, sizeof(identity), "%s_%ld", hostname, (long)getpid());
+			struct leader_config lc = {
+			    .kube = &kcfg,
+			    .ns = c.lease_namespace ? c.lease_namespace : kcfg.ns,
+			    .name = c.lease_name,
+			    .identity = identity,
+			};
+			leader = leader_start(&lc, &werr);
+			struct gate_config gc = {.kube = &kcfg,
+						 .store = store,
+						 .watch = watch,
+						 .leader = leader,
+						 .identity = identity};
+			gate = leader ? gate_start(&gc, &werr) : NULL;
+			if (!gate) {
+				(void)fprintf(stderr, "nodegate: %s\n", werr.msg);
+				goto out;
+			}
+		}
 	} else {
 		struct kube_snapshot *snap = load_snapshot(&c);
 		if (!snap)
@@ -431,6 +522,7 @@ static int cmd_serve(int argc, char **argv)
 		kube_store_publish(store, snap);
 	}
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	struct controller_metrics cm = {.gate = gate, .leader = leader};
 	struct srv_config sc = {
 	    .listen_host = host,
 	    .port = port,
@@ -441,6 +533,8 @@ static int cmd_serve(int argc, char **argv)
 	    .connection_timeout_s = (unsigned)c.connection_timeout_seconds,
 	    .eviction = ev,
 	    .watch = watch,
+	    .metrics_extra = render_controller,
+	    .metrics_ctx = &cm,
 	};
 	struct ng_err err = {0};
 	srv = srv_create(&sc, store, &err);
@@ -489,6 +583,8 @@ static int cmd_serve(int argc, char **argv)
 	rc = 0;
 out:
 	srv_destroy(srv, c.shutdown_grace_seconds * 1000);
+	gate_stop(gate);
+	leader_stop(leader); /* releases the lease for a quick takeover */
 	kube_watch_stop(watch);
 	kube_store_destroy(store);
 	kube_config_finish(&kcfg);

@@ -668,9 +668,33 @@ static ng_status decode_nd(struct ctx *c, const cJSON *o, uint32_t name)
 	const char *deadline = ng_json_str(retry, "deadline");
 	if (deadline && ng_parse_rfc3339_ms(deadline, strlen(deadline), &d->deadline_ms) != 0)
 		return fail(c, NG_EPARSE, "spec.retry.deadline", "expected an RFC 3339 time");
-	const char *created = ng_json_str(ng_json_get(o, "metadata"), "creationTimestamp");
+	const cJSON *meta = ng_json_get(o, "metadata");
+	const char *created = ng_json_str(meta, "creationTimestamp");
 	if (created && ng_parse_rfc3339_ms(created, strlen(created), &d->created_ms) != 0)
 		d->created_ms = 0;
+	const cJSON *del = ng_json_get(meta, "deletionTimestamp");
+	d->deleting = del && !cJSON_IsNull(del);
+	int64_t count = 0;
+	if (ng_json_int64(ng_json_get(status, "retryCount"), &count) && count >= 0 &&
+	    count <= UINT32_MAX)
+		d->retry_count = (uint32_t)count;
+	const char *next = ng_json_str(status, "nextRetryDate");
+	if (next && ng_parse_rfc3339_ms(next, strlen(next), &d->next_retry_ms) != 0)
+		d->next_retry_ms = 0;
+	const char *rv = ng_json_str(meta, "resourceVersion");
+	d->rv = ng_arena_strndup(c->arena, rv ? rv : "", rv ? strlen(rv) : 0);
+	/* The reason of the first failing budget, so the gate writes status only on change. */
+	const char *reason = "";
+	const cJSON *dbs = ng_json_get(status, "disruptedDisruptionBudgets");
+	for (const cJSON *e = cJSON_IsArray(dbs) ? dbs->child : NULL; e; e = e->next) {
+		if (cJSON_IsFalse(ng_json_get(e, "ok")) && ng_json_str(e, "reason")) {
+			reason = ng_json_str(e, "reason");
+			break;
+		}
+	}
+	d->status_reason = ng_arena_strndup(c->arena, reason, strlen(reason));
+	if (!d->rv || !d->status_reason)
+		return fail(c, NG_ENOMEM, "metadata", "out of memory");
 	return NG_OK;
 }
 
@@ -791,6 +815,8 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 	const char *mode = ng_json_str(ev, "mode");
 	struct ng_err verr = {0};
 	g->paused = cJSON_IsTrue(ng_json_get(spec, "paused"));
+	g->reject_empty = !cJSON_IsFalse(ng_json_get(spec, "rejectEmptyDisruptions"));
+	g->reject_overlapping = cJSON_IsTrue(ng_json_get(spec, "rejectOverlappingDisruptions"));
 	if (!mode)
 		g->eviction_mode = KUBE_EVICTION_UNSET;
 	else if (strcmp(mode, "Enforce") == 0)
@@ -803,6 +829,12 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 		(void)ng_err_set(&verr, NG_EPARSE, 0,
 				 "spec.eviction.mode: \"%.40s\" is not one of Enforce, Warn, Off",
 				 mode);
+	ng_status tst = decode_str_array(c, ng_json_get(spec, "allowedTypes"), "spec.allowedTypes",
+					 NG_MAX_LABELS, &g->allowed_types, &g->nallowed_types);
+	if (tst == NG_EPARSE || tst == NG_ELIMIT)
+		verr = *c->err;
+	else if (tst != NG_OK)
+		return tst;
 	const cJSON *users = ng_json_get(ev, "exemptUsers");
 	g->has_exempt_users = users && !cJSON_IsNull(users);
 	ng_status st = decode_str_array(c, users, "spec.eviction.exemptUsers", NG_MAX_LABELS,

@@ -160,6 +160,11 @@ struct kube_nd {
 	bool retry;            /* spec.retry.enabled */
 	int64_t deadline_ms;   /* spec.retry.deadline; 0 = none */
 	int64_t created_ms;    /* metadata.creationTimestamp; 0 when absent */
+	bool deleting;         /* metadata.deletionTimestamp is set */
+	uint32_t retry_count;  /* status.retryCount */
+	int64_t next_retry_ms; /* status.nextRetryDate; 0 when absent */
+	const char *rv;        /* metadata.resourceVersion ("" when absent): write precondition */
+	const char *status_reason; /* the first failing budget's reason in status, "" if none */
 };
 
 /* Shared by ADB and NDB: a budget that failed validation stays in the cache as invalid so the
@@ -203,8 +208,12 @@ struct kube_ngc {
 	bool invalid;
 	uint32_t error; /* intern id of the validation message when invalid */
 	bool paused;
-	uint8_t eviction_mode; /* enum kube_eviction_mode */
-	bool has_exempt_users; /* spec.eviction.exemptUsers is present (possibly empty) */
+	bool reject_empty;       /* spec.rejectEmptyDisruptions (default true) */
+	bool reject_overlapping; /* spec.rejectOverlappingDisruptions (default false) */
+	uint16_t nallowed_types;
+	const uint32_t *allowed_types; /* spec.allowedTypes; none = any type */
+	uint8_t eviction_mode;         /* enum kube_eviction_mode */
+	bool has_exempt_users;         /* spec.eviction.exemptUsers is present (possibly empty) */
 	uint16_t nexempt;
 	const uint32_t *exempt_users;
 };

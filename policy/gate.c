@@ -19,8 +19,15 @@ void pol_gate_config_from(const struct kube_snapshot *s, struct pol_gate_config 
 {
 	struct pol_gate_config c = {.reject_empty = true};
 	const struct kube_ngc *ngc = kube_snapshot_config(s);
-	if (ngc)
-		c.paused = ngc->paused;
+	if (ngc) {
+		/* An unreadable config pauses: deciding on half-read rules could grant what they
+		 * forbid. */
+		c.paused = ngc->paused || ngc->invalid;
+		c.reject_empty = ngc->reject_empty;
+		c.reject_overlapping = ngc->reject_overlapping;
+		c.allowed_types = ngc->allowed_types;
+		c.nallowed = ngc->nallowed_types;
+	}
 	*ret = c;
 }
 

@@ -192,6 +192,22 @@ ng_status srv_metrics_render(struct srv_metrics *m, const struct kube_snapshot *
 					   "nodegate_cache_intern_bytes %zu\n",
 					   ng_intern_bytes(kube_snapshot_pool(snap)));
 	}
+	if (st == NG_OK && snap) {
+		static const char *const states[] = {"Pending", "Pending", "Granted", "Rejected"};
+		uint64_t counts[4] = {0};
+		size_t n;
+		const struct kube_nd *nds = kube_snapshot_nds(snap, &n);
+		for (size_t i = 0; i < n; i++)
+			counts[nds[i].state < 4 ? nds[i].state : 0]++;
+		st =
+		    ng_buf_puts(out, "# HELP nodegate_disruptions NodeDisruptions in the cache, by "
+				     "state (no status yet counts as Pending).\n"
+				     "# TYPE nodegate_disruptions gauge\n");
+		for (int k = 1; st == NG_OK && k < 4; k++)
+			st = ng_buf_printf(
+			    out, "nodegate_disruptions{state=\"%s\"} %llu\n", states[k],
+			    (unsigned long long)(counts[k] + (k == 1 ? counts[0] : 0)));
+	}
 	if (st == NG_OK && watch)
 		st = render_watch(watch, out);
 	return st;

@@ -44,6 +44,8 @@ struct srv {
 	struct srv_metrics *metrics;
 	const struct pol_eviction_config *eviction;
 	const struct kube_watch *watch;
+	ng_status (*metrics_extra)(struct ng_buf *out, void *ctx);
+	void *metrics_ctx;
 	_Atomic bool ready;
 	char *cert_pem, *key_pem;
 };
@@ -226,6 +228,8 @@ static enum MHD_Result serve_get(struct srv *s, struct MHD_Connection *c, enum r
 	struct kube_snapshot *snap = kube_store_acquire(s->store);
 	ng_status st = route == R_METRICS ? srv_metrics_render(s->metrics, snap, s->watch, &b)
 					  : kube_snapshot_dump_json(snap, &b);
+	if (st == NG_OK && route == R_METRICS && s->metrics_extra)
+		st = s->metrics_extra(&b, s->metrics_ctx);
 	kube_snapshot_release(snap);
 	if (st != NG_OK) {
 		ng_buf_finish(&b);
@@ -467,6 +471,8 @@ struct srv *srv_create(const struct srv_config *cfg, struct kube_store *store,
 	s->store = store;
 	s->eviction = &cfg->eviction;
 	s->watch = cfg->watch;
+	s->metrics_extra = cfg->metrics_extra;
+	s->metrics_ctx = cfg->metrics_ctx;
 	s->metrics = srv_metrics_create();
 	s->cert_pem = dup_str(cfg->cert_pem);
 	s->key_pem = dup_str(cfg->key_pem);

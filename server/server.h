@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 struct kube_store;
+struct ng_buf;
 struct kube_watch;
 
 struct srv_config {
@@ -24,6 +25,10 @@ struct srv_config {
 	struct pol_eviction_config eviction; /* borrowed; must outlive the server */
 	const struct kube_watch *watch;      /* NULL in snapshot mode; else /readyz waits for its
 						sync and /metrics shows its counters */
+	/* More /metrics series from layers the server does not know (the gate, the lease): called
+	 * on the scraping thread; NULL for none. */
+	ng_status (*metrics_extra)(struct ng_buf *out, void *ctx);
+	void *metrics_ctx;
 };
 
 struct srv;

@@ -73,7 +73,8 @@ class Nodegate:
              "--tls-cert", self.cert, "--tls-key", self.key,
              "--kubeconfig", os.path.join(api.state, "kubeconfig-sa-nodegate-nodegate")
              if os.path.exists(os.path.join(api.state, "kubeconfig-sa-nodegate-nodegate"))
-             else api.kubeconfig, "--shutdown-grace-seconds", "1"],
+             else api.kubeconfig, "--shutdown-grace-seconds", "1",
+             "--lease-namespace", "nodegate"],
             stdout=self.log, stderr=subprocess.STDOUT, env=env)
         ok, _ = eventually(lambda: os.path.exists(self.port_file) or self.proc.poll() is not None, 3 * WAIT_S)
         if self.proc.poll() is not None:
@@ -190,8 +191,16 @@ class E2ETest(unittest.TestCase):
         self.tmp = tempfile.mkdtemp(prefix="ng-e2e-")
         self.api = ServerProcess(fixtures=CRDS + [FIXTURE])
         self.api.start()
-        self.ng = Nodegate(self.api, self.tmp)
-        self.ng.register_webhook()
+        try:
+            self.ng = Nodegate(self.api, self.tmp)
+            self.ng.register_webhook()
+        except BaseException:
+            # tearDown does not run when setUp fails: leave no server behind.
+            if getattr(self, "ng", None):
+                self.ng.stop()
+            self.api.stop()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            raise
 
     def tearDown(self):
         rc = self.ng.stop()

@@ -348,6 +348,33 @@ static void test_every_failing_budget_is_listed(void **state)
 	done(&r);
 }
 
+#define NGC(spec)                                                                                  \
+	"{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/"                               \
+	"v1alpha1\",\"metadata\":{\"name\":\"default\"},\"spec\":" spec "}"
+
+static void test_G03_G08_G10_rules_come_from_nodegateconfig(void **state)
+{
+	struct result r = decide(cluster(NGC("{\"rejectEmptyDisruptions\":false}") "," ND(
+				     "nd", "{\"nodeNames\":[\"ghost\"]}")),
+				 "nd", NULL, NOW);
+	expect(&r, POL_GATE_GRANT, NULL); /* G03 */
+	done(&r);
+	r = decide(cluster(NGC("{\"rejectOverlappingDisruptions\":true}") "," GRANTED(
+		       "a", "[\"node1\",\"node2\"]") "," ND("b", "{\"nodeNames\":[\"node2\"]}")),
+		   "b", NULL, NOW);
+	expect(&r, POL_GATE_REJECT, "NodeDisruption a"); /* G08 */
+	done(&r);
+	r = decide(cluster(NGC("{\"allowedTypes\":[\"maintenance\",\"maintenance1\"]}") "," ND(
+		       "t", ON_TEST1 ",\"type\":\"toto\"}")),
+		   "t", NULL, NOW);
+	expect(&r, POL_GATE_REJECT, "type \"toto\""); /* G10 */
+	done(&r);
+	r = decide(cluster(NGC("{\"allowedTypes\":\"oops\"}") "," ND("t", ON_TEST1 "}")), "t", NULL,
+		   NOW);
+	expect(&r, POL_GATE_PENDING, NULL); /* an unreadable config pauses */
+	done(&r);
+}
+
 static void test_ledger_never_grants_the_same_capacity_twice(void **state)
 {
 	struct kube_snapshot *s = cluster(NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":1}") "," ND(
@@ -390,6 +417,7 @@ int main(void)
 	    cmocka_unit_test(test_A08_second_request_names_the_budget_in_use),
 	    cmocka_unit_test(test_A09_frozen_budget),
 	    cmocka_unit_test(test_every_failing_budget_is_listed),
+	    cmocka_unit_test(test_G03_G08_G10_rules_come_from_nodegateconfig),
 	    cmocka_unit_test(test_ledger_never_grants_the_same_capacity_twice),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

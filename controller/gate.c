@@ -1,0 +1,553 @@
+#include "controller/gate.h"
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/intern.h"
+#include "common/log.h"
+#include "common/map.h"
+#include "controller/leader.h"
+#include "kube/client.h"
+#include "kube/kube.h"
+#include "kube/watch.h"
+#include "policy/gate.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* How often the loop looks for a new snapshot: the cache publishes at most every 100 ms, so
+ * 10 ms adds little to a decision's latency and costs one mutex round trip. */
+#define POLL_MS 10
+/* One status write. The API server answers in milliseconds; 10 s bounds a stuck one. */
+#define WRITE_TIMEOUT_MS 10000
+/* A grant we wrote but the cache does not show yet holds its nodes this long at most (the
+ * watch delivers it in well under a second). */
+#define INFLIGHT_MS 30000
+/* Decisions of one round share an arena: a 5,000-node cluster needs a few hundred KB per
+ * decision; 64 MiB bounds a pathological one. */
+#define ROUND_ARENA_BYTES (64u << 20)
+
+const double gate_decision_buckets_s[8] = {0.00001, 0.00005, 0.0001, 0.0005,
+					   0.001,   0.005,   0.01,   0.1};
+
+/* What this replica last wrote for a request, so an unchanged decision is not written again. */
+struct written {
+	uint32_t name;
+	uint8_t outcome;
+	uint64_t reason_hash;
+	int64_t next_retry_ms; /* when to decide again while Pending with retry */
+	uint32_t retry_count;
+};
+
+/* A grant written whose effect the cache does not show yet. */
+struct inflight {
+	uint32_t name;
+	uint32_t *nodes;
+	size_t n;
+	int64_t until_ms;
+};
+
+struct gate {
+	struct gate_config cfg;
+	struct kube_client *client;
+	pthread_t thread;
+	bool started;
+	_Atomic bool stop;
+	uint64_t seen_generation;
+	uint64_t term;
+	struct written *w;
+	size_t nw, capw;
+	struct ng_map w_by_name; /* name -> index into w */
+	struct inflight *inf;
+	size_t ninf, capinf;
+	unsigned int seed;
+	_Atomic uint64_t decisions[3], writes, conflicts, errors, decision_us_sum, buckets[8];
+};
+
+static void inc(_Atomic uint64_t *v, uint64_t by)
+{
+	atomic_fetch_add_explicit(v, by, memory_order_relaxed);
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static struct written *written_get(struct gate *g, uint32_t name)
+{
+	uint32_t i;
+	return ng_map_get(&g->w_by_name, name, &i) ? &g->w[i] : NULL;
+}
+
+static struct written *written_put(struct gate *g, uint32_t name)
+{
+	struct written *w = written_get(g, name);
+	if (w)
+		return w;
+	if (g->nw == g->capw) {
+		size_t cap = g->capw ? g->capw * 2 : 64;
+		struct written *p = realloc(g->w, cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		g->w = p;
+		g->capw = cap;
+	}
+	if (ng_map_put_grow(&g->w_by_name, name, (uint32_t)g->nw) != NG_OK)
+		return NULL;
+	w = &g->w[g->nw++];
+	memset(w, 0, sizeof(*w));
+	w->name = name;
+	return w;
+}
+
+static void inflight_drop(struct gate *g, size_t i)
+{
+	free(g->inf[i].nodes);
+	g->inf[i] = g->inf[--g->ninf];
+}
+
+static void inflight_add(struct gate *g, uint32_t name, const uint32_t *nodes, size_t n,
+			 int64_t now)
+{
+	if (g->ninf == g->capinf) {
+		size_t cap = g->capinf ? g->capinf * 2 : 16;
+		struct inflight *p = realloc(g->inf, cap * sizeof(*p));
+		if (!p)
+			return;
+		g->inf = p;
+		g->capinf = cap;
+	}
+	uint32_t *copy = malloc((n ? n : 1) * sizeof(*copy));
+	if (!copy)
+		return;
+	memcpy(copy, nodes, n * sizeof(*copy));
+	g->inf[g->ninf++] = (struct inflight){name, copy, n, now + INFLIGHT_MS};
+}
+
+static const struct kube_nd *find_nd(const struct kube_snapshot *s, uint32_t name)
+{
+	size_t n;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	for (size_t i = 0; i < n; i++)
+		if (nds[i].name == name)
+			return &nds[i];
+	return NULL;
+}
+
+/* Grants written but not yet in the cache still hold their nodes. Names are intern ids of the
+ * pool the snapshots share, so they stay comparable across snapshots. */
+static ng_status ledger_add_inflight(struct gate *g, const struct kube_snapshot *s,
+				     struct pol_ledger *l, int64_t now)
+{
+	for (size_t i = 0; i < g->ninf;) {
+		const struct kube_nd *nd = find_nd(s, g->inf[i].name);
+		if (!nd || nd->state == KUBE_ND_GRANTED || now > g->inf[i].until_ms) {
+			inflight_drop(g, i);
+			continue;
+		}
+		if (pol_ledger_grant(l, g->inf[i].name, g->inf[i].nodes, g->inf[i].n) != NG_OK)
+			return NG_ENOMEM;
+		i++;
+	}
+	return NG_OK;
+}
+
+struct cand {
+	const struct kube_nd *nd;
+	const char *name;
+};
+
+static int cmp_cand(const void *a, const void *b)
+{
+	const struct kube_nd *x = ((const struct cand *)a)->nd, *y = ((const struct cand *)b)->nd;
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	if (x->created_ms != y->created_ms)
+		return x->created_ms < y->created_ms ? -1 : 1;
+	return strcmp(((const struct cand *)a)->name, ((const struct cand *)b)->name);
+}
+
+static ng_status put_time(struct ng_buf *b, int64_t ms)
+{
+	char ts[32];
+	size_t n = ng_format_rfc3339_ms(ms, ts);
+	/* Kubernetes Time has second precision: drop the milliseconds. */
+	memcpy(ts + n - 5, "Z", 2);
+	return ng_buf_json_str(b, ts, strlen(ts));
+}
+
+static ng_status put_str(struct ng_buf *b, const char *s)
+{
+	return ng_buf_json_str(b, s, strlen(s));
+}
+
+/* The merge patch for /status, with the resourceVersion precondition inside the body. */
+static ng_status status_patch(const struct kube_snapshot *s, const struct kube_nd *nd,
+			      const struct pol_gate_decision *d, int64_t now, int64_t next_retry,
+			      uint32_t retry_count, struct ng_buf *b)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	ng_status st = ng_buf_puts(b, "{\"metadata\":{\"resourceVersion\":");
+	st = st ? st : put_str(b, nd->rv);
+	st = st ? st : ng_buf_puts(b, "},\"status\":{\"state\":");
+	st = st ? st : put_str(b, pol_gate_outcome_str(d->outcome));
+	st = st ? st : ng_buf_puts(b, ",\"disruptedNodes\":[");
+	for (size_t i = 0; st == NG_OK && i < d->nnodes; i++) {
+		st = i ? ng_buf_puts(b, ",") : NG_OK;
+		st = st ? st : put_str(b, ng_intern_str(pool, d->nodes[i], NULL));
+	}
+	st = st ? st : ng_buf_puts(b, "],\"disruptedDisruptionBudgets\":[");
+	for (size_t i = 0; st == NG_OK && i < d->nverdicts; i++) {
+		const struct pol_budget_verdict *v = &d->verdicts[i];
+		st = ng_buf_puts(b, i ? ",{\"reference\":{\"kind\":" : "{\"reference\":{\"kind\":");
+		st = st ? st
+			: put_str(b, v->kind == KUBE_RES_NDBS ? "NodeDisruptionBudget"
+							      : "ApplicationDisruptionBudget");
+		if (st == NG_OK && v->ns != NG_INTERN_NONE) {
+			st = ng_buf_puts(b, ",\"namespace\":");
+			st = st ? st : put_str(b, ng_intern_str(pool, v->ns, NULL));
+		}
+		st = st ? st : ng_buf_puts(b, ",\"name\":");
+		st = st ? st : put_str(b, ng_intern_str(pool, v->name, NULL));
+		st = st ? st
+			: ng_buf_puts(b, v->ok ? "},\"ok\":true,\"reason\":"
+					       : "},\"ok\":false,\"reason\":");
+		st = st ? st : put_str(b, v->reason);
+		st = st ? st : ng_buf_puts(b, "}");
+	}
+	st = st ? st : ng_buf_puts(b, "],\"retryCount\":");
+	st = st ? st : ng_buf_i64(b, retry_count);
+	st = st ? st : ng_buf_puts(b, ",\"nextRetryDate\":");
+	st = st ? st : (next_retry ? put_time(b, next_retry) : ng_buf_puts(b, "null"));
+	if (st == NG_OK && d->outcome == POL_GATE_GRANT) {
+		st = ng_buf_puts(b, ",\"grantedAt\":");
+		st = st ? st : put_time(b, now);
+	}
+	st = st ? st : ng_buf_puts(b, ",\"conditions\":[{\"type\":\"Granted\",\"status\":");
+	st = st ? st : put_str(b, d->outcome == POL_GATE_GRANT ? "True" : "False");
+	st = st ? st : ng_buf_puts(b, ",\"reason\":");
+	st = st ? st : put_str(b, pol_gate_outcome_str(d->outcome));
+	st = st ? st : ng_buf_puts(b, ",\"message\":");
+	st = st ? st : put_str(b, d->reason);
+	st = st ? st : ng_buf_puts(b, ",\"lastTransitionTime\":");
+	st = st ? st : put_time(b, now);
+	st = st ? st : ng_buf_puts(b, "}]}}");
+	return st;
+}
+
+/* An Event on the request (core/v1, in "default": the request is cluster-scoped). Best
+ * effort: a failed event is logged, never retried. */
+static void post_event(struct gate *g, const char *nd, const char *reason, const char *type,
+		       const char *msg, int64_t now)
+{
+	struct ng_buf b;
+	ng_buf_init(&b, 8192);
+	char name[300];
+	ng_fmt(name, sizeof(name), "%.200s.%llx", nd, (unsigned long long)ng_now_mono_us());
+	ng_status st = ng_buf_puts(&b, "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{"
+				       "\"name\":");
+	st = st ? st : put_str(&b, name);
+	st = st ? st
+		: ng_buf_puts(&b, ",\"namespace\":\"default\"},\"involvedObject\":{\"apiVersion\":"
+				  "\"nodegate.io/v1alpha1\",\"kind\":\"NodeDisruption\",\"name\":");
+	st = st ? st : put_str(&b, nd);
+	st = st ? st : ng_buf_puts(&b, "},\"reason\":");
+	st = st ? st : put_str(&b, reason);
+	st = st ? st : ng_buf_puts(&b, ",\"message\":");
+	st = st ? st : put_str(&b, msg);
+	st = st ? st : ng_buf_puts(&b, ",\"type\":");
+	st = st ? st : put_str(&b, type);
+	st = st ? st
+		: ng_buf_puts(&b, ",\"source\":{\"component\":\"nodegate\"},"
+				  "\"reportingComponent\":\"nodegate\",\"reportingInstance\":");
+	st = st ? st : put_str(&b, g->cfg.identity ? g->cfg.identity : "nodegate");
+	st = st ? st : ng_buf_puts(&b, ",\"count\":1,\"firstTimestamp\":");
+	st = st ? st : put_time(&b, now);
+	st = st ? st : ng_buf_puts(&b, ",\"lastTimestamp\":");
+	st = st ? st : put_time(&b, now);
+	st = st ? st : ng_buf_puts(&b, "}");
+	struct ng_buf out;
+	ng_buf_init(&out, 64 * 1024);
+	long http = 0;
+	struct ng_err err = {0};
+	if (st == NG_OK)
+		st = kube_client_request(g->client, "POST", "/api/v1/namespaces/default/events",
+					 "application/json", b.data, b.len, WRITE_TIMEOUT_MS,
+					 64 * 1024, &out, &http, &err);
+	struct ng_logline l;
+	if ((st != NG_OK || http != 201) &&
+	    ng_log_begin(&l, NG_LOG_WARN, "gate", "event not recorded")) {
+		ng_log_str(&l, "nd", nd);
+		ng_log_i64(&l, "http", http);
+		ng_log_str(&l, "err", st == NG_OK ? (out.data ? out.data : "") : err.msg);
+		ng_log_end(&l);
+	}
+	ng_buf_finish(&out);
+	ng_buf_finish(&b);
+}
+
+static int64_t backoff_ms(struct gate *g, uint32_t retry_count)
+{
+	int64_t ms = g->cfg.retry_initial_ms;
+	for (uint32_t i = 0; i < retry_count && ms < g->cfg.retry_max_ms; i++)
+		ms *= 2;
+	if (ms > g->cfg.retry_max_ms)
+		ms = g->cfg.retry_max_ms;
+	int64_t span = ms / 5; /* ±20 % */
+	return ms - span + (span ? (int64_t)(rand_r(&g->seed) % (unsigned)(2 * span + 1)) : 0);
+}
+
+/* Decides one request and writes the answer when it changed. Returns false when the round
+ * must end (a conflict: the cache is behind; decide again on the next snapshot). */
+static bool decide_one(struct gate *g, const struct kube_snapshot *s,
+		       const struct pol_gate_config *cfg, struct pol_ledger *ledger,
+		       const struct kube_nd *nd, const char *name, int64_t now,
+		       struct ng_arena *arena)
+{
+	struct pol_gate_decision d;
+	int64_t t0 = ng_now_mono_us();
+	if (pol_evaluate_disruption(s, cfg, ledger, nd, now, arena, &d) != NG_OK) {
+		inc(&g->errors, 1);
+		return true;
+	}
+	uint64_t us = (uint64_t)(ng_now_mono_us() - t0);
+	inc(&g->decision_us_sum, us);
+	for (int i = 0; i < 8; i++)
+		if ((double)us / 1e6 <= gate_decision_buckets_s[i]) {
+			inc(&g->buckets[i], 1);
+			break;
+		}
+	inc(&g->decisions[d.outcome], 1);
+	struct written *w = written_get(g, nd->name);
+	uint64_t h = hash_str(d.reason);
+	bool pending = d.outcome == POL_GATE_PENDING;
+	bool retry_due = w && pending && w->next_retry_ms && now >= w->next_retry_ms;
+	if (w && w->outcome == d.outcome && w->reason_hash == h && !retry_due &&
+	    nd->state != KUBE_ND_UNKNOWN)
+		return true; /* nothing new to say */
+	uint32_t retry_count = nd->retry_count;
+	int64_t next_retry = 0;
+	if (pending && nd->retry) {
+		if (retry_due || !w)
+			retry_count++;
+		next_retry = now + backoff_ms(g, retry_count);
+	}
+	struct ng_buf body, out;
+	ng_buf_init(&body, 1u << 20);
+	ng_buf_init(&out, 1u << 20);
+	char path[512];
+	ng_fmt(path, sizeof(path), "/apis/nodegate.io/v1alpha1/nodedisruptions/%s/status", name);
+	long http = 0;
+	struct ng_err err = {0};
+	ng_status st = status_patch(s, nd, &d, now, next_retry, retry_count, &body);
+	if (st == NG_OK)
+		st = kube_client_request(g->client, "PATCH", path, "application/merge-patch+json",
+					 body.data, body.len, WRITE_TIMEOUT_MS, 1u << 20, &out,
+					 &http, &err);
+	bool cont = true;
+	struct ng_logline l;
+	if (st == NG_OK && http == 200) {
+		inc(&g->writes, 1);
+		w = written_put(g, nd->name);
+		if (w) {
+			w->outcome = (uint8_t)d.outcome;
+			w->reason_hash = h;
+			w->next_retry_ms = next_retry;
+			w->retry_count = retry_count;
+		}
+		if (d.outcome == POL_GATE_GRANT) {
+			/* Recorded before the next decision: a stale cache cannot grant it twice.
+			 * Without memory for that, no further decision this round. */
+			if (pol_ledger_grant(ledger, nd->name, d.nodes, d.nnodes) != NG_OK)
+				cont = false;
+			inflight_add(g, nd->name, d.nodes, d.nnodes, now);
+		}
+		if (ng_log_begin(&l, NG_LOG_INFO, "gate", "disruption decided")) {
+			ng_log_str(&l, "nd", name);
+			ng_log_str(&l, "state", pol_gate_outcome_str(d.outcome));
+			ng_log_i64(&l, "nodes", (int64_t)d.nnodes);
+			ng_log_str(&l, "reason", d.reason);
+			ng_log_i64(&l, "decision_us", (int64_t)us);
+			ng_log_end(&l);
+		}
+		if (d.outcome != POL_GATE_PENDING || !w || w->retry_count <= 1)
+			post_event(g, name,
+				   d.outcome == POL_GATE_GRANT    ? "Granted"
+				   : d.outcome == POL_GATE_REJECT ? "Rejected"
+								  : "Retrying",
+				   d.outcome == POL_GATE_GRANT ? "Normal" : "Warning", d.reason,
+				   now);
+	} else if (st == NG_OK && http == 409) {
+		inc(&g->conflicts, 1);
+		cont = false;
+	} else {
+		inc(&g->errors, 1);
+		/* The write may have happened: a grant we cannot confirm holds its nodes until the
+		 * cache says otherwise, so capacity is never counted twice. */
+		if (d.outcome == POL_GATE_GRANT && st != NG_OK)
+			inflight_add(g, nd->name, d.nodes, d.nnodes, now);
+		if (ng_log_begin(&l, NG_LOG_WARN, "gate", "status write failed")) {
+			ng_log_str(&l, "nd", name);
+			ng_log_i64(&l, "http", http);
+			ng_log_str(&l, "err", st == NG_OK ? (out.data ? out.data : "") : err.msg);
+			ng_log_end(&l);
+		}
+		cont = false;
+	}
+	ng_buf_finish(&body);
+	ng_buf_finish(&out);
+	return cont;
+}
+
+static void run_round(struct gate *g, struct kube_snapshot *s, bool changed, int64_t now)
+{
+	struct pol_gate_config cfg;
+	pol_gate_config_from(s, &cfg);
+	struct pol_ledger *ledger = pol_ledger_create(s);
+	struct ng_arena *arena = ng_arena_create(ROUND_ARENA_BYTES);
+	size_t n;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	struct cand *c = malloc((n ? n : 1) * sizeof(*c));
+	if (!ledger || !arena || !c || ledger_add_inflight(g, s, ledger, now) != NG_OK)
+		goto out;
+	size_t nc = 0;
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	for (size_t i = 0; i < n; i++) {
+		const struct kube_nd *nd = &nds[i];
+		if (nd->deleting || (nd->state != KUBE_ND_UNKNOWN && nd->state != KUBE_ND_PENDING))
+			continue;
+		const struct written *w = written_get(g, nd->name);
+		bool due = w && w->next_retry_ms && now >= w->next_retry_ms;
+		if (!changed && !due && nd->state != KUBE_ND_UNKNOWN)
+			continue;
+		c[nc++] = (struct cand){nd, ng_intern_str(pool, nd->name, NULL)};
+	}
+	qsort(c, nc, sizeof(*c), cmp_cand);
+	for (size_t i = 0; i < nc && !atomic_load(&g->stop); i++) {
+		if (g->cfg.leader && !leader_is_leader(g->cfg.leader))
+			break;
+		ng_arena_reset(arena);
+		if (!decide_one(g, s, &cfg, ledger, c[i].nd, c[i].name, now, arena))
+			break;
+	}
+out:
+	free(c);
+	ng_arena_destroy(arena);
+	pol_ledger_destroy(ledger);
+}
+
+static int64_t next_due(const struct gate *g)
+{
+	int64_t due = 0;
+	for (size_t i = 0; i < g->nw; i++)
+		if (g->w[i].next_retry_ms && (!due || g->w[i].next_retry_ms < due))
+			due = g->w[i].next_retry_ms;
+	return due;
+}
+
+static void *run(void *arg)
+{
+	struct gate *g = arg;
+	while (!atomic_load(&g->stop)) {
+		struct timespec ts = {0, POLL_MS * 1000000L};
+		if (g->cfg.leader && !leader_is_leader(g->cfg.leader)) {
+			g->nw = 0; /* a new term starts from what the cache says */
+			ng_map_finish(&g->w_by_name);
+			while (g->ninf)
+				inflight_drop(g, 0);
+			(void)nanosleep(&ts, NULL);
+			continue;
+		}
+		uint64_t term = g->cfg.leader ? leader_term(g->cfg.leader) : 1;
+		if (g->cfg.watch && !kube_watch_synced(g->cfg.watch)) {
+			/* Deciding before every budget is known could grant what a budget forbids.
+			 */
+			(void)nanosleep(&ts, NULL);
+			continue;
+		}
+		uint64_t gen = kube_store_generation(g->cfg.store);
+		int64_t now = ng_now_wall_ms();
+		int64_t due = next_due(g);
+		bool changed = gen != g->seen_generation || term != g->term;
+		if (changed || (due && now >= due) || g->ninf) {
+			g->seen_generation = gen;
+			g->term = term;
+			struct kube_snapshot *s = kube_store_acquire(g->cfg.store);
+			if (kube_store_generation(g->cfg.store) > 0)
+				run_round(g, s, changed, now);
+			kube_snapshot_release(s);
+		}
+		(void)nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+struct gate *gate_start(const struct gate_config *cfg, struct ng_err *reterr)
+{
+	struct gate *g = calloc(1, sizeof(*g));
+	if (!g) {
+		(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		return NULL;
+	}
+	g->cfg = *cfg;
+	if (g->cfg.retry_initial_ms <= 0)
+		g->cfg.retry_initial_ms = 5000;
+	if (g->cfg.retry_max_ms <= 0)
+		g->cfg.retry_max_ms = 300000;
+	g->seed = (unsigned int)ng_now_wall_ms();
+	g->client = kube_client_create(cfg->kube);
+	if (!g->client) {
+		(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		goto fail;
+	}
+	if (pthread_create(&g->thread, NULL, run, g) != 0) {
+		(void)ng_err_set(reterr, NG_EIO, 0, "cannot start the gate thread");
+		goto fail;
+	}
+	g->started = true;
+	return g;
+fail:
+	gate_stop(g);
+	return NULL;
+}
+
+void gate_get_stats(const struct gate *cg, struct gate_stats *ret)
+{
+	struct gate *g = (struct gate *)(uintptr_t)cg;
+	memset(ret, 0, sizeof(*ret));
+	for (int i = 0; i < 3; i++)
+		ret->decisions[i] = atomic_load_explicit(&g->decisions[i], memory_order_relaxed);
+	ret->writes = atomic_load_explicit(&g->writes, memory_order_relaxed);
+	ret->conflicts = atomic_load_explicit(&g->conflicts, memory_order_relaxed);
+	ret->errors = atomic_load_explicit(&g->errors, memory_order_relaxed);
+	ret->decision_us_sum = atomic_load_explicit(&g->decision_us_sum, memory_order_relaxed);
+	for (int i = 0; i < 8; i++)
+		ret->decision_buckets[i] =
+		    atomic_load_explicit(&g->buckets[i], memory_order_relaxed);
+}
+
+void gate_stop(struct gate *g)
+{
+	if (!g)
+		return;
+	atomic_store(&g->stop, true);
+	if (g->started)
+		(void)pthread_join(g->thread, NULL);
+	while (g->ninf)
+		inflight_drop(g, 0);
+	free(g->inf);
+	free(g->w);
+	ng_map_finish(&g->w_by_name);
+	kube_client_destroy(g->client);
+	free(g);
+}

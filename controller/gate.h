@@ -1,0 +1,50 @@
+/* The gate controller (DESIGN.md §4): while this replica holds the lease, it ranks Pending
+ * NodeDisruptions, decides them one at a time with policy/gate.c, records each grant in the
+ * ledger before the next decision, and writes status with a resourceVersion precondition. It
+ * runs on its own thread, re-runs the queue whenever the cache publishes a new snapshot and when
+ * a retry falls due, and is the only writer of decisions. */
+#ifndef NG_CONTROLLER_GATE_H
+#define NG_CONTROLLER_GATE_H
+
+#include "common/status.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct kube_config;
+struct kube_store;
+struct kube_watch;
+struct leader;
+
+struct gate_config {
+	const struct kube_config *kube; /* borrowed; must outlive the gate */
+	struct kube_store *store;       /* borrowed: the cache the watch keeps current */
+	const struct kube_watch *watch; /* borrowed; nothing is decided before it has synced */
+	const struct leader *leader;    /* borrowed; NULL: always decide (one replica, tests) */
+	const char *identity;           /* reportingInstance of events */
+	int64_t retry_initial_ms;       /* backoff of Pending requests with retry (5000) */
+	int64_t retry_max_ms;           /* (300000) */
+};
+
+struct gate_stats {
+	uint64_t decisions[3];    /* by enum pol_gate_outcome */
+	uint64_t writes;          /* status writes that succeeded */
+	uint64_t conflicts;       /* 409: the object changed under us; decided again */
+	uint64_t errors;          /* other failed writes */
+	uint64_t decision_us_sum; /* time inside pol_evaluate_disruption */
+	uint64_t decision_buckets[8];
+};
+
+/** Upper bounds of gate_stats.decision_buckets, in seconds. */
+extern const double gate_decision_buckets_s[8];
+
+struct gate;
+
+/** Starts the gate thread. NULL with @reterr on failure. Main thread. */
+struct gate *gate_start(const struct gate_config *cfg, struct ng_err *reterr);
+/** Counters (each read atomically). Any thread. */
+void gate_get_stats(const struct gate *g, struct gate_stats *ret);
+/** Stops and joins the thread. Accepts NULL. Main thread. */
+void gate_stop(struct gate *g);
+
+#endif

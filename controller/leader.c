@@ -1,0 +1,810 @@
+#include "controller/leader.h"
+
+#include "common/alloc.h"
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "kube/client.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Largest Lease response we read. A Lease is a few hundred bytes; labels, annotations and
+ * managedFields add some KiB. The API server caps annotations at 256 KiB in total, so 512 KiB
+ * holds any real Lease and refuses only a misdirected path. */
+#define LEASE_MAX_RESPONSE_BYTES (512u * 1024u)
+
+/* Largest request body we build: the Lease's metadata, echoed from a response bounded above,
+ * plus a spec of at most a few KiB. */
+#define LEASE_MAX_BODY_BYTES (LEASE_MAX_RESPONSE_BYTES + 8192u)
+
+/* Attempts to release the Lease on stop: client-go retries on conflict; two conflicts in a row
+ * mean another writer is active and the lease is probably no longer ours to release. */
+#define RELEASE_ATTEMPTS 3
+
+/* "2006-01-02T15:04:05.000000Z" plus the NUL (MicroTime, apimachinery micro_time.go). */
+#define MICRO_TIME_BYTES 28
+
+/* client-go's JitterFactor for the acquire loop: the wait is retry_period x [1, 2.2). Expressed
+ * in tenths to stay in integers. */
+#define JITTER_TENTHS 12
+
+/* The observed Lease spec: what client-go calls the LeaderElectionRecord. Strings are owned
+ * (malloc'd); absent optional fields are NULL, an absent holder is "". */
+struct record {
+	char *holder;
+	char *acquire_time;
+	char *renew_time;
+	char *strategy;
+	char *preferred_holder;
+	int64_t duration_s;
+	int64_t transitions;
+};
+
+enum round {
+	ROUND_OK,       /* the Lease is ours, written now */
+	ROUND_HELD,     /* another holder's lease is still valid */
+	ROUND_CONFLICT, /* 409: another writer was first; re-read next round */
+	ROUND_ERROR,    /* transport error, unexpected status or malformed Lease */
+};
+
+struct leader {
+	/* Immutable after leader_start(). */
+	char *ns, *name, *identity;
+	char *path;            /* /apis/coordination.k8s.io/v1/namespaces/NS/leases/NAME */
+	char *collection_path; /* the same without /NAME, for the create */
+	int64_t lease_ms, renew_ms, retry_ms, request_ms;
+	pthread_t thread;
+
+	/* Shared: stop request (behind mu) and the published state (atomics). */
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* signalled by leader_stop(); waits use CLOCK_MONOTONIC */
+	bool stopping;
+	atomic_bool leading;
+	_Atomic uint64_t term;
+
+	/* Election thread only. */
+	struct kube_client *kc;
+	struct ng_buf resp; /* the last response body */
+	bool is_leader;     /* the thread's own view; published to .leading */
+	struct record obs;  /* the last Lease spec seen or written */
+	bool have_obs;
+	char *obs_meta;        /* its metadata as JSON (with resourceVersion); NULL = must GET */
+	int64_t obs_mono_us;   /* local time obs last changed: validity starts here */
+	int64_t last_renew_us; /* start of the last successful round while leading */
+	uint64_t rng;
+};
+
+static ng_status str_dup(const char *s, char **ret)
+{
+	if (!s) {
+		*ret = NULL;
+		return NG_OK;
+	}
+	char *d = strdup(s);
+	if (!d)
+		return NG_ENOMEM;
+	*ret = d;
+	return NG_OK;
+}
+
+static void record_finish(struct record *r)
+{
+	free(r->holder);
+	free(r->acquire_time);
+	free(r->renew_time);
+	free(r->strategy);
+	free(r->preferred_holder);
+	memset(r, 0, sizeof(*r));
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+/* client-go compares the raw record bytes; comparing every field is the same thing. */
+static bool record_equal(const struct record *a, const struct record *b)
+{
+	return str_eq(a->holder, b->holder) && str_eq(a->acquire_time, b->acquire_time) &&
+	       str_eq(a->renew_time, b->renew_time) && str_eq(a->strategy, b->strategy) &&
+	       str_eq(a->preferred_holder, b->preferred_holder) && a->duration_s == b->duration_s &&
+	       a->transitions == b->transitions;
+}
+
+static void micro_time_now(char out[static MICRO_TIME_BYTES])
+{
+	struct timespec ts;
+	(void)clock_gettime(CLOCK_REALTIME, &ts);
+	struct tm tm;
+	(void)gmtime_r(&ts.tv_sec, &tm);
+	size_t n = strftime(out, 20, "%Y-%m-%dT%H:%M:%S", &tm);
+	ng_fmt(out + n, MICRO_TIME_BYTES - n, ".%06ldZ", (long)(ts.tv_nsec / 1000));
+}
+
+/* An optional string member: absent or null is NULL, another type is malformed. */
+static ng_status opt_str(const cJSON *obj, const char *key, char **ret, struct ng_err *reterr)
+{
+	const cJSON *v = ng_json_get(obj, key);
+	if (!v || cJSON_IsNull(v)) {
+		*ret = NULL;
+		return NG_OK;
+	}
+	if (!cJSON_IsString(v))
+		return ng_err_set(reterr, NG_EPARSE, 0, "lease: spec.%s is not a string", key);
+	if (str_dup(v->valuestring, ret) != NG_OK)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	return NG_OK;
+}
+
+static ng_status opt_int(const cJSON *obj, const char *key, int64_t *ret, struct ng_err *reterr)
+{
+	const cJSON *v = ng_json_get(obj, key);
+	*ret = 0;
+	if (!v || cJSON_IsNull(v))
+		return NG_OK;
+	if (!ng_json_int64(v, ret) || *ret < 0 || *ret > INT32_MAX)
+		return ng_err_set(reterr, NG_EPARSE, 0, "lease: spec.%s is not an int32 >= 0", key);
+	return NG_OK;
+}
+
+/* Decodes a Lease: the spec into @ret_rec and the metadata, re-encoded, into @ret_meta (freed
+ * with cJSON_free()), so a PUT carries the full object as read, resourceVersion included. Both
+ * are written only on success. */
+static ng_status lease_decode(const char *buf, size_t len, struct record *ret_rec, char **ret_meta,
+			      struct ng_err *reterr)
+{
+	cJSON *root = NULL;
+	struct record rec = {0};
+	char *meta = NULL;
+	ng_status st = ng_json_parse(buf, len, NULL, &root, reterr);
+	if (st != NG_OK)
+		goto out;
+	const cJSON *md = ng_json_get(root, "metadata");
+	const char *rv = ng_json_str(md, "resourceVersion");
+	if (!cJSON_IsObject(md) || !rv || !rv[0]) {
+		st = ng_err_set(reterr, NG_EPARSE, 0, "lease: no metadata.resourceVersion");
+		goto out;
+	}
+	const cJSON *spec = ng_json_get(root, "spec");
+	if (spec && !cJSON_IsNull(spec) && !cJSON_IsObject(spec)) {
+		st = ng_err_set(reterr, NG_EPARSE, 0, "lease: spec is not an object");
+		goto out;
+	}
+	if ((st = opt_str(spec, "holderIdentity", &rec.holder, reterr)) != NG_OK ||
+	    (st = opt_str(spec, "acquireTime", &rec.acquire_time, reterr)) != NG_OK ||
+	    (st = opt_str(spec, "renewTime", &rec.renew_time, reterr)) != NG_OK ||
+	    (st = opt_str(spec, "strategy", &rec.strategy, reterr)) != NG_OK ||
+	    (st = opt_str(spec, "preferredHolder", &rec.preferred_holder, reterr)) != NG_OK ||
+	    (st = opt_int(spec, "leaseDurationSeconds", &rec.duration_s, reterr)) != NG_OK ||
+	    (st = opt_int(spec, "leaseTransitions", &rec.transitions, reterr)) != NG_OK)
+		goto out;
+	if (!rec.holder && (st = str_dup("", &rec.holder)) != NG_OK) {
+		st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		goto out;
+	}
+	meta = cJSON_PrintUnformatted(md);
+	if (!meta) {
+		st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		goto out;
+	}
+	*ret_rec = rec;
+	memset(&rec, 0, sizeof(rec));
+	*ret_meta = meta;
+	meta = NULL;
+out:
+	record_finish(&rec);
+	cJSON_free(meta);
+	cJSON_Delete(root);
+	return st;
+}
+
+/* The body of a create (@meta NULL: name and namespace only) or of a full-object update. */
+static ng_status lease_encode(const struct leader *l, const char *meta, const struct record *r,
+			      struct ng_buf *out)
+{
+	struct ng_buf *b = out;
+	ng_status st =
+	    ng_buf_puts(b, "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
+			   "\"metadata\":");
+	if (st == NG_OK && meta) {
+		st = ng_buf_puts(b, meta);
+	} else if (st == NG_OK) {
+		if ((st = ng_buf_puts(b, "{\"name\":")) == NG_OK &&
+		    (st = ng_buf_json_str(b, l->name, strlen(l->name))) == NG_OK &&
+		    (st = ng_buf_puts(b, ",\"namespace\":")) == NG_OK &&
+		    (st = ng_buf_json_str(b, l->ns, strlen(l->ns))) == NG_OK)
+			st = ng_buf_puts(b, "}");
+	}
+	if (st == NG_OK && (st = ng_buf_puts(b, ",\"spec\":{\"holderIdentity\":")) == NG_OK &&
+	    (st = ng_buf_json_str(b, r->holder, strlen(r->holder))) == NG_OK)
+		st = ng_buf_printf(b, ",\"leaseDurationSeconds\":%lld,\"leaseTransitions\":%lld",
+				   (long long)r->duration_s, (long long)r->transitions);
+	const char *keys[] = {"acquireTime", "renewTime", "strategy", "preferredHolder"};
+	const char *vals[] = {r->acquire_time, r->renew_time, r->strategy, r->preferred_holder};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && st == NG_OK; i++) {
+		if (!vals[i])
+			continue;
+		if ((st = ng_buf_printf(b, ",\"%s\":", keys[i])) == NG_OK)
+			st = ng_buf_json_str(b, vals[i], strlen(vals[i]));
+	}
+	if (st == NG_OK)
+		st = ng_buf_puts(b, "}}");
+	return st;
+}
+
+/* Detail for a non-2xx answer: the Status message when the body is one. */
+static ng_status http_error(struct leader *l, const char *method, long http, struct ng_err *err)
+{
+	cJSON *root = NULL;
+	const char *msg = NULL;
+	if (l->resp.len && ng_json_parse(l->resp.data, l->resp.len, NULL, &root, NULL) == NG_OK)
+		msg = ng_json_str(root, "message");
+	ng_err_set(err, NG_EKUBE, 0, "%s lease: HTTP %ld%s%.100s", method, http, msg ? ": " : "",
+		   msg ? msg : "");
+	cJSON_Delete(root);
+	return NG_EKUBE;
+}
+
+/* Whether the observed record is still valid: its own leaseDurationSeconds (ours when it has
+ * none) after the local time we saw it change (client-go isLeaseValid). */
+static bool lease_valid(const struct leader *l, int64_t now_us)
+{
+	if (!l->have_obs)
+		return false;
+	int64_t dur_ms = l->obs.duration_s > 0 ? l->obs.duration_s * 1000 : l->lease_ms;
+	return l->obs_mono_us + dur_ms * 1000 > now_us;
+}
+
+/* Makes @rec (ownership is taken) and @meta (taken; NULL = unknown, the next round must GET) the
+ * observed Lease. The validity clock restarts only when the record changed. */
+static void observe(struct leader *l, struct record *rec, char *meta)
+{
+	if (!l->have_obs || !record_equal(&l->obs, rec)) {
+		record_finish(&l->obs);
+		l->obs = *rec;
+		l->have_obs = true;
+		l->obs_mono_us = ng_now_mono_us();
+	} else {
+		record_finish(rec);
+	}
+	memset(rec, 0, sizeof(*rec));
+	cJSON_free(l->obs_meta);
+	l->obs_meta = meta;
+}
+
+/* Writes @want (ownership is taken): POST when @meta is NULL (create), else PUT of the full
+ * object with @meta. On success @want, or the server's answer, becomes the observed record. */
+static enum round write_lease(struct leader *l, const char *meta, struct record *want,
+			      int64_t timeout_ms, struct ng_err *err)
+{
+	const char *method = meta ? "PUT" : "POST";
+	struct ng_buf body;
+	ng_buf_init(&body, LEASE_MAX_BODY_BYTES);
+	long http = 0;
+	enum round r = ROUND_ERROR;
+	ng_status st = lease_encode(l, meta, want, &body);
+	if (st != NG_OK) {
+		ng_err_set(err, st, 0, "%s lease: cannot build the body: %s", method,
+			   ng_status_str(st));
+		goto out;
+	}
+	st = kube_client_request(l->kc, method, meta ? l->path : l->collection_path,
+				 "application/json", body.data, body.len, timeout_ms,
+				 LEASE_MAX_RESPONSE_BYTES, &l->resp, &http, err);
+	if (st != NG_OK)
+		goto out;
+	if (http == 409) {
+		ng_err_set(err, NG_EKUBE, 0, "%s lease: HTTP 409 (another writer was first)",
+			   method);
+		r = ROUND_CONFLICT;
+		goto out;
+	}
+	if (http < 200 || http > 299) {
+		(void)http_error(l, method, http, err);
+		goto out;
+	}
+	struct record got = {0};
+	char *got_meta = NULL;
+	if (lease_decode(l->resp.data, l->resp.len, &got, &got_meta, NULL) != NG_OK) {
+		/* Written, but the answer is unusable: what we sent is the record, and the next
+		 * round reads the resourceVersion afresh. */
+		observe(l, want, NULL);
+		r = ROUND_OK;
+		goto out;
+	}
+	bool same = str_eq(got.holder, want->holder);
+	observe(l, &got, got_meta);
+	if (!same) {
+		ng_err_set(err, NG_EKUBE, 0, "%s lease: the server answered another holder",
+			   method);
+		goto out;
+	}
+	r = ROUND_OK;
+out:
+	record_finish(want);
+	ng_buf_finish(&body);
+	return r;
+}
+
+/* The record we write: @holder with @duration_s, acquireTime and renewTime, and transitions
+ * as decided by the caller; strategy and preferredHolder are kept from the observed record. */
+static ng_status want_record(const struct leader *l, const char *holder, int64_t duration_s,
+			     const char *acquire_time, const char *renew_time, int64_t transitions,
+			     struct record *ret)
+{
+	struct record r = {.duration_s = duration_s, .transitions = transitions};
+	ng_status st;
+	if ((st = str_dup(holder, &r.holder)) != NG_OK ||
+	    (st = str_dup(acquire_time, &r.acquire_time)) != NG_OK ||
+	    (st = str_dup(renew_time, &r.renew_time)) != NG_OK ||
+	    (st = str_dup(l->have_obs ? l->obs.strategy : NULL, &r.strategy)) != NG_OK ||
+	    (st = str_dup(l->have_obs ? l->obs.preferred_holder : NULL, &r.preferred_holder)) !=
+		NG_OK) {
+		record_finish(&r);
+		return st;
+	}
+	*ret = r;
+	return NG_OK;
+}
+
+/* GET the Lease into the observed record. NG_ENOTFOUND on 404. */
+static ng_status read_lease(struct leader *l, int64_t timeout_ms, struct ng_err *err)
+{
+	long http = 0;
+	ng_status st = kube_client_request(l->kc, "GET", l->path, NULL, NULL, 0, timeout_ms,
+					   LEASE_MAX_RESPONSE_BYTES, &l->resp, &http, err);
+	if (st != NG_OK)
+		return st;
+	if (http == 404)
+		return NG_ENOTFOUND;
+	if (http != 200)
+		return http_error(l, "GET", http, err);
+	struct record rec;
+	char *meta = NULL;
+	st = lease_decode(l->resp.data, l->resp.len, &rec, &meta, err);
+	if (st != NG_OK)
+		return st;
+	observe(l, &rec, meta);
+	return NG_OK;
+}
+
+static bool stop_requested(struct leader *l)
+{
+	pthread_mutex_lock(&l->mu);
+	bool s = l->stopping;
+	pthread_mutex_unlock(&l->mu);
+	return s;
+}
+
+/* The timeout for the round's next request: the request bound, cut at @deadline_us (monotonic)
+ * so that a leader never waits on the API server past its renew deadline. False, with @err
+ * set, when the deadline has passed or a stop was requested (the round ends early). */
+static bool next_timeout(struct leader *l, int64_t deadline_us, int64_t *ret_ms, struct ng_err *err)
+{
+	int64_t left_ms = (deadline_us - ng_now_mono_us()) / 1000;
+	if (left_ms <= 0) {
+		ng_err_set(err, NG_ETIMEDOUT, 0, "renew deadline reached");
+		return false;
+	}
+	if (stop_requested(l)) {
+		ng_err_set(err, NG_OK, 0, "stopping");
+		return false;
+	}
+	*ret_ms = left_ms < l->request_ms ? left_ms : l->request_ms;
+	return true;
+}
+
+/* client-go's tryAcquireOrRenew, one round; no request runs past @deadline_us. */
+static enum round try_acquire_or_renew(struct leader *l, int64_t deadline_us, struct ng_err *err)
+{
+	char now[MICRO_TIME_BYTES];
+	micro_time_now(now);
+	int64_t duration_s = l->lease_ms / 1000;
+	int64_t timeout_ms = 0;
+	struct record want;
+
+	/* 1. The leader's fast path: update from the last observed copy, no GET. */
+	if (l->is_leader && l->obs_meta && lease_valid(l, ng_now_mono_us())) {
+		if (!next_timeout(l, deadline_us, &timeout_ms, err))
+			return ROUND_ERROR;
+		if (want_record(l, l->identity, duration_s, l->obs.acquire_time, now,
+				l->obs.transitions, &want) != NG_OK) {
+			ng_err_set(err, NG_ENOMEM, 0, "out of memory");
+			return ROUND_ERROR;
+		}
+		struct ng_err fast = {0};
+		if (write_lease(l, l->obs_meta, &want, timeout_ms, &fast) == ROUND_OK)
+			return ROUND_OK;
+		struct ng_logline ll;
+		if (ng_log_begin(&ll, NG_LOG_DEBUG, "leader",
+				 "optimistic renew failed, re-reading")) {
+			ng_log_str(&ll, "err", fast.msg);
+			ng_log_end(&ll);
+		}
+	}
+
+	/* 2. Read, or create when there is none. */
+	if (!next_timeout(l, deadline_us, &timeout_ms, err))
+		return ROUND_ERROR;
+	ng_status st = read_lease(l, timeout_ms, err);
+	if (st == NG_ENOTFOUND) {
+		if (!next_timeout(l, deadline_us, &timeout_ms, err))
+			return ROUND_ERROR;
+		if (want_record(l, l->identity, duration_s, now, now, 0, &want) != NG_OK) {
+			ng_err_set(err, NG_ENOMEM, 0, "out of memory");
+			return ROUND_ERROR;
+		}
+		return write_lease(l, NULL, &want, timeout_ms, err);
+	}
+	if (st != NG_OK)
+		return ROUND_ERROR;
+
+	/* 3. Someone else's lease that has not expired (measured locally). */
+	bool mine = strcmp(l->obs.holder, l->identity) == 0;
+	if (l->obs.holder[0] && !mine && lease_valid(l, ng_now_mono_us())) {
+		ng_err_set(err, NG_OK, 0, "held by another holder");
+		return ROUND_HELD;
+	}
+
+	/* 4. Take it over (a new transition) or renew what is ours. */
+	if (!next_timeout(l, deadline_us, &timeout_ms, err))
+		return ROUND_ERROR;
+	st = mine
+		 ? want_record(l, l->identity, duration_s, l->obs.acquire_time, now,
+			       l->obs.transitions, &want)
+		 : want_record(l, l->identity, duration_s, now, now, l->obs.transitions + 1, &want);
+	if (st != NG_OK) {
+		ng_err_set(err, NG_ENOMEM, 0, "out of memory");
+		return ROUND_ERROR;
+	}
+	return write_lease(l, l->obs_meta, &want, timeout_ms, err);
+}
+
+static void log_state(struct leader *l, enum ng_log_level level, const char *msg,
+		      const char *reason)
+{
+	struct ng_logline ll;
+	if (!ng_log_begin(&ll, level, "leader", msg))
+		return;
+	ng_log_str(&ll, "ns", l->ns);
+	ng_log_str(&ll, "name", l->name);
+	ng_log_str(&ll, "identity", l->identity);
+	ng_log_i64(&ll, "term", (int64_t)atomic_load(&l->term));
+	if (l->have_obs && l->obs.holder[0] && strcmp(l->obs.holder, l->identity) != 0)
+		ng_log_str(&ll, "holder", l->obs.holder);
+	if (reason)
+		ng_log_str(&ll, "err", reason);
+	ng_log_end(&ll);
+}
+
+static void gain(struct leader *l)
+{
+	/* The term first, so a worker that sees leading also sees the new term. */
+	atomic_fetch_add_explicit(&l->term, 1, memory_order_release);
+	atomic_store_explicit(&l->leading, true, memory_order_release);
+	l->is_leader = true;
+	log_state(l, NG_LOG_INFO, "leadership gained", NULL);
+}
+
+static void lose(struct leader *l, const char *reason)
+{
+	atomic_store_explicit(&l->leading, false, memory_order_release);
+	l->is_leader = false;
+	log_state(l, NG_LOG_INFO, "leadership lost", reason);
+}
+
+/* Waits until @deadline_us (monotonic) or a stop request. Returns true when stopping. */
+static bool wait_until(struct leader *l, int64_t deadline_us)
+{
+	struct timespec ts = {.tv_sec = (time_t)(deadline_us / 1000000),
+			      .tv_nsec = (long)(deadline_us % 1000000) * 1000};
+	pthread_mutex_lock(&l->mu);
+	while (!l->stopping) {
+		if (pthread_cond_timedwait(&l->cv, &l->mu, &ts) == ETIMEDOUT)
+			break;
+	}
+	bool stopping = l->stopping;
+	pthread_mutex_unlock(&l->mu);
+	return stopping;
+}
+
+/* xorshift64*: jitter only needs to decorrelate candidates, not to be unpredictable. */
+static uint64_t next_rand(struct leader *l)
+{
+	l->rng ^= l->rng >> 12;
+	l->rng ^= l->rng << 25;
+	l->rng ^= l->rng >> 27;
+	return l->rng * 0x2545F4914F6CDD1Dull;
+}
+
+/* client-go's wait.Jitter(retry, 1.2): retry + [0, 1.2 x retry). */
+static int64_t jittered(struct leader *l, int64_t ms)
+{
+	uint64_t extra = (uint64_t)ms * JITTER_TENTHS / 10;
+	return ms + (int64_t)(extra ? next_rand(l) % extra : 0);
+}
+
+/* client-go's release(): re-read, and if the lease is still ours write it back with no holder
+ * and a one-second duration, so a successor does not wait out the lease. */
+static void release(struct leader *l)
+{
+	int64_t deadline_us = ng_now_mono_us() + l->renew_ms * 1000;
+	struct ng_err err = {0};
+	for (int i = 0; i < RELEASE_ATTEMPTS; i++) {
+		int64_t left_ms = (deadline_us - ng_now_mono_us()) / 1000;
+		if (left_ms <= 0)
+			break;
+		int64_t timeout_ms = left_ms < l->request_ms ? left_ms : l->request_ms;
+		ng_status st = read_lease(l, timeout_ms, &err);
+		if (st == NG_ENOTFOUND)
+			return;
+		if (st != NG_OK)
+			continue;
+		if (strcmp(l->obs.holder, l->identity) != 0) {
+			log_state(l, NG_LOG_INFO, "lease not released: no longer ours", NULL);
+			return;
+		}
+		char now[MICRO_TIME_BYTES];
+		micro_time_now(now);
+		struct record want;
+		if (want_record(l, "", 1, now, now, l->obs.transitions, &want) != NG_OK) {
+			ng_err_set(&err, NG_ENOMEM, 0, "out of memory");
+			break;
+		}
+		if (write_lease(l, l->obs_meta, &want, timeout_ms, &err) == ROUND_OK) {
+			log_state(l, NG_LOG_INFO, "lease released", NULL);
+			return;
+		}
+	}
+	log_state(l, NG_LOG_WARN, "lease release failed", err.msg);
+}
+
+static void *run(void *arg)
+{
+	struct leader *l = arg;
+	while (!stop_requested(l)) {
+		int64_t t0 = ng_now_mono_us();
+		/* A leader's requests must not outlive its renew deadline: past it, it is no
+		 * longer leader whatever the answer. */
+		int64_t deadline_us = INT64_MAX;
+		if (l->is_leader) {
+			deadline_us = l->last_renew_us + l->renew_ms * 1000;
+			if (deadline_us <= t0) {
+				lose(l, "no successful renewal within the renew deadline");
+				continue;
+			}
+		}
+		struct ng_err err = {0};
+		enum round r = try_acquire_or_renew(l, deadline_us, &err);
+		struct ng_logline ll;
+		switch (r) {
+		case ROUND_OK:
+			l->last_renew_us = t0;
+			if (!l->is_leader)
+				gain(l);
+			break;
+		case ROUND_HELD:
+			/* Only if someone wrote over our lease: stop at once rather than
+			 * wait for the deadline. */
+			if (l->is_leader)
+				lose(l, "the lease has another holder");
+			break;
+		case ROUND_CONFLICT:
+			if (ng_log_begin(&ll, NG_LOG_INFO, "leader", "lease write conflict")) {
+				ng_log_str(&ll, "name", l->name);
+				ng_log_str(&ll, "err", err.msg);
+				ng_log_end(&ll);
+			}
+			break;
+		case ROUND_ERROR:
+			if (stop_requested(l)) /* the round ended early for a stop */
+				break;
+			if (ng_log_begin(&ll, NG_LOG_WARN, "leader", "lease request failed")) {
+				ng_log_str(&ll, "ns", l->ns);
+				ng_log_str(&ll, "name", l->name);
+				ng_log_str(&ll, "err", err.msg);
+				ng_log_end(&ll);
+			}
+			break;
+		}
+		int64_t now = ng_now_mono_us();
+		int64_t next = now + (l->is_leader ? l->retry_ms : jittered(l, l->retry_ms)) * 1000;
+		if (l->is_leader && r != ROUND_OK) {
+			/* Wake at the deadline to drop leadership on time. */
+			int64_t deadline = l->last_renew_us + l->renew_ms * 1000;
+			if (deadline < next)
+				next = deadline;
+		}
+		if (wait_until(l, next))
+			break;
+	}
+	if (l->is_leader) {
+		/* Workers stop acting before the lease is handed back. */
+		atomic_store_explicit(&l->leading, false, memory_order_release);
+		l->is_leader = false;
+		release(l);
+	}
+	return NULL;
+}
+
+/* DNS-1123 subdomain characters: what may appear unescaped in the request path. */
+static bool name_ok(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n == 0 || n > LEADER_MAX_NAME_BYTES)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+static ng_status check_config(const struct leader_config *cfg, int64_t *lease_ms, int64_t *renew_ms,
+			      int64_t *retry_ms, struct ng_err *reterr)
+{
+	if (!cfg || !cfg->kube)
+		return ng_err_set(reterr, NG_EINVAL, 0, "leader: no kube configuration");
+	if (!name_ok(cfg->ns))
+		return ng_err_set(reterr, NG_EINVAL, 0,
+				  "leader: namespace must be 1-253 of [a-z0-9.-]");
+	if (!name_ok(cfg->name))
+		return ng_err_set(reterr, NG_EINVAL, 0,
+				  "leader: lease name must be 1-253 of [a-z0-9.-]");
+	if (!cfg->identity || !cfg->identity[0] ||
+	    strlen(cfg->identity) > LEADER_MAX_IDENTITY_BYTES)
+		return ng_err_set(reterr, NG_EINVAL, 0, "leader: identity must be 1-%d bytes",
+				  LEADER_MAX_IDENTITY_BYTES);
+	int64_t lease =
+	    cfg->lease_duration_ms ? cfg->lease_duration_ms : LEADER_DEFAULT_LEASE_DURATION_MS;
+	int64_t renew =
+	    cfg->renew_deadline_ms ? cfg->renew_deadline_ms : LEADER_DEFAULT_RENEW_DEADLINE_MS;
+	int64_t retry =
+	    cfg->retry_period_ms ? cfg->retry_period_ms : LEADER_DEFAULT_RETRY_PERIOD_MS;
+	/* An hour bounds the arithmetic and is far beyond any sensible lease. */
+	const int64_t max_ms = 3600 * 1000;
+	if (lease < 1000 || lease > max_ms || renew < 1 || retry < 1)
+		return ng_err_set(reterr, NG_EINVAL, 0,
+				  "leader: lease duration must be 1000..3600000 ms and the renew "
+				  "deadline and retry period positive");
+	/* client-go: LeaseDuration > RenewDeadline > JitterFactor x RetryPeriod. The record
+	 * carries whole seconds, which is what other candidates wait for. */
+	if ((lease / 1000) * 1000 <= renew)
+		return ng_err_set(reterr, NG_EINVAL, 0,
+				  "leader: lease duration (%lld whole s) must exceed the renew "
+				  "deadline (%lld ms)",
+				  (long long)(lease / 1000), (long long)renew);
+	if (renew * 10 <= retry * JITTER_TENTHS)
+		return ng_err_set(reterr, NG_EINVAL, 0,
+				  "leader: renew deadline (%lld ms) must exceed 1.2 x the retry "
+				  "period (%lld ms)",
+				  (long long)renew, (long long)retry);
+	*lease_ms = lease;
+	*renew_ms = renew;
+	*retry_ms = retry;
+	return NG_OK;
+}
+
+static char *join_path(const char *ns, const char *name)
+{
+	struct ng_buf b;
+	ng_buf_init(&b, 1024);
+	if (ng_buf_printf(&b, "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s", ns,
+			  name ? "/" : "", name ? name : "") != NG_OK) {
+		ng_buf_finish(&b);
+		return NULL;
+	}
+	return ng_buf_take(&b, NULL);
+}
+
+static void destroy(struct leader *l)
+{
+	if (!l)
+		return;
+	kube_client_destroy(l->kc);
+	ng_buf_finish(&l->resp);
+	record_finish(&l->obs);
+	cJSON_free(l->obs_meta);
+	pthread_cond_destroy(&l->cv);
+	pthread_mutex_destroy(&l->mu);
+	free(l->ns);
+	free(l->name);
+	free(l->identity);
+	free(l->path);
+	free(l->collection_path);
+	free(l);
+}
+
+struct leader *leader_start(const struct leader_config *cfg, struct ng_err *reterr)
+{
+	int64_t lease_ms = 0, renew_ms = 0, retry_ms = 0;
+	if (check_config(cfg, &lease_ms, &renew_ms, &retry_ms, reterr) != NG_OK)
+		return NULL;
+	struct leader *l = ng_xcalloc(1, sizeof(*l));
+	l->ns = ng_xstrdup(cfg->ns);
+	l->name = ng_xstrdup(cfg->name);
+	l->identity = ng_xstrdup(cfg->identity);
+	l->path = join_path(cfg->ns, cfg->name);
+	l->collection_path = join_path(cfg->ns, NULL);
+	l->lease_ms = lease_ms;
+	l->renew_ms = renew_ms;
+	l->retry_ms = retry_ms;
+	l->request_ms = retry_ms < LEADER_MAX_REQUEST_MS ? retry_ms : LEADER_MAX_REQUEST_MS;
+	atomic_init(&l->leading, false);
+	atomic_init(&l->term, 0);
+	ng_buf_init(&l->resp, LEASE_MAX_RESPONSE_BYTES);
+	/* Seeded per process and identity so that candidates started together drift apart. */
+	l->rng = (uint64_t)ng_now_mono_us() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ull;
+	for (const char *p = l->identity; *p; p++)
+		l->rng = (l->rng ^ (unsigned char)*p) * 0x100000001B3ull;
+	if (!l->rng)
+		l->rng = 1;
+
+	pthread_condattr_t ca;
+	bool sync_ok = pthread_mutex_init(&l->mu, NULL) == 0;
+	if (sync_ok && pthread_condattr_init(&ca) == 0) {
+		sync_ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+			  pthread_cond_init(&l->cv, &ca) == 0;
+		pthread_condattr_destroy(&ca);
+	} else {
+		sync_ok = false;
+	}
+	if (!l->path || !l->collection_path || !sync_ok) {
+		ng_err_set(reterr, NG_ENOMEM, 0, "leader: cannot allocate its state");
+		/* Both were zero-filled, and destroying an unused one is harmless on Linux. */
+		destroy(l);
+		return NULL;
+	}
+	l->kc = kube_client_create(cfg->kube);
+	if (!l->kc) {
+		ng_err_set(reterr, NG_ENOMEM, 0, "leader: cannot create the kube client");
+		destroy(l);
+		return NULL;
+	}
+
+	/* Signals belong to main's sigwait(): block them in the new thread. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&l->thread, NULL, run, l);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		ng_err_set(reterr, NG_EIO, 0, "leader: pthread_create failed (error %d)", rc);
+		destroy(l);
+		return NULL;
+	}
+	return l;
+}
+
+bool leader_is_leader(const struct leader *l)
+{
+	return atomic_load_explicit(&l->leading, memory_order_acquire);
+}
+
+uint64_t leader_term(const struct leader *l)
+{
+	return atomic_load_explicit(&l->term, memory_order_acquire);
+}
+
+void leader_stop(struct leader *l)
+{
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->stopping = true;
+	pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	pthread_join(l->thread, NULL);
+	destroy(l);
+}

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""e2e: the gate grants and rejects NodeDisruptions (shared/acceptance/gate.md) against the test
+API server: nodegate watches it as its service account, holds the lease, and writes each
+decision to the request's status. Every wait is bounded (10 s; the scenarios allow 2-5 s on
+loopback); measured delays are printed, not asserted.
+
+Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository)."""
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_live_cache import E2ETest, ND_PATH, eventually  # noqa: E402
+
+NDB_PATH = "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets"
+NGC_PATH = "/apis/nodegate.io/v1alpha1/nodegateconfigs"
+ON_TEST1 = {"nodeSelector": {"matchLabels": {"testselect": "test1"}}}
+
+
+ADB_PATH = "/apis/nodegate.io/v1alpha1/namespaces/default/applicationdisruptionbudgets"
+
+
+class GateTest(E2ETest):
+    def setUp(self):
+        super().setUp()
+        # Fixture F of the gate scenarios has no budget: drop the eviction scenarios' ADB.
+        code, _, _ = self.api.api("DELETE", f"{ADB_PATH}/db")
+        self.assertEqual(code, 200)
+        ok, _ = eventually(lambda: not self.ng.cache()["applicationdisruptionbudgets"])
+        self.assertTrue(ok)
+
+    def create(self, path, obj):
+        code, body, _ = self.api.api("POST", path, obj)
+        self.assertEqual(code, 201, body)
+        return body
+
+    def nd(self, name, spec):
+        return self.create(ND_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption",
+                                     "metadata": {"name": name}, "spec": spec})
+
+    def ndb(self, name, spec):
+        return self.create(NDB_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget",
+                                      "metadata": {"name": name}, "spec": spec})
+
+    def status(self, name):
+        code, body, _ = self.api.api("GET", f"{ND_PATH}/{name}")
+        return body.get("status", {}) if code == 200 else {}
+
+    def state_is(self, name, state):
+        st = self.status(name)
+        return st if st.get("state") == state else None
+
+    def wait_state(self, name, state):
+        t0 = time.monotonic()
+        st, _ = eventually(lambda: self.state_is(name, state))
+        self.assertIsNotNone(st, f"{name} never became {state}: {self.status(name)}")
+        return st, time.monotonic() - t0
+
+    def events(self, name):
+        code, body, _ = self.api.api("GET", "/api/v1/namespaces/default/events")
+        return [e for e in body.get("items", []) if e.get("involvedObject", {}).get("name") == name]
+
+    def test_G01_no_budgets_grants_with_an_event(self):
+        self.nd("g01", ON_TEST1)
+        st, took = self.wait_state("g01", "Granted")
+        print(f"\n  create -> Granted in {took:.3f} s", file=sys.stderr)
+        self.assertEqual(st["disruptedNodes"], ["node1", "node2"])
+        self.assertTrue(st.get("grantedAt"))
+        ok, _ = eventually(lambda: any(e["reason"] == "Granted" for e in self.events("g01")))
+        self.assertTrue(ok, "a Granted event must be recorded")
+
+    def test_G02_empty_selection_is_rejected(self):
+        self.nd("g02", {"nodeSelector": {"matchLabels": {"testselect": "nope"}}})
+        st, _ = self.wait_state("g02", "Rejected")
+        self.assertIn("no node matched", st["conditions"][0]["message"])
+
+    def test_G04_G05_full_budget_rejects_or_waits_then_grants_on_change(self):
+        self.ndb("pool", dict(ON_TEST1, maxDisruptedNodes=0))
+        self.nd("g04", ON_TEST1)
+        st, _ = self.wait_state("g04", "Rejected")
+        entries = st["disruptedDisruptionBudgets"]
+        self.assertEqual(len(entries), 1)
+        self.assertEqual(entries[0]["reference"], {"kind": "NodeDisruptionBudget", "name": "pool"})
+        self.assertFalse(entries[0]["ok"])
+        self.assertIn("limit 0 of 2", entries[0]["reason"])
+        self.nd("g05", dict(ON_TEST1, retry={"enabled": True}))
+        st, _ = self.wait_state("g05", "Pending")
+        self.assertTrue(st.get("nextRetryDate"))
+        t0 = time.monotonic()
+        code, body, _ = self.api.api("PATCH", f"{NDB_PATH}/pool", {"spec": {"maxDisruptedNodes": 2}},
+                                     ctype="application/merge-patch+json")
+        self.assertEqual(code, 200, body)
+        self.wait_state("g05", "Granted")
+        print(f"\n  budget raised -> Granted in {time.monotonic() - t0:.3f} s (event-driven)",
+              file=sys.stderr)
+
+    def test_G06_deadline_passed(self):
+        self.nd("g06", {"nodeNames": ["node3"], "retry": {"enabled": True, "deadline": "2020-01-01T00:00:00Z"}})
+        st, _ = self.wait_state("g06", "Rejected")
+        self.assertIn("deadline passed", st["conditions"][0]["message"])
+
+    def test_G13_paused_then_unpaused(self):
+        self.create(NGC_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig",
+                               "metadata": {"name": "default"}, "spec": {"paused": True}})
+        ok, _ = eventually(lambda: self.ng.cache() and self.ng.cache()["nodegateconfigs"])
+        self.nd("g13", {"nodeNames": ["node3"], "retry": {"enabled": True}})
+        st, _ = self.wait_state("g13", "Pending")
+        self.assertIn("paused", st["conditions"][0]["message"])
+        code, _, _ = self.api.api("PATCH", f"{NGC_PATH}/default", {"spec": {"paused": False}},
+                                  ctype="application/merge-patch+json")
+        self.assertEqual(code, 200)
+        self.wait_state("g13", "Granted")
+
+    def test_G14_A08_deleting_a_grant_releases_its_nodes(self):
+        # The app (pod1 on node1, pod2 on node2) allows one disruption.
+        self.create(ADB_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "ApplicationDisruptionBudget",
+                               "metadata": {"name": "db", "namespace": "default"},
+                               "spec": {"podSelector": {"matchLabels": {"app": "db"}}, "maxDisruptions": 1}})
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pod2", "namespace": "default",
+                                                               "labels": {"app": "db"}},
+               "spec": {"nodeName": "node2", "containers": [{"name": "c", "image": "postgres"}]}}
+        self.create("/api/v1/namespaces/default/pods", pod)
+        ok, _ = eventually(lambda: any(p["name"] == "pod2" for p in self.ng.cache()["pods"]))
+        self.assertTrue(ok)
+        self.nd("first", {"nodeNames": ["node1"]})
+        self.wait_state("first", "Granted")
+        self.nd("second", {"nodeNames": ["node2"], "retry": {"enabled": True}})
+        st, _ = self.wait_state("second", "Pending")
+        self.assertIn("1 of 1 in use", st["disruptedDisruptionBudgets"][0]["reason"])
+        t0 = time.monotonic()
+        code, _, _ = self.api.api("DELETE", f"{ND_PATH}/first")
+        self.assertEqual(code, 200)
+        self.wait_state("second", "Granted")
+        print(f"\n  grant deleted -> next Granted in {time.monotonic() - t0:.3f} s", file=sys.stderr)
+
+    def test_ledger_never_grants_more_than_the_budget_under_a_burst(self):
+        self.ndb("all", {"nodeSelector": {}, "maxDisruptedNodes": 1})
+        for i, node in enumerate(["node1", "node2", "node3"]):
+            self.nd(f"burst-{i}", {"nodeNames": [node]})
+        ok, _ = eventually(lambda: all(self.status(f"burst-{i}").get("state") in ("Granted", "Rejected")
+                                       for i in range(3)))
+        self.assertTrue(ok)
+        granted = [i for i in range(3) if self.status(f"burst-{i}").get("state") == "Granted"]
+        self.assertEqual(len(granted), 1, "exactly one request fits a budget of one node")
+
+
+if __name__ == "__main__":
+    unittest.main()
