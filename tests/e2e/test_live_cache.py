@@ -254,6 +254,41 @@ class LiveCacheTest(E2ETest):
         ok, _ = eventually(lambda: allowed(self.api, "pod1"))
         self.assertTrue(ok)
 
+    def test_E11_kubectl_drain_waits_for_a_grant_then_completes(self):
+        env = dict(os.environ, KUBECONFIG=self.api.kubeconfig, HOME=self.api.home)
+        drain = subprocess.Popen(["kubectl", "drain", "node1", "--ignore-daemonsets",
+                                  "--delete-emptydir-data", "--timeout=60s"],
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            # The eviction of pod1 is answered 429 again and again: the drain waits.
+            ok, _ = eventually(lambda: any(c["request"].get("name") == "pod1"
+                                           and c.get("result", {}).get("allowed") is False
+                                           for c in self.webhook_calls()), timeout=20)
+            self.assertTrue(ok, "kubectl drain never asked for the eviction")
+            time.sleep(1)
+            self.assertIsNone(drain.poll(), "the drain must wait while the node is not granted")
+            t0 = time.monotonic()
+            code, body, _ = self.api.api("POST", ND_PATH, {
+                "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption",
+                "metadata": {"name": "drain-node1"}, "spec": {"nodeNames": ["node1"]}})
+            self.assertEqual(code, 201, body)
+            out, _ = drain.communicate(timeout=30)
+            took = time.monotonic() - t0
+            print(f"\n  NodeDisruption created -> drain done in {took:.1f} s", file=sys.stderr)
+            self.assertEqual(drain.returncode, 0, out.decode())
+            self.assertIn(b"evicted", out)
+            # kubectl retries every 5 s; a grant that never reached the decision would run into
+            # the drain's own 60 s timeout instead.
+            self.assertLess(took, 30, "the drain must finish soon after the grant")
+        finally:
+            if drain.poll() is None:
+                drain.kill()
+                drain.wait(10)
+
+    def webhook_calls(self):
+        code, body, _ = self.api.control("webhook-calls", method="GET")
+        return body.get("calls", []) if code == 200 else []
+
     def test_E10_budget_and_volume_changes_reach_decisions(self):
         # A budget selecting pods by PVC, and a new pod mounting such a PVC.
         adb = {"apiVersion": "nodegate.io/v1alpha1", "kind": "ApplicationDisruptionBudget",
