@@ -106,8 +106,11 @@ class Server:
         return out
 
     def sanitized(self):
-        """True when the binary runs under ASan, whose quarantine keeps freed memory resident
-        on purpose: resident-memory checks mean nothing there (the release build checks them)."""
+        """True under ASan (its quarantine keeps freed memory resident on purpose) or a wrapper
+        such as valgrind (it manages memory itself): resident-memory checks mean nothing there.
+        The plain release run checks them."""
+        if WRAPPER:
+            return True
         with open(f"/proc/{self.proc.pid}/maps", encoding="utf-8") as f:
             return "libasan" in f.read()
 
