@@ -174,6 +174,55 @@ static void test_selects_pod_directly_and_through_pvc(void **state)
 	kube_snapshot_release(s);
 }
 
+#define RACK_NODE(n, rack)                                                                         \
+	"{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"" n "\",\"labels\":{"   \
+	"\"kubernetes.io/hostname\":\"" n "\",\"rack-index\":\"" rack "\"}}}"
+
+static void test_A01_A05_A06_watched_nodes_from_pods_and_pinned_volumes(void **state)
+{
+	/* A01: pods app=db on n1 and n2, and a Bound PVC app=db on a PV pinned to n3. A05: a PV
+	 * whose two terms (n4) OR (n5) pin both. A06: Gt on rack-index pins only the rack 7 node.
+	 */
+	/* A fixture literal, laid out by hand. */
+	/* clang-format off */
+	const char *json =
+	    "{\"kind\":\"List\",\"items\":["
+	    RACK_NODE("n1", "1") "," RACK_NODE("n2", "2") "," RACK_NODE("n3", "3") ","
+	    RACK_NODE("n4", "4") "," RACK_NODE("n5", "5") "," RACK_NODE("r3", "3") ","
+	    RACK_NODE("r7", "7") "," PV("pv-n3", "n3") ","
+	    "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"pv-or\"},"
+	    "\"spec\":{\"nodeAffinity\":{\"required\":{\"nodeSelectorTerms\":["
+	    "{\"matchExpressions\":[{\"key\":\"kubernetes.io/hostname\",\"operator\":\"In\","
+	    "\"values\":[\"n4\"]}]},{\"matchExpressions\":[{\"key\":\"kubernetes.io/hostname\","
+	    "\"operator\":\"In\",\"values\":[\"n5\"]}]}]}}}},"
+	    "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"pv-gt\"},"
+	    "\"spec\":{\"nodeAffinity\":{\"required\":{\"nodeSelectorTerms\":[{\"matchExpressions\":["
+	    "{\"key\":\"rack-index\",\"operator\":\"Gt\",\"values\":[\"4\"]},{\"key\":"
+	    "\"kubernetes.io/hostname\",\"operator\":\"In\",\"values\":[\"r3\",\"r7\"]}]}]}}}},"
+	    PVC("app", "data", "{\"app\":\"db\"}", "Bound", "pv-n3") ","
+	    PVC("app", "or", "{\"app\":\"or\"}", "Bound", "pv-or") ","
+	    PVC("app", "gt", "{\"app\":\"gt\"}", "Bound", "pv-gt") ","
+	    POD("app", "db-0", "{\"app\":\"db\"}", "n1", "Running", "none") ","
+	    POD("app", "db-1", "{\"app\":\"db\"}", "n2", "Running", "none") ","
+	    ADB("app", "db", "{\"podSelector\":{\"matchLabels\":{\"app\":\"db\"}},"
+			     "\"pvcSelector\":{\"matchLabels\":{\"app\":\"db\"}},\"maxDisruptions\":1}") ","
+	    ADB("app", "or", "{\"pvcSelector\":{\"matchLabels\":{\"app\":\"or\"}},\"maxDisruptions\":1}") ","
+	    ADB("app", "gt", "{\"pvcSelector\":{\"matchLabels\":{\"app\":\"gt\"}},\"maxDisruptions\":1}")
+	    "]}";
+	/* clang-format on */
+	struct kube_snapshot *s = ng_test_snapshot(json);
+	struct ng_arena *a = ng_arena_create(1u << 20);
+	struct bud_adb_scope sc;
+	assert_int_equal(bud_adb_scope(s, adb(s, "db"), a, &sc), NG_OK);
+	expect_nodes(s, &sc, (const char *[]){"n1", "n2", "n3"}, 3);
+	assert_int_equal(bud_adb_scope(s, adb(s, "or"), a, &sc), NG_OK);
+	expect_nodes(s, &sc, (const char *[]){"n4", "n5"}, 2);
+	assert_int_equal(bud_adb_scope(s, adb(s, "gt"), a, &sc), NG_OK);
+	expect_nodes(s, &sc, (const char *[]){"r7"}, 1);
+	ng_arena_destroy(a);
+	kube_snapshot_release(s);
+}
+
 static void test_int_or_percent(void **state)
 {
 	static const struct {
@@ -240,6 +289,7 @@ int main(void)
 	    cmocka_unit_test(test_empty_selector_selects_namespace),
 	    cmocka_unit_test(test_lost_pvc_is_reported),
 	    cmocka_unit_test(test_selects_pod_directly_and_through_pvc),
+	    cmocka_unit_test(test_A01_A05_A06_watched_nodes_from_pods_and_pinned_volumes),
 	    cmocka_unit_test(test_int_or_percent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
