@@ -33,47 +33,33 @@
 	"{\"apiVersion\":\"nodegate.io/v1alpha1\",\"kind\":\"ApplicationDisruptionBudget\","       \
 	"\"metadata\":{\"name\":\"" n "\",\"namespace\":\"" ns "\"},\"spec\":" spec "}"
 
+/* A fixture literal, laid out by hand. */
+/* clang-format off */
 static const char fixture[] =
-    "{\"kind\":\"List\",\"items\":[" NODE("n1") "," NODE("n2") "," NODE("n3") "," NODE("n4") "," NODE("n5") "," PV("pv-n3", "n3") "," PV(
-	"pv-n4",
-	"n4") ","
-	      "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"pv-"
-	      "net\"},"
-	      "\"spec\":{}}," PVC("app", "data-0", "{\"role\":\"data\"}", "Bound", "pv-n3") "," PVC("app", "data-1", "{\"role\":\"data\"}", "Pending", "pv-n4") "," PVC(
-		  "app", "net", "{\"role\":\"data\"}",
-		  "Bound",
-		  "pv-net") "," PVC("other", "data-0", "{\"role\":\"data\"}", "Bound",
-				    "pv-n4") "," PVC("app", "lost", "{\"role\":\"lost\"}", "Lost",
-						     "pv-n4") "," POD("app", "web-1",
-								      "{\"app\":\"web\"}",
-								      "n1", "Running",
-								      "none") "," POD("app",
-										      "web-2",
-										      "{\"app\":"
-										      "\"web\"}",
-										      "n2",
-										      "Running",
-										      "none") "," POD("app",
-												      "web-done",
-												      "{\"app\":\"web\"}",
-												      "n5",
-												      "Succeeded",
-												      "none") "," POD("app",
-														      "db-0",
-														      "{\"app\":\"db\"}",
-														      "n3",
-														      "Running",
-														      "data-0") "," POD("other",
-																	"web-x",
-																	"{\"app\":\"web\"}",
-																	"n4", "Running", "data-0") "," ADB("app", "web", "{\"podSelector\":{\"matchLabels\":{\"app\":\"web\"}},\"maxDisruptions\":1}") "," ADB("app",
-																																	       "data", "{\"pvcSelector\":{\"matchLabels\":{\"role\":\"data\"}},\"maxDisruptions\":\"50%\"}") "," ADB("app",
-																																														     "everything",
-																																														     "{\"podSelector\":{}}") "," ADB("app",
-																																																		     "lost",
-																																																		     "{\"pvcSelector\":{\"matchLabels\":{\"role\":\"lost\"}}}") "," ADB("app",
-																																																											"invalid",
-																																																											"{\"podSelector\":{\"matchLabels\":{\"app\":\"web\"}},\"pvcSelector\":{\"matchExpressions\":[{\"key\":\"x\",\"operator\":\"In\"}]}}") "]}";
+    "{\"kind\":\"List\",\"items\":["
+    NODE("n1") "," NODE("n2") "," NODE("n3") "," NODE("n4") "," NODE("n5") ","
+    PV("pv-n3", "n3") "," PV("pv-n4", "n4") ","
+    "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"pv-net\"},"
+    "\"spec\":{}},"
+    PVC("app", "data-0", "{\"role\":\"data\"}", "Bound", "pv-n3") ","
+    PVC("app", "data-1", "{\"role\":\"data\"}", "Pending", "pv-n4") ","
+    PVC("app", "net", "{\"role\":\"data\"}", "Bound", "pv-net") ","
+    PVC("other", "data-0", "{\"role\":\"data\"}", "Bound", "pv-n4") ","
+    PVC("app", "lost", "{\"role\":\"lost\"}", "Lost", "pv-n4") ","
+    POD("app", "web-1", "{\"app\":\"web\"}", "n1", "Running", "none") ","
+    POD("app", "web-2", "{\"app\":\"web\"}", "n2", "Running", "none") ","
+    POD("app", "web-done", "{\"app\":\"web\"}", "n5", "Succeeded", "none") ","
+    POD("app", "db-0", "{\"app\":\"db\"}", "n3", "Running", "data-0") ","
+    POD("other", "web-x", "{\"app\":\"web\"}", "n4", "Running", "data-0") ","
+    ADB("app", "web", "{\"podSelector\":{\"matchLabels\":{\"app\":\"web\"}},\"maxDisruptions\":1}") ","
+    ADB("app", "data", "{\"pvcSelector\":{\"matchLabels\":{\"role\":\"data\"}},"
+		       "\"maxDisruptions\":\"50%\"}") ","
+    ADB("app", "everything", "{\"podSelector\":{}}") ","
+    ADB("app", "lost", "{\"pvcSelector\":{\"matchLabels\":{\"role\":\"lost\"}}}") ","
+    ADB("app", "invalid", "{\"podSelector\":{\"matchLabels\":{\"app\":\"web\"}},"
+			  "\"pvcSelector\":{\"matchExpressions\":[{\"key\":\"x\",\"operator\":\"In\"}]}}")
+    "]}";
+/* clang-format on */
 
 static const struct kube_adb *adb(const struct kube_snapshot *s, const char *name)
 {

@@ -243,48 +243,38 @@ static const struct {
     {"dne", "1100"},
 };
 
-static const char
-    affinity_fixture
-	[] =
-	    "{\"kind\":\"List\",\"items\":[" NODE(
-		"node1", ",\"gen\":\"1\"") "," NODE("node2",
-						    ",\"gen\":\"2\"") "," NODE("node3",
-									       ",\"gen\":\"5\","
-									       "\"zone\":\"a\","
-									       "\"ssd\":\"y\"") "," NODE("node4",
-													 ",\"gen\":"
-													 "\"9\","
-													 "\"zone\":"
-													 "\"b\","
-													 "\"ssd\":"
-													 "\"n\"") "," PV("in",
-															 "[{\"matchExpressions\":[" EXPR("kubernetes.io/hostname", "In", "[\"node1\"]") "]}]") "," PV("or-terms", "[{\"matchExpressions\":[" EXPR("kubernetes.io/hostname", "In", "[\"node1\"]") "]},{\"matchExpressions\":[" EXPR("kubernetes.io/hostname",
-																																										   "In",
-																																										   "[\"node2\"]") "]}]") "," PV("and-exprs",
-																																														"[{\"matchExpressions\":[" EXPR(
-																																														    "zone", "In", "[\"a\",\"b\"]") "," EXPR("ssd",
-																																																			    "In", "[\"y\"]") "]}]") "," PV("notin-absent",
-																																																							   "[{\"matchExpressions\":[" EXPR("zone",
-																																																											   "NotIn",
-																																																											   "[\"a\"]") "]}]") "," PV("gt",
-																																																														    "[{\"matchExpressions\":[" EXPR("gen",
-																																																																		    "Gt", "[\"4\"]") "]}]") "," PV("lt",
-																																																																						   "[{\"matchExpressions\":[" EXPR(
-																																																																						       "gen",
-																																																																						       "Lt", "[\"5\"]") "]}]") "," PV("gt-bad-value", "[{\"matchExpressions\":[" EXPR("gen",
-																																																																																      "Gt", "[\"x\"]") "]}]") "," PV("fields-in", "[{\"matchFields\":[" EXPR("metadata.name", "In", "[\"node2\"]") "]}]") "," PV("fields-notin-and-label", "[{\"matchFields\":[" EXPR("metadata.name",
-																																																																																																						      "NotIn",
-																																																																																																						      "[\"node4\"]") "],\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"Exists\"}]}]") "," PV("fields-wrong-key",
-																																																																																																																		     "[{\"matchFields\":[" EXPR(
-																																																																																																																			 "metadata.uid",
-																																																																																																																			 "In", "[\"node2\"]") "]}]") "," PV("empty-term", "[{}]") "," PV("empty-term-or-valid", "[{},{\"matchExpressions\":[" EXPR("zone", "In", "[\"b\"]") "]}]") "," PV("bad-op-term-or-valid", "[{\"matchExpressions\":[" EXPR("zone",
-																																																																																																																																														  "Near",
-																																																																																																																																														  "[\"b\"]") "]},{\"matchFields\":[" EXPR("metadata.name",
-																																																																																																																																																			  "In",
-																																																																																																																																																			  "[\"node1\"]") "]}]") "," PV("no-terms", "[]") "," PV("exists", "[{\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"Exists\"}]}]") "," PV("dne",
-																																																																																																																																																																					  "[{\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"DoesNotExist\"}]}]") ","
-																																																																																																																																																																															 "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"nfs\"},\"spec\":{}}"
-																																																																																																																																																																															 "]}";
+/* A fixture literal, laid out by hand: one PersistentVolume a line. */
+/* clang-format off */
+static const char affinity_fixture[] =
+    "{\"kind\":\"List\",\"items\":["
+    NODE("node1", ",\"gen\":\"1\"") ","
+    NODE("node2", ",\"gen\":\"2\"") ","
+    NODE("node3", ",\"gen\":\"5\",\"zone\":\"a\",\"ssd\":\"y\"") ","
+    NODE("node4", ",\"gen\":\"9\",\"zone\":\"b\",\"ssd\":\"n\"") ","
+    PV("in", "[{\"matchExpressions\":[" EXPR("kubernetes.io/hostname", "In", "[\"node1\"]") "]}]") ","
+    PV("or-terms", "[{\"matchExpressions\":[" EXPR("kubernetes.io/hostname", "In", "[\"node1\"]") "]},"
+		   "{\"matchExpressions\":[" EXPR("kubernetes.io/hostname", "In", "[\"node2\"]") "]}]") ","
+    PV("and-exprs", "[{\"matchExpressions\":[" EXPR("zone", "In", "[\"a\",\"b\"]") ","
+		    EXPR("ssd", "In", "[\"y\"]") "]}]") ","
+    PV("notin-absent", "[{\"matchExpressions\":[" EXPR("zone", "NotIn", "[\"a\"]") "]}]") ","
+    PV("gt", "[{\"matchExpressions\":[" EXPR("gen", "Gt", "[\"4\"]") "]}]") ","
+    PV("lt", "[{\"matchExpressions\":[" EXPR("gen", "Lt", "[\"5\"]") "]}]") ","
+    PV("gt-bad-value", "[{\"matchExpressions\":[" EXPR("gen", "Gt", "[\"x\"]") "]}]") ","
+    PV("fields-in", "[{\"matchFields\":[" EXPR("metadata.name", "In", "[\"node2\"]") "]}]") ","
+    PV("fields-notin-and-label", "[{\"matchFields\":[" EXPR("metadata.name", "NotIn", "[\"node4\"]") "],"
+				 "\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"Exists\"}]}]") ","
+    PV("fields-wrong-key", "[{\"matchFields\":[" EXPR("metadata.uid", "In", "[\"node2\"]") "]}]") ","
+    PV("empty-term", "[{}]") ","
+    PV("empty-term-or-valid", "[{},{\"matchExpressions\":[" EXPR("zone", "In", "[\"b\"]") "]}]") ","
+    PV("bad-op-term-or-valid", "[{\"matchExpressions\":[" EXPR("zone", "Near", "[\"b\"]") "]},"
+			       "{\"matchFields\":[" EXPR("metadata.name", "In", "[\"node1\"]") "]}]") ","
+    PV("no-terms", "[]") ","
+    PV("exists", "[{\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"Exists\"}]}]") ","
+    PV("dne", "[{\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"DoesNotExist\"}]}]") ","
+    "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolume\",\"metadata\":{\"name\":\"nfs\"},"
+    "\"spec\":{}}"
+    "]}";
+/* clang-format on */
 
 static void test_node_affinity_table(void **state)
 {
