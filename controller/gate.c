@@ -162,21 +162,6 @@ static ng_status ledger_add_inflight(struct gate *g, const struct kube_snapshot 
 	return NG_OK;
 }
 
-struct cand {
-	const struct kube_nd *nd;
-	const char *name;
-};
-
-static int cmp_cand(const void *a, const void *b)
-{
-	const struct kube_nd *x = ((const struct cand *)a)->nd, *y = ((const struct cand *)b)->nd;
-	if (x->priority != y->priority)
-		return x->priority > y->priority ? -1 : 1;
-	if (x->created_ms != y->created_ms)
-		return x->created_ms < y->created_ms ? -1 : 1;
-	return strcmp(((const struct cand *)a)->name, ((const struct cand *)b)->name);
-}
-
 static ng_status put_time(struct ng_buf *b, int64_t ms)
 {
 	char ts[32];
@@ -417,7 +402,7 @@ static void run_round(struct gate *g, struct kube_snapshot *s, bool changed, int
 	struct ng_arena *arena = ng_arena_create(ROUND_ARENA_BYTES);
 	size_t n;
 	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
-	struct cand *c = malloc((n ? n : 1) * sizeof(*c));
+	const struct kube_nd **c = malloc((n ? n : 1) * sizeof(*c));
 	if (!ledger || !arena || !c || ledger_add_inflight(g, s, ledger, now) != NG_OK)
 		goto out;
 	size_t nc = 0;
@@ -426,18 +411,21 @@ static void run_round(struct gate *g, struct kube_snapshot *s, bool changed, int
 		const struct kube_nd *nd = &nds[i];
 		if (nd->deleting || (nd->state != KUBE_ND_UNKNOWN && nd->state != KUBE_ND_PENDING))
 			continue;
-		const struct written *w = written_get(g, nd->name);
-		bool due = w && w->next_retry_ms && now >= w->next_retry_ms;
-		if (!changed && !due && nd->state != KUBE_ND_UNKNOWN)
-			continue;
-		c[nc++] = (struct cand){nd, ng_intern_str(pool, nd->name, NULL)};
+		c[nc++] = nd; /* the whole queue is ranked, even when few are decided */
 	}
-	qsort(c, nc, sizeof(*c), cmp_cand);
+	if (pol_rank_pending(s, &cfg, c, nc, arena) != NG_OK)
+		goto out;
 	for (size_t i = 0; i < nc && !atomic_load(&g->stop); i++) {
 		if (g->cfg.leader && !leader_is_leader(g->cfg.leader))
 			break;
+		/* Nothing changed since the last round: only retries that fell due are decided. */
+		const struct written *w = written_get(g, c[i]->name);
+		bool due = w && w->next_retry_ms && now >= w->next_retry_ms;
+		if (!changed && !due && c[i]->state != KUBE_ND_UNKNOWN)
+			continue;
 		ng_arena_reset(arena);
-		if (!decide_one(g, s, &cfg, ledger, c[i].nd, c[i].name, now, arena))
+		if (!decide_one(g, s, &cfg, ledger, c[i], ng_intern_str(pool, c[i]->name, NULL),
+				now, arena))
 			break;
 	}
 out:

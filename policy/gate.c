@@ -17,7 +17,7 @@ const char *pol_gate_outcome_str(enum pol_gate_outcome o)
 
 void pol_gate_config_from(const struct kube_snapshot *s, struct pol_gate_config *ret)
 {
-	struct pol_gate_config c = {.reject_empty = true};
+	struct pol_gate_config c = {.reject_empty = true, .serial_control_plane = true};
 	const struct kube_ngc *ngc = kube_snapshot_config(s);
 	if (ngc) {
 		/* An unreadable config pauses: deciding on half-read rules could grant what they
@@ -84,6 +84,19 @@ ng_status pol_ledger_grant(struct pol_ledger *l, uint32_t nd_name, const uint32_
 
 /* ---- evaluation ---- */
 
+static uint32_t control_plane_key(const struct kube_snapshot *s)
+{
+	static const char key[] = "node-role.kubernetes.io/control-plane";
+	return ng_intern_find(kube_snapshot_pool(s), key, sizeof(key) - 1);
+}
+
+static bool is_control_plane(const struct kube_snapshot *s, uint32_t cp_key, uint32_t node)
+{
+	uint32_t v;
+	const struct kube_node *n = kube_snapshot_find_node(s, node);
+	return cp_key != NG_INTERN_NONE && n && kube_labels_get(n->labels, n->nlabels, cp_key, &v);
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -126,6 +139,65 @@ static ng_status resolve_nodes(const struct kube_snapshot *s, const struct kube_
 			out[u++] = out[i];
 	*ret = out;
 	*ret_n = u;
+	return NG_OK;
+}
+
+struct rank {
+	const struct kube_nd *nd;
+	const char *name;
+	bool cp;
+	bool in_progress; /* the requestor holds a Granted request */
+	size_t requestor_pending;
+};
+
+static int cmp_rank(const void *a, const void *b)
+{
+	const struct rank *x = a, *y = b;
+	if (x->cp != y->cp)
+		return x->cp ? -1 : 1;
+	if (x->nd->priority != y->nd->priority)
+		return x->nd->priority > y->nd->priority ? -1 : 1;
+	if (x->in_progress != y->in_progress)
+		return x->in_progress ? -1 : 1;
+	if (x->requestor_pending != y->requestor_pending)
+		return x->requestor_pending < y->requestor_pending ? -1 : 1;
+	if (x->nd->created_ms != y->nd->created_ms)
+		return x->nd->created_ms < y->nd->created_ms ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+ng_status pol_rank_pending(const struct kube_snapshot *s, struct pol_gate_config *cfg,
+			   const struct kube_nd **nds, size_t n, struct ng_arena *arena)
+{
+	struct rank *r = ng_arena_alloc(arena, (n ? n : 1) * sizeof(*r));
+	if (!r)
+		return NG_ENOMEM;
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	uint32_t cp_key = control_plane_key(s);
+	size_t nall;
+	const struct kube_nd *all = kube_snapshot_nds(s, &nall);
+	cfg->control_plane_pending = 0;
+	for (size_t i = 0; i < n; i++) {
+		r[i] = (struct rank){.nd = nds[i], .name = ng_intern_str(pool, nds[i]->name, NULL)};
+		uint32_t who = nds[i]->requestor;
+		for (size_t k = 0; who != NG_INTERN_NONE && k < nall; k++)
+			r[i].in_progress |=
+			    all[k].requestor == who && all[k].state == KUBE_ND_GRANTED;
+		for (size_t k = 0; who != NG_INTERN_NONE && k < n; k++)
+			r[i].requestor_pending += nds[k]->requestor == who;
+		if (cfg->serial_control_plane && cp_key != NG_INTERN_NONE) {
+			uint32_t *nodes;
+			size_t nn;
+			if (resolve_nodes(s, nds[i], arena, &nodes, &nn) != NG_OK)
+				return NG_ENOMEM;
+			for (size_t k = 0; k < nn && !r[i].cp; k++)
+				r[i].cp = is_control_plane(s, cp_key, nodes[k]);
+			cfg->control_plane_pending += r[i].cp;
+		}
+	}
+	qsort(r, n, sizeof(*r), cmp_rank);
+	for (size_t i = 0; i < n; i++)
+		nds[i] = r[i].nd;
 	return NG_OK;
 }
 
@@ -412,6 +484,49 @@ ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct po
 				       str(&e, nodes[i]), str(&e, h));
 				goto out;
 			}
+		}
+	}
+	/* 6. Control-plane nodes: one at a time, first, never with workers. */
+	if (cfg->serial_control_plane) {
+		uint32_t cp_key = control_plane_key(s);
+		size_t cp = 0;
+		for (size_t i = 0; i < d.nnodes; i++)
+			cp += is_control_plane(s, cp_key, nodes[i]);
+		if (cp && cp < d.nnodes) {
+			d.outcome = POL_GATE_REJECT;
+			ng_fmt(d.reason, sizeof(d.reason),
+			       "control-plane nodes are never disrupted together with workers");
+			goto out;
+		}
+		if (cp > 1) {
+			d.outcome = POL_GATE_REJECT;
+			ng_fmt(d.reason, sizeof(d.reason),
+			       "control-plane nodes are disrupted one at a time (%zu requested)",
+			       cp);
+			goto out;
+		}
+		size_t nall, held_cp = 0, held_other = 0;
+		const struct kube_node *all = kube_snapshot_nodes(s, &nall);
+		for (size_t i = 0; i < nall; i++) {
+			uint32_t h = pol_ledger_holder(ledger, all[i].name);
+			if (h == NG_INTERN_NONE || h == nd->name)
+				continue;
+			if (is_control_plane(s, cp_key, all[i].name))
+				held_cp++;
+			else
+				held_other++;
+		}
+		bool wait =
+		    cp ? held_cp + held_other > 0 : held_cp > 0 || cfg->control_plane_pending > 0;
+		if (wait) {
+			d.outcome = POL_GATE_PENDING;
+			ng_fmt(d.reason, sizeof(d.reason), "%s",
+			       cp ? "waiting: a control-plane node goes alone, and other nodes are "
+				    "disrupted now"
+				  : "waiting: control-plane nodes are disrupted first, and one is "
+				    "pending "
+				    "or disrupted now");
+			goto out;
 		}
 	}
 	/* 7. Every impacted budget; every failure is listed. */

@@ -20,6 +20,12 @@ struct pol_gate_config {
 	bool reject_overlapping;       /* default false */
 	const uint32_t *allowed_types; /* intern ids; none = any type */
 	size_t nallowed;
+	/* controlPlane.serial (default true): control-plane nodes (label
+	 * node-role.kubernetes.io/control-plane) are disrupted one at a time, before any pending
+	 * worker request, and never together with workers. */
+	bool serial_control_plane;
+	/* Pending requests that touch control-plane nodes: set by pol_rank_pending(). */
+	size_t control_plane_pending;
 };
 
 /** The defaults of DESIGN.md §3.4 overlaid with what the snapshot's NodeGateConfig sets. */
@@ -40,6 +46,16 @@ NG_NODISCARD ng_status pol_ledger_grant(struct pol_ledger *l, uint32_t nd_name,
 					const uint32_t *nodes, size_t n);
 /** The request holding @node, or NG_INTERN_NONE. */
 uint32_t pol_ledger_holder(const struct pol_ledger *l, uint32_t node);
+
+/**
+ * Orders the Pending requests @nds (n of them, in place) as DESIGN.md §4 says: control-plane
+ * requests first (when serial), priority descending, requestors that already hold a grant,
+ * requestors with fewer pending requests, creation time, name. Counts the pending control-plane
+ * requests into @cfg. NG_ENOMEM when @arena is full.
+ */
+NG_NODISCARD ng_status pol_rank_pending(const struct kube_snapshot *s, struct pol_gate_config *cfg,
+					const struct kube_nd **nds, size_t n,
+					struct ng_arena *arena);
 
 enum pol_gate_outcome {
 	POL_GATE_GRANT,
