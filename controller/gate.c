@@ -43,6 +43,13 @@ struct written {
 	uint32_t retry_count;
 };
 
+/* What this replica last wrote to a budget's status. */
+struct budget_written {
+	uint8_t kind;
+	uint32_t ns, name;
+	uint64_t hash;
+};
+
 /* A grant written whose effect the cache does not show yet. */
 struct inflight {
 	uint32_t name;
@@ -64,6 +71,10 @@ struct gate {
 	struct ng_map w_by_name; /* name -> index into w */
 	struct inflight *inf;
 	size_t ninf, capinf;
+	struct budget_written *bw;
+	size_t nbw, capbw;
+	int64_t budgets_written_ms;
+	bool budgets_dirty; /* the cache changed since budget status was last written */
 	unsigned int seed;
 	_Atomic uint64_t decisions[3], writes, conflicts, errors, decision_us_sum, buckets[8];
 };
@@ -394,6 +405,134 @@ static bool decide_one(struct gate *g, const struct kube_snapshot *s,
 	return cont;
 }
 
+/* Budget status is refreshed at most this often: pod churn republishes the cache every
+ * window, and each refresh walks every budget's scope. */
+#define BUDGET_STATUS_MS 500
+/* ADB status.watchedNodes lists at most this many names (DESIGN.md §3.3). */
+#define WATCHED_NAMES_CAP 1000
+
+static uint64_t hash_bytes(const char *p, size_t n)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)p[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static struct budget_written *budget_slot(struct gate *g, uint8_t kind, uint32_t ns, uint32_t name)
+{
+	for (size_t i = 0; i < g->nbw; i++)
+		if (g->bw[i].kind == kind && g->bw[i].ns == ns && g->bw[i].name == name)
+			return &g->bw[i];
+	if (g->nbw == g->capbw) {
+		size_t cap = g->capbw ? g->capbw * 2 : 16;
+		struct budget_written *p = realloc(g->bw, cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		g->bw = p;
+		g->capbw = cap;
+	}
+	g->bw[g->nbw] = (struct budget_written){kind, ns, name, 0};
+	return &g->bw[g->nbw++];
+}
+
+static ng_status budget_body(const struct kube_snapshot *s, enum kube_resource kind,
+			     const struct pol_budget_status *bs, struct ng_buf *b)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	ng_status st = ng_buf_puts(b, "{\"status\":{\"watchedNodes\":");
+	if (kind == KUBE_RES_ADBS) {
+		st = st ? st : ng_buf_puts(b, "[");
+		for (size_t i = 0; st == NG_OK && i < bs->watched && i < WATCHED_NAMES_CAP; i++) {
+			st = i ? ng_buf_puts(b, ",") : NG_OK;
+			st = st ? st : put_str(b, ng_intern_str(pool, bs->nodes[i], NULL));
+		}
+		st = st ? st : ng_buf_puts(b, "],\"watchedNodeCount\":");
+		st = st ? st : ng_buf_i64(b, (int64_t)bs->watched);
+	} else {
+		st = st ? st : ng_buf_i64(b, (int64_t)bs->watched);
+		st = st ? st : ng_buf_puts(b, ",\"unavailableNodes\":");
+		st = st ? st : ng_buf_i64(b, (int64_t)bs->unavailable);
+	}
+	st = st ? st : ng_buf_puts(b, ",\"currentDisruptions\":");
+	st = st ? st : ng_buf_i64(b, (int64_t)bs->current);
+	st = st ? st : ng_buf_puts(b, ",\"disruptionsAllowed\":");
+	st = st ? st : ng_buf_i64(b, bs->allowed);
+	st = st ? st : ng_buf_puts(b, ",\"disruptions\":[");
+	for (size_t i = 0; st == NG_OK && i < bs->nnds; i++) {
+		st = ng_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
+		st = st ? st : put_str(b, ng_intern_str(pool, bs->nd_names[i], NULL));
+		st = st ? st : ng_buf_puts(b, ",\"state\":");
+		st = st ? st
+			: put_str(b, bs->nd_states[i] == KUBE_ND_GRANTED ? "Granted" : "Pending");
+		st = st ? st : ng_buf_puts(b, "}");
+	}
+	st = st ? st : ng_buf_puts(b, "],\"conditions\":[{\"type\":\"Valid\",\"status\":");
+	st = st ? st : put_str(b, bs->invalid ? "False" : "True");
+	st = st ? st : ng_buf_puts(b, ",\"reason\":");
+	st = st ? st : put_str(b, bs->invalid ? "Invalid" : "Valid");
+	st = st ? st : ng_buf_puts(b, "}]}}");
+	return st;
+}
+
+/* Writes every budget's status that changed since this replica last wrote it. */
+static void write_budget_status(struct gate *g, const struct kube_snapshot *s,
+				const struct pol_ledger *ledger, struct ng_arena *arena)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	for (int k = 0; k < 2 && !atomic_load(&g->stop); k++) {
+		enum kube_resource kind = k ? KUBE_RES_ADBS : KUBE_RES_NDBS;
+		size_t n = kube_snapshot_count(s, kind);
+		for (size_t i = 0; i < n; i++) {
+			size_t nn;
+			const struct kube_budget_common *c = kind == KUBE_RES_NDBS
+								 ? &kube_snapshot_ndbs(s, &nn)[i].b
+								 : &kube_snapshot_adbs(s, &nn)[i].b;
+			ng_arena_reset(arena);
+			struct pol_budget_status bs;
+			struct ng_buf body, out;
+			ng_buf_init(&body, 1u << 20);
+			ng_buf_init(&out, 1u << 20);
+			if (pol_budget_status(s, ledger, kind, i, arena, &bs) != NG_OK ||
+			    budget_body(s, kind, &bs, &body) != NG_OK) {
+				ng_buf_finish(&body);
+				continue;
+			}
+			uint64_t h = hash_bytes(body.data, body.len);
+			struct budget_written *w = budget_slot(g, (uint8_t)kind, c->ns, c->name);
+			if (w && w->hash == h) {
+				ng_buf_finish(&body);
+				continue;
+			}
+			char path[600];
+			if (kind == KUBE_RES_NDBS)
+				ng_fmt(path, sizeof(path),
+				       "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets/%s/status",
+				       ng_intern_str(pool, c->name, NULL));
+			else
+				ng_fmt(path, sizeof(path),
+				       "/apis/nodegate.io/v1alpha1/namespaces/%s/"
+				       "applicationdisruptionbudgets/%s/status",
+				       ng_intern_str(pool, c->ns, NULL),
+				       ng_intern_str(pool, c->name, NULL));
+			long http = 0;
+			struct ng_err err = {0};
+			ng_status st = kube_client_request(
+			    g->client, "PATCH", path, "application/merge-patch+json", body.data,
+			    body.len, WRITE_TIMEOUT_MS, 1u << 20, &out, &http, &err);
+			if (st == NG_OK && http == 200 && w)
+				w->hash = h;
+			else if (!(st == NG_OK &&
+				   http == 404)) /* deleted meanwhile: nothing to do */
+				inc(&g->errors, 1);
+			ng_buf_finish(&body);
+			ng_buf_finish(&out);
+		}
+	}
+}
+
 static void run_round(struct gate *g, struct kube_snapshot *s, bool changed, int64_t now)
 {
 	struct pol_gate_config cfg;
@@ -428,6 +567,13 @@ static void run_round(struct gate *g, struct kube_snapshot *s, bool changed, int
 				now, arena))
 			break;
 	}
+	g->budgets_dirty |= changed;
+	if (g->budgets_dirty && now - g->budgets_written_ms >= BUDGET_STATUS_MS &&
+	    (!g->cfg.leader || leader_is_leader(g->cfg.leader))) {
+		write_budget_status(g, s, ledger, arena);
+		g->budgets_written_ms = now;
+		g->budgets_dirty = false;
+	}
 out:
 	free(c);
 	ng_arena_destroy(arena);
@@ -450,6 +596,8 @@ static void *run(void *arg)
 		struct timespec ts = {0, POLL_MS * 1000000L};
 		if (g->cfg.leader && !leader_is_leader(g->cfg.leader)) {
 			g->nw = 0; /* a new term starts from what the cache says */
+			g->nbw = 0;
+			g->budgets_dirty = true;
 			ng_map_finish(&g->w_by_name);
 			while (g->ninf)
 				inflight_drop(g, 0);
@@ -467,7 +615,9 @@ static void *run(void *arg)
 		int64_t now = ng_now_wall_ms();
 		int64_t due = next_due(g);
 		bool changed = gen != g->seen_generation || term != g->term;
-		if (changed || (due && now >= due) || g->ninf) {
+		bool budgets_due =
+		    g->budgets_dirty && now - g->budgets_written_ms >= BUDGET_STATUS_MS;
+		if (changed || (due && now >= due) || g->ninf || budgets_due) {
 			g->seen_generation = gen;
 			g->term = term;
 			struct kube_snapshot *s = kube_store_acquire(g->cfg.store);
@@ -535,6 +685,7 @@ void gate_stop(struct gate *g)
 		inflight_drop(g, 0);
 	free(g->inf);
 	free(g->w);
+	free(g->bw);
 	ng_map_finish(&g->w_by_name);
 	kube_client_destroy(g->client);
 	free(g);

@@ -562,3 +562,122 @@ out:
 	*ret = d;
 	return NG_OK;
 }
+
+/* ---- budget status ---- */
+
+/* The scope of a budget: NDB pool nodes (with which are disrupted) or ADB watched nodes. */
+static ng_status scope_of(const struct kube_snapshot *s, const struct pol_ledger *ledger,
+			  enum kube_resource kind, size_t index, struct ng_arena *arena,
+			  uint32_t **ret_nodes, uint8_t **ret_dis, size_t *ret_n,
+			  size_t *ret_unavail, struct bud_limits *ret_lim, bool *ret_invalid)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	size_t nall, n = 0;
+	const struct kube_node *nodes = kube_snapshot_nodes(s, &nall);
+	struct ng_err err = {0};
+	memset(ret_lim, 0, sizeof(*ret_lim));
+	*ret_unavail = 0;
+	*ret_invalid = false;
+	uint32_t *scope = ng_arena_alloc(arena, (nall ? nall : 1) * sizeof(*scope));
+	uint8_t *dis = ng_arena_alloc(arena, nall ? nall : 1);
+	if (!scope || !dis)
+		return NG_ENOMEM;
+	if (kind == KUBE_RES_NDBS) {
+		size_t nb;
+		const struct kube_ndb *b = &kube_snapshot_ndbs(s, &nb)[index];
+		*ret_invalid = b->b.invalid;
+		for (size_t i = 0; !b->b.invalid && i < nall; i++) {
+			if (!bud_selector_matches(&b->node_selector, nodes[i].labels,
+						  nodes[i].nlabels, pool))
+				continue;
+			bool unavail = node_unavailable(&nodes[i]);
+			*ret_unavail += unavail;
+			dis[n] = pol_ledger_holder(ledger, nodes[i].name) != NG_INTERN_NONE ||
+				 (b->count_unavailable && unavail);
+			scope[n++] = nodes[i].name;
+		}
+		if (b->max_disrupted.set) {
+			ret_lim->has_max = true;
+			*ret_invalid |= bud_int_or_percent_from(&b->max_disrupted, pool, "max",
+								&ret_lim->max, &err) != NG_OK;
+		}
+		if (b->min_undisrupted.set) {
+			ret_lim->has_min = true;
+			*ret_invalid |= bud_int_or_percent_from(&b->min_undisrupted, pool, "min",
+								&ret_lim->min, &err) != NG_OK;
+		}
+	} else {
+		size_t na;
+		const struct kube_adb *a = &kube_snapshot_adbs(s, &na)[index];
+		*ret_invalid = a->b.invalid;
+		struct bud_adb_scope sc;
+		if (!a->b.invalid) {
+			if (bud_adb_scope(s, a, arena, &sc) != NG_OK)
+				return NG_ENOMEM;
+			for (size_t i = 0; i < sc.nnodes; i++) {
+				dis[n] = pol_ledger_holder(ledger, sc.nodes[i]) != NG_INTERN_NONE;
+				scope[n++] = sc.nodes[i];
+			}
+			ret_lim->has_max = true;
+			*ret_invalid |= bud_int_or_percent_from(&a->max_disruptions, pool, "max",
+								&ret_lim->max, &err) != NG_OK;
+		}
+	}
+	*ret_nodes = scope;
+	*ret_dis = dis;
+	*ret_n = n;
+	return NG_OK;
+}
+
+ng_status pol_budget_status(const struct kube_snapshot *s, const struct pol_ledger *ledger,
+			    enum kube_resource kind, size_t index, struct ng_arena *arena,
+			    struct pol_budget_status *ret)
+{
+	struct pol_budget_status st = {0};
+	uint32_t *scope;
+	uint8_t *dis;
+	struct bud_limits lim;
+	if (scope_of(s, ledger, kind, index, arena, &scope, &dis, &st.watched, &st.unavailable,
+		     &lim, &st.invalid) != NG_OK)
+		return NG_ENOMEM;
+	for (size_t i = 0; i < st.watched; i++)
+		st.current += dis[i];
+	if (!st.invalid) {
+		struct bud_check c;
+		bud_check_limits(&lim, (int64_t)st.watched, (int64_t)st.current, 0, &c);
+		st.allowed = c.allowed;
+	}
+	qsort(scope, st.watched, sizeof(*scope), cmp_u32);
+	st.nodes = scope;
+	/* Requests touching the scope, as status.disruptions lists them. */
+	size_t nnd;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &nnd);
+	uint32_t *names = ng_arena_alloc(arena, (nnd ? nnd : 1) * sizeof(*names));
+	uint8_t *states = ng_arena_alloc(arena, nnd ? nnd : 1);
+	if (!names || !states)
+		return NG_ENOMEM;
+	for (size_t i = 0; i < nnd; i++) {
+		if (nds[i].state == KUBE_ND_REJECTED)
+			continue;
+		const uint32_t *nodes = nds[i].disrupted;
+		size_t n = nds[i].ndisrupted;
+		uint32_t *resolved;
+		if (nds[i].state != KUBE_ND_GRANTED) {
+			if (resolve_nodes(s, &nds[i], arena, &resolved, &n) != NG_OK)
+				return NG_ENOMEM;
+			nodes = resolved;
+		}
+		bool touches = false;
+		for (size_t k = 0; k < n && !touches; k++)
+			touches = in_sorted(scope, st.watched, nodes[k]);
+		if (touches) {
+			names[st.nnds] = nds[i].name;
+			states[st.nnds++] =
+			    nds[i].state == KUBE_ND_GRANTED ? KUBE_ND_GRANTED : KUBE_ND_PENDING;
+		}
+	}
+	st.nd_names = names;
+	st.nd_states = states;
+	*ret = st;
+	return NG_OK;
+}

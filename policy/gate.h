@@ -99,4 +99,26 @@ NG_NODISCARD ng_status pol_evaluate_disruption(const struct kube_snapshot *s,
 					       struct ng_arena *arena,
 					       struct pol_gate_decision *ret);
 
+/* What a budget's status shows (DESIGN.md §3.2, §3.3), computed from the same ledger. */
+struct pol_budget_status {
+	size_t watched;           /* nodes in scope */
+	const uint32_t *nodes;    /* the scope (ADB: sorted node name ids); arena memory */
+	size_t unavailable;       /* NDB: unavailable pool nodes */
+	size_t current;           /* scope nodes disrupted now */
+	int64_t allowed;          /* more scope nodes that may be disrupted now (>= 0) */
+	const uint32_t *nd_names; /* requests touching the scope (Granted or Pending) */
+	const uint8_t *nd_states; /* their enum kube_nd_state */
+	size_t nnds;
+	bool invalid; /* the budget could not be read: allowed is 0 */
+};
+
+/**
+ * Computes the status of NodeDisruptionBudget (@kind KUBE_RES_NDBS) or
+ * ApplicationDisruptionBudget (KUBE_RES_ADBS) number @index of @s. Arrays from @arena.
+ */
+NG_NODISCARD ng_status pol_budget_status(const struct kube_snapshot *s,
+					 const struct pol_ledger *ledger, enum kube_resource kind,
+					 size_t index, struct ng_arena *arena,
+					 struct pol_budget_status *ret);
+
 #endif

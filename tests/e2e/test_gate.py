@@ -134,6 +134,53 @@ class GateTest(E2ETest):
         self.wait_state("second", "Granted")
         print(f"\n  grant deleted -> next Granted in {time.monotonic() - t0:.3f} s", file=sys.stderr)
 
+    def budget_status(self, path):
+        code, body, _ = self.api.api("GET", path)
+        return body.get("status", {}) if code == 200 else {}
+
+    def test_U06_ndb_status_follows_the_pool(self):
+        self.ndb("pool", dict(ON_TEST1, maxDisruptedNodes=1))
+        path = f"{NDB_PATH}/pool"
+        ok, _ = eventually(lambda: self.budget_status(path).get("watchedNodes") == 2)
+        self.assertTrue(ok, self.budget_status(path))
+        self.assertEqual(self.budget_status(path)["disruptionsAllowed"], 1)
+        node4 = {"apiVersion": "v1", "kind": "Node",
+                 "metadata": {"name": "node4", "labels": {"testselect": "test1"}},
+                 "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+        self.create("/api/v1/nodes", node4)
+        ok, _ = eventually(lambda: self.budget_status(path).get("watchedNodes") == 3)
+        self.assertTrue(ok, self.budget_status(path))
+        code, _, _ = self.api.api("DELETE", "/api/v1/nodes/node4")
+        self.assertEqual(code, 200)
+        ok, _ = eventually(lambda: self.budget_status(path).get("watchedNodes") == 2)
+        self.assertTrue(ok, self.budget_status(path))
+
+    def test_A01_A10_adb_status_watched_nodes_and_disruptions(self):
+        pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+               "metadata": {"name": "db-data", "namespace": "default", "labels": {"app": "db"}},
+               "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local-storage",
+                        "volumeName": "node3-pv-local", "resources": {"requests": {"storage": "1Gi"}}}}
+        self.create("/api/v1/namespaces/default/persistentvolumeclaims", pvc)
+        # The test API server has no volume controller: bind the claim as it would.
+        code, body, _ = self.api.api("PATCH", "/api/v1/namespaces/default/persistentvolumeclaims/db-data/status",
+                                     {"status": {"phase": "Bound"}}, ctype="application/merge-patch+json")
+        self.assertEqual(code, 200, body)
+        self.create(ADB_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "ApplicationDisruptionBudget",
+                               "metadata": {"name": "db", "namespace": "default"},
+                               "spec": {"podSelector": {"matchLabels": {"app": "db"}},
+                                        "pvcSelector": {"matchLabels": {"app": "db"}}, "maxDisruptions": 2}})
+        path = f"{ADB_PATH}/db"
+        ok, _ = eventually(lambda: self.budget_status(path).get("watchedNodes") == ["node1", "node3"])
+        self.assertTrue(ok, self.budget_status(path))  # A01: pod1's node and the PVC's pinned node
+        self.nd("a10", {"nodeNames": ["node1"]})
+        self.wait_state("a10", "Granted")
+        ok, _ = eventually(lambda: self.budget_status(path).get("currentDisruptions") == 1)
+        st = self.budget_status(path)
+        self.assertTrue(ok, st)
+        self.assertEqual(st["disruptionsAllowed"], 1)
+        self.assertEqual(st["disruptions"], [{"name": "a10", "state": "Granted"}])
+        self.assertEqual(st["watchedNodeCount"], 2)
+
     def test_ledger_never_grants_more_than_the_budget_under_a_burst(self):
         self.ndb("all", {"nodeSelector": {}, "maxDisruptedNodes": 1})
         for i, node in enumerate(["node1", "node2", "node3"]):
