@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""e2e: the gate never grants more than a budget allows — not under concurrency, not with a stale
+cache, not across a leader failover (gate.md R07 and the randomized safety test of issue 5).
+
+Two nodegate replicas run against one test API server and compete for the lease. An
+independent checker watches NodeDisruptions on the API server and, at every transition to
+Granted, recomputes each budget's disrupted nodes from the Granted requests it has seen; any
+excess is a violation. Budgets are only ever loosened during a run, so a request granted under
+an older, tighter budget can never look like an excess. Loops are bounded in count and time.
+
+Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository), NG_SAFETY_OPS (300)."""
+import os
+import random
+import signal
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import shutil
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_live_cache import CRDS, ND_PATH, Nodegate, ServerProcess, eventually  # noqa: E402
+
+NDB_PATH = "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets"
+NODES = [f"n{i:02d}" for i in range(14)]
+POOL = {n: ("a" if i < 7 else "b") for i, n in enumerate(NODES)}
+
+
+class Checker(threading.Thread):
+    """Follows NodeDisruptions and budgets through the API server's watch, independently of
+    nodegate, and records every moment a budget holds more Granted nodes than it allows."""
+
+    def __init__(self, api, limits):
+        super().__init__(daemon=True)
+        self.api = api
+        self.limits = dict(limits)  # budget -> (pool or None for all, max)
+        self.granted = {}           # nd name -> set(nodes)
+        self.violations = []
+        self.grants = 0
+        self.max_seen = {b: 0 for b in limits}
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+
+    def raise_limit(self, budget, new_max):
+        with self.lock:
+            pool, _ = self.limits[budget]
+            self.limits[budget] = (pool, new_max)
+
+    def check(self, why):
+        for b, (pool, mx) in self.limits.items():
+            nodes = set()
+            for ns in self.granted.values():
+                nodes |= {n for n in ns if pool is None or POOL.get(n) == pool}
+            self.max_seen[b] = max(self.max_seen[b], len(nodes))
+            if len(nodes) > mx:
+                self.violations.append(f"{why}: budget {b} allows {mx}, {len(nodes)} granted: {sorted(nodes)}")
+
+    def run(self):
+        rv = None
+        while not self.stop.is_set():
+            q = f"{ND_PATH}?watch=1&allowWatchBookmarks=true" + (f"&resourceVersion={rv}" if rv else "")
+            try:
+                w = self.api.watch(q, timeout=5)
+                while not self.stop.is_set():
+                    ev = w.next()
+                    if ev is None:
+                        break
+                    obj = ev["object"]
+                    rv = obj.get("metadata", {}).get("resourceVersion", rv)
+                    if ev["type"] == "ERROR":
+                        rv = None  # 410: start over with synthetic ADDED events
+                        with self.lock:
+                            self.granted.clear()
+                        break
+                    if ev["type"] == "BOOKMARK":
+                        continue
+                    name = obj["metadata"]["name"]
+                    st = obj.get("status", {})
+                    with self.lock:
+                        if ev["type"] != "DELETED" and st.get("state") == "Granted":
+                            if name not in self.granted:
+                                self.grants += 1
+                            self.granted[name] = set(st.get("disruptedNodes", []))
+                            self.check(f"{name} granted")
+                        else:
+                            self.granted.pop(name, None)
+                w.close()
+            except OSError:
+                time.sleep(0.2)
+
+
+class SafetyTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ng-safety-")
+        self.api = ServerProcess(fixtures=CRDS)
+        self.api.start()
+        self.replicas = []
+        try:
+            for n in NODES:
+                code, body, _ = self.api.api("POST", "/api/v1/nodes", {
+                    "apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": n, "labels": {"pool": POOL[n]}},
+                    "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+                self.assertEqual(code, 201, body)
+            for i in range(2):
+                d = os.path.join(self.tmp, f"r{i}")
+                os.makedirs(d)
+                self.replicas.append(Nodegate(self.api, d))
+        except BaseException:
+            self.tearDown()
+            raise
+
+    def tearDown(self):
+        for r in self.replicas:
+            r.stop()  # also closes the log of a replica the test killed
+        self.api.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def ndb(self, name, selector, mx):
+        code, body, _ = self.api.api("POST", NDB_PATH, {
+            "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget",
+            "metadata": {"name": name},
+            "spec": {"nodeSelector": selector, "maxDisruptedNodes": mx, "countUnavailableNodes": False}})
+        self.assertEqual(code, 201, body)
+
+    def nd(self, name, nodes, retry=True):
+        return self.api.api("POST", ND_PATH, {
+            "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption",
+            "metadata": {"name": name}, "spec": {"nodeNames": nodes, "retry": {"enabled": retry}}})[0]
+
+    def leader(self):
+        for r in self.replicas:
+            if r.proc.poll() is None and r.metric("nodegate_leader") == 1:
+                return r
+        return None
+
+    def states(self):
+        code, body, _ = self.api.api("GET", ND_PATH)
+        return {o["metadata"]["name"]: o.get("status", {}).get("state") for o in body.get("items", [])}
+
+    def test_R07_two_replicas_burst_and_leader_failover(self):
+        self.ndb("all", {}, 5)
+        checker = Checker(self.api, {"all": (None, 5)})
+        checker.start()
+        leader, _ = eventually(self.leader, timeout=30)
+        self.assertIsNotNone(leader, "no replica took the lease")
+        # 200 requests at once, each for one node (14 nodes, so they overlap heavily).
+        for i in range(200):
+            self.assertEqual(self.nd(f"burst-{i:03d}", [NODES[i % len(NODES)]]), 201)
+        ok, _ = eventually(lambda: checker.grants >= 5, timeout=30)
+        self.assertTrue(ok, "the leader never granted")
+        # Kill the leader mid-way, release a few grants, and let the other take over.
+        leader.proc.send_signal(signal.SIGKILL)
+        leader.proc.wait(10)
+        t0 = time.monotonic()
+        other, _ = eventually(self.leader, timeout=30)
+        self.assertIsNotNone(other, "no replica took over")
+        print(f"\n  takeover after SIGKILL: {time.monotonic() - t0:.1f} s", file=sys.stderr)
+        for name, st in list(self.states().items())[:40]:
+            if st == "Granted":
+                self.api.api("DELETE", f"{ND_PATH}/{name}")
+        before = checker.grants
+        ok, _ = eventually(lambda: checker.grants > before, timeout=30)
+        self.assertTrue(ok, "the new leader never granted")
+        time.sleep(1)
+        checker.stop.set()
+        self.assertEqual(checker.violations, [])
+        self.assertLessEqual(checker.max_seen["all"], 5)
+        print(f"  grants observed: {checker.grants}, most nodes granted at once: {checker.max_seen['all']}",
+              file=sys.stderr)
+
+    def test_randomized_safety_under_faults(self):
+        rnd = random.Random(int(os.environ.get("NG_SAFETY_SEED", "20261122")))
+        ops = int(os.environ.get("NG_SAFETY_OPS", "300"))
+        self.ndb("pool-a", {"matchLabels": {"pool": "a"}}, 2)
+        self.ndb("pool-b", {"matchLabels": {"pool": "b"}}, 1)
+        self.ndb("all", {}, 3)
+        checker = Checker(self.api, {"pool-a": ("a", 2), "pool-b": ("b", 1), "all": (None, 3)})
+        checker.start()
+        self.assertIsNotNone(eventually(self.leader, timeout=30)[0])
+        names = []
+        killed = False
+        deadline = time.monotonic() + 240
+        for i in range(ops):
+            if time.monotonic() > deadline:
+                break
+            op = rnd.random()
+            if op < 0.45:
+                nodes = rnd.sample(NODES, rnd.choice([1, 1, 1, 2]))
+                if self.nd(f"r-{i:04d}", nodes, retry=rnd.random() < 0.7) == 201:
+                    names.append(f"r-{i:04d}")
+            elif op < 0.75 and names:
+                self.api.api("DELETE", f"{ND_PATH}/{names.pop(rnd.randrange(len(names)))}")
+            elif op < 0.80:
+                node = rnd.choice(NODES)
+                ready = rnd.choice(["True", "False"])
+                self.api.api("PATCH", f"/api/v1/nodes/{node}/status",
+                             {"status": {"conditions": [{"type": "Ready", "status": ready}]}},
+                             ctype="application/merge-patch+json")
+            elif op < 0.85:
+                self.api.control("drop-watches")
+            elif op < 0.90:
+                self.api.control("faults", {"path": "nodedisruptions/.*/status", "method": "PATCH",
+                                            "code": 409, "count": 3})
+            elif op < 0.93:
+                # Budgets are only loosened (see the module docstring).
+                b, pool = rnd.choice([("pool-a", "a"), ("pool-b", "b"), ("all", None)])
+                with checker.lock:
+                    new = checker.limits[b][1] + 1
+                checker.raise_limit(b, new)
+                self.api.api("PATCH", f"{NDB_PATH}/{b}", {"spec": {"maxDisruptedNodes": new}},
+                             ctype="application/merge-patch+json")
+            elif not killed and i > ops // 2:
+                leader = self.leader()
+                if leader:
+                    leader.proc.send_signal(signal.SIGKILL)
+                    leader.proc.wait(10)
+                    killed = True
+            time.sleep(rnd.random() * 0.02)
+        self.api.api("DELETE", "/_control/faults")
+        self.assertIsNotNone(eventually(self.leader, timeout=30)[0], "no leader after the run")
+        time.sleep(2)
+        checker.stop.set()
+        print(f"\n  grants observed: {checker.grants}, peaks {checker.max_seen}", file=sys.stderr)
+        self.assertEqual(checker.violations, [])
+        self.assertGreater(checker.grants, 10, "the run must actually grant")
+        self.assertTrue(killed, "the leader must have been killed once")
+
+
+if __name__ == "__main__":
+    unittest.main()
