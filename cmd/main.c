@@ -403,6 +403,8 @@ static ng_status render_controller(struct ng_buf *out, void *ctx)
 				   "nodegate_decision_duration_seconds_count %llu\n",
 				   (unsigned long long)count, (double)gs.decision_us_sum / 1e6,
 				   (unsigned long long)count);
+	if (st == NG_OK)
+		st = gate_render_budget_metrics(cm->gate, out);
 	return st;
 }
 

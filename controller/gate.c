@@ -74,6 +74,8 @@ struct gate {
 	struct budget_written *bw;
 	size_t nbw, capbw;
 	int64_t budgets_written_ms;
+	pthread_mutex_t metrics_mu; /* guards metrics_text: written by the gate, read by /metrics */
+	char *metrics_text;
 	bool budgets_dirty; /* the cache changed since budget status was last written */
 	unsigned int seed;
 	_Atomic uint64_t decisions[3], writes, conflicts, errors, decision_us_sum, buckets[8];
@@ -292,13 +294,15 @@ static void post_event(struct gate *g, const char *nd, const char *reason, const
 	ng_buf_finish(&b);
 }
 
-static int64_t backoff_ms(struct gate *g, uint32_t retry_count)
+static int64_t backoff_ms(struct gate *g, const struct pol_gate_config *cfg, uint32_t retry_count)
 {
-	int64_t ms = g->cfg.retry_initial_ms;
-	for (uint32_t i = 0; i < retry_count && ms < g->cfg.retry_max_ms; i++)
+	/* NodeGateConfig's retry settings, else the defaults (5 s, 300 s). */
+	int64_t ms = cfg->retry_initial_ms ? cfg->retry_initial_ms : g->cfg.retry_initial_ms;
+	int64_t max = cfg->retry_max_ms ? cfg->retry_max_ms : g->cfg.retry_max_ms;
+	for (uint32_t i = 0; i < retry_count && ms < max; i++)
 		ms *= 2;
-	if (ms > g->cfg.retry_max_ms)
-		ms = g->cfg.retry_max_ms;
+	if (ms > max)
+		ms = max;
 	int64_t span = ms / 5; /* ±20 % */
 	return ms - span + (span ? (int64_t)(rand_r(&g->seed) % (unsigned)(2 * span + 1)) : 0);
 }
@@ -336,7 +340,7 @@ static bool decide_one(struct gate *g, const struct kube_snapshot *s,
 	if (pending && nd->retry) {
 		if (retry_due || !w)
 			retry_count++;
-		next_retry = now + backoff_ms(g, retry_count);
+		next_retry = now + backoff_ms(g, cfg, retry_count);
 	}
 	struct ng_buf body, out;
 	ng_buf_init(&body, 1u << 20);
@@ -477,11 +481,27 @@ static ng_status budget_body(const struct kube_snapshot *s, enum kube_resource k
 	return st;
 }
 
+static ng_status metric_line(struct ng_buf *m, const char *metric, enum kube_resource kind,
+			     const char *ns, const char *name, int64_t v)
+{
+	ng_status st = ng_buf_printf(m, "%s{kind=\"%s\",namespace=", metric,
+				     kind == KUBE_RES_NDBS ? "NodeDisruptionBudget"
+							   : "ApplicationDisruptionBudget");
+	st = st ? st : ng_buf_json_str(m, ns, strlen(ns));
+	st = st ? st : ng_buf_puts(m, ",name=");
+	st = st ? st : ng_buf_json_str(m, name, strlen(name));
+	st = st ? st : ng_buf_printf(m, "} %lld\n", (long long)v);
+	return st;
+}
+
 /* Writes every budget's status that changed since this replica last wrote it. */
 static void write_budget_status(struct gate *g, const struct kube_snapshot *s,
 				const struct pol_ledger *ledger, struct ng_arena *arena)
 {
 	const struct ng_intern *pool = kube_snapshot_pool(s);
+	struct ng_buf allowed, current;
+	ng_buf_init(&allowed, 8u << 20);
+	ng_buf_init(&current, 8u << 20);
 	for (int k = 0; k < 2 && !atomic_load(&g->stop); k++) {
 		enum kube_resource kind = k ? KUBE_RES_ADBS : KUBE_RES_NDBS;
 		size_t n = kube_snapshot_count(s, kind);
@@ -500,6 +520,13 @@ static void write_budget_status(struct gate *g, const struct kube_snapshot *s,
 				ng_buf_finish(&body);
 				continue;
 			}
+			const char *ns =
+			    c->ns == NG_INTERN_NONE ? "" : ng_intern_str(pool, c->ns, NULL);
+			const char *nm = ng_intern_str(pool, c->name, NULL);
+			(void)metric_line(&allowed, "nodegate_budget_disruptions_allowed", kind, ns,
+					  nm, bs.allowed);
+			(void)metric_line(&current, "nodegate_budget_current_disruptions", kind, ns,
+					  nm, (int64_t)bs.current);
 			uint64_t h = hash_bytes(body.data, body.len);
 			struct budget_written *w = budget_slot(g, (uint8_t)kind, c->ns, c->name);
 			if (w && w->hash == h) {
@@ -531,6 +558,35 @@ static void write_budget_status(struct gate *g, const struct kube_snapshot *s,
 			ng_buf_finish(&out);
 		}
 	}
+	struct ng_buf text;
+	ng_buf_init(&text, 16u << 20);
+	if (ng_buf_puts(&text, "# HELP nodegate_budget_disruptions_allowed More nodes a budget "
+			       "allows to be disrupted now.\n"
+			       "# TYPE nodegate_budget_disruptions_allowed gauge\n") == NG_OK &&
+	    ng_buf_append(&text, allowed.data ? allowed.data : "", allowed.len) == NG_OK &&
+	    ng_buf_puts(&text, "# HELP nodegate_budget_current_disruptions Nodes of a budget's "
+			       "scope disrupted now.\n"
+			       "# TYPE nodegate_budget_current_disruptions gauge\n") == NG_OK &&
+	    ng_buf_append(&text, current.data ? current.data : "", current.len) == NG_OK) {
+		char *p = ng_buf_take(&text, NULL);
+		pthread_mutex_lock(&g->metrics_mu);
+		char *old = g->metrics_text;
+		g->metrics_text = p;
+		pthread_mutex_unlock(&g->metrics_mu);
+		free(old);
+	}
+	ng_buf_finish(&text);
+	ng_buf_finish(&allowed);
+	ng_buf_finish(&current);
+}
+
+ng_status gate_render_budget_metrics(const struct gate *cg, struct ng_buf *out)
+{
+	struct gate *g = (struct gate *)(uintptr_t)cg;
+	pthread_mutex_lock(&g->metrics_mu);
+	ng_status st = g->metrics_text ? ng_buf_puts(out, g->metrics_text) : NG_OK;
+	pthread_mutex_unlock(&g->metrics_mu);
+	return st;
 }
 
 static void run_round(struct gate *g, struct kube_snapshot *s, bool changed, int64_t now)
@@ -638,6 +694,7 @@ struct gate *gate_start(const struct gate_config *cfg, struct ng_err *reterr)
 		return NULL;
 	}
 	g->cfg = *cfg;
+	pthread_mutex_init(&g->metrics_mu, NULL);
 	if (g->cfg.retry_initial_ms <= 0)
 		g->cfg.retry_initial_ms = 5000;
 	if (g->cfg.retry_max_ms <= 0)
@@ -686,6 +743,8 @@ void gate_stop(struct gate *g)
 	free(g->inf);
 	free(g->w);
 	free(g->bw);
+	free(g->metrics_text);
+	pthread_mutex_destroy(&g->metrics_mu);
 	ng_map_finish(&g->w_by_name);
 	kube_client_destroy(g->client);
 	free(g);

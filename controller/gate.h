@@ -44,6 +44,13 @@ struct gate;
 struct gate *gate_start(const struct gate_config *cfg, struct ng_err *reterr);
 /** Counters (each read atomically). Any thread. */
 void gate_get_stats(const struct gate *g, struct gate_stats *ret);
+struct ng_buf;
+/**
+ * Appends nodegate_budget_disruptions_allowed and nodegate_budget_current_disruptions for every
+ * budget, as of the last budget status pass (none while not leading). Any thread.
+ */
+NG_NODISCARD ng_status gate_render_budget_metrics(const struct gate *g, struct ng_buf *out);
+
 /** Stops and joins the thread. Accepts NULL. Main thread. */
 void gate_stop(struct gate *g);
 

@@ -801,6 +801,43 @@ static ng_status decode_ndb(struct ctx *c, const cJSON *o, uint32_t name)
 		return fail(c, st, "spec", "out of memory");
 	const cJSON *cu = ng_json_get(spec, "countUnavailableNodes");
 	n->count_unavailable = !cJSON_IsFalse(cu);
+	const cJSON *tt = ng_json_get(spec, "taintTargets");
+	if (tt && !cJSON_IsNull(tt) && !cJSON_IsArray(tt) && verr.status == NG_OK)
+		(void)ng_err_set(&verr, NG_EPARSE, 0, "spec.taintTargets: expected an array");
+	size_t nt = cJSON_IsArray(tt) ? (size_t)cJSON_GetArraySize(tt) : 0;
+	if (nt > NG_MAX_LABELS && verr.status == NG_OK)
+		(void)ng_err_set(&verr, NG_ELIMIT, 0, "spec.taintTargets: too many entries");
+	if (nt && verr.status == NG_OK) {
+		struct kube_taint_target *t = alloc(c, nt * sizeof(*t));
+		if (!t)
+			return fail(c, NG_ENOMEM, "spec.taintTargets", "out of memory");
+		size_t i = 0;
+		for (const cJSON *e = tt->child; e && verr.status == NG_OK; e = e->next, i++) {
+			const char *op = ng_json_str(e, "operator");
+			t[i].exists = op && strcmp(op, "Exists") == 0;
+			if (op && !t[i].exists && strcmp(op, "Equal") != 0)
+				(void)ng_err_set(
+				    &verr, NG_EPARSE, 0,
+				    "spec.taintTargets[%zu].operator: must be Equal or Exists", i);
+			if (!ng_json_str(e, "key"))
+				(void)ng_err_set(&verr, NG_EPARSE, 0,
+						 "spec.taintTargets[%zu].key: required", i);
+			if (verr.status != NG_OK)
+				break;
+			if ((st = opt_str(c, e, "key", "spec.taintTargets.key", &t[i].key)) !=
+				NG_OK ||
+			    (st = opt_str(c, e, "value", "spec.taintTargets.value", &t[i].val)) !=
+				NG_OK ||
+			    (st = opt_str(c, e, "effect", "spec.taintTargets.effect",
+					  &t[i].effect)) != NG_OK) {
+				if (st == NG_ENOMEM)
+					return st;
+				verr = *c->err;
+			}
+		}
+		n->taint_targets = t;
+		n->ntargets = (uint16_t)nt;
+	}
 	if (verr.status != NG_OK)
 		memset(&n->node_selector, 0, sizeof(n->node_selector));
 	return finish_budget(c, &n->b, &verr);
@@ -817,6 +854,24 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 	g->paused = cJSON_IsTrue(ng_json_get(spec, "paused"));
 	g->reject_empty = !cJSON_IsFalse(ng_json_get(spec, "rejectEmptyDisruptions"));
 	g->reject_overlapping = cJSON_IsTrue(ng_json_get(spec, "rejectOverlappingDisruptions"));
+	g->serial_control_plane =
+	    !cJSON_IsFalse(ng_json_get(ng_json_get(spec, "controlPlane"), "serial"));
+	const cJSON *retry = ng_json_get(spec, "retry");
+	static const char *const rkeys[2] = {"initialIntervalSeconds", "maxIntervalSeconds"};
+	int64_t *rvals[2] = {&g->retry_initial_ms, &g->retry_max_ms};
+	for (int k = 0; k < 2; k++) {
+		const cJSON *v = ng_json_get(retry, rkeys[k]);
+		int64_t secs;
+		if (!v || cJSON_IsNull(v))
+			continue;
+		/* A day bounds a retry interval; more is a typo. */
+		if (!ng_json_int64(v, &secs) || secs < 1 || secs > 86400)
+			(void)ng_err_set(&verr, NG_EPARSE, 0,
+					 "spec.retry.%s: must be an integer of seconds in 1..86400",
+					 rkeys[k]);
+		else
+			*rvals[k] = secs * 1000;
+	}
 	if (!mode)
 		g->eviction_mode = KUBE_EVICTION_UNSET;
 	else if (strcmp(mode, "Enforce") == 0)

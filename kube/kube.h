@@ -86,6 +86,13 @@ struct kube_taint {
 	uint32_t key, val, effect;
 };
 
+/* A taint a NodeDisruptionBudget counts as unavailability (spec.taintTargets): key, and effect
+ * and value unless NG_INTERN_NONE; `exists` ignores the value (operator Exists). */
+struct kube_taint_target {
+	uint32_t key, val, effect;
+	bool exists;
+};
+
 struct kube_node {
 	uint32_t name;
 	uint32_t flags; /* enum kube_node_flag */
@@ -192,6 +199,8 @@ struct kube_ndb {
 	struct kube_int_or_string max_disrupted;
 	struct kube_int_or_string min_undisrupted;
 	bool count_unavailable;
+	uint16_t ntargets;
+	const struct kube_taint_target *taint_targets; /* spec.taintTargets */
 };
 
 /* NodeGateConfig (the singleton named "default"): what the cache keeps of it so far. The
@@ -208,8 +217,11 @@ struct kube_ngc {
 	bool invalid;
 	uint32_t error; /* intern id of the validation message when invalid */
 	bool paused;
-	bool reject_empty;       /* spec.rejectEmptyDisruptions (default true) */
-	bool reject_overlapping; /* spec.rejectOverlappingDisruptions (default false) */
+	bool reject_empty;         /* spec.rejectEmptyDisruptions (default true) */
+	bool reject_overlapping;   /* spec.rejectOverlappingDisruptions (default false) */
+	bool serial_control_plane; /* spec.controlPlane.serial (default true) */
+	int64_t retry_initial_ms;  /* spec.retry.initialIntervalSeconds; 0 = default */
+	int64_t retry_max_ms;      /* spec.retry.maxIntervalSeconds; 0 = default */
 	uint16_t nallowed_types;
 	const uint32_t *allowed_types; /* spec.allowedTypes; none = any type */
 	uint8_t eviction_mode;         /* enum kube_eviction_mode */

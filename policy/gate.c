@@ -27,6 +27,9 @@ void pol_gate_config_from(const struct kube_snapshot *s, struct pol_gate_config 
 		c.reject_overlapping = ngc->reject_overlapping;
 		c.allowed_types = ngc->allowed_types;
 		c.nallowed = ngc->nallowed_types;
+		c.serial_control_plane = ngc->serial_control_plane;
+		c.retry_initial_ms = ngc->retry_initial_ms;
+		c.retry_max_ms = ngc->retry_max_ms;
 	}
 	*ret = c;
 }
@@ -211,9 +214,22 @@ static bool type_applies(const struct kube_budget_common *b, uint32_t type)
 	return false;
 }
 
-static bool node_unavailable(const struct kube_node *n)
+/* NotReady, cordoned, or carrying one of the budget's taint targets. */
+static bool node_unavailable(const struct kube_node *n, const struct kube_ndb *b)
 {
-	return !(n->flags & KUBE_NODE_READY) || (n->flags & KUBE_NODE_UNSCHEDULABLE);
+	if (!(n->flags & KUBE_NODE_READY) || (n->flags & KUBE_NODE_UNSCHEDULABLE))
+		return true;
+	for (uint16_t i = 0; b && i < b->ntargets; i++) {
+		const struct kube_taint_target *t = &b->taint_targets[i];
+		for (uint32_t k = 0; k < n->ntaints; k++) {
+			const struct kube_taint *x = &n->taints[k];
+			if (x->key == t->key &&
+			    (t->effect == NG_INTERN_NONE || x->effect == t->effect) &&
+			    (t->exists || x->val == t->val))
+				return true;
+		}
+	}
+	return false;
 }
 
 struct eval {
@@ -316,7 +332,7 @@ static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, struct ng_ar
 			continue;
 		touched = touched || in_sorted(e->nodes, e->nnodes, nodes[i].name);
 		dis[n] = pol_ledger_holder(e->ledger, nodes[i].name) != NG_INTERN_NONE ||
-			 (b->count_unavailable && node_unavailable(&nodes[i]));
+			 (b->count_unavailable && node_unavailable(&nodes[i], b));
 		scope[n++] = nodes[i].name;
 	}
 	if (!touched)
@@ -590,7 +606,7 @@ static ng_status scope_of(const struct kube_snapshot *s, const struct pol_ledger
 			if (!bud_selector_matches(&b->node_selector, nodes[i].labels,
 						  nodes[i].nlabels, pool))
 				continue;
-			bool unavail = node_unavailable(&nodes[i]);
+			bool unavail = node_unavailable(&nodes[i], b);
 			*ret_unavail += unavail;
 			dis[n] = pol_ledger_holder(ledger, nodes[i].name) != NG_INTERN_NONE ||
 				 (b->count_unavailable && unavail);

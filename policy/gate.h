@@ -26,6 +26,7 @@ struct pol_gate_config {
 	bool serial_control_plane;
 	/* Pending requests that touch control-plane nodes: set by pol_rank_pending(). */
 	size_t control_plane_pending;
+	int64_t retry_initial_ms, retry_max_ms; /* NodeGateConfig retry; 0 = the caller's default */
 };
 
 /** The defaults of DESIGN.md §3.4 overlaid with what the snapshot's NodeGateConfig sets. */

@@ -180,6 +180,9 @@ class GateTest(E2ETest):
         self.assertEqual(st["disruptionsAllowed"], 1)
         self.assertEqual(st["disruptions"], [{"name": "a10", "state": "Granted"}])
         self.assertEqual(st["watchedNodeCount"], 2)
+        labels = '{kind="ApplicationDisruptionBudget",namespace="default",name="db"}'
+        self.assertEqual(self.ng.metric("nodegate_budget_current_disruptions" + labels), 1)
+        self.assertEqual(self.ng.metric("nodegate_budget_disruptions_allowed" + labels), 1)
 
     def test_ledger_never_grants_more_than_the_budget_under_a_burst(self):
         self.ndb("all", {"nodeSelector": {}, "maxDisruptedNodes": 1})

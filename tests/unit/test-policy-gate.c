@@ -262,6 +262,35 @@ static void test_U01_U03_U05_unavailable_nodes_use_the_budget(void **state)
 	done(&r);
 }
 
+static void test_U04_taint_targets_count_as_unavailable(void **state)
+{
+	/* node3 carries k1:NoSchedule; the budget over every node allows 2 and counts that taint.
+	 */
+	const char *extra =
+	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node3\",\"labels\":{"
+	    "\"testselect\":\"test2\"}},\"spec\":{\"taints\":[{\"key\":\"k1\",\"effect\":"
+	    "\"NoSchedule\"}]},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}"
+	    "]}}," NDB(
+		"all",
+		"{\"nodeSelector\":{},\"maxDisruptedNodes\":2,\"taintTargets\":[{\"key\":\"k1\","
+		"\"effect\":\"NoSchedule\",\"operator\":\"Exists\"}]}") "," ND("nd", ON_TEST1 "}");
+	struct result r = decide(cluster(extra), "nd", NULL, NOW);
+	expect(&r, POL_GATE_REJECT, "1 of 2 in use; this request adds 2");
+	done(&r);
+	/* A target for another effect does not count. */
+	r = decide(
+	    cluster(
+		"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node3\"},"
+		"\"spec\":{\"taints\":[{\"key\":\"k1\",\"effect\":\"NoSchedule\"}]},"
+		"\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"
+		"," NDB("all", "{\"nodeSelector\":{},\"maxDisruptedNodes\":2,\"taintTargets\":[{"
+			       "\"key\":\"k1\",\"effect\":\"NoExecute\",\"operator\":\"Exists\"}"
+			       "]}") "," ND("nd", ON_TEST1 "}")),
+	    "nd", NULL, NOW);
+	expect(&r, POL_GATE_GRANT, NULL);
+	done(&r);
+}
+
 #define PVC(name, labels, phase, vol)                                                              \
 	"{\"kind\":\"PersistentVolumeClaim\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name \
 	"\",\"namespace\":\"default\",\"labels\":" labels "},\"spec\":{\"volumeName\":\"" vol      \
@@ -589,6 +618,7 @@ int main(void)
 	    cmocka_unit_test(test_G11_G12_budget_types),
 	    cmocka_unit_test(test_G13_paused_keeps_pending),
 	    cmocka_unit_test(test_U01_U03_U05_unavailable_nodes_use_the_budget),
+	    cmocka_unit_test(test_U04_taint_targets_count_as_unavailable),
 	    cmocka_unit_test(test_A02_A03_A04_volumes),
 	    cmocka_unit_test(test_A07_one_request_on_two_app_nodes_costs_two),
 	    cmocka_unit_test(test_A08_second_request_names_the_budget_in_use),
