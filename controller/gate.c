@@ -164,7 +164,8 @@ static ng_status ledger_add_inflight(struct gate *g, const struct kube_snapshot 
 {
 	for (size_t i = 0; i < g->ninf;) {
 		const struct kube_nd *nd = find_nd(s, g->inf[i].name);
-		if (!nd || nd->state == KUBE_ND_GRANTED || now > g->inf[i].until_ms) {
+		if (!nd || nd->deleting || nd->state == KUBE_ND_GRANTED ||
+		    now > g->inf[i].until_ms) {
 			inflight_drop(g, i);
 			continue;
 		}
@@ -409,6 +410,87 @@ static bool decide_one(struct gate *g, const struct kube_snapshot *s,
 	return cont;
 }
 
+/* Held on every request the gate decided to grant or keep Pending, so a deletion is seen,
+ * released and recorded before the object goes. */
+#define FINALIZER "nodegate.io/gate"
+
+static bool has_finalizer(const struct kube_nd *nd, uint32_t fin)
+{
+	for (uint16_t i = 0; fin != NG_INTERN_NONE && i < nd->nfinalizers; i++)
+		if (nd->finalizers[i] == fin)
+			return true;
+	return false;
+}
+
+/* Sets metadata.finalizers to the request's list with ours added or removed, as a merge patch
+ * carrying the resourceVersion it was read at (another writer's change makes it a 409). */
+static void patch_finalizers(struct gate *g, const struct kube_snapshot *s,
+			     const struct kube_nd *nd, const char *name, bool add)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	uint32_t fin = ng_intern_find(pool, FINALIZER, sizeof(FINALIZER) - 1);
+	struct ng_buf body, out;
+	ng_buf_init(&body, 64 * 1024);
+	ng_buf_init(&out, 1u << 20);
+	ng_status st = ng_buf_puts(&body, "{\"metadata\":{\"resourceVersion\":");
+	st = st ? st : put_str(&body, nd->rv);
+	st = st ? st : ng_buf_puts(&body, ",\"finalizers\":[");
+	bool first = true;
+	for (uint16_t i = 0; st == NG_OK && i < nd->nfinalizers; i++) {
+		if (nd->finalizers[i] == fin)
+			continue;
+		st = first ? NG_OK : ng_buf_puts(&body, ",");
+		st = st ? st : put_str(&body, ng_intern_str(pool, nd->finalizers[i], NULL));
+		first = false;
+	}
+	if (st == NG_OK && add)
+		st = first ? put_str(&body, FINALIZER) : ng_buf_puts(&body, ",\"" FINALIZER "\"");
+	st = st ? st : ng_buf_puts(&body, "]}}");
+	char path[512];
+	ng_fmt(path, sizeof(path), "/apis/nodegate.io/v1alpha1/nodedisruptions/%s", name);
+	long http = 0;
+	struct ng_err err = {0};
+	if (st == NG_OK)
+		st = kube_client_request(g->client, "PATCH", path, "application/merge-patch+json",
+					 body.data, body.len, WRITE_TIMEOUT_MS, 1u << 20, &out,
+					 &http, &err);
+	if (st == NG_OK && http == 200)
+		inc(&g->writes, 1);
+	else if (st == NG_OK && (http == 409 || http == 404))
+		inc(&g->conflicts, 1); /* changed or gone meanwhile: the next round looks again */
+	else
+		inc(&g->errors, 1);
+	ng_buf_finish(&body);
+	ng_buf_finish(&out);
+}
+
+/* Requests being deleted give their nodes back (the ledger already skips them); record it and
+ * let the object go once no other requestor holds it. Requests the gate granted or keeps
+ * Pending get the finalizer. */
+static void tend_finalizers(struct gate *g, const struct kube_snapshot *s, int64_t now)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	uint32_t fin = ng_intern_find(pool, FINALIZER, sizeof(FINALIZER) - 1);
+	size_t n;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	for (size_t i = 0; i < n && !atomic_load(&g->stop); i++) {
+		const struct kube_nd *nd = &nds[i];
+		const char *name = ng_intern_str(pool, nd->name, NULL);
+		bool has = has_finalizer(nd, fin);
+		if (nd->deleting && has && !nd->additional_requestors) {
+			if (nd->state == KUBE_ND_GRANTED) {
+				char msg[160];
+				ng_fmt(msg, sizeof(msg), "released %u node(s)", nd->ndisrupted);
+				post_event(g, name, "Released", "Normal", msg, now);
+			}
+			patch_finalizers(g, s, nd, name, false);
+		} else if (!nd->deleting && !has &&
+			   (nd->state == KUBE_ND_GRANTED || nd->state == KUBE_ND_PENDING)) {
+			patch_finalizers(g, s, nd, name, true);
+		}
+	}
+}
+
 /* Budget status is refreshed at most this often: pod churn republishes the cache every
  * window, and each refresh walks every budget's scope. */
 #define BUDGET_STATUS_MS 500
@@ -623,6 +705,8 @@ static void run_round(struct gate *g, struct kube_snapshot *s, bool changed, int
 				now, arena))
 			break;
 	}
+	if (changed && (!g->cfg.leader || leader_is_leader(g->cfg.leader)))
+		tend_finalizers(g, s, now);
 	g->budgets_dirty |= changed;
 	if (g->budgets_dirty && now - g->budgets_written_ms >= BUDGET_STATUS_MS &&
 	    (!g->cfg.leader || leader_is_leader(g->cfg.leader))) {

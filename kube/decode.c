@@ -681,6 +681,11 @@ static ng_status decode_nd(struct ctx *c, const cJSON *o, uint32_t name)
 	const char *next = ng_json_str(status, "nextRetryDate");
 	if (next && ng_parse_rfc3339_ms(next, strlen(next), &d->next_retry_ms) != 0)
 		d->next_retry_ms = 0;
+	if ((st = decode_str_array(c, ng_json_get(meta, "finalizers"), "metadata.finalizers",
+				   NG_MAX_LABELS, &d->finalizers, &d->nfinalizers)) != NG_OK)
+		return st;
+	const cJSON *more = ng_json_get(spec, "additionalRequestors");
+	d->additional_requestors = cJSON_IsArray(more) && cJSON_GetArraySize(more) > 0;
 	const char *rv = ng_json_str(meta, "resourceVersion");
 	d->rv = ng_arena_strndup(c->arena, rv ? rv : "", rv ? strlen(rv) : 0);
 	/* The reason of the first failing budget, so the gate writes status only on change. */

@@ -172,6 +172,9 @@ struct kube_nd {
 	int64_t next_retry_ms; /* status.nextRetryDate; 0 when absent */
 	const char *rv;        /* metadata.resourceVersion ("" when absent): write precondition */
 	const char *status_reason; /* the first failing budget's reason in status, "" if none */
+	uint16_t nfinalizers;
+	const uint32_t *finalizers; /* metadata.finalizers */
+	bool additional_requestors; /* spec.additionalRequestors is not empty */
 };
 
 /* Shared by ADB and NDB: a budget that failed validation stays in the cache as invalid so the

@@ -331,7 +331,8 @@ static ng_status build_indexes(struct kube_table *t, const struct ng_intern *poo
 		/* The first Granted request by name wins, so answers are stable. */
 		for (size_t i = 0; i < t->n; i++) {
 			const struct kube_nd *d = &nds[i];
-			if (d->state != KUBE_ND_GRANTED)
+			/* A request being deleted no longer covers its nodes. */
+			if (d->state != KUBE_ND_GRANTED || d->deleting)
 				continue;
 			for (size_t k = 0; k < d->ndisrupted; k++) {
 				uint32_t prev;

@@ -54,7 +54,8 @@ struct pol_ledger *pol_ledger_create(const struct kube_snapshot *s)
 	size_t n;
 	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
 	for (size_t i = 0; i < n; i++) {
-		if (nds[i].state != KUBE_ND_GRANTED)
+		/* Deleting a Granted request releases its nodes at once (DESIGN.md §4). */
+		if (nds[i].state != KUBE_ND_GRANTED || nds[i].deleting)
 			continue;
 		if (pol_ledger_grant(l, nds[i].name, nds[i].disrupted, nds[i].ndisrupted) !=
 		    NG_OK) {

@@ -128,11 +128,17 @@ class GateTest(E2ETest):
         self.nd("second", {"nodeNames": ["node2"], "retry": {"enabled": True}})
         st, _ = self.wait_state("second", "Pending")
         self.assertIn("1 of 1 in use", st["disruptedDisruptionBudgets"][0]["reason"])
+        code, body, _ = self.api.api("GET", f"{ND_PATH}/first")
+        self.assertIn("nodegate.io/gate", body["metadata"].get("finalizers", []))
         t0 = time.monotonic()
         code, _, _ = self.api.api("DELETE", f"{ND_PATH}/first")
         self.assertEqual(code, 200)
         self.wait_state("second", "Granted")
         print(f"\n  grant deleted -> next Granted in {time.monotonic() - t0:.3f} s", file=sys.stderr)
+        # The finalizer held the object until the release was recorded, then let it go.
+        ok, _ = eventually(lambda: self.api.api("GET", f"{ND_PATH}/first")[0] == 404)
+        self.assertTrue(ok, "the gate must remove its finalizer from a deleted request")
+        self.assertTrue(any(e["reason"] == "Released" for e in self.events("first")))
 
     def budget_status(self, path):
         code, body, _ = self.api.api("GET", path)

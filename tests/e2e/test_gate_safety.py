@@ -77,8 +77,11 @@ class Checker(threading.Thread):
                         continue
                     name = obj["metadata"]["name"]
                     st = obj.get("status", {})
+                    # A request being deleted has given its nodes back (DESIGN.md §4), though
+                    # the object stays until the gate removes its finalizer.
+                    deleting = bool(obj["metadata"].get("deletionTimestamp"))
                     with self.lock:
-                        if ev["type"] != "DELETED" and st.get("state") == "Granted":
+                        if ev["type"] != "DELETED" and st.get("state") == "Granted" and not deleting:
                             if name not in self.granted:
                                 self.grants += 1
                             self.granted[name] = set(st.get("disruptedNodes", []))
