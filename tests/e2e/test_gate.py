@@ -70,6 +70,21 @@ class GateTest(E2ETest):
         ok, _ = eventually(lambda: any(e["reason"] == "Granted" for e in self.events("g01")))
         self.assertTrue(ok, "a Granted event must be recorded")
 
+    def test_crd_schema_defaults_and_rejects_bad_specs(self):
+        # The served CRD schema defaults omitted fields and refuses malformed specs with a
+        # 422 that names the field, before the gate ever sees them.
+        body = self.nd("schema-ok", {"nodeNames": ["node1"]})
+        self.assertEqual(body["spec"]["priority"], 0)
+        for spec, field in (({"nodeNames": ["node1"], "priority": "high"}, "spec.priority"),
+                            ({"nodeNames": ["node1"], "duration": "10 minutes"}, "spec.duration"),
+                            ({"nodeNames": ["node1"], "requestor": "Not_Valid"}, "spec.requestor")):
+            code, resp, _ = self.api.api("POST", ND_PATH, {
+                "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption",
+                "metadata": {"name": "schema-bad"}, "spec": spec})
+            self.assertEqual(code, 422, resp)
+            self.assertEqual(resp.get("reason"), "Invalid")
+            self.assertIn(field, resp.get("message", ""))
+
     def test_G02_empty_selection_is_rejected(self):
         self.nd("g02", {"nodeSelector": {"matchLabels": {"testselect": "nope"}}})
         st, _ = self.wait_state("g02", "Rejected")
