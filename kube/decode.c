@@ -859,8 +859,16 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 	g->paused = cJSON_IsTrue(ng_json_get(spec, "paused"));
 	g->reject_empty = !cJSON_IsFalse(ng_json_get(spec, "rejectEmptyDisruptions"));
 	g->reject_overlapping = cJSON_IsTrue(ng_json_get(spec, "rejectOverlappingDisruptions"));
-	g->serial_control_plane =
-	    !cJSON_IsFalse(ng_json_get(ng_json_get(spec, "controlPlane"), "serial"));
+	const cJSON *cp = ng_json_get(spec, "controlPlane");
+	g->serial_control_plane = !cJSON_IsFalse(ng_json_get(cp, "serial"));
+	const cJSON *cpsel = ng_json_get(cp, "selector");
+	if (cpsel && !cJSON_IsNull(cpsel)) {
+		ng_status sst =
+		    kube_decode_selector(c->pool, c->arena, cpsel, "spec.controlPlane.selector",
+					 &g->control_plane_selector, &verr);
+		if (sst != NG_OK && sst != NG_EPARSE)
+			return sst;
+	}
 	const cJSON *retry = ng_json_get(spec, "retry");
 	static const char *const rkeys[2] = {"initialIntervalSeconds", "maxIntervalSeconds"};
 	int64_t *rvals[2] = {&g->retry_initial_ms, &g->retry_max_ms};

@@ -223,8 +223,11 @@ struct kube_ngc {
 	bool reject_empty;         /* spec.rejectEmptyDisruptions (default true) */
 	bool reject_overlapping;   /* spec.rejectOverlappingDisruptions (default false) */
 	bool serial_control_plane; /* spec.controlPlane.serial (default true) */
-	int64_t retry_initial_ms;  /* spec.retry.initialIntervalSeconds; 0 = default */
-	int64_t retry_max_ms;      /* spec.retry.maxIntervalSeconds; 0 = default */
+	/* spec.controlPlane.selector; not present = label node-role.kubernetes.io/control-plane
+	 * exists. */
+	struct kube_selector control_plane_selector;
+	int64_t retry_initial_ms; /* spec.retry.initialIntervalSeconds; 0 = default */
+	int64_t retry_max_ms;     /* spec.retry.maxIntervalSeconds; 0 = default */
 	uint16_t nallowed_types;
 	const uint32_t *allowed_types; /* spec.allowedTypes; none = any type */
 	uint8_t eviction_mode;         /* enum kube_eviction_mode */

@@ -28,6 +28,8 @@ void pol_gate_config_from(const struct kube_snapshot *s, struct pol_gate_config 
 		c.allowed_types = ngc->allowed_types;
 		c.nallowed = ngc->nallowed_types;
 		c.serial_control_plane = ngc->serial_control_plane;
+		if (ngc->control_plane_selector.present)
+			c.control_plane_selector = &ngc->control_plane_selector;
 		c.retry_initial_ms = ngc->retry_initial_ms;
 		c.retry_max_ms = ngc->retry_max_ms;
 	}
@@ -88,17 +90,32 @@ ng_status pol_ledger_grant(struct pol_ledger *l, uint32_t nd_name, const uint32_
 
 /* ---- evaluation ---- */
 
-static uint32_t control_plane_key(const struct kube_snapshot *s)
+/* How control-plane nodes are recognised: NodeGateConfig's controlPlane.selector, or the
+ * node-role label. */
+struct cp_match {
+	const struct kube_selector *sel;
+	uint32_t key; /* the default label's intern id; NONE when no node carries it */
+};
+
+static struct cp_match control_plane_match(const struct kube_snapshot *s,
+					   const struct pol_gate_config *cfg)
 {
 	static const char key[] = "node-role.kubernetes.io/control-plane";
-	return ng_intern_find(kube_snapshot_pool(s), key, sizeof(key) - 1);
+	return (struct cp_match){
+	    .sel = cfg->control_plane_selector,
+	    .key = ng_intern_find(kube_snapshot_pool(s), key, sizeof(key) - 1),
+	};
 }
 
-static bool is_control_plane(const struct kube_snapshot *s, uint32_t cp_key, uint32_t node)
+static bool is_control_plane(const struct kube_snapshot *s, const struct cp_match *m, uint32_t node)
 {
 	uint32_t v;
 	const struct kube_node *n = kube_snapshot_find_node(s, node);
-	return cp_key != NG_INTERN_NONE && n && kube_labels_get(n->labels, n->nlabels, cp_key, &v);
+	if (!n)
+		return false;
+	if (m->sel)
+		return bud_selector_matches(m->sel, n->labels, n->nlabels, kube_snapshot_pool(s));
+	return m->key != NG_INTERN_NONE && kube_labels_get(n->labels, n->nlabels, m->key, &v);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -177,7 +194,7 @@ ng_status pol_rank_pending(const struct kube_snapshot *s, struct pol_gate_config
 	if (!r)
 		return NG_ENOMEM;
 	const struct ng_intern *pool = kube_snapshot_pool(s);
-	uint32_t cp_key = control_plane_key(s);
+	struct cp_match cpm = control_plane_match(s, cfg);
 	size_t nall;
 	const struct kube_nd *all = kube_snapshot_nds(s, &nall);
 	cfg->control_plane_pending = 0;
@@ -189,13 +206,13 @@ ng_status pol_rank_pending(const struct kube_snapshot *s, struct pol_gate_config
 			    all[k].requestor == who && all[k].state == KUBE_ND_GRANTED;
 		for (size_t k = 0; who != NG_INTERN_NONE && k < n; k++)
 			r[i].requestor_pending += nds[k]->requestor == who;
-		if (cfg->serial_control_plane && cp_key != NG_INTERN_NONE) {
+		if (cfg->serial_control_plane && (cpm.sel || cpm.key != NG_INTERN_NONE)) {
 			uint32_t *nodes;
 			size_t nn;
 			if (resolve_nodes(s, nds[i], arena, &nodes, &nn) != NG_OK)
 				return NG_ENOMEM;
 			for (size_t k = 0; k < nn && !r[i].cp; k++)
-				r[i].cp = is_control_plane(s, cp_key, nodes[k]);
+				r[i].cp = is_control_plane(s, &cpm, nodes[k]);
 			cfg->control_plane_pending += r[i].cp;
 		}
 	}
@@ -505,10 +522,10 @@ ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct po
 	}
 	/* 6. Control-plane nodes: one at a time, first, never with workers. */
 	if (cfg->serial_control_plane) {
-		uint32_t cp_key = control_plane_key(s);
+		struct cp_match cpm = control_plane_match(s, cfg);
 		size_t cp = 0;
 		for (size_t i = 0; i < d.nnodes; i++)
-			cp += is_control_plane(s, cp_key, nodes[i]);
+			cp += is_control_plane(s, &cpm, nodes[i]);
 		if (cp && cp < d.nnodes) {
 			d.outcome = POL_GATE_REJECT;
 			ng_fmt(d.reason, sizeof(d.reason),
@@ -528,7 +545,7 @@ ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct po
 			uint32_t h = pol_ledger_holder(ledger, all[i].name);
 			if (h == NG_INTERN_NONE || h == nd->name)
 				continue;
-			if (is_control_plane(s, cp_key, all[i].name))
+			if (is_control_plane(s, &cpm, all[i].name))
 				held_cp++;
 			else
 				held_other++;

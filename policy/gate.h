@@ -20,10 +20,12 @@ struct pol_gate_config {
 	bool reject_overlapping;       /* default false */
 	const uint32_t *allowed_types; /* intern ids; none = any type */
 	size_t nallowed;
-	/* controlPlane.serial (default true): control-plane nodes (label
-	 * node-role.kubernetes.io/control-plane) are disrupted one at a time, before any pending
-	 * worker request, and never together with workers. */
+	/* controlPlane.serial (default true): control-plane nodes are disrupted one at a time,
+	 * before any pending worker request, and never together with workers. */
 	bool serial_control_plane;
+	/* controlPlane.selector: which nodes are control-plane. NULL = those with the label
+	 * node-role.kubernetes.io/control-plane. */
+	const struct kube_selector *control_plane_selector;
 	/* Pending requests that touch control-plane nodes: set by pol_rank_pending(). */
 	size_t control_plane_pending;
 	int64_t retry_initial_ms, retry_max_ms; /* NodeGateConfig retry; 0 = the caller's default */

@@ -581,6 +581,45 @@ static void test_R05_control_plane_one_at_a_time_first_and_alone(void **state)
 	done(&r);
 }
 
+/* NodeGateConfig controlPlane.selector replaces the node-role label: the nodes it selects go one
+ * at a time and alone; nodes carrying only the label are workers then. */
+static void test_R05_control_plane_selector_from_nodegateconfig(void **state)
+{
+	struct result r = decide(
+	    cluster(NGC(
+		"{\"controlPlane\":{\"selector\":{\"matchLabels\":{\"testselect\":"
+		"\"test1\"}}}}") "," CP_NODE("cp1") "," CP_NODE("cp2") "," ND("two",
+									      "{\"nodeNames\":["
+									      "\"node1\",\"node2\"]"
+									      "}") "," ND("mix",
+											  "{\"nodeN"
+											  "ames\":["
+											  "\"node1"
+											  "\","
+											  "\"node3"
+											  "\"]}") "," ND("labelled",
+													 "{\"nodeNames\":[\"cp1\",\"cp2\"]}")),
+	    "two", NULL, NOW);
+	expect(&r, POL_GATE_REJECT, "one at a time (2 requested)");
+	struct result r2 = decide(kube_snapshot_ref(r.s), "mix", NULL, NOW);
+	expect(&r2, POL_GATE_REJECT, "never disrupted together with workers");
+	done(&r2);
+	/* cp1 and cp2 are workers under this selector. */
+	r2 = decide(kube_snapshot_ref(r.s), "labelled", NULL, NOW);
+	expect(&r2, POL_GATE_GRANT, NULL);
+	done(&r2);
+	done(&r);
+	/* A selector nodegate cannot read pauses the gate rather than guessing. */
+	r = decide(
+	    cluster(NGC(
+		"{\"controlPlane\":{\"selector\":{\"matchExpressions\":[{"
+		"\"key\":\"a\",\"operator\":\"Bogus\"}]}}}") "," ND("nd",
+								    "{\"nodeNames\":[\"node1\"]}")),
+	    "nd", NULL, NOW);
+	expect(&r, POL_GATE_PENDING, "paused");
+	done(&r);
+}
+
 static void test_ledger_never_grants_the_same_capacity_twice(void **state)
 {
 	struct kube_snapshot *s = cluster(NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":1}") "," ND(
@@ -627,6 +666,7 @@ int main(void)
 	    cmocka_unit_test(test_G03_G08_G10_rules_come_from_nodegateconfig),
 	    cmocka_unit_test(test_R01_R04_ranking),
 	    cmocka_unit_test(test_R05_control_plane_one_at_a_time_first_and_alone),
+	    cmocka_unit_test(test_R05_control_plane_selector_from_nodegateconfig),
 	    cmocka_unit_test(test_ledger_never_grants_the_same_capacity_twice),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
