@@ -9,41 +9,20 @@ CI machines are shared and noisy.
 
 Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository)."""
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_live_cache import CRDS, ND_PATH, Nodegate, ServerProcess, eventually  # noqa: E402
+from test_live_cache import E2ETest, ND_PATH, eventually  # noqa: E402
 
 NDB_PATH = "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets"
 NODES = 1000
 
 
-class GateScaleTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="ng-scale-")
-        self.api = ServerProcess(fixtures=CRDS, generate=f"nodes={NODES},pods-per-node=1",
-                                 start_timeout=300)
-        self.api.start()
-        try:
-            self.ng = Nodegate(self.api, self.tmp)
-        except BaseException:
-            self.api.stop()
-            shutil.rmtree(self.tmp, ignore_errors=True)
-            raise
-
-    def tearDown(self):
-        rc = self.ng.stop()
-        log = self.ng.read_log() if rc != 0 or not getattr(self._outcome, "success", True) else ""
-        self.api.stop()
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        if log:
-            print("\n--- nodegate log (tail) ---\n" + log, file=sys.stderr)
-        self.assertEqual(rc, 0, "nodegate did not exit cleanly")
+class GateScaleTest(E2ETest):
+    GENERATE = f"nodes={NODES},pods-per-node=1"
 
     def states(self):
         code, body, _ = self.api.api("GET", ND_PATH)

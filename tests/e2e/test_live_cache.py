@@ -185,11 +185,17 @@ def cache_state(ng):
 
 
 class E2ETest(unittest.TestCase):
-    """A test API server with fixture F, and nodegate registered as its eviction webhook."""
+    """A test API server with fixture F, and nodegate registered as its eviction webhook.
+    Subclasses may set GENERATE (a --generate spec) to load a generated cluster instead."""
+
+    GENERATE = None
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="ng-e2e-")
-        self.api = ServerProcess(fixtures=CRDS + [FIXTURE])
+        if self.GENERATE:
+            self.api = ServerProcess(fixtures=CRDS, generate=self.GENERATE, start_timeout=300)
+        else:
+            self.api = ServerProcess(fixtures=CRDS + [FIXTURE])
         self.api.start()
         try:
             self.ng = Nodegate(self.api, self.tmp)
