@@ -8,7 +8,7 @@ Granted, recomputes each budget's disrupted nodes from the Granted requests it h
 excess is a violation. Budgets are only ever loosened during a run, so a request granted under
 an older, tighter budget can never look like an excess. Loops are bounded in count and time.
 
-Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository), NG_SAFETY_OPS (300)."""
+Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository), NG_SAFETY_OPS (3000)."""
 import os
 import random
 import signal
@@ -175,7 +175,7 @@ class SafetyTest(unittest.TestCase):
 
     def test_randomized_safety_under_faults(self):
         rnd = random.Random(int(os.environ.get("NG_SAFETY_SEED", "20261122")))
-        ops = int(os.environ.get("NG_SAFETY_OPS", "300"))
+        ops = int(os.environ.get("NG_SAFETY_OPS", "3000"))
         self.ndb("pool-a", {"matchLabels": {"pool": "a"}}, 2)
         self.ndb("pool-b", {"matchLabels": {"pool": "b"}}, 1)
         self.ndb("all", {}, 3)
