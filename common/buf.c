@@ -173,3 +173,16 @@ void ng_fmt(char *out, size_t cap, const char *fmt, ...)
 	(void)vsnprintf(out, cap, fmt, ap);
 	va_end(ap);
 }
+
+void *ng_array_grow(void *items, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return items;
+	size_t next = *cap ? *cap * 2 : 16;
+	if (size == 0 || next < *cap || next > SIZE_MAX / size)
+		return NULL;
+	void *p = realloc(items, next * size);
+	if (p)
+		*cap = next;
+	return p;
+}

@@ -45,4 +45,11 @@ NG_NODISCARD ng_status ng_buf_json_str(struct ng_buf *b, const char *s, size_t l
  */
 void ng_fmt(char *out, size_t cap, const char *fmt, ...) NG_PRINTF(3, 4);
 
+/**
+ * Room for one more element in the heap array @items (@n of *@cap elements of @size bytes used):
+ * when full, reallocates it to twice the capacity (16 at first) and updates *@cap. Returns the
+ * array to use from now on, or NULL (and @items, *@cap untouched) on OOM or overflow.
+ */
+NG_NODISCARD void *ng_array_grow(void *items, size_t *cap, size_t n, size_t size);
+
 #endif

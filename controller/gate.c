@@ -107,14 +107,10 @@ static struct written *written_put(struct gate *g, uint32_t name)
 	struct written *w = written_get(g, name);
 	if (w)
 		return w;
-	if (g->nw == g->capw) {
-		size_t cap = g->capw ? g->capw * 2 : 64;
-		struct written *p = realloc(g->w, cap * sizeof(*p));
-		if (!p)
-			return NULL;
-		g->w = p;
-		g->capw = cap;
-	}
+	struct written *p = ng_array_grow(g->w, &g->capw, g->nw, sizeof(*p));
+	if (!p)
+		return NULL;
+	g->w = p;
 	if (ng_map_put_grow(&g->w_by_name, name, (uint32_t)g->nw) != NG_OK)
 		return NULL;
 	w = &g->w[g->nw++];
@@ -132,14 +128,10 @@ static void inflight_drop(struct gate *g, size_t i)
 static void inflight_add(struct gate *g, uint32_t name, const uint32_t *nodes, size_t n,
 			 int64_t now)
 {
-	if (g->ninf == g->capinf) {
-		size_t cap = g->capinf ? g->capinf * 2 : 16;
-		struct inflight *p = realloc(g->inf, cap * sizeof(*p));
-		if (!p)
-			return;
-		g->inf = p;
-		g->capinf = cap;
-	}
+	struct inflight *p = ng_array_grow(g->inf, &g->capinf, g->ninf, sizeof(*p));
+	if (!p)
+		return;
+	g->inf = p;
 	uint32_t *copy = malloc((n ? n : 1) * sizeof(*copy));
 	if (!copy)
 		return;
@@ -512,14 +504,10 @@ static struct budget_written *budget_slot(struct gate *g, uint8_t kind, uint32_t
 	for (size_t i = 0; i < g->nbw; i++)
 		if (g->bw[i].kind == kind && g->bw[i].ns == ns && g->bw[i].name == name)
 			return &g->bw[i];
-	if (g->nbw == g->capbw) {
-		size_t cap = g->capbw ? g->capbw * 2 : 16;
-		struct budget_written *p = realloc(g->bw, cap * sizeof(*p));
-		if (!p)
-			return NULL;
-		g->bw = p;
-		g->capbw = cap;
-	}
+	struct budget_written *p = ng_array_grow(g->bw, &g->capbw, g->nbw, sizeof(*p));
+	if (!p)
+		return NULL;
+	g->bw = p;
 	g->bw[g->nbw] = (struct budget_written){kind, ns, name, 0};
 	return &g->bw[g->nbw++];
 }

@@ -3,6 +3,7 @@
 #include "kube/internal.h"
 
 #include "common/arena.h"
+#include "common/buf.h"
 #include "common/intern.h"
 
 #include <stdlib.h>
@@ -137,14 +138,10 @@ static ng_status delta_put(struct delta *d, struct kube_object *obj, bool delete
 {
 	long i = delta_find(d, obj->res, &obj->rec);
 	if (i < 0) {
-		if (d->n == d->cap) {
-			size_t cap = d->cap ? d->cap * 2 : 64;
-			struct delta_entry *e = realloc(d->e, cap * sizeof(*e));
-			if (!e)
-				goto oom;
-			d->e = e;
-			d->cap = cap;
-		}
+		struct delta_entry *e = ng_array_grow(d->e, &d->cap, d->n, sizeof(*e));
+		if (!e)
+			goto oom;
+		d->e = e;
 		uint64_t k = kube_record_key(obj->res, &obj->rec);
 		uint32_t j;
 		while (ng_map_get(&d->map, k, &j))

@@ -326,12 +326,38 @@ static void test_log_line_is_one_json_object(void **state)
 	cJSON_Delete(root);
 }
 
+static void test_array_grow_doubles_and_refuses_overflow(void **state)
+{
+	(void)state;
+	size_t cap = 0, n = 0;
+	int *a = NULL;
+	for (int v = 0; v < 100; v++) {
+		int *p = ng_array_grow(a, &cap, n, sizeof(*p));
+		assert_non_null(p);
+		a = p;
+		a[n++] = v;
+	}
+	assert_int_equal(cap, 128); /* 16, 32, 64, 128 */
+	for (int v = 0; v < 100; v++)
+		assert_int_equal(a[v], v);
+	/* Not full: the same array back, capacity unchanged. */
+	n = 50;
+	assert_ptr_equal(ng_array_grow(a, &cap, n, sizeof(*a)), a);
+	assert_int_equal(cap, 128);
+	/* A capacity whose double overflows the allocation: NULL, nothing changed. */
+	size_t huge = SIZE_MAX / 4;
+	assert_null(ng_array_grow(a, &huge, huge, 4));
+	assert_int_equal(huge, SIZE_MAX / 4);
+	free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_arena_cap_is_enforced),
 	    cmocka_unit_test(test_buf_cap_leaves_contents_unchanged),
 	    cmocka_unit_test(test_buf_json_string_escaping),
+	    cmocka_unit_test(test_array_grow_doubles_and_refuses_overflow),
 	    cmocka_unit_test(test_intern_ids_are_stable),
 	    cmocka_unit_test(test_parse_i64_table),
 	    cmocka_unit_test(test_rfc3339_round_trip),
