@@ -22,35 +22,36 @@ static struct bud_limits limits(const char *max, const char *min)
 	return l;
 }
 
-static const struct {
+static struct arith_case {
 	const char *id, *max, *min;
 	int64_t pool, before, added;
 	bool ok;
 	int64_t allowed;
 } cases[] = {
-    {"M01", "1", "0", 34, 1, 1, false, 0},
-    {"M02", "3", "0", 10, 2, 1, true, 1},
-    {"M03", "10", "10", 12, 1, 1, true, 1}, /* 12 - 2 >= 10 */
-    {"M04", "10", "10", 5, 1, 1, false, 0}, /* 5 - 2 < 10 */
-    {"M05", "2", "0", 3, 0, 3, false, 2},   /* 3 > 2 */
-    {"M06", "2", "0", 3, 0, 2, true, 2},
-    {"M07", "10%", NULL, 5, 0, 1, true, 1},  /* ceil(0.5) = 1 */
-    {"M08", NULL, "50%", 5, 2, 1, false, 0}, /* ceil(2.5) = 3 must stay; 5 - 3 < 3 */
-    {"M09", "1", NULL, 3, 1, 0, true, 0},    /* the node asked for is already counted */
+    {"test_M01_budget_arithmetic", "1", "0", 34, 1, 1, false, 0},
+    {"test_M02_budget_arithmetic", "3", "0", 10, 2, 1, true, 1},
+    {"test_M03_budget_arithmetic", "10", "10", 12, 1, 1, true, 1}, /* 12 - 2 >= 10 */
+    {"test_M04_budget_arithmetic", "10", "10", 5, 1, 1, false, 0}, /* 5 - 2 < 10 */
+    {"test_M05_budget_arithmetic", "2", "0", 3, 0, 3, false, 2},   /* 3 > 2 */
+    {"test_M06_budget_arithmetic", "2", "0", 3, 0, 2, true, 2},
+    {"test_M07_budget_arithmetic", "10%", NULL, 5, 0, 1, true, 1}, /* ceil(0.5) = 1 */
+    {"test_M08_budget_arithmetic", NULL, "50%", 5, 2, 1, false,
+     0}, /* ceil(2.5) = 3 must stay; 5 - 3 < 3 */
+    {"test_M09_budget_arithmetic", "1", NULL, 3, 1, 0, true,
+     0}, /* the node asked for is already counted */
 };
 
-static void test_M01_M09_budget_arithmetic(void **state)
+/* One row of the table, run as its own test named after the scenario. */
+static void test_budget_arithmetic_row(void **state)
 {
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct bud_limits l = limits(cases[i].max, cases[i].min);
-		struct bud_check c;
-		bud_check_limits(&l, cases[i].pool, cases[i].before, cases[i].added, &c);
-		if (c.ok != cases[i].ok || c.allowed != cases[i].allowed)
-			fail_msg("%s: ok=%d allowed=%lld, expected ok=%d allowed=%lld", cases[i].id,
-				 c.ok, (long long)c.allowed, cases[i].ok,
-				 (long long)cases[i].allowed);
-		assert_int_equal(c.after, cases[i].before + cases[i].added);
-	}
+	const struct arith_case *k = *state;
+	struct bud_limits l = limits(k->max, k->min);
+	struct bud_check c;
+	bud_check_limits(&l, k->pool, k->before, k->added, &c);
+	if (c.ok != k->ok || c.allowed != k->allowed)
+		fail_msg("%s: ok=%d allowed=%lld, expected ok=%d allowed=%lld", k->id, c.ok,
+			 (long long)c.allowed, k->ok, (long long)k->allowed);
+	assert_int_equal(c.after, k->before + k->added);
 }
 
 static void test_limits_in_node_counts(void **state)
@@ -76,9 +77,12 @@ static void test_limits_in_node_counts(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_M01_M09_budget_arithmetic),
-	    cmocka_unit_test(test_limits_in_node_counts),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	enum { NCASES = sizeof(cases) / sizeof(cases[0]) };
+	struct CMUnitTest tests[NCASES + 1];
+	for (size_t i = 0; i < NCASES; i++)
+		tests[i] = (struct CMUnitTest){.name = cases[i].id,
+					       .test_func = test_budget_arithmetic_row,
+					       .initial_state = &cases[i]};
+	tests[NCASES] = (struct CMUnitTest)cmocka_unit_test(test_limits_in_node_counts);
+	return _cmocka_run_group_tests("budgets-arith", tests, NCASES + 1, NULL, NULL);
 }

@@ -245,7 +245,7 @@ static struct kube_snapshot *unavailable(bool count, const char *which)
 	return cluster(buf);
 }
 
-static void test_U01_U03_U05_unavailable_nodes_use_the_budget(void **state)
+static void test_U01_U02_U03_U05_unavailable_nodes_use_the_budget(void **state)
 {
 	struct result r = decide(unavailable(true, "node2"), "to1", NULL, NOW);
 	expect(&r, POL_GATE_REJECT, "1 of 1 in use"); /* U01 */
@@ -434,7 +434,7 @@ static void rank_names(struct kube_snapshot *s, char *out, size_t cap, size_t *r
 	ng_arena_destroy(a);
 }
 
-static void test_R01_R04_ranking(void **state)
+static void test_R01_R02_R03_R04_ranking(void **state)
 {
 	char order[256];
 	/* R01: priority first. */
@@ -656,7 +656,7 @@ int main(void)
 	    cmocka_unit_test(test_G10_allowed_types),
 	    cmocka_unit_test(test_G11_G12_budget_types),
 	    cmocka_unit_test(test_G13_paused_keeps_pending),
-	    cmocka_unit_test(test_U01_U03_U05_unavailable_nodes_use_the_budget),
+	    cmocka_unit_test(test_U01_U02_U03_U05_unavailable_nodes_use_the_budget),
 	    cmocka_unit_test(test_U04_taint_targets_count_as_unavailable),
 	    cmocka_unit_test(test_A02_A03_A04_volumes),
 	    cmocka_unit_test(test_A07_one_request_on_two_app_nodes_costs_two),
@@ -664,7 +664,7 @@ int main(void)
 	    cmocka_unit_test(test_A09_frozen_budget),
 	    cmocka_unit_test(test_every_failing_budget_is_listed),
 	    cmocka_unit_test(test_G03_G08_G10_rules_come_from_nodegateconfig),
-	    cmocka_unit_test(test_R01_R04_ranking),
+	    cmocka_unit_test(test_R01_R02_R03_R04_ranking),
 	    cmocka_unit_test(test_R05_control_plane_one_at_a_time_first_and_alone),
 	    cmocka_unit_test(test_R05_control_plane_selector_from_nodegateconfig),
 	    cmocka_unit_test(test_ledger_never_grants_the_same_capacity_twice),
