@@ -4,8 +4,10 @@ the CRDs and nodegate's RBAC); nodegate (NODEGATE, a release build) watches it a
 gate's lease. N NodeDisruptions (one node each, no budget in the way) are created one after the
 other; a watch on nodedisruptions timestamps each one's transition to Granted. Prints p50/p99
 of create-to-Granted and nodegate's own decision time (nodegate_decision_duration_seconds).
+With BUDGET `ndb`, a NodeDisruptionBudget selecting every node (max 100 %, so it never refuses)
+is in the way: each decision then matches the whole pool and counts its disrupted nodes.
 
-Usage: NODEGATE=build-release/cmd/nodegate bench/gate_latency.py [NODES] [PODS] [N]"""
+Usage: NODEGATE=build-release/cmd/nodegate bench/gate_latency.py [NODES] [PODS] [N] [none|ndb]"""
 import json
 import os
 import statistics
@@ -24,6 +26,7 @@ import test_live_cache as harness  # noqa: E402
 nodes = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
 pods = int(sys.argv[2]) if len(sys.argv) > 2 else 30
 count = int(sys.argv[3]) if len(sys.argv) > 3 else 200
+budget = sys.argv[4] if len(sys.argv) > 4 else "none"
 
 api = ServerProcess(fixtures=harness.CRDS, generate=f"nodes={nodes},pods-per-node={pods}",
                     start_timeout=600)
@@ -33,6 +36,14 @@ try:
     t0 = time.monotonic()
     ng = harness.Nodegate(api, tmp)
     print(f"cluster: {nodes} nodes, {nodes * pods} pods; nodegate ready in {time.monotonic() - t0:.1f} s")
+    if budget == "ndb":
+        code, body, _ = api.api("POST", "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets", {
+            "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget",
+            "metadata": {"name": "all"}, "spec": {"nodeSelector": {}, "maxDisruptedNodes": "100%"}})
+        assert code == 201, body
+        while not ng.cache()["nodedisruptionbudgets"]:
+            time.sleep(0.01)
+        print("budget: one NodeDisruptionBudget over every node")
     _, nodelist, _ = api.api("GET", "/api/v1/nodes?limit=%d" % count)
     names = [n["metadata"]["name"] for n in nodelist["items"]][:count]
     granted = {}

@@ -183,7 +183,7 @@ class SafetyTest(unittest.TestCase):
         checker.start()
         self.assertIsNotNone(eventually(self.leader, timeout=30)[0])
         names = []
-        killed = False
+        kills = 0
         deadline = time.monotonic() + 240
         for i in range(ops):
             if time.monotonic() > deadline:
@@ -214,21 +214,28 @@ class SafetyTest(unittest.TestCase):
                 checker.raise_limit(b, new)
                 self.api.api("PATCH", f"{NDB_PATH}/{b}", {"spec": {"maxDisruptedNodes": new}},
                              ctype="application/merge-patch+json")
-            elif not killed and i > ops // 2:
+            elif kills < 3 and i > (kills + 1) * ops // 4:
+                # Up to three leader kills, a quarter of the run apart; a fresh replica
+                # replaces each one, so two always compete for the lease.
                 leader = self.leader()
                 if leader:
                     leader.proc.send_signal(signal.SIGKILL)
                     leader.proc.wait(10)
-                    killed = True
+                    kills += 1
+                    d = os.path.join(self.tmp, f"r{len(self.replicas)}")
+                    os.makedirs(d)
+                    self.replicas.append(Nodegate(self.api, d))
             time.sleep(rnd.random() * 0.02)
         self.api.api("DELETE", "/_control/faults")
         self.assertIsNotNone(eventually(self.leader, timeout=30)[0], "no leader after the run")
         time.sleep(2)
         checker.stop.set()
-        print(f"\n  grants observed: {checker.grants}, peaks {checker.max_seen}", file=sys.stderr)
+        print(f"\n  grants observed: {checker.grants}, peaks {checker.max_seen}, leader kills: {kills}",
+              file=sys.stderr)
         self.assertEqual(checker.violations, [])
         self.assertGreater(checker.grants, 10, "the run must actually grant")
-        self.assertTrue(killed, "the leader must have been killed once")
+        # The third kill may find the lease still changing hands near the end of a run.
+        self.assertGreaterEqual(kills, 2, "the leader must have been killed at least twice")
 
 
 if __name__ == "__main__":
