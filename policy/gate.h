@@ -49,6 +49,8 @@ NG_NODISCARD ng_status pol_ledger_grant(struct pol_ledger *l, uint32_t nd_name,
 					const uint32_t *nodes, size_t n);
 /** The request holding @node, or NG_INTERN_NONE. */
 uint32_t pol_ledger_holder(const struct pol_ledger *l, uint32_t node);
+/** Whether node @i of the ledger's snapshot (kube_snapshot_nodes()) is held: one byte read. */
+bool pol_ledger_held_at(const struct pol_ledger *l, size_t i);
 
 /**
  * Orders the Pending requests @nds (n of them, in place) as DESIGN.md §4 says: control-plane
