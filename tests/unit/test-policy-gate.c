@@ -637,6 +637,12 @@ static void test_ledger_never_grants_the_same_capacity_twice(void **state)
 	assert_int_equal(d.outcome, POL_GATE_GRANT);
 	assert_int_equal(pol_ledger_grant(l, nds[0].name, d.nodes, d.nnodes), NG_OK);
 	assert_int_equal(pol_ledger_holder(l, ng_test_id(s, "node1")), ng_test_id(s, "a"));
+	size_t nnodes;
+	const struct kube_node *nodes = kube_snapshot_nodes(s, &nnodes);
+	for (size_t i = 0; i < nnodes; i++) /* the per-index view agrees with the holders */
+		assert_int_equal(pol_ledger_held_at(l, i),
+				 pol_ledger_holder(l, nodes[i].name) != NG_INTERN_NONE);
+	assert_false(pol_ledger_held_at(l, nnodes)); /* out of range: not held */
 	assert_int_equal(pol_evaluate_disruption(s, &cfg, l, &nds[1], NOW, a, &d), NG_OK);
 	assert_int_equal(d.outcome, POL_GATE_REJECT);
 	assert_non_null(strstr(d.reason, "1 of 1 in use"));
