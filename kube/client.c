@@ -246,6 +246,20 @@ static bool path_ok(const char *path)
 }
 
 /* Appends @s to *list; false on OOM (the list is kept). */
+/* Sets libcurl options one after the other in a function holding `CURL *h` and `CURLcode rc`:
+ * once one fails, rc keeps that failure and the rest are skipped. */
+#define SET(opt, val)                                                                              \
+	do {                                                                                       \
+		if (rc == CURLE_OK)                                                                \
+			rc = curl_easy_setopt(h, opt, val);                                        \
+	} while (0)
+
+static ng_status refused_option(CURLcode rc, struct ng_err *reterr)
+{
+	return ng_err_set(reterr, rc == CURLE_OUT_OF_MEMORY ? NG_ENOMEM : NG_EINVAL, 0,
+			  "kube client: libcurl refused an option: %s", curl_easy_strerror(rc));
+}
+
 static bool add_header(struct curl_slist **list, const char *s)
 {
 	struct curl_slist *n = curl_slist_append(*list, s);
@@ -290,12 +304,6 @@ ng_status kube_client_prepare(struct kube_client *c, CURL *h, const char *path,
 	}
 
 	CURLcode rc = CURLE_OK;
-	/* Each option in turn until one fails; #undef'd below. */
-#define SET(opt, val)                                                                              \
-	do {                                                                                       \
-		if (rc == CURLE_OK)                                                                \
-			rc = curl_easy_setopt(h, opt, val);                                        \
-	} while (0)
 	SET(CURLOPT_URL, url);
 	SET(CURLOPT_PROTOCOLS_STR, c->https ? "https" : "http");
 	SET(CURLOPT_NOSIGNAL, 1L);
@@ -326,11 +334,8 @@ ng_status kube_client_prepare(struct kube_client *c, CURL *h, const char *path,
 			SET(CURLOPT_SSLKEYTYPE, "PEM");
 		}
 	}
-#undef SET
 	if (rc != CURLE_OK) {
-		st = ng_err_set(reterr, rc == CURLE_OUT_OF_MEMORY ? NG_ENOMEM : NG_EINVAL, 0,
-				"kube client: libcurl refused an option: %s",
-				curl_easy_strerror(rc));
+		st = refused_option(rc, reterr);
 		goto out;
 	}
 	*ret_headers = headers;
@@ -423,11 +428,6 @@ ng_status kube_client_request(struct kube_client *c, const char *method, const c
 	}
 
 	CURLcode rc = CURLE_OK;
-#define SET(opt, val)                                                                              \
-	do {                                                                                       \
-		if (rc == CURLE_OK)                                                                \
-			rc = curl_easy_setopt(h, opt, val);                                        \
-	} while (0)
 	SET(CURLOPT_HTTPHEADER, headers);
 	if (is_get) {
 		SET(CURLOPT_HTTPGET, 1L);
@@ -446,11 +446,8 @@ ng_status kube_client_request(struct kube_client *c, const char *method, const c
 	/* Refuses early when Content-Length already says too much. */
 	SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)cap_bytes);
 	SET(CURLOPT_ERRORBUFFER, c->errbuf);
-#undef SET
 	if (rc != CURLE_OK) {
-		st = ng_err_set(reterr, rc == CURLE_OUT_OF_MEMORY ? NG_ENOMEM : NG_EINVAL, 0,
-				"kube client: libcurl refused an option: %s",
-				curl_easy_strerror(rc));
+		st = refused_option(rc, reterr);
 		goto out;
 	}
 	c->errbuf[0] = '\0';
