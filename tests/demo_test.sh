@@ -15,6 +15,11 @@ for _ in $(seq 1200); do
 	sleep 0.1
 done
 grep -q '"msg":"serving"' "$out" || { cat "$out"; echo "demo did not start serving"; exit 1; }
+# Serving comes before the first list; the answer below needs the cluster state.
+for _ in $(seq 300); do
+	curl -sf --cacert .demo/cert.pem "https://127.0.0.1:$port/readyz" >/dev/null && break
+	sleep 0.1
+done
 # The curl command is the indented block after "Ask it about".
 cmd=$(awk '/^Ask it about/ {on=1; next} on && /^  / {print} on && /^$/ && seen {exit} on && /^  / {seen=1}' "$out" | sed 's/\\$//' | tr '\n' ' ')
 [ -n "$cmd" ] || { cat "$out"; echo "no curl line printed"; exit 1; }
@@ -28,3 +33,27 @@ assert r["status"]["code"] == 429, r
 assert "default/db" in r["status"]["message"], r
 print("demo answered the sample eviction with a 429 denial")
 PY
+# The kubectl steps the demo prints: ask for node1, see it Granted, and the same eviction is
+# allowed (the admission answer, then a real eviction through the API server by kubectl drain).
+export KUBECONFIG=.demo/cluster/kubeconfig
+kubectl create -f examples/nodedisruption.json
+state=""
+for _ in $(seq 100); do
+	state=$(kubectl get nd maintenance-node1 -o jsonpath='{.status.state}')
+	[ "$state" = Granted ] && break
+	sleep 0.1
+done
+[ "$state" = Granted ] || { kubectl get nd -o yaml; echo "the demo's NodeDisruption was not granted"; exit 1; }
+answer=$(bash -c "$cmd")
+python3 - "$answer" <<'PY'
+import json, sys
+r = json.loads(sys.argv[1])["response"]
+assert r["allowed"] is True, r
+print("after the grant, the same eviction is allowed")
+PY
+timeout 120 kubectl drain node1 --ignore-daemonsets --timeout=60s
+if kubectl get pod pod1 -n default >/dev/null 2>&1; then
+	echo "kubectl drain did not evict pod1"
+	exit 1
+fi
+echo "kubectl drain evicted pod1 from the granted node"
