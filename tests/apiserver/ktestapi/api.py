@@ -837,11 +837,7 @@ class Cluster:
         phase = (pod.get("status") or {}).get("phase")
         ok = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
         if phase in ("Succeeded", "Failed", "Pending") or pod["metadata"].get("deletionTimestamp"):
-            self._eviction_preconditions(pod, dopts)
-            if not dry_run:
-                self._mark_disruption_target(key)
-                pod = self.store.get("/pods", key) or pod
-            self._delete_obj(pods, key, pod, dopts, dry_run)
+            self._evict_now(pods, key, pod, dopts, dry_run)
             return 201, ok, warnings
         with self.store.lock:
             pdbs = matching_pdbs(self.store, pod)
@@ -878,12 +874,16 @@ class Cluster:
                         st.setdefault("disruptedPods", {})[name] = now_ts()
                         new["status"] = st
                         self._commit("policy/poddisruptionbudgets", make_key(ns, pdb["metadata"]["name"]), new, "MODIFIED")
-            self._eviction_preconditions(pod, dopts)
-            if not dry_run:
-                self._mark_disruption_target(key)
-                pod = self.store.get("/pods", key) or pod
-            self._delete_obj(pods, key, pod, dopts, dry_run)
+            self._evict_now(pods, key, pod, dopts, dry_run)
         return 201, ok, warnings
+
+    def _evict_now(self, pods, key, pod, dopts, dry_run):
+        """The end of an allowed eviction: preconditions, the DisruptionTarget condition, delete."""
+        self._eviction_preconditions(pod, dopts)
+        if not dry_run:
+            self._mark_disruption_target(key)
+            pod = self.store.get("/pods", key) or pod
+        self._delete_obj(pods, key, pod, dopts, dry_run)
 
     # ------------------------------------------------------------------ controllers
     def start(self):
