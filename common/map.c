@@ -95,3 +95,13 @@ ng_status ng_map_put_grow(struct ng_map *m, uint64_t key, uint32_t val)
 	ng_map_put(m, key, val);
 	return NG_OK;
 }
+
+uint64_t ng_fnv1a64(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}

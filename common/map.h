@@ -18,6 +18,11 @@ struct ng_map {
 /* The one key value that cannot be stored. */
 #define NG_MAP_EMPTY UINT64_MAX
 
+/* FNV-1a 64: start from NG_FNV64_INIT, feed bytes (chaining calls hashes the concatenation).
+ * Callers turning it into a map key keep clear of NG_MAP_EMPTY. */
+#define NG_FNV64_INIT 14695981039346656037ull
+uint64_t ng_fnv1a64(uint64_t h, const void *p, size_t n);
+
 /** Sizes the map for @expected keys at load 1/2. NG_ENOMEM on OOM. */
 NG_NODISCARD ng_status ng_map_init(struct ng_map *m, size_t expected);
 /** Frees the arrays. Accepts a zeroed map. */

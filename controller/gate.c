@@ -86,16 +86,6 @@ static void inc(_Atomic uint64_t *v, uint64_t by)
 	atomic_fetch_add_explicit(v, by, memory_order_relaxed);
 }
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 14695981039346656037ull;
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 static struct written *written_get(struct gate *g, uint32_t name)
 {
 	uint32_t i;
@@ -322,7 +312,7 @@ static bool decide_one(struct gate *g, const struct kube_snapshot *s,
 		}
 	inc(&g->decisions[d.outcome], 1);
 	struct written *w = written_get(g, nd->name);
-	uint64_t h = hash_str(d.reason);
+	uint64_t h = ng_fnv1a64(NG_FNV64_INIT, d.reason, strlen(d.reason));
 	bool pending = d.outcome == POL_GATE_PENDING;
 	bool retry_due = w && pending && w->next_retry_ms && now >= w->next_retry_ms;
 	if (w && w->outcome == d.outcome && w->reason_hash == h && !retry_due &&
@@ -489,16 +479,6 @@ static void tend_finalizers(struct gate *g, const struct kube_snapshot *s, int64
 /* ADB status.watchedNodes lists at most this many names (DESIGN.md §3.3). */
 #define WATCHED_NAMES_CAP 1000
 
-static uint64_t hash_bytes(const char *p, size_t n)
-{
-	uint64_t h = 14695981039346656037ull;
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)p[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 static struct budget_written *budget_slot(struct gate *g, uint8_t kind, uint32_t ns, uint32_t name)
 {
 	for (size_t i = 0; i < g->nbw; i++)
@@ -597,7 +577,7 @@ static void write_budget_status(struct gate *g, const struct kube_snapshot *s,
 					  nm, bs.allowed);
 			(void)metric_line(&current, "nodegate_budget_current_disruptions", kind, ns,
 					  nm, (int64_t)bs.current);
-			uint64_t h = hash_bytes(body.data, body.len);
+			uint64_t h = ng_fnv1a64(NG_FNV64_INIT, body.data, body.len);
 			struct budget_written *w = budget_slot(g, (uint8_t)kind, c->ns, c->name);
 			if (w && w->hash == h) {
 				ng_buf_finish(&body);

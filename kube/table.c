@@ -31,16 +31,9 @@ size_t kube_record_size(enum kube_resource r)
 
 uint64_t kube_pod_key(uint32_t ns, const char *name, size_t len)
 {
-	/* FNV-1a 64 over the namespace id and the name. */
-	uint64_t h = 14695981039346656037ull;
-	for (int i = 0; i < 4; i++) {
-		h ^= (ns >> (8 * i)) & 0xff;
-		h *= 1099511628211ull;
-	}
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)name[i];
-		h *= 1099511628211ull;
-	}
+	/* FNV-1a 64 over the namespace id (little-endian) and the name. */
+	const unsigned char nsb[4] = {ns & 0xff, (ns >> 8) & 0xff, (ns >> 16) & 0xff, ns >> 24};
+	uint64_t h = ng_fnv1a64(ng_fnv1a64(NG_FNV64_INIT, nsb, sizeof(nsb)), name, len);
 	/* NG_MAP_EMPTY is reserved, and probing steps +1: keep clear of the top. */
 	return h >> 1;
 }

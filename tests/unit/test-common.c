@@ -6,6 +6,7 @@
 
 #include "common/arena.h"
 #include "common/buf.h"
+#include "common/map.h"
 #include "common/clock.h"
 #include "common/intern.h"
 #include "common/json.h"
@@ -351,6 +352,16 @@ static void test_array_grow_doubles_and_refuses_overflow(void **state)
 	free(a);
 }
 
+static void test_fnv1a64_known_values_and_chaining(void **state)
+{
+	(void)state;
+	assert_true(ng_fnv1a64(NG_FNV64_INIT, "", 0) == 0xcbf29ce484222325ull);
+	assert_true(ng_fnv1a64(NG_FNV64_INIT, "a", 1) == 0xaf63dc4c8601ec8cull);
+	/* Feeding in two parts hashes the concatenation. */
+	assert_true(ng_fnv1a64(ng_fnv1a64(NG_FNV64_INIT, "node", 4), "1", 1) ==
+		    ng_fnv1a64(NG_FNV64_INIT, "node1", 5));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -358,6 +369,7 @@ int main(void)
 	    cmocka_unit_test(test_buf_cap_leaves_contents_unchanged),
 	    cmocka_unit_test(test_buf_json_string_escaping),
 	    cmocka_unit_test(test_array_grow_doubles_and_refuses_overflow),
+	    cmocka_unit_test(test_fnv1a64_known_values_and_chaining),
 	    cmocka_unit_test(test_intern_ids_are_stable),
 	    cmocka_unit_test(test_parse_i64_table),
 	    cmocka_unit_test(test_rfc3339_round_trip),
