@@ -1,6 +1,7 @@
 #include "common/parse.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,4 +29,70 @@ ng_status ng_parse_i64(const char *s, size_t len, int64_t min, int64_t max, int6
 		return NG_ELIMIT;
 	*ret = (int64_t)v;
 	return NG_OK;
+}
+
+static int b64_value(unsigned char ch)
+{
+	if (ch >= 'A' && ch <= 'Z')
+		return ch - 'A';
+	if (ch >= 'a' && ch <= 'z')
+		return ch - 'a' + 26;
+	if (ch >= '0' && ch <= '9')
+		return ch - '0' + 52;
+	if (ch == '+')
+		return 62;
+	if (ch == '/')
+		return 63;
+	return -1;
+}
+
+ng_status ng_base64_decode(const char *s, size_t len, char **ret, size_t *ret_len)
+{
+	char *out = malloc(len / 4 * 3 + 4);
+	*ret = NULL;
+	if (!out)
+		return NG_ENOMEM;
+	uint32_t acc = 0;
+	size_t o = 0;
+	int qn = 0, pad = 0;
+	bool ended = false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch == '\r' || ch == '\n')
+			continue;
+		if (ended)
+			goto fail;
+		int v;
+		if (ch == '=') {
+			if (qn < 2)
+				goto fail;
+			pad++;
+			v = 0;
+		} else {
+			v = b64_value(ch);
+			if (v < 0 || pad > 0)
+				goto fail;
+		}
+		acc = (acc << 6) | (uint32_t)v;
+		if (++qn < 4)
+			continue;
+		out[o++] = (char)(acc >> 16);
+		if (pad < 2)
+			out[o++] = (char)(acc >> 8);
+		if (pad < 1)
+			out[o++] = (char)acc;
+		ended = pad > 0;
+		acc = 0;
+		qn = 0;
+	}
+	if (qn != 0)
+		goto fail;
+	out[o] = '\0';
+	*ret = out;
+	*ret_len = o;
+	return NG_OK;
+fail:
+	explicit_bzero(out, o);
+	free(out);
+	return NG_EPARSE;
 }

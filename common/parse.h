@@ -15,4 +15,12 @@
 NG_NODISCARD ng_status ng_parse_i64(const char *s, size_t len, int64_t min, int64_t max,
 				    int64_t *ret);
 
+/**
+ * Decodes standard base64 with padding, as Go's encoding/base64.StdEncoding decodes []byte
+ * fields (kubeconfig *-data, caBundle): CR and LF are skipped, anything else outside the
+ * alphabet is an error, and nothing may follow the padding. On NG_OK *@ret is a malloc'ed,
+ * NUL-terminated buffer of *@ret_len bytes (at most 3/4 of @len). NG_EPARSE, NG_ENOMEM.
+ */
+NG_NODISCARD ng_status ng_base64_decode(const char *s, size_t len, char **ret, size_t *ret_len);
+
 #endif

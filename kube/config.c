@@ -328,75 +328,6 @@ static void wipe_free(char *s)
 	free(s);
 }
 
-static int b64_value(unsigned char ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	if (ch == '+')
-		return 62;
-	if (ch == '/')
-		return 63;
-	return -1;
-}
-
-/* Standard base64 with padding, as Go's encoding/base64.StdEncoding decodes []byte fields: CR
- * and LF are skipped, anything else outside the alphabet is an error, and nothing may follow
- * the padding. The output is at most 3/4 of the input, so it is bounded by the input cap. */
-static bool b64_decode(const char *s, size_t len, char **ret, size_t *ret_len)
-{
-	char *out = malloc(len / 4 * 3 + 4);
-	if (!out)
-		return false;
-	uint32_t acc = 0;
-	size_t o = 0;
-	int qn = 0, pad = 0;
-	bool ended = false;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		if (ch == '\r' || ch == '\n')
-			continue;
-		if (ended)
-			goto fail;
-		int v;
-		if (ch == '=') {
-			if (qn < 2)
-				goto fail;
-			pad++;
-			v = 0;
-		} else {
-			v = b64_value(ch);
-			if (v < 0 || pad > 0)
-				goto fail;
-		}
-		acc = (acc << 6) | (uint32_t)v;
-		if (++qn < 4)
-			continue;
-		out[o++] = (char)(acc >> 16);
-		if (pad < 2)
-			out[o++] = (char)(acc >> 8);
-		if (pad < 1)
-			out[o++] = (char)acc;
-		ended = pad > 0;
-		acc = 0;
-		qn = 0;
-	}
-	if (qn != 0)
-		goto fail;
-	out[o] = '\0';
-	*ret = out;
-	*ret_len = o;
-	return true;
-fail:
-	explicit_bzero(out, o);
-	free(out);
-	*ret = NULL;
-	return true;
-}
-
 /* memmem is a GNU extension; this is the portable few lines. */
 static const char *find_bytes(const char *hay, size_t hlen, const char *needle, size_t nlen)
 {
@@ -513,9 +444,10 @@ static ng_status load_pem_data(const struct ynode *n, const char *where, char **
 {
 	char *p;
 	size_t len;
-	if (!b64_decode(n->s, n->len, &p, &len))
+	ng_status bst = ng_base64_decode(n->s, n->len, &p, &len);
+	if (bst == NG_ENOMEM)
 		return ng_err_set(err, NG_ENOMEM, n->off, "%s: out of memory", where);
-	if (!p)
+	if (bst != NG_OK)
 		return ng_err_set(err, NG_EPARSE, n->off, "%s: not valid base64", where);
 	ng_status st = check_pem(p, len, where, err);
 	if (st != NG_OK) {
