@@ -405,6 +405,8 @@ static ng_status render_controller(struct ng_buf *out, void *ctx)
 				   (unsigned long long)count);
 	if (st == NG_OK)
 		st = gate_render_budget_metrics(cm->gate, out);
+	if (st == NG_OK)
+		st = gate_render_hook_metrics(cm->gate, out);
 	return st;
 }
 

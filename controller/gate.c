@@ -4,6 +4,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/intern.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "common/map.h"
 #include "controller/leader.h"
@@ -11,6 +12,8 @@
 #include "kube/kube.h"
 #include "kube/watch.h"
 #include "policy/gate.h"
+#include "policy/hook.h"
+#include "common/json.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,6 +37,18 @@
 const double gate_decision_buckets_s[8] = {0.00001, 0.00005, 0.0001, 0.0005,
 					   0.001,   0.005,   0.01,   0.1};
 
+/* nodegate_health_hook_duration_seconds buckets: hooks time out at 1..25 s. */
+#define HOOK_BUCKETS 10
+static const double hook_buckets_s[HOOK_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1,
+						    0.25,  0.5,  1,     5,    25};
+
+/* nodegate_health_hook_requests_total{namespace,name,result}: one row per budget and result. */
+struct hook_count {
+	char ns[64], name[254];
+	uint8_t result; /* enum pol_hook_result */
+	uint64_t n;
+};
+
 /* What this replica last wrote for a request, so an unchanged decision is not written again. */
 struct written {
 	uint32_t name;
@@ -41,6 +56,7 @@ struct written {
 	uint64_t reason_hash;
 	int64_t next_retry_ms; /* when to decide again while Pending with retry */
 	uint32_t retry_count;
+	bool hook_failed; /* the last decision failed on a health hook */
 };
 
 /* What this replica last wrote to a budget's status. */
@@ -76,7 +92,12 @@ struct gate {
 	int64_t budgets_written_ms;
 	pthread_mutex_t metrics_mu; /* guards metrics_text: written by the gate, read by /metrics */
 	char *metrics_text;
-	bool budgets_dirty; /* the cache changed since budget status was last written */
+	bool budgets_dirty;    /* the cache changed since budget status was last written */
+	int64_t again_ms;      /* run a round at this time even when nothing changed; 0 = none */
+	struct hook_count *hc; /* guarded by metrics_mu */
+	size_t nhc, caphc;
+	uint64_t hook_buckets[HOOK_BUCKETS + 1]; /* guarded by metrics_mu; last is +Inf */
+	double hook_seconds_sum;
 	unsigned int seed;
 	_Atomic uint64_t decisions[3], writes, conflicts, errors, decision_us_sum, buckets[8];
 };
@@ -172,12 +193,34 @@ static ng_status put_str(struct ng_buf *b, const char *s)
 	return ng_buf_json_str(b, s, strlen(s));
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The decision's node names sorted as status.disruptedNodes lists them (the decision's ids are
+ * in intern order, which is not the names' order). NULL when @arena is full. */
+static const char **sorted_node_names(const struct kube_snapshot *s,
+				      const struct pol_gate_decision *d, struct ng_arena *arena)
+{
+	const char **names = ng_arena_alloc(arena, (d->nnodes ? d->nnodes : 1) * sizeof(*names));
+	if (!names)
+		return NULL;
+	for (size_t i = 0; i < d->nnodes; i++)
+		names[i] = ng_intern_str(kube_snapshot_pool(s), d->nodes[i], NULL);
+	qsort(names, d->nnodes, sizeof(*names), cmp_str);
+	return names;
+}
+
 /* The merge patch for /status, with the resourceVersion precondition inside the body. */
 static ng_status status_patch(const struct kube_snapshot *s, const struct kube_nd *nd,
 			      const struct pol_gate_decision *d, int64_t now, int64_t next_retry,
-			      uint32_t retry_count, struct ng_buf *b)
+			      uint32_t retry_count, struct ng_arena *arena, struct ng_buf *b)
 {
 	const struct ng_intern *pool = kube_snapshot_pool(s);
+	const char **names = sorted_node_names(s, d, arena);
+	if (!names)
+		return NG_ENOMEM;
 	ng_status st = ng_buf_puts(b, "{\"metadata\":{\"resourceVersion\":");
 	st = st ? st : put_str(b, nd->rv);
 	st = st ? st : ng_buf_puts(b, "},\"status\":{\"state\":");
@@ -185,7 +228,7 @@ static ng_status status_patch(const struct kube_snapshot *s, const struct kube_n
 	st = st ? st : ng_buf_puts(b, ",\"disruptedNodes\":[");
 	for (size_t i = 0; st == NG_OK && i < d->nnodes; i++) {
 		st = i ? ng_buf_puts(b, ",") : NG_OK;
-		st = st ? st : put_str(b, ng_intern_str(pool, d->nodes[i], NULL));
+		st = st ? st : put_str(b, names[i]);
 	}
 	st = st ? st : ng_buf_puts(b, "],\"disruptedDisruptionBudgets\":[");
 	for (size_t i = 0; st == NG_OK && i < d->nverdicts; i++) {
@@ -226,10 +269,10 @@ static ng_status status_patch(const struct kube_snapshot *s, const struct kube_n
 	return st;
 }
 
-/* An Event on the request (core/v1, in "default": the request is cluster-scoped). Best
- * effort: a failed event is logged, never retried. */
-static void post_event(struct gate *g, const char *nd, const char *reason, const char *type,
-		       const char *msg, int64_t now)
+/* An Event on object @kind @name (core/v1, in @ns, or "default" for cluster-scoped objects).
+ * Best effort: a failed event is logged, never retried. */
+static void post_event_on(struct gate *g, const char *kind, const char *ns, const char *nd,
+			  const char *reason, const char *type, const char *msg, int64_t now)
 {
 	struct ng_buf b;
 	ng_buf_init(&b, 8192);
@@ -238,9 +281,17 @@ static void post_event(struct gate *g, const char *nd, const char *reason, const
 	ng_status st = ng_buf_puts(&b, "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{"
 				       "\"name\":");
 	st = st ? st : put_str(&b, name);
+	st = st ? st : ng_buf_puts(&b, ",\"namespace\":");
+	st = st ? st : put_str(&b, ns ? ns : "default");
 	st = st ? st
-		: ng_buf_puts(&b, ",\"namespace\":\"default\"},\"involvedObject\":{\"apiVersion\":"
-				  "\"nodegate.io/v1alpha1\",\"kind\":\"NodeDisruption\",\"name\":");
+		: ng_buf_puts(&b, "},\"involvedObject\":{\"apiVersion\":\"nodegate.io/v1alpha1\","
+				  "\"kind\":");
+	st = st ? st : put_str(&b, kind);
+	if (st == NG_OK && ns) {
+		st = ng_buf_puts(&b, ",\"namespace\":");
+		st = st ? st : put_str(&b, ns);
+	}
+	st = st ? st : ng_buf_puts(&b, ",\"name\":");
 	st = st ? st : put_str(&b, nd);
 	st = st ? st : ng_buf_puts(&b, "},\"reason\":");
 	st = st ? st : put_str(&b, reason);
@@ -261,20 +312,29 @@ static void post_event(struct gate *g, const char *nd, const char *reason, const
 	ng_buf_init(&out, 64 * 1024);
 	long http = 0;
 	struct ng_err err = {0};
+	char path[128];
+	ng_fmt(path, sizeof(path), "/api/v1/namespaces/%s/events", ns ? ns : "default");
 	if (st == NG_OK)
-		st = kube_client_request(g->client, "POST", "/api/v1/namespaces/default/events",
-					 "application/json", b.data, b.len, WRITE_TIMEOUT_MS,
-					 64 * 1024, &out, &http, &err);
+		st = kube_client_request(g->client, "POST", path, "application/json", b.data, b.len,
+					 WRITE_TIMEOUT_MS, 64 * 1024, &out, &http, &err);
 	struct ng_logline l;
 	if ((st != NG_OK || http != 201) &&
 	    ng_log_begin(&l, NG_LOG_WARN, "gate", "event not recorded")) {
-		ng_log_str(&l, "nd", nd);
+		ng_log_str(&l, "kind", kind);
+		ng_log_str(&l, "name", nd);
 		ng_log_i64(&l, "http", http);
 		ng_log_str(&l, "err", st == NG_OK ? (out.data ? out.data : "") : err.msg);
 		ng_log_end(&l);
 	}
 	ng_buf_finish(&out);
 	ng_buf_finish(&b);
+}
+
+/* An Event on NodeDisruption @nd (cluster-scoped: the Event lives in "default"). */
+static void post_event(struct gate *g, const char *nd, const char *reason, const char *type,
+		       const char *msg, int64_t now)
+{
+	post_event_on(g, "NodeDisruption", NULL, nd, reason, type, msg, now);
 }
 
 static int64_t backoff_ms(struct gate *g, const struct pol_gate_config *cfg, uint32_t retry_count)
@@ -288,6 +348,244 @@ static int64_t backoff_ms(struct gate *g, const struct pol_gate_config *cfg, uin
 		ms = max;
 	int64_t span = ms / 5; /* ±20 % */
 	return ms - span + (span ? (int64_t)(rand_r(&g->seed) % (unsigned)(2 * span + 1)) : 0);
+}
+
+/* ---- health hooks (DESIGN.md §4 step 8) ---- */
+
+/* The body every hook of a decision gets: the request as the API server has it, with
+ * status.disruptedNodes filled. malloc'ed (free with cJSON_free); NULL when it cannot be read. */
+static char *hook_body(struct gate *g, const struct kube_snapshot *s, const char *name,
+		       const struct pol_gate_decision *d, struct ng_arena *arena, size_t *ret_len)
+{
+	char path[512];
+	ng_fmt(path, sizeof(path), "/apis/nodegate.io/v1alpha1/nodedisruptions/%s", name);
+	struct ng_buf out;
+	ng_buf_init(&out, NG_MAX_BODY_BYTES);
+	long http = 0;
+	struct ng_err err = {0};
+	cJSON *root = NULL;
+	char *body = NULL;
+	const char **names = sorted_node_names(s, d, arena);
+	ng_status st = kube_client_request(g->client, "GET", path, NULL, NULL, 0, WRITE_TIMEOUT_MS,
+					   NG_MAX_BODY_BYTES, &out, &http, &err);
+	if (st == NG_OK && http == 200 && names &&
+	    ng_json_parse(out.data, out.len, NULL, &root, &err) == NG_OK) {
+		cJSON *status = cJSON_GetObjectItemCaseSensitive(root, "status");
+		if (!cJSON_IsObject(status)) {
+			cJSON_DeleteItemFromObjectCaseSensitive(root, "status");
+			status = cJSON_AddObjectToObject(root, "status");
+		}
+		cJSON *list = cJSON_CreateArray();
+		for (size_t i = 0; list && i < d->nnodes; i++)
+			cJSON_AddItemToArray(list, cJSON_CreateString(names[i]));
+		cJSON_DeleteItemFromObjectCaseSensitive(status, "disruptedNodes");
+		if (status && list && cJSON_AddItemToObject(status, "disruptedNodes", list))
+			body = cJSON_PrintUnformatted(root);
+		else
+			cJSON_Delete(list);
+	}
+	struct ng_logline l;
+	if (!body &&
+	    ng_log_begin(&l, NG_LOG_WARN, "gate", "cannot read the request for its hooks")) {
+		ng_log_str(&l, "nd", name);
+		ng_log_i64(&l, "http", http);
+		ng_log_str(&l, "err", st == NG_OK ? (out.data ? out.data : "") : err.msg);
+		ng_log_end(&l);
+	}
+	cJSON_Delete(root);
+	ng_buf_finish(&out);
+	*ret_len = body ? strlen(body) : 0;
+	return body;
+}
+
+static void count_hook(struct gate *g, const char *ns, const char *name,
+		       const struct pol_hook_call *c)
+{
+	pthread_mutex_lock(&g->metrics_mu);
+	struct hook_count *hc = NULL;
+	for (size_t i = 0; i < g->nhc && !hc; i++)
+		if (g->hc[i].result == c->result && strcmp(g->hc[i].ns, ns) == 0 &&
+		    strcmp(g->hc[i].name, name) == 0)
+			hc = &g->hc[i];
+	if (!hc) {
+		struct hook_count *p = ng_array_grow(g->hc, &g->caphc, g->nhc, sizeof(*p));
+		if (p) {
+			g->hc = p;
+			hc = &g->hc[g->nhc++];
+			memset(hc, 0, sizeof(*hc));
+			ng_fmt(hc->ns, sizeof(hc->ns), "%s", ns);
+			ng_fmt(hc->name, sizeof(hc->name), "%s", name);
+			hc->result = (uint8_t)c->result;
+		}
+	}
+	if (hc)
+		hc->n++;
+	if (c->result != POL_HOOK_DENIED) {
+		double secs = (double)c->duration_ms / 1000.0;
+		int i = 0;
+		while (i < HOOK_BUCKETS && secs > hook_buckets_s[i])
+			i++;
+		g->hook_buckets[i]++;
+		g->hook_seconds_sum += secs;
+	}
+	pthread_mutex_unlock(&g->metrics_mu);
+}
+
+/* What the hooks of a decision answered: metrics, the budget's status.lastHookResult, a
+ * HookFailed Event on the budget, a log line. Hooks cancelled by another's failure did not
+ * answer and leave no trace. */
+static void record_hooks(struct gate *g, const struct kube_snapshot *s, const char *nd,
+			 const struct pol_hook_call *calls, size_t n, int64_t now)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	for (size_t i = 0; i < n; i++) {
+		const struct pol_hook_call *c = &calls[i];
+		if (c->result == POL_HOOK_CANCELLED || c->result == POL_HOOK_PENDING)
+			continue;
+		const char *ns = ng_intern_str(pool, c->adb->b.ns, NULL);
+		const char *name = ng_intern_str(pool, c->adb->b.name, NULL);
+		bool ok = c->result == POL_HOOK_OK;
+		count_hook(g, ns, name, c);
+		struct ng_buf b, out;
+		ng_buf_init(&b, 64 * 1024);
+		ng_buf_init(&out, 1u << 20);
+		ng_status st = ng_buf_puts(&b, "{\"status\":{\"lastHookResult\":{\"time\":");
+		st = st ? st : put_time(&b, now);
+		st =
+		    st ? st
+		       : ng_buf_puts(&b, ok ? ",\"ok\":true,\"code\":" : ",\"ok\":false,\"code\":");
+		st = st ? st : ng_buf_i64(&b, c->code);
+		st = st ? st : ng_buf_puts(&b, ",\"message\":");
+		st = st ? st : put_str(&b, c->message);
+		st = st ? st : ng_buf_puts(&b, ",\"durationMs\":");
+		st = st ? st : ng_buf_i64(&b, c->duration_ms);
+		st = st ? st : ng_buf_puts(&b, "}}}");
+		char path[600];
+		ng_fmt(path, sizeof(path),
+		       "/apis/nodegate.io/v1alpha1/namespaces/%s/applicationdisruptionbudgets/%s/"
+		       "status",
+		       ns, name);
+		long http = 0;
+		struct ng_err err = {0};
+		if (st == NG_OK)
+			st = kube_client_request(g->client, "PATCH", path,
+						 "application/merge-patch+json", b.data, b.len,
+						 WRITE_TIMEOUT_MS, 1u << 20, &out, &http, &err);
+		if (st == NG_OK && http == 200)
+			inc(&g->writes, 1);
+		else if (!(st == NG_OK && http == 404)) /* deleted meanwhile */
+			inc(&g->errors, 1);
+		ng_buf_finish(&b);
+		ng_buf_finish(&out);
+		struct ng_logline l;
+		if (ng_log_begin(&l, ok ? NG_LOG_INFO : NG_LOG_WARN, "gate",
+				 "health hook called")) {
+			ng_log_str(&l, "nd", nd);
+			ng_log_str(&l, "namespace", ns);
+			ng_log_str(&l, "budget", name);
+			ng_log_str(&l, "result", pol_hook_result_str(c->result));
+			ng_log_i64(&l, "code", c->code);
+			ng_log_i64(&l, "duration_ms", c->duration_ms);
+			ng_log_str(&l, "message", c->message);
+			ng_log_end(&l);
+		}
+		if (!ok) {
+			char msg[400];
+			ng_fmt(msg, sizeof(msg), "NodeDisruption %s: %s", nd, c->message);
+			post_event_on(g, "ApplicationDisruptionBudget", ns, name, "HookFailed",
+				      "Warning", msg, now);
+		}
+	}
+}
+
+/* Step 8 for a decision whose capacity checks all passed: calls the impacted budgets' hooks and
+ * folds their answers into @d. False when the decision cannot be made now (the request could
+ * not be read, or nodegate is stopping): nothing is written and the gate looks again soon. */
+static bool run_hooks(struct gate *g, const struct kube_snapshot *s, const struct kube_nd *nd,
+		      const char *name, struct pol_gate_decision *d, bool *ret_called, int64_t now,
+		      struct ng_arena *arena)
+{
+	struct kube_hook_policy hp;
+	pol_hook_policy_from(s, &hp);
+	struct pol_hook_call *calls;
+	size_t n;
+	*ret_called = false;
+	if (pol_hooks_prepare(s, d, &hp, arena, &calls, &n) != NG_OK) {
+		inc(&g->errors, 1);
+		return false;
+	}
+	if (n == 0)
+		return true;
+	*ret_called = true;
+	bool denied = false;
+	for (size_t i = 0; i < n; i++)
+		denied |= calls[i].result == POL_HOOK_DENIED;
+	if (denied) {
+		/* A hook that may not be called fails the decision before any other is called. */
+		for (size_t i = 0; i < n; i++)
+			if (calls[i].result == POL_HOOK_PENDING) {
+				calls[i].result = POL_HOOK_CANCELLED;
+				ng_fmt(calls[i].message, sizeof(calls[i].message),
+				       "not called: another health hook is not allowed");
+			}
+	} else {
+		size_t len;
+		char *body = hook_body(g, s, name, d, arena, &len);
+		if (!body) {
+			inc(&g->errors, 1);
+			return false;
+		}
+		ng_status st = pol_hooks_run(calls, n, &hp, body, len, &g->stop);
+		cJSON_free(body);
+		if (st != NG_OK || atomic_load(&g->stop)) {
+			inc(&g->errors, st != NG_OK);
+			return false;
+		}
+	}
+	(void)pol_hooks_apply(s, nd, calls, n, d);
+	record_hooks(g, s, name, calls, n, now);
+	return true;
+}
+
+ng_status gate_render_hook_metrics(const struct gate *cg, struct ng_buf *out)
+{
+	struct gate *g = (struct gate *)(uintptr_t)cg;
+	pthread_mutex_lock(&g->metrics_mu);
+	ng_status st = ng_buf_puts(
+	    out, "# HELP nodegate_health_hook_requests_total Health hook calls by budget and "
+		 "result (ok, failed, timeout, error, denied).\n"
+		 "# TYPE nodegate_health_hook_requests_total counter\n");
+	for (size_t i = 0; st == NG_OK && i < g->nhc; i++) {
+		st = ng_buf_puts(out, "nodegate_health_hook_requests_total{namespace=");
+		st = st ? st : put_str(out, g->hc[i].ns);
+		st = st ? st : ng_buf_puts(out, ",name=");
+		st = st ? st : put_str(out, g->hc[i].name);
+		st = st ? st
+			: ng_buf_printf(out, ",result=\"%s\"} %llu\n",
+					pol_hook_result_str((enum pol_hook_result)g->hc[i].result),
+					(unsigned long long)g->hc[i].n);
+	}
+	st = st ? st
+		: ng_buf_puts(out, "# HELP nodegate_health_hook_duration_seconds How long health "
+				   "hook calls took.\n"
+				   "# TYPE nodegate_health_hook_duration_seconds histogram\n");
+	uint64_t cum = 0;
+	for (int i = 0; st == NG_OK && i < HOOK_BUCKETS; i++) {
+		cum += g->hook_buckets[i];
+		st = ng_buf_printf(out,
+				   "nodegate_health_hook_duration_seconds_bucket{le=\"%g\"} %llu\n",
+				   hook_buckets_s[i], (unsigned long long)cum);
+	}
+	cum += g->hook_buckets[HOOK_BUCKETS];
+	st = st ? st
+		: ng_buf_printf(out,
+				"nodegate_health_hook_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+				"nodegate_health_hook_duration_seconds_sum %.6f\n"
+				"nodegate_health_hook_duration_seconds_count %llu\n",
+				(unsigned long long)cum, g->hook_seconds_sum,
+				(unsigned long long)cum);
+	pthread_mutex_unlock(&g->metrics_mu);
+	return st;
 }
 
 /* Decides one request and writes the answer when it changed. Returns false when the round
@@ -310,8 +608,25 @@ static bool decide_one(struct gate *g, const struct kube_snapshot *s,
 			inc(&g->buckets[i], 1);
 			break;
 		}
-	inc(&g->decisions[d.outcome], 1);
 	struct written *w = written_get(g, nd->name);
+	bool hooks_called = false;
+	if (d.outcome == POL_GATE_GRANT && d.nverdicts) {
+		/* A hook that failed is asked again when the retry falls due, not on every change
+		 * of the cluster. */
+		if (w && w->hook_failed && w->next_retry_ms && now < w->next_retry_ms &&
+		    nd->state == KUBE_ND_PENDING)
+			return true;
+		if (!run_hooks(g, s, nd, name, &d, &hooks_called, now, arena)) {
+			g->again_ms = ng_now_wall_ms() + 1000;
+			return false;
+		}
+		/* Hooks take time: the answer is dated when it is known. */
+		now = ng_now_wall_ms();
+		if (g->cfg.leader && !leader_is_leader(g->cfg.leader))
+			return false;
+		w = written_get(g, nd->name);
+	}
+	inc(&g->decisions[d.outcome], 1);
 	uint64_t h = ng_fnv1a64(NG_FNV64_INIT, d.reason, strlen(d.reason));
 	bool pending = d.outcome == POL_GATE_PENDING;
 	bool retry_due = w && pending && w->next_retry_ms && now >= w->next_retry_ms;
@@ -332,7 +647,7 @@ static bool decide_one(struct gate *g, const struct kube_snapshot *s,
 	ng_fmt(path, sizeof(path), "/apis/nodegate.io/v1alpha1/nodedisruptions/%s/status", name);
 	long http = 0;
 	struct ng_err err = {0};
-	ng_status st = status_patch(s, nd, &d, now, next_retry, retry_count, &body);
+	ng_status st = status_patch(s, nd, &d, now, next_retry, retry_count, arena, &body);
 	if (st == NG_OK)
 		st = kube_client_request(g->client, "PATCH", path, "application/merge-patch+json",
 					 body.data, body.len, WRITE_TIMEOUT_MS, 1u << 20, &out,
@@ -347,6 +662,7 @@ static bool decide_one(struct gate *g, const struct kube_snapshot *s,
 			w->reason_hash = h;
 			w->next_retry_ms = next_retry;
 			w->retry_count = retry_count;
+			w->hook_failed = hooks_called && d.outcome != POL_GATE_GRANT;
 		}
 		if (d.outcome == POL_GATE_GRANT) {
 			/* Recorded before the next decision: a stale cache cannot grant it twice.
@@ -722,7 +1038,10 @@ static void *run(void *arg)
 		uint64_t gen = kube_store_generation(g->cfg.store);
 		int64_t now = ng_now_wall_ms();
 		int64_t due = next_due(g);
-		bool changed = gen != g->seen_generation || term != g->term;
+		bool changed = gen != g->seen_generation || term != g->term ||
+			       (g->again_ms && now >= g->again_ms);
+		if (changed)
+			g->again_ms = 0;
 		bool budgets_due =
 		    g->budgets_dirty && now - g->budgets_written_ms >= BUDGET_STATUS_MS;
 		if (changed || (due && now >= due) || g->ninf || budgets_due) {
@@ -796,6 +1115,7 @@ void gate_stop(struct gate *g)
 	free(g->w);
 	free(g->bw);
 	free(g->metrics_text);
+	free(g->hc);
 	pthread_mutex_destroy(&g->metrics_mu);
 	ng_map_finish(&g->w_by_name);
 	kube_client_destroy(g->client);

@@ -50,6 +50,11 @@ struct ng_buf;
  * budget, as of the last budget status pass (none while not leading). Any thread.
  */
 NG_NODISCARD ng_status gate_render_budget_metrics(const struct gate *g, struct ng_buf *out);
+/**
+ * Appends nodegate_health_hook_requests_total{namespace,name,result} and the
+ * nodegate_health_hook_duration_seconds histogram: the calls this replica made. Any thread.
+ */
+NG_NODISCARD ng_status gate_render_hook_metrics(const struct gate *g, struct ng_buf *out);
 
 /** Stops and joins the thread. Accepts NULL. Main thread. */
 void gate_stop(struct gate *g);

@@ -3,12 +3,14 @@
 #include "kube/internal.h"
 
 #include "common/arena.h"
+#include "common/buf.h"
 #include "common/intern.h"
 #include "common/json.h"
 #include "common/limits.h"
 #include "common/clock.h"
 #include "common/parse.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -752,6 +754,100 @@ static ng_status finish_budget(struct ctx *c, struct kube_budget_common *b, stru
 	return intern(c, verr->msg, &b->error);
 }
 
+/* Bounds of spec.healthHook: a URL (or service path) and a CA bundle. */
+#define HOOK_URL_MAX 2048
+#define HOOK_CA_MAX (64u * 1024u)
+
+/* spec.healthHook into @h. A hook that cannot be called gets @h->error and fails closed when
+ * its budget is impacted; the budget's scope stays readable. Only OOM fails. */
+static ng_status decode_hook(struct ctx *c, const cJSON *j, struct kube_hook *h)
+{
+	char why[256] = "";
+	memset(h, 0, sizeof(*h));
+	h->error = NG_INTERN_NONE;
+	if (!j || cJSON_IsNull(j))
+		return NG_OK;
+	h->present = true;
+	h->timeout_s = 5;
+	const cJSON *url = ng_json_get(j, "url");
+	const cJSON *svc = ng_json_get(j, "service");
+	bool has_url = url && !cJSON_IsNull(url), has_svc = svc && !cJSON_IsNull(svc);
+	const cJSON *to = ng_json_get(j, "timeoutSeconds");
+	const cJSON *ca = ng_json_get(j, "caBundle");
+	int64_t secs = 5;
+	if (!cJSON_IsObject(j))
+		ng_fmt(why, sizeof(why), "spec.healthHook: expected an object");
+	else if (has_url == has_svc)
+		ng_fmt(why, sizeof(why),
+		       "spec.healthHook: exactly one of url and service is required");
+	else if (to && !cJSON_IsNull(to) && (!ng_json_int64(to, &secs) || secs < 1 || secs > 25))
+		ng_fmt(why, sizeof(why), "spec.healthHook.timeoutSeconds: must be 1..25");
+	else if (ca && !cJSON_IsNull(ca) && !cJSON_IsString(ca))
+		ng_fmt(why, sizeof(why), "spec.healthHook.caBundle: expected a base64 string");
+	h->timeout_s = (int32_t)secs;
+	char buf[HOOK_URL_MAX + 1];
+	if (!*why && has_url) {
+		if (!cJSON_IsString(url) || !*url->valuestring)
+			ng_fmt(why, sizeof(why),
+			       "spec.healthHook.url: expected a non-empty string");
+		else if (strlen(url->valuestring) > HOOK_URL_MAX)
+			ng_fmt(why, sizeof(why), "spec.healthHook.url: longer than %d bytes",
+			       HOOK_URL_MAX);
+		else
+			ng_fmt(buf, sizeof(buf), "%s", url->valuestring);
+	} else if (!*why) {
+		const char *ns = ng_json_str(svc, "namespace"), *name = ng_json_str(svc, "name");
+		const char *path = ng_json_str(svc, "path");
+		const cJSON *port = ng_json_get(svc, "port");
+		int64_t p = 443;
+		if (!ns || !dns_subdomain_ok(ns, strlen(ns)) || strlen(ns) > 63 || strchr(ns, '.'))
+			ng_fmt(why, sizeof(why),
+			       "spec.healthHook.service.namespace: must be a namespace name");
+		else if (!name || !dns_subdomain_ok(name, strlen(name)) || strlen(name) > 63 ||
+			 strchr(name, '.'))
+			ng_fmt(why, sizeof(why),
+			       "spec.healthHook.service.name: must be a Service name");
+		else if (port && !cJSON_IsNull(port) &&
+			 (!ng_json_int64(port, &p) || p < 1 || p > 65535))
+			ng_fmt(why, sizeof(why), "spec.healthHook.service.port: must be 1..65535");
+		else if (path &&
+			 (path[0] != '/' || strlen(path) > 1024 || strpbrk(path, " \t\r\n?#")))
+			ng_fmt(why, sizeof(why),
+			       "spec.healthHook.service.path: must start with '/' and hold no "
+			       "spaces, '?' or '#' (at most 1024 bytes)");
+		else
+			ng_fmt(buf, sizeof(buf), "https://%s.%s.svc:%d%s", name, ns, (int)p,
+			       path ? path : "/");
+		h->service = true;
+	}
+	if (!*why && cJSON_IsString(ca) && *ca->valuestring) {
+		char *pem;
+		size_t n;
+		ng_status st = ng_base64_decode(ca->valuestring, strlen(ca->valuestring), &pem, &n);
+		if (st == NG_ENOMEM)
+			return fail(c, st, "spec.healthHook.caBundle", "out of memory");
+		if (st != NG_OK || n > HOOK_CA_MAX || !strstr(pem, "-----BEGIN CERTIFICATE-----"))
+			ng_fmt(why, sizeof(why),
+			       "spec.healthHook.caBundle: must be base64 of PEM certificates (at "
+			       "most %u bytes)",
+			       HOOK_CA_MAX);
+		else if (!(h->ca = ng_arena_strndup(c->arena, pem, n)))
+			st = NG_ENOMEM;
+		h->nca = h->ca ? n : 0;
+		free(pem);
+		if (st == NG_ENOMEM)
+			return fail(c, st, "spec.healthHook.caBundle", "out of memory");
+	}
+	if (*why) {
+		h->ca = NULL;
+		h->nca = 0;
+		return intern(c, why, &h->error);
+	}
+	if (!(h->url = ng_arena_strndup(c->arena, buf, strlen(buf))))
+		return fail(c, NG_ENOMEM, "spec.healthHook", "out of memory");
+	return NG_OK;
+}
+
 static ng_status decode_adb(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t name)
 {
 	struct kube_adb *a = record(c, KUBE_RES_ADBS);
@@ -780,6 +876,10 @@ static ng_status decode_adb(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t
 		memset(&a->pod_selector, 0, sizeof(a->pod_selector));
 		memset(&a->pvc_selector, 0, sizeof(a->pvc_selector));
 	}
+	if (st == NG_OK || st == NG_EPARSE || st == NG_ELIMIT)
+		st = decode_hook(c, ng_json_get(spec, "healthHook"), &a->hook);
+	if (st != NG_OK)
+		return st;
 	return finish_budget(c, &a->b, &verr);
 }
 
@@ -848,6 +948,79 @@ static ng_status decode_ndb(struct ctx *c, const cJSON *o, uint32_t name)
 	return finish_budget(c, &n->b, &verr);
 }
 
+/* One entry of healthHooks.allowedCIDRs: "10.0.0.0/8", "fd00::/8", or an address alone. */
+static bool parse_cidr(const char *s, struct kube_cidr *ret)
+{
+	char addr[64];
+	const char *slash = strchr(s, '/');
+	size_t alen = slash ? (size_t)(slash - s) : strlen(s);
+	if (alen == 0 || alen >= sizeof(addr))
+		return false;
+	memcpy(addr, s, alen);
+	addr[alen] = '\0';
+	memset(ret, 0, sizeof(*ret));
+	if (inet_pton(AF_INET, addr, ret->addr) == 1)
+		ret->family = 4;
+	else if (inet_pton(AF_INET6, addr, ret->addr) == 1)
+		ret->family = 6;
+	else
+		return false;
+	int64_t max = ret->family == 4 ? 32 : 128, bits = max;
+	if (slash && ng_parse_i64(slash + 1, strlen(slash + 1), 0, max, &bits) != NG_OK)
+		return false;
+	ret->bits = (uint8_t)bits;
+	return true;
+}
+
+/* spec.healthHooks; problems go to @verr (the config is then invalid). */
+static ng_status decode_hook_policy(struct ctx *c, const cJSON *j, struct kube_hook_policy *p,
+				    struct ng_err *verr)
+{
+	p->allow_service_refs = !cJSON_IsFalse(ng_json_get(j, "allowServiceRefs"));
+	p->allow_http = cJSON_IsTrue(ng_json_get(j, "allowHTTP"));
+	p->max_response_bytes = 65536;
+	const cJSON *mx = ng_json_get(j, "maxResponseBytes");
+	if (mx && !cJSON_IsNull(mx) &&
+	    (!ng_json_int64(mx, &p->max_response_bytes) || p->max_response_bytes < 1 ||
+	     p->max_response_bytes > 16 * 1024 * 1024))
+		(void)ng_err_set(verr, NG_EPARSE, 0,
+				 "spec.healthHooks.maxResponseBytes: must be 1..16777216");
+	ng_status st =
+	    decode_str_array(c, ng_json_get(j, "allowedHosts"), "spec.healthHooks.allowedHosts",
+			     NG_MAX_LABELS, &p->hosts, &p->nhosts);
+	if (st == NG_EPARSE || st == NG_ELIMIT) {
+		*verr = *c->err;
+		st = NG_OK;
+	}
+	if (st != NG_OK)
+		return st;
+	const cJSON *cidrs = ng_json_get(j, "allowedCIDRs");
+	if (!cidrs || cJSON_IsNull(cidrs))
+		return NG_OK;
+	size_t n = cJSON_IsArray(cidrs) ? (size_t)cJSON_GetArraySize(cidrs) : 0;
+	if (!cJSON_IsArray(cidrs) || n > NG_MAX_LABELS) {
+		(void)ng_err_set(verr, NG_EPARSE, 0,
+				 "spec.healthHooks.allowedCIDRs: expected at most %d strings",
+				 NG_MAX_LABELS);
+		return NG_OK;
+	}
+	struct kube_cidr *out = alloc(c, n * sizeof(*out));
+	if (n && !out)
+		return fail(c, NG_ENOMEM, "spec.healthHooks.allowedCIDRs", "out of memory");
+	size_t i = 0;
+	for (const cJSON *e = cidrs->child; e; e = e->next, i++)
+		if (!cJSON_IsString(e) || !parse_cidr(e->valuestring, &out[i])) {
+			(void)ng_err_set(verr, NG_EPARSE, 0,
+					 "spec.healthHooks.allowedCIDRs[%zu]: not a CIDR like "
+					 "10.0.0.0/8 or fd00::/8",
+					 i);
+			return NG_OK;
+		}
+	p->cidrs = out;
+	p->ncidrs = (uint16_t)n;
+	return NG_OK;
+}
+
 static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 {
 	struct kube_ngc *g = record(c, KUBE_RES_NGCS);
@@ -912,6 +1085,9 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 		st = NG_OK;
 	}
 	if (st != NG_OK)
+		return st;
+	if ((st = decode_hook_policy(c, ng_json_get(spec, "healthHooks"), &g->hooks, &verr)) !=
+	    NG_OK)
 		return st;
 	if (verr.status == NG_OK)
 		return NG_OK;

@@ -189,8 +189,21 @@ struct kube_budget_common {
 	const uint32_t *types; /* supportedNodeDisruptionTypes; empty = every type */
 };
 
+/* An ApplicationDisruptionBudget's spec.healthHook (DESIGN.md §3.3). Whether the URL may be
+ * called is the NodeGateConfig's healthHooks policy, checked when it is called (policy/hook.h). */
+struct kube_hook {
+	bool present;
+	bool service;    /* from spec.healthHook.service: url is its cluster DNS name */
+	const char *url; /* spec.healthHook.url, or https://<name>.<namespace>.svc:<port><path> */
+	const char *ca;  /* spec.healthHook.caBundle decoded (PEM), NULL = system roots */
+	size_t nca;
+	int32_t timeout_s; /* spec.healthHook.timeoutSeconds: 1..25, default 5 */
+	uint32_t error;    /* intern id of why the hook cannot be called; NG_INTERN_NONE if fine */
+};
+
 struct kube_adb {
 	struct kube_budget_common b;
+	struct kube_hook hook;
 	struct kube_selector pod_selector;
 	struct kube_selector pvc_selector;
 	struct kube_int_or_string max_disruptions;
@@ -215,6 +228,23 @@ enum kube_eviction_mode {
 	KUBE_EVICTION_OFF,
 };
 
+/* One CIDR of NodeGateConfig healthHooks.allowedCIDRs: @bits leading bits of @addr. */
+struct kube_cidr {
+	uint8_t family; /* 4 or 6 */
+	uint8_t bits;
+	uint8_t addr[16];
+};
+
+/* NodeGateConfig spec.healthHooks: where health hooks may send requests. */
+struct kube_hook_policy {
+	uint16_t nhosts, ncidrs;
+	const uint32_t *hosts;         /* allowedHosts: host globs (intern ids); none = any host */
+	const struct kube_cidr *cidrs; /* allowedCIDRs; none = any address */
+	bool allow_service_refs;       /* default true */
+	bool allow_http;               /* default false */
+	int64_t max_response_bytes;    /* default 65536 */
+};
+
 struct kube_ngc {
 	uint32_t name;
 	bool invalid;
@@ -234,6 +264,7 @@ struct kube_ngc {
 	bool has_exempt_users;         /* spec.eviction.exemptUsers is present (possibly empty) */
 	uint16_t nexempt;
 	const uint32_t *exempt_users;
+	struct kube_hook_policy hooks; /* spec.healthHooks */
 };
 
 enum kube_resource {

@@ -286,7 +286,7 @@ struct eval {
 };
 
 static struct pol_budget_verdict *verdict(struct eval *e, enum kube_resource kind,
-					  const struct kube_budget_common *b)
+					  const struct kube_budget_common *b, size_t index)
 {
 	if (e->nv == e->capv)
 		return NULL;
@@ -295,6 +295,7 @@ static struct pol_budget_verdict *verdict(struct eval *e, enum kube_resource kin
 	v->kind = kind;
 	v->ns = b->ns;
 	v->name = b->name;
+	v->index = (uint32_t)index;
 	v->ok = true;
 	return v;
 }
@@ -344,13 +345,14 @@ static void check_scope(struct eval *e, struct pol_budget_verdict *v, const char
 		       (long long)c.min, (long long)nscope, (long long)(nscope - c.after));
 }
 
-static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, struct ng_arena *arena)
+static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index,
+			  struct ng_arena *arena)
 {
 	char what[120];
 	ng_fmt(what, sizeof(what), "NodeDisruptionBudget %s", str(e, b->b.name));
 	if (b->b.invalid) {
 		/* Its pool is unknowable: it holds every request back until it is fixed. */
-		struct pol_budget_verdict *v = verdict(e, KUBE_RES_NDBS, &b->b);
+		struct pol_budget_verdict *v = verdict(e, KUBE_RES_NDBS, &b->b, index);
 		if (!v)
 			return NG_ENOMEM;
 		fail_v(e, v);
@@ -378,7 +380,7 @@ static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, struct ng_ar
 	}
 	if (!touched)
 		return NG_OK;
-	struct pol_budget_verdict *v = verdict(e, KUBE_RES_NDBS, &b->b);
+	struct pol_budget_verdict *v = verdict(e, KUBE_RES_NDBS, &b->b, index);
 	if (!v)
 		return NG_ENOMEM;
 	if (b->b.frozen) {
@@ -414,7 +416,8 @@ bad:
 	return NG_OK;
 }
 
-static ng_status eval_adb(struct eval *e, const struct kube_adb *a, struct ng_arena *arena)
+static ng_status eval_adb(struct eval *e, const struct kube_adb *a, size_t index,
+			  struct ng_arena *arena)
 {
 	char what[160];
 	ng_fmt(what, sizeof(what), "ApplicationDisruptionBudget %s/%s", str(e, a->b.ns),
@@ -431,7 +434,7 @@ static ng_status eval_adb(struct eval *e, const struct kube_adb *a, struct ng_ar
 			touched = in_sorted(e->nodes, e->nnodes, pods[in_ns[i]].node);
 		if (!touched)
 			return NG_OK;
-		struct pol_budget_verdict *v = verdict(e, KUBE_RES_ADBS, &a->b);
+		struct pol_budget_verdict *v = verdict(e, KUBE_RES_ADBS, &a->b, index);
 		if (!v)
 			return NG_ENOMEM;
 		fail_v(e, v);
@@ -448,7 +451,7 @@ static ng_status eval_adb(struct eval *e, const struct kube_adb *a, struct ng_ar
 		touched = in_sorted(e->nodes, e->nnodes, sc.nodes[i]);
 	if (!touched)
 		return NG_OK;
-	struct pol_budget_verdict *v = verdict(e, KUBE_RES_ADBS, &a->b);
+	struct pol_budget_verdict *v = verdict(e, KUBE_RES_ADBS, &a->b, index);
 	if (!v)
 		return NG_ENOMEM;
 	if (a->b.frozen) {
@@ -597,10 +600,10 @@ ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct po
 	if (!e.v)
 		return NG_ENOMEM;
 	for (size_t i = 0; i < nndb; i++)
-		if ((st = eval_ndb(&e, &ndbs[i], arena)) != NG_OK)
+		if ((st = eval_ndb(&e, &ndbs[i], i, arena)) != NG_OK)
 			return st;
 	for (size_t i = 0; i < nadb; i++)
-		if ((st = eval_adb(&e, &adbs[i], arena)) != NG_OK)
+		if ((st = eval_adb(&e, &adbs[i], i, arena)) != NG_OK)
 			return st;
 	d.verdicts = e.v;
 	d.nverdicts = e.nv;

@@ -1,6 +1,7 @@
 /* The gate's decision for one NodeDisruption (DESIGN.md §4 steps 1-9, hooks aside): pure, over a
- * cache snapshot and a ledger of what is granted. The controller that ranks requests, writes
- * status and calls health hooks builds on this. Any thread; no I/O, no logging. */
+ * cache snapshot and a ledger of what is granted. The controller that ranks requests and writes
+ * status builds on this; step 8, the health hooks, is policy/hook.h. Any thread; no I/O, no
+ * logging. */
 #ifndef NG_POLICY_GATE_H
 #define NG_POLICY_GATE_H
 
@@ -75,10 +76,11 @@ const char *pol_gate_outcome_str(enum pol_gate_outcome o);
 struct pol_budget_verdict {
 	enum kube_resource kind; /* KUBE_RES_NDBS or KUBE_RES_ADBS */
 	uint32_t ns, name;       /* ns NG_INTERN_NONE for NodeDisruptionBudgets */
+	uint32_t index;          /* the budget's index in the snapshot's NDBs or ADBs */
 	bool ok;
-	int64_t allowed; /* more scope nodes the budget allows now (status.disruptionsAllowed) */
-	int64_t current; /* scope nodes disrupted before this request */
-	char reason[200];
+	int64_t allowed;  /* more scope nodes the budget allows now (status.disruptionsAllowed) */
+	int64_t current;  /* scope nodes disrupted before this request */
+	char reason[320]; /* a failed health hook's reason quotes its answer */
 };
 
 struct pol_gate_decision {

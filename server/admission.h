@@ -29,4 +29,22 @@ NG_NODISCARD ng_status srv_admit_eviction(const char *body, size_t len, struct n
 					  const struct pol_eviction_config *cfg, struct ng_buf *out,
 					  struct srv_admission *ret, struct ng_err *reterr);
 
+/* What one budget admission call decided. */
+struct srv_budget_admission {
+	struct srv_review review; /* valid when the body decoded */
+	bool allowed;
+	int32_t code;      /* 422 (invalid) or 403 (a hook the policy forbids) when denied */
+	char message[480]; /* why, when denied */
+};
+
+/**
+ * POST /validate/budget: decodes an AdmissionReview for an ApplicationDisruptionBudget,
+ * NodeDisruptionBudget or NodeGateConfig CREATE/UPDATE and denies what the gate could not use
+ * (pol_check_budget(), against the policy in @snap); anything else is allowed. Appends the
+ * response to @out. Errors as srv_admit_eviction().
+ */
+NG_NODISCARD ng_status srv_admit_budget(const char *body, size_t len, struct ng_arena *arena,
+					const struct kube_snapshot *snap, struct ng_buf *out,
+					struct srv_budget_admission *ret, struct ng_err *reterr);
+
 #endif

@@ -13,6 +13,7 @@ struct kube_watch;
 
 enum srv_webhook {
 	SRV_WH_EVICTION,
+	SRV_WH_BUDGET,
 	SRV_WH_COUNT,
 };
 

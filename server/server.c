@@ -53,6 +53,7 @@ struct srv {
 enum route {
 	R_NONE,
 	R_EVICTION,
+	R_BUDGET,
 	R_HEALTHZ,
 	R_READYZ,
 	R_METRICS,
@@ -184,6 +185,10 @@ static enum route route_of(const char *url, const char **ret_method)
 		*ret_method = "POST";
 		return R_EVICTION;
 	}
+	if (strcmp(url, "/validate/budget") == 0) {
+		*ret_method = "POST";
+		return R_BUDGET;
+	}
 	*ret_method = "GET";
 	if (strcmp(url, "/healthz") == 0)
 		return R_HEALTHZ;
@@ -301,6 +306,47 @@ static enum MHD_Result serve_eviction(struct srv *s, struct MHD_Connection *c, s
 		       MHD_RESPMEM_PERSISTENT);
 }
 
+static enum MHD_Result serve_budget(struct srv *s, struct MHD_Connection *c, struct req *r)
+{
+	if (r->too_big)
+		return respond_status(s, c, MHD_HTTP_CONTENT_TOO_LARGE,
+				      "request body is larger than 3 MiB", NULL);
+	struct srv_budget_admission a;
+	struct ng_err err = {0};
+	struct kube_snapshot *snap = kube_store_acquire(s->store);
+	ng_status st = srv_admit_budget(r->body.data ? r->body.data : "", r->body.len, r->arena,
+					snap, &r->out, &a, &err);
+	kube_snapshot_release(snap);
+	int64_t dur = ng_now_mono_us() - r->t0_us;
+	struct ng_logline l;
+	if (st != NG_OK) {
+		srv_metrics_admission(s->metrics, SRV_WH_BUDGET, SRV_OUT_ERROR, dur);
+		if (ng_log_begin(&l, NG_LOG_WARN, "srv", "bad admission request")) {
+			ng_log_str(&l, "webhook", "budget");
+			ng_log_str(&l, "err", err.msg);
+			ng_log_end(&l);
+		}
+		return respond_status(s, c, MHD_HTTP_BAD_REQUEST, err.msg, NULL);
+	}
+	srv_metrics_admission(s->metrics, SRV_WH_BUDGET,
+			      a.allowed ? SRV_OUT_ALLOWED : SRV_OUT_DENIED, dur);
+	if (ng_log_begin(&l, a.allowed ? NG_LOG_DEBUG : NG_LOG_INFO, "srv", "admission decided")) {
+		ng_log_str(&l, "webhook", "budget");
+		ng_log_str(&l, "uid", a.review.uid);
+		ng_log_str(&l, "kind", a.review.kind_kind);
+		ng_log_str(&l, "ns", a.review.ns);
+		ng_log_str(&l, "name", a.review.name);
+		ng_log_str(&l, "user", a.review.username);
+		ng_log_bool(&l, "allowed", a.allowed);
+		if (!a.allowed)
+			ng_log_str(&l, "message", a.message);
+		ng_log_i64(&l, "dur_us", dur);
+		ng_log_end(&l);
+	}
+	return respond(c, MHD_HTTP_OK, "application/json", r->out.data, r->out.len,
+		       MHD_RESPMEM_PERSISTENT);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_size, void **con_cls)
@@ -319,7 +365,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				       want);
 			return respond_status(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, msg, want);
 		}
-		if (route != R_EVICTION)
+		if (route != R_EVICTION && route != R_BUDGET)
 			return serve_get(s, c, route);
 		const char *ct =
 		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -364,7 +410,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	return serve_eviction(s, c, r);
+	return r->route == R_BUDGET ? serve_budget(s, c, r) : serve_eviction(s, c, r);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,

@@ -9,10 +9,16 @@
 
 #include "common/arena.h"
 #include "common/intern.h"
+#include "common/buf.h"
 #include "policy/gate.h"
+#include "policy/hook.h"
 #include "tests/support/support.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -651,6 +657,323 @@ static void test_ledger_never_grants_the_same_capacity_twice(void **state)
 	kube_snapshot_release(s);
 }
 
+/* ---- step 8: health hooks ---- */
+
+#define NGC(spec)                                                                                  \
+	"{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/"                               \
+	"v1alpha1\",\"metadata\":{\"name\":\"default\"},\"spec\":" spec "}"
+/* base64 of "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n" */
+#define CA_B64 "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
+#define DB_HOOK(hook)                                                                              \
+	"{\"podSelector\":{\"matchLabels\":{\"app\":\"db\"}},\"maxDisruptions\":1,"                \
+	"\"healthHook\":" hook "}"
+
+static const struct kube_adb *adb_named(const struct kube_snapshot *s, const char *name)
+{
+	size_t n;
+	const struct kube_adb *a = kube_snapshot_adbs(s, &n);
+	for (size_t i = 0; i < n; i++)
+		if (a[i].b.name == ng_test_id(s, name))
+			return &a[i];
+	fail_msg("no ADB %s", name);
+	return NULL;
+}
+
+static void test_hook_spec_decodes_and_service_refs_resolve_to_cluster_dns(void **state)
+{
+	/* clang-format off */
+	struct kube_snapshot *s = cluster(
+	    ADB("url", DB_HOOK("{\"url\":\"https://db.example.com/health\",\"caBundle\":\"" CA_B64 "\"}")) ","
+	    ADB("svc", DB_HOOK("{\"service\":{\"namespace\":\"team\",\"name\":\"db-hook\",\"port\":8443,"
+			       "\"path\":\"/health\"},\"timeoutSeconds\":2}")) ","
+	    ADB("svcdef", DB_HOOK("{\"service\":{\"namespace\":\"team\",\"name\":\"db-hook\"}}")) ","
+	    ADB("both", DB_HOOK("{\"url\":\"https://a/\",\"service\":{\"namespace\":\"t\",\"name\":\"n\"}}")) ","
+	    ADB("slow", DB_HOOK("{\"url\":\"https://a/\",\"timeoutSeconds\":30}")) ","
+	    ADB("badca", DB_HOOK("{\"url\":\"https://a/\",\"caBundle\":\"not base64!\"}")) ","
+	    ADB("nohook", "{\"podSelector\":{},\"maxDisruptions\":1}"));
+	/* clang-format on */
+	const struct kube_adb *a = adb_named(s, "url");
+	assert_true(a->hook.present);
+	assert_false(a->hook.service);
+	assert_string_equal(a->hook.url, "https://db.example.com/health");
+	assert_int_equal(a->hook.timeout_s, 5);
+	assert_non_null(a->hook.ca);
+	assert_non_null(strstr(a->hook.ca, "MIIB"));
+	assert_int_equal(a->hook.error, NG_INTERN_NONE);
+	a = adb_named(s, "svc");
+	assert_true(a->hook.service);
+	assert_string_equal(a->hook.url, "https://db-hook.team.svc:8443/health");
+	assert_int_equal(a->hook.timeout_s, 2);
+	assert_null(a->hook.ca);
+	assert_string_equal(adb_named(s, "svcdef")->hook.url, "https://db-hook.team.svc:443/");
+	static const struct {
+		const char *adb, *why;
+	} bad[] = {{"both", "exactly one of url and service"},
+		   {"slow", "timeoutSeconds: must be 1..25"},
+		   {"badca", "caBundle: must be base64 of PEM"}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		a = adb_named(s, bad[i].adb);
+		assert_true(a->hook.present);
+		assert_int_not_equal(a->hook.error, NG_INTERN_NONE);
+		const char *why = ng_intern_str(kube_snapshot_pool(s), a->hook.error, NULL);
+		if (!strstr(why, bad[i].why))
+			fail_msg("%s: \"%s\" lacks \"%s\"", bad[i].adb, why, bad[i].why);
+		/* The budget itself stays readable: only its hook fails closed. */
+		assert_false(a->b.invalid);
+	}
+	assert_false(adb_named(s, "nohook")->hook.present);
+	kube_snapshot_release(s);
+}
+
+static bool allowed(const struct kube_snapshot *s, const char *adb, char *why, size_t cap)
+{
+	struct kube_hook_policy p;
+	pol_hook_policy_from(s, &p);
+	return pol_hook_allowed(&adb_named(s, adb)->hook, &p, kube_snapshot_pool(s), why, cap);
+}
+
+static void test_H09_hook_policy_hosts_schemes_credentials_and_services(void **state)
+{
+	/* clang-format off */
+	const char *const adbs =
+	    ADB("ok", DB_HOOK("{\"url\":\"https://Hooks.Example.com:8443/h\"}")) ","
+	    ADB("glob", DB_HOOK("{\"url\":\"https://db.team.svc/h\"}")) ","
+	    ADB("other", DB_HOOK("{\"url\":\"https://127.0.0.1:8443/h\"}")) ","
+	    ADB("http", DB_HOOK("{\"url\":\"http://hooks.example.com/h\"}")) ","
+	    ADB("ftp", DB_HOOK("{\"url\":\"ftp://hooks.example.com/h\"}")) ","
+	    ADB("creds", DB_HOOK("{\"url\":\"https://u:p@hooks.example.com/h\"}")) ","
+	    ADB("svc", DB_HOOK("{\"service\":{\"namespace\":\"team\",\"name\":\"db\"}}")) ","
+	    ADB("junk", DB_HOOK("{\"url\":\"not a url\"}"));
+	/* clang-format on */
+	char buf[8192];
+	char why[256];
+	/* No NodeGateConfig: any https host, service references allowed, no http. */
+	ng_fmt(buf, sizeof(buf), "%s", adbs);
+	struct kube_snapshot *s = cluster(buf);
+	assert_true(allowed(s, "other", why, sizeof(why)));
+	assert_true(allowed(s, "svc", why, sizeof(why)));
+	assert_false(allowed(s, "http", why, sizeof(why)));
+	assert_non_null(strstr(why, "allowHTTP"));
+	assert_false(allowed(s, "ftp", why, sizeof(why)));
+	assert_false(allowed(s, "creds", why, sizeof(why)));
+	assert_non_null(strstr(why, "credentials"));
+	assert_false(allowed(s, "junk", why, sizeof(why)));
+	assert_non_null(strstr(why, "not a URL"));
+	kube_snapshot_release(s);
+	ng_fmt(buf, sizeof(buf), "%s,%s", adbs,
+	       NGC("{\"healthHooks\":{\"allowedHosts\":[\"hooks.example.com\",\"*.team.svc\"],"
+		   "\"allowHTTP\":true,\"allowServiceRefs\":false}}"));
+	s = cluster(buf);
+	assert_true(allowed(s, "ok", why, sizeof(why))); /* hosts compare case-insensitively */
+	assert_true(allowed(s, "glob", why, sizeof(why)));
+	assert_true(allowed(s, "http", why, sizeof(why)));
+	assert_false(allowed(s, "other", why, sizeof(why)));
+	assert_non_null(strstr(why, "hook not allowed: host \"127.0.0.1\""));
+	assert_false(allowed(s, "svc", why, sizeof(why)));
+	assert_non_null(strstr(why, "allowServiceRefs"));
+	kube_snapshot_release(s);
+}
+
+static void test_hook_policy_cidrs(void **state)
+{
+	struct kube_snapshot *s =
+	    cluster(NGC("{\"healthHooks\":{\"allowedCIDRs\":[\"10.0.0.0/8\",\"192.168.1.128/25\","
+			"\"fd00::/8\",\"172.16.0.1\"]}}"));
+	struct kube_hook_policy p;
+	pol_hook_policy_from(s, &p);
+	assert_int_equal(p.ncidrs, 4);
+	assert_int_equal(p.max_response_bytes, 65536);
+	static const struct {
+		int family;
+		uint8_t addr[16];
+		bool ok;
+	} cases[] = {
+	    {4, {10, 200, 3, 4}, true},
+	    {4, {11, 0, 0, 1}, false},
+	    {4, {192, 168, 1, 200}, true},
+	    {4, {192, 168, 1, 127}, false},
+	    {4, {172, 16, 0, 1}, true},
+	    {4, {172, 16, 0, 2}, false},
+	    {6, {0xfd, 1}, true},
+	    {6, {0xfe, 0x80}, false},
+	    {6,
+	     {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 1, 2, 3},
+	     true}, /* ::ffff:10.1.2.3 */
+	    {6, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1}, false},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (pol_hook_addr_allowed(&p, cases[i].family, cases[i].addr) != cases[i].ok)
+			fail_msg("case %zu: expected %s", i, cases[i].ok ? "allowed" : "refused");
+	kube_snapshot_release(s);
+	/* A CIDR that does not parse makes the whole config invalid (the gate pauses). */
+	s = cluster(NGC("{\"healthHooks\":{\"allowedCIDRs\":[\"10.0.0.0/33\"]}}"));
+	const struct kube_ngc *ngc = kube_snapshot_config(s);
+	assert_true(ngc->invalid);
+	assert_non_null(
+	    strstr(ng_intern_str(kube_snapshot_pool(s), ngc->error, NULL), "allowedCIDRs[0]"));
+	kube_snapshot_release(s);
+}
+
+static void test_H02_failed_hook_rejects_or_waits_and_names_the_hook(void **state)
+{
+	for (int retry = 0; retry < 2; retry++) {
+		struct result r = decide(
+		    cluster(ADB(
+			"db",
+			DB_HOOK("{\"url\":\"https://"
+				"hooks.example.com/\"}")) "," ND("nd",
+								 "{\"nodeNames\":[\"node1\"],"
+								 "\"retry\":{\"enabled\":"
+								 "true}}") "," ND("nr",
+										  "{\"nodeNames\":["
+										  "\"node1\"]}")),
+		    retry ? "nd" : "nr", NULL, NOW);
+		expect(&r, POL_GATE_GRANT, NULL);
+		struct kube_hook_policy p;
+		pol_hook_policy_from(r.s, &p);
+		struct pol_hook_call *calls;
+		size_t n;
+		assert_int_equal(pol_hooks_prepare(r.s, &r.d, &p, r.arena, &calls, &n), NG_OK);
+		assert_int_equal(n, 1);
+		assert_int_equal(calls[0].result, POL_HOOK_PENDING);
+		assert_false(pol_hooks_apply(r.s, NULL, calls, n, &r.d)); /* not decided yet */
+		calls[0].result = POL_HOOK_FAILED;
+		calls[0].code = 503;
+		ng_fmt(calls[0].message, sizeof(calls[0].message), "HTTP 503: \"replica lagging\"");
+		size_t nn;
+		const struct kube_nd *nds = kube_snapshot_nds(r.s, &nn);
+		const struct kube_nd *nd =
+		    nds[0].name == ng_test_id(r.s, retry ? "nd" : "nr") ? &nds[0] : &nds[1];
+		assert_true(pol_hooks_apply(r.s, nd, calls, n, &r.d));
+		expect(&r, retry ? POL_GATE_PENDING : POL_GATE_REJECT,
+		       "health hook of ApplicationDisruptionBudget default/db: HTTP 503: \"replica "
+		       "lagging\"");
+		assert_false(r.d.verdicts[0].ok);
+		done(&r);
+	}
+	/* A healthy answer keeps the grant and says so in the budget's entry. */
+	struct result r = decide(cluster(ADB("db", DB_HOOK("{\"url\":\"https://h/\"}")) "," ND(
+				     "nd", "{\"nodeNames\":[\"node1\"]}")),
+				 "nd", NULL, NOW);
+	struct kube_hook_policy p;
+	pol_hook_policy_from(r.s, &p);
+	struct pol_hook_call *calls;
+	size_t n;
+	assert_int_equal(pol_hooks_prepare(r.s, &r.d, &p, r.arena, &calls, &n), NG_OK);
+	calls[0].result = POL_HOOK_OK;
+	ng_fmt(calls[0].message, sizeof(calls[0].message), "HTTP 200");
+	size_t nn;
+	assert_false(pol_hooks_apply(r.s, kube_snapshot_nds(r.s, &nn), calls, n, &r.d));
+	expect(&r, POL_GATE_GRANT, NULL);
+	assert_non_null(strstr(r.d.verdicts[0].reason, "; health hook: HTTP 200"));
+	done(&r);
+}
+
+/* Runs the one hook of ADB "db" for a request on node1 under NodeGateConfig @ngc ("" = none). */
+static struct pol_hook_call run_one(const char *hook, const char *ngc)
+{
+	char buf[4096];
+	ng_fmt(buf, sizeof(buf), "%s,%s%s%s",
+	       ADB("db", "{\"podSelector\":{\"matchLabels\":{\"app\":\"db\"}},\"maxDisruptions\":1,"
+			 "\"healthHook\":%s}"),
+	       ND("nd", "{\"nodeNames\":[\"node1\"]}"), *ngc ? "," : "", ngc);
+	char full[4096];
+	ng_fmt(full, sizeof(full), buf, hook);
+	struct result r = decide(cluster(full), "nd", NULL, NOW);
+	struct kube_hook_policy p;
+	pol_hook_policy_from(r.s, &p);
+	struct pol_hook_call *calls;
+	size_t n;
+	assert_int_equal(pol_hooks_prepare(r.s, &r.d, &p, r.arena, &calls, &n), NG_OK);
+	assert_int_equal(n, 1);
+	_Atomic bool stop = false;
+	assert_int_equal(pol_hooks_run(calls, n, &p, "{}", 2, &stop), NG_OK);
+	struct pol_hook_call c = calls[0];
+	done(&r);
+	return c;
+}
+
+static void test_hook_calls_refuse_addresses_outside_the_cidrs(void **state)
+{
+	/* The address is checked where curl connects: nothing is opened to 127.0.0.1. */
+	struct pol_hook_call c =
+	    run_one("{\"url\":\"https://127.0.0.1:1/\"}",
+		    NGC("{\"healthHooks\":{\"allowedCIDRs\":[\"10.0.0.0/8\"]}}"));
+	assert_int_equal(c.result, POL_HOOK_DENIED);
+	assert_non_null(strstr(c.message, "address 127.0.0.1 is in no NodeGateConfig"));
+	/* Allowed, but nothing listens: an error without an answer. */
+	c = run_one("{\"url\":\"https://127.0.0.1:1/\"}", "");
+	assert_int_equal(c.result, POL_HOOK_ERROR);
+	assert_int_equal(c.code, 0);
+}
+
+static void test_H03_a_silent_hook_times_out(void **state)
+{
+	/* A listener that never answers: the TCP handshake completes from the backlog, TLS never
+	 * does. */
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 8), 0);
+	socklen_t len = sizeof(a);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	char hook[128];
+	ng_fmt(hook, sizeof(hook), "{\"url\":\"https://127.0.0.1:%d/\",\"timeoutSeconds\":1}",
+	       (int)ntohs(a.sin_port));
+	struct pol_hook_call c = run_one(hook, "");
+	close(fd);
+	assert_int_equal(c.result, POL_HOOK_TIMEOUT);
+	assert_non_null(strstr(c.message, "no answer within 1 s (timeout)"));
+}
+
+static void expect_budget(const struct kube_snapshot *cluster, const char *obj,
+			  enum pol_budget_check want, const char *why_part)
+{
+	char why[400] = "";
+	enum pol_budget_check got = pol_check_budget(cluster, obj, strlen(obj), why, sizeof(why));
+	if (got != want || (why_part && !strstr(why, why_part)))
+		fail_msg("%s: got %d \"%s\", expected %d containing \"%s\"", obj, got, why, want,
+			 why_part ? why_part : "");
+}
+
+static void test_V07_V08_H09_budget_admission_checks(void **state)
+{
+	struct kube_snapshot *none = cluster("");
+	struct kube_snapshot *strict =
+	    cluster(NGC("{\"healthHooks\":{\"allowedHosts\":[\"hooks.example.com\"]}}"));
+	/* V07: field-specific messages. */
+	expect_budget(none, ADB("a", "{\"podSelector\":{},\"maxDisruptions\":-1}"),
+		      POL_BUDGET_INVALID, "spec.maxDisruptions: must be >= 0");
+	expect_budget(none, NDB("p", "{\"nodeSelector\":{},\"maxDisruptedNodes\":\"150%\"}"),
+		      POL_BUDGET_INVALID, "spec.maxDisruptedNodes: \"150%\" is out of range");
+	expect_budget(none, NDB("p", "{\"nodeSelector\":{}}"), POL_BUDGET_INVALID,
+		      "one of maxDisruptedNodes and minUndisruptedNodes is required");
+	expect_budget(none, ADB("a", "{\"maxDisruptions\":1}"), POL_BUDGET_INVALID,
+		      "at least one of podSelector and pvcSelector");
+	expect_budget(none,
+		      ADB("a",
+			  "{\"podSelector\":{\"matchExpressions\":[{\"key\":\"a\",\"operator\":"
+			  "\"Foo\"}]},\"maxDisruptions\":1}"),
+		      POL_BUDGET_INVALID, "spec.podSelector");
+	expect_budget(none, ADB("a", "{\"podSelector\":{},\"maxDisruptions\":\"25%\"}"),
+		      POL_BUDGET_OK, NULL);
+	/* V08: http while allowHTTP is false (the default). */
+	expect_budget(none, ADB("a", DB_HOOK("{\"url\":\"http://hooks.example.com/\"}")),
+		      POL_BUDGET_FORBIDDEN, "spec.healthHook: hook not allowed: scheme \"http\"");
+	expect_budget(none, ADB("a", DB_HOOK("{\"url\":\"https://h/\",\"timeoutSeconds\":26}")),
+		      POL_BUDGET_INVALID, "timeoutSeconds: must be 1..25");
+	/* H09: a host the policy does not list. */
+	expect_budget(strict, ADB("a", DB_HOOK("{\"url\":\"https://127.0.0.1:8443/\"}")),
+		      POL_BUDGET_FORBIDDEN, "host \"127.0.0.1\" matches no");
+	expect_budget(strict, ADB("a", DB_HOOK("{\"url\":\"https://hooks.example.com/\"}")),
+		      POL_BUDGET_OK, NULL);
+	/* A NodeGateConfig is checked as the gate reads it. */
+	expect_budget(none, NGC("{\"healthHooks\":{\"maxResponseBytes\":0}}"), POL_BUDGET_INVALID,
+		      "maxResponseBytes: must be 1..16777216");
+	kube_snapshot_release(none);
+	kube_snapshot_release(strict);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -674,6 +997,13 @@ int main(void)
 	    cmocka_unit_test(test_R05_control_plane_one_at_a_time_first_and_alone),
 	    cmocka_unit_test(test_R05_control_plane_selector_from_nodegateconfig),
 	    cmocka_unit_test(test_ledger_never_grants_the_same_capacity_twice),
+	    cmocka_unit_test(test_hook_spec_decodes_and_service_refs_resolve_to_cluster_dns),
+	    cmocka_unit_test(test_H09_hook_policy_hosts_schemes_credentials_and_services),
+	    cmocka_unit_test(test_hook_policy_cidrs),
+	    cmocka_unit_test(test_H02_failed_hook_rejects_or_waits_and_names_the_hook),
+	    cmocka_unit_test(test_hook_calls_refuse_addresses_outside_the_cidrs),
+	    cmocka_unit_test(test_H03_a_silent_hook_times_out),
+	    cmocka_unit_test(test_V07_V08_H09_budget_admission_checks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

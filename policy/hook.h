@@ -1,0 +1,112 @@
+/* Health hooks (DESIGN.md §3.3, §4 step 8): whether an ApplicationDisruptionBudget's hook may be
+ * called under NodeGateConfig's healthHooks policy, the calls themselves (all hooks of one
+ * decision in parallel with curl multi, each under its own timeout, TLS verified, no redirects,
+ * no proxy, the answer read up to a bound, the connected address checked against the allowed
+ * CIDRs), and how their answers change a decision.
+ *
+ * Threads: pol_hooks_run() blocks its caller (the gate's thread, never an admission thread)
+ * until every hook answered or one failed. Everything else is pure. */
+#ifndef NG_POLICY_HOOK_H
+#define NG_POLICY_HOOK_H
+
+#include "common/status.h"
+#include "kube/kube.h"
+#include "policy/gate.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ng_arena;
+
+enum pol_hook_result {
+	POL_HOOK_PENDING,   /* not run yet */
+	POL_HOOK_OK,        /* a 2xx answer */
+	POL_HOOK_FAILED,    /* an answer outside 2xx (a redirect included: none is followed) */
+	POL_HOOK_TIMEOUT,   /* no whole answer within timeoutSeconds */
+	POL_HOOK_ERROR,     /* no answer: DNS, connection or TLS failure */
+	POL_HOOK_DENIED,    /* not called, or refused before connecting: the policy forbids it */
+	POL_HOOK_CANCELLED, /* not finished: another hook of the same decision failed first */
+};
+
+/** "pending", "ok", "failed", "timeout", "error", "denied", "cancelled": the metric label. */
+const char *pol_hook_result_str(enum pol_hook_result r);
+
+/** NodeGateConfig's healthHooks from @s, or the defaults of DESIGN.md §3.4 without one. */
+void pol_hook_policy_from(const struct kube_snapshot *s, struct kube_hook_policy *ret);
+
+/**
+ * Whether @h may be called under @p (strings of @p in @pool): true, or false with why in @why
+ * (at most @cap bytes). Checks that the hook is valid, https (http only with allowHTTP), carries
+ * no credentials, that a service reference is allowed, and that the URL's host matches one of
+ * allowedHosts (globs as fnmatch(3), case-insensitive; a service reference's host is
+ * <name>.<namespace>.svc). allowedCIDRs is checked on the connected address, by
+ * pol_hooks_run().
+ */
+bool pol_hook_allowed(const struct kube_hook *h, const struct kube_hook_policy *p,
+		      const struct ng_intern *pool, char *why, size_t cap);
+
+/** Whether @addr (4 or 16 bytes of @family 4 or 6) lies in one of @p's allowedCIDRs; true
+ * when the list is empty. An IPv4-mapped IPv6 address is checked as IPv4. */
+bool pol_hook_addr_allowed(const struct kube_hook_policy *p, int family, const uint8_t *addr);
+
+/* One hook of one decision. */
+struct pol_hook_call {
+	const struct kube_adb *adb; /* whose hook */
+	size_t verdict;             /* index of the ADB's verdict in the decision */
+	enum pol_hook_result result;
+	long code;           /* HTTP status; 0 without an answer */
+	int64_t duration_ms; /* from the start of the call to its end */
+	bool truncated;      /* the answer was longer than maxResponseBytes: read stopped */
+	char message[200];   /* printable: the answer's start, or what went wrong */
+};
+
+/**
+ * The hooks step 8 calls for decision @d (all its capacity checks passed): one per impacted
+ * ApplicationDisruptionBudget with a healthHook, in verdict order, from @arena. Hooks the
+ * policy forbids, and invalid ones, come back POL_HOOK_DENIED with the reason in message; the
+ * rest POL_HOOK_PENDING. NG_ENOMEM when @arena is full.
+ */
+NG_NODISCARD ng_status pol_hooks_prepare(const struct kube_snapshot *s,
+					 const struct pol_gate_decision *d,
+					 const struct kube_hook_policy *p, struct ng_arena *arena,
+					 struct pol_hook_call **ret_calls, size_t *ret_n);
+
+/**
+ * Calls every POL_HOOK_PENDING hook of @calls at once: POST @body (@len bytes of JSON) with
+ * Content-Type application/json and User-Agent nodegate/<version>. Returns when all have ended
+ * or at the first failure (the rest become POL_HOOK_CANCELLED), or when @stop turns true.
+ * NG_ENOMEM/NG_EIO when curl cannot be set up (no hook was decided).
+ */
+NG_NODISCARD ng_status pol_hooks_run(struct pol_hook_call *calls, size_t n,
+				     const struct kube_hook_policy *p, const char *body, size_t len,
+				     const _Atomic bool *stop);
+
+/**
+ * Folds the hooks' results into @d: each failed hook fails its budget's verdict with a reason
+ * naming the hook and quoting its answer; any failure makes @d Pending when @nd retries (and is
+ * before its deadline, which the decision already checked), else Rejected. True when a hook
+ * failed. Until every hook is decided (none PENDING), @d is left as it is and false returned.
+ */
+bool pol_hooks_apply(const struct kube_snapshot *s, const struct kube_nd *nd,
+		     const struct pol_hook_call *calls, size_t n, struct pol_gate_decision *d);
+
+/* What the budget admission webhook (POST /validate/budget) says of an object. */
+enum pol_budget_check {
+	POL_BUDGET_OK,
+	POL_BUDGET_INVALID,   /* a field is malformed or out of range: 422 */
+	POL_BUDGET_FORBIDDEN, /* a health hook the NodeGateConfig policy forbids: 403 */
+};
+
+/**
+ * Checks an ApplicationDisruptionBudget, NodeDisruptionBudget or NodeGateConfig (@len bytes of
+ * its JSON) as the gate would read it: selectors, IntOrString limits, freeze, types, the health
+ * hook (valid, and allowed under @cluster's NodeGateConfig healthHooks policy), the config's own
+ * fields. Writes why into @why (a field-specific message) unless POL_BUDGET_OK. Other kinds
+ * pass. Any thread.
+ */
+enum pol_budget_check pol_check_budget(const struct kube_snapshot *cluster, const char *json,
+				       size_t len, char *why, size_t cap);
+
+#endif
