@@ -57,6 +57,7 @@ struct written {
 	int64_t next_retry_ms; /* when to decide again while Pending with retry */
 	uint32_t retry_count;
 	bool hook_failed; /* the last decision failed on a health hook */
+	uint64_t rv_hash; /* hash of the resourceVersion that decision was made on */
 };
 
 /* What this replica last wrote to a budget's status. */
@@ -611,10 +612,12 @@ static bool decide_one(struct gate *g, const struct kube_snapshot *s,
 	struct written *w = written_get(g, nd->name);
 	bool hooks_called = false;
 	if (d.outcome == POL_GATE_GRANT && d.nverdicts) {
-		/* A hook that failed is asked again when the retry falls due, not on every change
-		 * of the cluster. */
-		if (w && w->hook_failed && w->next_retry_ms && now < w->next_retry_ms &&
-		    nd->state == KUBE_ND_PENDING)
+		/* Hooks are not asked twice about one version of a request: not while the cache
+		 * still shows the version this replica already decided (its write is on the way),
+		 * and after a failure not before the retry falls due, whatever else changes. */
+		uint64_t rv = ng_fnv1a64(NG_FNV64_INIT, nd->rv, strlen(nd->rv));
+		if (w && (w->rv_hash == rv ||
+			  (w->hook_failed && w->next_retry_ms && now < w->next_retry_ms)))
 			return true;
 		if (!run_hooks(g, s, nd, name, &d, &hooks_called, now, arena)) {
 			g->again_ms = ng_now_wall_ms() + 1000;
@@ -663,6 +666,7 @@ static bool decide_one(struct gate *g, const struct kube_snapshot *s,
 			w->next_retry_ms = next_retry;
 			w->retry_count = retry_count;
 			w->hook_failed = hooks_called && d.outcome != POL_GATE_GRANT;
+			w->rv_hash = ng_fnv1a64(NG_FNV64_INIT, nd->rv, strlen(nd->rv));
 		}
 		if (d.outcome == POL_GATE_GRANT) {
 			/* Recorded before the next decision: a stale cache cannot grant it twice.

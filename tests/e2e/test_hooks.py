@@ -85,6 +85,7 @@ class HookHandler(http.server.BaseHTTPRequestHandler):
       /redirect   302 to /ok
       /huge       200 with a HUGE_BYTES body, written in chunks
       /hold       blocks until the server's release event is set, then 200
+      /switch     answers the server's switch_code (503 "not yet" until the test changes it)
     anything else 404."""
 
     protocol_version = "HTTP/1.1"
@@ -143,6 +144,9 @@ class HookHandler(http.server.BaseHTTPRequestHandler):
                     self.wfile.write(chunk)
                     rec["sent"] += len(chunk)
                 self.wfile.flush()
+            elif url.path == "/switch":
+                code = self.server.switch_code
+                self.answer(code, b"ready" if code == 200 else b"not yet")
             elif url.path == "/hold":
                 self.server.release.wait(HOLD_TIMEOUT)
                 self.answer(200, b"released")
@@ -169,6 +173,7 @@ class HookServer(http.server.ThreadingHTTPServer):
         self.ctx.load_cert_chain(cert, key)
         self.port = self.server_address[1]
         self.release = threading.Event()  # /hold answers once this is set
+        self.switch_code = 503  # what /switch answers
         self.lock = threading.Lock()
         self.log = []  # every request received, in arrival order
         self.thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05},
@@ -364,6 +369,32 @@ class HookTest(GateTest):
         self.hook_failed_event("app")
         self.assert_hook_metric("app", "failed")
         self.assertEqual(len(self.hooks.requests("/lagging")), 1)
+
+    def test_H02_with_retry_waits_and_asks_again_only_when_due(self):
+        self.ngc({"retry": {"initialIntervalSeconds": 1, "maxIntervalSeconds": 2}})
+        self.adb("app", "/switch")
+        self.nd("h02r", dict(ON_TEST1, retry={"enabled": True}))
+        st, _ = self.wait_state("h02r", "Pending")
+        self.assert_hook_failed(st, "app", "503", "not yet")
+        self.assertTrue(st.get("nextRetryDate"))
+        # Changes elsewhere in the cluster re-run the gate, but the hook is asked again only
+        # when the retry falls due (1 s, then 2 s): 20 label changes over ~3 s.
+        before = len(self.hooks.requests("/switch"))
+        t0 = time.monotonic()
+        for i in range(20):
+            code, body, _ = self.api.api("PATCH", "/api/v1/nodes/node3",
+                                         {"metadata": {"labels": {"churn": str(i)}}},
+                                         ctype="application/merge-patch+json")
+            self.assertEqual(code, 200, body)
+            time.sleep(0.15)
+        churn_s = time.monotonic() - t0
+        during = len(self.hooks.requests("/switch")) - before
+        print(f"\n  {during} hook calls during {churn_s:.1f} s of cluster changes", file=sys.stderr)
+        # Retries at most every ~0.8 s (1 s - 20 % jitter): never one call per change.
+        self.assertLessEqual(during, int(churn_s / 0.8) + 1)
+        self.hooks.switch_code = 200
+        self.wait_state("h02r", "Granted")
+        self.assertTrue(self.last_hook("app", True))
 
     def test_H03_hook_past_its_timeout_rejects(self):
         self.adb("app", "/slow?s=3", timeout=1)
