@@ -274,11 +274,22 @@ static void log_decision(const struct srv_admission *a, int64_t dur_us)
 	ng_log_end(&l);
 }
 
+/* A review that could not be decoded: counted, logged, answered 400 with why. */
+static enum MHD_Result bad_review(struct srv *s, struct MHD_Connection *c, enum srv_webhook wh,
+				  const char *webhook, const struct ng_err *err, int64_t dur)
+{
+	srv_metrics_admission(s->metrics, wh, SRV_OUT_ERROR, dur);
+	struct ng_logline l;
+	if (ng_log_begin(&l, NG_LOG_WARN, "srv", "bad admission request")) {
+		ng_log_str(&l, "webhook", webhook);
+		ng_log_str(&l, "err", err->msg);
+		ng_log_end(&l);
+	}
+	return respond_status(s, c, MHD_HTTP_BAD_REQUEST, err->msg, NULL);
+}
+
 static enum MHD_Result serve_eviction(struct srv *s, struct MHD_Connection *c, struct req *r)
 {
-	if (r->too_big)
-		return respond_status(s, c, MHD_HTTP_CONTENT_TOO_LARGE,
-				      "request body is larger than 3 MiB", NULL);
 	struct srv_admission a;
 	struct ng_err err = {0};
 	struct kube_snapshot *snap = kube_store_acquire(s->store);
@@ -286,16 +297,8 @@ static enum MHD_Result serve_eviction(struct srv *s, struct MHD_Connection *c, s
 					  snap, s->eviction, &r->out, &a, &err);
 	kube_snapshot_release(snap);
 	int64_t dur = ng_now_mono_us() - r->t0_us;
-	if (st != NG_OK) {
-		srv_metrics_admission(s->metrics, SRV_WH_EVICTION, SRV_OUT_ERROR, dur);
-		struct ng_logline l;
-		if (ng_log_begin(&l, NG_LOG_WARN, "srv", "bad admission request")) {
-			ng_log_str(&l, "webhook", "eviction");
-			ng_log_str(&l, "err", err.msg);
-			ng_log_end(&l);
-		}
-		return respond_status(s, c, MHD_HTTP_BAD_REQUEST, err.msg, NULL);
-	}
+	if (st != NG_OK)
+		return bad_review(s, c, SRV_WH_EVICTION, "eviction", &err, dur);
 	enum srv_outcome out = !a.decision.allowed     ? SRV_OUT_DENIED
 			       : a.decision.warning[0] ? SRV_OUT_WARNED
 						       : SRV_OUT_ALLOWED;
@@ -308,9 +311,6 @@ static enum MHD_Result serve_eviction(struct srv *s, struct MHD_Connection *c, s
 
 static enum MHD_Result serve_budget(struct srv *s, struct MHD_Connection *c, struct req *r)
 {
-	if (r->too_big)
-		return respond_status(s, c, MHD_HTTP_CONTENT_TOO_LARGE,
-				      "request body is larger than 3 MiB", NULL);
 	struct srv_budget_admission a;
 	struct ng_err err = {0};
 	struct kube_snapshot *snap = kube_store_acquire(s->store);
@@ -318,16 +318,9 @@ static enum MHD_Result serve_budget(struct srv *s, struct MHD_Connection *c, str
 					snap, &r->out, &a, &err);
 	kube_snapshot_release(snap);
 	int64_t dur = ng_now_mono_us() - r->t0_us;
+	if (st != NG_OK)
+		return bad_review(s, c, SRV_WH_BUDGET, "budget", &err, dur);
 	struct ng_logline l;
-	if (st != NG_OK) {
-		srv_metrics_admission(s->metrics, SRV_WH_BUDGET, SRV_OUT_ERROR, dur);
-		if (ng_log_begin(&l, NG_LOG_WARN, "srv", "bad admission request")) {
-			ng_log_str(&l, "webhook", "budget");
-			ng_log_str(&l, "err", err.msg);
-			ng_log_end(&l);
-		}
-		return respond_status(s, c, MHD_HTTP_BAD_REQUEST, err.msg, NULL);
-	}
 	srv_metrics_admission(s->metrics, SRV_WH_BUDGET,
 			      a.allowed ? SRV_OUT_ALLOWED : SRV_OUT_DENIED, dur);
 	if (ng_log_begin(&l, a.allowed ? NG_LOG_DEBUG : NG_LOG_INFO, "srv", "admission decided")) {
@@ -410,6 +403,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	if (r->too_big)
+		return respond_status(s, c, MHD_HTTP_CONTENT_TOO_LARGE,
+				      "request body is larger than 3 MiB", NULL);
 	return r->route == R_BUDGET ? serve_budget(s, c, r) : serve_eviction(s, c, r);
 }
 

@@ -21,6 +21,17 @@ struct kube_snapshot *ng_test_snapshot(const char *json)
 	return s;
 }
 
+const struct kube_adb *ng_test_adb(const struct kube_snapshot *snap, const char *name)
+{
+	size_t n;
+	const struct kube_adb *a = kube_snapshot_adbs(snap, &n);
+	for (size_t i = 0; i < n; i++)
+		if (a[i].b.name == ng_test_id(snap, name))
+			return &a[i];
+	(void)fprintf(stderr, "no ApplicationDisruptionBudget %s in the fixture\n", name);
+	abort();
+}
+
 uint32_t ng_test_id(const struct kube_snapshot *snap, const char *s)
 {
 	return ng_intern_find(kube_snapshot_pool(snap), s, strlen(s));

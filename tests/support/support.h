@@ -13,6 +13,9 @@ struct kube_snapshot *ng_test_snapshot(const char *json);
 /** Interned id of @s in @snap's pool (NG_INTERN_NONE when absent). */
 uint32_t ng_test_id(const struct kube_snapshot *snap, const char *s);
 
+/** The ApplicationDisruptionBudget named @name in @snap (any namespace); aborts when absent. */
+const struct kube_adb *ng_test_adb(const struct kube_snapshot *snap, const char *name);
+
 /** Reads a whole file into a NUL-terminated malloc'd buffer; aborts on error. */
 char *ng_test_read_file(const char *path, size_t *ret_len);
 

@@ -61,17 +61,6 @@ static const char fixture[] =
     "]}";
 /* clang-format on */
 
-static const struct kube_adb *adb(const struct kube_snapshot *s, const char *name)
-{
-	size_t n;
-	const struct kube_adb *a = kube_snapshot_adbs(s, &n);
-	for (size_t i = 0; i < n; i++)
-		if (a[i].b.name == ng_test_id(s, name))
-			return &a[i];
-	fail_msg("no ADB %s", name);
-	return NULL;
-}
-
 static void expect_nodes(const struct kube_snapshot *s, const struct bud_adb_scope *sc,
 			 const char *const *want, size_t nwant)
 {
@@ -91,7 +80,7 @@ static void test_pod_selector_watches_running_pods_nodes(void **state)
 	struct kube_snapshot *s = ng_test_snapshot(fixture);
 	struct ng_arena *a = ng_arena_create(1u << 20);
 	struct bud_adb_scope sc;
-	assert_int_equal(bud_adb_scope(s, adb(s, "web"), a, &sc), NG_OK);
+	assert_int_equal(bud_adb_scope(s, ng_test_adb(s, "web"), a, &sc), NG_OK);
 	/* web-done finished; web-x is in another namespace. */
 	assert_int_equal(sc.npods, 2);
 	expect_nodes(s, &sc, (const char *[]){"n1", "n2"}, 2);
@@ -105,7 +94,7 @@ static void test_pvc_selector_pins_bound_pv_nodes_only(void **state)
 	struct kube_snapshot *s = ng_test_snapshot(fixture);
 	struct ng_arena *a = ng_arena_create(1u << 20);
 	struct bud_adb_scope sc;
-	assert_int_equal(bud_adb_scope(s, adb(s, "data"), a, &sc), NG_OK);
+	assert_int_equal(bud_adb_scope(s, ng_test_adb(s, "data"), a, &sc), NG_OK);
 	/* db-0 mounts data-0 (selected): its node n3; data-0's PV pins n3; data-1 is Pending
 	 * (pins nothing); net's PV has no affinity (pins nothing); other/data-0 is another
 	 * namespace. */
@@ -120,7 +109,7 @@ static void test_empty_selector_selects_namespace(void **state)
 	struct kube_snapshot *s = ng_test_snapshot(fixture);
 	struct ng_arena *a = ng_arena_create(1u << 20);
 	struct bud_adb_scope sc;
-	assert_int_equal(bud_adb_scope(s, adb(s, "everything"), a, &sc), NG_OK);
+	assert_int_equal(bud_adb_scope(s, ng_test_adb(s, "everything"), a, &sc), NG_OK);
 	assert_int_equal(sc.npods, 3); /* web-1, web-2, db-0 */
 	expect_nodes(s, &sc, (const char *[]){"n1", "n2", "n3"}, 3);
 	ng_arena_destroy(a);
@@ -132,7 +121,7 @@ static void test_lost_pvc_is_reported(void **state)
 	struct kube_snapshot *s = ng_test_snapshot(fixture);
 	struct ng_arena *a = ng_arena_create(1u << 20);
 	struct bud_adb_scope sc;
-	assert_int_equal(bud_adb_scope(s, adb(s, "lost"), a, &sc), NG_OK);
+	assert_int_equal(bud_adb_scope(s, ng_test_adb(s, "lost"), a, &sc), NG_OK);
 	assert_int_equal(sc.lost_pvc, ng_test_id(s, "lost"));
 	assert_int_equal(sc.nnodes, 0);
 	ng_arena_destroy(a);
@@ -145,16 +134,16 @@ static void test_selects_pod_directly_and_through_pvc(void **state)
 	const struct kube_pod *db = kube_snapshot_find_pod_str(s, "app", 3, "db-0", 4);
 	const struct kube_pod *web = kube_snapshot_find_pod_str(s, "app", 3, "web-1", 5);
 	const struct kube_pod *webx = kube_snapshot_find_pod_str(s, "other", 5, "web-x", 5);
-	assert_true(bud_adb_selects_pod(s, adb(s, "data"), db));
-	assert_false(bud_adb_selects_pod(s, adb(s, "data"), web));
-	assert_true(bud_adb_selects_pod(s, adb(s, "web"), web));
-	assert_false(bud_adb_selects_pod(s, adb(s, "web"), webx)); /* other namespace */
-	assert_false(bud_adb_selects_pod(s, adb(s, "data"), webx));
-	assert_true(adb(s, "invalid")->b.invalid);
-	assert_false(bud_adb_selects_pod(s, adb(s, "invalid"), web));
+	assert_true(bud_adb_selects_pod(s, ng_test_adb(s, "data"), db));
+	assert_false(bud_adb_selects_pod(s, ng_test_adb(s, "data"), web));
+	assert_true(bud_adb_selects_pod(s, ng_test_adb(s, "web"), web));
+	assert_false(bud_adb_selects_pod(s, ng_test_adb(s, "web"), webx)); /* other namespace */
+	assert_false(bud_adb_selects_pod(s, ng_test_adb(s, "data"), webx));
+	assert_true(ng_test_adb(s, "invalid")->b.invalid);
+	assert_false(bud_adb_selects_pod(s, ng_test_adb(s, "invalid"), web));
 	struct ng_arena *a = ng_arena_create(1u << 20);
 	struct bud_adb_scope sc;
-	assert_int_equal(bud_adb_scope(s, adb(s, "invalid"), a, &sc), NG_OK);
+	assert_int_equal(bud_adb_scope(s, ng_test_adb(s, "invalid"), a, &sc), NG_OK);
 	assert_int_equal(sc.nnodes, 0);
 	ng_arena_destroy(a);
 	kube_snapshot_release(s);
@@ -199,11 +188,11 @@ static void test_A01_A05_A06_watched_nodes_from_pods_and_pinned_volumes(void **s
 	struct kube_snapshot *s = ng_test_snapshot(json);
 	struct ng_arena *a = ng_arena_create(1u << 20);
 	struct bud_adb_scope sc;
-	assert_int_equal(bud_adb_scope(s, adb(s, "db"), a, &sc), NG_OK);
+	assert_int_equal(bud_adb_scope(s, ng_test_adb(s, "db"), a, &sc), NG_OK);
 	expect_nodes(s, &sc, (const char *[]){"n1", "n2", "n3"}, 3);
-	assert_int_equal(bud_adb_scope(s, adb(s, "or"), a, &sc), NG_OK);
+	assert_int_equal(bud_adb_scope(s, ng_test_adb(s, "or"), a, &sc), NG_OK);
 	expect_nodes(s, &sc, (const char *[]){"n4", "n5"}, 2);
-	assert_int_equal(bud_adb_scope(s, adb(s, "gt"), a, &sc), NG_OK);
+	assert_int_equal(bud_adb_scope(s, ng_test_adb(s, "gt"), a, &sc), NG_OK);
 	expect_nodes(s, &sc, (const char *[]){"r7"}, 1);
 	ng_arena_destroy(a);
 	kube_snapshot_release(s);
@@ -248,7 +237,7 @@ static void test_int_or_percent(void **state)
 	struct kube_snapshot *s = ng_test_snapshot(fixture);
 	struct bud_int_or_percent out;
 	struct ng_err err = {0};
-	assert_int_equal(bud_int_or_percent_from(&adb(s, "data")->max_disruptions,
+	assert_int_equal(bud_int_or_percent_from(&ng_test_adb(s, "data")->max_disruptions,
 						 kube_snapshot_pool(s), "spec.maxDisruptions", &out,
 						 &err),
 			 NG_OK);
@@ -259,7 +248,7 @@ static void test_int_or_percent(void **state)
 	    bud_int_or_percent_from(&neg, kube_snapshot_pool(s), "spec.maxDisruptions", &out, &err),
 	    NG_EPARSE);
 	assert_non_null(strstr(err.msg, "spec.maxDisruptions: must be >= 0"));
-	assert_int_equal(bud_int_or_percent_from(&adb(s, "everything")->max_disruptions,
+	assert_int_equal(bud_int_or_percent_from(&ng_test_adb(s, "everything")->max_disruptions,
 						 kube_snapshot_pool(s), "spec.maxDisruptions", &out,
 						 &err),
 			 NG_EPARSE);

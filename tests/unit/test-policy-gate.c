@@ -668,17 +668,6 @@ static void test_ledger_never_grants_the_same_capacity_twice(void **state)
 	"{\"podSelector\":{\"matchLabels\":{\"app\":\"db\"}},\"maxDisruptions\":1,"                \
 	"\"healthHook\":" hook "}"
 
-static const struct kube_adb *adb_named(const struct kube_snapshot *s, const char *name)
-{
-	size_t n;
-	const struct kube_adb *a = kube_snapshot_adbs(s, &n);
-	for (size_t i = 0; i < n; i++)
-		if (a[i].b.name == ng_test_id(s, name))
-			return &a[i];
-	fail_msg("no ADB %s", name);
-	return NULL;
-}
-
 static void test_hook_spec_decodes_and_service_refs_resolve_to_cluster_dns(void **state)
 {
 	/* clang-format off */
@@ -692,7 +681,7 @@ static void test_hook_spec_decodes_and_service_refs_resolve_to_cluster_dns(void 
 	    ADB("badca", DB_HOOK("{\"url\":\"https://a/\",\"caBundle\":\"not base64!\"}")) ","
 	    ADB("nohook", "{\"podSelector\":{},\"maxDisruptions\":1}"));
 	/* clang-format on */
-	const struct kube_adb *a = adb_named(s, "url");
+	const struct kube_adb *a = ng_test_adb(s, "url");
 	assert_true(a->hook.present);
 	assert_false(a->hook.service);
 	assert_string_equal(a->hook.url, "https://db.example.com/health");
@@ -700,19 +689,19 @@ static void test_hook_spec_decodes_and_service_refs_resolve_to_cluster_dns(void 
 	assert_non_null(a->hook.ca);
 	assert_non_null(strstr(a->hook.ca, "MIIB"));
 	assert_int_equal(a->hook.error, NG_INTERN_NONE);
-	a = adb_named(s, "svc");
+	a = ng_test_adb(s, "svc");
 	assert_true(a->hook.service);
 	assert_string_equal(a->hook.url, "https://db-hook.team.svc:8443/health");
 	assert_int_equal(a->hook.timeout_s, 2);
 	assert_null(a->hook.ca);
-	assert_string_equal(adb_named(s, "svcdef")->hook.url, "https://db-hook.team.svc:443/");
+	assert_string_equal(ng_test_adb(s, "svcdef")->hook.url, "https://db-hook.team.svc:443/");
 	static const struct {
 		const char *adb, *why;
 	} bad[] = {{"both", "exactly one of url and service"},
 		   {"slow", "timeoutSeconds: must be 1..25"},
 		   {"badca", "caBundle: must be base64 of PEM"}};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		a = adb_named(s, bad[i].adb);
+		a = ng_test_adb(s, bad[i].adb);
 		assert_true(a->hook.present);
 		assert_int_not_equal(a->hook.error, NG_INTERN_NONE);
 		const char *why = ng_intern_str(kube_snapshot_pool(s), a->hook.error, NULL);
@@ -721,7 +710,7 @@ static void test_hook_spec_decodes_and_service_refs_resolve_to_cluster_dns(void 
 		/* The budget itself stays readable: only its hook fails closed. */
 		assert_false(a->b.invalid);
 	}
-	assert_false(adb_named(s, "nohook")->hook.present);
+	assert_false(ng_test_adb(s, "nohook")->hook.present);
 	kube_snapshot_release(s);
 }
 
@@ -729,7 +718,7 @@ static bool allowed(const struct kube_snapshot *s, const char *adb, char *why, s
 {
 	struct kube_hook_policy p;
 	pol_hook_policy_from(s, &p);
-	return pol_hook_allowed(&adb_named(s, adb)->hook, &p, kube_snapshot_pool(s), why, cap);
+	return pol_hook_allowed(&ng_test_adb(s, adb)->hook, &p, kube_snapshot_pool(s), why, cap);
 }
 
 static void test_H09_hook_policy_hosts_schemes_credentials_and_services(void **state)
