@@ -866,7 +866,7 @@ static ng_status metric_line(struct ng_buf *m, const char *metric, enum kube_res
 
 /* Writes every budget's status that changed since this replica last wrote it. */
 static void write_budget_status(struct gate *g, const struct kube_snapshot *s,
-				const struct pol_ledger *ledger, struct ng_arena *arena)
+				struct pol_ledger *ledger, struct ng_arena *arena)
 {
 	const struct ng_intern *pool = kube_snapshot_pool(s);
 	struct ng_buf allowed, current;

@@ -38,7 +38,9 @@ void pol_gate_config_from(const struct kube_snapshot *s, struct pol_gate_config 
 /*
  * Nodes disrupted by granted requests: those the snapshot shows as Granted plus the grants the
  * gate made since (recorded before the next evaluation, so a stale cache can never grant the
- * same capacity twice). Owned by one thread.
+ * same capacity twice). It also keeps, built on first use, which nodes each budget of the
+ * snapshot covers, so the decisions and budget statuses of one round compute that once. Owned
+ * by one thread.
  */
 struct pol_ledger;
 
@@ -101,9 +103,8 @@ struct pol_gate_decision {
  */
 NG_NODISCARD ng_status pol_evaluate_disruption(const struct kube_snapshot *s,
 					       const struct pol_gate_config *cfg,
-					       const struct pol_ledger *ledger,
-					       const struct kube_nd *nd, int64_t now_ms,
-					       struct ng_arena *arena,
+					       struct pol_ledger *ledger, const struct kube_nd *nd,
+					       int64_t now_ms, struct ng_arena *arena,
 					       struct pol_gate_decision *ret);
 
 /* What a budget's status shows (DESIGN.md §3.2, §3.3), computed from the same ledger. */
@@ -123,9 +124,8 @@ struct pol_budget_status {
  * Computes the status of NodeDisruptionBudget (@kind KUBE_RES_NDBS) or
  * ApplicationDisruptionBudget (KUBE_RES_ADBS) number @index of @s. Arrays from @arena.
  */
-NG_NODISCARD ng_status pol_budget_status(const struct kube_snapshot *s,
-					 const struct pol_ledger *ledger, enum kube_resource kind,
-					 size_t index, struct ng_arena *arena,
-					 struct pol_budget_status *ret);
+NG_NODISCARD ng_status pol_budget_status(const struct kube_snapshot *s, struct pol_ledger *ledger,
+					 enum kube_resource kind, size_t index,
+					 struct ng_arena *arena, struct pol_budget_status *ret);
 
 #endif

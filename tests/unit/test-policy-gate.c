@@ -657,6 +657,80 @@ static void test_ledger_never_grants_the_same_capacity_twice(void **state)
 	kube_snapshot_release(s);
 }
 
+/* One ledger serves a whole round: budget scopes are computed once and reused, while grants made
+ * during the round still count. Each decision must equal the one a fresh ledger, holding the
+ * same grants, makes. Two overlapping pools, an application on node1 and node2, a pool by
+ * selector and requests by name and by selector. */
+static void test_one_ledger_per_round_decides_as_fresh_ledgers_do(void **state)
+{
+	/* clang-format off */
+	struct kube_snapshot *s = cluster(
+	    POD("pod2", "node2", "db") ","
+	    NDB("test1", ON_TEST1 ",\"maxDisruptedNodes\":1}") ","
+	    NDB("all", "{\"nodeSelector\":{\"matchExpressions\":[{\"key\":\"testselect\","
+		       "\"operator\":\"Exists\"}]},\"maxDisruptedNodes\":2}") ","
+	    ADB("db", "{\"podSelector\":{\"matchLabels\":{\"app\":\"db\"}},\"maxDisruptions\":1}") ","
+	    ND("a", "{\"nodeNames\":[\"node3\"]}") ","
+	    ND("b", "{\"nodeNames\":[\"node1\"]}") ","
+	    ND("c", "{\"nodeSelector\":{\"matchLabels\":{\"testselect\":\"test1\"}}}") ","
+	    ND("d", "{\"nodeNames\":[\"node2\"]}"));
+	/* clang-format on */
+	static const char *const order[] = {"a", "b", "c", "d"};
+	static const enum pol_gate_outcome want[] = {POL_GATE_GRANT, POL_GATE_GRANT,
+						     POL_GATE_REJECT, POL_GATE_REJECT};
+	struct pol_gate_config cfg;
+	pol_gate_config_from(s, &cfg);
+	struct pol_ledger *round = pol_ledger_create(s);
+	struct ng_arena *a = ng_arena_create(1u << 20), *b = ng_arena_create(1u << 20);
+	size_t n;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	const struct kube_nd *granted[4];
+	size_t ng = 0;
+	for (size_t k = 0; k < 4; k++) {
+		const struct kube_nd *nd = NULL;
+		for (size_t i = 0; i < n; i++)
+			if (nds[i].name == ng_test_id(s, order[k]))
+				nd = &nds[i];
+		struct pol_gate_decision d, fresh_d;
+		ng_arena_reset(a);
+		ng_arena_reset(b);
+		assert_int_equal(pol_evaluate_disruption(s, &cfg, round, nd, NOW, a, &d), NG_OK);
+		struct pol_ledger *fresh = pol_ledger_create(s);
+		for (size_t g = 0; g < ng; g++)
+			assert_int_equal(pol_ledger_grant(fresh, granted[g]->name,
+							  granted[g]->node_names,
+							  granted[g]->nnode_names),
+					 NG_OK);
+		assert_int_equal(pol_evaluate_disruption(s, &cfg, fresh, nd, NOW, b, &fresh_d),
+				 NG_OK);
+		pol_ledger_destroy(fresh);
+		if (d.outcome != want[k] || fresh_d.outcome != d.outcome ||
+		    strcmp(d.reason, fresh_d.reason) != 0 || d.nverdicts != fresh_d.nverdicts)
+			fail_msg("%s: %s \"%s\" (fresh ledger: %s \"%s\"), expected %s", order[k],
+				 pol_gate_outcome_str(d.outcome), d.reason,
+				 pol_gate_outcome_str(fresh_d.outcome), fresh_d.reason,
+				 pol_gate_outcome_str(want[k]));
+		for (size_t v = 0; v < d.nverdicts; v++)
+			assert_string_equal(d.verdicts[v].reason, fresh_d.verdicts[v].reason);
+		if (d.outcome == POL_GATE_GRANT) {
+			assert_int_equal(pol_ledger_grant(round, nd->name, d.nodes, d.nnodes),
+					 NG_OK);
+			granted[ng++] = nd;
+		}
+	}
+	/* Budget status from the same ledger: "test1" holds node1 of its two nodes. */
+	struct pol_budget_status bs;
+	ng_arena_reset(a);
+	assert_int_equal(pol_budget_status(s, round, KUBE_RES_NDBS, 0, a, &bs), NG_OK);
+	assert_int_equal(bs.watched, 2);
+	assert_int_equal(bs.current, 1);
+	assert_int_equal(bs.allowed, 0);
+	ng_arena_destroy(a);
+	ng_arena_destroy(b);
+	pol_ledger_destroy(round);
+	kube_snapshot_release(s);
+}
+
 /* ---- step 8: health hooks ---- */
 
 #define NGC(spec)                                                                                  \
@@ -986,6 +1060,7 @@ int main(void)
 	    cmocka_unit_test(test_R05_control_plane_one_at_a_time_first_and_alone),
 	    cmocka_unit_test(test_R05_control_plane_selector_from_nodegateconfig),
 	    cmocka_unit_test(test_ledger_never_grants_the_same_capacity_twice),
+	    cmocka_unit_test(test_one_ledger_per_round_decides_as_fresh_ledgers_do),
 	    cmocka_unit_test(test_hook_spec_decodes_and_service_refs_resolve_to_cluster_dns),
 	    cmocka_unit_test(test_H09_hook_policy_hosts_schemes_credentials_and_services),
 	    cmocka_unit_test(test_hook_policy_cidrs),
