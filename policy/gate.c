@@ -819,7 +819,8 @@ static ng_status scope_of(const struct kube_snapshot *s, struct pol_ledger *ledg
 		return NG_ENOMEM;
 	size_t nb;
 	const struct kube_ndb *b = ndb ? &kube_snapshot_ndbs(s, &nb)[index] : NULL;
-	memcpy(scope, sc->names, sc->n * sizeof(*scope));
+	if (sc->n) /* an invalid or empty scope has no array */
+		memcpy(scope, sc->names, sc->n * sizeof(*scope));
 	for (size_t k = 0; k < sc->n; k++)
 		dis[k] = b ? pol_ledger_held_at(ledger, sc->idx[k]) ||
 				 (b->count_unavailable && sc->unavail[k])
