@@ -41,6 +41,7 @@ struct serve_config {
 	const char *log_level;
 	const char *eviction_mode;
 	struct multi exempt_users;
+	struct multi deciders;
 	int64_t retry_after_seconds;
 	int64_t threads;
 	int64_t max_connections;
@@ -104,6 +105,11 @@ static const struct flag serve_flags[] = {
      "Enforce (deny protected evictions with 429), Warn (allow with a warning) or Off."},
     {"exempt-user", "NG_EXEMPT_USER", F_MULTI, OFF(exempt_users), NULL, 0, 0, "NAME",
      "A username whose evictions are always allowed. Repeatable."},
+    {"decider-user", "NG_DECIDER_USER", F_MULTI, OFF(deciders), NULL, 0, 0, "NAME",
+     "A username that may change a NodeDisruption's decision (status.state, disruptedNodes, "
+     "grantedAt, disruptedDisruptionBudgets) where /validate/nodedisruption-status is "
+     "registered: nodegate's own service account. Repeatable; default "
+     "system:serviceaccount:nodegate:nodegate."},
     {"retry-after-seconds", "NG_RETRY_AFTER_SECONDS", F_INT, OFF(retry_after_seconds), "10", 1,
      3600, "N", "details.retryAfterSeconds of a denied eviction."},
     {"threads", "NG_THREADS", F_INT, OFF(threads), "0", 0, 64, "N",
@@ -527,6 +533,7 @@ static int cmd_serve(int argc, char **argv)
 	}
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	struct controller_metrics cm = {.gate = gate, .leader = leader};
+	static const char *const default_deciders[] = {"system:serviceaccount:nodegate:nodegate"};
 	struct srv_config sc = {
 	    .listen_host = host,
 	    .port = port,
@@ -536,6 +543,8 @@ static int cmd_serve(int argc, char **argv)
 	    .max_connections = (unsigned)c.max_connections,
 	    .connection_timeout_s = (unsigned)c.connection_timeout_seconds,
 	    .eviction = ev,
+	    .objects = {c.deciders.n ? c.deciders.v : default_deciders,
+			c.deciders.n ? c.deciders.n : 1},
 	    .watch = watch,
 	    .metrics_extra = render_controller,
 	    .metrics_ctx = &cm,

@@ -186,3 +186,23 @@ void *ng_array_grow(void *items, size_t *cap, size_t n, size_t size)
 		*cap = next;
 	return p;
 }
+
+ng_status ng_buf_base64(struct ng_buf *b, const void *p, size_t len)
+{
+	static const char abc[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *s = p;
+	ng_status st = NG_OK;
+	for (size_t i = 0; st == NG_OK && i < len; i += 3) {
+		uint32_t v = (uint32_t)s[i] << 16;
+		if (i + 1 < len)
+			v |= (uint32_t)s[i + 1] << 8;
+		if (i + 2 < len)
+			v |= s[i + 2];
+		char q[4] = {abc[v >> 18], abc[(v >> 12) & 63],
+			     i + 1 < len ? abc[(v >> 6) & 63] : '=',
+			     i + 2 < len ? abc[v & 63] : '='};
+		st = ng_buf_append(b, q, 4);
+	}
+	return st;
+}

@@ -38,6 +38,8 @@ NG_NODISCARD ng_status ng_buf_i64(struct ng_buf *b, int64_t v);
  * and any byte < 0x20. Invalid UTF-8 is replaced by U+FFFD so the output is always valid JSON.
  */
 NG_NODISCARD ng_status ng_buf_json_str(struct ng_buf *b, const char *s, size_t len);
+/** Appends @len bytes at @p as standard base64 with padding (no line breaks). */
+NG_NODISCARD ng_status ng_buf_base64(struct ng_buf *b, const void *p, size_t len);
 
 /**
  * snprintf into a fixed array where truncation is intended (messages bounded by design): always

@@ -664,6 +664,8 @@ static ng_status decode_nd(struct ctx *c, const cJSON *o, uint32_t name)
 		 * webhook rejects it, and the gate reports it. */
 		memset(&d->node_selector, 0, sizeof(d->node_selector));
 		d->selector_invalid = true;
+		if ((st = intern(c, serr.msg, &d->selector_error)) != NG_OK)
+			return st;
 	}
 	const cJSON *retry = ng_json_get(spec, "retry");
 	d->retry = cJSON_IsTrue(ng_json_get(retry, "enabled"));

@@ -163,14 +163,15 @@ struct kube_nd {
 	const uint32_t *node_names; /* spec.nodeNames */
 	const uint32_t *disrupted;  /* status.disruptedNodes */
 	struct kube_selector node_selector;
-	bool selector_invalid; /* spec.nodeSelector did not decode: the request selects nothing */
-	bool retry;            /* spec.retry.enabled */
-	int64_t deadline_ms;   /* spec.retry.deadline; 0 = none */
-	int64_t created_ms;    /* metadata.creationTimestamp; 0 when absent */
-	bool deleting;         /* metadata.deletionTimestamp is set */
-	uint32_t retry_count;  /* status.retryCount */
-	int64_t next_retry_ms; /* status.nextRetryDate; 0 when absent */
-	const char *rv;        /* metadata.resourceVersion ("" when absent): write precondition */
+	bool selector_invalid;   /* spec.nodeSelector did not decode: the request selects nothing */
+	uint32_t selector_error; /* intern id of why, when invalid */
+	bool retry;              /* spec.retry.enabled */
+	int64_t deadline_ms;     /* spec.retry.deadline; 0 = none */
+	int64_t created_ms;      /* metadata.creationTimestamp; 0 when absent */
+	bool deleting;           /* metadata.deletionTimestamp is set */
+	uint32_t retry_count;    /* status.retryCount */
+	int64_t next_retry_ms;   /* status.nextRetryDate; 0 when absent */
+	const char *rv;          /* metadata.resourceVersion ("" when absent): write precondition */
 	const char *status_reason; /* the first failing budget's reason in status, "" if none */
 	uint16_t nfinalizers;
 	const uint32_t *finalizers; /* metadata.finalizers */

@@ -4,7 +4,6 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/intern.h"
-#include "budgets/budgets.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -444,106 +443,4 @@ bool pol_hooks_apply(const struct kube_snapshot *s, const struct kube_nd *nd,
 	if (any)
 		d->outcome = nd->retry ? POL_GATE_PENDING : POL_GATE_REJECT;
 	return any;
-}
-
-/* ---- admission: is a budget what the gate can use? ---- */
-
-static enum pol_budget_check limit_ok(const struct kube_snapshot *one,
-				      const struct kube_int_or_string *v, const char *field,
-				      char *why, size_t cap)
-{
-	struct bud_int_or_percent out;
-	struct ng_err err = {0};
-	if (!v->set)
-		return POL_BUDGET_OK;
-	if (bud_int_or_percent_from(v, kube_snapshot_pool(one), field, &out, &err) == NG_OK)
-		return POL_BUDGET_OK;
-	ng_fmt(why, cap, "%s", err.msg);
-	return POL_BUDGET_INVALID;
-}
-
-static enum pol_budget_check check_one(const struct kube_snapshot *cluster,
-				       const struct kube_snapshot *one, char *why, size_t cap)
-{
-	const struct ng_intern *pool = kube_snapshot_pool(one);
-	size_t n;
-	const struct kube_adb *adb = kube_snapshot_adbs(one, &n);
-	if (n) {
-		if (adb->b.invalid) {
-			ng_fmt(why, cap, "%s", ng_intern_str(pool, adb->b.error, NULL));
-			return POL_BUDGET_INVALID;
-		}
-		if (!adb->max_disruptions.set) {
-			ng_fmt(why, cap, "spec.maxDisruptions: required");
-			return POL_BUDGET_INVALID;
-		}
-		enum pol_budget_check c =
-		    limit_ok(one, &adb->max_disruptions, "spec.maxDisruptions", why, cap);
-		if (c != POL_BUDGET_OK || !adb->hook.present)
-			return c;
-		if (adb->hook.error != NG_INTERN_NONE) {
-			ng_fmt(why, cap, "%s", ng_intern_str(pool, adb->hook.error, NULL));
-			return POL_BUDGET_INVALID;
-		}
-		struct kube_hook_policy p;
-		pol_hook_policy_from(cluster, &p);
-		char reason[300];
-		if (pol_hook_allowed(&adb->hook, &p, kube_snapshot_pool(cluster), reason,
-				     sizeof(reason)))
-			return POL_BUDGET_OK;
-		ng_fmt(why, cap, "spec.healthHook: %s", reason);
-		return strstr(reason, "not allowed") ? POL_BUDGET_FORBIDDEN : POL_BUDGET_INVALID;
-	}
-	const struct kube_ndb *ndb = kube_snapshot_ndbs(one, &n);
-	if (n) {
-		if (ndb->b.invalid) {
-			ng_fmt(why, cap, "%s", ng_intern_str(pool, ndb->b.error, NULL));
-			return POL_BUDGET_INVALID;
-		}
-		if (!ndb->max_disrupted.set && !ndb->min_undisrupted.set) {
-			ng_fmt(
-			    why, cap,
-			    "spec: one of maxDisruptedNodes and minUndisruptedNodes is required");
-			return POL_BUDGET_INVALID;
-		}
-		enum pol_budget_check c =
-		    limit_ok(one, &ndb->max_disrupted, "spec.maxDisruptedNodes", why, cap);
-		return c != POL_BUDGET_OK ? c
-					  : limit_ok(one, &ndb->min_undisrupted,
-						     "spec.minUndisruptedNodes", why, cap);
-	}
-	const struct kube_ngc *ngc = kube_snapshot_ngcs(one, &n);
-	if (n && ngc->invalid) {
-		ng_fmt(why, cap, "%s", ng_intern_str(pool, ngc->error, NULL));
-		return POL_BUDGET_INVALID;
-	}
-	return POL_BUDGET_OK;
-}
-
-enum pol_budget_check pol_check_budget(const struct kube_snapshot *cluster, const char *json,
-				       size_t len, char *why, size_t cap)
-{
-	/* The object is read by the same decoder the cache uses, into a snapshot of its own. */
-	struct kube_builder *b = kube_builder_create();
-	struct kube_snapshot *one = NULL;
-	struct ng_err err = {0};
-	if (!b) {
-		ng_fmt(why, cap, "out of memory");
-		return POL_BUDGET_INVALID;
-	}
-	ng_status st = kube_builder_add_json(b, json, len, &err);
-	if (st != NG_OK) {
-		kube_builder_destroy(b);
-		/* "object (Kind ns/name): field: problem": the field is what a person needs. */
-		const char *msg = strstr(err.msg, "): ");
-		ng_fmt(why, cap, "%s", msg ? msg + 3 : err.msg);
-		return POL_BUDGET_INVALID;
-	}
-	if (kube_builder_finish(b, &one) != NG_OK) {
-		ng_fmt(why, cap, "out of memory");
-		return POL_BUDGET_INVALID;
-	}
-	enum pol_budget_check c = check_one(cluster, one, why, cap);
-	kube_snapshot_release(one);
-	return c;
 }

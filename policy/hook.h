@@ -92,21 +92,4 @@ NG_NODISCARD ng_status pol_hooks_run(struct pol_hook_call *calls, size_t n,
 bool pol_hooks_apply(const struct kube_snapshot *s, const struct kube_nd *nd,
 		     const struct pol_hook_call *calls, size_t n, struct pol_gate_decision *d);
 
-/* What the budget admission webhook (POST /validate/budget) says of an object. */
-enum pol_budget_check {
-	POL_BUDGET_OK,
-	POL_BUDGET_INVALID,   /* a field is malformed or out of range: 422 */
-	POL_BUDGET_FORBIDDEN, /* a health hook the NodeGateConfig policy forbids: 403 */
-};
-
-/**
- * Checks an ApplicationDisruptionBudget, NodeDisruptionBudget or NodeGateConfig (@len bytes of
- * its JSON) as the gate would read it: selectors, IntOrString limits, freeze, types, the health
- * hook (valid, and allowed under @cluster's NodeGateConfig healthHooks policy), the config's own
- * fields. Writes why into @why (a field-specific message) unless POL_BUDGET_OK. Other kinds
- * pass. Any thread.
- */
-enum pol_budget_check pol_check_budget(const struct kube_snapshot *cluster, const char *json,
-				       size_t len, char *why, size_t cap);
-
 #endif

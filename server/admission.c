@@ -2,7 +2,7 @@
 
 #include "common/buf.h"
 #include "common/json.h"
-#include "policy/hook.h"
+#include "policy/validate.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -62,40 +62,86 @@ ng_status srv_admit_eviction(const char *body, size_t len, struct ng_arena *aren
 	return NG_OK;
 }
 
-ng_status srv_admit_budget(const char *body, size_t len, struct ng_arena *arena,
-			   const struct kube_snapshot *snap, struct ng_buf *out,
-			   struct srv_budget_admission *ret, struct ng_err *reterr)
+static void printable_ascii(char *s)
 {
-	struct srv_budget_admission a;
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+			*s = '?';
+}
+
+/* The JSONPatch recording who created the request: the annotation nodegate.io/created-by, set
+ * to the authenticated user whatever the request says. */
+static ng_status created_by_patch(const struct srv_review *r, struct ng_buf *b)
+{
+	const cJSON *ann = ng_json_get(ng_json_get(r->object, "metadata"), "annotations");
+	ng_status st;
+	if (cJSON_IsObject(ann)) {
+		st = ng_buf_puts(b, "[{\"op\":\"add\",\"path\":\"/metadata/annotations/"
+				    "nodegate.io~1created-by\",\"value\":");
+		st = st ? st : ng_buf_json_str(b, r->username, strlen(r->username));
+	} else {
+		st =
+		    ng_buf_puts(b, "[{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":{"
+				   "\"nodegate.io/created-by\":");
+		st = st ? st : ng_buf_json_str(b, r->username, strlen(r->username));
+		st = st ? st : ng_buf_puts(b, "}");
+	}
+	return st ? st : ng_buf_puts(b, "}]");
+}
+
+ng_status srv_admit_object(enum srv_object_webhook wh, const char *body, size_t len,
+			   struct ng_arena *arena, const struct kube_snapshot *snap,
+			   const struct srv_object_config *cfg, struct ng_buf *out,
+			   struct srv_object_admission *ret, struct ng_err *reterr)
+{
+	struct srv_object_admission a;
 	memset(&a, 0, sizeof(a));
 	ng_status st = srv_review_decode(body, len, arena, &a.review, reterr);
 	if (st != NG_OK)
 		return st;
 	const struct srv_review *r = &a.review;
 	a.allowed = true;
-	bool write = strcmp(r->operation, "CREATE") == 0 || strcmp(r->operation, "UPDATE") == 0;
-	if (write && r->object && strcmp(r->kind_group, "nodegate.io") == 0) {
-		char *json = cJSON_PrintUnformatted(r->object);
-		if (!json)
-			return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
-		char why[400];
-		enum pol_budget_check c =
-		    pol_check_budget(snap, json, strlen(json), why, sizeof(why));
-		cJSON_free(json);
-		if (c != POL_BUDGET_OK) {
-			a.allowed = false;
-			a.code = c == POL_BUDGET_FORBIDDEN ? 403 : 422;
-			(void)snprintf(a.message, sizeof(a.message), "%s %s%s%s: %s", r->kind_kind,
-				       r->ns, *r->ns ? "/" : "", r->name, why);
-			/* Names and URLs are echoed: the message stays printable ASCII. */
-			for (char *p = a.message; *p; p++)
-				if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
-					*p = '?';
+	bool create = strcmp(r->operation, "CREATE") == 0;
+	bool update = strcmp(r->operation, "UPDATE") == 0;
+	bool ours = r->object && strcmp(r->kind_group, "nodegate.io") == 0;
+	bool nd = ours && strcmp(r->kind_kind, "NodeDisruption") == 0;
+	const char *sub = r->sub_resource;
+	char why[400] = "";
+	enum pol_check c = POL_CHECK_OK;
+	struct ng_buf patch;
+	ng_buf_init(&patch, 64 * 1024);
+	if (wh == SRV_OBJ_BUDGET && ours && !nd && (create || update) && !*sub)
+		c = pol_check_budget(snap, r->object, why, sizeof(why));
+	else if (wh == SRV_OBJ_ND && nd && (create || update) && !*sub)
+		c = pol_check_nd(snap, r->object, update ? r->old_object : NULL, why, sizeof(why),
+				 a.warning, sizeof(a.warning));
+	else if (wh == SRV_OBJ_ND_STATUS && nd && update && strcmp(sub, "status") == 0)
+		c = pol_check_nd_status(r->object, r->old_object, r->username, cfg->deciders,
+					cfg->ndeciders, why, sizeof(why));
+	else if (wh == SRV_OBJ_ND_MUTATE && nd && create && !*sub && *r->username) {
+		if ((st = created_by_patch(r, &patch)) != NG_OK) {
+			ng_buf_finish(&patch);
+			return ng_err_set(reterr, st, 0, "encoding the patch: %s",
+					  ng_status_str(st));
 		}
+		a.patched = true;
 	}
-	struct srv_review_response resp = {
-	    .allowed = a.allowed, .code = a.code, .message = a.message};
+	if (c != POL_CHECK_OK) {
+		a.allowed = false;
+		a.code = c == POL_CHECK_FORBIDDEN ? 403 : 422;
+		(void)snprintf(a.message, sizeof(a.message), "%s %s%s%s: %s", r->kind_kind, r->ns,
+			       *r->ns ? "/" : "", r->name, why);
+	}
+	/* Names, URLs and selectors are echoed: messages stay printable ASCII. */
+	printable_ascii(a.message);
+	printable_ascii(a.warning);
+	struct srv_review_response resp = {.allowed = a.allowed,
+					   .code = a.code,
+					   .message = a.message,
+					   .warning = a.warning,
+					   .patch = a.patched ? patch.data : NULL};
 	st = srv_review_encode(r->uid, &resp, out);
+	ng_buf_finish(&patch);
 	if (st != NG_OK)
 		return ng_err_set(reterr, st, 0, "encoding the response: %s", ng_status_str(st));
 	*ret = a;

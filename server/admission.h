@@ -29,22 +29,39 @@ NG_NODISCARD ng_status srv_admit_eviction(const char *body, size_t len, struct n
 					  const struct pol_eviction_config *cfg, struct ng_buf *out,
 					  struct srv_admission *ret, struct ng_err *reterr);
 
-/* What one budget admission call decided. */
-struct srv_budget_admission {
+/* The object webhooks (DESIGN.md §5), one pipeline: */
+enum srv_object_webhook {
+	SRV_OBJ_BUDGET,    /* POST /validate/budget: ADB, NDB, NodeGateConfig CREATE/UPDATE */
+	SRV_OBJ_ND,        /* POST /validate/nodedisruption: CREATE/UPDATE */
+	SRV_OBJ_ND_STATUS, /* POST /validate/nodedisruption-status: UPDATE of .../status */
+	SRV_OBJ_ND_MUTATE, /* POST /mutate/nodedisruption: CREATE records the creator */
+};
+
+struct srv_object_config {
+	/* Users who may change a NodeDisruption's decision (nodegate's service account). */
+	const char *const *deciders;
+	size_t ndeciders;
+};
+
+/* What one object admission call decided. */
+struct srv_object_admission {
 	struct srv_review review; /* valid when the body decoded */
 	bool allowed;
-	int32_t code;      /* 422 (invalid) or 403 (a hook the policy forbids) when denied */
+	int32_t code;      /* 422 (invalid) or 403 (forbidden) when denied */
+	bool patched;      /* SRV_OBJ_ND_MUTATE added the created-by annotation */
 	char message[480]; /* why, when denied */
+	char warning[400]; /* "" when none */
 };
 
 /**
- * POST /validate/budget: decodes an AdmissionReview for an ApplicationDisruptionBudget,
- * NodeDisruptionBudget or NodeGateConfig CREATE/UPDATE and denies what the gate could not use
- * (pol_check_budget(), against the policy in @snap); anything else is allowed. Appends the
+ * Decodes an AdmissionReview for webhook @wh and answers it (pol_check_budget, pol_check_nd,
+ * pol_check_nd_status against @snap and @cfg; the mutating webhook's JSONPatch). Requests the
+ * webhook does not judge (other kinds, operations, subresources) are allowed. Appends the
  * response to @out. Errors as srv_admit_eviction().
  */
-NG_NODISCARD ng_status srv_admit_budget(const char *body, size_t len, struct ng_arena *arena,
-					const struct kube_snapshot *snap, struct ng_buf *out,
-					struct srv_budget_admission *ret, struct ng_err *reterr);
+NG_NODISCARD ng_status srv_admit_object(enum srv_object_webhook wh, const char *body, size_t len,
+					struct ng_arena *arena, const struct kube_snapshot *snap,
+					const struct srv_object_config *cfg, struct ng_buf *out,
+					struct srv_object_admission *ret, struct ng_err *reterr);
 
 #endif

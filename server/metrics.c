@@ -31,7 +31,8 @@ struct srv_metrics {
 	_Atomic uint64_t http[NCODES];
 };
 
-static const char *const wh_names[SRV_WH_COUNT] = {"eviction", "budget"};
+static const char *const wh_names[SRV_WH_COUNT] = {
+    "eviction", "budget", "nodedisruption", "nodedisruption-status", "nodedisruption-mutate"};
 static const char *const out_names[SRV_OUT_COUNT] = {"allowed", "denied", "warned", "error"};
 
 struct srv_metrics *srv_metrics_create(void)

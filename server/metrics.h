@@ -14,6 +14,9 @@ struct kube_watch;
 enum srv_webhook {
 	SRV_WH_EVICTION,
 	SRV_WH_BUDGET,
+	SRV_WH_ND,
+	SRV_WH_ND_STATUS,
+	SRV_WH_ND_MUTATE,
 	SRV_WH_COUNT,
 };
 

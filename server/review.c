@@ -192,6 +192,13 @@ ng_status srv_review_encode(const char *uid, const struct srv_review_response *r
 		if (st == NG_OK)
 			st = ng_buf_puts(out, "}");
 	}
+	if (st == NG_OK && resp->allowed && resp->patch) {
+		st = ng_buf_puts(out, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
+		if (st == NG_OK)
+			st = ng_buf_base64(out, resp->patch, strlen(resp->patch));
+		if (st == NG_OK)
+			st = ng_buf_puts(out, "\"");
+	}
 	if (st == NG_OK && resp->warning && *resp->warning) {
 		st = ng_buf_puts(out, ",\"warnings\":[");
 		if (st == NG_OK)

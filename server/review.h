@@ -41,6 +41,7 @@ struct srv_review_response {
 	const char *message;         /* for denials */
 	int32_t retry_after_seconds; /* > 0: details.retryAfterSeconds */
 	const char *warning;         /* NULL or "": none */
+	const char *patch;           /* allowed, from a mutating webhook: a JSONPatch; NULL: none */
 };
 
 /** Kubernetes' StatusReason for an HTTP code ("TooManyRequests" for 429, ...). */

@@ -43,6 +43,7 @@ struct srv {
 	struct kube_store *store;
 	struct srv_metrics *metrics;
 	const struct pol_eviction_config *eviction;
+	struct srv_object_config objects;
 	const struct kube_watch *watch;
 	ng_status (*metrics_extra)(struct ng_buf *out, void *ctx);
 	void *metrics_ctx;
@@ -54,6 +55,9 @@ enum route {
 	R_NONE,
 	R_EVICTION,
 	R_BUDGET,
+	R_ND,
+	R_ND_STATUS,
+	R_ND_MUTATE,
 	R_HEALTHZ,
 	R_READYZ,
 	R_METRICS,
@@ -185,9 +189,18 @@ static enum route route_of(const char *url, const char **ret_method)
 		*ret_method = "POST";
 		return R_EVICTION;
 	}
-	if (strcmp(url, "/validate/budget") == 0) {
-		*ret_method = "POST";
-		return R_BUDGET;
+	static const struct {
+		const char *path;
+		enum route route;
+	} posts[] = {{"/validate/budget", R_BUDGET},
+		     {"/validate/nodedisruption", R_ND},
+		     {"/validate/nodedisruption-status", R_ND_STATUS},
+		     {"/mutate/nodedisruption", R_ND_MUTATE}};
+	for (size_t i = 0; i < sizeof(posts) / sizeof(posts[0]); i++) {
+		if (strcmp(url, posts[i].path) == 0) {
+			*ret_method = "POST";
+			return posts[i].route;
+		}
 	}
 	*ret_method = "GET";
 	if (strcmp(url, "/healthz") == 0)
@@ -309,23 +322,42 @@ static enum MHD_Result serve_eviction(struct srv *s, struct MHD_Connection *c, s
 		       MHD_RESPMEM_PERSISTENT);
 }
 
-static enum MHD_Result serve_budget(struct srv *s, struct MHD_Connection *c, struct req *r)
+/* The object webhooks, in route order from R_BUDGET. */
+static const struct {
+	enum srv_object_webhook wh;
+	enum srv_webhook metric;
+	const char *name;
+} object_routes[] = {
+    {SRV_OBJ_BUDGET, SRV_WH_BUDGET, "budget"},
+    {SRV_OBJ_ND, SRV_WH_ND, "nodedisruption"},
+    {SRV_OBJ_ND_STATUS, SRV_WH_ND_STATUS, "nodedisruption-status"},
+    {SRV_OBJ_ND_MUTATE, SRV_WH_ND_MUTATE, "nodedisruption-mutate"},
+};
+
+static enum MHD_Result serve_object(struct srv *s, struct MHD_Connection *c, struct req *r)
 {
-	struct srv_budget_admission a;
+	const size_t k = (size_t)(r->route - R_BUDGET);
+	struct srv_object_admission a;
 	struct ng_err err = {0};
 	struct kube_snapshot *snap = kube_store_acquire(s->store);
-	ng_status st = srv_admit_budget(r->body.data ? r->body.data : "", r->body.len, r->arena,
-					snap, &r->out, &a, &err);
+	ng_status st =
+	    srv_admit_object(object_routes[k].wh, r->body.data ? r->body.data : "", r->body.len,
+			     r->arena, snap, &s->objects, &r->out, &a, &err);
 	kube_snapshot_release(snap);
 	int64_t dur = ng_now_mono_us() - r->t0_us;
 	if (st != NG_OK)
-		return bad_review(s, c, SRV_WH_BUDGET, "budget", &err, dur);
+		return bad_review(s, c, object_routes[k].metric, object_routes[k].name, &err, dur);
+	srv_metrics_admission(s->metrics, object_routes[k].metric,
+			      !a.allowed     ? SRV_OUT_DENIED
+			      : a.warning[0] ? SRV_OUT_WARNED
+					     : SRV_OUT_ALLOWED,
+			      dur);
 	struct ng_logline l;
-	srv_metrics_admission(s->metrics, SRV_WH_BUDGET,
-			      a.allowed ? SRV_OUT_ALLOWED : SRV_OUT_DENIED, dur);
-	if (ng_log_begin(&l, a.allowed ? NG_LOG_DEBUG : NG_LOG_INFO, "srv", "admission decided")) {
-		ng_log_str(&l, "webhook", "budget");
+	if (ng_log_begin(&l, a.allowed && !a.patched ? NG_LOG_DEBUG : NG_LOG_INFO, "srv",
+			 "admission decided")) {
+		ng_log_str(&l, "webhook", object_routes[k].name);
 		ng_log_str(&l, "uid", a.review.uid);
+		ng_log_str(&l, "operation", a.review.operation);
 		ng_log_str(&l, "kind", a.review.kind_kind);
 		ng_log_str(&l, "ns", a.review.ns);
 		ng_log_str(&l, "name", a.review.name);
@@ -333,6 +365,8 @@ static enum MHD_Result serve_budget(struct srv *s, struct MHD_Connection *c, str
 		ng_log_bool(&l, "allowed", a.allowed);
 		if (!a.allowed)
 			ng_log_str(&l, "message", a.message);
+		if (a.warning[0])
+			ng_log_str(&l, "warning", a.warning);
 		ng_log_i64(&l, "dur_us", dur);
 		ng_log_end(&l);
 	}
@@ -358,7 +392,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				       want);
 			return respond_status(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, msg, want);
 		}
-		if (route != R_EVICTION && route != R_BUDGET)
+		if (route < R_EVICTION || route > R_ND_MUTATE)
 			return serve_get(s, c, route);
 		const char *ct =
 		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -406,7 +440,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (r->too_big)
 		return respond_status(s, c, MHD_HTTP_CONTENT_TOO_LARGE,
 				      "request body is larger than 3 MiB", NULL);
-	return r->route == R_BUDGET ? serve_budget(s, c, r) : serve_eviction(s, c, r);
+	return r->route == R_EVICTION ? serve_eviction(s, c, r) : serve_object(s, c, r);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -512,6 +546,7 @@ struct srv *srv_create(const struct srv_config *cfg, struct kube_store *store,
 		s->fds[i] = -1;
 	s->store = store;
 	s->eviction = &cfg->eviction;
+	s->objects = cfg->objects;
 	s->watch = cfg->watch;
 	s->metrics_extra = cfg->metrics_extra;
 	s->metrics_ctx = cfg->metrics_ctx;

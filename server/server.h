@@ -6,6 +6,7 @@
 
 #include "common/status.h"
 #include "policy/policy.h"
+#include "server/admission.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -23,6 +24,7 @@ struct srv_config {
 	unsigned max_connections;            /* across all daemons */
 	unsigned connection_timeout_s;       /* idle keep-alive limit; 0 = none */
 	struct pol_eviction_config eviction; /* borrowed; must outlive the server */
+	struct srv_object_config objects;    /* the object webhooks; borrowed likewise */
 	const struct kube_watch *watch;      /* NULL in snapshot mode; else /readyz waits for its
 						sync and /metrics shows its counters */
 	/* More /metrics series from layers the server does not know (the gate, the lease): called

@@ -44,6 +44,14 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 [ "$state" = Granted ] || { kubectl get nd -o yaml; echo "the demo's NodeDisruption was not granted"; exit 1; }
+creator=$(kubectl get nd maintenance-node1 -o jsonpath='{.metadata.annotations.nodegate\.io/created-by}')
+[ "$creator" = admin ] || { echo "created-by is \"$creator\", not the kubectl user"; exit 1; }
+echo "the NodeDisruption records its creator: $creator"
+if kubectl patch nd maintenance-node1 --type merge -p '{"spec":{"nodeNames":["node2"]}}' 2>/dev/null; then
+	echo "a Granted NodeDisruption's nodes could be changed"
+	exit 1
+fi
+echo "a Granted NodeDisruption's spec is refused a change"
 answer=$(bash -c "$cmd")
 python3 - "$answer" <<'PY'
 import json, sys

@@ -1,12 +1,15 @@
-/* libFuzzer target for the budget admission webhook (POST /validate/budget, STYLE.md B12
- * "Fuzz"): AdmissionReview decoding, then the object through the cache's decoder (selectors,
- * IntOrString limits, healthHook with its base64 caBundle and service reference, NodeGateConfig
- * healthHooks with CIDRs) and the hook policy (URL parsing, host globs).
+/* libFuzzer target for the object admission webhooks (STYLE.md B12 "Fuzz"): every input goes
+ * to each of /validate/budget, /validate/nodedisruption, /validate/nodedisruption-status and
+ * /mutate/nodedisruption. AdmissionReview decoding, then the object through the cache's decoder
+ * (selectors, IntOrString limits, healthHook with its base64 caBundle and service reference,
+ * NodeGateConfig healthHooks with CIDRs), the hook policy (URL parsing, host globs), drain
+ * selectors and regexes, spec comparison against oldObject, the status decision fields.
  *
  * Invariants: nothing crashes or leaks; a decoded review always gets an answer; a denial
- * carries 403 or 422 and a non-empty printable ASCII message; the same input decides the same way
- * twice. The cluster it is checked against has a NodeGateConfig with an allowedHosts glob, so
- * the policy path runs. Any broken invariant calls abort() so libFuzzer keeps the input. */
+ * carries 403 or 422 and a non-empty printable ASCII message; only the mutating webhook
+ * patches, and only allowed requests; the same input decides the same way twice. The cluster
+ * it is checked against has a NodeGateConfig with an allowedHosts glob, so the policy path
+ * runs. Any broken invariant calls abort() so libFuzzer keeps the input. */
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/limits.h"
@@ -41,18 +44,24 @@ static struct kube_snapshot *cluster(void)
 	return s;
 }
 
-static void decide(const uint8_t *data, size_t size, struct srv_budget_admission *ret,
-		   ng_status *ret_st)
+static const char *const deciders[] = {"system:serviceaccount:nodegate:nodegate"};
+
+static void decide(enum srv_object_webhook wh, const uint8_t *data, size_t size,
+		   struct srv_object_admission *ret, ng_status *ret_st)
 {
 	struct ng_arena *arena = ng_arena_create(NG_REQUEST_ARENA_CAP_BYTES);
 	check(arena != NULL);
 	struct ng_buf out;
 	ng_buf_init(&out, NG_MAX_BODY_BYTES);
 	struct ng_err err = {0};
-	*ret_st = srv_admit_budget((const char *)data, size, arena, cluster(), &out, ret, &err);
-	if (*ret_st == NG_OK)
+	struct srv_object_config cfg = {deciders, 1};
+	*ret_st =
+	    srv_admit_object(wh, (const char *)data, size, arena, cluster(), &cfg, &out, ret, &err);
+	if (*ret_st == NG_OK) {
 		check(out.len > 0 && strstr(out.data, "\"response\"") != NULL);
-	else
+		check(!ret->patched || (wh == SRV_OBJ_ND_MUTATE && ret->allowed));
+		check(ret->patched == (strstr(out.data, "\"patchType\":\"JSONPatch\"") != NULL));
+	} else
 		check(err.msg[0] != '\0');
 	ng_buf_finish(&out);
 	ng_arena_destroy(arena);
@@ -62,21 +71,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size > NG_MAX_BODY_BYTES)
 		return 0;
-	struct srv_budget_admission a, b;
-	ng_status st, st2;
-	decide(data, size, &a, &st);
-	if (st != NG_OK)
-		return 0;
-	if (!a.allowed) {
-		check(a.code == 403 || a.code == 422);
-		size_t n = strlen(a.message);
-		check(n > 0);
-		for (size_t i = 0; i < n; i++)
-			check((unsigned char)a.message[i] >= 0x20 &&
-			      (unsigned char)a.message[i] < 0x7f);
+	static const enum srv_object_webhook whs[] = {SRV_OBJ_BUDGET, SRV_OBJ_ND, SRV_OBJ_ND_STATUS,
+						      SRV_OBJ_ND_MUTATE};
+	for (size_t w = 0; w < sizeof(whs) / sizeof(whs[0]); w++) {
+		struct srv_object_admission a, b;
+		ng_status st, st2;
+		decide(whs[w], data, size, &a, &st);
+		if (st != NG_OK)
+			return 0;
+		if (!a.allowed) {
+			check(a.code == 403 || a.code == 422);
+			size_t n = strlen(a.message);
+			check(n > 0);
+			for (size_t i = 0; i < n; i++)
+				check((unsigned char)a.message[i] >= 0x20 &&
+				      (unsigned char)a.message[i] < 0x7f);
+		}
+		decide(whs[w], data, size, &b, &st2);
+		check(st2 == NG_OK && a.allowed == b.allowed && a.code == b.code &&
+		      a.patched == b.patched && strcmp(a.message, b.message) == 0 &&
+		      strcmp(a.warning, b.warning) == 0);
 	}
-	decide(data, size, &b, &st2);
-	check(st2 == NG_OK && a.allowed == b.allowed && a.code == b.code &&
-	      strcmp(a.message, b.message) == 0);
 	return 0;
 }

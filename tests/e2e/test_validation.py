@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""e2e: the object admission webhooks (shared/acceptance/eviction.md V01-V10, DESIGN.md §5)
+registered with the test API server as a cluster operator would: /validate/nodedisruption,
+/validate/nodedisruption-status, /validate/budget (validating) and /mutate/nodedisruption
+(mutating, records the creator). The API server calls nodegate exactly as kube-apiserver does;
+the test API server does not evaluate the CRDs' CEL rules, so what is denied here is denied by
+nodegate.
+
+Every wait is bounded (WAIT_S). Environment: NODEGATE (the binary), NG_SOURCE_ROOT."""
+import base64
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_live_cache import ND_PATH, eventually  # noqa: E402
+from test_gate import ADB_PATH, NDB_PATH, ON_TEST1, GateTest  # noqa: E402
+
+NG_USER = "system:serviceaccount:nodegate:nodegate"
+ADMISSION = "/apis/admissionregistration.k8s.io/v1"
+
+
+def nd_body(name, spec, annotations=None):
+    meta = {"name": name}
+    if annotations:
+        meta["annotations"] = annotations
+    return {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption", "metadata": meta, "spec": spec}
+
+
+class ValidationTest(GateTest):
+    """Fixture F without the "db" budget (GateTest), nodegate registered for every webhook."""
+
+    def setUp(self):
+        super().setUp()
+        with open(self.ng.cert, "rb") as f:
+            ca = base64.b64encode(f.read()).decode()
+
+        def hook(name, path, resources, operations, side_effects="None"):
+            return {"name": name, "admissionReviewVersions": ["v1"], "sideEffects": side_effects,
+                    "failurePolicy": "Fail", "timeoutSeconds": 5,
+                    "clientConfig": {"url": f"https://127.0.0.1:{self.ng.port}{path}", "caBundle": ca},
+                    "rules": [{"apiGroups": ["nodegate.io"], "apiVersions": ["v1alpha1"],
+                               "operations": operations, "resources": resources}]}
+        self.create(f"{ADMISSION}/validatingwebhookconfigurations", {
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "nodegate-objects"},
+            "webhooks": [
+                hook("nodedisruption.nodegate.io", "/validate/nodedisruption", ["nodedisruptions"],
+                     ["CREATE", "UPDATE"]),
+                hook("nodedisruption-status.nodegate.io", "/validate/nodedisruption-status",
+                     ["nodedisruptions/status"], ["UPDATE"]),
+                hook("budget.nodegate.io", "/validate/budget",
+                     ["applicationdisruptionbudgets", "nodedisruptionbudgets", "nodegateconfigs"],
+                     ["CREATE", "UPDATE"])]})
+        self.create(f"{ADMISSION}/mutatingwebhookconfigurations", {
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "nodegate-objects"},
+            "webhooks": [hook("created-by.nodegate.io", "/mutate/nodedisruption", ["nodedisruptions"],
+                              ["CREATE"])]})
+
+    def denied(self, method, path, body, *fragments, code_range=(400, 500), user="admin",
+               ctype="application/json"):
+        code, resp, _ = self.api.api(method, path, body, user=user, ctype=ctype)
+        self.assertTrue(code_range[0] <= code < code_range[1], (code, resp))
+        msg = resp.get("message", "") if isinstance(resp, dict) else str(resp)
+        for frag in fragments:
+            self.assertIn(frag, msg)
+        return code, msg
+
+    def test_V01_exactly_one_of_selector_and_names(self):
+        self.denied("POST", ND_PATH, nd_body("v01a", dict(ON_TEST1, nodeNames=["node1"])),
+                    "exactly one of nodeSelector and nodeNames")
+        self.denied("POST", ND_PATH, nd_body("v01b", {"type": "reboot"}),
+                    "exactly one of nodeSelector and nodeNames")
+
+    def test_V02_bad_selector_points_at_the_field(self):
+        _, msg = self.denied("POST", ND_PATH, nd_body("v02", {"nodeSelector": {"matchExpressions": [
+            {"key": "testselect", "operator": "In"}]}}), "spec.nodeSelector.matchExpressions[0]")
+        print(f"\n  V02: {msg}", file=sys.stderr)
+
+    def test_V03_drain_regex_must_compile(self):
+        self.denied("POST", ND_PATH, nd_body("v03", {"nodeNames": ["node1"], "drain": {
+            "podEvictionFilters": [{"byResourceNameRegex": "nvidia.com/gpu-("}]}}),
+            "byResourceNameRegex", "does not compile")
+
+    def test_V04_creator_is_recorded_whatever_the_request_says(self):
+        body = self.create(ND_PATH, nd_body("v04", {"nodeNames": ["node3"], "requestor": "someone-else"},
+                                            {"nodegate.io/created-by": "mallory", "team": "infra"}))
+        ann = body["metadata"]["annotations"]
+        self.assertEqual(ann["nodegate.io/created-by"], "admin")
+        self.assertEqual(ann["team"], "infra")
+        body = self.create(ND_PATH, nd_body("v04b", {"nodeNames": ["node3"]}))
+        self.assertEqual(body["metadata"]["annotations"], {"nodegate.io/created-by": "admin"})
+        # Nobody rewrites it afterwards.
+        self.denied("PATCH", f"{ND_PATH}/v04", {"metadata": {"annotations": {"nodegate.io/created-by": "alice"}}},
+                    "nodegate.io/created-by", ctype="application/merge-patch+json")
+
+    def test_V05_spec_is_immutable_once_granted(self):
+        self.nd("v05", {"nodeNames": ["node3"], "retry": {"enabled": True, "deadline": "2030-01-01T00:00:00Z"}})
+        self.wait_state("v05", "Granted")  # nodegate's own status writes pass the status webhook
+        self.denied("PATCH", f"{ND_PATH}/v05", {"spec": {"nodeNames": ["node1"]}},
+                    "immutable once Granted", ctype="application/merge-patch+json")
+        code, body, _ = self.api.api("PATCH", f"{ND_PATH}/v05",
+                                     {"spec": {"retry": {"deadline": "2031-01-01T00:00:00Z"},
+                                               "additionalRequestors": ["drainer"]}},
+                                     ctype="application/merge-patch+json")
+        self.assertEqual(code, 200, body)
+
+    def test_V06_nobody_grants_themselves(self):
+        self.ndb("pool", dict(ON_TEST1, maxDisruptedNodes=0))
+        self.nd("v06", dict(ON_TEST1, retry={"enabled": True}))
+        self.wait_state("v06", "Pending")
+        _, msg = self.denied("PATCH", f"{ND_PATH}/v06/status", {"status": {"state": "Granted"}},
+                             "status.state", "only nodegate", code_range=(403, 404),
+                             ctype="application/merge-patch+json")
+        print(f"\n  V06: {msg}", file=sys.stderr)
+        self.assertEqual(self.status("v06").get("state"), "Pending")
+        # A requestor may still set its own condition.
+        code, body, _ = self.api.api("PATCH", f"{ND_PATH}/v06/status", {"status": {"conditions": [
+            {"type": "RequestorFailed", "status": "True", "reason": "Test", "message": "m",
+             "lastTransitionTime": "2026-11-22T00:00:00Z"}]}}, ctype="application/merge-patch+json")
+        self.assertEqual(code, 200, body)
+        # And nodegate's own decisions still land.
+        code, body, _ = self.api.api("PATCH", f"{NDB_PATH}/pool", {"spec": {"maxDisruptedNodes": 2}},
+                                     ctype="application/merge-patch+json")
+        self.assertEqual(code, 200, body)
+        self.wait_state("v06", "Granted")
+
+    def test_V07_V08_budgets_with_field_messages(self):
+        self.denied("POST", ADB_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "ApplicationDisruptionBudget",
+                                       "metadata": {"name": "v07", "namespace": "default"},
+                                       "spec": {"podSelector": {}, "maxDisruptions": "150%"}},
+                    "spec.maxDisruptions")
+        self.denied("POST", NDB_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget",
+                                       "metadata": {"name": "v07"}, "spec": {"nodeSelector": ON_TEST1["nodeSelector"]}},
+                    "one of maxDisruptedNodes and minUndisruptedNodes is required")
+        self.denied("POST", ADB_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "ApplicationDisruptionBudget",
+                                       "metadata": {"name": "v08", "namespace": "default"},
+                                       "spec": {"podSelector": {}, "maxDisruptions": 1,
+                                                "healthHook": {"url": "http://hooks.example.com/ready"}}},
+                    "spec.healthHook", "http")
+
+    def test_V09_unknown_node_is_allowed_with_a_warning(self):
+        code, body, resp = self.api.api("POST", ND_PATH, nd_body("v09", {"nodeNames": ["ghost"]}))
+        self.assertEqual(code, 201, body)
+        warning = resp.getheader("Warning") or ""
+        self.assertIn("node ghost is not in the cluster", warning)
+
+    def test_V10_empty_selector_is_denied(self):
+        self.denied("POST", ND_PATH, nd_body("v10", {"nodeSelector": {}}), "would select every node")
+
+    def test_object_webhooks_are_counted(self):
+        self.denied("POST", ND_PATH, nd_body("m", {"nodeSelector": {}}), "would select every node")
+        self.create(ND_PATH, nd_body("m2", {"nodeNames": ["node3"]}))
+        _, text = self.ng.get("/metrics")
+        text = text.decode()
+        self.assertIn('nodegate_admission_requests_total{webhook="nodedisruption",decision="denied"} 1', text)
+        self.assertIn('nodegate_admission_requests_total{webhook="nodedisruption-mutate",decision="allowed"} 2', text)
+
+
+def load_tests(loader, tests, pattern):
+    """Only ValidationTest's own tests (GateTest's run in e2e-gate)."""
+    return unittest.TestSuite(ValidationTest(n) for n in loader.getTestCaseNames(ValidationTest)
+                              if n in vars(ValidationTest))
+
+
+if __name__ == "__main__":
+    unittest.main()
