@@ -7,6 +7,7 @@
 #include "kube/config.h"
 #include "kube/kube.h"
 #include "kube/watch.h"
+#include "controller/autorequest.h"
 #include "controller/gate.h"
 #include "controller/leader.h"
 
@@ -366,11 +367,23 @@ static int write_port_file(const char *path, uint16_t port)
 struct controller_metrics {
 	const struct gate *gate;
 	const struct leader *leader;
+	const struct autoreq *autoreq;
 };
+
+/* The eviction webhook's autoRequest hook: queued, never waited on. */
+static void submit_auto_request(const char *node, const char *user, void *ctx)
+{
+	autoreq_submit(ctx, node, user);
+}
 
 static ng_status render_controller(struct ng_buf *out, void *ctx)
 {
 	const struct controller_metrics *cm = ctx;
+	if (cm->autoreq) {
+		ng_status st = autoreq_render_metrics(cm->autoreq, out);
+		if (st != NG_OK)
+			return st;
+	}
 	if (!cm->gate)
 		return NG_OK;
 	struct gate_stats gs;
@@ -483,6 +496,7 @@ static int cmd_serve(int argc, char **argv)
 	struct kube_watch *watch = NULL;
 	struct leader *leader = NULL;
 	struct gate *gate = NULL;
+	struct autoreq *autoreq = NULL;
 	char identity[300];
 	struct srv *srv = NULL;
 	int rc = 1;
@@ -495,6 +509,12 @@ static int cmd_serve(int argc, char **argv)
 		struct ng_err werr = {0};
 		watch = kube_watch_start(&wc, &werr);
 		if (!watch) {
+			(void)fprintf(stderr, "nodegate: %s\n", werr.msg);
+			goto out;
+		}
+		struct autoreq_config ac = {.kube = &kcfg, .store = store};
+		autoreq = autoreq_start(&ac, &werr);
+		if (!autoreq) {
 			(void)fprintf(stderr, "nodegate: %s\n", werr.msg);
 			goto out;
 		}
@@ -532,7 +552,7 @@ static int cmd_serve(int argc, char **argv)
 		kube_store_publish(store, snap);
 	}
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	struct controller_metrics cm = {.gate = gate, .leader = leader};
+	struct controller_metrics cm = {.gate = gate, .leader = leader, .autoreq = autoreq};
 	static const char *const default_deciders[] = {"system:serviceaccount:nodegate:nodegate"};
 	struct srv_config sc = {
 	    .listen_host = host,
@@ -548,6 +568,8 @@ static int cmd_serve(int argc, char **argv)
 	    .watch = watch,
 	    .metrics_extra = render_controller,
 	    .metrics_ctx = &cm,
+	    .auto_request = autoreq ? submit_auto_request : NULL,
+	    .auto_request_ctx = autoreq,
 	};
 	struct ng_err err = {0};
 	srv = srv_create(&sc, store, &err);
@@ -597,6 +619,7 @@ static int cmd_serve(int argc, char **argv)
 out:
 	srv_destroy(srv, c.shutdown_grace_seconds * 1000);
 	gate_stop(gate);
+	autoreq_stop(autoreq);
 	leader_stop(leader); /* releases the lease for a quick takeover */
 	kube_watch_stop(watch);
 	kube_store_destroy(store);

@@ -1078,6 +1078,7 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 		verr = *c->err;
 	else if (tst != NG_OK)
 		return tst;
+	g->auto_request = cJSON_IsTrue(ng_json_get(ev, "autoRequest"));
 	const cJSON *users = ng_json_get(ev, "exemptUsers");
 	g->has_exempt_users = users && !cJSON_IsNull(users);
 	ng_status st = decode_str_array(c, users, "spec.eviction.exemptUsers", NG_MAX_LABELS,
@@ -1096,6 +1097,7 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 	/* An unreadable config enforces: it must never loosen the eviction guard. */
 	g->invalid = true;
 	g->eviction_mode = KUBE_EVICTION_ENFORCE;
+	g->auto_request = false;
 	g->has_exempt_users = false;
 	g->nexempt = 0;
 	return intern(c, verr.msg, &g->error);

@@ -262,6 +262,7 @@ struct kube_ngc {
 	uint16_t nallowed_types;
 	const uint32_t *allowed_types; /* spec.allowedTypes; none = any type */
 	uint8_t eviction_mode;         /* enum kube_eviction_mode */
+	bool auto_request;             /* spec.eviction.autoRequest (default false) */
 	bool has_exempt_users;         /* spec.eviction.exemptUsers is present (possibly empty) */
 	uint16_t nexempt;
 	const uint32_t *exempt_users;

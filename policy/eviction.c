@@ -3,6 +3,7 @@
 #include "budgets/budgets.h"
 #include "common/buf.h"
 #include "common/intern.h"
+#include "common/map.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -164,6 +165,19 @@ void pol_decide_eviction(const struct kube_snapshot *s, const struct pol_evictio
 	}
 	d.allowed = false;
 	d.code = 429;
+	d.auto_request = ngc && !ngc->invalid && ngc->auto_request;
+	if (d.auto_request) {
+		char nd[254];
+		pol_auto_request_name(d.node, nd, sizeof(nd));
+		ng_fmt(d.message, sizeof(d.message),
+		       "nodegate: cannot evict pod %.*s/%.*s yet: node %s has no granted "
+		       "NodeDisruption and the pod is protected by ApplicationDisruptionBudget %s. "
+		       "nodegate requests the disruption for you (NodeDisruption %s); evictions "
+		       "are allowed once it is Granted. Retrying in %ds.",
+		       (int)req->ns_len, req->ns, (int)req->name_len, req->name, d.node, list, nd,
+		       (int)cfg->retry_after_seconds);
+		goto out;
+	}
 	ng_fmt(d.message, sizeof(d.message),
 	       "nodegate: cannot evict pod %.*s/%.*s: node %s has no granted NodeDisruption "
 	       "and the pod is protected by ApplicationDisruptionBudget %s. Request a "
@@ -174,4 +188,20 @@ void pol_decide_eviction(const struct kube_snapshot *s, const struct pol_evictio
 	       (int)cfg->retry_after_seconds);
 out:
 	*ret = d;
+}
+
+void pol_auto_request_name(const char *node, char *out, size_t cap)
+{
+	size_t n = strlen(node);
+	/* "auto-" + a node name (a DNS subdomain of up to 253) may exceed 253: keep the start and
+	 * make it unique with a hash of the whole name. */
+	if (n + 5 <= 253) {
+		ng_fmt(out, cap, "auto-%s", node);
+		return;
+	}
+	uint64_t h = ng_fnv1a64(NG_FNV64_INIT, node, n);
+	size_t keep = 230;
+	while (keep > 0 && (node[keep - 1] == '.' || node[keep - 1] == '-'))
+		keep--; /* "x.-hash" would not be a DNS subdomain */
+	ng_fmt(out, cap, "auto-%.*s-%08x", (int)keep, node, (unsigned)(h & 0xffffffffu));
 }

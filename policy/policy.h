@@ -62,8 +62,18 @@ struct pol_decision {
 	int32_t retry_after_seconds;
 	char message[512]; /* for a person: what happened and what to do; "" when allowed */
 	char warning[256]; /* "" unless Warn mode allowed a protected eviction */
-	char node[64];     /* the pod's node, "" when unknown (for the log line) */
+	char node[254];    /* the pod's node, "" when unknown */
+	/* Denied, and NodeGateConfig eviction.autoRequest asks for a Pending NodeDisruption of
+	 * the node (pol_auto_request_name) on the requester's behalf; never acted on for dryRun. */
+	bool auto_request;
 };
+
+/**
+ * The name of the NodeDisruption autoRequest creates for @node: "auto-<node>", shortened with
+ * a hash to stay a valid name. One name per node, so replicas and repeated evictions create one
+ * request at most.
+ */
+void pol_auto_request_name(const char *node, char *out, size_t cap);
 
 /**
  * Decides an eviction per DESIGN.md §5. Allows when mode is Off, the user is exempt, the pod is

@@ -47,6 +47,8 @@ struct srv {
 	const struct kube_watch *watch;
 	ng_status (*metrics_extra)(struct ng_buf *out, void *ctx);
 	void *metrics_ctx;
+	void (*auto_request)(const char *node, const char *user, void *ctx);
+	void *auto_request_ctx;
 	_Atomic bool ready;
 	char *cert_pem, *key_pem;
 };
@@ -317,6 +319,8 @@ static enum MHD_Result serve_eviction(struct srv *s, struct MHD_Connection *c, s
 						       : SRV_OUT_ALLOWED;
 	srv_metrics_admission(s->metrics, SRV_WH_EVICTION, out, dur);
 	log_decision(&a, dur);
+	if (a.decision.auto_request && !a.review.dry_run && s->auto_request)
+		s->auto_request(a.decision.node, a.review.username, s->auto_request_ctx);
 	/* r->out lives until the request completes (after the answer is sent). */
 	return respond(c, MHD_HTTP_OK, "application/json", r->out.data, r->out.len,
 		       MHD_RESPMEM_PERSISTENT);
@@ -550,6 +554,8 @@ struct srv *srv_create(const struct srv_config *cfg, struct kube_store *store,
 	s->watch = cfg->watch;
 	s->metrics_extra = cfg->metrics_extra;
 	s->metrics_ctx = cfg->metrics_ctx;
+	s->auto_request = cfg->auto_request;
+	s->auto_request_ctx = cfg->auto_request_ctx;
 	s->metrics = srv_metrics_create();
 	s->cert_pem = dup_str(cfg->cert_pem);
 	s->key_pem = dup_str(cfg->key_pem);

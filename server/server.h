@@ -31,6 +31,10 @@ struct srv_config {
 	 * on the scraping thread; NULL for none. */
 	ng_status (*metrics_extra)(struct ng_buf *out, void *ctx);
 	void *metrics_ctx;
+	/* Called on the admission thread for an eviction denied with autoRequest (never dryRun):
+	 * must only queue. NULL: autoRequest is not served (snapshot mode). */
+	void (*auto_request)(const char *node, const char *user, void *ctx);
+	void *auto_request_ctx;
 };
 
 struct srv;

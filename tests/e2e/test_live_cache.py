@@ -321,6 +321,57 @@ class LiveCacheTest(E2ETest):
         ok, _ = eventually(lambda: allowed(self.api, "pod1"))
         self.assertTrue(ok)
 
+    def auto_requests(self):
+        code, body, _ = self.api.api("GET", ND_PATH + "?labelSelector=nodegate.io%2Fauto-request%3Dtrue")
+        return body.get("items", []) if code == 200 else []
+
+    def test_E08_E07_auto_request_asks_for_the_node_once_never_on_dry_run(self):
+        # Hold node1's pool at zero so the request the eviction asks for stays Pending.
+        code, body, _ = self.api.api("POST", "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets", {
+            "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget", "metadata": {"name": "hold"},
+            "spec": {"nodeSelector": {"matchLabels": {"testselect": "test1"}}, "maxDisruptedNodes": 0}})
+        self.assertEqual(code, 201, body)
+        code, body, _ = self.api.api("POST", "/apis/nodegate.io/v1alpha1/nodegateconfigs", {
+            "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig", "metadata": {"name": "default"},
+            "spec": {"eviction": {"autoRequest": True}}})
+        self.assertEqual(code, 201, body)
+        ok, _ = eventually(lambda: (self.ng.cache() or {}).get("nodegateconfigs")
+                           and (self.ng.cache() or {}).get("nodedisruptionbudgets"))
+        self.assertTrue(ok)
+        # E08: a dry run is denied and asks for nothing.
+        code, body, _ = evict(self.api, "pod1", dry_run=True)
+        self.assertEqual(code, 429, body)
+        self.assertIn("nodegate requests the disruption for you (NodeDisruption auto-node1)", body["message"])
+        time.sleep(1)
+        self.assertEqual(self.auto_requests(), [], "a dry run must not create a NodeDisruption")
+        self.assertEqual(self.ng.metric('nodegate_auto_requests_total{result="created"}'), 0)
+        # E07: a real one is denied and asks for node1, as the evicting user.
+        code, body, _ = evict(self.api, "pod1", dry_run=False)
+        self.assertEqual(code, 429, body)
+        reqs, waited = eventually(self.auto_requests)
+        self.assertTrue(reqs, "the denied eviction never asked for a disruption")
+        print(f"\n  denied eviction -> NodeDisruption created in {waited:.3f} s", file=sys.stderr)
+        nd = reqs[0]
+        self.assertEqual(nd["metadata"]["name"], "auto-node1")
+        self.assertEqual(nd["spec"]["nodeNames"], ["node1"])
+        self.assertEqual(nd["spec"]["requestor"], "admin")
+        self.assertTrue(nd["spec"]["retry"]["enabled"])
+        pending, _ = eventually(lambda: self.api.api("GET", f"{ND_PATH}/auto-node1")[1]
+                                .get("status", {}).get("state") == "Pending")
+        self.assertTrue(pending, "the requested disruption must wait for the budget")
+        # More denials, from this replica or another, ask for nothing more.
+        for user in ("admin", "alice"):
+            code, body, _ = evict(self.api, "pod1", dry_run=False, user=user)
+            self.assertIn(code, (403, 429), body)
+        time.sleep(1)
+        self.assertEqual(len(self.auto_requests()), 1)
+        self.assertEqual(self.ng.metric('nodegate_auto_requests_total{result="created"}'), 1)
+        # Once the budget allows it, the request is granted and the eviction goes through.
+        code, body, _ = self.api.api("DELETE", "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets/hold")
+        self.assertEqual(code, 200, body)
+        ok, _ = eventually(lambda: allowed(self.api, "pod1"))
+        self.assertTrue(ok, "the auto request must be granted once the budget is gone")
+
     def test_E06_E09_nodegateconfig_changes_the_eviction_mode_live(self):
         path = "/apis/nodegate.io/v1alpha1/nodegateconfigs"
         ngc = {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig", "metadata": {"name": "default"},

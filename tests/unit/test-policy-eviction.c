@@ -254,6 +254,49 @@ static void test_many_budgets_are_summarised(void **state)
 	kube_snapshot_release(s);
 }
 
+static void test_E07_E08_auto_request_only_for_enforced_denials(void **state)
+{
+#define AUTO_NGC(mode)                                                                             \
+	"{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
+	"\"name\":\"default\"},\"spec\":{\"eviction\":{\"autoRequest\":true,\"mode\":\"" mode      \
+	"\"}}}"
+	struct kube_snapshot *s = snap(AUTO_NGC("Enforce"));
+	struct pol_decision d = decide(s, &enforce, "default", "pod1", "alice");
+	assert_false(d.allowed);
+	assert_true(d.auto_request);
+	assert_string_equal(d.node, "node1");
+	assert_non_null(strstr(d.message, "nodegate requests the disruption for you "
+					  "(NodeDisruption auto-node1)"));
+	/* Allowed evictions ask for nothing. */
+	d = decide(s, &enforce, "default", "web", "alice");
+	assert_true(d.allowed);
+	assert_false(d.auto_request);
+	kube_snapshot_release(s);
+	s = snap(AUTO_NGC("Warn"));
+	d = decide(s, &enforce, "default", "pod1", "alice");
+	assert_true(d.allowed);
+	assert_false(d.auto_request);
+	kube_snapshot_release(s);
+	/* Without autoRequest the message says how to ask. */
+	s = snap("");
+	d = decide(s, &enforce, "default", "pod1", "alice");
+	assert_false(d.auto_request);
+	assert_non_null(strstr(d.message, "Request a disruption of the node"));
+	kube_snapshot_release(s);
+#undef AUTO_NGC
+	/* One name per node, always a valid object name. */
+	char name[254], longnode[254];
+	pol_auto_request_name("node1", name, sizeof(name));
+	assert_string_equal(name, "auto-node1");
+	memset(longnode, 'a', 253);
+	longnode[229] = '.';
+	longnode[253] = '\0';
+	pol_auto_request_name(longnode, name, sizeof(name));
+	assert_true(strlen(name) <= 253);
+	assert_null(strstr(name, ".-"));
+	assert_memory_equal(name, "auto-aaa", 8);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +308,7 @@ int main(void)
 	    cmocka_unit_test(test_E05_unknown_pod_allowed),
 	    cmocka_unit_test(test_E06_warn_mode_allows_with_warning),
 	    cmocka_unit_test(test_E09_exempt_user_allowed),
+	    cmocka_unit_test(test_E07_E08_auto_request_only_for_enforced_denials),
 	    cmocka_unit_test(test_E10_protected_through_pvc_denied),
 	    cmocka_unit_test(test_finished_terminating_unscheduled_allowed),
 	    cmocka_unit_test(test_mode_off_allows_everything),

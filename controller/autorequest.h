@@ -1,0 +1,41 @@
+/* NodeGateConfig eviction.autoRequest (DESIGN.md §5): when the eviction webhook denies an
+ * eviction because the pod's node has no grant, nodegate asks for the disruption itself — a
+ * Pending NodeDisruption of that node with retry, requestor = the evicting user — so a plain
+ * `kubectl drain` or an autoscaler needs nothing else. The admission thread only enqueues (no
+ * I/O on the admission path); a thread of its own creates the request. Every replica may do it:
+ * the name is one per node (pol_auto_request_name), so duplicates are refused by the API server. */
+#ifndef NG_CONTROLLER_AUTOREQUEST_H
+#define NG_CONTROLLER_AUTOREQUEST_H
+
+#include "common/status.h"
+
+#include <stdint.h>
+
+struct kube_config;
+struct kube_store;
+struct ng_buf;
+
+struct autoreq_config {
+	const struct kube_config *kube; /* borrowed; must outlive it */
+	struct kube_store *store;       /* borrowed: requests already there are not asked again */
+};
+
+struct autoreq;
+
+/** Starts the thread. NULL with @reterr on failure. Main thread. */
+struct autoreq *autoreq_start(const struct autoreq_config *cfg, struct ng_err *reterr);
+
+/**
+ * Asks for a disruption of @node on behalf of @user. Never blocks on I/O: the request is queued
+ * (dropped and counted when the queue is full; a node already queued is not queued twice). Any
+ * thread; @a may be NULL (no-op).
+ */
+void autoreq_submit(struct autoreq *a, const char *node, const char *user);
+
+/** Appends nodegate_auto_requests_total{result}. Any thread. */
+NG_NODISCARD ng_status autoreq_render_metrics(const struct autoreq *a, struct ng_buf *out);
+
+/** Stops and joins the thread. Accepts NULL. Main thread. */
+void autoreq_stop(struct autoreq *a);
+
+#endif
