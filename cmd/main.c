@@ -1,7 +1,9 @@
 /* nodegate: flags -> config -> wiring -> signals. */
+#include "common/arena.h"
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/file.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "common/parse.h"
 #include "kube/config.h"
@@ -131,11 +133,20 @@ static const struct flag serve_flags[] = {
 
 static void usage(FILE *f)
 {
-	(void)fprintf(f, "Usage: nodegate serve [FLAGS]\n"
-			 "       nodegate --version | --help | --dump-config-doc\n\n"
-			 "serve: the HTTPS admission webhook (POST /validate/eviction, /healthz, "
-			 "/readyz, /metrics).\n\nFlags (each also read from its environment "
-			 "variable; flags win):\n");
+	(void)fprintf(f,
+		      "Usage: nodegate serve [FLAGS]\n"
+		      "       nodegate check --snapshot FILE [--snapshot FILE...] --nd FILE "
+		      "[--now TIME]\n"
+		      "       nodegate --version | --help | --dump-config-doc\n\n"
+		      "check: decides the NodeDisruption in --nd against the cluster in the "
+		      "snapshot files (kubectl get -o json output) as the gate would, health "
+		      "hooks aside, and prints the decision as JSON. Exit status 0 when it would "
+		      "be Granted, 1 when not, 2 when it is invalid or a file cannot be read.\n\n"
+		      "serve: the admission webhooks (POST /validate/eviction, "
+		      "/validate/nodedisruption, /validate/nodedisruption-status, "
+		      "/validate/budget, /mutate/nodedisruption), the gate, POST /v1/evaluate, "
+		      "/healthz, /readyz, /metrics.\n\nFlags (each also read from its environment "
+		      "variable; flags win):\n");
 	for (size_t i = 0; i < NFLAGS; i++) {
 		const struct flag *fl = &serve_flags[i];
 		(void)fprintf(f, "  --%s%s%s  [%s]%s%s%s\n      %s\n", fl->name,
@@ -629,6 +640,60 @@ out:
 	return rc;
 }
 
+/* nodegate check: the dry run of POST /v1/evaluate, offline. */
+static int cmd_check(int argc, char **argv)
+{
+	const char *snaps[MAX_MULTI];
+	size_t nsnaps = 0;
+	const char *nd = NULL, *now_s = NULL;
+	for (int i = 0; i < argc; i++) {
+		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(argv[i], "--snapshot") == 0 && val && nsnaps < MAX_MULTI)
+			snaps[nsnaps++] = argv[++i];
+		else if (strcmp(argv[i], "--nd") == 0 && val)
+			nd = argv[++i];
+		else if (strcmp(argv[i], "--now") == 0 && val)
+			now_s = argv[++i];
+		else {
+			(void)fprintf(stderr,
+				      "nodegate check: unexpected \"%s\" (see nodegate --help)\n",
+				      argv[i]);
+			return 2;
+		}
+	}
+	int64_t now = ng_now_wall_ms();
+	if (!nsnaps || !nd || (now_s && ng_parse_rfc3339_ms(now_s, strlen(now_s), &now) != 0)) {
+		(void)fprintf(stderr, "nodegate check: --snapshot FILE and --nd FILE are required; "
+				      "--now takes an RFC 3339 time\n");
+		return 2;
+	}
+	struct ng_err err = {0};
+	struct kube_snapshot *snap = NULL;
+	char *body = NULL;
+	size_t len = 0;
+	struct ng_arena *arena = ng_arena_create(NG_REQUEST_ARENA_CAP_BYTES * 8);
+	struct ng_buf out;
+	ng_buf_init(&out, 16u << 20);
+	int rc = 2, code = 0;
+	bool granted = false;
+	if (kube_snapshot_load_files(snaps, nsnaps, &snap, &err) != NG_OK ||
+	    ng_read_file(nd, NG_MAX_BODY_BYTES, "--nd", false, &body, &len, &err) != NG_OK ||
+	    !arena ||
+	    srv_evaluate(body, len, arena, snap, now, &out, &code, &granted, &err) != NG_OK) {
+		(void)fprintf(stderr, "nodegate check: %s\n",
+			      err.msg[0] ? err.msg : "out of memory");
+		goto out;
+	}
+	(void)fputs(out.data, code == 200 ? stdout : stderr);
+	rc = code != 200 ? 2 : granted ? 0 : 1;
+out:
+	ng_buf_finish(&out);
+	ng_arena_destroy(arena);
+	free(body);
+	kube_snapshot_release(snap);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -658,6 +723,8 @@ int main(int argc, char **argv)
 		curl_global_cleanup();
 		return rc;
 	}
+	if (strcmp(argv[1], "check") == 0)
+		return cmd_check(argc - 2, argv + 2);
 	(void)fprintf(stderr, "nodegate: unknown command \"%s\" (see nodegate --help)\n", argv[1]);
 	return 2;
 }

@@ -194,32 +194,12 @@ static ng_status put_str(struct ng_buf *b, const char *s)
 	return ng_buf_json_str(b, s, strlen(s));
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* The decision's node names sorted as status.disruptedNodes lists them (the decision's ids are
- * in intern order, which is not the names' order). NULL when @arena is full. */
-static const char **sorted_node_names(const struct kube_snapshot *s,
-				      const struct pol_gate_decision *d, struct ng_arena *arena)
-{
-	const char **names = ng_arena_alloc(arena, (d->nnodes ? d->nnodes : 1) * sizeof(*names));
-	if (!names)
-		return NULL;
-	for (size_t i = 0; i < d->nnodes; i++)
-		names[i] = ng_intern_str(kube_snapshot_pool(s), d->nodes[i], NULL);
-	qsort(names, d->nnodes, sizeof(*names), cmp_str);
-	return names;
-}
-
 /* The merge patch for /status, with the resourceVersion precondition inside the body. */
 static ng_status status_patch(const struct kube_snapshot *s, const struct kube_nd *nd,
 			      const struct pol_gate_decision *d, int64_t now, int64_t next_retry,
 			      uint32_t retry_count, struct ng_arena *arena, struct ng_buf *b)
 {
-	const struct ng_intern *pool = kube_snapshot_pool(s);
-	const char **names = sorted_node_names(s, d, arena);
+	const char **names = pol_node_names_sorted(s, d, arena);
 	if (!names)
 		return NG_ENOMEM;
 	ng_status st = ng_buf_puts(b, "{\"metadata\":{\"resourceVersion\":");
@@ -231,26 +211,9 @@ static ng_status status_patch(const struct kube_snapshot *s, const struct kube_n
 		st = i ? ng_buf_puts(b, ",") : NG_OK;
 		st = st ? st : put_str(b, names[i]);
 	}
-	st = st ? st : ng_buf_puts(b, "],\"disruptedDisruptionBudgets\":[");
-	for (size_t i = 0; st == NG_OK && i < d->nverdicts; i++) {
-		const struct pol_budget_verdict *v = &d->verdicts[i];
-		st = ng_buf_puts(b, i ? ",{\"reference\":{\"kind\":" : "{\"reference\":{\"kind\":");
-		st = st ? st
-			: put_str(b, v->kind == KUBE_RES_NDBS ? "NodeDisruptionBudget"
-							      : "ApplicationDisruptionBudget");
-		if (st == NG_OK && v->ns != NG_INTERN_NONE) {
-			st = ng_buf_puts(b, ",\"namespace\":");
-			st = st ? st : put_str(b, ng_intern_str(pool, v->ns, NULL));
-		}
-		st = st ? st : ng_buf_puts(b, ",\"name\":");
-		st = st ? st : put_str(b, ng_intern_str(pool, v->name, NULL));
-		st = st ? st
-			: ng_buf_puts(b, v->ok ? "},\"ok\":true,\"reason\":"
-					       : "},\"ok\":false,\"reason\":");
-		st = st ? st : put_str(b, v->reason);
-		st = st ? st : ng_buf_puts(b, "}");
-	}
-	st = st ? st : ng_buf_puts(b, "],\"retryCount\":");
+	st = st ? st : ng_buf_puts(b, "],\"disruptedDisruptionBudgets\":");
+	st = st ? st : pol_verdicts_json(s, d->verdicts, d->nverdicts, b);
+	st = st ? st : ng_buf_puts(b, ",\"retryCount\":");
 	st = st ? st : ng_buf_i64(b, retry_count);
 	st = st ? st : ng_buf_puts(b, ",\"nextRetryDate\":");
 	st = st ? st : (next_retry ? put_time(b, next_retry) : ng_buf_puts(b, "null"));
@@ -366,7 +329,7 @@ static char *hook_body(struct gate *g, const struct kube_snapshot *s, const char
 	struct ng_err err = {0};
 	cJSON *root = NULL;
 	char *body = NULL;
-	const char **names = sorted_node_names(s, d, arena);
+	const char **names = pol_node_names_sorted(s, d, arena);
 	ng_status st = kube_client_request(g->client, "GET", path, NULL, NULL, 0, WRITE_TIMEOUT_MS,
 					   NG_MAX_BODY_BYTES, &out, &http, &err);
 	if (st == NG_OK && http == 200 && names &&

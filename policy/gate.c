@@ -906,3 +906,49 @@ ng_status pol_budget_status(const struct kube_snapshot *s, struct pol_ledger *le
 	*ret = st;
 	return NG_OK;
 }
+
+ng_status pol_verdicts_json(const struct kube_snapshot *s, const struct pol_budget_verdict *v,
+			    size_t n, struct ng_buf *b)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	ng_status st = ng_buf_puts(b, "[");
+	for (size_t i = 0; st == NG_OK && i < n; i++) {
+		const char *kind = v[i].kind == KUBE_RES_NDBS ? "NodeDisruptionBudget"
+							      : "ApplicationDisruptionBudget";
+		st = ng_buf_puts(b, i ? ",{\"reference\":{\"kind\":" : "{\"reference\":{\"kind\":");
+		st = st ? st : ng_buf_json_str(b, kind, strlen(kind));
+		if (st == NG_OK && v[i].ns != NG_INTERN_NONE) {
+			size_t len;
+			const char *ns = ng_intern_str(pool, v[i].ns, &len);
+			st = ng_buf_puts(b, ",\"namespace\":");
+			st = st ? st : ng_buf_json_str(b, ns, len);
+		}
+		size_t len;
+		const char *name = ng_intern_str(pool, v[i].name, &len);
+		st = st ? st : ng_buf_puts(b, ",\"name\":");
+		st = st ? st : ng_buf_json_str(b, name, len);
+		st = st ? st
+			: ng_buf_puts(b, v[i].ok ? "},\"ok\":true,\"reason\":"
+						 : "},\"ok\":false,\"reason\":");
+		st = st ? st : ng_buf_json_str(b, v[i].reason, strlen(v[i].reason));
+		st = st ? st : ng_buf_puts(b, "}");
+	}
+	return st ? st : ng_buf_puts(b, "]");
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+const char **pol_node_names_sorted(const struct kube_snapshot *s, const struct pol_gate_decision *d,
+				   struct ng_arena *arena)
+{
+	const char **names = ng_arena_alloc(arena, (d->nnodes ? d->nnodes : 1) * sizeof(*names));
+	if (!names)
+		return NULL;
+	for (size_t i = 0; i < d->nnodes; i++)
+		names[i] = ng_intern_str(kube_snapshot_pool(s), d->nodes[i], NULL);
+	qsort(names, d->nnodes, sizeof(*names), cmp_str);
+	return names;
+}

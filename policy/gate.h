@@ -107,6 +107,22 @@ NG_NODISCARD ng_status pol_evaluate_disruption(const struct kube_snapshot *s,
 					       int64_t now_ms, struct ng_arena *arena,
 					       struct pol_gate_decision *ret);
 
+/**
+ * The decision's node names sorted as status.disruptedNodes lists them (the decision's ids are
+ * in intern order, which is not the names' order). From @arena; NULL when it is full.
+ */
+const char **pol_node_names_sorted(const struct kube_snapshot *s, const struct pol_gate_decision *d,
+				   struct ng_arena *arena);
+
+struct ng_buf;
+/**
+ * Appends @v (@n verdicts) as status.disruptedDisruptionBudgets writes them:
+ * [{reference: {kind, namespace, name}, ok, reason}]. NG_ELIMIT/NG_ENOMEM from the buffer.
+ */
+NG_NODISCARD ng_status pol_verdicts_json(const struct kube_snapshot *s,
+					 const struct pol_budget_verdict *v, size_t n,
+					 struct ng_buf *b);
+
 /* What a budget's status shows (DESIGN.md §3.2, §3.3), computed from the same ledger. */
 struct pol_budget_status {
 	size_t watched;           /* nodes in scope */

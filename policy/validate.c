@@ -6,6 +6,7 @@
 #include "common/buf.h"
 #include "common/intern.h"
 #include "common/json.h"
+#include "policy/gate.h"
 #include "policy/hook.h"
 
 #include <regex.h>
@@ -328,6 +329,97 @@ enum pol_check pol_check_nd_status(const cJSON *obj, const cJSON *old, const cha
 		       "change it",
 		       decision_fields[i], ndeciders ? deciders[0] : "its service account", user);
 		return POL_CHECK_FORBIDDEN;
+	}
+	return POL_CHECK_OK;
+}
+
+/* ---- dry run: a request from outside the cache, decided against it ---- */
+
+/* @id of @from's pool as an id of @to's pool: NG_INTERN_NONE when no cached object carries the
+ * string (a value nothing carries matches nothing, as in the cache's own decoding). */
+static uint32_t remap(const struct ng_intern *from, const struct ng_intern *to, uint32_t id)
+{
+	if (id == NG_INTERN_NONE)
+		return NG_INTERN_NONE;
+	size_t len;
+	const char *s = ng_intern_str(from, id, &len);
+	return ng_intern_find(to, s, len);
+}
+
+/* @nd (decoded into @one) re-expressed in @cluster's ids, arrays from @arena. */
+static ng_status remap_nd(const struct kube_snapshot *one, const struct kube_snapshot *cluster,
+			  const struct kube_nd *nd, struct ng_arena *arena, struct kube_nd *ret)
+{
+	const struct ng_intern *from = kube_snapshot_pool(one), *to = kube_snapshot_pool(cluster);
+	struct kube_nd r = *nd;
+	r.name = remap(from, to, nd->name);
+	r.type = remap(from, to, nd->type);
+	r.requestor = remap(from, to, nd->requestor);
+	r.state = KUBE_ND_UNKNOWN;
+	r.ndisrupted = 0;
+	r.disrupted = NULL;
+	r.nfinalizers = 0;
+	r.finalizers = NULL;
+	uint32_t *names = ng_arena_alloc(arena, (nd->nnode_names + 1u) * sizeof(*names));
+	struct kube_requirement *reqs =
+	    ng_arena_alloc(arena, (nd->node_selector.nreqs + 1u) * sizeof(*reqs));
+	if (!names || !reqs)
+		return NG_ENOMEM;
+	for (uint16_t i = 0; i < nd->nnode_names; i++)
+		names[i] = remap(from, to, nd->node_names[i]);
+	r.node_names = names;
+	for (uint16_t i = 0; i < nd->node_selector.nreqs; i++) {
+		const struct kube_requirement *q = &nd->node_selector.reqs[i];
+		uint32_t *vals = ng_arena_alloc(arena, (q->nvalues + 1u) * sizeof(*vals));
+		if (!vals)
+			return NG_ENOMEM;
+		for (uint16_t k = 0; k < q->nvalues; k++)
+			vals[k] = remap(from, to, q->values[k]);
+		reqs[i] = *q;
+		reqs[i].key = remap(from, to, q->key);
+		reqs[i].values = vals;
+	}
+	r.node_selector.reqs = reqs;
+	*ret = r;
+	return NG_OK;
+}
+
+enum pol_check pol_evaluate_object(const struct kube_snapshot *cluster, const cJSON *obj,
+				   int64_t now_ms, struct ng_arena *arena,
+				   struct pol_gate_decision *ret, char *why, size_t cap)
+{
+	char warning[400];
+	enum pol_check c = pol_check_nd(cluster, obj, NULL, why, cap, warning, sizeof(warning));
+	if (c != POL_CHECK_OK)
+		return c;
+	struct kube_snapshot *one = decode_one(obj, why, cap);
+	if (!one)
+		return POL_CHECK_INVALID;
+	size_t n;
+	struct kube_nd nd;
+	struct pol_gate_config cfg;
+	pol_gate_config_from(cluster, &cfg);
+	struct pol_ledger *ledger = pol_ledger_create(cluster);
+	ng_status st =
+	    ledger ? remap_nd(one, cluster, kube_snapshot_nds(one, &n), arena, &nd) : NG_ENOMEM;
+	size_t nall;
+	const struct kube_nd *all = kube_snapshot_nds(cluster, &nall);
+	if (st == NG_OK && cfg.serial_control_plane) {
+		/* The pending requests count for the control-plane rule as in the gate's round. */
+		const struct kube_nd **pend = ng_arena_alloc(arena, (nall + 1) * sizeof(*pend));
+		size_t np = 0;
+		for (size_t i = 0; pend && i < nall; i++)
+			if (!all[i].deleting &&
+			    (all[i].state == KUBE_ND_UNKNOWN || all[i].state == KUBE_ND_PENDING))
+				pend[np++] = &all[i];
+		st = pend ? pol_rank_pending(cluster, &cfg, pend, np, arena) : NG_ENOMEM;
+	}
+	st = st ? st : pol_evaluate_disruption(cluster, &cfg, ledger, &nd, now_ms, arena, ret);
+	pol_ledger_destroy(ledger);
+	kube_snapshot_release(one);
+	if (st != NG_OK) {
+		ng_fmt(why, cap, "out of memory");
+		return POL_CHECK_INVALID;
 	}
 	return POL_CHECK_OK;
 }

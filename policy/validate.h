@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct cJSON;
 
@@ -48,5 +49,18 @@ enum pol_check pol_check_nd(const struct kube_snapshot *cluster, const struct cJ
 enum pol_check pol_check_nd_status(const struct cJSON *obj, const struct cJSON *old,
 				   const char *user, const char *const *deciders, size_t ndeciders,
 				   char *why, size_t cap);
+
+struct ng_arena;
+struct pol_gate_decision;
+
+/**
+ * Dry run (POST /v1/evaluate, `nodegate check`): decides NodeDisruption @obj, which is not in
+ * the cache, against @cluster as the gate would now (DESIGN.md §4 steps 1-7 and 9; health hooks
+ * are not called). The decision's arrays come from @arena and its ids are @cluster's. A request
+ * pol_check_nd() refuses is not decided: its answer and why are returned instead.
+ */
+enum pol_check pol_evaluate_object(const struct kube_snapshot *cluster, const struct cJSON *obj,
+				   int64_t now_ms, struct ng_arena *arena,
+				   struct pol_gate_decision *ret, char *why, size_t cap);
 
 #endif

@@ -1,7 +1,9 @@
 #include "server/admission.h"
 
 #include "common/buf.h"
+#include "common/intern.h"
 #include "common/json.h"
+#include "policy/gate.h"
 #include "policy/validate.h"
 
 #include <stdio.h>
@@ -145,5 +147,101 @@ ng_status srv_admit_object(enum srv_object_webhook wh, const char *body, size_t 
 	if (st != NG_OK)
 		return ng_err_set(reterr, st, 0, "encoding the response: %s", ng_status_str(st));
 	*ret = a;
+	return NG_OK;
+}
+
+/* The request to evaluate as a NodeDisruption object of its own (malloc'ed): the given
+ * metadata (a name made up when there is none) and spec. NULL on OOM. */
+static cJSON *as_nd(const cJSON *in)
+{
+	const cJSON *meta = ng_json_get(in, "metadata");
+	cJSON *o = cJSON_CreateObject();
+	cJSON *m = cJSON_IsObject(meta) ? cJSON_Duplicate(meta, true) : cJSON_CreateObject();
+	cJSON *spec = ng_json_get(in, "spec") ? cJSON_Duplicate(ng_json_get(in, "spec"), true)
+					      : cJSON_CreateObject();
+	if (!o || !m || !spec ||
+	    !cJSON_AddStringToObject(o, "apiVersion", "nodegate.io/v1alpha1") ||
+	    !cJSON_AddStringToObject(o, "kind", "NodeDisruption")) {
+		cJSON_Delete(o);
+		cJSON_Delete(m);
+		cJSON_Delete(spec);
+		return NULL;
+	}
+	cJSON_AddItemToObject(o, "metadata", m);
+	cJSON_AddItemToObject(o, "spec", spec);
+	if (!ng_json_str(m, "name")) {
+		cJSON_DeleteItemFromObjectCaseSensitive(m, "name");
+		if (!cJSON_AddStringToObject(m, "name", "evaluate")) {
+			cJSON_Delete(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+ng_status srv_evaluate(const char *body, size_t len, struct ng_arena *arena,
+		       const struct kube_snapshot *snap, int64_t now_ms, struct ng_buf *out,
+		       int *ret_code, bool *ret_granted, struct ng_err *reterr)
+{
+	*ret_granted = false;
+	cJSON *in = NULL;
+	ng_status st = ng_json_parse(body, len, arena, &in, reterr);
+	if (st != NG_OK)
+		return st;
+	if (!cJSON_IsObject(in))
+		return ng_err_set(reterr, NG_EPARSE, 0, "expected a NodeDisruption object");
+	cJSON *obj = as_nd(in);
+	if (!obj)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	struct pol_gate_decision d;
+	char why[400] = "";
+	enum pol_check c = pol_evaluate_object(snap, obj, now_ms, arena, &d, why, sizeof(why));
+	cJSON_Delete(obj);
+	if (c != POL_CHECK_OK) {
+		printable_ascii(why);
+		*ret_code = c == POL_CHECK_FORBIDDEN ? 403 : 422;
+		st = ng_buf_puts(out, "{\"message\":");
+		st = st ? st : ng_buf_json_str(out, why, strlen(why));
+		return st ? st : ng_buf_puts(out, "}\n");
+	}
+	*ret_code = 200;
+	*ret_granted = d.outcome == POL_GATE_GRANT;
+	const char *state = pol_gate_outcome_str(d.outcome);
+	const char **names = pol_node_names_sorted(snap, &d, arena);
+	if (!names)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	st = ng_buf_puts(out, "{\"state\":");
+	st = st ? st : ng_buf_json_str(out, state, strlen(state));
+	st = st ? st : ng_buf_puts(out, ",\"reason\":");
+	st = st ? st : ng_buf_json_str(out, d.reason, strlen(d.reason));
+	st = st ? st : ng_buf_puts(out, ",\"disruptedNodes\":[");
+	for (size_t i = 0; st == NG_OK && i < d.nnodes; i++) {
+		st = i ? ng_buf_puts(out, ",") : NG_OK;
+		st = st ? st : ng_buf_json_str(out, names[i], strlen(names[i]));
+	}
+	st = st ? st : ng_buf_puts(out, "],\"disruptedDisruptionBudgets\":");
+	st = st ? st : pol_verdicts_json(snap, d.verdicts, d.nverdicts, out);
+	/* A grant still waits on these (not called by a dry run). */
+	st = st ? st : ng_buf_puts(out, ",\"healthHooks\":[");
+	size_t nadb;
+	const struct kube_adb *adbs = kube_snapshot_adbs(snap, &nadb);
+	const struct ng_intern *pool = kube_snapshot_pool(snap);
+	bool first = true;
+	for (size_t i = 0; st == NG_OK && d.outcome == POL_GATE_GRANT && i < d.nverdicts; i++) {
+		const struct pol_budget_verdict *v = &d.verdicts[i];
+		if (v->kind != KUBE_RES_ADBS || v->index >= nadb || !adbs[v->index].hook.present)
+			continue;
+		const char *ns = ng_intern_str(pool, v->ns, NULL);
+		const char *name = ng_intern_str(pool, v->name, NULL);
+		st = ng_buf_puts(out, first ? "{\"namespace\":" : ",{\"namespace\":");
+		st = st ? st : ng_buf_json_str(out, ns, strlen(ns));
+		st = st ? st : ng_buf_puts(out, ",\"name\":");
+		st = st ? st : ng_buf_json_str(out, name, strlen(name));
+		st = st ? st : ng_buf_puts(out, "}");
+		first = false;
+	}
+	st = st ? st : ng_buf_puts(out, "]}\n");
+	if (st != NG_OK)
+		return ng_err_set(reterr, st, 0, "encoding the answer: %s", ng_status_str(st));
 	return NG_OK;
 }

@@ -64,4 +64,18 @@ NG_NODISCARD ng_status srv_admit_object(enum srv_object_webhook wh, const char *
 					const struct srv_object_config *cfg, struct ng_buf *out,
 					struct srv_object_admission *ret, struct ng_err *reterr);
 
+/**
+ * POST /v1/evaluate: a dry run of a NodeDisruption given as JSON (a whole object, or one with
+ * only a spec) against @snap, as the gate would decide it now, health hooks aside. Appends the
+ * answer to @out and its HTTP status to @ret_code: 200 with {state, reason, disruptedNodes,
+ * disruptedDisruptionBudgets, healthHooks (the hooks a grant would still call)}, or 422/403 with
+ * {message} for a request the NodeDisruption webhook would refuse; @ret_granted: it would be
+ * Granted. NG_EPARSE/NG_ELIMIT with
+ * @reterr when the body is not JSON (400), NG_ENOMEM.
+ */
+NG_NODISCARD ng_status srv_evaluate(const char *body, size_t len, struct ng_arena *arena,
+				    const struct kube_snapshot *snap, int64_t now_ms,
+				    struct ng_buf *out, int *ret_code, bool *ret_granted,
+				    struct ng_err *reterr);
+
 #endif

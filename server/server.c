@@ -60,6 +60,7 @@ enum route {
 	R_ND,
 	R_ND_STATUS,
 	R_ND_MUTATE,
+	R_EVALUATE,
 	R_HEALTHZ,
 	R_READYZ,
 	R_METRICS,
@@ -197,7 +198,8 @@ static enum route route_of(const char *url, const char **ret_method)
 	} posts[] = {{"/validate/budget", R_BUDGET},
 		     {"/validate/nodedisruption", R_ND},
 		     {"/validate/nodedisruption-status", R_ND_STATUS},
-		     {"/mutate/nodedisruption", R_ND_MUTATE}};
+		     {"/mutate/nodedisruption", R_ND_MUTATE},
+		     {"/v1/evaluate", R_EVALUATE}};
 	for (size_t i = 0; i < sizeof(posts) / sizeof(posts[0]); i++) {
 		if (strcmp(url, posts[i].path) == 0) {
 			*ret_method = "POST";
@@ -378,6 +380,24 @@ static enum MHD_Result serve_object(struct srv *s, struct MHD_Connection *c, str
 		       MHD_RESPMEM_PERSISTENT);
 }
 
+static enum MHD_Result serve_evaluate(struct srv *s, struct MHD_Connection *c, struct req *r)
+{
+	struct ng_err err = {0};
+	int code = 0;
+	bool granted;
+	struct kube_snapshot *snap = kube_store_acquire(s->store);
+	ng_status st = srv_evaluate(r->body.data ? r->body.data : "", r->body.len, r->arena, snap,
+				    ng_now_wall_ms(), &r->out, &code, &granted, &err);
+	kube_snapshot_release(snap);
+	int64_t dur = ng_now_mono_us() - r->t0_us;
+	if (st != NG_OK)
+		return bad_review(s, c, SRV_WH_EVALUATE, "evaluate", &err, dur);
+	srv_metrics_admission(s->metrics, SRV_WH_EVALUATE,
+			      granted ? SRV_OUT_ALLOWED : SRV_OUT_DENIED, dur);
+	return respond(c, (unsigned)code, "application/json", r->out.data, r->out.len,
+		       MHD_RESPMEM_PERSISTENT);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_size, void **con_cls)
@@ -396,7 +416,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				       want);
 			return respond_status(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, msg, want);
 		}
-		if (route < R_EVICTION || route > R_ND_MUTATE)
+		if (route < R_EVICTION || route > R_EVALUATE)
 			return serve_get(s, c, route);
 		const char *ct =
 		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -444,7 +464,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (r->too_big)
 		return respond_status(s, c, MHD_HTTP_CONTENT_TOO_LARGE,
 				      "request body is larger than 3 MiB", NULL);
-	return r->route == R_EVICTION ? serve_eviction(s, c, r) : serve_object(s, c, r);
+	if (r->route == R_EVICTION)
+		return serve_eviction(s, c, r);
+	return r->route == R_EVALUATE ? serve_evaluate(s, c, r) : serve_object(s, c, r);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,

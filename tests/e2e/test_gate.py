@@ -5,6 +5,8 @@ decision to the request's status. Every wait is bounded (10 s; the scenarios all
 loopback); measured delays are printed, not asserted.
 
 Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository)."""
+import http.client
+import json
 import os
 import sys
 import time
@@ -84,6 +86,37 @@ class GateTest(E2ETest):
             self.assertEqual(code, 422, resp)
             self.assertEqual(resp.get("reason"), "Invalid")
             self.assertIn(field, resp.get("message", ""))
+
+    def evaluate(self, body):
+        c = http.client.HTTPSConnection("127.0.0.1", self.ng.port, context=self.ng.ctx, timeout=20)
+        try:
+            c.request("POST", "/v1/evaluate", body=json.dumps(body),
+                      headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            return r.status, json.loads(r.read())
+        finally:
+            c.close()
+
+    def test_evaluate_is_a_dry_run_against_the_live_cluster(self):
+        self.ndb("pool", dict(ON_TEST1, maxDisruptedNodes=1))
+        ok, _ = eventually(lambda: (self.ng.cache() or {}).get("nodedisruptionbudgets"))
+        self.assertTrue(ok)
+        code, d = self.evaluate({"spec": {"nodeNames": ["node1"]}})
+        self.assertEqual((code, d["state"], d["disruptedNodes"]), (200, "Granted", ["node1"]))
+        code, d = self.evaluate({"spec": ON_TEST1})
+        self.assertEqual((code, d["state"]), (200, "Rejected"))
+        self.assertIn("NodeDisruptionBudget pool", d["disruptedDisruptionBudgets"][0]["reason"])
+        # It asked for nothing: no request exists.
+        code, body, _ = self.api.api("GET", ND_PATH)
+        self.assertEqual(body["items"], [])
+        # It sees the grants the gate made.
+        self.nd("real", {"nodeNames": ["node2"]})
+        self.wait_state("real", "Granted")
+        ok, _ = eventually(lambda: self.evaluate({"spec": {"nodeNames": ["node1"]}})[1]["state"] == "Rejected")
+        self.assertTrue(ok, "a dry run must count the nodes granted since")
+        code, d = self.evaluate({"spec": {"nodeSelector": {}}})
+        self.assertEqual(code, 422)
+        self.assertIn("would select every node", d["message"])
 
     def test_G02_empty_selection_is_rejected(self):
         self.nd("g02", {"nodeSelector": {"matchLabels": {"testselect": "nope"}}})

@@ -3,7 +3,8 @@
  * /mutate/nodedisruption. AdmissionReview decoding, then the object through the cache's decoder
  * (selectors, IntOrString limits, healthHook with its base64 caBundle and service reference,
  * NodeGateConfig healthHooks with CIDRs), the hook policy (URL parsing, host globs), drain
- * selectors and regexes, spec comparison against oldObject, the status decision fields.
+ * selectors and regexes, spec comparison against oldObject, the status decision fields. The
+ * same bytes also go to POST /v1/evaluate as a NodeDisruption to decide.
  *
  * Invariants: nothing crashes or leaks; a decoded review always gets an answer; a denial
  * carries 403 or 422 and a non-empty printable ASCII message; only the mutating webhook
@@ -16,6 +17,7 @@
 #include "kube/kube.h"
 #include "server/admission.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,10 +69,32 @@ static void decide(enum srv_object_webhook wh, const uint8_t *data, size_t size,
 	ng_arena_destroy(arena);
 }
 
+/* POST /v1/evaluate reads the same bytes as a NodeDisruption: an answer, or an error. */
+static void evaluate(const uint8_t *data, size_t size)
+{
+	struct ng_arena *arena = ng_arena_create(NG_REQUEST_ARENA_CAP_BYTES);
+	check(arena != NULL);
+	struct ng_buf out;
+	ng_buf_init(&out, NG_MAX_BODY_BYTES);
+	struct ng_err err = {0};
+	int code = 0;
+	bool granted = false;
+	ng_status st = srv_evaluate((const char *)data, size, arena, cluster(), 1795000000000, &out,
+				    &code, &granted, &err);
+	if (st == NG_OK)
+		check((code == 200 || code == 403 || code == 422) && out.len > 0 &&
+		      (!granted || code == 200));
+	else
+		check(err.msg[0] != '\0');
+	ng_buf_finish(&out);
+	ng_arena_destroy(arena);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size > NG_MAX_BODY_BYTES)
 		return 0;
+	evaluate(data, size);
 	static const enum srv_object_webhook whs[] = {SRV_OBJ_BUDGET, SRV_OBJ_ND, SRV_OBJ_ND_STATUS,
 						      SRV_OBJ_ND_MUTATE};
 	for (size_t w = 0; w < sizeof(whs) / sizeof(whs[0]); w++) {

@@ -433,6 +433,55 @@ class LifecycleTest(unittest.TestCase):
         finally:
             self.assertEqual(srv.stop(), 0)
 
+    def check(self, *files, nd):
+        path = os.path.join(self.tmp, "nd.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(nd, f)
+        args = [BINARY, "check", "--now", "2026-11-22T00:00:00Z", "--nd", path]
+        for f in files:
+            args += ["--snapshot", f]
+        p = subprocess.run(WRAPPER + args, capture_output=True, text=True, timeout=60 * SLOW)
+        return p.returncode, p.stdout, p.stderr
+
+    def test_check_decides_a_request_offline_as_the_gate_would(self):
+        fixture = os.path.join(ROOT, "tests", "e2e", "fixture-f.json")
+        # Granted: fixture F's budget default/db allows one of its nodes.
+        rc, out, err = self.check(fixture, nd={"spec": {"nodeNames": ["node1"]}})
+        self.assertEqual(rc, 0, err)
+        d = json.loads(out)
+        self.assertEqual((d["state"], d["disruptedNodes"]), ("Granted", ["node1"]))
+        self.assertEqual(d["disruptedDisruptionBudgets"][0]["reference"],
+                         {"kind": "ApplicationDisruptionBudget", "namespace": "default", "name": "db"})
+        # The same request next to a Granted one on node1 and a pool budget at zero: every
+        # failing budget is listed, and the exit status says "not granted".
+        more = os.path.join(self.tmp, "more.json")
+        with open(more, "w", encoding="utf-8") as f:
+            json.dump({"kind": "List", "items": [
+                {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget",
+                 "metadata": {"name": "pool"},
+                 "spec": {"nodeSelector": {"matchLabels": {"testselect": "test1"}}, "maxDisruptedNodes": 0}},
+                {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption", "metadata": {"name": "held"},
+                 "spec": {"nodeNames": ["node1"]},
+                 "status": {"state": "Granted", "disruptedNodes": ["node1"]}}]}, f)
+        rc, out, err = self.check(fixture, more, nd={"metadata": {"name": "mine"},
+                                                      "spec": {"nodeNames": ["node2"]}})
+        self.assertEqual(rc, 1, err)
+        d = json.loads(out)
+        self.assertEqual(d["state"], "Rejected")
+        failed = sorted(e["reference"]["name"] for e in d["disruptedDisruptionBudgets"] if not e["ok"])
+        self.assertEqual(failed, ["pool"])
+        self.assertIn("limit 0 of 2", d["reason"])
+        # With retry it would wait instead.
+        rc, out, _ = self.check(fixture, more, nd={"spec": {"nodeNames": ["node2"], "retry": {"enabled": True}}})
+        self.assertEqual((rc, json.loads(out)["state"]), (1, "Pending"))
+        # A request the webhook would refuse is not decided: exit 2 with why.
+        rc, out, err = self.check(fixture, nd={"spec": {"nodeSelector": {}}})
+        self.assertEqual(rc, 2)
+        self.assertIn("would select every node", err)
+        rc, out, err = self.check(os.path.join(self.tmp, "missing.json"), nd={"spec": {"nodeNames": ["node1"]}})
+        self.assertEqual(rc, 2)
+        self.assertIn("missing.json", err)
+
     def test_bad_flags_fail_fast_with_a_message(self):
         cases = [(["serve"], "--tls-cert and --tls-key are required"),
                  (["serve", "--listen", "nowhere", "--tls-cert", "c", "--tls-key", "k",
