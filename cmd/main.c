@@ -1,4 +1,5 @@
 /* nodegate: flags -> config -> wiring -> signals. */
+#include "certs/certs.h"
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/clock.h"
@@ -18,6 +19,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -379,6 +381,7 @@ struct controller_metrics {
 	const struct gate *gate;
 	const struct leader *leader;
 	const struct autoreq *autoreq;
+	int64_t cert_not_after; /* the serving certificate's notAfter, Unix seconds; 0 unknown */
 };
 
 /* The eviction webhook's autoRequest hook: queued, never waited on. */
@@ -390,6 +393,17 @@ static void submit_auto_request(const char *node, const char *user, void *ctx)
 static ng_status render_controller(struct ng_buf *out, void *ctx)
 {
 	const struct controller_metrics *cm = ctx;
+	if (cm->cert_not_after) {
+		ng_status st = ng_buf_printf(
+		    out,
+		    "# HELP nodegate_certificate_expiry_timestamp_seconds When the serving "
+		    "certificate expires (notAfter, Unix seconds).\n"
+		    "# TYPE nodegate_certificate_expiry_timestamp_seconds gauge\n"
+		    "nodegate_certificate_expiry_timestamp_seconds %lld\n",
+		    (long long)cm->cert_not_after);
+		if (st != NG_OK)
+			return st;
+	}
 	if (cm->autoreq) {
 		ng_status st = autoreq_render_metrics(cm->autoreq, out);
 		if (st != NG_OK)
@@ -564,6 +578,9 @@ static int cmd_serve(int argc, char **argv)
 	}
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	struct controller_metrics cm = {.gate = gate, .leader = leader, .autoreq = autoreq};
+	struct ng_err cerr = {0};
+	if (cert_not_after(cert, &cm.cert_not_after, &cerr) != NG_OK)
+		cm.cert_not_after = 0; /* GnuTLS judges the file below; the metric is left out */
 	static const char *const default_deciders[] = {"system:serviceaccount:nodegate:nodegate"};
 	struct srv_config sc = {
 	    .listen_host = host,
@@ -637,6 +654,91 @@ out:
 	kube_config_finish(&kcfg);
 	free(cert);
 	free(key);
+	return rc;
+}
+
+/* Writes @data to @dir/@name, refusing to replace a file (a CA key is not overwritten by a
+ * typo). 0 or -1 with errno. */
+static int write_new_file(const char *dir, const char *name, const char *data, mode_t mode)
+{
+	char path[4096];
+	ng_fmt(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -1;
+	size_t len = strlen(data), off = 0;
+	while (off < len) {
+		ssize_t n = write(fd, data + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int e = errno;
+			(void)close(fd);
+			errno = e;
+			return -1;
+		}
+		off += (size_t)n;
+	}
+	return close(fd);
+}
+
+/* nodegate certs: a CA and a serving certificate for the webhook's Service. */
+static int cmd_certs(int argc, char **argv)
+{
+	const char *out = NULL, *extra[MAX_MULTI];
+	struct cert_request r = {.service = "nodegate", .ns = "nodegate", .days = 365};
+	for (int i = 0; i < argc; i++) {
+		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+		int64_t days;
+		if (strcmp(argv[i], "--out") == 0 && val)
+			out = argv[++i];
+		else if (strcmp(argv[i], "--service") == 0 && val)
+			r.service = argv[++i];
+		else if (strcmp(argv[i], "--namespace") == 0 && val)
+			r.ns = argv[++i];
+		else if (strcmp(argv[i], "--dns") == 0 && val && r.nextra < MAX_MULTI)
+			extra[r.nextra++] = argv[++i];
+		else if (strcmp(argv[i], "--days") == 0 && val &&
+			 ng_parse_i64(val, strlen(val), 1, 3650, &days) == NG_OK) {
+			r.days = (int)days;
+			i++;
+		} else {
+			(void)fprintf(stderr,
+				      "nodegate certs: unexpected \"%s\" (see nodegate --help)\n",
+				      argv[i]);
+			return 2;
+		}
+	}
+	r.extra_dns = extra;
+	if (!out) {
+		(void)fprintf(stderr, "nodegate certs: --out DIR is required\n");
+		return 2;
+	}
+	struct cert_pair p;
+	struct ng_err err = {0};
+	if (cert_generate(&r, &p, &err) != NG_OK) {
+		(void)fprintf(stderr, "nodegate certs: %s\n", err.msg);
+		return 2;
+	}
+	static const char *const names[4] = {"ca.crt", "ca.key", "tls.crt", "tls.key"};
+	const char *data[4] = {p.ca_pem, p.ca_key_pem, p.cert_pem, p.key_pem};
+	int rc = 0;
+	for (int i = 0; i < 4 && rc == 0; i++) {
+		if (write_new_file(out, names[i], data[i], i % 2 ? 0600 : 0644) != 0) {
+			(void)fprintf(stderr, "nodegate certs: %s/%s: %s\n", out, names[i],
+				      strerror(errno));
+			rc = 1;
+		}
+	}
+	if (rc == 0) {
+		/* What a webhook configuration's clientConfig.caBundle takes. */
+		struct ng_buf b;
+		ng_buf_init(&b, 64 * 1024);
+		if (ng_buf_base64(&b, p.ca_pem, strlen(p.ca_pem)) == NG_OK)
+			(void)printf("%s\n", b.data);
+		ng_buf_finish(&b);
+	}
+	cert_pair_finish(&p);
 	return rc;
 }
 
@@ -725,6 +827,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "check") == 0)
 		return cmd_check(argc - 2, argv + 2);
+	if (strcmp(argv[1], "certs") == 0)
+		return cmd_certs(argc - 2, argv + 2);
 	(void)fprintf(stderr, "nodegate: unknown command \"%s\" (see nodegate --help)\n", argv[1]);
 	return 2;
 }

@@ -4,6 +4,7 @@ E10 end to end, metrics, logs, reload and shutdown). Every wait is bounded.
 
 Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository), optional NG_WRAPPER
 (a command prefix such as "valgrind --leak-check=full --error-exitcode=99")."""
+import base64
 import http.client
 import json
 import os
@@ -47,9 +48,9 @@ def review(name, ns="default", uid="uid-1", user="alice"):
 class Server:
     """One nodegate process with its own certificate, snapshot copy and log file."""
 
-    def __init__(self, tmp, extra_args=()):
+    def __init__(self, tmp, extra_args=(), cert=None, key=None):
         self.tmp = tmp
-        self.cert, self.key = make_cert(tmp)
+        self.cert, self.key = (cert, key) if cert else make_cert(tmp)
         self.snapshot = os.path.join(tmp, "cluster.json")
         shutil.copy(os.path.join(ROOT, "examples", "demo-cluster.json"), self.snapshot)
         self.port_file = os.path.join(tmp, "port")
@@ -481,6 +482,45 @@ class LifecycleTest(unittest.TestCase):
         rc, out, err = self.check(os.path.join(self.tmp, "missing.json"), nd={"spec": {"nodeNames": ["node1"]}})
         self.assertEqual(rc, 2)
         self.assertIn("missing.json", err)
+
+    def test_certs_make_a_ca_and_a_serving_certificate_serve_uses(self):
+        out = os.path.join(self.tmp, "certs")
+        os.mkdir(out)
+        p = subprocess.run(WRAPPER + [BINARY, "certs", "--out", out, "--days", "30"],
+                           capture_output=True, text=True, timeout=60 * SLOW)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        ca = os.path.join(out, "ca.crt")
+        with open(ca, "rb") as f:
+            self.assertEqual(base64.b64decode(p.stdout.strip()), f.read(), "stdout is the caBundle")
+        for name, mode in (("ca.key", 0o600), ("tls.key", 0o600), ("tls.crt", 0o644)):
+            self.assertEqual(os.stat(os.path.join(out, name)).st_mode & 0o777, mode, name)
+        srv = Server(self.tmp, cert=os.path.join(out, "tls.crt"), key=os.path.join(out, "tls.key"))
+        try:
+            # A client that trusts the CA and checks the Service's name, as the API server does.
+            ctx = ssl.create_default_context(cafile=ca)
+            with socket.create_connection(("127.0.0.1", srv.port), timeout=10 * SLOW) as raw:
+                with ctx.wrap_socket(raw, server_hostname="nodegate.nodegate.svc") as tls:
+                    not_after = ssl.cert_time_to_seconds(tls.getpeercert()["notAfter"])
+                    tls.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    body = b""
+                    while chunk := tls.recv(65536):
+                        body += chunk
+            self.assertIn(f"nodegate_certificate_expiry_timestamp_seconds {not_after}".encode(), body)
+            self.assertAlmostEqual(not_after, time.time() + 30 * 86400, delta=600)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+        # Never over an existing file: the CA key survives a second run.
+        with open(os.path.join(out, "ca.key"), "rb") as f:
+            before = f.read()
+        p = subprocess.run([BINARY, "certs", "--out", out], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("ca.crt: File exists", p.stderr)
+        with open(os.path.join(out, "ca.key"), "rb") as f:
+            self.assertEqual(f.read(), before)
+        p = subprocess.run([BINARY, "certs", "--out", out, "--service", "Bad_Name"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("DNS labels", p.stderr)
 
     def test_bad_flags_fail_fast_with_a_message(self):
         cases = [(["serve"], "--tls-cert and --tls-key are required"),

@@ -1,0 +1,181 @@
+#include "certs/certs.h"
+
+#include "common/buf.h"
+
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* A DNS-1123 label: what Service and namespace names are. */
+static bool dns_label(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}
+
+static char *bio_string(BIO *b)
+{
+	char *data;
+	long n = BIO_get_mem_data(b, &data);
+	char *out = n >= 0 ? malloc((size_t)n + 1) : NULL;
+	if (out) {
+		memcpy(out, data, (size_t)n);
+		out[n] = '\0';
+	}
+	return out;
+}
+
+static char *key_pem(EVP_PKEY *k)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	char *s =
+	    b && PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL) ? bio_string(b) : NULL;
+	BIO_free(b);
+	return s;
+}
+
+static char *cert_pem(X509 *x)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	char *s = b && PEM_write_bio_X509(b, x) ? bio_string(b) : NULL;
+	BIO_free(b);
+	return s;
+}
+
+static bool add_ext(X509 *x, X509 *issuer, int nid, const char *value)
+{
+	X509V3_CTX ctx;
+	X509V3_set_ctx_nodb(&ctx);
+	X509V3_set_ctx(&ctx, issuer, x, NULL, NULL, 0);
+	X509_EXTENSION *e = X509V3_EXT_conf_nid(NULL, &ctx, nid, value);
+	bool ok = e && X509_add_ext(x, e, -1);
+	X509_EXTENSION_free(e);
+	return ok;
+}
+
+/* A certificate for @key named @cn, valid @days from now, signed by @issuer_key (self-signed
+ * when @issuer is NULL). NULL on failure. */
+static X509 *make_cert(EVP_PKEY *key, const char *cn, int days, X509 *issuer, EVP_PKEY *issuer_key)
+{
+	X509 *x = X509_new();
+	BIGNUM *serial = BN_new();
+	bool ok = x && serial && X509_set_version(x, 2) && BN_rand(serial, 127, 0, 0) &&
+		  BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(x)) &&
+		  X509_gmtime_adj(X509_getm_notBefore(x), -300) &&
+		  X509_gmtime_adj(X509_getm_notAfter(x), (long)days * 86400L) &&
+		  X509_set_pubkey(x, key);
+	X509_NAME *name = ok ? X509_get_subject_name(x) : NULL;
+	ok = ok &&
+	     X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1,
+					0) &&
+	     X509_set_issuer_name(x, issuer ? X509_get_subject_name(issuer) : name);
+	if (ok && !issuer)
+		ok = add_ext(x, x, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") &&
+		     add_ext(x, x, NID_key_usage, "critical,keyCertSign,cRLSign") &&
+		     add_ext(x, x, NID_subject_key_identifier, "hash");
+	BN_free(serial);
+	if (!ok) {
+		X509_free(x);
+		return NULL;
+	}
+	return x;
+}
+
+ng_status cert_generate(const struct cert_request *r, struct cert_pair *ret, struct ng_err *reterr)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!dns_label(r->service) || !dns_label(r->ns))
+		return ng_err_set(reterr, NG_EINVAL, 0,
+				  "service and namespace must be DNS labels (lower-case letters, "
+				  "digits and '-', at most 63)");
+	if (r->days < 1 || r->days > 3650)
+		return ng_err_set(reterr, NG_EINVAL, 0, "days must be 1..3650");
+	struct ng_buf san;
+	ng_buf_init(&san, 64 * 1024);
+	ng_status st =
+	    ng_buf_printf(&san, "DNS:%s,DNS:%s.%s,DNS:%s.%s.svc,DNS:%s.%s.svc.cluster.local",
+			  r->service, r->service, r->ns, r->service, r->ns, r->service, r->ns);
+	for (size_t i = 0; st == NG_OK && i < r->nextra; i++) {
+		if (!r->extra_dns[i][0] || strpbrk(r->extra_dns[i], ", \t\r\n:")) {
+			ng_buf_finish(&san);
+			return ng_err_set(reterr, NG_EINVAL, 0, "\"%.80s\" is not a DNS name",
+					  r->extra_dns[i]);
+		}
+		st = ng_buf_printf(&san, ",DNS:%s", r->extra_dns[i]);
+	}
+	char cn[160];
+	ng_fmt(cn, sizeof(cn), "%s.%s.svc", r->service, r->ns);
+	EVP_PKEY *ca_key = st == NG_OK ? EVP_EC_gen("P-256") : NULL;
+	EVP_PKEY *key = ca_key ? EVP_EC_gen("P-256") : NULL;
+	X509 *ca = key ? make_cert(ca_key, "nodegate webhook CA", r->days, NULL, NULL) : NULL;
+	bool ok = ca && X509_sign(ca, ca_key, EVP_sha256()) > 0;
+	X509 *leaf = ok ? make_cert(key, cn, r->days, ca, ca_key) : NULL;
+	ok = ok && leaf && add_ext(leaf, ca, NID_basic_constraints, "critical,CA:FALSE") &&
+	     add_ext(leaf, ca, NID_key_usage, "critical,digitalSignature") &&
+	     add_ext(leaf, ca, NID_ext_key_usage, "serverAuth") &&
+	     add_ext(leaf, ca, NID_subject_alt_name, san.data) &&
+	     add_ext(leaf, ca, NID_authority_key_identifier, "keyid:always") &&
+	     X509_sign(leaf, ca_key, EVP_sha256()) > 0;
+	if (ok) {
+		ret->ca_pem = cert_pem(ca);
+		ret->ca_key_pem = key_pem(ca_key);
+		ret->cert_pem = cert_pem(leaf);
+		ret->key_pem = key_pem(key);
+		ok = ret->ca_pem && ret->ca_key_pem && ret->cert_pem && ret->key_pem;
+	}
+	X509_free(leaf);
+	X509_free(ca);
+	EVP_PKEY_free(key);
+	EVP_PKEY_free(ca_key);
+	ng_buf_finish(&san);
+	if (st != NG_OK || !ok) {
+		cert_pair_finish(ret);
+		return ng_err_set(reterr, st != NG_OK ? st : NG_EIO, 0,
+				  "cannot create the certificates (OpenSSL)");
+	}
+	return NG_OK;
+}
+
+static void wipe_free(char *s)
+{
+	if (s)
+		explicit_bzero(s, strlen(s));
+	free(s);
+}
+
+void cert_pair_finish(struct cert_pair *p)
+{
+	free(p->ca_pem);
+	free(p->cert_pem);
+	wipe_free(p->ca_key_pem);
+	wipe_free(p->key_pem);
+	memset(p, 0, sizeof(*p));
+}
+
+ng_status cert_not_after(const char *pem, int64_t *ret_unix_s, struct ng_err *reterr)
+{
+	BIO *b = BIO_new_mem_buf(pem, -1);
+	X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+	BIO_free(b);
+	struct tm tm;
+	bool ok = x && ASN1_TIME_to_tm(X509_get0_notAfter(x), &tm) == 1;
+	X509_free(x);
+	if (!ok)
+		return ng_err_set(reterr, NG_EPARSE, 0, "no PEM certificate to read");
+	*ret_unix_s = (int64_t)timegm(&tm);
+	return NG_OK;
+}

@@ -1,0 +1,39 @@
+/* Certificates for the webhook's Service (DESIGN.md §8): an ECDSA P-256 CA and a serving
+ * certificate it signs, for the names the API server calls (<svc>, <svc>.<ns>, <svc>.<ns>.svc,
+ * <svc>.<ns>.svc.cluster.local). OpenSSL; PEM in and out. Any thread. */
+#ifndef NG_CERTS_CERTS_H
+#define NG_CERTS_CERTS_H
+
+#include "common/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cert_request {
+	const char *service;          /* Service name, a DNS label */
+	const char *ns;               /* its namespace, a DNS label */
+	const char *const *extra_dns; /* more DNS names for the serving certificate */
+	size_t nextra;
+	int days; /* validity of both, from now (1..3650) */
+};
+
+/* PEM, malloc'ed; the keys are wiped by cert_pair_finish(). */
+struct cert_pair {
+	char *ca_pem, *ca_key_pem;
+	char *cert_pem, *key_pem;
+};
+
+/**
+ * Creates a CA and a serving certificate signed by it. NG_EINVAL with @reterr for a name that is
+ * not a DNS label or days out of range; NG_EIO when OpenSSL fails.
+ */
+NG_NODISCARD ng_status cert_generate(const struct cert_request *r, struct cert_pair *ret,
+				     struct ng_err *reterr);
+
+/** Frees @p, wiping the private keys. Accepts a zeroed pair. */
+void cert_pair_finish(struct cert_pair *p);
+
+/** notAfter of the first certificate in @pem, in Unix seconds. NG_EPARSE when none parses. */
+NG_NODISCARD ng_status cert_not_after(const char *pem, int64_t *ret_unix_s, struct ng_err *reterr);
+
+#endif

@@ -1,0 +1,114 @@
+/* certs: the CA and serving certificate of `nodegate certs` (DESIGN.md §8), read back and
+ * verified with OpenSSL as a TLS client would. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "certs/certs.h"
+
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include <string.h>
+#include <time.h>
+
+static X509 *read_cert(const char *pem)
+{
+	BIO *b = BIO_new_mem_buf(pem, -1);
+	X509 *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
+	BIO_free(b);
+	assert_non_null(x);
+	return x;
+}
+
+static void test_ca_signs_a_serving_certificate_for_the_service_names(void **state)
+{
+	static const char *const extra[] = {"webhook.example.com"};
+	struct cert_request r = {
+	    .service = "nodegate", .ns = "infra", .extra_dns = extra, .nextra = 1, .days = 30};
+	struct cert_pair p;
+	assert_int_equal(cert_generate(&r, &p, NULL), NG_OK);
+	X509 *ca = read_cert(p.ca_pem), *leaf = read_cert(p.cert_pem);
+	/* The chain verifies for each name the API server may call, and the CA is a CA. */
+	X509_STORE *store = X509_STORE_new();
+	assert_int_equal(X509_STORE_add_cert(store, ca), 1);
+	static const char *const names[] = {"nodegate", "nodegate.infra", "nodegate.infra.svc",
+					    "nodegate.infra.svc.cluster.local",
+					    "webhook.example.com"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+		assert_int_equal(X509_STORE_CTX_init(ctx, store, leaf, NULL), 1);
+		X509_VERIFY_PARAM *vp = X509_STORE_CTX_get0_param(ctx);
+		assert_int_equal(X509_VERIFY_PARAM_set1_host(vp, names[i], 0), 1);
+		X509_VERIFY_PARAM_set_purpose(vp, X509_PURPOSE_SSL_SERVER);
+		if (X509_verify_cert(ctx) != 1)
+			fail_msg("%s: %s", names[i],
+				 X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx)));
+		X509_STORE_CTX_free(ctx);
+	}
+	/* Another name does not verify. */
+	X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+	assert_int_equal(X509_STORE_CTX_init(ctx, store, leaf, NULL), 1);
+	assert_int_equal(
+	    X509_VERIFY_PARAM_set1_host(X509_STORE_CTX_get0_param(ctx), "evil.example.com", 0), 1);
+	assert_int_not_equal(X509_verify_cert(ctx), 1);
+	X509_STORE_CTX_free(ctx);
+	assert_int_equal(X509_check_ca(leaf), 0);
+	assert_int_not_equal(X509_check_ca(ca), 0);
+	/* ECDSA P-256 keys, and the key file matches the certificate. */
+	BIO *b = BIO_new_mem_buf(p.key_pem, -1);
+	EVP_PKEY *key = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL);
+	BIO_free(b);
+	assert_non_null(key);
+	assert_true(EVP_PKEY_is_a(key, "EC"));
+	char group[32];
+	assert_int_equal(EVP_PKEY_get_group_name(key, group, sizeof(group), NULL), 1);
+	assert_string_equal(group, "prime256v1");
+	assert_int_equal(X509_check_private_key(leaf, key), 1);
+	/* Valid for 30 days from now. */
+	int64_t not_after;
+	assert_int_equal(cert_not_after(p.cert_pem, &not_after, NULL), NG_OK);
+	int64_t want = (int64_t)time(NULL) + 30 * 86400;
+	assert_true(not_after > want - 120 && not_after <= want + 5);
+	EVP_PKEY_free(key);
+	X509_STORE_free(store);
+	X509_free(ca);
+	X509_free(leaf);
+	cert_pair_finish(&p);
+	assert_null(p.key_pem);
+}
+
+static void test_bad_requests_are_refused_with_why(void **state)
+{
+	struct cert_pair p;
+	struct ng_err err = {0};
+	static const char *const comma[] = {"a.example.com,DNS:evil"};
+	const struct cert_request bad[] = {
+	    {.service = "Bad_Name", .ns = "x", .days = 1},
+	    {.service = "nodegate", .ns = "", .days = 1},
+	    {.service = "nodegate", .ns = "x", .days = 0},
+	    {.service = "nodegate", .ns = "x", .days = 3651},
+	    {.service = "nodegate", .ns = "x", .days = 1, .extra_dns = comma, .nextra = 1},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		assert_int_equal(cert_generate(&bad[i], &p, &err), NG_EINVAL);
+		assert_true(err.msg[0] != '\0');
+		assert_null(p.cert_pem);
+	}
+	int64_t t;
+	assert_int_equal(cert_not_after("not a certificate", &t, &err), NG_EPARSE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_ca_signs_a_serving_certificate_for_the_service_names),
+	    cmocka_unit_test(test_bad_requests_are_refused_with_why),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
