@@ -22,11 +22,13 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Repeatable flags hold at most this many values. */
@@ -57,6 +59,7 @@ struct serve_config {
 	const char *kube_context;
 	int64_t allow_insecure_kube_tls;
 	int64_t watch_batch_ms;
+	int64_t tls_reload_seconds;
 	int64_t gate;
 	const char *lease_namespace;
 	const char *lease_name;
@@ -98,6 +101,11 @@ static const struct flag serve_flags[] = {
     {"lease-namespace", "NG_LEASE_NAMESPACE", F_STR, OFF(lease_namespace), NULL, 0, 0, "NS",
      "Namespace of the gate's coordination.k8s.io Lease (default: the kubeconfig context's or the "
      "pod's namespace)."},
+    {"tls-reload-seconds", "NG_TLS_RELOAD_SECONDS", F_INT, OFF(tls_reload_seconds), "10", 0, 3600,
+     "N",
+     "Check --tls-cert and --tls-key for changes this often and serve a new pair from the "
+     "next handshake (cert-manager and Secret volumes renew in place); 0 = only on SIGHUP. A "
+     "pair that does not load is logged and the current one kept."},
     {"lease-name", "NG_LEASE_NAME", F_STR, OFF(lease_name), "nodegate-gate", 0, 0, "NAME",
      "Name of the gate's Lease."},
     {"snapshot", "NG_SNAPSHOT", F_MULTI, OFF(snapshots), NULL, 0, 0, "FILE",
@@ -381,7 +389,8 @@ struct controller_metrics {
 	const struct gate *gate;
 	const struct leader *leader;
 	const struct autoreq *autoreq;
-	int64_t cert_not_after; /* the serving certificate's notAfter, Unix seconds; 0 unknown */
+	_Atomic int64_t cert_not_after; /* the serving certificate's notAfter, Unix seconds; 0
+					   unknown */
 };
 
 /* The eviction webhook's autoRequest hook: queued, never waited on. */
@@ -393,14 +402,15 @@ static void submit_auto_request(const char *node, const char *user, void *ctx)
 static ng_status render_controller(struct ng_buf *out, void *ctx)
 {
 	const struct controller_metrics *cm = ctx;
-	if (cm->cert_not_after) {
+	int64_t not_after = atomic_load(&cm->cert_not_after);
+	if (not_after) {
 		ng_status st = ng_buf_printf(
 		    out,
 		    "# HELP nodegate_certificate_expiry_timestamp_seconds When the serving "
 		    "certificate expires (notAfter, Unix seconds).\n"
 		    "# TYPE nodegate_certificate_expiry_timestamp_seconds gauge\n"
 		    "nodegate_certificate_expiry_timestamp_seconds %lld\n",
-		    (long long)cm->cert_not_after);
+		    (long long)not_after);
 		if (st != NG_OK)
 			return st;
 	}
@@ -452,6 +462,59 @@ static ng_status render_controller(struct ng_buf *out, void *ctx)
 	if (st == NG_OK)
 		st = gate_render_hook_metrics(cm->gate, out);
 	return st;
+}
+
+/* What the served certificate files were when last read: a change of either is a renewal. */
+struct tls_files {
+	struct stat cert, key;
+};
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Whether --tls-cert or --tls-key changed since the last call (which it records). A file
+ * that cannot be stat'ed is not a change: a renewal replaces files, it does not remove them. */
+static bool tls_files_changed(const struct serve_config *c, struct tls_files *last)
+{
+	struct tls_files now;
+	if (stat(c->tls_cert, &now.cert) != 0 || stat(c->tls_key, &now.key) != 0)
+		return false;
+	bool changed = !same_file(&now.cert, &last->cert) || !same_file(&now.key, &last->key);
+	*last = now;
+	return changed;
+}
+
+/* Reads the pair again and serves it from the next handshake; a pair that does not load is
+ * logged and the current one kept. */
+static void reload_certificate(const struct serve_config *c, struct srv *srv,
+			       _Atomic int64_t *not_after)
+{
+	char *cert = read_pem(c->tls_cert, "--tls-cert", false);
+	char *key = cert ? read_pem(c->tls_key, "--tls-key", true) : NULL;
+	struct ng_err err = {0};
+	int64_t exp = 0;
+	ng_status st = cert && key ? srv_set_certificate(srv, cert, key, &err) : NG_EINVAL;
+	if (st == NG_OK && cert_not_after(cert, &exp, &err) == NG_OK)
+		atomic_store(not_after, exp);
+	struct ng_logline l;
+	if (ng_log_begin(&l, st == NG_OK ? NG_LOG_INFO : NG_LOG_ERROR, "cmd",
+			 st == NG_OK
+			     ? "serving certificate reloaded"
+			     : "serving certificate not reloaded: keeping the current one")) {
+		ng_log_str(&l, "cert", c->tls_cert);
+		if (st == NG_OK)
+			ng_log_i64(&l, "not_after", exp);
+		else
+			ng_log_str(&l, "err", err.msg[0] ? err.msg : "the files do not read");
+		ng_log_end(&l);
+	}
+	if (key)
+		explicit_bzero(key, strlen(key));
+	free(key);
+	free(cert);
 }
 
 static int cmd_serve(int argc, char **argv)
@@ -578,9 +641,12 @@ static int cmd_serve(int argc, char **argv)
 	}
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	struct controller_metrics cm = {.gate = gate, .leader = leader, .autoreq = autoreq};
+	struct tls_files tls = {0};
+	tls_files_changed(&c, &tls); /* remembers what is being served */
+	int64_t exp = 0;
 	struct ng_err cerr = {0};
-	if (cert_not_after(cert, &cm.cert_not_after, &cerr) != NG_OK)
-		cm.cert_not_after = 0; /* GnuTLS judges the file below; the metric is left out */
+	if (cert_not_after(cert, &exp, &cerr) == NG_OK)
+		atomic_store(&cm.cert_not_after, exp); /* else GnuTLS judges the file below */
 	static const char *const default_deciders[] = {"system:serviceaccount:nodegate:nodegate"};
 	struct srv_config sc = {
 	    .listen_host = host,
@@ -625,9 +691,17 @@ static int cmd_serve(int argc, char **argv)
 		ng_log_end(&l);
 	}
 	for (;;) {
-		int sig = 0;
-		if (sigwait(&set, &sig) != 0)
+		struct timespec poll = {c.tls_reload_seconds ? c.tls_reload_seconds : 3600, 0};
+		int sig = sigtimedwait(&set, NULL, &poll);
+		if (sig < 0) {
+			if (errno == EAGAIN && c.tls_reload_seconds && tls_files_changed(&c, &tls))
+				reload_certificate(&c, srv, &cm.cert_not_after);
 			continue;
+		}
+		if (sig == SIGHUP) {
+			(void)tls_files_changed(&c, &tls);
+			reload_certificate(&c, srv, &cm.cert_not_after);
+		}
 		if (sig == SIGHUP && live)
 			continue; /* the watch keeps the cache current */
 		if (sig == SIGHUP) {

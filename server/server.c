@@ -13,6 +13,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -50,7 +52,7 @@ struct srv {
 	void (*auto_request)(const char *node, const char *user, void *ctx);
 	void *auto_request_ctx;
 	_Atomic bool ready;
-	char *cert_pem, *key_pem;
+	struct tls_creds *creds_all; /* every pair loaded, newest first: freed with the server */
 };
 
 enum route {
@@ -550,13 +552,105 @@ static uint16_t bound_port(int fd)
 	return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
 }
 
-static char *dup_str(const char *s)
+/* ---- the serving certificate, replaceable while serving ---- */
+
+/* A certificate chain and its key as GnuTLS serves them. Handshakes read the current pair
+ * without a lock; a replaced pair stays allocated until the server is destroyed (renewals are
+ * rare: a few KiB each), so no handshake can see it freed. */
+#define MAX_CHAIN 8
+struct tls_creds {
+	gnutls_pcert_st pcerts[MAX_CHAIN];
+	unsigned n;
+	gnutls_privkey_t key;
+	struct tls_creds *older;
+};
+
+/* The pair handshakes get. One HTTPS server per process: GnuTLS's retrieve callback has no
+ * argument of ours. */
+static _Atomic(struct tls_creds *) current_creds;
+
+static void creds_free(struct tls_creds *c)
 {
-	size_t n = strlen(s) + 1;
-	char *p = malloc(n);
-	if (p)
-		memcpy(p, s, n);
-	return p;
+	while (c) {
+		struct tls_creds *older = c->older;
+		for (unsigned i = 0; i < c->n; i++)
+			gnutls_pcert_deinit(&c->pcerts[i]);
+		if (c->key)
+			gnutls_privkey_deinit(c->key);
+		free(c);
+		c = older;
+	}
+}
+
+/* Parses @cert_pem (a chain, leaf first) and @key_pem, and checks that they belong together.
+ * NULL with @reterr when they do not load. */
+static struct tls_creds *creds_load(const char *cert_pem, const char *key_pem,
+				    struct ng_err *reterr)
+{
+	gnutls_datum_t cd = {(unsigned char *)(uintptr_t)cert_pem, (unsigned)strlen(cert_pem)};
+	gnutls_datum_t kd = {(unsigned char *)(uintptr_t)key_pem, (unsigned)strlen(key_pem)};
+	/* The pairing check GnuTLS does when a pair is installed the usual way. */
+	gnutls_certificate_credentials_t check;
+	if (gnutls_certificate_allocate_credentials(&check) < 0) {
+		(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		return NULL;
+	}
+	int rc = gnutls_certificate_set_x509_key_mem(check, &cd, &kd, GNUTLS_X509_FMT_PEM);
+	gnutls_certificate_free_credentials(check);
+	if (rc < 0) {
+		(void)ng_err_set(reterr, NG_EINVAL, 0, "certificate and key: %s",
+				 gnutls_strerror(rc));
+		return NULL;
+	}
+	struct tls_creds *c = calloc(1, sizeof(*c));
+	if (!c) {
+		(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		return NULL;
+	}
+	c->n = MAX_CHAIN;
+	rc = gnutls_pcert_list_import_x509_raw(c->pcerts, &c->n, &cd, GNUTLS_X509_FMT_PEM, 0);
+	if (rc < 0)
+		c->n = 0;
+	if (rc >= 0 && (rc = gnutls_privkey_init(&c->key)) >= 0)
+		rc = gnutls_privkey_import_x509_raw(c->key, &kd, GNUTLS_X509_FMT_PEM, NULL, 0);
+	if (rc < 0) {
+		(void)ng_err_set(reterr, NG_EINVAL, 0, "certificate and key: %s",
+				 gnutls_strerror(rc));
+		creds_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static int on_certificate(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, int nreqs,
+			  const gnutls_pk_algorithm_t *pk_algos, int npk_algos,
+			  gnutls_pcert_st **pcert, unsigned int *pcert_length,
+			  gnutls_privkey_t *pkey)
+{
+	(void)session;
+	(void)req_ca_dn;
+	(void)nreqs;
+	(void)pk_algos;
+	(void)npk_algos;
+	struct tls_creds *c = atomic_load_explicit(&current_creds, memory_order_acquire);
+	if (!c)
+		return -1;
+	*pcert = c->pcerts;
+	*pcert_length = c->n;
+	*pkey = c->key;
+	return 0;
+}
+
+ng_status srv_set_certificate(struct srv *s, const char *cert_pem, const char *key_pem,
+			      struct ng_err *reterr)
+{
+	struct tls_creds *c = creds_load(cert_pem, key_pem, reterr);
+	if (!c)
+		return reterr ? reterr->status : NG_EINVAL;
+	c->older = s->creds_all;
+	s->creds_all = c;
+	atomic_store_explicit(&current_creds, c, memory_order_release);
+	return NG_OK;
 }
 
 struct srv *srv_create(const struct srv_config *cfg, struct kube_store *store,
@@ -579,12 +673,12 @@ struct srv *srv_create(const struct srv_config *cfg, struct kube_store *store,
 	s->auto_request = cfg->auto_request;
 	s->auto_request_ctx = cfg->auto_request_ctx;
 	s->metrics = srv_metrics_create();
-	s->cert_pem = dup_str(cfg->cert_pem);
-	s->key_pem = dup_str(cfg->key_pem);
-	if (!s->metrics || !s->cert_pem || !s->key_pem) {
+	if (!s->metrics) {
 		(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
 		goto fail;
 	}
+	if (srv_set_certificate(s, cfg->cert_pem, cfg->key_pem, reterr) != NG_OK)
+		goto fail;
 	unsigned n = cfg->threads ? cfg->threads : 1;
 	if (n > MAX_DAEMONS)
 		n = MAX_DAEMONS;
@@ -603,16 +697,13 @@ struct srv *srv_create(const struct srv_config *cfg, struct kube_store *store,
 		    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS |
 			MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_USE_TURBO,
 		    0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
-		    MHD_OPTION_HTTPS_MEM_CERT, s->cert_pem, MHD_OPTION_HTTPS_MEM_KEY, s->key_pem,
-		    MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT, per,
-		    MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout_s,
-		    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_BYTES,
-		    MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_EXTERNAL_LOGGER,
-		    on_mhd_log, NULL, MHD_OPTION_END);
+		    MHD_OPTION_HTTPS_CERT_CALLBACK, on_certificate, MHD_OPTION_HTTPS_PRIORITIES,
+		    TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT, per, MHD_OPTION_CONNECTION_TIMEOUT,
+		    cfg->connection_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+		    (size_t)CONN_MEMORY_BYTES, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+		    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_END);
 		if (!d) {
-			(void)ng_err_set(reterr, NG_EINVAL, 0,
-					 "starting the HTTPS daemon failed (is the certificate "
-					 "and key PEM valid and matching?)");
+			(void)ng_err_set(reterr, NG_EIO, 0, "starting the HTTPS daemon failed");
 			goto fail;
 		}
 		s->daemons[i] = d;
@@ -667,7 +758,7 @@ void srv_destroy(struct srv *s, int64_t grace_ms)
 		if (s->fds[i] >= 0)
 			(void)close(s->fds[i]);
 	srv_metrics_destroy(s->metrics);
-	free(s->cert_pem);
-	free(s->key_pem);
+	atomic_store(&current_creds, NULL);
+	creds_free(s->creds_all);
 	free(s);
 }

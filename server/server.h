@@ -47,6 +47,14 @@ struct srv;
 struct srv *srv_create(const struct srv_config *cfg, struct kube_store *store,
 		       struct ng_err *reterr);
 
+/**
+ * Serves @cert_pem (a chain, leaf first) and @key_pem from the next handshake on; connections
+ * already open keep theirs. The pair must load and belong together, else NG_EINVAL with
+ * @reterr and the current pair stays. Any thread; calls are serialised by the caller.
+ */
+NG_NODISCARD ng_status srv_set_certificate(struct srv *s, const char *cert_pem, const char *key_pem,
+					   struct ng_err *reterr);
+
 /** The bound port. */
 uint16_t srv_port(const struct srv *s);
 

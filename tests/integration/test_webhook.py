@@ -14,6 +14,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -23,6 +24,16 @@ BINARY = os.environ.get("NODEGATE", os.path.join(ROOT, "build", "cmd", "nodegate
 WRAPPER = shlex.split(os.environ.get("NG_WRAPPER", ""))
 # Under valgrind everything is ~50x slower; scale the bounded waits, not the assertions.
 SLOW = 20 if WRAPPER else 1
+
+
+def eventually_value(fn, timeout):
+    """Polls fn until it returns a truthy value: (value, seconds) or (None, seconds)."""
+    t0 = time.monotonic()
+    while True:
+        v = fn()
+        if v or time.monotonic() - t0 > timeout:
+            return v, time.monotonic() - t0
+        time.sleep(0.05)
 
 
 def make_cert(d):
@@ -521,6 +532,74 @@ class LifecycleTest(unittest.TestCase):
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 2)
         self.assertIn("DNS labels", p.stderr)
+
+    def peer(self, port, ca, name="nodegate.nodegate.svc"):
+        """(serial, notAfter) of the certificate a new connection is served."""
+        ctx = ssl.create_default_context(cafile=ca)
+        with socket.create_connection(("127.0.0.1", port), timeout=10 * SLOW) as raw:
+            with ctx.wrap_socket(raw, server_hostname=name) as tls:
+                cert = tls.getpeercert()
+                return cert["serialNumber"], ssl.cert_time_to_seconds(cert["notAfter"])
+
+    def test_renewed_certificate_is_served_without_a_restart(self):
+        dirs = []
+        for days in ("30", "60", "90"):
+            d = os.path.join(self.tmp, "certs" + days)
+            os.mkdir(d)
+            p = subprocess.run([BINARY, "certs", "--out", d, "--days", days],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            dirs.append(d)
+        cert, key = os.path.join(self.tmp, "tls.crt"), os.path.join(self.tmp, "tls.key")
+        shutil.copy(os.path.join(dirs[0], "tls.crt"), cert)
+        shutil.copy(os.path.join(dirs[0], "tls.key"), key)
+        srv = Server(self.tmp, cert=cert, key=key, extra_args=("--tls-reload-seconds", "1"))
+        try:
+            serial0, _ = self.peer(srv.port, os.path.join(dirs[0], "ca.crt"))
+            # A connection opened before the renewal (the name is checked by peer()).
+            ctx0 = ssl.create_default_context(cafile=os.path.join(dirs[0], "ca.crt"))
+            ctx0.check_hostname = False
+            kept = http.client.HTTPSConnection("127.0.0.1", srv.port, context=ctx0, timeout=10 * SLOW)
+            hdr = {"Content-Type": "application/json"}
+            r, _ = srv.request("POST", "/validate/eviction", json.dumps(review("web-1")), hdr, conn=kept)
+            self.assertEqual(r.status, 200)
+            # The renewal replaces the files in place, as a Secret volume update does.
+            for name in ("tls.crt", "tls.key"):
+                tmp = os.path.join(self.tmp, name + ".new")
+                shutil.copy(os.path.join(dirs[1], name), tmp)
+                os.replace(tmp, os.path.join(self.tmp, name))
+            t0 = time.monotonic()
+            ca1 = os.path.join(dirs[1], "ca.crt")
+
+            def renewed():
+                try:
+                    return self.peer(srv.port, ca1)
+                except (ssl.SSLError, OSError):
+                    return None
+            got, _ = eventually_value(renewed, 20 * SLOW)
+            self.assertIsNotNone(got, "the renewed pair was never served")
+            print(f"\n  files replaced -> new certificate served in {time.monotonic() - t0:.1f} s",
+                  file=sys.stderr)
+            self.assertNotEqual(got[0], serial0)
+            ctx1 = ssl.create_default_context(cafile=ca1)
+            ctx1.check_hostname = False
+            c1 = http.client.HTTPSConnection("127.0.0.1", srv.port, context=ctx1, timeout=10 * SLOW)
+            _, body = srv.request("GET", "/metrics", conn=c1)
+            c1.close()
+            self.assertIn(f"nodegate_certificate_expiry_timestamp_seconds {int(got[1])}".encode(), body)
+            # The old connection goes on, on its old certificate (a new handshake would fail
+            # verification with the old CA).
+            r, _ = srv.request("POST", "/validate/eviction", json.dumps(review("web-1")), hdr, conn=kept)
+            self.assertEqual(r.status, 200)
+            kept.close()
+            # A pair that does not belong together is refused; the current one stays.
+            shutil.copy(os.path.join(dirs[2], "tls.crt"), os.path.join(self.tmp, "tls.crt"))
+            srv.proc.send_signal(signal.SIGHUP)
+            ok, _ = eventually_value(lambda: "serving certificate not reloaded" in srv.read_log(), 20 * SLOW)
+            self.assertTrue(ok, srv.read_log())
+            self.assertEqual(self.peer(srv.port, ca1)[0], got[0])
+        finally:
+            self.assertEqual(srv.stop(), 0)
 
     def test_bad_flags_fail_fast_with_a_message(self):
         cases = [(["serve"], "--tls-cert and --tls-key are required"),
