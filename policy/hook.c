@@ -342,13 +342,18 @@ ng_status pol_hooks_run(struct pol_hook_call *calls, size_t n, const struct kube
 		return NG_OK;
 	CURLM *m = curl_multi_init();
 	struct running *rs = calloc(npending, sizeof(*rs));
-	struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/json");
-	struct curl_slist *h2 =
-	    headers ? curl_slist_append(headers, "Accept: application/json") : NULL;
-	headers = h2 ? curl_slist_append(h2, "Expect:") : NULL;
-	ng_status st = m && rs && headers ? NG_OK : NG_ENOMEM;
-	if (!headers && h2)
-		curl_slist_free_all(h2);
+	/* "Expect:" keeps curl from waiting for a 100 Continue the hook may never send. */
+	static const char *const lines[] = {"Content-Type: application/json",
+					    "Accept: application/json", "Expect:"};
+	struct curl_slist *headers = NULL;
+	ng_status st = m && rs ? NG_OK : NG_ENOMEM;
+	for (size_t i = 0; st == NG_OK && i < sizeof(lines) / sizeof(lines[0]); i++) {
+		struct curl_slist *more = curl_slist_append(headers, lines[i]);
+		if (!more)
+			st = NG_ENOMEM;
+		else
+			headers = more;
+	}
 	size_t nr = 0;
 	int64_t t0 = ng_now_mono_us();
 	for (size_t i = 0; st == NG_OK && i < n; i++) {
