@@ -648,6 +648,7 @@ static int cmd_serve(int argc, char **argv)
 	if (cert_not_after(cert, &exp, &cerr) == NG_OK)
 		atomic_store(&cm.cert_not_after, exp); /* else GnuTLS judges the file below */
 	static const char *const default_deciders[] = {"system:serviceaccount:nodegate:nodegate"};
+	ev.auto_request_served = autoreq != NULL;
 	struct srv_config sc = {
 	    .listen_host = host,
 	    .port = port,

@@ -165,7 +165,7 @@ void pol_decide_eviction(const struct kube_snapshot *s, const struct pol_evictio
 	}
 	d.allowed = false;
 	d.code = 429;
-	d.auto_request = ngc && !ngc->invalid && ngc->auto_request;
+	d.auto_request = cfg->auto_request_served && ngc && !ngc->invalid && ngc->auto_request;
 	if (d.auto_request) {
 		char nd[254];
 		pol_auto_request_name(d.node, nd, sizeof(nd));

@@ -29,6 +29,9 @@ struct pol_eviction_config {
 	const char *const *exempt_users; /* exact usernames */
 	size_t nexempt;
 	int32_t retry_after_seconds; /* > 0 */
+	/* Denials can ask for their node (NodeGateConfig eviction.autoRequest): false where
+	 * nothing would create the request (snapshot mode), so no denial promises it. */
+	bool auto_request_served;
 };
 
 struct pol_eviction_request {

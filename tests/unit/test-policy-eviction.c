@@ -261,19 +261,26 @@ static void test_E07_E08_auto_request_only_for_enforced_denials(void **state)
 	"\"name\":\"default\"},\"spec\":{\"eviction\":{\"autoRequest\":true,\"mode\":\"" mode      \
 	"\"}}}"
 	struct kube_snapshot *s = snap(AUTO_NGC("Enforce"));
+	/* Where nothing would create the request (snapshot mode), no denial promises one. */
 	struct pol_decision d = decide(s, &enforce, "default", "pod1", "alice");
+	assert_false(d.allowed);
+	assert_false(d.auto_request);
+	assert_non_null(strstr(d.message, "Request a disruption of the node"));
+	struct pol_eviction_config served = enforce;
+	served.auto_request_served = true;
+	d = decide(s, &served, "default", "pod1", "alice");
 	assert_false(d.allowed);
 	assert_true(d.auto_request);
 	assert_string_equal(d.node, "node1");
 	assert_non_null(strstr(d.message, "nodegate requests the disruption for you "
 					  "(NodeDisruption auto-node1)"));
 	/* Allowed evictions ask for nothing. */
-	d = decide(s, &enforce, "default", "web", "alice");
+	d = decide(s, &served, "default", "web", "alice");
 	assert_true(d.allowed);
 	assert_false(d.auto_request);
 	kube_snapshot_release(s);
 	s = snap(AUTO_NGC("Warn"));
-	d = decide(s, &enforce, "default", "pod1", "alice");
+	d = decide(s, &served, "default", "pod1", "alice");
 	assert_true(d.allowed);
 	assert_false(d.auto_request);
 	kube_snapshot_release(s);
