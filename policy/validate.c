@@ -267,8 +267,11 @@ static void warn(const struct kube_snapshot *cluster, const struct kube_nd *nd,
 	}
 }
 
-enum pol_check pol_check_nd(const struct kube_snapshot *cluster, const cJSON *obj, const cJSON *old,
-			    char *why, size_t cap, char *warning, size_t wcap)
+/* pol_check_nd(); when the request passes and @ret_one is not NULL, the decoded request is
+ * handed over there (the caller releases it) instead of being decoded again. */
+static enum pol_check check_nd(const struct kube_snapshot *cluster, const cJSON *obj,
+			       const cJSON *old, char *why, size_t cap, char *warning, size_t wcap,
+			       struct kube_snapshot **ret_one)
 {
 	warning[0] = '\0';
 	const cJSON *spec = ng_json_get(obj, "spec");
@@ -301,8 +304,17 @@ enum pol_check pol_check_nd(const struct kube_snapshot *cluster, const cJSON *ob
 		c = update_ok(obj, old, why, cap);
 	if (c == POL_CHECK_OK)
 		warn(cluster, nd, pool, warning, wcap);
-	kube_snapshot_release(one);
+	if (c == POL_CHECK_OK && ret_one)
+		*ret_one = one;
+	else
+		kube_snapshot_release(one);
 	return c;
+}
+
+enum pol_check pol_check_nd(const struct kube_snapshot *cluster, const cJSON *obj, const cJSON *old,
+			    char *why, size_t cap, char *warning, size_t wcap)
+{
+	return check_nd(cluster, obj, old, why, cap, warning, wcap, NULL);
 }
 
 /* The fields that are the gate's decision. */
@@ -389,12 +401,10 @@ enum pol_check pol_evaluate_object(const struct kube_snapshot *cluster, const cJ
 				   struct pol_gate_decision *ret, char *why, size_t cap)
 {
 	char warning[400];
-	enum pol_check c = pol_check_nd(cluster, obj, NULL, why, cap, warning, sizeof(warning));
+	struct kube_snapshot *one = NULL;
+	enum pol_check c = check_nd(cluster, obj, NULL, why, cap, warning, sizeof(warning), &one);
 	if (c != POL_CHECK_OK)
 		return c;
-	struct kube_snapshot *one = decode_one(obj, why, cap);
-	if (!one)
-		return POL_CHECK_INVALID;
 	size_t n;
 	struct kube_nd nd;
 	struct pol_gate_config cfg;
