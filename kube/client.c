@@ -28,7 +28,8 @@ struct kube_client {
 	int64_t token_read_us;
 	int64_t refresh_ms;
 
-	CURL *easy; /* kube_client_request's handle */
+	CURL *easy;                      /* kube_client_request's handle */
+	struct kube_transport transport; /* tests: replaces libcurl for requests */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -385,6 +386,106 @@ static bool header_value_ok(const char *s)
 	return true;
 }
 
+static CURLcode set_request_options(struct kube_client *c, CURL *h, const struct kube_request *rq,
+				    struct curl_slist *headers, struct sink *sink)
+{
+	CURLcode rc = CURLE_OK;
+	SET(CURLOPT_HTTPHEADER, headers);
+	if (strcmp(rq->method, "GET") == 0) {
+		SET(CURLOPT_HTTPGET, 1L);
+	} else if (rq->body || strcmp(rq->method, "DELETE") != 0) {
+		/* POSTFIELDS sends the body (Content-Length: 0 when there is none) and
+		 * CUSTOMREQUEST the method; libcurl does not copy the body. */
+		SET(CURLOPT_POSTFIELDS, rq->body ? rq->body : "");
+		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(rq->body ? rq->body_len : 0));
+		SET(CURLOPT_CUSTOMREQUEST, rq->method);
+	} else {
+		SET(CURLOPT_CUSTOMREQUEST, rq->method);
+	}
+	SET(CURLOPT_TIMEOUT_MS, (long)rq->timeout_ms);
+	SET(CURLOPT_WRITEFUNCTION, write_body);
+	SET(CURLOPT_WRITEDATA, sink);
+	/* Refuses early when Content-Length already says too much. */
+	SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)rq->cap_bytes);
+	SET(CURLOPT_ERRORBUFFER, c->errbuf);
+	return rc;
+}
+
+/* What a finished transfer means: its curl code and what the body sink saw. */
+static ng_status transfer_status(struct kube_client *c, const struct kube_request *rq, CURLcode rc,
+				 ng_status sink_st, struct ng_err *reterr)
+{
+	const char *why = c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc);
+	if (rc == CURLE_OPERATION_TIMEDOUT)
+		return ng_err_set(reterr, NG_ETIMEDOUT, 0, "%s %.48s: timed out after %lld ms (%s)",
+				  rq->method, rq->path, (long long)rq->timeout_ms, why);
+	if (rc == CURLE_FILESIZE_EXCEEDED || (rc == CURLE_WRITE_ERROR && sink_st == NG_ELIMIT))
+		return ng_err_set(reterr, NG_ELIMIT, 0, "%s %.48s: response larger than %zu bytes",
+				  rq->method, rq->path, rq->cap_bytes);
+	if (rc == CURLE_OUT_OF_MEMORY || (rc == CURLE_WRITE_ERROR && sink_st != NG_OK))
+		return ng_err_set(reterr, NG_ENOMEM, 0, "%s %.48s: out of memory", rq->method,
+				  rq->path);
+	if (rc != CURLE_OK) /* curl's text first: it is what a person acts on */
+		return ng_err_set(reterr, NG_EIO, 0, "%s (%s %.48s)", why, rq->method, rq->path);
+	return NG_OK;
+}
+
+/* One request with libcurl on the client's own easy handle, into @resp (capped). */
+static ng_status curl_request(struct kube_client *c, const struct kube_request *rq,
+			      struct ng_buf *resp, long *ret_http, struct ng_err *reterr)
+{
+	if (!c->easy) {
+		c->easy = curl_easy_init();
+		if (!c->easy)
+			return ng_err_set(reterr, NG_ENOMEM, 0,
+					  "kube client: curl_easy_init failed");
+	} else {
+		/* Forgets options, keeps the connection cache: the connection is reused. */
+		curl_easy_reset(c->easy);
+	}
+	CURL *h = c->easy;
+	struct curl_slist *headers = NULL;
+	char *ctype = NULL;
+	struct sink sink = {resp, NG_OK};
+	ng_status st = kube_client_prepare(c, h, rq->path, &headers, reterr);
+	if (st != NG_OK)
+		goto out;
+	if (rq->content_type) {
+		ctype = concat3("Content-Type: ", rq->content_type, "");
+		struct curl_slist *n = ctype ? curl_slist_append(headers, ctype) : NULL;
+		if (!n) {
+			st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+			goto out;
+		}
+		headers = n;
+	}
+	CURLcode rc = set_request_options(c, h, rq, headers, &sink);
+	if (rc != CURLE_OK) {
+		st = refused_option(rc, reterr);
+		goto out;
+	}
+	c->errbuf[0] = '\0';
+	rc = curl_easy_perform(h);
+	st = transfer_status(c, rq, rc, sink.st, reterr);
+	if (st == NG_OK)
+		(void)curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, ret_http);
+out:
+	/* The handle must not keep pointers to what is freed here. */
+	(void)curl_easy_setopt(h, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
+	(void)curl_easy_setopt(h, CURLOPT_ERRORBUFFER, (char *)NULL);
+	free_headers(headers);
+	free(ctype);
+	return st;
+}
+
+void kube_client_set_transport(struct kube_client *c, const struct kube_transport *t)
+{
+	if (t)
+		c->transport = *t;
+	else
+		c->transport = (struct kube_transport){0};
+}
+
 ng_status kube_client_request(struct kube_client *c, const char *method, const char *path,
 			      const char *content_type, const char *body, size_t body_len,
 			      int64_t timeout_ms, size_t cap_bytes, struct ng_buf *out,
@@ -399,95 +500,25 @@ ng_status kube_client_request(struct kube_client *c, const char *method, const c
 		return ng_err_set(reterr, NG_EINVAL, 0,
 				  "kube client: a body needs a content type and a method other "
 				  "than GET");
-	if (!c->easy) {
-		c->easy = curl_easy_init();
-		if (!c->easy)
-			return ng_err_set(reterr, NG_ENOMEM, 0,
-					  "kube client: curl_easy_init failed");
-	} else {
-		/* Forgets options, keeps the connection cache: the connection is reused. */
-		curl_easy_reset(c->easy);
-	}
-	CURL *h = c->easy;
-	struct curl_slist *headers = NULL;
-	char *ctype = NULL;
+	const struct kube_request rq = {method,   path,       content_type, body,
+					body_len, timeout_ms, cap_bytes};
 	struct ng_buf resp;
 	ng_buf_init(&resp, cap_bytes);
-	struct sink sink = {&resp, NG_OK};
-	ng_status st = kube_client_prepare(c, h, path, &headers, reterr);
-	if (st != NG_OK)
-		goto out;
-	if (content_type) {
-		ctype = concat3("Content-Type: ", content_type, "");
-		struct curl_slist *n = ctype ? curl_slist_append(headers, ctype) : NULL;
-		if (!n) {
-			st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
-			goto out;
-		}
-		headers = n;
-	}
-
-	CURLcode rc = CURLE_OK;
-	SET(CURLOPT_HTTPHEADER, headers);
-	if (is_get) {
-		SET(CURLOPT_HTTPGET, 1L);
-	} else if (body || strcmp(method, "DELETE") != 0) {
-		/* POSTFIELDS sends the body (Content-Length: 0 when there is none) and
-		 * CUSTOMREQUEST the method; libcurl does not copy the body. */
-		SET(CURLOPT_POSTFIELDS, body ? body : "");
-		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? body_len : 0));
-		SET(CURLOPT_CUSTOMREQUEST, method);
-	} else {
-		SET(CURLOPT_CUSTOMREQUEST, method);
-	}
-	SET(CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-	SET(CURLOPT_WRITEFUNCTION, write_body);
-	SET(CURLOPT_WRITEDATA, &sink);
-	/* Refuses early when Content-Length already says too much. */
-	SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)cap_bytes);
-	SET(CURLOPT_ERRORBUFFER, c->errbuf);
-	if (rc != CURLE_OK) {
-		st = refused_option(rc, reterr);
-		goto out;
-	}
-	c->errbuf[0] = '\0';
-	rc = curl_easy_perform(h);
-	const char *why = c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc);
-	if (rc == CURLE_OPERATION_TIMEDOUT) {
-		st = ng_err_set(reterr, NG_ETIMEDOUT, 0, "%s %.48s: timed out after %lld ms (%s)",
-				method, path, (long long)timeout_ms, why);
-	} else if (rc == CURLE_FILESIZE_EXCEEDED ||
-		   (rc == CURLE_WRITE_ERROR && sink.st == NG_ELIMIT)) {
-		st = ng_err_set(reterr, NG_ELIMIT, 0, "%s %.48s: response larger than %zu bytes",
-				method, path, cap_bytes);
-	} else if (rc == CURLE_OUT_OF_MEMORY || (rc == CURLE_WRITE_ERROR && sink.st != NG_OK)) {
-		st = ng_err_set(reterr, NG_ENOMEM, 0, "%s %.48s: out of memory", method, path);
-	} else if (rc != CURLE_OK) {
-		/* curl's text first: it is what a person acts on ("SSL certificate problem"). */
-		st = ng_err_set(reterr, NG_EIO, 0, "%s (%s %.48s)", why, method, path);
-	}
-	if (st != NG_OK)
-		goto out;
 	long code = 0;
-	(void)curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-	if (code == 401)
+	ng_status st = c->transport.request
+			   ? c->transport.request(c->transport.ctx, &rq, &resp, &code, reterr)
+			   : curl_request(c, &rq, &resp, &code, reterr);
+	if (st == NG_OK && code == 401)
 		kube_client_invalidate_token(c);
 	/* An empty body still gets storage, so callers can rely on a NUL-terminated data. */
-	st = ng_buf_append(&resp, "", 0);
-	if (st != NG_OK) {
-		st = ng_err_set(reterr, st, 0, "out of memory");
-		goto out;
+	if (st == NG_OK && ng_buf_append(&resp, "", 0) != NG_OK)
+		st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	if (st == NG_OK) {
+		ng_buf_finish(out);
+		*out = resp;
+		ng_buf_init(&resp, 0);
+		*ret_http = code;
 	}
-	ng_buf_finish(out);
-	*out = resp;
-	ng_buf_init(&resp, 0);
-	*ret_http = code;
-out:
-	/* The handle must not keep pointers to what is freed here. */
-	(void)curl_easy_setopt(h, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
-	(void)curl_easy_setopt(h, CURLOPT_ERRORBUFFER, (char *)NULL);
-	free_headers(headers);
-	free(ctype);
 	ng_buf_finish(&resp);
 	return st;
 }

@@ -94,4 +94,31 @@ NG_NODISCARD ng_status kube_client_request(struct kube_client *c, const char *me
 					   size_t cap_bytes, struct ng_buf *out, long *ret_http,
 					   struct ng_err *reterr);
 
+/* One synchronous request, as kube_client_request() was asked for it. Borrowed by a transport
+ * for the duration of the call. */
+struct kube_request {
+	const char *method, *path, *content_type; /* content_type NULL without a body */
+	const char *body;                         /* NULL: none */
+	size_t body_len;
+	int64_t timeout_ms; /* > 0 */
+	size_t cap_bytes;   /* the response body may hold at most this */
+};
+
+/* What carries kube_client_request()'s requests instead of libcurl: tests put an API server in
+ * memory under a client (STYLE.md B12), so a controller's writes and their 409s are unit-tested
+ * without a socket. request() appends the response body to @out (a buffer with the request's
+ * cap) and writes the HTTP status; it returns what libcurl would: NG_ETIMEDOUT, NG_EIO, NG_ELIMIT,
+ * NG_ENOMEM with @reterr. Called on the client's thread; @ctx is the caller's. */
+struct kube_transport {
+	ng_status (*request)(void *ctx, const struct kube_request *rq, struct ng_buf *out,
+			     long *ret_http, struct ng_err *reterr);
+	void *ctx; /* borrowed; must outlive the client or the next set_transport */
+};
+
+/**
+ * Sends every later kube_client_request() of @c through @t (copied; NULL restores libcurl).
+ * kube_client_prepare() (watches) is not affected. Same thread as the client's requests.
+ */
+void kube_client_set_transport(struct kube_client *c, const struct kube_transport *t);
+
 #endif

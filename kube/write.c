@@ -1,0 +1,408 @@
+/* The API-write toolkit (kube/write.h). */
+#include "kube/write.h"
+
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/jw.h"
+#include "common/log.h"
+#include "kube/client.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Bodies nodegate writes are small: a status with 5,000 node names is ~100 KB. */
+#define BODY_CAP_BYTES (8u << 20)
+/* The answer is read only for its status and, on failure, its message. */
+#define RESPONSE_CAP_BYTES (1u << 20)
+
+static const struct {
+	const char *name, *prefix, *plural;
+	bool namespaced;
+} kinds[KUBE_KIND_COUNT] = {
+    [KUBE_KIND_NODE] = {"Node", "/api/v1", "nodes", false},
+    [KUBE_KIND_POD] = {"Pod", "/api/v1", "pods", true},
+    [KUBE_KIND_EVENT] = {"Event", "/api/v1", "events", true},
+    [KUBE_KIND_LEASE] = {"Lease", "/apis/coordination.k8s.io/v1", "leases", true},
+    [KUBE_KIND_ND] = {"NodeDisruption", "/apis/nodegate.io/v1alpha1", "nodedisruptions", false},
+    [KUBE_KIND_NDB] = {"NodeDisruptionBudget", "/apis/nodegate.io/v1alpha1",
+		       "nodedisruptionbudgets", false},
+    [KUBE_KIND_ADB] = {"ApplicationDisruptionBudget", "/apis/nodegate.io/v1alpha1",
+		       "applicationdisruptionbudgets", true},
+    [KUBE_KIND_NGC] = {"NodeGateConfig", "/apis/nodegate.io/v1alpha1", "nodegateconfigs", false},
+};
+
+const char *kube_kind_name(enum kube_kind k)
+{
+	return k < KUBE_KIND_COUNT ? kinds[k].name : "?";
+}
+
+const char *kube_write_outcome_str(enum kube_write_outcome o)
+{
+	static const char *const names[] = {"ok", "conflict", "gone", "refused", "failed"};
+	return o <= KUBE_WRITE_FAILED ? names[o] : "?";
+}
+
+ng_status kube_ref_path(const struct kube_ref *ref, const char *sub, char *out, size_t cap)
+{
+	if (ref->kind >= KUBE_KIND_COUNT || (kinds[ref->kind].namespaced && !ref->ns))
+		return NG_EINVAL;
+	struct ng_buf b;
+	ng_buf_init(&b, cap ? cap - 1 : 0);
+	ng_status st = ng_buf_puts(&b, kinds[ref->kind].prefix);
+	if (st == NG_OK && kinds[ref->kind].namespaced)
+		st = ng_buf_printf(&b, "/namespaces/%s", ref->ns);
+	st = st ? st : ng_buf_printf(&b, "/%s", kinds[ref->kind].plural);
+	if (st == NG_OK && ref->name)
+		st = ng_buf_printf(&b, "/%s", ref->name);
+	if (st == NG_OK && sub)
+		st = ng_buf_printf(&b, "/%s", sub);
+	if (st == NG_OK)
+		ng_fmt(out, cap, "%s", b.data);
+	ng_buf_finish(&b);
+	return st;
+}
+
+static void classify(ng_status st, long http, const struct ng_buf *resp,
+		     struct kube_write_result *ret)
+{
+	ret->http = st == NG_OK ? http : 0;
+	if (st != NG_OK)
+		ret->outcome = KUBE_WRITE_FAILED;
+	else if (http >= 200 && http < 300)
+		ret->outcome = KUBE_WRITE_OK;
+	else if (http == 409)
+		ret->outcome = KUBE_WRITE_CONFLICT;
+	else if (http == 404)
+		ret->outcome = KUBE_WRITE_GONE;
+	else if (http >= 400 && http < 500)
+		ret->outcome = KUBE_WRITE_REFUSED;
+	else
+		ret->outcome = KUBE_WRITE_FAILED;
+	if (st == NG_OK && ret->outcome != KUBE_WRITE_OK)
+		(void)ng_err_set(&ret->err, NG_EKUBE, 0, "HTTP %ld: %.120s", http,
+				 resp->data ? resp->data : "");
+}
+
+/* Sends @body (NULL with @st: it could not be built) and classifies the answer. */
+static void send_write(struct kube_client *c, const char *method, const struct kube_ref *ref,
+		       const char *sub, const char *ctype, ng_status st, const struct ng_buf *body,
+		       struct kube_write_result *ret)
+{
+	*ret = (struct kube_write_result){0};
+	char path[1024];
+	struct ng_buf resp;
+	ng_buf_init(&resp, RESPONSE_CAP_BYTES);
+	long http = 0;
+	if (st != NG_OK) {
+		(void)ng_err_set(&ret->err, st, 0, "request body: %s", ng_status_str(st));
+	} else if ((st = kube_ref_path(ref, sub, path, sizeof(path))) != NG_OK) {
+		(void)ng_err_set(&ret->err, st, 0, "no path for %s %s", kube_kind_name(ref->kind),
+				 ref->name ? ref->name : "");
+	} else {
+		st = kube_client_request(c, method, path, ctype, body->data, body->len,
+					 KUBE_WRITE_TIMEOUT_MS, RESPONSE_CAP_BYTES, &resp, &http,
+					 &ret->err);
+	}
+	classify(st, http, &resp, ret);
+	ng_buf_finish(&resp);
+}
+
+static void meta_rv(struct ng_jw *w, const char *rv)
+{
+	ng_jw_key(w, "metadata");
+	ng_jw_obj(w);
+	if (rv)
+		ng_jw_kstr(w, "resourceVersion", rv);
+	ng_jw_obj_end(w);
+}
+
+void kube_patch_status(struct kube_client *c, const struct kube_ref *ref, const char *rv,
+		       kube_body_fn fn, void *ctx, struct kube_write_result *ret)
+{
+	struct ng_buf b;
+	ng_buf_init(&b, BODY_CAP_BYTES);
+	struct ng_jw w;
+	ng_jw_init(&w, &b);
+	ng_jw_obj(&w);
+	if (rv)
+		meta_rv(&w, rv);
+	ng_jw_key(&w, "status");
+	ng_jw_obj(&w);
+	fn(&w, ctx);
+	ng_jw_obj_end(&w);
+	ng_jw_obj_end(&w);
+	send_write(c, "PATCH", ref, "status", "application/merge-patch+json", ng_jw_finish(&w), &b,
+		   ret);
+	ng_buf_finish(&b);
+}
+
+void kube_set_finalizer(struct kube_client *c, const struct kube_ref *ref, const char *rv,
+			const char *const *current, size_t n, const char *fin, bool present,
+			struct kube_write_result *ret)
+{
+	bool has = false;
+	for (size_t i = 0; i < n && !has; i++)
+		has = strcmp(current[i], fin) == 0;
+	if (has == present) {
+		*ret = (struct kube_write_result){0};
+		return;
+	}
+	struct ng_buf b;
+	ng_buf_init(&b, BODY_CAP_BYTES);
+	struct ng_jw w;
+	ng_jw_init(&w, &b);
+	ng_jw_obj(&w);
+	ng_jw_key(&w, "metadata");
+	ng_jw_obj(&w);
+	if (rv)
+		ng_jw_kstr(&w, "resourceVersion", rv);
+	ng_jw_key(&w, "finalizers");
+	ng_jw_arr(&w);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(current[i], fin) != 0)
+			ng_jw_str(&w, current[i]);
+	if (present)
+		ng_jw_str(&w, fin);
+	ng_jw_arr_end(&w);
+	ng_jw_obj_end(&w);
+	ng_jw_obj_end(&w);
+	send_write(c, "PATCH", ref, NULL, "application/merge-patch+json", ng_jw_finish(&w), &b,
+		   ret);
+	ng_buf_finish(&b);
+}
+
+static void event_body(struct ng_jw *w, const struct kube_event *ev)
+{
+	const char *ns = ev->about.ns ? ev->about.ns : "default";
+	char name[300];
+	ng_fmt(name, sizeof(name), "%.200s.%llx", ev->about.name ? ev->about.name : "",
+	       (unsigned long long)ng_now_mono_us());
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "apiVersion", "v1");
+	ng_jw_kstr(w, "kind", "Event");
+	ng_jw_key(w, "metadata");
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "name", name);
+	ng_jw_kstr(w, "namespace", ns);
+	ng_jw_obj_end(w);
+	ng_jw_key(w, "involvedObject");
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "apiVersion",
+		   strcmp(kinds[ev->about.kind].prefix, "/api/v1") == 0
+		       ? "v1"
+		       : kinds[ev->about.kind].prefix + sizeof("/apis/") - 1);
+	ng_jw_kstr(w, "kind", kube_kind_name(ev->about.kind));
+	if (ev->about.ns)
+		ng_jw_kstr(w, "namespace", ev->about.ns);
+	ng_jw_kstr(w, "name", ev->about.name);
+	ng_jw_obj_end(w);
+	ng_jw_kstr(w, "reason", ev->reason);
+	ng_jw_kstr(w, "message", ev->message);
+	ng_jw_kstr(w, "type", ev->type);
+	ng_jw_key(w, "source");
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "component", "nodegate");
+	ng_jw_obj_end(w);
+	ng_jw_kstr(w, "reportingComponent", "nodegate");
+	ng_jw_kstr(w, "reportingInstance", ev->instance ? ev->instance : "nodegate");
+	ng_jw_ki64(w, "count", 1);
+	ng_jw_key(w, "firstTimestamp");
+	ng_jw_time(w, ev->now_wall_ms);
+	ng_jw_key(w, "lastTimestamp");
+	ng_jw_time(w, ev->now_wall_ms);
+	ng_jw_obj_end(w);
+}
+
+void kube_create_event(struct kube_client *c, const struct kube_event *ev,
+		       struct kube_write_result *ret)
+{
+	struct ng_buf b;
+	ng_buf_init(&b, BODY_CAP_BYTES);
+	struct ng_jw w;
+	ng_jw_init(&w, &b);
+	event_body(&w, ev);
+	const struct kube_ref events = {KUBE_KIND_EVENT, ev->about.ns ? ev->about.ns : "default",
+					NULL};
+	send_write(c, "POST", &events, NULL, "application/json", ng_jw_finish(&w), &b, ret);
+	ng_buf_finish(&b);
+}
+
+void kube_create(struct kube_client *c, const struct kube_ref *collection, kube_body_fn fn,
+		 void *ctx, struct kube_write_result *ret)
+{
+	struct ng_buf b;
+	ng_buf_init(&b, BODY_CAP_BYTES);
+	struct ng_jw w;
+	ng_jw_init(&w, &b);
+	ng_jw_obj(&w);
+	fn(&w, ctx);
+	ng_jw_obj_end(&w);
+	send_write(c, "POST", collection, NULL, "application/json", ng_jw_finish(&w), &b, ret);
+	ng_buf_finish(&b);
+}
+
+/* ---- JSON patch ---- */
+
+struct kube_json_patch {
+	struct ng_buf b;
+	struct ng_jw w;
+	char *text; /* the closed document, for kube_json_patch_body() */
+};
+
+struct kube_json_patch *kube_json_patch_create(const char *rv)
+{
+	struct kube_json_patch *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	ng_buf_init(&p->b, BODY_CAP_BYTES);
+	ng_jw_init(&p->w, &p->b);
+	ng_jw_arr(&p->w);
+	if (rv) {
+		ng_jw_obj(&p->w);
+		ng_jw_kstr(&p->w, "op", "replace");
+		ng_jw_kstr(&p->w, "path", "/metadata/resourceVersion");
+		ng_jw_kstr(&p->w, "value", rv);
+		ng_jw_obj_end(&p->w);
+	}
+	return p;
+}
+
+void kube_json_patch_destroy(struct kube_json_patch *p)
+{
+	if (!p)
+		return;
+	ng_buf_finish(&p->b);
+	free(p->text);
+	free(p);
+}
+
+/* "/metadata/labels/" + @key as a JSON pointer: '~' is "~0", '/' is "~1" (RFC 6901). */
+static void pointer(struct ng_jw *w, const char *base, const char *key)
+{
+	struct ng_buf b;
+	ng_buf_init(&b, 2048);
+	ng_status st = ng_buf_puts(&b, base);
+	for (const char *k = key; st == NG_OK && *k; k++)
+		st = *k == '~'   ? ng_buf_puts(&b, "~0")
+		     : *k == '/' ? ng_buf_puts(&b, "~1")
+				 : ng_buf_append(&b, k, 1);
+	if (st == NG_OK)
+		ng_jw_strn(w, b.data, b.len);
+	else if (w->st == NG_OK)
+		w->st = st;
+	ng_buf_finish(&b);
+}
+
+static void map_entry(struct kube_json_patch *p, const char *map, const char *key,
+		      const char *value, bool map_exists)
+{
+	struct ng_jw *w = &p->w;
+	char base[64];
+	ng_fmt(base, sizeof(base), "/metadata/%s", map);
+	ng_jw_obj(w);
+	if (!value) {
+		ng_jw_kstr(w, "op", "remove");
+		ng_jw_key(w, "path");
+		ng_fmt(base, sizeof(base), "/metadata/%s/", map);
+		pointer(w, base, key);
+	} else if (!map_exists) {
+		ng_jw_kstr(w, "op", "add");
+		ng_jw_kstr(w, "path", base);
+		ng_jw_key(w, "value");
+		ng_jw_obj(w);
+		ng_jw_kstr(w, key, value);
+		ng_jw_obj_end(w);
+	} else {
+		ng_jw_kstr(w, "op", "add"); /* add replaces an existing member (RFC 6902 §4.1) */
+		ng_jw_key(w, "path");
+		ng_fmt(base, sizeof(base), "/metadata/%s/", map);
+		pointer(w, base, key);
+		ng_jw_kstr(w, "value", value);
+	}
+	ng_jw_obj_end(w);
+}
+
+void kube_json_patch_label(struct kube_json_patch *p, const char *key, const char *value,
+			   bool map_exists)
+{
+	map_entry(p, "labels", key, value, map_exists);
+}
+
+void kube_json_patch_annotation(struct kube_json_patch *p, const char *key, const char *value,
+				bool map_exists)
+{
+	map_entry(p, "annotations", key, value, map_exists);
+}
+
+void kube_json_patch_unschedulable(struct kube_json_patch *p, bool on)
+{
+	ng_jw_obj(&p->w);
+	ng_jw_kstr(&p->w, "op", "add");
+	ng_jw_kstr(&p->w, "path", "/spec/unschedulable");
+	ng_jw_kbool(&p->w, "value", on);
+	ng_jw_obj_end(&p->w);
+}
+
+void kube_json_patch_taints(struct kube_json_patch *p, const struct kube_taint_spec *taints,
+			    size_t n)
+{
+	struct ng_jw *w = &p->w;
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "op", "add");
+	ng_jw_kstr(w, "path", "/spec/taints");
+	ng_jw_key(w, "value");
+	ng_jw_arr(w);
+	for (size_t i = 0; i < n; i++) {
+		ng_jw_obj(w);
+		ng_jw_kstr(w, "key", taints[i].key);
+		if (taints[i].value)
+			ng_jw_kstr(w, "value", taints[i].value);
+		ng_jw_kstr(w, "effect", taints[i].effect);
+		ng_jw_obj_end(w);
+	}
+	ng_jw_arr_end(w);
+	ng_jw_obj_end(w);
+}
+
+const char *kube_json_patch_body(const struct kube_json_patch *cp, size_t *ret_len)
+{
+	struct kube_json_patch *p = (struct kube_json_patch *)(uintptr_t)cp;
+	if (p->w.st != NG_OK || p->w.depth != 1)
+		return NULL;
+	free(p->text);
+	p->text = malloc(p->b.len + 2);
+	if (!p->text)
+		return NULL;
+	memcpy(p->text, p->b.data, p->b.len);
+	p->text[p->b.len] = ']';
+	p->text[p->b.len + 1] = '\0';
+	if (ret_len)
+		*ret_len = p->b.len + 1;
+	return p->text;
+}
+
+void kube_apply_json_patch(struct kube_client *c, const struct kube_ref *ref,
+			   const struct kube_json_patch *p, struct kube_write_result *ret)
+{
+	size_t len = 0;
+	const char *text = kube_json_patch_body(p, &len);
+	struct ng_buf b = {(char *)(uintptr_t)text, len, len, len};
+	send_write(c, "PATCH", ref, NULL, "application/json-patch+json", text ? NG_OK : NG_ENOMEM,
+		   &b, ret);
+}
+
+void kube_write_log(const char *component, const char *what, const struct kube_ref *ref,
+		    const struct kube_write_result *r)
+{
+	struct ng_logline l;
+	if (r->outcome == KUBE_WRITE_OK || !ng_log_begin(&l, NG_LOG_WARN, component, what))
+		return;
+	ng_log_str(&l, "kind", kube_kind_name(ref->kind));
+	if (ref->ns)
+		ng_log_str(&l, "ns", ref->ns);
+	ng_log_str(&l, "name", ref->name ? ref->name : "");
+	ng_log_str(&l, "outcome", kube_write_outcome_str(r->outcome));
+	ng_log_i64(&l, "http", r->http);
+	ng_log_str(&l, "err", r->err.msg);
+	ng_log_end(&l);
+}

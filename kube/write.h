@@ -1,0 +1,169 @@
+/* The API-write toolkit: every write a controller makes to the API server, built and classified
+ * in one place, so no controller concatenates JSON or reads HTTP codes itself (STYLE.md B15).
+ *
+ * - Objects are named by a struct kube_ref (kind, namespace, name); the toolkit knows each
+ *   kind's path.
+ * - Conditional writes carry the resourceVersion they were decided on: a merge patch puts it
+ *   in metadata.resourceVersion, a JSON patch starts with a "test" of it. Another writer's
+ *   change in between makes the API server answer 409, which comes back as KUBE_WRITE_CONFLICT
+ *   ("read again and decide again"); a 404 is KUBE_WRITE_GONE ("forget it").
+ * - Bodies are written with the JSON writer of common/jw.h into buffers the toolkit owns.
+ *
+ * Threads: each call uses the caller's kube_client, so the thread that owns that client. All
+ * pointers passed in are borrowed for the call only. Nothing here logs: the result says what
+ * happened and kube_write_log() writes the one line a failure deserves. */
+#ifndef NG_KUBE_WRITE_H
+#define NG_KUBE_WRITE_H
+
+#include "common/status.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct kube_client;
+struct ng_jw;
+
+/* The kinds nodegate writes. */
+enum kube_kind {
+	KUBE_KIND_NODE,
+	KUBE_KIND_POD,
+	KUBE_KIND_EVENT,
+	KUBE_KIND_LEASE,
+	KUBE_KIND_ND,  /* NodeDisruption */
+	KUBE_KIND_NDB, /* NodeDisruptionBudget */
+	KUBE_KIND_ADB, /* ApplicationDisruptionBudget */
+	KUBE_KIND_NGC, /* NodeGateConfig */
+	KUBE_KIND_COUNT,
+};
+
+/** The kind's name as objects spell it ("NodeDisruption"). */
+const char *kube_kind_name(enum kube_kind k);
+
+/* An object, or with name NULL its collection. ns is NULL for cluster-scoped kinds. */
+struct kube_ref {
+	enum kube_kind kind;
+	const char *ns, *name;
+};
+
+enum kube_write_outcome {
+	KUBE_WRITE_OK,       /* 2xx */
+	KUBE_WRITE_CONFLICT, /* 409: changed meanwhile (or, for a create, already exists) */
+	KUBE_WRITE_GONE,     /* 404 */
+	KUBE_WRITE_REFUSED,  /* another 4xx: the API server or a webhook said no */
+	KUBE_WRITE_FAILED,   /* no answer, 5xx, or the body could not be built */
+};
+
+struct kube_write_result {
+	enum kube_write_outcome outcome;
+	long http;         /* 0 without an answer */
+	struct ng_err err; /* why, when not OK: curl's text or the start of the answer */
+};
+
+/** "ok", "conflict", "gone", "refused", "failed": for logs and metric labels. */
+const char *kube_write_outcome_str(enum kube_write_outcome o);
+
+/* One bound for every write: the API server answers in milliseconds; 10 s bounds a stuck one. */
+#define KUBE_WRITE_TIMEOUT_MS 10000
+
+/**
+ * The path of @ref (with "/" @sub appended when not NULL, e.g. "status") into @out (@cap
+ * bytes). NG_ELIMIT when it does not fit, NG_EINVAL for a namespaced kind without namespace.
+ */
+NG_NODISCARD ng_status kube_ref_path(const struct kube_ref *ref, const char *sub, char *out,
+				     size_t cap);
+
+/**
+ * A body writer: called with a JSON writer positioned where the caller's part goes (inside an
+ * object for status and object bodies). @ctx is the caller's.
+ */
+typedef void (*kube_body_fn)(struct ng_jw *w, void *ctx);
+
+/**
+ * Merge patch of @ref's status subresource: {"metadata":{"resourceVersion":@rv},"status":{…}}
+ * with @fn writing the members of status. @rv NULL: unconditional (budget status, which only
+ * nodegate writes). Returns the outcome in @ret (never fails otherwise).
+ */
+void kube_patch_status(struct kube_client *c, const struct kube_ref *ref, const char *rv,
+		       kube_body_fn fn, void *ctx, struct kube_write_result *ret);
+
+/**
+ * Sets metadata.finalizers to @current (@n strings) with @fin added (@present) or removed, as a
+ * merge patch carrying @rv: another writer's change in between is a 409. No request when the
+ * list would not change (outcome OK, http 0).
+ */
+void kube_set_finalizer(struct kube_client *c, const struct kube_ref *ref, const char *rv,
+			const char *const *current, size_t n, const char *fin, bool present,
+			struct kube_write_result *ret);
+
+/* A core/v1 Event (DESIGN.md §9). */
+struct kube_event {
+	struct kube_ref about; /* the involved object */
+	const char *reason;    /* CamelCase: "Granted", "HookFailed" */
+	const char *type;      /* "Normal" or "Warning" */
+	const char *message;
+	const char *instance; /* reportingInstance: this replica */
+	int64_t now_wall_ms;
+};
+
+/**
+ * Creates @ev in the involved object's namespace ("default" for cluster-scoped objects), named
+ * after the object with a unique suffix.
+ */
+void kube_create_event(struct kube_client *c, const struct kube_event *ev,
+		       struct kube_write_result *ret);
+
+/**
+ * POST of a new object into @collection (name NULL): @fn writes the members of the object
+ * (apiVersion, kind, metadata, spec). An existing name comes back as KUBE_WRITE_CONFLICT.
+ */
+void kube_create(struct kube_client *c, const struct kube_ref *collection, kube_body_fn fn,
+		 void *ctx, struct kube_write_result *ret);
+
+/* A JSON patch (RFC 6902) under construction: labels, annotations, taints, unschedulable.
+ * Operations are appended in order. The precondition is a first "replace" of
+ * /metadata/resourceVersion with the version the change was decided on: the API server treats a
+ * resourceVersion in the patched object as a precondition and answers 409 when it is stale.
+ * Keys are escaped as JSON pointers (~0, ~1) here. */
+struct kube_json_patch;
+
+/**
+ * Starts a patch conditional on @rv (NULL: unconditional). NULL on OOM. Free with
+ * kube_json_patch_destroy(), which accepts NULL.
+ */
+struct kube_json_patch *kube_json_patch_create(const char *rv);
+void kube_json_patch_destroy(struct kube_json_patch *p);
+/**
+ * metadata.labels[@key] = @value, or removed when @value is NULL (the key must exist then).
+ * @map_exists: whether the object has a labels map now (JSON patch cannot add into a missing
+ * one, so the map is added whole).
+ */
+void kube_json_patch_label(struct kube_json_patch *p, const char *key, const char *value,
+			   bool map_exists);
+/** metadata.annotations[@key], as kube_json_patch_label(). */
+void kube_json_patch_annotation(struct kube_json_patch *p, const char *key, const char *value,
+				bool map_exists);
+/** A Node's spec.unschedulable. */
+void kube_json_patch_unschedulable(struct kube_json_patch *p, bool on);
+
+struct kube_taint_spec {
+	const char *key, *value, *effect; /* value may be NULL */
+};
+/** A Node's spec.taints replaced by @taints (@n; 0 removes the field). */
+void kube_json_patch_taints(struct kube_json_patch *p, const struct kube_taint_spec *taints,
+			    size_t n);
+/** The patch so far as JSON (borrowed until the next change). NULL after an error. */
+const char *kube_json_patch_body(const struct kube_json_patch *p, size_t *ret_len);
+
+/** Sends @p to @ref (application/json-patch+json). A stale precondition is CONFLICT. */
+void kube_apply_json_patch(struct kube_client *c, const struct kube_ref *ref,
+			   const struct kube_json_patch *p, struct kube_write_result *ret);
+
+/**
+ * One warn line for a failed write (component @component, message @what, the object, the
+ * outcome, http, err). Nothing for OK. Any thread.
+ */
+void kube_write_log(const char *component, const char *what, const struct kube_ref *ref,
+		    const struct kube_write_result *r);
+
+#endif

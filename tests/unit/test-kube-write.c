@@ -1,0 +1,211 @@
+/* kube/write: the bodies the toolkit sends, the preconditions they carry, and how answers are
+ * classified — through a kube_client whose transport is the in-memory fake API server. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "common/jw.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "kube/write.h"
+#include "tests/support/fake-api.h"
+
+#include <string.h>
+
+struct fx {
+	struct fake_api api;
+	struct kube_client *c;
+};
+
+static int setup(void **state)
+{
+	static struct fx fx;
+	fake_api_init(&fx.api);
+	struct kube_config cfg = {.server = (char *)"https://127.0.0.1:1"};
+	fx.c = kube_client_create(&cfg);
+	assert_non_null(fx.c);
+	kube_client_set_transport(fx.c, &fx.api.transport);
+	*state = &fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *fx = *state;
+	kube_client_destroy(fx->c);
+	fake_api_finish(&fx->api);
+	return 0;
+}
+
+static void granted(struct ng_jw *w, void *ctx)
+{
+	ng_jw_kstr(w, "state", ctx);
+}
+
+static void test_status_patch_carries_the_resource_version(void **state)
+{
+	struct fx *fx = *state;
+	struct kube_write_result r;
+	const struct kube_ref nd = {KUBE_KIND_ND, NULL, "maint-1"};
+	kube_patch_status(fx->c, &nd, "42", granted, (void *)"Granted", &r);
+	assert_int_equal(r.outcome, KUBE_WRITE_OK);
+	assert_int_equal(r.http, 200);
+	const struct fake_api_request *q = fake_api_find(&fx->api, "PATCH", NULL, 0);
+	assert_non_null(q);
+	assert_string_equal(q->path, "/apis/nodegate.io/v1alpha1/nodedisruptions/maint-1/status");
+	assert_string_equal(q->content_type, "application/merge-patch+json");
+	assert_string_equal(q->body,
+			    "{\"metadata\":{\"resourceVersion\":\"42\"},\"status\":{\"state\":"
+			    "\"Granted\"}}");
+	/* Budget status is written unconditionally, in the budget's namespace. */
+	const struct kube_ref adb = {KUBE_KIND_ADB, "team-a", "db"};
+	kube_patch_status(fx->c, &adb, NULL, granted, (void *)"x", &r);
+	q = fake_api_find(&fx->api, "PATCH", "applicationdisruptionbudgets", 0);
+	assert_string_equal(
+	    q->path, "/apis/nodegate.io/v1alpha1/namespaces/team-a/applicationdisruptionbudgets/db/"
+		     "status");
+	assert_string_equal(q->body, "{\"status\":{\"state\":\"x\"}}");
+}
+
+static void test_outcomes_are_classified(void **state)
+{
+	struct fx *fx = *state;
+	static const struct {
+		long http;
+		bool fail;
+		enum kube_write_outcome want;
+	} cases[] = {
+	    {201, false, KUBE_WRITE_OK},      {409, false, KUBE_WRITE_CONFLICT},
+	    {404, false, KUBE_WRITE_GONE},    {403, false, KUBE_WRITE_REFUSED},
+	    {422, false, KUBE_WRITE_REFUSED}, {500, false, KUBE_WRITE_FAILED},
+	    {0, true, KUBE_WRITE_FAILED},
+	};
+	const struct kube_ref nd = {KUBE_KIND_ND, NULL, "x"};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		fake_api_reply(&fx->api,
+			       &(struct fake_api_reply){
+				   .http = cases[i].http,
+				   .fail = cases[i].fail,
+				   .body = "{\"message\":\"the object has been modified\"}",
+				   .times = 1});
+		struct kube_write_result r;
+		kube_patch_status(fx->c, &nd, "1", granted, (void *)"Pending", &r);
+		assert_int_equal(r.outcome, cases[i].want);
+		if (cases[i].want != KUBE_WRITE_OK && !cases[i].fail) {
+			assert_int_equal(r.http, cases[i].http);
+			assert_non_null(strstr(r.err.msg, "the object has been modified"));
+		}
+		if (cases[i].fail)
+			assert_int_equal(r.http, 0);
+	}
+}
+
+static void test_finalizer_add_remove_and_noop(void **state)
+{
+	struct fx *fx = *state;
+	struct kube_write_result r;
+	const struct kube_ref nd = {KUBE_KIND_ND, NULL, "maint-1"};
+	const char *const current[] = {"other.io/keep"};
+	kube_set_finalizer(fx->c, &nd, "7", current, 1, "nodegate.io/gate", true, &r);
+	assert_int_equal(r.outcome, KUBE_WRITE_OK);
+	const struct fake_api_request *q = fake_api_find(&fx->api, "PATCH", NULL, 0);
+	assert_string_equal(q->path, "/apis/nodegate.io/v1alpha1/nodedisruptions/maint-1");
+	assert_string_equal(q->body, "{\"metadata\":{\"resourceVersion\":\"7\",\"finalizers\":["
+				     "\"other.io/keep\",\"nodegate.io/gate\"]}}");
+	const char *const both[] = {"nodegate.io/gate", "other.io/keep"};
+	kube_set_finalizer(fx->c, &nd, "8", both, 2, "nodegate.io/gate", false, &r);
+	q = fake_api_find(&fx->api, "PATCH", NULL, 1);
+	assert_string_equal(q->body, "{\"metadata\":{\"resourceVersion\":\"8\",\"finalizers\":["
+				     "\"other.io/keep\"]}}");
+	/* Already as wanted: no request at all. */
+	size_t before = fx->api.nreqs;
+	kube_set_finalizer(fx->c, &nd, "9", both, 2, "nodegate.io/gate", true, &r);
+	assert_int_equal(r.outcome, KUBE_WRITE_OK);
+	assert_int_equal(fx->api.nreqs, before);
+}
+
+static void test_event_names_its_object(void **state)
+{
+	struct fx *fx = *state;
+	struct kube_write_result r;
+	struct kube_event ev = {{KUBE_KIND_ADB, "team-a", "db"}, "HookFailed", "Warning",
+				"NodeDisruption m: \"lagging\"", "pod-1_abc",  1764000000000};
+	kube_create_event(fx->c, &ev, &r);
+	const struct fake_api_request *q = fake_api_find(&fx->api, "POST", NULL, 0);
+	assert_string_equal(q->path, "/api/v1/namespaces/team-a/events");
+	assert_non_null(strstr(q->body, "\"involvedObject\":{\"apiVersion\":\"nodegate.io/"
+					"v1alpha1\",\"kind\":\"ApplicationDisruptionBudget\","
+					"\"namespace\":\"team-a\",\"name\":\"db\"}"));
+	assert_non_null(strstr(q->body, "\"message\":\"NodeDisruption m: \\\"lagging\\\"\""));
+	assert_non_null(strstr(q->body, "\"reportingInstance\":\"pod-1_abc\""));
+	assert_non_null(strstr(q->body, "\"lastTimestamp\":\"2025-11-24T16:00:00Z\""));
+	/* Cluster-scoped objects' events live in "default", without a namespace of their own. */
+	struct kube_event ev2 = {{KUBE_KIND_ND, NULL, "m"}, "Granted", "Normal", "ok", NULL, 0};
+	kube_create_event(fx->c, &ev2, &r);
+	q = fake_api_find(&fx->api, "POST", NULL, 1);
+	assert_string_equal(q->path, "/api/v1/namespaces/default/events");
+	assert_non_null(strstr(q->body, "\"involvedObject\":{\"apiVersion\":\"nodegate.io/"
+					"v1alpha1\",\"kind\":\"NodeDisruption\",\"name\":\"m\"}"));
+}
+
+static void test_json_patch_escapes_keys_and_sets_precondition(void **state)
+{
+	struct fx *fx = *state;
+	struct kube_json_patch *p = kube_json_patch_create("11");
+	kube_json_patch_annotation(p, "nodegate.io/was-unschedulable", "false", true);
+	kube_json_patch_label(p, "a~b/c", NULL, true);
+	kube_json_patch_label(p, "x", "y", false);
+	kube_json_patch_unschedulable(p, true);
+	const struct kube_taint_spec t[] = {{"nodegate.io/drain", NULL, "NoSchedule"}};
+	kube_json_patch_taints(p, t, 1);
+	struct kube_write_result r;
+	const struct kube_ref node = {KUBE_KIND_NODE, NULL, "node1"};
+	kube_apply_json_patch(fx->c, &node, p, &r);
+	assert_int_equal(r.outcome, KUBE_WRITE_OK);
+	const struct fake_api_request *q = fake_api_find(&fx->api, "PATCH", NULL, 0);
+	assert_string_equal(q->path, "/api/v1/nodes/node1");
+	assert_string_equal(q->content_type, "application/json-patch+json");
+	assert_string_equal(
+	    q->body,
+	    "[{\"op\":\"replace\",\"path\":\"/metadata/resourceVersion\",\"value\":\"11\"},"
+	    "{\"op\":\"add\",\"path\":\"/metadata/annotations/nodegate.io~1was-unschedulable\","
+	    "\"value\":\"false\"},"
+	    "{\"op\":\"remove\",\"path\":\"/metadata/labels/a~0b~1c\"},"
+	    "{\"op\":\"add\",\"path\":\"/metadata/labels\",\"value\":{\"x\":\"y\"}},"
+	    "{\"op\":\"add\",\"path\":\"/spec/unschedulable\",\"value\":true},"
+	    "{\"op\":\"add\",\"path\":\"/spec/taints\",\"value\":[{\"key\":\"nodegate.io/drain\","
+	    "\"effect\":\"NoSchedule\"}]}]");
+	kube_json_patch_destroy(p);
+	kube_json_patch_destroy(NULL);
+}
+
+static void test_paths(void **state)
+{
+	char path[64];
+	const struct kube_ref pods = {KUBE_KIND_POD, "default", NULL};
+	assert_int_equal(kube_ref_path(&pods, NULL, path, sizeof(path)), NG_OK);
+	assert_string_equal(path, "/api/v1/namespaces/default/pods");
+	const struct kube_ref ev = {KUBE_KIND_POD, "default", "web-1"};
+	assert_int_equal(kube_ref_path(&ev, "eviction", path, sizeof(path)), NG_OK);
+	assert_string_equal(path, "/api/v1/namespaces/default/pods/web-1/eviction");
+	const struct kube_ref no_ns = {KUBE_KIND_ADB, NULL, "db"};
+	assert_int_equal(kube_ref_path(&no_ns, NULL, path, sizeof(path)), NG_EINVAL);
+	const struct kube_ref lease = {KUBE_KIND_LEASE, "nodegate", "a-very-long-lease-name-x"};
+	assert_int_equal(kube_ref_path(&lease, NULL, path, 32), NG_ELIMIT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_status_patch_carries_the_resource_version, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_outcomes_are_classified, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_finalizer_add_remove_and_noop, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_event_names_its_object, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_json_patch_escapes_keys_and_sets_precondition,
+					    setup, teardown),
+	    cmocka_unit_test(test_paths),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
