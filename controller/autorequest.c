@@ -4,8 +4,10 @@
 #include "common/buf.h"
 #include "common/intern.h"
 #include "common/log.h"
-#include "kube/client.h"
+#include "common/jw.h"
 #include "kube/kube.h"
+#include "kube/runtime.h"
+#include "kube/write.h"
 #include "policy/policy.h"
 
 #include <pthread.h>
@@ -17,7 +19,6 @@
 /* Denied evictions come in bursts (a drain retries every pod every few seconds); each node
  * needs one request. 256 distinct nodes waiting is far beyond a burst. */
 #define QUEUE_CAP 256
-#define WRITE_TIMEOUT_MS 10000
 
 struct item {
 	char node[254];
@@ -29,12 +30,8 @@ static const char *const result_names[R_COUNT] = {"created", "exists", "dropped"
 
 struct autoreq {
 	struct autoreq_config cfg;
-	struct kube_client *client;
-	pthread_t thread;
-	bool started;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool stop;
+	struct kube_runtime *rt;
+	pthread_mutex_t mu; /* guards the queue: submitted by admission threads */
 	struct item q[QUEUE_CAP];
 	size_t head, n;
 	_Atomic uint64_t counts[R_COUNT];
@@ -62,9 +59,10 @@ void autoreq_submit(struct autoreq *a, const char *node, const char *user)
 		struct item *it = &a->q[(a->head + a->n++) % QUEUE_CAP];
 		ng_fmt(it->node, sizeof(it->node), "%s", node);
 		ng_fmt(it->user, sizeof(it->user), "%s", user ? user : "");
-		pthread_cond_signal(&a->cv);
 	}
 	pthread_mutex_unlock(&a->mu);
+	if (!queued)
+		kube_runtime_wake(a->rt);
 }
 
 /* Whether a request that is not Rejected already names or selects @node, or the request this
@@ -116,6 +114,44 @@ static void requestor_of(const char *user, char *out, size_t cap)
 		ng_fmt(out, cap, "unknown");
 }
 
+struct request_body {
+	const struct item *it;
+	const char *name, *requestor;
+};
+
+/* The Pending NodeDisruption of a denied eviction's node, on the evicting user's behalf. */
+static void request_body(struct ng_jw *w, void *ctx)
+{
+	const struct request_body *rb = ctx;
+	ng_jw_kstr(w, "apiVersion", "nodegate.io/v1alpha1");
+	ng_jw_kstr(w, "kind", "NodeDisruption");
+	ng_jw_key(w, "metadata");
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "name", rb->name);
+	ng_jw_key(w, "labels");
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "nodegate.io/auto-request", "true");
+	ng_jw_obj_end(w);
+	ng_jw_key(w, "annotations");
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "nodegate.io/requested-by", rb->it->user);
+	ng_jw_obj_end(w);
+	ng_jw_obj_end(w);
+	ng_jw_key(w, "spec");
+	ng_jw_obj(w);
+	ng_jw_key(w, "nodeNames");
+	ng_jw_arr(w);
+	ng_jw_str(w, rb->it->node);
+	ng_jw_arr_end(w);
+	ng_jw_kstr(w, "requestor", rb->requestor);
+	ng_jw_kstr(w, "type", "eviction");
+	ng_jw_key(w, "retry");
+	ng_jw_obj(w);
+	ng_jw_kbool(w, "enabled", true);
+	ng_jw_obj_end(w);
+	ng_jw_obj_end(w);
+}
+
 static void create(struct autoreq *a, const struct item *it)
 {
 	char name[254], requestor[254];
@@ -128,31 +164,14 @@ static void create(struct autoreq *a, const struct item *it)
 		return;
 	}
 	requestor_of(it->user, requestor, sizeof(requestor));
-	struct ng_buf b, out;
-	ng_buf_init(&b, 8192);
-	ng_buf_init(&out, 1u << 20);
-	ng_status st = ng_buf_puts(&b, "{\"apiVersion\":\"nodegate.io/v1alpha1\",\"kind\":"
-				       "\"NodeDisruption\",\"metadata\":{\"name\":");
-	st = st ? st : ng_buf_json_str(&b, name, strlen(name));
-	st = st ? st
-		: ng_buf_puts(&b, ",\"labels\":{\"nodegate.io/auto-request\":\"true\"},"
-				  "\"annotations\":{\"nodegate.io/requested-by\":");
-	st = st ? st : ng_buf_json_str(&b, it->user, strlen(it->user));
-	st = st ? st : ng_buf_puts(&b, "}},\"spec\":{\"nodeNames\":[");
-	st = st ? st : ng_buf_json_str(&b, it->node, strlen(it->node));
-	st = st ? st : ng_buf_puts(&b, "],\"requestor\":");
-	st = st ? st : ng_buf_json_str(&b, requestor, strlen(requestor));
-	st = st ? st : ng_buf_puts(&b, ",\"type\":\"eviction\",\"retry\":{\"enabled\":true}}}");
-	long http = 0;
-	struct ng_err err = {0};
-	if (st == NG_OK)
-		st = kube_client_request(a->client, "POST",
-					 "/apis/nodegate.io/v1alpha1/nodedisruptions",
-					 "application/json", b.data, b.len, WRITE_TIMEOUT_MS,
-					 1u << 20, &out, &http, &err);
-	enum result r = st == NG_OK && http == 201   ? R_CREATED
-			: st == NG_OK && http == 409 ? R_EXISTS /* another replica was first */
-						     : R_ERROR;
+	struct request_body rb = {it, name, requestor};
+	struct kube_write_result wr;
+	const struct kube_ref nds = {KUBE_KIND_ND, NULL, NULL};
+	kube_create(kube_runtime_client(a->rt), &nds, request_body, &rb, &wr);
+	enum result r = wr.outcome == KUBE_WRITE_OK ? R_CREATED
+			: wr.outcome == KUBE_WRITE_CONFLICT
+			    ? R_EXISTS /* another replica was first */
+			    : R_ERROR;
 	count(a, r);
 	struct ng_logline l;
 	if (r != R_EXISTS &&
@@ -163,34 +182,32 @@ static void create(struct autoreq *a, const struct item *it)
 		ng_log_str(&l, "node", it->node);
 		ng_log_str(&l, "user", it->user);
 		if (r == R_ERROR) {
-			ng_log_i64(&l, "http", http);
-			ng_log_str(&l, "err", st == NG_OK ? (out.data ? out.data : "") : err.msg);
+			ng_log_i64(&l, "http", wr.http);
+			ng_log_str(&l, "err", wr.err.msg);
 		}
 		ng_log_end(&l);
 	}
-	ng_buf_finish(&b);
-	ng_buf_finish(&out);
 }
 
-static void *run(void *arg)
+/* One request per step: the oldest queued node. */
+static int64_t step(struct kube_runtime *rt, void *ctx)
 {
-	struct autoreq *a = arg;
+	struct autoreq *a = ctx;
 	pthread_mutex_lock(&a->mu);
-	while (!a->stop) {
-		if (a->n == 0) {
-			pthread_cond_wait(&a->cv, &a->mu);
-			continue;
-		}
-		struct item it = a->q[a->head];
+	if (a->n == 0) {
 		pthread_mutex_unlock(&a->mu);
-		create(a, &it);
-		pthread_mutex_lock(&a->mu);
-		/* Dequeued only now: a node being requested is not queued again meanwhile. */
-		a->head = (a->head + 1) % QUEUE_CAP;
-		a->n--;
+		return KUBE_RUNTIME_IDLE;
 	}
+	struct item it = a->q[a->head];
 	pthread_mutex_unlock(&a->mu);
-	return NULL;
+	create(a, &it);
+	pthread_mutex_lock(&a->mu);
+	/* Dequeued only now: a node being requested is not queued again meanwhile. */
+	a->head = (a->head + 1) % QUEUE_CAP;
+	a->n--;
+	bool more = a->n > 0;
+	pthread_mutex_unlock(&a->mu);
+	return more ? KUBE_RUNTIME_AGAIN : KUBE_RUNTIME_IDLE;
 }
 
 struct autoreq *autoreq_start(const struct autoreq_config *cfg, struct ng_err *reterr)
@@ -202,19 +219,13 @@ struct autoreq *autoreq_start(const struct autoreq_config *cfg, struct ng_err *r
 	}
 	a->cfg = *cfg;
 	pthread_mutex_init(&a->mu, NULL);
-	pthread_cond_init(&a->cv, NULL);
-	a->client = kube_client_create(cfg->kube);
-	if (!a->client) {
-		(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	const struct kube_runtime_config rc = {
+	    .name = "autorequest", .kube = cfg->kube, .step = step, .ctx = a};
+	a->rt = kube_runtime_create(&rc, reterr);
+	if (!a->rt || kube_runtime_start(a->rt, reterr) != NG_OK) {
 		autoreq_stop(a);
 		return NULL;
 	}
-	if (pthread_create(&a->thread, NULL, run, a) != 0) {
-		(void)ng_err_set(reterr, NG_EIO, 0, "cannot start the autoRequest thread");
-		autoreq_stop(a);
-		return NULL;
-	}
-	a->started = true;
 	return a;
 }
 
@@ -235,14 +246,7 @@ void autoreq_stop(struct autoreq *a)
 {
 	if (!a)
 		return;
-	pthread_mutex_lock(&a->mu);
-	a->stop = true;
-	pthread_cond_signal(&a->cv);
-	pthread_mutex_unlock(&a->mu);
-	if (a->started)
-		(void)pthread_join(a->thread, NULL);
-	kube_client_destroy(a->client);
-	pthread_cond_destroy(&a->cv);
+	kube_runtime_destroy(a->rt);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
 }

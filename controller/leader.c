@@ -1,15 +1,15 @@
 #include "controller/leader.h"
 
 #include "common/alloc.h"
+#include "common/backoff.h"
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/json.h"
+#include "common/jw.h"
 #include "common/log.h"
 #include "kube/client.h"
+#include "kube/runtime.h"
 
-#include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +32,10 @@
 /* "2006-01-02T15:04:05.000000Z" plus the NUL (MicroTime, apimachinery micro_time.go). */
 #define MICRO_TIME_BYTES 28
 
-/* client-go's JitterFactor for the acquire loop: the wait is retry_period x [1, 2.2). Expressed
+/* client-go's JitterFactor for the acquire loop: the wait is retry_period x [1, 2.2]. Expressed
  * in tenths to stay in integers. */
 #define JITTER_TENTHS 12
+#define JITTER_PCT (JITTER_TENTHS * 10)
 
 /* The observed Lease spec: what client-go calls the LeaderElectionRecord. Strings are owned
  * (malloc'd); absent optional fields are NULL, an absent holder is "". */
@@ -61,25 +62,22 @@ struct leader {
 	char *path;            /* /apis/coordination.k8s.io/v1/namespaces/NS/leases/NAME */
 	char *collection_path; /* the same without /NAME, for the create */
 	int64_t lease_ms, renew_ms, retry_ms, request_ms;
-	pthread_t thread;
+	struct kube_runtime *rt; /* the election thread: stop, wake and the client */
 
-	/* Shared: stop request (behind mu) and the published state (atomics). */
-	pthread_mutex_t mu;
-	pthread_cond_t cv; /* signalled by leader_stop(); waits use CLOCK_MONOTONIC */
-	bool stopping;
+	/* Shared: the published state (atomics). */
 	atomic_bool leading;
 	_Atomic uint64_t term;
 
 	/* Election thread only. */
-	struct kube_client *kc;
-	struct ng_buf resp; /* the last response body */
-	bool is_leader;     /* the thread's own view; published to .leading */
-	struct record obs;  /* the last Lease spec seen or written */
+	struct kube_client *kc; /* the runtime's */
+	struct ng_buf resp;     /* the last response body */
+	bool is_leader;         /* the thread's own view; published to .leading */
+	struct record obs;      /* the last Lease spec seen or written */
 	bool have_obs;
 	char *obs_meta;        /* its metadata as JSON (with resourceVersion); NULL = must GET */
 	int64_t obs_mono_us;   /* local time obs last changed: validity starts here */
 	int64_t last_renew_us; /* start of the last successful round while leading */
-	uint64_t rng;
+	struct ng_rng rng;     /* seeded with the identity: candidates drift apart */
 };
 
 static ng_status str_dup(const char *s, char **ret)
@@ -212,34 +210,33 @@ out:
 static ng_status lease_encode(const struct leader *l, const char *meta, const struct record *r,
 			      struct ng_buf *out)
 {
-	struct ng_buf *b = out;
-	ng_status st =
-	    ng_buf_puts(b, "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
-			   "\"metadata\":");
-	if (st == NG_OK && meta) {
-		st = ng_buf_puts(b, meta);
-	} else if (st == NG_OK) {
-		if ((st = ng_buf_puts(b, "{\"name\":")) == NG_OK &&
-		    (st = ng_buf_json_str(b, l->name, strlen(l->name))) == NG_OK &&
-		    (st = ng_buf_puts(b, ",\"namespace\":")) == NG_OK &&
-		    (st = ng_buf_json_str(b, l->ns, strlen(l->ns))) == NG_OK)
-			st = ng_buf_puts(b, "}");
+	struct ng_jw w;
+	ng_jw_init(&w, out);
+	ng_jw_obj(&w);
+	ng_jw_kstr(&w, "apiVersion", "coordination.k8s.io/v1");
+	ng_jw_kstr(&w, "kind", "Lease");
+	ng_jw_key(&w, "metadata");
+	if (meta) {
+		ng_jw_raw(&w, meta, strlen(meta)); /* as read: resourceVersion included */
+	} else {
+		ng_jw_obj(&w);
+		ng_jw_kstr(&w, "name", l->name);
+		ng_jw_kstr(&w, "namespace", l->ns);
+		ng_jw_obj_end(&w);
 	}
-	if (st == NG_OK && (st = ng_buf_puts(b, ",\"spec\":{\"holderIdentity\":")) == NG_OK &&
-	    (st = ng_buf_json_str(b, r->holder, strlen(r->holder))) == NG_OK)
-		st = ng_buf_printf(b, ",\"leaseDurationSeconds\":%lld,\"leaseTransitions\":%lld",
-				   (long long)r->duration_s, (long long)r->transitions);
+	ng_jw_key(&w, "spec");
+	ng_jw_obj(&w);
+	ng_jw_kstr(&w, "holderIdentity", r->holder);
+	ng_jw_ki64(&w, "leaseDurationSeconds", r->duration_s);
+	ng_jw_ki64(&w, "leaseTransitions", r->transitions);
 	const char *keys[] = {"acquireTime", "renewTime", "strategy", "preferredHolder"};
 	const char *vals[] = {r->acquire_time, r->renew_time, r->strategy, r->preferred_holder};
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && st == NG_OK; i++) {
-		if (!vals[i])
-			continue;
-		if ((st = ng_buf_printf(b, ",\"%s\":", keys[i])) == NG_OK)
-			st = ng_buf_json_str(b, vals[i], strlen(vals[i]));
-	}
-	if (st == NG_OK)
-		st = ng_buf_puts(b, "}}");
-	return st;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (vals[i])
+			ng_jw_kstr(&w, keys[i], vals[i]);
+	ng_jw_obj_end(&w);
+	ng_jw_obj_end(&w);
+	return ng_jw_finish(&w);
 }
 
 /* Detail for a non-2xx answer: the Status message when the body is one. */
@@ -380,10 +377,7 @@ static ng_status read_lease(struct leader *l, int64_t timeout_ms, struct ng_err 
 
 static bool stop_requested(struct leader *l)
 {
-	pthread_mutex_lock(&l->mu);
-	bool s = l->stopping;
-	pthread_mutex_unlock(&l->mu);
-	return s;
+	return kube_runtime_stopping(l->rt);
 }
 
 /* The timeout for the round's next request: the request bound, cut at @deadline_us (monotonic)
@@ -503,35 +497,10 @@ static void lose(struct leader *l, const char *reason)
 	log_state(l, NG_LOG_INFO, "leadership lost", reason);
 }
 
-/* Waits until @deadline_us (monotonic) or a stop request. Returns true when stopping. */
-static bool wait_until(struct leader *l, int64_t deadline_us)
-{
-	struct timespec ts = {.tv_sec = (time_t)(deadline_us / 1000000),
-			      .tv_nsec = (long)(deadline_us % 1000000) * 1000};
-	pthread_mutex_lock(&l->mu);
-	while (!l->stopping) {
-		if (pthread_cond_timedwait(&l->cv, &l->mu, &ts) == ETIMEDOUT)
-			break;
-	}
-	bool stopping = l->stopping;
-	pthread_mutex_unlock(&l->mu);
-	return stopping;
-}
-
-/* xorshift64*: jitter only needs to decorrelate candidates, not to be unpredictable. */
-static uint64_t next_rand(struct leader *l)
-{
-	l->rng ^= l->rng >> 12;
-	l->rng ^= l->rng << 25;
-	l->rng ^= l->rng >> 27;
-	return l->rng * 0x2545F4914F6CDD1Dull;
-}
-
-/* client-go's wait.Jitter(retry, 1.2): retry + [0, 1.2 x retry). */
+/* client-go's wait.Jitter(retry, 1.2): retry + [0, 1.2 x retry]. */
 static int64_t jittered(struct leader *l, int64_t ms)
 {
-	uint64_t extra = (uint64_t)ms * JITTER_TENTHS / 10;
-	return ms + (int64_t)(extra ? next_rand(l) % extra : 0);
+	return ng_jitter_ms(&l->rng, ms, 0, JITTER_PCT);
 }
 
 /* client-go's release(): re-read, and if the lease is still ours write it back with no holder
@@ -569,72 +538,70 @@ static void release(struct leader *l)
 	log_state(l, NG_LOG_WARN, "lease release failed", err.msg);
 }
 
-static void *run(void *arg)
+static void log_round(struct leader *l, enum round r, const struct ng_err *err)
 {
-	struct leader *l = arg;
-	while (!stop_requested(l)) {
-		int64_t t0 = ng_now_mono_us();
-		/* A leader's requests must not outlive its renew deadline: past it, it is no
-		 * longer leader whatever the answer. */
-		int64_t deadline_us = INT64_MAX;
-		if (l->is_leader) {
-			deadline_us = l->last_renew_us + l->renew_ms * 1000;
-			if (deadline_us <= t0) {
-				lose(l, "no successful renewal within the renew deadline");
-				continue;
-			}
-		}
-		struct ng_err err = {0};
-		enum round r = try_acquire_or_renew(l, deadline_us, &err);
-		struct ng_logline ll;
-		switch (r) {
-		case ROUND_OK:
-			l->last_renew_us = t0;
-			if (!l->is_leader)
-				gain(l);
-			break;
-		case ROUND_HELD:
-			/* Only if someone wrote over our lease: stop at once rather than
-			 * wait for the deadline. */
-			if (l->is_leader)
-				lose(l, "the lease has another holder");
-			break;
-		case ROUND_CONFLICT:
-			if (ng_log_begin(&ll, NG_LOG_INFO, "leader", "lease write conflict")) {
-				ng_log_str(&ll, "name", l->name);
-				ng_log_str(&ll, "err", err.msg);
-				ng_log_end(&ll);
-			}
-			break;
-		case ROUND_ERROR:
-			if (stop_requested(l)) /* the round ended early for a stop */
-				break;
-			if (ng_log_begin(&ll, NG_LOG_WARN, "leader", "lease request failed")) {
-				ng_log_str(&ll, "ns", l->ns);
-				ng_log_str(&ll, "name", l->name);
-				ng_log_str(&ll, "err", err.msg);
-				ng_log_end(&ll);
-			}
-			break;
-		}
-		int64_t now = ng_now_mono_us();
-		int64_t next = now + (l->is_leader ? l->retry_ms : jittered(l, l->retry_ms)) * 1000;
-		if (l->is_leader && r != ROUND_OK) {
-			/* Wake at the deadline to drop leadership on time. */
-			int64_t deadline = l->last_renew_us + l->renew_ms * 1000;
-			if (deadline < next)
-				next = deadline;
-		}
-		if (wait_until(l, next))
-			break;
+	struct ng_logline ll;
+	if (r == ROUND_CONFLICT &&
+	    ng_log_begin(&ll, NG_LOG_INFO, "leader", "lease write conflict")) {
+		ng_log_str(&ll, "name", l->name);
+		ng_log_str(&ll, "err", err->msg);
+		ng_log_end(&ll);
+	} else if (r == ROUND_ERROR && !stop_requested(l) /* not a round ended for a stop */ &&
+		   ng_log_begin(&ll, NG_LOG_WARN, "leader", "lease request failed")) {
+		ng_log_str(&ll, "ns", l->ns);
+		ng_log_str(&ll, "name", l->name);
+		ng_log_str(&ll, "err", err->msg);
+		ng_log_end(&ll);
 	}
+}
+
+/* One election round on the runtime's thread; returns when to run the next one. */
+static int64_t step(struct kube_runtime *rt, void *ctx)
+{
+	struct leader *l = ctx;
+	int64_t t0 = ng_now_mono_us();
+	/* A leader's requests must not outlive its renew deadline: past it, it is no longer
+	 * leader whatever the answer. */
+	int64_t deadline_us = INT64_MAX;
 	if (l->is_leader) {
-		/* Workers stop acting before the lease is handed back. */
+		deadline_us = l->last_renew_us + l->renew_ms * 1000;
+		if (deadline_us <= t0) {
+			lose(l, "no successful renewal within the renew deadline");
+			return KUBE_RUNTIME_AGAIN;
+		}
+	}
+	struct ng_err err = {0};
+	enum round r = try_acquire_or_renew(l, deadline_us, &err);
+	if (r == ROUND_OK) {
+		l->last_renew_us = t0;
+		if (!l->is_leader)
+			gain(l);
+	} else if (r == ROUND_HELD && l->is_leader) {
+		/* Only if someone wrote over our lease: stop at once rather than wait for the
+		 * deadline. */
+		lose(l, "the lease has another holder");
+	}
+	log_round(l, r, &err);
+	int64_t now = ng_now_mono_us();
+	int64_t next = now + (l->is_leader ? l->retry_ms : jittered(l, l->retry_ms)) * 1000;
+	if (l->is_leader && r != ROUND_OK) {
+		/* Wake at the deadline to drop leadership on time. */
+		int64_t deadline = l->last_renew_us + l->renew_ms * 1000;
+		if (deadline < next)
+			next = deadline;
+	}
+	return next;
+}
+
+/* On stop: workers stop acting before the lease is handed back. */
+static void finish(struct kube_runtime *rt, void *ctx)
+{
+	struct leader *l = ctx;
+	if (l->is_leader) {
 		atomic_store_explicit(&l->leading, false, memory_order_release);
 		l->is_leader = false;
 		release(l);
 	}
-	return NULL;
 }
 
 /* DNS-1123 subdomain characters: what may appear unescaped in the request path. */
@@ -712,12 +679,10 @@ static void destroy(struct leader *l)
 {
 	if (!l)
 		return;
-	kube_client_destroy(l->kc);
+	kube_runtime_destroy(l->rt);
 	ng_buf_finish(&l->resp);
 	record_finish(&l->obs);
 	cJSON_free(l->obs_meta);
-	pthread_cond_destroy(&l->cv);
-	pthread_mutex_destroy(&l->mu);
 	free(l->ns);
 	free(l->name);
 	free(l->identity);
@@ -745,42 +710,21 @@ struct leader *leader_start(const struct leader_config *cfg, struct ng_err *rete
 	atomic_init(&l->term, 0);
 	ng_buf_init(&l->resp, LEASE_MAX_RESPONSE_BYTES);
 	/* Seeded per process and identity so that candidates started together drift apart. */
-	l->rng = (uint64_t)ng_now_mono_us() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ull;
-	for (const char *p = l->identity; *p; p++)
-		l->rng = (l->rng ^ (unsigned char)*p) * 0x100000001B3ull;
-	if (!l->rng)
-		l->rng = 1;
-
-	pthread_condattr_t ca;
-	bool sync_ok = pthread_mutex_init(&l->mu, NULL) == 0;
-	if (sync_ok && pthread_condattr_init(&ca) == 0) {
-		sync_ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
-			  pthread_cond_init(&l->cv, &ca) == 0;
-		pthread_condattr_destroy(&ca);
-	} else {
-		sync_ok = false;
-	}
-	if (!l->path || !l->collection_path || !sync_ok) {
+	ng_rng_seed(&l->rng, l->identity);
+	if (!l->path || !l->collection_path) {
 		ng_err_set(reterr, NG_ENOMEM, 0, "leader: cannot allocate its state");
-		/* Both were zero-filled, and destroying an unused one is harmless on Linux. */
 		destroy(l);
 		return NULL;
 	}
-	l->kc = kube_client_create(cfg->kube);
-	if (!l->kc) {
-		ng_err_set(reterr, NG_ENOMEM, 0, "leader: cannot create the kube client");
+	const struct kube_runtime_config rc = {
+	    .name = "leader", .kube = cfg->kube, .step = step, .finish = finish, .ctx = l};
+	l->rt = kube_runtime_create(&rc, reterr);
+	if (!l->rt) {
 		destroy(l);
 		return NULL;
 	}
-
-	/* Signals belong to main's sigwait(): block them in the new thread. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&l->thread, NULL, run, l);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
-		ng_err_set(reterr, NG_EIO, 0, "leader: pthread_create failed (error %d)", rc);
+	l->kc = kube_runtime_client(l->rt);
+	if (kube_runtime_start(l->rt, reterr) != NG_OK) {
 		destroy(l);
 		return NULL;
 	}
@@ -799,12 +743,5 @@ uint64_t leader_term(const struct leader *l)
 
 void leader_stop(struct leader *l)
 {
-	if (!l)
-		return;
-	pthread_mutex_lock(&l->mu);
-	l->stopping = true;
-	pthread_cond_broadcast(&l->cv);
-	pthread_mutex_unlock(&l->mu);
-	pthread_join(l->thread, NULL);
-	destroy(l);
+	destroy(l); /* stops the runtime first: the lease is released on its thread */
 }

@@ -404,4 +404,17 @@ struct kube_snapshot *kube_store_acquire(struct kube_store *st);
 /** Number of snapshots published so far (0 = only the initial empty one). */
 uint64_t kube_store_generation(struct kube_store *st);
 
+/* Store subscribers: told after every publish (controllers wake on it instead of polling). */
+#define KUBE_STORE_MAX_SUBSCRIBERS 16
+
+/**
+ * Calls @fn(@ctx) after every kube_store_publish(), on the publishing thread, with no store
+ * lock but the subscriber list's held: @fn must be quick and must not call back into the store
+ * (a condition-variable signal). Returns a handle for kube_store_unsubscribe(), or -1 when
+ * KUBE_STORE_MAX_SUBSCRIBERS are taken. Any thread.
+ */
+int kube_store_subscribe(struct kube_store *st, void (*fn)(void *ctx), void *ctx);
+/** Removes subscriber @sub; once it returns, @fn is not running and will not be called. */
+void kube_store_unsubscribe(struct kube_store *st, int sub);
+
 #endif

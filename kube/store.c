@@ -7,6 +7,13 @@ struct kube_store {
 	pthread_mutex_t mu; /* guards current; held for one pointer copy and one increment */
 	struct kube_snapshot *current;
 	uint64_t generation;
+	/* Subscribers: their own lock, held while they are called, so unsubscribe waits for a
+	 * call in progress. Lock order: sub_mu, then whatever a subscriber takes. */
+	pthread_mutex_t sub_mu;
+	struct {
+		void (*fn)(void *ctx);
+		void *ctx;
+	} subs[KUBE_STORE_MAX_SUBSCRIBERS];
 };
 
 struct kube_store *kube_store_create(void)
@@ -20,6 +27,7 @@ struct kube_store *kube_store_create(void)
 		return NULL;
 	}
 	pthread_mutex_init(&st->mu, NULL);
+	pthread_mutex_init(&st->sub_mu, NULL);
 	return st;
 }
 
@@ -29,6 +37,7 @@ void kube_store_destroy(struct kube_store *st)
 		return;
 	kube_snapshot_release(st->current);
 	pthread_mutex_destroy(&st->mu);
+	pthread_mutex_destroy(&st->sub_mu);
 	free(st);
 }
 
@@ -40,6 +49,35 @@ void kube_store_publish(struct kube_store *st, struct kube_snapshot *next)
 	st->generation++;
 	pthread_mutex_unlock(&st->mu);
 	kube_snapshot_release(old);
+	pthread_mutex_lock(&st->sub_mu);
+	for (int i = 0; i < KUBE_STORE_MAX_SUBSCRIBERS; i++)
+		if (st->subs[i].fn)
+			st->subs[i].fn(st->subs[i].ctx);
+	pthread_mutex_unlock(&st->sub_mu);
+}
+
+int kube_store_subscribe(struct kube_store *st, void (*fn)(void *ctx), void *ctx)
+{
+	int sub = -1;
+	pthread_mutex_lock(&st->sub_mu);
+	for (int i = 0; i < KUBE_STORE_MAX_SUBSCRIBERS && sub < 0; i++)
+		if (!st->subs[i].fn) {
+			st->subs[i].fn = fn;
+			st->subs[i].ctx = ctx;
+			sub = i;
+		}
+	pthread_mutex_unlock(&st->sub_mu);
+	return sub;
+}
+
+void kube_store_unsubscribe(struct kube_store *st, int sub)
+{
+	if (sub < 0 || sub >= KUBE_STORE_MAX_SUBSCRIBERS)
+		return;
+	pthread_mutex_lock(&st->sub_mu);
+	st->subs[sub].fn = NULL;
+	st->subs[sub].ctx = NULL;
+	pthread_mutex_unlock(&st->sub_mu);
 }
 
 struct kube_snapshot *kube_store_acquire(struct kube_store *st)
