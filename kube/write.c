@@ -3,6 +3,7 @@
 
 #include "common/buf.h"
 #include "common/clock.h"
+#include "common/json.h"
 #include "common/jw.h"
 #include "common/log.h"
 #include "kube/client.h"
@@ -405,4 +406,40 @@ void kube_write_log(const char *component, const char *what, const struct kube_r
 	ng_log_i64(&l, "http", r->http);
 	ng_log_str(&l, "err", r->err.msg);
 	ng_log_end(&l);
+}
+
+ng_status kube_object_with_status_list(const char *json, size_t len, const char *field,
+				       const char *const *values, size_t n, char **ret,
+				       size_t *ret_len, struct ng_err *reterr)
+{
+	cJSON *root = NULL;
+	char *text = NULL;
+	ng_status st = ng_json_parse(json, len, NULL, &root, reterr);
+	if (st == NG_OK && !cJSON_IsObject(root))
+		st = ng_err_set(reterr, NG_EPARSE, 0, "not an object");
+	if (st != NG_OK)
+		goto out;
+	cJSON *status = cJSON_GetObjectItemCaseSensitive(root, "status");
+	if (!cJSON_IsObject(status)) {
+		cJSON_DeleteItemFromObjectCaseSensitive(root, "status");
+		status = cJSON_AddObjectToObject(root, "status");
+	}
+	cJSON *list = cJSON_CreateArray();
+	for (size_t i = 0; list && i < n; i++)
+		cJSON_AddItemToArray(list, cJSON_CreateString(values[i]));
+	if (status)
+		cJSON_DeleteItemFromObjectCaseSensitive(status, field);
+	if (status && list && cJSON_AddItemToObject(status, field, list))
+		text = cJSON_PrintUnformatted(root);
+	else
+		cJSON_Delete(list);
+	if (!text) {
+		st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		goto out;
+	}
+	*ret_len = strlen(text);
+	*ret = text;
+out:
+	cJSON_Delete(root);
+	return st;
 }

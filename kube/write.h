@@ -166,4 +166,14 @@ void kube_apply_json_patch(struct kube_client *c, const struct kube_ref *ref,
 void kube_write_log(const char *component, const char *what, const struct kube_ref *ref,
 		    const struct kube_write_result *r);
 
+/**
+ * @len bytes of an object as the API server returned it, with status.@field replaced by the
+ * strings @values (@n): the body health hooks get (the request with status.disruptedNodes
+ * filled). On success *@ret is malloc'ed JSON (caller frees with free()) of *@ret_len bytes.
+ * NG_EPARSE when @json is not an object, NG_ENOMEM.
+ */
+NG_NODISCARD ng_status kube_object_with_status_list(const char *json, size_t len, const char *field,
+						    const char *const *values, size_t n, char **ret,
+						    size_t *ret_len, struct ng_err *reterr);
+
 #endif

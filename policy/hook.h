@@ -1,11 +1,7 @@
 /* Health hooks (DESIGN.md §3.3, §4 step 8): whether an ApplicationDisruptionBudget's hook may be
- * called under NodeGateConfig's healthHooks policy, the calls themselves (all hooks of one
- * decision in parallel with curl multi, each under its own timeout, TLS verified, no redirects,
- * no proxy, the answer read up to a bound, the connected address checked against the allowed
- * CIDRs), and how their answers change a decision.
- *
- * Threads: pol_hooks_run() blocks its caller (the gate's thread, never an admission thread)
- * until every hook answered or one failed. Everything else is pure. */
+ * called under NodeGateConfig's healthHooks policy, which calls a decision needs, and how their
+ * answers change it. The calls themselves are I/O and live above policy, in the gate
+ * controller (controller/gate_hookcall.c). Pure; any thread. */
 #ifndef NG_POLICY_HOOK_H
 #define NG_POLICY_HOOK_H
 
@@ -42,7 +38,7 @@ void pol_hook_policy_from(const struct kube_snapshot *s, struct kube_hook_policy
  * no credentials, that a service reference is allowed, and that the URL's host matches one of
  * allowedHosts (globs as fnmatch(3), case-insensitive; a service reference's host is
  * <name>.<namespace>.svc). allowedCIDRs is checked on the connected address, by
- * pol_hooks_run().
+ * the controller that makes the call.
  */
 bool pol_hook_allowed(const struct kube_hook *h, const struct kube_hook_policy *p,
 		      const struct ng_intern *pool, char *why, size_t cap);
@@ -72,16 +68,6 @@ NG_NODISCARD ng_status pol_hooks_prepare(const struct kube_snapshot *s,
 					 const struct pol_gate_decision *d,
 					 const struct kube_hook_policy *p, struct ng_arena *arena,
 					 struct pol_hook_call **ret_calls, size_t *ret_n);
-
-/**
- * Calls every POL_HOOK_PENDING hook of @calls at once: POST @body (@len bytes of JSON) with
- * Content-Type application/json and User-Agent nodegate/<version>. Returns when all have ended
- * or at the first failure (the rest become POL_HOOK_CANCELLED), or when @stop turns true.
- * NG_ENOMEM/NG_EIO when curl cannot be set up (no hook was decided).
- */
-NG_NODISCARD ng_status pol_hooks_run(struct pol_hook_call *calls, size_t n,
-				     const struct kube_hook_policy *p, const char *body, size_t len,
-				     const _Atomic bool *stop);
 
 /**
  * Folds the hooks' results into @d: each failed hook fails its budget's verdict with a reason

@@ -934,63 +934,6 @@ static void test_H02_failed_hook_rejects_or_waits_and_names_the_hook(void **stat
 	done(&r);
 }
 
-/* Runs the one hook of ADB "db" for a request on node1 under NodeGateConfig @ngc ("" = none). */
-static struct pol_hook_call run_one(const char *hook, const char *ngc)
-{
-	char buf[4096];
-	ng_fmt(buf, sizeof(buf), "%s,%s%s%s",
-	       ADB("db", "{\"podSelector\":{\"matchLabels\":{\"app\":\"db\"}},\"maxDisruptions\":1,"
-			 "\"healthHook\":%s}"),
-	       ND("nd", "{\"nodeNames\":[\"node1\"]}"), *ngc ? "," : "", ngc);
-	char full[4096];
-	ng_fmt(full, sizeof(full), buf, hook);
-	struct result r = decide(cluster(full), "nd", NULL, NOW);
-	struct kube_hook_policy p;
-	pol_hook_policy_from(r.s, &p);
-	struct pol_hook_call *calls;
-	size_t n;
-	assert_int_equal(pol_hooks_prepare(r.s, &r.d, &p, r.arena, &calls, &n), NG_OK);
-	assert_int_equal(n, 1);
-	_Atomic bool stop = false;
-	assert_int_equal(pol_hooks_run(calls, n, &p, "{}", 2, &stop), NG_OK);
-	struct pol_hook_call c = calls[0];
-	done(&r);
-	return c;
-}
-
-static void test_hook_calls_refuse_addresses_outside_the_cidrs(void **state)
-{
-	/* The address is checked where curl connects: nothing is opened to 127.0.0.1. */
-	struct pol_hook_call c =
-	    run_one("{\"url\":\"https://127.0.0.1:1/\"}",
-		    NGC("{\"healthHooks\":{\"allowedCIDRs\":[\"10.0.0.0/8\"]}}"));
-	assert_int_equal(c.result, POL_HOOK_DENIED);
-	assert_non_null(strstr(c.message, "address 127.0.0.1 is in no NodeGateConfig"));
-	/* Allowed, but nothing listens: an error without an answer. */
-	c = run_one("{\"url\":\"https://127.0.0.1:1/\"}", "");
-	assert_int_equal(c.result, POL_HOOK_ERROR);
-	assert_int_equal(c.code, 0);
-}
-
-static void test_H03_a_silent_hook_times_out(void **state)
-{
-	/* A listener that never answers: the TCP handshake completes from the backlog, TLS never
-	 * does. */
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(fd, 8), 0);
-	socklen_t len = sizeof(a);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	char hook[128];
-	ng_fmt(hook, sizeof(hook), "{\"url\":\"https://127.0.0.1:%d/\",\"timeoutSeconds\":1}",
-	       (int)ntohs(a.sin_port));
-	struct pol_hook_call c = run_one(hook, "");
-	close(fd);
-	assert_int_equal(c.result, POL_HOOK_TIMEOUT);
-	assert_non_null(strstr(c.message, "no answer within 1 s (timeout)"));
-}
-
 static cJSON *json_of(const char *text)
 {
 	cJSON *obj = NULL;
@@ -1192,8 +1135,6 @@ int main(void)
 	    cmocka_unit_test(test_H09_hook_policy_hosts_schemes_credentials_and_services),
 	    cmocka_unit_test(test_hook_policy_cidrs),
 	    cmocka_unit_test(test_H02_failed_hook_rejects_or_waits_and_names_the_hook),
-	    cmocka_unit_test(test_hook_calls_refuse_addresses_outside_the_cidrs),
-	    cmocka_unit_test(test_H03_a_silent_hook_times_out),
 	    cmocka_unit_test(test_V07_V08_H09_budget_admission_checks),
 	    cmocka_unit_test(test_V01_V02_V03_V05_V09_V10_nodedisruption_admission),
 	    cmocka_unit_test(test_V04_V06_creator_and_decision_belong_to_nodegate),

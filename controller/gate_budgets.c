@@ -1,0 +1,190 @@
+/* Budget status (DESIGN.md §4: recomputed from the same ledger, written only when it changes)
+ * and the budget gauges it yields. */
+#include "controller/gate_internal.h"
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/intern.h"
+#include "common/jw.h"
+#include "common/parse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ADB status.watchedNodes lists at most this many names (DESIGN.md §3.3). */
+#define WATCHED_NAMES_CAP 1000
+/* One budget's status: 1,000 node names and its requests. */
+#define BODY_CAP_BYTES (1u << 20)
+/* The gauges of every budget: two lines each, for tens of thousands of budgets. */
+#define GAUGES_CAP_BYTES (8u << 20)
+
+static struct gate_budget_written *budget_slot(struct gate *g, uint8_t kind, uint32_t ns,
+					       uint32_t name)
+{
+	for (size_t i = 0; i < g->nbw; i++)
+		if (g->bw[i].kind == kind && g->bw[i].ns == ns && g->bw[i].name == name)
+			return &g->bw[i];
+	struct gate_budget_written *p = ng_array_grow(g->bw, &g->capbw, g->nbw, sizeof(*p));
+	if (!p)
+		return NULL;
+	g->bw = p;
+	g->bw[g->nbw] = (struct gate_budget_written){kind, ns, name, 0};
+	return &g->bw[g->nbw++];
+}
+
+struct budget_body {
+	const struct kube_snapshot *s;
+	enum kube_resource kind;
+	const struct pol_budget_status *bs;
+};
+
+static void budget_body(struct ng_jw *w, void *ctx)
+{
+	const struct budget_body *bb = ctx;
+	const struct pol_budget_status *bs = bb->bs;
+	const struct ng_intern *pool = kube_snapshot_pool(bb->s);
+	ng_jw_key(w, "watchedNodes");
+	if (bb->kind == KUBE_RES_ADBS) {
+		ng_jw_arr(w);
+		for (size_t i = 0; i < bs->watched && i < WATCHED_NAMES_CAP; i++)
+			ng_jw_str(w, ng_intern_str(pool, bs->nodes[i], NULL));
+		ng_jw_arr_end(w);
+		ng_jw_ki64(w, "watchedNodeCount", (int64_t)bs->watched);
+	} else {
+		ng_jw_i64(w, (int64_t)bs->watched);
+		ng_jw_ki64(w, "unavailableNodes", (int64_t)bs->unavailable);
+	}
+	ng_jw_ki64(w, "currentDisruptions", (int64_t)bs->current);
+	ng_jw_ki64(w, "disruptionsAllowed", bs->allowed);
+	ng_jw_key(w, "disruptions");
+	ng_jw_arr(w);
+	for (size_t i = 0; i < bs->nnds; i++) {
+		ng_jw_obj(w);
+		ng_jw_kstr(w, "name", ng_intern_str(pool, bs->nd_names[i], NULL));
+		ng_jw_kstr(w, "state", bs->nd_states[i] == KUBE_ND_GRANTED ? "Granted" : "Pending");
+		ng_jw_obj_end(w);
+	}
+	ng_jw_arr_end(w);
+	ng_jw_key(w, "conditions");
+	ng_jw_arr(w);
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "type", "Valid");
+	ng_jw_kstr(w, "status", bs->invalid ? "False" : "True");
+	ng_jw_kstr(w, "reason", bs->invalid ? "Invalid" : "Valid");
+	ng_jw_obj_end(w);
+	ng_jw_arr_end(w);
+}
+
+/* The status as it would be written, hashed: unchanged status is not written again. */
+static uint64_t body_hash(const struct budget_body *bb)
+{
+	struct ng_buf b;
+	ng_buf_init(&b, BODY_CAP_BYTES);
+	struct ng_jw w;
+	ng_jw_init(&w, &b);
+	ng_jw_obj(&w);
+	budget_body(&w, (void *)(uintptr_t)bb);
+	ng_jw_obj_end(&w);
+	uint64_t h = ng_jw_finish(&w) == NG_OK ? ng_fnv1a64(NG_FNV64_INIT, b.data, b.len) : 0;
+	ng_buf_finish(&b);
+	return h;
+}
+
+static ng_status metric_line(struct ng_buf *m, const char *metric, enum kube_resource kind,
+			     const char *ns, const char *name, int64_t v)
+{
+	ng_status st = ng_buf_printf(m, "%s{kind=\"%s\",namespace=", metric,
+				     kind == KUBE_RES_NDBS ? "NodeDisruptionBudget"
+							   : "ApplicationDisruptionBudget");
+	st = st ? st : ng_buf_json_str(m, ns, strlen(ns));
+	st = st ? st : ng_buf_puts(m, ",name=");
+	st = st ? st : ng_buf_json_str(m, name, strlen(name));
+	st = st ? st : ng_buf_printf(m, "} %lld\n", (long long)v);
+	return st;
+}
+
+/* One budget: its gauges, and its status when it changed. */
+static void one_budget(struct gate *g, const struct kube_snapshot *s, struct pol_ledger *ledger,
+		       enum kube_resource kind, size_t i, struct ng_arena *arena,
+		       struct ng_buf *allowed, struct ng_buf *current)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	size_t nn;
+	const struct kube_budget_common *c = kind == KUBE_RES_NDBS
+						 ? &kube_snapshot_ndbs(s, &nn)[i].b
+						 : &kube_snapshot_adbs(s, &nn)[i].b;
+	ng_arena_reset(arena);
+	struct pol_budget_status bs;
+	if (pol_budget_status(s, ledger, kind, i, arena, &bs) != NG_OK)
+		return;
+	const char *ns = c->ns == NG_INTERN_NONE ? NULL : ng_intern_str(pool, c->ns, NULL);
+	const char *nm = ng_intern_str(pool, c->name, NULL);
+	(void)metric_line(allowed, "nodegate_budget_disruptions_allowed", kind, ns ? ns : "", nm,
+			  bs.allowed);
+	(void)metric_line(current, "nodegate_budget_current_disruptions", kind, ns ? ns : "", nm,
+			  (int64_t)bs.current);
+	struct budget_body bb = {s, kind, &bs};
+	uint64_t h = body_hash(&bb);
+	struct gate_budget_written *w = budget_slot(g, (uint8_t)kind, c->ns, c->name);
+	if (!h || (w && w->hash == h))
+		return;
+	const struct kube_ref ref = {kind == KUBE_RES_NDBS ? KUBE_KIND_NDB : KUBE_KIND_ADB, ns, nm};
+	struct kube_write_result r;
+	kube_patch_status(g->client, &ref, NULL, budget_body, &bb, &r);
+	if (r.outcome == KUBE_WRITE_OK && w)
+		w->hash = h;
+	else if (r.outcome != KUBE_WRITE_GONE && r.outcome != KUBE_WRITE_OK) /* gone: nothing */
+		gate_count(&g->errors, 1);
+	if (r.outcome != KUBE_WRITE_GONE)
+		kube_write_log("gate", "budget status not written", &ref, &r);
+}
+
+/* Swaps in the gauges /metrics shows. */
+static void publish_gauges(struct gate *g, const struct ng_buf *allowed,
+			   const struct ng_buf *current)
+{
+	struct ng_buf text;
+	ng_buf_init(&text, 2 * GAUGES_CAP_BYTES + 4096);
+	if (ng_buf_puts(&text, "# HELP nodegate_budget_disruptions_allowed More nodes a budget "
+			       "allows to be disrupted now.\n"
+			       "# TYPE nodegate_budget_disruptions_allowed gauge\n") == NG_OK &&
+	    ng_buf_append(&text, allowed->data ? allowed->data : "", allowed->len) == NG_OK &&
+	    ng_buf_puts(&text, "# HELP nodegate_budget_current_disruptions Nodes of a budget's "
+			       "scope disrupted now.\n"
+			       "# TYPE nodegate_budget_current_disruptions gauge\n") == NG_OK &&
+	    ng_buf_append(&text, current->data ? current->data : "", current->len) == NG_OK) {
+		char *p = ng_buf_take(&text, NULL);
+		pthread_mutex_lock(&g->metrics_mu);
+		char *old = g->metrics_text;
+		g->metrics_text = p;
+		pthread_mutex_unlock(&g->metrics_mu);
+		free(old);
+	}
+	ng_buf_finish(&text);
+}
+
+void gate_write_budget_status(struct gate *g, const struct kube_snapshot *s,
+			      struct pol_ledger *ledger, struct ng_arena *arena)
+{
+	struct ng_buf allowed, current;
+	ng_buf_init(&allowed, GAUGES_CAP_BYTES);
+	ng_buf_init(&current, GAUGES_CAP_BYTES);
+	for (int k = 0; k < 2 && !atomic_load(g->stop); k++) {
+		enum kube_resource kind = k ? KUBE_RES_ADBS : KUBE_RES_NDBS;
+		size_t n = kube_snapshot_count(s, kind);
+		for (size_t i = 0; i < n; i++)
+			one_budget(g, s, ledger, kind, i, arena, &allowed, &current);
+	}
+	publish_gauges(g, &allowed, &current);
+	ng_buf_finish(&allowed);
+	ng_buf_finish(&current);
+}
+
+ng_status gate_render_budget_metrics(const struct gate *cg, struct ng_buf *out)
+{
+	struct gate *g = (struct gate *)(uintptr_t)cg;
+	pthread_mutex_lock(&g->metrics_mu);
+	ng_status st = g->metrics_text ? ng_buf_puts(out, g->metrics_text) : NG_OK;
+	pthread_mutex_unlock(&g->metrics_mu);
+	return st;
+}

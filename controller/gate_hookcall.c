@@ -1,0 +1,268 @@
+/* Health-hook calls (DESIGN.md §4 step 8): the I/O of step 8, above policy, which prepares the
+ * calls and judges the answers (policy/hook.h). All hooks of one decision run in parallel with
+ * curl multi, each under its own timeout, TLS verified, no redirects, no proxy, the answer read
+ * up to a bound, the connected address checked against the allowed CIDRs. */
+#include "controller/gate_internal.h"
+
+#include "common/buf.h"
+#include "common/clock.h"
+#include "policy/hook.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* ---- the calls ---- */
+
+/* The start of an answer kept for the reason. */
+#define KEEP_BYTES 120
+
+struct running {
+	struct pol_hook_call *call;
+	const struct kube_hook_policy *policy;
+	CURL *h;
+	int64_t t0_us;
+	int64_t max_bytes, got;
+	char keep[KEEP_BYTES];
+	size_t nkeep;
+	char errbuf[CURL_ERROR_SIZE];
+	char refused[80]; /* the address allowedCIDRs refused, when it did */
+};
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct running *r = arg;
+	size_t n = size * nmemb;
+	size_t k = n < KEEP_BYTES - r->nkeep ? n : KEEP_BYTES - r->nkeep;
+	memcpy(r->keep + r->nkeep, data, k);
+	r->nkeep += k;
+	r->got += (int64_t)n;
+	if (r->got > r->max_bytes) {
+		r->call->truncated = true;
+		return 0; /* stop reading: the status line has already decided */
+	}
+	return n;
+}
+
+/* allowedCIDRs is checked here, on the address curl is about to connect to: whatever DNS
+ * answered, no connection to a refused address is ever opened. */
+static curl_socket_t on_open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	struct running *r = arg;
+	(void)purpose;
+	int family = 0;
+	const uint8_t *bytes = NULL;
+	if (a->family == AF_INET && a->addrlen >= sizeof(struct sockaddr_in)) {
+		family = 4;
+		bytes = (const uint8_t *)&((const struct sockaddr_in *)(const void *)&a->addr)
+			    ->sin_addr;
+	} else if (a->family == AF_INET6 && a->addrlen >= sizeof(struct sockaddr_in6)) {
+		family = 6;
+		bytes = (const uint8_t *)&((const struct sockaddr_in6 *)(const void *)&a->addr)
+			    ->sin6_addr;
+	}
+	if (!bytes || !pol_hook_addr_allowed(r->policy, family, bytes)) {
+		char text[INET6_ADDRSTRLEN] = "?";
+		if (bytes)
+			(void)inet_ntop(family == 4 ? AF_INET : AF_INET6, bytes, text,
+					sizeof(text));
+		ng_fmt(r->refused, sizeof(r->refused), "%s", text);
+		return CURL_SOCKET_BAD;
+	}
+	return socket(a->family, a->socktype, a->protocol);
+}
+
+/* Printable ASCII only, whitespace runs as one space, quoted: a hook's answer goes into
+ * status, events and logs. */
+static void quote_printable(const char *s, size_t n, bool more, char *out, size_t cap)
+{
+	size_t o = 0;
+	if (cap < 8)
+		return;
+	out[o++] = '"';
+	bool space = false;
+	for (size_t i = 0; i < n && o + 5 < cap; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') {
+			space = o > 1;
+			continue;
+		}
+		if (space)
+			out[o++] = ' ';
+		space = false;
+		out[o++] = ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\' ? (char)ch : '?';
+	}
+	if (more && o + 4 < cap) {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	out[o++] = '"';
+	out[o] = '\0';
+}
+
+static void finish(struct running *r, CURLcode rc)
+{
+	struct pol_hook_call *c = r->call;
+	c->duration_ms = (ng_now_mono_us() - r->t0_us) / 1000;
+	long code = 0;
+	(void)curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &code);
+	c->code = code;
+	bool answered = code > 0 && (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && c->truncated));
+	if (answered) {
+		char quoted[KEEP_BYTES + 8];
+		quote_printable(r->keep, r->nkeep, r->got > (int64_t)r->nkeep, quoted,
+				sizeof(quoted));
+		c->result = code >= 200 && code < 300 ? POL_HOOK_OK : POL_HOOK_FAILED;
+		ng_fmt(c->message, sizeof(c->message), "HTTP %ld%s%s%s%s", code,
+		       code >= 300 && code < 400 ? " (redirects are not followed)" : "",
+		       r->nkeep ? ": " : "", r->nkeep ? quoted : "",
+		       c->truncated ? " (truncated: longer than maxResponseBytes)" : "");
+		return;
+	}
+	c->code = 0;
+	if (r->refused[0]) {
+		c->result = POL_HOOK_DENIED;
+		ng_fmt(c->message, sizeof(c->message),
+		       "hook not allowed: address %s is in no NodeGateConfig "
+		       "healthHooks.allowedCIDRs",
+		       r->refused);
+	} else if (rc == CURLE_OPERATION_TIMEDOUT) {
+		c->result = POL_HOOK_TIMEOUT;
+		ng_fmt(c->message, sizeof(c->message), "no answer within %d s (timeout)",
+		       (int)c->adb->hook.timeout_s);
+	} else {
+		c->result = POL_HOOK_ERROR;
+		bool tls = rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CONNECT_ERROR ||
+			   rc == CURLE_SSL_CACERT_BADFILE;
+		ng_fmt(c->message, sizeof(c->message), "%s%s", tls ? "TLS: " : "",
+		       r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc));
+	}
+}
+
+static ng_status setup(struct running *r, const char *body, size_t len, struct curl_slist *headers)
+{
+	const struct kube_hook *h = &r->call->adb->hook;
+	CURL *e = r->h;
+	long ms = (long)h->timeout_s * 1000L;
+	bool ok =
+	    curl_easy_setopt(e, CURLOPT_URL, h->url) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR,
+			     r->policy->allow_http ? "http,https" : "https") == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_PROXY, "") == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ms) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ms) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_USERAGENT, "nodegate/" NG_VERSION) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_POST, 1L) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_WRITEDATA, r) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_open_socket) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, r) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_PRIVATE, r) == CURLE_OK;
+	if (ok && h->ca) {
+		struct curl_blob blob = {(void *)(uintptr_t)h->ca, h->nca, CURL_BLOB_COPY};
+		ok = curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob) == CURLE_OK;
+	}
+	return ok ? NG_OK : NG_EIO;
+}
+
+static bool failed(enum pol_hook_result r)
+{
+	return r != POL_HOOK_OK && r != POL_HOOK_PENDING;
+}
+
+ng_status gate_hooks_call(struct pol_hook_call *calls, size_t n, const struct kube_hook_policy *p,
+			  const char *body, size_t len, const _Atomic bool *stop)
+{
+	size_t npending = 0;
+	for (size_t i = 0; i < n; i++)
+		npending += calls[i].result == POL_HOOK_PENDING;
+	if (npending == 0)
+		return NG_OK;
+	CURLM *m = curl_multi_init();
+	struct running *rs = calloc(npending, sizeof(*rs));
+	/* "Expect:" keeps curl from waiting for a 100 Continue the hook may never send. */
+	static const char *const lines[] = {"Content-Type: application/json",
+					    "Accept: application/json", "Expect:"};
+	struct curl_slist *headers = NULL;
+	ng_status st = m && rs ? NG_OK : NG_ENOMEM;
+	for (size_t i = 0; st == NG_OK && i < sizeof(lines) / sizeof(lines[0]); i++) {
+		struct curl_slist *more = curl_slist_append(headers, lines[i]);
+		if (!more)
+			st = NG_ENOMEM;
+		else
+			headers = more;
+	}
+	size_t nr = 0;
+	int64_t t0 = ng_now_mono_us();
+	for (size_t i = 0; st == NG_OK && i < n; i++) {
+		if (calls[i].result != POL_HOOK_PENDING)
+			continue;
+		struct running *r = &rs[nr];
+		r->call = &calls[i];
+		r->policy = p;
+		r->max_bytes = p->max_response_bytes > 0 ? p->max_response_bytes : 65536;
+		r->t0_us = t0;
+		r->h = curl_easy_init();
+		if (!r->h) {
+			st = NG_ENOMEM;
+			break;
+		}
+		nr++;
+		if ((st = setup(r, body, len, headers)) == NG_OK &&
+		    curl_multi_add_handle(m, r->h) != CURLM_OK)
+			st = NG_EIO;
+	}
+	bool any_failed = false;
+	while (st == NG_OK && npending > 0 && !any_failed && !atomic_load(stop)) {
+		int running = 0;
+		if (curl_multi_perform(m, &running) != CURLM_OK) {
+			st = NG_EIO;
+			break;
+		}
+		CURLMsg *msg;
+		int left;
+		while ((msg = curl_multi_info_read(m, &left))) {
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			struct running *r = NULL;
+			(void)curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &r);
+			if (!r || r->call->result != POL_HOOK_PENDING)
+				continue;
+			finish(r, msg->data.result);
+			npending--;
+			any_failed |= failed(r->call->result);
+		}
+		if (npending == 0 || any_failed)
+			break;
+		/* Wake at least every 100 ms to see @stop; curl's own timeouts end each call. */
+		(void)curl_multi_poll(m, NULL, 0, 100, NULL);
+	}
+	for (size_t i = 0; i < nr; i++) {
+		if (rs[i].call->result == POL_HOOK_PENDING) {
+			rs[i].call->result = POL_HOOK_CANCELLED;
+			rs[i].call->duration_ms = (ng_now_mono_us() - t0) / 1000;
+			ng_fmt(rs[i].call->message, sizeof(rs[i].call->message), "%s",
+			       any_failed ? "cancelled: another health hook failed"
+					  : "cancelled: nodegate is stopping");
+		}
+		(void)curl_multi_remove_handle(m, rs[i].h);
+		curl_easy_cleanup(rs[i].h);
+	}
+	curl_slist_free_all(headers);
+	free(rs);
+	if (m)
+		(void)curl_multi_cleanup(m);
+	return st;
+}

@@ -1,0 +1,174 @@
+/* The gate controller's rooms (controller/gate*.c) and their unit test: the state one gate
+ * keeps between rounds and the functions each file offers the others. Only the gate's own
+ * files and tests/unit/test-controller-gate.c include this.
+ *
+ *   gate.c          lifecycle, the runtime step, the round: rank, decide, write (DESIGN.md §4)
+ *   gate_status.c   a decision's status write, finalizers, Events on requests
+ *   gate_budgets.c  budget status and the budget gauges
+ *   gate_hooks.c    step 8: the hooks a grant needs, their body, results, metrics
+ *   gate_hookcall.c the hook calls themselves (curl multi)
+ *
+ * Threads: everything here runs on the gate's runtime thread (or a test's), except the
+ * metrics renderers, which take metrics_mu. */
+#ifndef NG_CONTROLLER_GATE_INTERNAL_H
+#define NG_CONTROLLER_GATE_INTERNAL_H
+
+#include "common/backoff.h"
+#include "common/map.h"
+#include "controller/gate.h"
+#include "kube/kube.h"
+#include "kube/write.h"
+#include "policy/gate.h"
+#include "policy/hook.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct kube_client;
+struct kube_runtime;
+struct ng_arena;
+
+/* nodegate_health_hook_duration_seconds buckets: hooks time out at 1..25 s. */
+#define GATE_HOOK_BUCKETS 10
+
+/* Held on every request the gate decided to grant or keep Pending, so a deletion is seen,
+ * released and recorded before the object goes. */
+#define GATE_FINALIZER "nodegate.io/gate"
+
+/* What this replica last wrote for a request, so an unchanged decision is not written again. */
+struct gate_written {
+	uint32_t name;
+	uint8_t outcome;
+	uint64_t reason_hash;
+	int64_t next_retry_wall_ms; /* when to decide again while Pending with retry */
+	uint32_t retry_count;
+	bool hook_failed; /* the last decision failed on a health hook */
+	uint64_t rv_hash; /* hash of the resourceVersion that decision was made on */
+};
+
+/* What this replica last wrote to a budget's status. */
+struct gate_budget_written {
+	uint8_t kind;
+	uint32_t ns, name;
+	uint64_t hash;
+};
+
+/* A grant written whose effect the cache does not show yet. */
+struct gate_inflight {
+	uint32_t name;
+	uint32_t *nodes;
+	size_t n;
+	int64_t until_wall_ms;
+};
+
+/* nodegate_health_hook_requests_total{namespace,name,result}: one row per budget and result. */
+struct gate_hook_count {
+	char ns[64], name[254];
+	uint8_t result; /* enum pol_hook_result */
+	uint64_t n;
+};
+
+struct gate {
+	struct gate_config cfg;
+	struct kube_runtime *rt;    /* NULL when a test drives the rounds */
+	struct kube_client *client; /* the runtime's, or the test's (borrowed) */
+	const _Atomic bool *stop;   /* the runtime's stop flag, or never_stop */
+	struct ng_rng rng;          /* retry jitter */
+	uint64_t seen_generation;
+	uint64_t term;
+	/* Intern ids (names) stay comparable across snapshots: the pool is shared. */
+	struct gate_written *w;
+	size_t nw, capw;
+	struct ng_map w_by_name; /* name -> index into w */
+	struct gate_inflight *inf;
+	size_t ninf, capinf;
+	struct gate_budget_written *bw;
+	size_t nbw, capbw;
+	int64_t budgets_written_wall_ms;
+	bool budgets_dirty;    /* the cache changed since budget status was last written */
+	int64_t again_wall_ms; /* run a round at this time even when nothing changed; 0 = none */
+	pthread_mutex_t metrics_mu; /* guards the four below: written here, read by /metrics */
+	char *metrics_text;
+	struct gate_hook_count *hc;
+	size_t nhc, caphc;
+	uint64_t hook_buckets[GATE_HOOK_BUCKETS + 1]; /* last is +Inf */
+	double hook_seconds_sum;
+	_Atomic uint64_t decisions[3], writes, conflicts, errors, decision_us_sum, buckets[8];
+};
+
+/* gate.c */
+
+/**
+ * A gate without a thread, writing through @client (borrowed): what gate_start() runs, and
+ * what a unit test drives with gate_round(). NULL on OOM. Free with gate_destroy().
+ */
+struct gate *gate_create(const struct gate_config *cfg, struct kube_client *client);
+void gate_destroy(struct gate *g);
+/**
+ * One round over snapshot @s at @now_wall_ms: decide the Pending requests (all of them when
+ * @changed, else only retries that fell due), tend finalizers, write budget status when due.
+ */
+void gate_round(struct gate *g, const struct kube_snapshot *s, bool changed, int64_t now_wall_ms);
+bool gate_leading(const struct gate *g);
+void gate_count(_Atomic uint64_t *c, uint64_t by);
+struct gate_written *gate_written_get(struct gate *g, uint32_t name);
+struct gate_written *gate_written_put(struct gate *g, uint32_t name);
+void gate_inflight_add(struct gate *g, uint32_t name, const uint32_t *nodes, size_t n,
+		       int64_t now_wall_ms);
+
+/* gate_status.c */
+
+/* A decision about to be written, with the retry bookkeeping that goes with it. */
+struct gate_write {
+	const struct pol_gate_decision *d;
+	int64_t now_wall_ms;
+	int64_t next_retry_wall_ms; /* 0: none */
+	uint32_t retry_count;
+};
+
+/** Writes @wr for @nd; the outcome says whether the round may go on. */
+enum kube_write_outcome gate_write_status(struct gate *g, const struct kube_snapshot *s,
+					  const struct kube_nd *nd, const struct gate_write *wr,
+					  struct ng_arena *arena, struct ng_err *reterr);
+/** An Event on NodeDisruption @name (best effort: a failure is logged). */
+void gate_event_nd(struct gate *g, const char *name, const char *reason, const char *type,
+		   const char *msg, int64_t now_wall_ms);
+/** An Event on ApplicationDisruptionBudget @ns/@name. */
+void gate_event_adb(struct gate *g, const char *ns, const char *name, const char *reason,
+		    const char *type, const char *msg, int64_t now_wall_ms);
+/** Adds the finalizer to decided requests, releases deleted ones (DESIGN.md §4). */
+void gate_tend_finalizers(struct gate *g, const struct kube_snapshot *s, int64_t now_wall_ms);
+
+/* gate_budgets.c */
+
+/** Writes every budget's status that changed since this replica last wrote it. */
+void gate_write_budget_status(struct gate *g, const struct kube_snapshot *s,
+			      struct pol_ledger *ledger, struct ng_arena *arena);
+
+/* gate_hooks.c */
+
+/**
+ * Step 8 for decision @d whose capacity checks passed: calls the impacted budgets' hooks and
+ * folds their answers into @d. False when the decision cannot be made now (the request could
+ * not be read, or nodegate is stopping): nothing is written and the gate looks again soon.
+ */
+bool gate_run_hooks(struct gate *g, const struct kube_snapshot *s, const struct kube_nd *nd,
+		    const char *name, struct pol_gate_decision *d, bool *ret_called,
+		    int64_t now_wall_ms, struct ng_arena *arena);
+
+/* gate_hookcall.c */
+
+/**
+ * Calls every POL_HOOK_PENDING hook of @calls at once: POST @body (@len bytes of JSON) with
+ * Content-Type application/json and User-Agent nodegate/<version>. Returns when all have ended
+ * or at the first failure (the rest become POL_HOOK_CANCELLED), or when @stop turns true.
+ * NG_ENOMEM/NG_EIO when curl cannot be set up (no hook was decided). Blocks its caller (the
+ * gate's thread, never an admission thread).
+ */
+NG_NODISCARD ng_status gate_hooks_call(struct pol_hook_call *calls, size_t n,
+				       const struct kube_hook_policy *p, const char *body,
+				       size_t len, const _Atomic bool *stop);
+
+#endif

@@ -1,0 +1,165 @@
+/* The gate's writes about requests: a decision's status, Events, finalizers (DESIGN.md §4). */
+#include "controller/gate_internal.h"
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/intern.h"
+#include "common/jw.h"
+#include "common/log.h"
+
+#include <string.h>
+
+/* disruptedDisruptionBudgets of a decision with every budget of a 5,000-node pool fits. */
+#define VERDICTS_CAP_BYTES (4u << 20)
+
+struct status_body {
+	const struct kube_snapshot *s;
+	const struct gate_write *wr;
+	const char **names; /* the decision's nodes, sorted */
+	const char *verdicts;
+	size_t nverdicts;
+};
+
+static void status_body(struct ng_jw *w, void *ctx)
+{
+	const struct status_body *sb = ctx;
+	const struct pol_gate_decision *d = sb->wr->d;
+	const char *outcome = pol_gate_outcome_str(d->outcome);
+	ng_jw_kstr(w, "state", outcome);
+	ng_jw_key(w, "disruptedNodes");
+	ng_jw_arr(w);
+	for (size_t i = 0; i < d->nnodes; i++)
+		ng_jw_str(w, sb->names[i]);
+	ng_jw_arr_end(w);
+	ng_jw_key(w, "disruptedDisruptionBudgets");
+	ng_jw_raw(w, sb->verdicts, sb->nverdicts);
+	ng_jw_ki64(w, "retryCount", sb->wr->retry_count);
+	ng_jw_key(w, "nextRetryDate");
+	if (sb->wr->next_retry_wall_ms)
+		ng_jw_time(w, sb->wr->next_retry_wall_ms);
+	else
+		ng_jw_null(w);
+	if (d->outcome == POL_GATE_GRANT) {
+		ng_jw_key(w, "grantedAt");
+		ng_jw_time(w, sb->wr->now_wall_ms);
+	}
+	ng_jw_key(w, "conditions");
+	ng_jw_arr(w);
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "type", "Granted");
+	ng_jw_kstr(w, "status", d->outcome == POL_GATE_GRANT ? "True" : "False");
+	ng_jw_kstr(w, "reason", outcome);
+	ng_jw_kstr(w, "message", d->reason);
+	ng_jw_key(w, "lastTransitionTime");
+	ng_jw_time(w, sb->wr->now_wall_ms);
+	ng_jw_obj_end(w);
+	ng_jw_arr_end(w);
+}
+
+enum kube_write_outcome gate_write_status(struct gate *g, const struct kube_snapshot *s,
+					  const struct kube_nd *nd, const struct gate_write *wr,
+					  struct ng_arena *arena, struct ng_err *reterr)
+{
+	struct kube_write_result r = {KUBE_WRITE_FAILED, 0, {0}};
+	struct ng_buf verdicts;
+	ng_buf_init(&verdicts, VERDICTS_CAP_BYTES);
+	const char **names = pol_node_names_sorted(s, wr->d, arena);
+	const char *name = ng_intern_str(kube_snapshot_pool(s), nd->name, NULL);
+	if (!names || pol_verdicts_json(s, wr->d->verdicts, wr->d->nverdicts, &verdicts) != NG_OK) {
+		(void)ng_err_set(&r.err, NG_ENOMEM, 0, "status body: out of memory");
+	} else {
+		struct status_body sb = {s, wr, names, verdicts.data, verdicts.len};
+		const struct kube_ref ref = {KUBE_KIND_ND, NULL, name};
+		kube_patch_status(g->client, &ref, nd->rv, status_body, &sb, &r);
+	}
+	ng_buf_finish(&verdicts);
+	if (reterr)
+		*reterr = r.err;
+	return r.outcome;
+}
+
+static void event(struct gate *g, const struct kube_ref *about, const char *reason,
+		  const char *type, const char *msg, int64_t now_wall_ms)
+{
+	struct kube_event ev = {*about, reason, type, msg, g->cfg.identity, now_wall_ms};
+	struct kube_write_result r;
+	kube_create_event(g->client, &ev, &r);
+	kube_write_log("gate", "event not recorded", about, &r);
+}
+
+void gate_event_nd(struct gate *g, const char *name, const char *reason, const char *type,
+		   const char *msg, int64_t now_wall_ms)
+{
+	const struct kube_ref about = {KUBE_KIND_ND, NULL, name};
+	event(g, &about, reason, type, msg, now_wall_ms);
+}
+
+void gate_event_adb(struct gate *g, const char *ns, const char *name, const char *reason,
+		    const char *type, const char *msg, int64_t now_wall_ms)
+{
+	const struct kube_ref about = {KUBE_KIND_ADB, ns, name};
+	event(g, &about, reason, type, msg, now_wall_ms);
+}
+
+static bool has_finalizer(const struct kube_nd *nd, uint32_t fin)
+{
+	for (uint16_t i = 0; fin != NG_INTERN_NONE && i < nd->nfinalizers; i++)
+		if (nd->finalizers[i] == fin)
+			return true;
+	return false;
+}
+
+/* Sets metadata.finalizers to the request's list with ours added or removed, carrying the
+ * resourceVersion it was read at (another writer's change makes it a 409: the next round looks
+ * again). */
+static void set_finalizer(struct gate *g, const struct kube_snapshot *s, const struct kube_nd *nd,
+			  const char *name, bool present, struct ng_arena *arena)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	const char **cur = ng_arena_alloc(arena, (nd->nfinalizers + 1u) * sizeof(*cur));
+	if (!cur) {
+		gate_count(&g->errors, 1);
+		return;
+	}
+	for (uint16_t i = 0; i < nd->nfinalizers; i++)
+		cur[i] = ng_intern_str(pool, nd->finalizers[i], NULL);
+	const struct kube_ref ref = {KUBE_KIND_ND, NULL, name};
+	struct kube_write_result r;
+	kube_set_finalizer(g->client, &ref, nd->rv, cur, nd->nfinalizers, GATE_FINALIZER, present,
+			   &r);
+	if (r.outcome == KUBE_WRITE_OK)
+		gate_count(&g->writes, 1);
+	else if (r.outcome == KUBE_WRITE_CONFLICT || r.outcome == KUBE_WRITE_GONE)
+		gate_count(&g->conflicts, 1); /* changed or gone meanwhile */
+	else
+		gate_count(&g->errors, 1);
+	kube_write_log("gate", "finalizer not written", &ref, &r);
+}
+
+void gate_tend_finalizers(struct gate *g, const struct kube_snapshot *s, int64_t now_wall_ms)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	uint32_t fin = ng_intern_find(pool, GATE_FINALIZER, sizeof(GATE_FINALIZER) - 1);
+	struct ng_arena *arena = ng_arena_create(64u << 10);
+	size_t n;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	for (size_t i = 0; arena && i < n && !atomic_load(g->stop); i++) {
+		const struct kube_nd *nd = &nds[i];
+		const char *name = ng_intern_str(pool, nd->name, NULL);
+		bool has = has_finalizer(nd, fin);
+		ng_arena_reset(arena);
+		if (nd->deleting && has && !nd->additional_requestors) {
+			/* Released: the ledger already skips requests being deleted. */
+			if (nd->state == KUBE_ND_GRANTED) {
+				char msg[160];
+				ng_fmt(msg, sizeof(msg), "released %u node(s)", nd->ndisrupted);
+				gate_event_nd(g, name, "Released", "Normal", msg, now_wall_ms);
+			}
+			set_finalizer(g, s, nd, name, false, arena);
+		} else if (!nd->deleting && !has &&
+			   (nd->state == KUBE_ND_GRANTED || nd->state == KUBE_ND_PENDING)) {
+			set_finalizer(g, s, nd, name, true, arena);
+		}
+	}
+	ng_arena_destroy(arena);
+}

@@ -1,0 +1,362 @@
+/* controller/gate: the gate's rounds driven by hand against snapshots, writing through an
+ * in-memory API server (tests/support/fake-api): what is written for each decision, with which
+ * precondition, when nothing is written, how a 409 or a lost write is handled, finalizers,
+ * budget status; and the health-hook calls themselves. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "controller/gate_internal.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "tests/support/fake-api.h"
+#include "tests/support/support.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* 2025-11-24T16:00:00Z */
+#define NOW 1764000000000
+
+#define NODE(name, pool)                                                                           \
+	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name                  \
+	"\",\"labels\":{\"pool\":\"" pool "\"}},\"status\":{\"conditions\":[{\"type\":\"Ready\","  \
+	"\"status\":\"True\"}]}}"
+#define ND(name, rv, nodes, extra)                                                                 \
+	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
+	"\"name\":\"" name "\",\"resourceVersion\":\"" rv "\",\"creationTimestamp\":\"2025-11-24T" \
+	"15:00:00Z\"" extra "},\"spec\":{\"nodeNames\":" nodes ",\"retry\":{\"enabled\":true}}}"
+#define NDB_MAX1                                                                                   \
+	"{\"kind\":\"NodeDisruptionBudget\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":" \
+	"{\"name\":\"pool-a\"},\"spec\":{\"nodeSelector\":{\"matchLabels\":{\"pool\":\"a\"}},"     \
+	"\"maxDisruptedNodes\":1}}"
+#define CLUSTER(...)                                                                               \
+	"{\"kind\":\"List\",\"items\":[" NODE("n1", "a") "," NODE("n2", "a") "," NODE(             \
+	    "n3", "b") "," NDB_MAX1 "," __VA_ARGS__ "]}"
+
+struct fx {
+	struct fake_api api;
+	struct kube_client *c;
+	struct gate *g;
+};
+
+static int setup(void **state)
+{
+	static struct fx fx;
+	fake_api_init(&fx.api);
+	struct kube_config cfg = {.server = (char *)"https://127.0.0.1:1"};
+	fx.c = kube_client_create(&cfg);
+	kube_client_set_transport(fx.c, &fx.api.transport);
+	struct gate_config gc = {.identity = "replica-a"};
+	fx.g = gate_create(&gc, fx.c);
+	assert_non_null(fx.g);
+	*state = &fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *fx = *state;
+	gate_destroy(fx->g);
+	kube_client_destroy(fx->c);
+	fake_api_finish(&fx->api);
+	return 0;
+}
+
+static void round_on(struct fx *fx, const char *json, bool changed, int64_t now_wall_ms)
+{
+	struct kube_snapshot *s = ng_test_snapshot(json);
+	gate_round(fx->g, s, changed, now_wall_ms);
+	kube_snapshot_release(s);
+}
+
+static const char *status_body(struct fx *fx, const char *nd, size_t i)
+{
+	char path[128];
+	ng_fmt(path, sizeof(path), "/nodedisruptions/%s/status", nd);
+	const struct fake_api_request *q = fake_api_find(&fx->api, "PATCH", path, i);
+	return q ? q->body : NULL;
+}
+
+static void test_grant_is_written_with_its_precondition(void **state)
+{
+	struct fx *fx = *state;
+	round_on(fx, CLUSTER(ND("m1", "17", "[\"n1\"]", "")), true, NOW);
+	const char *b = status_body(fx, "m1", 0);
+	assert_non_null(b);
+	assert_non_null(strstr(b, "{\"metadata\":{\"resourceVersion\":\"17\"},\"status\":{"
+				  "\"state\":\"Granted\",\"disruptedNodes\":[\"n1\"]"));
+	/* Dated when known: a grant that passed the budgets is dated after its hooks step. */
+	assert_non_null(strstr(b, "\"grantedAt\":\"20"));
+	assert_non_null(strstr(b, "\"conditions\":[{\"type\":\"Granted\",\"status\":\"True\""));
+	/* An Event says so, and budget status follows in the same round. */
+	const struct fake_api_request *ev = fake_api_find(&fx->api, "POST", "/events", 0);
+	assert_non_null(ev);
+	assert_non_null(strstr(ev->body, "\"reason\":\"Granted\""));
+	const struct fake_api_request *bs =
+	    fake_api_find(&fx->api, "PATCH", "/nodedisruptionbudgets/pool-a/status", 0);
+	assert_non_null(bs);
+	assert_non_null(strstr(bs->body, "\"currentDisruptions\":1,\"disruptionsAllowed\":0"));
+	struct gate_stats st;
+	gate_get_stats(fx->g, &st);
+	assert_int_equal(st.decisions[POL_GATE_GRANT], 1);
+	assert_int_equal(st.conflicts + st.errors, 0);
+}
+
+static void test_ledger_holds_a_grant_the_cache_does_not_show_yet(void **state)
+{
+	struct fx *fx = *state;
+	/* Two requests for a budget that allows one: the first granted, the second kept Pending
+	 * in the same round, retrying after 10 s ± 20 % (5 s doubled once). */
+	const char *both = CLUSTER(ND("m1", "1", "[\"n1\"]", "") "," ND("m2", "2", "[\"n2\"]", ""));
+	round_on(fx, both, true, NOW);
+	assert_non_null(strstr(status_body(fx, "m1", 0), "\"state\":\"Granted\""));
+	const char *b2 = status_body(fx, "m2", 0);
+	assert_non_null(strstr(b2, "\"state\":\"Pending\""));
+	assert_non_null(strstr(b2, "\"retryCount\":1,\"nextRetryDate\":\"2025-11-24T16:00:"));
+	/* The cache is behind (it still shows m1 undecided) and m2 is due again: m1's grant still
+	 * holds n1, so m2 cannot take the budget's only place. */
+	fake_api_clear(&fx->api);
+	round_on(fx, both, true, NOW + 10 * 60 * 1000);
+	b2 = status_body(fx, "m2", 0);
+	assert_non_null(b2);
+	assert_non_null(strstr(b2, "\"state\":\"Pending\",\"disruptedNodes\":[\"n2\"]"));
+}
+
+#define PENDING_M2                                                                                 \
+	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
+	"\"name\":\"m2\",\"resourceVersion\":\"3\",\"creationTimestamp\":\"2025-11-24T15:00:"      \
+	"00Z\"},"                                                                                  \
+	"\"spec\":{\"nodeNames\":[\"n2\"],\"retry\":{\"enabled\":true}},\"status\":{\"state\":"    \
+	"\"Pending\",\"retryCount\":1}}"
+
+static void test_nothing_new_is_not_written_again(void **state)
+{
+	struct fx *fx = *state;
+	/* m2 waits on the budget (n1 is granted to m1). Once the cache shows its Pending answer,
+	 * the same answer is not written again, on a new snapshot or without one, until its retry
+	 * falls due. */
+	round_on(fx, CLUSTER(ND("m1", "1", "[\"n1\"]", "") "," ND("m2", "2", "[\"n2\"]", "")), true,
+		 NOW);
+	assert_non_null(status_body(fx, "m2", 0));
+	const char *json = CLUSTER(ND("m1", "1", "[\"n1\"]", "") "," PENDING_M2);
+	fake_api_clear(&fx->api);
+	round_on(fx, json, true, NOW + 100);
+	round_on(fx, json, false, NOW + 200);
+	assert_null(status_body(fx, "m2", 0));
+	/* Due (10 s ± 20 %): decided and written again, retryCount 2. */
+	round_on(fx, json, false, NOW + 13000);
+	assert_non_null(status_body(fx, "m2", 0));
+	assert_non_null(strstr(status_body(fx, "m2", 0), "\"retryCount\":2"));
+}
+
+static void test_conflict_ends_the_round_and_decides_again(void **state)
+{
+	struct fx *fx = *state;
+	fake_api_reply(&fx->api, &(struct fake_api_reply){.path_contains = "/m1/status",
+							  .http = 409,
+							  .body = "{\"reason\":\"Conflict\"}",
+							  .times = 1});
+	const char *json = CLUSTER(ND("m1", "1", "[\"n1\"]", "") "," ND("m3", "3", "[\"n3\"]", ""));
+	round_on(fx, json, true, NOW);
+	struct gate_stats st;
+	gate_get_stats(fx->g, &st);
+	assert_int_equal(st.conflicts, 1);
+	/* The round stopped at the conflict: m3 (ranked after m1 by creation time, then name) was
+	 * not decided, and nothing was recorded for m1. */
+	assert_null(status_body(fx, "m3", 0));
+	assert_null(fake_api_find(&fx->api, "POST", "/events", 0));
+	/* The next snapshot: both are decided. */
+	fake_api_clear(&fx->api);
+	round_on(fx, json, true, NOW + 1000);
+	assert_non_null(strstr(status_body(fx, "m1", 0), "Granted"));
+	assert_non_null(strstr(status_body(fx, "m3", 0), "Granted"));
+}
+
+static void test_a_lost_grant_write_still_holds_its_nodes(void **state)
+{
+	struct fx *fx = *state;
+	fake_api_reply(&fx->api,
+		       &(struct fake_api_reply){.path_contains = "/m1/status", .fail = true});
+	const char *json = CLUSTER(ND("m1", "1", "[\"n1\"]", "") "," ND("m2", "2", "[\"n2\"]", ""));
+	round_on(fx, json, true, NOW);
+	struct gate_stats st;
+	gate_get_stats(fx->g, &st);
+	assert_int_equal(st.errors, 1);
+	/* The grant may have been written: until the cache says, n1 counts as disrupted, so
+	 * m2 (same budget, max 1) is not granted in the next round. */
+	fake_api_clear(&fx->api);
+	round_on(fx, json, true, NOW + 1000);
+	const char *b2 = status_body(fx, "m2", 0);
+	assert_true(!b2 || !strstr(b2, "Granted"));
+}
+
+#define ND_STATUS(name, rv, nodes, extra, status)                                                  \
+	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
+	"\"name\":\"" name "\",\"resourceVersion\":\"" rv "\"" extra                               \
+	"},\"spec\":{\"nodeNames\":" nodes "},\"status\":" status "}"
+
+static bool sent(struct fx *fx, const char *method, const char *path, const char *body_part)
+{
+	for (size_t i = 0; fake_api_find(&fx->api, method, path, i); i++) {
+		const struct fake_api_request *q = fake_api_find(&fx->api, method, path, i);
+		if (strstr(q->body, body_part))
+			return true;
+	}
+	return false;
+}
+
+static void test_finalizers_added_and_released(void **state)
+{
+	struct fx *fx = *state;
+	/* A request already Pending in the cache gets the finalizer, next to the ones it has; a
+	 * Granted one being deleted is released: an Event, then the finalizer removed, each
+	 * write carrying the resourceVersion it was decided on. */
+	round_on(
+	    fx,
+	    CLUSTER(ND_STATUS(
+		"p1", "5", "[\"n3\"]", ",\"finalizers\":[\"other.io/x\"]",
+		"{\"state\":\"Pending\"}") "," ND_STATUS("gone", "9", "[\"n1\"]",
+							 ",\"deletionTimestamp\":\"2025-11-24T15:"
+							 "59:00Z\",\"finalizers\":[\"nodegate.io/"
+							 "gate\"]",
+							 "{\"state\":\"Granted\","
+							 "\"disruptedNodes\":[\"n1\"]}")),
+	    true, NOW);
+	assert_true(sent(fx, "PATCH", "/nodedisruptions/p1",
+			 "{\"metadata\":{\"resourceVersion\":\"5\",\"finalizers\":[\"other.io/x\","
+			 "\"nodegate.io/gate\"]}}"));
+	assert_true(sent(fx, "PATCH", "/nodedisruptions/gone",
+			 "{\"metadata\":{\"resourceVersion\":\"9\",\"finalizers\":[]}}"));
+	assert_true(sent(fx, "POST", "/events", "\"reason\":\"Released\""));
+	/* The released request's node is free again: not counted against the budget. */
+	assert_true(
+	    sent(fx, "PATCH", "/nodedisruptionbudgets/pool-a/status", "\"currentDisruptions\":0"));
+}
+
+static void test_budget_status_only_when_it_changes(void **state)
+{
+	struct fx *fx = *state;
+	const char *json = CLUSTER(ND("m3", "3", "[\"n3\"]", ""));
+	round_on(fx, json, true, NOW);
+	assert_int_equal(fake_api_count(&fx->api, "PATCH", "/nodedisruptionbudgets/"), 1);
+	/* Same budget state a second later: not written again. */
+	fake_api_clear(&fx->api);
+	round_on(fx, json, true, NOW + 1000);
+	assert_int_equal(fake_api_count(&fx->api, "PATCH", "/nodedisruptionbudgets/"), 0);
+	/* A budget deleted meanwhile (404) is not an error. */
+	gate_destroy(fx->g);
+	struct gate_config gc = {.identity = "replica-a"};
+	fx->g = gate_create(&gc, fx->c);
+	fake_api_reply(&fx->api,
+		       &(struct fake_api_reply){.path_contains = "budgets/", .http = 404});
+	round_on(fx, json, true, NOW);
+	struct gate_stats st;
+	gate_get_stats(fx->g, &st);
+	assert_int_equal(st.errors, 0);
+}
+
+/* ---- the hook calls ---- */
+
+#define ADB_HOOK(hook)                                                                             \
+	"{\"kind\":\"ApplicationDisruptionBudget\",\"apiVersion\":\"nodegate.io/v1alpha1\","       \
+	"\"metadata\":{\"name\":\"db\",\"namespace\":\"default\"},\"spec\":{\"podSelector\":{"     \
+	"\"matchLabels\":{\"app\":\"db\"}},\"maxDisruptions\":1,\"healthHook\":" hook "}}"
+#define POD_DB                                                                                     \
+	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"db-0\",\"namespace\":"   \
+	"\"default\",\"labels\":{\"app\":\"db\"}},\"spec\":{\"nodeName\":\"n1\"}}"
+
+/* Calls the one hook of ADB "db" for a request on n1 under NodeGateConfig @ngc ("" = none). */
+static struct pol_hook_call call_one(const char *hook, const char *ngc)
+{
+	char json[4096];
+	ng_fmt(json, sizeof(json), CLUSTER("%s,%s,%s%s%s"), ADB_HOOK("%s"), POD_DB,
+	       ND("m1", "1", "[\"n1\"]", ""), *ngc ? "," : "", ngc);
+	char full[4096];
+	ng_fmt(full, sizeof(full), json, hook);
+	struct kube_snapshot *s = ng_test_snapshot(full);
+	struct pol_gate_config cfg;
+	pol_gate_config_from(s, &cfg);
+	struct pol_ledger *l = pol_ledger_create(s);
+	struct ng_arena *arena = ng_arena_create(1u << 20);
+	size_t n;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	struct pol_gate_decision d;
+	assert_int_equal(pol_evaluate_disruption(s, &cfg, l, &nds[0], NOW, arena, &d), NG_OK);
+	struct kube_hook_policy p;
+	pol_hook_policy_from(s, &p);
+	struct pol_hook_call *calls;
+	assert_int_equal(pol_hooks_prepare(s, &d, &p, arena, &calls, &n), NG_OK);
+	assert_int_equal(n, 1);
+	_Atomic bool stop = false;
+	assert_int_equal(gate_hooks_call(calls, n, &p, "{}", 2, &stop), NG_OK);
+	struct pol_hook_call c = calls[0];
+	ng_arena_destroy(arena);
+	pol_ledger_destroy(l);
+	kube_snapshot_release(s);
+	return c;
+}
+
+#define NGC_CIDRS                                                                                  \
+	"{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
+	"\"name\":\"default\"},\"spec\":{\"healthHooks\":{\"allowedCIDRs\":[\"10.0.0.0/8\"]}}}"
+
+static void test_hook_calls_refuse_addresses_outside_the_cidrs(void **state)
+{
+	/* The address is checked where curl connects: nothing is opened to 127.0.0.1. */
+	struct pol_hook_call c = call_one("{\"url\":\"https://127.0.0.1:1/\"}", NGC_CIDRS);
+	assert_int_equal(c.result, POL_HOOK_DENIED);
+	assert_non_null(strstr(c.message, "address 127.0.0.1 is in no NodeGateConfig"));
+	/* Allowed, but nothing listens: an error without an answer. */
+	c = call_one("{\"url\":\"https://127.0.0.1:1/\"}", "");
+	assert_int_equal(c.result, POL_HOOK_ERROR);
+	assert_int_equal(c.code, 0);
+}
+
+static void test_H03_a_silent_hook_times_out(void **state)
+{
+	/* A listener that never answers: the TCP handshake completes from the backlog, TLS never
+	 * does. */
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 8), 0);
+	socklen_t len = sizeof(a);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	char hook[128];
+	ng_fmt(hook, sizeof(hook), "{\"url\":\"https://127.0.0.1:%d/\",\"timeoutSeconds\":1}",
+	       (int)ntohs(a.sin_port));
+	struct pol_hook_call c = call_one(hook, "");
+	close(fd);
+	assert_int_equal(c.result, POL_HOOK_TIMEOUT);
+	assert_non_null(strstr(c.message, "no answer within 1 s (timeout)"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_grant_is_written_with_its_precondition, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_ledger_holds_a_grant_the_cache_does_not_show_yet,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_nothing_new_is_not_written_again, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_conflict_ends_the_round_and_decides_again, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_a_lost_grant_write_still_holds_its_nodes, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_finalizers_added_and_released, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_budget_status_only_when_it_changes, setup,
+					    teardown),
+	    cmocka_unit_test(test_hook_calls_refuse_addresses_outside_the_cidrs),
+	    cmocka_unit_test(test_H03_a_silent_hook_times_out),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
