@@ -7,6 +7,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "common/prom.h"
 #include "kube/config.h"
 #include "kube/kube.h"
 #include "kube/watch.h"
@@ -403,65 +404,17 @@ static ng_status render_controller(struct ng_buf *out, void *ctx)
 {
 	const struct controller_metrics *cm = ctx;
 	int64_t not_after = atomic_load(&cm->cert_not_after);
+	ng_status st = NG_OK;
 	if (not_after) {
-		ng_status st = ng_buf_printf(
-		    out,
-		    "# HELP nodegate_certificate_expiry_timestamp_seconds When the serving "
-		    "certificate expires (notAfter, Unix seconds).\n"
-		    "# TYPE nodegate_certificate_expiry_timestamp_seconds gauge\n"
-		    "nodegate_certificate_expiry_timestamp_seconds %lld\n",
-		    (long long)not_after);
-		if (st != NG_OK)
-			return st;
+		static const char *const name = "nodegate_certificate_expiry_timestamp_seconds";
+		st = ng_prom_header(
+		    out, name, NG_PROM_GAUGE,
+		    "When the serving certificate expires (notAfter, Unix seconds).");
+		st = st ? st : ng_prom_i64(out, name, NULL, 0, not_after);
 	}
-	if (cm->autoreq) {
-		ng_status st = autoreq_render_metrics(cm->autoreq, out);
-		if (st != NG_OK)
-			return st;
-	}
-	if (!cm->gate)
-		return NG_OK;
-	struct gate_stats gs;
-	gate_get_stats(cm->gate, &gs);
-	ng_status st = ng_buf_printf(
-	    out,
-	    "# HELP nodegate_leader 1 while this replica holds the gate's lease.\n"
-	    "# TYPE nodegate_leader gauge\nnodegate_leader %d\n"
-	    "# HELP nodegate_gate_decisions_total Decisions made, by outcome.\n"
-	    "# TYPE nodegate_gate_decisions_total counter\n"
-	    "nodegate_gate_decisions_total{outcome=\"Granted\"} %llu\n"
-	    "nodegate_gate_decisions_total{outcome=\"Rejected\"} %llu\n"
-	    "nodegate_gate_decisions_total{outcome=\"Pending\"} %llu\n"
-	    "# HELP nodegate_gate_status_writes_total Status writes, by result.\n"
-	    "# TYPE nodegate_gate_status_writes_total counter\n"
-	    "nodegate_gate_status_writes_total{result=\"ok\"} %llu\n"
-	    "nodegate_gate_status_writes_total{result=\"conflict\"} %llu\n"
-	    "nodegate_gate_status_writes_total{result=\"error\"} %llu\n"
-	    "# HELP nodegate_decision_duration_seconds Time to decide one NodeDisruption (budgets, "
-	    "no I/O).\n# TYPE nodegate_decision_duration_seconds histogram\n",
-	    cm->leader && leader_is_leader(cm->leader) ? 1 : 0, (unsigned long long)gs.decisions[0],
-	    (unsigned long long)gs.decisions[1], (unsigned long long)gs.decisions[2],
-	    (unsigned long long)gs.writes, (unsigned long long)gs.conflicts,
-	    (unsigned long long)gs.errors);
-	uint64_t cum = 0, count = gs.decisions[0] + gs.decisions[1] + gs.decisions[2];
-	for (int i = 0; st == NG_OK && i < 8; i++) {
-		cum += gs.decision_buckets[i];
-		st = ng_buf_printf(out,
-				   "nodegate_decision_duration_seconds_bucket{le=\"%g\"} %llu\n",
-				   gate_decision_buckets_s[i], (unsigned long long)cum);
-	}
-	if (st == NG_OK)
-		st = ng_buf_printf(out,
-				   "nodegate_decision_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
-				   "nodegate_decision_duration_seconds_sum %.6f\n"
-				   "nodegate_decision_duration_seconds_count %llu\n",
-				   (unsigned long long)count, (double)gs.decision_us_sum / 1e6,
-				   (unsigned long long)count);
-	if (st == NG_OK)
-		st = gate_render_budget_metrics(cm->gate, out);
-	if (st == NG_OK)
-		st = gate_render_hook_metrics(cm->gate, out);
-	return st;
+	if (cm->autoreq)
+		st = st ? st : autoreq_render_metrics(cm->autoreq, out);
+	return st ? st : gate_render_metrics(cm->gate, cm->leader, out);
 }
 
 /* What the served certificate files were when last read: a change of either is a renewal. */
