@@ -105,7 +105,7 @@ void ng_prom_hist_init(struct ng_prom_hist *h, const double *bounds_s, size_t nb
 {
 	assert(nbounds <= NG_PROM_MAX_BUCKETS);
 	h->bounds_s = bounds_s;
-	h->nbounds = nbounds;
+	h->nbounds = nbounds <= NG_PROM_MAX_BUCKETS ? nbounds : NG_PROM_MAX_BUCKETS;
 	for (size_t b = 0; b < NG_PROM_MAX_BUCKETS; b++)
 		atomic_init(&h->buckets[b], 0);
 	atomic_init(&h->count, 0);

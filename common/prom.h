@@ -93,7 +93,8 @@ struct ng_prom_hist {
 
 /**
  * Initialises @h (caller storage) empty, with the upper bounds @bounds_s in seconds (ascending,
- * @nbounds <= NG_PROM_MAX_BUCKETS; borrowed, must outlive @h). Before other threads see @h.
+ * @nbounds <= NG_PROM_MAX_BUCKETS, asserted, and bounds past it are ignored; borrowed, must
+ * outlive @h). Before other threads see @h.
  */
 void ng_prom_hist_init(struct ng_prom_hist *h, const double *bounds_s, size_t nbounds);
 
