@@ -59,4 +59,14 @@ NG_NODISCARD ng_status gate_render_hook_metrics(const struct gate *g, struct ng_
 /** Stops and joins the thread. Accepts NULL. Main thread. */
 void gate_stop(struct gate *g);
 
+/**
+ * Appends the gate's series to @out (caller-owned) in the Prometheus text format: nodegate_leader
+ * (whether @leader holds the lease; 0 when @leader is NULL), nodegate_gate_decisions_total,
+ * nodegate_gate_status_writes_total, the nodegate_decision_duration_seconds histogram, then
+ * gate_render_budget_metrics() and gate_render_hook_metrics(). @g and @leader are borrowed; @g
+ * NULL (no gate) appends nothing. NG_ELIMIT or NG_ENOMEM from the buffer. Any thread.
+ */
+NG_NODISCARD ng_status gate_render_metrics(const struct gate *g, const struct leader *leader,
+					   struct ng_buf *out);
+
 #endif

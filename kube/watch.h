@@ -52,4 +52,14 @@ void kube_watch_get_stats(const struct kube_watch *w, struct kube_watch_stats *r
 /** Stops and joins the thread and frees everything. Accepts NULL. Main thread. */
 void kube_watch_stop(struct kube_watch *w);
 
+struct ng_buf;
+/**
+ * Appends the watch's series to @out (caller-owned) in the Prometheus text format:
+ * nodegate_watch_events_total{resource,type}, nodegate_watch_restarts_total,
+ * nodegate_watch_relists_total and nodegate_watch_decode_errors_total{resource},
+ * nodegate_cache_synced{resource} and nodegate_cache_publishes_total, read with
+ * kube_watch_get_stats(). @w is borrowed. NG_ELIMIT or NG_ENOMEM from the buffer. Any thread.
+ */
+NG_NODISCARD ng_status kube_watch_render_metrics(const struct kube_watch *w, struct ng_buf *out);
+
 #endif

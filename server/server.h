@@ -1,6 +1,16 @@
 /* The HTTPS admission server: libmicrohttpd over GnuTLS, one epoll daemon per core sharing the
  * port through SO_REUSEPORT (the kernel spreads connections evenly; MHD's internal thread pool
- * was measured to pile every connection onto one thread at times). */
+ * was measured to pile every connection onto one thread at times).
+ *
+ * Ownership: srv_create() returns a server the caller frees with srv_destroy(). It keeps
+ * pointers into its struct srv_config (the struct itself, for the eviction settings) and to
+ * everything the config points to except the PEM strings: all of that is borrowed and must
+ * outlive the server. The PEM strings are copied (GnuTLS keeps its own credentials).
+ * Threads: srv_create() and srv_destroy() run on the main thread, srv_set_certificate() on one
+ * thread at a time (nodegate: the main thread too); requests run on the server's own daemon
+ * threads, one per srv_config.threads, which call the config's callbacks. srv_port() and
+ * srv_set_ready() may be called from any thread. One server per process: the certificate
+ * callback reads a process-wide pointer to the current pair. */
 #ifndef NG_SERVER_SERVER_H
 #define NG_SERVER_SERVER_H
 
@@ -16,23 +26,29 @@ struct ng_buf;
 struct kube_watch;
 
 struct srv_config {
-	const char *listen_host; /* numeric IPv4/IPv6 address, e.g. "0.0.0.0", "::1" */
-	uint16_t port;           /* 0 picks a free port (see srv_port) */
-	const char *cert_pem;    /* borrowed for srv_create only; copied */
-	const char *key_pem;
-	unsigned threads;                    /* daemons, one thread each; >= 1 */
-	unsigned max_connections;            /* across all daemons */
+	const char *listen_host;  /* numeric IPv4/IPv6 address, e.g. "0.0.0.0", "::1" */
+	uint16_t port;            /* 0 picks a free port (see srv_port) */
+	const char *cert_pem;     /* borrowed for srv_create only; copied */
+	const char *key_pem;      /* likewise; the caller may wipe it once srv_create returns */
+	unsigned threads;         /* daemons, one thread each; >= 1 */
+	unsigned max_connections; /* across all daemons */
 	unsigned connection_timeout_s;       /* idle keep-alive limit; 0 = none */
-	struct pol_eviction_config eviction; /* borrowed; must outlive the server */
-	struct srv_object_config objects;    /* the object webhooks; borrowed likewise */
-	const struct kube_watch *watch;      /* NULL in snapshot mode; else /readyz waits for its
-						sync and /metrics shows its counters */
+	struct pol_eviction_config eviction; /* read through a pointer to this field: the
+						config struct must outlive the server */
+	struct srv_object_config objects;    /* copied; its deciders array is borrowed and
+						must outlive the server */
+	const struct kube_watch *watch;      /* borrowed, must outlive the server; NULL in
+						snapshot mode; else /readyz waits for its sync and
+						/metrics shows its series */
 	/* More /metrics series from layers the server does not know (the gate, the lease): called
-	 * on the scraping thread; NULL for none. */
+	 * on the scraping daemon thread, possibly on several at once, to append to @out (a buffer
+	 * the server owns); NULL for none. @metrics_ctx is borrowed and must outlive the server. */
 	ng_status (*metrics_extra)(struct ng_buf *out, void *ctx);
 	void *metrics_ctx;
 	/* Called on the admission thread for an eviction denied with autoRequest (never dryRun):
-	 * must only queue. NULL: autoRequest is not served (snapshot mode). */
+	 * must only queue. @node and @user are valid for the call only: copy them to keep them.
+	 * NULL: autoRequest is not served (snapshot mode). @auto_request_ctx is borrowed and must
+	 * outlive the server. */
 	void (*auto_request)(const char *node, const char *user, void *ctx);
 	void *auto_request_ctx;
 };
@@ -40,30 +56,35 @@ struct srv_config {
 struct srv;
 
 /**
- * Binds, and starts serving on the configured address. @store (borrowed, must outlive the
- * server) provides the snapshot each request decides against. On failure returns NULL and fills
- * @reterr (bad address, bind failure, TLS material rejected).
+ * Binds, and starts serving on the configured address. @cfg is borrowed and must outlive the
+ * server (see struct srv_config for what is copied). @store (borrowed, must outlive the server)
+ * provides the snapshot each request decides against. Returns a server the caller frees with
+ * srv_destroy(); on failure returns NULL and fills @reterr (optional): NG_EINVAL (bad address,
+ * TLS material rejected), NG_EIO (bind or daemon start failed), NG_ENOMEM. Main thread.
  */
 struct srv *srv_create(const struct srv_config *cfg, struct kube_store *store,
 		       struct ng_err *reterr);
 
 /**
  * Serves @cert_pem (a chain, leaf first) and @key_pem from the next handshake on; connections
- * already open keep theirs. The pair must load and belong together, else NG_EINVAL with
- * @reterr and the current pair stays. Any thread; calls are serialised by the caller.
+ * already open keep theirs. Both strings are borrowed for the call and copied into GnuTLS
+ * credentials, which the server keeps until srv_destroy(). The pair must load and belong
+ * together, else NG_EINVAL (NG_ENOMEM) with @reterr and the current pair stays. Any thread; calls
+ * are serialised by the caller (nodegate: the main thread).
  */
 NG_NODISCARD ng_status srv_set_certificate(struct srv *s, const char *cert_pem, const char *key_pem,
 					   struct ng_err *reterr);
 
-/** The bound port. */
+/** The bound port (the chosen one when srv_config.port was 0). Any thread. */
 uint16_t srv_port(const struct srv *s);
 
 /** Sets what /readyz answers (200 when true, 503 otherwise). Any thread. */
 void srv_set_ready(struct srv *s, bool ready);
 
 /**
- * Stops accepting connections, waits up to @grace_ms for open connections to finish, then stops
- * every daemon and frees the server. Accepts NULL. Main thread.
+ * Stops accepting connections (/readyz turns 503), waits up to @grace_ms for open connections
+ * to finish, then stops and joins every daemon and frees the server (ownership is taken). After
+ * it returns no callback of srv_config runs any more. Accepts NULL. Main thread.
  */
 void srv_destroy(struct srv *s, int64_t grace_ms);
 

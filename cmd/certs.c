@@ -1,0 +1,97 @@
+/* nodegate certs: a CA and a serving certificate for the webhook's Service. */
+#include "cmd/cmd.h"
+
+#include "certs/certs.h"
+#include "common/buf.h"
+#include "common/parse.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Writes @data to @dir/@name, refusing to replace a file (a CA key is not overwritten by a
+ * typo). 0 or -1 with errno. */
+static int write_new_file(const char *dir, const char *name, const char *data, mode_t mode)
+{
+	char path[4096];
+	ng_fmt(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -1;
+	size_t len = strlen(data), off = 0;
+	while (off < len) {
+		ssize_t n = write(fd, data + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int e = errno;
+			(void)close(fd);
+			errno = e;
+			return -1;
+		}
+		off += (size_t)n;
+	}
+	return close(fd);
+}
+
+int cmd_certs(int argc, char **argv)
+{
+	const char *out = NULL, *extra[CMD_MAX_MULTI];
+	struct cert_request r = {.service = "nodegate", .ns = "nodegate", .days = 365};
+	for (int i = 0; i < argc; i++) {
+		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+		int64_t days;
+		if (strcmp(argv[i], "--out") == 0 && val)
+			out = argv[++i];
+		else if (strcmp(argv[i], "--service") == 0 && val)
+			r.service = argv[++i];
+		else if (strcmp(argv[i], "--namespace") == 0 && val)
+			r.ns = argv[++i];
+		else if (strcmp(argv[i], "--dns") == 0 && val && r.nextra < CMD_MAX_MULTI)
+			extra[r.nextra++] = argv[++i];
+		else if (strcmp(argv[i], "--days") == 0 && val &&
+			 ng_parse_i64(val, strlen(val), 1, 3650, &days) == NG_OK) {
+			r.days = (int)days;
+			i++;
+		} else {
+			(void)fprintf(stderr,
+				      "nodegate certs: unexpected \"%s\" (see nodegate --help)\n",
+				      argv[i]);
+			return 2;
+		}
+	}
+	r.extra_dns = extra;
+	if (!out) {
+		(void)fprintf(stderr, "nodegate certs: --out DIR is required\n");
+		return 2;
+	}
+	struct cert_pair p;
+	struct ng_err err = {0};
+	if (cert_generate(&r, &p, &err) != NG_OK) {
+		(void)fprintf(stderr, "nodegate certs: %s\n", err.msg);
+		return 2;
+	}
+	static const char *const names[4] = {"ca.crt", "ca.key", "tls.crt", "tls.key"};
+	const char *data[4] = {p.ca_pem, p.ca_key_pem, p.cert_pem, p.key_pem};
+	int rc = 0;
+	for (int i = 0; i < 4 && rc == 0; i++) {
+		if (write_new_file(out, names[i], data[i], i % 2 ? 0600 : 0644) != 0) {
+			(void)fprintf(stderr, "nodegate certs: %s/%s: %s\n", out, names[i],
+				      strerror(errno));
+			rc = 1;
+		}
+	}
+	if (rc == 0) {
+		/* What a webhook configuration's clientConfig.caBundle takes. */
+		struct ng_buf b;
+		ng_buf_init(&b, 64 * 1024);
+		if (ng_buf_base64(&b, p.ca_pem, strlen(p.ca_pem)) == NG_OK)
+			(void)printf("%s\n", b.data);
+		ng_buf_finish(&b);
+	}
+	cert_pair_finish(&p);
+	return rc;
+}

@@ -1,0 +1,89 @@
+/* What the files of cmd/ share: the serve flags and one entry point per subcommand (main.c
+ * dispatches; flags.c, serve.c, certs.c, check.c).
+ *
+ * Ownership: strings in struct cmd_serve_config are borrowed from argv, the environment or the
+ * flag table's defaults, all of which live as long as the process; nothing in it is freed.
+ * Threads: everything here runs on the main thread. cmd_serve_flags_parse() reads the
+ * environment, so it runs before any other thread starts.
+ * Errors: the subcommands print what is wrong to stderr themselves and return the process's
+ * exit status. */
+#ifndef NG_CMD_CMD_H
+#define NG_CMD_CMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Repeatable flags hold at most this many values: far more than any deployment passes, and a
+ * fixed array keeps the flag table free of allocation. */
+#define CMD_MAX_MULTI 64
+
+/* The values of a repeatable flag, in the order given. */
+struct cmd_multi {
+	const char *v[CMD_MAX_MULTI];
+	size_t n;
+};
+
+/* nodegate serve's configuration: one field per entry of the flag table (cmd/flags.c). Integer
+ * and boolean flags are int64_t (booleans 0 or 1); an unset string is NULL. */
+struct cmd_serve_config {
+	const char *listen;
+	const char *tls_cert, *tls_key;
+	struct cmd_multi snapshots;
+	const char *log_level;
+	const char *eviction_mode;
+	struct cmd_multi exempt_users;
+	struct cmd_multi deciders;
+	int64_t retry_after_seconds;
+	int64_t threads;
+	int64_t max_connections;
+	int64_t connection_timeout_seconds;
+	int64_t shutdown_grace_seconds;
+	const char *port_file;
+	const char *kubeconfig;
+	const char *kube_context;
+	int64_t allow_insecure_kube_tls;
+	int64_t watch_batch_ms;
+	int64_t tls_reload_seconds;
+	int64_t gate;
+	const char *lease_namespace;
+	const char *lease_name;
+};
+
+/**
+ * Fills @c (caller storage) from the flag table's defaults, then the environment variables,
+ * then @argc/@argv (serve's arguments, after the subcommand), each overriding the one before.
+ * @argv is borrowed and must outlive @c. Returns 0, or -1 after printing the error (@c is then
+ * partly filled and must not be used). `--help` prints the usage to stdout and exits the
+ * process with 0.
+ */
+int cmd_serve_flags_parse(int argc, char **argv, struct cmd_serve_config *c);
+
+/** Prints the usage of every subcommand and serve's flags to @f (borrowed). */
+void cmd_usage(FILE *f);
+
+/** Prints docs/config.md, generated from the flag table, to stdout. */
+void cmd_dump_config_doc(void);
+
+/**
+ * nodegate serve: the webhooks, the gate and /metrics until SIGTERM or SIGINT. @argv (borrowed)
+ * holds the arguments after "serve". curl_global_init() must have run. Returns the exit status:
+ * 0 after a signal, 1 when something fails to start, 2 for a bad flag.
+ */
+int cmd_serve(int argc, char **argv);
+
+/**
+ * nodegate certs: writes a CA and a serving certificate into --out and prints the CA bundle in
+ * base64. @argv (borrowed) holds the arguments after "certs". Returns 0, 1 (a file could not be
+ * written) or 2 (bad arguments, generation failed).
+ */
+int cmd_certs(int argc, char **argv);
+
+/**
+ * nodegate check: decides a NodeDisruption against snapshot files offline and prints the
+ * decision. @argv (borrowed) holds the arguments after "check". Returns 0 (would be Granted),
+ * 1 (would not) or 2 (invalid, or a file cannot be read).
+ */
+int cmd_check(int argc, char **argv);
+
+#endif

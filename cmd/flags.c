@@ -1,0 +1,256 @@
+/* nodegate serve's flags: one table drives parsing, the environment variables, the defaults,
+ * --help and docs/config.md. */
+#include "cmd/cmd.h"
+
+#include "common/parse.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum ftype { F_STR, F_INT, F_MULTI, F_BOOL };
+
+/* One flag: where its value goes in struct cmd_serve_config (@off), its default, range and docs. */
+struct flag {
+	const char *name, *env;
+	enum ftype type;
+	size_t off;
+	const char *def;
+	int64_t min, max;
+	const char *arg, *doc;
+};
+
+#define OFF(f) offsetof(struct cmd_serve_config, f)
+static const struct flag serve_flags[] = {
+    {"listen", "NG_LISTEN", F_STR, OFF(listen), "0.0.0.0:8443", 0, 0, "ADDR:PORT",
+     "Address and port of the HTTPS server; `[::]:8443` for IPv6, port 0 picks a free one."},
+    {"tls-cert", "NG_TLS_CERT", F_STR, OFF(tls_cert), NULL, 0, 0, "FILE",
+     "PEM serving certificate (chain). Required."},
+    {"tls-key", "NG_TLS_KEY", F_STR, OFF(tls_key), NULL, 0, 0, "FILE",
+     "PEM private key of the serving certificate. Required."},
+    {"kubeconfig", "NG_KUBECONFIG", F_STR, OFF(kubeconfig), NULL, 0, 0, "FILE",
+     "Watch the API server of this kubeconfig (its current context). Without it and without "
+     "--snapshot: the first file of $KUBECONFIG, else the in-cluster service account."},
+    {"kube-context", "NG_KUBE_CONTEXT", F_STR, OFF(kube_context), NULL, 0, 0, "NAME",
+     "Use this kubeconfig context instead of current-context."},
+    {"allow-insecure-kube-tls", "NG_ALLOW_INSECURE_KUBE_TLS", F_BOOL, OFF(allow_insecure_kube_tls),
+     "false", 0, 1, "", "Accept a kubeconfig with insecure-skip-tls-verify (refused otherwise)."},
+    {"watch-batch-ms", "NG_WATCH_BATCH_MS", F_INT, OFF(watch_batch_ms), "100", 1, 10000, "MS",
+     "At most one cache publish per this many ms: an isolated change is published at once, a "
+     "burst of changes together at the end of the window."},
+    {"gate", "NG_GATE", F_BOOL, OFF(gate), "true", 0, 1, "",
+     "Run the gate (grant and reject NodeDisruptions) when watching an API server; the replica "
+     "holding the lease decides."},
+    {"lease-namespace", "NG_LEASE_NAMESPACE", F_STR, OFF(lease_namespace), NULL, 0, 0, "NS",
+     "Namespace of the gate's coordination.k8s.io Lease (default: the kubeconfig context's or the "
+     "pod's namespace)."},
+    {"tls-reload-seconds", "NG_TLS_RELOAD_SECONDS", F_INT, OFF(tls_reload_seconds), "10", 0, 3600,
+     "N",
+     "Check --tls-cert and --tls-key for changes this often and serve a new pair from the "
+     "next handshake (cert-manager and Secret volumes renew in place); 0 = only on SIGHUP. A "
+     "pair that does not load is logged and the current one kept."},
+    {"lease-name", "NG_LEASE_NAME", F_STR, OFF(lease_name), "nodegate-gate", 0, 0, "NAME",
+     "Name of the gate's Lease."},
+    {"snapshot", "NG_SNAPSHOT", F_MULTI, OFF(snapshots), NULL, 0, 0, "FILE",
+     "Decide from cluster state in files instead of an API server: `kubectl get ... -o json` "
+     "output (a List of mixed kinds, a ...List, or one object). Repeatable; later files "
+     "replace objects of the same identity. SIGHUP reloads them."},
+    {"log-level", "NG_LOG_LEVEL", F_STR, OFF(log_level), "info", 0, 0, "LEVEL",
+     "debug, info, warn or error."},
+    {"eviction-mode", "NG_EVICTION_MODE", F_STR, OFF(eviction_mode), "Enforce", 0, 0, "MODE",
+     "Enforce (deny protected evictions with 429), Warn (allow with a warning) or Off."},
+    {"exempt-user", "NG_EXEMPT_USER", F_MULTI, OFF(exempt_users), NULL, 0, 0, "NAME",
+     "A username whose evictions are always allowed. Repeatable."},
+    {"decider-user", "NG_DECIDER_USER", F_MULTI, OFF(deciders), NULL, 0, 0, "NAME",
+     "A username that may change a NodeDisruption's decision (status.state, disruptedNodes, "
+     "grantedAt, disruptedDisruptionBudgets) where /validate/nodedisruption-status is "
+     "registered: nodegate's own service account. Repeatable; default "
+     "system:serviceaccount:nodegate:nodegate."},
+    {"retry-after-seconds", "NG_RETRY_AFTER_SECONDS", F_INT, OFF(retry_after_seconds), "10", 1,
+     3600, "N", "details.retryAfterSeconds of a denied eviction."},
+    {"threads", "NG_THREADS", F_INT, OFF(threads), "0", 0, 64, "N",
+     "HTTPS server threads (one epoll daemon each, sharing the port); 0 = one per core."},
+    {"max-connections", "NG_MAX_CONNECTIONS", F_INT, OFF(max_connections), "1000", 1, 100000, "N",
+     "Open connections accepted across all threads."},
+    {"connection-timeout-seconds", "NG_CONNECTION_TIMEOUT_SECONDS", F_INT,
+     OFF(connection_timeout_seconds), "120", 0, 86400, "N",
+     "Idle keep-alive connections are closed after this long. Above the API server's 90 s "
+     "idle timeout, so it closes first and never reuses a connection we are closing."},
+    {"shutdown-grace-seconds", "NG_SHUTDOWN_GRACE_SECONDS", F_INT, OFF(shutdown_grace_seconds), "5",
+     0, 300, "N", "On SIGTERM/SIGINT: stop accepting, then wait this long for open connections."},
+    {"port-file", "NG_PORT_FILE", F_STR, OFF(port_file), NULL, 0, 0, "FILE",
+     "Write the bound port here once serving (for tests and scripts using port 0)."},
+};
+#undef OFF
+#define NFLAGS (sizeof(serve_flags) / sizeof(serve_flags[0]))
+
+void cmd_usage(FILE *f)
+{
+	(void)fprintf(f,
+		      "Usage: nodegate serve [FLAGS]\n"
+		      "       nodegate check --snapshot FILE [--snapshot FILE...] --nd FILE "
+		      "[--now TIME]\n"
+		      "       nodegate --version | --help | --dump-config-doc\n\n"
+		      "check: decides the NodeDisruption in --nd against the cluster in the "
+		      "snapshot files (kubectl get -o json output) as the gate would, health "
+		      "hooks aside, and prints the decision as JSON. Exit status 0 when it would "
+		      "be Granted, 1 when not, 2 when it is invalid or a file cannot be read.\n\n"
+		      "serve: the admission webhooks (POST /validate/eviction, "
+		      "/validate/nodedisruption, /validate/nodedisruption-status, "
+		      "/validate/budget, /mutate/nodedisruption), the gate, POST /v1/evaluate, "
+		      "/healthz, /readyz, /metrics.\n\nFlags (each also read from its environment "
+		      "variable; flags win):\n");
+	for (size_t i = 0; i < NFLAGS; i++) {
+		const struct flag *fl = &serve_flags[i];
+		(void)fprintf(f, "  --%s%s%s  [%s]%s%s%s\n      %s\n", fl->name,
+			      *fl->arg ? " " : "", fl->arg, fl->env, fl->def ? " (default " : "",
+			      fl->def ? fl->def : "", fl->def ? ")" : "", fl->doc);
+	}
+}
+
+/* docs/config.md is generated from the table; a test diffs the two. */
+void cmd_dump_config_doc(void)
+{
+	(void)printf("# nodegate serve: configuration\n\n"
+		     "Generated by `nodegate --dump-config-doc`; a test keeps this file and the "
+		     "binary in step.\nEach flag can also be set by its environment variable; a "
+		     "flag given on the command line wins.\n\n"
+		     "| flag | environment | default | meaning |\n|---|---|---|---|\n");
+	for (size_t i = 0; i < NFLAGS; i++) {
+		const struct flag *fl = &serve_flags[i];
+		(void)printf("| `--%s%s%s` | `%s` | %s%s%s | %s |\n", fl->name, *fl->arg ? " " : "",
+			     fl->arg, fl->env, fl->def ? "`" : "", fl->def ? fl->def : "",
+			     fl->def ? "`" : "", fl->doc);
+	}
+}
+
+static int set_flag(struct cmd_serve_config *c, const struct flag *fl, const char *val,
+		    const char *origin)
+{
+	char *base = (char *)c;
+	switch (fl->type) {
+	case F_STR:
+		*(const char **)(base + fl->off) = val;
+		return 0;
+	case F_MULTI: {
+		struct cmd_multi *m = (struct cmd_multi *)(base + fl->off);
+		if (m->n == CMD_MAX_MULTI) {
+			(void)fprintf(stderr, "nodegate: %s: --%s given more than %d times\n",
+				      origin, fl->name, CMD_MAX_MULTI);
+			return -1;
+		}
+		m->v[m->n++] = val;
+		return 0;
+	}
+	case F_BOOL:
+		if (strcmp(val, "true") == 0 || strcmp(val, "1") == 0) {
+			*(int64_t *)(base + fl->off) = 1;
+			return 0;
+		}
+		if (strcmp(val, "false") == 0 || strcmp(val, "0") == 0) {
+			*(int64_t *)(base + fl->off) = 0;
+			return 0;
+		}
+		(void)fprintf(stderr, "nodegate: %s: --%s \"%s\": expected true or false\n", origin,
+			      fl->name, val);
+		return -1;
+	case F_INT: {
+		int64_t v;
+		ng_status st = ng_parse_i64(val, strlen(val), fl->min, fl->max, &v);
+		if (st != NG_OK) {
+			(void)fprintf(stderr,
+				      "nodegate: %s: --%s \"%s\": expected an integer in "
+				      "%lld..%lld\n",
+				      origin, fl->name, val, (long long)fl->min,
+				      (long long)fl->max);
+			return -1;
+		}
+		*(int64_t *)(base + fl->off) = v;
+		return 0;
+	}
+	}
+	return -1;
+}
+
+/* The flag that @arg (after its "--") names, as "name" or "name=value"; NULL if none. On a
+ * match, *@ret_val is the text after '=' or NULL. */
+static const struct flag *find_flag(const char *arg, const char **ret_val)
+{
+	for (size_t k = 0; k < NFLAGS; k++) {
+		size_t n = strlen(serve_flags[k].name);
+		if (strncmp(arg, serve_flags[k].name, n) == 0 &&
+		    (arg[n] == '\0' || arg[n] == '=')) {
+			*ret_val = arg[n] == '=' ? arg + n + 1 : NULL;
+			return &serve_flags[k];
+		}
+	}
+	return NULL;
+}
+
+/* The environment, for each flag not given on the command line; a multi-valued variable holds
+ * one value. */
+static int apply_env(int argc, char **argv, struct cmd_serve_config *c)
+{
+	bool from_flag[NFLAGS] = {false};
+	for (int i = 0; i < argc; i++) {
+		const char *val;
+		const struct flag *fl =
+		    strncmp(argv[i], "--", 2) == 0 ? find_flag(argv[i] + 2, &val) : NULL;
+		if (fl)
+			from_flag[fl - serve_flags] = true;
+	}
+	for (size_t k = 0; k < NFLAGS; k++) {
+		const char *e = getenv(serve_flags[k].env);
+		if (e && *e && !from_flag[k] && set_flag(c, &serve_flags[k], e, serve_flags[k].env))
+			return -1;
+	}
+	return 0;
+}
+
+static int apply_args(int argc, char **argv, struct cmd_serve_config *c)
+{
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			cmd_usage(stdout);
+			exit(0);
+		}
+		if (strncmp(a, "--", 2) != 0) {
+			(void)fprintf(
+			    stderr, "nodegate serve: unexpected argument \"%s\" (see --help)\n", a);
+			return -1;
+		}
+		const char *val;
+		const struct flag *fl = find_flag(a + 2, &val);
+		if (!fl) {
+			(void)fprintf(stderr, "nodegate serve: unknown flag \"%s\" (see --help)\n",
+				      argv[i]);
+			return -1;
+		}
+		if (!val && fl->type == F_BOOL) {
+			val = "true";
+		} else if (!val) {
+			if (i + 1 >= argc) {
+				(void)fprintf(stderr, "nodegate serve: --%s needs a value (%s)\n",
+					      fl->name, fl->arg);
+				return -1;
+			}
+			val = argv[++i];
+		}
+		if (set_flag(c, fl, val, "command line") != 0)
+			return -1;
+	}
+	return 0;
+}
+
+int cmd_serve_flags_parse(int argc, char **argv, struct cmd_serve_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < NFLAGS; i++)
+		if (serve_flags[i].def &&
+		    set_flag(c, &serve_flags[i], serve_flags[i].def, "default") != 0)
+			return -1;
+	if (apply_env(argc, argv, c) != 0)
+		return -1;
+	return apply_args(argc, argv, c);
+}

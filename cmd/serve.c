@@ -1,0 +1,503 @@
+/* nodegate serve: configure from the flags, fill the cache (snapshot files or a watch), start
+ * the controllers and the HTTPS server, then wait for signals on the main thread. */
+#include "cmd/cmd.h"
+
+#include "certs/certs.h"
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/file.h"
+#include "common/log.h"
+#include "common/parse.h"
+#include "common/prom.h"
+#include "kube/config.h"
+#include "kube/kube.h"
+#include "kube/watch.h"
+#include "controller/autorequest.h"
+#include "controller/gate.h"
+#include "controller/leader.h"
+#include "policy/policy.h"
+#include "server/server.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Certificate and key files are a few KiB; 1 MiB rejects a wrong path early. */
+#define MAX_PEM_BYTES (1u << 20)
+
+static int split_listen(const char *s, char *host, size_t hostcap, uint16_t *port)
+{
+	const char *colon;
+	const char *h = s;
+	size_t hlen;
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+		if (!close || close[1] != ':')
+			return -1;
+		h = s + 1;
+		hlen = (size_t)(close - h);
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return -1;
+		hlen = (size_t)(colon - s);
+	}
+	if (hlen == 0 || hlen >= hostcap)
+		return -1;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	int64_t p;
+	if (ng_parse_i64(colon + 1, strlen(colon + 1), 0, 65535, &p) != NG_OK)
+		return -1;
+	*port = (uint16_t)p;
+	return 0;
+}
+
+/* The PEM files: reported and NULL on error. */
+static char *read_pem(const char *path, const char *what, bool secret)
+{
+	char *buf = NULL;
+	size_t len;
+	struct ng_err err = {0};
+	if (ng_read_file(path, MAX_PEM_BYTES, what, secret, &buf, &len, &err) != NG_OK) {
+		(void)fprintf(stderr, "nodegate: %s\n", err.msg);
+		return NULL;
+	}
+	if (len == 0) {
+		(void)fprintf(stderr, "nodegate: %s %s: empty\n", what, path);
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static struct kube_snapshot *load_snapshot(const struct cmd_serve_config *c)
+{
+	struct ng_err err = {0};
+	struct kube_snapshot *snap = NULL;
+	int64_t t0 = ng_now_mono_us();
+	ng_status st = kube_snapshot_load_files(c->snapshots.v, c->snapshots.n, &snap, &err);
+	struct ng_logline l;
+	if (st != NG_OK) {
+		if (ng_log_begin(&l, NG_LOG_ERROR, "cmd", "snapshot load failed")) {
+			ng_log_str(&l, "err", err.msg);
+			ng_log_end(&l);
+		}
+		return NULL;
+	}
+	if (ng_log_begin(&l, NG_LOG_INFO, "cmd", "snapshot loaded")) {
+		for (int r = 0; r < KUBE_RES_COUNT; r++)
+			ng_log_i64(&l, kube_resource_name((enum kube_resource)r),
+				   (int64_t)kube_snapshot_count(snap, (enum kube_resource)r));
+		ng_log_i64(&l, "dur_us", ng_now_mono_us() - t0);
+		ng_log_end(&l);
+	}
+	return snap;
+}
+
+static int write_port_file(const char *path, uint16_t port)
+{
+	char tmp[4096];
+	int n = snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return -1;
+	FILE *f = fopen(tmp, "we");
+	if (!f)
+		return -1;
+	(void)fprintf(f, "%u\n", port);
+	if (fclose(f) != 0)
+		return -1;
+	return rename(tmp, path);
+}
+
+/* The gate's and the lease's series for /metrics: the server does not know those layers. */
+struct controller_metrics {
+	const struct gate *gate;
+	const struct leader *leader;
+	const struct autoreq *autoreq;
+	_Atomic int64_t cert_not_after; /* the serving certificate's notAfter, Unix seconds; 0
+					   unknown */
+};
+
+/* The eviction webhook's autoRequest hook: queued, never waited on. */
+static void submit_auto_request(const char *node, const char *user, void *ctx)
+{
+	autoreq_submit(ctx, node, user);
+}
+
+static ng_status render_controller(struct ng_buf *out, void *ctx)
+{
+	const struct controller_metrics *cm = ctx;
+	int64_t not_after = atomic_load(&cm->cert_not_after);
+	ng_status st = NG_OK;
+	if (not_after) {
+		static const char *const name = "nodegate_certificate_expiry_timestamp_seconds";
+		st = ng_prom_header(
+		    out, name, NG_PROM_GAUGE,
+		    "When the serving certificate expires (notAfter, Unix seconds).");
+		st = st ? st : ng_prom_i64(out, name, NULL, 0, not_after);
+	}
+	if (cm->autoreq)
+		st = st ? st : autoreq_render_metrics(cm->autoreq, out);
+	return st ? st : gate_render_metrics(cm->gate, cm->leader, out);
+}
+
+/* What the served certificate files were when last read: a change of either is a renewal. */
+struct tls_files {
+	struct stat cert, key;
+};
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Whether --tls-cert or --tls-key changed since the last call (which it records). A file
+ * that cannot be stat'ed is not a change: a renewal replaces files, it does not remove them. */
+static bool tls_files_changed(const struct cmd_serve_config *c, struct tls_files *last)
+{
+	struct tls_files now;
+	if (stat(c->tls_cert, &now.cert) != 0 || stat(c->tls_key, &now.key) != 0)
+		return false;
+	bool changed = !same_file(&now.cert, &last->cert) || !same_file(&now.key, &last->key);
+	*last = now;
+	return changed;
+}
+
+/* Reads the pair again and serves it from the next handshake; a pair that does not load is
+ * logged and the current one kept. */
+static void reload_certificate(const struct cmd_serve_config *c, struct srv *srv,
+			       _Atomic int64_t *not_after)
+{
+	char *cert = read_pem(c->tls_cert, "--tls-cert", false);
+	char *key = cert ? read_pem(c->tls_key, "--tls-key", true) : NULL;
+	struct ng_err err = {0};
+	int64_t exp = 0;
+	ng_status st = cert && key ? srv_set_certificate(srv, cert, key, &err) : NG_EINVAL;
+	if (st == NG_OK && cert_not_after(cert, &exp, &err) == NG_OK)
+		atomic_store(not_after, exp);
+	struct ng_logline l;
+	if (ng_log_begin(&l, st == NG_OK ? NG_LOG_INFO : NG_LOG_ERROR, "cmd",
+			 st == NG_OK
+			     ? "serving certificate reloaded"
+			     : "serving certificate not reloaded: keeping the current one")) {
+		ng_log_str(&l, "cert", c->tls_cert);
+		if (st == NG_OK)
+			ng_log_i64(&l, "not_after", exp);
+		else
+			ng_log_str(&l, "err", err.msg[0] ? err.msg : "the files do not read");
+		ng_log_end(&l);
+	}
+	if (key)
+		explicit_bzero(key, strlen(key));
+	free(key);
+	free(cert);
+}
+
+/* Everything serve runs, in start order. Lives on cmd_serve's stack: the server, gate and
+ * lease borrow parts of it (flags, identity, metrics) until shut_down() stops them. */
+struct serve {
+	struct cmd_serve_config c;
+	struct pol_eviction_config ev;
+	char host[64];
+	uint16_t port;
+	bool live; /* watching an API server, not serving snapshot files */
+	struct kube_config kcfg;
+	sigset_t signals; /* blocked in every thread; the main thread waits for them */
+	char *cert, *key; /* PEM, as read; the key is wiped once handed to the server */
+	struct kube_store *store;
+	struct kube_watch *watch;
+	struct autoreq *autoreq;
+	struct leader *leader;
+	struct gate *gate;
+	char identity[300]; /* this replica in the Lease and in events: hostname_pid */
+	struct controller_metrics cm;
+	struct tls_files tls;
+	struct srv_config sc; /* srv_create keeps a pointer to sc.eviction: must outlive srv */
+	struct srv *srv;
+};
+
+/* The flags into settings; every error is a bad flag (exit status 2) and is printed. */
+static int configure(struct serve *s, int argc, char **argv)
+{
+	struct cmd_serve_config *c = &s->c;
+	if (cmd_serve_flags_parse(argc, argv, c) != 0)
+		return 2;
+	enum ng_log_level level;
+	if (ng_log_parse_level(c->log_level, &level) != 0) {
+		(void)fprintf(stderr,
+			      "nodegate: --log-level \"%s\": use debug, info, warn or error\n",
+			      c->log_level);
+		return 2;
+	}
+	ng_log_set_level(level);
+	/* Request bodies of up to 3 MiB are buffered and freed. glibc would raise its mmap
+	 * threshold after the first such free and keep later ones on the heap, so resident memory
+	 * would ratchet up; a fixed threshold returns big buffers to the kernel at once. */
+	(void)mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+	s->ev = (struct pol_eviction_config){
+	    .exempt_users = c->exempt_users.v,
+	    .nexempt = c->exempt_users.n,
+	    .retry_after_seconds = (int32_t)c->retry_after_seconds,
+	};
+	if (pol_eviction_mode_parse(c->eviction_mode, &s->ev.mode) != 0) {
+		(void)fprintf(stderr,
+			      "nodegate: --eviction-mode \"%s\": use Enforce, Warn or Off\n",
+			      c->eviction_mode);
+		return 2;
+	}
+	if (split_listen(c->listen, s->host, sizeof(s->host), &s->port) != 0) {
+		(void)fprintf(stderr,
+			      "nodegate: --listen \"%s\": expected ADDR:PORT, e.g. 0.0.0.0:8443 or "
+			      "[::]:8443\n",
+			      c->listen);
+		return 2;
+	}
+	if (!c->tls_cert || !c->tls_key) {
+		(void)fprintf(stderr, "nodegate: --tls-cert and --tls-key are required (the API "
+				      "server only calls webhooks over HTTPS)\n");
+		return 2;
+	}
+	s->live = c->snapshots.n == 0;
+	struct ng_err kerr = {0};
+	if (s->live &&
+	    kube_config_resolve(c->kubeconfig, c->kube_context, c->allow_insecure_kube_tls != 0,
+				&s->kcfg, &kerr) != NG_OK) {
+		(void)fprintf(stderr, "nodegate: finding the API server: %s\n", kerr.msg);
+		return 2;
+	}
+	return 0;
+}
+
+/* Signals go to the main thread only: block them before any thread starts. */
+static void block_signals(struct serve *s)
+{
+	sigemptyset(&s->signals);
+	sigaddset(&s->signals, SIGTERM);
+	sigaddset(&s->signals, SIGINT);
+	sigaddset(&s->signals, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &s->signals, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* The serving pair and the empty store. 0, or -1 (the PEM errors are printed). */
+static int open_store(struct serve *s)
+{
+	s->cert = read_pem(s->c.tls_cert, "--tls-cert", false);
+	s->key = s->cert ? read_pem(s->c.tls_key, "--tls-key", true) : NULL;
+	s->store = kube_store_create();
+	return s->key && s->store ? 0 : -1;
+}
+
+/* Fills the store: a watch of the API server, or the snapshot files once now (SIGHUP reloads
+ * them). 0 or -1. */
+static int load_or_watch_cache(struct serve *s)
+{
+	if (!s->live) {
+		struct kube_snapshot *snap = load_snapshot(&s->c);
+		if (!snap)
+			return -1;
+		kube_store_publish(s->store, snap);
+		return 0;
+	}
+	struct kube_watch_config wc = {
+	    .cfg = &s->kcfg, .store = s->store, .batch_ms = s->c.watch_batch_ms};
+	struct ng_err werr = {0};
+	s->watch = kube_watch_start(&wc, &werr);
+	if (!s->watch) {
+		(void)fprintf(stderr, "nodegate: %s\n", werr.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* The Lease and the gate, which decides only while this replica holds it. 0 or -1. */
+static int start_gate(struct serve *s)
+{
+	char hostname[256] = "nodegate";
+	(void)gethostname(hostname, sizeof(hostname) - 1);
+	ng_fmt(s->identity, sizeof(s->identity), "%s_%ld", hostname, (long)getpid());
+	struct leader_config lc = {
+	    .kube = &s->kcfg,
+	    .ns = s->c.lease_namespace ? s->c.lease_namespace : s->kcfg.ns,
+	    .name = s->c.lease_name,
+	    .identity = s->identity,
+	};
+	struct ng_err err = {0};
+	s->leader = leader_start(&lc, &err);
+	struct gate_config gc = {.kube = &s->kcfg,
+				 .store = s->store,
+				 .watch = s->watch,
+				 .leader = s->leader,
+				 .identity = s->identity};
+	s->gate = s->leader ? gate_start(&gc, &err) : NULL;
+	if (!s->gate) {
+		(void)fprintf(stderr, "nodegate: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* With a live cache: the autoRequest queue, and unless --gate=false the gate. 0 or -1. */
+static int start_controllers(struct serve *s)
+{
+	if (!s->live)
+		return 0;
+	struct autoreq_config ac = {.kube = &s->kcfg, .store = s->store};
+	struct ng_err err = {0};
+	s->autoreq = autoreq_start(&ac, &err);
+	if (!s->autoreq) {
+		(void)fprintf(stderr, "nodegate: %s\n", err.msg);
+		return -1;
+	}
+	struct ng_logline l;
+	if (ng_log_begin(&l, NG_LOG_INFO, "cmd", "watching the API server")) {
+		ng_log_str(&l, "server", s->kcfg.server);
+		ng_log_str(&l, "source", s->kcfg.source);
+		ng_log_end(&l);
+	}
+	return s->c.gate ? start_gate(s) : 0;
+}
+
+/* The server's settings: the flags, the cache's watch and the controllers' hooks. */
+static void server_config(struct serve *s)
+{
+	static const char *const default_deciders[] = {"system:serviceaccount:nodegate:nodegate"};
+	const struct cmd_serve_config *c = &s->c;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	s->ev.auto_request_served = s->autoreq != NULL;
+	s->sc = (struct srv_config){
+	    .listen_host = s->host,
+	    .port = s->port,
+	    .cert_pem = s->cert,
+	    .key_pem = s->key,
+	    .threads = c->threads ? (unsigned)c->threads : (unsigned)(ncpu > 0 ? ncpu : 1),
+	    .max_connections = (unsigned)c->max_connections,
+	    .connection_timeout_s = (unsigned)c->connection_timeout_seconds,
+	    .eviction = s->ev,
+	    .objects = {c->deciders.n ? c->deciders.v : default_deciders,
+			c->deciders.n ? c->deciders.n : 1},
+	    .watch = s->watch,
+	    .metrics_extra = render_controller,
+	    .metrics_ctx = &s->cm,
+	    .auto_request = s->autoreq ? submit_auto_request : NULL,
+	    .auto_request_ctx = s->autoreq,
+	};
+}
+
+/* Binds and serves; writes --port-file and logs "serving". 0 or -1 (logged or printed). */
+static int start_server(struct serve *s)
+{
+	s->cm.gate = s->gate;
+	s->cm.leader = s->leader;
+	s->cm.autoreq = s->autoreq;
+	tls_files_changed(&s->c, &s->tls); /* remembers what is being served */
+	int64_t exp = 0;
+	struct ng_err err = {0};
+	if (cert_not_after(s->cert, &exp, &err) == NG_OK)
+		atomic_store(&s->cm.cert_not_after, exp); /* else GnuTLS judges the file below */
+	server_config(s);
+	s->srv = srv_create(&s->sc, s->store, &err);
+	/* The PEM key has been handed to GnuTLS; don't keep a second copy around. */
+	memset(s->key, 0, strlen(s->key));
+	struct ng_logline l;
+	if (!s->srv) {
+		if (ng_log_begin(&l, NG_LOG_ERROR, "cmd", "server start failed")) {
+			ng_log_str(&l, "err", err.msg);
+			ng_log_end(&l);
+		}
+		return -1;
+	}
+	const char *port_file = s->c.port_file;
+	if (port_file && write_port_file(port_file, srv_port(s->srv)) != 0) {
+		(void)fprintf(stderr, "nodegate: --port-file %s: %s\n", port_file, strerror(errno));
+		return -1;
+	}
+	if (ng_log_begin(&l, NG_LOG_INFO, "cmd", "serving")) {
+		ng_log_str(&l, "version", NG_VERSION);
+		ng_log_str(&l, "host", s->host);
+		ng_log_i64(&l, "port", srv_port(s->srv));
+		ng_log_i64(&l, "threads", s->sc.threads);
+		ng_log_str(&l, "eviction_mode", pol_eviction_mode_str(s->ev.mode));
+		ng_log_i64(&l, "exempt_users", (int64_t)s->ev.nexempt);
+		ng_log_end(&l);
+	}
+	return 0;
+}
+
+/* Until SIGTERM or SIGINT: SIGHUP and --tls-reload-seconds reload the serving pair, and SIGHUP
+ * reloads the snapshot files (a live cache needs no reload). */
+static void wait_for_signals(struct serve *s)
+{
+	const struct cmd_serve_config *c = &s->c;
+	for (;;) {
+		struct timespec poll = {c->tls_reload_seconds ? c->tls_reload_seconds : 3600, 0};
+		int sig = sigtimedwait(&s->signals, NULL, &poll);
+		if (sig < 0) {
+			if (errno == EAGAIN && c->tls_reload_seconds &&
+			    tls_files_changed(c, &s->tls))
+				reload_certificate(c, s->srv, &s->cm.cert_not_after);
+			continue;
+		}
+		if (sig == SIGHUP) {
+			(void)tls_files_changed(c, &s->tls);
+			reload_certificate(c, s->srv, &s->cm.cert_not_after);
+		}
+		if (sig == SIGHUP && s->live)
+			continue; /* the watch keeps the cache current */
+		if (sig == SIGHUP) {
+			/* Build, validate, swap: a bad file keeps the current state. */
+			struct kube_snapshot *next = load_snapshot(c);
+			if (next)
+				kube_store_publish(s->store, next);
+			continue;
+		}
+		struct ng_logline l;
+		if (ng_log_begin(&l, NG_LOG_INFO, "cmd", "shutting down")) {
+			ng_log_str(&l, "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+			ng_log_end(&l);
+		}
+		return;
+	}
+}
+
+/* Stops whatever started, readers before what they read. */
+static void shut_down(struct serve *s)
+{
+	srv_destroy(s->srv, s->c.shutdown_grace_seconds * 1000);
+	gate_stop(s->gate);
+	autoreq_stop(s->autoreq);
+	leader_stop(s->leader); /* releases the lease for a quick takeover */
+	kube_watch_stop(s->watch);
+	kube_store_destroy(s->store);
+	kube_config_finish(&s->kcfg);
+	free(s->cert);
+	free(s->key);
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct serve s = {0};
+	int rc = configure(&s, argc, argv);
+	if (rc != 0)
+		return rc;
+	block_signals(&s);
+	rc = 1;
+	if (open_store(&s) == 0 && load_or_watch_cache(&s) == 0 && start_controllers(&s) == 0 &&
+	    start_server(&s) == 0) {
+		wait_for_signals(&s);
+		rc = 0;
+	}
+	shut_down(&s);
+	return rc;
+}
