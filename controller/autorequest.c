@@ -4,6 +4,7 @@
 #include "common/buf.h"
 #include "common/intern.h"
 #include "common/log.h"
+#include "common/prom.h"
 #include "common/jw.h"
 #include "kube/kube.h"
 #include "kube/runtime.h"
@@ -39,7 +40,7 @@ struct autoreq {
 
 static void count(struct autoreq *a, enum result r)
 {
-	atomic_fetch_add_explicit(&a->counts[r], 1, memory_order_relaxed);
+	ng_prom_add(&a->counts[r], 1);
 }
 
 void autoreq_submit(struct autoreq *a, const char *node, const char *user)
@@ -232,13 +233,14 @@ struct autoreq *autoreq_start(const struct autoreq_config *cfg, struct ng_err *r
 ng_status autoreq_render_metrics(const struct autoreq *ca, struct ng_buf *out)
 {
 	struct autoreq *a = (struct autoreq *)(uintptr_t)ca;
-	ng_status st = ng_buf_puts(out, "# HELP nodegate_auto_requests_total NodeDisruptions "
-					"requested for denied evictions (eviction.autoRequest), by "
-					"result.\n# TYPE nodegate_auto_requests_total counter\n");
-	for (int r = 0; st == NG_OK && a && r < R_COUNT; r++)
-		st = ng_buf_printf(
-		    out, "nodegate_auto_requests_total{result=\"%s\"} %llu\n", result_names[r],
-		    (unsigned long long)atomic_load_explicit(&a->counts[r], memory_order_relaxed));
+	ng_status st = ng_prom_header(out, "nodegate_auto_requests_total", NG_PROM_COUNTER,
+				      "NodeDisruptions requested for denied evictions "
+				      "(eviction.autoRequest), by result.");
+	for (int r = 0; st == NG_OK && a && r < R_COUNT; r++) {
+		const struct ng_prom_label l[] = {{"result", result_names[r]}};
+		st = ng_prom_u64(out, "nodegate_auto_requests_total", l, 1,
+				 ng_prom_get(&a->counts[r]));
+	}
 	return st;
 }
 

@@ -9,6 +9,7 @@
 #include "common/jw.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/prom.h"
 #include "kube/client.h"
 
 #include <stdlib.h>
@@ -196,39 +197,26 @@ ng_status gate_render_hook_metrics(const struct gate *cg, struct ng_buf *out)
 {
 	struct gate *g = (struct gate *)(uintptr_t)cg;
 	pthread_mutex_lock(&g->metrics_mu);
-	ng_status st = ng_buf_puts(
-	    out, "# HELP nodegate_health_hook_requests_total Health hook calls by budget and "
-		 "result (ok, failed, timeout, error, denied).\n"
-		 "# TYPE nodegate_health_hook_requests_total counter\n");
+	ng_status st =
+	    ng_prom_header(out, "nodegate_health_hook_requests_total", NG_PROM_COUNTER,
+			   "Health hook calls by budget and result (ok, failed, timeout, "
+			   "error, denied).");
 	for (size_t i = 0; st == NG_OK && i < g->nhc; i++) {
-		st = ng_buf_puts(out, "nodegate_health_hook_requests_total{namespace=");
-		st = st ? st : ng_buf_json_str(out, g->hc[i].ns, strlen(g->hc[i].ns));
-		st = st ? st : ng_buf_puts(out, ",name=");
-		st = st ? st : ng_buf_json_str(out, g->hc[i].name, strlen(g->hc[i].name));
-		st = st ? st
-			: ng_buf_printf(out, ",result=\"%s\"} %llu\n",
-					pol_hook_result_str((enum pol_hook_result)g->hc[i].result),
-					(unsigned long long)g->hc[i].n);
+		const struct ng_prom_label l[] = {
+		    {"namespace", g->hc[i].ns},
+		    {"name", g->hc[i].name},
+		    {"result", pol_hook_result_str((enum pol_hook_result)g->hc[i].result)}};
+		st = ng_prom_u64(out, "nodegate_health_hook_requests_total", l, 3, g->hc[i].n);
 	}
+	uint64_t count = 0;
+	for (int i = 0; i <= GATE_HOOK_BUCKETS; i++)
+		count += g->hook_buckets[i];
+	const struct ng_prom_hist_data h = {hook_buckets_s, g->hook_buckets, GATE_HOOK_BUCKETS,
+					    count, g->hook_seconds_sum};
 	st = st ? st
-		: ng_buf_puts(out, "# HELP nodegate_health_hook_duration_seconds How long health "
-				   "hook calls took.\n"
-				   "# TYPE nodegate_health_hook_duration_seconds histogram\n");
-	uint64_t cum = 0;
-	for (int i = 0; st == NG_OK && i < GATE_HOOK_BUCKETS; i++) {
-		cum += g->hook_buckets[i];
-		st = ng_buf_printf(out,
-				   "nodegate_health_hook_duration_seconds_bucket{le=\"%g\"} %llu\n",
-				   hook_buckets_s[i], (unsigned long long)cum);
-	}
-	cum += g->hook_buckets[GATE_HOOK_BUCKETS];
-	st = st ? st
-		: ng_buf_printf(out,
-				"nodegate_health_hook_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
-				"nodegate_health_hook_duration_seconds_sum %.6f\n"
-				"nodegate_health_hook_duration_seconds_count %llu\n",
-				(unsigned long long)cum, g->hook_seconds_sum,
-				(unsigned long long)cum);
+		: ng_prom_header(out, "nodegate_health_hook_duration_seconds", NG_PROM_HISTOGRAM,
+				 "How long health hook calls took.");
+	st = st ? st : ng_prom_histogram(out, "nodegate_health_hook_duration_seconds", NULL, 0, &h);
 	pthread_mutex_unlock(&g->metrics_mu);
 	return st;
 }
