@@ -4,7 +4,10 @@
  * consistent snapshot. */
 #include "kube/watch.h"
 
+#include "kube/runtime.h"
+
 #include "common/arena.h"
+#include "common/backoff.h"
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/json.h"
@@ -13,7 +16,6 @@
 #include "kube/internal.h"
 
 #include <curl/curl.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +61,7 @@ struct informer {
 	enum istate state;
 	int64_t due_ms;
 	int64_t backoff_ms;
+	uint32_t attempt; /* failures in a row, for the backoff */
 	char rv[RV_BYTES];
 	CURL *h;
 	struct curl_slist *hdrs;
@@ -74,17 +77,16 @@ struct informer {
 
 struct kube_watch {
 	struct kube_watch_config cfg;
-	struct kube_client *client;
+	struct kube_runtime *rt;    /* the watch thread */
+	struct kube_client *client; /* the runtime's */
+	const _Atomic bool *stop;   /* the runtime's */
 	struct kube_cache *cache;
 	CURLM *multi;
-	pthread_t thread;
-	bool started;
-	_Atomic bool stop;
 	struct informer inf[KUBE_RES_COUNT];
 	int64_t dirty_since_ms; /* 0: nothing pending */
 	int64_t last_publish_ms;
 	_Atomic uint64_t publishes;
-	unsigned int seed;
+	struct ng_rng *rng; /* the runtime's */
 };
 
 static int64_t now_ms(void)
@@ -95,10 +97,7 @@ static int64_t now_ms(void)
 /* ±20 % jitter, so replicas that lost the API server together do not return together. */
 static int64_t jitter(struct kube_watch *w, int64_t ms)
 {
-	int64_t span = ms / 5;
-	if (span <= 0)
-		return ms;
-	return ms - span + (int64_t)(rand_r(&w->seed) % (unsigned)(2 * span + 1));
+	return ng_jitter_ms(w->rng, ms, 20, 20);
 }
 
 static void inc(_Atomic uint64_t *v)
@@ -111,9 +110,9 @@ static void retry_later(struct informer *in, enum istate st, const char *what, c
 	struct kube_watch *w = in->w;
 	inc(&in->restarts);
 	in->state = st;
-	in->backoff_ms = in->backoff_ms ? in->backoff_ms * 2 : w->cfg.backoff_initial_ms;
-	if (in->backoff_ms > w->cfg.backoff_max_ms)
-		in->backoff_ms = w->cfg.backoff_max_ms;
+	in->attempt = in->backoff_ms ? in->attempt + 1 : 0;
+	in->backoff_ms =
+	    ng_backoff_ms(w->cfg.backoff_initial_ms, w->cfg.backoff_max_ms, in->attempt);
 	int64_t delay = jitter(w, in->backoff_ms);
 	in->due_ms = now_ms() + delay;
 	struct ng_logline l;
@@ -260,7 +259,7 @@ static void do_list(struct informer *in)
 		do {
 			st = list_page(in, cont, &body, arena, rv, cont, &count, &http, &err);
 			pages++;
-		} while (st == NG_OK && http == 200 && *cont && !atomic_load(&w->stop));
+		} while (st == NG_OK && http == 200 && *cont && !atomic_load(w->stop));
 		if (st == NG_OK && http == 410 && attempt == 0) {
 			kube_cache_reset(w->cache, in->res);
 			count = 0;
@@ -279,9 +278,9 @@ static void do_list(struct informer *in)
 	}
 	ng_buf_finish(&body);
 	ng_arena_destroy(arena);
-	if (st != NG_OK || http != 200 || atomic_load(&w->stop)) {
+	if (st != NG_OK || http != 200 || atomic_load(w->stop)) {
 		kube_cache_discard(w->cache, in->res);
-		if (!atomic_load(&w->stop))
+		if (!atomic_load(w->stop))
 			retry_later(in, ST_LIST, "list failed", msg);
 		return;
 	}
@@ -410,7 +409,7 @@ static void start_watch(struct informer *in)
 {
 	struct kube_watch *w = in->w;
 	char path[512];
-	int secs = WATCH_MIN_S + rand_r(&w->seed) % WATCH_SPREAD_S;
+	int secs = WATCH_MIN_S + (int)(ng_rng_next(w->rng) % WATCH_SPREAD_S);
 	(void)snprintf(path, sizeof(path),
 		       "%s?watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d",
 		       paths[in->res], in->rv, secs);
@@ -488,13 +487,15 @@ static void end_watch(struct informer *in, CURLcode res)
 	in->backoff_ms = 0;
 }
 
-static void *run(void *arg)
+/* One pass of the informers on the runtime's thread: start what is due, move the transfers,
+ * publish, and wait in curl (woken by kube_runtime_destroy through interrupt()). */
+static int64_t step(struct kube_runtime *rt, void *ctx)
 {
-	struct kube_watch *w = arg;
-	while (!atomic_load(&w->stop)) {
+	struct kube_watch *w = ctx;
+	{
 		int64_t now = now_ms();
 		int64_t next_due = now + 1000;
-		for (int r = 0; r < KUBE_RES_COUNT && !atomic_load(&w->stop); r++) {
+		for (int r = 0; r < KUBE_RES_COUNT && !atomic_load(w->stop); r++) {
 			struct informer *in = &w->inf[r];
 			if (in->state == ST_LIST && in->due_ms <= now)
 				do_list(in);
@@ -531,7 +532,14 @@ static void *run(void *arg)
 			(void)curl_multi_poll(w->multi, NULL, 0, (int)(wait > 1000 ? 1000 : wait),
 					      NULL);
 	}
-	return NULL;
+	return KUBE_RUNTIME_AGAIN;
+}
+
+static void interrupt(void *ctx)
+{
+	struct kube_watch *w = ctx;
+	if (w->multi)
+		(void)curl_multi_wakeup(w->multi);
 }
 
 struct kube_watch *kube_watch_start(const struct kube_watch_config *cfg, struct ng_err *reterr)
@@ -550,10 +558,16 @@ struct kube_watch *kube_watch_start(const struct kube_watch_config *cfg, struct 
 		w->cfg.backoff_initial_ms = 800;
 	if (w->cfg.backoff_max_ms <= 0)
 		w->cfg.backoff_max_ms = 30000;
-	w->seed = (unsigned int)ng_now_wall_ms() ^ (unsigned int)(uintptr_t)w;
-	w->client = kube_client_create(cfg->cfg);
 	w->cache = kube_cache_create();
 	w->multi = curl_multi_init();
+	const struct kube_runtime_config rc = {
+	    .name = "watch", .kube = cfg->cfg, .step = step, .interrupt = interrupt, .ctx = w};
+	w->rt = w->cache && w->multi ? kube_runtime_create(&rc, reterr) : NULL;
+	if (w->rt) {
+		w->client = kube_runtime_client(w->rt);
+		w->stop = kube_runtime_stop_flag(w->rt);
+		w->rng = kube_runtime_rng(w->rt);
+	}
 	if (!w->client || !w->cache || !w->multi) {
 		(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
 		goto fail;
@@ -570,11 +584,8 @@ struct kube_watch *kube_watch_start(const struct kube_watch_config *cfg, struct 
 			goto fail;
 		}
 	}
-	if (pthread_create(&w->thread, NULL, run, w) != 0) {
-		(void)ng_err_set(reterr, NG_EIO, 0, "cannot start the watch thread");
+	if (kube_runtime_start(w->rt, reterr) != NG_OK)
 		goto fail;
-	}
-	w->started = true;
 	return w;
 fail:
 	kube_watch_stop(w);
@@ -611,11 +622,7 @@ void kube_watch_stop(struct kube_watch *w)
 {
 	if (!w)
 		return;
-	atomic_store(&w->stop, true);
-	if (w->multi)
-		(void)curl_multi_wakeup(w->multi);
-	if (w->started)
-		(void)pthread_join(w->thread, NULL);
+	kube_runtime_destroy(w->rt); /* interrupts the poll and joins the thread */
 	for (int r = 0; r < KUBE_RES_COUNT; r++) {
 		struct informer *in = &w->inf[r];
 		if (in->h) {
@@ -629,6 +636,5 @@ void kube_watch_stop(struct kube_watch *w)
 	if (w->multi)
 		(void)curl_multi_cleanup(w->multi);
 	kube_cache_destroy(w->cache);
-	kube_client_destroy(w->client);
 	free(w);
 }
