@@ -182,58 +182,64 @@ static bool failed(enum pol_hook_result r)
 	return r != POL_HOOK_OK && r != POL_HOOK_PENDING;
 }
 
-ng_status gate_hooks_call(struct pol_hook_call *calls, size_t n, const struct kube_hook_policy *p,
-			  const char *body, size_t len, const _Atomic bool *stop)
+/* The calls of one decision in flight. */
+struct batch {
+	CURLM *m;
+	struct running *rs;
+	size_t nr;
+	struct curl_slist *headers;
+	int64_t t0_us;
+};
+
+static ng_status batch_headers(struct batch *b)
 {
-	size_t npending = 0;
-	for (size_t i = 0; i < n; i++)
-		npending += calls[i].result == POL_HOOK_PENDING;
-	if (npending == 0)
-		return NG_OK;
-	CURLM *m = curl_multi_init();
-	struct running *rs = calloc(npending, sizeof(*rs));
 	/* "Expect:" keeps curl from waiting for a 100 Continue the hook may never send. */
 	static const char *const lines[] = {"Content-Type: application/json",
 					    "Accept: application/json", "Expect:"};
-	struct curl_slist *headers = NULL;
-	ng_status st = m && rs ? NG_OK : NG_ENOMEM;
-	for (size_t i = 0; st == NG_OK && i < sizeof(lines) / sizeof(lines[0]); i++) {
-		struct curl_slist *more = curl_slist_append(headers, lines[i]);
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		struct curl_slist *more = curl_slist_append(b->headers, lines[i]);
 		if (!more)
-			st = NG_ENOMEM;
-		else
-			headers = more;
+			return NG_ENOMEM;
+		b->headers = more;
 	}
-	size_t nr = 0;
-	int64_t t0 = ng_now_mono_us();
+	return NG_OK;
+}
+
+/* One easy handle per pending call, all added to the multi handle. */
+static ng_status batch_start(struct batch *b, struct pol_hook_call *calls, size_t n,
+			     const struct kube_hook_policy *p, const char *body, size_t len)
+{
+	ng_status st = batch_headers(b);
 	for (size_t i = 0; st == NG_OK && i < n; i++) {
 		if (calls[i].result != POL_HOOK_PENDING)
 			continue;
-		struct running *r = &rs[nr];
+		struct running *r = &b->rs[b->nr];
 		r->call = &calls[i];
 		r->policy = p;
 		r->max_bytes = p->max_response_bytes > 0 ? p->max_response_bytes : 65536;
-		r->t0_us = t0;
+		r->t0_us = b->t0_us;
 		r->h = curl_easy_init();
-		if (!r->h) {
-			st = NG_ENOMEM;
-			break;
-		}
-		nr++;
-		if ((st = setup(r, body, len, headers)) == NG_OK &&
-		    curl_multi_add_handle(m, r->h) != CURLM_OK)
+		if (!r->h)
+			return NG_ENOMEM;
+		b->nr++;
+		if ((st = setup(r, body, len, b->headers)) == NG_OK &&
+		    curl_multi_add_handle(b->m, r->h) != CURLM_OK)
 			st = NG_EIO;
 	}
-	bool any_failed = false;
-	while (st == NG_OK && npending > 0 && !any_failed && !atomic_load(stop)) {
+	return st;
+}
+
+/* Drives the transfers until all @npending have ended, one failed, or @stop. */
+static ng_status batch_drive(struct batch *b, size_t npending, const _Atomic bool *stop,
+			     bool *ret_failed)
+{
+	while (npending > 0 && !*ret_failed && !atomic_load(stop)) {
 		int running = 0;
-		if (curl_multi_perform(m, &running) != CURLM_OK) {
-			st = NG_EIO;
-			break;
-		}
+		if (curl_multi_perform(b->m, &running) != CURLM_OK)
+			return NG_EIO;
 		CURLMsg *msg;
 		int left;
-		while ((msg = curl_multi_info_read(m, &left))) {
+		while ((msg = curl_multi_info_read(b->m, &left))) {
 			if (msg->msg != CURLMSG_DONE)
 				continue;
 			struct running *r = NULL;
@@ -242,27 +248,51 @@ ng_status gate_hooks_call(struct pol_hook_call *calls, size_t n, const struct ku
 				continue;
 			finish(r, msg->data.result);
 			npending--;
-			any_failed |= failed(r->call->result);
+			*ret_failed |= failed(r->call->result);
 		}
-		if (npending == 0 || any_failed)
+		if (npending == 0 || *ret_failed)
 			break;
 		/* Wake at least every 100 ms to see @stop; curl's own timeouts end each call. */
-		(void)curl_multi_poll(m, NULL, 0, 100, NULL);
+		(void)curl_multi_poll(b->m, NULL, 0, 100, NULL);
 	}
-	for (size_t i = 0; i < nr; i++) {
-		if (rs[i].call->result == POL_HOOK_PENDING) {
-			rs[i].call->result = POL_HOOK_CANCELLED;
-			rs[i].call->duration_ms = (ng_now_mono_us() - t0) / 1000;
-			ng_fmt(rs[i].call->message, sizeof(rs[i].call->message), "%s",
+	return NG_OK;
+}
+
+/* Calls still running are cancelled; every handle is freed. */
+static void batch_end(struct batch *b, bool any_failed)
+{
+	for (size_t i = 0; i < b->nr; i++) {
+		struct pol_hook_call *c = b->rs[i].call;
+		if (c->result == POL_HOOK_PENDING) {
+			c->result = POL_HOOK_CANCELLED;
+			c->duration_ms = (ng_now_mono_us() - b->t0_us) / 1000;
+			ng_fmt(c->message, sizeof(c->message), "%s",
 			       any_failed ? "cancelled: another health hook failed"
 					  : "cancelled: nodegate is stopping");
 		}
-		(void)curl_multi_remove_handle(m, rs[i].h);
-		curl_easy_cleanup(rs[i].h);
+		(void)curl_multi_remove_handle(b->m, b->rs[i].h);
+		curl_easy_cleanup(b->rs[i].h);
 	}
-	curl_slist_free_all(headers);
-	free(rs);
-	if (m)
-		(void)curl_multi_cleanup(m);
+	curl_slist_free_all(b->headers);
+	free(b->rs);
+	if (b->m)
+		(void)curl_multi_cleanup(b->m);
+}
+
+ng_status gate_hooks_call(struct pol_hook_call *calls, size_t n, const struct kube_hook_policy *p,
+			  const char *body, size_t len, const _Atomic bool *stop)
+{
+	size_t npending = 0;
+	for (size_t i = 0; i < n; i++)
+		npending += calls[i].result == POL_HOOK_PENDING;
+	if (npending == 0)
+		return NG_OK;
+	struct batch b = {curl_multi_init(), calloc(npending, sizeof(struct running)), 0, NULL,
+			  ng_now_mono_us()};
+	bool any_failed = false;
+	ng_status st = b.m && b.rs ? batch_start(&b, calls, n, p, body, len) : NG_ENOMEM;
+	if (st == NG_OK)
+		st = batch_drive(&b, npending, stop, &any_failed);
+	batch_end(&b, any_failed);
 	return st;
 }
