@@ -8,7 +8,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/parse.h"
-#include "policy/gate.h"
+#include "policy/disruption.h"
 
 #include <stdio.h>
 #include <stdlib.h>

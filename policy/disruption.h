@@ -2,8 +2,8 @@
  * cache snapshot and a ledger of what is granted. The controller that ranks requests and writes
  * status builds on this; step 8, the health hooks, is policy/hook.h. Any thread; no I/O, no
  * logging. */
-#ifndef NG_POLICY_GATE_H
-#define NG_POLICY_GATE_H
+#ifndef NG_POLICY_DISRUPTION_H
+#define NG_POLICY_DISRUPTION_H
 
 #include "common/status.h"
 #include "kube/kube.h"

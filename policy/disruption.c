@@ -1,4 +1,4 @@
-#include "policy/gate.h"
+#include "policy/disruption.h"
 
 #include "budgets/budgets.h"
 #include "common/arena.h"

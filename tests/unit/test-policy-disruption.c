@@ -1,4 +1,4 @@
-/* policy/gate: deciding one NodeDisruption against budgets (shared/acceptance/gate.md, the
+/* policy/disruption: deciding one NodeDisruption against budgets (shared/acceptance/gate.md, the
  * scenarios that need no API: G01-G13, U01-U05, A02-A04, A07-A09), and the ledger that keeps a
  * grant from being given twice. Fixture F: node1, node2 (testselect=test1), node3 (test2), local
  * PVs pinned to each, pod1 (app=db) on node1. */
@@ -10,7 +10,7 @@
 #include "common/arena.h"
 #include "common/intern.h"
 #include "common/buf.h"
-#include "policy/gate.h"
+#include "policy/disruption.h"
 #include "policy/hook.h"
 #include "policy/validate.h"
 #include "common/json.h"
