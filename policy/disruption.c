@@ -645,7 +645,7 @@ static ng_status eval_adb(struct eval *e, const struct kube_adb *a, size_t index
 
 ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct pol_gate_config *cfg,
 				  struct pol_ledger *ledger, const struct kube_nd *nd,
-				  int64_t now_ms, struct ng_arena *arena,
+				  int64_t now_wall_ms, struct ng_arena *arena,
 				  struct pol_gate_decision *ret)
 {
 	struct pol_gate_decision d;
@@ -658,7 +658,7 @@ ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct po
 	d.nodes = nodes;
 	e.nodes = nodes;
 	e.nnodes = d.nnodes;
-	bool deadline_passed = nd->deadline_ms && now_ms > nd->deadline_ms;
+	bool deadline_passed = nd->deadline_ms && now_wall_ms > nd->deadline_ms;
 	/* 1. */
 	if (deadline_passed) {
 		d.outcome = POL_GATE_REJECT;

@@ -95,16 +95,16 @@ struct pol_gate_decision {
 };
 
 /**
- * Decides @nd at @now_ms (wall clock, ms) per DESIGN.md §4: deadline, empty, paused, type,
- * overlap, then every impacted budget (frozen, limits; every failure listed). Budgets nodegate
- * cannot read fail closed for requests that touch their namespace's nodes (ADB) or for every
- * request (NDB). Arrays come from @arena (NG_ENOMEM when it is full). Health hooks and the
+ * Decides @nd at @now_wall_ms (wall clock, ms since the epoch) per DESIGN.md §4: deadline, empty,
+ * paused, type, overlap, then every impacted budget (frozen, limits; every failure listed). Budgets
+ * nodegate cannot read fail closed for requests that touch their namespace's nodes (ADB) or for
+ * every request (NDB). Arrays come from @arena (NG_ENOMEM when it is full). Health hooks and the
  * control-plane rule are not evaluated here.
  */
 NG_NODISCARD ng_status pol_evaluate_disruption(const struct kube_snapshot *s,
 					       const struct pol_gate_config *cfg,
 					       struct pol_ledger *ledger, const struct kube_nd *nd,
-					       int64_t now_ms, struct ng_arena *arena,
+					       int64_t now_wall_ms, struct ng_arena *arena,
 					       struct pol_gate_decision *ret);
 
 /**
