@@ -860,8 +860,8 @@ ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct po
 	if ((st = step7_budgets(&e, arena)) != NG_OK)
 		return st;
 	step9_outcome(&e, &d);
-	/* Step 8, the health hooks, is the caller's: a grant with impacted budgets goes through
-	 * pol_hooks_prepare/run/apply (policy/hook.h), which may still fail it. */
+	/* Step 8, the health hooks, is the caller's: the gate calls the hooks of a grant with
+	 * impacted budgets, and pol_hooks_apply() (policy/hook.h) may still fail it. */
 out:
 	*ret = d;
 	return NG_OK;

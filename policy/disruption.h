@@ -1,6 +1,7 @@
 /* The gate's decision for one NodeDisruption (DESIGN.md §4 steps 1-9, hooks aside): pure, over a
  * cache snapshot and a ledger of what is granted. The controller that ranks requests and writes
- * status builds on this; step 8, the health hooks, is policy/hook.h. No I/O, no logging.
+ * status builds on this; step 8, the health hooks, is policy/hook.h and the controller. No I/O, no
+ * logging.
  *
  * Ownership: every pointer argument is borrowed for the call unless its function says otherwise.
  * Intern ids (node and request names, budget names) are ids of the snapshot's string pool, and
