@@ -1,6 +1,11 @@
 /* Budgets: label selector and node-affinity semantics, int-or-percent values, and which pods and
  * nodes an ApplicationDisruptionBudget watches. Pure functions over a kube snapshot; no I/O,
- * no logging, any thread. */
+ * no logging, any thread (a snapshot is immutable).
+ *
+ * Ownership: every pointer argument is borrowed for the call and not kept. Arrays handed back
+ * come from the caller's @arena (valid until it is reset or destroyed) and hold indexes and
+ * intern ids of the snapshot, so the snapshot must outlive their use. Output parameters (ret)
+ * are written only on success; reterr (optional, may be NULL) only on failure. */
 #ifndef NG_BUDGETS_BUDGETS_H
 #define NG_BUDGETS_BUDGETS_H
 
@@ -22,23 +27,25 @@ struct bud_int_or_percent {
 };
 
 /**
- * Parses the string form of an IntOrString budget value: "3" or "25%". Percentages must be
- * 0..100, counts >= 0. Writes @ret only on success; NG_EPARSE/NG_ELIMIT with a message in
- * @reterr (may be NULL).
+ * Parses the string form of an IntOrString budget value in @buf (@len bytes, no NUL needed): "3"
+ * or "25%". Percentages must be 0..100, counts 0..1000000. Writes @ret only on success;
+ * NG_EPARSE/NG_ELIMIT with a message in @reterr (may be NULL).
  */
 NG_NODISCARD ng_status bud_int_or_percent_parse(const char *buf, size_t len,
 						struct bud_int_or_percent *ret,
 						struct ng_err *reterr);
 
 /**
- * Validates a decoded IntOrString (@field names it in messages) and converts it.
+ * Validates a decoded IntOrString @v (a string is an id of @pool) and converts it; @field names
+ * it in messages. Writes @ret only on success; NG_EPARSE (unset, negative, not a percentage) or
+ * NG_ELIMIT (out of range) with a message in @reterr (may be NULL).
  */
 NG_NODISCARD ng_status bud_int_or_percent_from(const struct kube_int_or_string *v,
 					       const struct ng_intern *pool, const char *field,
 					       struct bud_int_or_percent *ret,
 					       struct ng_err *reterr);
 
-/** Scales against @total: a count is itself, a percentage rounds up (as PodDisruptionBudget). */
+/** Scales @v against @total: a count is itself, a percentage rounds up (as PodDisruptionBudget). */
 int64_t bud_int_or_percent_scaled(const struct bud_int_or_percent *v, int64_t total);
 
 /* ---- budget arithmetic ---- */
@@ -62,7 +69,7 @@ struct bud_check {
 /**
  * The arithmetic of DESIGN.md §4 step 7: with @before scope nodes disrupted and a request adding
  * @added more (scope nodes it asks for that are not disrupted already: a node counts once), the
- * budget holds when after <= max and pool - after >= min.
+ * budget holds when after <= max and pool - after >= min. Always writes @ret.
  */
 void bud_check_limits(const struct bud_limits *l, int64_t pool, int64_t before, int64_t added,
 		      struct bud_check *ret);
@@ -77,7 +84,8 @@ void bud_check_limits(const struct bud_limits *l, int64_t pool, int64_t before, 
 bool bud_adb_selects_pod(const struct kube_snapshot *s, const struct kube_adb *adb,
 			 const struct kube_pod *pod);
 
-/* What an ADB watches. Arrays live in the arena passed to bud_adb_scope(). */
+/* What an ADB watches. Arrays live in the arena passed to bud_adb_scope(); their indexes and ids
+ * are the snapshot's. */
 struct bud_adb_scope {
 	const uint32_t *pods; /* indexes into kube_snapshot_pods(), in index order */
 	size_t npods;
@@ -87,10 +95,11 @@ struct bud_adb_scope {
 };
 
 /**
- * Resolves @adb: the pods it selects (scheduled and not finished), and the watched nodes =
- * nodes running those pods ∪ nodes that Bound PVCs selected by pvcSelector are pinned to by
- * their PersistentVolume's nodeAffinity (a PV without affinity pins nothing). NG_ENOMEM when
- * @arena is full.
+ * Resolves @adb (a budget of @s): the pods it selects (scheduled and not finished), and the
+ * watched nodes = nodes running those pods ∪ nodes that Bound PVCs selected by pvcSelector are
+ * pinned to by their PersistentVolume's nodeAffinity (a PV without affinity pins nothing). An
+ * invalid budget watches nothing. @ret's arrays come from @arena; @ret is written only on
+ * success. NG_ENOMEM when @arena is full.
  */
 NG_NODISCARD ng_status bud_adb_scope(const struct kube_snapshot *s, const struct kube_adb *adb,
 				     struct ng_arena *arena, struct bud_adb_scope *ret);

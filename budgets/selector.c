@@ -257,11 +257,12 @@ static ng_status parse_set(struct parser *p)
 	}
 }
 
-static ng_status parse_requirement(struct parser *p)
+/* A requirement is "[!]key [operator values]". The key: checked as the API server checks label
+ * keys, and interned into @r. */
+static ng_status parse_key(struct parser *p, struct kube_requirement *r, bool *ret_bang,
+			   size_t *ret_at)
 {
 	struct lexer *lx = &p->lx;
-	struct kube_requirement r = {0};
-	ng_status st;
 	bool bang = false;
 	next(lx, false);
 	if (lx->t == T_BANG) {
@@ -276,75 +277,102 @@ static ng_status parse_requirement(struct parser *p)
 	if (problem)
 		return ng_err_set(p->err, NG_EPARSE, kat, "at byte %zu: invalid key '%.*s': %s",
 				  kat, (int)(klen > 80 ? 80 : klen), key, problem);
-	if ((st = ng_intern_add(p->pool, key, klen, &r.key)) != NG_OK)
+	ng_status st = ng_intern_add(p->pool, key, klen, &r->key);
+	if (st != NG_OK)
 		return ng_err_set(p->err, st, kat, "interning: %s", ng_status_str(st));
-	p->nvals = 0;
+	*ret_bang = bang;
+	*ret_at = kat;
+	return NG_OK;
+}
+
+/* The one value after =, ==, !=, > or < (@op): "a=" is a = "". Gt and Lt take an integer. */
+static ng_status parse_single_value(struct parser *p, enum tok op, struct kube_requirement *r)
+{
+	struct lexer *lx = &p->lx;
+	r->op = op == T_NEQ  ? KUBE_OP_NOTIN
+		: op == T_GT ? KUBE_OP_GT
+		: op == T_LT ? KUBE_OP_LT
+			     : KUBE_OP_IN;
+	struct lexer save = *lx;
+	next(lx, true);
+	const char *v = "";
+	size_t vlen = 0, vat = lx->at;
+	if (lx->t == T_IDENT) {
+		v = lx->s;
+		vlen = lx->slen;
+	} else if (lx->t == T_EOF || lx->t == T_COMMA) {
+		*lx = save; /* "a=" is a = "" */
+	} else {
+		return perr(p, lx->at, "a value");
+	}
+	if ((op == T_GT || op == T_LT) &&
+	    ng_parse_i64(v, vlen, INT64_MIN, INT64_MAX, &r->num) != NG_OK)
+		return ng_err_set(p->err, NG_EPARSE, vat,
+				  "at byte %zu: '%.*s' is not an integer (required by > and <)",
+				  vat, (int)(vlen > 40 ? 40 : vlen), v);
+	/* Gt/Lt values are integers, not label values ("-5" is fine). */
+	return add_value(p, v, vlen, vat, op != T_GT && op != T_LT);
+}
+
+/* What follows the key: nothing (a bare key exists; "!key" must not), or an operator and its
+ * values into p->vals. */
+static ng_status parse_operator(struct parser *p, bool bang, struct kube_requirement *r)
+{
+	struct lexer *lx = &p->lx;
 	/* Peek: a bare key (or !key) ends at ',' or the end. */
 	struct lexer save = *lx;
 	next(lx, false);
 	if (bang || lx->t == T_EOF || lx->t == T_COMMA) {
 		*lx = save;
-		r.op = bang ? KUBE_OP_DOES_NOT_EXIST : KUBE_OP_EXISTS;
-	} else {
-		enum tok op = lx->t;
-		switch (op) {
-		case T_IN:
-		case T_NOTIN:
-			r.op = op == T_IN ? KUBE_OP_IN : KUBE_OP_NOTIN;
-			if ((st = parse_set(p)) != NG_OK)
-				return st;
-			break;
-		case T_EQ:
-		case T_DEQ:
-		case T_NEQ:
-		case T_GT:
-		case T_LT: {
-			r.op = op == T_NEQ  ? KUBE_OP_NOTIN
-			       : op == T_GT ? KUBE_OP_GT
-			       : op == T_LT ? KUBE_OP_LT
-					    : KUBE_OP_IN;
-			save = *lx;
-			next(lx, true);
-			const char *v = "";
-			size_t vlen = 0, vat = lx->at;
-			if (lx->t == T_IDENT) {
-				v = lx->s;
-				vlen = lx->slen;
-			} else if (lx->t == T_EOF || lx->t == T_COMMA) {
-				*lx = save; /* "a=" is a = "" */
-			} else {
-				return perr(p, lx->at, "a value");
-			}
-			if (op == T_GT || op == T_LT) {
-				if (ng_parse_i64(v, vlen, INT64_MIN, INT64_MAX, &r.num) != NG_OK)
-					return ng_err_set(p->err, NG_EPARSE, vat,
-							  "at byte %zu: '%.*s' is not an integer "
-							  "(required by > and <)",
-							  vat, (int)(vlen > 40 ? 40 : vlen), v);
-			}
-			/* Gt/Lt values are integers, not label values ("-5" is fine). */
-			if ((st = add_value(p, v, vlen, vat, op != T_GT && op != T_LT)) != NG_OK)
-				return st;
-			break;
-		}
-		default:
-			return perr(p, lx->at,
-				    "one of =, ==, !=, in, notin, >, <, ',' or end of string");
-		}
+		r->op = bang ? KUBE_OP_DOES_NOT_EXIST : KUBE_OP_EXISTS;
+		return NG_OK;
 	}
+	switch (lx->t) {
+	case T_IN:
+	case T_NOTIN:
+		r->op = lx->t == T_IN ? KUBE_OP_IN : KUBE_OP_NOTIN;
+		return parse_set(p);
+	case T_EQ:
+	case T_DEQ:
+	case T_NEQ:
+	case T_GT:
+	case T_LT:
+		return parse_single_value(p, lx->t, r);
+	default:
+		return perr(p, lx->at, "one of =, ==, !=, in, notin, >, <, ',' or end of string");
+	}
+}
+
+/* Appends @r, with the values collected in p->vals copied to the arena, to the selector. */
+static ng_status add_requirement(struct parser *p, struct kube_requirement *r, size_t kat)
+{
 	if (p->nvals) {
 		uint32_t *vals = ng_arena_alloc(p->arena, p->nvals * sizeof(*vals));
 		if (!vals)
 			return ng_err_set(p->err, NG_ENOMEM, kat, "out of memory");
 		memcpy(vals, p->vals, p->nvals * sizeof(*vals));
-		r.values = vals;
-		r.nvalues = (uint16_t)p->nvals;
+		r->values = vals;
+		r->nvalues = (uint16_t)p->nvals;
 	}
 	if (p->nreqs == NG_MAX_SELECTOR_TERMS)
 		return ng_err_set(p->err, NG_ELIMIT, kat, "more than %d requirements",
 				  NG_MAX_SELECTOR_TERMS);
-	p->reqs[p->nreqs++] = r;
+	p->reqs[p->nreqs++] = *r;
 	return NG_OK;
+}
+
+static ng_status parse_requirement(struct parser *p)
+{
+	struct kube_requirement r = {0};
+	bool bang = false;
+	size_t kat = 0;
+	ng_status st = parse_key(p, &r, &bang, &kat);
+	if (st != NG_OK)
+		return st;
+	p->nvals = 0;
+	if ((st = parse_operator(p, bang, &r)) != NG_OK)
+		return st;
+	return add_requirement(p, &r, kat);
 }
 
 ng_status bud_selector_parse(const char *buf, size_t len, struct ng_intern *pool,

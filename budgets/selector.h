@@ -1,5 +1,11 @@
 /* Label selectors and node selectors with Kubernetes' exact semantics (apimachinery labels and
- * component-helpers nodeaffinity). */
+ * component-helpers nodeaffinity).
+ *
+ * Ownership: every pointer argument is borrowed for the call and not kept. A parsed selector's
+ * arrays live in the caller's arena and its keys and values are ids of the caller's pool: it is
+ * valid while both are. Threads: matching and formatting only read the pool and may run on any
+ * thread; parsing adds to the pool, so it runs on the pool's writer thread (or on a private
+ * pool). */
 #ifndef NG_BUDGETS_SELECTOR_H
 #define NG_BUDGETS_SELECTOR_H
 
@@ -13,12 +19,14 @@ struct ng_arena;
 struct ng_intern;
 
 /**
- * Parses the string form of a label selector ("a=b,c!=d,e in (x,y),f notin (z),g,!h,n>3"), as
- * `kubectl -l` and `labelSelector=` write it. "" is the empty selector (matches everything).
- * Keys and values are checked as the API server checks them. Strings are interned into @pool
- * (writer side); arrays come from @arena. Writes @ret_sel only on success; on failure @reterr
- * gets the byte offset and a message. NG_EPARSE, NG_ELIMIT (over NG_MAX_SELECTOR_TERMS or
- * NG_MAX_SELECTOR_STRING_BYTES), NG_ENOMEM.
+ * Parses the string form of a label selector in @buf (@len bytes, no NUL needed: "a=b,c!=d,e in
+ * (x,y),f notin (z),g,!h,n>3"), as `kubectl -l` and `labelSelector=` write it. "" is the empty
+ * selector (matches everything). Keys and values are checked as the API server checks them.
+ * Strings are interned into @pool (writer side); arrays, and the parser's state, come from
+ * @arena. Writes @ret_sel only on success; on failure @reterr (may be NULL) gets the byte offset
+ * and a message, and @pool and @arena may have grown. NG_EPARSE, NG_ELIMIT (over
+ * NG_MAX_SELECTOR_TERMS, NG_MAX_SELECTOR_VALUES or NG_MAX_SELECTOR_STRING_BYTES, or the pool's
+ * limit), NG_ENOMEM.
  */
 NG_NODISCARD ng_status bud_selector_parse(const char *buf, size_t len, struct ng_intern *pool,
 					  struct ng_arena *arena, struct kube_selector *ret_sel,
@@ -43,8 +51,9 @@ bool bud_node_selector_matches(const struct kube_node_selector *sel, const struc
 			       const struct ng_intern *pool);
 
 /**
- * Writes @sel in string form into @out (at most @cap bytes incl. NUL), for messages. Returns
- * the length that was needed.
+ * Writes @sel in string form into @out (caller storage, at most @cap bytes incl. NUL; cut short
+ * when it does not fit), for messages. Returns the length that was needed, without the NUL, as
+ * snprintf does. With @cap 0, @out is not touched and may be NULL.
  */
 size_t bud_selector_format(const struct kube_selector *sel, const struct ng_intern *pool, char *out,
 			   size_t cap);

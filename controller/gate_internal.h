@@ -18,7 +18,7 @@
 #include "controller/gate.h"
 #include "kube/kube.h"
 #include "kube/write.h"
-#include "policy/gate.h"
+#include "policy/disruption.h"
 #include "policy/hook.h"
 
 #include <pthread.h>

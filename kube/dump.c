@@ -70,127 +70,182 @@ static void ids(struct out *o, const char *key, const uint32_t *v, size_t n)
 	put(o, "]");
 }
 
-ng_status kube_snapshot_dump_json(const struct kube_snapshot *s, struct ng_buf *b)
+static void boolean(struct out *o, const char *key, bool v)
 {
-	struct out o = {.b = b, .pool = kube_snapshot_pool(s), .st = NG_OK};
-	static const char *const phases[] = {"Pending", "Running", "Succeeded", "Failed",
-					     "Unknown"};
-	static const char *const states[] = {"", "Pending", "Granted", "Rejected"};
+	field(o, key);
+	put(o, v ? "true" : "false");
+}
+
+/* Each resource is an array of objects; @first_key opens every object. */
+static void open_item(struct out *o, size_t i, const char *first_key)
+{
+	put(o, i ? ",{\"" : "{\"");
+	put(o, first_key);
+	put(o, "\":");
+}
+
+static void dump_nodes(struct out *o, const struct kube_snapshot *s)
+{
 	size_t n;
-	put(&o, "{\"generation\":");
-	if (o.st == NG_OK)
-		o.st = ng_buf_i64(b, (int64_t)kube_snapshot_generation(s));
-	put(&o, ",\"nodes\":[");
 	const struct kube_node *nodes = kube_snapshot_nodes(s, &n);
 	for (size_t i = 0; i < n; i++) {
-		put(&o, i ? ",{\"name\":" : "{\"name\":");
-		id(&o, nodes[i].name);
-		field(&o, "ready");
-		put(&o, nodes[i].flags & KUBE_NODE_READY ? "true" : "false");
-		field(&o, "unschedulable");
-		put(&o, nodes[i].flags & KUBE_NODE_UNSCHEDULABLE ? "true" : "false");
-		labels(&o, nodes[i].labels, nodes[i].nlabels);
-		put(&o, "}");
+		open_item(o, i, "name");
+		id(o, nodes[i].name);
+		boolean(o, "ready", nodes[i].flags & KUBE_NODE_READY);
+		boolean(o, "unschedulable", nodes[i].flags & KUBE_NODE_UNSCHEDULABLE);
+		labels(o, nodes[i].labels, nodes[i].nlabels);
+		put(o, "}");
 	}
-	put(&o, "],\"pods\":[");
+}
+
+static void dump_pods(struct out *o, const struct kube_snapshot *s)
+{
+	static const char *const phases[] = {"Pending", "Running", "Succeeded", "Failed",
+					     "Unknown"};
+	size_t n;
 	const struct kube_pod *pods = kube_snapshot_pods(s, &n);
 	for (size_t i = 0; i < n; i++) {
 		const struct kube_pod *p = &pods[i];
-		put(&o, i ? ",{\"namespace\":" : "{\"namespace\":");
-		id(&o, p->ns);
-		field(&o, "name");
-		str(&o, p->name);
-		field(&o, "node");
-		id(&o, p->node);
-		field(&o, "phase");
-		str(&o, phases[p->phase < 5 ? p->phase : 4]);
-		field(&o, "owner");
-		id(&o, p->owner_kind);
-		field(&o, "daemonset");
-		put(&o, p->flags & KUBE_POD_DAEMONSET ? "true" : "false");
-		field(&o, "mirror");
-		put(&o, p->flags & KUBE_POD_MIRROR ? "true" : "false");
-		field(&o, "terminating");
-		put(&o, p->flags & KUBE_POD_TERMINATING ? "true" : "false");
-		ids(&o, "claims", p->claims, p->nclaims);
-		labels(&o, p->labels, p->nlabels);
-		put(&o, "}");
+		open_item(o, i, "namespace");
+		id(o, p->ns);
+		field(o, "name");
+		str(o, p->name);
+		field(o, "node");
+		id(o, p->node);
+		field(o, "phase");
+		str(o, phases[p->phase < 5 ? p->phase : 4]);
+		field(o, "owner");
+		id(o, p->owner_kind);
+		boolean(o, "daemonset", p->flags & KUBE_POD_DAEMONSET);
+		boolean(o, "mirror", p->flags & KUBE_POD_MIRROR);
+		boolean(o, "terminating", p->flags & KUBE_POD_TERMINATING);
+		ids(o, "claims", p->claims, p->nclaims);
+		labels(o, p->labels, p->nlabels);
+		put(o, "}");
 	}
-	put(&o, "],\"persistentvolumeclaims\":[");
+}
+
+static void dump_pvcs(struct out *o, const struct kube_snapshot *s)
+{
+	size_t n;
 	const struct kube_pvc *pvcs = kube_snapshot_pvcs(s, &n);
 	for (size_t i = 0; i < n; i++) {
-		put(&o, i ? ",{\"namespace\":" : "{\"namespace\":");
-		id(&o, pvcs[i].ns);
-		field(&o, "name");
-		id(&o, pvcs[i].name);
-		field(&o, "volume");
-		id(&o, pvcs[i].volume);
-		field(&o, "phase");
-		str(&o, pvcs[i].phase == KUBE_PVC_BOUND  ? "Bound"
-			: pvcs[i].phase == KUBE_PVC_LOST ? "Lost"
-							 : "Pending");
-		labels(&o, pvcs[i].labels, pvcs[i].nlabels);
-		put(&o, "}");
+		open_item(o, i, "namespace");
+		id(o, pvcs[i].ns);
+		field(o, "name");
+		id(o, pvcs[i].name);
+		field(o, "volume");
+		id(o, pvcs[i].volume);
+		field(o, "phase");
+		str(o, pvcs[i].phase == KUBE_PVC_BOUND  ? "Bound"
+		       : pvcs[i].phase == KUBE_PVC_LOST ? "Lost"
+							: "Pending");
+		labels(o, pvcs[i].labels, pvcs[i].nlabels);
+		put(o, "}");
 	}
-	put(&o, "],\"persistentvolumes\":[");
+}
+
+static void dump_pvs(struct out *o, const struct kube_snapshot *s)
+{
+	size_t n;
 	const struct kube_pv *pvs = kube_snapshot_pvs(s, &n);
 	for (size_t i = 0; i < n; i++) {
-		put(&o, i ? ",{\"name\":" : "{\"name\":");
-		id(&o, pvs[i].name);
-		field(&o, "nodeAffinity");
-		put(&o, pvs[i].affinity.present ? "true" : "false");
-		put(&o, "}");
+		open_item(o, i, "name");
+		id(o, pvs[i].name);
+		boolean(o, "nodeAffinity", pvs[i].affinity.present);
+		put(o, "}");
 	}
-	put(&o, "],\"nodedisruptions\":[");
+}
+
+static void dump_nds(struct out *o, const struct kube_snapshot *s)
+{
+	static const char *const states[] = {"", "Pending", "Granted", "Rejected"};
+	size_t n;
 	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
 	for (size_t i = 0; i < n; i++) {
-		put(&o, i ? ",{\"name\":" : "{\"name\":");
-		id(&o, nds[i].name);
-		field(&o, "state");
-		str(&o, states[nds[i].state < 4 ? nds[i].state : 0]);
-		ids(&o, "nodeNames", nds[i].node_names, nds[i].nnode_names);
-		ids(&o, "disruptedNodes", nds[i].disrupted, nds[i].ndisrupted);
-		put(&o, "}");
+		open_item(o, i, "name");
+		id(o, nds[i].name);
+		field(o, "state");
+		str(o, states[nds[i].state < 4 ? nds[i].state : 0]);
+		ids(o, "nodeNames", nds[i].node_names, nds[i].nnode_names);
+		ids(o, "disruptedNodes", nds[i].disrupted, nds[i].ndisrupted);
+		put(o, "}");
 	}
-	put(&o, "],\"applicationdisruptionbudgets\":[");
+}
+
+static void dump_adbs(struct out *o, const struct kube_snapshot *s)
+{
+	size_t n;
 	const struct kube_adb *adbs = kube_snapshot_adbs(s, &n);
 	for (size_t i = 0; i < n; i++) {
-		put(&o, i ? ",{\"namespace\":" : "{\"namespace\":");
-		id(&o, adbs[i].b.ns);
-		field(&o, "name");
-		id(&o, adbs[i].b.name);
-		field(&o, "invalid");
-		put(&o, adbs[i].b.invalid ? "true" : "false");
+		open_item(o, i, "namespace");
+		id(o, adbs[i].b.ns);
+		field(o, "name");
+		id(o, adbs[i].b.name);
+		boolean(o, "invalid", adbs[i].b.invalid);
 		if (adbs[i].b.invalid) {
-			field(&o, "error");
-			id(&o, adbs[i].b.error);
+			field(o, "error");
+			id(o, adbs[i].b.error);
 		}
-		put(&o, "}");
+		put(o, "}");
 	}
-	put(&o, "],\"nodedisruptionbudgets\":[");
+}
+
+static void dump_ndbs(struct out *o, const struct kube_snapshot *s)
+{
+	size_t n;
 	const struct kube_ndb *ndbs = kube_snapshot_ndbs(s, &n);
 	for (size_t i = 0; i < n; i++) {
-		put(&o, i ? ",{\"name\":" : "{\"name\":");
-		id(&o, ndbs[i].b.name);
-		field(&o, "invalid");
-		put(&o, ndbs[i].b.invalid ? "true" : "false");
-		put(&o, "}");
+		open_item(o, i, "name");
+		id(o, ndbs[i].b.name);
+		boolean(o, "invalid", ndbs[i].b.invalid);
+		put(o, "}");
 	}
-	put(&o, "],\"nodegateconfigs\":[");
+}
+
+static void dump_ngcs(struct out *o, const struct kube_snapshot *s)
+{
 	static const char *const modes[] = {"", "Enforce", "Warn", "Off"};
+	size_t n;
 	const struct kube_ngc *ngcs = kube_snapshot_ngcs(s, &n);
 	for (size_t i = 0; i < n; i++) {
-		put(&o, i ? ",{\"name\":" : "{\"name\":");
-		id(&o, ngcs[i].name);
-		field(&o, "invalid");
-		put(&o, ngcs[i].invalid ? "true" : "false");
-		field(&o, "paused");
-		put(&o, ngcs[i].paused ? "true" : "false");
-		field(&o, "evictionMode");
-		str(&o, modes[ngcs[i].eviction_mode < 4 ? ngcs[i].eviction_mode : 0]);
-		ids(&o, "exemptUsers", ngcs[i].exempt_users, ngcs[i].nexempt);
-		put(&o, "}");
+		open_item(o, i, "name");
+		id(o, ngcs[i].name);
+		boolean(o, "invalid", ngcs[i].invalid);
+		boolean(o, "paused", ngcs[i].paused);
+		field(o, "evictionMode");
+		str(o, modes[ngcs[i].eviction_mode < 4 ? ngcs[i].eviction_mode : 0]);
+		ids(o, "exemptUsers", ngcs[i].exempt_users, ngcs[i].nexempt);
+		put(o, "}");
 	}
-	put(&o, "]}\n");
+}
+
+ng_status kube_snapshot_dump_json(const struct kube_snapshot *s, struct ng_buf *b)
+{
+	/* Resources in the order the JSON has always listed them. */
+	static const struct {
+		const char *key;
+		void (*dump)(struct out *o, const struct kube_snapshot *s);
+	} sections[] = {
+	    {"nodes", dump_nodes},
+	    {"pods", dump_pods},
+	    {"persistentvolumeclaims", dump_pvcs},
+	    {"persistentvolumes", dump_pvs},
+	    {"nodedisruptions", dump_nds},
+	    {"applicationdisruptionbudgets", dump_adbs},
+	    {"nodedisruptionbudgets", dump_ndbs},
+	    {"nodegateconfigs", dump_ngcs},
+	};
+	struct out o = {.b = b, .pool = kube_snapshot_pool(s), .st = NG_OK};
+	put(&o, "{\"generation\":");
+	if (o.st == NG_OK)
+		o.st = ng_buf_i64(b, (int64_t)kube_snapshot_generation(s));
+	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+		field(&o, sections[i].key);
+		put(&o, "[");
+		sections[i].dump(&o, s);
+		put(&o, "]");
+	}
+	put(&o, "}\n");
 	return o.st;
 }

@@ -45,38 +45,160 @@ static void allow(struct pol_decision *d, enum pol_reason r)
 /* The budgets that protect the pod, for the message: at most this many are named. */
 #define NAMED_BUDGETS 3
 
+/* DESIGN.md §5's eviction rule, one check per function. Allow when mode is Off, the requester
+ * is exempt, the pod is unknown, a DaemonSet or mirror pod, or finished (or terminating, or on
+ * no node), its node is covered by a Granted request, or no ADB protects it; otherwise Warn
+ * allows with a warning and Enforce denies with 429. */
+
+/* The mode: the flag, unless NodeGateConfig "default" sets spec.eviction.mode. */
+static enum pol_eviction_mode mode_of(const struct pol_eviction_config *cfg,
+				      const struct kube_ngc *ngc)
+{
+	if (!ngc || ngc->eviction_mode == KUBE_EVICTION_UNSET)
+		return cfg->mode;
+	return ngc->eviction_mode == KUBE_EVICTION_WARN  ? POL_EVICTION_WARN
+	       : ngc->eviction_mode == KUBE_EVICTION_OFF ? POL_EVICTION_OFF
+							 : POL_EVICTION_ENFORCE;
+}
+
+/* The requester is exempt: listed in NodeGateConfig spec.eviction.exemptUsers when that list
+ * is set (it replaces the flag's list), else in the flag's. */
+static bool requester_exempt(const struct kube_snapshot *s, const struct pol_eviction_config *cfg,
+			     const struct kube_ngc *ngc, const char *username)
+{
+	if (!username)
+		return false;
+	if (ngc && ngc->has_exempt_users) {
+		uint32_t user = ng_intern_find(kube_snapshot_pool(s), username, strlen(username));
+		for (size_t i = 0; user != NG_INTERN_NONE && i < ngc->nexempt; i++)
+			if (ngc->exempt_users[i] == user)
+				return true;
+		return false;
+	}
+	for (size_t i = 0; i < cfg->nexempt; i++)
+		if (strcmp(username, cfg->exempt_users[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Pods whose eviction takes nothing a budget counts: DaemonSet and mirror pods, finished or
+ * terminating pods, and pods on no node. Writes why into @ret. */
+static bool pod_never_protected(const struct kube_pod *pod, enum pol_reason *ret)
+{
+	if (pod->flags & KUBE_POD_DAEMONSET)
+		*ret = POL_R_DAEMONSET;
+	else if (pod->flags & KUBE_POD_MIRROR)
+		*ret = POL_R_MIRROR;
+	else if (pod->phase == KUBE_POD_SUCCEEDED || pod->phase == KUBE_POD_FAILED)
+		*ret = POL_R_FINISHED;
+	else if (pod->flags & KUBE_POD_TERMINATING)
+		*ret = POL_R_TERMINATING;
+	else if (pod->node == NG_INTERN_NONE)
+		/* Not on any node: evicting it takes no node's capacity away. */
+		*ret = POL_R_UNSCHEDULED;
+	else
+		return false;
+	return true;
+}
+
+/* The ADBs of the pod's namespace that protect it: those selecting it, and invalid ones (an
+ * unreadable budget protects its whole namespace). Returns how many; the first NAMED_BUDGETS
+ * go into @named. */
+static size_t protecting_budgets(const struct kube_snapshot *s, const struct kube_pod *pod,
+				 const struct kube_adb *named[NAMED_BUDGETS])
+{
+	size_t nadb, nall, nprot = 0;
+	const uint32_t *idx = kube_snapshot_adbs_in_ns(s, pod->ns, &nadb);
+	const struct kube_adb *adbs = kube_snapshot_adbs(s, &nall);
+	for (size_t i = 0; i < nadb; i++) {
+		const struct kube_adb *a = &adbs[idx[i]];
+		if (!a->b.invalid && !bud_adb_selects_pod(s, a, pod))
+			continue;
+		if (nprot < NAMED_BUDGETS)
+			named[nprot] = a;
+		nprot++;
+	}
+	return nprot;
+}
+
+/* "ns/name, ns/name (invalid, ...) and 2 more" for the message, cut to @cap. */
+static void budget_list(const struct ng_intern *pool, const struct kube_adb *const *named,
+			size_t nprot, char *list, size_t cap)
+{
+	size_t off = 0;
+	for (size_t i = 0; i < nprot && i < NAMED_BUDGETS; i++) {
+		int n = snprintf(list + off, cap - off, "%s%s/%s%s", i ? ", " : "",
+				 ng_intern_str(pool, named[i]->b.ns, NULL),
+				 ng_intern_str(pool, named[i]->b.name, NULL),
+				 named[i]->b.invalid ? " (invalid, protecting its whole namespace)"
+						     : "");
+		if (n < 0 || (size_t)n >= cap - off) {
+			off = cap - 1;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (nprot > NAMED_BUDGETS && off < cap - 1)
+		(void)snprintf(list + off, cap - off, " and %zu more", nprot - NAMED_BUDGETS);
+}
+
+/* Warn: allowed, with a warning saying what Enforce would do. */
+static void warn(struct pol_decision *d, const char *list)
+{
+	allow(d, POL_R_PROTECTED);
+	ng_fmt(d->warning, sizeof(d->warning),
+	       "nodegate (Warn mode) would deny: pod on node %s is protected by "
+	       "ApplicationDisruptionBudget %s and the node has no granted NodeDisruption",
+	       d->node, list);
+}
+
+/* Enforce: 429 with a message naming the node, the budgets and how to get a grant — or, with
+ * NodeGateConfig eviction.autoRequest, the request nodegate creates. */
+static void deny(struct pol_decision *d, const struct pol_eviction_config *cfg,
+		 const struct kube_ngc *ngc, const struct pol_eviction_request *req,
+		 const char *list)
+{
+	d->allowed = false;
+	d->code = 429;
+	d->auto_request = cfg->auto_request_served && ngc && !ngc->invalid && ngc->auto_request;
+	if (d->auto_request) {
+		char nd[254];
+		pol_auto_request_name(d->node, nd, sizeof(nd));
+		ng_fmt(d->message, sizeof(d->message),
+		       "nodegate: cannot evict pod %.*s/%.*s yet: node %s has no granted "
+		       "NodeDisruption and the pod is protected by ApplicationDisruptionBudget %s. "
+		       "nodegate requests the disruption for you (NodeDisruption %s); evictions "
+		       "are allowed once it is Granted. Retrying in %ds.",
+		       (int)req->ns_len, req->ns, (int)req->name_len, req->name, d->node, list, nd,
+		       (int)cfg->retry_after_seconds);
+		return;
+	}
+	ng_fmt(d->message, sizeof(d->message),
+	       "nodegate: cannot evict pod %.*s/%.*s: node %s has no granted NodeDisruption "
+	       "and the pod is protected by ApplicationDisruptionBudget %s. Request a "
+	       "disruption of the node (a nodegate.io/v1alpha1 NodeDisruption with "
+	       "spec.nodeNames: [%s]); evictions are allowed once it is Granted. Retrying "
+	       "in %ds.",
+	       (int)req->ns_len, req->ns, (int)req->name_len, req->name, d->node, list, d->node,
+	       (int)cfg->retry_after_seconds);
+}
+
 void pol_decide_eviction(const struct kube_snapshot *s, const struct pol_eviction_config *cfg,
 			 const struct pol_eviction_request *req, struct pol_decision *ret)
 {
 	struct pol_decision d;
 	memset(&d, 0, sizeof(d));
 	const struct ng_intern *pool = kube_snapshot_pool(s);
-	/* NodeGateConfig "default", while it exists, overrides the flags field by field. */
 	const struct kube_ngc *ngc = kube_snapshot_config(s);
-	enum pol_eviction_mode mode = cfg->mode;
-	if (ngc && ngc->eviction_mode != KUBE_EVICTION_UNSET)
-		mode = ngc->eviction_mode == KUBE_EVICTION_WARN  ? POL_EVICTION_WARN
-		       : ngc->eviction_mode == KUBE_EVICTION_OFF ? POL_EVICTION_OFF
-								 : POL_EVICTION_ENFORCE;
+	enum pol_eviction_mode mode = mode_of(cfg, ngc);
+	enum pol_reason why;
 	if (mode == POL_EVICTION_OFF) {
 		allow(&d, POL_R_MODE_OFF);
 		goto out;
 	}
-	if (req->username && ngc && ngc->has_exempt_users) {
-		uint32_t user = ng_intern_find(pool, req->username, strlen(req->username));
-		for (size_t i = 0; user != NG_INTERN_NONE && i < ngc->nexempt; i++) {
-			if (ngc->exempt_users[i] == user) {
-				allow(&d, POL_R_EXEMPT);
-				goto out;
-			}
-		}
-	} else {
-		for (size_t i = 0; req->username && i < cfg->nexempt; i++) {
-			if (strcmp(req->username, cfg->exempt_users[i]) == 0) {
-				allow(&d, POL_R_EXEMPT);
-				goto out;
-			}
-		}
+	if (requester_exempt(s, cfg, ngc, req->username)) {
+		allow(&d, POL_R_EXEMPT);
+		goto out;
 	}
 	const struct kube_pod *pod =
 	    kube_snapshot_find_pod_str(s, req->ns, req->ns_len, req->name, req->name_len);
@@ -87,105 +209,28 @@ void pol_decide_eviction(const struct kube_snapshot *s, const struct pol_evictio
 	}
 	if (pod->node != NG_INTERN_NONE)
 		ng_fmt(d.node, sizeof(d.node), "%s", ng_intern_str(pool, pod->node, NULL));
-	if (pod->flags & KUBE_POD_DAEMONSET) {
-		allow(&d, POL_R_DAEMONSET);
-		goto out;
-	}
-	if (pod->flags & KUBE_POD_MIRROR) {
-		allow(&d, POL_R_MIRROR);
-		goto out;
-	}
-	if (pod->phase == KUBE_POD_SUCCEEDED || pod->phase == KUBE_POD_FAILED) {
-		allow(&d, POL_R_FINISHED);
-		goto out;
-	}
-	if (pod->flags & KUBE_POD_TERMINATING) {
-		allow(&d, POL_R_TERMINATING);
-		goto out;
-	}
-	if (pod->node == NG_INTERN_NONE) {
-		/* Not on any node: evicting it takes no node's capacity away. */
-		allow(&d, POL_R_UNSCHEDULED);
+	if (pod_never_protected(pod, &why)) {
+		allow(&d, why);
 		goto out;
 	}
 	if (kube_snapshot_node_grant(s, pod->node)) {
 		allow(&d, POL_R_GRANTED);
 		goto out;
 	}
-	size_t nadb;
-	const uint32_t *idx = kube_snapshot_adbs_in_ns(s, pod->ns, &nadb);
-	size_t nall;
-	const struct kube_adb *adbs = kube_snapshot_adbs(s, &nall);
 	const struct kube_adb *named[NAMED_BUDGETS];
-	size_t nprot = 0;
-	bool any_invalid = false;
-	for (size_t i = 0; i < nadb; i++) {
-		const struct kube_adb *a = &adbs[idx[i]];
-		bool protects = a->b.invalid || bud_adb_selects_pod(s, a, pod);
-		if (!protects)
-			continue;
-		any_invalid = any_invalid || a->b.invalid;
-		if (nprot < NAMED_BUDGETS)
-			named[nprot] = a;
-		nprot++;
-	}
+	size_t nprot = protecting_budgets(s, pod, named);
 	if (nprot == 0) {
 		allow(&d, POL_R_UNPROTECTED);
 		goto out;
 	}
-	/* Protected and not granted. */
 	char list[256];
-	size_t off = 0;
-	for (size_t i = 0; i < nprot && i < NAMED_BUDGETS; i++) {
-		int n = snprintf(list + off, sizeof(list) - off, "%s%s/%s%s", i ? ", " : "",
-				 ng_intern_str(pool, named[i]->b.ns, NULL),
-				 ng_intern_str(pool, named[i]->b.name, NULL),
-				 named[i]->b.invalid ? " (invalid, protecting its whole namespace)"
-						     : "");
-		if (n < 0 || (size_t)n >= sizeof(list) - off) {
-			off = sizeof(list) - 1;
-			break;
-		}
-		off += (size_t)n;
-	}
-	if (nprot > NAMED_BUDGETS && off < sizeof(list) - 1)
-		(void)snprintf(list + off, sizeof(list) - off, " and %zu more",
-			       nprot - NAMED_BUDGETS);
-	(void)any_invalid;
+	budget_list(pool, named, nprot, list, sizeof(list));
 	d.reason = POL_R_PROTECTED;
 	d.retry_after_seconds = cfg->retry_after_seconds;
-	if (mode == POL_EVICTION_WARN) {
-		allow(&d, POL_R_PROTECTED);
-		ng_fmt(d.warning, sizeof(d.warning),
-		       "nodegate (Warn mode) would deny: pod on node %s is protected by "
-		       "ApplicationDisruptionBudget %s and the node has no granted "
-		       "NodeDisruption",
-		       d.node, list);
-		goto out;
-	}
-	d.allowed = false;
-	d.code = 429;
-	d.auto_request = cfg->auto_request_served && ngc && !ngc->invalid && ngc->auto_request;
-	if (d.auto_request) {
-		char nd[254];
-		pol_auto_request_name(d.node, nd, sizeof(nd));
-		ng_fmt(d.message, sizeof(d.message),
-		       "nodegate: cannot evict pod %.*s/%.*s yet: node %s has no granted "
-		       "NodeDisruption and the pod is protected by ApplicationDisruptionBudget %s. "
-		       "nodegate requests the disruption for you (NodeDisruption %s); evictions "
-		       "are allowed once it is Granted. Retrying in %ds.",
-		       (int)req->ns_len, req->ns, (int)req->name_len, req->name, d.node, list, nd,
-		       (int)cfg->retry_after_seconds);
-		goto out;
-	}
-	ng_fmt(d.message, sizeof(d.message),
-	       "nodegate: cannot evict pod %.*s/%.*s: node %s has no granted NodeDisruption "
-	       "and the pod is protected by ApplicationDisruptionBudget %s. Request a "
-	       "disruption of the node (a nodegate.io/v1alpha1 NodeDisruption with "
-	       "spec.nodeNames: [%s]); evictions are allowed once it is Granted. Retrying "
-	       "in %ds.",
-	       (int)req->ns_len, req->ns, (int)req->name_len, req->name, d.node, list, d.node,
-	       (int)cfg->retry_after_seconds);
+	if (mode == POL_EVICTION_WARN)
+		warn(&d, list);
+	else
+		deny(&d, cfg, ngc, req, list);
 out:
 	*ret = d;
 }

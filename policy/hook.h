@@ -7,7 +7,7 @@
 
 #include "common/status.h"
 #include "kube/kube.h"
-#include "policy/gate.h"
+#include "policy/disruption.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -1,5 +1,10 @@
 /* Decisions. Pure functions over a cache snapshot: no I/O, no logging, any thread. A deny is a
- * result, not an error (STYLE.md B6). */
+ * result, not an error (STYLE.md B6).
+ *
+ * Ownership: every pointer argument is borrowed for the call; nothing is kept after it returns.
+ * A struct pol_decision is a self-contained value (its text is copied into its arrays), so it
+ * stays valid after the snapshot is released. Strings returned by the _str functions are
+ * static. Errors: none; pol_decide_eviction() always writes a decision. */
 #ifndef NG_POLICY_POLICY_H
 #define NG_POLICY_POLICY_H
 
@@ -16,9 +21,10 @@ enum pol_eviction_mode {
 	POL_EVICTION_OFF,     /* allow everything */
 };
 
-/** Parses "Enforce", "Warn" or "Off". Returns 0 and writes @ret, or -1. */
+/** Parses @s (NUL-terminated): "Enforce", "Warn" or "Off". Returns 0 and writes @ret, or -1
+ * and leaves @ret alone. */
 int pol_eviction_mode_parse(const char *s, enum pol_eviction_mode *ret);
-/** "Enforce", "Warn" or "Off". */
+/** "Enforce", "Warn" or "Off": a static string. */
 const char *pol_eviction_mode_str(enum pol_eviction_mode m);
 
 /* From flags; a NodeGateConfig named "default" in the cache overrides `mode` (spec.eviction.mode)
@@ -34,10 +40,11 @@ struct pol_eviction_config {
 	bool auto_request_served;
 };
 
+/* Borrowed for the call: the strings usually point into the request's JSON. */
 struct pol_eviction_request {
-	const char *ns, *name; /* the pod */
+	const char *ns, *name; /* the pod: ns_len and name_len bytes, no NUL needed */
 	size_t ns_len, name_len;
-	const char *username; /* userInfo.username, may be NULL */
+	const char *username; /* userInfo.username, NUL-terminated; may be NULL */
 };
 
 /* Why the answer is what it is: a stable token for logs and metrics. */
@@ -55,7 +62,7 @@ enum pol_reason {
 	POL_R_PROTECTED, /* denied (Enforce) or warned (Warn) */
 };
 
-/** Stable lower-case token for @r ("granted", "protected", ...). */
+/** Stable lower-case token for @r ("granted", "protected", ...): a static string. */
 const char *pol_reason_str(enum pol_reason r);
 
 struct pol_decision {
@@ -72,19 +79,21 @@ struct pol_decision {
 };
 
 /**
- * The name of the NodeDisruption autoRequest creates for @node: "auto-<node>", shortened with
- * a hash to stay a valid name. One name per node, so replicas and repeated evictions create one
- * request at most.
+ * The name of the NodeDisruption autoRequest creates for @node (NUL-terminated): "auto-<node>",
+ * shortened with a hash to stay a valid name. One name per node, so replicas and repeated
+ * evictions create one request at most. Writes a NUL-terminated string of at most @cap bytes
+ * into @out (caller storage; 254 bytes always hold the whole name).
  */
 void pol_auto_request_name(const char *node, char *out, size_t cap);
 
 /**
- * Decides an eviction per DESIGN.md §5. Allows when mode is Off, the user is exempt, the pod is
- * unknown, a DaemonSet or mirror pod, finished, terminating or unscheduled, its node is covered
- * by a Granted NodeDisruption, or no ApplicationDisruptionBudget protects it. Otherwise denies
- * (Enforce: code 429, retry-after) or allows with a warning (Warn). A budget that failed
- * validation protects every pod of its namespace: an unreadable budget never weakens safety.
- * Always returns a decision; never fails.
+ * Decides an eviction per DESIGN.md §5, reading @s, @cfg and @req (all borrowed for the call).
+ * Allows when mode is Off, the user is exempt, the pod is unknown, a DaemonSet or mirror pod,
+ * finished, terminating or unscheduled, its node is covered by a Granted NodeDisruption, or no
+ * ApplicationDisruptionBudget protects it. Otherwise denies (Enforce: code 429, retry-after) or
+ * allows with a warning (Warn). A budget that failed validation protects every pod of its
+ * namespace: an unreadable budget never weakens safety. Always writes the whole of @ret; never
+ * fails.
  */
 void pol_decide_eviction(const struct kube_snapshot *s, const struct pol_eviction_config *cfg,
 			 const struct pol_eviction_request *req, struct pol_decision *ret);

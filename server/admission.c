@@ -3,7 +3,7 @@
 #include "common/buf.h"
 #include "common/intern.h"
 #include "common/json.h"
-#include "policy/gate.h"
+#include "policy/disruption.h"
 #include "policy/validate.h"
 
 #include <stdio.h>

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Writes the golden eviction cases (tests/golden/eviction/*.json) from fixture F of
-shared/acceptance/README.md. The cases are committed; rerun this after changing it."""
+"""Writes the golden eviction cases (tests/golden/eviction/*.json) and gate cases
+(tests/golden/gate/*.json) from fixture F of shared/acceptance/README.md. The cases are
+committed; rerun this after changing it."""
 import copy
 import json
 import os
@@ -151,3 +152,276 @@ no_uid = review("pod1")
 del no_uid["request"]["uid"]
 case("W02_missing_request_uid.json", "A request without uid is a 400 naming the field.",
      [], no_uid, {"badRequestContains": "request.uid: required"})
+
+
+# ---- gate cases: the decision for one NodeDisruption (run by run-golden-gate.c) ----
+
+NOW = "2026-11-18T00:00:00Z"
+GATE_FIXTURE = [o for o in FIXTURE if o["kind"] != "ApplicationDisruptionBudget"]
+TEST1 = {"nodeSelector": {"matchLabels": {"testselect": "test1"}}}
+DB_PODS = {"podSelector": {"matchLabels": {"app": "db"}}}
+CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
+
+
+def nd(name, spec, state=None, disrupted=None, meta=None):
+    o = {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption",
+         "metadata": {"name": name, "creationTimestamp": "2026-11-17T00:00:00Z"}, "spec": spec}
+    o["metadata"].update(meta or {})
+    if state:
+        o["status"] = {"state": state, "disruptedNodes": disrupted or []}
+    return o
+
+
+def ndb(name, spec):
+    return {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget",
+            "metadata": {"name": name}, "spec": spec}
+
+
+def adb(name, spec):
+    return {"apiVersion": "nodegate.io/v1alpha1", "kind": "ApplicationDisruptionBudget",
+            "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+
+def ngc(spec):
+    return {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig",
+            "metadata": {"name": "default"}, "spec": spec}
+
+
+def not_ready(name, sel):
+    n = node(name, sel)
+    n["status"]["conditions"][0]["status"] = "False"
+    return n
+
+
+def control_plane(name):
+    n = node(name, "cp")
+    n["metadata"]["labels"][CONTROL_PLANE] = ""
+    return n
+
+
+def gate_case(file, description, extra_objects, request, state, nodes, reason, failed=None,
+              fixture=None):
+    expect = {"state": state, "disruptedNodes": nodes, "reasonContains": reason}
+    if failed is not None:
+        expect["failedBudgets"] = failed
+    items = copy.deepcopy(GATE_FIXTURE if fixture is None else fixture) + extra_objects
+    doc = {"description": description,
+           "cluster": {"apiVersion": "v1", "kind": "List", "items": items},
+           "nodeDisruption": request, "now": NOW, "expect": expect}
+    with open(os.path.join(HERE, "gate", file), "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
+RETRY = {"retry": {"enabled": True}}
+os.makedirs(os.path.join(HERE, "gate"), exist_ok=True)
+
+# Steps 1-2: deadline, empty selection.
+gate_case("G01_granted_without_budgets.json",
+          "No budgets: a request on test1 is Granted with node1 and node2.",
+          [], nd("nd", TEST1), "Granted", ["node1", "node2"], ["granted"], failed=[])
+gate_case("G02_empty_selection_rejected.json",
+          "A selector matching no node is Rejected (rejectEmptyDisruptions defaults to true).",
+          [], nd("nd", {"nodeSelector": {"matchLabels": {"testselect": "nope"}}}),
+          "Rejected", [], ["no node matched the request"])
+gate_case("G03_empty_selection_granted.json",
+          "With NodeGateConfig rejectEmptyDisruptions: false an empty selection is Granted.",
+          [ngc({"rejectEmptyDisruptions": False})],
+          nd("nd", {"nodeSelector": {"matchLabels": {"testselect": "nope"}}}),
+          "Granted", [], ["no node matched the request"])
+gate_case("G06_deadline_passed_rejected.json",
+          "A request whose retry.deadline is a second before now is Rejected, whatever else holds.",
+          [ndb("test1", dict(TEST1, maxDisruptedNodes=0))],
+          nd("nd", dict(TEST1, retry={"enabled": True, "deadline": "2026-11-17T23:59:59Z"})),
+          "Rejected", ["node1", "node2"], ["deadline passed"])
+
+# Steps 3-6: paused, types, overlap, control plane.
+gate_case("G13_paused_pending.json",
+          "NodeGateConfig paused: the request stays Pending with the reason.",
+          [ngc({"paused": True})], nd("nd", dict(TEST1, **RETRY)),
+          "Pending", ["node1", "node2"], ["paused by NodeGateConfig"])
+gate_case("G10_type_not_allowed_rejected.json",
+          "allowedTypes [maintenance, maintenance1]: a request of type toto is Rejected.",
+          [ngc({"allowedTypes": ["maintenance", "maintenance1"]})],
+          nd("nd", dict(TEST1, type="toto")),
+          "Rejected", ["node1", "node2"], ['type "toto" is not an allowed disruption type'])
+gate_case("G10_type_allowed_granted.json",
+          "allowedTypes [maintenance, maintenance1]: a request of type maintenance is Granted.",
+          [ngc({"allowedTypes": ["maintenance", "maintenance1"]})],
+          nd("nd", dict(TEST1, type="maintenance")), "Granted", ["node1", "node2"], ["granted"])
+gate_case("G08_overlap_rejected.json",
+          "rejectOverlappingDisruptions: a request on node2, already granted to a, is Rejected naming a.",
+          [ngc({"rejectOverlappingDisruptions": True}),
+           nd("a", TEST1, "Granted", ["node1", "node2"])],
+          nd("b", {"nodeNames": ["node2"]}),
+          "Rejected", ["node2"], ["node node2 is already granted to NodeDisruption a"])
+gate_case("G09_overlap_counted_once.json",
+          "Overlap allowed, NDB on test1 max 2 with a holding node1 and node2: b on node2 adds nothing and is Granted.",
+          [ndb("test1", dict(TEST1, maxDisruptedNodes=2)),
+           nd("a", TEST1, "Granted", ["node1", "node2"])],
+          nd("b", {"nodeNames": ["node2"]}), "Granted", ["node2"], ["granted"], failed=[])
+cp_fixture = GATE_FIXTURE + [control_plane("cp1"), control_plane("cp2")]
+gate_case("R05_control_plane_with_workers_rejected.json",
+          "controlPlane.serial: a request mixing a control-plane node with a worker is Rejected.",
+          [], nd("nd", {"nodeNames": ["cp1", "node1"]}), "Rejected", ["cp1", "node1"],
+          ["control-plane nodes are never disrupted together with workers"], fixture=cp_fixture)
+gate_case("R05_control_plane_one_at_a_time_rejected.json",
+          "controlPlane.serial: a request naming two control-plane nodes is Rejected.",
+          [], nd("nd", {"nodeNames": ["cp1", "cp2"]}), "Rejected", ["cp1", "cp2"],
+          ["control-plane nodes are disrupted one at a time (2 requested)"], fixture=cp_fixture)
+gate_case("R05_worker_waits_for_control_plane.json",
+          "A pending request for cp1 ranks first and is granted; the worker request then waits (Pending).",
+          [nd("cp", {"nodeNames": ["cp1"]}, meta={"creationTimestamp": "2026-11-17T12:00:00Z"})],
+          nd("worker", {"nodeNames": ["node1"]}), "Pending", ["node1"],
+          ["waiting: control-plane nodes are disrupted first"], fixture=cp_fixture)
+gate_case("R05_control_plane_waits_for_workers.json",
+          "A control-plane node goes alone: while node1 is granted, a request for cp1 waits (Pending).",
+          [nd("w", {"nodeNames": ["node1"]}, "Granted", ["node1"])],
+          nd("cp", {"nodeNames": ["cp1"]}), "Pending", ["cp1"],
+          ["waiting: a control-plane node goes alone"], fixture=cp_fixture)
+
+# Step 7 and 9: NodeDisruptionBudgets.
+gate_case("G04_ndb_max_int_rejected.json",
+          "NDB on test1 with maxDisruptedNodes 0, no retry: Rejected naming the budget and its limit.",
+          [ndb("test1", dict(TEST1, maxDisruptedNodes=0))], nd("nd", TEST1),
+          "Rejected", ["node1", "node2"],
+          ["NodeDisruptionBudget test1", "this request adds 2 (limit 0 of 2 nodes)"],
+          failed=["NodeDisruptionBudget test1"])
+gate_case("G05_ndb_max_int_retry_pending.json",
+          "As G04 with retry enabled and no deadline: Pending with the same reason.",
+          [ndb("test1", dict(TEST1, maxDisruptedNodes=0))], nd("nd", dict(TEST1, **RETRY)),
+          "Pending", ["node1", "node2"], ["NodeDisruptionBudget test1", "limit 0 of 2 nodes"],
+          failed=["NodeDisruptionBudget test1"])
+gate_case("M07_ndb_max_percent_granted.json",
+          "NDB over all 3 nodes with maxDisruptedNodes 50%: ceil(1.5) = 2, so test1's 2 nodes are Granted.",
+          [ndb("all", {"nodeSelector": {}, "maxDisruptedNodes": "50%"})], nd("nd", TEST1),
+          "Granted", ["node1", "node2"], ["granted"], failed=[])
+gate_case("M07_ndb_max_percent_rejected.json",
+          "NDB over all 3 nodes with maxDisruptedNodes 10%: ceil(0.3) = 1, so test1's 2 nodes are Rejected.",
+          [ndb("all", {"nodeSelector": {}, "maxDisruptedNodes": "10%"})], nd("nd", TEST1),
+          "Rejected", ["node1", "node2"], ["limit 1 of 3 nodes"], failed=["NodeDisruptionBudget all"])
+gate_case("M08_ndb_min_undisrupted_rejected.json",
+          "NDB over all 3 nodes with minUndisruptedNodes 50%: 2 must stay, test1's 2 nodes would leave 1.",
+          [ndb("all", {"nodeSelector": {}, "minUndisruptedNodes": "50%"})], nd("nd", TEST1),
+          "Rejected", ["node1", "node2"], ["2 of 3 nodes must stay undisrupted; 1 would remain"],
+          failed=["NodeDisruptionBudget all"])
+gate_case("M08_ndb_min_undisrupted_granted.json",
+          "As the rejected M08 case, but one node: 2 remain, enough.",
+          [ndb("all", {"nodeSelector": {}, "minUndisruptedNodes": "50%"})],
+          nd("nd", {"nodeNames": ["node1"]}), "Granted", ["node1"], ["granted"], failed=[])
+U_NDB = ndb("test1", dict(TEST1, maxDisruptedNodes=1, countUnavailableNodes=True))
+u_fixture = [o for o in GATE_FIXTURE if o["metadata"]["name"] != "node2"] + [not_ready("node2", "test1")]
+gate_case("U01_ndb_counts_not_ready_node_rejected.json",
+          "NDB on test1 max 1 counting unavailable nodes; node2 NotReady already uses it: node1 is Rejected.",
+          [U_NDB], nd("nd", {"nodeNames": ["node1"]}), "Rejected", ["node1"],
+          ["NodeDisruptionBudget test1: 1 of 1 in use"], failed=["NodeDisruptionBudget test1"],
+          fixture=u_fixture)
+gate_case("U02_ndb_unavailable_node_adds_nothing.json",
+          "As U01, a request for node2 itself: it is already counted, so it adds nothing and is Granted.",
+          [U_NDB], nd("nd", {"nodeNames": ["node2"]}), "Granted", ["node2"], ["granted"],
+          failed=[], fixture=u_fixture)
+gate_case("U03_ndb_not_counting_unavailable_granted.json",
+          "As U01 with countUnavailableNodes false: node1 is Granted.",
+          [ndb("test1", dict(TEST1, maxDisruptedNodes=1, countUnavailableNodes=False))],
+          nd("nd", {"nodeNames": ["node1"]}), "Granted", ["node1"], ["granted"], failed=[],
+          fixture=u_fixture)
+tainted = [o for o in GATE_FIXTURE if o["metadata"]["name"] != "node3"] + [node("node3", "test2")]
+tainted[-1]["spec"] = {"taints": [{"key": "k1", "effect": "NoSchedule"}]}
+gate_case("U04_ndb_taint_target_counted_rejected.json",
+          "NDB over all nodes max 2 with taintTargets k1:NoSchedule; node3 carries it: test1's 2 nodes make 3 > 2.",
+          [ndb("all", {"nodeSelector": {}, "maxDisruptedNodes": 2,
+                       "taintTargets": [{"key": "k1", "effect": "NoSchedule", "operator": "Exists"}]})],
+          nd("nd", TEST1), "Rejected", ["node1", "node2"], ["1 of 2 in use; this request adds 2"],
+          failed=["NodeDisruptionBudget all"], fixture=tainted)
+gate_case("G14_deleted_grant_releases_nodes.json",
+          "A Granted request being deleted no longer holds node1: NDB test1 max 1 grants node2.",
+          [ndb("test1", dict(TEST1, maxDisruptedNodes=1)),
+           nd("old", {"nodeNames": ["node1"]}, "Granted", ["node1"],
+              meta={"deletionTimestamp": "2026-11-17T23:00:00Z", "finalizers": ["nodegate.io/gate"]})],
+          nd("nd", {"nodeNames": ["node2"]}), "Granted", ["node2"], ["granted"], failed=[])
+gate_case("R01_higher_priority_granted_first.json",
+          "NDB over all nodes max 1: b (priority 10) ranks before the older a (priority 0) and takes the budget; a waits.",
+          [ndb("all", {"nodeSelector": {}, "maxDisruptedNodes": 1}),
+           nd("b", {"nodeNames": ["node2"], "priority": 10}, meta={"creationTimestamp": "2026-11-17T12:00:00Z"})],
+          nd("a", {"nodeNames": ["node1"], "retry": {"enabled": True}}), "Pending", ["node1"],
+          ["NodeDisruptionBudget all: 1 of 1 in use"], failed=["NodeDisruptionBudget all"])
+
+# Step 7 and 9: ApplicationDisruptionBudgets.
+two_db_pods = [pod("pod2", "node2", {"app": "db"}, owner="StatefulSet")]
+gate_case("A07_adb_request_on_two_app_nodes_costs_two.json",
+          "ADB max 1 with db pods on node1 and node2: one request on test1 costs two and is Rejected.",
+          two_db_pods + [adb("db", dict(DB_PODS, maxDisruptions=1))], nd("nd", TEST1),
+          "Rejected", ["node1", "node2"],
+          ["ApplicationDisruptionBudget default/db: 0 of 1 in use; this request adds 2"],
+          failed=["ApplicationDisruptionBudget default/db"])
+gate_case("A08_adb_one_of_one_in_use_rejected.json",
+          "As A07 with node1 granted to x: a request on node2 is Rejected with 1 of 1 in use.",
+          two_db_pods + [adb("db", dict(DB_PODS, maxDisruptions=1)),
+                         nd("x", {"nodeNames": ["node1"]}, "Granted", ["node1"])],
+          nd("nd", {"nodeNames": ["node2"]}), "Rejected", ["node2"],
+          ["ApplicationDisruptionBudget default/db", "1 of 1 in use"],
+          failed=["ApplicationDisruptionBudget default/db"])
+gate_case("A01_adb_pvc_on_local_pv_watches_its_node.json",
+          "ADB max 0 selecting only a PVC bound to node3's local PV: its node affinity makes node3 watched, so node3 is Rejected.",
+          [{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": "default", "labels": {"app": "db"}},
+            "spec": {"volumeName": "node3-pv-local"}, "status": {"phase": "Bound"}},
+           adb("data", {"pvcSelector": {"matchLabels": {"app": "db"}}, "maxDisruptions": 0})],
+          nd("nd", {"nodeNames": ["node3"]}), "Rejected", ["node3"],
+          ["ApplicationDisruptionBudget default/data", "limit 0 of 1 nodes"],
+          failed=["ApplicationDisruptionBudget default/data"])
+gate_case("A04_adb_lost_pvc_rejected.json",
+          "An ADB selecting a PVC in phase Lost fails every request on its watched nodes, naming the PVC.",
+          [{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": "default", "labels": {"app": "db"}},
+            "spec": {"volumeName": "node1-pv-local"}, "status": {"phase": "Lost"}},
+           adb("db", dict(DB_PODS, pvcSelector={"matchLabels": {"app": "db"}}, maxDisruptions=1))],
+          nd("nd", {"nodeNames": ["node1"]}), "Rejected", ["node1"],
+          ["PersistentVolumeClaim default/data in phase Lost"],
+          failed=["ApplicationDisruptionBudget default/db"])
+gate_case("A09_adb_frozen_rejected.json",
+          "A frozen ADB fails requests on its nodes with the freeze reason.",
+          [adb("db", dict(DB_PODS, maxDisruptions=1, freeze={"enabled": True, "reason": "db upgrade"}))],
+          nd("nd", TEST1), "Rejected", ["node1", "node2"], ["is frozen: db upgrade"],
+          failed=["ApplicationDisruptionBudget default/db"])
+gate_case("G11_adb_type_not_supported_ignored.json",
+          "ADB max 0 supporting only maintenance1: a maintenance request ignores it and is Granted.",
+          [adb("db", dict(DB_PODS, maxDisruptions=0, supportedNodeDisruptionTypes=["maintenance1"]))],
+          nd("nd", dict(TEST1, type="maintenance")), "Granted", ["node1", "node2"], ["granted"],
+          failed=[])
+gate_case("G12_adb_empty_types_applies_to_all.json",
+          "ADB max 0 with an empty supportedNodeDisruptionTypes applies to every type: Rejected.",
+          [adb("db", dict(DB_PODS, maxDisruptions=0, supportedNodeDisruptionTypes=[]))],
+          nd("nd", dict(TEST1, type="maintenance")), "Rejected", ["node1", "node2"],
+          ["ApplicationDisruptionBudget default/db"], failed=["ApplicationDisruptionBudget default/db"])
+
+# Budgets nodegate cannot read fail closed; every failing budget is listed.
+gate_case("invalid_ndb_fails_closed.json",
+          "An NDB whose selector cannot be read has an unknowable pool: it fails every request, even on node3.",
+          [ndb("broken", {"nodeSelector": {"matchExpressions": [
+              {"key": "testselect", "operator": "Bogus", "values": ["test1"]}]}, "maxDisruptedNodes": 1})],
+          nd("nd", {"nodeNames": ["node3"]}), "Rejected", ["node3"],
+          ["NodeDisruptionBudget broken is invalid", "operator"], failed=["NodeDisruptionBudget broken"])
+gate_case("invalid_ndb_limit_fails_closed.json",
+          "An NDB on test1 with maxDisruptedNodes 150% cannot be applied: it fails the requests on its pool.",
+          [ndb("broken", dict(TEST1, maxDisruptedNodes="150%"))], nd("nd", {"nodeNames": ["node1"]}),
+          "Rejected", ["node1"], ["NodeDisruptionBudget broken is invalid", "spec.maxDisruptedNodes"],
+          failed=["NodeDisruptionBudget broken"])
+gate_case("invalid_adb_fails_closed_in_its_namespace.json",
+          "An ADB with neither podSelector nor pvcSelector cannot be read: requests on nodes running pods of its namespace fail.",
+          [adb("broken", {"maxDisruptions": 1})], nd("nd", {"nodeNames": ["node1"]}),
+          "Rejected", ["node1"], ["ApplicationDisruptionBudget default/broken is invalid"],
+          failed=["ApplicationDisruptionBudget default/broken"])
+gate_case("invalid_adb_spares_other_nodes.json",
+          "The invalid ADB of the previous case holds back no node without pods of its namespace: node3 is Granted.",
+          [adb("broken", {"maxDisruptions": 1})], nd("nd", {"nodeNames": ["node3"]}),
+          "Granted", ["node3"], ["granted"], failed=[])
+gate_case("several_failing_budgets_all_listed.json",
+          "Two NDBs and an ADB all fail: every one is listed, and the reason is the first's.",
+          [ndb("test1", dict(TEST1, maxDisruptedNodes=0)),
+           ndb("all", {"nodeSelector": {}, "maxDisruptedNodes": 1}),
+           ndb("elsewhere", {"nodeSelector": {"matchLabels": {"testselect": "test2"}}, "maxDisruptedNodes": 0}),
+           adb("db", dict(DB_PODS, maxDisruptions=0))],
+          nd("nd", TEST1), "Rejected", ["node1", "node2"], ["NodeDisruptionBudget test1"],
+          failed=["NodeDisruptionBudget test1", "NodeDisruptionBudget all",
+                  "ApplicationDisruptionBudget default/db"])

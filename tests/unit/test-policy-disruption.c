@@ -1,4 +1,4 @@
-/* policy/gate: deciding one NodeDisruption against budgets (shared/acceptance/gate.md, the
+/* policy/disruption: deciding one NodeDisruption against budgets (shared/acceptance/gate.md, the
  * scenarios that need no API: G01-G13, U01-U05, A02-A04, A07-A09), and the ledger that keeps a
  * grant from being given twice. Fixture F: node1, node2 (testselect=test1), node3 (test2), local
  * PVs pinned to each, pod1 (app=db) on node1. */
@@ -10,7 +10,7 @@
 #include "common/arena.h"
 #include "common/intern.h"
 #include "common/buf.h"
-#include "policy/gate.h"
+#include "policy/disruption.h"
 #include "policy/hook.h"
 #include "policy/validate.h"
 #include "common/json.h"
@@ -75,7 +75,7 @@ struct result {
 
 /* Decides the NodeDisruption named @nd in @s (defaults unless @cfg). */
 static struct result decide(struct kube_snapshot *s, const char *nd,
-			    const struct pol_gate_config *cfg, int64_t now_ms)
+			    const struct pol_gate_config *cfg, int64_t now_wall_ms)
 {
 	struct result r = {.s = s, .arena = ng_arena_create(1u << 20)};
 	size_t n;
@@ -89,7 +89,8 @@ static struct result decide(struct kube_snapshot *s, const char *nd,
 	pol_gate_config_from(s, &def);
 	struct pol_ledger *l = pol_ledger_create(s);
 	assert_int_equal(
-	    pol_evaluate_disruption(s, cfg ? cfg : &def, l, req, now_ms, r.arena, &r.d), NG_OK);
+	    pol_evaluate_disruption(s, cfg ? cfg : &def, l, req, now_wall_ms, r.arena, &r.d),
+	    NG_OK);
 	pol_ledger_destroy(l);
 	return r;
 }
@@ -100,7 +101,7 @@ static void done(struct result *r)
 	kube_snapshot_release(r->s);
 }
 
-static const int64_t NOW = 1795000000000; /* 2026-11-18 */
+static const int64_t NOW_WALL_MS = 1795000000000; /* 2026-11-18 */
 
 static void expect(struct result *r, enum pol_gate_outcome o, const char *reason_part)
 {
@@ -112,7 +113,7 @@ static void expect(struct result *r, enum pol_gate_outcome o, const char *reason
 
 static void test_G01_no_budgets_grants_the_selected_nodes(void **state)
 {
-	struct result r = decide(cluster(ND("nd", ON_TEST1 "}")), "nd", NULL, NOW);
+	struct result r = decide(cluster(ND("nd", ON_TEST1 "}")), "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_GRANT, NULL);
 	assert_int_equal(r.d.nnodes, 2);
 	assert_int_equal(r.d.nverdicts, 0);
@@ -123,10 +124,10 @@ static void test_G02_G03_empty_selection(void **state)
 {
 	struct result r = decide(
 	    cluster(ND("nd", "{\"nodeSelector\":{\"matchLabels\":{\"testselect\":\"nope\"}}}")),
-	    "nd", NULL, NOW);
+	    "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, "no node matched");
 	struct pol_gate_config cfg = {.reject_empty = false};
-	struct result r2 = decide(kube_snapshot_ref(r.s), "nd", &cfg, NOW);
+	struct result r2 = decide(kube_snapshot_ref(r.s), "nd", &cfg, NOW_WALL_MS);
 	expect(&r2, POL_GATE_GRANT, NULL);
 	done(&r2);
 	done(&r);
@@ -136,7 +137,7 @@ static void test_G04_G05_budget_full_rejects_or_waits(void **state)
 {
 	struct result r = decide(
 	    cluster(NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":0}") "," ND("nd", ON_TEST1 "}")),
-	    "nd", NULL, NOW);
+	    "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, "NodeDisruptionBudget pool");
 	assert_int_equal(r.d.nverdicts, 1);
 	assert_false(r.d.verdicts[0].ok);
@@ -145,7 +146,7 @@ static void test_G04_G05_budget_full_rejects_or_waits(void **state)
 	done(&r);
 	r = decide(cluster(NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":0}") "," ND(
 		       "nd", ON_TEST1 ",\"retry\":{\"enabled\":true}}")),
-		   "nd", NULL, NOW);
+		   "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_PENDING, "NodeDisruptionBudget pool");
 	done(&r);
 }
@@ -155,14 +156,14 @@ static void test_G06_G07_deadline(void **state)
 	struct result r =
 	    decide(cluster(ND("nd", ON_TEST1 ",\"retry\":{\"enabled\":true,"
 					     "\"deadline\":\"2026-11-18T00:00:00Z\"}}")),
-		   "nd", NULL, NOW);
+		   "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, "deadline passed");
 	done(&r);
 	/* Before the deadline a full budget keeps it Pending. */
 	r = decide(cluster(NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":0}") "," ND(
 		       "nd", ON_TEST1 ",\"retry\":{\"enabled\":true,\"deadline\":"
 				      "\"2030-01-01T00:00:00Z\"}}")),
-		   "nd", NULL, NOW);
+		   "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_PENDING, NULL);
 	done(&r);
 }
@@ -173,11 +174,11 @@ static void test_G08_G09_overlap(void **state)
 	    "b", "{\"nodeNames\":[\"node2\"]}") "," NDB("pool",
 							ON_TEST1 ",\"maxDisruptedNodes\":2}");
 	struct pol_gate_config strict = {.reject_empty = true, .reject_overlapping = true};
-	struct result r = decide(cluster(objs), "b", &strict, NOW);
+	struct result r = decide(cluster(objs), "b", &strict, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, "NodeDisruption a");
 	done(&r);
 	/* Overlap allowed: node2 is counted once, so the pool stays at 2 of 2. */
-	r = decide(cluster(objs), "b", NULL, NOW);
+	r = decide(cluster(objs), "b", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_GRANT, NULL);
 	assert_int_equal(r.d.verdicts[0].current, 2);
 	done(&r);
@@ -190,10 +191,10 @@ static void test_G10_allowed_types(void **state)
 							     "\"type\":\"maintenance1\"}"));
 	uint32_t types[] = {ng_test_id(s, "maintenance"), ng_test_id(s, "maintenance1")};
 	struct pol_gate_config cfg = {.reject_empty = true, .allowed_types = types, .nallowed = 2};
-	struct result r = decide(kube_snapshot_ref(s), "m", &cfg, NOW);
+	struct result r = decide(kube_snapshot_ref(s), "m", &cfg, NOW_WALL_MS);
 	expect(&r, POL_GATE_GRANT, NULL);
 	done(&r);
-	r = decide(kube_snapshot_ref(s), "t", &cfg, NOW);
+	r = decide(kube_snapshot_ref(s), "t", &cfg, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, "type \"toto\"");
 	done(&r);
 	kube_snapshot_release(s);
@@ -206,13 +207,13 @@ static void test_G11_G12_budget_types(void **state)
 				     "\"maxDisruptions\":0,\"supportedNodeDisruptionTypes\":["
 				     "\"maintenance1\"]}") "," ND("nd", ON_TEST1
 								  ",\"type\":\"maintenance\"}")),
-		   "nd", NULL, NOW);
+		   "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_GRANT, NULL); /* the budget does not apply to that type */
 	done(&r);
 	r = decide(cluster(ADB("db", "{\"podSelector\":{\"matchLabels\":{\"app\":\"db\"}},"
 				     "\"maxDisruptions\":0}") "," ND("nd", ON_TEST1
 								     ",\"type\":\"anything\"}")),
-		   "nd", NULL, NOW);
+		   "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, "ApplicationDisruptionBudget default/db"); /* empty = all */
 	done(&r);
 }
@@ -223,7 +224,7 @@ static void test_G13_paused_keeps_pending(void **state)
 	    decide(cluster("{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\","
 			   "\"metadata\":{\"name\":\"default\"},\"spec\":{\"paused\":true}}," ND(
 			       "nd", ON_TEST1 ",\"retry\":{\"enabled\":true}}")),
-		   "nd", NULL, NOW);
+		   "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_PENDING, "paused");
 	done(&r);
 }
@@ -255,16 +256,16 @@ static struct kube_snapshot *unavailable(bool count, const char *which)
 
 static void test_U01_U02_U03_U05_unavailable_nodes_use_the_budget(void **state)
 {
-	struct result r = decide(unavailable(true, "node2"), "to1", NULL, NOW);
+	struct result r = decide(unavailable(true, "node2"), "to1", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, "1 of 1 in use"); /* U01 */
 	done(&r);
-	r = decide(unavailable(true, "node2"), "to2", NULL, NOW);
+	r = decide(unavailable(true, "node2"), "to2", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_GRANT, NULL); /* U02: node2 adds nothing */
 	done(&r);
-	r = decide(unavailable(false, "node2"), "to1", NULL, NOW);
+	r = decide(unavailable(false, "node2"), "to1", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_GRANT, NULL); /* U03 */
 	done(&r);
-	r = decide(unavailable(true, "node1"), "to2", NULL, NOW);
+	r = decide(unavailable(true, "node1"), "to2", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, NULL); /* U05: a cordoned node counts */
 	assert_int_equal(r.d.verdicts[0].current, 1);
 	done(&r);
@@ -282,7 +283,7 @@ static void test_U04_taint_targets_count_as_unavailable(void **state)
 		"all",
 		"{\"nodeSelector\":{},\"maxDisruptedNodes\":2,\"taintTargets\":[{\"key\":\"k1\","
 		"\"effect\":\"NoSchedule\",\"operator\":\"Exists\"}]}") "," ND("nd", ON_TEST1 "}");
-	struct result r = decide(cluster(extra), "nd", NULL, NOW);
+	struct result r = decide(cluster(extra), "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, "1 of 2 in use; this request adds 2");
 	done(&r);
 	/* A target for another effect does not count. */
@@ -294,7 +295,7 @@ static void test_U04_taint_targets_count_as_unavailable(void **state)
 		"," NDB("all", "{\"nodeSelector\":{},\"maxDisruptedNodes\":2,\"taintTargets\":[{"
 			       "\"key\":\"k1\",\"effect\":\"NoExecute\",\"operator\":\"Exists\"}"
 			       "]}") "," ND("nd", ON_TEST1 "}")),
-	    "nd", NULL, NOW);
+	    "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_GRANT, NULL);
 	done(&r);
 }
@@ -315,7 +316,7 @@ static void test_A02_A03_A04_volumes(void **state)
 		       "data", "{\"app\":\"x\"}", "Bound",
 		       "nfs-pv") "," ADB("x", "{\"pvcSelector\":{\"matchLabels\":{\"app\":\"x\"}},"
 					      "\"maxDisruptions\":0}") "," ND("nd", ON_TEST1 "}")),
-		   "nd", NULL, NOW);
+		   "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_GRANT, NULL);
 	done(&r);
 	/* A04: a selected PVC is Lost, and a pod of the app runs on node1. */
@@ -323,7 +324,7 @@ static void test_A02_A03_A04_volumes(void **state)
 		       "db", "{\"podSelector\":{\"matchLabels\":{\"app\":\"db\"}},"
 			     "\"pvcSelector\":{\"matchLabels\":{\"app\":\"db\"}},"
 			     "\"maxDisruptions\":5}") "," ND("nd", ON_TEST1 "}")),
-		   "nd", NULL, NOW);
+		   "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, "default/data in phase Lost");
 	done(&r);
 }
@@ -336,7 +337,7 @@ static void test_A07_one_request_on_two_app_nodes_costs_two(void **state)
 {
 	char buf[1024];
 	(void)snprintf(buf, sizeof(buf), "%s," ND("nd", ON_TEST1 "}"), two_app_nodes);
-	struct result r = decide(cluster(buf), "nd", NULL, NOW);
+	struct result r = decide(cluster(buf), "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, "ApplicationDisruptionBudget default/db");
 	done(&r);
 }
@@ -348,7 +349,7 @@ static void test_A08_second_request_names_the_budget_in_use(void **state)
 	    buf, sizeof(buf),
 	    "%s," GRANTED("first", "[\"node1\"]") "," ND("second", "{\"nodeNames\":[\"node2\"]}"),
 	    two_app_nodes);
-	struct result r = decide(cluster(buf), "second", NULL, NOW);
+	struct result r = decide(cluster(buf), "second", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, "default/db: 1 of 1 in use");
 	assert_int_equal(r.d.verdicts[0].allowed, 0);
 	done(&r);
@@ -362,7 +363,7 @@ static void test_A09_frozen_budget(void **state)
 		"{\"podSelector\":{\"matchLabels\":{\"app\":\"db\"}},\"maxDisruptions\":"
 		"5,\"freeze\":{\"enabled\":true,\"reason\":\"db upgrade\"}}") "," ND("nd",
 										     ON_TEST1 "}")),
-	    "nd", NULL, NOW);
+	    "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, "db upgrade");
 	done(&r);
 }
@@ -377,7 +378,7 @@ static void test_every_failing_budget_is_listed(void **state)
 											 ON_TEST1
 											 "}"),
 	    two_app_nodes);
-	struct result r = decide(cluster(buf), "nd", NULL, NOW);
+	struct result r = decide(cluster(buf), "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, NULL);
 	assert_int_equal(r.d.nverdicts, 3);
 	for (size_t i = 0; i < r.d.nverdicts; i++)
@@ -393,21 +394,21 @@ static void test_G03_G08_G10_rules_come_from_nodegateconfig(void **state)
 {
 	struct result r = decide(cluster(NGC("{\"rejectEmptyDisruptions\":false}") "," ND(
 				     "nd", "{\"nodeNames\":[\"ghost\"]}")),
-				 "nd", NULL, NOW);
+				 "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_GRANT, NULL); /* G03 */
 	done(&r);
 	r = decide(cluster(NGC("{\"rejectOverlappingDisruptions\":true}") "," GRANTED(
 		       "a", "[\"node1\",\"node2\"]") "," ND("b", "{\"nodeNames\":[\"node2\"]}")),
-		   "b", NULL, NOW);
+		   "b", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, "NodeDisruption a"); /* G08 */
 	done(&r);
 	r = decide(cluster(NGC("{\"allowedTypes\":[\"maintenance\",\"maintenance1\"]}") "," ND(
 		       "t", ON_TEST1 ",\"type\":\"toto\"}")),
-		   "t", NULL, NOW);
+		   "t", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, "type \"toto\""); /* G10 */
 	done(&r);
 	r = decide(cluster(NGC("{\"allowedTypes\":\"oops\"}") "," ND("t", ON_TEST1 "}")), "t", NULL,
-		   NOW);
+		   NOW_WALL_MS);
 	expect(&r, POL_GATE_PENDING, NULL); /* an unreadable config pauses */
 	done(&r);
 }
@@ -552,7 +553,7 @@ static enum pol_gate_outcome r05(const char *granted, const char *nd)
 	struct pol_gate_config cfg;
 	pol_gate_config_from(s, &cfg);
 	cfg.control_plane_pending = ncp;
-	struct result r = decide(s, nd, &cfg, NOW);
+	struct result r = decide(s, nd, &cfg, NOW_WALL_MS);
 	enum pol_gate_outcome o = r.d.outcome;
 	done(&r);
 	return o;
@@ -581,9 +582,9 @@ static void test_R05_control_plane_one_at_a_time_first_and_alone(void **state)
 		"mix",
 		"{\"nodeNames\":[\"cp1\",\"node1\"]}") "," ND("two",
 							      "{\"nodeNames\":[\"cp1\",\"cp2\"]}")),
-	    "mix", NULL, NOW);
+	    "mix", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, "never disrupted together with workers");
-	struct result r2 = decide(kube_snapshot_ref(r.s), "two", NULL, NOW);
+	struct result r2 = decide(kube_snapshot_ref(r.s), "two", NULL, NOW_WALL_MS);
 	expect(&r2, POL_GATE_REJECT, "one at a time");
 	done(&r2);
 	done(&r);
@@ -607,13 +608,13 @@ static void test_R05_control_plane_selector_from_nodegateconfig(void **state)
 											  "\"node3"
 											  "\"]}") "," ND("labelled",
 													 "{\"nodeNames\":[\"cp1\",\"cp2\"]}")),
-	    "two", NULL, NOW);
+	    "two", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, "one at a time (2 requested)");
-	struct result r2 = decide(kube_snapshot_ref(r.s), "mix", NULL, NOW);
+	struct result r2 = decide(kube_snapshot_ref(r.s), "mix", NULL, NOW_WALL_MS);
 	expect(&r2, POL_GATE_REJECT, "never disrupted together with workers");
 	done(&r2);
 	/* cp1 and cp2 are workers under this selector. */
-	r2 = decide(kube_snapshot_ref(r.s), "labelled", NULL, NOW);
+	r2 = decide(kube_snapshot_ref(r.s), "labelled", NULL, NOW_WALL_MS);
 	expect(&r2, POL_GATE_GRANT, NULL);
 	done(&r2);
 	done(&r);
@@ -623,7 +624,7 @@ static void test_R05_control_plane_selector_from_nodegateconfig(void **state)
 		"{\"controlPlane\":{\"selector\":{\"matchExpressions\":[{"
 		"\"key\":\"a\",\"operator\":\"Bogus\"}]}}}") "," ND("nd",
 								    "{\"nodeNames\":[\"node1\"]}")),
-	    "nd", NULL, NOW);
+	    "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_PENDING, "paused");
 	done(&r);
 }
@@ -641,7 +642,7 @@ static void test_ledger_never_grants_the_same_capacity_twice(void **state)
 	struct pol_gate_decision d;
 	/* Both look grantable against the (stale) snapshot, but the first grant goes into the
 	 * ledger before the second is evaluated. */
-	assert_int_equal(pol_evaluate_disruption(s, &cfg, l, &nds[0], NOW, a, &d), NG_OK);
+	assert_int_equal(pol_evaluate_disruption(s, &cfg, l, &nds[0], NOW_WALL_MS, a, &d), NG_OK);
 	assert_int_equal(d.outcome, POL_GATE_GRANT);
 	assert_int_equal(pol_ledger_grant(l, nds[0].name, d.nodes, d.nnodes), NG_OK);
 	assert_int_equal(pol_ledger_holder(l, ng_test_id(s, "node1")), ng_test_id(s, "a"));
@@ -651,7 +652,7 @@ static void test_ledger_never_grants_the_same_capacity_twice(void **state)
 		assert_int_equal(pol_ledger_held_at(l, i),
 				 pol_ledger_holder(l, nodes[i].name) != NG_INTERN_NONE);
 	assert_false(pol_ledger_held_at(l, nnodes)); /* out of range: not held */
-	assert_int_equal(pol_evaluate_disruption(s, &cfg, l, &nds[1], NOW, a, &d), NG_OK);
+	assert_int_equal(pol_evaluate_disruption(s, &cfg, l, &nds[1], NOW_WALL_MS, a, &d), NG_OK);
 	assert_int_equal(d.outcome, POL_GATE_REJECT);
 	assert_non_null(strstr(d.reason, "1 of 1 in use"));
 	ng_arena_destroy(a);
@@ -696,15 +697,16 @@ static void test_one_ledger_per_round_decides_as_fresh_ledgers_do(void **state)
 		struct pol_gate_decision d, fresh_d;
 		ng_arena_reset(a);
 		ng_arena_reset(b);
-		assert_int_equal(pol_evaluate_disruption(s, &cfg, round, nd, NOW, a, &d), NG_OK);
+		assert_int_equal(pol_evaluate_disruption(s, &cfg, round, nd, NOW_WALL_MS, a, &d),
+				 NG_OK);
 		struct pol_ledger *fresh = pol_ledger_create(s);
 		for (size_t g = 0; g < ng; g++)
 			assert_int_equal(pol_ledger_grant(fresh, granted[g]->name,
 							  granted[g]->node_names,
 							  granted[g]->nnode_names),
 					 NG_OK);
-		assert_int_equal(pol_evaluate_disruption(s, &cfg, fresh, nd, NOW, b, &fresh_d),
-				 NG_OK);
+		assert_int_equal(
+		    pol_evaluate_disruption(s, &cfg, fresh, nd, NOW_WALL_MS, b, &fresh_d), NG_OK);
 		pol_ledger_destroy(fresh);
 		if (d.outcome != want[k] || fresh_d.outcome != d.outcome ||
 		    strcmp(d.reason, fresh_d.reason) != 0 || d.nverdicts != fresh_d.nverdicts)
@@ -892,7 +894,7 @@ static void test_H02_failed_hook_rejects_or_waits_and_names_the_hook(void **stat
 								 "true}}") "," ND("nr",
 										  "{\"nodeNames\":["
 										  "\"node1\"]}")),
-		    retry ? "nd" : "nr", NULL, NOW);
+		    retry ? "nd" : "nr", NULL, NOW_WALL_MS);
 		expect(&r, POL_GATE_GRANT, NULL);
 		struct kube_hook_policy p;
 		pol_hook_policy_from(r.s, &p);
@@ -919,7 +921,7 @@ static void test_H02_failed_hook_rejects_or_waits_and_names_the_hook(void **stat
 	/* A healthy answer keeps the grant and says so in the budget's entry. */
 	struct result r = decide(cluster(ADB("db", DB_HOOK("{\"url\":\"https://h/\"}")) "," ND(
 				     "nd", "{\"nodeNames\":[\"node1\"]}")),
-				 "nd", NULL, NOW);
+				 "nd", NULL, NOW_WALL_MS);
 	struct kube_hook_policy p;
 	pol_hook_policy_from(r.s, &p);
 	struct pol_hook_call *calls;

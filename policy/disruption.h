@@ -1,9 +1,20 @@
 /* The gate's decision for one NodeDisruption (DESIGN.md §4 steps 1-9, hooks aside): pure, over a
  * cache snapshot and a ledger of what is granted. The controller that ranks requests and writes
- * status builds on this; step 8, the health hooks, is policy/hook.h. Any thread; no I/O, no
- * logging. */
-#ifndef NG_POLICY_GATE_H
-#define NG_POLICY_GATE_H
+ * status builds on this; step 8, the health hooks, is policy/hook.h and the controller. No I/O, no
+ * logging.
+ *
+ * Ownership: every pointer argument is borrowed for the call unless its function says otherwise.
+ * Intern ids (node and request names, budget names) are ids of the snapshot's string pool, and
+ * strings returned from it stay valid while the snapshot does. Arrays a function hands back come
+ * from the caller's @arena and live until that arena is reset or destroyed; they may also point
+ * into the snapshot, so the snapshot must outlive them too. A ledger is created against one
+ * snapshot, which must outlive it, and is freed with pol_ledger_destroy().
+ * Threads: any thread; a snapshot is immutable and may be shared, but a ledger (which caches
+ * budget scopes as it is used) and an arena belong to one thread at a time.
+ * Errors: NG_ENOMEM only (an arena or the heap is full); a deny is a decision, not an error.
+ * Output parameters (ret) are written only on success. */
+#ifndef NG_POLICY_DISRUPTION_H
+#define NG_POLICY_DISRUPTION_H
 
 #include "common/status.h"
 #include "kube/kube.h"
@@ -14,7 +25,8 @@
 
 struct ng_arena;
 
-/* NodeGateConfig fields the decision reads, with DESIGN.md §3.4's defaults. */
+/* NodeGateConfig fields the decision reads, with DESIGN.md §3.4's defaults. The pointers are
+ * borrowed from the snapshot's NodeGateConfig record: valid until kube_snapshot_release(). */
 struct pol_gate_config {
 	bool paused;
 	bool reject_empty;             /* default true */
@@ -32,7 +44,10 @@ struct pol_gate_config {
 	int64_t retry_initial_ms, retry_max_ms; /* NodeGateConfig retry; 0 = the caller's default */
 };
 
-/** The defaults of DESIGN.md §3.4 overlaid with what the snapshot's NodeGateConfig sets. */
+/**
+ * The defaults of DESIGN.md §3.4 overlaid with what @s's NodeGateConfig sets; an unreadable
+ * config pauses. Always writes @ret, whose pointers borrow from @s.
+ */
 void pol_gate_config_from(const struct kube_snapshot *s, struct pol_gate_config *ret);
 
 /*
@@ -44,10 +59,18 @@ void pol_gate_config_from(const struct kube_snapshot *s, struct pol_gate_config 
  */
 struct pol_ledger;
 
-/** A ledger of the snapshot's Granted requests. NULL on OOM. The snapshot must outlive it. */
+/**
+ * A ledger of @s's Granted requests (those being deleted hold nothing). @s is borrowed and must
+ * outlive the ledger. Caller frees with pol_ledger_destroy(). NULL on OOM.
+ */
 struct pol_ledger *pol_ledger_create(const struct kube_snapshot *s);
+/** Frees @l and the scopes it cached. Accepts NULL. */
 void pol_ledger_destroy(struct pol_ledger *l);
-/** Records that request @nd_name (intern id) was granted @nodes. NG_ENOMEM on OOM. */
+/**
+ * Records that request @nd_name (intern id) was granted @nodes (@n intern ids, borrowed: copied,
+ * not kept). A node already held keeps its first holder. NG_ENOMEM on OOM, after which some of
+ * the nodes may be recorded: stop granting from this ledger.
+ */
 NG_NODISCARD ng_status pol_ledger_grant(struct pol_ledger *l, uint32_t nd_name,
 					const uint32_t *nodes, size_t n);
 /** The request holding @node, or NG_INTERN_NONE. */
@@ -56,10 +79,11 @@ uint32_t pol_ledger_holder(const struct pol_ledger *l, uint32_t node);
 bool pol_ledger_held_at(const struct pol_ledger *l, size_t i);
 
 /**
- * Orders the Pending requests @nds (n of them, in place) as DESIGN.md §4 says: control-plane
- * requests first (when serial), priority descending, requestors that already hold a grant,
- * requestors with fewer pending requests, creation time, name. Counts the pending control-plane
- * requests into @cfg. NG_ENOMEM when @arena is full.
+ * Orders the Pending requests @nds (n pointers into @s's requests, in place) as DESIGN.md §4
+ * says: control-plane requests first (when serial), priority descending, requestors that already
+ * hold a grant, requestors with fewer pending requests, creation time, name. Counts the pending
+ * control-plane requests into @cfg. Scratch memory comes from @arena. NG_ENOMEM when @arena or
+ * the heap is full; @nds is then unchanged.
  */
 NG_NODISCARD ng_status pol_rank_pending(const struct kube_snapshot *s, struct pol_gate_config *cfg,
 					const struct kube_nd **nds, size_t n,
@@ -71,7 +95,7 @@ enum pol_gate_outcome {
 	POL_GATE_PENDING, /* paused, or failed with retry enabled before the deadline */
 };
 
-/** "Granted", "Rejected", "Pending". */
+/** "Granted", "Rejected", "Pending": a static string. */
 const char *pol_gate_outcome_str(enum pol_gate_outcome o);
 
 /* One budget's verdict on the request, as status.disruptedDisruptionBudgets lists it. */
@@ -85,6 +109,7 @@ struct pol_budget_verdict {
 	char reason[320]; /* a failed health hook's reason quotes its answer */
 };
 
+/* A decision: its arrays are the caller's arena memory, their ids the snapshot's. */
 struct pol_gate_decision {
 	enum pol_gate_outcome outcome;
 	const uint32_t *nodes; /* the request's nodes (intern ids, sorted by id); arena memory */
@@ -95,29 +120,34 @@ struct pol_gate_decision {
 };
 
 /**
- * Decides @nd at @now_ms (wall clock, ms) per DESIGN.md §4: deadline, empty, paused, type,
- * overlap, then every impacted budget (frozen, limits; every failure listed). Budgets nodegate
- * cannot read fail closed for requests that touch their namespace's nodes (ADB) or for every
- * request (NDB). Arrays come from @arena (NG_ENOMEM when it is full). Health hooks and the
- * control-plane rule are not evaluated here.
+ * Decides @nd (a request of @s) at @now_wall_ms (wall clock, ms since the epoch) per DESIGN.md
+ * §4: deadline, empty, paused, type, overlap, control plane (with @cfg->control_plane_pending
+ * from pol_rank_pending()), then every impacted budget (frozen, limits; every failure listed).
+ * Budgets nodegate cannot read fail closed for requests that touch their namespace's nodes (ADB)
+ * or for every request (NDB). Health hooks (step 8) are not called here. @ledger is read, and
+ * caches the budget scopes it computes; recording a grant is the caller's (pol_ledger_grant()).
+ * @ret's arrays come from @arena; @ret is written only on success. NG_ENOMEM when @arena or the
+ * heap is full.
  */
 NG_NODISCARD ng_status pol_evaluate_disruption(const struct kube_snapshot *s,
 					       const struct pol_gate_config *cfg,
 					       struct pol_ledger *ledger, const struct kube_nd *nd,
-					       int64_t now_ms, struct ng_arena *arena,
+					       int64_t now_wall_ms, struct ng_arena *arena,
 					       struct pol_gate_decision *ret);
 
 /**
  * The decision's node names sorted as status.disruptedNodes lists them (the decision's ids are
- * in intern order, which is not the names' order). From @arena; NULL when it is full.
+ * in intern order, which is not the names' order). The array is from @arena; the strings are
+ * @s's, valid while @s is. NULL when @arena is full.
  */
 const char **pol_node_names_sorted(const struct kube_snapshot *s, const struct pol_gate_decision *d,
 				   struct ng_arena *arena);
 
 struct ng_buf;
 /**
- * Appends @v (@n verdicts) as status.disruptedDisruptionBudgets writes them:
- * [{reference: {kind, namespace, name}, ok, reason}]. NG_ELIMIT/NG_ENOMEM from the buffer.
+ * Appends @v (@n verdicts of a decision on @s) to @b as status.disruptedDisruptionBudgets
+ * writes them: [{reference: {kind, namespace, name}, ok, reason}]. NG_ELIMIT/NG_ENOMEM from the
+ * buffer, which may then hold part of the array.
  */
 NG_NODISCARD ng_status pol_verdicts_json(const struct kube_snapshot *s,
 					 const struct pol_budget_verdict *v, size_t n,
@@ -138,7 +168,9 @@ struct pol_budget_status {
 
 /**
  * Computes the status of NodeDisruptionBudget (@kind KUBE_RES_NDBS) or
- * ApplicationDisruptionBudget (KUBE_RES_ADBS) number @index of @s. Arrays from @arena.
+ * ApplicationDisruptionBudget (KUBE_RES_ADBS) number @index of @s, from @ledger (which caches
+ * the scope). @ret's arrays come from @arena; @ret is written only on success. NG_ENOMEM when
+ * @arena or the heap is full.
  */
 NG_NODISCARD ng_status pol_budget_status(const struct kube_snapshot *s, struct pol_ledger *ledger,
 					 enum kube_resource kind, size_t index,

@@ -1,4 +1,4 @@
-#include "policy/gate.h"
+#include "policy/disruption.h"
 
 #include "budgets/budgets.h"
 #include "common/arena.h"
@@ -643,9 +643,204 @@ static ng_status eval_adb(struct eval *e, const struct kube_adb *a, size_t index
 	return NG_OK;
 }
 
+/* DESIGN.md §4's evaluation, one function per step. A step that decides writes the outcome and
+ * reason into @d and returns true; false passes the request on to the next step. */
+
+/* Step 1: past spec.retry.deadline → Rejected. */
+static bool step1_deadline(const struct kube_nd *nd, int64_t now_wall_ms,
+			   struct pol_gate_decision *d)
+{
+	if (!nd->deadline_ms || now_wall_ms <= nd->deadline_ms)
+		return false;
+	d->outcome = POL_GATE_REJECT;
+	ng_fmt(d->reason, sizeof(d->reason), "deadline passed");
+	return true;
+}
+
+/* Step 2: no node selected → Rejected with rejectEmptyDisruptions, else Granted. */
+static bool step2_empty(const struct pol_gate_config *cfg, const struct kube_nd *nd,
+			struct pol_gate_decision *d)
+{
+	if (d->nnodes != 0)
+		return false;
+	d->outcome = cfg->reject_empty ? POL_GATE_REJECT : POL_GATE_GRANT;
+	ng_fmt(d->reason, sizeof(d->reason), "%s",
+	       nd->selector_invalid ? "spec.nodeSelector is invalid: it selects no node"
+				    : "no node matched the request");
+	return true;
+}
+
+/* Step 3: NodeGateConfig paused → stays Pending. */
+static bool step3_paused(const struct pol_gate_config *cfg, struct pol_gate_decision *d)
+{
+	if (!cfg->paused)
+		return false;
+	d->outcome = POL_GATE_PENDING;
+	ng_fmt(d->reason, sizeof(d->reason), "paused by NodeGateConfig");
+	return true;
+}
+
+/* Step 4: a type not in allowedTypes (when it lists any) → Rejected. */
+static bool step4_type(const struct eval *e, const struct pol_gate_config *cfg,
+		       struct pol_gate_decision *d)
+{
+	if (!cfg->nallowed)
+		return false;
+	for (size_t i = 0; i < cfg->nallowed; i++)
+		if (cfg->allowed_types[i] == e->nd->type)
+			return false;
+	d->outcome = POL_GATE_REJECT;
+	ng_fmt(d->reason, sizeof(d->reason), "type \"%s\" is not an allowed disruption type",
+	       e->nd->type == NG_INTERN_NONE ? "" : str(e, e->nd->type));
+	return true;
+}
+
+/* Step 5: a node already granted to another request → Rejected with
+ * rejectOverlappingDisruptions. */
+static bool step5_overlap(const struct eval *e, const struct pol_gate_config *cfg,
+			  struct pol_gate_decision *d)
+{
+	if (!cfg->reject_overlapping)
+		return false;
+	for (size_t i = 0; i < e->nnodes; i++) {
+		uint32_t h = pol_ledger_holder(e->ledger, e->nodes[i]);
+		if (h != NG_INTERN_NONE && h != e->nd->name) {
+			d->outcome = POL_GATE_REJECT;
+			ng_fmt(d->reason, sizeof(d->reason),
+			       "node %s is already granted to NodeDisruption %s",
+			       str(e, e->nodes[i]), str(e, h));
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Nodes held by requests other than the one evaluated: control-plane and others. */
+static void held_by_others(const struct eval *e, const struct cp_match *cpm, size_t *ret_cp,
+			   size_t *ret_other)
+{
+	size_t nall, held_cp = 0, held_other = 0;
+	const struct kube_node *all = kube_snapshot_nodes(e->s, &nall);
+	for (size_t i = 0; i < nall; i++) {
+		if (!pol_ledger_held_at(e->ledger, i))
+			continue;
+		uint32_t h = pol_ledger_holder(e->ledger, all[i].name);
+		if (h == e->nd->name)
+			continue;
+		if (is_control_plane(e->s, cpm, all[i].name))
+			held_cp++;
+		else
+			held_other++;
+	}
+	*ret_cp = held_cp;
+	*ret_other = held_other;
+}
+
+/* Step 6 (controlPlane.serial): control-plane nodes one at a time, first, never with workers.
+ * Mixing them or naming two → Rejected; having to wait for others → Pending. */
+static bool step6_control_plane(const struct eval *e, const struct pol_gate_config *cfg,
+				struct pol_gate_decision *d)
+{
+	if (!cfg->serial_control_plane)
+		return false;
+	struct cp_match cpm = control_plane_match(e->s, cfg);
+	size_t cp = 0;
+	for (size_t i = 0; i < e->nnodes; i++)
+		cp += is_control_plane(e->s, &cpm, e->nodes[i]);
+	if (cp && cp < e->nnodes) {
+		d->outcome = POL_GATE_REJECT;
+		ng_fmt(d->reason, sizeof(d->reason),
+		       "control-plane nodes are never disrupted together with workers");
+		return true;
+	}
+	if (cp > 1) {
+		d->outcome = POL_GATE_REJECT;
+		ng_fmt(d->reason, sizeof(d->reason),
+		       "control-plane nodes are disrupted one at a time (%zu requested)", cp);
+		return true;
+	}
+	size_t held_cp, held_other;
+	held_by_others(e, &cpm, &held_cp, &held_other);
+	bool wait = cp ? held_cp + held_other > 0 : held_cp > 0 || cfg->control_plane_pending > 0;
+	if (!wait)
+		return false;
+	d->outcome = POL_GATE_PENDING;
+	ng_fmt(d->reason, sizeof(d->reason), "%s",
+	       cp ? "waiting: a control-plane node goes alone, and other nodes are disrupted now"
+		  : "waiting: control-plane nodes are disrupted first, and one is pending or "
+		    "disrupted now");
+	return true;
+}
+
+/* Which ADBs watch one of the request's nodes (@ret_impacted, one byte per ADB), and the
+ * request's node records into e->recs. */
+static ng_status impacted_adbs(struct eval *e, size_t nadb, struct ng_arena *arena,
+			       const uint8_t **ret_impacted)
+{
+	struct pol_ledger *l = e->ledger;
+	uint8_t *impacted = ng_arena_alloc(arena, nadb ? nadb : 1);
+	const struct kube_node **recs =
+	    ng_arena_alloc(arena, (e->nnodes ? e->nnodes : 1) * sizeof(*recs));
+	if (!impacted || !recs || (nadb && adb_index(l) != NG_OK))
+		return NG_ENOMEM;
+	memset(impacted, 0, nadb ? nadb : 1);
+	for (size_t i = 0; i < e->nnodes; i++) {
+		recs[i] = kube_snapshot_find_node(e->s, e->nodes[i]);
+		if (!recs[i] || !nadb)
+			continue;
+		size_t at = (size_t)(recs[i] - l->nodes);
+		for (uint32_t k = l->by_node_off[at]; k < l->by_node_off[at + 1]; k++)
+			impacted[l->by_node[k]] = 1;
+	}
+	e->recs = recs;
+	*ret_impacted = impacted;
+	return NG_OK;
+}
+
+/* Step 7: every impacted budget for the request's type (frozen, limits, fail-closed when
+ * unreadable) gets a verdict in e->v; every failure is listed, not only the first. */
+static ng_status step7_budgets(struct eval *e, struct ng_arena *arena)
+{
+	size_t nndb, nadb;
+	const struct kube_ndb *ndbs = kube_snapshot_ndbs(e->s, &nndb);
+	const struct kube_adb *adbs = kube_snapshot_adbs(e->s, &nadb);
+	e->capv = nndb + nadb;
+	e->v = ng_arena_alloc(arena, (e->capv ? e->capv : 1) * sizeof(*e->v));
+	if (!e->v || impacted_adbs(e, nadb, arena, &e->adb_impacted) != NG_OK)
+		return NG_ENOMEM;
+	ng_status st;
+	for (size_t i = 0; i < nndb; i++)
+		if ((st = eval_ndb(e, &ndbs[i], i, arena)) != NG_OK)
+			return st;
+	for (size_t i = 0; i < nadb; i++)
+		if ((st = eval_adb(e, &adbs[i], i, arena)) != NG_OK)
+			return st;
+	return NG_OK;
+}
+
+/* Step 9: no failure → Granted; otherwise Pending with retry (step 1 already rejected a
+ * request past its deadline), else Rejected. The reason is the first failing budget's. */
+static void step9_outcome(const struct eval *e, struct pol_gate_decision *d)
+{
+	d->verdicts = e->v;
+	d->nverdicts = e->nv;
+	if (!e->any_failed) {
+		d->outcome = POL_GATE_GRANT;
+		ng_fmt(d->reason, sizeof(d->reason), "granted");
+		return;
+	}
+	for (size_t i = 0; i < e->nv; i++) {
+		if (!e->v[i].ok) {
+			ng_fmt(d->reason, sizeof(d->reason), "%s", e->v[i].reason);
+			break;
+		}
+	}
+	d->outcome = e->nd->retry ? POL_GATE_PENDING : POL_GATE_REJECT;
+}
+
 ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct pol_gate_config *cfg,
 				  struct pol_ledger *ledger, const struct kube_nd *nd,
-				  int64_t now_ms, struct ng_arena *arena,
+				  int64_t now_wall_ms, struct ng_arena *arena,
 				  struct pol_gate_decision *ret)
 {
 	struct pol_gate_decision d;
@@ -658,138 +853,15 @@ ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct po
 	d.nodes = nodes;
 	e.nodes = nodes;
 	e.nnodes = d.nnodes;
-	bool deadline_passed = nd->deadline_ms && now_ms > nd->deadline_ms;
-	/* 1. */
-	if (deadline_passed) {
-		d.outcome = POL_GATE_REJECT;
-		ng_fmt(d.reason, sizeof(d.reason), "deadline passed");
+	if (step1_deadline(nd, now_wall_ms, &d) || step2_empty(cfg, nd, &d) ||
+	    step3_paused(cfg, &d) || step4_type(&e, cfg, &d) || step5_overlap(&e, cfg, &d) ||
+	    step6_control_plane(&e, cfg, &d))
 		goto out;
-	}
-	/* 2. */
-	if (d.nnodes == 0) {
-		d.outcome = cfg->reject_empty ? POL_GATE_REJECT : POL_GATE_GRANT;
-		ng_fmt(d.reason, sizeof(d.reason), "%s",
-		       nd->selector_invalid ? "spec.nodeSelector is invalid: it selects no node"
-					    : "no node matched the request");
-		goto out;
-	}
-	/* 3. */
-	if (cfg->paused) {
-		d.outcome = POL_GATE_PENDING;
-		ng_fmt(d.reason, sizeof(d.reason), "paused by NodeGateConfig");
-		goto out;
-	}
-	/* 4. */
-	if (cfg->nallowed) {
-		bool ok = false;
-		for (size_t i = 0; i < cfg->nallowed && !ok; i++)
-			ok = cfg->allowed_types[i] == nd->type;
-		if (!ok) {
-			d.outcome = POL_GATE_REJECT;
-			ng_fmt(d.reason, sizeof(d.reason),
-			       "type \"%s\" is not an allowed disruption type",
-			       nd->type == NG_INTERN_NONE ? "" : str(&e, nd->type));
-			goto out;
-		}
-	}
-	/* 5. */
-	if (cfg->reject_overlapping) {
-		for (size_t i = 0; i < d.nnodes; i++) {
-			uint32_t h = pol_ledger_holder(ledger, nodes[i]);
-			if (h != NG_INTERN_NONE && h != nd->name) {
-				d.outcome = POL_GATE_REJECT;
-				ng_fmt(d.reason, sizeof(d.reason),
-				       "node %s is already granted to NodeDisruption %s",
-				       str(&e, nodes[i]), str(&e, h));
-				goto out;
-			}
-		}
-	}
-	/* 6. Control-plane nodes: one at a time, first, never with workers. */
-	if (cfg->serial_control_plane) {
-		struct cp_match cpm = control_plane_match(s, cfg);
-		size_t cp = 0;
-		for (size_t i = 0; i < d.nnodes; i++)
-			cp += is_control_plane(s, &cpm, nodes[i]);
-		if (cp && cp < d.nnodes) {
-			d.outcome = POL_GATE_REJECT;
-			ng_fmt(d.reason, sizeof(d.reason),
-			       "control-plane nodes are never disrupted together with workers");
-			goto out;
-		}
-		if (cp > 1) {
-			d.outcome = POL_GATE_REJECT;
-			ng_fmt(d.reason, sizeof(d.reason),
-			       "control-plane nodes are disrupted one at a time (%zu requested)",
-			       cp);
-			goto out;
-		}
-		size_t nall, held_cp = 0, held_other = 0;
-		const struct kube_node *all = kube_snapshot_nodes(s, &nall);
-		for (size_t i = 0; i < nall; i++) {
-			if (!pol_ledger_held_at(ledger, i))
-				continue;
-			uint32_t h = pol_ledger_holder(ledger, all[i].name);
-			if (h == nd->name)
-				continue;
-			if (is_control_plane(s, &cpm, all[i].name))
-				held_cp++;
-			else
-				held_other++;
-		}
-		bool wait =
-		    cp ? held_cp + held_other > 0 : held_cp > 0 || cfg->control_plane_pending > 0;
-		if (wait) {
-			d.outcome = POL_GATE_PENDING;
-			ng_fmt(d.reason, sizeof(d.reason), "%s",
-			       cp ? "waiting: a control-plane node goes alone, and other nodes are "
-				    "disrupted now"
-				  : "waiting: control-plane nodes are disrupted first, and one is "
-				    "pending "
-				    "or disrupted now");
-			goto out;
-		}
-	}
-	/* 7. Every impacted budget; every failure is listed. */
-	size_t nndb, nadb;
-	const struct kube_ndb *ndbs = kube_snapshot_ndbs(s, &nndb);
-	const struct kube_adb *adbs = kube_snapshot_adbs(s, &nadb);
-	e.capv = nndb + nadb;
-	e.v = ng_arena_alloc(arena, (e.capv ? e.capv : 1) * sizeof(*e.v));
-	uint8_t *adb_impacted = ng_arena_alloc(arena, nadb ? nadb : 1);
-	e.recs = ng_arena_alloc(arena, (d.nnodes ? d.nnodes : 1) * sizeof(*e.recs));
-	if (!e.v || !adb_impacted || !e.recs || (nadb && adb_index(ledger) != NG_OK))
-		return NG_ENOMEM;
-	memset(adb_impacted, 0, nadb ? nadb : 1);
-	for (size_t i = 0; i < d.nnodes; i++) {
-		e.recs[i] = kube_snapshot_find_node(s, nodes[i]);
-		size_t at = e.recs[i] ? (size_t)(e.recs[i] - ledger->nodes) : 0;
-		for (uint32_t k = e.recs[i] && nadb ? ledger->by_node_off[at] : 0;
-		     e.recs[i] && nadb && k < ledger->by_node_off[at + 1]; k++)
-			adb_impacted[ledger->by_node[k]] = 1;
-	}
-	e.adb_impacted = adb_impacted;
-	for (size_t i = 0; i < nndb; i++)
-		if ((st = eval_ndb(&e, &ndbs[i], i, arena)) != NG_OK)
-			return st;
-	for (size_t i = 0; i < nadb; i++)
-		if ((st = eval_adb(&e, &adbs[i], i, arena)) != NG_OK)
-			return st;
-	d.verdicts = e.v;
-	d.nverdicts = e.nv;
-	/* 9. */
-	if (!e.any_failed) {
-		d.outcome = POL_GATE_GRANT;
-		ng_fmt(d.reason, sizeof(d.reason), "granted");
-		goto out;
-	}
-	for (size_t i = 0; i < e.nv; i++) {
-		if (!e.v[i].ok) {
-			ng_fmt(d.reason, sizeof(d.reason), "%s", e.v[i].reason);
-			break;
-		}
-	}
-	d.outcome = nd->retry ? POL_GATE_PENDING : POL_GATE_REJECT;
+	if ((st = step7_budgets(&e, arena)) != NG_OK)
+		return st;
+	step9_outcome(&e, &d);
+	/* Step 8, the health hooks, is the caller's: the gate calls the hooks of a grant with
+	 * impacted budgets, and pol_hooks_apply() (policy/hook.h) may still fail it. */
 out:
 	*ret = d;
 	return NG_OK;
