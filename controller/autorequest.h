@@ -1,9 +1,14 @@
-/* NodeGateConfig eviction.autoRequest (DESIGN.md §5): when the eviction webhook denies an
- * eviction because the pod's node has no grant, nodegate asks for the disruption itself — a
+/* NodeGateConfig eviction.autoRequest (docs/eviction-webhook.md): when the eviction webhook denies
+ * an eviction because the pod's node has no grant, nodegate asks for the disruption itself — a
  * Pending NodeDisruption of that node with retry, requestor = the evicting user — so a plain
  * `kubectl drain` or an autoscaler needs nothing else. The admission thread only enqueues (no
  * I/O on the admission path); a thread of its own creates the request. Every replica may do it:
- * the name is one per node (pol_auto_request_name), so duplicates are refused by the API server. */
+ * the name is one per node (pol_auto_request_name), so duplicates are refused by the API server.
+ *
+ * Ownership: autoreq_start() returns the queue and its kube/runtime thread (freed by
+ * autoreq_stop()); autoreq_config's pointers are borrowed and must outlive it; strings given to
+ * autoreq_submit() are copied. Threads: start and stop from main; submit and metrics from any
+ * thread (the queue has its own mutex, counters are atomics). */
 #ifndef NG_CONTROLLER_AUTOREQUEST_H
 #define NG_CONTROLLER_AUTOREQUEST_H
 
@@ -22,7 +27,9 @@ struct autoreq_config {
 
 struct autoreq;
 
-/** Starts the thread. NULL with @reterr on failure. Main thread. */
+/**
+ * Starts the thread with its own kube client. NULL with @reterr (NG_ENOMEM, NG_EIO). Main thread.
+ */
 struct autoreq *autoreq_start(const struct autoreq_config *cfg, struct ng_err *reterr);
 
 /**

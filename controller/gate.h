@@ -1,8 +1,12 @@
-/* The gate controller (DESIGN.md §4): while this replica holds the lease, it ranks Pending
- * NodeDisruptions, decides them one at a time with policy/gate.c, records each grant in the
- * ledger before the next decision, and writes status with a resourceVersion precondition. It
- * runs on its own thread, re-runs the queue whenever the cache publishes a new snapshot and when
- * a retry falls due, and is the only writer of decisions. */
+/* The gate controller (docs/gate.md): while this replica holds the lease, it ranks Pending
+ * NodeDisruptions, decides them one at a time with policy/disruption.h, asks the health hooks
+ * before a grant, records each grant in the ledger before the next decision, and writes status
+ * with a resourceVersion precondition (kube/write.h). It runs on a kube/runtime thread woken by
+ * every cache publish and when a retry falls due, and is the only writer of decisions.
+ *
+ * Ownership: gate_start() returns the gate (freed by gate_stop()); everything in gate_config is
+ * borrowed and must outlive it. Threads: start and stop from the owner (main), once each; the
+ * stats and metrics functions from any thread (atomics, or a mutex held for a copy). */
 #ifndef NG_CONTROLLER_GATE_H
 #define NG_CONTROLLER_GATE_H
 
@@ -40,7 +44,11 @@ extern const double gate_decision_buckets_s[8];
 
 struct gate;
 
-/** Starts the gate thread. NULL with @reterr on failure. Main thread. */
+/**
+ * Starts the gate on a runtime thread of its own with its own kube client (from cfg->kube).
+ * @cfg is copied; what it points to is borrowed. Returns the gate (caller frees with
+ * gate_stop()), or NULL with @reterr: NG_ENOMEM, NG_EIO (no thread). Main thread.
+ */
 struct gate *gate_start(const struct gate_config *cfg, struct ng_err *reterr);
 /** Counters (each read atomically). Any thread. */
 void gate_get_stats(const struct gate *g, struct gate_stats *ret);
@@ -56,7 +64,10 @@ NG_NODISCARD ng_status gate_render_budget_metrics(const struct gate *g, struct n
  */
 NG_NODISCARD ng_status gate_render_hook_metrics(const struct gate *g, struct ng_buf *out);
 
-/** Stops and joins the thread. Accepts NULL. Main thread. */
+/**
+ * Stops: the runtime is stopped (a round in progress ends at its next check, a hook call within
+ * 100 ms) and joined, then @g is freed. Accepts NULL. Main thread.
+ */
 void gate_stop(struct gate *g);
 
 /**
