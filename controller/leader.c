@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "kube/client.h"
 #include "kube/runtime.h"
+#include "kube/write.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -59,8 +60,7 @@ enum round {
 struct leader {
 	/* Immutable after leader_start(). */
 	char *ns, *name, *identity;
-	char *path;            /* /apis/coordination.k8s.io/v1/namespaces/NS/leases/NAME */
-	char *collection_path; /* the same without /NAME, for the create */
+	char *path; /* /apis/coordination.k8s.io/v1/namespaces/NS/leases/NAME */
 	int64_t lease_ms, renew_ms, retry_ms, request_ms;
 	struct kube_runtime *rt; /* the election thread: stop, wake and the client */
 
@@ -287,7 +287,6 @@ static enum round write_lease(struct leader *l, const char *meta, struct record 
 	const char *method = meta ? "PUT" : "POST";
 	struct ng_buf body;
 	ng_buf_init(&body, LEASE_MAX_BODY_BYTES);
-	long http = 0;
 	enum round r = ROUND_ERROR;
 	ng_status st = lease_encode(l, meta, want, &body);
 	if (st != NG_OK) {
@@ -295,19 +294,20 @@ static enum round write_lease(struct leader *l, const char *meta, struct record 
 			   ng_status_str(st));
 		goto out;
 	}
-	st = kube_client_request(l->kc, method, meta ? l->path : l->collection_path,
-				 "application/json", body.data, body.len, timeout_ms,
-				 LEASE_MAX_RESPONSE_BYTES, &l->resp, &http, err);
-	if (st != NG_OK)
-		goto out;
-	if (http == 409) {
+	const struct kube_ref ref = {KUBE_KIND_LEASE, l->ns, meta ? l->name : NULL};
+	struct kube_write_result wr;
+	kube_send_object(l->kc, method, &ref, body.data, body.len, timeout_ms, &l->resp, &wr);
+	if (wr.outcome == KUBE_WRITE_CONFLICT) {
 		ng_err_set(err, NG_EKUBE, 0, "%s lease: HTTP 409 (another writer was first)",
 			   method);
 		r = ROUND_CONFLICT;
 		goto out;
 	}
-	if (http < 200 || http > 299) {
-		(void)http_error(l, method, http, err);
+	if (wr.outcome != KUBE_WRITE_OK) {
+		if (wr.http)
+			(void)http_error(l, method, wr.http, err);
+		else
+			*err = wr.err;
 		goto out;
 	}
 	struct record got = {0};
@@ -687,7 +687,6 @@ static void destroy(struct leader *l)
 	free(l->name);
 	free(l->identity);
 	free(l->path);
-	free(l->collection_path);
 	free(l);
 }
 
@@ -701,7 +700,6 @@ struct leader *leader_start(const struct leader_config *cfg, struct ng_err *rete
 	l->name = ng_xstrdup(cfg->name);
 	l->identity = ng_xstrdup(cfg->identity);
 	l->path = join_path(cfg->ns, cfg->name);
-	l->collection_path = join_path(cfg->ns, NULL);
 	l->lease_ms = lease_ms;
 	l->renew_ms = renew_ms;
 	l->retry_ms = retry_ms;
@@ -711,7 +709,7 @@ struct leader *leader_start(const struct leader_config *cfg, struct ng_err *rete
 	ng_buf_init(&l->resp, LEASE_MAX_RESPONSE_BYTES);
 	/* Seeded per process and identity so that candidates started together drift apart. */
 	ng_rng_seed(&l->rng, l->identity);
-	if (!l->path || !l->collection_path) {
+	if (!l->path) {
 		ng_err_set(reterr, NG_ENOMEM, 0, "leader: cannot allocate its state");
 		destroy(l);
 		return NULL;

@@ -84,15 +84,14 @@ static void classify(ng_status st, long http, const struct ng_buf *resp,
 				 resp->data ? resp->data : "");
 }
 
-/* Sends @body (NULL with @st: it could not be built) and classifies the answer. */
-static void send_write(struct kube_client *c, const char *method, const struct kube_ref *ref,
+/* Sends @body (NULL with @st: it could not be built) within @timeout_ms, classifies the answer
+ * and leaves it in @resp. */
+static void send_timed(struct kube_client *c, const char *method, const struct kube_ref *ref,
 		       const char *sub, const char *ctype, ng_status st, const struct ng_buf *body,
-		       struct kube_write_result *ret)
+		       int64_t timeout_ms, struct ng_buf *resp, struct kube_write_result *ret)
 {
 	*ret = (struct kube_write_result){0};
 	char path[1024];
-	struct ng_buf resp;
-	ng_buf_init(&resp, RESPONSE_CAP_BYTES);
 	long http = 0;
 	if (st != NG_OK) {
 		(void)ng_err_set(&ret->err, st, 0, "request body: %s", ng_status_str(st));
@@ -100,12 +99,28 @@ static void send_write(struct kube_client *c, const char *method, const struct k
 		(void)ng_err_set(&ret->err, st, 0, "no path for %s %s", kube_kind_name(ref->kind),
 				 ref->name ? ref->name : "");
 	} else {
-		st = kube_client_request(c, method, path, ctype, body->data, body->len,
-					 KUBE_WRITE_TIMEOUT_MS, RESPONSE_CAP_BYTES, &resp, &http,
-					 &ret->err);
+		st = kube_client_request(c, method, path, ctype, body->data, body->len, timeout_ms,
+					 resp->cap, resp, &http, &ret->err);
 	}
-	classify(st, http, &resp, ret);
+	classify(st, http, resp, ret);
+}
+
+static void send_write(struct kube_client *c, const char *method, const struct kube_ref *ref,
+		       const char *sub, const char *ctype, ng_status st, const struct ng_buf *body,
+		       struct kube_write_result *ret)
+{
+	struct ng_buf resp;
+	ng_buf_init(&resp, RESPONSE_CAP_BYTES);
+	send_timed(c, method, ref, sub, ctype, st, body, KUBE_WRITE_TIMEOUT_MS, &resp, ret);
 	ng_buf_finish(&resp);
+}
+
+void kube_send_object(struct kube_client *c, const char *method, const struct kube_ref *ref,
+		      const char *body, size_t len, int64_t timeout_ms, struct ng_buf *resp,
+		      struct kube_write_result *ret)
+{
+	const struct ng_buf b = {(char *)(uintptr_t)body, len, len, len};
+	send_timed(c, method, ref, NULL, "application/json", NG_OK, &b, timeout_ms, resp, ret);
 }
 
 static void meta_rv(struct ng_jw *w, const char *rv)

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 struct kube_client;
+struct ng_buf;
 struct ng_jw;
 
 /* The kinds nodegate writes. */
@@ -119,6 +120,16 @@ void kube_create_event(struct kube_client *c, const struct kube_event *ev,
  */
 void kube_create(struct kube_client *c, const struct kube_ref *collection, kube_body_fn fn,
 		 void *ctx, struct kube_write_result *ret);
+
+/**
+ * A full-object write whose answer the caller reads (the lease: a PUT carrying the
+ * resourceVersion it read, a POST to create): @method "PUT" to @ref or "POST" to its collection
+ * (name NULL), @body (@len bytes of JSON), within @timeout_ms. The answer's body replaces @resp
+ * (capped at its cap) when there was one.
+ */
+void kube_send_object(struct kube_client *c, const char *method, const struct kube_ref *ref,
+		      const char *body, size_t len, int64_t timeout_ms, struct ng_buf *resp,
+		      struct kube_write_result *ret);
 
 /* A JSON patch (RFC 6902) under construction: labels, annotations, taints, unschedulable.
  * Operations are appended in order. The precondition is a first "replace" of
