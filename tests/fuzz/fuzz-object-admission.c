@@ -14,7 +14,7 @@
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/limits.h"
-#include "kube/kube.h"
+#include "kube/snapshot.h"
 #include "server/admission.h"
 
 #include <stdbool.h>
