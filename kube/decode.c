@@ -203,6 +203,129 @@ static int op_from_str(const char *s, bool node_ops)
 	return -1;
 }
 
+/* One matchLabels entry @e as an In requirement with one value. */
+static ng_status match_label(struct ng_intern *pool, struct ng_arena *arena, const cJSON *e,
+			     const char *field, struct kube_requirement *r, struct ng_err *reterr)
+{
+	const char *p;
+	if (!cJSON_IsString(e))
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "%s.matchLabels[%.60s]: value must be a string", field,
+				  e->string);
+	if ((p = kube_label_key_problem(e->string, strlen(e->string))) ||
+	    (p = kube_label_value_problem(e->valuestring, strlen(e->valuestring))))
+		return ng_err_set(reterr, NG_EPARSE, 0, "%s.matchLabels[%.60s]: %s", field,
+				  e->string, p);
+	uint32_t *v = ng_arena_alloc(arena, sizeof(*v));
+	if (!v)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", field);
+	memset(r, 0, sizeof(*r));
+	r->op = KUBE_OP_IN;
+	r->nvalues = 1;
+	r->values = v;
+	ng_status st = ng_intern_add(pool, e->string, strlen(e->string), &r->key);
+	if (st == NG_OK)
+		st = ng_intern_add(pool, e->valuestring, strlen(e->valuestring), v);
+	if (st != NG_OK)
+		return ng_err_set(reterr, st, 0, "%s: %s", field, ng_status_str(st));
+	return NG_OK;
+}
+
+/* The values of matchExpressions[@idx] (@nv of them, in @vals) into @v: strings of label value
+ * syntax. */
+static ng_status expression_values(struct ng_intern *pool, const cJSON *vals, size_t nv,
+				   const char *field, size_t idx, uint32_t *v,
+				   struct ng_err *reterr)
+{
+	size_t vi = 0;
+	for (const cJSON *ve = nv ? vals->child : NULL; ve; ve = ve->next, vi++) {
+		const char *p;
+		if (!cJSON_IsString(ve))
+			return ng_err_set(reterr, NG_EPARSE, 0,
+					  "%s.matchExpressions[%zu].values[%zu]: expected a string",
+					  field, idx, vi);
+		if ((p = kube_label_value_problem(ve->valuestring, strlen(ve->valuestring))))
+			return ng_err_set(reterr, NG_EPARSE, 0,
+					  "%s.matchExpressions[%zu].values[%zu]: %s", field, idx,
+					  vi, p);
+		ng_status st =
+		    ng_intern_add(pool, ve->valuestring, strlen(ve->valuestring), &v[vi]);
+		if (st != NG_OK)
+			return ng_err_set(reterr, st, 0, "%s: %s", field, ng_status_str(st));
+	}
+	return NG_OK;
+}
+
+/* Key, operator and value count of matchExpressions[@idx]; the operator in *@ret_op. */
+static ng_status expression_form(const cJSON *e, const char *field, size_t idx, int *ret_op,
+				 struct ng_err *reterr)
+{
+	const char *key = ng_json_str(e, "key");
+	const char *opname = ng_json_str(e, "operator");
+	const cJSON *vals = ng_json_get(e, "values");
+	const char *p;
+	if (!cJSON_IsObject(e))
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "%s.matchExpressions[%zu]: expected an object", field, idx);
+	if (!key)
+		return ng_err_set(reterr, NG_EPARSE, 0, "%s.matchExpressions[%zu].key: required",
+				  field, idx);
+	if ((p = kube_label_key_problem(key, strlen(key))))
+		return ng_err_set(reterr, NG_EPARSE, 0, "%s.matchExpressions[%zu].key: %s", field,
+				  idx, p);
+	int op = opname ? op_from_str(opname, false) : -1;
+	if (op < 0)
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "%s.matchExpressions[%zu].operator: \"%.40s\" is not one of In, "
+				  "NotIn, Exists, DoesNotExist",
+				  field, idx, opname ? opname : "");
+	if (vals && !cJSON_IsNull(vals) && !cJSON_IsArray(vals))
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "%s.matchExpressions[%zu].values: expected an array", field, idx);
+	size_t nv = cJSON_IsArray(vals) ? (size_t)cJSON_GetArraySize(vals) : 0;
+	if ((op == KUBE_OP_IN || op == KUBE_OP_NOTIN) && nv == 0)
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "%s.matchExpressions[%zu].values: must be non-empty when "
+				  "operator is %s",
+				  field, idx, opname);
+	if ((op == KUBE_OP_EXISTS || op == KUBE_OP_DOES_NOT_EXIST) && nv != 0)
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "%s.matchExpressions[%zu].values: must be empty when operator "
+				  "is %s",
+				  field, idx, opname);
+	if (nv > NG_MAX_SELECTOR_VALUES)
+		return ng_err_set(reterr, NG_ELIMIT, 0,
+				  "%s.matchExpressions[%zu].values: more than %d values", field,
+				  idx, NG_MAX_SELECTOR_VALUES);
+	*ret_op = op;
+	return NG_OK;
+}
+
+/* One matchExpressions entry @e (index @idx) into @r. */
+static ng_status match_expression(struct ng_intern *pool, struct ng_arena *arena, const cJSON *e,
+				  const char *field, size_t idx, struct kube_requirement *r,
+				  struct ng_err *reterr)
+{
+	int op;
+	ng_status st = expression_form(e, field, idx, &op, reterr);
+	if (st != NG_OK)
+		return st;
+	const char *key = ng_json_str(e, "key");
+	const cJSON *vals = ng_json_get(e, "values");
+	size_t nv = cJSON_IsArray(vals) ? (size_t)cJSON_GetArraySize(vals) : 0;
+	uint32_t *v = nv ? ng_arena_alloc(arena, nv * sizeof(*v)) : NULL;
+	if (nv && !v)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", field);
+	memset(r, 0, sizeof(*r));
+	r->op = (uint8_t)op;
+	r->nvalues = (uint16_t)nv;
+	r->values = v;
+	st = ng_intern_add(pool, key, strlen(key), &r->key);
+	if (st != NG_OK)
+		return ng_err_set(reterr, st, 0, "%s: %s", field, ng_status_str(st));
+	return expression_values(pool, vals, nv, field, idx, v, reterr);
+}
+
 ng_status kube_decode_selector(struct ng_intern *pool, struct ng_arena *arena, const cJSON *j,
 			       const char *field, struct kube_selector *ret_sel,
 			       struct ng_err *reterr)
@@ -233,99 +356,13 @@ ng_status kube_decode_selector(struct ng_intern *pool, struct ng_arena *arena, c
 		return ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", field);
 	size_t n = 0;
 	ng_status st = NG_OK;
-	for (const cJSON *e = nml ? ml->child : NULL; e; e = e->next) {
-		const char *p;
-		if (!cJSON_IsString(e))
-			return ng_err_set(reterr, NG_EPARSE, 0,
-					  "%s.matchLabels[%.60s]: value must be a string", field,
-					  e->string);
-		if ((p = kube_label_key_problem(e->string, strlen(e->string))) ||
-		    (p = kube_label_value_problem(e->valuestring, strlen(e->valuestring))))
-			return ng_err_set(reterr, NG_EPARSE, 0, "%s.matchLabels[%.60s]: %s", field,
-					  e->string, p);
-		uint32_t *v = ng_arena_alloc(arena, sizeof(*v));
-		if (!v)
-			return ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", field);
-		struct kube_requirement *r = &reqs[n++];
-		memset(r, 0, sizeof(*r));
-		r->op = KUBE_OP_IN;
-		r->nvalues = 1;
-		r->values = v;
-		st = ng_intern_add(pool, e->string, strlen(e->string), &r->key);
-		if (st == NG_OK)
-			st = ng_intern_add(pool, e->valuestring, strlen(e->valuestring), v);
-		if (st != NG_OK)
-			return ng_err_set(reterr, st, 0, "%s: %s", field, ng_status_str(st));
-	}
+	for (const cJSON *e = nml ? ml->child : NULL; st == NG_OK && e; e = e->next)
+		st = match_label(pool, arena, e, field, &reqs[n++], reterr);
 	size_t idx = 0;
-	for (const cJSON *e = nme ? me->child : NULL; e; e = e->next, idx++) {
-		const char *key = ng_json_str(e, "key");
-		const char *opname = ng_json_str(e, "operator");
-		const cJSON *vals = ng_json_get(e, "values");
-		const char *p;
-		if (!cJSON_IsObject(e))
-			return ng_err_set(reterr, NG_EPARSE, 0,
-					  "%s.matchExpressions[%zu]: expected an object", field,
-					  idx);
-		if (!key)
-			return ng_err_set(reterr, NG_EPARSE, 0,
-					  "%s.matchExpressions[%zu].key: required", field, idx);
-		if ((p = kube_label_key_problem(key, strlen(key))))
-			return ng_err_set(reterr, NG_EPARSE, 0, "%s.matchExpressions[%zu].key: %s",
-					  field, idx, p);
-		int op = opname ? op_from_str(opname, false) : -1;
-		if (op < 0)
-			return ng_err_set(reterr, NG_EPARSE, 0,
-					  "%s.matchExpressions[%zu].operator: \"%.40s\" is not one "
-					  "of In, NotIn, Exists, DoesNotExist",
-					  field, idx, opname ? opname : "");
-		if (vals && !cJSON_IsNull(vals) && !cJSON_IsArray(vals))
-			return ng_err_set(reterr, NG_EPARSE, 0,
-					  "%s.matchExpressions[%zu].values: expected an array",
-					  field, idx);
-		size_t nv = cJSON_IsArray(vals) ? (size_t)cJSON_GetArraySize(vals) : 0;
-		if ((op == KUBE_OP_IN || op == KUBE_OP_NOTIN) && nv == 0)
-			return ng_err_set(reterr, NG_EPARSE, 0,
-					  "%s.matchExpressions[%zu].values: must be non-empty when "
-					  "operator is %s",
-					  field, idx, opname);
-		if ((op == KUBE_OP_EXISTS || op == KUBE_OP_DOES_NOT_EXIST) && nv != 0)
-			return ng_err_set(reterr, NG_EPARSE, 0,
-					  "%s.matchExpressions[%zu].values: must be empty when "
-					  "operator is %s",
-					  field, idx, opname);
-		if (nv > NG_MAX_SELECTOR_VALUES)
-			return ng_err_set(reterr, NG_ELIMIT, 0,
-					  "%s.matchExpressions[%zu].values: more than %d values",
-					  field, idx, NG_MAX_SELECTOR_VALUES);
-		uint32_t *v = nv ? ng_arena_alloc(arena, nv * sizeof(*v)) : NULL;
-		if (nv && !v)
-			return ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", field);
-		struct kube_requirement *r = &reqs[n++];
-		memset(r, 0, sizeof(*r));
-		r->op = (uint8_t)op;
-		r->nvalues = (uint16_t)nv;
-		r->values = v;
-		st = ng_intern_add(pool, key, strlen(key), &r->key);
-		size_t vi = 0;
-		for (const cJSON *ve = nv ? vals->child : NULL; st == NG_OK && ve;
-		     ve = ve->next, vi++) {
-			if (!cJSON_IsString(ve))
-				return ng_err_set(
-				    reterr, NG_EPARSE, 0,
-				    "%s.matchExpressions[%zu].values[%zu]: expected a "
-				    "string",
-				    field, idx, vi);
-			if ((p = kube_label_value_problem(ve->valuestring,
-							  strlen(ve->valuestring))))
-				return ng_err_set(reterr, NG_EPARSE, 0,
-						  "%s.matchExpressions[%zu].values[%zu]: %s", field,
-						  idx, vi, p);
-			st = ng_intern_add(pool, ve->valuestring, strlen(ve->valuestring), &v[vi]);
-		}
-		if (st != NG_OK)
-			return ng_err_set(reterr, st, 0, "%s: %s", field, ng_status_str(st));
-	}
+	for (const cJSON *e = nme ? me->child : NULL; st == NG_OK && e; e = e->next, idx++)
+		st = match_expression(pool, arena, e, field, idx, &reqs[n++], reterr);
+	if (st != NG_OK)
+		return st;
 	sel.present = true;
 	sel.nreqs = (uint16_t)n;
 	sel.reqs = reqs;
@@ -500,6 +537,87 @@ static uint8_t pod_phase(const char *s)
 	return KUBE_POD_UNKNOWN;
 }
 
+/* The controller's kind (and whether it is a DaemonSet) from metadata.ownerReferences. */
+static ng_status pod_owner(struct ctx *c, const cJSON *meta, struct kube_pod *p)
+{
+	const cJSON *owners = ng_json_get(meta, "ownerReferences");
+	for (const cJSON *e = cJSON_IsArray(owners) ? owners->child : NULL; e; e = e->next) {
+		if (!cJSON_IsTrue(ng_json_get(e, "controller")))
+			continue;
+		const char *kind = ng_json_str(e, "kind");
+		if (!kind)
+			continue;
+		ng_status st = intern(c, kind, &p->owner_kind);
+		if (st != NG_OK)
+			return st;
+		if (strcmp(kind, "DaemonSet") == 0)
+			p->flags |= KUBE_POD_DAEMONSET;
+		break;
+	}
+	return NG_OK;
+}
+
+/* The PVC claim names of spec.volumes, bounded. */
+static ng_status pod_claims(struct ctx *c, const cJSON *spec, struct kube_pod *p)
+{
+	const cJSON *vols = ng_json_get(spec, "volumes");
+	size_t nclaims = 0;
+	for (const cJSON *e = cJSON_IsArray(vols) ? vols->child : NULL; e; e = e->next)
+		if (ng_json_str(ng_json_get(e, "persistentVolumeClaim"), "claimName"))
+			nclaims++;
+	if (nclaims > NG_MAX_LABELS)
+		return fail(c, NG_ELIMIT, "spec.volumes", "too many PVC volumes");
+	uint32_t *claims = alloc(c, nclaims * sizeof(*claims));
+	if (nclaims && !claims)
+		return fail(c, NG_ENOMEM, "spec.volumes", "out of memory");
+	size_t i = 0;
+	for (const cJSON *e = nclaims ? vols->child : NULL; e; e = e->next) {
+		const char *cn = ng_json_str(ng_json_get(e, "persistentVolumeClaim"), "claimName");
+		ng_status st;
+		if (cn && (st = intern(c, cn, &claims[i++])) != NG_OK)
+			return st;
+	}
+	p->claims = claims;
+	p->nclaims = (uint16_t)nclaims;
+	return NG_OK;
+}
+
+/* The distinct resource-request names of spec.containers, bounded. */
+static ng_status pod_requests(struct ctx *c, const cJSON *spec, struct kube_pod *p)
+{
+	static const char *const path[] = {"resources", "requests", NULL};
+	const cJSON *ctrs = ng_json_get(spec, "containers");
+	size_t nreq = 0;
+	for (const cJSON *e = cJSON_IsArray(ctrs) ? ctrs->child : NULL; e; e = e->next) {
+		const cJSON *r = ng_json_path(e, path);
+		if (cJSON_IsObject(r))
+			nreq += (size_t)cJSON_GetArraySize(r);
+	}
+	if (nreq > NG_MAX_LABELS)
+		return fail(c, NG_ELIMIT, "spec.containers", "too many resource requests");
+	uint32_t *reqs = alloc(c, nreq * sizeof(*reqs));
+	if (nreq && !reqs)
+		return fail(c, NG_ENOMEM, "spec.containers", "out of memory");
+	size_t i = 0;
+	for (const cJSON *e = nreq ? ctrs->child : NULL; e; e = e->next) {
+		const cJSON *r = ng_json_path(e, path);
+		for (const cJSON *k = cJSON_IsObject(r) ? r->child : NULL; k; k = k->next) {
+			uint32_t id;
+			ng_status st = intern(c, k->string, &id);
+			if (st != NG_OK)
+				return st;
+			bool dup = false;
+			for (size_t j = 0; j < i; j++)
+				dup = dup || reqs[j] == id;
+			if (!dup)
+				reqs[i++] = id;
+		}
+	}
+	p->requests = reqs;
+	p->nrequests = (uint16_t)i;
+	return NG_OK;
+}
+
 static ng_status decode_pod(struct ctx *c, const cJSON *o, uint32_t ns, const char *name,
 			    const cJSON *meta)
 {
@@ -523,69 +641,9 @@ static ng_status decode_pod(struct ctx *c, const cJSON *o, uint32_t ns, const ch
 	const cJSON *del = ng_json_get(meta, "deletionTimestamp");
 	if (del && !cJSON_IsNull(del))
 		p->flags |= KUBE_POD_TERMINATING;
-	const cJSON *owners = ng_json_get(meta, "ownerReferences");
-	for (const cJSON *e = cJSON_IsArray(owners) ? owners->child : NULL; e; e = e->next) {
-		if (!cJSON_IsTrue(ng_json_get(e, "controller")))
-			continue;
-		const char *kind = ng_json_str(e, "kind");
-		if (!kind)
-			continue;
-		if ((st = intern(c, kind, &p->owner_kind)) != NG_OK)
-			return st;
-		if (strcmp(kind, "DaemonSet") == 0)
-			p->flags |= KUBE_POD_DAEMONSET;
-		break;
-	}
-	/* PVC claim names and container request names, each bounded. */
-	const cJSON *vols = ng_json_get(spec, "volumes");
-	size_t nclaims = 0;
-	for (const cJSON *e = cJSON_IsArray(vols) ? vols->child : NULL; e; e = e->next)
-		if (ng_json_str(ng_json_get(e, "persistentVolumeClaim"), "claimName"))
-			nclaims++;
-	if (nclaims > NG_MAX_LABELS)
-		return fail(c, NG_ELIMIT, "spec.volumes", "too many PVC volumes");
-	uint32_t *claims = alloc(c, nclaims * sizeof(*claims));
-	if (nclaims && !claims)
-		return fail(c, NG_ENOMEM, "spec.volumes", "out of memory");
-	size_t i = 0;
-	for (const cJSON *e = nclaims ? vols->child : NULL; e; e = e->next) {
-		const char *cn = ng_json_str(ng_json_get(e, "persistentVolumeClaim"), "claimName");
-		if (cn && (st = intern(c, cn, &claims[i++])) != NG_OK)
-			return st;
-	}
-	p->claims = claims;
-	p->nclaims = (uint16_t)nclaims;
-	const cJSON *ctrs = ng_json_get(spec, "containers");
-	size_t nreq = 0;
-	for (const cJSON *e = cJSON_IsArray(ctrs) ? ctrs->child : NULL; e; e = e->next) {
-		const cJSON *r =
-		    ng_json_path(e, (const char *const[]){"resources", "requests", NULL});
-		if (cJSON_IsObject(r))
-			nreq += (size_t)cJSON_GetArraySize(r);
-	}
-	if (nreq > NG_MAX_LABELS)
-		return fail(c, NG_ELIMIT, "spec.containers", "too many resource requests");
-	uint32_t *reqs = alloc(c, nreq * sizeof(*reqs));
-	if (nreq && !reqs)
-		return fail(c, NG_ENOMEM, "spec.containers", "out of memory");
-	i = 0;
-	for (const cJSON *e = nreq ? ctrs->child : NULL; e; e = e->next) {
-		const cJSON *r =
-		    ng_json_path(e, (const char *const[]){"resources", "requests", NULL});
-		for (const cJSON *k = cJSON_IsObject(r) ? r->child : NULL; k; k = k->next) {
-			uint32_t id;
-			if ((st = intern(c, k->string, &id)) != NG_OK)
-				return st;
-			bool dup = false;
-			for (size_t j = 0; j < i; j++)
-				dup = dup || reqs[j] == id;
-			if (!dup)
-				reqs[i++] = id;
-		}
-	}
-	p->requests = reqs;
-	p->nrequests = (uint16_t)i;
-	return NG_OK;
+	if ((st = pod_owner(c, meta, p)) != NG_OK || (st = pod_claims(c, spec, p)) != NG_OK)
+		return st;
+	return pod_requests(c, spec, p);
 }
 
 static ng_status decode_pvc(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t name,
@@ -760,6 +818,81 @@ static ng_status finish_budget(struct ctx *c, struct kube_budget_common *b, stru
 #define HOOK_URL_MAX 2048
 #define HOOK_CA_MAX (64u * 1024u)
 
+/* What is checked before the URL: the shape of spec.healthHook @j and timeoutSeconds (into
+ * *@secs). Why not into @why (@cap bytes), left "" when fine. */
+static void hook_form(const cJSON *j, int64_t *secs, char *why, size_t cap)
+{
+	const cJSON *url = ng_json_get(j, "url");
+	const cJSON *svc = ng_json_get(j, "service");
+	bool has_url = url && !cJSON_IsNull(url), has_svc = svc && !cJSON_IsNull(svc);
+	const cJSON *to = ng_json_get(j, "timeoutSeconds");
+	const cJSON *ca = ng_json_get(j, "caBundle");
+	if (!cJSON_IsObject(j))
+		ng_fmt(why, cap, "spec.healthHook: expected an object");
+	else if (has_url == has_svc)
+		ng_fmt(why, cap, "spec.healthHook: exactly one of url and service is required");
+	else if (to && !cJSON_IsNull(to) && (!ng_json_int64(to, secs) || *secs < 1 || *secs > 25))
+		ng_fmt(why, cap, "spec.healthHook.timeoutSeconds: must be 1..25");
+	else if (ca && !cJSON_IsNull(ca) && !cJSON_IsString(ca))
+		ng_fmt(why, cap, "spec.healthHook.caBundle: expected a base64 string");
+}
+
+/* spec.healthHook.url @url copied into @buf (HOOK_URL_MAX + 1 bytes), or why not. */
+static void hook_url(const cJSON *url, char *buf, char *why, size_t cap)
+{
+	if (!cJSON_IsString(url) || !*url->valuestring)
+		ng_fmt(why, cap, "spec.healthHook.url: expected a non-empty string");
+	else if (strlen(url->valuestring) > HOOK_URL_MAX)
+		ng_fmt(why, cap, "spec.healthHook.url: longer than %d bytes", HOOK_URL_MAX);
+	else
+		ng_fmt(buf, HOOK_URL_MAX + 1, "%s", url->valuestring);
+}
+
+/* spec.healthHook.service @svc as the URL of its cluster DNS name in @buf, or why not. */
+static void hook_service(const cJSON *svc, char *buf, char *why, size_t cap)
+{
+	const char *ns = ng_json_str(svc, "namespace"), *name = ng_json_str(svc, "name");
+	const char *path = ng_json_str(svc, "path");
+	const cJSON *port = ng_json_get(svc, "port");
+	int64_t p = 443;
+	if (!ns || !dns_subdomain_ok(ns, strlen(ns)) || strlen(ns) > 63 || strchr(ns, '.'))
+		ng_fmt(why, cap, "spec.healthHook.service.namespace: must be a namespace name");
+	else if (!name || !dns_subdomain_ok(name, strlen(name)) || strlen(name) > 63 ||
+		 strchr(name, '.'))
+		ng_fmt(why, cap, "spec.healthHook.service.name: must be a Service name");
+	else if (port && !cJSON_IsNull(port) && (!ng_json_int64(port, &p) || p < 1 || p > 65535))
+		ng_fmt(why, cap, "spec.healthHook.service.port: must be 1..65535");
+	else if (path && (path[0] != '/' || strlen(path) > 1024 || strpbrk(path, " \t\r\n?#")))
+		ng_fmt(why, cap,
+		       "spec.healthHook.service.path: must start with '/' and hold no spaces, '?' "
+		       "or '#' (at most 1024 bytes)");
+	else
+		ng_fmt(buf, HOOK_URL_MAX + 1, "https://%s.%s.svc:%d%s", name, ns, (int)p,
+		       path ? path : "/");
+}
+
+/* spec.healthHook.caBundle @ca decoded into @h's arena copy, or why not. Only OOM fails. */
+static ng_status hook_ca(struct ctx *c, const cJSON *ca, struct kube_hook *h, char *why, size_t cap)
+{
+	char *pem;
+	size_t n;
+	ng_status st = ng_base64_decode(ca->valuestring, strlen(ca->valuestring), &pem, &n);
+	if (st == NG_ENOMEM)
+		return fail(c, st, "spec.healthHook.caBundle", "out of memory");
+	if (st != NG_OK || n > HOOK_CA_MAX || !strstr(pem, "-----BEGIN CERTIFICATE-----"))
+		ng_fmt(why, cap,
+		       "spec.healthHook.caBundle: must be base64 of PEM certificates (at most %u "
+		       "bytes)",
+		       HOOK_CA_MAX);
+	else if (!(h->ca = ng_arena_strndup(c->arena, pem, n)))
+		st = NG_ENOMEM;
+	h->nca = h->ca ? n : 0;
+	free(pem);
+	if (st == NG_ENOMEM)
+		return fail(c, st, "spec.healthHook.caBundle", "out of memory");
+	return NG_OK;
+}
+
 /* spec.healthHook into @h. A hook that cannot be called gets @h->error and fails closed when
  * its budget is impacted; the budget's scope stays readable. Only OOM fails. */
 static ng_status decode_hook(struct ctx *c, const cJSON *j, struct kube_hook *h)
@@ -770,75 +903,22 @@ static ng_status decode_hook(struct ctx *c, const cJSON *j, struct kube_hook *h)
 	if (!j || cJSON_IsNull(j))
 		return NG_OK;
 	h->present = true;
-	h->timeout_s = 5;
-	const cJSON *url = ng_json_get(j, "url");
-	const cJSON *svc = ng_json_get(j, "service");
-	bool has_url = url && !cJSON_IsNull(url), has_svc = svc && !cJSON_IsNull(svc);
-	const cJSON *to = ng_json_get(j, "timeoutSeconds");
-	const cJSON *ca = ng_json_get(j, "caBundle");
 	int64_t secs = 5;
-	if (!cJSON_IsObject(j))
-		ng_fmt(why, sizeof(why), "spec.healthHook: expected an object");
-	else if (has_url == has_svc)
-		ng_fmt(why, sizeof(why),
-		       "spec.healthHook: exactly one of url and service is required");
-	else if (to && !cJSON_IsNull(to) && (!ng_json_int64(to, &secs) || secs < 1 || secs > 25))
-		ng_fmt(why, sizeof(why), "spec.healthHook.timeoutSeconds: must be 1..25");
-	else if (ca && !cJSON_IsNull(ca) && !cJSON_IsString(ca))
-		ng_fmt(why, sizeof(why), "spec.healthHook.caBundle: expected a base64 string");
+	hook_form(j, &secs, why, sizeof(why));
 	h->timeout_s = (int32_t)secs;
+	const cJSON *url = ng_json_get(j, "url");
+	const cJSON *ca = ng_json_get(j, "caBundle");
 	char buf[HOOK_URL_MAX + 1];
-	if (!*why && has_url) {
-		if (!cJSON_IsString(url) || !*url->valuestring)
-			ng_fmt(why, sizeof(why),
-			       "spec.healthHook.url: expected a non-empty string");
-		else if (strlen(url->valuestring) > HOOK_URL_MAX)
-			ng_fmt(why, sizeof(why), "spec.healthHook.url: longer than %d bytes",
-			       HOOK_URL_MAX);
-		else
-			ng_fmt(buf, sizeof(buf), "%s", url->valuestring);
+	if (!*why && url && !cJSON_IsNull(url)) {
+		hook_url(url, buf, why, sizeof(why));
 	} else if (!*why) {
-		const char *ns = ng_json_str(svc, "namespace"), *name = ng_json_str(svc, "name");
-		const char *path = ng_json_str(svc, "path");
-		const cJSON *port = ng_json_get(svc, "port");
-		int64_t p = 443;
-		if (!ns || !dns_subdomain_ok(ns, strlen(ns)) || strlen(ns) > 63 || strchr(ns, '.'))
-			ng_fmt(why, sizeof(why),
-			       "spec.healthHook.service.namespace: must be a namespace name");
-		else if (!name || !dns_subdomain_ok(name, strlen(name)) || strlen(name) > 63 ||
-			 strchr(name, '.'))
-			ng_fmt(why, sizeof(why),
-			       "spec.healthHook.service.name: must be a Service name");
-		else if (port && !cJSON_IsNull(port) &&
-			 (!ng_json_int64(port, &p) || p < 1 || p > 65535))
-			ng_fmt(why, sizeof(why), "spec.healthHook.service.port: must be 1..65535");
-		else if (path &&
-			 (path[0] != '/' || strlen(path) > 1024 || strpbrk(path, " \t\r\n?#")))
-			ng_fmt(why, sizeof(why),
-			       "spec.healthHook.service.path: must start with '/' and hold no "
-			       "spaces, '?' or '#' (at most 1024 bytes)");
-		else
-			ng_fmt(buf, sizeof(buf), "https://%s.%s.svc:%d%s", name, ns, (int)p,
-			       path ? path : "/");
+		hook_service(ng_json_get(j, "service"), buf, why, sizeof(why));
 		h->service = true;
 	}
 	if (!*why && cJSON_IsString(ca) && *ca->valuestring) {
-		char *pem;
-		size_t n;
-		ng_status st = ng_base64_decode(ca->valuestring, strlen(ca->valuestring), &pem, &n);
-		if (st == NG_ENOMEM)
-			return fail(c, st, "spec.healthHook.caBundle", "out of memory");
-		if (st != NG_OK || n > HOOK_CA_MAX || !strstr(pem, "-----BEGIN CERTIFICATE-----"))
-			ng_fmt(why, sizeof(why),
-			       "spec.healthHook.caBundle: must be base64 of PEM certificates (at "
-			       "most %u bytes)",
-			       HOOK_CA_MAX);
-		else if (!(h->ca = ng_arena_strndup(c->arena, pem, n)))
-			st = NG_ENOMEM;
-		h->nca = h->ca ? n : 0;
-		free(pem);
-		if (st == NG_ENOMEM)
-			return fail(c, st, "spec.healthHook.caBundle", "out of memory");
+		ng_status st = hook_ca(c, ca, h, why, sizeof(why));
+		if (st != NG_OK)
+			return st;
 	}
 	if (*why) {
 		h->ca = NULL;
