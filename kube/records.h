@@ -163,6 +163,87 @@ enum kube_nd_state {
 	KUBE_ND_REJECTED,
 };
 
+/* Longest spec.drain.podEvictionFilters[].byResourceNameRegex: a resource name pattern is tens
+ * of bytes; longer is a mistake, and compiling costs more the longer it is. */
+#define KUBE_MAX_REGEX_BYTES 1024
+
+/* Most entries in a NodeDisruption's lists (nodeNames, disruptedNodes, additionalRequestors,
+ * disruptedDisruptionBudgets, drain.podEvictionFilters): a cluster may have thousands of nodes in
+ * one request, and 65535 is the bound of the record's 16-bit counts. */
+#define KUBE_MAX_ND_LIST 65535
+
+/* spec.drain.evictionStrategy */
+enum kube_drain_strategy {
+	KUBE_DRAIN_EVICT, /* "Evict", the default */
+	KUBE_DRAIN_DELETE,
+	KUBE_DRAIN_FORCE_DELETE,
+	KUBE_DRAIN_NONE,
+};
+
+/* One spec.drain.podEvictionFilters entry: the filters are ORed. */
+struct kube_eviction_filter {
+	/* byResourceNameRegex (POSIX extended, at most KUBE_MAX_REGEX_BYTES); NULL when absent.
+	 * Not compiled here: whoever matches with it compiles it. */
+	const char *by_resource_name_regex;
+};
+
+/* spec.drain (DESIGN.md §3.1): read by the drainer only; defaults applied when absent. */
+struct kube_nd_drain {
+	bool present; /* spec.drain is set */
+	bool cordon;  /* default true */
+	bool has_taint;
+	struct kube_taint taint;       /* key, value (NG_INTERN_NONE when absent), effect */
+	bool has_wait;                 /* waitForPodCompletion is set */
+	const char *wait_pod_selector; /* waitForPodCompletion.podSelector (selector string) */
+	int64_t wait_timeout_s;        /* waitForPodCompletion.timeoutSeconds; -1 when absent */
+	uint8_t strategy;              /* enum kube_drain_strategy (evictionStrategy) */
+	const char *pod_selector;      /* label selector string; NULL when absent */
+	uint16_t nfilters;
+	const struct kube_eviction_filter *filters; /* podEvictionFilters */
+	bool force;                                 /* default false */
+	bool delete_empty_dir;                      /* default false */
+	bool skip_waiting_for_eviction;             /* default false */
+	bool wait_for_volume_detach;                /* default true */
+	int64_t timeout_s; /* timeoutSeconds (per attempt); -1 when absent */
+};
+
+/* spec.operation (DESIGN.md §3.1): read by the drainer only. */
+struct kube_nd_operation {
+	bool present; /* spec.operation is set */
+	/* jobTemplate (a batch/v1 JobTemplateSpec, which the CRD keeps whole) as compact JSON with
+	 * object keys sorted, so equal templates are equal strings; NULL when absent. */
+	const char *job_template;
+	bool wait_for_reboot; /* default false */
+};
+
+/* One status.disruptedDisruptionBudgets entry: a budget's verdict in the decision. */
+struct kube_nd_verdict {
+	uint32_t kind, ns, name; /* reference.*; NG_INTERN_NONE when absent */
+	bool ok;
+	const char *reason; /* "" when absent */
+};
+
+/* What only admission and the drainer read of a NodeDisruption. */
+struct kube_nd_detail {
+	bool has_node_selector; /* spec.nodeSelector is set (not null), even when invalid */
+	bool has_node_names;    /* spec.nodeNames is set (not null), even when empty */
+	int64_t start_ms;       /* spec.startDate; 0 when absent */
+	int64_t duration_ms;    /* spec.duration (a Go duration such as "1h30m"); -1 when absent */
+	struct kube_nd_drain drain;
+	struct kube_nd_operation operation;
+	uint16_t nmore_requestors;
+	const uint32_t *more_requestors; /* spec.additionalRequestors */
+	/* Intern id of why spec.drain, spec.operation, spec.additionalRequestors, spec.startDate or
+	 * spec.duration is malformed (the first problem, naming the field); NG_INTERN_NONE when
+	 * fine. Such a request stays readable for the gate, which never reads them; admission
+	 * refuses it and a drainer must not act on it. */
+	uint32_t spec_error;
+	uint32_t created_by; /* annotation nodegate.io/created-by; NG_INTERN_NONE when absent */
+	int64_t granted_ms;  /* status.grantedAt; 0 when absent, -1 when not a time */
+	uint16_t nverdicts;
+	const struct kube_nd_verdict *verdicts; /* status.disruptedDisruptionBudgets */
+};
+
 struct kube_nd {
 	uint32_t name;
 	uint8_t state; /* enum kube_nd_state */
@@ -185,6 +266,10 @@ struct kube_nd {
 	uint16_t nfinalizers;
 	const uint32_t *finalizers; /* metadata.finalizers */
 	bool additional_requestors; /* spec.additionalRequestors is not empty */
+	/* The rest, in the record's side data so the record stays small (every pending change of
+	 * the cache holds a record of the largest kind). Never NULL in a decoded record; NULL in
+	 * records made by hand (tests, benchmarks). */
+	const struct kube_nd_detail *detail;
 };
 
 /* Shared by ADB and NDB: a budget that failed validation stays in the cache as invalid so the
@@ -300,5 +385,62 @@ const char *kube_resource_name(enum kube_resource r);
 const char *kube_label_key_problem(const char *s, size_t len);
 /** Checks label value syntax (empty, or up to 63 characters). NULL when valid. */
 const char *kube_label_value_problem(const char *s, size_t len);
+
+/* ---- one object, decoded on its own ----------------------------------------------------
+ *
+ * An object that is not in the cache (an admission request's object and oldObject, a dry run's
+ * request) decoded by the same decoder the cache uses, into a holder with a string pool and side
+ * data of its own. Ownership: the holder is the caller's (free with kube_one_destroy()); every
+ * record, array and string it gives out is borrowed from it and valid until that destroy. Its
+ * intern ids are ids of kube_one_pool() only: compare them with a snapshot's, or another
+ * holder's, by string. Threads: a holder is not shared; any thread may make one. */
+
+struct kube_one;
+
+enum kube_one_flag {
+	/* A missing metadata.name decodes as NG_INTERN_NONE instead of failing (a dry run's
+	 * request need not be named); an empty one still fails. */
+	KUBE_ONE_NAME_OPTIONAL = 1u << 0,
+};
+
+/**
+ * Decodes @obj (a JSON object already parsed, e.g. the subtree of an AdmissionReview; borrowed
+ * for the call, nothing of it is kept) as the kind its kind and apiVersion name. Writes
+ * *@ret_one only on success. NG_ENOTFOUND for a kind the cache does not keep; NG_EPARSE or
+ * NG_ELIMIT with @reterr naming the field ("spec.priority: expected an integer", no object
+ * prefix) when a field the gate reads is malformed; NG_ENOMEM. A malformed budget or config
+ * decodes as invalid (its record says why), as in the cache.
+ */
+NG_NODISCARD ng_status kube_one_decode(const struct cJSON *obj, struct kube_one **ret_one,
+				       struct ng_err *reterr);
+
+/**
+ * As kube_one_decode(), but as a @res object whatever kind and apiVersion say (or whether they
+ * are there); @flags is a mask of enum kube_one_flag. NG_EINVAL for @res out of range.
+ */
+NG_NODISCARD ng_status kube_one_decode_as(enum kube_resource res, const struct cJSON *obj,
+					  unsigned flags, struct kube_one **ret_one,
+					  struct ng_err *reterr);
+
+/**
+ * Parses @len bytes of JSON at @buf (borrowed, no NUL needed) and decodes the object as
+ * kube_one_decode(); the tree is freed before returning. Errors of ng_json_parse() (NG_EPARSE
+ * with the offset, NG_ELIMIT) and of kube_one_decode().
+ */
+NG_NODISCARD ng_status kube_one_parse(const char *buf, size_t len, struct kube_one **ret_one,
+				      struct ng_err *reterr);
+
+/** Frees the holder and everything it gave out. Accepts NULL. */
+void kube_one_destroy(struct kube_one *one);
+
+/** The kind of the object held. */
+enum kube_resource kube_one_resource(const struct kube_one *one);
+/** The pool that resolves the record's intern ids (borrowed from @one). */
+const struct ng_intern *kube_one_pool(const struct kube_one *one);
+/** The record (borrowed from @one) when @one holds that kind, else NULL; NULL for @one NULL. */
+const struct kube_nd *kube_one_nd(const struct kube_one *one);
+const struct kube_adb *kube_one_adb(const struct kube_one *one);
+const struct kube_ndb *kube_one_ndb(const struct kube_one *one);
+const struct kube_ngc *kube_one_ngc(const struct kube_one *one);
 
 #endif
