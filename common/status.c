@@ -26,6 +26,8 @@ const char *ng_status_str(ng_status st)
 		return "api server error";
 	case NG_ESTALE:
 		return "resource version expired";
+	case NG_EFORBIDDEN:
+		return "forbidden";
 	}
 	return "unknown status";
 }

@@ -6,22 +6,29 @@
 
 typedef enum ng_status {
 	NG_OK = 0,
-	NG_ENOMEM,    /* allocation failed or an arena cap was reached */
-	NG_EINVAL,    /* caller bug: an argument the API does not accept */
-	NG_EPARSE,    /* malformed input */
-	NG_ELIMIT,    /* well-formed input over a configured limit */
-	NG_ENOTFOUND, /* a named thing does not exist */
-	NG_EIO,       /* an operating-system call failed */
-	NG_ETIMEDOUT, /* an external call ran out of time */
-	NG_EKUBE,     /* API server answered non-2xx (detail in ng_err) */
-	NG_ESTALE,    /* watch 410 Gone: relist */
+	NG_ENOMEM,     /* allocation failed or an arena cap was reached */
+	NG_EINVAL,     /* caller bug: an argument the API does not accept */
+	NG_EPARSE,     /* malformed input */
+	NG_ELIMIT,     /* well-formed input over a configured limit */
+	NG_ENOTFOUND,  /* a named thing does not exist */
+	NG_EIO,        /* an operating-system call failed */
+	NG_ETIMEDOUT,  /* an external call ran out of time */
+	NG_EKUBE,      /* API server answered non-2xx (detail in ng_err) */
+	NG_ESTALE,     /* watch 410 Gone: relist */
+	NG_EFORBIDDEN, /* allowed in form, but not to this user or under this policy */
 } ng_status;
 
-/* Optional detail for a failure: where in the input and a message a person can act on. */
+/* Optional detail for a failure: where in the input and a message a person can act on.
+ *
+ * 256 bytes: admission refusals carry this message, naming the field and quoting the offending
+ * value — a health hook's host (up to 100 bytes: "spec.healthHook: hook not allowed: host ...
+ * matches no NodeGateConfig healthHooks.allowedHosts" is up to 192), a drain filter's regex (80)
+ * with regerror()'s explanation. 160 cut those short; 256 holds them and still fits the
+ * 256-byte buffers log lines copy it into. */
 struct ng_err {
 	ng_status status;
 	size_t offset;
-	char msg[160];
+	char msg[256];
 };
 
 #define NG_NODISCARD __attribute__((warn_unused_result))

@@ -11,6 +11,8 @@
 #include "common/parse.h"
 
 #include <arpa/inet.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,17 +25,19 @@ struct ctx {
 	struct ng_err *err;
 };
 
+/* Messages start with where the object came from ("items[3] (Pod default/web-1): "), except for
+ * an object decoded on its own (kube_one_*), whose caller knows which object it is. */
 static ng_status fail(struct ctx *c, ng_status st, const char *field, const char *what)
 {
-	return ng_err_set(c->err, st, 0, "%s: %s: %s", c->where, field, what);
+	return ng_err_set(c->err, st, 0, "%s%s%s: %s", c->where, *c->where ? ": " : "", field,
+			  what);
 }
 
 static ng_status intern(struct ctx *c, const char *s, uint32_t *ret)
 {
 	ng_status st = ng_intern_add(c->pool, s, strlen(s), ret);
 	if (st != NG_OK)
-		return ng_err_set(c->err, st, 0, "%s: string pool: %s", c->where,
-				  ng_status_str(st));
+		return fail(c, st, "string pool", ng_status_str(st));
 	return NG_OK;
 }
 
@@ -203,6 +207,129 @@ static int op_from_str(const char *s, bool node_ops)
 	return -1;
 }
 
+/* One matchLabels entry @e as an In requirement with one value. */
+static ng_status match_label(struct ng_intern *pool, struct ng_arena *arena, const cJSON *e,
+			     const char *field, struct kube_requirement *r, struct ng_err *reterr)
+{
+	const char *p;
+	if (!cJSON_IsString(e))
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "%s.matchLabels[%.60s]: value must be a string", field,
+				  e->string);
+	if ((p = kube_label_key_problem(e->string, strlen(e->string))) ||
+	    (p = kube_label_value_problem(e->valuestring, strlen(e->valuestring))))
+		return ng_err_set(reterr, NG_EPARSE, 0, "%s.matchLabels[%.60s]: %s", field,
+				  e->string, p);
+	uint32_t *v = ng_arena_alloc(arena, sizeof(*v));
+	if (!v)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", field);
+	memset(r, 0, sizeof(*r));
+	r->op = KUBE_OP_IN;
+	r->nvalues = 1;
+	r->values = v;
+	ng_status st = ng_intern_add(pool, e->string, strlen(e->string), &r->key);
+	if (st == NG_OK)
+		st = ng_intern_add(pool, e->valuestring, strlen(e->valuestring), v);
+	if (st != NG_OK)
+		return ng_err_set(reterr, st, 0, "%s: %s", field, ng_status_str(st));
+	return NG_OK;
+}
+
+/* The values of matchExpressions[@idx] (@nv of them, in @vals) into @v: strings of label value
+ * syntax. */
+static ng_status expression_values(struct ng_intern *pool, const cJSON *vals, size_t nv,
+				   const char *field, size_t idx, uint32_t *v,
+				   struct ng_err *reterr)
+{
+	size_t vi = 0;
+	for (const cJSON *ve = nv ? vals->child : NULL; ve; ve = ve->next, vi++) {
+		const char *p;
+		if (!cJSON_IsString(ve))
+			return ng_err_set(reterr, NG_EPARSE, 0,
+					  "%s.matchExpressions[%zu].values[%zu]: expected a string",
+					  field, idx, vi);
+		if ((p = kube_label_value_problem(ve->valuestring, strlen(ve->valuestring))))
+			return ng_err_set(reterr, NG_EPARSE, 0,
+					  "%s.matchExpressions[%zu].values[%zu]: %s", field, idx,
+					  vi, p);
+		ng_status st =
+		    ng_intern_add(pool, ve->valuestring, strlen(ve->valuestring), &v[vi]);
+		if (st != NG_OK)
+			return ng_err_set(reterr, st, 0, "%s: %s", field, ng_status_str(st));
+	}
+	return NG_OK;
+}
+
+/* Key, operator and value count of matchExpressions[@idx]; the operator in *@ret_op. */
+static ng_status expression_form(const cJSON *e, const char *field, size_t idx, int *ret_op,
+				 struct ng_err *reterr)
+{
+	const char *key = ng_json_str(e, "key");
+	const char *opname = ng_json_str(e, "operator");
+	const cJSON *vals = ng_json_get(e, "values");
+	const char *p;
+	if (!cJSON_IsObject(e))
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "%s.matchExpressions[%zu]: expected an object", field, idx);
+	if (!key)
+		return ng_err_set(reterr, NG_EPARSE, 0, "%s.matchExpressions[%zu].key: required",
+				  field, idx);
+	if ((p = kube_label_key_problem(key, strlen(key))))
+		return ng_err_set(reterr, NG_EPARSE, 0, "%s.matchExpressions[%zu].key: %s", field,
+				  idx, p);
+	int op = opname ? op_from_str(opname, false) : -1;
+	if (op < 0)
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "%s.matchExpressions[%zu].operator: \"%.40s\" is not one of In, "
+				  "NotIn, Exists, DoesNotExist",
+				  field, idx, opname ? opname : "");
+	if (vals && !cJSON_IsNull(vals) && !cJSON_IsArray(vals))
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "%s.matchExpressions[%zu].values: expected an array", field, idx);
+	size_t nv = cJSON_IsArray(vals) ? (size_t)cJSON_GetArraySize(vals) : 0;
+	if ((op == KUBE_OP_IN || op == KUBE_OP_NOTIN) && nv == 0)
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "%s.matchExpressions[%zu].values: must be non-empty when "
+				  "operator is %s",
+				  field, idx, opname);
+	if ((op == KUBE_OP_EXISTS || op == KUBE_OP_DOES_NOT_EXIST) && nv != 0)
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "%s.matchExpressions[%zu].values: must be empty when operator "
+				  "is %s",
+				  field, idx, opname);
+	if (nv > NG_MAX_SELECTOR_VALUES)
+		return ng_err_set(reterr, NG_ELIMIT, 0,
+				  "%s.matchExpressions[%zu].values: more than %d values", field,
+				  idx, NG_MAX_SELECTOR_VALUES);
+	*ret_op = op;
+	return NG_OK;
+}
+
+/* One matchExpressions entry @e (index @idx) into @r. */
+static ng_status match_expression(struct ng_intern *pool, struct ng_arena *arena, const cJSON *e,
+				  const char *field, size_t idx, struct kube_requirement *r,
+				  struct ng_err *reterr)
+{
+	int op;
+	ng_status st = expression_form(e, field, idx, &op, reterr);
+	if (st != NG_OK)
+		return st;
+	const char *key = ng_json_str(e, "key");
+	const cJSON *vals = ng_json_get(e, "values");
+	size_t nv = cJSON_IsArray(vals) ? (size_t)cJSON_GetArraySize(vals) : 0;
+	uint32_t *v = nv ? ng_arena_alloc(arena, nv * sizeof(*v)) : NULL;
+	if (nv && !v)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", field);
+	memset(r, 0, sizeof(*r));
+	r->op = (uint8_t)op;
+	r->nvalues = (uint16_t)nv;
+	r->values = v;
+	st = ng_intern_add(pool, key, strlen(key), &r->key);
+	if (st != NG_OK)
+		return ng_err_set(reterr, st, 0, "%s: %s", field, ng_status_str(st));
+	return expression_values(pool, vals, nv, field, idx, v, reterr);
+}
+
 ng_status kube_decode_selector(struct ng_intern *pool, struct ng_arena *arena, const cJSON *j,
 			       const char *field, struct kube_selector *ret_sel,
 			       struct ng_err *reterr)
@@ -233,99 +360,13 @@ ng_status kube_decode_selector(struct ng_intern *pool, struct ng_arena *arena, c
 		return ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", field);
 	size_t n = 0;
 	ng_status st = NG_OK;
-	for (const cJSON *e = nml ? ml->child : NULL; e; e = e->next) {
-		const char *p;
-		if (!cJSON_IsString(e))
-			return ng_err_set(reterr, NG_EPARSE, 0,
-					  "%s.matchLabels[%.60s]: value must be a string", field,
-					  e->string);
-		if ((p = kube_label_key_problem(e->string, strlen(e->string))) ||
-		    (p = kube_label_value_problem(e->valuestring, strlen(e->valuestring))))
-			return ng_err_set(reterr, NG_EPARSE, 0, "%s.matchLabels[%.60s]: %s", field,
-					  e->string, p);
-		uint32_t *v = ng_arena_alloc(arena, sizeof(*v));
-		if (!v)
-			return ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", field);
-		struct kube_requirement *r = &reqs[n++];
-		memset(r, 0, sizeof(*r));
-		r->op = KUBE_OP_IN;
-		r->nvalues = 1;
-		r->values = v;
-		st = ng_intern_add(pool, e->string, strlen(e->string), &r->key);
-		if (st == NG_OK)
-			st = ng_intern_add(pool, e->valuestring, strlen(e->valuestring), v);
-		if (st != NG_OK)
-			return ng_err_set(reterr, st, 0, "%s: %s", field, ng_status_str(st));
-	}
+	for (const cJSON *e = nml ? ml->child : NULL; st == NG_OK && e; e = e->next)
+		st = match_label(pool, arena, e, field, &reqs[n++], reterr);
 	size_t idx = 0;
-	for (const cJSON *e = nme ? me->child : NULL; e; e = e->next, idx++) {
-		const char *key = ng_json_str(e, "key");
-		const char *opname = ng_json_str(e, "operator");
-		const cJSON *vals = ng_json_get(e, "values");
-		const char *p;
-		if (!cJSON_IsObject(e))
-			return ng_err_set(reterr, NG_EPARSE, 0,
-					  "%s.matchExpressions[%zu]: expected an object", field,
-					  idx);
-		if (!key)
-			return ng_err_set(reterr, NG_EPARSE, 0,
-					  "%s.matchExpressions[%zu].key: required", field, idx);
-		if ((p = kube_label_key_problem(key, strlen(key))))
-			return ng_err_set(reterr, NG_EPARSE, 0, "%s.matchExpressions[%zu].key: %s",
-					  field, idx, p);
-		int op = opname ? op_from_str(opname, false) : -1;
-		if (op < 0)
-			return ng_err_set(reterr, NG_EPARSE, 0,
-					  "%s.matchExpressions[%zu].operator: \"%.40s\" is not one "
-					  "of In, NotIn, Exists, DoesNotExist",
-					  field, idx, opname ? opname : "");
-		if (vals && !cJSON_IsNull(vals) && !cJSON_IsArray(vals))
-			return ng_err_set(reterr, NG_EPARSE, 0,
-					  "%s.matchExpressions[%zu].values: expected an array",
-					  field, idx);
-		size_t nv = cJSON_IsArray(vals) ? (size_t)cJSON_GetArraySize(vals) : 0;
-		if ((op == KUBE_OP_IN || op == KUBE_OP_NOTIN) && nv == 0)
-			return ng_err_set(reterr, NG_EPARSE, 0,
-					  "%s.matchExpressions[%zu].values: must be non-empty when "
-					  "operator is %s",
-					  field, idx, opname);
-		if ((op == KUBE_OP_EXISTS || op == KUBE_OP_DOES_NOT_EXIST) && nv != 0)
-			return ng_err_set(reterr, NG_EPARSE, 0,
-					  "%s.matchExpressions[%zu].values: must be empty when "
-					  "operator is %s",
-					  field, idx, opname);
-		if (nv > NG_MAX_SELECTOR_VALUES)
-			return ng_err_set(reterr, NG_ELIMIT, 0,
-					  "%s.matchExpressions[%zu].values: more than %d values",
-					  field, idx, NG_MAX_SELECTOR_VALUES);
-		uint32_t *v = nv ? ng_arena_alloc(arena, nv * sizeof(*v)) : NULL;
-		if (nv && !v)
-			return ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", field);
-		struct kube_requirement *r = &reqs[n++];
-		memset(r, 0, sizeof(*r));
-		r->op = (uint8_t)op;
-		r->nvalues = (uint16_t)nv;
-		r->values = v;
-		st = ng_intern_add(pool, key, strlen(key), &r->key);
-		size_t vi = 0;
-		for (const cJSON *ve = nv ? vals->child : NULL; st == NG_OK && ve;
-		     ve = ve->next, vi++) {
-			if (!cJSON_IsString(ve))
-				return ng_err_set(
-				    reterr, NG_EPARSE, 0,
-				    "%s.matchExpressions[%zu].values[%zu]: expected a "
-				    "string",
-				    field, idx, vi);
-			if ((p = kube_label_value_problem(ve->valuestring,
-							  strlen(ve->valuestring))))
-				return ng_err_set(reterr, NG_EPARSE, 0,
-						  "%s.matchExpressions[%zu].values[%zu]: %s", field,
-						  idx, vi, p);
-			st = ng_intern_add(pool, ve->valuestring, strlen(ve->valuestring), &v[vi]);
-		}
-		if (st != NG_OK)
-			return ng_err_set(reterr, st, 0, "%s: %s", field, ng_status_str(st));
-	}
+	for (const cJSON *e = nme ? me->child : NULL; st == NG_OK && e; e = e->next, idx++)
+		st = match_expression(pool, arena, e, field, idx, &reqs[n++], reterr);
+	if (st != NG_OK)
+		return st;
 	sel.present = true;
 	sel.nreqs = (uint16_t)n;
 	sel.reqs = reqs;
@@ -500,6 +541,87 @@ static uint8_t pod_phase(const char *s)
 	return KUBE_POD_UNKNOWN;
 }
 
+/* The controller's kind (and whether it is a DaemonSet) from metadata.ownerReferences. */
+static ng_status pod_owner(struct ctx *c, const cJSON *meta, struct kube_pod *p)
+{
+	const cJSON *owners = ng_json_get(meta, "ownerReferences");
+	for (const cJSON *e = cJSON_IsArray(owners) ? owners->child : NULL; e; e = e->next) {
+		if (!cJSON_IsTrue(ng_json_get(e, "controller")))
+			continue;
+		const char *kind = ng_json_str(e, "kind");
+		if (!kind)
+			continue;
+		ng_status st = intern(c, kind, &p->owner_kind);
+		if (st != NG_OK)
+			return st;
+		if (strcmp(kind, "DaemonSet") == 0)
+			p->flags |= KUBE_POD_DAEMONSET;
+		break;
+	}
+	return NG_OK;
+}
+
+/* The PVC claim names of spec.volumes, bounded. */
+static ng_status pod_claims(struct ctx *c, const cJSON *spec, struct kube_pod *p)
+{
+	const cJSON *vols = ng_json_get(spec, "volumes");
+	size_t nclaims = 0;
+	for (const cJSON *e = cJSON_IsArray(vols) ? vols->child : NULL; e; e = e->next)
+		if (ng_json_str(ng_json_get(e, "persistentVolumeClaim"), "claimName"))
+			nclaims++;
+	if (nclaims > NG_MAX_LABELS)
+		return fail(c, NG_ELIMIT, "spec.volumes", "too many PVC volumes");
+	uint32_t *claims = alloc(c, nclaims * sizeof(*claims));
+	if (nclaims && !claims)
+		return fail(c, NG_ENOMEM, "spec.volumes", "out of memory");
+	size_t i = 0;
+	for (const cJSON *e = nclaims ? vols->child : NULL; e; e = e->next) {
+		const char *cn = ng_json_str(ng_json_get(e, "persistentVolumeClaim"), "claimName");
+		ng_status st;
+		if (cn && (st = intern(c, cn, &claims[i++])) != NG_OK)
+			return st;
+	}
+	p->claims = claims;
+	p->nclaims = (uint16_t)nclaims;
+	return NG_OK;
+}
+
+/* The distinct resource-request names of spec.containers, bounded. */
+static ng_status pod_requests(struct ctx *c, const cJSON *spec, struct kube_pod *p)
+{
+	static const char *const path[] = {"resources", "requests", NULL};
+	const cJSON *ctrs = ng_json_get(spec, "containers");
+	size_t nreq = 0;
+	for (const cJSON *e = cJSON_IsArray(ctrs) ? ctrs->child : NULL; e; e = e->next) {
+		const cJSON *r = ng_json_path(e, path);
+		if (cJSON_IsObject(r))
+			nreq += (size_t)cJSON_GetArraySize(r);
+	}
+	if (nreq > NG_MAX_LABELS)
+		return fail(c, NG_ELIMIT, "spec.containers", "too many resource requests");
+	uint32_t *reqs = alloc(c, nreq * sizeof(*reqs));
+	if (nreq && !reqs)
+		return fail(c, NG_ENOMEM, "spec.containers", "out of memory");
+	size_t i = 0;
+	for (const cJSON *e = nreq ? ctrs->child : NULL; e; e = e->next) {
+		const cJSON *r = ng_json_path(e, path);
+		for (const cJSON *k = cJSON_IsObject(r) ? r->child : NULL; k; k = k->next) {
+			uint32_t id;
+			ng_status st = intern(c, k->string, &id);
+			if (st != NG_OK)
+				return st;
+			bool dup = false;
+			for (size_t j = 0; j < i; j++)
+				dup = dup || reqs[j] == id;
+			if (!dup)
+				reqs[i++] = id;
+		}
+	}
+	p->requests = reqs;
+	p->nrequests = (uint16_t)i;
+	return NG_OK;
+}
+
 static ng_status decode_pod(struct ctx *c, const cJSON *o, uint32_t ns, const char *name,
 			    const cJSON *meta)
 {
@@ -523,69 +645,9 @@ static ng_status decode_pod(struct ctx *c, const cJSON *o, uint32_t ns, const ch
 	const cJSON *del = ng_json_get(meta, "deletionTimestamp");
 	if (del && !cJSON_IsNull(del))
 		p->flags |= KUBE_POD_TERMINATING;
-	const cJSON *owners = ng_json_get(meta, "ownerReferences");
-	for (const cJSON *e = cJSON_IsArray(owners) ? owners->child : NULL; e; e = e->next) {
-		if (!cJSON_IsTrue(ng_json_get(e, "controller")))
-			continue;
-		const char *kind = ng_json_str(e, "kind");
-		if (!kind)
-			continue;
-		if ((st = intern(c, kind, &p->owner_kind)) != NG_OK)
-			return st;
-		if (strcmp(kind, "DaemonSet") == 0)
-			p->flags |= KUBE_POD_DAEMONSET;
-		break;
-	}
-	/* PVC claim names and container request names, each bounded. */
-	const cJSON *vols = ng_json_get(spec, "volumes");
-	size_t nclaims = 0;
-	for (const cJSON *e = cJSON_IsArray(vols) ? vols->child : NULL; e; e = e->next)
-		if (ng_json_str(ng_json_get(e, "persistentVolumeClaim"), "claimName"))
-			nclaims++;
-	if (nclaims > NG_MAX_LABELS)
-		return fail(c, NG_ELIMIT, "spec.volumes", "too many PVC volumes");
-	uint32_t *claims = alloc(c, nclaims * sizeof(*claims));
-	if (nclaims && !claims)
-		return fail(c, NG_ENOMEM, "spec.volumes", "out of memory");
-	size_t i = 0;
-	for (const cJSON *e = nclaims ? vols->child : NULL; e; e = e->next) {
-		const char *cn = ng_json_str(ng_json_get(e, "persistentVolumeClaim"), "claimName");
-		if (cn && (st = intern(c, cn, &claims[i++])) != NG_OK)
-			return st;
-	}
-	p->claims = claims;
-	p->nclaims = (uint16_t)nclaims;
-	const cJSON *ctrs = ng_json_get(spec, "containers");
-	size_t nreq = 0;
-	for (const cJSON *e = cJSON_IsArray(ctrs) ? ctrs->child : NULL; e; e = e->next) {
-		const cJSON *r =
-		    ng_json_path(e, (const char *const[]){"resources", "requests", NULL});
-		if (cJSON_IsObject(r))
-			nreq += (size_t)cJSON_GetArraySize(r);
-	}
-	if (nreq > NG_MAX_LABELS)
-		return fail(c, NG_ELIMIT, "spec.containers", "too many resource requests");
-	uint32_t *reqs = alloc(c, nreq * sizeof(*reqs));
-	if (nreq && !reqs)
-		return fail(c, NG_ENOMEM, "spec.containers", "out of memory");
-	i = 0;
-	for (const cJSON *e = nreq ? ctrs->child : NULL; e; e = e->next) {
-		const cJSON *r =
-		    ng_json_path(e, (const char *const[]){"resources", "requests", NULL});
-		for (const cJSON *k = cJSON_IsObject(r) ? r->child : NULL; k; k = k->next) {
-			uint32_t id;
-			if ((st = intern(c, k->string, &id)) != NG_OK)
-				return st;
-			bool dup = false;
-			for (size_t j = 0; j < i; j++)
-				dup = dup || reqs[j] == id;
-			if (!dup)
-				reqs[i++] = id;
-		}
-	}
-	p->requests = reqs;
-	p->nrequests = (uint16_t)i;
-	return NG_OK;
+	if ((st = pod_owner(c, meta, p)) != NG_OK || (st = pod_claims(c, spec, p)) != NG_OK)
+		return st;
+	return pod_requests(c, spec, p);
 }
 
 static ng_status decode_pvc(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t name,
@@ -629,13 +691,423 @@ static uint8_t nd_state(const char *s)
 	return KUBE_ND_UNKNOWN;
 }
 
-static ng_status decode_nd(struct ctx *c, const cJSON *o, uint32_t name)
+/* The annotation the mutating webhook writes on create: who created the request. */
+#define CREATED_BY "nodegate.io/created-by"
+
+/* Records the first problem of a field the gate does not read (kube_nd_detail.spec_error): such
+ * a problem refuses the request at admission but never drops it from the cache. */
+static void problem(struct ng_err *verr, const char *fmt, ...) NG_PRINTF(2, 3);
+static void problem(struct ng_err *verr, const char *fmt, ...)
 {
-	struct kube_nd *d = record(c, KUBE_RES_NDS);
-	d->name = name;
+	if (verr->status != NG_OK)
+		return;
+	verr->status = NG_EPARSE;
+	verr->offset = 0;
+	va_list ap;
+	va_start(ap, fmt);
+	(void)vsnprintf(verr->msg, sizeof(verr->msg), fmt, ap);
+	va_end(ap);
+}
+
+/* Optional boolean @key of @obj: @def when absent or null. */
+static bool opt_bool(const cJSON *obj, const char *key, const char *field, bool def,
+		     struct ng_err *verr)
+{
+	const cJSON *v = ng_json_get(obj, key);
+	if (!v || cJSON_IsNull(v))
+		return def;
+	if (!cJSON_IsBool(v)) {
+		problem(verr, "%s: expected true or false", field);
+		return def;
+	}
+	return cJSON_IsTrue(v);
+}
+
+/* Optional non-negative integer of seconds @key of @obj: -1 when absent or null. */
+static int64_t opt_seconds(const cJSON *obj, const char *key, const char *field,
+			   struct ng_err *verr)
+{
+	const cJSON *v = ng_json_get(obj, key);
+	int64_t secs;
+	if (!v || cJSON_IsNull(v))
+		return -1;
+	if (!ng_json_int64(v, &secs) || secs < 0) {
+		problem(verr, "%s: expected a non-negative integer of seconds", field);
+		return -1;
+	}
+	return secs;
+}
+
+/* Optional string @key of @obj copied into the record's arena: NULL when absent, null or not a
+ * string of at most @max bytes (then a problem saying it expected @what). Only OOM fails. */
+static ng_status opt_text(struct ctx *c, const cJSON *obj, const char *key, const char *field,
+			  const char *what, size_t max, const char **ret, struct ng_err *verr)
+{
+	const cJSON *v = ng_json_get(obj, key);
+	*ret = NULL;
+	if (!v || cJSON_IsNull(v))
+		return NG_OK;
+	if (!cJSON_IsString(v) || strlen(v->valuestring) > max) {
+		problem(verr, "%s: expected %s", field, what);
+		return NG_OK;
+	}
+	*ret = ng_arena_strndup(c->arena, v->valuestring, strlen(v->valuestring));
+	return *ret ? NG_OK : fail(c, NG_ENOMEM, field, "out of memory");
+}
+
+static int cmp_member(const void *a, const void *b)
+{
+	const cJSON *const *x = a, *const *y = b;
+	return strcmp((*x)->string, (*y)->string);
+}
+
+/* Appends @v as compact JSON with every object's keys sorted: two equal values (keys are unique:
+ * ng_json_parse() refuses duplicates) give equal text. Depth is bounded by the parser's. */
+static ng_status canonical_json(struct ctx *c, const cJSON *v, struct ng_buf *b)
+{
+	if (cJSON_IsString(v))
+		return ng_buf_json_str(b, v->valuestring, strlen(v->valuestring));
+	if (cJSON_IsNumber(v)) {
+		double d = v->valuedouble;
+		if (isnan(d) || isinf(d))
+			return ng_buf_puts(b, "null"); /* as cJSON prints what JSON cannot hold */
+		/* Integers JSON numbers hold exactly (|d| < 2^53) print as integers. */
+		if (d > -9007199254740992.0 && d < 9007199254740992.0 && d == (double)(int64_t)d)
+			return ng_buf_i64(b, (int64_t)d);
+		return ng_buf_printf(b, "%.17g", d);
+	}
+	if (!cJSON_IsArray(v) && !cJSON_IsObject(v))
+		return ng_buf_puts(b, cJSON_IsTrue(v)    ? "true"
+				      : cJSON_IsFalse(v) ? "false"
+							 : "null");
+	size_t n = (size_t)cJSON_GetArraySize(v);
+	const cJSON **kids = alloc(c, n * sizeof(*kids));
+	if (n && !kids)
+		return NG_ENOMEM;
+	size_t i = 0;
+	for (const cJSON *e = v->child; e; e = e->next)
+		kids[i++] = e;
+	bool obj = cJSON_IsObject(v);
+	if (obj && n > 1)
+		qsort(kids, n, sizeof(*kids), cmp_member);
+	ng_status st = ng_buf_puts(b, obj ? "{" : "[");
+	for (i = 0; st == NG_OK && i < n; i++) {
+		st = i ? ng_buf_puts(b, ",") : NG_OK;
+		if (st == NG_OK && obj)
+			st = ng_buf_json_str(b, kids[i]->string, strlen(kids[i]->string));
+		st = st == NG_OK && obj ? ng_buf_puts(b, ":") : st;
+		st = st == NG_OK ? canonical_json(c, kids[i], b) : st;
+	}
+	return st == NG_OK ? ng_buf_puts(b, obj ? "}" : "]") : st;
+}
+
+/* A Go duration ("90m", "1h30m", "2.5s"): decimal numbers, each with a unit of ns, us, µs, ms, s,
+ * m or h, summed. False when @s is not one or is over ~146 years. */
+static bool parse_duration_ms(const char *s, int64_t *ret_ms)
+{
+	static const struct {
+		const char *unit;
+		double ns;
+	} units[] = {{"ns", 1},   {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"\xce\xbcs", 1e3},
+		     {"ms", 1e6}, {"s", 1e9},  {"m", 60e9},        {"h", 3600e9}};
+	double total = 0;
+	if (!*s)
+		return false;
+	while (*s) {
+		double num = 0, scale = 1;
+		bool digits = false;
+		for (; *s >= '0' && *s <= '9'; s++, digits = true)
+			num = num * 10 + (*s - '0');
+		if (*s == '.')
+			for (s++; *s >= '0' && *s <= '9'; s++, digits = true)
+				num += (*s - '0') * (scale /= 10);
+		size_t u = 0, nu = sizeof(units) / sizeof(units[0]);
+		while (u < nu && strncmp(s, units[u].unit, strlen(units[u].unit)) != 0)
+			u++;
+		/* "ms" is listed before "m" and "s", so "5ms" is not read as minutes. */
+		if (!digits || u == nu)
+			return false;
+		total += num * units[u].ns;
+		s += strlen(units[u].unit);
+	}
+	if (total > 4.6e18)
+		return false;
+	*ret_ms = (int64_t)(total / 1e6);
+	return true;
+}
+
+/* spec.drain.taint into @dr. */
+static ng_status nd_taint(struct ctx *c, const cJSON *t, struct kube_nd_drain *dr,
+			  struct ng_err *verr)
+{
+	static const char *const effects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
+	if (!t || cJSON_IsNull(t))
+		return NG_OK;
+	const char *key = ng_json_str(t, "key"), *effect = ng_json_str(t, "effect");
+	const cJSON *val = ng_json_get(t, "value");
+	bool known = false;
+	for (size_t i = 0; effect && i < sizeof(effects) / sizeof(effects[0]); i++)
+		known = known || strcmp(effect, effects[i]) == 0;
+	if (!cJSON_IsObject(t))
+		problem(verr, "spec.drain.taint: expected an object");
+	else if (!key || !*key)
+		problem(verr, "spec.drain.taint.key: required");
+	else if (!known)
+		problem(verr, "spec.drain.taint.effect: must be one of NoSchedule, "
+			      "PreferNoSchedule, NoExecute");
+	else if (val && !cJSON_IsNull(val) && !cJSON_IsString(val))
+		problem(verr, "spec.drain.taint.value: expected a string");
+	if (verr->status != NG_OK)
+		return NG_OK;
+	dr->has_taint = true;
+	ng_status st = intern(c, key, &dr->taint.key);
+	st = st ? st : opt_str(c, t, "value", "spec.drain.taint.value", &dr->taint.val);
+	return st ? st : intern(c, effect, &dr->taint.effect);
+}
+
+/* spec.drain.podEvictionFilters into @dr. */
+static ng_status nd_filters(struct ctx *c, const cJSON *f, struct kube_nd_drain *dr,
+			    struct ng_err *verr)
+{
+	if (!f || cJSON_IsNull(f))
+		return NG_OK;
+	size_t n = cJSON_IsArray(f) ? (size_t)cJSON_GetArraySize(f) : 0;
+	if (!cJSON_IsArray(f) || n > KUBE_MAX_ND_LIST) {
+		problem(verr, "spec.drain.podEvictionFilters: expected an array of at most %d",
+			KUBE_MAX_ND_LIST);
+		return NG_OK;
+	}
+	struct kube_eviction_filter *out = alloc(c, n * sizeof(*out));
+	if (n && !out)
+		return fail(c, NG_ENOMEM, "spec.drain.podEvictionFilters", "out of memory");
+	size_t i = 0;
+	for (const cJSON *e = f->child; e; e = e->next, i++) {
+		char field[96], what[64];
+		ng_fmt(field, sizeof(field), "spec.drain.podEvictionFilters[%zu]", i);
+		if (!cJSON_IsObject(e)) {
+			problem(verr, "%s: expected an object", field);
+			return NG_OK;
+		}
+		ng_fmt(field, sizeof(field),
+		       "spec.drain.podEvictionFilters[%zu].byResourceNameRegex", i);
+		ng_fmt(what, sizeof(what), "a regular expression of at most %d bytes",
+		       KUBE_MAX_REGEX_BYTES);
+		ng_status st = opt_text(c, e, "byResourceNameRegex", field, what,
+					KUBE_MAX_REGEX_BYTES, &out[i].by_resource_name_regex, verr);
+		if (st != NG_OK || verr->status != NG_OK)
+			return st;
+	}
+	dr->filters = out;
+	dr->nfilters = (uint16_t)n;
+	return NG_OK;
+}
+
+/* spec.drain.evictionStrategy. */
+static uint8_t nd_strategy(const cJSON *drain, struct ng_err *verr)
+{
+	static const char *const names[] = {"Evict", "Delete", "ForceDelete", "None"};
+	const cJSON *v = ng_json_get(drain, "evictionStrategy");
+	if (!v || cJSON_IsNull(v))
+		return KUBE_DRAIN_EVICT;
+	for (uint8_t i = 0; cJSON_IsString(v) && i < 4; i++)
+		if (strcmp(v->valuestring, names[i]) == 0)
+			return i;
+	problem(verr, "spec.drain.evictionStrategy: must be one of Evict, Delete, ForceDelete, "
+		      "None");
+	return KUBE_DRAIN_EVICT;
+}
+
+/* spec.drain into @dr, defaults when absent. The label selector strings are checked in the
+ * order admission reports them: podSelector, waitForPodCompletion, the filters. */
+static ng_status nd_drain(struct ctx *c, const cJSON *j, struct kube_nd_drain *dr,
+			  struct ng_err *verr)
+{
+	dr->cordon = true;
+	dr->wait_for_volume_detach = true;
+	dr->timeout_s = -1;
+	dr->wait_timeout_s = -1;
+	dr->strategy = KUBE_DRAIN_EVICT;
+	if (!j || cJSON_IsNull(j))
+		return NG_OK;
+	if (!cJSON_IsObject(j)) {
+		problem(verr, "spec.drain: expected an object");
+		return NG_OK;
+	}
+	dr->present = true;
+	ng_status st = opt_text(c, j, "podSelector", "spec.drain.podSelector",
+				"a label selector string", SIZE_MAX, &dr->pod_selector, verr);
+	const cJSON *w = ng_json_get(j, "waitForPodCompletion");
+	if (st == NG_OK && w && !cJSON_IsNull(w) && !cJSON_IsObject(w)) {
+		problem(verr, "spec.drain.waitForPodCompletion: expected an object");
+	} else if (st == NG_OK && cJSON_IsObject(w)) {
+		dr->has_wait = true;
+		st = opt_text(c, w, "podSelector", "spec.drain.waitForPodCompletion.podSelector",
+			      "a label selector string", SIZE_MAX, &dr->wait_pod_selector, verr);
+		dr->wait_timeout_s = opt_seconds(
+		    w, "timeoutSeconds", "spec.drain.waitForPodCompletion.timeoutSeconds", verr);
+	}
+	st = st ? st : nd_filters(c, ng_json_get(j, "podEvictionFilters"), dr, verr);
+	st = st ? st : nd_taint(c, ng_json_get(j, "taint"), dr, verr);
+	dr->strategy = nd_strategy(j, verr);
+	dr->cordon = opt_bool(j, "cordon", "spec.drain.cordon", true, verr);
+	dr->force = opt_bool(j, "force", "spec.drain.force", false, verr);
+	dr->delete_empty_dir =
+	    opt_bool(j, "deleteEmptyDir", "spec.drain.deleteEmptyDir", false, verr);
+	dr->skip_waiting_for_eviction =
+	    opt_bool(j, "skipWaitingForEviction", "spec.drain.skipWaitingForEviction", false, verr);
+	dr->wait_for_volume_detach =
+	    opt_bool(j, "waitForVolumeDetach", "spec.drain.waitForVolumeDetach", true, verr);
+	dr->timeout_s = opt_seconds(j, "timeoutSeconds", "spec.drain.timeoutSeconds", verr);
+	return st;
+}
+
+/* spec.operation into @op. */
+static ng_status nd_operation(struct ctx *c, const cJSON *j, struct kube_nd_operation *op,
+			      struct ng_err *verr)
+{
+	if (!j || cJSON_IsNull(j))
+		return NG_OK;
+	if (!cJSON_IsObject(j)) {
+		problem(verr, "spec.operation: expected an object");
+		return NG_OK;
+	}
+	op->present = true;
+	op->wait_for_reboot =
+	    opt_bool(j, "waitForReboot", "spec.operation.waitForReboot", false, verr);
+	const cJSON *jt = ng_json_get(j, "jobTemplate");
+	if (!jt || cJSON_IsNull(jt))
+		return NG_OK;
+	if (!cJSON_IsObject(jt)) {
+		problem(verr, "spec.operation.jobTemplate: expected an object");
+		return NG_OK;
+	}
+	struct ng_buf b;
+	ng_buf_init(&b, NG_MAX_BODY_BYTES);
+	ng_status st = canonical_json(c, jt, &b);
+	if (st == NG_OK && !(op->job_template = ng_arena_strndup(c->arena, b.data, b.len)))
+		st = NG_ENOMEM;
+	ng_buf_finish(&b);
+	if (st != NG_OK)
+		return fail(c, st, "spec.operation.jobTemplate", ng_status_str(st));
+	return NG_OK;
+}
+
+/* spec.additionalRequestors, spec.startDate and spec.duration into @x. */
+static ng_status nd_more(struct ctx *c, const cJSON *spec, struct kube_nd_detail *x,
+			 struct ng_err *verr)
+{
+	const cJSON *more = ng_json_get(spec, "additionalRequestors");
+	bool ok = !more || cJSON_IsNull(more) ||
+		  (cJSON_IsArray(more) && cJSON_GetArraySize(more) <= KUBE_MAX_ND_LIST);
+	for (const cJSON *e = cJSON_IsArray(more) ? more->child : NULL; ok && e; e = e->next)
+		ok = cJSON_IsString(e);
+	ng_status st = NG_OK;
+	if (!ok)
+		problem(verr, "spec.additionalRequestors: expected an array of at most %d strings",
+			KUBE_MAX_ND_LIST);
+	else
+		st = decode_str_array(c, more, "spec.additionalRequestors", KUBE_MAX_ND_LIST,
+				      &x->more_requestors, &x->nmore_requestors);
+	const cJSON *start = ng_json_get(spec, "startDate");
+	if (start && !cJSON_IsNull(start) &&
+	    (!cJSON_IsString(start) ||
+	     ng_parse_rfc3339_ms(start->valuestring, strlen(start->valuestring), &x->start_ms) !=
+		 0))
+		problem(verr, "spec.startDate: expected an RFC 3339 time");
+	const cJSON *dur = ng_json_get(spec, "duration");
+	x->duration_ms = -1;
+	if (dur && !cJSON_IsNull(dur) &&
+	    (!cJSON_IsString(dur) || !parse_duration_ms(dur->valuestring, &x->duration_ms)))
+		problem(verr, "spec.duration: expected a duration such as 90m or 1h30m");
+	return st;
+}
+
+/* status.grantedAt and status.disruptedDisruptionBudgets into @x (the gate writes them; what
+ * is not of the expected type reads as absent). */
+static ng_status nd_verdicts(struct ctx *c, const cJSON *status, struct kube_nd_detail *x)
+{
+	const char *granted = ng_json_str(status, "grantedAt");
+	if (granted && ng_parse_rfc3339_ms(granted, strlen(granted), &x->granted_ms) != 0)
+		x->granted_ms = -1;
+	const cJSON *dbs = ng_json_get(status, "disruptedDisruptionBudgets");
+	size_t n = cJSON_IsArray(dbs) ? (size_t)cJSON_GetArraySize(dbs) : 0;
+	if (n > KUBE_MAX_ND_LIST)
+		return fail(c, NG_ELIMIT, "status.disruptedDisruptionBudgets", "too many entries");
+	struct kube_nd_verdict *out = alloc(c, n * sizeof(*out));
+	if (n && !out)
+		return fail(c, NG_ENOMEM, "status.disruptedDisruptionBudgets", "out of memory");
+	size_t i = 0;
+	for (const cJSON *e = n ? dbs->child : NULL; e; e = e->next, i++) {
+		const cJSON *ref = ng_json_get(e, "reference");
+		const char *kind = ng_json_str(ref, "kind"), *ns = ng_json_str(ref, "namespace");
+		const char *name = ng_json_str(ref, "name"), *reason = ng_json_str(e, "reason");
+		struct kube_nd_verdict *v = &out[i];
+		v->kind = v->ns = v->name = NG_INTERN_NONE;
+		v->ok = cJSON_IsTrue(ng_json_get(e, "ok"));
+		ng_status st = kind ? intern(c, kind, &v->kind) : NG_OK;
+		st = st == NG_OK && ns ? intern(c, ns, &v->ns) : st;
+		st = st == NG_OK && name ? intern(c, name, &v->name) : st;
+		if (st != NG_OK)
+			return st;
+		v->reason =
+		    ng_arena_strndup(c->arena, reason ? reason : "", reason ? strlen(reason) : 0);
+		if (!v->reason)
+			return fail(c, NG_ENOMEM, "status.disruptedDisruptionBudgets",
+				    "out of memory");
+	}
+	x->verdicts = out;
+	x->nverdicts = (uint16_t)n;
+	return NG_OK;
+}
+
+/* The fields only admission and the drainer read (struct kube_nd_detail). */
+static ng_status nd_detail(struct ctx *c, const cJSON *o, struct kube_nd *d)
+{
+	struct kube_nd_detail *x = alloc(c, sizeof(*x));
+	if (!x)
+		return fail(c, NG_ENOMEM, "spec", "out of memory");
+	memset(x, 0, sizeof(*x));
+	x->spec_error = x->created_by = NG_INTERN_NONE;
+	d->detail = x;
 	const cJSON *spec = ng_json_get(o, "spec");
-	const cJSON *status = ng_json_get(o, "status");
-	d->state = nd_state(ng_json_str(status, "state"));
+	const cJSON *sel = ng_json_get(spec, "nodeSelector");
+	const cJSON *names = ng_json_get(spec, "nodeNames");
+	x->has_node_selector = sel && !cJSON_IsNull(sel);
+	x->has_node_names = names && !cJSON_IsNull(names);
+	struct ng_err verr = {0};
+	ng_status st = nd_drain(c, ng_json_get(spec, "drain"), &x->drain, &verr);
+	st = st ? st : nd_operation(c, ng_json_get(spec, "operation"), &x->operation, &verr);
+	st = st ? st : nd_more(c, spec, x, &verr);
+	st = st ? st : nd_verdicts(c, ng_json_get(o, "status"), x);
+	const char *by =
+	    ng_json_str(ng_json_get(ng_json_get(o, "metadata"), "annotations"), CREATED_BY);
+	if (st == NG_OK && by)
+		st = intern(c, by, &x->created_by);
+	if (st == NG_OK && verr.status != NG_OK)
+		st = intern(c, verr.msg, &x->spec_error);
+	return st;
+}
+
+/* spec.nodeSelector: an invalid one selects nothing; the validating webhook rejects it, and
+ * the gate reports it. Only OOM fails. */
+static ng_status nd_selector(struct ctx *c, const cJSON *spec, struct kube_nd *d)
+{
+	struct ng_err serr = {0};
+	ng_status st = kube_decode_selector(c->pool, c->arena, ng_json_get(spec, "nodeSelector"),
+					    "spec.nodeSelector", &d->node_selector, &serr);
+	if (st == NG_ENOMEM)
+		return fail(c, st, "spec.nodeSelector", "out of memory");
+	if (st == NG_OK)
+		return NG_OK;
+	memset(&d->node_selector, 0, sizeof(d->node_selector));
+	d->selector_invalid = true;
+	return intern(c, serr.msg, &d->selector_error);
+}
+
+/* What the gate reads of spec: type, requestor, priority, nodeNames (and the decision's nodes),
+ * the selector, retry. */
+static ng_status nd_spec(struct ctx *c, const cJSON *spec, const cJSON *status, struct kube_nd *d)
+{
 	ng_status st;
 	if ((st = opt_str(c, spec, "type", "spec.type", &d->type)) != NG_OK ||
 	    (st = opt_str(c, spec, "requestor", "spec.requestor", &d->requestor)) != NG_OK)
@@ -647,32 +1119,26 @@ static ng_status decode_nd(struct ctx *c, const cJSON *o, uint32_t name)
 	if (prio < INT32_MIN || prio > INT32_MAX)
 		return fail(c, NG_ELIMIT, "spec.priority", "out of int32 range");
 	d->priority = (int32_t)prio;
-	/* A cluster may have thousands of nodes in one request; 65535 is the record's bound. */
-	if ((st = decode_str_array(c, ng_json_get(spec, "nodeNames"), "spec.nodeNames", 65535,
-				   &d->node_names, &d->nnode_names)) != NG_OK ||
+	if ((st = decode_str_array(c, ng_json_get(spec, "nodeNames"), "spec.nodeNames",
+				   KUBE_MAX_ND_LIST, &d->node_names, &d->nnode_names)) != NG_OK ||
 	    (st =
 		 decode_str_array(c, ng_json_get(status, "disruptedNodes"), "status.disruptedNodes",
-				  65535, &d->disrupted, &d->ndisrupted)) != NG_OK)
+				  KUBE_MAX_ND_LIST, &d->disrupted, &d->ndisrupted)) != NG_OK ||
+	    (st = nd_selector(c, spec, d)) != NG_OK)
 		return st;
-	struct ng_err serr = {0};
-	st = kube_decode_selector(c->pool, c->arena, ng_json_get(spec, "nodeSelector"),
-				  "spec.nodeSelector", &d->node_selector, &serr);
-	if (st == NG_ENOMEM)
-		return fail(c, st, "spec.nodeSelector", "out of memory");
-	if (st != NG_OK) {
-		/* An invalid selector on a NodeDisruption selects nothing; the validating
-		 * webhook rejects it, and the gate reports it. */
-		memset(&d->node_selector, 0, sizeof(d->node_selector));
-		d->selector_invalid = true;
-		if ((st = intern(c, serr.msg, &d->selector_error)) != NG_OK)
-			return st;
-	}
 	const cJSON *retry = ng_json_get(spec, "retry");
 	d->retry = cJSON_IsTrue(ng_json_get(retry, "enabled"));
 	const char *deadline = ng_json_str(retry, "deadline");
 	if (deadline && ng_parse_rfc3339_ms(deadline, strlen(deadline), &d->deadline_ms) != 0)
 		return fail(c, NG_EPARSE, "spec.retry.deadline", "expected an RFC 3339 time");
-	const cJSON *meta = ng_json_get(o, "metadata");
+	const cJSON *more = ng_json_get(spec, "additionalRequestors");
+	d->additional_requestors = cJSON_IsArray(more) && cJSON_GetArraySize(more) > 0;
+	return NG_OK;
+}
+
+/* What the gate reads of metadata and status besides the decision's nodes. */
+static ng_status nd_meta(struct ctx *c, const cJSON *meta, const cJSON *status, struct kube_nd *d)
+{
 	const char *created = ng_json_str(meta, "creationTimestamp");
 	if (created && ng_parse_rfc3339_ms(created, strlen(created), &d->created_ms) != 0)
 		d->created_ms = 0;
@@ -685,11 +1151,10 @@ static ng_status decode_nd(struct ctx *c, const cJSON *o, uint32_t name)
 	const char *next = ng_json_str(status, "nextRetryDate");
 	if (next && ng_parse_rfc3339_ms(next, strlen(next), &d->next_retry_ms) != 0)
 		d->next_retry_ms = 0;
-	if ((st = decode_str_array(c, ng_json_get(meta, "finalizers"), "metadata.finalizers",
-				   NG_MAX_LABELS, &d->finalizers, &d->nfinalizers)) != NG_OK)
+	ng_status st = decode_str_array(c, ng_json_get(meta, "finalizers"), "metadata.finalizers",
+					NG_MAX_LABELS, &d->finalizers, &d->nfinalizers);
+	if (st != NG_OK)
 		return st;
-	const cJSON *more = ng_json_get(spec, "additionalRequestors");
-	d->additional_requestors = cJSON_IsArray(more) && cJSON_GetArraySize(more) > 0;
 	const char *rv = ng_json_str(meta, "resourceVersion");
 	d->rv = ng_arena_strndup(c->arena, rv ? rv : "", rv ? strlen(rv) : 0);
 	/* The reason of the first failing budget, so the gate writes status only on change. */
@@ -705,6 +1170,18 @@ static ng_status decode_nd(struct ctx *c, const cJSON *o, uint32_t name)
 	if (!d->rv || !d->status_reason)
 		return fail(c, NG_ENOMEM, "metadata", "out of memory");
 	return NG_OK;
+}
+
+static ng_status decode_nd(struct ctx *c, const cJSON *o, uint32_t name)
+{
+	struct kube_nd *d = record(c, KUBE_RES_NDS);
+	d->name = name;
+	const cJSON *spec = ng_json_get(o, "spec");
+	const cJSON *status = ng_json_get(o, "status");
+	d->state = nd_state(ng_json_str(status, "state"));
+	ng_status st = nd_spec(c, spec, status, d);
+	st = st ? st : nd_meta(c, ng_json_get(o, "metadata"), status, d);
+	return st ? st : nd_detail(c, o, d);
 }
 
 static ng_status decode_int_or_string(struct ctx *c, const cJSON *j, const char *field,
@@ -760,6 +1237,81 @@ static ng_status finish_budget(struct ctx *c, struct kube_budget_common *b, stru
 #define HOOK_URL_MAX 2048
 #define HOOK_CA_MAX (64u * 1024u)
 
+/* What is checked before the URL: the shape of spec.healthHook @j and timeoutSeconds (into
+ * *@secs). Why not into @why (@cap bytes), left "" when fine. */
+static void hook_form(const cJSON *j, int64_t *secs, char *why, size_t cap)
+{
+	const cJSON *url = ng_json_get(j, "url");
+	const cJSON *svc = ng_json_get(j, "service");
+	bool has_url = url && !cJSON_IsNull(url), has_svc = svc && !cJSON_IsNull(svc);
+	const cJSON *to = ng_json_get(j, "timeoutSeconds");
+	const cJSON *ca = ng_json_get(j, "caBundle");
+	if (!cJSON_IsObject(j))
+		ng_fmt(why, cap, "spec.healthHook: expected an object");
+	else if (has_url == has_svc)
+		ng_fmt(why, cap, "spec.healthHook: exactly one of url and service is required");
+	else if (to && !cJSON_IsNull(to) && (!ng_json_int64(to, secs) || *secs < 1 || *secs > 25))
+		ng_fmt(why, cap, "spec.healthHook.timeoutSeconds: must be 1..25");
+	else if (ca && !cJSON_IsNull(ca) && !cJSON_IsString(ca))
+		ng_fmt(why, cap, "spec.healthHook.caBundle: expected a base64 string");
+}
+
+/* spec.healthHook.url @url copied into @buf (HOOK_URL_MAX + 1 bytes), or why not. */
+static void hook_url(const cJSON *url, char *buf, char *why, size_t cap)
+{
+	if (!cJSON_IsString(url) || !*url->valuestring)
+		ng_fmt(why, cap, "spec.healthHook.url: expected a non-empty string");
+	else if (strlen(url->valuestring) > HOOK_URL_MAX)
+		ng_fmt(why, cap, "spec.healthHook.url: longer than %d bytes", HOOK_URL_MAX);
+	else
+		ng_fmt(buf, HOOK_URL_MAX + 1, "%s", url->valuestring);
+}
+
+/* spec.healthHook.service @svc as the URL of its cluster DNS name in @buf, or why not. */
+static void hook_service(const cJSON *svc, char *buf, char *why, size_t cap)
+{
+	const char *ns = ng_json_str(svc, "namespace"), *name = ng_json_str(svc, "name");
+	const char *path = ng_json_str(svc, "path");
+	const cJSON *port = ng_json_get(svc, "port");
+	int64_t p = 443;
+	if (!ns || !dns_subdomain_ok(ns, strlen(ns)) || strlen(ns) > 63 || strchr(ns, '.'))
+		ng_fmt(why, cap, "spec.healthHook.service.namespace: must be a namespace name");
+	else if (!name || !dns_subdomain_ok(name, strlen(name)) || strlen(name) > 63 ||
+		 strchr(name, '.'))
+		ng_fmt(why, cap, "spec.healthHook.service.name: must be a Service name");
+	else if (port && !cJSON_IsNull(port) && (!ng_json_int64(port, &p) || p < 1 || p > 65535))
+		ng_fmt(why, cap, "spec.healthHook.service.port: must be 1..65535");
+	else if (path && (path[0] != '/' || strlen(path) > 1024 || strpbrk(path, " \t\r\n?#")))
+		ng_fmt(why, cap,
+		       "spec.healthHook.service.path: must start with '/' and hold no spaces, '?' "
+		       "or '#' (at most 1024 bytes)");
+	else
+		ng_fmt(buf, HOOK_URL_MAX + 1, "https://%s.%s.svc:%d%s", name, ns, (int)p,
+		       path ? path : "/");
+}
+
+/* spec.healthHook.caBundle @ca decoded into @h's arena copy, or why not. Only OOM fails. */
+static ng_status hook_ca(struct ctx *c, const cJSON *ca, struct kube_hook *h, char *why, size_t cap)
+{
+	char *pem;
+	size_t n;
+	ng_status st = ng_base64_decode(ca->valuestring, strlen(ca->valuestring), &pem, &n);
+	if (st == NG_ENOMEM)
+		return fail(c, st, "spec.healthHook.caBundle", "out of memory");
+	if (st != NG_OK || n > HOOK_CA_MAX || !strstr(pem, "-----BEGIN CERTIFICATE-----"))
+		ng_fmt(why, cap,
+		       "spec.healthHook.caBundle: must be base64 of PEM certificates (at most %u "
+		       "bytes)",
+		       HOOK_CA_MAX);
+	else if (!(h->ca = ng_arena_strndup(c->arena, pem, n)))
+		st = NG_ENOMEM;
+	h->nca = h->ca ? n : 0;
+	free(pem);
+	if (st == NG_ENOMEM)
+		return fail(c, st, "spec.healthHook.caBundle", "out of memory");
+	return NG_OK;
+}
+
 /* spec.healthHook into @h. A hook that cannot be called gets @h->error and fails closed when
  * its budget is impacted; the budget's scope stays readable. Only OOM fails. */
 static ng_status decode_hook(struct ctx *c, const cJSON *j, struct kube_hook *h)
@@ -770,75 +1322,22 @@ static ng_status decode_hook(struct ctx *c, const cJSON *j, struct kube_hook *h)
 	if (!j || cJSON_IsNull(j))
 		return NG_OK;
 	h->present = true;
-	h->timeout_s = 5;
-	const cJSON *url = ng_json_get(j, "url");
-	const cJSON *svc = ng_json_get(j, "service");
-	bool has_url = url && !cJSON_IsNull(url), has_svc = svc && !cJSON_IsNull(svc);
-	const cJSON *to = ng_json_get(j, "timeoutSeconds");
-	const cJSON *ca = ng_json_get(j, "caBundle");
 	int64_t secs = 5;
-	if (!cJSON_IsObject(j))
-		ng_fmt(why, sizeof(why), "spec.healthHook: expected an object");
-	else if (has_url == has_svc)
-		ng_fmt(why, sizeof(why),
-		       "spec.healthHook: exactly one of url and service is required");
-	else if (to && !cJSON_IsNull(to) && (!ng_json_int64(to, &secs) || secs < 1 || secs > 25))
-		ng_fmt(why, sizeof(why), "spec.healthHook.timeoutSeconds: must be 1..25");
-	else if (ca && !cJSON_IsNull(ca) && !cJSON_IsString(ca))
-		ng_fmt(why, sizeof(why), "spec.healthHook.caBundle: expected a base64 string");
+	hook_form(j, &secs, why, sizeof(why));
 	h->timeout_s = (int32_t)secs;
+	const cJSON *url = ng_json_get(j, "url");
+	const cJSON *ca = ng_json_get(j, "caBundle");
 	char buf[HOOK_URL_MAX + 1];
-	if (!*why && has_url) {
-		if (!cJSON_IsString(url) || !*url->valuestring)
-			ng_fmt(why, sizeof(why),
-			       "spec.healthHook.url: expected a non-empty string");
-		else if (strlen(url->valuestring) > HOOK_URL_MAX)
-			ng_fmt(why, sizeof(why), "spec.healthHook.url: longer than %d bytes",
-			       HOOK_URL_MAX);
-		else
-			ng_fmt(buf, sizeof(buf), "%s", url->valuestring);
+	if (!*why && url && !cJSON_IsNull(url)) {
+		hook_url(url, buf, why, sizeof(why));
 	} else if (!*why) {
-		const char *ns = ng_json_str(svc, "namespace"), *name = ng_json_str(svc, "name");
-		const char *path = ng_json_str(svc, "path");
-		const cJSON *port = ng_json_get(svc, "port");
-		int64_t p = 443;
-		if (!ns || !dns_subdomain_ok(ns, strlen(ns)) || strlen(ns) > 63 || strchr(ns, '.'))
-			ng_fmt(why, sizeof(why),
-			       "spec.healthHook.service.namespace: must be a namespace name");
-		else if (!name || !dns_subdomain_ok(name, strlen(name)) || strlen(name) > 63 ||
-			 strchr(name, '.'))
-			ng_fmt(why, sizeof(why),
-			       "spec.healthHook.service.name: must be a Service name");
-		else if (port && !cJSON_IsNull(port) &&
-			 (!ng_json_int64(port, &p) || p < 1 || p > 65535))
-			ng_fmt(why, sizeof(why), "spec.healthHook.service.port: must be 1..65535");
-		else if (path &&
-			 (path[0] != '/' || strlen(path) > 1024 || strpbrk(path, " \t\r\n?#")))
-			ng_fmt(why, sizeof(why),
-			       "spec.healthHook.service.path: must start with '/' and hold no "
-			       "spaces, '?' or '#' (at most 1024 bytes)");
-		else
-			ng_fmt(buf, sizeof(buf), "https://%s.%s.svc:%d%s", name, ns, (int)p,
-			       path ? path : "/");
+		hook_service(ng_json_get(j, "service"), buf, why, sizeof(why));
 		h->service = true;
 	}
 	if (!*why && cJSON_IsString(ca) && *ca->valuestring) {
-		char *pem;
-		size_t n;
-		ng_status st = ng_base64_decode(ca->valuestring, strlen(ca->valuestring), &pem, &n);
-		if (st == NG_ENOMEM)
-			return fail(c, st, "spec.healthHook.caBundle", "out of memory");
-		if (st != NG_OK || n > HOOK_CA_MAX || !strstr(pem, "-----BEGIN CERTIFICATE-----"))
-			ng_fmt(why, sizeof(why),
-			       "spec.healthHook.caBundle: must be base64 of PEM certificates (at "
-			       "most %u bytes)",
-			       HOOK_CA_MAX);
-		else if (!(h->ca = ng_arena_strndup(c->arena, pem, n)))
-			st = NG_ENOMEM;
-		h->nca = h->ca ? n : 0;
-		free(pem);
-		if (st == NG_ENOMEM)
-			return fail(c, st, "spec.healthHook.caBundle", "out of memory");
+		ng_status st = hook_ca(c, ca, h, why, sizeof(why));
+		if (st != NG_OK)
+			return st;
 	}
 	if (*why) {
 		h->ca = NULL;
@@ -1153,27 +1652,58 @@ static void *compact_pod(struct kube_pod *p)
 	return (void *)((uintptr_t)block | KUBE_SIDE_BLOCK);
 }
 
-ng_status kube_decode_as(struct ng_intern *pool, struct ng_arena *scratch, enum kube_resource res,
-			 const cJSON *obj, const char *where, struct kube_object *ret,
-			 struct ng_err *reterr)
+/* The record of kind @res from @obj, whose name (interned unless a pod's) and namespace are
+ * decoded already. */
+static ng_status decode_record(struct ctx *c, enum kube_resource res, const cJSON *obj,
+			       const char *name, uint32_t name_id, uint32_t ns_id)
+{
+	const cJSON *meta = ng_json_get(obj, "metadata");
+	switch (res) {
+	case KUBE_RES_NODES:
+		return decode_node(c, obj, name_id, meta);
+	case KUBE_RES_PODS:
+		return decode_pod(c, obj, ns_id, name, meta);
+	case KUBE_RES_PVCS:
+		return decode_pvc(c, obj, ns_id, name_id, meta);
+	case KUBE_RES_PVS:
+		return decode_pv(c, obj, name_id);
+	case KUBE_RES_NDS:
+		return decode_nd(c, obj, name_id);
+	case KUBE_RES_ADBS:
+		return decode_adb(c, obj, ns_id, name_id);
+	case KUBE_RES_NDBS:
+		return decode_ndb(c, obj, name_id);
+	default:
+		return decode_ngc(c, obj, name_id);
+	}
+}
+
+/* kube_decode_as(); @where NULL for an object decoded on its own (messages without a prefix),
+ * and with @name_optional a missing metadata.name decodes as NG_INTERN_NONE. */
+static ng_status decode_as(struct ng_intern *pool, struct ng_arena *scratch, enum kube_resource res,
+			   const cJSON *obj, const char *where, bool name_optional,
+			   struct kube_object *ret, struct ng_err *reterr)
 {
 	struct kube_object out;
-	struct ctx c = {.obj = &out, .pool = pool, .err = reterr, .where = where};
-	char label[200];
+	struct ctx c = {.obj = &out, .pool = pool, .err = reterr, .where = where ? where : ""};
+	char label[200] = "";
+	const char *sep = where ? ": " : "";
 	if (!cJSON_IsObject(obj))
-		return ng_err_set(reterr, NG_EPARSE, 0, "%s: expected an object", where);
+		return ng_err_set(reterr, NG_EPARSE, 0, "%s%sexpected an object", c.where, sep);
 	const cJSON *meta = ng_json_get(obj, "metadata");
 	const char *name = ng_json_str(meta, "name");
 	const char *ns = ng_json_str(meta, "namespace");
 	const char *kind = kinds[res];
-	if (!name || !*name)
-		return ng_err_set(reterr, NG_EPARSE, 0, "%s (%s): metadata.name: required", where,
-				  kind);
+	if ((!name && !name_optional) || (name && !*name))
+		return where ? ng_err_set(reterr, NG_EPARSE, 0, "%s (%s): metadata.name: required",
+					  where, kind)
+			     : ng_err_set(reterr, NG_EPARSE, 0, "metadata.name: required");
 	/* Objects written by hand may leave the namespace out; kubectl would use "default". */
 	if (namespaced(res) && (!ns || !*ns))
 		ns = "default";
-	(void)snprintf(label, sizeof(label), "%s (%s %s%s%.100s)", where, kind,
-		       namespaced(res) ? ns : "", namespaced(res) ? "/" : "", name);
+	if (where)
+		(void)snprintf(label, sizeof(label), "%s (%s %s%s%.100s)", where, kind,
+			       namespaced(res) ? ns : "", namespaced(res) ? "/" : "", name);
 	c.where = label;
 	/* Pods (the many) are decoded in scratch and copied into one exact block; the few other
 	 * objects keep an arena, whose nested selectors would be tedious to copy. */
@@ -1182,45 +1712,21 @@ ng_status kube_decode_as(struct ng_intern *pool, struct ng_arena *scratch, enum 
 		ng_arena_reset(scratch);
 	c.arena = compact ? scratch : ng_arena_create_sized(SIZE_MAX, 1024);
 	if (!c.arena)
-		return ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", where);
+		return ng_err_set(reterr, NG_ENOMEM, 0, "%s%sout of memory", where ? where : "",
+				  sep);
 	uint32_t name_id = NG_INTERN_NONE, ns_id = NG_INTERN_NONE;
 	ng_status st = NG_OK;
-	if (res != KUBE_RES_PODS)
+	if (res != KUBE_RES_PODS && name)
 		st = intern(&c, name, &name_id);
 	if (st == NG_OK && namespaced(res))
 		st = intern(&c, ns, &ns_id);
-	if (st == NG_OK) {
-		switch (res) {
-		case KUBE_RES_NODES:
-			st = decode_node(&c, obj, name_id, meta);
-			break;
-		case KUBE_RES_PODS:
-			st = decode_pod(&c, obj, ns_id, name, meta);
-			break;
-		case KUBE_RES_PVCS:
-			st = decode_pvc(&c, obj, ns_id, name_id, meta);
-			break;
-		case KUBE_RES_PVS:
-			st = decode_pv(&c, obj, name_id);
-			break;
-		case KUBE_RES_NDS:
-			st = decode_nd(&c, obj, name_id);
-			break;
-		case KUBE_RES_ADBS:
-			st = decode_adb(&c, obj, ns_id, name_id);
-			break;
-		case KUBE_RES_NDBS:
-			st = decode_ndb(&c, obj, name_id);
-			break;
-		default:
-			st = decode_ngc(&c, obj, name_id);
-			break;
-		}
-	}
+	if (st == NG_OK)
+		st = decode_record(&c, res, obj, name ? name : "", name_id, ns_id);
 	if (st == NG_OK && compact) {
 		out.side = compact_pod(&out.rec.pod);
 		if (!out.side)
-			st = ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", where);
+			st = ng_err_set(reterr, NG_ENOMEM, 0, "%s%sout of memory",
+					where ? where : "", sep);
 	} else if (st == NG_OK) {
 		out.side = c.arena;
 	}
@@ -1233,23 +1739,127 @@ ng_status kube_decode_as(struct ng_intern *pool, struct ng_arena *scratch, enum 
 	return NG_OK;
 }
 
+ng_status kube_decode_as(struct ng_intern *pool, struct ng_arena *scratch, enum kube_resource res,
+			 const cJSON *obj, const char *where, struct kube_object *ret,
+			 struct ng_err *reterr)
+{
+	return decode_as(pool, scratch, res, obj, where, false, ret, reterr);
+}
+
+/* The kind @obj's kind and apiVersion name among those kept, or KUBE_RES_COUNT. */
+static enum kube_resource resource_of(const cJSON *obj)
+{
+	const char *kind = ng_json_str(obj, "kind");
+	const char *api = ng_json_str(obj, "apiVersion");
+	bool core = api && strcmp(api, "v1") == 0;
+	for (int r = 0; kind && r < KUBE_RES_COUNT; r++) {
+		if (strcmp(kind, kinds[r]) != 0)
+			continue;
+		bool ours = r >= KUBE_RES_NDS;
+		if (ours ? is_nodegate(api) : core)
+			return (enum kube_resource)r;
+	}
+	return KUBE_RES_COUNT;
+}
+
 ng_status kube_decode_object(struct ng_intern *pool, struct ng_arena *scratch, const cJSON *obj,
 			     const char *where, struct kube_object *ret, struct ng_err *reterr)
 {
 	if (!cJSON_IsObject(obj))
 		return ng_err_set(reterr, NG_EPARSE, 0, "%s: expected an object", where);
-	const char *kind = ng_json_str(obj, "kind");
-	const char *api = ng_json_str(obj, "apiVersion");
-	if (!kind)
+	if (!ng_json_str(obj, "kind"))
 		return ng_err_set(reterr, NG_EPARSE, 0, "%s: kind: required", where);
-	bool core = api && strcmp(api, "v1") == 0;
-	for (int r = 0; r < KUBE_RES_COUNT; r++) {
-		if (strcmp(kind, kinds[r]) != 0)
-			continue;
-		bool ours = r >= KUBE_RES_NDS;
-		if (ours ? is_nodegate(api) : core)
-			return kube_decode_as(pool, scratch, (enum kube_resource)r, obj, where, ret,
-					      reterr);
-	}
-	return NG_ENOTFOUND;
+	enum kube_resource r = resource_of(obj);
+	if (r == KUBE_RES_COUNT)
+		return NG_ENOTFOUND;
+	return kube_decode_as(pool, scratch, r, obj, where, ret, reterr);
 }
+
+/* ---- one object on its own ---- */
+
+struct kube_one {
+	struct ng_intern *pool;
+	struct kube_object obj;
+};
+
+ng_status kube_one_decode_as(enum kube_resource res, const cJSON *obj, unsigned flags,
+			     struct kube_one **ret_one, struct ng_err *reterr)
+{
+	if (res >= KUBE_RES_COUNT)
+		return ng_err_set(reterr, NG_EINVAL, 0, "no such resource");
+	struct kube_one *one = calloc(1, sizeof(*one));
+	if (!one || !(one->pool = ng_intern_create())) {
+		free(one);
+		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	}
+	/* No scratch: a pod keeps an arena of its own, which kube_side_free() frees too. */
+	ng_status st = decode_as(one->pool, NULL, res, obj, NULL, flags & KUBE_ONE_NAME_OPTIONAL,
+				 &one->obj, reterr);
+	if (st != NG_OK) {
+		ng_intern_destroy(one->pool);
+		free(one);
+		return st;
+	}
+	*ret_one = one;
+	return NG_OK;
+}
+
+ng_status kube_one_decode(const cJSON *obj, struct kube_one **ret_one, struct ng_err *reterr)
+{
+	if (!cJSON_IsObject(obj))
+		return ng_err_set(reterr, NG_EPARSE, 0, "expected an object");
+	if (!ng_json_str(obj, "kind"))
+		return ng_err_set(reterr, NG_EPARSE, 0, "kind: required");
+	enum kube_resource r = resource_of(obj);
+	if (r == KUBE_RES_COUNT)
+		return ng_err_set(
+		    reterr, NG_ENOTFOUND, 0, "kind: %.60s %.60s is not a kind nodegate reads",
+		    ng_json_str(obj, "apiVersion") ? ng_json_str(obj, "apiVersion") : "",
+		    ng_json_str(obj, "kind"));
+	return kube_one_decode_as(r, obj, 0, ret_one, reterr);
+}
+
+ng_status kube_one_parse(const char *buf, size_t len, struct kube_one **ret_one,
+			 struct ng_err *reterr)
+{
+	cJSON *root = NULL;
+	/* The tree is dropped as soon as the record is decoded: an arena frees it at once. */
+	struct ng_arena *arena = ng_arena_create(SIZE_MAX);
+	if (!arena)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	ng_status st = ng_json_parse(buf, len, arena, &root, reterr);
+	if (st == NG_OK)
+		st = kube_one_decode(root, ret_one, reterr);
+	ng_arena_destroy(arena);
+	return st;
+}
+
+void kube_one_destroy(struct kube_one *one)
+{
+	if (!one)
+		return;
+	kube_side_free(one->obj.side);
+	ng_intern_destroy(one->pool);
+	free(one);
+}
+
+enum kube_resource kube_one_resource(const struct kube_one *one)
+{
+	return one->obj.res;
+}
+
+const struct ng_intern *kube_one_pool(const struct kube_one *one)
+{
+	return one->pool;
+}
+
+#define ONE_ACCESSOR(fn, type, kind, member)                                                       \
+	const type *fn(const struct kube_one *one)                                                 \
+	{                                                                                          \
+		return one && one->obj.res == (kind) ? &one->obj.rec.member : NULL;                \
+	}
+ONE_ACCESSOR(kube_one_nd, struct kube_nd, KUBE_RES_NDS, nd)
+ONE_ACCESSOR(kube_one_adb, struct kube_adb, KUBE_RES_ADBS, adb)
+ONE_ACCESSOR(kube_one_ndb, struct kube_ndb, KUBE_RES_NDBS, ndb)
+ONE_ACCESSOR(kube_one_ngc, struct kube_ngc, KUBE_RES_NGCS, ngc)
+#undef ONE_ACCESSOR

@@ -10,7 +10,7 @@
 #ifndef NG_KUBE_INTERNAL_H
 #define NG_KUBE_INTERNAL_H
 
-#include "kube/kube.h"
+#include "kube/snapshot.h"
 
 #include "common/map.h"
 

@@ -54,42 +54,41 @@ static bool host_matches(const struct kube_hook_policy *p, const struct ng_inter
 	return false;
 }
 
-bool pol_hook_allowed(const struct kube_hook *h, const struct kube_hook_policy *p,
-		      const struct ng_intern *pool, char *why, size_t cap)
+ng_status pol_hook_allowed(const struct kube_hook *h, const struct kube_hook_policy *p,
+			   const struct ng_intern *pool, struct ng_err *reterr)
 {
-	if (h->error != NG_INTERN_NONE) {
-		ng_fmt(why, cap, "hook is invalid: %s", ng_intern_str(pool, h->error, NULL));
-		return false;
-	}
-	if (h->service && !p->allow_service_refs) {
-		ng_fmt(why, cap,
-		       "hook not allowed: NodeGateConfig healthHooks.allowServiceRefs is false");
-		return false;
-	}
+	if (h->error != NG_INTERN_NONE)
+		return ng_err_set(reterr, NG_EPARSE, 0, "hook is invalid: %s",
+				  ng_intern_str(pool, h->error, NULL));
+	if (h->service && !p->allow_service_refs)
+		return ng_err_set(reterr, NG_EFORBIDDEN, 0,
+				  "hook not allowed: NodeGateConfig healthHooks.allowServiceRefs "
+				  "is false");
 	CURLU *u = curl_url();
-	if (!u) {
-		ng_fmt(why, cap, "out of memory");
-		return false;
-	}
+	if (!u)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
 	char *scheme = NULL, *host = NULL, *user = NULL;
-	bool ok = false;
+	ng_status st = NG_OK;
 	if (curl_url_set(u, CURLUPART_URL, h->url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host) {
-		ng_fmt(why, cap, "hook is invalid: \"%.100s\" is not a URL", h->url);
+		st = ng_err_set(reterr, NG_EPARSE, 0, "hook is invalid: \"%.100s\" is not a URL",
+				h->url);
 		goto out;
 	}
 	lower(scheme);
 	lower(host);
 	if (strcmp(scheme, "https") != 0 && !(p->allow_http && strcmp(scheme, "http") == 0)) {
-		ng_fmt(why, cap, "hook not allowed: scheme \"%.20s\" (https only%s)", scheme,
-		       strcmp(scheme, "http") == 0
-			   ? "; NodeGateConfig healthHooks.allowHTTP permits http"
-			   : "");
+		st = ng_err_set(reterr, NG_EFORBIDDEN, 0,
+				"hook not allowed: scheme \"%.20s\" (https only%s)", scheme,
+				strcmp(scheme, "http") == 0
+				    ? "; NodeGateConfig healthHooks.allowHTTP permits http"
+				    : "");
 		goto out;
 	}
 	if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK) {
-		ng_fmt(why, cap, "hook not allowed: the URL carries credentials");
+		st = ng_err_set(reterr, NG_EFORBIDDEN, 0,
+				"hook not allowed: the URL carries credentials");
 		goto out;
 	}
 	/* An IPv6 literal comes back bracketed; globs are written without. */
@@ -98,20 +97,17 @@ bool pol_hook_allowed(const struct kube_hook *h, const struct kube_hook_policy *
 		memmove(host, host + 1, hl - 2);
 		host[hl - 2] = '\0';
 	}
-	if (!host_matches(p, pool, host)) {
-		ng_fmt(why, cap,
-		       "hook not allowed: host \"%.100s\" matches no NodeGateConfig "
-		       "healthHooks.allowedHosts",
-		       host);
-		goto out;
-	}
-	ok = true;
+	if (!host_matches(p, pool, host))
+		st = ng_err_set(reterr, NG_EFORBIDDEN, 0,
+				"hook not allowed: host \"%.100s\" matches no NodeGateConfig "
+				"healthHooks.allowedHosts",
+				host);
 out:
 	curl_free(scheme);
 	curl_free(host);
 	curl_free(user);
 	curl_url_cleanup(u);
-	return ok;
+	return st;
 }
 
 bool pol_hook_addr_allowed(const struct kube_hook_policy *p, int family, const uint8_t *addr)
@@ -156,9 +152,11 @@ ng_status pol_hooks_prepare(const struct kube_snapshot *s, const struct pol_gate
 		memset(c, 0, sizeof(*c));
 		c->adb = &adbs[v->index];
 		c->verdict = i;
-		if (!pol_hook_allowed(&c->adb->hook, p, kube_snapshot_pool(s), c->message,
-				      sizeof(c->message)))
+		struct ng_err why = {0};
+		if (pol_hook_allowed(&c->adb->hook, p, kube_snapshot_pool(s), &why) != NG_OK) {
+			ng_fmt(c->message, sizeof(c->message), "%s", why.msg);
 			c->result = POL_HOOK_DENIED;
+		}
 	}
 	*ret_calls = calls;
 	*ret_n = n;

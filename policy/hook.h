@@ -33,15 +33,17 @@ const char *pol_hook_result_str(enum pol_hook_result r);
 void pol_hook_policy_from(const struct kube_snapshot *s, struct kube_hook_policy *ret);
 
 /**
- * Whether @h may be called under @p (strings of @p in @pool): true, or false with why in @why
- * (at most @cap bytes). Checks that the hook is valid, https (http only with allowHTTP), carries
- * no credentials, that a service reference is allowed, and that the URL's host matches one of
- * allowedHosts (globs as fnmatch(3), case-insensitive; a service reference's host is
- * <name>.<namespace>.svc). allowedCIDRs is checked on the connected address, by
- * the controller that makes the call.
+ * Whether @h may be called under @p (strings of @p in @pool). Checks that the hook is valid,
+ * https (http only with allowHTTP), carries no credentials, that a service reference is allowed,
+ * and that the URL's host matches one of allowedHosts (globs as fnmatch(3), case-insensitive; a
+ * service reference's host is <name>.<namespace>.svc). allowedCIDRs is checked on the connected
+ * address, by the controller that makes the call. Returns NG_OK when it may; NG_EFORBIDDEN when the
+ * policy forbids it ("hook not allowed: ..."); NG_EPARSE when the hook itself is invalid ("hook is
+ * invalid:
+ * ..."); NG_ENOMEM. Why goes to @reterr (may be NULL). Pure; any thread.
  */
-bool pol_hook_allowed(const struct kube_hook *h, const struct kube_hook_policy *p,
-		      const struct ng_intern *pool, char *why, size_t cap);
+NG_NODISCARD ng_status pol_hook_allowed(const struct kube_hook *h, const struct kube_hook_policy *p,
+					const struct ng_intern *pool, struct ng_err *reterr);
 
 /** Whether @addr (4 or 16 bytes of @family 4 or 6) lies in one of @p's allowedCIDRs; true
  * when the list is empty. An IPv4-mapped IPv6 address is checked as IPv4. */

@@ -5,7 +5,8 @@
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/intern.h"
-#include "common/json.h"
+#include "kube/records.h"
+#include "kube/snapshot.h"
 #include "policy/disruption.h"
 #include "policy/hook.h"
 
@@ -13,229 +14,277 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Regexes of drain filters: longer is a mistake, and regcomp's cost grows with it. */
-#define MAX_REGEX_BYTES 1024
-/* The annotation the mutating webhook writes on create. */
-#define CREATED_BY "nodegate.io/created-by"
-
-/* @obj read by the cache's decoder into a snapshot of its own. NULL with why on failure. */
-static struct kube_snapshot *decode_one(const cJSON *obj, char *why, size_t cap)
+/* A problem the decoder recorded (intern id @why of @pool, naming the field): the object is
+ * invalid. */
+static ng_status invalid(const struct ng_intern *pool, uint32_t why, struct ng_err *reterr)
 {
-	char *json = cJSON_PrintUnformatted(obj);
-	struct kube_builder *b = json ? kube_builder_create() : NULL;
-	struct kube_snapshot *one = NULL;
-	struct ng_err err = {0};
-	if (!b) {
-		ng_fmt(why, cap, "out of memory");
-	} else if (kube_builder_add_json(b, json, strlen(json), &err) != NG_OK) {
-		kube_builder_destroy(b);
-		/* "object (Kind ns/name): field: problem": the field is what a person needs. */
-		const char *msg = strstr(err.msg, "): ");
-		ng_fmt(why, cap, "%s", msg ? msg + 3 : err.msg);
-	} else if (kube_builder_finish(b, &one) != NG_OK) {
-		ng_fmt(why, cap, "out of memory");
-		one = NULL;
-	}
-	cJSON_free(json);
-	return one;
+	return ng_err_set(reterr, NG_EPARSE, 0, "%s", ng_intern_str(pool, why, NULL));
 }
 
 /* ---- budgets and the config ---- */
 
-static enum pol_check limit_ok(const struct kube_snapshot *one, const struct kube_int_or_string *v,
-			       const char *field, char *why, size_t cap)
+static ng_status limit_ok(const struct ng_intern *pool, const struct kube_int_or_string *v,
+			  const char *field, struct ng_err *reterr)
 {
 	struct bud_int_or_percent out;
-	struct ng_err err = {0};
 	if (!v->set)
-		return POL_CHECK_OK;
-	if (bud_int_or_percent_from(v, kube_snapshot_pool(one), field, &out, &err) == NG_OK)
-		return POL_CHECK_OK;
-	ng_fmt(why, cap, "%s", err.msg);
-	return POL_CHECK_INVALID;
+		return NG_OK;
+	return bud_int_or_percent_from(v, pool, field, &out, reterr);
 }
 
-static enum pol_check check_adb(const struct kube_snapshot *cluster,
-				const struct kube_snapshot *one, const struct kube_adb *adb,
-				char *why, size_t cap)
+static ng_status check_adb(const struct kube_snapshot *cluster, const struct ng_intern *pool,
+			   const struct kube_adb *adb, struct ng_err *reterr)
 {
-	const struct ng_intern *pool = kube_snapshot_pool(one);
-	if (adb->b.invalid) {
-		ng_fmt(why, cap, "%s", ng_intern_str(pool, adb->b.error, NULL));
-		return POL_CHECK_INVALID;
-	}
-	if (!adb->max_disruptions.set) {
-		ng_fmt(why, cap, "spec.maxDisruptions: required");
-		return POL_CHECK_INVALID;
-	}
-	enum pol_check c = limit_ok(one, &adb->max_disruptions, "spec.maxDisruptions", why, cap);
-	if (c != POL_CHECK_OK || !adb->hook.present)
-		return c;
-	if (adb->hook.error != NG_INTERN_NONE) {
-		ng_fmt(why, cap, "%s", ng_intern_str(pool, adb->hook.error, NULL));
-		return POL_CHECK_INVALID;
-	}
+	if (adb->b.invalid)
+		return invalid(pool, adb->b.error, reterr);
+	if (!adb->max_disruptions.set)
+		return ng_err_set(reterr, NG_EPARSE, 0, "spec.maxDisruptions: required");
+	ng_status st = limit_ok(pool, &adb->max_disruptions, "spec.maxDisruptions", reterr);
+	if (st != NG_OK || !adb->hook.present)
+		return st;
+	if (adb->hook.error != NG_INTERN_NONE)
+		return invalid(pool, adb->hook.error, reterr);
 	struct kube_hook_policy p;
 	pol_hook_policy_from(cluster, &p);
-	char reason[300];
-	if (pol_hook_allowed(&adb->hook, &p, kube_snapshot_pool(cluster), reason, sizeof(reason)))
-		return POL_CHECK_OK;
-	ng_fmt(why, cap, "spec.healthHook: %s", reason);
-	return strstr(reason, "not allowed") ? POL_CHECK_FORBIDDEN : POL_CHECK_INVALID;
+	struct ng_err why = {0};
+	/* Forbidden by the policy (403) or invalid (422): pol_hook_allowed() tells which. */
+	st = pol_hook_allowed(&adb->hook, &p, kube_snapshot_pool(cluster), &why);
+	if (st != NG_OK)
+		return ng_err_set(reterr, st, 0, "spec.healthHook: %s", why.msg);
+	return NG_OK;
 }
 
-static enum pol_check check_ndb(const struct kube_snapshot *one, const struct kube_ndb *ndb,
-				char *why, size_t cap)
+static ng_status check_ndb(const struct ng_intern *pool, const struct kube_ndb *ndb,
+			   struct ng_err *reterr)
 {
-	if (ndb->b.invalid) {
-		ng_fmt(why, cap, "%s", ng_intern_str(kube_snapshot_pool(one), ndb->b.error, NULL));
-		return POL_CHECK_INVALID;
-	}
-	if (!ndb->max_disrupted.set && !ndb->min_undisrupted.set) {
-		ng_fmt(why, cap,
-		       "spec: one of maxDisruptedNodes and minUndisruptedNodes is required");
-		return POL_CHECK_INVALID;
-	}
-	enum pol_check c = limit_ok(one, &ndb->max_disrupted, "spec.maxDisruptedNodes", why, cap);
-	return c != POL_CHECK_OK
-		   ? c
-		   : limit_ok(one, &ndb->min_undisrupted, "spec.minUndisruptedNodes", why, cap);
+	if (ndb->b.invalid)
+		return invalid(pool, ndb->b.error, reterr);
+	if (!ndb->max_disrupted.set && !ndb->min_undisrupted.set)
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "spec: one of maxDisruptedNodes and minUndisruptedNodes is "
+				  "required");
+	ng_status st = limit_ok(pool, &ndb->max_disrupted, "spec.maxDisruptedNodes", reterr);
+	return st ? st : limit_ok(pool, &ndb->min_undisrupted, "spec.minUndisruptedNodes", reterr);
 }
 
-enum pol_check pol_check_budget(const struct kube_snapshot *cluster, const cJSON *obj, char *why,
-				size_t cap)
+ng_status pol_check_budget(const struct kube_snapshot *cluster, const struct kube_one *obj,
+			   struct ng_err *reterr)
 {
-	struct kube_snapshot *one = decode_one(obj, why, cap);
-	if (!one)
-		return POL_CHECK_INVALID;
-	size_t n;
-	enum pol_check c = POL_CHECK_OK;
-	const struct kube_adb *adb = kube_snapshot_adbs(one, &n);
-	if (n)
-		c = check_adb(cluster, one, adb, why, cap);
-	const struct kube_ndb *ndb = kube_snapshot_ndbs(one, &n);
-	if (n)
-		c = check_ndb(one, ndb, why, cap);
-	const struct kube_ngc *ngc = kube_snapshot_ngcs(one, &n);
-	if (n && ngc->invalid) {
-		ng_fmt(why, cap, "%s", ng_intern_str(kube_snapshot_pool(one), ngc->error, NULL));
-		c = POL_CHECK_INVALID;
-	}
-	kube_snapshot_release(one);
-	return c;
+	const struct ng_intern *pool = kube_one_pool(obj);
+	const struct kube_adb *adb = kube_one_adb(obj);
+	const struct kube_ndb *ndb = kube_one_ndb(obj);
+	const struct kube_ngc *ngc = kube_one_ngc(obj);
+	if (adb)
+		return check_adb(cluster, pool, adb, reterr);
+	if (ndb)
+		return check_ndb(pool, ndb, reterr);
+	if (ngc && ngc->invalid)
+		return invalid(pool, ngc->error, reterr);
+	return NG_OK;
 }
 
 /* ---- NodeDisruptions ---- */
 
-static bool present(const cJSON *obj, const char *key)
-{
-	const cJSON *v = ng_json_get(obj, key);
-	return v && !cJSON_IsNull(v);
-}
-
 /* A label selector string (drain.podSelector and the like) that must parse. */
-static enum pol_check selector_string_ok(const cJSON *v, const char *field, char *why, size_t cap)
+static ng_status selector_string_ok(const char *sel, const char *field, struct ng_err *reterr)
 {
-	if (!v || cJSON_IsNull(v))
-		return POL_CHECK_OK;
-	if (!cJSON_IsString(v)) {
-		ng_fmt(why, cap, "%s: expected a label selector string", field);
-		return POL_CHECK_INVALID;
-	}
+	if (!sel)
+		return NG_OK;
 	struct ng_intern *pool = ng_intern_create();
 	struct ng_arena *arena = ng_arena_create(1u << 20);
-	struct kube_selector sel;
+	struct kube_selector out;
 	struct ng_err err = {0};
-	ng_status st = pool && arena ? bud_selector_parse(v->valuestring, strlen(v->valuestring),
-							  pool, arena, &sel, &err)
+	ng_status st = pool && arena ? bud_selector_parse(sel, strlen(sel), pool, arena, &out, &err)
 				     : NG_ENOMEM;
 	ng_arena_destroy(arena);
 	ng_intern_destroy(pool);
 	if (st == NG_OK)
-		return POL_CHECK_OK;
-	ng_fmt(why, cap, "%s: %s", field, st == NG_ENOMEM ? "out of memory" : err.msg);
-	return POL_CHECK_INVALID;
+		return NG_OK;
+	return ng_err_set(reterr, st, 0, "%s: %s", field,
+			  st == NG_ENOMEM ? "out of memory" : err.msg);
 }
 
-static enum pol_check drain_ok(const cJSON *drain, char *why, size_t cap)
+/* The drain's selector strings parse and its filter regexes compile (the decoder checked their
+ * types and lengths). */
+static ng_status drain_ok(const struct kube_nd_drain *d, struct ng_err *reterr)
 {
-	enum pol_check c = selector_string_ok(ng_json_get(drain, "podSelector"),
-					      "spec.drain.podSelector", why, cap);
-	if (c == POL_CHECK_OK)
-		c = selector_string_ok(
-		    ng_json_get(ng_json_get(drain, "waitForPodCompletion"), "podSelector"),
-		    "spec.drain.waitForPodCompletion.podSelector", why, cap);
-	const cJSON *filters = ng_json_get(drain, "podEvictionFilters");
-	size_t i = 0;
-	for (const cJSON *f = cJSON_IsArray(filters) ? filters->child : NULL;
-	     c == POL_CHECK_OK && f; f = f->next, i++) {
-		const cJSON *re = ng_json_get(f, "byResourceNameRegex");
-		if (!re || cJSON_IsNull(re))
-			continue;
-		if (!cJSON_IsString(re) || strlen(re->valuestring) > MAX_REGEX_BYTES) {
-			ng_fmt(why, cap,
-			       "spec.drain.podEvictionFilters[%zu].byResourceNameRegex: expected a "
-			       "regular expression of at most %d bytes",
-			       i, MAX_REGEX_BYTES);
-			return POL_CHECK_INVALID;
-		}
+	ng_status st = selector_string_ok(d->pod_selector, "spec.drain.podSelector", reterr);
+	st = st ? st
+		: selector_string_ok(d->wait_pod_selector,
+				     "spec.drain.waitForPodCompletion.podSelector", reterr);
+	for (uint16_t i = 0; st == NG_OK && i < d->nfilters; i++) {
+		const char *re = d->filters[i].by_resource_name_regex;
 		regex_t rx;
-		int rc = regcomp(&rx, re->valuestring, REG_EXTENDED | REG_NOSUB);
+		int rc = re ? regcomp(&rx, re, REG_EXTENDED | REG_NOSUB) : 0;
 		if (rc != 0) {
 			char msg[160];
 			(void)regerror(rc, &rx, msg, sizeof(msg));
-			ng_fmt(why, cap,
-			       "spec.drain.podEvictionFilters[%zu].byResourceNameRegex: \"%.80s\" "
-			       "does not compile: %s",
-			       i, re->valuestring, msg);
-			return POL_CHECK_INVALID;
+			return ng_err_set(reterr, NG_EPARSE, 0,
+					  "spec.drain.podEvictionFilters[%u].byResourceNameRegex: "
+					  "\"%.80s\" does not compile: %s",
+					  (unsigned)i, re, msg);
 		}
-		regfree(&rx);
+		if (re)
+			regfree(&rx);
 	}
-	return c;
+	return st;
 }
 
-/* @spec without the fields that may change once Granted; NULL on OOM. */
-static cJSON *frozen_part(const cJSON *spec)
+/* The form of NodeDisruption @nd (decoded into @pool). */
+static ng_status nd_form(const struct kube_nd *nd, const struct ng_intern *pool,
+			 struct ng_err *reterr)
 {
-	cJSON *c = spec ? cJSON_Duplicate(spec, true) : cJSON_CreateObject();
-	if (!c)
-		return NULL;
-	cJSON_DeleteItemFromObjectCaseSensitive(c, "additionalRequestors");
-	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "retry"),
-						"deadline");
-	return c;
+	const struct kube_nd_detail *x = nd->detail;
+	if (x->has_node_selector == x->has_node_names)
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "spec: exactly one of nodeSelector and nodeNames is required");
+	if (nd->selector_invalid)
+		return invalid(pool, nd->selector_error, reterr);
+	if (x->has_node_selector && nd->node_selector.nreqs == 0)
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "spec.nodeSelector: {} would select every node: give labels to "
+				  "match, or name the nodes in spec.nodeNames");
+	if (x->spec_error != NG_INTERN_NONE)
+		return invalid(pool, x->spec_error, reterr);
+	return drain_ok(&x->drain, reterr);
 }
 
-static const char *created_by(const cJSON *obj)
+/* ---- comparing two decoded NodeDisruptions, each with its own pool ---- */
+
+struct pools {
+	const struct ng_intern *a, *b;
+};
+
+/* Intern id @x of pool a and @y of pool b name the same string (or are both absent). */
+static bool same_id(const struct pools *p, uint32_t x, uint32_t y)
 {
-	return ng_json_str(ng_json_get(ng_json_get(obj, "metadata"), "annotations"), CREATED_BY);
+	if (x == NG_INTERN_NONE || y == NG_INTERN_NONE)
+		return x == y;
+	size_t lx, ly;
+	const char *sx = ng_intern_str(p->a, x, &lx), *sy = ng_intern_str(p->b, y, &ly);
+	return lx == ly && memcmp(sx, sy, lx) == 0;
 }
 
-static enum pol_check update_ok(const cJSON *obj, const cJSON *old, char *why, size_t cap)
+static bool same_ids(const struct pools *p, const uint32_t *x, size_t nx, const uint32_t *y,
+		     size_t ny)
 {
-	const char *was = created_by(old), *is = created_by(obj);
-	if ((was || is) && (!was || !is || strcmp(was, is) != 0)) {
-		ng_fmt(why, cap,
-		       "metadata.annotations[%s]: set by nodegate when the request is "
-		       "created; it cannot change",
-		       CREATED_BY);
-		return POL_CHECK_INVALID;
+	if (nx != ny)
+		return false;
+	for (size_t i = 0; i < nx; i++)
+		if (!same_id(p, x[i], y[i]))
+			return false;
+	return true;
+}
+
+static bool same_text(const char *x, const char *y)
+{
+	return x == y || (x && y && strcmp(x, y) == 0);
+}
+
+/* Whether id @x (pool a) is among @ys (pool b). */
+static bool has_id(const struct pools *p, uint32_t x, const uint32_t *ys, size_t ny)
+{
+	for (size_t i = 0; i < ny; i++)
+		if (same_id(p, x, ys[i]))
+			return true;
+	return false;
+}
+
+static bool same_requirement(const struct pools *p, const struct kube_requirement *x,
+			     const struct kube_requirement *y)
+{
+	if (!same_id(p, x->key, y->key) || x->op != y->op || x->num != y->num ||
+	    x->nvalues != y->nvalues)
+		return false;
+	for (uint16_t i = 0; i < x->nvalues; i++)
+		if (!has_id(p, x->values[i], y->values, y->nvalues))
+			return false;
+	return true;
+}
+
+/* Two label selectors make the same selection: the same requirements, in any order (a value
+ * list is a set, and requirements are ANDed). */
+static bool same_selector(const struct pools *p, const struct kube_selector *x,
+			  const struct kube_selector *y)
+{
+	if (x->present != y->present || x->nreqs != y->nreqs)
+		return false;
+	for (uint16_t i = 0; i < x->nreqs; i++) {
+		bool found = false;
+		for (uint16_t k = 0; !found && k < y->nreqs; k++)
+			found = same_requirement(p, &x->reqs[i], &y->reqs[k]);
+		if (!found)
+			return false;
 	}
-	const char *state = ng_json_str(ng_json_get(old, "status"), "state");
-	if (!state || strcmp(state, "Granted") != 0)
-		return POL_CHECK_OK;
-	cJSON *a = frozen_part(ng_json_get(old, "spec"));
-	cJSON *b = frozen_part(ng_json_get(obj, "spec"));
-	bool same = a && b && cJSON_Compare(a, b, true);
-	cJSON_Delete(a);
-	cJSON_Delete(b);
-	if (same)
-		return POL_CHECK_OK;
-	ng_fmt(why, cap,
-	       "spec: immutable once Granted, except spec.retry.deadline and "
-	       "spec.additionalRequestors (delete the request and create a new one)");
-	return POL_CHECK_INVALID;
+	return true;
+}
+
+static bool same_drain(const struct pools *p, const struct kube_nd_drain *x,
+		       const struct kube_nd_drain *y)
+{
+	if (x->present != y->present || x->cordon != y->cordon || x->has_taint != y->has_taint ||
+	    !same_id(p, x->taint.key, y->taint.key) || !same_id(p, x->taint.val, y->taint.val) ||
+	    !same_id(p, x->taint.effect, y->taint.effect) || x->has_wait != y->has_wait ||
+	    !same_text(x->wait_pod_selector, y->wait_pod_selector) ||
+	    x->wait_timeout_s != y->wait_timeout_s || x->strategy != y->strategy ||
+	    !same_text(x->pod_selector, y->pod_selector) || x->force != y->force ||
+	    x->delete_empty_dir != y->delete_empty_dir ||
+	    x->skip_waiting_for_eviction != y->skip_waiting_for_eviction ||
+	    x->wait_for_volume_detach != y->wait_for_volume_detach ||
+	    x->timeout_s != y->timeout_s || x->nfilters != y->nfilters)
+		return false;
+	for (uint16_t i = 0; i < x->nfilters; i++)
+		if (!same_text(x->filters[i].by_resource_name_regex,
+			       y->filters[i].by_resource_name_regex))
+			return false;
+	return true;
+}
+
+/* Every field of the CRD's spec but retry.deadline and additionalRequestors, the two that may
+ * change once Granted. The structural schema prunes unknown fields, so this is the whole spec;
+ * tests/unit/test-policy-validate.c changes each field in turn. */
+static bool same_spec(const struct pools *p, const struct kube_nd *x, const struct kube_nd *y)
+{
+	const struct kube_nd_detail *dx = x->detail, *dy = y->detail;
+	const struct kube_nd_operation *ox = &dx->operation, *oy = &dy->operation;
+	return same_id(p, x->type, y->type) && same_id(p, x->requestor, y->requestor) &&
+	       x->priority == y->priority && dx->has_node_names == dy->has_node_names &&
+	       same_ids(p, x->node_names, x->nnode_names, y->node_names, y->nnode_names) &&
+	       dx->has_node_selector == dy->has_node_selector &&
+	       x->selector_invalid == y->selector_invalid &&
+	       same_id(p, x->selector_error, y->selector_error) &&
+	       same_selector(p, &x->node_selector, &y->node_selector) && x->retry == y->retry &&
+	       dx->start_ms == dy->start_ms && dx->duration_ms == dy->duration_ms &&
+	       same_drain(p, &dx->drain, &dy->drain) && ox->present == oy->present &&
+	       same_text(ox->job_template, oy->job_template) &&
+	       ox->wait_for_reboot == oy->wait_for_reboot;
+}
+
+/* The created-by annotation of @nd, or NULL. */
+static const char *created_by(const struct kube_nd *nd, const struct ng_intern *pool)
+{
+	uint32_t id = nd && nd->detail ? nd->detail->created_by : NG_INTERN_NONE;
+	return id == NG_INTERN_NONE ? NULL : ng_intern_str(pool, id, NULL);
+}
+
+static ng_status update_ok(const struct kube_one *obj, const struct kube_one *old,
+			   struct ng_err *reterr)
+{
+	const struct kube_nd *nd = kube_one_nd(obj), *was = kube_one_nd(old);
+	const char *by_was = created_by(was, kube_one_pool(old));
+	const char *by_is = created_by(nd, kube_one_pool(obj));
+	if (!same_text(by_was, by_is))
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "metadata.annotations[nodegate.io/created-by]: set by nodegate "
+				  "when the request is created; it cannot change");
+	if (!was || was->state != KUBE_ND_GRANTED)
+		return NG_OK;
+	struct pools p = {kube_one_pool(obj), kube_one_pool(old)};
+	if (same_spec(&p, nd, was))
+		return NG_OK;
+	return ng_err_set(reterr, NG_EPARSE, 0,
+			  "spec: immutable once Granted, except spec.retry.deadline and "
+			  "spec.additionalRequestors (delete the request and create a new one)");
 }
 
 /* Warnings on an admitted request naming its nodes: nodes nodegate does not know, nodes already
@@ -267,82 +316,80 @@ static void warn(const struct kube_snapshot *cluster, const struct kube_nd *nd,
 	}
 }
 
-/* pol_check_nd(); when the request passes and @ret_one is not NULL, the decoded request is
- * handed over there (the caller releases it) instead of being decoded again. */
-static enum pol_check check_nd(const struct kube_snapshot *cluster, const cJSON *obj,
-			       const cJSON *old, char *why, size_t cap, char *warning, size_t wcap,
-			       struct kube_snapshot **ret_one)
+ng_status pol_check_nd(const struct kube_snapshot *cluster, const struct kube_one *obj,
+		       const struct kube_one *old, char *warning, size_t wcap,
+		       struct ng_err *reterr)
 {
 	warning[0] = '\0';
-	const cJSON *spec = ng_json_get(obj, "spec");
-	if (present(spec, "nodeSelector") == present(spec, "nodeNames")) {
-		ng_fmt(why, cap, "spec: exactly one of nodeSelector and nodeNames is required");
-		return POL_CHECK_INVALID;
-	}
-	struct kube_snapshot *one = decode_one(obj, why, cap);
-	if (!one)
-		return POL_CHECK_INVALID;
-	size_t n;
-	const struct kube_nd *nd = kube_snapshot_nds(one, &n);
-	const struct ng_intern *pool = kube_snapshot_pool(one);
-	enum pol_check c = POL_CHECK_OK;
-	if (n != 1) {
-		ng_fmt(why, cap, "kind: expected a NodeDisruption");
-		c = POL_CHECK_INVALID;
-	} else if (nd->selector_invalid) {
-		ng_fmt(why, cap, "%s", ng_intern_str(pool, nd->selector_error, NULL));
-		c = POL_CHECK_INVALID;
-	} else if (present(spec, "nodeSelector") && nd->node_selector.nreqs == 0) {
-		ng_fmt(why, cap,
-		       "spec.nodeSelector: {} would select every node: give labels to "
-		       "match, or name the nodes in spec.nodeNames");
-		c = POL_CHECK_INVALID;
-	}
-	if (c == POL_CHECK_OK)
-		c = drain_ok(ng_json_get(spec, "drain"), why, cap);
-	if (c == POL_CHECK_OK && old)
-		c = update_ok(obj, old, why, cap);
-	if (c == POL_CHECK_OK)
-		warn(cluster, nd, pool, warning, wcap);
-	if (c == POL_CHECK_OK && ret_one)
-		*ret_one = one;
-	else
-		kube_snapshot_release(one);
-	return c;
+	const struct kube_nd *nd = kube_one_nd(obj);
+	if (!nd)
+		return ng_err_set(reterr, NG_EPARSE, 0, "kind: expected a NodeDisruption");
+	ng_status st = nd_form(nd, kube_one_pool(obj), reterr);
+	if (st == NG_OK && old)
+		st = update_ok(obj, old, reterr);
+	if (st == NG_OK)
+		warn(cluster, nd, kube_one_pool(obj), warning, wcap);
+	return st;
 }
 
-enum pol_check pol_check_nd(const struct kube_snapshot *cluster, const cJSON *obj, const cJSON *old,
-			    char *why, size_t cap, char *warning, size_t wcap)
+/* The fields that are the gate's decision, in the order they are checked. */
+enum decision_field { DF_STATE, DF_NODES, DF_GRANTED_AT, DF_BUDGETS, DF_COUNT };
+static const char *const decision_fields[DF_COUNT] = {"state", "disruptedNodes", "grantedAt",
+						      "disruptedDisruptionBudgets"};
+
+static bool same_verdicts(const struct pools *p, const struct kube_nd_detail *x,
+			  const struct kube_nd_detail *y)
 {
-	return check_nd(cluster, obj, old, why, cap, warning, wcap, NULL);
+	if (x->nverdicts != y->nverdicts)
+		return false;
+	for (uint16_t i = 0; i < x->nverdicts; i++) {
+		const struct kube_nd_verdict *a = &x->verdicts[i], *b = &y->verdicts[i];
+		if (!same_id(p, a->kind, b->kind) || !same_id(p, a->ns, b->ns) ||
+		    !same_id(p, a->name, b->name) || a->ok != b->ok ||
+		    !same_text(a->reason, b->reason))
+			return false;
+	}
+	return true;
 }
 
-/* The fields that are the gate's decision. */
-static const char *const decision_fields[] = {"state", "disruptedNodes", "grantedAt",
-					      "disruptedDisruptionBudgets"};
+/* Whether decision field @f is the same in @x (pool a) and @y (pool b). */
+static bool same_decision(const struct pools *p, enum decision_field f, const struct kube_nd *x,
+			  const struct kube_nd *y)
+{
+	switch (f) {
+	case DF_STATE:
+		return x->state == y->state;
+	case DF_NODES:
+		return same_ids(p, x->disrupted, x->ndisrupted, y->disrupted, y->ndisrupted);
+	case DF_GRANTED_AT:
+		return x->detail->granted_ms == y->detail->granted_ms;
+	default:
+		return same_verdicts(p, x->detail, y->detail);
+	}
+}
 
-enum pol_check pol_check_nd_status(const cJSON *obj, const cJSON *old, const char *user,
-				   const char *const *deciders, size_t ndeciders, char *why,
-				   size_t cap)
+ng_status pol_check_nd_status(const struct kube_one *obj, const struct kube_one *old,
+			      const char *user, const char *const *deciders, size_t ndeciders,
+			      struct ng_err *reterr)
 {
 	for (size_t i = 0; i < ndeciders; i++)
 		if (strcmp(user, deciders[i]) == 0)
-			return POL_CHECK_OK;
-	const cJSON *st = ng_json_get(obj, "status"), *was = ng_json_get(old, "status");
-	for (size_t i = 0; i < sizeof(decision_fields) / sizeof(decision_fields[0]); i++) {
-		const cJSON *a = ng_json_get(was, decision_fields[i]);
-		const cJSON *b = ng_json_get(st, decision_fields[i]);
-		bool same = (!a || cJSON_IsNull(a)) && (!b || cJSON_IsNull(b));
-		same = same || (a && b && cJSON_Compare(a, b, true));
-		if (same)
+			return NG_OK;
+	/* A missing status (or object) reads as a request with no decision. */
+	static const struct kube_nd_detail no_detail = {.duration_ms = -1};
+	static const struct kube_nd none = {.detail = &no_detail};
+	const struct kube_nd *is = kube_one_nd(obj), *was = kube_one_nd(old);
+	struct pools p = {is ? kube_one_pool(obj) : NULL, was ? kube_one_pool(old) : NULL};
+	for (int f = 0; f < DF_COUNT; f++) {
+		if (same_decision(&p, (enum decision_field)f, is ? is : &none, was ? was : &none))
 			continue;
-		ng_fmt(why, cap,
-		       "status.%s: only nodegate (%s) decides a NodeDisruption; %.100s may not "
-		       "change it",
-		       decision_fields[i], ndeciders ? deciders[0] : "its service account", user);
-		return POL_CHECK_FORBIDDEN;
+		return ng_err_set(reterr, NG_EFORBIDDEN, 0,
+				  "status.%s: only nodegate (%s) decides a NodeDisruption; %.100s "
+				  "may not change it",
+				  decision_fields[f],
+				  ndeciders ? deciders[0] : "its service account", user);
 	}
-	return POL_CHECK_OK;
+	return NG_OK;
 }
 
 /* ---- dry run: a request from outside the cache, decided against it ---- */
@@ -358,13 +405,15 @@ static uint32_t remap(const struct ng_intern *from, const struct ng_intern *to, 
 	return ng_intern_find(to, s, len);
 }
 
-/* @nd (decoded into @one) re-expressed in @cluster's ids, arrays from @arena. */
-static ng_status remap_nd(const struct kube_snapshot *one, const struct kube_snapshot *cluster,
+/* @nd (decoded into @from) re-expressed in @cluster's ids, arrays from @arena, as a request the
+ * gate has not decided: its status does not count, and without a name it is "evaluate". */
+static ng_status remap_nd(const struct ng_intern *from, const struct kube_snapshot *cluster,
 			  const struct kube_nd *nd, struct ng_arena *arena, struct kube_nd *ret)
 {
-	const struct ng_intern *from = kube_snapshot_pool(one), *to = kube_snapshot_pool(cluster);
+	const struct ng_intern *to = kube_snapshot_pool(cluster);
 	struct kube_nd r = *nd;
-	r.name = remap(from, to, nd->name);
+	r.name = nd->name == NG_INTERN_NONE ? ng_intern_find(to, "evaluate", 8)
+					    : remap(from, to, nd->name);
 	r.type = remap(from, to, nd->type);
 	r.requestor = remap(from, to, nd->requestor);
 	r.state = KUBE_ND_UNKNOWN;
@@ -372,6 +421,10 @@ static ng_status remap_nd(const struct kube_snapshot *one, const struct kube_sna
 	r.disrupted = NULL;
 	r.nfinalizers = 0;
 	r.finalizers = NULL;
+	r.retry_count = 0;
+	r.next_retry_ms = 0;
+	r.status_reason = "";
+	r.detail = NULL; /* its ids are @from's; the gate does not read it */
 	uint32_t *names = ng_arena_alloc(arena, (nd->nnode_names + 1u) * sizeof(*names));
 	struct kube_requirement *reqs =
 	    ng_arena_alloc(arena, (nd->node_selector.nreqs + 1u) * sizeof(*reqs));
@@ -396,22 +449,20 @@ static ng_status remap_nd(const struct kube_snapshot *one, const struct kube_sna
 	return NG_OK;
 }
 
-enum pol_check pol_evaluate_object(const struct kube_snapshot *cluster, const cJSON *obj,
-				   int64_t now_ms, struct ng_arena *arena,
-				   struct pol_gate_decision *ret, char *why, size_t cap)
+ng_status pol_evaluate_object(const struct kube_snapshot *cluster, const struct kube_one *obj,
+			      int64_t now_ms, struct ng_arena *arena, struct pol_gate_decision *ret,
+			      struct ng_err *reterr)
 {
 	char warning[400];
-	struct kube_snapshot *one = NULL;
-	enum pol_check c = check_nd(cluster, obj, NULL, why, cap, warning, sizeof(warning), &one);
-	if (c != POL_CHECK_OK)
-		return c;
-	size_t n;
+	ng_status st = pol_check_nd(cluster, obj, NULL, warning, sizeof(warning), reterr);
+	if (st != NG_OK)
+		return st;
 	struct kube_nd nd;
 	struct pol_gate_config cfg;
 	pol_gate_config_from(cluster, &cfg);
 	struct pol_ledger *ledger = pol_ledger_create(cluster);
-	ng_status st =
-	    ledger ? remap_nd(one, cluster, kube_snapshot_nds(one, &n), arena, &nd) : NG_ENOMEM;
+	st = ledger ? remap_nd(kube_one_pool(obj), cluster, kube_one_nd(obj), arena, &nd)
+		    : NG_ENOMEM;
 	size_t nall;
 	const struct kube_nd *all = kube_snapshot_nds(cluster, &nall);
 	if (st == NG_OK && cfg.serial_control_plane) {
@@ -426,10 +477,7 @@ enum pol_check pol_evaluate_object(const struct kube_snapshot *cluster, const cJ
 	}
 	st = st ? st : pol_evaluate_disruption(cluster, &cfg, ledger, &nd, now_ms, arena, ret);
 	pol_ledger_destroy(ledger);
-	kube_snapshot_release(one);
-	if (st != NG_OK) {
-		ng_fmt(why, cap, "out of memory");
-		return POL_CHECK_INVALID;
-	}
-	return POL_CHECK_OK;
+	if (st != NG_OK)
+		return ng_err_set(reterr, st, 0, "out of memory");
+	return NG_OK;
 }

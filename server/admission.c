@@ -3,6 +3,8 @@
 #include "common/buf.h"
 #include "common/intern.h"
 #include "common/json.h"
+#include "kube/records.h"
+#include "kube/snapshot.h"
 #include "policy/disruption.h"
 #include "policy/validate.h"
 
@@ -35,12 +37,8 @@ ng_status srv_admit_eviction(const char *body, size_t len, struct ng_arena *aren
 	} else {
 		/* request.name/namespace are the pod's; some clients leave them to the Eviction's
 		 * metadata, so fall back to it. */
-		const char *ns = r->ns, *name = r->name;
-		const cJSON *meta = ng_json_get(r->object, "metadata");
-		if (!*ns && ng_json_str(meta, "namespace"))
-			ns = ng_json_str(meta, "namespace");
-		if (!*name && ng_json_str(meta, "name"))
-			name = ng_json_str(meta, "name");
+		const char *ns = *r->ns ? r->ns : r->object_ns;
+		const char *name = *r->name ? r->name : r->object_name;
 		struct pol_eviction_request pr = {
 		    .ns = ns,
 		    .ns_len = strlen(ns),
@@ -58,6 +56,7 @@ ng_status srv_admit_eviction(const char *body, size_t len, struct ng_arena *aren
 		resp.warning = a.decision.warning;
 	}
 	st = srv_review_encode(r->uid, &resp, out);
+	srv_review_finish(&a.review);
 	if (st != NG_OK)
 		return ng_err_set(reterr, st, 0, "encoding the response: %s", ng_status_str(st));
 	*ret = a;
@@ -75,9 +74,8 @@ static void printable_ascii(char *s)
  * to the authenticated user whatever the request says. */
 static ng_status created_by_patch(const struct srv_review *r, struct ng_buf *b)
 {
-	const cJSON *ann = ng_json_get(ng_json_get(r->object, "metadata"), "annotations");
 	ng_status st;
-	if (cJSON_IsObject(ann)) {
+	if (r->object_has_annotations) {
 		st = ng_buf_puts(b, "[{\"op\":\"add\",\"path\":\"/metadata/annotations/"
 				    "nodegate.io~1created-by\",\"value\":");
 		st = st ? st : ng_buf_json_str(b, r->username, strlen(r->username));
@@ -89,6 +87,101 @@ static ng_status created_by_patch(const struct srv_review *r, struct ng_buf *b)
 		st = st ? st : ng_buf_puts(b, "}");
 	}
 	return st ? st : ng_buf_puts(b, "}]");
+}
+
+/* The 200 answer of a dry run for decision @d. */
+static ng_status evaluation_answer(const struct kube_snapshot *snap,
+				   const struct pol_gate_decision *d, struct ng_arena *arena,
+				   struct ng_buf *out, int *ret_code, bool *ret_granted,
+				   struct ng_err *reterr)
+{
+	ng_status st;
+	*ret_code = 200;
+	*ret_granted = d->outcome == POL_GATE_GRANT;
+	const char *state = pol_gate_outcome_str(d->outcome);
+	const char **names = pol_node_names_sorted(snap, d, arena);
+	if (!names)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	st = ng_buf_puts(out, "{\"state\":");
+	st = st ? st : ng_buf_json_str(out, state, strlen(state));
+	st = st ? st : ng_buf_puts(out, ",\"reason\":");
+	st = st ? st : ng_buf_json_str(out, d->reason, strlen(d->reason));
+	st = st ? st : ng_buf_puts(out, ",\"disruptedNodes\":[");
+	for (size_t i = 0; st == NG_OK && i < d->nnodes; i++) {
+		st = i ? ng_buf_puts(out, ",") : NG_OK;
+		st = st ? st : ng_buf_json_str(out, names[i], strlen(names[i]));
+	}
+	st = st ? st : ng_buf_puts(out, "],\"disruptedDisruptionBudgets\":");
+	st = st ? st : pol_verdicts_json(snap, d->verdicts, d->nverdicts, out);
+	/* A grant still waits on these (not called by a dry run). */
+	st = st ? st : ng_buf_puts(out, ",\"healthHooks\":[");
+	size_t nadb;
+	const struct kube_adb *adbs = kube_snapshot_adbs(snap, &nadb);
+	const struct ng_intern *pool = kube_snapshot_pool(snap);
+	bool first = true;
+	for (size_t i = 0; st == NG_OK && d->outcome == POL_GATE_GRANT && i < d->nverdicts; i++) {
+		const struct pol_budget_verdict *v = &d->verdicts[i];
+		if (v->kind != KUBE_RES_ADBS || v->index >= nadb || !adbs[v->index].hook.present)
+			continue;
+		const char *ns = ng_intern_str(pool, v->ns, NULL);
+		const char *name = ng_intern_str(pool, v->name, NULL);
+		st = ng_buf_puts(out, first ? "{\"namespace\":" : ",{\"namespace\":");
+		st = st ? st : ng_buf_json_str(out, ns, strlen(ns));
+		st = st ? st : ng_buf_puts(out, ",\"name\":");
+		st = st ? st : ng_buf_json_str(out, name, strlen(name));
+		st = st ? st : ng_buf_puts(out, "}");
+		first = false;
+	}
+	st = st ? st : ng_buf_puts(out, "]}\n");
+	if (st != NG_OK)
+		return ng_err_set(reterr, st, 0, "encoding the answer: %s", ng_status_str(st));
+	return NG_OK;
+}
+
+/* The object (@old: the stored one) of @r decoded, or why not: NG_ENOTFOUND for a kind nodegate
+ * does not read. NG_OK with NULL when the review has none. */
+static ng_status object_of(const struct srv_review *r, bool old, const struct kube_one **ret,
+			   struct ng_err *why)
+{
+	const struct ng_err *err = old ? &r->old_object_err : &r->object_err;
+	*ret = old ? r->old_object : r->object;
+	if (*ret || !(old ? r->has_old_object : r->has_object))
+		return NG_OK;
+	return ng_err_set(why, err->status, 0, "%s%s", old ? "oldObject: " : "", err->msg);
+}
+
+static bool decides(const struct srv_object_config *cfg, const char *user)
+{
+	for (size_t i = 0; i < cfg->ndeciders; i++)
+		if (strcmp(user, cfg->deciders[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The object webhooks' checks: NG_OK, or why the request is refused. */
+static ng_status judge(enum srv_object_webhook wh, const struct srv_review *r,
+		       const struct kube_snapshot *snap, const struct srv_object_config *cfg,
+		       char *warning, size_t wcap, struct ng_err *why)
+{
+	const struct kube_one *obj = NULL, *old = NULL;
+	bool update = strcmp(r->operation, "UPDATE") == 0;
+	ng_status st = object_of(r, false, &obj, why);
+	if (wh == SRV_OBJ_BUDGET) {
+		/* Kinds the cache does not keep are not this webhook's to judge. */
+		if (st == NG_ENOTFOUND)
+			return NG_OK;
+		return st ? st : pol_check_budget(snap, obj, why);
+	}
+	if (st == NG_ENOTFOUND)
+		return ng_err_set(why, NG_EPARSE, 0, "kind: expected a NodeDisruption");
+	if (st == NG_OK && update)
+		st = object_of(r, true, &old, why);
+	if (wh == SRV_OBJ_ND)
+		return st ? st : pol_check_nd(snap, obj, old, warning, wcap, why);
+	/* The status webhook: nodegate's own writes pass whatever the object holds. */
+	if (st != NG_OK && !decides(cfg, r->username))
+		return st;
+	return pol_check_nd_status(obj, old, r->username, cfg->deciders, cfg->ndeciders, why);
 }
 
 ng_status srv_admit_object(enum srv_object_webhook wh, const char *body, size_t len,
@@ -105,34 +198,32 @@ ng_status srv_admit_object(enum srv_object_webhook wh, const char *body, size_t 
 	a.allowed = true;
 	bool create = strcmp(r->operation, "CREATE") == 0;
 	bool update = strcmp(r->operation, "UPDATE") == 0;
-	bool ours = r->object && strcmp(r->kind_group, "nodegate.io") == 0;
+	bool ours = r->has_object && strcmp(r->kind_group, "nodegate.io") == 0;
 	bool nd = ours && strcmp(r->kind_kind, "NodeDisruption") == 0;
 	const char *sub = r->sub_resource;
-	char why[400] = "";
-	enum pol_check c = POL_CHECK_OK;
+	struct ng_err why = {0};
+	ng_status verdict = NG_OK;
 	struct ng_buf patch;
 	ng_buf_init(&patch, 64 * 1024);
-	if (wh == SRV_OBJ_BUDGET && ours && !nd && (create || update) && !*sub)
-		c = pol_check_budget(snap, r->object, why, sizeof(why));
-	else if (wh == SRV_OBJ_ND && nd && (create || update) && !*sub)
-		c = pol_check_nd(snap, r->object, update ? r->old_object : NULL, why, sizeof(why),
-				 a.warning, sizeof(a.warning));
-	else if (wh == SRV_OBJ_ND_STATUS && nd && update && strcmp(sub, "status") == 0)
-		c = pol_check_nd_status(r->object, r->old_object, r->username, cfg->deciders,
-					cfg->ndeciders, why, sizeof(why));
+	if ((wh == SRV_OBJ_BUDGET && ours && !nd && (create || update) && !*sub) ||
+	    (wh == SRV_OBJ_ND && nd && (create || update) && !*sub) ||
+	    (wh == SRV_OBJ_ND_STATUS && nd && update && strcmp(sub, "status") == 0))
+		verdict = judge(wh, r, snap, cfg, a.warning, sizeof(a.warning), &why);
 	else if (wh == SRV_OBJ_ND_MUTATE && nd && create && !*sub && *r->username) {
 		if ((st = created_by_patch(r, &patch)) != NG_OK) {
 			ng_buf_finish(&patch);
+			srv_review_finish(&a.review);
 			return ng_err_set(reterr, st, 0, "encoding the patch: %s",
 					  ng_status_str(st));
 		}
 		a.patched = true;
 	}
-	if (c != POL_CHECK_OK) {
+	if (verdict != NG_OK) {
 		a.allowed = false;
-		a.code = c == POL_CHECK_FORBIDDEN ? 403 : 422;
+		/* Forbidden to this user or by the policy: 403; anything else is invalid. */
+		a.code = verdict == NG_EFORBIDDEN ? 403 : 422;
 		(void)snprintf(a.message, sizeof(a.message), "%s %s%s%s: %s", r->kind_kind, r->ns,
-			       *r->ns ? "/" : "", r->name, why);
+			       *r->ns ? "/" : "", r->name, why.msg);
 	}
 	/* Names, URLs and selectors are echoed: messages stay printable ASCII. */
 	printable_ascii(a.message);
@@ -144,39 +235,11 @@ ng_status srv_admit_object(enum srv_object_webhook wh, const char *body, size_t 
 					   .patch = a.patched ? patch.data : NULL};
 	st = srv_review_encode(r->uid, &resp, out);
 	ng_buf_finish(&patch);
+	srv_review_finish(&a.review);
 	if (st != NG_OK)
 		return ng_err_set(reterr, st, 0, "encoding the response: %s", ng_status_str(st));
 	*ret = a;
 	return NG_OK;
-}
-
-/* The request to evaluate as a NodeDisruption object of its own (malloc'ed): the given
- * metadata (a name made up when there is none) and spec. NULL on OOM. */
-static cJSON *as_nd(const cJSON *in)
-{
-	const cJSON *meta = ng_json_get(in, "metadata");
-	cJSON *o = cJSON_CreateObject();
-	cJSON *m = cJSON_IsObject(meta) ? cJSON_Duplicate(meta, true) : cJSON_CreateObject();
-	cJSON *spec = ng_json_get(in, "spec") ? cJSON_Duplicate(ng_json_get(in, "spec"), true)
-					      : cJSON_CreateObject();
-	if (!o || !m || !spec ||
-	    !cJSON_AddStringToObject(o, "apiVersion", "nodegate.io/v1alpha1") ||
-	    !cJSON_AddStringToObject(o, "kind", "NodeDisruption")) {
-		cJSON_Delete(o);
-		cJSON_Delete(m);
-		cJSON_Delete(spec);
-		return NULL;
-	}
-	cJSON_AddItemToObject(o, "metadata", m);
-	cJSON_AddItemToObject(o, "spec", spec);
-	if (!ng_json_str(m, "name")) {
-		cJSON_DeleteItemFromObjectCaseSensitive(m, "name");
-		if (!cJSON_AddStringToObject(m, "name", "evaluate")) {
-			cJSON_Delete(o);
-			return NULL;
-		}
-	}
-	return o;
 }
 
 ng_status srv_evaluate(const char *body, size_t len, struct ng_arena *arena,
@@ -190,58 +253,23 @@ ng_status srv_evaluate(const char *body, size_t len, struct ng_arena *arena,
 		return st;
 	if (!cJSON_IsObject(in))
 		return ng_err_set(reterr, NG_EPARSE, 0, "expected a NodeDisruption object");
-	cJSON *obj = as_nd(in);
-	if (!obj)
-		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	/* Whatever kind and apiVersion it says, the body is a NodeDisruption to decide; a name is
+	 * optional (pol_evaluate_object() names it "evaluate"), and a status is not the caller's
+	 * to give: it is dropped unread (the tree lives in @arena, so nothing is freed). */
+	(void)cJSON_DetachItemFromObjectCaseSensitive(in, "status");
+	struct kube_one *one = NULL;
 	struct pol_gate_decision d;
-	char why[400] = "";
-	enum pol_check c = pol_evaluate_object(snap, obj, now_ms, arena, &d, why, sizeof(why));
-	cJSON_Delete(obj);
-	if (c != POL_CHECK_OK) {
-		printable_ascii(why);
-		*ret_code = c == POL_CHECK_FORBIDDEN ? 403 : 422;
+	struct ng_err why = {0};
+	st = kube_one_decode_as(KUBE_RES_NDS, in, KUBE_ONE_NAME_OPTIONAL, &one, &why);
+	if (st == NG_OK)
+		st = pol_evaluate_object(snap, one, now_ms, arena, &d, &why);
+	kube_one_destroy(one);
+	if (st != NG_OK) {
+		printable_ascii(why.msg);
+		*ret_code = st == NG_EFORBIDDEN ? 403 : 422;
 		st = ng_buf_puts(out, "{\"message\":");
-		st = st ? st : ng_buf_json_str(out, why, strlen(why));
+		st = st ? st : ng_buf_json_str(out, why.msg, strlen(why.msg));
 		return st ? st : ng_buf_puts(out, "}\n");
 	}
-	*ret_code = 200;
-	*ret_granted = d.outcome == POL_GATE_GRANT;
-	const char *state = pol_gate_outcome_str(d.outcome);
-	const char **names = pol_node_names_sorted(snap, &d, arena);
-	if (!names)
-		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
-	st = ng_buf_puts(out, "{\"state\":");
-	st = st ? st : ng_buf_json_str(out, state, strlen(state));
-	st = st ? st : ng_buf_puts(out, ",\"reason\":");
-	st = st ? st : ng_buf_json_str(out, d.reason, strlen(d.reason));
-	st = st ? st : ng_buf_puts(out, ",\"disruptedNodes\":[");
-	for (size_t i = 0; st == NG_OK && i < d.nnodes; i++) {
-		st = i ? ng_buf_puts(out, ",") : NG_OK;
-		st = st ? st : ng_buf_json_str(out, names[i], strlen(names[i]));
-	}
-	st = st ? st : ng_buf_puts(out, "],\"disruptedDisruptionBudgets\":");
-	st = st ? st : pol_verdicts_json(snap, d.verdicts, d.nverdicts, out);
-	/* A grant still waits on these (not called by a dry run). */
-	st = st ? st : ng_buf_puts(out, ",\"healthHooks\":[");
-	size_t nadb;
-	const struct kube_adb *adbs = kube_snapshot_adbs(snap, &nadb);
-	const struct ng_intern *pool = kube_snapshot_pool(snap);
-	bool first = true;
-	for (size_t i = 0; st == NG_OK && d.outcome == POL_GATE_GRANT && i < d.nverdicts; i++) {
-		const struct pol_budget_verdict *v = &d.verdicts[i];
-		if (v->kind != KUBE_RES_ADBS || v->index >= nadb || !adbs[v->index].hook.present)
-			continue;
-		const char *ns = ng_intern_str(pool, v->ns, NULL);
-		const char *name = ng_intern_str(pool, v->name, NULL);
-		st = ng_buf_puts(out, first ? "{\"namespace\":" : ",{\"namespace\":");
-		st = st ? st : ng_buf_json_str(out, ns, strlen(ns));
-		st = st ? st : ng_buf_puts(out, ",\"name\":");
-		st = st ? st : ng_buf_json_str(out, name, strlen(name));
-		st = st ? st : ng_buf_puts(out, "}");
-		first = false;
-	}
-	st = st ? st : ng_buf_puts(out, "]}\n");
-	if (st != NG_OK)
-		return ng_err_set(reterr, st, 0, "encoding the answer: %s", ng_status_str(st));
-	return NG_OK;
+	return evaluation_answer(snap, &d, arena, out, ret_code, ret_granted, reterr);
 }

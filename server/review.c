@@ -2,6 +2,7 @@
 
 #include "common/buf.h"
 #include "common/json.h"
+#include "kube/records.h"
 
 #include <string.h>
 
@@ -59,6 +60,80 @@ static ng_status gvk(const cJSON *req, const char *key, const char *const names[
 	return NG_OK;
 }
 
+/* request.* but the objects, into @r. */
+static ng_status request_fields(const cJSON *req, struct srv_review *r, struct ng_err *reterr)
+{
+	static const char *const gvk_names[3] = {"group", "version", "kind"};
+	static const char *const gvr_names[3] = {"group", "version", "resource"};
+	ng_status st;
+	if ((st = str_field(req, "uid", "request.uid", MAX_UID_BYTES, true, &r->uid, reterr)) !=
+		NG_OK ||
+	    (st = gvk(req, "kind", gvk_names,
+		      (const char **[3]){&r->kind_group, &r->kind_version, &r->kind_kind},
+		      reterr)) != NG_OK ||
+	    (st = gvk(req, "resource", gvr_names,
+		      (const char **[3]){&r->resource_group, &r->resource_version, &r->resource},
+		      reterr)) != NG_OK ||
+	    (st = str_field(req, "subResource", "request.subResource", MAX_NAME_BYTES, false,
+			    &r->sub_resource, reterr)) != NG_OK ||
+	    (st = str_field(req, "name", "request.name", MAX_NAME_BYTES, false, &r->name,
+			    reterr)) != NG_OK ||
+	    (st = str_field(req, "namespace", "request.namespace", MAX_NS_BYTES, false, &r->ns,
+			    reterr)) != NG_OK ||
+	    (st = str_field(req, "operation", "request.operation", 16, true, &r->operation,
+			    reterr)) != NG_OK)
+		return st;
+	if (strcmp(r->operation, "CREATE") != 0 && strcmp(r->operation, "UPDATE") != 0 &&
+	    strcmp(r->operation, "DELETE") != 0 && strcmp(r->operation, "CONNECT") != 0)
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "request.operation: must be CREATE, UPDATE, DELETE or CONNECT");
+	const cJSON *ui = ng_json_get(req, "userInfo");
+	if (ui && !cJSON_IsNull(ui) && !cJSON_IsObject(ui))
+		return ng_err_set(reterr, NG_EPARSE, 0, "request.userInfo: expected an object");
+	if ((st = str_field(ui, "username", "request.userInfo.username", MAX_USER_BYTES, false,
+			    &r->username, reterr)) != NG_OK)
+		return st;
+	const cJSON *dry = ng_json_get(req, "dryRun");
+	if (dry && !cJSON_IsNull(dry) && !cJSON_IsBool(dry))
+		return ng_err_set(reterr, NG_EPARSE, 0, "request.dryRun: expected a boolean");
+	r->dry_run = cJSON_IsTrue(dry);
+	return NG_OK;
+}
+
+/* @obj decoded into *@ret when it is one of nodegate's, or why not into @err. */
+static void decode_object(const cJSON *obj, struct kube_one **ret, struct ng_err *err)
+{
+	*ret = NULL;
+	if (kube_one_decode(obj, ret, err) != NG_OK)
+		*ret = NULL;
+}
+
+/* request.object and request.oldObject into @r: what every webhook reads of the object, and the
+ * decoded object when it is nodegate's. */
+static ng_status request_objects(const cJSON *req, struct srv_review *r, struct ng_err *reterr)
+{
+	const cJSON *obj = ng_json_get(req, "object");
+	const cJSON *old = ng_json_get(req, "oldObject");
+	if (obj && !cJSON_IsNull(obj) && !cJSON_IsObject(obj))
+		return ng_err_set(reterr, NG_EPARSE, 0, "request.object: expected an object");
+	if (old && !cJSON_IsNull(old) && !cJSON_IsObject(old))
+		return ng_err_set(reterr, NG_EPARSE, 0, "request.oldObject: expected an object");
+	r->has_object = cJSON_IsObject(obj);
+	r->has_old_object = cJSON_IsObject(old);
+	const cJSON *meta = ng_json_get(obj, "metadata");
+	const char *ns = ng_json_str(meta, "namespace"), *name = ng_json_str(meta, "name");
+	r->object_ns = ns ? ns : "";
+	r->object_name = name ? name : "";
+	r->object_has_annotations = cJSON_IsObject(ng_json_get(meta, "annotations"));
+	if (strcmp(r->kind_group, "nodegate.io") != 0)
+		return NG_OK;
+	if (r->has_object)
+		decode_object(obj, &r->object, &r->object_err);
+	if (r->has_old_object)
+		decode_object(old, &r->old_object, &r->old_object_err);
+	return NG_OK;
+}
+
 ng_status srv_review_decode(const char *buf, size_t len, struct ng_arena *arena,
 			    struct srv_review *ret, struct ng_err *reterr)
 {
@@ -90,49 +165,20 @@ ng_status srv_review_decode(const char *buf, size_t len, struct ng_arena *arena,
 		return ng_err_set(reterr, NG_EPARSE, 0, "request: expected an object");
 	struct srv_review r;
 	memset(&r, 0, sizeof(r));
-	static const char *const gvk_names[3] = {"group", "version", "kind"};
-	static const char *const gvr_names[3] = {"group", "version", "resource"};
-	if ((st = str_field(req, "uid", "request.uid", MAX_UID_BYTES, true, &r.uid, reterr)) !=
-		NG_OK ||
-	    (st = gvk(req, "kind", gvk_names,
-		      (const char **[3]){&r.kind_group, &r.kind_version, &r.kind_kind}, reterr)) !=
-		NG_OK ||
-	    (st = gvk(req, "resource", gvr_names,
-		      (const char **[3]){&r.resource_group, &r.resource_version, &r.resource},
-		      reterr)) != NG_OK ||
-	    (st = str_field(req, "subResource", "request.subResource", MAX_NAME_BYTES, false,
-			    &r.sub_resource, reterr)) != NG_OK ||
-	    (st = str_field(req, "name", "request.name", MAX_NAME_BYTES, false, &r.name, reterr)) !=
-		NG_OK ||
-	    (st = str_field(req, "namespace", "request.namespace", MAX_NS_BYTES, false, &r.ns,
-			    reterr)) != NG_OK ||
-	    (st = str_field(req, "operation", "request.operation", 16, true, &r.operation,
-			    reterr)) != NG_OK)
+	if ((st = request_fields(req, &r, reterr)) != NG_OK ||
+	    (st = request_objects(req, &r, reterr)) != NG_OK)
 		return st;
-	if (strcmp(r.operation, "CREATE") != 0 && strcmp(r.operation, "UPDATE") != 0 &&
-	    strcmp(r.operation, "DELETE") != 0 && strcmp(r.operation, "CONNECT") != 0)
-		return ng_err_set(reterr, NG_EPARSE, 0,
-				  "request.operation: must be CREATE, UPDATE, DELETE or CONNECT");
-	const cJSON *ui = ng_json_get(req, "userInfo");
-	if (ui && !cJSON_IsNull(ui) && !cJSON_IsObject(ui))
-		return ng_err_set(reterr, NG_EPARSE, 0, "request.userInfo: expected an object");
-	if ((st = str_field(ui, "username", "request.userInfo.username", MAX_USER_BYTES, false,
-			    &r.username, reterr)) != NG_OK)
-		return st;
-	const cJSON *dry = ng_json_get(req, "dryRun");
-	if (dry && !cJSON_IsNull(dry) && !cJSON_IsBool(dry))
-		return ng_err_set(reterr, NG_EPARSE, 0, "request.dryRun: expected a boolean");
-	r.dry_run = cJSON_IsTrue(dry);
-	const cJSON *obj = ng_json_get(req, "object");
-	const cJSON *old = ng_json_get(req, "oldObject");
-	if (obj && !cJSON_IsNull(obj) && !cJSON_IsObject(obj))
-		return ng_err_set(reterr, NG_EPARSE, 0, "request.object: expected an object");
-	if (old && !cJSON_IsNull(old) && !cJSON_IsObject(old))
-		return ng_err_set(reterr, NG_EPARSE, 0, "request.oldObject: expected an object");
-	r.object = cJSON_IsObject(obj) ? obj : NULL;
-	r.old_object = cJSON_IsObject(old) ? old : NULL;
 	*ret = r;
 	return NG_OK;
+}
+
+void srv_review_finish(struct srv_review *r)
+{
+	if (!r)
+		return;
+	kube_one_destroy(r->object);
+	kube_one_destroy(r->old_object);
+	r->object = r->old_object = NULL;
 }
 
 const char *srv_status_reason(int32_t code)

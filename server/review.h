@@ -1,5 +1,6 @@
 /* The AdmissionReview admission.k8s.io/v1 codec. The decoder is the fuzz target
- * (tests/fuzz/fuzz-admission-review.c): it never crashes on any input. */
+ * (tests/fuzz/fuzz-admission-review.c): it never crashes on any input. nodegate's own objects in a
+ * review are decoded by kube/ into typed records (kube/records.h); no JSON tree leaves review.c. */
 #ifndef NG_SERVER_REVIEW_H
 #define NG_SERVER_REVIEW_H
 
@@ -11,7 +12,7 @@
 
 struct ng_arena;
 struct ng_buf;
-struct cJSON;
+struct kube_one;
 
 /* Every string borrows from the arena the review was decoded into; "" when absent. */
 struct srv_review {
@@ -23,17 +24,33 @@ struct srv_review {
 	const char *operation; /* CREATE, UPDATE, DELETE or CONNECT */
 	const char *username;
 	bool dry_run;
-	const struct cJSON *object, *old_object; /* NULL when absent or null */
+	bool has_object, has_old_object; /* request.object / oldObject is a JSON object */
+	/* request.object's metadata.namespace and metadata.name (an Eviction names its pod there
+	 * when request.namespace/name are empty); "" when absent. */
+	const char *object_ns, *object_name;
+	bool object_has_annotations; /* request.object.metadata.annotations is an object */
+	/* request.object and oldObject decoded by kube/ (kube_one_decode(), straight from the
+	 * parsed tree) when request.kind's group is nodegate.io: the review owns them until
+	 * srv_review_finish(). NULL when absent, of another group, or not decodable; then
+	 * object_err / old_object_err says why (NG_ENOTFOUND: a kind nodegate does not read;
+	 * NG_EPARSE/NG_ELIMIT naming the field; NG_ENOMEM), else its status is NG_OK. */
+	struct kube_one *object, *old_object;
+	struct ng_err object_err, old_object_err;
 };
 
 /**
- * Decodes @len bytes of an AdmissionReview. The JSON tree and every string live in @arena.
- * NG_EPARSE with a message naming the field (body not JSON, wrong apiVersion/kind, `request`
- * or `request.uid` missing, a field of the wrong type), NG_ELIMIT (too deep, strings too long),
- * NG_ENOMEM (arena cap). Writes @ret only on success. Any thread.
+ * Decodes @len bytes of an AdmissionReview (parsed once: the objects are decoded from the same
+ * tree). The JSON tree and every string live in @arena; the decoded objects are the review's,
+ * freed by srv_review_finish(). NG_EPARSE with a message naming the field (body not JSON, wrong
+ * apiVersion/kind, `request` or `request.uid` missing, a field of the wrong type), NG_ELIMIT (too
+ * deep, strings too long), NG_ENOMEM (arena cap); an object that does not decode is not an error
+ * of the review (see srv_review.object_err). Writes @ret only on success. Any thread.
  */
 NG_NODISCARD ng_status srv_review_decode(const char *buf, size_t len, struct ng_arena *arena,
 					 struct srv_review *ret, struct ng_err *reterr);
+
+/** Frees the decoded objects of @r and sets them NULL; the strings stay valid. Accepts NULL. */
+void srv_review_finish(struct srv_review *r);
 
 struct srv_review_response {
 	bool allowed;

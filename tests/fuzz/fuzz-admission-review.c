@@ -1,7 +1,8 @@
 /* libFuzzer target for the AdmissionReview decoder (STYLE.md B12 "Fuzz").
  *
  * Every input goes through srv_review_decode(). When it decodes, the review must be one the
- * rest of the server can use: a non-empty uid, an operation it knows, no NULL strings. Then the
+ * rest of the server can use: a non-empty uid, an operation it knows, no NULL strings, and
+ * nodegate's objects either decoded by kube/ or with a reason they are not. Then the
  * response path must hold: srv_review_encode() succeeds for that uid, and its output parses (with
  * our own strict parser) as an admission.k8s.io/v1 AdmissionReview whose response.uid is the
  * decoded uid byte for byte, because the API server rejects a response whose uid differs from
@@ -36,7 +37,14 @@ static void check_strings(const struct srv_review *r)
 	};
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
 		check(fields[i] != NULL);
+	check(r->object_ns != NULL && r->object_name != NULL);
 	check(r->uid[0] != '\0');
+	/* A nodegate object is decoded, or says why not; never both, never silently neither. */
+	check(!r->object || (r->has_object && r->object_err.status == NG_OK));
+	check(!r->old_object || (r->has_old_object && r->old_object_err.status == NG_OK));
+	check(r->object || r->object_err.status == NG_OK || r->object_err.msg[0] != '\0');
+	check(r->old_object || r->old_object_err.status == NG_OK ||
+	      r->old_object_err.msg[0] != '\0');
 	check(strcmp(r->operation, "CREATE") == 0 || strcmp(r->operation, "UPDATE") == 0 ||
 	      strcmp(r->operation, "DELETE") == 0 || strcmp(r->operation, "CONNECT") == 0);
 }
@@ -105,6 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		};
 		check_response(&r, &allow);
 		check_response(&r, &deny);
+		srv_review_finish(&r);
 	} else {
 		check(st == NG_EPARSE || st == NG_ELIMIT || st == NG_ENOMEM);
 		check(err.status == st);

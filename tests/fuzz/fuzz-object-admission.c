@@ -1,10 +1,13 @@
 /* libFuzzer target for the object admission webhooks (STYLE.md B12 "Fuzz"): every input goes
  * to each of /validate/budget, /validate/nodedisruption, /validate/nodedisruption-status and
- * /mutate/nodedisruption. AdmissionReview decoding, then the object through the cache's decoder
- * (selectors, IntOrString limits, healthHook with its base64 caBundle and service reference,
- * NodeGateConfig healthHooks with CIDRs), the hook policy (URL parsing, host globs), drain
- * selectors and regexes, spec comparison against oldObject, the status decision fields. The
- * same bytes also go to POST /v1/evaluate as a NodeDisruption to decide.
+ * /mutate/nodedisruption. AdmissionReview decoding, then the object and oldObject decoded once,
+ * from the same tree, by the cache's decoder (kube_one_decode(): selectors, IntOrString limits,
+ * healthHook with its base64 caBundle and service reference, NodeGateConfig healthHooks with
+ * CIDRs, a NodeDisruption's drain, operation with its jobTemplate, dates and durations), the hook
+ * policy (URL parsing, host globs), drain selectors and regexes, the typed spec comparison
+ * against oldObject, the typed status decision fields. The same bytes also go to POST
+ * /v1/evaluate as a NodeDisruption to decide (parsed once, decoded as a NodeDisruption), and to
+ * kube_one_parse() on their own.
  *
  * Invariants: nothing crashes or leaks; a decoded review always gets an answer; a denial
  * carries 403 or 422 and a non-empty printable ASCII message; only the mutating webhook
@@ -14,7 +17,8 @@
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/limits.h"
-#include "kube/kube.h"
+#include "kube/records.h"
+#include "kube/snapshot.h"
 #include "server/admission.h"
 
 #include <stdbool.h>
@@ -90,11 +94,28 @@ static void evaluate(const uint8_t *data, size_t size)
 	ng_arena_destroy(arena);
 }
 
+/* The bytes as one object on their own: decoded, or refused with a message. */
+static void one_object(const uint8_t *data, size_t size)
+{
+	struct kube_one *one = NULL;
+	struct ng_err err = {0};
+	ng_status st = kube_one_parse((const char *)data, size, &one, &err);
+	if (st == NG_OK) {
+		check(kube_one_pool(one) != NULL);
+		const struct kube_nd *nd = kube_one_nd(one);
+		check(!nd || nd->detail != NULL);
+	} else {
+		check(err.msg[0] != '\0');
+	}
+	kube_one_destroy(one);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size > NG_MAX_BODY_BYTES)
 		return 0;
 	evaluate(data, size);
+	one_object(data, size);
 	static const enum srv_object_webhook whs[] = {SRV_OBJ_BUDGET, SRV_OBJ_ND, SRV_OBJ_ND_STATUS,
 						      SRV_OBJ_ND_MUTATE};
 	for (size_t w = 0; w < sizeof(whs) / sizeof(whs[0]); w++) {

@@ -11,7 +11,7 @@
 #include "common/intern.h"
 #include "common/limits.h"
 #include "common/status.h"
-#include "kube/kube.h"
+#include "kube/records.h"
 
 #include <stdbool.h>
 #include <stdint.h>

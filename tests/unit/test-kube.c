@@ -585,6 +585,177 @@ static void test_store_stress_live_cache_writer_and_readers(void **state)
 	kube_store_destroy(st.store);
 }
 
+/* A NodeDisruption decoded on its own; the test fails on any error. */
+static struct kube_one *one_nd(const char *json)
+{
+	struct kube_one *one = NULL;
+	struct ng_err err = {0};
+	if (kube_one_parse(json, strlen(json), &one, &err) != NG_OK)
+		fail_msg("%s: %s", json, err.msg);
+	assert_non_null(kube_one_nd(one));
+	return one;
+}
+
+static const char *str_of(const struct kube_one *one, uint32_t id)
+{
+	return ng_intern_str(kube_one_pool(one), id, NULL);
+}
+
+static void test_nd_drain_operation_requestors_and_creator(void **state)
+{
+	struct kube_one *one = one_nd(
+	    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"nd\",\"annotations\":{\"nodegate.io/created-by\":\"alice\"}},\"spec\":{"
+	    "\"nodeNames\":[\"n1\"],\"startDate\":\"2026-01-02T03:04:05Z\",\"duration\":\"1h30m\","
+	    "\"drain\":{\"cordon\":false,\"taint\":{\"key\":\"maint\",\"effect\":\"NoSchedule\"},"
+	    "\"waitForPodCompletion\":{\"podSelector\":\"job=batch\",\"timeoutSeconds\":600},"
+	    "\"evictionStrategy\":\"ForceDelete\",\"podSelector\":\"app in (a,b)\","
+	    "\"podEvictionFilters\":[{\"byResourceNameRegex\":\"nvidia.com/.*\"},{}],"
+	    "\"force\":true,\"deleteEmptyDir\":true,\"timeoutSeconds\":30,"
+	    "\"skipWaitingForEviction\":true,\"waitForVolumeDetach\":false},"
+	    "\"operation\":{\"waitForReboot\":true,\"jobTemplate\":{\"spec\":{\"b\":[1,2.5,"
+	    "true,null],\"a\":\"x\"}}},\"additionalRequestors\":[\"drainer\",\"ops\"]},"
+	    "\"status\":{\"state\":\"Granted\",\"grantedAt\":\"2026-01-02T03:05:00Z\","
+	    "\"disruptedNodes\":[\"n1\"],\"disruptedDisruptionBudgets\":[{\"reference\":{\"kind\":"
+	    "\"NodeDisruptionBudget\",\"name\":\"pool\"},\"ok\":true,\"reason\":\"fits\"}]}}");
+	const struct kube_nd *nd = kube_one_nd(one);
+	const struct kube_nd_detail *x = nd->detail;
+	assert_non_null(x);
+	assert_int_equal(x->spec_error, NG_INTERN_NONE);
+	assert_true(x->has_node_names && !x->has_node_selector);
+	assert_string_equal(str_of(one, x->created_by), "alice");
+	assert_int_equal(x->duration_ms, 90 * 60 * 1000);
+	assert_true(x->start_ms > 0 && x->granted_ms == x->start_ms + 55000);
+	const struct kube_nd_drain *d = &x->drain;
+	assert_true(d->present && !d->cordon && d->has_taint && d->has_wait);
+	assert_string_equal(str_of(one, d->taint.key), "maint");
+	assert_int_equal(d->taint.val, NG_INTERN_NONE);
+	assert_string_equal(str_of(one, d->taint.effect), "NoSchedule");
+	assert_string_equal(d->wait_pod_selector, "job=batch");
+	assert_int_equal(d->wait_timeout_s, 600);
+	assert_int_equal(d->strategy, KUBE_DRAIN_FORCE_DELETE);
+	assert_string_equal(d->pod_selector, "app in (a,b)");
+	assert_int_equal(d->nfilters, 2);
+	assert_string_equal(d->filters[0].by_resource_name_regex, "nvidia.com/.*");
+	assert_null(d->filters[1].by_resource_name_regex);
+	assert_true(d->force && d->delete_empty_dir && d->skip_waiting_for_eviction);
+	assert_false(d->wait_for_volume_detach);
+	assert_int_equal(d->timeout_s, 30);
+	assert_true(x->operation.present && x->operation.wait_for_reboot);
+	/* Keys sorted: equal templates are equal strings. */
+	assert_string_equal(x->operation.job_template,
+			    "{\"spec\":{\"a\":\"x\",\"b\":[1,2.5,true,null]}}");
+	assert_true(nd->additional_requestors);
+	assert_int_equal(x->nmore_requestors, 2);
+	assert_string_equal(str_of(one, x->more_requestors[1]), "ops");
+	assert_int_equal(x->nverdicts, 1);
+	assert_string_equal(str_of(one, x->verdicts[0].kind), "NodeDisruptionBudget");
+	assert_int_equal(x->verdicts[0].ns, NG_INTERN_NONE);
+	assert_true(x->verdicts[0].ok);
+	assert_string_equal(x->verdicts[0].reason, "fits");
+	kube_one_destroy(one);
+	/* Without drain and operation: the defaults. */
+	one = one_nd("{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+		     "\"metadata\":{\"name\":\"nd\"},\"spec\":{\"nodeSelector\":{}}}");
+	x = kube_one_nd(one)->detail;
+	assert_true(x->has_node_selector && !x->has_node_names);
+	assert_true(!x->drain.present && x->drain.cordon && x->drain.wait_for_volume_detach);
+	assert_int_equal(x->drain.strategy, KUBE_DRAIN_EVICT);
+	assert_true(x->drain.timeout_s == -1 && x->drain.wait_timeout_s == -1);
+	assert_true(!x->operation.present && !x->operation.job_template);
+	assert_true(x->created_by == NG_INTERN_NONE && x->duration_ms == -1);
+	assert_int_equal(x->nmore_requestors, 0);
+	kube_one_destroy(one);
+}
+
+static void test_nd_malformed_drain_fields_name_the_field(void **state)
+{
+	static const struct {
+		const char *spec, *why;
+	} cases[] = {
+	    {"\"drain\":7", "spec.drain: expected an object"},
+	    {"\"drain\":{\"podSelector\":3}", "spec.drain.podSelector: expected a label selector"},
+	    {"\"drain\":{\"waitForPodCompletion\":{\"podSelector\":[]}}",
+	     "spec.drain.waitForPodCompletion.podSelector: expected a label selector string"},
+	    {"\"drain\":{\"waitForPodCompletion\":{\"timeoutSeconds\":-1}}",
+	     "spec.drain.waitForPodCompletion.timeoutSeconds: expected a non-negative"},
+	    {"\"drain\":{\"podEvictionFilters\":{}}", "spec.drain.podEvictionFilters: expected"},
+	    {"\"drain\":{\"podEvictionFilters\":[1]}",
+	     "spec.drain.podEvictionFilters[0]: expected an object"},
+	    {"\"drain\":{\"podEvictionFilters\":[{},{\"byResourceNameRegex\":5}]}",
+	     "spec.drain.podEvictionFilters[1].byResourceNameRegex: expected a regular "
+	     "expression of at most 1024 bytes"},
+	    {"\"drain\":{\"taint\":{\"effect\":\"NoSchedule\"}}", "spec.drain.taint.key: required"},
+	    {"\"drain\":{\"taint\":{\"key\":\"k\",\"effect\":\"Never\"}}",
+	     "spec.drain.taint.effect: must be one of"},
+	    {"\"drain\":{\"evictionStrategy\":\"Shred\"}", "spec.drain.evictionStrategy: must be"},
+	    {"\"drain\":{\"cordon\":\"yes\"}", "spec.drain.cordon: expected true or false"},
+	    {"\"drain\":{\"force\":1}", "spec.drain.force: expected true or false"},
+	    {"\"drain\":{\"deleteEmptyDir\":null,\"timeoutSeconds\":1.5}",
+	     "spec.drain.timeoutSeconds: expected a non-negative integer"},
+	    {"\"drain\":{\"waitForVolumeDetach\":\"no\"}", "spec.drain.waitForVolumeDetach"},
+	    {"\"drain\":{\"skipWaitingForEviction\":0}", "spec.drain.skipWaitingForEviction"},
+	    {"\"operation\":[]", "spec.operation: expected an object"},
+	    {"\"operation\":{\"jobTemplate\":\"x\"}", "spec.operation.jobTemplate: expected"},
+	    {"\"operation\":{\"waitForReboot\":\"x\"}", "spec.operation.waitForReboot"},
+	    {"\"additionalRequestors\":\"me\"", "spec.additionalRequestors: expected an array"},
+	    {"\"additionalRequestors\":[1]", "spec.additionalRequestors: expected an array"},
+	    {"\"startDate\":\"tomorrow\"", "spec.startDate: expected an RFC 3339 time"},
+	    {"\"duration\":\"5 minutes\"", "spec.duration: expected a duration"},
+	    {"\"duration\":\"m\"", "spec.duration: expected a duration"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char json[512];
+		(void)snprintf(
+		    json, sizeof(json),
+		    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+		    "\"metadata\":{\"name\":\"nd\"},\"spec\":{\"nodeNames\":[\"n\"],%s}}",
+		    cases[i].spec);
+		/* The request stays readable (the gate never reads these); it says why. */
+		struct kube_one *one = one_nd(json);
+		const struct kube_nd_detail *x = kube_one_nd(one)->detail;
+		const char *why = str_of(one, x->spec_error);
+		if (x->spec_error == NG_INTERN_NONE || !strstr(why, cases[i].why))
+			fail_msg("%s: \"%s\" lacks \"%s\"", cases[i].spec, why, cases[i].why);
+		kube_one_destroy(one);
+	}
+}
+
+static void test_kube_one_entry_points(void **state)
+{
+	struct kube_one *one = (struct kube_one *)(uintptr_t)0xad;
+	struct ng_err err = {0};
+	/* Fields the gate reads still refuse the object, naming the field without a prefix. */
+	static const char bad[] = "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/"
+				  "v1alpha1\",\"metadata\":{\"name\":\"x\"},\"spec\":{\"priority\":"
+				  "\"high\"}}";
+	assert_int_equal(kube_one_parse(bad, strlen(bad), &one, &err), NG_EPARSE);
+	assert_string_equal(err.msg, "spec.priority: expected an integer");
+	assert_ptr_equal(one, (struct kube_one *)(uintptr_t)0xad); /* untouched on failure */
+	static const char pod[] = "{\"kind\":\"Eviction\",\"apiVersion\":\"policy/v1\"}";
+	assert_int_equal(kube_one_parse(pod, strlen(pod), &one, &err), NG_ENOTFOUND);
+	static const char noname[] = "{\"spec\":{\"nodeNames\":[\"a\"]}}";
+	cJSON *tree = NULL;
+	assert_int_equal(ng_json_parse(noname, strlen(noname), NULL, &tree, NULL), NG_OK);
+	assert_int_equal(kube_one_decode_as(KUBE_RES_NDS, tree, 0, &one, &err), NG_EPARSE);
+	assert_string_equal(err.msg, "metadata.name: required");
+	assert_int_equal(kube_one_decode_as(KUBE_RES_NDS, tree, KUBE_ONE_NAME_OPTIONAL, &one, &err),
+			 NG_OK);
+	assert_int_equal(kube_one_resource(one), KUBE_RES_NDS);
+	assert_int_equal(kube_one_nd(one)->name, NG_INTERN_NONE);
+	assert_null(kube_one_adb(one));
+	kube_one_destroy(one);
+	cJSON_Delete(tree);
+	/* A budget decodes as invalid, as in the cache. */
+	static const char ndb[] = "{\"kind\":\"NodeDisruptionBudget\",\"apiVersion\":\"nodegate.io/"
+				  "v1alpha1\",\"metadata\":{\"name\":\"p\"},\"spec\":{"
+				  "\"nodeSelector\":{\"matchLabels\":{\"a\":5}}}}";
+	assert_int_equal(kube_one_parse(ndb, strlen(ndb), &one, &err), NG_OK);
+	assert_true(kube_one_ndb(one)->b.invalid);
+	kube_one_destroy(one);
+	kube_one_destroy(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -605,6 +776,9 @@ int main(void)
 	    cmocka_unit_test(test_cache_later_change_in_a_batch_wins),
 	    cmocka_unit_test(test_cache_reset_replaces_and_discard_restores),
 	    cmocka_unit_test(test_store_stress_live_cache_writer_and_readers),
+	    cmocka_unit_test(test_nd_drain_operation_requestors_and_creator),
+	    cmocka_unit_test(test_nd_malformed_drain_fields_name_the_field),
+	    cmocka_unit_test(test_kube_one_entry_points),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

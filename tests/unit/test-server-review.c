@@ -9,6 +9,7 @@
 #include "common/json.h"
 #include "server/admission.h"
 #include "server/review.h"
+#include "kube/records.h"
 #include "tests/support/support.h"
 
 #include <stdio.h>
@@ -43,8 +44,48 @@ static void test_decode_full_eviction_review(void **state)
 	assert_string_equal(r.operation, "CREATE");
 	assert_string_equal(r.username, "alice");
 	assert_false(r.dry_run);
-	assert_non_null(r.object);
+	/* An Eviction is not nodegate's to decode: only what the eviction webhook reads of it. */
+	assert_true(r.has_object && !r.has_old_object);
+	assert_null(r.object);
 	assert_null(r.old_object);
+	assert_string_equal(r.object_ns, "default");
+	assert_string_equal(r.object_name, "pod1");
+	assert_false(r.object_has_annotations);
+	srv_review_finish(&r);
+	ng_arena_destroy(a);
+}
+
+#define ND_OBJECT(name, spec)                                                                      \
+	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
+	"\"name\":\"" name "\",\"annotations\":{\"nodegate.io/created-by\":\"bob\"}},"             \
+	"\"spec\":" spec "}"
+#define ND_REVIEW(object, old)                                                                     \
+	"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"       \
+	"\"uid\":\"u-2\",\"kind\":{\"group\":\"nodegate.io\",\"version\":\"v1alpha1\",\"kind\":"   \
+	"\"NodeDisruption\"},\"name\":\"x\",\"operation\":\"UPDATE\",\"userInfo\":{"               \
+	"\"username\":\"alice\"},\"object\":" object ",\"oldObject\":" old "}}"
+
+static void test_nodegate_objects_are_decoded_once_from_the_tree(void **state)
+{
+	struct ng_arena *a = ng_arena_create(1u << 20);
+	struct srv_review r;
+	struct ng_err err = {0};
+	const char *body = ND_REVIEW(ND_OBJECT("x", "{\"nodeNames\":[\"n1\"]}"),
+				     ND_OBJECT("x", "{\"priority\":\"high\"}"));
+	assert_int_equal(srv_review_decode(body, strlen(body), a, &r, &err), NG_OK);
+	assert_non_null(r.object);
+	assert_int_equal(kube_one_resource(r.object), KUBE_RES_NDS);
+	assert_int_equal(kube_one_nd(r.object)->nnode_names, 1);
+	assert_true(r.object_has_annotations);
+	assert_int_equal(r.object_err.status, NG_OK);
+	/* An object that does not decode is not an error of the review: it says why. */
+	assert_null(r.old_object);
+	assert_int_equal(r.old_object_err.status, NG_EPARSE);
+	assert_string_equal(r.old_object_err.msg, "spec.priority: expected an integer");
+	srv_review_finish(&r);
+	assert_null(r.object);
+	srv_review_finish(&r); /* twice is fine */
+	srv_review_finish(NULL);
 	ng_arena_destroy(a);
 }
 
@@ -243,6 +284,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_decode_full_eviction_review),
+	    cmocka_unit_test(test_nodegate_objects_are_decoded_once_from_the_tree),
 	    cmocka_unit_test(test_W02_bad_reviews_say_what_is_wrong),
 	    cmocka_unit_test(test_decode_limits),
 	    cmocka_unit_test(test_encode_denial_and_allowance),

@@ -1,0 +1,446 @@
+/* Kubernetes objects as nodegate keeps them: compact records whose repetitive strings are ids
+ * into an interning pool (STYLE.md B8), and what every record kind shares (enum kube_resource).
+ *
+ * Records are plain values: they come from a snapshot (kube/snapshot.h) or from a one-object
+ * holder (struct kube_one, below), and the pool that resolves their ids is that snapshot's or that
+ * holder's. Ownership: every pointer inside a record (arrays, selector terms, `const char *`
+ * strings) is borrowed from the side data of the snapshot or holder that returned the record and
+ * is valid until that snapshot's last kube_snapshot_release() or kube_one_destroy(); nothing in a
+ * record is ever freed or changed by its reader.
+ *
+ * Intern ids: an id is meaningful only in the pool it came from (kube_snapshot_pool(),
+ * kube_one_pool()); NG_INTERN_NONE means "absent" or, in a selector, "a value no object carries".
+ * Every snapshot published by one cache writer (kube/internal.h struct kube_cache: the live watch
+ * for the whole life of the process, or one kube_builder) shares that writer's pool, which only
+ * grows: an id, once given, names the same string in every later snapshot of that writer,
+ * across watch batches and across relists (a 410 Gone or a failed watch replaces the objects,
+ * never the pool). Ids are NOT comparable across writers: a snapshot built from files
+ * (kube_snapshot_load_files(), so each --snapshot reload on SIGHUP), a snapshot from another
+ * builder, and a kube_one holder each have a pool of their own; compare their strings. */
+#ifndef NG_KUBE_RECORDS_H
+#define NG_KUBE_RECORDS_H
+
+#include "common/status.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ng_intern;
+struct cJSON;
+
+struct kube_label {
+	uint32_t key, val; /* intern ids */
+};
+
+enum kube_op {
+	KUBE_OP_IN,
+	KUBE_OP_NOTIN,
+	KUBE_OP_EXISTS,
+	KUBE_OP_DOES_NOT_EXIST,
+	KUBE_OP_GT, /* node selectors only */
+	KUBE_OP_LT, /* node selectors only */
+};
+
+/* One requirement of a label selector or node-selector term. Values are intern ids; a value no
+ * object carries is NG_INTERN_NONE and matches nothing. For Gt/Lt, @num holds the bound. */
+struct kube_requirement {
+	uint32_t key;
+	uint8_t op; /* enum kube_op */
+	uint16_t nvalues;
+	const uint32_t *values;
+	int64_t num;
+};
+
+/* A metav1.LabelSelector. @present false is a null selector (matches nothing); present with no
+ * requirements is `{}` (matches everything). */
+struct kube_selector {
+	bool present;
+	uint16_t nreqs;
+	const struct kube_requirement *reqs;
+};
+
+/* One nodeSelectorTerm: expressions and fields ANDed. @invalid terms (unknown operator, bad
+ * Gt/Lt value, matchFields other than one-valued In/NotIn on metadata.name) match nothing, as in
+ * Kubernetes' LazyErrorNodeSelector. */
+struct kube_node_term {
+	bool invalid;
+	uint16_t nexprs, nfields;
+	const struct kube_requirement *exprs;
+	const struct kube_requirement *fields; /* key is "metadata.name" */
+};
+
+/* A PersistentVolume's spec.nodeAffinity.required. @present false: no affinity (the volume
+ * pins no node). Terms are ORed. */
+struct kube_node_selector {
+	bool present;
+	uint16_t nterms;
+	const struct kube_node_term *terms;
+};
+
+/* IntOrString as Kubernetes writes it (e.g. "maxDisruptions: 1" or "25%"). */
+struct kube_int_or_string {
+	bool set;
+	bool is_str;
+	int64_t i;
+	uint32_t str; /* intern id when is_str */
+};
+
+enum kube_node_flag {
+	KUBE_NODE_READY = 1u << 0,
+	KUBE_NODE_UNSCHEDULABLE = 1u << 1,
+};
+
+struct kube_taint {
+	uint32_t key, val, effect;
+};
+
+/* A taint a NodeDisruptionBudget counts as unavailability (spec.taintTargets): key, and effect
+ * and value unless NG_INTERN_NONE; `exists` ignores the value (operator Exists). */
+struct kube_taint_target {
+	uint32_t key, val, effect;
+	bool exists;
+};
+
+struct kube_node {
+	uint32_t name;
+	uint32_t flags; /* enum kube_node_flag */
+	uint32_t nlabels, ntaints;
+	const struct kube_label *labels; /* sorted by key id */
+	const struct kube_taint *taints;
+};
+
+enum kube_pod_phase {
+	KUBE_POD_PENDING,
+	KUBE_POD_RUNNING,
+	KUBE_POD_SUCCEEDED,
+	KUBE_POD_FAILED,
+	KUBE_POD_UNKNOWN,
+};
+
+enum kube_pod_flag {
+	KUBE_POD_MIRROR = 1u << 0,      /* static pod mirrored by the kubelet */
+	KUBE_POD_DAEMONSET = 1u << 1,   /* controller is a DaemonSet */
+	KUBE_POD_TERMINATING = 1u << 2, /* deletionTimestamp set */
+};
+
+struct kube_pod {
+	const char *name; /* not interned: pod names are nearly unique and churn */
+	uint32_t ns;
+	uint32_t node;       /* NG_INTERN_NONE when not scheduled */
+	uint32_t owner_kind; /* controller's kind, NG_INTERN_NONE without controller */
+	uint8_t phase;       /* enum kube_pod_phase */
+	uint8_t flags;       /* enum kube_pod_flag */
+	uint16_t nlabels, nclaims, nrequests;
+	const struct kube_label *labels; /* sorted by key id */
+	const uint32_t *claims;          /* PVC names (in ns) mounted by the pod */
+	const uint32_t *requests;        /* container resource-request names */
+};
+
+enum kube_pvc_phase {
+	KUBE_PVC_PENDING,
+	KUBE_PVC_BOUND,
+	KUBE_PVC_LOST,
+};
+
+struct kube_pvc {
+	uint32_t ns, name;
+	uint32_t volume; /* spec.volumeName, NG_INTERN_NONE when unset */
+	uint8_t phase;   /* enum kube_pvc_phase */
+	uint16_t nlabels;
+	const struct kube_label *labels;
+};
+
+struct kube_pv {
+	uint32_t name;
+	struct kube_node_selector affinity;
+};
+
+enum kube_nd_state {
+	KUBE_ND_UNKNOWN, /* no status yet: counts as Pending */
+	KUBE_ND_PENDING,
+	KUBE_ND_GRANTED,
+	KUBE_ND_REJECTED,
+};
+
+/* Longest spec.drain.podEvictionFilters[].byResourceNameRegex: a resource name pattern is tens
+ * of bytes; longer is a mistake, and compiling costs more the longer it is. */
+#define KUBE_MAX_REGEX_BYTES 1024
+
+/* Most entries in a NodeDisruption's lists (nodeNames, disruptedNodes, additionalRequestors,
+ * disruptedDisruptionBudgets, drain.podEvictionFilters): a cluster may have thousands of nodes in
+ * one request, and 65535 is the bound of the record's 16-bit counts. */
+#define KUBE_MAX_ND_LIST 65535
+
+/* spec.drain.evictionStrategy */
+enum kube_drain_strategy {
+	KUBE_DRAIN_EVICT, /* "Evict", the default */
+	KUBE_DRAIN_DELETE,
+	KUBE_DRAIN_FORCE_DELETE,
+	KUBE_DRAIN_NONE,
+};
+
+/* One spec.drain.podEvictionFilters entry: the filters are ORed. */
+struct kube_eviction_filter {
+	/* byResourceNameRegex (POSIX extended, at most KUBE_MAX_REGEX_BYTES); NULL when absent.
+	 * Not compiled here: whoever matches with it compiles it. */
+	const char *by_resource_name_regex;
+};
+
+/* spec.drain (DESIGN.md §3.1): read by the drainer only; defaults applied when absent. */
+struct kube_nd_drain {
+	bool present; /* spec.drain is set */
+	bool cordon;  /* default true */
+	bool has_taint;
+	struct kube_taint taint;       /* key, value (NG_INTERN_NONE when absent), effect */
+	bool has_wait;                 /* waitForPodCompletion is set */
+	const char *wait_pod_selector; /* waitForPodCompletion.podSelector (selector string) */
+	int64_t wait_timeout_s;        /* waitForPodCompletion.timeoutSeconds; -1 when absent */
+	uint8_t strategy;              /* enum kube_drain_strategy (evictionStrategy) */
+	const char *pod_selector;      /* label selector string; NULL when absent */
+	uint16_t nfilters;
+	const struct kube_eviction_filter *filters; /* podEvictionFilters */
+	bool force;                                 /* default false */
+	bool delete_empty_dir;                      /* default false */
+	bool skip_waiting_for_eviction;             /* default false */
+	bool wait_for_volume_detach;                /* default true */
+	int64_t timeout_s; /* timeoutSeconds (per attempt); -1 when absent */
+};
+
+/* spec.operation (DESIGN.md §3.1): read by the drainer only. */
+struct kube_nd_operation {
+	bool present; /* spec.operation is set */
+	/* jobTemplate (a batch/v1 JobTemplateSpec, which the CRD keeps whole) as compact JSON with
+	 * object keys sorted, so equal templates are equal strings; NULL when absent. */
+	const char *job_template;
+	bool wait_for_reboot; /* default false */
+};
+
+/* One status.disruptedDisruptionBudgets entry: a budget's verdict in the decision. */
+struct kube_nd_verdict {
+	uint32_t kind, ns, name; /* reference.*; NG_INTERN_NONE when absent */
+	bool ok;
+	const char *reason; /* "" when absent */
+};
+
+/* What only admission and the drainer read of a NodeDisruption. */
+struct kube_nd_detail {
+	bool has_node_selector; /* spec.nodeSelector is set (not null), even when invalid */
+	bool has_node_names;    /* spec.nodeNames is set (not null), even when empty */
+	int64_t start_ms;       /* spec.startDate; 0 when absent */
+	int64_t duration_ms;    /* spec.duration (a Go duration such as "1h30m"); -1 when absent */
+	struct kube_nd_drain drain;
+	struct kube_nd_operation operation;
+	uint16_t nmore_requestors;
+	const uint32_t *more_requestors; /* spec.additionalRequestors */
+	/* Intern id of why spec.drain, spec.operation, spec.additionalRequestors, spec.startDate or
+	 * spec.duration is malformed (the first problem, naming the field); NG_INTERN_NONE when
+	 * fine. Such a request stays readable for the gate, which never reads them; admission
+	 * refuses it and a drainer must not act on it. */
+	uint32_t spec_error;
+	uint32_t created_by; /* annotation nodegate.io/created-by; NG_INTERN_NONE when absent */
+	int64_t granted_ms;  /* status.grantedAt; 0 when absent, -1 when not a time */
+	uint16_t nverdicts;
+	const struct kube_nd_verdict *verdicts; /* status.disruptedDisruptionBudgets */
+};
+
+struct kube_nd {
+	uint32_t name;
+	uint8_t state; /* enum kube_nd_state */
+	uint32_t type, requestor;
+	int32_t priority;
+	uint16_t nnode_names, ndisrupted;
+	const uint32_t *node_names; /* spec.nodeNames */
+	const uint32_t *disrupted;  /* status.disruptedNodes */
+	struct kube_selector node_selector;
+	bool selector_invalid;   /* spec.nodeSelector did not decode: the request selects nothing */
+	uint32_t selector_error; /* intern id of why, when invalid */
+	bool retry;              /* spec.retry.enabled */
+	int64_t deadline_ms;     /* spec.retry.deadline; 0 = none */
+	int64_t created_ms;      /* metadata.creationTimestamp; 0 when absent */
+	bool deleting;           /* metadata.deletionTimestamp is set */
+	uint32_t retry_count;    /* status.retryCount */
+	int64_t next_retry_ms;   /* status.nextRetryDate; 0 when absent */
+	const char *rv;          /* metadata.resourceVersion ("" when absent): write precondition */
+	const char *status_reason; /* the first failing budget's reason in status, "" if none */
+	uint16_t nfinalizers;
+	const uint32_t *finalizers; /* metadata.finalizers */
+	bool additional_requestors; /* spec.additionalRequestors is not empty */
+	/* The rest, in the record's side data so the record stays small (every pending change of
+	 * the cache holds a record of the largest kind). Never NULL in a decoded record; NULL in
+	 * records made by hand (tests, benchmarks). */
+	const struct kube_nd_detail *detail;
+};
+
+/* Shared by ADB and NDB: a budget that failed validation stays in the cache as invalid so the
+ * decision can fail closed and say why. */
+struct kube_budget_common {
+	uint32_t ns, name; /* ns is NG_INTERN_NONE for cluster-scoped */
+	bool invalid;
+	uint32_t error; /* intern id of the validation message when invalid */
+	bool frozen;
+	uint32_t freeze_reason;
+	uint16_t ntypes;
+	const uint32_t *types; /* supportedNodeDisruptionTypes; empty = every type */
+};
+
+/* An ApplicationDisruptionBudget's spec.healthHook (DESIGN.md §3.3). Whether the URL may be
+ * called is the NodeGateConfig's healthHooks policy, checked when it is called (policy/hook.h). */
+struct kube_hook {
+	bool present;
+	bool service;    /* from spec.healthHook.service: url is its cluster DNS name */
+	const char *url; /* spec.healthHook.url, or https://<name>.<namespace>.svc:<port><path> */
+	const char *ca;  /* spec.healthHook.caBundle decoded (PEM), NULL = system roots */
+	size_t nca;
+	int32_t timeout_s; /* spec.healthHook.timeoutSeconds: 1..25, default 5 */
+	uint32_t error;    /* intern id of why the hook cannot be called; NG_INTERN_NONE if fine */
+};
+
+struct kube_adb {
+	struct kube_budget_common b;
+	struct kube_hook hook;
+	struct kube_selector pod_selector;
+	struct kube_selector pvc_selector;
+	struct kube_int_or_string max_disruptions;
+};
+
+struct kube_ndb {
+	struct kube_budget_common b;
+	struct kube_selector node_selector;
+	struct kube_int_or_string max_disrupted;
+	struct kube_int_or_string min_undisrupted;
+	bool count_unavailable;
+	uint16_t ntargets;
+	const struct kube_taint_target *taint_targets; /* spec.taintTargets */
+};
+
+/* NodeGateConfig (the singleton named "default"): what the cache keeps of it so far. The
+ * eviction fields override the server's flags while the object exists. */
+enum kube_eviction_mode {
+	KUBE_EVICTION_UNSET,
+	KUBE_EVICTION_ENFORCE,
+	KUBE_EVICTION_WARN,
+	KUBE_EVICTION_OFF,
+};
+
+/* One CIDR of NodeGateConfig healthHooks.allowedCIDRs: @bits leading bits of @addr. */
+struct kube_cidr {
+	uint8_t family; /* 4 or 6 */
+	uint8_t bits;
+	uint8_t addr[16];
+};
+
+/* NodeGateConfig spec.healthHooks: where health hooks may send requests. */
+struct kube_hook_policy {
+	uint16_t nhosts, ncidrs;
+	const uint32_t *hosts;         /* allowedHosts: host globs (intern ids); none = any host */
+	const struct kube_cidr *cidrs; /* allowedCIDRs; none = any address */
+	bool allow_service_refs;       /* default true */
+	bool allow_http;               /* default false */
+	int64_t max_response_bytes;    /* default 65536 */
+};
+
+struct kube_ngc {
+	uint32_t name;
+	bool invalid;
+	uint32_t error; /* intern id of the validation message when invalid */
+	bool paused;
+	bool reject_empty;         /* spec.rejectEmptyDisruptions (default true) */
+	bool reject_overlapping;   /* spec.rejectOverlappingDisruptions (default false) */
+	bool serial_control_plane; /* spec.controlPlane.serial (default true) */
+	/* spec.controlPlane.selector; not present = label node-role.kubernetes.io/control-plane
+	 * exists. */
+	struct kube_selector control_plane_selector;
+	int64_t retry_initial_ms; /* spec.retry.initialIntervalSeconds; 0 = default */
+	int64_t retry_max_ms;     /* spec.retry.maxIntervalSeconds; 0 = default */
+	uint16_t nallowed_types;
+	const uint32_t *allowed_types; /* spec.allowedTypes; none = any type */
+	uint8_t eviction_mode;         /* enum kube_eviction_mode */
+	bool auto_request;             /* spec.eviction.autoRequest (default false) */
+	bool has_exempt_users;         /* spec.eviction.exemptUsers is present (possibly empty) */
+	uint16_t nexempt;
+	const uint32_t *exempt_users;
+	struct kube_hook_policy hooks; /* spec.healthHooks */
+};
+
+enum kube_resource {
+	KUBE_RES_NODES,
+	KUBE_RES_PODS,
+	KUBE_RES_PVCS,
+	KUBE_RES_PVS,
+	KUBE_RES_NDS,
+	KUBE_RES_ADBS,
+	KUBE_RES_NDBS,
+	KUBE_RES_NGCS,
+	KUBE_RES_COUNT,
+};
+
+/** Name of @r as the metrics label `resource` spells it ("pods", "nodedisruptions", ...). */
+const char *kube_resource_name(enum kube_resource r);
+
+/**
+ * Checks label key syntax (optional DNS-subdomain prefix and '/', then a 1-63 character name).
+ * Returns NULL when valid, else a constant message saying what is wrong.
+ */
+const char *kube_label_key_problem(const char *s, size_t len);
+/** Checks label value syntax (empty, or up to 63 characters). NULL when valid. */
+const char *kube_label_value_problem(const char *s, size_t len);
+
+/* ---- one object, decoded on its own ----------------------------------------------------
+ *
+ * An object that is not in the cache (an admission request's object and oldObject, a dry run's
+ * request) decoded by the same decoder the cache uses, into a holder with a string pool and side
+ * data of its own. Ownership: the holder is the caller's (free with kube_one_destroy()); every
+ * record, array and string it gives out is borrowed from it and valid until that destroy. Its
+ * intern ids are ids of kube_one_pool() only: compare them with a snapshot's, or another
+ * holder's, by string. Threads: a holder is not shared; any thread may make one. */
+
+struct kube_one;
+
+enum kube_one_flag {
+	/* A missing metadata.name decodes as NG_INTERN_NONE instead of failing (a dry run's
+	 * request need not be named); an empty one still fails. */
+	KUBE_ONE_NAME_OPTIONAL = 1u << 0,
+};
+
+/**
+ * Decodes @obj (a JSON object already parsed, e.g. the subtree of an AdmissionReview; borrowed
+ * for the call, nothing of it is kept) as the kind its kind and apiVersion name. Writes
+ * *@ret_one only on success. NG_ENOTFOUND for a kind the cache does not keep; NG_EPARSE or
+ * NG_ELIMIT with @reterr naming the field ("spec.priority: expected an integer", no object
+ * prefix) when a field the gate reads is malformed; NG_ENOMEM. A malformed budget or config
+ * decodes as invalid (its record says why), as in the cache.
+ */
+NG_NODISCARD ng_status kube_one_decode(const struct cJSON *obj, struct kube_one **ret_one,
+				       struct ng_err *reterr);
+
+/**
+ * As kube_one_decode(), but as a @res object whatever kind and apiVersion say (or whether they
+ * are there); @flags is a mask of enum kube_one_flag. NG_EINVAL for @res out of range.
+ */
+NG_NODISCARD ng_status kube_one_decode_as(enum kube_resource res, const struct cJSON *obj,
+					  unsigned flags, struct kube_one **ret_one,
+					  struct ng_err *reterr);
+
+/**
+ * Parses @len bytes of JSON at @buf (borrowed, no NUL needed) and decodes the object as
+ * kube_one_decode(); the tree is freed before returning. Errors of ng_json_parse() (NG_EPARSE
+ * with the offset, NG_ELIMIT) and of kube_one_decode().
+ */
+NG_NODISCARD ng_status kube_one_parse(const char *buf, size_t len, struct kube_one **ret_one,
+				      struct ng_err *reterr);
+
+/** Frees the holder and everything it gave out. Accepts NULL. */
+void kube_one_destroy(struct kube_one *one);
+
+/** The kind of the object held. */
+enum kube_resource kube_one_resource(const struct kube_one *one);
+/** The pool that resolves the record's intern ids (borrowed from @one). */
+const struct ng_intern *kube_one_pool(const struct kube_one *one);
+/** The record (borrowed from @one) when @one holds that kind, else NULL; NULL for @one NULL. */
+const struct kube_nd *kube_one_nd(const struct kube_one *one);
+const struct kube_adb *kube_one_adb(const struct kube_one *one);
+const struct kube_ndb *kube_one_ndb(const struct kube_one *one);
+const struct kube_ngc *kube_one_ngc(const struct kube_one *one);
+
+#endif

@@ -1,0 +1,163 @@
+/* The cluster cache seen from outside kube/: immutable snapshots that admission threads read
+ * without holding a lock, how one is built from `kubectl get -o json` dumps, and the store that
+ * holds the current one (DESIGN.md §7, STYLE.md B8-B9, docs/architecture.md "The cache").
+ *
+ * Threads: a snapshot is built by one thread (kube_builder_*, or the watch's cache writer) and
+ * published with kube_store_publish(). Any thread may kube_store_acquire() the current snapshot,
+ * read it with the accessors below (all take const pointers and never change it) and
+ * kube_snapshot_release() it. A snapshot never changes after it is published.
+ *
+ * Ownership: every pointer an accessor returns (records, index arrays, the pool, strings of the
+ * pool) is borrowed from the snapshot and valid until the caller's reference is released. Intern
+ * ids of records are ids of kube_snapshot_pool(); kube/records.h says when ids of two snapshots
+ * may be compared (same writer: always, relists included; different writers: never). */
+#ifndef NG_KUBE_SNAPSHOT_H
+#define NG_KUBE_SNAPSHOT_H
+
+#include "kube/records.h"
+
+/* ---- snapshot ----------------------------------------------------------------------- */
+
+struct kube_snapshot;
+
+/**
+ * The snapshot's string pool (borrowed, valid until the release): it resolves the intern ids of
+ * every record of @s. Shared with every snapshot of the same writer (kube/records.h).
+ */
+const struct ng_intern *kube_snapshot_pool(const struct kube_snapshot *s);
+/** The publish count of the cache that made @s (1 for the first). */
+uint64_t kube_snapshot_generation(const struct kube_snapshot *s);
+/** Number of objects of kind @r. */
+size_t kube_snapshot_count(const struct kube_snapshot *s, enum kube_resource r);
+
+const struct kube_node *kube_snapshot_nodes(const struct kube_snapshot *s, size_t *ret_n);
+const struct kube_pod *kube_snapshot_pods(const struct kube_snapshot *s, size_t *ret_n);
+const struct kube_pvc *kube_snapshot_pvcs(const struct kube_snapshot *s, size_t *ret_n);
+const struct kube_pv *kube_snapshot_pvs(const struct kube_snapshot *s, size_t *ret_n);
+const struct kube_nd *kube_snapshot_nds(const struct kube_snapshot *s, size_t *ret_n);
+const struct kube_adb *kube_snapshot_adbs(const struct kube_snapshot *s, size_t *ret_n);
+const struct kube_ndb *kube_snapshot_ndbs(const struct kube_snapshot *s, size_t *ret_n);
+const struct kube_ngc *kube_snapshot_ngcs(const struct kube_snapshot *s, size_t *ret_n);
+/** The NodeGateConfig named "default", or NULL (defaults apply). */
+const struct kube_ngc *kube_snapshot_config(const struct kube_snapshot *s);
+/**
+ * Index (into kube_snapshot_nodes) of the nodes carrying label @key=@val (intern ids), in node
+ * order; *ret_n gets their count.
+ */
+const uint32_t *kube_snapshot_nodes_with_label(const struct kube_snapshot *s, uint32_t key,
+					       uint32_t val, size_t *ret_n);
+
+/** The node named @name (intern id), or NULL. */
+const struct kube_node *kube_snapshot_find_node(const struct kube_snapshot *s, uint32_t name);
+/**
+ * Looks a pod up by namespace and name (@ns and @name borrowed for the call, no NUL needed):
+ * NULL when there is no such pod.
+ */
+const struct kube_pod *kube_snapshot_find_pod_str(const struct kube_snapshot *s, const char *ns,
+						  size_t ns_len, const char *name, size_t name_len);
+const struct kube_pvc *kube_snapshot_find_pvc(const struct kube_snapshot *s, uint32_t ns,
+					      uint32_t name);
+const struct kube_pv *kube_snapshot_find_pv(const struct kube_snapshot *s, uint32_t name);
+/** Index (into kube_snapshot_pods) of the pods on node @node; *ret_n gets their count. */
+const uint32_t *kube_snapshot_pods_on_node(const struct kube_snapshot *s, uint32_t node,
+					   size_t *ret_n);
+/** Index of the pods in namespace @ns. */
+const uint32_t *kube_snapshot_pods_in_ns(const struct kube_snapshot *s, uint32_t ns, size_t *ret_n);
+/** Index (into kube_snapshot_adbs) of the budgets in namespace @ns. */
+const uint32_t *kube_snapshot_adbs_in_ns(const struct kube_snapshot *s, uint32_t ns, size_t *ret_n);
+/**
+ * The Granted NodeDisruption whose status.disruptedNodes holds node @node, or NULL. With
+ * several, the first by name.
+ */
+const struct kube_nd *kube_snapshot_node_grant(const struct kube_snapshot *s, uint32_t node);
+
+/** True when @labels (sorted by key) hold @key; writes its value id to @ret_val. */
+bool kube_labels_get(const struct kube_label *labels, size_t n, uint32_t key, uint32_t *ret_val);
+
+struct ng_buf;
+/**
+ * Appends the snapshot as JSON (every object with the fields decisions use) for /debug/cache.
+ * NG_ELIMIT/NG_ENOMEM from the buffer.
+ */
+NG_NODISCARD ng_status kube_snapshot_dump_json(const struct kube_snapshot *s, struct ng_buf *b);
+
+/* ---- building a snapshot -------------------------------------------------------------- */
+
+struct kube_builder;
+
+/**
+ * Starts a snapshot with a fresh string pool of its own: its ids are not comparable with any
+ * other snapshot's. NULL on OOM. Caller frees with kube_builder_finish() or
+ * kube_builder_destroy(). One thread at a time.
+ */
+struct kube_builder *kube_builder_create(void);
+/** Frees an unfinished builder. Accepts NULL. */
+void kube_builder_destroy(struct kube_builder *b);
+
+/**
+ * Adds every object in @len bytes of JSON at @buf (borrowed for the call; no NUL needed): one
+ * object, a `List`/`…List` of objects (mixed
+ * kinds allowed, as `kubectl get a,b,c -o json` prints). Kinds nodegate does not cache are
+ * skipped and counted. A later object with the same identity replaces an earlier one. On
+ * malformed input returns NG_EPARSE (or NG_ELIMIT) with @reterr naming the item and field;
+ * objects before the bad one stay added, so callers discard the builder on error.
+ */
+NG_NODISCARD ng_status kube_builder_add_json(struct kube_builder *b, const char *buf, size_t len,
+					     struct ng_err *reterr);
+
+/** Objects skipped because their kind is not cached. */
+size_t kube_builder_skipped(const struct kube_builder *b);
+
+/**
+ * Builds the indexes and returns the snapshot (reference count 1) in @ret_snap; the builder is
+ * consumed either way. NG_ENOMEM on OOM.
+ */
+NG_NODISCARD ng_status kube_builder_finish(struct kube_builder *b, struct kube_snapshot **ret_snap);
+
+/**
+ * Builds a snapshot from the files at @paths (borrowed; each a `kubectl get -o json` dump, at
+ * most NG_MAX_SNAPSHOT_BYTES), with a pool of its own. The caller releases *@ret_snap.
+ * NG_EIO/NG_ELIMIT (a file), NG_EPARSE (its content, @reterr names file, item and field),
+ * NG_ENOMEM.
+ */
+NG_NODISCARD ng_status kube_snapshot_load_files(const char *const *paths, size_t npaths,
+						struct kube_snapshot **ret_snap,
+						struct ng_err *reterr);
+
+/** Takes one more reference (returns @s); the caller drops it with release. Any thread. */
+struct kube_snapshot *kube_snapshot_ref(struct kube_snapshot *s);
+/** Drops a reference; the last one frees the snapshot. Accepts NULL. Any thread. */
+void kube_snapshot_release(struct kube_snapshot *s);
+
+/* ---- the store: the current snapshot ------------------------------------------------ */
+
+struct kube_store;
+
+/** Creates a store holding an empty snapshot. NULL on OOM. Free with kube_store_destroy(). */
+struct kube_store *kube_store_create(void);
+/** Frees the store and drops its snapshot reference. Accepts NULL. */
+void kube_store_destroy(struct kube_store *st);
+/**
+ * Makes @next current; ownership of the caller's reference is taken, and the previous snapshot
+ * is released (freed by its last reader). Writer thread only.
+ */
+void kube_store_publish(struct kube_store *st, struct kube_snapshot *next);
+/** Returns the current snapshot with a reference the caller drops with release. Any thread. */
+struct kube_snapshot *kube_store_acquire(struct kube_store *st);
+/** Number of snapshots published so far (0 = only the initial empty one). */
+uint64_t kube_store_generation(struct kube_store *st);
+
+/* Store subscribers: told after every publish (controllers wake on it instead of polling). */
+#define KUBE_STORE_MAX_SUBSCRIBERS 16
+
+/**
+ * Calls @fn(@ctx) after every kube_store_publish(), on the publishing thread, with no store
+ * lock but the subscriber list's held: @fn must be quick and must not call back into the store
+ * (a condition-variable signal). Returns a handle for kube_store_unsubscribe(), or -1 when
+ * KUBE_STORE_MAX_SUBSCRIBERS are taken. Any thread.
+ */
+int kube_store_subscribe(struct kube_store *st, void (*fn)(void *ctx), void *ctx);
+/** Removes subscriber @sub; once it returns, @fn is not running and will not be called. */
+void kube_store_unsubscribe(struct kube_store *st, int sub);
+
+#endif
