@@ -7,6 +7,7 @@
 #include "common/intern.h"
 #include "common/jw.h"
 #include "common/parse.h"
+#include "common/prom.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -93,14 +94,12 @@ static uint64_t body_hash(const struct budget_body *bb)
 static ng_status metric_line(struct ng_buf *m, const char *metric, enum kube_resource kind,
 			     const char *ns, const char *name, int64_t v)
 {
-	ng_status st = ng_buf_printf(m, "%s{kind=\"%s\",namespace=", metric,
-				     kind == KUBE_RES_NDBS ? "NodeDisruptionBudget"
-							   : "ApplicationDisruptionBudget");
-	st = st ? st : ng_buf_json_str(m, ns, strlen(ns));
-	st = st ? st : ng_buf_puts(m, ",name=");
-	st = st ? st : ng_buf_json_str(m, name, strlen(name));
-	st = st ? st : ng_buf_printf(m, "} %lld\n", (long long)v);
-	return st;
+	const struct ng_prom_label l[] = {{"kind", kind == KUBE_RES_NDBS
+						       ? "NodeDisruptionBudget"
+						       : "ApplicationDisruptionBudget"},
+					  {"namespace", ns},
+					  {"name", name}};
+	return ng_prom_i64(m, metric, l, 3, v);
 }
 
 /* One budget: its gauges, and its status when it changed. */
@@ -145,13 +144,11 @@ static void publish_gauges(struct gate *g, const struct ng_buf *allowed,
 {
 	struct ng_buf text;
 	ng_buf_init(&text, 2 * GAUGES_CAP_BYTES + 4096);
-	if (ng_buf_puts(&text, "# HELP nodegate_budget_disruptions_allowed More nodes a budget "
-			       "allows to be disrupted now.\n"
-			       "# TYPE nodegate_budget_disruptions_allowed gauge\n") == NG_OK &&
+	if (ng_prom_header(&text, "nodegate_budget_disruptions_allowed", NG_PROM_GAUGE,
+			   "More nodes a budget allows to be disrupted now.") == NG_OK &&
 	    ng_buf_append(&text, allowed->data ? allowed->data : "", allowed->len) == NG_OK &&
-	    ng_buf_puts(&text, "# HELP nodegate_budget_current_disruptions Nodes of a budget's "
-			       "scope disrupted now.\n"
-			       "# TYPE nodegate_budget_current_disruptions gauge\n") == NG_OK &&
+	    ng_prom_header(&text, "nodegate_budget_current_disruptions", NG_PROM_GAUGE,
+			   "Nodes of a budget's scope disrupted now.") == NG_OK &&
 	    ng_buf_append(&text, current->data ? current->data : "", current->len) == NG_OK) {
 		char *p = ng_buf_take(&text, NULL);
 		pthread_mutex_lock(&g->metrics_mu);

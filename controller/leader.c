@@ -4,10 +4,10 @@
 #include "common/backoff.h"
 #include "common/buf.h"
 #include "common/clock.h"
-#include "common/json.h"
 #include "common/jw.h"
 #include "common/log.h"
 #include "kube/client.h"
+#include "kube/lease.h"
 #include "kube/runtime.h"
 #include "kube/write.h"
 
@@ -38,18 +38,6 @@
 #define JITTER_TENTHS 12
 #define JITTER_PCT (JITTER_TENTHS * 10)
 
-/* The observed Lease spec: what client-go calls the LeaderElectionRecord. Strings are owned
- * (malloc'd); absent optional fields are NULL, an absent holder is "". */
-struct record {
-	char *holder;
-	char *acquire_time;
-	char *renew_time;
-	char *strategy;
-	char *preferred_holder;
-	int64_t duration_s;
-	int64_t transitions;
-};
-
 enum round {
 	ROUND_OK,       /* the Lease is ours, written now */
 	ROUND_HELD,     /* another holder's lease is still valid */
@@ -69,39 +57,16 @@ struct leader {
 	_Atomic uint64_t term;
 
 	/* Election thread only. */
-	struct kube_client *kc; /* the runtime's */
-	struct ng_buf resp;     /* the last response body */
-	bool is_leader;         /* the thread's own view; published to .leading */
-	struct record obs;      /* the last Lease spec seen or written */
+	struct kube_client *kc;       /* the runtime's */
+	struct ng_buf resp;           /* the last response body */
+	bool is_leader;               /* the thread's own view; published to .leading */
+	struct kube_lease_record obs; /* the last Lease spec seen or written */
 	bool have_obs;
 	char *obs_meta;        /* its metadata as JSON (with resourceVersion); NULL = must GET */
 	int64_t obs_mono_us;   /* local time obs last changed: validity starts here */
 	int64_t last_renew_us; /* start of the last successful round while leading */
 	struct ng_rng rng;     /* seeded with the identity: candidates drift apart */
 };
-
-static ng_status str_dup(const char *s, char **ret)
-{
-	if (!s) {
-		*ret = NULL;
-		return NG_OK;
-	}
-	char *d = strdup(s);
-	if (!d)
-		return NG_ENOMEM;
-	*ret = d;
-	return NG_OK;
-}
-
-static void record_finish(struct record *r)
-{
-	free(r->holder);
-	free(r->acquire_time);
-	free(r->renew_time);
-	free(r->strategy);
-	free(r->preferred_holder);
-	memset(r, 0, sizeof(*r));
-}
 
 static bool str_eq(const char *a, const char *b)
 {
@@ -111,7 +76,7 @@ static bool str_eq(const char *a, const char *b)
 }
 
 /* client-go compares the raw record bytes; comparing every field is the same thing. */
-static bool record_equal(const struct record *a, const struct record *b)
+static bool record_equal(const struct kube_lease_record *a, const struct kube_lease_record *b)
 {
 	return str_eq(a->holder, b->holder) && str_eq(a->acquire_time, b->acquire_time) &&
 	       str_eq(a->renew_time, b->renew_time) && str_eq(a->strategy, b->strategy) &&
@@ -129,86 +94,9 @@ static void micro_time_now(char out[static MICRO_TIME_BYTES])
 	ng_fmt(out + n, MICRO_TIME_BYTES - n, ".%06ldZ", (long)(ts.tv_nsec / 1000));
 }
 
-/* An optional string member: absent or null is NULL, another type is malformed. */
-static ng_status opt_str(const cJSON *obj, const char *key, char **ret, struct ng_err *reterr)
-{
-	const cJSON *v = ng_json_get(obj, key);
-	if (!v || cJSON_IsNull(v)) {
-		*ret = NULL;
-		return NG_OK;
-	}
-	if (!cJSON_IsString(v))
-		return ng_err_set(reterr, NG_EPARSE, 0, "lease: spec.%s is not a string", key);
-	if (str_dup(v->valuestring, ret) != NG_OK)
-		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
-	return NG_OK;
-}
-
-static ng_status opt_int(const cJSON *obj, const char *key, int64_t *ret, struct ng_err *reterr)
-{
-	const cJSON *v = ng_json_get(obj, key);
-	*ret = 0;
-	if (!v || cJSON_IsNull(v))
-		return NG_OK;
-	if (!ng_json_int64(v, ret) || *ret < 0 || *ret > INT32_MAX)
-		return ng_err_set(reterr, NG_EPARSE, 0, "lease: spec.%s is not an int32 >= 0", key);
-	return NG_OK;
-}
-
-/* Decodes a Lease: the spec into @ret_rec and the metadata, re-encoded, into @ret_meta (freed
- * with cJSON_free()), so a PUT carries the full object as read, resourceVersion included. Both
- * are written only on success. */
-static ng_status lease_decode(const char *buf, size_t len, struct record *ret_rec, char **ret_meta,
-			      struct ng_err *reterr)
-{
-	cJSON *root = NULL;
-	struct record rec = {0};
-	char *meta = NULL;
-	ng_status st = ng_json_parse(buf, len, NULL, &root, reterr);
-	if (st != NG_OK)
-		goto out;
-	const cJSON *md = ng_json_get(root, "metadata");
-	const char *rv = ng_json_str(md, "resourceVersion");
-	if (!cJSON_IsObject(md) || !rv || !rv[0]) {
-		st = ng_err_set(reterr, NG_EPARSE, 0, "lease: no metadata.resourceVersion");
-		goto out;
-	}
-	const cJSON *spec = ng_json_get(root, "spec");
-	if (spec && !cJSON_IsNull(spec) && !cJSON_IsObject(spec)) {
-		st = ng_err_set(reterr, NG_EPARSE, 0, "lease: spec is not an object");
-		goto out;
-	}
-	if ((st = opt_str(spec, "holderIdentity", &rec.holder, reterr)) != NG_OK ||
-	    (st = opt_str(spec, "acquireTime", &rec.acquire_time, reterr)) != NG_OK ||
-	    (st = opt_str(spec, "renewTime", &rec.renew_time, reterr)) != NG_OK ||
-	    (st = opt_str(spec, "strategy", &rec.strategy, reterr)) != NG_OK ||
-	    (st = opt_str(spec, "preferredHolder", &rec.preferred_holder, reterr)) != NG_OK ||
-	    (st = opt_int(spec, "leaseDurationSeconds", &rec.duration_s, reterr)) != NG_OK ||
-	    (st = opt_int(spec, "leaseTransitions", &rec.transitions, reterr)) != NG_OK)
-		goto out;
-	if (!rec.holder && (st = str_dup("", &rec.holder)) != NG_OK) {
-		st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
-		goto out;
-	}
-	meta = cJSON_PrintUnformatted(md);
-	if (!meta) {
-		st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
-		goto out;
-	}
-	*ret_rec = rec;
-	memset(&rec, 0, sizeof(rec));
-	*ret_meta = meta;
-	meta = NULL;
-out:
-	record_finish(&rec);
-	cJSON_free(meta);
-	cJSON_Delete(root);
-	return st;
-}
-
 /* The body of a create (@meta NULL: name and namespace only) or of a full-object update. */
-static ng_status lease_encode(const struct leader *l, const char *meta, const struct record *r,
-			      struct ng_buf *out)
+static ng_status lease_encode(const struct leader *l, const char *meta,
+			      const struct kube_lease_record *r, struct ng_buf *out)
 {
 	struct ng_jw w;
 	ng_jw_init(&w, out);
@@ -242,13 +130,10 @@ static ng_status lease_encode(const struct leader *l, const char *meta, const st
 /* Detail for a non-2xx answer: the Status message when the body is one. */
 static ng_status http_error(struct leader *l, const char *method, long http, struct ng_err *err)
 {
-	cJSON *root = NULL;
-	const char *msg = NULL;
-	if (l->resp.len && ng_json_parse(l->resp.data, l->resp.len, NULL, &root, NULL) == NG_OK)
-		msg = ng_json_str(root, "message");
-	ng_err_set(err, NG_EKUBE, 0, "%s lease: HTTP %ld%s%.100s", method, http, msg ? ": " : "",
-		   msg ? msg : "");
-	cJSON_Delete(root);
+	char msg[128];
+	kube_status_message(l->resp.data, l->resp.len, msg, sizeof(msg));
+	ng_err_set(err, NG_EKUBE, 0, "%s lease: HTTP %ld%s%.100s", method, http, *msg ? ": " : "",
+		   msg);
 	return NG_EKUBE;
 }
 
@@ -264,24 +149,24 @@ static bool lease_valid(const struct leader *l, int64_t now_us)
 
 /* Makes @rec (ownership is taken) and @meta (taken; NULL = unknown, the next round must GET) the
  * observed Lease. The validity clock restarts only when the record changed. */
-static void observe(struct leader *l, struct record *rec, char *meta)
+static void observe(struct leader *l, struct kube_lease_record *rec, char *meta)
 {
 	if (!l->have_obs || !record_equal(&l->obs, rec)) {
-		record_finish(&l->obs);
+		kube_lease_record_finish(&l->obs);
 		l->obs = *rec;
 		l->have_obs = true;
 		l->obs_mono_us = ng_now_mono_us();
 	} else {
-		record_finish(rec);
+		kube_lease_record_finish(rec);
 	}
 	memset(rec, 0, sizeof(*rec));
-	cJSON_free(l->obs_meta);
+	free(l->obs_meta);
 	l->obs_meta = meta;
 }
 
 /* Writes @want (ownership is taken): POST when @meta is NULL (create), else PUT of the full
  * object with @meta. On success @want, or the server's answer, becomes the observed record. */
-static enum round write_lease(struct leader *l, const char *meta, struct record *want,
+static enum round write_lease(struct leader *l, const char *meta, struct kube_lease_record *want,
 			      int64_t timeout_ms, struct ng_err *err)
 {
 	const char *method = meta ? "PUT" : "POST";
@@ -310,9 +195,9 @@ static enum round write_lease(struct leader *l, const char *meta, struct record 
 			*err = wr.err;
 		goto out;
 	}
-	struct record got = {0};
+	struct kube_lease_record got = {0};
 	char *got_meta = NULL;
-	if (lease_decode(l->resp.data, l->resp.len, &got, &got_meta, NULL) != NG_OK) {
+	if (kube_lease_decode(l->resp.data, l->resp.len, &got, &got_meta, NULL) != NG_OK) {
 		/* Written, but the answer is unusable: what we sent is the record, and the next
 		 * round reads the resourceVersion afresh. */
 		observe(l, want, NULL);
@@ -328,7 +213,7 @@ static enum round write_lease(struct leader *l, const char *meta, struct record 
 	}
 	r = ROUND_OK;
 out:
-	record_finish(want);
+	kube_lease_record_finish(want);
 	ng_buf_finish(&body);
 	return r;
 }
@@ -337,17 +222,17 @@ out:
  * as decided by the caller; strategy and preferredHolder are kept from the observed record. */
 static ng_status want_record(const struct leader *l, const char *holder, int64_t duration_s,
 			     const char *acquire_time, const char *renew_time, int64_t transitions,
-			     struct record *ret)
+			     struct kube_lease_record *ret)
 {
-	struct record r = {.duration_s = duration_s, .transitions = transitions};
+	struct kube_lease_record r = {.duration_s = duration_s, .transitions = transitions};
 	ng_status st;
-	if ((st = str_dup(holder, &r.holder)) != NG_OK ||
-	    (st = str_dup(acquire_time, &r.acquire_time)) != NG_OK ||
-	    (st = str_dup(renew_time, &r.renew_time)) != NG_OK ||
-	    (st = str_dup(l->have_obs ? l->obs.strategy : NULL, &r.strategy)) != NG_OK ||
-	    (st = str_dup(l->have_obs ? l->obs.preferred_holder : NULL, &r.preferred_holder)) !=
-		NG_OK) {
-		record_finish(&r);
+	if ((st = kube_lease_strdup(holder, &r.holder)) != NG_OK ||
+	    (st = kube_lease_strdup(acquire_time, &r.acquire_time)) != NG_OK ||
+	    (st = kube_lease_strdup(renew_time, &r.renew_time)) != NG_OK ||
+	    (st = kube_lease_strdup(l->have_obs ? l->obs.strategy : NULL, &r.strategy)) != NG_OK ||
+	    (st = kube_lease_strdup(l->have_obs ? l->obs.preferred_holder : NULL,
+				    &r.preferred_holder)) != NG_OK) {
+		kube_lease_record_finish(&r);
 		return st;
 	}
 	*ret = r;
@@ -366,9 +251,9 @@ static ng_status read_lease(struct leader *l, int64_t timeout_ms, struct ng_err 
 		return NG_ENOTFOUND;
 	if (http != 200)
 		return http_error(l, "GET", http, err);
-	struct record rec;
+	struct kube_lease_record rec;
 	char *meta = NULL;
-	st = lease_decode(l->resp.data, l->resp.len, &rec, &meta, err);
+	st = kube_lease_decode(l->resp.data, l->resp.len, &rec, &meta, err);
 	if (st != NG_OK)
 		return st;
 	observe(l, &rec, meta);
@@ -405,7 +290,7 @@ static enum round try_acquire_or_renew(struct leader *l, int64_t deadline_us, st
 	micro_time_now(now);
 	int64_t duration_s = l->lease_ms / 1000;
 	int64_t timeout_ms = 0;
-	struct record want;
+	struct kube_lease_record want;
 
 	/* 1. The leader's fast path: update from the last observed copy, no GET. */
 	if (l->is_leader && l->obs_meta && lease_valid(l, ng_now_mono_us())) {
@@ -525,7 +410,7 @@ static void release(struct leader *l)
 		}
 		char now[MICRO_TIME_BYTES];
 		micro_time_now(now);
-		struct record want;
+		struct kube_lease_record want;
 		if (want_record(l, "", 1, now, now, l->obs.transitions, &want) != NG_OK) {
 			ng_err_set(&err, NG_ENOMEM, 0, "out of memory");
 			break;
@@ -681,8 +566,8 @@ static void destroy(struct leader *l)
 		return;
 	kube_runtime_destroy(l->rt);
 	ng_buf_finish(&l->resp);
-	record_finish(&l->obs);
-	cJSON_free(l->obs_meta);
+	kube_lease_record_finish(&l->obs);
+	free(l->obs_meta);
 	free(l->ns);
 	free(l->name);
 	free(l->identity);

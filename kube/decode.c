@@ -11,6 +11,7 @@
 #include "common/parse.h"
 
 #include <arpa/inet.h>
+#include <curl/curl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1290,6 +1291,47 @@ static void hook_service(const cJSON *svc, char *buf, char *why, size_t cap)
 		       path ? path : "/");
 }
 
+static char *arena_lower(struct ng_arena *a, const char *s, size_t len)
+{
+	char *out = ng_arena_strndup(a, s, len);
+	for (char *p = out; p && *p; p++)
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
+	return out;
+}
+
+/* The scheme, host and credentials of URL @url into @h (the arena's), or why it is not a URL.
+ * Only OOM fails. */
+static ng_status hook_parts(struct ctx *c, const char *url, struct kube_hook *h, char *why,
+			    size_t cap)
+{
+	CURLU *u = curl_url();
+	if (!u)
+		return fail(c, NG_ENOMEM, "spec.healthHook", "out of memory");
+	char *scheme = NULL, *host = NULL, *user = NULL;
+	ng_status st = NG_OK;
+	if (curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host) {
+		ng_fmt(why, cap, "spec.healthHook.url: \"%.100s\" is not a URL", url);
+		goto out;
+	}
+	h->userinfo = curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK;
+	/* An IPv6 literal comes back bracketed; allowedHosts globs are written without. */
+	size_t hl = strlen(host);
+	bool bracketed = host[0] == '[' && hl > 2 && host[hl - 1] == ']';
+	h->scheme = arena_lower(c->arena, scheme, strlen(scheme));
+	h->host = arena_lower(c->arena, host + bracketed, hl - 2 * bracketed);
+	if (!h->scheme || !h->host)
+		st = fail(c, NG_ENOMEM, "spec.healthHook", "out of memory");
+out:
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(user);
+	curl_url_cleanup(u);
+	return st;
+}
+
 /* spec.healthHook.caBundle @ca decoded into @h's arena copy, or why not. Only OOM fails. */
 static ng_status hook_ca(struct ctx *c, const cJSON *ca, struct kube_hook *h, char *why, size_t cap)
 {
@@ -1334,14 +1376,17 @@ static ng_status decode_hook(struct ctx *c, const cJSON *j, struct kube_hook *h)
 		hook_service(ng_json_get(j, "service"), buf, why, sizeof(why));
 		h->service = true;
 	}
-	if (!*why && cJSON_IsString(ca) && *ca->valuestring) {
-		ng_status st = hook_ca(c, ca, h, why, sizeof(why));
-		if (st != NG_OK)
-			return st;
-	}
+	ng_status st = NG_OK;
+	if (!*why && cJSON_IsString(ca) && *ca->valuestring)
+		st = hook_ca(c, ca, h, why, sizeof(why));
+	if (st == NG_OK && !*why)
+		st = hook_parts(c, buf, h, why, sizeof(why));
+	if (st != NG_OK)
+		return st;
 	if (*why) {
 		h->ca = NULL;
 		h->nca = 0;
+		h->scheme = h->host = NULL;
 		return intern(c, why, &h->error);
 	}
 	if (!(h->url = ng_arena_strndup(c->arena, buf, strlen(buf))))

@@ -294,6 +294,10 @@ struct kube_hook {
 	size_t nca;
 	int32_t timeout_s; /* spec.healthHook.timeoutSeconds: 1..25, default 5 */
 	uint32_t error;    /* intern id of why the hook cannot be called; NG_INTERN_NONE if fine */
+	/* The URL's parts, read once here so that deciding needs no URL parser: scheme and host
+	 * lower case, an IPv6 literal's host without brackets; NULL when error is set. */
+	const char *scheme, *host;
+	bool userinfo; /* the URL carries credentials (user[:password]@) */
 };
 
 struct kube_adb {

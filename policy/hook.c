@@ -5,13 +5,9 @@
 #include "common/clock.h"
 #include "common/intern.h"
 
-#include <arpa/inet.h>
-#include <curl/curl.h>
 #include <fnmatch.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 const char *pol_hook_result_str(enum pol_hook_result r)
 {
@@ -64,50 +60,23 @@ ng_status pol_hook_allowed(const struct kube_hook *h, const struct kube_hook_pol
 		return ng_err_set(reterr, NG_EFORBIDDEN, 0,
 				  "hook not allowed: NodeGateConfig healthHooks.allowServiceRefs "
 				  "is false");
-	CURLU *u = curl_url();
-	if (!u)
-		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
-	char *scheme = NULL, *host = NULL, *user = NULL;
-	ng_status st = NG_OK;
-	if (curl_url_set(u, CURLUPART_URL, h->url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host) {
-		st = ng_err_set(reterr, NG_EPARSE, 0, "hook is invalid: \"%.100s\" is not a URL",
-				h->url);
-		goto out;
-	}
-	lower(scheme);
-	lower(host);
-	if (strcmp(scheme, "https") != 0 && !(p->allow_http && strcmp(scheme, "http") == 0)) {
-		st = ng_err_set(reterr, NG_EFORBIDDEN, 0,
-				"hook not allowed: scheme \"%.20s\" (https only%s)", scheme,
-				strcmp(scheme, "http") == 0
-				    ? "; NodeGateConfig healthHooks.allowHTTP permits http"
-				    : "");
-		goto out;
-	}
-	if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK) {
-		st = ng_err_set(reterr, NG_EFORBIDDEN, 0,
-				"hook not allowed: the URL carries credentials");
-		goto out;
-	}
-	/* An IPv6 literal comes back bracketed; globs are written without. */
-	size_t hl = strlen(host);
-	if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
-		memmove(host, host + 1, hl - 2);
-		host[hl - 2] = '\0';
-	}
-	if (!host_matches(p, pool, host))
-		st = ng_err_set(reterr, NG_EFORBIDDEN, 0,
-				"hook not allowed: host \"%.100s\" matches no NodeGateConfig "
-				"healthHooks.allowedHosts",
-				host);
-out:
-	curl_free(scheme);
-	curl_free(host);
-	curl_free(user);
-	curl_url_cleanup(u);
-	return st;
+	if (!h->scheme || !h->host)
+		return ng_err_set(reterr, NG_EPARSE, 0, "hook is invalid: no URL");
+	if (strcmp(h->scheme, "https") != 0 && !(p->allow_http && strcmp(h->scheme, "http") == 0))
+		return ng_err_set(reterr, NG_EFORBIDDEN, 0,
+				  "hook not allowed: scheme \"%.20s\" (https only%s)", h->scheme,
+				  strcmp(h->scheme, "http") == 0
+				      ? "; NodeGateConfig healthHooks.allowHTTP permits http"
+				      : "");
+	if (h->userinfo)
+		return ng_err_set(reterr, NG_EFORBIDDEN, 0,
+				  "hook not allowed: the URL carries credentials");
+	if (!host_matches(p, pool, h->host))
+		return ng_err_set(reterr, NG_EFORBIDDEN, 0,
+				  "hook not allowed: host \"%.100s\" matches no NodeGateConfig "
+				  "healthHooks.allowedHosts",
+				  h->host);
+	return NG_OK;
 }
 
 bool pol_hook_addr_allowed(const struct kube_hook_policy *p, int family, const uint8_t *addr)

@@ -114,7 +114,7 @@ static void test_V07_V08_H09_budget_admission_checks(void **state)
 	expect_budget(none, ADB("a", DB_HOOK("{\"url\":\"https://h/\",\"timeoutSeconds\":26}")),
 		      NG_EPARSE, "timeoutSeconds: must be 1..25");
 	expect_budget(none, ADB("a", DB_HOOK("{\"url\":\"not a url\"}")), NG_EPARSE,
-		      "spec.healthHook: hook is invalid: \"not a url\" is not a URL");
+		      "spec.healthHook.url: \"not a url\" is not a URL");
 	/* H09: a host the policy does not list. */
 	expect_budget(strict, ADB("a", DB_HOOK("{\"url\":\"https://127.0.0.1:8443/\"}")),
 		      NG_EFORBIDDEN, "host \"127.0.0.1\" matches no");
