@@ -311,7 +311,7 @@ static ng_status match_expression(struct ng_intern *pool, struct ng_arena *arena
 				  const char *field, size_t idx, struct kube_requirement *r,
 				  struct ng_err *reterr)
 {
-	int op;
+	int op = 0; /* written by expression_form() on success */
 	ng_status st = expression_form(e, field, idx, &op, reterr);
 	if (st != NG_OK)
 		return st;
