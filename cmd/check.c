@@ -34,8 +34,9 @@ int cmd_check(int argc, char **argv)
 			return 2;
 		}
 	}
-	int64_t now = ng_now_wall_ms();
-	if (!nsnaps || !nd || (now_s && ng_parse_rfc3339_ms(now_s, strlen(now_s), &now) != 0)) {
+	int64_t now_wall_ms = ng_now_wall_ms();
+	if (!nsnaps || !nd ||
+	    (now_s && ng_parse_rfc3339_ms(now_s, strlen(now_s), &now_wall_ms) != 0)) {
 		(void)fprintf(stderr, "nodegate check: --snapshot FILE and --nd FILE are required; "
 				      "--now takes an RFC 3339 time\n");
 		return 2;
@@ -52,7 +53,8 @@ int cmd_check(int argc, char **argv)
 	if (kube_snapshot_load_files(snaps, nsnaps, &snap, &err) != NG_OK ||
 	    ng_read_file(nd, NG_MAX_BODY_BYTES, "--nd", false, &body, &len, &err) != NG_OK ||
 	    !arena ||
-	    srv_evaluate(body, len, arena, snap, now, &out, &code, &granted, &err) != NG_OK) {
+	    srv_evaluate(body, len, arena, snap, now_wall_ms, &out, &code, &granted, &err) !=
+		NG_OK) {
 		(void)fprintf(stderr, "nodegate check: %s\n",
 			      err.msg[0] ? err.msg : "out of memory");
 		goto out;

@@ -467,8 +467,8 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 		lose(l, "the lease has another holder");
 	}
 	log_round(l, r, &err);
-	int64_t now = ng_now_mono_us();
-	int64_t next = now + (l->is_leader ? l->retry_ms : jittered(l, l->retry_ms)) * 1000;
+	int64_t now_mono_us = ng_now_mono_us();
+	int64_t next = now_mono_us + (l->is_leader ? l->retry_ms : jittered(l, l->retry_ms)) * 1000;
 	if (l->is_leader && r != ROUND_OK) {
 		/* Wake at the deadline to drop leadership on time. */
 		int64_t deadline = l->last_renew_us + l->renew_ms * 1000;

@@ -201,12 +201,13 @@ void kube_client_invalidate_token(struct kube_client *c)
 static ng_status current_token(struct kube_client *c, char **ret, struct ng_err *err)
 {
 	bool due = false;
-	int64_t now = ng_now_mono_us();
+	int64_t now_mono_us = ng_now_mono_us();
 	pthread_mutex_lock(&c->mu);
 	if (c->token_file && (!c->token_read || c->token_read_us == INT64_MIN ||
-			      now - c->token_read_us >= c->refresh_ms * 1000)) {
+			      now_mono_us - c->token_read_us >= c->refresh_ms * 1000)) {
 		due = true;
-		c->token_read_us = now; /* claim the refresh so other threads don't pile in */
+		c->token_read_us =
+		    now_mono_us; /* claim the refresh so other threads don't pile in */
 	}
 	pthread_mutex_unlock(&c->mu);
 

@@ -59,7 +59,7 @@ struct informer {
 	struct kube_watch *w;
 	enum kube_resource res;
 	enum istate state;
-	int64_t due_ms;
+	int64_t due_ms; /* monotonic */
 	int64_t backoff_ms;
 	uint32_t attempt; /* failures in a row, for the backoff */
 	char rv[RV_BYTES];
@@ -83,13 +83,13 @@ struct kube_watch {
 	struct kube_cache *cache;
 	CURLM *multi;
 	struct informer inf[KUBE_RES_COUNT];
-	int64_t dirty_since_ms; /* 0: nothing pending */
-	int64_t last_publish_ms;
+	int64_t dirty_since_ms;  /* monotonic; 0: nothing pending */
+	int64_t last_publish_ms; /* monotonic */
 	_Atomic uint64_t publishes;
 	struct ng_rng *rng; /* the runtime's */
 };
 
-static int64_t now_ms(void)
+static int64_t now_mono_ms(void)
 {
 	return ng_now_mono_us() / 1000;
 }
@@ -114,7 +114,7 @@ static void retry_later(struct informer *in, enum istate st, const char *what, c
 	in->backoff_ms =
 	    ng_backoff_ms(w->cfg.backoff_initial_ms, w->cfg.backoff_max_ms, in->attempt);
 	int64_t delay = jitter(w, in->backoff_ms);
-	in->due_ms = now_ms() + delay;
+	in->due_ms = now_mono_ms() + delay;
 	struct ng_logline l;
 	if (ng_log_begin(&l, NG_LOG_WARN, "kube", what)) {
 		ng_log_str(&l, "resource", kube_resource_name(in->res));
@@ -147,7 +147,7 @@ static void publish_mask(struct kube_watch *w, unsigned mask)
 	if (!kube_cache_dirty(w->cache))
 		w->dirty_since_ms = 0;
 	if (mask & ~URGENT)
-		w->last_publish_ms = now_ms();
+		w->last_publish_ms = now_mono_ms();
 }
 
 static void publish(struct kube_watch *w)
@@ -158,7 +158,7 @@ static void publish(struct kube_watch *w)
 static void mark_dirty(struct kube_watch *w)
 {
 	if (!w->dirty_since_ms)
-		w->dirty_since_ms = now_ms();
+		w->dirty_since_ms = now_mono_ms();
 }
 
 /* Reads a Status body's message for logs. */
@@ -243,7 +243,7 @@ static void do_list(struct informer *in)
 	/* Changes already received go out first: a failed relist must not lose them. */
 	if (kube_cache_dirty(w->cache))
 		publish(w);
-	int64_t t0 = now_ms();
+	int64_t t0 = now_mono_ms();
 	struct ng_buf body;
 	ng_buf_init(&body, LIST_PAGE_CAP);
 	/* A list page's tree: 500 objects, a few MB of JSON, a few times that in nodes. */
@@ -296,7 +296,7 @@ static void do_list(struct informer *in)
 		ng_log_i64(&l, "objects", (int64_t)count);
 		ng_log_i64(&l, "pages", (int64_t)pages);
 		ng_log_str(&l, "rv", rv);
-		ng_log_i64(&l, "dur_ms", now_ms() - t0);
+		ng_log_i64(&l, "dur_ms", now_mono_ms() - t0);
 		ng_log_end(&l);
 	}
 }
@@ -487,51 +487,62 @@ static void end_watch(struct informer *in, CURLcode res)
 	in->backoff_ms = 0;
 }
 
+/* Lists and watches that are due start now; returns when the next one falls due (monotonic
+ * ms; at most a second away). */
+static int64_t start_due(struct kube_watch *w, int64_t now_mono)
+{
+	int64_t next_due = now_mono + 1000;
+	for (int r = 0; r < KUBE_RES_COUNT && !atomic_load(w->stop); r++) {
+		struct informer *in = &w->inf[r];
+		if (in->state == ST_LIST && in->due_ms <= now_mono)
+			do_list(in);
+		else if (in->state == ST_WATCH && in->due_ms <= now_mono)
+			start_watch(in);
+		if (in->state != ST_WATCHING && in->due_ms < next_due)
+			next_due = in->due_ms;
+	}
+	return next_due;
+}
+
+/* Moves the transfers on and ends the watches that finished. */
+static void drive_transfers(struct kube_watch *w)
+{
+	int running = 0;
+	(void)curl_multi_perform(w->multi, &running);
+	CURLMsg *m;
+	int left;
+	while ((m = curl_multi_info_read(w->multi, &left))) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		struct informer *in = NULL;
+		(void)curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&in);
+		if (in)
+			end_watch(in, m->data.result);
+	}
+}
+
 /* One pass of the informers on the runtime's thread: start what is due, move the transfers,
- * publish, and wait in curl (woken by kube_runtime_destroy through interrupt()). */
+ * publish, and wait in curl (woken by kube_runtime_destroy through interrupt()). All times are
+ * monotonic milliseconds. */
 static int64_t step(struct kube_runtime *rt, void *ctx)
 {
 	struct kube_watch *w = ctx;
-	{
-		int64_t now = now_ms();
-		int64_t next_due = now + 1000;
-		for (int r = 0; r < KUBE_RES_COUNT && !atomic_load(w->stop); r++) {
-			struct informer *in = &w->inf[r];
-			if (in->state == ST_LIST && in->due_ms <= now)
-				do_list(in);
-			else if (in->state == ST_WATCH && in->due_ms <= now)
-				start_watch(in);
-			if (in->state != ST_WATCHING && in->due_ms < next_due)
-				next_due = in->due_ms;
-		}
-		int running = 0;
-		(void)curl_multi_perform(w->multi, &running);
-		CURLMsg *m;
-		int left;
-		while ((m = curl_multi_info_read(w->multi, &left))) {
-			if (m->msg != CURLMSG_DONE)
-				continue;
-			struct informer *in = NULL;
-			(void)curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&in);
-			if (in)
-				end_watch(in, m->data.result);
-		}
-		now = now_ms();
-		/* Everything that arrived together is published at once, but not more than once
-		 * per batch_ms: an isolated change is visible in milliseconds, a burst costs one
-		 * table rebuild per window. */
-		int64_t publish_at = w->last_publish_ms + w->cfg.batch_ms;
-		if (w->dirty_since_ms && now >= publish_at)
-			publish(w);
-		else if (kube_cache_dirty_mask(w->cache) & URGENT)
-			publish_mask(w, URGENT);
-		if (w->dirty_since_ms && publish_at < next_due)
-			next_due = publish_at;
-		int64_t wait = next_due - now_ms();
-		if (wait > 0)
-			(void)curl_multi_poll(w->multi, NULL, 0, (int)(wait > 1000 ? 1000 : wait),
-					      NULL);
-	}
+	int64_t next_due = start_due(w, now_mono_ms());
+	drive_transfers(w);
+	int64_t now_mono = now_mono_ms();
+	/* Everything that arrived together is published at once, but not more than once per
+	 * batch_ms: an isolated change is visible in milliseconds, a burst costs one table
+	 * rebuild per window. */
+	int64_t publish_at = w->last_publish_ms + w->cfg.batch_ms;
+	if (w->dirty_since_ms && now_mono >= publish_at)
+		publish(w);
+	else if (kube_cache_dirty_mask(w->cache) & URGENT)
+		publish_mask(w, URGENT);
+	if (w->dirty_since_ms && publish_at < next_due)
+		next_due = publish_at;
+	int64_t wait = next_due - now_mono_ms();
+	if (wait > 0)
+		(void)curl_multi_poll(w->multi, NULL, 0, (int)(wait > 1000 ? 1000 : wait), NULL);
 	return KUBE_RUNTIME_AGAIN;
 }
 

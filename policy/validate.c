@@ -450,8 +450,8 @@ static ng_status remap_nd(const struct ng_intern *from, const struct kube_snapsh
 }
 
 ng_status pol_evaluate_object(const struct kube_snapshot *cluster, const struct kube_one *obj,
-			      int64_t now_ms, struct ng_arena *arena, struct pol_gate_decision *ret,
-			      struct ng_err *reterr)
+			      int64_t now_wall_ms, struct ng_arena *arena,
+			      struct pol_gate_decision *ret, struct ng_err *reterr)
 {
 	char warning[400];
 	ng_status st = pol_check_nd(cluster, obj, NULL, warning, sizeof(warning), reterr);
@@ -475,7 +475,7 @@ ng_status pol_evaluate_object(const struct kube_snapshot *cluster, const struct 
 				pend[np++] = &all[i];
 		st = pend ? pol_rank_pending(cluster, &cfg, pend, np, arena) : NG_ENOMEM;
 	}
-	st = st ? st : pol_evaluate_disruption(cluster, &cfg, ledger, &nd, now_ms, arena, ret);
+	st = st ? st : pol_evaluate_disruption(cluster, &cfg, ledger, &nd, now_wall_ms, arena, ret);
 	pol_ledger_destroy(ledger);
 	if (st != NG_OK)
 		return ng_err_set(reterr, st, 0, "out of memory");

@@ -60,7 +60,7 @@ NG_NODISCARD ng_status pol_check_nd_status(const struct kube_one *obj, const str
  * is not decided: its error is returned instead.
  */
 NG_NODISCARD ng_status pol_evaluate_object(const struct kube_snapshot *cluster,
-					   const struct kube_one *obj, int64_t now_ms,
+					   const struct kube_one *obj, int64_t now_wall_ms,
 					   struct ng_arena *arena, struct pol_gate_decision *ret,
 					   struct ng_err *reterr);
 

@@ -243,7 +243,7 @@ ng_status srv_admit_object(enum srv_object_webhook wh, const char *body, size_t 
 }
 
 ng_status srv_evaluate(const char *body, size_t len, struct ng_arena *arena,
-		       const struct kube_snapshot *snap, int64_t now_ms, struct ng_buf *out,
+		       const struct kube_snapshot *snap, int64_t now_wall_ms, struct ng_buf *out,
 		       int *ret_code, bool *ret_granted, struct ng_err *reterr)
 {
 	*ret_granted = false;
@@ -262,7 +262,7 @@ ng_status srv_evaluate(const char *body, size_t len, struct ng_arena *arena,
 	struct ng_err why = {0};
 	st = kube_one_decode_as(KUBE_RES_NDS, in, KUBE_ONE_NAME_OPTIONAL, &one, &why);
 	if (st == NG_OK)
-		st = pol_evaluate_object(snap, one, now_ms, arena, &d, &why);
+		st = pol_evaluate_object(snap, one, now_wall_ms, arena, &d, &why);
 	kube_one_destroy(one);
 	if (st != NG_OK) {
 		printable_ascii(why.msg);

@@ -74,7 +74,7 @@ NG_NODISCARD ng_status srv_admit_object(enum srv_object_webhook wh, const char *
  * @reterr when the body is not JSON (400), NG_ENOMEM.
  */
 NG_NODISCARD ng_status srv_evaluate(const char *body, size_t len, struct ng_arena *arena,
-				    const struct kube_snapshot *snap, int64_t now_ms,
+				    const struct kube_snapshot *snap, int64_t now_wall_ms,
 				    struct ng_buf *out, int *ret_code, bool *ret_granted,
 				    struct ng_err *reterr);
 
