@@ -36,7 +36,7 @@ int cmd_check(int argc, char **argv)
 	}
 	int64_t now_wall_ms = ng_now_wall_ms();
 	if (!nsnaps || !nd ||
-	    (now_s && ng_parse_rfc3339_ms(now_s, strlen(now_s), &now_wall_ms) != 0)) {
+	    (now_s && ng_parse_rfc3339_ms(now_s, strlen(now_s), &now_wall_ms) != NG_OK)) {
 		(void)fprintf(stderr, "nodegate check: --snapshot FILE and --nd FILE are required; "
 				      "--now takes an RFC 3339 time\n");
 		return 2;

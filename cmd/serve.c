@@ -234,7 +234,7 @@ static int configure(struct serve *s, int argc, char **argv)
 	if (cmd_serve_flags_parse(argc, argv, c) != 0)
 		return 2;
 	enum ng_log_level level;
-	if (ng_log_parse_level(c->log_level, &level) != 0) {
+	if (ng_log_parse_level(c->log_level, &level) != NG_OK) {
 		(void)fprintf(stderr,
 			      "nodegate: --log-level \"%s\": use debug, info, warn or error\n",
 			      c->log_level);
@@ -250,7 +250,7 @@ static int configure(struct serve *s, int argc, char **argv)
 	    .nexempt = c->exempt_users.n,
 	    .retry_after_seconds = (int32_t)c->retry_after_seconds,
 	};
-	if (pol_eviction_mode_parse(c->eviction_mode, &s->ev.mode) != 0) {
+	if (pol_eviction_mode_parse(c->eviction_mode, &s->ev.mode) != NG_OK) {
 		(void)fprintf(stderr,
 			      "nodegate: --eviction-mode \"%s\": use Enforce, Warn or Off\n",
 			      c->eviction_mode);

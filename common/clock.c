@@ -45,17 +45,17 @@ static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
 	return era * 146097 + doe - 719468;
 }
 
-int ng_parse_rfc3339_ms(const char *s, size_t len, int64_t *ret_ms)
+ng_status ng_parse_rfc3339_ms(const char *s, size_t len, int64_t *ret_ms)
 {
 	int64_t y, mo, d, h, mi, se, ms = 0;
 	if (len < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') ||
 	    s[13] != ':' || s[16] != ':')
-		return -1;
+		return NG_EPARSE;
 	if (digits(s, 4, &y) || digits(s + 5, 2, &mo) || digits(s + 8, 2, &d) ||
 	    digits(s + 11, 2, &h) || digits(s + 14, 2, &mi) || digits(s + 17, 2, &se))
-		return -1;
+		return NG_EPARSE;
 	if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
-		return -1;
+		return NG_EPARSE;
 	size_t i = 19;
 	if (i < len && s[i] == '.') {
 		i++;
@@ -67,7 +67,7 @@ int ng_parse_rfc3339_ms(const char *s, size_t len, int64_t *ret_ms)
 			i++;
 		}
 		if (i == start)
-			return -1;
+			return NG_EPARSE;
 	}
 	int64_t off_min = 0;
 	if (i < len && (s[i] == 'Z' || s[i] == 'z')) {
@@ -75,15 +75,15 @@ int ng_parse_rfc3339_ms(const char *s, size_t len, int64_t *ret_ms)
 	} else if (i + 6 == len && (s[i] == '+' || s[i] == '-') && s[i + 3] == ':') {
 		int64_t oh, om;
 		if (digits(s + i + 1, 2, &oh) || digits(s + i + 4, 2, &om) || oh > 23 || om > 59)
-			return -1;
+			return NG_EPARSE;
 		off_min = (oh * 60 + om) * (s[i] == '-' ? -1 : 1);
 		i += 6;
 	} else {
-		return -1;
+		return NG_EPARSE;
 	}
 	if (i != len)
-		return -1;
+		return NG_EPARSE;
 	int64_t days = days_from_civil(y, mo, d);
 	*ret_ms = ((days * 24 + h) * 60 + mi - off_min) * 60000 + se * 1000 + ms;
-	return 0;
+	return NG_OK;
 }

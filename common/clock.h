@@ -2,6 +2,8 @@
 #ifndef NG_COMMON_CLOCK_H
 #define NG_COMMON_CLOCK_H
 
+#include "common/status.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,9 +18,9 @@ int64_t ng_now_wall_ms(void);
 size_t ng_format_rfc3339_ms(int64_t wall_ms, char *out);
 /**
  * Parses an RFC 3339 timestamp as Kubernetes writes it ("2026-11-22T05:00:00Z", optional
- * fraction, 'Z' or ±hh:mm offset). Writes milliseconds since the epoch to @ret_ms. Returns 0 on
- * success, -1 on malformed input.
+ * fraction, 'Z' or ±hh:mm offset). Writes milliseconds since the epoch to @ret_ms (only on
+ * success). NG_EPARSE on malformed input.
  */
-int ng_parse_rfc3339_ms(const char *s, size_t len, int64_t *ret_ms);
+NG_NODISCARD ng_status ng_parse_rfc3339_ms(const char *s, size_t len, int64_t *ret_ms);
 
 #endif

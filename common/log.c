@@ -24,15 +24,15 @@ enum ng_log_level ng_log_get_level(void)
 	return (enum ng_log_level)atomic_load_explicit(&g_level, memory_order_relaxed);
 }
 
-int ng_log_parse_level(const char *s, enum ng_log_level *ret)
+ng_status ng_log_parse_level(const char *s, enum ng_log_level *ret)
 {
 	for (int i = 0; i < 4; i++) {
 		if (strcmp(s, level_names[i]) == 0) {
 			*ret = (enum ng_log_level)i;
-			return 0;
+			return NG_OK;
 		}
 	}
-	return -1;
+	return NG_EPARSE;
 }
 
 void ng_log_set_fd(int fd)

@@ -5,6 +5,8 @@
 
 #include "common/limits.h"
 
+#include "common/status.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,8 +28,8 @@ struct ng_logline {
 void ng_log_set_level(enum ng_log_level level);
 /** Current minimum level. */
 enum ng_log_level ng_log_get_level(void);
-/** Parses "debug", "info", "warn" or "error". Returns 0 and writes @ret, or -1. */
-int ng_log_parse_level(const char *s, enum ng_log_level *ret);
+/** Parses "debug", "info", "warn" or "error": NG_OK and writes @ret, or NG_EPARSE. */
+NG_NODISCARD ng_status ng_log_parse_level(const char *s, enum ng_log_level *ret);
 /** Redirects output to @fd (default 2). For tests. */
 void ng_log_set_fd(int fd);
 

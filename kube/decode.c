@@ -1013,7 +1013,7 @@ static ng_status nd_more(struct ctx *c, const cJSON *spec, struct kube_nd_detail
 	if (start && !cJSON_IsNull(start) &&
 	    (!cJSON_IsString(start) ||
 	     ng_parse_rfc3339_ms(start->valuestring, strlen(start->valuestring), &x->start_ms) !=
-		 0))
+		 NG_OK))
 		problem(verr, "spec.startDate: expected an RFC 3339 time");
 	const cJSON *dur = ng_json_get(spec, "duration");
 	x->duration_ms = -1;
@@ -1028,7 +1028,7 @@ static ng_status nd_more(struct ctx *c, const cJSON *spec, struct kube_nd_detail
 static ng_status nd_verdicts(struct ctx *c, const cJSON *status, struct kube_nd_detail *x)
 {
 	const char *granted = ng_json_str(status, "grantedAt");
-	if (granted && ng_parse_rfc3339_ms(granted, strlen(granted), &x->granted_ms) != 0)
+	if (granted && ng_parse_rfc3339_ms(granted, strlen(granted), &x->granted_ms) != NG_OK)
 		x->granted_ms = -1;
 	const cJSON *dbs = ng_json_get(status, "disruptedDisruptionBudgets");
 	size_t n = cJSON_IsArray(dbs) ? (size_t)cJSON_GetArraySize(dbs) : 0;
@@ -1130,7 +1130,7 @@ static ng_status nd_spec(struct ctx *c, const cJSON *spec, const cJSON *status, 
 	const cJSON *retry = ng_json_get(spec, "retry");
 	d->retry = cJSON_IsTrue(ng_json_get(retry, "enabled"));
 	const char *deadline = ng_json_str(retry, "deadline");
-	if (deadline && ng_parse_rfc3339_ms(deadline, strlen(deadline), &d->deadline_ms) != 0)
+	if (deadline && ng_parse_rfc3339_ms(deadline, strlen(deadline), &d->deadline_ms) != NG_OK)
 		return fail(c, NG_EPARSE, "spec.retry.deadline", "expected an RFC 3339 time");
 	const cJSON *more = ng_json_get(spec, "additionalRequestors");
 	d->additional_requestors = cJSON_IsArray(more) && cJSON_GetArraySize(more) > 0;
@@ -1141,7 +1141,7 @@ static ng_status nd_spec(struct ctx *c, const cJSON *spec, const cJSON *status, 
 static ng_status nd_meta(struct ctx *c, const cJSON *meta, const cJSON *status, struct kube_nd *d)
 {
 	const char *created = ng_json_str(meta, "creationTimestamp");
-	if (created && ng_parse_rfc3339_ms(created, strlen(created), &d->created_ms) != 0)
+	if (created && ng_parse_rfc3339_ms(created, strlen(created), &d->created_ms) != NG_OK)
 		d->created_ms = 0;
 	const cJSON *del = ng_json_get(meta, "deletionTimestamp");
 	d->deleting = del && !cJSON_IsNull(del);
@@ -1150,7 +1150,7 @@ static ng_status nd_meta(struct ctx *c, const cJSON *meta, const cJSON *status, 
 	    count <= UINT32_MAX)
 		d->retry_count = (uint32_t)count;
 	const char *next = ng_json_str(status, "nextRetryDate");
-	if (next && ng_parse_rfc3339_ms(next, strlen(next), &d->next_retry_ms) != 0)
+	if (next && ng_parse_rfc3339_ms(next, strlen(next), &d->next_retry_ms) != NG_OK)
 		d->next_retry_ms = 0;
 	ng_status st = decode_str_array(c, ng_json_get(meta, "finalizers"), "metadata.finalizers",
 					NG_MAX_LABELS, &d->finalizers, &d->nfinalizers);

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int pol_eviction_mode_parse(const char *s, enum pol_eviction_mode *ret)
+ng_status pol_eviction_mode_parse(const char *s, enum pol_eviction_mode *ret)
 {
 	if (strcmp(s, "Enforce") == 0)
 		*ret = POL_EVICTION_ENFORCE;
@@ -17,8 +17,8 @@ int pol_eviction_mode_parse(const char *s, enum pol_eviction_mode *ret)
 	else if (strcmp(s, "Off") == 0)
 		*ret = POL_EVICTION_OFF;
 	else
-		return -1;
-	return 0;
+		return NG_EPARSE;
+	return NG_OK;
 }
 
 const char *pol_eviction_mode_str(enum pol_eviction_mode m)

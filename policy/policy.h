@@ -21,9 +21,9 @@ enum pol_eviction_mode {
 	POL_EVICTION_OFF,     /* allow everything */
 };
 
-/** Parses @s (NUL-terminated): "Enforce", "Warn" or "Off". Returns 0 and writes @ret, or -1
- * and leaves @ret alone. */
-int pol_eviction_mode_parse(const char *s, enum pol_eviction_mode *ret);
+/** Parses @s (NUL-terminated): "Enforce", "Warn" or "Off". NG_OK and writes @ret, or
+ * NG_EPARSE and leaves @ret alone. */
+NG_NODISCARD ng_status pol_eviction_mode_parse(const char *s, enum pol_eviction_mode *ret);
 /** "Enforce", "Warn" or "Off": a static string. */
 const char *pol_eviction_mode_str(enum pol_eviction_mode m);
 

@@ -178,7 +178,7 @@ int main(int argc, char **argv)
 	const char *name = ng_json_str(ng_json_get(nd, "metadata"), "name");
 	int64_t now_wall_ms;
 	if (!ng_json_get(c, "cluster") || !name || !cJSON_IsObject(expect) || !now ||
-	    ng_parse_rfc3339_ms(now, strlen(now), &now_wall_ms) != 0) {
+	    ng_parse_rfc3339_ms(now, strlen(now), &now_wall_ms) != NG_OK) {
 		(void)fprintf(stderr, "%s: needs cluster, nodeDisruption (named), now, expect\n",
 			      argv[1]);
 		return 2;

@@ -64,7 +64,7 @@ int main(int argc, char **argv)
 	struct pol_eviction_config cfg = {
 	    .mode = POL_EVICTION_ENFORCE, .exempt_users = exempt, .retry_after_seconds = 10};
 	const char *mode = ng_json_str(config, "mode");
-	if (mode && pol_eviction_mode_parse(mode, &cfg.mode) != 0) {
+	if (mode && pol_eviction_mode_parse(mode, &cfg.mode) != NG_OK) {
 		(void)fprintf(stderr, "%s: config.mode %s\n", argv[1], mode);
 		return 2;
 	}

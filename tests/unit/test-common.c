@@ -169,20 +169,20 @@ static void test_parse_i64_table(void **state)
 static void test_rfc3339_round_trip(void **state)
 {
 	int64_t ms;
-	assert_int_equal(ng_parse_rfc3339_ms("1970-01-01T00:00:00Z", 20, &ms), 0);
+	assert_int_equal(ng_parse_rfc3339_ms("1970-01-01T00:00:00Z", 20, &ms), NG_OK);
 	assert_int_equal(ms, 0);
-	assert_int_equal(ng_parse_rfc3339_ms("2026-11-22T05:00:00.123Z", 24, &ms), 0);
+	assert_int_equal(ng_parse_rfc3339_ms("2026-11-22T05:00:00.123Z", 24, &ms), NG_OK);
 	char out[32];
 	size_t n = ng_format_rfc3339_ms(ms, out);
 	assert_int_equal(n, 24);
 	assert_string_equal(out, "2026-11-22T05:00:00.123Z");
 	int64_t off;
-	assert_int_equal(ng_parse_rfc3339_ms("2026-11-22T06:00:00.123+01:00", 29, &off), 0);
+	assert_int_equal(ng_parse_rfc3339_ms("2026-11-22T06:00:00.123+01:00", 29, &off), NG_OK);
 	assert_int_equal(off, ms);
 	ms = 0xad;
-	assert_int_equal(ng_parse_rfc3339_ms("2026-13-22T05:00:00Z", 20, &ms), -1);
-	assert_int_equal(ng_parse_rfc3339_ms("2026-11-22 05:00:00Z", 20, &ms), -1);
-	assert_int_equal(ng_parse_rfc3339_ms("2026-11-22T05:00:00", 19, &ms), -1);
+	assert_int_equal(ng_parse_rfc3339_ms("2026-13-22T05:00:00Z", 20, &ms), NG_EPARSE);
+	assert_int_equal(ng_parse_rfc3339_ms("2026-11-22 05:00:00Z", 20, &ms), NG_EPARSE);
+	assert_int_equal(ng_parse_rfc3339_ms("2026-11-22T05:00:00", 19, &ms), NG_EPARSE);
 	assert_int_equal(ms, 0xad);
 }
 
