@@ -4,7 +4,6 @@
 #define NG_COMMON_LOG_H
 
 #include "common/limits.h"
-
 #include "common/status.h"
 
 #include <stdbool.h>
