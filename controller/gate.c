@@ -7,6 +7,7 @@
 #include "common/clock.h"
 #include "common/intern.h"
 #include "common/log.h"
+#include "common/prom.h"
 #include "controller/leader.h"
 #include "kube/runtime.h"
 #include "kube/watch.h"
@@ -35,7 +36,7 @@ static const _Atomic bool never_stop = false;
 
 void gate_count(_Atomic uint64_t *c, uint64_t by)
 {
-	atomic_fetch_add_explicit(c, by, memory_order_relaxed);
+	ng_prom_add(c, by);
 }
 
 bool gate_leading(const struct gate *g)
@@ -443,14 +444,13 @@ void gate_get_stats(const struct gate *cg, struct gate_stats *ret)
 	struct gate *g = (struct gate *)(uintptr_t)cg;
 	memset(ret, 0, sizeof(*ret));
 	for (int i = 0; i < 3; i++)
-		ret->decisions[i] = atomic_load_explicit(&g->decisions[i], memory_order_relaxed);
-	ret->writes = atomic_load_explicit(&g->writes, memory_order_relaxed);
-	ret->conflicts = atomic_load_explicit(&g->conflicts, memory_order_relaxed);
-	ret->errors = atomic_load_explicit(&g->errors, memory_order_relaxed);
-	ret->decision_us_sum = atomic_load_explicit(&g->decision_us_sum, memory_order_relaxed);
+		ret->decisions[i] = ng_prom_get(&g->decisions[i]);
+	ret->writes = ng_prom_get(&g->writes);
+	ret->conflicts = ng_prom_get(&g->conflicts);
+	ret->errors = ng_prom_get(&g->errors);
+	ret->decision_us_sum = ng_prom_get(&g->decision_us_sum);
 	for (int i = 0; i < 8; i++)
-		ret->decision_buckets[i] =
-		    atomic_load_explicit(&g->buckets[i], memory_order_relaxed);
+		ret->decision_buckets[i] = ng_prom_get(&g->buckets[i]);
 }
 
 void gate_destroy(struct gate *g)

@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/prom.h"
 #include "kube/client.h"
 #include "kube/internal.h"
 
@@ -102,7 +103,7 @@ static int64_t jitter(struct kube_watch *w, int64_t ms)
 
 static void inc(_Atomic uint64_t *v)
 {
-	atomic_fetch_add_explicit(v, 1, memory_order_relaxed);
+	ng_prom_add(v, 1);
 }
 
 static void retry_later(struct informer *in, enum istate st, const char *what, const char *err)
