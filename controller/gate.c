@@ -375,14 +375,18 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 		return now_mono_us + FOLLOWER_POLL_MS * 1000;
 	}
 	uint64_t term = g->cfg.leader ? leader_term(g->cfg.leader) : 1;
+	if (term != g->term)
+		forget(g); /* lost and regained between two steps: still a new term */
 	uint64_t gen = kube_store_generation(g->cfg.store);
+	if (gen == 0)
+		return KUBE_RUNTIME_IDLE; /* nothing to decide on before the first publish */
 	int64_t now_wall_ms = ng_now_wall_ms();
 	int64_t due = next_due_wall_ms(g);
 	bool changed = gen != g->seen_generation || term != g->term ||
 		       (g->again_wall_ms && now_wall_ms >= g->again_wall_ms);
 	if (changed)
 		g->again_wall_ms = 0;
-	if ((changed || (due && now_wall_ms >= due)) && gen > 0) {
+	if (changed || (due && now_wall_ms >= due)) {
 		g->seen_generation = gen;
 		g->term = term;
 		struct kube_snapshot *s = kube_store_acquire(g->cfg.store);
