@@ -1,5 +1,6 @@
 /* Kubernetes objects (cJSON trees) -> compact cache records. The tree is dropped by the caller
  * right after; a record keeps intern ids and small arrays in an arena of its own. */
+#include "kube/one.h"
 #include "kube/internal.h"
 
 #include "common/arena.h"

@@ -16,6 +16,7 @@
 
 #include <stdatomic.h>
 
+struct cJSON;
 struct ng_arena;
 struct ng_intern;
 

@@ -6,6 +6,7 @@
 #include "common/buf.h"
 #include "common/intern.h"
 #include "kube/records.h"
+#include "kube/one.h"
 #include "kube/snapshot.h"
 #include "policy/disruption.h"
 #include "policy/hook.h"

@@ -11,6 +11,7 @@
 #define NG_POLICY_VALIDATE_H
 
 #include "common/status.h"
+#include "kube/one.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,6 +4,7 @@
 #include "common/intern.h"
 #include "common/json.h"
 #include "kube/records.h"
+#include "kube/one.h"
 #include "kube/snapshot.h"
 #include "policy/disruption.h"
 #include "policy/validate.h"

@@ -3,6 +3,7 @@
 #include "common/buf.h"
 #include "common/json.h"
 #include "kube/records.h"
+#include "kube/one.h"
 
 #include <string.h>
 

@@ -5,6 +5,7 @@
 #define NG_SERVER_REVIEW_H
 
 #include "common/status.h"
+#include "kube/one.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -18,6 +18,7 @@
 #include "common/buf.h"
 #include "common/limits.h"
 #include "kube/records.h"
+#include "kube/one.h"
 #include "kube/snapshot.h"
 #include "server/admission.h"
 

@@ -7,6 +7,7 @@
 #include "common/arena.h"
 #include "common/intern.h"
 #include "common/json.h"
+#include "kube/one.h"
 #include "kube/internal.h"
 #include "tests/support/support.h"
 

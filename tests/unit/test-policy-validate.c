@@ -9,6 +9,7 @@
 #include "common/arena.h"
 #include "common/buf.h"
 #include "kube/records.h"
+#include "kube/one.h"
 #include "kube/snapshot.h"
 #include "policy/disruption.h"
 #include "policy/validate.h"

@@ -10,6 +10,7 @@
 #include "server/admission.h"
 #include "server/review.h"
 #include "kube/records.h"
+#include "kube/one.h"
 #include "tests/support/support.h"
 
 #include <stdio.h>
