@@ -1865,15 +1865,29 @@ ng_status kube_one_decode(const cJSON *obj, struct kube_one **ret_one, struct ng
 	return kube_one_decode_as(r, obj, 0, ret_one, reterr);
 }
 
-ng_status kube_one_parse(const char *buf, size_t len, struct kube_one **ret_one,
-			 struct ng_err *reterr)
+ng_status kube_parse_scratch(const char *buf, size_t len, struct ng_arena **ret_arena,
+			     cJSON **ret_root, struct ng_err *reterr)
 {
 	cJSON *root = NULL;
-	/* The tree is dropped as soon as the record is decoded: an arena frees it at once. */
 	struct ng_arena *arena = ng_arena_create(SIZE_MAX);
 	if (!arena)
 		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
 	ng_status st = ng_json_parse(buf, len, arena, &root, reterr);
+	if (st != NG_OK) {
+		ng_arena_destroy(arena);
+		return st;
+	}
+	*ret_arena = arena;
+	*ret_root = root;
+	return NG_OK;
+}
+
+ng_status kube_one_parse(const char *buf, size_t len, struct kube_one **ret_one,
+			 struct ng_err *reterr)
+{
+	struct ng_arena *arena = NULL;
+	cJSON *root = NULL;
+	ng_status st = kube_parse_scratch(buf, len, &arena, &root, reterr);
 	if (st == NG_OK)
 		st = kube_one_decode(root, ret_one, reterr);
 	ng_arena_destroy(arena);

@@ -194,4 +194,13 @@ NG_NODISCARD ng_status kube_decode_selector(struct ng_intern *pool, struct ng_ar
 					    const struct cJSON *j, const char *field,
 					    struct kube_selector *ret_sel, struct ng_err *reterr);
 
+/**
+ * Parses @len bytes at @buf into a tree in a fresh, uncapped arena of its own (*@ret_arena):
+ * one free for the whole tree instead of one per node, and about twice as fast to build
+ * (bench/json-parse.c). The caller destroys the arena when the tree is decoded. Both written
+ * only on success; errors of ng_json_parse(), NG_ENOMEM.
+ */
+NG_NODISCARD ng_status kube_parse_scratch(const char *buf, size_t len, struct ng_arena **ret_arena,
+					  struct cJSON **ret_root, struct ng_err *reterr);
+
 #endif

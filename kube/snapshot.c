@@ -98,16 +98,10 @@ ng_status kube_builder_add_json(struct kube_builder *b, const char *buf, size_t 
 				struct ng_err *reterr)
 {
 	cJSON *root = NULL;
-	/* The tree lives in an arena: one free instead of one per node, and the parse runs about
-	 * twice as fast (bench/json-parse.c). */
-	struct ng_arena *arena = ng_arena_create(SIZE_MAX);
-	if (!arena)
-		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
-	ng_status st = ng_json_parse(buf, len, arena, &root, reterr);
-	if (st != NG_OK) {
-		ng_arena_destroy(arena);
+	struct ng_arena *arena = NULL;
+	ng_status st = kube_parse_scratch(buf, len, &arena, &root, reterr);
+	if (st != NG_OK)
 		return st;
-	}
 	const char *kind = ng_json_str(root, "kind");
 	const cJSON *items = ng_json_get(root, "items");
 	size_t klen = kind ? strlen(kind) : 0;
