@@ -76,19 +76,15 @@ static void budget_body(struct ng_jw *w, void *ctx)
 	ng_jw_arr_end(w);
 }
 
-/* The status as it would be written, hashed: unchanged status is not written again. */
-static uint64_t body_hash(const struct budget_body *bb)
+/* The status as it is written, in @out (one object). */
+static ng_status status_json(const struct budget_body *bb, struct ng_buf *out)
 {
-	struct ng_buf b;
-	ng_buf_init(&b, BODY_CAP_BYTES);
 	struct ng_jw w;
-	ng_jw_init(&w, &b);
+	ng_jw_init(&w, out);
 	ng_jw_obj(&w);
 	budget_body(&w, (void *)(uintptr_t)bb);
 	ng_jw_obj_end(&w);
-	uint64_t h = ng_jw_finish(&w) == NG_OK ? ng_fnv1a64(NG_FNV64_INIT, b.data, b.len) : 0;
-	ng_buf_finish(&b);
-	return h;
+	return ng_jw_finish(&w);
 }
 
 static ng_status metric_line(struct ng_buf *m, const char *metric, enum kube_resource kind,
@@ -123,19 +119,26 @@ static void one_budget(struct gate *g, const struct kube_snapshot *s, struct pol
 	(void)metric_line(current, "nodegate_budget_current_disruptions", kind, ns ? ns : "", nm,
 			  (int64_t)bs.current);
 	struct budget_body bb = {s, kind, &bs};
-	uint64_t h = body_hash(&bb);
+	struct ng_buf status;
+	ng_buf_init(&status, BODY_CAP_BYTES);
+	/* Written once: hashed to skip an unchanged status, then sent as it is. */
+	uint64_t h = status_json(&bb, &status) == NG_OK
+			 ? ng_fnv1a64(NG_FNV64_INIT, status.data, status.len)
+			 : 0;
 	struct gate_budget_written *w = budget_slot(g, (uint8_t)kind, c->ns, c->name);
-	if (!h || (w && w->hash == h))
-		return;
-	const struct kube_ref ref = {kind == KUBE_RES_NDBS ? KUBE_KIND_NDB : KUBE_KIND_ADB, ns, nm};
-	struct kube_write_result r;
-	kube_patch_status(g->client, &ref, NULL, budget_body, &bb, &r);
-	if (r.outcome == KUBE_WRITE_OK && w)
-		w->hash = h;
-	else if (r.outcome != KUBE_WRITE_GONE && r.outcome != KUBE_WRITE_OK) /* gone: nothing */
-		gate_count(&g->errors, 1);
-	if (r.outcome != KUBE_WRITE_GONE)
-		kube_write_log("gate", "budget status not written", &ref, &r);
+	if (h && (!w || w->hash != h)) {
+		const struct kube_ref ref = {kind == KUBE_RES_NDBS ? KUBE_KIND_NDB : KUBE_KIND_ADB,
+					     ns, nm};
+		struct kube_write_result r;
+		kube_patch_status_json(g->client, &ref, NULL, status.data, status.len, &r);
+		if (r.outcome == KUBE_WRITE_OK && w)
+			w->hash = h;
+		else if (r.outcome != KUBE_WRITE_GONE && r.outcome != KUBE_WRITE_OK)
+			gate_count(&g->errors, 1); /* gone meanwhile: nothing to do */
+		if (r.outcome != KUBE_WRITE_GONE)
+			kube_write_log("gate", "budget status not written", &ref, &r);
+	}
+	ng_buf_finish(&status);
 }
 
 /* Swaps in the gauges /metrics shows. */

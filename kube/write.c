@@ -152,6 +152,24 @@ void kube_patch_status(struct kube_client *c, const struct kube_ref *ref, const 
 	ng_buf_finish(&b);
 }
 
+void kube_patch_status_json(struct kube_client *c, const struct kube_ref *ref, const char *rv,
+			    const char *status, size_t len, struct kube_write_result *ret)
+{
+	struct ng_buf b;
+	ng_buf_init(&b, BODY_CAP_BYTES);
+	struct ng_jw w;
+	ng_jw_init(&w, &b);
+	ng_jw_obj(&w);
+	if (rv)
+		meta_rv(&w, rv);
+	ng_jw_key(&w, "status");
+	ng_jw_raw(&w, status, len);
+	ng_jw_obj_end(&w);
+	send_write(c, "PATCH", ref, "status", "application/merge-patch+json", ng_jw_finish(&w), &b,
+		   ret);
+	ng_buf_finish(&b);
+}
+
 void kube_set_finalizer(struct kube_client *c, const struct kube_ref *ref, const char *rv,
 			const char *const *current, size_t n, const char *fin, bool present,
 			struct kube_write_result *ret)

@@ -89,6 +89,14 @@ void kube_patch_status(struct kube_client *c, const struct kube_ref *ref, const 
 		       kube_body_fn fn, void *ctx, struct kube_write_result *ret);
 
 /**
+ * As kube_patch_status(), with the status already written: @status is @len bytes of one JSON
+ * object (borrowed), for a caller that keeps the bytes (to hash them, to skip an unchanged
+ * write) and must not build them twice.
+ */
+void kube_patch_status_json(struct kube_client *c, const struct kube_ref *ref, const char *rv,
+			    const char *status, size_t len, struct kube_write_result *ret);
+
+/**
  * Sets metadata.finalizers to @current (@n strings) with @fin added (@present) or removed, as a
  * merge patch carrying @rv: another writer's change in between is a 409. No request when the
  * list would not change (outcome OK, http 0).

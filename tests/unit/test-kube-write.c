@@ -66,6 +66,10 @@ static void test_status_patch_carries_the_resource_version(void **state)
 	    q->path, "/apis/nodegate.io/v1alpha1/namespaces/team-a/applicationdisruptionbudgets/db/"
 		     "status");
 	assert_string_equal(q->body, "{\"status\":{\"state\":\"x\"}}");
+	/* A status the caller already wrote (and hashed) goes out as it is. */
+	kube_patch_status_json(fx->c, &adb, NULL, "{\"watchedNodeCount\":3}", 22, &r);
+	q = fake_api_find(&fx->api, "PATCH", "applicationdisruptionbudgets", 1);
+	assert_string_equal(q->body, "{\"status\":{\"watchedNodeCount\":3}}");
 }
 
 static void test_outcomes_are_classified(void **state)
