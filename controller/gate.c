@@ -24,8 +24,6 @@
 /* Budget status is refreshed at most this often: pod churn republishes the cache every
  * window, and each refresh walks every budget's scope. */
 #define BUDGET_STATUS_MS 500
-/* While this replica does not lead, it looks for leadership this often. */
-#define FOLLOWER_POLL_MS 10
 /* After a decision could not be made (a request unreadable for its hooks), look again. */
 #define AGAIN_MS 1000
 
@@ -372,7 +370,7 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 	int64_t now_mono_us = ng_now_mono_us();
 	if (!gate_leading(g)) {
 		forget(g);
-		return now_mono_us + FOLLOWER_POLL_MS * 1000;
+		return KUBE_RUNTIME_IDLE; /* the lease wakes us when it is gained */
 	}
 	uint64_t term = g->cfg.leader ? leader_term(g->cfg.leader) : 1;
 	if (term != g->term)
@@ -394,11 +392,7 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 		kube_snapshot_release(s);
 	}
 	due = next_due_wall_ms(g);
-	int64_t next = due ? now_mono_us + (due - ng_now_wall_ms()) * 1000 : KUBE_RUNTIME_IDLE;
-	/* While leading, a lost lease must be noticed soon even when nothing changes. */
-	if (g->cfg.leader && (next == KUBE_RUNTIME_IDLE || next > now_mono_us + 1000000))
-		next = now_mono_us + 1000000;
-	return next;
+	return due ? now_mono_us + (due - ng_now_wall_ms()) * 1000 : KUBE_RUNTIME_IDLE;
 }
 
 struct gate *gate_create(const struct gate_config *cfg, struct kube_client *client)
@@ -418,6 +412,11 @@ struct gate *gate_create(const struct gate_config *cfg, struct kube_client *clie
 	return g;
 }
 
+static void wake(void *rt)
+{
+	kube_runtime_wake(rt);
+}
+
 struct gate *gate_start(const struct gate_config *cfg, struct ng_err *reterr)
 {
 	struct gate *g = gate_create(cfg, NULL);
@@ -435,6 +434,8 @@ struct gate *gate_start(const struct gate_config *cfg, struct ng_err *reterr)
 	if (g->rt) {
 		g->client = kube_runtime_client(g->rt);
 		g->stop = kube_runtime_stop_flag(g->rt);
+		if (cfg->leader) /* gained or lost: a step at once, no polling */
+			leader_watch(cfg->leader, wake, g->rt);
 	}
 	if (!g->rt || kube_runtime_start(g->rt, reterr) != NG_OK) {
 		gate_stop(g);
@@ -477,6 +478,8 @@ void gate_stop(struct gate *g)
 {
 	if (!g)
 		return;
+	if (g->cfg.leader && g->rt)
+		leader_watch(g->cfg.leader, NULL, NULL);
 	kube_runtime_destroy(g->rt); /* joins the thread: nothing below races with a round */
 	gate_destroy(g);
 }

@@ -24,10 +24,10 @@ struct gate_config {
 	const struct kube_config *kube; /* borrowed; must outlive the gate */
 	struct kube_store *store;       /* borrowed: the cache the watch keeps current */
 	const struct kube_watch *watch; /* borrowed; nothing is decided before it has synced */
-	const struct leader *leader;    /* borrowed; NULL: always decide (one replica, tests) */
-	const char *identity;           /* reportingInstance of events */
-	int64_t retry_initial_ms;       /* backoff of Pending requests with retry (5000) */
-	int64_t retry_max_ms;           /* (300000) */
+	struct leader *leader;    /* borrowed (watched while the gate runs); NULL: always decide */
+	const char *identity;     /* reportingInstance of events */
+	int64_t retry_initial_ms; /* backoff of Pending requests with retry (5000) */
+	int64_t retry_max_ms;     /* (300000) */
 };
 
 struct gate_stats {

@@ -11,6 +11,7 @@
 #include "kube/runtime.h"
 #include "kube/write.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +53,12 @@ struct leader {
 	int64_t lease_ms, renew_ms, retry_ms, request_ms;
 	struct kube_runtime *rt; /* the election thread: stop, wake and the client */
 
-	/* Shared: the published state (atomics). */
+	/* Shared: the published state (atomics), and who is told when it changes (watch_mu). */
 	atomic_bool leading;
 	_Atomic uint64_t term;
+	pthread_mutex_t watch_mu;
+	void (*watch_fn)(void *ctx);
+	void *watch_ctx;
 
 	/* Election thread only. */
 	struct kube_client *kc;       /* the runtime's */
@@ -366,6 +370,23 @@ static void log_state(struct leader *l, enum ng_log_level level, const char *msg
 	ng_log_end(&ll);
 }
 
+/* Tells the watcher that leader_is_leader() changed. */
+static void tell(struct leader *l)
+{
+	pthread_mutex_lock(&l->watch_mu);
+	if (l->watch_fn)
+		l->watch_fn(l->watch_ctx);
+	pthread_mutex_unlock(&l->watch_mu);
+}
+
+void leader_watch(struct leader *l, void (*fn)(void *ctx), void *ctx)
+{
+	pthread_mutex_lock(&l->watch_mu);
+	l->watch_fn = fn;
+	l->watch_ctx = ctx;
+	pthread_mutex_unlock(&l->watch_mu);
+}
+
 static void gain(struct leader *l)
 {
 	/* The term first, so a worker that sees leading also sees the new term. */
@@ -373,6 +394,7 @@ static void gain(struct leader *l)
 	atomic_store_explicit(&l->leading, true, memory_order_release);
 	l->is_leader = true;
 	log_state(l, NG_LOG_INFO, "leadership gained", NULL);
+	tell(l);
 }
 
 static void lose(struct leader *l, const char *reason)
@@ -380,6 +402,7 @@ static void lose(struct leader *l, const char *reason)
 	atomic_store_explicit(&l->leading, false, memory_order_release);
 	l->is_leader = false;
 	log_state(l, NG_LOG_INFO, "leadership lost", reason);
+	tell(l);
 }
 
 /* client-go's wait.Jitter(retry, 1.2): retry + [0, 1.2 x retry]. */
@@ -485,6 +508,7 @@ static void finish(struct kube_runtime *rt, void *ctx)
 	if (l->is_leader) {
 		atomic_store_explicit(&l->leading, false, memory_order_release);
 		l->is_leader = false;
+		tell(l);
 		release(l);
 	}
 }
@@ -565,6 +589,7 @@ static void destroy(struct leader *l)
 	if (!l)
 		return;
 	kube_runtime_destroy(l->rt);
+	pthread_mutex_destroy(&l->watch_mu);
 	ng_buf_finish(&l->resp);
 	kube_lease_record_finish(&l->obs);
 	free(l->obs_meta);
@@ -581,6 +606,7 @@ struct leader *leader_start(const struct leader_config *cfg, struct ng_err *rete
 	if (check_config(cfg, &lease_ms, &renew_ms, &retry_ms, reterr) != NG_OK)
 		return NULL;
 	struct leader *l = ng_xcalloc(1, sizeof(*l));
+	pthread_mutex_init(&l->watch_mu, NULL);
 	l->ns = ng_xstrdup(cfg->ns);
 	l->name = ng_xstrdup(cfg->name);
 	l->identity = ng_xstrdup(cfg->identity);

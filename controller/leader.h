@@ -81,6 +81,14 @@ bool leader_is_leader(const struct leader *l);
 uint64_t leader_term(const struct leader *l);
 
 /**
+ * Calls @fn(@ctx) on the election thread each time leader_is_leader() changes (gained, lost,
+ * stopping), so a worker sleeps until then instead of polling. One watcher; NULL @fn removes
+ * it, and once that call returns @fn is not running and will not be called. @fn must be quick
+ * and must not call into @l (a condition-variable signal). Any thread.
+ */
+void leader_watch(struct leader *l, void (*fn)(void *ctx), void *ctx);
+
+/**
  * Stops the election: wakes the thread (a request in flight finishes first, bounded by
  * min(retry period, LEADER_MAX_REQUEST_MS)), and if it is leading, leader_is_leader() turns
  * false and the Lease is released (GET, then PUT with holderIdentity "" and
