@@ -1,4 +1,5 @@
 #include "tests/support/support.h"
+#include "tests/support/objects.h"
 
 #include "common/file.h"
 #include "common/intern.h"
@@ -118,3 +119,26 @@ const char ng_fixture_f[] =
 										   "\"db\"}},"
 										   "\"maxDisruption"
 										   "s\":1}}]}";
+
+struct kube_snapshot *ng_test_cluster_f(const char *extra)
+{
+	static const char nodes[] =
+	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node1\",\"labels\":{"
+	    "\"testselect\":\"test1\",\"kubernetes.io/hostname\":\"node1\"}},\"status\":{"
+	    "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}},"
+	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node2\",\"labels\":{"
+	    "\"testselect\":\"test1\",\"kubernetes.io/hostname\":\"node2\"}},\"status\":{"
+	    "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}},"
+	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node3\",\"labels\":{"
+	    "\"testselect\":\"test2\",\"kubernetes.io/hostname\":\"node3\"}},\"status\":{"
+	    "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}";
+	size_t n = strlen(nodes) + strlen(extra) + 64;
+	char *json = malloc(n);
+	if (!json)
+		abort();
+	(void)snprintf(json, n, "{\"kind\":\"List\",\"items\":[%s%s%s]}", nodes, *extra ? "," : "",
+		       extra);
+	struct kube_snapshot *s = ng_test_snapshot(json);
+	free(json);
+	return s;
+}

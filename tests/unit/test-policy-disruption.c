@@ -12,6 +12,7 @@
 #include "common/buf.h"
 #include "policy/disruption.h"
 #include "policy/hook.h"
+#include "tests/support/objects.h"
 #include "tests/support/support.h"
 
 #include <arpa/inet.h>
@@ -22,45 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ND(name, spec)                                                                             \
-	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/"                               \
-	"v1alpha1\",\"metadata\":{\"name\":\"" name "\"},\"spec\":" spec "}"
-#define GRANTED(name, nodes)                                                                       \
-	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/"                               \
-	"v1alpha1\",\"metadata\":{\"name\":\"" name "\"},\"spec\":{\"nodeNames\":" nodes           \
-	"},\"status\":{\"state\":\"Granted\",\"disruptedNodes\":" nodes "}}"
-#define NDB(name, spec)                                                                            \
-	"{\"kind\":\"NodeDisruptionBudget\",\"apiVersion\":\"nodegate.io/"                         \
-	"v1alpha1\",\"metadata\":{\"name\":\"" name "\"},\"spec\":" spec "}"
-#define ADB(name, spec)                                                                            \
-	"{\"kind\":\"ApplicationDisruptionBudget\",\"apiVersion\":\"nodegate.io/"                  \
-	"v1alpha1\",\"metadata\":{\"name\":\"" name "\",\"namespace\":\"default\"},\"spec\":" spec \
-	"}"
-#define POD(name, node, app)                                                                       \
-	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name                   \
-	"\",\"namespace\":\"default\",\"labels\":{\"app\":\"" app                                  \
-	"\"}},\"spec\":{\"nodeName\":\"" node "\"}}"
-#define ON_TEST1 "{\"nodeSelector\":{\"matchLabels\":{\"testselect\":\"test1\"}}"
-
 /* Fixture F (without its ADB) plus @extra objects. */
 static struct kube_snapshot *cluster(const char *extra)
 {
-	static const char nodes[] =
-	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node1\",\"labels\":{"
-	    "\"testselect\":\"test1\",\"kubernetes.io/hostname\":\"node1\"}},\"status\":{"
-	    "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}},"
-	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node2\",\"labels\":{"
-	    "\"testselect\":\"test1\",\"kubernetes.io/hostname\":\"node2\"}},\"status\":{"
-	    "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}},"
-	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node3\",\"labels\":{"
-	    "\"testselect\":\"test2\",\"kubernetes.io/hostname\":\"node3\"}},\"status\":{"
-	    "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}," POD("pod1", "node1",
-									       "db");
-	size_t n = strlen(nodes) + strlen(extra) + 64;
+	size_t n = strlen(extra) + 256;
 	char *json = malloc(n);
-	(void)snprintf(json, n, "{\"kind\":\"List\",\"items\":[%s%s%s]}", nodes, *extra ? "," : "",
-		       extra);
-	struct kube_snapshot *s = ng_test_snapshot(json);
+	(void)snprintf(json, n, "%s%s%s", POD("pod1", "node1", "db"), *extra ? "," : "", extra);
+	struct kube_snapshot *s = ng_test_cluster_f(json);
 	free(json);
 	return s;
 }
@@ -383,10 +352,6 @@ static void test_every_failing_budget_is_listed(void **state)
 		assert_false(r.d.verdicts[i].ok);
 	done(&r);
 }
-
-#define NGC(spec)                                                                                  \
-	"{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/"                               \
-	"v1alpha1\",\"metadata\":{\"name\":\"default\"},\"spec\":" spec "}"
 
 static void test_G03_G08_G10_rules_come_from_nodegateconfig(void **state)
 {
@@ -735,14 +700,8 @@ static void test_one_ledger_per_round_decides_as_fresh_ledgers_do(void **state)
 
 /* ---- step 8: health hooks ---- */
 
-#define NGC(spec)                                                                                  \
-	"{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/"                               \
-	"v1alpha1\",\"metadata\":{\"name\":\"default\"},\"spec\":" spec "}"
 /* base64 of "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n" */
 #define CA_B64 "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
-#define DB_HOOK(hook)                                                                              \
-	"{\"podSelector\":{\"matchLabels\":{\"app\":\"db\"}},\"maxDisruptions\":1,"                \
-	"\"healthHook\":" hook "}"
 
 static void test_hook_spec_decodes_and_service_refs_resolve_to_cluster_dns(void **state)
 {

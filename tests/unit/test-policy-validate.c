@@ -13,56 +13,20 @@
 #include "kube/snapshot.h"
 #include "policy/disruption.h"
 #include "policy/validate.h"
+#include "tests/support/objects.h"
 #include "tests/support/support.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define ND(name, spec)                                                                             \
-	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/"                               \
-	"v1alpha1\",\"metadata\":{\"name\":\"" name "\"},\"spec\":" spec "}"
-#define GRANTED(name, nodes)                                                                       \
-	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/"                               \
-	"v1alpha1\",\"metadata\":{\"name\":\"" name "\"},\"spec\":{\"nodeNames\":" nodes           \
-	"},\"status\":{\"state\":\"Granted\",\"disruptedNodes\":" nodes "}}"
 #define GRANTED_ND(name, spec)                                                                     \
 	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
 	"\"name\":\"" name "\"},\"spec\":" spec ",\"status\":{\"state\":\"Granted\"}}"
-#define NDB(name, spec)                                                                            \
-	"{\"kind\":\"NodeDisruptionBudget\",\"apiVersion\":\"nodegate.io/"                         \
-	"v1alpha1\",\"metadata\":{\"name\":\"" name "\"},\"spec\":" spec "}"
-#define ADB(name, spec)                                                                            \
-	"{\"kind\":\"ApplicationDisruptionBudget\",\"apiVersion\":\"nodegate.io/"                  \
-	"v1alpha1\",\"metadata\":{\"name\":\"" name "\",\"namespace\":\"default\"},\"spec\":" spec \
-	"}"
-#define NGC(spec)                                                                                  \
-	"{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/"                               \
-	"v1alpha1\",\"metadata\":{\"name\":\"default\"},\"spec\":" spec "}"
-#define DB_HOOK(hook)                                                                              \
-	"{\"podSelector\":{\"matchLabels\":{\"app\":\"db\"}},\"maxDisruptions\":1,"                \
-	"\"healthHook\":" hook "}"
-#define ON_TEST1 "{\"nodeSelector\":{\"matchLabels\":{\"testselect\":\"test1\"}}"
 
 static struct kube_snapshot *cluster(const char *extra)
 {
-	static const char nodes[] =
-	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node1\",\"labels\":{"
-	    "\"testselect\":\"test1\"}},\"status\":{\"conditions\":[{\"type\":\"Ready\","
-	    "\"status\":\"True\"}]}},"
-	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node2\",\"labels\":{"
-	    "\"testselect\":\"test1\"}},\"status\":{\"conditions\":[{\"type\":\"Ready\","
-	    "\"status\":\"True\"}]}},"
-	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node3\",\"labels\":{"
-	    "\"testselect\":\"test2\"}},\"status\":{\"conditions\":[{\"type\":\"Ready\","
-	    "\"status\":\"True\"}]}}";
-	size_t n = strlen(nodes) + strlen(extra) + 64;
-	char *json = malloc(n);
-	(void)snprintf(json, n, "{\"kind\":\"List\",\"items\":[%s%s%s]}", nodes, *extra ? "," : "",
-		       extra);
-	struct kube_snapshot *s = ng_test_snapshot(json);
-	free(json);
-	return s;
+	return ng_test_cluster_f(extra);
 }
 
 /* @text decoded as the webhooks decode a review's object. */
