@@ -160,18 +160,7 @@ static void compare(const struct kube_snapshot *s, const struct pol_gate_decisio
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		(void)fprintf(stderr, "usage: run-golden-gate CASE.json\n");
-		return 2;
-	}
-	size_t len;
-	char *text = ng_test_read_file(argv[1], &len);
-	cJSON *c = NULL;
-	struct ng_err err = {0};
-	if (ng_json_parse(text, len, NULL, &c, &err) != NG_OK) {
-		(void)fprintf(stderr, "%s: %s\n", argv[1], err.msg);
-		return 2;
-	}
+	cJSON *c = ng_test_case(argc, argv);
 	const cJSON *nd = ng_json_get(c, "nodeDisruption");
 	const cJSON *expect = ng_json_get(c, "expect");
 	const char *now = ng_json_str(c, "now");
@@ -196,7 +185,6 @@ int main(int argc, char **argv)
 	ng_arena_destroy(arena);
 	kube_snapshot_release(s);
 	cJSON_Delete(c);
-	free(text);
 	if (failures) {
 		(void)fprintf(stderr, "%s: %d check(s) failed\n", argv[1], failures);
 		return 1;

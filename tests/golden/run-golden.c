@@ -38,18 +38,8 @@ static bool contains_all(const cJSON *list, const char *text)
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		(void)fprintf(stderr, "usage: run-golden CASE.json\n");
-		return 2;
-	}
-	size_t len;
-	char *text = ng_test_read_file(argv[1], &len);
-	cJSON *c = NULL;
+	cJSON *c = ng_test_case(argc, argv);
 	struct ng_err err = {0};
-	if (ng_json_parse(text, len, NULL, &c, &err) != NG_OK) {
-		(void)fprintf(stderr, "%s: %s\n", argv[1], err.msg);
-		return 2;
-	}
 	const cJSON *cluster = ng_json_get(c, "cluster");
 	const cJSON *config = ng_json_get(c, "config");
 	const cJSON *review = ng_json_get(c, "review");
@@ -143,7 +133,6 @@ done:
 	cJSON_free(cluster_json);
 	cJSON_free(body);
 	cJSON_Delete(c);
-	free(text);
 	if (failures) {
 		(void)fprintf(stderr, "%s: %d check(s) failed\n", argv[1], failures);
 		return 1;

@@ -3,6 +3,7 @@
 
 #include "common/file.h"
 #include "common/intern.h"
+#include "common/json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,4 +142,23 @@ struct kube_snapshot *ng_test_cluster_f(const char *extra)
 	struct kube_snapshot *s = ng_test_snapshot(json);
 	free(json);
 	return s;
+}
+
+cJSON *ng_test_case(int argc, char **argv)
+{
+	if (argc != 2) {
+		(void)fprintf(stderr, "usage: %s CASE.json\n", argc ? argv[0] : "run-golden");
+		exit(2);
+	}
+	size_t len;
+	char *text = ng_test_read_file(argv[1], &len);
+	cJSON *c = NULL;
+	struct ng_err err = {0};
+	ng_status st = ng_json_parse(text, len, NULL, &c, &err);
+	free(text);
+	if (st != NG_OK) {
+		(void)fprintf(stderr, "%s: %s\n", argv[1], err.msg);
+		exit(2);
+	}
+	return c;
 }

@@ -16,6 +16,13 @@ uint32_t ng_test_id(const struct kube_snapshot *snap, const char *s);
 /** The ApplicationDisruptionBudget named @name in @snap (any namespace); aborts when absent. */
 const struct kube_adb *ng_test_adb(const struct kube_snapshot *snap, const char *name);
 
+struct cJSON;
+/**
+ * A golden case: with exactly one argument, the file argv[1] parsed as JSON (caller frees with
+ * cJSON_Delete()). Otherwise, or when the file is not JSON, says why on stderr and exits 2.
+ */
+struct cJSON *ng_test_case(int argc, char **argv);
+
 /** Reads a whole file into a NUL-terminated malloc'd buffer; aborts on error. */
 char *ng_test_read_file(const char *path, size_t *ret_len);
 
