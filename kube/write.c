@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "kube/client.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,20 +48,12 @@ ng_status kube_ref_path(const struct kube_ref *ref, const char *sub, char *out, 
 {
 	if (ref->kind >= KUBE_KIND_COUNT || (kinds[ref->kind].namespaced && !ref->ns))
 		return NG_EINVAL;
-	struct ng_buf b;
-	ng_buf_init(&b, cap ? cap - 1 : 0);
-	ng_status st = ng_buf_puts(&b, kinds[ref->kind].prefix);
-	if (st == NG_OK && kinds[ref->kind].namespaced)
-		st = ng_buf_printf(&b, "/namespaces/%s", ref->ns);
-	st = st ? st : ng_buf_printf(&b, "/%s", kinds[ref->kind].plural);
-	if (st == NG_OK && ref->name)
-		st = ng_buf_printf(&b, "/%s", ref->name);
-	if (st == NG_OK && sub)
-		st = ng_buf_printf(&b, "/%s", sub);
-	if (st == NG_OK)
-		ng_fmt(out, cap, "%s", b.data);
-	ng_buf_finish(&b);
-	return st;
+	bool ns = kinds[ref->kind].namespaced;
+	int n = snprintf(out, cap, "%s%s%s/%s%s%s%s%s", kinds[ref->kind].prefix,
+			 ns ? "/namespaces/" : "", ns ? ref->ns : "", kinds[ref->kind].plural,
+			 ref->name ? "/" : "", ref->name ? ref->name : "", sub ? "/" : "",
+			 sub ? sub : "");
+	return n < 0 || (size_t)n >= cap ? NG_ELIMIT : NG_OK;
 }
 
 static void classify(ng_status st, long http, const struct ng_buf *resp,
