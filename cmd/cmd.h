@@ -38,6 +38,9 @@ struct cmd_serve_config {
 	int64_t threads;
 	int64_t max_connections;
 	int64_t connection_timeout_seconds;
+	int64_t header_timeout_seconds;
+	int64_t body_timeout_seconds;
+	int64_t max_connections_per_address;
 	int64_t shutdown_grace_seconds;
 	const char *port_file;
 	const char *kubeconfig;

@@ -70,11 +70,26 @@ static const struct flag serve_flags[] = {
      3600, "N", "details.retryAfterSeconds of a denied eviction."},
     {"threads", "NG_THREADS", F_INT, OFF(threads), "0", 0, 64, "N",
      "HTTPS server threads (one epoll daemon each, sharing the port); 0 = one per core."},
-    {"max-connections", "NG_MAX_CONNECTIONS", F_INT, OFF(max_connections), "1000", 1, 100000, "N",
-     "Open connections accepted across all threads."},
+    {"max-connections", "NG_MAX_CONNECTIONS", F_INT, OFF(max_connections), "10000", 1, 100000, "N",
+     "Open connections held across all threads (nodegate raises its open-file limit to match). "
+     "Near the limit, each new connection sheds the one that has waited longest on its client "
+     "(silent, mid-request or idle), never one being answered."},
+    {"max-connections-per-address", "NG_MAX_CONNECTIONS_PER_ADDRESS", F_INT,
+     OFF(max_connections_per_address), "0", 0, 100000, "N",
+     "Open connections from one client address; more are closed at once. 0 = no limit (the API "
+     "server opens many connections from few addresses)."},
+    {"header-timeout-seconds", "NG_HEADER_TIMEOUT_SECONDS", F_INT, OFF(header_timeout_seconds), "5",
+     1, 300, "N",
+     "A new connection must finish its TLS handshake and send its first request's headers "
+     "within this long; trickling bytes does not extend it."},
+    {"body-timeout-seconds", "NG_BODY_TIMEOUT_SECONDS", F_INT, OFF(body_timeout_seconds), "10", 1,
+     300, "N",
+     "A request body must arrive within this long of its headers, and a response be read within "
+     "this long of being ready."},
     {"connection-timeout-seconds", "NG_CONNECTION_TIMEOUT_SECONDS", F_INT,
      OFF(connection_timeout_seconds), "120", 0, 86400, "N",
-     "Idle keep-alive connections are closed after this long. Above the API server's 90 s "
+     "Idle keep-alive connections are closed after this long, and the next request's headers "
+     "must be complete within this long of the previous response. Above the API server's 90 s "
      "idle timeout, so it closes first and never reuses a connection we are closing."},
     {"shutdown-grace-seconds", "NG_SHUTDOWN_GRACE_SECONDS", F_INT, OFF(shutdown_grace_seconds), "5",
      0, 300, "N", "On SIGTERM/SIGINT: stop accepting, then wait this long for open connections."},

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -384,6 +385,9 @@ static void server_config(struct serve *s)
 	    .threads = c->threads ? (unsigned)c->threads : (unsigned)(ncpu > 0 ? ncpu : 1),
 	    .max_connections = (unsigned)c->max_connections,
 	    .connection_timeout_s = (unsigned)c->connection_timeout_seconds,
+	    .header_timeout_s = (unsigned)c->header_timeout_seconds,
+	    .body_timeout_s = (unsigned)c->body_timeout_seconds,
+	    .max_connections_per_address = (unsigned)c->max_connections_per_address,
 	    .eviction = s->ev,
 	    .objects = {c->deciders.n ? c->deciders.v : default_deciders,
 			c->deciders.n ? c->deciders.n : 1},
@@ -393,6 +397,32 @@ static void server_config(struct serve *s)
 	    .auto_request = s->autoreq ? submit_auto_request : NULL,
 	    .auto_request_ctx = s->autoreq,
 	};
+}
+
+/* Every connection is a descriptor: the soft open-file limit (often 1024) is raised toward the
+ * hard one so --max-connections can be reached; short of it, a warning says what will happen. */
+static void raise_open_file_limit(int64_t max_connections)
+{
+	/* Room for the cache's, the controllers' and the libraries' own descriptors. */
+	rlim_t want = (rlim_t)max_connections + 256;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_cur < want) {
+		rl.rlim_cur =
+		    rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		(void)getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	struct ng_logline l;
+	if (rl.rlim_cur < want &&
+	    ng_log_begin(&l, NG_LOG_WARN, "cmd",
+			 "open-file limit below --max-connections: connections "
+			 "beyond it are refused by the kernel")) {
+		ng_log_i64(&l, "limit", (int64_t)rl.rlim_cur);
+		ng_log_i64(&l, "max_connections", max_connections);
+		ng_log_end(&l);
+	}
 }
 
 /* Binds and serves; writes --port-file and logs "serving". 0 or -1 (logged or printed). */
@@ -407,6 +437,7 @@ static int start_server(struct serve *s)
 	if (cert_not_after(s->cert, &exp, &err) == NG_OK)
 		atomic_store(&s->cm.cert_not_after, exp); /* else GnuTLS judges the file below */
 	server_config(s);
+	raise_open_file_limit(s->c.max_connections);
 	s->srv = srv_create(&s->sc, s->store, &err);
 	/* The PEM key has been handed to GnuTLS; don't keep a second copy around. */
 	memset(s->key, 0, strlen(s->key));

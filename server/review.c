@@ -193,14 +193,24 @@ const char *srv_status_reason(int32_t code)
 		return "Forbidden";
 	case 404:
 		return "NotFound";
+	case 405:
+		return "MethodNotAllowed";
 	case 409:
 		return "Conflict";
+	case 413:
+		return "RequestEntityTooLarge";
+	case 415:
+		return "UnsupportedMediaType";
 	case 422:
 		return "Invalid";
 	case 429:
 		return "TooManyRequests";
+	case 500:
+		return "InternalError";
 	case 503:
 		return "ServiceUnavailable";
+	case 504:
+		return "Timeout";
 	default:
 		return code >= 500 ? "InternalError" : "BadRequest";
 	}

@@ -9,6 +9,7 @@
 #include "kube/kube.h"
 #include "kube/watch.h"
 #include "server/admission.h"
+#include "server/conns.h"
 #include "server/metrics.h"
 
 #include <arpa/inet.h>
@@ -44,6 +45,7 @@ struct srv {
 	uint16_t port;
 	struct kube_store *store;
 	struct srv_metrics *metrics;
+	struct srv_conns *conns;
 	const struct pol_eviction_config *eviction;
 	struct srv_object_config objects;
 	const struct kube_watch *watch;
@@ -149,6 +151,7 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned code, const ch
 	if (!resp)
 		return MHD_NO;
 	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	srv_conns_event(c, SRV_CONN_QUEUED);
 	enum MHD_Result ret = MHD_queue_response(c, code, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -183,6 +186,7 @@ static enum MHD_Result respond_status(struct srv *s, struct MHD_Connection *c, u
 	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	if (allow)
 		(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+	srv_conns_event(c, SRV_CONN_QUEUED);
 	enum MHD_Result ret = MHD_queue_response(c, code, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -252,6 +256,8 @@ static enum MHD_Result serve_get(struct srv *s, struct MHD_Connection *c, enum r
 	struct kube_snapshot *snap = kube_store_acquire(s->store);
 	ng_status st = route == R_METRICS ? srv_metrics_render(s->metrics, snap, s->watch, &b)
 					  : kube_snapshot_dump_json(snap, &b);
+	if (st == NG_OK && route == R_METRICS)
+		st = srv_conns_render_metrics(s->conns, &b);
 	if (st == NG_OK && route == R_METRICS && s->metrics_extra)
 		st = s->metrics_extra(&b, s->metrics_ctx);
 	kube_snapshot_release(snap);
@@ -268,6 +274,7 @@ static enum MHD_Result serve_get(struct srv *s, struct MHD_Connection *c, enum r
 	(void)MHD_add_response_header(
 	    resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 	    route == R_METRICS ? "text/plain; version=0.0.4; charset=utf-8" : "application/json");
+	srv_conns_event(c, SRV_CONN_QUEUED);
 	enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -400,6 +407,80 @@ static enum MHD_Result serve_evaluate(struct srv *s, struct MHD_Connection *c, s
 		       MHD_RESPMEM_PERSISTENT);
 }
 
+/* What a request's header block must not hold, checked before anything else: RFC 9112 asks a
+ * server to reject a message with conflicting Content-Length values, or with both a length and
+ * a transfer coding (a request smuggling vector behind proxies); a NUL byte is never valid in a
+ * field. (libmicrohttpd's strict mode refuses an HTTP/1.1 request without Host itself.)
+ *
+ * libmicrohttpd cuts a field value at a NUL without saying so, but it parses in place: names
+ * and values point into the received header block, in order, with only line ends (turned into
+ * NULs) and blanks between one value and the next name. Anything else there is what followed a
+ * NUL. Where the pointers are not laid out that way the NUL check does not apply. */
+struct head_check {
+	const char *block, *block_end; /* the received header block */
+	const char *prev_end;          /* where the previous field's value ended */
+	const char *content_length;
+	bool conflicting_length;
+	bool transfer_encoding;
+	bool nul;
+};
+
+/* Whether [from, to) holds only what separates fields: blanks and line ends (or their NULs). */
+static bool only_separators(const char *from, const char *to)
+{
+	for (const char *p = from; p < to; p++)
+		if (*p != '\0' && *p != '\r' && *p != '\n' && *p != ' ' && *p != '\t')
+			return false;
+	return true;
+}
+
+static void check_gap(struct head_check *h, const char *next)
+{
+	if (h->block && h->prev_end && h->prev_end <= next && next <= h->block_end &&
+	    !only_separators(h->prev_end, next))
+		h->nul = true;
+}
+
+static enum MHD_Result check_header(void *cls, enum MHD_ValueKind kind, const char *key,
+				    size_t key_size, const char *value, size_t value_size)
+{
+	(void)kind;
+	struct head_check *h = cls;
+	check_gap(h, key);
+	h->prev_end = value ? value + value_size : key + key_size;
+	if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+		h->transfer_encoding = true;
+	else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+		if (!value || strchr(value, ',') ||
+		    (h->content_length && strcmp(h->content_length, value) != 0))
+			h->conflicting_length = true;
+		h->content_length = value;
+	}
+	return MHD_YES;
+}
+
+/* NULL when the header block is acceptable, else why not (answered 400). @method starts the
+ * received header block. */
+static const char *bad_head(struct MHD_Connection *c, const char *method)
+{
+	struct head_check h = {0};
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+	if (ci) {
+		h.block = method;
+		h.block_end = method + ci->header_size;
+	}
+	(void)MHD_get_connection_values_n(c, MHD_HEADER_KIND, check_header, &h);
+	check_gap(&h, h.block_end);
+	if (h.nul)
+		return "a header holds a NUL byte";
+	if (h.conflicting_length)
+		return "conflicting Content-Length headers";
+	if (h.content_length && h.transfer_encoding)
+		return "both Content-Length and Transfer-Encoding";
+	return NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_size, void **con_cls)
@@ -407,6 +488,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct srv *s = cls;
 	struct req *r = *con_cls;
 	if (!r) {
+		srv_conns_event(c, SRV_CONN_HEADERS);
+		const char *bad = bad_head(c, method);
+		if (bad)
+			return respond_status(s, c, MHD_HTTP_BAD_REQUEST, bad, NULL);
 		const char *want;
 		enum route route = route_of(url, &want);
 		if (route == R_NONE)
@@ -463,6 +548,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	srv_conns_event(c, SRV_CONN_HANDLING);
 	if (r->too_big)
 		return respond_status(s, c, MHD_HTTP_CONTENT_TOO_LARGE,
 				      "request body is larger than 3 MiB", NULL);
@@ -478,6 +564,17 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (r)
 		req_put(r);
 	*con_cls = NULL;
+	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		srv_conns_event(c, SRV_CONN_DONE);
+}
+
+/* Paths are matched as sent: "%2F" is not "/", and nodegate's paths and the one query argument
+ * it reads (timeout=10s) hold no escapes, so nothing is decoded. */
+static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	(void)cls;
+	(void)c;
+	return strlen(s);
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -685,6 +782,17 @@ struct srv *srv_create(const struct srv_config *cfg, struct kube_store *store,
 	unsigned per = cfg->max_connections / n;
 	if (per == 0)
 		per = 1;
+	struct srv_conns_config cc = {
+	    .header_timeout_s = cfg->header_timeout_s ? cfg->header_timeout_s : 10,
+	    .body_timeout_s = cfg->body_timeout_s ? cfg->body_timeout_s : 10,
+	    .idle_timeout_s = cfg->connection_timeout_s,
+	    .per_daemon_limit = per,
+	    .per_address_limit = cfg->max_connections_per_address,
+	    .ndaemons = n,
+	};
+	s->conns = srv_conns_create(&cc, reterr);
+	if (!s->conns)
+		goto fail;
 	uint16_t port = cfg->port;
 	for (unsigned i = 0; i < n; i++) {
 		int fd = open_listener(cfg->listen_host, port, n > 1, reterr);
@@ -701,7 +809,9 @@ struct srv *srv_create(const struct srv_config *cfg, struct kube_store *store,
 		    TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT, per, MHD_OPTION_CONNECTION_TIMEOUT,
 		    cfg->connection_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 		    (size_t)CONN_MEMORY_BYTES, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-		    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_END);
+		    MHD_OPTION_NOTIFY_CONNECTION, srv_conns_notify, srv_conns_list(s->conns, i),
+		    MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL, MHD_OPTION_STRICT_FOR_CLIENT,
+		    1, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_END);
 		if (!d) {
 			(void)ng_err_set(reterr, NG_EIO, 0, "starting the HTTPS daemon failed");
 			goto fail;
@@ -757,6 +867,7 @@ void srv_destroy(struct srv *s, int64_t grace_ms)
 	for (unsigned i = 0; i < MAX_DAEMONS; i++)
 		if (s->fds[i] >= 0)
 			(void)close(s->fds[i]);
+	srv_conns_destroy(s->conns);
 	srv_metrics_destroy(s->metrics);
 	atomic_store(&current_creds, NULL);
 	creds_free(s->creds_all);

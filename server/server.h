@@ -32,14 +32,17 @@ struct srv_config {
 	const char *key_pem;      /* likewise; the caller may wipe it once srv_create returns */
 	unsigned threads;         /* daemons, one thread each; >= 1 */
 	unsigned max_connections; /* across all daemons */
-	unsigned connection_timeout_s;       /* idle keep-alive limit; 0 = none */
-	struct pol_eviction_config eviction; /* read through a pointer to this field: the
-						config struct must outlive the server */
-	struct srv_object_config objects;    /* copied; its deciders array is borrowed and
-						must outlive the server */
-	const struct kube_watch *watch;      /* borrowed, must outlive the server; NULL in
-						snapshot mode; else /readyz waits for its sync and
-						/metrics shows its series */
+	unsigned connection_timeout_s; /* idle keep-alive limit; 0 = none */
+	unsigned header_timeout_s; /* accept → the first request's headers, TLS included; 0 = 10 */
+	unsigned body_timeout_s;   /* headers → body; response queued → read; 0 = 10 */
+	unsigned max_connections_per_address; /* 0 = no limit */
+	struct pol_eviction_config eviction;  /* read through a pointer to this field: the
+						 config struct must outlive the server */
+	struct srv_object_config objects;     /* copied; its deciders array is borrowed and
+						 must outlive the server */
+	const struct kube_watch *watch;       /* borrowed, must outlive the server; NULL in
+						 snapshot mode; else /readyz waits for its sync and
+						 /metrics shows its series */
 	/* More /metrics series from layers the server does not know (the gate, the lease): called
 	 * on the scraping daemon thread, possibly on several at once, to append to @out (a buffer
 	 * the server owns); NULL for none. @metrics_ctx is borrowed and must outlive the server. */

@@ -225,6 +225,7 @@ class WebhookTest(unittest.TestCase):
                                        {"Content-Type": "application/json"})
             self.assertEqual(r.status, 413)
             self.assertIn("larger than 3 MiB", json.loads(data)["message"])
+            self.assertEqual(json.loads(data)["reason"], "RequestEntityTooLarge")
             # Chunked: no Content-Length, so the cap is enforced while reading.
             status, data = self.post_chunked(4 * 1024 * 1024)
             self.assertEqual(status, 413)
@@ -248,6 +249,7 @@ class WebhookTest(unittest.TestCase):
                                        headers)
             self.assertEqual(r.status, 415, ct)
             self.assertIn("application/json", json.loads(data)["message"])
+            self.assertEqual(json.loads(data)["reason"], "UnsupportedMediaType")
         r, _ = self.srv.request("POST", "/validate/eviction", json.dumps(review("pod1")),
                                 {"Content-Type": "application/json; charset=utf-8"})
         self.assertEqual(r.status, 200)
@@ -261,9 +263,69 @@ class WebhookTest(unittest.TestCase):
         r, data = self.srv.request("GET", "/validate/eviction")
         self.assertEqual(r.status, 405)
         self.assertEqual(r.getheader("Allow"), "POST")
+        self.assertEqual(json.loads(data)["reason"], "MethodNotAllowed")
         r, _ = self.srv.request("POST", "/metrics", b"x", {"Content-Type": "application/json"})
         self.assertEqual(r.status, 405)
         self.assert_serving()
+
+    def raw_exchange(self, head, body=b""):
+        """Sends bytes as they are (no client library fixing them up); returns (status, Status
+        body or None)."""
+        raw = socket.create_connection(("127.0.0.1", self.srv.port), timeout=10 * SLOW)
+        with self.srv.ctx.wrap_socket(raw, server_hostname="localhost") as tls:
+            tls.sendall(head + body)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = tls.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            head_part, _, rest = data.partition(b"\r\n\r\n")
+            length = int(next((l.split(b":")[1] for l in head_part.split(b"\r\n")
+                               if l.lower().startswith(b"content-length:")), b"0"))
+            while len(rest) < length:
+                chunk = tls.recv(65536)
+                if not chunk:
+                    break
+                rest += chunk
+        status = int(head_part.split(b" ")[1])
+        return status, json.loads(rest) if rest.startswith(b"{") else None
+
+    def test_W07_malformed_request_heads_get_400(self):
+        body = json.dumps(review("web-1")).encode()
+        n = str(len(body)).encode()
+        post = b"POST /validate/eviction HTTP/1.1\r\nContent-Type: application/json\r\n"
+        cases = [
+            (post + b"Host: x\r\nContent-Length: " + n + b"\r\nContent-Length: 5\r\n\r\n",
+             "conflicting Content-Length headers"),
+            # libmicrohttpd refuses a list-valued length itself, with its own 400 page.
+            (post + b"Host: x\r\nContent-Length: " + n + b", 5\r\n\r\n", None),
+            (post + b"Host: x\r\nContent-Length: " + n + b"\r\nTransfer-Encoding: chunked\r\n\r\n",
+             "both Content-Length and Transfer-Encoding"),
+            # As is a request without Host.
+            (post + b"Content-Length: " + n + b"\r\n\r\n", None),
+            (post + b"Host: x\r\nX-Note: a\x00b\r\nContent-Length: " + n + b"\r\n\r\n",
+             "NUL byte"),
+        ]
+        for head, msg in cases:
+            status, st = self.raw_exchange(head, body)
+            self.assertEqual(status, 400, head)
+            if msg:
+                self.assertIn(msg, st["message"])
+                self.assertEqual(st["reason"], "BadRequest")
+        # The same request, well formed (repeated identical lengths are one length).
+        status, _ = self.raw_exchange(post + b"Host: x\r\nContent-Length: " + n +
+                                      b"\r\nContent-Length: " + n + b"\r\n\r\n", body)
+        self.assertEqual(status, 200)
+        self.assert_serving()
+
+    def test_W07_escaped_slash_is_not_a_path_separator(self):
+        body = json.dumps(review("web-1")).encode()
+        status, st = self.raw_exchange(
+            b"POST /validate%2Feviction HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n", body)
+        self.assertEqual(status, 404)
+        self.assertEqual(st["reason"], "NotFound")
 
     def test_W06_plain_http_is_refused(self):
         with socket.create_connection(("127.0.0.1", self.srv.port), timeout=10 * SLOW) as s:

@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""Hostile clients against the real nodegate binary on loopback (docs/security.md): thousands of
+silent sockets, half TLS handshakes, slowloris headers, bodies that never finish, a full server,
+one address hogging connections — while a canary eviction review must keep being answered within
+1 s and resident memory stay bounded. Every wait is bounded; the whole suite runs in well under
+two minutes.
+
+Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository)."""
+import json
+import os
+import resource
+import socket
+import ssl
+import sys
+import tempfile
+import shutil
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import test_webhook as tw  # noqa: E402  (the Server helper and review())
+
+# The canary's bound: an eviction review on loopback takes well under 10 ms; a second means the
+# webhook is being starved.
+CANARY_BOUND_S = 1.0
+# Resident memory nodegate may gain while the attack is held (measured: ~10 KiB per silent
+# socket, 2,000 of them ~20 MiB).
+RSS_GROWTH_BOUND_KIB = 96 * 1024
+HEADER_TIMEOUT_S = 2
+BODY_TIMEOUT_S = 2
+
+
+def raise_fd_limit():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = min(hard, 16384) if hard != resource.RLIM_INFINITY else 16384
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def open_silent(port, n, source="127.0.0.1"):
+    """n TCP connections that never send a byte (non-blocking connects, from @source)."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        s.bind((source, 0))
+        try:
+            s.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        socks.append(s)
+    return socks
+
+
+def still_open(socks):
+    """How many of @socks the server has not closed (no EOF, no reset)."""
+    n = 0
+    for s in socks:
+        try:
+            if s.recv(4096) != b"":
+                n += 1  # bytes but no close: still open
+        except BlockingIOError:
+            n += 1
+        except OSError:
+            pass
+    return n
+
+
+def close_all(socks):
+    for s in socks:
+        try:
+            s.close()
+        except OSError:
+            pass
+
+
+class Canary:
+    """Sends an eviction review on a fresh connection every 0.2 s from a thread; records each
+    answer's latency (a failure counts as infinite)."""
+
+    def __init__(self, srv):
+        self.srv = srv
+        self.samples = []
+        self.errors = []
+        self.stop_flag = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def one(self):
+        t0 = time.monotonic()
+        try:
+            r, body = self.srv.evict("web-1", uid="canary")
+            ok = r.status == 200 and body["response"]["uid"] == "canary"
+            if not ok:
+                self.errors.append(f"status {r.status}")
+        except Exception as e:  # noqa: BLE001 - every failure is a sample
+            self.errors.append(repr(e)[:80])
+            return float("inf")
+        return time.monotonic() - t0
+
+    def run(self):
+        while not self.stop_flag.is_set():
+            self.samples.append(self.one())
+            self.stop_flag.wait(0.2)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_flag.set()
+        self.thread.join(timeout=20)
+
+    def worst(self):
+        return max(self.samples) if self.samples else float("inf")
+
+
+class HostileBase(unittest.TestCase):
+    EXTRA = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.fd_limit = raise_fd_limit()
+        cls.tmp = tempfile.mkdtemp(prefix="ng-hostile-")
+        cls.srv = tw.Server(cls.tmp, extra_args=[
+            "--threads", "2", "--header-timeout-seconds", str(HEADER_TIMEOUT_S),
+            "--body-timeout-seconds", str(BODY_TIMEOUT_S), "--log-level", "warn", *cls.EXTRA])
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.srv.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        if rc != 0:
+            raise AssertionError(f"nodegate exited with {rc}")
+
+    def need_fds(self, n):
+        if self.fd_limit < n + 200:
+            self.skipTest(f"this process may open {self.fd_limit} files; the test needs {n + 200}")
+
+    def assert_canary(self, canary, what):
+        self.assertGreaterEqual(len(canary.samples), 3, what)
+        self.assertEqual(canary.errors, [], what)
+        self.assertLess(canary.worst(), CANARY_BOUND_S, f"{what}: slowest canary answer")
+
+    def assert_rss(self, before_kib, what):
+        if self.srv.sanitized():
+            return
+        grown = self.srv.rss_kib() - before_kib
+        self.assertLess(grown, RSS_GROWTH_BOUND_KIB, f"{what}: resident memory grew {grown} KiB")
+
+    def wait_closed(self, socks, within_s):
+        """Seconds until the server closed every socket in @socks, or fails after @within_s."""
+        t0 = time.monotonic()
+        while True:
+            left = still_open(socks)
+            if left == 0:
+                return time.monotonic() - t0
+            if time.monotonic() - t0 > within_s:
+                self.fail(f"{left} of {len(socks)} connections still open after {within_s} s")
+            time.sleep(0.2)
+
+
+def tls_connect(port, ctx):
+    raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+    return ctx.wrap_socket(raw, server_hostname="localhost")
+
+
+class DeadlinesTest(HostileBase):
+    def test_silent_sockets_do_not_lock_the_webhook_out(self):
+        """2,000 connections that never send a byte: the canary keeps its answer time, and each
+        silent socket is closed once the header deadline passes."""
+        self.need_fds(2000)
+        rss0 = self.srv.rss_kib()
+        socks = open_silent(self.srv.port, 2000)
+        try:
+            with Canary(self.srv) as c:
+                time.sleep(1.5)
+            self.assert_canary(c, "2000 silent sockets")
+            self.assert_rss(rss0, "2000 silent sockets")
+            self.wait_closed(socks, HEADER_TIMEOUT_S + 5)
+        finally:
+            close_all(socks)
+
+    def test_half_handshakes_are_closed(self):
+        """1,000 connections that send the first bytes of a ClientHello and stop."""
+        self.need_fds(1000)
+        socks = open_silent(self.srv.port, 1000)
+        try:
+            time.sleep(0.3)
+            for i, s in enumerate(socks):
+                try:
+                    s.send(b"\x16" if i % 2 else b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+                except OSError:
+                    pass
+            with Canary(self.srv) as c:
+                time.sleep(1.0)
+            self.assert_canary(c, "1000 half handshakes")
+            self.wait_closed(socks, HEADER_TIMEOUT_S + 5)
+        finally:
+            close_all(socks)
+
+    def slowloris(self, n):
+        """@n TLS connections sending one header byte every 0.3 s until the server closes them
+        all (or header deadline + 5 s pass), with a canary running. Returns (canary, seconds
+        after the start at which each connection was closed)."""
+        conns = []
+        try:
+            for _ in range(n):
+                conns.append(tls_connect(self.srv.port, self.srv.ctx))
+            for t in conns:
+                t.setblocking(False)
+            line = b"POST /validate/eviction HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100
+            t0 = time.monotonic()
+            closed_at = {}
+            with Canary(self.srv) as c:
+                i = 0
+                while time.monotonic() - t0 < HEADER_TIMEOUT_S + 5 and len(closed_at) < n:
+                    for k, t in enumerate(conns):
+                        if k in closed_at:
+                            continue
+                        try:
+                            t.send(line[i:i + 1])
+                            if t.recv(1) == b"":
+                                closed_at[k] = time.monotonic() - t0
+                        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                            pass
+                        except OSError:
+                            closed_at[k] = time.monotonic() - t0
+                    i = (i + 1) % len(line)
+                    time.sleep(0.3)
+            return c, closed_at
+        finally:
+            close_all(conns)
+
+    def test_slowloris_headers_cannot_extend_the_deadline(self):
+        """500 TLS connections sending one header byte every 0.3 s: closed at the header
+        deadline even though bytes keep arriving."""
+        self.need_fds(500)
+        c, closed_at = self.slowloris(500)
+        self.assert_canary(c, "500 slowloris connections")
+        self.assertEqual(len(closed_at), 500,
+                         "slowloris connections still open after the header deadline")
+        self.assertGreaterEqual(min(closed_at.values()), HEADER_TIMEOUT_S - 1)
+
+    def test_silent_and_slowloris_together(self):
+        """The whole attack at once: 2,000 silent sockets held while 500 slowloris connections
+        trickle; the canary is answered within the bound throughout."""
+        self.need_fds(2600)
+        rss0 = self.srv.rss_kib()
+        socks = open_silent(self.srv.port, 2000)
+        try:
+            c, closed_at = self.slowloris(500)
+            self.assert_canary(c, "2000 silent + 500 slowloris")
+            self.assertEqual(len(closed_at), 500)
+            self.assert_rss(rss0, "2000 silent + 500 slowloris")
+        finally:
+            close_all(socks)
+
+    def test_bodies_that_never_finish_are_closed(self):
+        """200 requests announcing 1,000 bytes of body and sending 10: closed at the body
+        deadline, the canary unaffected."""
+        conns = []
+        try:
+            for _ in range(200):
+                t = tls_connect(self.srv.port, self.srv.ctx)
+                t.sendall(b"POST /validate/eviction HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                          b"application/json\r\nContent-Length: 1000\r\n\r\n{\"apiVersion\"")
+                conns.append(t)
+            with Canary(self.srv) as c:
+                time.sleep(1.0)
+            self.assert_canary(c, "200 unfinished bodies")
+            t0 = time.monotonic()
+            for t in conns:
+                t.settimeout(BODY_TIMEOUT_S + 5 - (time.monotonic() - t0))
+                try:
+                    self.assertEqual(t.recv(1), b"")
+                except (ConnectionResetError, ssl.SSLError):
+                    pass
+        finally:
+            close_all(conns)
+
+
+class FullServerTest(HostileBase):
+    """A small server (400 connections) with a long header deadline: a flood of silent sockets
+    fills it, and new clients still get in because the stalest waiting connections are shed."""
+    EXTRA = ("--max-connections", "400", "--header-timeout-seconds", "60",
+             "--max-connections-per-address", "0")
+
+    def test_full_server_sheds_the_stalest_instead_of_refusing(self):
+        self.need_fds(1200)
+        socks = open_silent(self.srv.port, 1200)
+        try:
+            time.sleep(1.0)
+            with Canary(self.srv) as c:
+                time.sleep(1.5)
+            self.assert_canary(c, "a full server")
+            self.assertLessEqual(still_open(socks), 400)
+            metrics = self.srv.request("GET", "/metrics")[1].decode()
+            shed = [l for l in metrics.splitlines()
+                    if l.startswith('nodegate_connections_closed_total{reason="shed"}')]
+            self.assertTrue(shed and int(shed[0].split()[-1]) >= 700, shed)
+        finally:
+            close_all(socks)
+
+
+class PerAddressTest(HostileBase):
+    """With --max-connections-per-address, one address cannot hold more: the canary, from
+    another address, is not affected."""
+    EXTRA = ("--max-connections-per-address", "50", "--header-timeout-seconds", "60")
+
+    def test_one_address_cannot_take_every_slot(self):
+        socks = open_silent(self.srv.port, 300, source="127.0.0.2")
+        try:
+            time.sleep(1.0)
+            self.assertLessEqual(still_open(socks), 50)
+            with Canary(self.srv) as c:
+                time.sleep(1.0)
+            self.assert_canary(c, "one address over its limit")
+        finally:
+            close_all(socks)
+
+
+if __name__ == "__main__":
+    unittest.main()
