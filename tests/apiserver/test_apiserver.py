@@ -1663,6 +1663,132 @@ class TestRBACAndImpersonation(ServerTestCase):
             self.assertEqual(srv.api("GET", "/api/v1/pods", user="bob")[0], 200)
 
 
+class TestTokenAndAccessReviews(ServerTestCase):
+    """What an authenticating proxy (nodegate's admin endpoints, kube-rbac-proxy, controller-runtime's
+    metrics filter) asks: TokenReview for the caller's token, SubjectAccessReview for a path."""
+    RBAC = "/apis/rbac.authorization.k8s.io/v1/"
+    TR = "/apis/authentication.k8s.io/v1/tokenreviews"
+    SAR = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+    SA = "system:serviceaccount:nodegate:nodegate"
+
+    def token_review(self, token, user="admin", audiences=None, expect=(201,)):
+        spec = {"token": token}
+        if audiences is not None:
+            spec["audiences"] = audiences
+        return self.ok("POST", self.TR, {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                                         "spec": spec}, user=user, expect=expect)
+
+    def sar(self, spec, user="admin"):
+        return self.ok("POST", self.SAR, {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                                          "spec": spec}, user=user)["status"]
+
+    def bind(self, name, role, subject):
+        self.ok("POST", self.RBAC + "clusterrolebindings", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [subject]})
+
+    def test_token_review_authenticates_as_requests_are(self):
+        tr = self.token_review(self.srv.tokens["bob"])
+        self.assertEqual((tr["apiVersion"], tr["kind"]), ("authentication.k8s.io/v1", "TokenReview"))
+        st = tr["status"]
+        self.assertIs(st["authenticated"], True)
+        # the same identity, uid included, as the token's own requests have
+        who = self.ok("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                      {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}, user="bob")
+        self.assertEqual(st["user"], who["status"]["userInfo"])
+        self.assertEqual(st["user"]["username"], "bob")
+        self.assertEqual(st["user"]["groups"], ["system:authenticated"])
+        self.assertEqual(st["audiences"], ["https://kubernetes.default.svc.cluster.local"])
+        st = self.token_review(self.srv.tokens[self.SA], audiences=["nodegate"])["status"]
+        self.assertEqual(st["user"]["username"], self.SA)
+        self.assertEqual(st["user"]["groups"], ["system:serviceaccounts", "system:serviceaccounts:nodegate",
+                                                "system:authenticated"])
+        self.assertEqual(st["audiences"], ["nodegate"])
+        # unknown: authenticated and error are omitempty in kube-apiserver's answer
+        self.assertEqual(self.token_review("not-a-token")["status"], {"user": {}})
+        self.assertEqual(self.token_review(" " + self.srv.tokens["bob"])["status"], {"user": {}})
+        body = self.token_review("", expect=(400,))
+        self.assertEqual(body["message"], "token is required for TokenReview in authentication")
+
+    def test_token_review_needs_create_tokenreviews(self):
+        code, body, _ = self.api("POST", self.TR, {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                                                   "spec": {"token": self.srv.tokens["bob"]}}, user=self.SA)
+        self.assertEqual(code, 403)
+        self.assertEqual(body["message"], 'tokenreviews.authentication.k8s.io is forbidden: User "%s" cannot create '
+                         'resource "tokenreviews" in API group "authentication.k8s.io" at the cluster scope' % self.SA)
+        code, _, _ = self.api("POST", self.SAR, {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                                                 "spec": {"user": "bob", "nonResourceAttributes": {
+                                                     "path": "/metrics", "verb": "get"}}}, user=self.SA)
+        self.assertEqual(code, 403)
+        # what nodegate is bound to when it authenticates its own callers
+        role = self.ok("GET", self.RBAC + "clusterroles/system:auth-delegator")
+        self.assertEqual(role["rules"], [
+            {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+            {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}])
+        self.bind("nodegate-auth-delegator", "system:auth-delegator",
+                  {"kind": "ServiceAccount", "name": "nodegate", "namespace": "nodegate"})
+        st = self.token_review(self.srv.tokens["bob"], user=self.SA)["status"]
+        self.assertEqual(st["user"]["username"], "bob")
+        self.assertIs(self.sar({"user": "bob", "groups": ["system:authenticated"],
+                                "nonResourceAttributes": {"path": "/healthz", "verb": "get"}}, user=self.SA)["allowed"],
+                      True)
+
+    def test_subject_access_review_matches_non_resource_urls_like_rbac(self):
+        self.ok("POST", self.RBAC + "clusterroles", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "ng-debug"},
+            "rules": [{"nonResourceURLs": ["/metrics", "/debug/*", "/v1/eval**"], "verbs": ["get", "post"]}]})
+        self.bind("alice-ng-debug", "ng-debug", {"kind": "User", "name": "alice"})
+        alice = {"user": "alice", "groups": ["system:authenticated"]}
+
+        def allowed(path, verb="get", who=alice):
+            return self.sar(dict(who, nonResourceAttributes={"path": path, "verb": verb})).get("allowed")
+        self.assertTrue(allowed("/metrics"))
+        self.assertTrue(allowed("/metrics", "post"))
+        self.assertFalse(allowed("/metrics", "delete"))
+        self.assertFalse(allowed("/metrics/x"))      # exact without a '*'
+        self.assertFalse(allowed("/metricsx"))
+        self.assertTrue(allowed("/debug/cache"))
+        self.assertTrue(allowed("/debug/"))
+        self.assertFalse(allowed("/debug"))          # the prefix is "/debug/"
+        self.assertTrue(allowed("/v1/evaluate"))     # every trailing '*' is cut: prefix "/v1/eval"
+        self.assertFalse(allowed("/debug/cache", who={"user": "bob", "groups": ["system:authenticated"]}))
+        st = self.sar(dict(alice, nonResourceAttributes={"path": "/metrics", "verb": "get"}))
+        self.assertEqual(st, {"allowed": True, "reason": "allowed by RBAC"})
+        self.assertEqual(self.sar(dict(alice, nonResourceAttributes={"path": "/x", "verb": "get"})), {"allowed": False})
+        # a group subject, and the bootstrap roles bound to system:authenticated: the review's subject
+        # is in exactly the groups it names
+        self.assertFalse(allowed("/healthz", who={"user": "alice"}))
+        self.assertTrue(allowed("/healthz", who={"user": "alice", "groups": ["system:authenticated"]}))
+        self.assertTrue(allowed("/anything", who={"groups": ["system:masters"]}))
+        code, body, _ = self.api("POST", self.SAR, {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"nonResourceAttributes": {"path": "/metrics", "verb": "get"}}})
+        self.assertEqual(code, 422)
+        self.assertEqual(body["message"], 'SubjectAccessReview.authorization.k8s.io "" is invalid: spec.user: '
+                         'Invalid value: "": at least one of user or group must be specified')
+
+    def test_kubectl_create_token_review(self):
+        doc = ("apiVersion: authentication.k8s.io/v1\nkind: TokenReview\nspec:\n  token: %s\n"
+               % self.srv.tokens["alice"])
+        rc, out, err = self.kubectl("create", "-f", "-", "-o", "json", input=doc)
+        self.assertEqual(rc, 0, err)
+        tr = json.loads(out)
+        self.assertEqual(tr["kind"], "TokenReview")
+        self.assertIs(tr["status"]["authenticated"], True)
+        self.assertEqual(tr["status"]["user"]["username"], "alice")
+        rc, out, err = self.kubectl("create", "-f", "-", input=doc.replace(self.srv.tokens["alice"], "nope"))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("tokenreview.authentication.k8s.io/", out)
+        self.assertIn("created", out)
+        rc, out, err = self.kubectl("create", "-f", "-", input=doc, user="bob")
+        self.assertNotEqual(rc, 0)
+        self.assertIn('User "bob" cannot create resource "tokenreviews"', err)
+        rc, out, err = self.kubectl("api-resources", "--api-group=authentication.k8s.io", "-o", "name")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("tokenreviews.authentication.k8s.io", out.split())
+
+
 # ---------------------------------------------------------------------------------- faults, fixtures
 class TestFaultsAndRestart(ServerTestCase):
     def test_injected_conflict_and_error_are_count_limited(self):

@@ -52,11 +52,17 @@ def ts_in(seconds):
 
 
 class User:
-    def __init__(self, name, groups, token, uid=None):
+    """An authenticated user: every one is in system:authenticated, which `groups` leaves out.
+
+    The subject of a SubjectAccessReview is not a request's user: it is in exactly the groups the
+    review names (`implicit_authenticated=False`), as with kube-apiserver."""
+
+    def __init__(self, name, groups, token, uid=None, implicit_authenticated=True):
         self.name = name
         self.groups = list(groups)
         self.token = token
         self.uid = uid or str(uuid.uuid4())
+        self.implicit_authenticated = implicit_authenticated
 
     def user_info(self):
         out = {"username": self.name}

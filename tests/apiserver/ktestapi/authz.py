@@ -10,8 +10,10 @@ aggregationRule collect the rules of the ClusterRoles their selectors match.
 
 Bootstrap policy (created at start, like kube-apiserver's): cluster-admin bound to
 system:masters; system:discovery, system:basic-user and system:public-info-viewer bound
-to system:authenticated; and the aggregated user-facing roles admin, edit and view
-(simplified rule sets covering the resources this server serves).
+to system:authenticated; system:auth-delegator (create tokenreviews and
+subjectaccessreviews, unbound: what a component that authenticates its own callers is
+bound to); and the aggregated user-facing roles admin, edit and view (simplified rule sets
+covering the resources this server serves).
 """
 from .selection import label_selector_from_obj
 
@@ -78,6 +80,8 @@ def bootstrap_objects():
                                  "verbs": ["get"]}]),
         cr("system:public-info-viewer", [{"nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version",
                                                               "/version/"], "verbs": ["get"]}]),
+        cr("system:auth-delegator", [_rule(["authentication.k8s.io"], ["tokenreviews"], ["create"]),
+                                     _rule(["authorization.k8s.io"], ["subjectaccessreviews"], ["create"])]),
         cr("system:basic-user", [_rule(["authorization.k8s.io"], ["selfsubjectaccessreviews",
                                                                  "selfsubjectrulesreviews"], ["create"]),
                                  _rule(["authentication.k8s.io"], ["selfsubjectreviews"], ["create"])]),
@@ -99,7 +103,8 @@ def _subject_matches(subj, user, binding_ns):
     if kind == "User":
         return subj.get("name") == user.name
     if kind == "Group":
-        return subj.get("name") in user.groups or (subj.get("name") == "system:authenticated")
+        return subj.get("name") in user.groups or (subj.get("name") == "system:authenticated" and
+                                                   getattr(user, "implicit_authenticated", True))
     if kind == "ServiceAccount":
         ns = subj.get("namespace") or binding_ns
         return user.name == "system:serviceaccount:%s:%s" % (ns, subj.get("name"))
@@ -122,7 +127,8 @@ def _rule_allows(rule, a):
         return False
     if a.get("path") is not None:
         for u in rule.get("nonResourceURLs") or []:
-            if u == "*" or u == a["path"] or (u.endswith("*") and a["path"].startswith(u[:-1])):
+            # rbac's NonResourceURLMatches: "*", exact, or a prefix before trailing '*'s
+            if u == "*" or u == a["path"] or (u.endswith("*") and a["path"].startswith(u.rstrip("*"))):
                 return True
         return False
     groups = rule.get("apiGroups")

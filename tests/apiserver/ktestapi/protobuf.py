@@ -109,6 +109,9 @@ RESOURCE_ATTRS = {1: ("namespace", "string"), 2: ("verb", "string"), 3: ("group"
 NON_RESOURCE_ATTRS = {1: ("path", "string"), 2: ("verb", "string")}
 KINDS = {
     ("authentication.k8s.io/v1", "SelfSubjectReview"): {1: ("metadata", ("msg", OBJECT_META))},
+    ("authentication.k8s.io/v1", "TokenReview"): {
+        1: ("metadata", ("msg", OBJECT_META)),
+        2: ("spec", ("msg", {1: ("token", "string"), 2: ("audiences", "strings")}))},
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): {
         1: ("metadata", ("msg", OBJECT_META)),
         2: ("spec", ("msg", {1: ("resourceAttributes", ("msg", RESOURCE_ATTRS)),

@@ -137,6 +137,7 @@ def _builtins():
           ["crd", "crds"], status=True),
         # virtual, create-only review resources (answered by the authorizer, never stored)
         R("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False, verbs=["create"]),
+        R("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False, verbs=["create"]),
         R("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False,
           verbs=["create"]),
         R("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False, verbs=["create"]),

@@ -110,6 +110,10 @@ class APIServer(ThreadingHTTPServer):
     def handle_error(self, request, client_address):
         pass
 
+    def authenticate_token(self, token):
+        """The User a bearer token belongs to (tokens.json), or None: for requests and TokenReviews."""
+        return self.users.get(token) if token else None
+
 
 def _q(query, name, default=None):
     v = query.get(name)
@@ -235,7 +239,7 @@ class Handler(BaseHTTPRequestHandler):
                 return User(cn, orgs, None, "")
         auth = self.headers.get("Authorization") or ""
         if auth.startswith("Bearer "):
-            return self.server.users.get(auth[7:].strip())
+            return self.server.authenticate_token(auth[7:].strip())
         return None
 
     def _dispatch(self, method):
@@ -518,8 +522,27 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(code, out, h)
         raise E.method_not_allowed()
 
+    # The audiences of tokens reviewed without spec.audiences: kube-apiserver's --api-audiences,
+    # which default to its service-account issuer.
+    API_AUDIENCES = ["https://kubernetes.default.svc.cluster.local"]
+
+    def _token_review(self, spec):
+        """TokenReview status: the token authenticated exactly as a request's bearer token is.
+
+        As kube-apiserver: an empty token is 400; a token nobody owns is `{"user": {}}`
+        (authenticated and error are omitempty); the static tokens are audience-agnostic, so
+        the audiences asked for (or the API server's) come back."""
+        token = spec.get("token")
+        if not isinstance(token, str) or not token:
+            raise E.bad_request("token is required for TokenReview in authentication")
+        user = self.server.authenticate_token(token)
+        if user is None:
+            return {"user": {}}
+        auds = spec.get("audiences") or self.API_AUDIENCES
+        return {"authenticated": True, "user": user.user_info(), "audiences": list(auds)}
+
     def _review(self, info, body, user):
-        """SelfSubjectReview / SelfSubjectAccessReview / SubjectAccessReview answers."""
+        """SelfSubjectReview / TokenReview / SelfSubjectAccessReview / SubjectAccessReview answers."""
         out = dict(body)
         out["apiVersion"], out["kind"] = info.api_version, info.kind
         out.setdefault("metadata", {})["creationTimestamp"] = None
@@ -527,6 +550,9 @@ class Handler(BaseHTTPRequestHandler):
             out["status"] = {"userInfo": user.user_info()}
             return out
         spec = body.get("spec") or {}
+        if info.plural == "tokenreviews":
+            out["status"] = self._token_review(spec)
+            return out
         subject = user
         if info.plural == "selfsubjectrulesreviews":
             from .authz import rules_for
@@ -540,8 +566,13 @@ class Handler(BaseHTTPRequestHandler):
             return out
         if info.plural == "subjectaccessreviews":
             from .api import User
-            subject = User(spec.get("user", ""), [g for g in spec.get("groups") or [] if g != "system:authenticated"],
-                           None, spec.get("uid", ""))
+            if not spec.get("user") and not spec.get("groups"):
+                raise E.invalid(info.kind, info.group, "", [("FieldValueInvalid", "spec.user",
+                                                             'Invalid value: "": at least one of user or group '
+                                                             'must be specified')])
+            # exactly the groups named: no implicit system:authenticated, as kube-apiserver
+            subject = User(spec.get("user", ""), spec.get("groups") or [], None, spec.get("uid", ""),
+                           implicit_authenticated=False)
         ra, nra = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
         if ra is not None:
             attrs = {"verb": ra.get("verb", ""), "group": ra.get("group", ""), "resource": ra.get("resource", ""),
