@@ -1,10 +1,13 @@
 /* /debug/cache: the cache's view of the cluster as JSON, so tests and operators can compare it
- * with the API server's. */
+ * with the API server's. Written in pieces (the document's head, each section's opening, each
+ * object, each section's closing, the tail) so the server can stream it from a cursor instead of
+ * holding tens of MB: one writer serves both the whole dump and its parts. */
 #include "kube/kube.h"
 
 #include "common/buf.h"
 #include "common/intern.h"
 
+#include <stdint.h>
 #include <string.h>
 
 struct out {
@@ -84,168 +87,229 @@ static void open_item(struct out *o, size_t i, const char *first_key)
 	put(o, "\":");
 }
 
-static void dump_nodes(struct out *o, const struct kube_snapshot *s)
+/* One writer per resource: object @i of its table, written whole. */
+typedef void dump_item_fn(struct out *o, const struct kube_snapshot *s, size_t i);
+
+static void dump_node(struct out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
-	const struct kube_node *nodes = kube_snapshot_nodes(s, &n);
-	for (size_t i = 0; i < n; i++) {
-		open_item(o, i, "name");
-		id(o, nodes[i].name);
-		boolean(o, "ready", nodes[i].flags & KUBE_NODE_READY);
-		boolean(o, "unschedulable", nodes[i].flags & KUBE_NODE_UNSCHEDULABLE);
-		labels(o, nodes[i].labels, nodes[i].nlabels);
-		put(o, "}");
-	}
+	const struct kube_node *node = &kube_snapshot_nodes(s, &n)[i];
+	open_item(o, i, "name");
+	id(o, node->name);
+	boolean(o, "ready", node->flags & KUBE_NODE_READY);
+	boolean(o, "unschedulable", node->flags & KUBE_NODE_UNSCHEDULABLE);
+	labels(o, node->labels, node->nlabels);
+	put(o, "}");
 }
 
-static void dump_pods(struct out *o, const struct kube_snapshot *s)
+static void dump_pod(struct out *o, const struct kube_snapshot *s, size_t i)
 {
 	static const char *const phases[] = {"Pending", "Running", "Succeeded", "Failed",
 					     "Unknown"};
 	size_t n;
-	const struct kube_pod *pods = kube_snapshot_pods(s, &n);
-	for (size_t i = 0; i < n; i++) {
-		const struct kube_pod *p = &pods[i];
-		open_item(o, i, "namespace");
-		id(o, p->ns);
-		field(o, "name");
-		str(o, p->name);
-		field(o, "node");
-		id(o, p->node);
-		field(o, "phase");
-		str(o, phases[p->phase < 5 ? p->phase : 4]);
-		field(o, "owner");
-		id(o, p->owner_kind);
-		boolean(o, "daemonset", p->flags & KUBE_POD_DAEMONSET);
-		boolean(o, "mirror", p->flags & KUBE_POD_MIRROR);
-		boolean(o, "terminating", p->flags & KUBE_POD_TERMINATING);
-		ids(o, "claims", p->claims, p->nclaims);
-		labels(o, p->labels, p->nlabels);
-		put(o, "}");
-	}
+	const struct kube_pod *p = &kube_snapshot_pods(s, &n)[i];
+	open_item(o, i, "namespace");
+	id(o, p->ns);
+	field(o, "name");
+	str(o, p->name);
+	field(o, "node");
+	id(o, p->node);
+	field(o, "phase");
+	str(o, phases[p->phase < 5 ? p->phase : 4]);
+	field(o, "owner");
+	id(o, p->owner_kind);
+	boolean(o, "daemonset", p->flags & KUBE_POD_DAEMONSET);
+	boolean(o, "mirror", p->flags & KUBE_POD_MIRROR);
+	boolean(o, "terminating", p->flags & KUBE_POD_TERMINATING);
+	ids(o, "claims", p->claims, p->nclaims);
+	labels(o, p->labels, p->nlabels);
+	put(o, "}");
 }
 
-static void dump_pvcs(struct out *o, const struct kube_snapshot *s)
+static void dump_pvc(struct out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
-	const struct kube_pvc *pvcs = kube_snapshot_pvcs(s, &n);
-	for (size_t i = 0; i < n; i++) {
-		open_item(o, i, "namespace");
-		id(o, pvcs[i].ns);
-		field(o, "name");
-		id(o, pvcs[i].name);
-		field(o, "volume");
-		id(o, pvcs[i].volume);
-		field(o, "phase");
-		str(o, pvcs[i].phase == KUBE_PVC_BOUND  ? "Bound"
-		       : pvcs[i].phase == KUBE_PVC_LOST ? "Lost"
-							: "Pending");
-		labels(o, pvcs[i].labels, pvcs[i].nlabels);
-		put(o, "}");
-	}
+	const struct kube_pvc *pvc = &kube_snapshot_pvcs(s, &n)[i];
+	open_item(o, i, "namespace");
+	id(o, pvc->ns);
+	field(o, "name");
+	id(o, pvc->name);
+	field(o, "volume");
+	id(o, pvc->volume);
+	field(o, "phase");
+	str(o, pvc->phase == KUBE_PVC_BOUND  ? "Bound"
+	       : pvc->phase == KUBE_PVC_LOST ? "Lost"
+					     : "Pending");
+	labels(o, pvc->labels, pvc->nlabels);
+	put(o, "}");
 }
 
-static void dump_pvs(struct out *o, const struct kube_snapshot *s)
+static void dump_pv(struct out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
-	const struct kube_pv *pvs = kube_snapshot_pvs(s, &n);
-	for (size_t i = 0; i < n; i++) {
-		open_item(o, i, "name");
-		id(o, pvs[i].name);
-		boolean(o, "nodeAffinity", pvs[i].affinity.present);
-		put(o, "}");
-	}
+	const struct kube_pv *pv = &kube_snapshot_pvs(s, &n)[i];
+	open_item(o, i, "name");
+	id(o, pv->name);
+	boolean(o, "nodeAffinity", pv->affinity.present);
+	put(o, "}");
 }
 
-static void dump_nds(struct out *o, const struct kube_snapshot *s)
+static void dump_nd(struct out *o, const struct kube_snapshot *s, size_t i)
 {
 	static const char *const states[] = {"", "Pending", "Granted", "Rejected"};
 	size_t n;
-	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
-	for (size_t i = 0; i < n; i++) {
-		open_item(o, i, "name");
-		id(o, nds[i].name);
-		field(o, "state");
-		str(o, states[nds[i].state < 4 ? nds[i].state : 0]);
-		ids(o, "nodeNames", nds[i].node_names, nds[i].nnode_names);
-		ids(o, "disruptedNodes", nds[i].disrupted, nds[i].ndisrupted);
-		put(o, "}");
-	}
+	const struct kube_nd *nd = &kube_snapshot_nds(s, &n)[i];
+	open_item(o, i, "name");
+	id(o, nd->name);
+	field(o, "state");
+	str(o, states[nd->state < 4 ? nd->state : 0]);
+	ids(o, "nodeNames", nd->node_names, nd->nnode_names);
+	ids(o, "disruptedNodes", nd->disrupted, nd->ndisrupted);
+	put(o, "}");
 }
 
-static void dump_adbs(struct out *o, const struct kube_snapshot *s)
+static void dump_adb(struct out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
-	const struct kube_adb *adbs = kube_snapshot_adbs(s, &n);
-	for (size_t i = 0; i < n; i++) {
-		open_item(o, i, "namespace");
-		id(o, adbs[i].b.ns);
-		field(o, "name");
-		id(o, adbs[i].b.name);
-		boolean(o, "invalid", adbs[i].b.invalid);
-		if (adbs[i].b.invalid) {
-			field(o, "error");
-			id(o, adbs[i].b.error);
-		}
-		put(o, "}");
+	const struct kube_adb *adb = &kube_snapshot_adbs(s, &n)[i];
+	open_item(o, i, "namespace");
+	id(o, adb->b.ns);
+	field(o, "name");
+	id(o, adb->b.name);
+	boolean(o, "invalid", adb->b.invalid);
+	if (adb->b.invalid) {
+		field(o, "error");
+		id(o, adb->b.error);
 	}
+	put(o, "}");
 }
 
-static void dump_ndbs(struct out *o, const struct kube_snapshot *s)
+static void dump_ndb(struct out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
-	const struct kube_ndb *ndbs = kube_snapshot_ndbs(s, &n);
-	for (size_t i = 0; i < n; i++) {
-		open_item(o, i, "name");
-		id(o, ndbs[i].b.name);
-		boolean(o, "invalid", ndbs[i].b.invalid);
-		put(o, "}");
-	}
+	const struct kube_ndb *ndb = &kube_snapshot_ndbs(s, &n)[i];
+	open_item(o, i, "name");
+	id(o, ndb->b.name);
+	boolean(o, "invalid", ndb->b.invalid);
+	put(o, "}");
 }
 
-static void dump_ngcs(struct out *o, const struct kube_snapshot *s)
+static void dump_ngc(struct out *o, const struct kube_snapshot *s, size_t i)
 {
 	static const char *const modes[] = {"", "Enforce", "Warn", "Off"};
 	size_t n;
-	const struct kube_ngc *ngcs = kube_snapshot_ngcs(s, &n);
-	for (size_t i = 0; i < n; i++) {
-		open_item(o, i, "name");
-		id(o, ngcs[i].name);
-		boolean(o, "invalid", ngcs[i].invalid);
-		boolean(o, "paused", ngcs[i].paused);
-		field(o, "evictionMode");
-		str(o, modes[ngcs[i].eviction_mode < 4 ? ngcs[i].eviction_mode : 0]);
-		ids(o, "exemptUsers", ngcs[i].exempt_users, ngcs[i].nexempt);
-		put(o, "}");
+	const struct kube_ngc *ngc = &kube_snapshot_ngcs(s, &n)[i];
+	open_item(o, i, "name");
+	id(o, ngc->name);
+	boolean(o, "invalid", ngc->invalid);
+	boolean(o, "paused", ngc->paused);
+	field(o, "evictionMode");
+	str(o, modes[ngc->eviction_mode < 4 ? ngc->eviction_mode : 0]);
+	ids(o, "exemptUsers", ngc->exempt_users, ngc->nexempt);
+	put(o, "}");
+}
+
+/* Resources in the order the JSON has always listed them: each an array under @key. */
+static const struct {
+	const char *key;
+	enum kube_resource res;
+	dump_item_fn *item;
+} sections[] = {
+    {"nodes", KUBE_RES_NODES, dump_node},
+    {"pods", KUBE_RES_PODS, dump_pod},
+    {"persistentvolumeclaims", KUBE_RES_PVCS, dump_pvc},
+    {"persistentvolumes", KUBE_RES_PVS, dump_pv},
+    {"nodedisruptions", KUBE_RES_NDS, dump_nd},
+    {"applicationdisruptionbudgets", KUBE_RES_ADBS, dump_adb},
+    {"nodedisruptionbudgets", KUBE_RES_NDBS, dump_ndb},
+    {"nodegateconfigs", KUBE_RES_NGCS, dump_ngc},
+};
+#define NSECTIONS ((int)(sizeof(sections) / sizeof(sections[0])))
+
+/* The cursor's stages, in document order: a zeroed cursor is at DUMP_START. */
+enum {
+	DUMP_START, /* `{"generation":N` */
+	DUMP_OPEN,  /* `,"key":[` of sections[section] */
+	DUMP_ITEMS, /* object @item of the section, or its `]` once every object is written */
+	DUMP_END,   /* the closing `}` and newline */
+	DUMP_DONE,  /* nothing left */
+};
+
+/*
+ * Writes the one piece @cur is at and returns where the next begins, or @cur unchanged when
+ * @o failed (the piece may then be written in part).
+ */
+static struct kube_dump_cursor step(struct out *o, const struct kube_snapshot *s,
+				    struct kube_dump_cursor cur)
+{
+	struct kube_dump_cursor next = cur;
+	switch (cur.stage) {
+	case DUMP_START:
+		put(o, "{\"generation\":");
+		if (o->st == NG_OK)
+			o->st = ng_buf_i64(o->b, (int64_t)kube_snapshot_generation(s));
+		next = (struct kube_dump_cursor){.section = 0, .item = 0, .stage = DUMP_OPEN};
+		break;
+	case DUMP_OPEN:
+		field(o, sections[cur.section].key);
+		put(o, "[");
+		next.stage = DUMP_ITEMS;
+		next.item = 0;
+		break;
+	case DUMP_ITEMS:
+		if (cur.item < kube_snapshot_count(s, sections[cur.section].res)) {
+			sections[cur.section].item(o, s, cur.item);
+			next.item++;
+			break;
+		}
+		put(o, "]");
+		next.section++;
+		next.item = 0;
+		next.stage = next.section < NSECTIONS ? DUMP_OPEN : DUMP_END;
+		break;
+	default: /* DUMP_END */
+		put(o, "}\n");
+		next.stage = DUMP_DONE;
+		break;
 	}
+	return o->st == NG_OK ? next : cur;
+}
+
+static bool cursor_valid(const struct kube_dump_cursor *cur)
+{
+	if (cur->stage == DUMP_OPEN || cur->stage == DUMP_ITEMS)
+		return cur->section >= 0 && cur->section < NSECTIONS;
+	return cur->stage >= DUMP_START && cur->stage <= DUMP_DONE;
+}
+
+ng_status kube_snapshot_dump_json_part(const struct kube_snapshot *s, struct kube_dump_cursor *cur,
+				       struct ng_buf *b, size_t budget, bool *ret_done)
+{
+	*ret_done = false;
+	if (!cursor_valid(cur))
+		return NG_EINVAL;
+	struct out o = {.b = b, .pool = kube_snapshot_pool(s), .st = NG_OK};
+	/* At least one piece per call, so a caller always makes progress. */
+	while (cur->stage != DUMP_DONE) {
+		size_t mark = b->len;
+		*cur = step(&o, s, *cur);
+		if (o.st != NG_OK) {
+			/* Drop the partial piece: @b ends where the cursor stands. */
+			b->len = mark;
+			if (b->data)
+				b->data[mark] = '\0';
+			return o.st;
+		}
+		if (b->len >= budget)
+			break;
+	}
+	*ret_done = cur->stage == DUMP_DONE;
+	return NG_OK;
 }
 
 ng_status kube_snapshot_dump_json(const struct kube_snapshot *s, struct ng_buf *b)
 {
-	/* Resources in the order the JSON has always listed them. */
-	static const struct {
-		const char *key;
-		void (*dump)(struct out *o, const struct kube_snapshot *s);
-	} sections[] = {
-	    {"nodes", dump_nodes},
-	    {"pods", dump_pods},
-	    {"persistentvolumeclaims", dump_pvcs},
-	    {"persistentvolumes", dump_pvs},
-	    {"nodedisruptions", dump_nds},
-	    {"applicationdisruptionbudgets", dump_adbs},
-	    {"nodedisruptionbudgets", dump_ndbs},
-	    {"nodegateconfigs", dump_ngcs},
-	};
-	struct out o = {.b = b, .pool = kube_snapshot_pool(s), .st = NG_OK};
-	put(&o, "{\"generation\":");
-	if (o.st == NG_OK)
-		o.st = ng_buf_i64(b, (int64_t)kube_snapshot_generation(s));
-	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
-		field(&o, sections[i].key);
-		put(&o, "[");
-		sections[i].dump(&o, s);
-		put(&o, "]");
-	}
-	put(&o, "}\n");
-	return o.st;
+	struct kube_dump_cursor cur = {0};
+	bool done;
+	return kube_snapshot_dump_json_part(s, &cur, b, SIZE_MAX, &done);
 }

@@ -77,9 +77,36 @@ bool kube_labels_get(const struct kube_label *labels, size_t n, uint32_t key, ui
 struct ng_buf;
 /**
  * Appends the snapshot as JSON (every object with the fields decisions use) for /debug/cache.
- * NG_ELIMIT/NG_ENOMEM from the buffer.
+ * NG_ELIMIT/NG_ENOMEM from the buffer (which then ends after the last piece written whole).
  */
 NG_NODISCARD ng_status kube_snapshot_dump_json(const struct kube_snapshot *s, struct ng_buf *b);
+
+/**
+ * Where a dump in parts stands. Zeroed (`= {0}`) is the start; the fields are kube/dump.c's.
+ * Tied to one snapshot: the caller keeps its reference until the dump ends or is abandoned.
+ */
+struct kube_dump_cursor {
+	int section;
+	size_t item;
+	int stage;
+};
+
+/**
+ * Appends the next part of the dump of @s at @cur to @b, piece by piece (the head, a section's
+ * opening, one object, a section's closing, the tail: each whole), until @b holds at least
+ * @budget bytes or the dump ends; a part may so exceed the budget by one piece, and each call
+ * before the end appends at least one. Advances @cur past what it wrote. *@ret_done is set true
+ * once the final part is written; later calls append nothing and keep it true. The parts,
+ * concatenated, are the bytes kube_snapshot_dump_json() writes.
+ *
+ * Threads: any thread, one caller per cursor (the snapshot is only read).
+ * Errors: NG_ELIMIT/NG_ENOMEM from the buffer: @b is restored to its length before the failed
+ * piece and @cur stays at it, so the call may be retried with room; NG_EINVAL for a cursor no
+ * call produced. *@ret_done is false on error.
+ */
+NG_NODISCARD ng_status kube_snapshot_dump_json_part(const struct kube_snapshot *s,
+						    struct kube_dump_cursor *cur, struct ng_buf *b,
+						    size_t budget, bool *ret_done);
 
 /* ---- building a snapshot -------------------------------------------------------------- */
 
