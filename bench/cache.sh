@@ -29,7 +29,7 @@ run() {
 	local api=$!
 	for _ in $(seq 6000); do [ -f "$dir/api/ready" ] && break; sleep 0.1; done
 	local t0; t0=$(date +%s.%N)
-	./build-release/cmd/nodegate serve --listen 127.0.0.1:0 --port-file "$dir/port" \
+	./build-release/cmd/nodegate serve --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --port-file "$dir/port" \
 		--tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem" --kubeconfig "$dir/api/kubeconfig" \
 		--log-level warn 2>"$dir/ng.log" &
 	local ng=$!

@@ -18,7 +18,7 @@ trap cleanup EXIT
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$tmp/key.pem" \
 	-out "$tmp/cert.pem" -days 1 -subj /CN=localhost 2>/dev/null
 
-./build-release/cmd/nodegate serve --listen 127.0.0.1:0 --port-file "$tmp/port" \
+./build-release/cmd/nodegate serve --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --port-file "$tmp/port" \
 	--tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem" --snapshot examples/demo-cluster.json \
 	--log-level warn 2>"$tmp/ng.log" &
 ng_pid=$!

@@ -51,6 +51,11 @@ struct cmd_serve_config {
 	int64_t gate;
 	const char *lease_namespace;
 	const char *lease_name;
+	const char *admin_listen;
+	const char *admin_auth;
+	const char *client_ca;
+	int64_t webhook_port_metrics;
+	int64_t auto_request_per_minute;
 };
 
 /**

@@ -93,6 +93,25 @@ static const struct flag serve_flags[] = {
      "idle timeout, so it closes first and never reuses a connection we are closing."},
     {"shutdown-grace-seconds", "NG_SHUTDOWN_GRACE_SECONDS", F_INT, OFF(shutdown_grace_seconds), "5",
      0, 300, "N", "On SIGTERM/SIGINT: stop accepting, then wait this long for open connections."},
+    {"client-ca", "NG_CLIENT_CA", F_STR, OFF(client_ca), NULL, 0, 0, "FILE",
+     "PEM CA bundle: the webhooks then require a client certificate signed by it (the API "
+     "server's, from its admission configuration; see docs/security.md) and answer 401 to any "
+     "other caller. Read at start."},
+    {"admin-listen", "NG_ADMIN_LISTEN", F_STR, OFF(admin_listen), "127.0.0.1:8081", 0, 0,
+     "ADDR:PORT",
+     "The admin listener: GET /debug/cache, POST /v1/evaluate, /metrics, /healthz, /readyz (the "
+     "webhook port serves neither side door). Plain HTTP on a loopback address, HTTPS with the "
+     "serving pair elsewhere; `off` for none."},
+    {"admin-auth", "NG_ADMIN_AUTH", F_STR, OFF(admin_auth), "auto", 0, 0, "MODE",
+     "Who may use the admin listener: `kubernetes` (a bearer token checked with a TokenReview "
+     "and a SubjectAccessReview on the path, cached 10 s), `none`, or `auto` (none on a loopback "
+     "address, kubernetes elsewhere). `none` on a non-loopback address is refused."},
+    {"webhook-port-metrics", "NG_WEBHOOK_PORT_METRICS", F_BOOL, OFF(webhook_port_metrics), "true",
+     0, 1, "", "Serve /metrics on the webhook port too (it holds counts, no cluster data)."},
+    {"auto-request-per-minute", "NG_AUTO_REQUEST_PER_MINUTE", F_INT, OFF(auto_request_per_minute),
+     "60", 1, 100000, "N",
+     "With eviction.autoRequest: NodeDisruptions nodegate creates per minute at most (a burst of "
+     "as many is allowed); more denied evictions are counted and not asked for."},
     {"port-file", "NG_PORT_FILE", F_STR, OFF(port_file), NULL, 0, 0, "FILE",
      "Write the bound port here once serving (for tests and scripts using port 0)."},
 };

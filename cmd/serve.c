@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/prom.h"
+#include "kube/auth.h"
 #include "kube/config.h"
 #include "kube/kube.h"
 #include "kube/watch.h"
@@ -130,9 +131,41 @@ struct controller_metrics {
 };
 
 /* The eviction webhook's autoRequest hook: queued, never waited on. */
-static void submit_auto_request(const char *node, const char *user, void *ctx)
+static void submit_auto_request(const char *node, const char *user, bool verified, void *ctx)
 {
-	autoreq_submit(ctx, node, user);
+	autoreq_submit(ctx, node, user, verified);
+}
+
+/* The admin listener's authorizer with --admin-auth kubernetes: a TokenReview and a
+ * SubjectAccessReview, cached. Refusals are logged with who and why. */
+static enum srv_auth authorize_admin(void *ctx, const char *authorization, const char *verb,
+				     const char *path, char *user, size_t usercap)
+{
+	struct kube_auth_user u = {{0}};
+	struct ng_err err = {0};
+	enum kube_auth_result r = kube_auth_check(ctx, authorization, verb, path, &u, &err);
+	ng_fmt(user, usercap, "%s", u.name);
+	struct ng_logline l;
+	if (r != KUBE_AUTH_ALLOWED &&
+	    ng_log_begin(&l, r == KUBE_AUTH_ERROR ? NG_LOG_WARN : NG_LOG_INFO, "cmd",
+			 "admin request refused")) {
+		ng_log_str(&l, "result", kube_auth_result_str(r));
+		ng_log_str(&l, "verb", verb);
+		ng_log_str(&l, "path", path);
+		ng_log_str(&l, "user", u.name);
+		ng_log_str(&l, "err", err.msg);
+		ng_log_end(&l);
+	}
+	switch (r) {
+	case KUBE_AUTH_ALLOWED:
+		return SRV_AUTH_ALLOWED;
+	case KUBE_AUTH_UNAUTHENTICATED:
+		return SRV_AUTH_UNAUTHENTICATED;
+	case KUBE_AUTH_FORBIDDEN:
+		return SRV_AUTH_FORBIDDEN;
+	default:
+		return SRV_AUTH_UNAVAILABLE;
+	}
 }
 
 static ng_status render_controller(struct ng_buf *out, void *ctx)
@@ -212,7 +245,12 @@ struct serve {
 	struct pol_eviction_config ev;
 	char host[64];
 	uint16_t port;
-	bool live; /* watching an API server, not serving snapshot files */
+	char admin_host[64]; /* "" when --admin-listen off */
+	uint16_t admin_port;
+	bool admin_kube_auth; /* --admin-auth resolved: TokenReview + SubjectAccessReview */
+	struct kube_auth *auth;
+	char *client_ca; /* --client-ca, as read */
+	bool live;       /* watching an API server, not serving snapshot files */
 	struct kube_config kcfg;
 	sigset_t signals; /* blocked in every thread; the main thread waits for them */
 	char *cert, *key; /* PEM, as read; the key is wiped once handed to the server */
@@ -227,6 +265,49 @@ struct serve {
 	struct srv_config sc; /* srv_create keeps a pointer to sc.eviction: must outlive srv */
 	struct srv *srv;
 };
+
+static bool loopback(const char *host)
+{
+	return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0;
+}
+
+/* --admin-listen and --admin-auth. 0, or 2 after printing what is wrong. */
+static int configure_admin(struct serve *s)
+{
+	const struct cmd_serve_config *c = &s->c;
+	if (strcmp(c->admin_listen, "off") == 0)
+		return 0;
+	if (split_listen(c->admin_listen, s->admin_host, sizeof(s->admin_host), &s->admin_port) !=
+	    0) {
+		(void)fprintf(stderr,
+			      "nodegate: --admin-listen \"%s\": expected ADDR:PORT (e.g. "
+			      "127.0.0.1:8081) or off\n",
+			      c->admin_listen);
+		return 2;
+	}
+	bool lo = loopback(s->admin_host);
+	if (strcmp(c->admin_auth, "auto") == 0 || strcmp(c->admin_auth, "kubernetes") == 0) {
+		s->admin_kube_auth = strcmp(c->admin_auth, "kubernetes") == 0 || !lo;
+	} else if (strcmp(c->admin_auth, "none") != 0) {
+		(void)fprintf(stderr,
+			      "nodegate: --admin-auth \"%s\": use auto, kubernetes or none\n",
+			      c->admin_auth);
+		return 2;
+	} else if (!lo) {
+		(void)fprintf(stderr,
+			      "nodegate: --admin-auth none on %s would give the cache dump to "
+			      "anyone who can reach it: use a loopback address or kubernetes\n",
+			      c->admin_listen);
+		return 2;
+	}
+	if (s->admin_kube_auth && !s->live) {
+		(void)fprintf(stderr,
+			      "nodegate: --admin-auth kubernetes needs an API server to ask "
+			      "(not --snapshot); use a loopback --admin-listen\n");
+		return 2;
+	}
+	return 0;
+}
 
 /* The flags into settings; every error is a bad flag (exit status 2) and is printed. */
 static int configure(struct serve *s, int argc, char **argv)
@@ -277,7 +358,7 @@ static int configure(struct serve *s, int argc, char **argv)
 		(void)fprintf(stderr, "nodegate: finding the API server: %s\n", kerr.msg);
 		return 2;
 	}
-	return 0;
+	return configure_admin(s);
 }
 
 /* Signals go to the main thread only: block them before any thread starts. */
@@ -296,6 +377,11 @@ static int open_store(struct serve *s)
 {
 	s->cert = read_pem(s->c.tls_cert, "--tls-cert", false);
 	s->key = s->cert ? read_pem(s->c.tls_key, "--tls-key", true) : NULL;
+	if (s->key && s->c.client_ca) {
+		s->client_ca = read_pem(s->c.client_ca, "--client-ca", false);
+		if (!s->client_ca)
+			return -1;
+	}
 	s->store = kube_store_create();
 	return s->key && s->store ? 0 : -1;
 }
@@ -354,7 +440,9 @@ static int start_controllers(struct serve *s)
 {
 	if (!s->live)
 		return 0;
-	struct autoreq_config ac = {.kube = &s->kcfg, .store = s->store};
+	struct autoreq_config ac = {.kube = &s->kcfg,
+				    .store = s->store,
+				    .per_minute = (unsigned)s->c.auto_request_per_minute};
 	struct ng_err err = {0};
 	s->autoreq = autoreq_start(&ac, &err);
 	if (!s->autoreq) {
@@ -396,6 +484,13 @@ static void server_config(struct serve *s)
 	    .metrics_ctx = &s->cm,
 	    .auto_request = s->autoreq ? submit_auto_request : NULL,
 	    .auto_request_ctx = s->autoreq,
+	    .client_ca_pem = s->client_ca,
+	    .webhook_metrics = c->webhook_port_metrics != 0,
+	    .admin_host = s->admin_host[0] ? s->admin_host : NULL,
+	    .admin_port = s->admin_port,
+	    .admin_tls = s->admin_host[0] && !loopback(s->admin_host),
+	    .admin_authorize = s->auth ? authorize_admin : NULL,
+	    .admin_authorize_ctx = s->auth,
 	};
 }
 
@@ -436,6 +531,10 @@ static int start_server(struct serve *s)
 	struct ng_err err = {0};
 	if (cert_not_after(s->cert, &exp, &err) == NG_OK)
 		atomic_store(&s->cm.cert_not_after, exp); /* else GnuTLS judges the file below */
+	if (s->admin_kube_auth && !(s->auth = kube_auth_create(&s->kcfg, NULL, &err))) {
+		(void)fprintf(stderr, "nodegate: --admin-auth kubernetes: %s\n", err.msg);
+		return -1;
+	}
 	server_config(s);
 	raise_open_file_limit(s->c.max_connections);
 	s->srv = srv_create(&s->sc, s->store, &err);
@@ -459,6 +558,9 @@ static int start_server(struct serve *s)
 		ng_log_str(&l, "host", s->host);
 		ng_log_i64(&l, "port", srv_port(s->srv));
 		ng_log_i64(&l, "threads", s->sc.threads);
+		ng_log_i64(&l, "admin_port", srv_admin_port(s->srv));
+		ng_log_str(&l, "admin_auth", s->auth ? "kubernetes" : "none");
+		ng_log_bool(&l, "client_ca", s->client_ca != NULL);
 		ng_log_str(&l, "eviction_mode", pol_eviction_mode_str(s->ev.mode));
 		ng_log_i64(&l, "exempt_users", (int64_t)s->ev.nexempt);
 		ng_log_end(&l);
@@ -506,6 +608,8 @@ static void wait_for_signals(struct serve *s)
 static void shut_down(struct serve *s)
 {
 	srv_destroy(s->srv, s->c.shutdown_grace_seconds * 1000);
+	kube_auth_destroy(s->auth);
+	free(s->client_ca);
 	gate_stop(s->gate);
 	autoreq_stop(s->autoreq);
 	leader_stop(s->leader); /* releases the lease for a quick takeover */

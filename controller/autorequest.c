@@ -2,6 +2,7 @@
 
 #include "budgets/selector.h"
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/intern.h"
 #include "common/log.h"
 #include "common/prom.h"
@@ -24,10 +25,12 @@
 struct item {
 	char node[254];
 	char user[256];
+	bool verified;
 };
 
-enum result { R_CREATED, R_EXISTS, R_DROPPED, R_ERROR, R_COUNT };
-static const char *const result_names[R_COUNT] = {"created", "exists", "dropped", "error"};
+enum result { R_CREATED, R_EXISTS, R_DROPPED, R_UNKNOWN_NODE, R_ERROR, R_COUNT };
+static const char *const result_names[R_COUNT] = {"created", "exists", "dropped", "unknown_node",
+						  "error"};
 
 struct autoreq {
 	struct autoreq_config cfg;
@@ -35,6 +38,10 @@ struct autoreq {
 	pthread_mutex_t mu; /* guards the queue: submitted by admission threads */
 	struct item q[QUEUE_CAP];
 	size_t head, n;
+	/* The rate limit: a token bucket of per_minute tokens, refilled continuously. Runtime
+	 * thread only. */
+	double tokens;
+	int64_t refilled_us;
 	_Atomic uint64_t counts[R_COUNT];
 };
 
@@ -43,7 +50,7 @@ static void count(struct autoreq *a, enum result r)
 	ng_prom_add(&a->counts[r], 1);
 }
 
-void autoreq_submit(struct autoreq *a, const char *node, const char *user)
+void autoreq_submit(struct autoreq *a, const char *node, const char *user, bool verified)
 {
 	if (!a || !node || !*node)
 		return;
@@ -60,6 +67,7 @@ void autoreq_submit(struct autoreq *a, const char *node, const char *user)
 		struct item *it = &a->q[(a->head + a->n++) % QUEUE_CAP];
 		ng_fmt(it->node, sizeof(it->node), "%s", node);
 		ng_fmt(it->user, sizeof(it->user), "%s", user ? user : "");
+		it->verified = verified;
 	}
 	pthread_mutex_unlock(&a->mu);
 	if (!queued)
@@ -91,6 +99,13 @@ static bool already_requested(const struct kube_snapshot *s, const char *node, c
 			return true;
 	}
 	return false;
+}
+
+/* Only a node in the cache is asked for: a review names any node it likes. */
+static bool node_known(const struct kube_snapshot *s, const char *node)
+{
+	uint32_t id = ng_intern_find(kube_snapshot_pool(s), node, strlen(node));
+	return id != NG_INTERN_NONE && kube_snapshot_find_node(s, id) != NULL;
 }
 
 /* spec.requestor is a DNS subdomain: "system:serviceaccount:ns:name" becomes
@@ -132,10 +147,14 @@ static void request_body(struct ng_jw *w, void *ctx)
 	ng_jw_key(w, "labels");
 	ng_jw_obj(w);
 	ng_jw_kstr(w, "nodegate.io/auto-request", "true");
+	ng_jw_kstr(w, "nodegate.io/requested-by-verified", rb->it->verified ? "true" : "false");
 	ng_jw_obj_end(w);
 	ng_jw_key(w, "annotations");
 	ng_jw_obj(w);
-	ng_jw_kstr(w, "nodegate.io/requested-by", rb->it->user);
+	ng_jw_kstr(w,
+		   rb->it->verified ? "nodegate.io/requested-by"
+				    : "nodegate.io/requested-by-unverified",
+		   rb->it->user);
 	ng_jw_obj_end(w);
 	ng_jw_obj_end(w);
 	ng_jw_key(w, "spec");
@@ -158,13 +177,18 @@ static void create(struct autoreq *a, const struct item *it)
 	char name[254], requestor[254];
 	pol_auto_request_name(it->node, name, sizeof(name));
 	struct kube_snapshot *s = kube_store_acquire(a->cfg.store);
-	bool exists = already_requested(s, it->node, name);
+	bool known = node_known(s, it->node);
+	bool exists = known && already_requested(s, it->node, name);
 	kube_snapshot_release(s);
-	if (exists) {
-		count(a, R_EXISTS);
+	if (!known || exists) {
+		count(a, known ? R_EXISTS : R_UNKNOWN_NODE);
 		return;
 	}
-	requestor_of(it->user, requestor, sizeof(requestor));
+	/* A review nobody authenticated may name any user: the request does not claim one. */
+	if (it->verified)
+		requestor_of(it->user, requestor, sizeof(requestor));
+	else
+		ng_fmt(requestor, sizeof(requestor), "unverified");
 	struct request_body rb = {it, name, requestor};
 	struct kube_write_result wr;
 	const struct kube_ref nds = {KUBE_KIND_ND, NULL, NULL};
@@ -182,6 +206,7 @@ static void create(struct autoreq *a, const struct item *it)
 		ng_log_str(&l, "nd", name);
 		ng_log_str(&l, "node", it->node);
 		ng_log_str(&l, "user", it->user);
+		ng_log_bool(&l, "user_verified", it->verified);
 		if (r == R_ERROR) {
 			ng_log_i64(&l, "http", wr.http);
 			ng_log_str(&l, "err", wr.err.msg);
@@ -190,7 +215,23 @@ static void create(struct autoreq *a, const struct item *it)
 	}
 }
 
-/* One request per step: the oldest queued node. */
+/* Takes a token for one creation; when there is none, the monotonic time one will be there. */
+static int64_t take_token(struct autoreq *a)
+{
+	const double per_us = a->cfg.per_minute / 60e6;
+	int64_t now = ng_now_mono_us();
+	a->tokens += (double)(now - a->refilled_us) * per_us;
+	if (a->tokens > a->cfg.per_minute)
+		a->tokens = a->cfg.per_minute;
+	a->refilled_us = now;
+	if (a->tokens >= 1) {
+		a->tokens -= 1;
+		return 0;
+	}
+	return now + (int64_t)((1 - a->tokens) / per_us) + 1;
+}
+
+/* One request per step: the oldest queued node, when the rate allows. */
 static int64_t step(struct kube_runtime *rt, void *ctx)
 {
 	struct autoreq *a = ctx;
@@ -198,6 +239,11 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 	if (a->n == 0) {
 		pthread_mutex_unlock(&a->mu);
 		return KUBE_RUNTIME_IDLE;
+	}
+	int64_t later = take_token(a);
+	if (later) {
+		pthread_mutex_unlock(&a->mu);
+		return later;
 	}
 	struct item it = a->q[a->head];
 	pthread_mutex_unlock(&a->mu);
@@ -219,6 +265,10 @@ struct autoreq *autoreq_start(const struct autoreq_config *cfg, struct ng_err *r
 		return NULL;
 	}
 	a->cfg = *cfg;
+	if (!a->cfg.per_minute)
+		a->cfg.per_minute = 60;
+	a->tokens = a->cfg.per_minute;
+	a->refilled_us = ng_now_mono_us();
 	pthread_mutex_init(&a->mu, NULL);
 	const struct kube_runtime_config rc = {
 	    .name = "autorequest", .kube = cfg->kube, .step = step, .ctx = a};

@@ -14,6 +14,7 @@
 
 #include "common/status.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct kube_config;
@@ -23,6 +24,7 @@ struct ng_buf;
 struct autoreq_config {
 	const struct kube_config *kube; /* borrowed; must outlive it */
 	struct kube_store *store;       /* borrowed: requests already there are not asked again */
+	unsigned per_minute; /* requests created per minute at most, in bursts of as many; 0 = 60 */
 };
 
 struct autoreq;
@@ -34,10 +36,13 @@ struct autoreq *autoreq_start(const struct autoreq_config *cfg, struct ng_err *r
 
 /**
  * Asks for a disruption of @node on behalf of @user. Never blocks on I/O: the request is queued
- * (dropped and counted when the queue is full; a node already queued is not queued twice). Any
- * thread; @a may be NULL (no-op).
+ * (dropped and counted when the queue is full; a node already queued is not queued twice) and
+ * created at the configured rate, only while @node exists in the cache. @verified: the review
+ * came from an authenticated API server, so @user is its word; otherwise the request names its
+ * requestor "unverified" and keeps @user only in an annotation marked so. Any thread; @a may be
+ * NULL (no-op).
  */
-void autoreq_submit(struct autoreq *a, const char *node, const char *user);
+void autoreq_submit(struct autoreq *a, const char *node, const char *user, bool verified);
 
 /** Appends nodegate_auto_requests_total{result}. Any thread. */
 NG_NODISCARD ng_status autoreq_render_metrics(const struct autoreq *a, struct ng_buf *out);

@@ -61,6 +61,7 @@ struct conn {
 	int64_t deadline_us; /* monotonic; 0 = none */
 	bool closing;        /* shut down by nodegate: waiting for the daemon to close it */
 	bool counted;        /* holds one count in the per-address table */
+	int peer;            /* srv_conns_peer(): the daemon thread's alone, no lock */
 	struct addr_key addr;
 };
 
@@ -292,11 +293,29 @@ void srv_conns_notify(void *cls, struct MHD_Connection *c, void **socket_context
 	}
 }
 
-void srv_conns_event(struct MHD_Connection *mc, enum srv_conn_event ev)
+static struct conn *conn_of(struct MHD_Connection *mc)
 {
 	const union MHD_ConnectionInfo *ci =
 	    MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	struct conn *c = ci ? ci->socket_context : NULL;
+	return ci ? ci->socket_context : NULL;
+}
+
+int srv_conns_peer(struct MHD_Connection *mc)
+{
+	const struct conn *c = conn_of(mc);
+	return c ? c->peer : 0;
+}
+
+void srv_conns_set_peer(struct MHD_Connection *mc, int v)
+{
+	struct conn *c = conn_of(mc);
+	if (c)
+		c->peer = v;
+}
+
+void srv_conns_event(struct MHD_Connection *mc, enum srv_conn_event ev)
+{
+	struct conn *c = conn_of(mc);
 	if (!c)
 		return;
 	static const enum phase next[] = {

@@ -68,6 +68,13 @@ enum srv_conn_event {
 void srv_conns_event(struct MHD_Connection *c, enum srv_conn_event ev);
 
 /**
+ * What the connection's client certificate was found to be, kept for the connection: 0 not
+ * checked yet, 1 verified, -1 absent or not verified. Daemon thread of the connection.
+ */
+int srv_conns_peer(struct MHD_Connection *c);
+void srv_conns_set_peer(struct MHD_Connection *c, int v);
+
+/**
  * Appends nodegate_connections_open, nodegate_connections_closed_total{reason} (timeouts per
  * phase, shed, per-address refusals) to @out. Any thread.
  */

@@ -19,11 +19,27 @@
 #include "server/admission.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct kube_store;
 struct ng_buf;
 struct kube_watch;
+
+/* What an admin listener's authorizer answers (see srv_config.admin_authorize). */
+enum srv_auth {
+	SRV_AUTH_ALLOWED,
+	SRV_AUTH_UNAUTHENTICATED, /* no credentials, or they do not check out: 401 */
+	SRV_AUTH_FORBIDDEN,       /* a known user without the right: 403 */
+	SRV_AUTH_UNAVAILABLE,     /* the authority could not be asked: 503 */
+};
+
+/* Decides one admin request: @authorization is the Authorization header (NULL when absent),
+ * @verb the Kubernetes verb of the method ("get", "post"), @path the request path. Writes the
+ * caller's name, when known, into @user (@usercap bytes) for the log. Runs on the admin
+ * listener's thread and may block (a TokenReview, say): the webhooks never wait on it. */
+typedef enum srv_auth (*srv_authorize_fn)(void *ctx, const char *authorization, const char *verb,
+					  const char *path, char *user, size_t usercap);
 
 struct srv_config {
 	const char *listen_host;  /* numeric IPv4/IPv6 address, e.g. "0.0.0.0", "::1" */
@@ -50,10 +66,26 @@ struct srv_config {
 	void *metrics_ctx;
 	/* Called on the admission thread for an eviction denied with autoRequest (never dryRun):
 	 * must only queue. @node and @user are valid for the call only: copy them to keep them.
-	 * NULL: autoRequest is not served (snapshot mode). @auto_request_ctx is borrowed and must
-	 * outlive the server. */
-	void (*auto_request)(const char *node, const char *user, void *ctx);
+	 * @verified: the review came over a connection whose client certificate verified against
+	 * client_ca_pem (the API server's), so @user is the API server's word. NULL: autoRequest
+	 * is not served (snapshot mode). @auto_request_ctx is borrowed and must outlive the
+	 * server. */
+	void (*auto_request)(const char *node, const char *user, bool verified, void *ctx);
 	void *auto_request_ctx;
+	/* Webhooks require a client certificate chaining to this PEM bundle (borrowed for
+	 * srv_create only); NULL = any client. */
+	const char *client_ca_pem;
+	bool webhook_metrics; /* serve /metrics on the webhook listener too */
+	/* The admin listener: /debug/cache, /v1/evaluate, /metrics, /healthz, /readyz, on one
+	 * thread of its own. NULL host = none (the side doors are then not served at all). */
+	const char *admin_host;
+	uint16_t admin_port; /* 0 picks a free port (see srv_admin_port) */
+	bool admin_tls;      /* HTTPS with the serving pair; else plain HTTP */
+	/* Every admin request but /healthz and /readyz must pass it; NULL = none (the caller keeps
+	 * such a listener on loopback). @admin_authorize_ctx is borrowed and must outlive the
+	 * server. */
+	srv_authorize_fn admin_authorize;
+	void *admin_authorize_ctx;
 };
 
 struct srv;
@@ -80,6 +112,9 @@ NG_NODISCARD ng_status srv_set_certificate(struct srv *s, const char *cert_pem, 
 
 /** The bound port (the chosen one when srv_config.port was 0). Any thread. */
 uint16_t srv_port(const struct srv *s);
+
+/** The admin listener's bound port; 0 when there is none. Any thread. */
+uint16_t srv_admin_port(const struct srv *s);
 
 /** Sets what /readyz answers (200 when true, 503 otherwise). Any thread. */
 void srv_set_ready(struct srv *s, bool ready);

@@ -92,6 +92,9 @@ def main(argv=None):
     ap.add_argument("--generate", default="")
     ap.add_argument("--kubelet", choices=["immediate", "grace"], default="immediate")
     ap.add_argument("--service-endpoint", action="append", default=[])
+    ap.add_argument("--webhook-client-cert", default="",
+                    help="CERT:KEY (PEM files) presented to webhooks, like the client certificate "
+                         "of kube-apiserver's admission configuration")
     ap.add_argument("--history", type=int, default=20000, help="watch history window (events)")
     ap.add_argument("--bookmark-interval", type=float, default=5.0)
     ap.add_argument("--watch-expired", choices=["event", "http"], default="event")
@@ -148,6 +151,9 @@ def main(argv=None):
         if h not in ("127.0.0.1", "localhost"):
             ap.error("--service-endpoint must point at 127.0.0.1")
         cluster.admission.service_endpoints[svc] = (h, int(p))
+    if a.webhook_client_cert:
+        cert, _, key = a.webhook_client_cert.partition(":")
+        cluster.admission.client_cert = (cert, key)
     t0 = time.monotonic()
     state_file = os.path.join(d, "state.json")
     if a.persist and os.path.exists(state_file):

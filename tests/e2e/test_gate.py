@@ -88,14 +88,8 @@ class GateTest(E2ETest):
             self.assertIn(field, resp.get("message", ""))
 
     def evaluate(self, body):
-        c = http.client.HTTPSConnection("127.0.0.1", self.ng.port, context=self.ng.ctx, timeout=20)
-        try:
-            c.request("POST", "/v1/evaluate", body=json.dumps(body),
-                      headers={"Content-Type": "application/json"})
-            r = c.getresponse()
-            return r.status, json.loads(r.read())
-        finally:
-            c.close()
+        status, data = self.ng.admin("POST", "/v1/evaluate", body)
+        return status, json.loads(data)
 
     def test_evaluate_is_a_dry_run_against_the_live_cluster(self):
         self.ndb("pool", dict(ON_TEST1, maxDisruptedNodes=1))

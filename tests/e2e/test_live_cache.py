@@ -50,10 +50,32 @@ def eventually(fn, timeout=WAIT_S, interval=0.02):
         time.sleep(interval)
 
 
-class Nodegate:
-    """nodegate serve --kubeconfig against a ServerProcess, registered as its eviction webhook."""
+def free_port():
+    """A loopback port nothing listens on now (for a listener that takes no port file)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
-    def __init__(self, api, tmp):
+
+def make_client_ca(tmp):
+    """A CA and a client certificate it signed, as an API server's admission configuration
+    carries: returns (ca.pem, client.pem, client.key)."""
+    ca_key, ca = os.path.join(tmp, "client-ca.key"), os.path.join(tmp, "client-ca.pem")
+    key, csr, crt = (os.path.join(tmp, "apiserver-client." + e) for e in ("key", "csr", "pem"))
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    run = lambda args: subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=30)  # noqa: E731
+    run(["req", "-x509", *ec, "-keyout", ca_key, "-out", ca, "-days", "1", "-subj", "/CN=apiserver-client-ca"])
+    run(["req", *ec, "-keyout", key, "-out", csr, "-subj", "/CN=kube-apiserver"])
+    run(["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", crt, "-days", "1"])
+    return ca, crt, key
+
+
+class Nodegate:
+    """nodegate serve --kubeconfig against a ServerProcess, registered as its eviction webhook.
+    The cache dump and /v1/evaluate are on its admin listener (plain HTTP on loopback)."""
+
+    def __init__(self, api, tmp, client_ca=None, extra_args=()):
         self.api = api
         self.tmp = tmp
         self.cert = os.path.join(tmp, "ng.crt")
@@ -68,13 +90,17 @@ class Nodegate:
         self.log = open(self.log_path, "wb")
         env = dict(os.environ)
         env.pop("KUBECONFIG", None)
+        self.admin_port = free_port()
+        extra = ["--admin-listen", f"127.0.0.1:{self.admin_port}", *extra_args]
+        if client_ca:
+            extra += ["--client-ca", client_ca]
         self.proc = subprocess.Popen(
             WRAPPER + [BINARY, "serve", "--listen", "127.0.0.1:0", "--port-file", self.port_file,
              "--tls-cert", self.cert, "--tls-key", self.key,
              "--kubeconfig", os.path.join(api.state, "kubeconfig-sa-nodegate-nodegate")
              if os.path.exists(os.path.join(api.state, "kubeconfig-sa-nodegate-nodegate"))
              else api.kubeconfig, "--shutdown-grace-seconds", "1",
-             "--lease-namespace", "nodegate"],
+             "--lease-namespace", "nodegate", *extra],
             stdout=self.log, stderr=subprocess.STDOUT, env=env)
         ok, _ = eventually(lambda: os.path.exists(self.port_file) or self.proc.poll() is not None, 3 * WAIT_S)
         if self.proc.poll() is not None:
@@ -97,8 +123,21 @@ class Nodegate:
         finally:
             c.close()
 
+    def admin(self, method, path, body=None):
+        """A request to the admin listener: (status, body bytes); (0, b"") when it is down."""
+        c = http.client.HTTPConnection("127.0.0.1", self.admin_port, timeout=20)
+        try:
+            c.request(method, path, body=json.dumps(body) if body is not None else None,
+                      headers={"Content-Type": "application/json"} if body is not None else {})
+            r = c.getresponse()
+            return r.status, r.read()
+        except OSError:
+            return 0, b""
+        finally:
+            c.close()
+
     def cache(self):
-        status, body = self.get("/debug/cache")
+        status, body = self.admin("GET", "/debug/cache")
         return json.loads(body) if status == 200 else None
 
     def metric(self, name):
@@ -189,16 +228,25 @@ class E2ETest(unittest.TestCase):
     Subclasses may set GENERATE (a --generate spec) to load a generated cluster instead."""
 
     GENERATE = None
+    # The webhooks require the API server's client certificate (--client-ca), as deployed.
+    CLIENT_CA = True
+    NODEGATE_ARGS = ()
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="ng-e2e-")
+        ca = None
+        extra = []
+        if self.CLIENT_CA:
+            ca, crt, key = make_client_ca(self.tmp)
+            extra = ["--webhook-client-cert", f"{crt}:{key}"]
         if self.GENERATE:
-            self.api = ServerProcess(fixtures=CRDS, generate=self.GENERATE, start_timeout=300)
+            self.api = ServerProcess(fixtures=CRDS, generate=self.GENERATE, start_timeout=300,
+                                     extra_args=extra)
         else:
-            self.api = ServerProcess(fixtures=CRDS + [FIXTURE])
+            self.api = ServerProcess(fixtures=CRDS + [FIXTURE], extra_args=extra)
         self.api.start()
         try:
-            self.ng = Nodegate(self.api, self.tmp)
+            self.ng = Nodegate(self.api, self.tmp, client_ca=ca, extra_args=self.NODEGATE_ARGS)
             self.ng.register_webhook()
         except BaseException:
             # tearDown does not run when setUp fails: leave no server behind.
@@ -210,7 +258,7 @@ class E2ETest(unittest.TestCase):
 
     def tearDown(self):
         rc = self.ng.stop()
-        log = self.ng.read_log() if rc != 0 or not getattr(self._outcome, "success", True) else ""
+        log = self.ng.read_log() if rc != 0 or os.environ.get("NG_SHOW_LOG") or not getattr(self._outcome, "success", True) else ""
         self.api.stop()
         shutil.rmtree(self.tmp, ignore_errors=True)
         if log:

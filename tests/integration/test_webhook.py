@@ -72,7 +72,8 @@ class Server:
         self.proc = subprocess.Popen(
             WRAPPER + [BINARY, "serve", "--listen", "127.0.0.1:0", "--tls-cert", self.cert,
                        "--tls-key", self.key, "--snapshot", self.snapshot, "--port-file",
-                       self.port_file, "--shutdown-grace-seconds", "1", *extra_args],
+                       self.port_file, "--shutdown-grace-seconds", "1",
+                       "--admin-listen", "127.0.0.1:0", *extra_args],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 20 * SLOW
         while not os.path.exists(self.port_file):

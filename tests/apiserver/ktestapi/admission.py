@@ -132,6 +132,9 @@ class Dispatcher:
         self.cluster = cluster
         self.pool = ConnectionPool()
         self.service_endpoints = {}   # "ns/name" or "ns/name:port" -> (host, port)
+        # (cert file, key file) presented to every webhook, as kube-apiserver does with the
+        # client certificate of its AdmissionConfiguration kubeconfig; None = none.
+        self.client_cert = None
         self.calls = []               # recent call log (for tests/debugging), bounded
         self.lock = threading.Lock()
 
@@ -260,6 +263,8 @@ class Dispatcher:
             return None, 'failed to call webhook: Post "%s": dial tcp: address %s: only loopback is allowed in the test API server' % (full, host)
         ctx = ssl.create_default_context()
         ctx.set_alpn_protocols(["http/1.1"])
+        if self.client_cert:
+            ctx.load_cert_chain(*self.client_cert)
         ca = cc.get("caBundle")
         if ca:
             try:

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Hostile callers against a live nodegate, the test API server as its cluster (docs/security.md):
+the side doors are not on the webhook port; with --client-ca only the API server's certificate
+reaches the webhooks; without it, a forged eviction review with autoRequest on can make nodegate
+ask for a node only in the cache, once, at the configured rate, and never under the forger's
+chosen name; the admin listener with --admin-auth kubernetes answers nobody without a token the
+API server vouches for and RBAC allows.
+
+Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository)."""
+import http.client
+import json
+import os
+import sys
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+from test_live_cache import E2ETest, ND_PATH, eventually, evict  # noqa: E402
+from test_webhook import review  # noqa: E402
+
+NDB_PATH = "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets"
+NGC_PATH = "/apis/nodegate.io/v1alpha1/nodegateconfigs"
+ADB_PATH = "/apis/nodegate.io/v1alpha1/namespaces/default/applicationdisruptionbudgets"
+
+
+def post_review(ng, body, path="/validate/eviction"):
+    """A review sent straight to nodegate's webhook port, as anyone who reaches it could."""
+    c = http.client.HTTPSConnection("127.0.0.1", ng.port, context=ng.ctx, timeout=20)
+    try:
+        c.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        return r.status, json.loads(r.read() or b"null")
+    finally:
+        c.close()
+
+
+class DoorsTest(E2ETest):
+    """Deployed as documented: --client-ca set, side doors on the loopback admin listener."""
+
+    def test_webhook_port_serves_no_side_door(self):
+        for method, path in (("GET", "/debug/cache"), ("POST", "/v1/evaluate")):
+            c = http.client.HTTPSConnection("127.0.0.1", self.ng.port, context=self.ng.ctx, timeout=20)
+            c.request(method, path, body=b"{}" if method == "POST" else None,
+                      headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            data = r.read()
+            c.close()
+            self.assertEqual(r.status, 404, path)
+            self.assertIn("admin listener", json.loads(data)["message"])
+            self.assertNotIn(b"pod1", data)
+        status, body = self.ng.admin("GET", "/debug/cache")
+        self.assertEqual(status, 200)
+        self.assertIn("pods", json.loads(body))
+
+    def test_only_the_api_servers_certificate_reaches_the_webhooks(self):
+        status, body = post_review(self.ng, review("pod1", user="mallory"))
+        self.assertEqual(status, 401)
+        self.assertIn("client certificate", body["message"])
+        # Through the API server, which presents its certificate, the webhook decides.
+        code, body, _ = evict(self.api, "pod1", dry_run=True)
+        self.assertEqual(code, 429, body)
+        self.assertIn("NodeDisruption", body["message"])
+
+
+class ForgedReviewTest(E2ETest):
+    """No --client-ca: anyone reaching the port can send a review. autoRequest then asks only
+    for nodes in the cache, once each, at most --auto-request-per-minute, as "unverified"."""
+    CLIENT_CA = False
+    NODEGATE_ARGS = ("--auto-request-per-minute", "1")
+
+    def setUp(self):
+        super().setUp()
+        for path, obj in ((NDB_PATH, {"kind": "NodeDisruptionBudget", "metadata": {"name": "hold"},
+                                      "spec": {"nodeSelector": {"matchLabels": {"testselect": "test1"}},
+                                               "maxDisruptedNodes": 0}}),
+                          (NGC_PATH, {"kind": "NodeGateConfig", "metadata": {"name": "default"},
+                                      "spec": {"eviction": {"autoRequest": True}}}),
+                          (ADB_PATH, {"kind": "ApplicationDisruptionBudget", "metadata": {"name": "web"},
+                                      "spec": {"podSelector": {"matchLabels": {"app": "web"}},
+                                               "maxDisruptions": 1}})):
+            code, body, _ = self.api.api("POST", path, {"apiVersion": "nodegate.io/v1alpha1", **obj})
+            self.assertEqual(code, 201, body)
+        ok, _ = eventually(lambda: len((self.ng.cache() or {}).get("applicationdisruptionbudgets", [])) == 2
+                           and (self.ng.cache() or {}).get("nodegateconfigs"))
+        self.assertTrue(ok)
+
+    def auto_requests(self):
+        code, body, _ = self.api.api("GET", ND_PATH + "?labelSelector=nodegate.io%2Fauto-request%3Dtrue")
+        return body.get("items", []) if code == 200 else []
+
+    def test_forged_review_cannot_choose_who_asked_or_exceed_the_rate(self):
+        # A pod the cache does not know: no decision to make, nothing asked for.
+        status, body = post_review(self.ng, review("ghost", user="mallory", uid="f0"))
+        self.assertEqual(status, 200)
+        self.assertTrue(body["response"]["allowed"])
+        # A real pod under a made-up user: the request is made, but not in mallory's name.
+        status, body = post_review(self.ng, review("pod1", user="mallory", uid="f1"))
+        self.assertEqual(status, 200)
+        self.assertFalse(body["response"]["allowed"])
+        reqs, _ = eventually(self.auto_requests)
+        self.assertEqual(len(reqs), 1)
+        nd = reqs[0]
+        self.assertEqual(nd["spec"]["requestor"], "unverified")
+        self.assertEqual(nd["metadata"]["labels"]["nodegate.io/requested-by-verified"], "false")
+        self.assertEqual(nd["metadata"]["annotations"].get("nodegate.io/requested-by-unverified"), "mallory")
+        self.assertNotIn("nodegate.io/requested-by", nd["metadata"]["annotations"])
+        # The same node again, many times: still one request.
+        for i in range(20):
+            post_review(self.ng, review("pod1", user=f"mallory{i}", uid=f"g{i}"))
+        # Another node within the minute: over the rate (1 per minute), queued, not created.
+        status, body = post_review(self.ng, review("web-1", user="mallory", uid="f2"))
+        self.assertFalse(body["response"]["allowed"])
+        time.sleep(3)
+        self.assertEqual([n["metadata"]["name"] for n in self.auto_requests()], ["auto-node1"])
+        self.assertEqual(self.ng.metric('nodegate_auto_requests_total{result="created"}'), 1)
+
+
+class AdminAuthTest(E2ETest):
+    """--admin-auth kubernetes: a bearer token checked with a TokenReview, the path with a
+    SubjectAccessReview."""
+    NODEGATE_ARGS = ("--admin-auth", "kubernetes")
+
+    def admin_as(self, token, path="/debug/cache"):
+        c = http.client.HTTPConnection("127.0.0.1", self.ng.admin_port, timeout=20)
+        try:
+            c.request("GET", path, headers={"Authorization": f"Bearer {token}"} if token else {})
+            r = c.getresponse()
+            return r.status, r.read()
+        finally:
+            c.close()
+
+    def test_side_doors_need_a_token_and_the_right(self):
+        with open(os.path.join(self.api.state, "tokens.json"), encoding="utf-8") as f:
+            tokens = json.load(f)
+        status, body = self.admin_as(None)
+        self.assertEqual(status, 401)
+        self.assertNotIn(b"pod1", body)
+        status, _ = self.admin_as("not-a-token")
+        self.assertEqual(status, 401)
+        # alice is a known user without the right: 403 until a ClusterRole grants the path.
+        status, body = self.admin_as(tokens["alice"])
+        self.assertEqual(status, 403, body)
+        self.assertIn(b"alice", body)
+        for path, obj in (("/apis/rbac.authorization.k8s.io/v1/clusterroles",
+                           {"kind": "ClusterRole", "metadata": {"name": "nodegate-debug"},
+                            "rules": [{"nonResourceURLs": ["/debug/*"], "verbs": ["get"]}]}),
+                          ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+                           {"kind": "ClusterRoleBinding", "metadata": {"name": "alice-debug"},
+                            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                        "name": "nodegate-debug"},
+                            "subjects": [{"kind": "User", "name": "alice"}]})):
+            code, body, _ = self.api.api("POST", path, {"apiVersion": "rbac.authorization.k8s.io/v1", **obj})
+            self.assertEqual(code, 201, body)
+        # A refusal is cached briefly (2 s): the grant shows within a few seconds.
+        ok, _ = eventually(lambda: self.admin_as(tokens["alice"])[0] == 200)
+        self.assertTrue(ok)
+        self.assertIn("pods", json.loads(self.admin_as(tokens["alice"])[1]))
+        # Probes need nothing.
+        self.assertEqual(self.admin_as(None, "/healthz")[0], 200)
+
+
+if __name__ == "__main__":
+    unittest.main()
