@@ -181,8 +181,9 @@ enum kube_drain_strategy {
 
 /* One spec.drain.podEvictionFilters entry: the filters are ORed. */
 struct kube_eviction_filter {
-	/* byResourceNameRegex (POSIX extended, at most KUBE_MAX_REGEX_BYTES); NULL when absent.
-	 * Not compiled here: whoever matches with it compiles it. */
+	/* byResourceNameRegex (at most KUBE_MAX_REGEX_BYTES); NULL when absent. Not compiled
+	 * here: whoever matches with it gets it from common/regex.h's cache (dialect and limits
+	 * there). */
 	const char *by_resource_name_regex;
 };
 

@@ -5,13 +5,13 @@
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/intern.h"
+#include "common/regex.h"
 #include "kube/records.h"
 #include "kube/one.h"
 #include "kube/snapshot.h"
 #include "policy/disruption.h"
 #include "policy/hook.h"
 
-#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,6 +105,23 @@ static ng_status selector_string_ok(const char *sel, const char *field, struct n
 			  st == NG_ENOMEM ? "out of memory" : err.msg);
 }
 
+/* Every pattern the decoder admits reaches the compiler, which refuses longer ones. */
+_Static_assert(KUBE_MAX_REGEX_BYTES <= NG_REGEX_MAX_BYTES, "drain filter regex longer than "
+							   "common/regex.h compiles");
+
+/* Filter @i's regex @re compiles (common/regex.h: bounded, and cached for the drainer). */
+static ng_status filter_regex_ok(uint16_t i, const char *re, struct ng_err *reterr)
+{
+	struct ng_err why = {0};
+	ng_status st = re ? ng_regex_check(re, strlen(re), &why) : NG_OK;
+	if (st == NG_OK)
+		return NG_OK;
+	return ng_err_set(reterr, st, why.offset,
+			  "spec.drain.podEvictionFilters[%u].byResourceNameRegex: \"%.80s\" %s",
+			  (unsigned)i, re,
+			  st == NG_ENOMEM ? "cannot be checked: out of memory" : why.msg);
+}
+
 /* The drain's selector strings parse and its filter regexes compile (the decoder checked their
  * types and lengths). */
 static ng_status drain_ok(const struct kube_nd_drain *d, struct ng_err *reterr)
@@ -113,21 +130,8 @@ static ng_status drain_ok(const struct kube_nd_drain *d, struct ng_err *reterr)
 	st = st ? st
 		: selector_string_ok(d->wait_pod_selector,
 				     "spec.drain.waitForPodCompletion.podSelector", reterr);
-	for (uint16_t i = 0; st == NG_OK && i < d->nfilters; i++) {
-		const char *re = d->filters[i].by_resource_name_regex;
-		regex_t rx;
-		int rc = re ? regcomp(&rx, re, REG_EXTENDED | REG_NOSUB) : 0;
-		if (rc != 0) {
-			char msg[160];
-			(void)regerror(rc, &rx, msg, sizeof(msg));
-			return ng_err_set(reterr, NG_EPARSE, 0,
-					  "spec.drain.podEvictionFilters[%u].byResourceNameRegex: "
-					  "\"%.80s\" does not compile: %s",
-					  (unsigned)i, re, msg);
-		}
-		if (re)
-			regfree(&rx);
-	}
+	for (uint16_t i = 0; st == NG_OK && i < d->nfilters; i++)
+		st = filter_regex_ok(i, d->filters[i].by_resource_name_regex, reterr);
 	return st;
 }
 

@@ -6,7 +6,8 @@
  * NG_ELIMIT for an object that is malformed, out of range or changes what may not change (the
  * webhooks answer 422), NG_EFORBIDDEN for one the form allows but not this user or the
  * NodeGateConfig policy (403), NG_ENOMEM. Ownership: every pointer is borrowed for the call;
- * nothing is kept. Pure; any thread. */
+ * nothing is kept. Pure (but that drain filter regexes, once compiled, stay in common/regex.h's
+ * process-wide cache for the drainer); any thread. */
 #ifndef NG_POLICY_VALIDATE_H
 #define NG_POLICY_VALIDATE_H
 
