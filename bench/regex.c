@@ -5,15 +5,16 @@
  * Engines: "glibc" (REG_EXTENDED | REG_NOSUB, as policy/validate.c used it), "pcre2" (PCRE2_UTF,
  * the library's default limits) and "pcre2-lim" (the same with the limits common/regex.c sets:
  * parentheses nested 32 deep, 256 KiB for a compile, 100,000 match steps, depth 5,000, 1 MiB of
- * match heap). Per case and engine it prints the time per compile and per match (each repeated
- * until 50 ms have passed), the outcome, the child's peak RSS above an idle child's, and for
- * PCRE2 the bytes its allocator saw at most. A child gets 30 s and, without a sanitizer, 4 GiB
- * of address space.
+ * match heap), and "ng_regex", common/regex itself: its cache, its match data per call. Per case
+ * and engine it prints the time per compile and per match (each repeated until 50 ms have passed),
+ * the outcome, the child's peak RSS above an idle child's, and for PCRE2 the bytes its allocator
+ * saw at most. A child gets 30 s and, without a sanitizer, 4 GiB of address space.
  *
  * Usage: bench-regex [FILTER]   (FILTER: run only cases whose name contains it) */
 #define PCRE2_CODE_UNIT_WIDTH 8
 
 #include "common/clock.h"
+#include "common/regex.h"
 
 #include <pcre2.h>
 #include <regex.h>
@@ -44,8 +45,8 @@ struct bench_case {
 	int n;
 };
 
-enum engine { ENGINE_GLIBC, ENGINE_PCRE2, ENGINE_PCRE2_LIM, ENGINE_COUNT };
-static const char *const engine_names[ENGINE_COUNT] = {"glibc", "pcre2", "pcre2-lim"};
+enum engine { ENGINE_GLIBC, ENGINE_PCRE2, ENGINE_PCRE2_LIM, ENGINE_NG, ENGINE_COUNT };
+static const char *const engine_names[ENGINE_COUNT] = {"glibc", "pcre2", "pcre2-lim", "ng_regex"};
 
 /* What a child reports through its pipe. */
 struct outcome {
@@ -55,7 +56,7 @@ struct outcome {
 	double match_us;   /* per match */
 	long matches;      /* how many were timed */
 	size_t peak_bytes; /* PCRE2's allocator, at most (compile and match) */
-	char msg[120];
+	char msg[256];
 };
 
 /* ---- PCRE2's allocator: counts, and caps when asked ---- */
@@ -196,6 +197,47 @@ static void run_pcre2(const char *pattern, const char *subject, bool limited, st
 	o->peak_bytes = m.peak;
 }
 
+/* Through common/regex: a compile is a get on an empty cache (teardown between), a match is
+ * ng_regex_match() with its match data per call; the message gives a cache hit's get+put. */
+static void run_ng(const char *pattern, const char *subject, struct outcome *o)
+{
+	struct ng_regex *re = NULL;
+	struct ng_err err = {0};
+	ng_status st;
+	size_t plen = strlen(pattern), slen = strlen(subject);
+	int64_t t0 = ng_now_mono_us();
+	long n = 0;
+	do {
+		ng_regex_teardown();
+		st = ng_regex_get(pattern, plen, &re, &err);
+		ng_regex_put(re);
+		n++;
+	} while (ng_now_mono_us() - t0 < 50000);
+	o->compile_us = since_us(t0) / (double)n;
+	if (st != NG_OK) {
+		(void)snprintf(o->msg, sizeof(o->msg), "%s", err.msg);
+		return;
+	}
+	o->compiled = 1;
+	t0 = ng_now_mono_us();
+	n = 0;
+	do {
+		if (ng_regex_get(pattern, plen, &re, NULL) != NG_OK)
+			abort();
+		ng_regex_put(re);
+		n++;
+	} while (ng_now_mono_us() - t0 < 50000);
+	(void)snprintf(o->msg, sizeof(o->msg), "cache hit %.2f us", since_us(t0) / (double)n);
+	if (ng_regex_get(pattern, plen, &re, NULL) != NG_OK)
+		abort();
+	bool m = false;
+	TIME_MATCHES(o, (st = ng_regex_match(re, subject, slen, &m, &err)) == NG_OK ? m : -1);
+	if (st != NG_OK)
+		(void)snprintf(o->msg, sizeof(o->msg), "%s", err.msg);
+	ng_regex_put(re);
+	ng_regex_teardown();
+}
+
 /* ---- one measurement per child ---- */
 
 static void child(enum engine e, const char *pattern, const char *subject, int fd)
@@ -208,6 +250,8 @@ static void child(enum engine e, const char *pattern, const char *subject, int f
 	struct outcome o = {.matched = -1};
 	if (e == ENGINE_GLIBC)
 		run_glibc(pattern, subject, &o);
+	else if (e == ENGINE_NG)
+		run_ng(pattern, subject, &o);
 	else if (e != ENGINE_COUNT)
 		run_pcre2(pattern, subject, e == ENGINE_PCRE2_LIM, &o);
 	ssize_t w = write(fd, &o, sizeof(o));
@@ -274,7 +318,7 @@ static void print_row(const struct bench_case *c, enum engine e, const struct ou
 						 : "error");
 	(void)printf("%-14s %-9s %12.1f %12.2f %-9s %10ld %10.1f  %s\n", c->name, engine_names[e],
 		     o->compile_us, o->compiled ? o->match_us : 0.0, result, rss_kib,
-		     e == ENGINE_GLIBC ? 0.0 : (double)o->peak_bytes / 1024.0, o->msg);
+		     (double)o->peak_bytes / 1024.0, o->msg);
 }
 
 int main(int argc, char **argv)

@@ -107,18 +107,50 @@ static ng_status compile_error(int code, size_t off, const struct meter *m, stru
 	}
 }
 
-/* Refuses a compiled pattern that uses what RE2 does not have and makes matching expensive. */
+/* Whether @s (@len bytes) calls a group: (?R), (?1), (?+1), (?-1), (?&name), (?P>name),
+ * \g<…>, \g'…'. Returns its offset, or @len. A plain scan that skips escaped characters: it
+ * cannot miss a call, and may refuse one written inside a class or \Q…\E (no name needs that). */
+static size_t subroutine_call(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '\\') {
+			if (i + 2 < len && s[i + 1] == 'g' && (s[i + 2] == '<' || s[i + 2] == '\''))
+				return i;
+			/* \c takes the next character, a backslash included. */
+			i += i + 1 < len && s[i + 1] == 'c' ? 2 : 1;
+			continue;
+		}
+		if (s[i] != '(' || i + 2 >= len || s[i + 1] != '?')
+			continue;
+		char c = s[i + 2], d = i + 3 < len ? s[i + 3] : '\0';
+		if (c == 'R' || c == '&' || (c >= '0' && c <= '9') ||
+		    ((c == '+' || c == '-') && d >= '0' && d <= '9') || (c == 'P' && d == '>'))
+			return i;
+	}
+	return len;
+}
+
+/* Refuses a compiled pattern that uses what RE2 does not have and makes matching expensive:
+ * backreferences (exponential), recursion and subroutine calls (deep, and can loop). */
 static ng_status refuse_constructs(struct ng_regex *e)
 {
 	uint32_t backrefs = 0;
-	if (pcre2_pattern_info(e->code, PCRE2_INFO_BACKREFMAX, &backrefs) != 0 || backrefs == 0)
+	size_t call = subroutine_call(e->pattern, e->len);
+	if (pcre2_pattern_info(e->code, PCRE2_INFO_BACKREFMAX, &backrefs) != 0)
+		backrefs = 0;
+	if (!backrefs && call == e->len)
 		return NG_OK;
 	pcre2_code_free(e->code);
 	e->code = NULL;
-	return ng_err_set(&e->err, NG_EPARSE, 0,
-			  "does not compile: backreferences (\\%u) are not supported (RE2 syntax "
-			  "has none, and they make matching exponential)",
-			  backrefs);
+	if (backrefs)
+		return ng_err_set(&e->err, NG_EPARSE, 0,
+				  "does not compile: backreferences (\\%u) are not supported (RE2 "
+				  "syntax has none, and they make matching exponential)",
+				  backrefs);
+	return ng_err_set(&e->err, NG_EPARSE, call,
+			  "does not compile: recursion and subroutine calls are not supported (RE2 "
+			  "syntax has none) at offset %zu",
+			  call);
 }
 
 /* Compiles @e->pattern into @e: its code and match context, or the refusal in @e->err.
@@ -137,8 +169,9 @@ static ng_status compile_entry(struct ng_regex *e)
 		PCRE2_SIZE off;
 		e->code =
 		    pcre2_compile((PCRE2_SPTR)e->pattern, e->len, COMPILE_OPTIONS, &code, &off, cc);
-		st = e->code ? refuse_constructs(e)
-			     : compile_error(code, (size_t)off, &e->meter, &e->err);
+		/* PCRE2 can point past the end: "(*LIMIT_MATCH=10" (16 bytes) says 17. */
+		size_t at = (size_t)off < e->len ? (size_t)off : e->len;
+		st = e->code ? refuse_constructs(e) : compile_error(code, at, &e->meter, &e->err);
 	}
 	pcre2_compile_context_free(cc);
 	pcre2_general_context_free(g);

@@ -5,8 +5,9 @@
  * Dialect: PCRE2 with PCRE2_UTF (pattern and subject must be valid UTF-8) and
  * PCRE2_DOLLAR_ENDONLY, which reads the RE2 syntax Kubernetes users write (Go's regexp) with
  * the same meaning for what patterns use. Matching is an unanchored search, like Go's
- * regexp.MatchString: write ^…$ to match a whole name. Refused: backreferences (\1, \k<name>:
- * not RE2, and what makes matching exponential) and \C.
+ * regexp.MatchString: write ^…$ to match a whole name. Refused, as RE2 has none of them and they
+ * make matching expensive: backreferences (\1, \k<name>), recursion and subroutine calls ((?R),
+ * (?1), (?&name), \g<name>); and \C.
  *
  * Bounds: a compile sees at most NG_REGEX_MAX_BYTES of pattern, parentheses nested at most
  * NG_REGEX_MAX_NEST deep and NG_REGEX_COMPILE_BYTES of memory, so a pattern bomb is refused in

@@ -89,11 +89,27 @@ static void test_syntax_error_names_the_offset(void **state)
 				 "does not compile: missing closing parenthesis at offset 16"),
 			 16);
 	refused("a)", 2, NG_EPARSE, "does not compile: unmatched closing parenthesis at offset 1");
+	/* PCRE2 says offset 17 of this 16-byte pattern; we say the end. */
+	assert_int_equal(refused("(*LIMIT_MATCH=10", 16, NG_EPARSE, "at offset 16"), 16);
 	refused("[z-a]", 5, NG_EPARSE, "does not compile: range out of order");
 	refused("\xff", 1, NG_EPARSE, "does not compile: UTF-8 error");
 	refused("a\\C", 3, NG_EPARSE, "does not compile: using \\C is disabled");
 	refused("(a)\\1", 5, NG_EPARSE, "does not compile: backreferences");
 	refused("(?<n>a)\\k<n>", 12, NG_EPARSE, "does not compile: backreferences");
+	/* Recursion can loop (PCRE2 then fails the match); RE2 has none. */
+	assert_int_equal(
+	    refused("x(?R)", 5, NG_EPARSE,
+		    "does not compile: recursion and subroutine calls are not supported "
+		    "(RE2 syntax has none) at offset 1"),
+	    1);
+	refused("(a)(?1)", 7, NG_EPARSE, "recursion and subroutine calls");
+	refused("(a)(?-1)", 8, NG_EPARSE, "recursion and subroutine calls");
+	refused("(?<n>a)(?&n)", 12, NG_EPARSE, "recursion and subroutine calls");
+	refused("(?P<n>a)(?P>n)", 14, NG_EPARSE, "recursion and subroutine calls");
+	refused("(?<n>a)\\g<n>", 12, NG_EPARSE, "recursion and subroutine calls");
+	refused("\\c\\(?R)", 7, NG_EPARSE, "recursion and subroutine calls");
+	assert_true(matches("^\\(?R\\)$", "(R)"));
+	assert_true(matches("(?-i:a)(?i:B)", "ab"));
 	char big[NG_REGEX_MAX_BYTES + 2];
 	memset(big, 'a', sizeof(big));
 	refused(big, sizeof(big), NG_ELIMIT, "is too long (1026 bytes; at most 1024)");
