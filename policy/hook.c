@@ -5,7 +5,6 @@
 #include "common/clock.h"
 #include "common/intern.h"
 
-#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,11 +27,37 @@ void pol_hook_policy_from(const struct kube_snapshot *s, struct kube_hook_policy
 	*ret = (struct kube_hook_policy){.allow_service_refs = true, .max_response_bytes = 65536};
 }
 
-static void lower(char *s)
+static char lower(char c)
 {
-	for (; *s; s++)
-		if (*s >= 'A' && *s <= 'Z')
-			*s = (char)(*s - 'A' + 'a');
+	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+}
+
+/* Whether @host matches glob @pat, ASCII case-insensitively: '*' stands for any run of
+ * characters inside one DNS label and '?' for one of them, neither ever for a '.'; every other
+ * character for itself. So "*.svc" matches "a.svc" but not "kubernetes.default.svc". On a
+ * mismatch only the last '*' is stretched: the dots of @pat and @host pair up one to one, so an
+ * earlier '*' (in an earlier label) could never help. */
+static bool glob_labels(const char *pat, const char *host)
+{
+	const char *star = NULL, *resume = NULL;
+	while (*host) {
+		char p = lower(*pat), h = lower(*host);
+		if (p == '*') {
+			star = pat++;
+			resume = host;
+		} else if (p && (p == h || (p == '?' && h != '.'))) {
+			pat++;
+			host++;
+		} else if (star && *resume != '.') {
+			pat = star + 1;
+			host = ++resume;
+		} else {
+			return false;
+		}
+	}
+	while (*pat == '*')
+		pat++;
+	return *pat == '\0';
 }
 
 static bool host_matches(const struct kube_hook_policy *p, const struct ng_intern *pool,
@@ -40,13 +65,9 @@ static bool host_matches(const struct kube_hook_policy *p, const struct ng_inter
 {
 	if (p->nhosts == 0)
 		return true;
-	for (uint16_t i = 0; i < p->nhosts; i++) {
-		char pat[256];
-		ng_fmt(pat, sizeof(pat), "%s", ng_intern_str(pool, p->hosts[i], NULL));
-		lower(pat);
-		if (fnmatch(pat, host, 0) == 0)
+	for (uint16_t i = 0; i < p->nhosts; i++)
+		if (glob_labels(ng_intern_str(pool, p->hosts[i], NULL), host))
 			return true;
-	}
 	return false;
 }
 
@@ -74,7 +95,7 @@ ng_status pol_hook_allowed(const struct kube_hook *h, const struct kube_hook_pol
 	if (!host_matches(p, pool, h->host))
 		return ng_err_set(reterr, NG_EFORBIDDEN, 0,
 				  "hook not allowed: host \"%.100s\" matches no NodeGateConfig "
-				  "healthHooks.allowedHosts",
+				  "healthHooks.allowedHosts (a * stands for one DNS label)",
 				  h->host);
 	return NG_OK;
 }

@@ -35,12 +35,12 @@ void pol_hook_policy_from(const struct kube_snapshot *s, struct kube_hook_policy
 /**
  * Whether @h may be called under @p (strings of @p in @pool). Checks that the hook is valid,
  * https (http only with allowHTTP), carries no credentials, that a service reference is allowed,
- * and that the URL's host matches one of allowedHosts (globs as fnmatch(3), case-insensitive; a
+ * and that the URL's host matches one of allowedHosts (case-insensitive globs in which '*' and
+ * '?' stay inside one DNS label: "*.svc" matches "a.svc", not "kubernetes.default.svc"; a
  * service reference's host is <name>.<namespace>.svc). allowedCIDRs is checked on the connected
- * address, by the controller that makes the call. Returns NG_OK when it may; NG_EFORBIDDEN when the
- * policy forbids it ("hook not allowed: ..."); NG_EPARSE when the hook itself is invalid ("hook is
- * invalid:
- * ..."); NG_ENOMEM. Why goes to @reterr (may be NULL). Pure; any thread.
+ * address, by the controller that makes the call. Returns NG_OK when it may; NG_EFORBIDDEN when
+ * the policy forbids it ("hook not allowed: ..."); NG_EPARSE when the hook itself is invalid
+ * ("hook is invalid: ..."); NG_ENOMEM. Why goes to @reterr (may be NULL). Pure; any thread.
  */
 NG_NODISCARD ng_status pol_hook_allowed(const struct kube_hook *h, const struct kube_hook_policy *p,
 					const struct ng_intern *pool, struct ng_err *reterr);
