@@ -129,6 +129,7 @@ static void record_hook(struct gate *g, const struct kube_snapshot *s, const cha
 		ng_log_str(&l, "budget", name);
 		ng_log_str(&l, "result", pol_hook_result_str(c->result));
 		ng_log_i64(&l, "code", c->code);
+		ng_log_i64(&l, "bytes", c->bytes);
 		ng_log_i64(&l, "duration_ms", c->duration_ms);
 		ng_log_str(&l, "message", c->message);
 		ng_log_end(&l);

@@ -56,8 +56,12 @@ struct pol_hook_call {
 	enum pol_hook_result result;
 	long code;           /* HTTP status; 0 without an answer */
 	int64_t duration_ms; /* from the start of the call to its end */
+	int64_t bytes;       /* of the answer's body received (counted, never kept) */
 	bool truncated;      /* the answer was longer than maxResponseBytes: read stopped */
-	char message[200];   /* printable: the answer's start, or what went wrong */
+	/* What happened, in fixed words (docs/health-hooks.md): "HTTP status 503", "timeout",
+	 * "address not allowed", ...; or why the policy forbids the hook. Never the answer's bytes
+	 * nor a library's error text. */
+	char message[200];
 };
 
 /**
@@ -73,9 +77,10 @@ NG_NODISCARD ng_status pol_hooks_prepare(const struct kube_snapshot *s,
 
 /**
  * Folds the hooks' results into @d: each failed hook fails its budget's verdict with a reason
- * naming the hook and quoting its answer; any failure makes @d Pending when @nd retries (and is
- * before its deadline, which the decision already checked), else Rejected. True when a hook
- * failed. Until every hook is decided (none PENDING), @d is left as it is and false returned.
+ * naming the hook and saying what happened (its message); any failure makes @d Pending when @nd
+ * retries (and is before its deadline, which the decision already checked), else Rejected. True
+ * when a hook failed. Until every hook is decided (none PENDING), @d is left as it is and false
+ * returned.
  */
 bool pol_hooks_apply(const struct kube_snapshot *s, const struct kube_nd *nd,
 		     const struct pol_hook_call *calls, size_t n, struct pol_gate_decision *d);

@@ -867,15 +867,14 @@ static void test_H02_failed_hook_rejects_or_waits_and_names_the_hook(void **stat
 		assert_false(pol_hooks_apply(r.s, NULL, calls, n, &r.d)); /* not decided yet */
 		calls[0].result = POL_HOOK_FAILED;
 		calls[0].code = 503;
-		ng_fmt(calls[0].message, sizeof(calls[0].message), "HTTP 503: \"replica lagging\"");
+		ng_fmt(calls[0].message, sizeof(calls[0].message), "HTTP status 503");
 		size_t nn;
 		const struct kube_nd *nds = kube_snapshot_nds(r.s, &nn);
 		const struct kube_nd *nd =
 		    nds[0].name == ng_test_id(r.s, retry ? "nd" : "nr") ? &nds[0] : &nds[1];
 		assert_true(pol_hooks_apply(r.s, nd, calls, n, &r.d));
 		expect(&r, retry ? POL_GATE_PENDING : POL_GATE_REJECT,
-		       "health hook of ApplicationDisruptionBudget default/db: HTTP 503: \"replica "
-		       "lagging\"");
+		       "health hook of ApplicationDisruptionBudget default/db: HTTP status 503");
 		assert_false(r.d.verdicts[0].ok);
 		done(&r);
 	}
@@ -889,11 +888,11 @@ static void test_H02_failed_hook_rejects_or_waits_and_names_the_hook(void **stat
 	size_t n;
 	assert_int_equal(pol_hooks_prepare(r.s, &r.d, &p, r.arena, &calls, &n), NG_OK);
 	calls[0].result = POL_HOOK_OK;
-	ng_fmt(calls[0].message, sizeof(calls[0].message), "HTTP 200");
+	ng_fmt(calls[0].message, sizeof(calls[0].message), "HTTP status 200");
 	size_t nn;
 	assert_false(pol_hooks_apply(r.s, kube_snapshot_nds(r.s, &nn), calls, n, &r.d));
 	expect(&r, POL_GATE_GRANT, NULL);
-	assert_non_null(strstr(r.d.verdicts[0].reason, "; health hook: HTTP 200"));
+	assert_non_null(strstr(r.d.verdicts[0].reason, "; health hook: HTTP status 200"));
 	done(&r);
 }
 
