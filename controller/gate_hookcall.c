@@ -1,7 +1,7 @@
 /* Health-hook calls (DESIGN.md §4 step 8): the I/O of step 8, above policy, which prepares the
  * calls and judges the answers (policy/hook.h). All hooks of one decision run in parallel with
  * curl multi, each under its own timeout, TLS verified, no redirects, no proxy, the answer counted
- * up to a bound and never kept, the connected address checked against allowedCIDRs. What a
+ * up to a bound and never kept, the connected address checked (pol_hook_addr_allowed()). What a
  * call reports is a fixed word (docs/health-hooks.md): whoever writes a budget chooses where its
  * hook points, so neither the answer nor curl's error text (which names addresses and ports)
  * may reach status, Events or logs. */
@@ -23,10 +23,12 @@
 struct running {
 	struct pol_hook_call *call;
 	const struct kube_hook_policy *policy;
+	const struct kube_cidr *deny;
+	size_t ndeny;
 	CURL *h;
 	int64_t t0_us;
 	int64_t max_bytes;
-	bool refused; /* an address curl was about to connect to is in no allowedCIDRs */
+	bool refused; /* an address curl was about to connect to is not allowed */
 };
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
@@ -42,7 +44,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
-/* allowedCIDRs is checked here, on the address curl is about to connect to: whatever DNS
+/* The address is checked here, on the address curl is about to connect to: whatever DNS
  * answered (and answers next time: rebinding), no connection to a refused address is opened. */
 static curl_socket_t on_open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 {
@@ -59,7 +61,7 @@ static curl_socket_t on_open_socket(void *arg, curlsocktype purpose, struct curl
 		bytes = (const uint8_t *)&((const struct sockaddr_in6 *)(const void *)&a->addr)
 			    ->sin6_addr;
 	}
-	if (!bytes || !pol_hook_addr_allowed(r->policy, family, bytes)) {
+	if (!bytes || !pol_hook_addr_allowed(r->policy, r->deny, r->ndeny, family, bytes)) {
 		r->refused = true;
 		return CURL_SOCKET_BAD;
 	}
@@ -185,7 +187,8 @@ static ng_status batch_headers(struct batch *b)
 
 /* One easy handle per pending call, all added to the multi handle. */
 static ng_status batch_start(struct batch *b, struct pol_hook_call *calls, size_t n,
-			     const struct kube_hook_policy *p, const char *body, size_t len)
+			     const struct kube_hook_policy *p, const struct kube_cidr *deny,
+			     size_t ndeny, const char *body, size_t len)
 {
 	ng_status st = batch_headers(b);
 	for (size_t i = 0; st == NG_OK && i < n; i++) {
@@ -194,6 +197,8 @@ static ng_status batch_start(struct batch *b, struct pol_hook_call *calls, size_
 		struct running *r = &b->rs[b->nr];
 		r->call = &calls[i];
 		r->policy = p;
+		r->deny = deny;
+		r->ndeny = ndeny;
 		r->max_bytes = p->max_response_bytes > 0 ? p->max_response_bytes : 65536;
 		r->t0_us = b->t0_us;
 		r->h = curl_easy_init();
@@ -258,7 +263,8 @@ static void batch_end(struct batch *b, bool any_failed)
 }
 
 ng_status gate_hooks_call(struct pol_hook_call *calls, size_t n, const struct kube_hook_policy *p,
-			  const char *body, size_t len, const _Atomic bool *stop)
+			  const struct kube_cidr *deny, size_t ndeny, const char *body, size_t len,
+			  const _Atomic bool *stop)
 {
 	size_t npending = 0;
 	for (size_t i = 0; i < n; i++)
@@ -268,7 +274,8 @@ ng_status gate_hooks_call(struct pol_hook_call *calls, size_t n, const struct ku
 	struct batch b = {curl_multi_init(), calloc(npending, sizeof(struct running)), 0, NULL,
 			  ng_now_mono_us()};
 	bool any_failed = false;
-	ng_status st = b.m && b.rs ? batch_start(&b, calls, n, p, body, len) : NG_ENOMEM;
+	ng_status st =
+	    b.m && b.rs ? batch_start(&b, calls, n, p, deny, ndeny, body, len) : NG_ENOMEM;
 	if (st == NG_OK)
 		st = batch_drive(&b, npending, stop, &any_failed);
 	batch_end(&b, any_failed);

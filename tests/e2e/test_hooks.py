@@ -5,7 +5,9 @@ parallel, and grants only when each answers 2xx; any other answer, a timeout, a 
 redirect or a hook the NodeGateConfig policy forbids rejects the request with a reason naming
 the hook. The hooks here are served by a local HTTPS server started by the test (loopback only,
 certificates from a private CA made with openssl in the test's tmp dir) that records every
-request it receives.
+request it receives. Loopback is refused to hooks by default, so every test runs under a
+NodeGateConfig whose healthHooks.allowedCIDRs names 127.0.0.0/8 (HOOK_POLICY) unless it says
+otherwise; one test proves the default.
 
 What a failed hook leaves in status, Events and logs is a fixed word ("HTTP status 503",
 "timeout", "address not allowed", ...): never the answer's bytes nor curl's error text.
@@ -39,6 +41,7 @@ HUGE_BYTES = 10 * 1024 * 1024  # H08: far beyond maxResponseBytes (64 KiB by def
 IO_TIMEOUT = WAIT_S / 2        # the hook server's socket timeout: a stalled client ends a handler
 HOLD_TIMEOUT = 120             # /hold never blocks a handler thread longer than this
 VWC_PATH = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+HOOK_POLICY = {"allowedCIDRs": ["127.0.0.0/8"]}  # the hook server is on loopback: open it
 
 
 # --- certificates -----------------------------------------------------------------------------
@@ -239,6 +242,7 @@ class HookTest(GateTest):
             self.other_ca, _ = make_ca(self.tmp, "other-ca")
             cert, key = make_server_cert(self.tmp, self.ca, ca_key)
             self.hooks = HookServer(cert, key).start()
+            self.ngc({})
         except BaseException:
             super().tearDown()  # tearDown does not run when setUp fails
             raise
@@ -265,7 +269,18 @@ class HookTest(GateTest):
         self.assertTrue(ok, f"ADB {name} never watched node1: {self.budget_status(f'{ADB_PATH}/{name}')}")
         return body
 
+    def no_ngc(self):
+        """Deletes the NodeGateConfig, if any, and waits until nodegate has seen it go."""
+        code, body, _ = self.api.api("DELETE", f"{NGC_PATH}/default")
+        self.assertIn(code, (200, 404), body)
+        ok, _ = eventually(lambda: (self.ng.cache() or {}).get("nodegateconfigs") == [])
+        self.assertTrue(ok, "nodegate never saw the NodeGateConfig go")
+
     def ngc(self, spec):
+        """Replaces the NodeGateConfig with one of @spec, its healthHooks on top of HOOK_POLICY
+        (so the hook server stays reachable), and waits until nodegate has it."""
+        self.no_ngc()
+        spec = dict(spec, healthHooks=dict(HOOK_POLICY, **spec.get("healthHooks", {})))
         self.create(NGC_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig",
                                "metadata": {"name": "default"}, "spec": spec})
         ok, _ = eventually(lambda: (self.ng.cache() or {}).get("nodegateconfigs"))
@@ -528,7 +543,28 @@ class HookTest(GateTest):
         self.assertEqual(self.hooks.requests(), [], "a hook the policy forbids must not be called")
         self.assert_hook_metric("app", "denied")
 
-    # Not an H row: the eviction webhook answers while the gate waits on a hook.
+    # Not H rows: loopback is refused by default; the eviction webhook answers while the gate
+    # waits on a hook.
+
+    def test_loopback_hook_is_refused_by_default(self):
+        self.no_ngc()
+        self.adb("app", "/ok")
+        self.nd("loop", ON_TEST1)
+        st, _ = self.wait_state("loop", "Rejected")
+        e = self.assert_hook_failed(st, "app", "address not allowed")
+        self.assertEqual(e["reason"],
+                         "health hook of ApplicationDisruptionBudget default/app: address not allowed")
+        self.assertEqual(self.hooks.requests(), [], "nothing may be sent to a refused address")
+        last = self.last_hook("app", False)
+        self.assertEqual((last["code"], last["message"]), (0, "address not allowed"))
+        ev = self.hook_failed_event("app")
+        self.assertTrue(ev["message"].endswith(": address not allowed"), ev["message"])
+        for text in (json.dumps(st), last["message"], ev["message"]):
+            self.assertNotIn("127.0.0.1", text)  # neither the address nor curl's words
+            self.assertNotIn(str(self.hooks.port), text)
+            self.assertNotIn("connect", text.lower())
+        self.assert_hook_metric("app", "denied")
+
 
     def test_slow_hook_never_blocks_eviction_admission(self):
         self.adb("app", "/hold", timeout=25)

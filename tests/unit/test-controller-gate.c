@@ -276,8 +276,10 @@ static void test_budget_status_only_when_it_changes(void **state)
 	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"db-0\",\"namespace\":"   \
 	"\"default\",\"labels\":{\"app\":\"db\"}},\"spec\":{\"nodeName\":\"n1\"}}"
 
-/* Calls the one hook of ADB "db" for a request on n1 under NodeGateConfig @ngc ("" = none). */
-static struct pol_hook_call call_one(const char *hook, const char *ngc)
+/* Calls the one hook of ADB "db" for a request on n1 under NodeGateConfig @ngc ("" = none),
+ * with @deny (@ndeny) as the addresses the gate found it must refuse. */
+static struct pol_hook_call call_deny(const char *hook, const char *ngc,
+				      const struct kube_cidr *deny, size_t ndeny)
 {
 	char json[4096];
 	ng_fmt(json, sizeof(json), CLUSTER("%s,%s,%s%s%s"), ADB_HOOK("%s"), POD_DB,
@@ -299,7 +301,7 @@ static struct pol_hook_call call_one(const char *hook, const char *ngc)
 	assert_int_equal(pol_hooks_prepare(s, &d, &p, arena, &calls, &n), NG_OK);
 	assert_int_equal(n, 1);
 	_Atomic bool stop = false;
-	assert_int_equal(gate_hooks_call(calls, n, &p, "{}", 2, &stop), NG_OK);
+	assert_int_equal(gate_hooks_call(calls, n, &p, deny, ndeny, "{}", 2, &stop), NG_OK);
 	struct pol_hook_call c = calls[0];
 	ng_arena_destroy(arena);
 	pol_ledger_destroy(l);
@@ -307,10 +309,16 @@ static struct pol_hook_call call_one(const char *hook, const char *ngc)
 	return c;
 }
 
+static struct pol_hook_call call_one(const char *hook, const char *ngc)
+{
+	return call_deny(hook, ngc, NULL, 0);
+}
+
 #define NGC_HOOKS(spec)                                                                            \
 	"{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
 	"\"name\":\"default\"},\"spec\":{\"healthHooks\":" spec "}}"
 #define NGC_CIDRS NGC_HOOKS("{\"allowedCIDRs\":[\"10.0.0.0/8\"]}")
+#define NGC_LOOPBACK NGC_HOOKS("{\"allowedCIDRs\":[\"127.0.0.0/8\"]}")
 
 /* A TCP listener on 127.0.0.1 (an ephemeral port into @ret_port). */
 static int listen_loopback(int *ret_port)
@@ -325,18 +333,60 @@ static int listen_loopback(int *ret_port)
 	return fd;
 }
 
-static void test_hook_calls_refuse_addresses_outside_the_cidrs(void **state)
+/* No connection is waiting on listener @fd. */
+static void assert_never_connected(int fd)
 {
-	/* The address is checked where curl connects: nothing is opened to 127.0.0.1, and the
-	 * message is a fixed word: no address, no port, no curl text. */
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	assert_int_equal(poll(&p, 1, 0), 0);
+}
+
+static void test_loopback_hook_without_policy_is_refused_with_a_fixed_word(void **state)
+{
+	/* Something listens: a connection would be seen. Every form of the loopback address is
+	 * refused before connecting, and the message says so in fixed words only: no address,
+	 * no port, no curl text. */
+	int port;
+	int fd = listen_loopback(&port);
+	static const char *const hosts[] = {
+	    "127.0.0.1", "localhost", "[::ffff:127.0.0.1]", "0", "0.0.0.0", "2130706433", "0x7f.1"};
+	for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
+		char hook[128];
+		ng_fmt(hook, sizeof(hook), "{\"url\":\"https://%s:%d/\"}", hosts[i], port);
+		struct pol_hook_call c = call_one(hook, "");
+		if (c.result != POL_HOOK_DENIED || strcmp(c.message, "address not allowed") != 0)
+			fail_msg("%s: result %s, message \"%s\"", hosts[i],
+				 pol_hook_result_str(c.result), c.message);
+		assert_int_equal(c.code, 0);
+		/* The address is checked where curl connects: nothing is opened. */
+		assert_never_connected(fd);
+	}
+	/* An allowedCIDRs list that does not name loopback does not open it. */
 	struct pol_hook_call c = call_one("{\"url\":\"https://127.0.0.1:1/\"}", NGC_CIDRS);
 	assert_int_equal(c.result, POL_HOOK_DENIED);
 	assert_string_equal(c.message, "address not allowed");
-	/* Allowed, but nothing listens: an error without an answer. */
-	c = call_one("{\"url\":\"https://127.0.0.1:1/\"}", "");
+	c = call_one("{\"url\":\"https://[::1]:1/\"}", NGC_LOOPBACK);
+	assert_int_equal(c.result, POL_HOOK_DENIED);
+	assert_string_equal(c.message, "address not allowed");
+	close(fd);
+}
+
+static void test_loopback_hook_is_called_once_allowed_cidrs_names_it(void **state)
+{
+	/* Nothing listens on port 1: the call was made, and failed in fixed words. */
+	struct pol_hook_call c = call_one("{\"url\":\"https://127.0.0.1:1/\"}", NGC_LOOPBACK);
 	assert_int_equal(c.result, POL_HOOK_ERROR);
 	assert_string_equal(c.message, "connection refused");
 	assert_int_equal(c.code, 0);
+}
+
+static void test_metadata_address_is_refused_before_connecting(void **state)
+{
+	/* Refused before any connection: no timeout to wait for. */
+	struct pol_hook_call c =
+	    call_one("{\"url\":\"https://169.254.169.254/\",\"timeoutSeconds\":25}", "");
+	assert_int_equal(c.result, POL_HOOK_DENIED);
+	assert_string_equal(c.message, "address not allowed");
+	assert_true(c.duration_ms < 5000);
 }
 
 /* Answers one HTTP request on listener @fd with @answer (the whole response), then closes. */
@@ -416,7 +466,7 @@ static void test_H03_a_silent_hook_times_out(void **state)
 	char hook[128];
 	ng_fmt(hook, sizeof(hook), "{\"url\":\"https://127.0.0.1:%d/\",\"timeoutSeconds\":1}",
 	       port);
-	struct pol_hook_call c = call_one(hook, "");
+	struct pol_hook_call c = call_one(hook, NGC_LOOPBACK);
 	close(fd);
 	assert_int_equal(c.result, POL_HOOK_TIMEOUT);
 	assert_string_equal(c.message, "timeout");
@@ -437,7 +487,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_finalizers_added_and_released, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_budget_status_only_when_it_changes, setup,
 					    teardown),
-	    cmocka_unit_test(test_hook_calls_refuse_addresses_outside_the_cidrs),
+	    cmocka_unit_test(test_loopback_hook_without_policy_is_refused_with_a_fixed_word),
+	    cmocka_unit_test(test_loopback_hook_is_called_once_allowed_cidrs_names_it),
+	    cmocka_unit_test(test_metadata_address_is_refused_before_connecting),
 	    cmocka_unit_test(test_H02_an_answer_is_counted_never_quoted),
 	    cmocka_unit_test(test_H03_a_silent_hook_times_out),
 	};
