@@ -22,9 +22,9 @@ typedef enum ng_status {
  *
  * 256 bytes: admission refusals carry this message, naming the field and quoting the offending
  * value — a health hook's host (up to 100 bytes: "spec.healthHook: hook not allowed: host ...
- * matches no NodeGateConfig healthHooks.allowedHosts" is up to 192), a drain filter's regex (80)
- * with PCRE2's explanation and the offset. 160 cut those short; 256 holds them and still fits the
- * 256-byte buffers log lines copy it into. */
+ * matches no NodeGateConfig healthHooks.allowedHosts (a * ...)" is up to 224), a drain filter's
+ * regex (80) with PCRE2's explanation and the offset. 160 cut those short; 256 holds them and still
+ * fits the 256-byte buffers log lines copy it into. */
 struct ng_err {
 	ng_status status;
 	size_t offset;

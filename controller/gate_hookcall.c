@@ -1,15 +1,18 @@
 /* Health-hook calls (DESIGN.md §4 step 8): the I/O of step 8, above policy, which prepares the
  * calls and judges the answers (policy/hook.h). All hooks of one decision run in parallel with
- * curl multi, each under its own timeout, TLS verified, no redirects, no proxy, the answer read
- * up to a bound, the connected address checked against the allowed CIDRs. */
+ * curl multi, each under its own timeout, TLS verified, no redirects, no proxy, the answer counted
+ * up to a bound and never kept, the connected address checked (pol_hook_addr_allowed()). What a
+ * call reports is a fixed word (docs/health-hooks.md): whoever writes a budget chooses where its
+ * hook points, so neither the answer nor curl's error text (which names addresses and ports)
+ * may reach status, Events or logs. */
 #include "controller/gate_internal.h"
 
 #include "common/buf.h"
 #include "common/clock.h"
 #include "policy/hook.h"
 
-#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,38 +20,32 @@
 
 /* ---- the calls ---- */
 
-/* The start of an answer kept for the reason. */
-#define KEEP_BYTES 120
-
 struct running {
 	struct pol_hook_call *call;
 	const struct kube_hook_policy *policy;
+	const struct kube_cidr *deny;
+	size_t ndeny;
 	CURL *h;
 	int64_t t0_us;
-	int64_t max_bytes, got;
-	char keep[KEEP_BYTES];
-	size_t nkeep;
-	char errbuf[CURL_ERROR_SIZE];
-	char refused[80]; /* the address allowedCIDRs refused, when it did */
+	int64_t max_bytes;
+	bool refused; /* an address curl was about to connect to is not allowed */
 };
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 {
 	struct running *r = arg;
 	size_t n = size * nmemb;
-	size_t k = n < KEEP_BYTES - r->nkeep ? n : KEEP_BYTES - r->nkeep;
-	memcpy(r->keep + r->nkeep, data, k);
-	r->nkeep += k;
-	r->got += (int64_t)n;
-	if (r->got > r->max_bytes) {
+	(void)data; /* counted, never kept */
+	r->call->bytes += (int64_t)n;
+	if (r->call->bytes > r->max_bytes) {
 		r->call->truncated = true;
 		return 0; /* stop reading: the status line has already decided */
 	}
 	return n;
 }
 
-/* allowedCIDRs is checked here, on the address curl is about to connect to: whatever DNS
- * answered, no connection to a refused address is ever opened. */
+/* The address is checked here, on the address curl is about to connect to: whatever DNS
+ * answered (and answers next time: rebinding), no connection to a refused address is opened. */
 static curl_socket_t on_open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 {
 	struct running *r = arg;
@@ -64,82 +61,66 @@ static curl_socket_t on_open_socket(void *arg, curlsocktype purpose, struct curl
 		bytes = (const uint8_t *)&((const struct sockaddr_in6 *)(const void *)&a->addr)
 			    ->sin6_addr;
 	}
-	if (!bytes || !pol_hook_addr_allowed(r->policy, family, bytes)) {
-		char text[INET6_ADDRSTRLEN] = "?";
-		if (bytes)
-			(void)inet_ntop(family == 4 ? AF_INET : AF_INET6, bytes, text,
-					sizeof(text));
-		ng_fmt(r->refused, sizeof(r->refused), "%s", text);
+	if (!bytes || !pol_hook_addr_allowed(r->policy, r->deny, r->ndeny, family, bytes)) {
+		r->refused = true;
 		return CURL_SOCKET_BAD;
 	}
 	return socket(a->family, a->socktype, a->protocol);
 }
 
-/* Printable ASCII only, whitespace runs as one space, quoted: a hook's answer goes into
- * status, events and logs. */
-static void quote_printable(const char *s, size_t n, bool more, char *out, size_t cap)
+/* What went wrong without an answer, in the fixed words of docs/health-hooks.md. */
+static const char *failure_word(CURLcode rc, long os_errno)
 {
-	size_t o = 0;
-	if (cap < 8)
-		return;
-	out[o++] = '"';
-	bool space = false;
-	for (size_t i = 0; i < n && o + 5 < cap; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') {
-			space = o > 1;
-			continue;
-		}
-		if (space)
-			out[o++] = ' ';
-		space = false;
-		out[o++] = ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\' ? (char)ch : '?';
+	switch (rc) {
+	case CURLE_OPERATION_TIMEDOUT:
+		return "timeout";
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return "DNS failure";
+	case CURLE_COULDNT_CONNECT:
+		return os_errno == ECONNREFUSED ? "connection refused" : "connection failed";
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CACERT_BADFILE:
+		return "TLS certificate not verified";
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_ENGINE_NOTFOUND:
+	case CURLE_SSL_ENGINE_SETFAILED:
+	case CURLE_SSL_ENGINE_INITFAILED:
+	case CURLE_SSL_SHUTDOWN_FAILED:
+	case CURLE_SSL_CRL_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_USE_SSL_FAILED:
+		return "TLS error";
+	default:
+		return "connection failed";
 	}
-	if (more && o + 4 < cap) {
-		memcpy(out + o, "...", 3);
-		o += 3;
-	}
-	out[o++] = '"';
-	out[o] = '\0';
 }
 
 static void finish(struct running *r, CURLcode rc)
 {
 	struct pol_hook_call *c = r->call;
 	c->duration_ms = (ng_now_mono_us() - r->t0_us) / 1000;
-	long code = 0;
+	long code = 0, os_errno = 0;
 	(void)curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &code);
+	(void)curl_easy_getinfo(r->h, CURLINFO_OS_ERRNO, &os_errno);
 	c->code = code;
 	bool answered = code > 0 && (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && c->truncated));
 	if (answered) {
-		char quoted[KEEP_BYTES + 8];
-		quote_printable(r->keep, r->nkeep, r->got > (int64_t)r->nkeep, quoted,
-				sizeof(quoted));
 		c->result = code >= 200 && code < 300 ? POL_HOOK_OK : POL_HOOK_FAILED;
-		ng_fmt(c->message, sizeof(c->message), "HTTP %ld%s%s%s%s", code,
-		       code >= 300 && code < 400 ? " (redirects are not followed)" : "",
-		       r->nkeep ? ": " : "", r->nkeep ? quoted : "",
-		       c->truncated ? " (truncated: longer than maxResponseBytes)" : "");
+		ng_fmt(c->message, sizeof(c->message), "HTTP status %ld%s", code,
+		       c->truncated ? "; body too large" : "");
 		return;
 	}
 	c->code = 0;
-	if (r->refused[0]) {
+	/* No connection could be opened, and an address was refused (others may have failed). */
+	if (r->refused && rc == CURLE_COULDNT_CONNECT) {
 		c->result = POL_HOOK_DENIED;
-		ng_fmt(c->message, sizeof(c->message),
-		       "hook not allowed: address %s is in no NodeGateConfig "
-		       "healthHooks.allowedCIDRs",
-		       r->refused);
-	} else if (rc == CURLE_OPERATION_TIMEDOUT) {
-		c->result = POL_HOOK_TIMEOUT;
-		ng_fmt(c->message, sizeof(c->message), "no answer within %d s (timeout)",
-		       (int)c->adb->hook.timeout_s);
-	} else {
-		c->result = POL_HOOK_ERROR;
-		bool tls = rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CONNECT_ERROR ||
-			   rc == CURLE_SSL_CACERT_BADFILE;
-		ng_fmt(c->message, sizeof(c->message), "%s%s", tls ? "TLS: " : "",
-		       r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc));
+		ng_fmt(c->message, sizeof(c->message), "address not allowed");
+		return;
 	}
+	c->result = rc == CURLE_OPERATION_TIMEDOUT ? POL_HOOK_TIMEOUT : POL_HOOK_ERROR;
+	ng_fmt(c->message, sizeof(c->message), "%s", failure_word(rc, os_errno));
 }
 
 static ng_status setup(struct running *r, const char *body, size_t len, struct curl_slist *headers)
@@ -168,7 +149,6 @@ static ng_status setup(struct running *r, const char *body, size_t len, struct c
 	    curl_easy_setopt(e, CURLOPT_WRITEDATA, r) == CURLE_OK &&
 	    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_open_socket) == CURLE_OK &&
 	    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, r) == CURLE_OK &&
-	    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf) == CURLE_OK &&
 	    curl_easy_setopt(e, CURLOPT_PRIVATE, r) == CURLE_OK;
 	if (ok && h->ca) {
 		struct curl_blob blob = {(void *)(uintptr_t)h->ca, h->nca, CURL_BLOB_COPY};
@@ -207,7 +187,8 @@ static ng_status batch_headers(struct batch *b)
 
 /* One easy handle per pending call, all added to the multi handle. */
 static ng_status batch_start(struct batch *b, struct pol_hook_call *calls, size_t n,
-			     const struct kube_hook_policy *p, const char *body, size_t len)
+			     const struct kube_hook_policy *p, const struct kube_cidr *deny,
+			     size_t ndeny, const char *body, size_t len)
 {
 	ng_status st = batch_headers(b);
 	for (size_t i = 0; st == NG_OK && i < n; i++) {
@@ -216,6 +197,8 @@ static ng_status batch_start(struct batch *b, struct pol_hook_call *calls, size_
 		struct running *r = &b->rs[b->nr];
 		r->call = &calls[i];
 		r->policy = p;
+		r->deny = deny;
+		r->ndeny = ndeny;
 		r->max_bytes = p->max_response_bytes > 0 ? p->max_response_bytes : 65536;
 		r->t0_us = b->t0_us;
 		r->h = curl_easy_init();
@@ -280,7 +263,8 @@ static void batch_end(struct batch *b, bool any_failed)
 }
 
 ng_status gate_hooks_call(struct pol_hook_call *calls, size_t n, const struct kube_hook_policy *p,
-			  const char *body, size_t len, const _Atomic bool *stop)
+			  const struct kube_cidr *deny, size_t ndeny, const char *body, size_t len,
+			  const _Atomic bool *stop)
 {
 	size_t npending = 0;
 	for (size_t i = 0; i < n; i++)
@@ -290,7 +274,8 @@ ng_status gate_hooks_call(struct pol_hook_call *calls, size_t n, const struct ku
 	struct batch b = {curl_multi_init(), calloc(npending, sizeof(struct running)), 0, NULL,
 			  ng_now_mono_us()};
 	bool any_failed = false;
-	ng_status st = b.m && b.rs ? batch_start(&b, calls, n, p, body, len) : NG_ENOMEM;
+	ng_status st =
+	    b.m && b.rs ? batch_start(&b, calls, n, p, deny, ndeny, body, len) : NG_ENOMEM;
 	if (st == NG_OK)
 		st = batch_drive(&b, npending, stop, &any_failed);
 	batch_end(&b, any_failed);

@@ -129,6 +129,7 @@ static void record_hook(struct gate *g, const struct kube_snapshot *s, const cha
 		ng_log_str(&l, "budget", name);
 		ng_log_str(&l, "result", pol_hook_result_str(c->result));
 		ng_log_i64(&l, "code", c->code);
+		ng_log_i64(&l, "bytes", c->bytes);
 		ng_log_i64(&l, "duration_ms", c->duration_ms);
 		ng_log_str(&l, "message", c->message);
 		ng_log_end(&l);
@@ -178,7 +179,7 @@ bool gate_run_hooks(struct gate *g, const struct kube_snapshot *s, const struct 
 			gate_count(&g->errors, 1);
 			return false;
 		}
-		ng_status st = gate_hooks_call(calls, n, &hp, body, len, g->stop);
+		ng_status st = gate_hooks_call(calls, n, &hp, NULL, 0, body, len, g->stop);
 		free(body);
 		if (st != NG_OK || atomic_load(g->stop)) {
 			gate_count(&g->errors, st != NG_OK);

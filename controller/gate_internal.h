@@ -162,13 +162,17 @@ bool gate_run_hooks(struct gate *g, const struct kube_snapshot *s, const struct 
 
 /**
  * Calls every POL_HOOK_PENDING hook of @calls at once: POST @body (@len bytes of JSON) with
- * Content-Type application/json and User-Agent nodegate/<version>. Returns when all have ended
- * or at the first failure (the rest become POL_HOOK_CANCELLED), or when @stop turns true.
- * NG_ENOMEM/NG_EIO when curl cannot be set up (no hook was decided). Blocks its caller (the
- * gate's thread, never an admission thread).
+ * Content-Type application/json and User-Agent nodegate/<version>. Each connection is checked
+ * with pol_hook_addr_allowed(@p, @deny, @ndeny) on the address curl is about to connect to
+ * (@deny: more addresses to refuse, may be NULL when @ndeny is 0).
+ * Each call's message is one of the fixed words of docs/health-hooks.md, never the answer's
+ * bytes or curl's error text. Returns when all have ended or at the first failure (the rest
+ * become POL_HOOK_CANCELLED), or when @stop turns true. NG_ENOMEM/NG_EIO when curl cannot be set
+ * up (no hook was decided). Blocks its caller (the gate's thread, never an admission thread).
  */
 NG_NODISCARD ng_status gate_hooks_call(struct pol_hook_call *calls, size_t n,
-				       const struct kube_hook_policy *p, const char *body,
+				       const struct kube_hook_policy *p,
+				       const struct kube_cidr *deny, size_t ndeny, const char *body,
 				       size_t len, const _Atomic bool *stop);
 
 #endif

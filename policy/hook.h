@@ -22,7 +22,7 @@ enum pol_hook_result {
 	POL_HOOK_FAILED,    /* an answer outside 2xx (a redirect included: none is followed) */
 	POL_HOOK_TIMEOUT,   /* no whole answer within timeoutSeconds */
 	POL_HOOK_ERROR,     /* no answer: DNS, connection or TLS failure */
-	POL_HOOK_DENIED,    /* not called, or refused before connecting: the policy forbids it */
+	POL_HOOK_DENIED,    /* not called, or refused before connecting: policy or address */
 	POL_HOOK_CANCELLED, /* not finished: another hook of the same decision failed first */
 };
 
@@ -35,19 +35,35 @@ void pol_hook_policy_from(const struct kube_snapshot *s, struct kube_hook_policy
 /**
  * Whether @h may be called under @p (strings of @p in @pool). Checks that the hook is valid,
  * https (http only with allowHTTP), carries no credentials, that a service reference is allowed,
- * and that the URL's host matches one of allowedHosts (globs as fnmatch(3), case-insensitive; a
- * service reference's host is <name>.<namespace>.svc). allowedCIDRs is checked on the connected
- * address, by the controller that makes the call. Returns NG_OK when it may; NG_EFORBIDDEN when the
- * policy forbids it ("hook not allowed: ..."); NG_EPARSE when the hook itself is invalid ("hook is
- * invalid:
- * ..."); NG_ENOMEM. Why goes to @reterr (may be NULL). Pure; any thread.
+ * and that the URL's host matches one of allowedHosts (case-insensitive globs in which '*' and
+ * '?' stay inside one DNS label: "*.svc" matches "a.svc", not "kubernetes.default.svc"; a
+ * service reference's host is <name>.<namespace>.svc). The address is checked where the call
+ * connects (pol_hook_addr_allowed()). Returns NG_OK when it may; NG_EFORBIDDEN when the policy
+ * forbids it ("hook not allowed: ..."); NG_EPARSE when the hook itself is invalid ("hook is
+ * invalid: ..."); NG_ENOMEM. Why goes to @reterr (may be NULL). Pure; any thread.
  */
 NG_NODISCARD ng_status pol_hook_allowed(const struct kube_hook *h, const struct kube_hook_policy *p,
 					const struct ng_intern *pool, struct ng_err *reterr);
 
-/** Whether @addr (4 or 16 bytes of @family 4 or 6) lies in one of @p's allowedCIDRs; true
- * when the list is empty. An IPv4-mapped IPv6 address is checked as IPv4. */
-bool pol_hook_addr_allowed(const struct kube_hook_policy *p, int family, const uint8_t *addr);
+/**
+ * @addr (4 or 16 bytes of @family 4 or 6) as it is checked, into @ret (16 bytes, zero-padded):
+ * an IPv4 address embedded in IPv6 (::ffff:a.b.c.d mapped, ::a.b.c.d compatible other than ::
+ * and ::1, 64:ff9b::a.b.c.d NAT64) becomes that IPv4 address. Returns the family (4 or 6).
+ */
+int pol_hook_addr_normalize(int family, const uint8_t *addr, uint8_t ret[16]);
+
+/**
+ * Whether a hook may connect to @addr (4 or 16 bytes of @family 4 or 6; embedded IPv4 is checked
+ * as IPv4, pol_hook_addr_normalize()). With allowedCIDRs in @p, @addr must lie in one of them.
+ * Whatever the policy, an address in a refused range is refused unless an allowedCIDRs entry
+ * that holds it lies inside that range (127.0.0.0/8 opens loopback; 0.0.0.0/0 or 10.0.0.0/8 open
+ * nothing refused). Refused: loopback (127.0.0.0/8, ::1), unspecified (0.0.0.0/8, ::),
+ * link-local (169.254.0.0/16, fe80::/10), multicast (224.0.0.0/4, ff00::/8), 255.255.255.255,
+ * the cloud metadata addresses 100.100.100.200 and fd00:ec2::254, and @deny (@ndeny normalized
+ * CIDRs from the caller: the API server's and nodegate's own addresses). Pure; any thread.
+ */
+bool pol_hook_addr_allowed(const struct kube_hook_policy *p, const struct kube_cidr *deny,
+			   size_t ndeny, int family, const uint8_t *addr);
 
 /* One hook of one decision. */
 struct pol_hook_call {
@@ -56,8 +72,12 @@ struct pol_hook_call {
 	enum pol_hook_result result;
 	long code;           /* HTTP status; 0 without an answer */
 	int64_t duration_ms; /* from the start of the call to its end */
+	int64_t bytes;       /* of the answer's body received (counted, never kept) */
 	bool truncated;      /* the answer was longer than maxResponseBytes: read stopped */
-	char message[200];   /* printable: the answer's start, or what went wrong */
+	/* What happened, in fixed words (docs/health-hooks.md): "HTTP status 503", "timeout",
+	 * "address not allowed", ...; or why the policy forbids the hook. Never the answer's bytes
+	 * nor a library's error text. */
+	char message[200];
 };
 
 /**
@@ -73,9 +93,10 @@ NG_NODISCARD ng_status pol_hooks_prepare(const struct kube_snapshot *s,
 
 /**
  * Folds the hooks' results into @d: each failed hook fails its budget's verdict with a reason
- * naming the hook and quoting its answer; any failure makes @d Pending when @nd retries (and is
- * before its deadline, which the decision already checked), else Rejected. True when a hook
- * failed. Until every hook is decided (none PENDING), @d is left as it is and false returned.
+ * naming the hook and saying what happened (its message); any failure makes @d Pending when @nd
+ * retries (and is before its deadline, which the decision already checked), else Rejected. True
+ * when a hook failed. Until every hook is decided (none PENDING), @d is left as it is and false
+ * returned.
  */
 bool pol_hooks_apply(const struct kube_snapshot *s, const struct kube_nd *nd,
 		     const struct pol_hook_call *calls, size_t n, struct pol_gate_decision *d);

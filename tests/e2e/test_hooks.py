@@ -5,7 +5,12 @@ parallel, and grants only when each answers 2xx; any other answer, a timeout, a 
 redirect or a hook the NodeGateConfig policy forbids rejects the request with a reason naming
 the hook. The hooks here are served by a local HTTPS server started by the test (loopback only,
 certificates from a private CA made with openssl in the test's tmp dir) that records every
-request it receives.
+request it receives. Loopback is refused to hooks by default, so every test runs under a
+NodeGateConfig whose healthHooks.allowedCIDRs names 127.0.0.0/8 (HOOK_POLICY) unless it says
+otherwise; one test proves the default.
+
+What a failed hook leaves in status, Events and logs is a fixed word ("HTTP status 503",
+"timeout", "address not allowed", ...): never the answer's bytes nor curl's error text.
 
 Besides the H rows: a hook that is slow to answer must never hold back the eviction webhook
 (the gate calls hooks on its own thread, admission answers from the cache).
@@ -36,6 +41,7 @@ HUGE_BYTES = 10 * 1024 * 1024  # H08: far beyond maxResponseBytes (64 KiB by def
 IO_TIMEOUT = WAIT_S / 2        # the hook server's socket timeout: a stalled client ends a handler
 HOLD_TIMEOUT = 120             # /hold never blocks a handler thread longer than this
 VWC_PATH = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+HOOK_POLICY = {"allowedCIDRs": ["127.0.0.0/8"]}  # the hook server is on loopback: open it
 
 
 # --- certificates -----------------------------------------------------------------------------
@@ -236,6 +242,7 @@ class HookTest(GateTest):
             self.other_ca, _ = make_ca(self.tmp, "other-ca")
             cert, key = make_server_cert(self.tmp, self.ca, ca_key)
             self.hooks = HookServer(cert, key).start()
+            self.ngc({})
         except BaseException:
             super().tearDown()  # tearDown does not run when setUp fails
             raise
@@ -262,7 +269,18 @@ class HookTest(GateTest):
         self.assertTrue(ok, f"ADB {name} never watched node1: {self.budget_status(f'{ADB_PATH}/{name}')}")
         return body
 
+    def no_ngc(self):
+        """Deletes the NodeGateConfig, if any, and waits until nodegate has seen it go."""
+        code, body, _ = self.api.api("DELETE", f"{NGC_PATH}/default")
+        self.assertIn(code, (200, 404), body)
+        ok, _ = eventually(lambda: (self.ng.cache() or {}).get("nodegateconfigs") == [])
+        self.assertTrue(ok, "nodegate never saw the NodeGateConfig go")
+
     def ngc(self, spec):
+        """Replaces the NodeGateConfig with one of @spec, its healthHooks on top of HOOK_POLICY
+        (so the hook server stays reachable), and waits until nodegate has it."""
+        self.no_ngc()
+        spec = dict(spec, healthHooks=dict(HOOK_POLICY, **spec.get("healthHooks", {})))
         self.create(NGC_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig",
                                "metadata": {"name": "default"}, "spec": spec})
         ok, _ = eventually(lambda: (self.ng.cache() or {}).get("nodegateconfigs"))
@@ -357,16 +375,22 @@ class HookTest(GateTest):
         self.assertEqual(n, 1)
         self.assertEqual(len(self.hooks.requests()), 1, "the hook must be called exactly once")
 
-    def test_H02_non_2xx_answer_rejects_with_code_and_body(self):
+    def test_H02_non_2xx_answer_rejects_with_the_status_never_the_body(self):
+        # The answer's body is counted, never quoted: whoever writes a budget chooses where
+        # its hook points, and status, Events and logs would read that service back to them.
         self.adb("app", "/lagging")
         self.nd("h02", ON_TEST1)
         st, _ = self.wait_state("h02", "Rejected")
-        self.assert_hook_failed(st, "app", "503", "replica lagging")
+        e = self.assert_hook_failed(st, "app", "HTTP status 503")
+        self.assertNotIn("replica lagging", e["reason"])
+        self.assertNotIn("replica lagging", json.dumps(st))
         self.assertFalse(st.get("nextRetryDate"), "without retry a hook failure is final")
         last = self.last_hook("app", False)
         self.assertEqual(last["code"], 503)
-        self.assertIn("replica lagging", last["message"])
-        self.hook_failed_event("app")
+        self.assertEqual(last["message"], "HTTP status 503")
+        ev = self.hook_failed_event("app")
+        self.assertIn("HTTP status 503", ev["message"])
+        self.assertNotIn("replica lagging", ev["message"])
         self.assert_hook_metric("app", "failed")
         self.assertEqual(len(self.hooks.requests("/lagging")), 1)
 
@@ -375,7 +399,7 @@ class HookTest(GateTest):
         self.adb("app", "/switch")
         self.nd("h02r", dict(ON_TEST1, retry={"enabled": True}))
         st, _ = self.wait_state("h02r", "Pending")
-        self.assert_hook_failed(st, "app", "503", "not yet")
+        self.assert_hook_failed(st, "app", "HTTP status 503")
         self.assertTrue(st.get("nextRetryDate"))
         # Changes elsewhere in the cluster re-run the gate, but the hook is asked again only
         # when the retry falls due (1 s, then 2 s): 20 label changes over ~3 s.
@@ -404,6 +428,7 @@ class HookTest(GateTest):
         self.assert_hook_failed(st, "app", "timeout")
         last = self.last_hook("app", False)
         self.assertEqual(last["code"], 0, "a timed-out hook gave no answer")
+        self.assertEqual(last["message"], "timeout")
         self.hook_failed_event("app")
         self.assert_hook_metric("app", "timeout")
 
@@ -447,9 +472,10 @@ class HookTest(GateTest):
         self.adb("app", "/ok", ca=self.other_ca)
         self.nd("h06", ON_TEST1)
         st, _ = self.wait_state("h06", "Rejected")
-        self.assert_hook_failed(st, "app", "certificate")
+        self.assert_hook_failed(st, "app", "TLS certificate not verified")
         self.assertEqual(self.hooks.requests(), [], "no request may be sent over an unverified connection")
-        self.assertEqual(self.last_hook("app", False)["code"], 0)
+        last = self.last_hook("app", False)
+        self.assertEqual((last["code"], last["message"]), (0, "TLS certificate not verified"))
         self.hook_failed_event("app")
         self.assert_hook_metric("app", "error")
 
@@ -457,7 +483,7 @@ class HookTest(GateTest):
         self.adb("app", "/redirect")
         self.nd("h07", ON_TEST1)
         st, _ = self.wait_state("h07", "Rejected")
-        self.assert_hook_failed(st, "app", "302")
+        self.assert_hook_failed(st, "app", "HTTP status 302")
         self.assertEqual(len(self.hooks.requests("/redirect")), 1)
         self.assertEqual(self.hooks.requests("/ok"), [], "the redirect must not be followed")
         self.assertEqual(self.last_hook("app", False)["code"], 302)
@@ -469,7 +495,7 @@ class HookTest(GateTest):
         print(f"\n  create -> Granted (10 MiB answer) in {took:.3f} s", file=sys.stderr)
         last = self.last_hook("app", True)
         self.assertEqual(last["code"], 200)
-        self.assertIn("truncated", last["message"])
+        self.assertEqual(last["message"], "HTTP status 200; body too large")
         # nodegate stopped reading and closed the connection: the server could not hand all of
         # the body to the kernel (10 MiB is more than loopback socket buffers hold unread).
         reqs, _ = eventually(lambda: [r for r in self.hooks.requests("/huge") if r["outcome"]])
@@ -517,7 +543,28 @@ class HookTest(GateTest):
         self.assertEqual(self.hooks.requests(), [], "a hook the policy forbids must not be called")
         self.assert_hook_metric("app", "denied")
 
-    # Not an H row: the eviction webhook answers while the gate waits on a hook.
+    # Not H rows: loopback is refused by default; the eviction webhook answers while the gate
+    # waits on a hook.
+
+    def test_loopback_hook_is_refused_by_default(self):
+        self.no_ngc()
+        self.adb("app", "/ok")
+        self.nd("loop", ON_TEST1)
+        st, _ = self.wait_state("loop", "Rejected")
+        e = self.assert_hook_failed(st, "app", "address not allowed")
+        self.assertEqual(e["reason"],
+                         "health hook of ApplicationDisruptionBudget default/app: address not allowed")
+        self.assertEqual(self.hooks.requests(), [], "nothing may be sent to a refused address")
+        last = self.last_hook("app", False)
+        self.assertEqual((last["code"], last["message"]), (0, "address not allowed"))
+        ev = self.hook_failed_event("app")
+        self.assertTrue(ev["message"].endswith(": address not allowed"), ev["message"])
+        for text in (json.dumps(st), last["message"], ev["message"]):
+            self.assertNotIn("127.0.0.1", text)  # neither the address nor curl's words
+            self.assertNotIn(str(self.hooks.port), text)
+            self.assertNotIn("connect", text.lower())
+        self.assert_hook_metric("app", "denied")
+
 
     def test_slow_hook_never_blocks_eviction_admission(self):
         self.adb("app", "/hold", timeout=25)
