@@ -409,6 +409,10 @@ struct gate *gate_create(const struct gate_config *cfg, struct kube_client *clie
 	if (g->cfg.retry_max_ms <= 0)
 		g->cfg.retry_max_ms = 300000;
 	ng_rng_seed(&g->rng, cfg->identity);
+	if (gate_hook_deny_find(cfg->kube, &g->deny, &g->ndeny) != NG_OK) {
+		gate_destroy(g);
+		return NULL;
+	}
 	return g;
 }
 
@@ -469,6 +473,7 @@ void gate_destroy(struct gate *g)
 	free(g->bw);
 	free(g->metrics_text);
 	free(g->hc);
+	free(g->deny);
 	pthread_mutex_destroy(&g->metrics_mu);
 	ng_map_finish(&g->w_by_name);
 	free(g);

@@ -179,7 +179,8 @@ bool gate_run_hooks(struct gate *g, const struct kube_snapshot *s, const struct 
 			gate_count(&g->errors, 1);
 			return false;
 		}
-		ng_status st = gate_hooks_call(calls, n, &hp, NULL, 0, body, len, g->stop);
+		ng_status st =
+		    gate_hooks_call(calls, n, &hp, g->deny, g->ndeny, body, len, g->stop);
 		free(body);
 		if (st != NG_OK || atomic_load(g->stop)) {
 			gate_count(&g->errors, st != NG_OK);

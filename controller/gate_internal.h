@@ -7,6 +7,7 @@
  *   gate_budgets.c  budget status and the budget gauges
  *   gate_hooks.c    step 8: the hooks a grant needs, their body, results, metrics
  *   gate_hookcall.c the hook calls themselves (curl multi)
+ *   gate_hookaddr.c the addresses hooks may not reach: the API server's, nodegate's own
  *
  * Threads: everything here runs on the gate's runtime thread (or a test's), except the
  * metrics renderers, which take metrics_mu. */
@@ -95,6 +96,8 @@ struct gate {
 	size_t nhc, caphc;
 	uint64_t hook_buckets[GATE_HOOK_BUCKETS + 1]; /* last is +Inf */
 	double hook_seconds_sum;
+	struct kube_cidr *deny; /* addresses no hook may reach (gate_hook_deny_find()) */
+	size_t ndeny;
 	_Atomic uint64_t decisions[3], writes, conflicts, errors, decision_us_sum, buckets[8];
 };
 
@@ -163,8 +166,7 @@ bool gate_run_hooks(struct gate *g, const struct kube_snapshot *s, const struct 
 /**
  * Calls every POL_HOOK_PENDING hook of @calls at once: POST @body (@len bytes of JSON) with
  * Content-Type application/json and User-Agent nodegate/<version>. Each connection is checked
- * with pol_hook_addr_allowed(@p, @deny, @ndeny) on the address curl is about to connect to
- * (@deny: more addresses to refuse, may be NULL when @ndeny is 0).
+ * with pol_hook_addr_allowed(@p, @deny, @ndeny) on the address curl is about to connect to.
  * Each call's message is one of the fixed words of docs/health-hooks.md, never the answer's
  * bytes or curl's error text. Returns when all have ended or at the first failure (the rest
  * become POL_HOOK_CANCELLED), or when @stop turns true. NG_ENOMEM/NG_EIO when curl cannot be set
@@ -174,5 +176,18 @@ NG_NODISCARD ng_status gate_hooks_call(struct pol_hook_call *calls, size_t n,
 				       const struct kube_hook_policy *p,
 				       const struct kube_cidr *deny, size_t ndeny, const char *body,
 				       size_t len, const _Atomic bool *stop);
+
+/* gate_hookaddr.c */
+
+/**
+ * The addresses no hook may reach whatever the policy, besides policy/hook.c's fixed ranges:
+ * every address of the host of @kube's server URL (resolved now; @kube may be NULL) and of
+ * $KUBERNETES_SERVICE_HOST, and every address of this host's interfaces (getifaddrs), as
+ * normalized single-address CIDRs. A name that does not resolve is logged and skipped. Sets
+ * @ret (caller frees with free(); NULL when none) and @ret_n; NG_ENOMEM. Blocks on DNS: call it
+ * when the gate is created, not in a round.
+ */
+NG_NODISCARD ng_status gate_hook_deny_find(const struct kube_config *kube, struct kube_cidr **ret,
+					   size_t *ret_n);
 
 #endif

@@ -389,6 +389,36 @@ static void test_metadata_address_is_refused_before_connecting(void **state)
 	assert_true(c.duration_ms < 5000);
 }
 
+static void test_gate_refuses_the_api_server_and_its_own_addresses(void **state)
+{
+	/* What a gate finds when it is created: the kubeconfig server's host,
+	 * KUBERNETES_SERVICE_HOST and this host's interface addresses (loopback at least). */
+	assert_int_equal(setenv("KUBERNETES_SERVICE_HOST", "fd00::a", 1), 0);
+	struct kube_config kc = {.server = (char *)"https://10.96.0.1:443/prefix"};
+	struct gate_config gc = {.kube = &kc, .identity = "replica-a"};
+	struct gate *g = gate_create(&gc, NULL);
+	(void)unsetenv("KUBERNETES_SERVICE_HOST");
+	assert_non_null(g);
+	static const struct kube_cidr want[] = {
+	    {4, 32, {10, 96, 0, 1}}, {6, 128, {0xfd, [15] = 0x0a}}, {4, 32, {127, 0, 0, 1}}};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		bool found = false;
+		for (size_t j = 0; j < g->ndeny && !found; j++)
+			found = memcmp(&g->deny[j], &want[i], sizeof(want[i])) == 0;
+		if (!found)
+			fail_msg("address %zu not in the gate's list of %zu", i, g->ndeny);
+	}
+	/* 10.0.0.0/8 lists the API server's address but does not open it: refused before any
+	 * connection is tried. */
+	struct pol_hook_call c =
+	    call_deny("{\"url\":\"https://10.96.0.1:1/\",\"timeoutSeconds\":25}", NGC_CIDRS,
+		      g->deny, g->ndeny);
+	assert_int_equal(c.result, POL_HOOK_DENIED);
+	assert_string_equal(c.message, "address not allowed");
+	assert_true(c.duration_ms < 5000);
+	gate_destroy(g);
+}
+
 /* Answers one HTTP request on listener @fd with @answer (the whole response), then closes. */
 struct http_once {
 	int fd;
@@ -490,6 +520,7 @@ int main(void)
 	    cmocka_unit_test(test_loopback_hook_without_policy_is_refused_with_a_fixed_word),
 	    cmocka_unit_test(test_loopback_hook_is_called_once_allowed_cidrs_names_it),
 	    cmocka_unit_test(test_metadata_address_is_refused_before_connecting),
+	    cmocka_unit_test(test_gate_refuses_the_api_server_and_its_own_addresses),
 	    cmocka_unit_test(test_H02_an_answer_is_counted_never_quoted),
 	    cmocka_unit_test(test_H03_a_silent_hook_times_out),
 	};
