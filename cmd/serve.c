@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/prom.h"
+#include "common/regex.h"
 #include "kube/auth.h"
 #include "kube/config.h"
 #include "kube/kube.h"
@@ -615,6 +616,7 @@ static void shut_down(struct serve *s)
 	leader_stop(s->leader); /* releases the lease for a quick takeover */
 	kube_watch_stop(s->watch);
 	kube_store_destroy(s->store);
+	ng_regex_teardown(); /* the compiled drain filters, now nothing can match them */
 	kube_config_finish(&s->kcfg);
 	free(s->cert);
 	free(s->key);
