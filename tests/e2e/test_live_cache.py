@@ -112,20 +112,10 @@ class Nodegate:
         if not ready:
             raise RuntimeError("nodegate never became ready:\n" + self.read_log())
 
-    def get(self, path):
-        c = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=20)
-        try:
-            c.request("GET", path)
-            r = c.getresponse()
-            return r.status, r.read()
-        except OSError:
-            return 0, b""
-        finally:
-            c.close()
-
-    def admin(self, method, path, body=None):
-        """A request to the admin listener: (status, body bytes); (0, b"") when it is down."""
-        c = http.client.HTTPConnection("127.0.0.1", self.admin_port, timeout=20)
+    @staticmethod
+    def call(c, method, path, body=None):
+        """One request on connection @c, closed after: (status, body bytes); (0, b"") when
+        nothing answers. @body (JSON-encodable) is sent as application/json."""
         try:
             c.request(method, path, body=json.dumps(body) if body is not None else None,
                       headers={"Content-Type": "application/json"} if body is not None else {})
@@ -135,6 +125,19 @@ class Nodegate:
             return 0, b""
         finally:
             c.close()
+
+    def webhook(self, method, path, body=None):
+        """A request to the webhook port (HTTPS, no client certificate)."""
+        return self.call(http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx,
+                                                     timeout=20), method, path, body)
+
+    def get(self, path):
+        return self.webhook("GET", path)
+
+    def admin(self, method, path, body=None):
+        """A request to the admin listener (plain HTTP on loopback)."""
+        return self.call(http.client.HTTPConnection("127.0.0.1", self.admin_port, timeout=20),
+                         method, path, body)
 
     def cache(self):
         status, body = self.admin("GET", "/debug/cache")

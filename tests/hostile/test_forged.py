@@ -27,13 +27,8 @@ ADB_PATH = "/apis/nodegate.io/v1alpha1/namespaces/default/applicationdisruptionb
 
 def post_review(ng, body, path="/validate/eviction"):
     """A review sent straight to nodegate's webhook port, as anyone who reaches it could."""
-    c = http.client.HTTPSConnection("127.0.0.1", ng.port, context=ng.ctx, timeout=20)
-    try:
-        c.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
-        r = c.getresponse()
-        return r.status, json.loads(r.read() or b"null")
-    finally:
-        c.close()
+    status, data = ng.webhook("POST", path, body)
+    return status, json.loads(data or b"null")
 
 
 class DoorsTest(E2ETest):
@@ -41,13 +36,8 @@ class DoorsTest(E2ETest):
 
     def test_webhook_port_serves_no_side_door(self):
         for method, path in (("GET", "/debug/cache"), ("POST", "/v1/evaluate")):
-            c = http.client.HTTPSConnection("127.0.0.1", self.ng.port, context=self.ng.ctx, timeout=20)
-            c.request(method, path, body=b"{}" if method == "POST" else None,
-                      headers={"Content-Type": "application/json"})
-            r = c.getresponse()
-            data = r.read()
-            c.close()
-            self.assertEqual(r.status, 404, path)
+            status, data = self.ng.webhook(method, path, {} if method == "POST" else None)
+            self.assertEqual(status, 404, path)
             self.assertIn("admin listener", json.loads(data)["message"])
             self.assertNotIn(b"pod1", data)
         status, body = self.ng.admin("GET", "/debug/cache")
