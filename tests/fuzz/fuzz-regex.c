@@ -75,7 +75,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (++inputs % 256 == 0)
 		ng_regex_teardown();
 	const char *pattern = (const char *)data;
-	const uint8_t *nul = memchr(data, 0, size);
+	/* An empty input comes as NULL, and memchr() may not be given NULL. */
+	const uint8_t *nul = size ? memchr(data, 0, size) : NULL;
 	size_t plen = nul ? (size_t)(nul - data) : size;
 
 	struct ng_regex *re = (struct ng_regex *)&re, *again = NULL;
