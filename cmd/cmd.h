@@ -3,7 +3,7 @@
  *
  * Ownership: strings in struct cmd_serve_config are borrowed from argv, the environment or the
  * flag table's defaults, all of which live as long as the process; nothing in it is freed.
- * Threads: everything here runs on the main thread. cmd_serve_flags_parse() reads the
+ * Threads: everything here runs on the main thread. cmd_flags_parse() reads the
  * environment, so it runs before any other thread starts.
  * Errors: the subcommands print what is wrong to stderr themselves and return the process's
  * exit status. */
@@ -56,6 +56,14 @@ struct cmd_serve_config {
 	const char *client_ca;
 	int64_t webhook_port_metrics;
 	int64_t auto_request_per_minute;
+	const char *self_namespace; /* drain only */
+	const char *self_selector;  /* drain only */
+};
+
+/* The subcommands that take flags from the table. */
+enum cmd_kind {
+	CMD_SERVE,
+	CMD_DRAIN,
 };
 
 /**
@@ -65,7 +73,13 @@ struct cmd_serve_config {
  * partly filled and must not be used). `--help` prints the usage to stdout and exits the
  * process with 0.
  */
-int cmd_serve_flags_parse(int argc, char **argv, struct cmd_serve_config *c);
+int cmd_flags_parse(enum cmd_kind cmd, int argc, char **argv, struct cmd_serve_config *c);
+
+/** "ADDR:PORT" or "[V6]:PORT" into @host (@hostcap bytes) and @port. 0, or -1 if malformed. */
+int cmd_split_listen(const char *s, char *host, size_t hostcap, uint16_t *port);
+
+/** Writes @port and a newline to @path through a rename. 0, or -1 with errno. */
+int cmd_write_port_file(const char *path, uint16_t port);
 
 /** Prints the usage of every subcommand and serve's flags to @f (borrowed). */
 void cmd_usage(FILE *f);
@@ -79,6 +93,11 @@ void cmd_dump_config_doc(void);
  * 0 after a signal, 1 when something fails to start, 2 for a bad flag.
  */
 int cmd_serve(int argc, char **argv);
+
+/**
+ * nodegate drain: the drainer and its probes until SIGTERM or SIGINT. As cmd_serve().
+ */
+int cmd_drain(int argc, char **argv);
 
 /**
  * nodegate certs: writes a CA and a serving certificate into --out and prints the CA bundle in

@@ -114,14 +114,79 @@ static const struct flag serve_flags[] = {
      "as many is allowed); more denied evictions are counted and not asked for."},
     {"port-file", "NG_PORT_FILE", F_STR, OFF(port_file), NULL, 0, 0, "FILE",
      "Write the bound port here once serving (for tests and scripts using port 0)."},
+    {"self-namespace", "NG_SELF_NAMESPACE", F_STR, OFF(self_namespace), "nodegate", 0, 0, "NS",
+     "nodegate's own namespace: its pods there that match --self-selector are never evicted, and "
+     "operation Jobs are created there."},
+    {"self-selector", "NG_SELF_SELECTOR", F_STR, OFF(self_selector),
+     "app.kubernetes.io/name=nodegate", 0, 0, "SELECTOR",
+     "Label selector (kubectl -l syntax) of nodegate's own pods in --self-namespace."},
 };
 #undef OFF
 #define NFLAGS (sizeof(serve_flags) / sizeof(serve_flags[0]))
+
+/* The flags nodegate drain takes, with its own default and meaning where they differ from
+ * serve's; the others are serve's only. */
+static const struct {
+	const char *name, *def, *doc; /* def and doc NULL: serve's */
+} drain_flags[] = {
+    {"listen", "127.0.0.1:8082",
+     "Address and port of the probes and metrics (GET /healthz, /readyz, /metrics), plain "
+     "HTTP: the drainer serves nothing else, so keep it on loopback or the pod network."},
+    {"kubeconfig", NULL, NULL},
+    {"kube-context", NULL, NULL},
+    {"allow-insecure-kube-tls", NULL, NULL},
+    {"watch-batch-ms", NULL, NULL},
+    {"lease-namespace", NULL,
+     "Namespace of the drainer's coordination.k8s.io Lease (default: the kubeconfig context's or "
+     "the pod's namespace)."},
+    {"lease-name", "nodegate-drain", "Name of the drainer's Lease: one replica drains."},
+    {"log-level", NULL, NULL},
+    {"shutdown-grace-seconds", NULL, NULL},
+    {"port-file", NULL, NULL},
+    {"self-namespace", NULL, NULL},
+    {"self-selector", NULL, NULL},
+};
+#define NDRAIN (sizeof(drain_flags) / sizeof(drain_flags[0]))
+
+/* Index in drain_flags of serve flag @k, or -1 when drain does not take it. */
+static int drain_index(size_t k)
+{
+	for (size_t i = 0; i < NDRAIN; i++)
+		if (strcmp(drain_flags[i].name, serve_flags[k].name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Whether command @cmd takes flag @k, and its default and meaning there. */
+static bool takes(enum cmd_kind cmd, size_t k, const char **ret_def, const char **ret_doc)
+{
+	int d = cmd == CMD_DRAIN ? drain_index(k) : -1;
+	if (cmd == CMD_DRAIN && d < 0)
+		return false;
+	*ret_def = d >= 0 && drain_flags[d].def ? drain_flags[d].def : serve_flags[k].def;
+	*ret_doc = d >= 0 && drain_flags[d].doc ? drain_flags[d].doc : serve_flags[k].doc;
+	/* serve's own pods are the drainer's business: serve does not take --self-*. */
+	return cmd == CMD_DRAIN || strncmp(serve_flags[k].name, "self-", 5) != 0;
+}
+
+static void print_flags(FILE *f, enum cmd_kind cmd)
+{
+	for (size_t i = 0; i < NFLAGS; i++) {
+		const struct flag *fl = &serve_flags[i];
+		const char *def, *doc;
+		if (!takes(cmd, i, &def, &doc))
+			continue;
+		(void)fprintf(f, "  --%s%s%s  [%s]%s%s%s\n      %s\n", fl->name,
+			      *fl->arg ? " " : "", fl->arg, fl->env, def ? " (default " : "",
+			      def ? def : "", def ? ")" : "", doc);
+	}
+}
 
 void cmd_usage(FILE *f)
 {
 	(void)fprintf(f,
 		      "Usage: nodegate serve [FLAGS]\n"
+		      "       nodegate drain [FLAGS]\n"
 		      "       nodegate check --snapshot FILE [--snapshot FILE...] --nd FILE "
 		      "[--now TIME]\n"
 		      "       nodegate --version | --help | --dump-config-doc\n\n"
@@ -129,34 +194,45 @@ void cmd_usage(FILE *f)
 		      "snapshot files (kubectl get -o json output) as the gate would, health "
 		      "hooks aside, and prints the decision as JSON. Exit status 0 when it would "
 		      "be Granted, 1 when not, 2 when it is invalid or a file cannot be read.\n\n"
+		      "drain: the drainer. For every Granted NodeDisruption with spec.drain or "
+		      "spec.operation: cordon, wait, evict, run the operation, and give the nodes "
+		      "back when the request is deleted (the replica holding its lease acts).\n\n"
 		      "serve: the admission webhooks (POST /validate/eviction, "
 		      "/validate/nodedisruption, /validate/nodedisruption-status, "
 		      "/validate/budget, /mutate/nodedisruption), the gate, POST /v1/evaluate, "
-		      "/healthz, /readyz, /metrics.\n\nFlags (each also read from its environment "
-		      "variable; flags win):\n");
+		      "/healthz, /readyz, /metrics.\n\nserve's flags (each also read from its "
+		      "environment variable; flags win):\n");
+	print_flags(f, CMD_SERVE);
+	(void)fprintf(f, "\ndrain's flags:\n");
+	print_flags(f, CMD_DRAIN);
+}
+
+static void doc_table(enum cmd_kind cmd)
+{
+	(void)printf("| flag | environment | default | meaning |\n|---|---|---|---|\n");
 	for (size_t i = 0; i < NFLAGS; i++) {
 		const struct flag *fl = &serve_flags[i];
-		(void)fprintf(f, "  --%s%s%s  [%s]%s%s%s\n      %s\n", fl->name,
-			      *fl->arg ? " " : "", fl->arg, fl->env, fl->def ? " (default " : "",
-			      fl->def ? fl->def : "", fl->def ? ")" : "", fl->doc);
+		const char *def, *doc;
+		if (!takes(cmd, i, &def, &doc))
+			continue;
+		(void)printf("| `--%s%s%s` | `%s` | %s%s%s | %s |\n", fl->name, *fl->arg ? " " : "",
+			     fl->arg, fl->env, def ? "`" : "", def ? def : "", def ? "`" : "", doc);
 	}
 }
 
 /* docs/config.md is generated from the table; a test diffs the two. */
 void cmd_dump_config_doc(void)
 {
-	(void)printf("# nodegate serve: configuration\n\n"
+	(void)printf("# nodegate: configuration\n\n"
 		     "Generated by `nodegate --dump-config-doc`; a test keeps this file and the "
 		     "binary in step.\nEach flag can also be set by its environment variable; a "
-		     "flag given on the command line wins.\n\n"
-		     "| flag | environment | default | meaning |\n|---|---|---|---|\n");
-	for (size_t i = 0; i < NFLAGS; i++) {
-		const struct flag *fl = &serve_flags[i];
-		(void)printf("| `--%s%s%s` | `%s` | %s%s%s | %s |\n", fl->name, *fl->arg ? " " : "",
-			     fl->arg, fl->env, fl->def ? "`" : "", fl->def ? fl->def : "",
-			     fl->def ? "`" : "", fl->doc);
-	}
+		     "flag given on the command line wins.\n\n## nodegate serve\n\n");
+	doc_table(CMD_SERVE);
+	(void)printf("\n## nodegate drain\n\n");
+	doc_table(CMD_DRAIN);
 }
+
+static const char *cmd_name(enum cmd_kind cmd);
 
 static int set_flag(struct cmd_serve_config *c, const struct flag *fl, const char *val,
 		    const char *origin)
@@ -208,10 +284,13 @@ static int set_flag(struct cmd_serve_config *c, const struct flag *fl, const cha
 
 /* The flag that @arg (after its "--") names, as "name" or "name=value"; NULL if none. On a
  * match, *@ret_val is the text after '=' or NULL. */
-static const struct flag *find_flag(const char *arg, const char **ret_val)
+static const struct flag *find_flag(enum cmd_kind cmd, const char *arg, const char **ret_val)
 {
 	for (size_t k = 0; k < NFLAGS; k++) {
+		const char *def, *doc;
 		size_t n = strlen(serve_flags[k].name);
+		if (!takes(cmd, k, &def, &doc))
+			continue;
 		if (strncmp(arg, serve_flags[k].name, n) == 0 &&
 		    (arg[n] == '\0' || arg[n] == '=')) {
 			*ret_val = arg[n] == '=' ? arg + n + 1 : NULL;
@@ -223,25 +302,26 @@ static const struct flag *find_flag(const char *arg, const char **ret_val)
 
 /* The environment, for each flag not given on the command line; a multi-valued variable holds
  * one value. */
-static int apply_env(int argc, char **argv, struct cmd_serve_config *c)
+static int apply_env(enum cmd_kind cmd, int argc, char **argv, struct cmd_serve_config *c)
 {
 	bool from_flag[NFLAGS] = {false};
 	for (int i = 0; i < argc; i++) {
 		const char *val;
 		const struct flag *fl =
-		    strncmp(argv[i], "--", 2) == 0 ? find_flag(argv[i] + 2, &val) : NULL;
+		    strncmp(argv[i], "--", 2) == 0 ? find_flag(cmd, argv[i] + 2, &val) : NULL;
 		if (fl)
 			from_flag[fl - serve_flags] = true;
 	}
 	for (size_t k = 0; k < NFLAGS; k++) {
-		const char *e = getenv(serve_flags[k].env);
+		const char *def, *doc;
+		const char *e = takes(cmd, k, &def, &doc) ? getenv(serve_flags[k].env) : NULL;
 		if (e && *e && !from_flag[k] && set_flag(c, &serve_flags[k], e, serve_flags[k].env))
 			return -1;
 	}
 	return 0;
 }
 
-static int apply_args(int argc, char **argv, struct cmd_serve_config *c)
+static int apply_args(enum cmd_kind cmd, int argc, char **argv, struct cmd_serve_config *c)
 {
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
@@ -250,23 +330,24 @@ static int apply_args(int argc, char **argv, struct cmd_serve_config *c)
 			exit(0);
 		}
 		if (strncmp(a, "--", 2) != 0) {
-			(void)fprintf(
-			    stderr, "nodegate serve: unexpected argument \"%s\" (see --help)\n", a);
+			(void)fprintf(stderr,
+				      "nodegate %s: unexpected argument \"%s\" (see --help)\n",
+				      cmd_name(cmd), a);
 			return -1;
 		}
 		const char *val;
-		const struct flag *fl = find_flag(a + 2, &val);
+		const struct flag *fl = find_flag(cmd, a + 2, &val);
 		if (!fl) {
-			(void)fprintf(stderr, "nodegate serve: unknown flag \"%s\" (see --help)\n",
-				      argv[i]);
+			(void)fprintf(stderr, "nodegate %s: unknown flag \"%s\" (see --help)\n",
+				      cmd_name(cmd), argv[i]);
 			return -1;
 		}
 		if (!val && fl->type == F_BOOL) {
 			val = "true";
 		} else if (!val) {
 			if (i + 1 >= argc) {
-				(void)fprintf(stderr, "nodegate serve: --%s needs a value (%s)\n",
-					      fl->name, fl->arg);
+				(void)fprintf(stderr, "nodegate %s: --%s needs a value (%s)\n",
+					      cmd_name(cmd), fl->name, fl->arg);
 				return -1;
 			}
 			val = argv[++i];
@@ -277,14 +358,21 @@ static int apply_args(int argc, char **argv, struct cmd_serve_config *c)
 	return 0;
 }
 
-int cmd_serve_flags_parse(int argc, char **argv, struct cmd_serve_config *c)
+static const char *cmd_name(enum cmd_kind cmd)
+{
+	return cmd == CMD_DRAIN ? "drain" : "serve";
+}
+
+int cmd_flags_parse(enum cmd_kind cmd, int argc, char **argv, struct cmd_serve_config *c)
 {
 	memset(c, 0, sizeof(*c));
-	for (size_t i = 0; i < NFLAGS; i++)
-		if (serve_flags[i].def &&
-		    set_flag(c, &serve_flags[i], serve_flags[i].def, "default") != 0)
+	for (size_t i = 0; i < NFLAGS; i++) {
+		const char *def, *doc;
+		if (takes(cmd, i, &def, &doc) && def &&
+		    set_flag(c, &serve_flags[i], def, "default") != 0)
 			return -1;
-	if (apply_env(argc, argv, c) != 0)
+	}
+	if (apply_env(cmd, argc, argv, c) != 0)
 		return -1;
-	return apply_args(argc, argv, c);
+	return apply_args(cmd, argc, argv, c);
 }

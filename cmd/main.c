@@ -1,8 +1,9 @@
-/* nodegate: picks the subcommand (serve, certs, check) and answers --version, --help and
+/* nodegate: picks the subcommand (serve, drain, certs, check) and answers --version, --help and
  * --dump-config-doc; each subcommand lives in its own file. */
 #include "cmd/cmd.h"
 
 #include <curl/curl.h>
+#include <stdbool.h>
 #include <string.h>
 
 int main(int argc, char **argv)
@@ -24,13 +25,14 @@ int main(int argc, char **argv)
 		cmd_dump_config_doc();
 		return 0;
 	}
-	if (strcmp(argv[1], "serve") == 0) {
+	bool serve = strcmp(argv[1], "serve") == 0;
+	if (serve || strcmp(argv[1], "drain") == 0) {
 		/* Before any thread starts (STYLE.md B9 rule 5). */
 		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 			(void)fprintf(stderr, "nodegate: curl_global_init failed\n");
 			return 1;
 		}
-		int rc = cmd_serve(argc - 2, argv + 2);
+		int rc = serve ? cmd_serve(argc - 2, argv + 2) : cmd_drain(argc - 2, argv + 2);
 		curl_global_cleanup();
 		return rc;
 	}

@@ -36,7 +36,7 @@
 /* Certificate and key files are a few KiB; 1 MiB rejects a wrong path early. */
 #define MAX_PEM_BYTES (1u << 20)
 
-static int split_listen(const char *s, char *host, size_t hostcap, uint16_t *port)
+int cmd_split_listen(const char *s, char *host, size_t hostcap, uint16_t *port)
 {
 	const char *colon;
 	const char *h = s;
@@ -107,7 +107,7 @@ static struct kube_snapshot *load_snapshot(const struct cmd_serve_config *c)
 	return snap;
 }
 
-static int write_port_file(const char *path, uint16_t port)
+int cmd_write_port_file(const char *path, uint16_t port)
 {
 	char tmp[4096];
 	int n = snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -278,8 +278,8 @@ static int configure_admin(struct serve *s)
 	const struct cmd_serve_config *c = &s->c;
 	if (strcmp(c->admin_listen, "off") == 0)
 		return 0;
-	if (split_listen(c->admin_listen, s->admin_host, sizeof(s->admin_host), &s->admin_port) !=
-	    0) {
+	if (cmd_split_listen(c->admin_listen, s->admin_host, sizeof(s->admin_host),
+			     &s->admin_port) != 0) {
 		(void)fprintf(stderr,
 			      "nodegate: --admin-listen \"%s\": expected ADDR:PORT (e.g. "
 			      "127.0.0.1:8081) or off\n",
@@ -314,7 +314,7 @@ static int configure_admin(struct serve *s)
 static int configure(struct serve *s, int argc, char **argv)
 {
 	struct cmd_serve_config *c = &s->c;
-	if (cmd_serve_flags_parse(argc, argv, c) != 0)
+	if (cmd_flags_parse(CMD_SERVE, argc, argv, c) != 0)
 		return 2;
 	enum ng_log_level level;
 	if (ng_log_parse_level(c->log_level, &level) != NG_OK) {
@@ -339,7 +339,7 @@ static int configure(struct serve *s, int argc, char **argv)
 			      c->eviction_mode);
 		return 2;
 	}
-	if (split_listen(c->listen, s->host, sizeof(s->host), &s->port) != 0) {
+	if (cmd_split_listen(c->listen, s->host, sizeof(s->host), &s->port) != 0) {
 		(void)fprintf(stderr,
 			      "nodegate: --listen \"%s\": expected ADDR:PORT, e.g. 0.0.0.0:8443 or "
 			      "[::]:8443\n",
@@ -550,7 +550,7 @@ static int start_server(struct serve *s)
 		return -1;
 	}
 	const char *port_file = s->c.port_file;
-	if (port_file && write_port_file(port_file, srv_port(s->srv)) != 0) {
+	if (port_file && cmd_write_port_file(port_file, srv_port(s->srv)) != 0) {
 		(void)fprintf(stderr, "nodegate: --port-file %s: %s\n", port_file, strerror(errno));
 		return -1;
 	}

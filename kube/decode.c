@@ -503,7 +503,8 @@ static ng_status drain_note(struct ctx *c, const char *text, struct kube_drain_n
 	note->present = true;
 	note->boot_id = "";
 	size_t len = strlen(text);
-	struct ng_arena *tmp = len <= DRAIN_NOTE_MAX ? ng_arena_create(2 * len + 4096) : NULL;
+	struct ng_arena *tmp =
+	    len <= DRAIN_NOTE_MAX ? ng_arena_create((64u << 10) + 8 * len) : NULL;
 	cJSON *root = NULL;
 	if (!tmp || ng_json_parse(text, len, tmp, &root, NULL) != NG_OK || !cJSON_IsObject(root)) {
 		note->invalid = true;
@@ -514,8 +515,8 @@ static ng_status drain_note(struct ctx *c, const char *text, struct kube_drain_n
 	const cJSON *holders = ng_json_get(root, "holders");
 	const cJSON *boot = ng_json_get(root, "bootID");
 	note->was_unschedulable = cJSON_IsTrue(was);
-	note->invalid = !cJSON_IsBool(was) || !cJSON_IsArray(holders) ||
-			(boot && !cJSON_IsString(boot));
+	note->invalid =
+	    !cJSON_IsBool(was) || !cJSON_IsArray(holders) || (boot && !cJSON_IsString(boot));
 	ng_status st = NG_OK;
 	if (!note->invalid) {
 		struct ng_err ignored;
@@ -1161,8 +1162,8 @@ static ng_status nd_progress(struct ctx *c, const cJSON *status, struct kube_nd_
 		if (!type)
 			continue;
 		struct kube_condition *k = &out[i++];
-		k->status = !st				  ? KUBE_COND_UNKNOWN
-			    : strcmp(st, "True") == 0	  ? KUBE_COND_TRUE
+		k->status = !st                        ? KUBE_COND_UNKNOWN
+			    : strcmp(st, "True") == 0  ? KUBE_COND_TRUE
 			    : strcmp(st, "False") == 0 ? KUBE_COND_FALSE
 						       : KUBE_COND_UNKNOWN;
 		k->type = dup_or_empty(c, type);

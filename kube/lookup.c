@@ -33,7 +33,7 @@ static ng_status get_json(struct kube_client *c, const char *path, struct ng_are
 		st = ng_err_set(reterr, NG_EKUBE, 0, "GET %.200s: HTTP %ld: %.120s", path, http,
 				resp.data ? resp.data : "");
 	if (st == NG_OK && http == 200) {
-		struct ng_arena *a = ng_arena_create(4 * resp.len + 4096);
+		struct ng_arena *a = ng_arena_create((64u << 10) + 8 * resp.len);
 		if (!a)
 			st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
 		else if ((st = ng_json_parse(resp.data, resp.len, a, ret_root, reterr)) != NG_OK ||
@@ -60,7 +60,8 @@ ng_status kube_get_job(struct kube_client *c, const char *ns, const char *name,
 		return st;
 	}
 	*ret = root ? KUBE_JOB_RUNNING : KUBE_JOB_ABSENT;
-	const cJSON *conds = ng_json_path(root, (const char *const[]){"status", "conditions", NULL});
+	const cJSON *conds =
+	    ng_json_path(root, (const char *const[]){"status", "conditions", NULL});
 	for (const cJSON *e = cJSON_IsArray(conds) ? conds->child : NULL; e; e = e->next) {
 		const char *t = ng_json_str(e, "type"), *s = ng_json_str(e, "status");
 		if (!t || !s || strcmp(s, "True") != 0)
@@ -70,8 +71,8 @@ ng_status kube_get_job(struct kube_client *c, const char *ns, const char *name,
 		} else if (strcmp(t, "Failed") == 0) {
 			const char *r = ng_json_str(e, "reason"), *m = ng_json_str(e, "message");
 			*ret = KUBE_JOB_FAILED;
-			(void)snprintf(reason, cap, "%.100s%s%.200s", r ? r : "Failed", m ? ": " : "",
-				       m ? m : "");
+			(void)snprintf(reason, cap, "%.100s%s%.200s", r ? r : "Failed",
+				       m ? ": " : "", m ? m : "");
 			break;
 		}
 	}

@@ -118,8 +118,9 @@ struct kube_node {
 	uint32_t nlabels, ntaints;
 	const struct kube_label *labels; /* sorted by key id */
 	const struct kube_taint *taints;
-	const char *boot_id; /* status.nodeInfo.bootID; "" when absent (NULL in hand-made records) */
-	const char *rv;      /* metadata.resourceVersion; "" when absent (NULL likewise) */
+	const char
+	    *boot_id;   /* status.nodeInfo.bootID; "" when absent (NULL in hand-made records) */
+	const char *rv; /* metadata.resourceVersion; "" when absent (NULL likewise) */
 	bool has_annotations;        /* metadata.annotations exists (JSON patches need to know) */
 	struct kube_drain_note note; /* annotation nodegate.io/drain */
 };
@@ -282,7 +283,7 @@ struct kube_nd_detail {
 	uint16_t nverdicts;
 	const struct kube_nd_verdict *verdicts; /* status.disruptedDisruptionBudgets */
 	uint16_t nconditions;
-	const struct kube_condition *conditions; /* status.conditions, in their order */
+	const struct kube_condition *conditions;  /* status.conditions, in their order */
 	struct kube_nd_drain_status drain_status; /* status.drain */
 };
 
@@ -411,7 +412,8 @@ struct kube_ngc {
 	 * Eviction API whatever the strategy (never deleted past a PodDisruptionBudget); running
 	 * Job pods matching protected_job_pods hold a drain back. Not present: none. */
 	struct kube_selector protected_namespaces, protected_job_pods;
-	int64_t drain_backoff_base_ms, drain_backoff_max_ms, drain_backoff_jitter_ms; /* -1: default */
+	int64_t drain_backoff_base_ms, drain_backoff_max_ms,
+	    drain_backoff_jitter_ms; /* -1: default */
 };
 
 enum kube_resource {

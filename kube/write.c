@@ -273,7 +273,7 @@ void kube_create(struct kube_client *c, const struct kube_ref *collection, kube_
 /* details.retryAfterSeconds of a Status answer; 0 when absent or unreadable. */
 static int64_t retry_after_s(const struct ng_buf *resp)
 {
-	struct ng_arena *a = resp->len ? ng_arena_create(4 * resp->len + 4096) : NULL;
+	struct ng_arena *a = resp->len ? ng_arena_create((64u << 10) + 8 * resp->len) : NULL;
 	cJSON *root = NULL;
 	int64_t secs = 0;
 	if (a && ng_json_parse(resp->data, resp->len, a, &root, NULL) == NG_OK &&
@@ -327,6 +327,96 @@ void kube_delete(struct kube_client *c, const struct kube_ref *ref, int64_t grac
 	ng_jw_obj_end(&w);
 	send_write(c, "DELETE", ref, NULL, "application/json", ng_jw_finish(&w), &b, ret);
 	ng_buf_finish(&b);
+}
+
+/* Sets @obj[@key] to @v, replacing what was there. False on OOM. */
+static bool put(cJSON *obj, const char *key, cJSON *v)
+{
+	if (!v)
+		return false;
+	cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
+	return cJSON_AddItemToObjectCS(obj, key, v) != 0;
+}
+
+/* @obj[@key] as an object, created when absent or not an object. NULL on OOM. */
+static cJSON *object_at(cJSON *obj, const char *key)
+{
+	cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	if (cJSON_IsObject(v))
+		return v;
+	v = cJSON_CreateObject();
+	return put(obj, key, v) ? v : NULL;
+}
+
+static bool add_toleration(cJSON *list, const char *key, const char *value, const char *effect)
+{
+	cJSON *t = cJSON_CreateObject();
+	if (!t || !cJSON_AddItemToArray(list, t))
+		return false;
+	bool ok = cJSON_AddStringToObject(t, "key", key) != NULL &&
+		  cJSON_AddStringToObject(t, "operator", value ? "Equal" : "Exists") != NULL &&
+		  (!value || cJSON_AddStringToObject(t, "value", value) != NULL);
+	return ok && (!effect || cJSON_AddStringToObject(t, "effect", effect) != NULL);
+}
+
+/* The Job object of @j from the parsed template @tpl (changed in place). */
+static bool job_object(cJSON *tpl, const struct kube_job_spec *j)
+{
+	cJSON *meta = object_at(tpl, "metadata"), *spec = object_at(tpl, "spec");
+	cJSON *pod_tpl = spec ? object_at(spec, "template") : NULL;
+	cJSON *pod_meta = pod_tpl ? object_at(pod_tpl, "metadata") : NULL;
+	cJSON *pod_spec = pod_tpl ? object_at(pod_tpl, "spec") : NULL;
+	if (!meta || !pod_meta || !pod_spec ||
+	    !put(tpl, "apiVersion", cJSON_CreateString("batch/v1")) ||
+	    !put(tpl, "kind", cJSON_CreateString("Job")) ||
+	    !put(meta, "name", cJSON_CreateString(j->name)) ||
+	    !put(meta, "namespace", cJSON_CreateString(j->ns)))
+		return false;
+	cJSON_DeleteItemFromObjectCaseSensitive(meta, "generateName");
+	cJSON *labels[2] = {object_at(meta, "labels"), object_at(pod_meta, "labels")};
+	for (size_t i = 0; i < j->nlabels; i++)
+		for (int k = 0; k < 2; k++)
+			if (!labels[k] || !put(labels[k], j->label_keys[i],
+					       cJSON_CreateString(j->label_values[i])))
+				return false;
+	if (!put(pod_spec, "nodeName", cJSON_CreateString(j->node)))
+		return false;
+	cJSON *tol = cJSON_GetObjectItemCaseSensitive(pod_spec, "tolerations");
+	if (!cJSON_IsArray(tol) && !put(pod_spec, "tolerations", tol = cJSON_CreateArray()))
+		return false;
+	if (!add_toleration(tol, "node.kubernetes.io/unschedulable", NULL, "NoSchedule"))
+		return false;
+	for (size_t i = 0; i < j->ntolerate; i++)
+		if (!add_toleration(tol, j->tolerate[i].key, j->tolerate[i].value,
+				    j->tolerate[i].effect))
+			return false;
+	return true;
+}
+
+void kube_create_job(struct kube_client *c, const char *template_json,
+		     const struct kube_job_spec *j, struct kube_write_result *ret)
+{
+	*ret = (struct kube_write_result){.outcome = KUBE_WRITE_FAILED};
+	cJSON *tpl = NULL;
+	struct ng_err perr = {0};
+	/* Parsed with malloc (no arena): the tree is changed and printed. */
+	if (ng_json_parse(template_json, strlen(template_json), NULL, &tpl, &perr) != NG_OK ||
+	    !cJSON_IsObject(tpl) ||
+	    !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(tpl, "spec"))) {
+		cJSON_Delete(tpl);
+		(void)ng_err_set(&ret->err, NG_EPARSE, 0, "jobTemplate: not an object with a spec");
+		return;
+	}
+	char *text = job_object(tpl, j) ? cJSON_PrintUnformatted(tpl) : NULL;
+	cJSON_Delete(tpl);
+	if (!text) {
+		(void)ng_err_set(&ret->err, NG_ENOMEM, 0, "jobTemplate: out of memory");
+		return;
+	}
+	const struct ng_buf b = {text, strlen(text), strlen(text), strlen(text)};
+	const struct kube_ref jobs = {KUBE_KIND_JOB, j->ns, NULL};
+	send_write(c, "POST", &jobs, NULL, "application/json", NG_OK, &b, ret);
+	cJSON_free(text);
 }
 
 /* ---- JSON patch ---- */

@@ -155,6 +155,25 @@ void kube_evict_pod(struct kube_client *c, const char *ns, const char *name,
 void kube_delete(struct kube_client *c, const struct kube_ref *ref, int64_t grace_s,
 		 struct kube_write_result *ret);
 
+/* The Job a drain's operation runs on one node (NodeDisruption spec.operation.jobTemplate). */
+struct kube_job_spec {
+	const char *ns, *name, *node; /* where it is created, its name, the node it is pinned to */
+	const char *const *label_keys, *const *label_values; /* added to the Job and its pods */
+	size_t nlabels;
+	const struct kube_taint_spec *tolerate; /* taints its pods tolerate (besides the cordon) */
+	size_t ntolerate;
+};
+
+/**
+ * Creates the Job of @j from @template_json (a batch/v1 JobTemplateSpec as compact JSON): its
+ * metadata and spec, with name and namespace set, the labels added, spec.template.spec.nodeName
+ * set to the node and tolerations for node.kubernetes.io/unschedulable and @j->tolerate
+ * appended. A template that is not an object with a spec is KUBE_WRITE_FAILED (NG_EPARSE);
+ * an existing Job of that name is KUBE_WRITE_CONFLICT.
+ */
+void kube_create_job(struct kube_client *c, const char *template_json,
+		     const struct kube_job_spec *j, struct kube_write_result *ret);
+
 /* A JSON patch (RFC 6902) under construction: labels, annotations, taints, unschedulable.
  * Operations are appended in order. The precondition is a first "replace" of
  * /metadata/resourceVersion with the version the change was decided on: the API server treats a

@@ -562,6 +562,8 @@ static bool client_verified(struct MHD_Connection *c)
 static const char *door_refuses(const struct srv_door *door, enum route route)
 {
 	const struct srv *s = door->s;
+	if (s->probes_only && route != R_HEALTHZ && route != R_READYZ && route != R_METRICS)
+		return "this process serves only /healthz, /readyz and /metrics";
 	switch (route) {
 	case R_HEALTHZ:
 	case R_READYZ:

@@ -301,6 +301,7 @@ static void copy_config(struct srv *s, const struct srv_config *cfg, struct kube
 	s->admin_authorize_ctx = cfg->admin_authorize_ctx;
 	s->client_ca = cfg->client_ca_pem != NULL;
 	s->webhook_metrics = cfg->webhook_metrics;
+	s->probes_only = cfg->probes_only;
 }
 
 struct srv *srv_create(const struct srv_config *cfg, struct kube_store *store,
@@ -318,12 +319,13 @@ struct srv *srv_create(const struct srv_config *cfg, struct kube_store *store,
 		(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
 		goto fail;
 	}
-	if (srv_set_certificate(s, cfg->cert_pem, cfg->key_pem, reterr) != NG_OK)
+	if (cfg->listen_host &&
+	    srv_set_certificate(s, cfg->cert_pem, cfg->key_pem, reterr) != NG_OK)
 		goto fail;
-	unsigned n = cfg->threads ? cfg->threads : 1;
+	unsigned n = !cfg->listen_host ? 0 : cfg->threads ? cfg->threads : 1;
 	if (n > SRV_MAX_DAEMONS)
 		n = SRV_MAX_DAEMONS;
-	unsigned per = cfg->max_connections / n;
+	unsigned per = cfg->max_connections / (n ? n : 1);
 	if (per == 0)
 		per = 1;
 	struct srv_conns_config cc = {

@@ -42,7 +42,8 @@ typedef enum srv_auth (*srv_authorize_fn)(void *ctx, const char *authorization, 
 					  const char *path, char *user, size_t usercap);
 
 struct srv_config {
-	const char *listen_host;  /* numeric IPv4/IPv6 address, e.g. "0.0.0.0", "::1" */
+	const char *listen_host;  /* numeric IPv4/IPv6 address, e.g. "0.0.0.0", "::1"; NULL: no
+				     webhook listener (and no certificate) */
 	uint16_t port;            /* 0 picks a free port (see srv_port) */
 	const char *cert_pem;     /* borrowed for srv_create only; copied */
 	const char *key_pem;      /* likewise; the caller may wipe it once srv_create returns */
@@ -86,6 +87,9 @@ struct srv_config {
 	 * server. */
 	srv_authorize_fn admin_authorize;
 	void *admin_authorize_ctx;
+	/* The admin listener serves only /healthz, /readyz and /metrics: a process without
+	 * webhooks (the drainer) sets listen_host NULL and this. */
+	bool probes_only;
 };
 
 struct srv;

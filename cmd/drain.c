@@ -1,0 +1,169 @@
+/* nodegate drain: the drainer sidecar (controller/drain.h) with its own cache, lease and a plain
+ * HTTP listener for the probes and /metrics. It takes no TLS flags: it serves nothing else. */
+#include "cmd/cmd.h"
+#include "common/buf.h"
+#include "common/log.h"
+#include "common/regex.h"
+#include "controller/drain.h"
+#include "controller/leader.h"
+#include "kube/config.h"
+#include "kube/kube.h"
+#include "kube/watch.h"
+#include "server/server.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+struct drainer {
+	struct cmd_serve_config c;
+	char host[256];
+	uint16_t port;
+	char identity[300];
+	struct kube_config kcfg;
+	sigset_t signals;
+	struct kube_store *store;
+	struct kube_watch *watch;
+	struct leader *leader;
+	struct drain *drain;
+	struct srv_config sc;
+	struct srv *srv;
+};
+
+static ng_status render(struct ng_buf *out, void *ctx)
+{
+	struct drainer *d = ctx;
+	return drain_render_metrics(d->drain, d->leader, out);
+}
+
+static int configure(struct drainer *d, int argc, char **argv)
+{
+	struct cmd_serve_config *c = &d->c;
+	if (cmd_flags_parse(CMD_DRAIN, argc, argv, c) != 0)
+		return 2;
+	enum ng_log_level level;
+	if (ng_log_parse_level(c->log_level, &level) != NG_OK) {
+		(void)fprintf(stderr,
+			      "nodegate: --log-level \"%s\": use debug, info, warn or error\n",
+			      c->log_level);
+		return 2;
+	}
+	ng_log_set_level(level);
+	if (cmd_split_listen(c->listen, d->host, sizeof(d->host), &d->port) != 0) {
+		(void)fprintf(
+		    stderr, "nodegate: --listen \"%s\": expected ADDR:PORT, e.g. 127.0.0.1:8082\n",
+		    c->listen);
+		return 2;
+	}
+	struct ng_err kerr = {0};
+	if (kube_config_resolve(c->kubeconfig, c->kube_context, c->allow_insecure_kube_tls != 0,
+				&d->kcfg, &kerr) != NG_OK) {
+		(void)fprintf(stderr, "nodegate: finding the API server: %s\n", kerr.msg);
+		return 2;
+	}
+	return 0;
+}
+
+/* The cache, the lease and the drainer. 0, or -1 after printing why. */
+static int start(struct drainer *d)
+{
+	struct ng_err err = {0};
+	d->store = kube_store_create();
+	struct kube_watch_config wc = {
+	    .cfg = &d->kcfg, .store = d->store, .batch_ms = d->c.watch_batch_ms};
+	d->watch = d->store ? kube_watch_start(&wc, &err) : NULL;
+	if (!d->watch) {
+		(void)fprintf(stderr, "nodegate: %s\n", err.msg[0] ? err.msg : "out of memory");
+		return -1;
+	}
+	char hostname[256] = "nodegate";
+	(void)gethostname(hostname, sizeof(hostname) - 1);
+	ng_fmt(d->identity, sizeof(d->identity), "%s_%ld", hostname, (long)getpid());
+	struct leader_config lc = {
+	    .kube = &d->kcfg,
+	    .ns = d->c.lease_namespace ? d->c.lease_namespace : d->kcfg.ns,
+	    .name = d->c.lease_name,
+	    .identity = d->identity,
+	};
+	d->leader = leader_start(&lc, &err);
+	struct drain_config dc = {.kube = &d->kcfg,
+				  .store = d->store,
+				  .watch = d->watch,
+				  .leader = d->leader,
+				  .identity = d->identity,
+				  .self_namespace = d->c.self_namespace,
+				  .self_selector = d->c.self_selector};
+	d->drain = d->leader ? drain_start(&dc, &err) : NULL;
+	if (!d->drain) {
+		(void)fprintf(stderr, "nodegate: %s\n", err.msg);
+		return -1;
+	}
+	d->sc = (struct srv_config){
+	    .max_connections = 64,
+	    .connection_timeout_s = 120,
+	    .header_timeout_s = 5,
+	    .body_timeout_s = 10,
+	    .watch = d->watch,
+	    .metrics_extra = render,
+	    .metrics_ctx = d,
+	    .admin_host = d->host,
+	    .admin_port = d->port,
+	    .probes_only = true,
+	};
+	d->srv = srv_create(&d->sc, d->store, &err);
+	if (!d->srv) {
+		(void)fprintf(stderr, "nodegate: --listen %s: %s\n", d->c.listen, err.msg);
+		return -1;
+	}
+	if (d->c.port_file && cmd_write_port_file(d->c.port_file, srv_admin_port(d->srv)) != 0) {
+		(void)fprintf(stderr, "nodegate: --port-file %s: %s\n", d->c.port_file,
+			      strerror(errno));
+		return -1;
+	}
+	struct ng_logline l;
+	if (ng_log_begin(&l, NG_LOG_INFO, "cmd", "draining")) {
+		ng_log_str(&l, "version", NG_VERSION);
+		ng_log_str(&l, "server", d->kcfg.server);
+		ng_log_str(&l, "host", d->host);
+		ng_log_i64(&l, "port", srv_admin_port(d->srv));
+		ng_log_str(&l, "lease", d->c.lease_name);
+		ng_log_end(&l);
+	}
+	return 0;
+}
+
+int cmd_drain(int argc, char **argv)
+{
+	struct drainer d = {0};
+	int rc = configure(&d, argc, argv);
+	if (rc != 0)
+		return rc;
+	sigemptyset(&d.signals);
+	sigaddset(&d.signals, SIGTERM);
+	sigaddset(&d.signals, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &d.signals, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	rc = 1;
+	if (start(&d) == 0) {
+		int sig = 0;
+		while (sigwait(&d.signals, &sig) != 0)
+			;
+		struct ng_logline l;
+		if (ng_log_begin(&l, NG_LOG_INFO, "cmd", "shutting down")) {
+			ng_log_str(&l, "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+			ng_log_end(&l);
+		}
+		rc = 0;
+	}
+	/* Readers before what they read: the listener, the drainer, the lease, the cache. */
+	srv_destroy(d.srv, d.c.shutdown_grace_seconds * 1000);
+	drain_stop(d.drain);
+	leader_stop(d.leader);
+	kube_watch_stop(d.watch);
+	kube_store_destroy(d.store);
+	ng_regex_teardown();
+	kube_config_finish(&d.kcfg);
+	return rc;
+}

@@ -1,0 +1,1271 @@
+/* The drainer (controller/drain.h, docs/drainer.md): one pass over every request per step. Each
+ * request's place in the sequence is its Ready condition's reason; each node's is the
+ * annotation nodegate.io/drain. Deciding which pods go is policy/drain.c's; this file reads the
+ * snapshot, writes through kube/write and keeps only what a restart may forget (which pods were
+ * asked to leave a moment ago). */
+#include "controller/drain.h"
+
+#include "budgets/selector.h"
+#include "common/arena.h"
+#include "common/backoff.h"
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/intern.h"
+#include "common/jw.h"
+#include "common/log.h"
+#include "common/map.h"
+#include "common/prom.h"
+#include "common/regex.h"
+#include "controller/leader.h"
+#include "kube/lookup.h"
+#include "kube/records.h"
+#include "kube/runtime.h"
+#include "kube/snapshot.h"
+#include "kube/write.h"
+#include "policy/drain.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One step's scratch: selectors, names, patch bodies. */
+#define STEP_ARENA_BYTES (16u << 20)
+/* Jobs, VolumeAttachments and reboots are not in the cache: they are looked at this often. */
+#define POLL_MS 2000
+/* Without a publish, a step runs at least this often (backoffs and timeouts set sooner). */
+#define IDLE_MS 30000
+/* An eviction or delete that was answered is not repeated for this long: the cache shows the
+ * pod terminating or gone well before. A 429 waits for the answer's Retry-After instead. */
+#define ASKED_MS 15000
+#define DEFAULT_RETRY_AFTER_S 5
+/* NodeGateConfig spec.drain.backoff defaults (DESIGN.md §3.4), in ms. */
+#define BACKOFF_BASE_MS 300000
+#define BACKOFF_MAX_MS 1200000
+#define BACKOFF_JITTER_MS 300000
+/* Pods named in a message before "and N more". */
+#define MSG_PODS 8
+
+/* Where a request is, in order; the Ready condition's reason names it. */
+enum phase {
+	PH_NONE,
+	PH_CORDONING,
+	PH_WAITING,
+	PH_DRAINING,
+	PH_DRAINED,
+	PH_OPERATING,
+	PH_REBOOTING,
+	PH_COMPLETED,
+	PH_FAILED,
+	PH_REQUESTOR_FAILED,
+	PH_COUNT,
+};
+
+static const char *const reasons[PH_COUNT] = {
+    "",          "Cordoning", "WaitingForPods", "Draining", "Drained",
+    "Operating", "Rebooting", "Completed",      "Failed",   "RequestorFailed",
+};
+
+/* Ready is True once the pods are gone. */
+static bool phase_ready(enum phase p)
+{
+	return p >= PH_DRAINED && p <= PH_COMPLETED;
+}
+
+/* Failure reasons of nodegate_drain_failures_total. */
+enum failure { F_BLOCKED, F_HELD, F_TIMEOUT, F_SPEC, F_OPERATION, F_COUNT };
+static const char *const failure_names[F_COUNT] = {"blocked", "held", "timeout", "spec",
+						   "operation"};
+
+static const char *const strategy_names[4] = {"Evict", "Delete", "ForceDelete", "None"};
+
+static const double duration_buckets_s[] = {1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600};
+
+struct asked {
+	uint64_t key; /* hash of namespace/name */
+	int64_t until_mono_ms;
+};
+
+struct drain {
+	struct drain_config cfg;
+	struct kube_runtime *rt;
+	struct kube_client *client;
+	struct ng_rng rng;
+	struct asked *asked;
+	size_t nasked, capasked;
+	_Atomic uint64_t evicted[4]; /* by enum kube_drain_strategy */
+	_Atomic uint64_t attempts;
+	_Atomic uint64_t failures[F_COUNT];
+	_Atomic uint64_t nodes_held;
+	_Atomic uint64_t writes, conflicts, errors;
+	struct ng_prom_hist duration;
+};
+
+/* One request in one step: what was read, and the status being built. */
+struct req {
+	struct drain *d;
+	const struct kube_snapshot *s;
+	const struct ng_intern *pool;
+	const struct kube_ngc *ngc; /* NULL: defaults */
+	const struct kube_nd *nd;
+	const struct kube_nd_detail *x;
+	const char *name;
+	struct ng_arena *arena;
+	int64_t now_ms, now_mono_ms;
+	int64_t *next_mono_ms;
+	const struct kube_condition *ready; /* the current Ready condition; NULL: none */
+	enum phase was;                     /* its reason as a phase */
+	/* The status this step wants. */
+	enum phase phase;
+	char msg[1024];
+	struct kube_nd_drain_status ds;
+};
+
+/* ---- small things ---- */
+
+static const char *str(const struct req *r, uint32_t id)
+{
+	const char *s = id == NG_INTERN_NONE ? NULL : ng_intern_str(r->pool, id, NULL);
+	return s ? s : "";
+}
+
+static void soon(struct req *r, int64_t at_mono_ms)
+{
+	if (at_mono_ms < *r->next_mono_ms)
+		*r->next_mono_ms = at_mono_ms;
+}
+
+static void logline(const struct req *r, const char *msg, const char *node, const char *detail)
+{
+	struct ng_logline l;
+	if (!ng_log_begin(&l, NG_LOG_INFO, "drain", msg))
+		return;
+	ng_log_str(&l, "request", r->name);
+	if (node)
+		ng_log_str(&l, "node", node);
+	if (detail)
+		ng_log_str(&l, "detail", detail);
+	ng_log_end(&l);
+}
+
+static void count_write(struct drain *d, const struct kube_write_result *w, const char *what,
+			const struct kube_ref *ref)
+{
+	if (w->outcome == KUBE_WRITE_OK)
+		ng_prom_add(&d->writes, 1);
+	else if (w->outcome == KUBE_WRITE_CONFLICT)
+		ng_prom_add(&d->conflicts, 1);
+	else
+		ng_prom_add(&d->errors, 1);
+	if (w->outcome != KUBE_WRITE_CONFLICT)
+		kube_write_log("drain", what, ref, w);
+}
+
+static void event(struct req *r, const char *reason, const char *type, const char *msg)
+{
+	const struct kube_ref about = {KUBE_KIND_ND, NULL, r->name};
+	struct kube_event ev = {about, reason, type, msg, r->d->cfg.identity, r->now_ms};
+	struct kube_write_result w;
+	kube_create_event(r->d->client, &ev, &w);
+	kube_write_log("drain", "event not recorded", &about, &w);
+}
+
+static const struct kube_condition *condition(const struct kube_nd_detail *x, const char *type)
+{
+	for (uint16_t i = 0; i < x->nconditions; i++)
+		if (strcmp(x->conditions[i].type, type) == 0)
+			return &x->conditions[i];
+	return NULL;
+}
+
+static enum phase phase_of(const struct kube_condition *c)
+{
+	for (int p = 1; c && p < PH_COUNT; p++)
+		if (strcmp(c->reason, reasons[p]) == 0)
+			return (enum phase)p;
+	return PH_NONE;
+}
+
+static bool has_finalizer(const struct req *r)
+{
+	for (uint16_t i = 0; i < r->nd->nfinalizers; i++)
+		if (strcmp(str(r, r->nd->finalizers[i]), DRAIN_FINALIZER) == 0)
+			return true;
+	return false;
+}
+
+static bool note_holds(const struct kube_drain_note *n, uint32_t name)
+{
+	for (uint16_t i = 0; n->present && !n->invalid && i < n->nholders; i++)
+		if (n->holders[i] == name)
+			return true;
+	return false;
+}
+
+static bool node_has_taint(const struct kube_node *n, const struct kube_taint *t)
+{
+	for (uint32_t i = 0; i < n->ntaints; i++)
+		if (n->taints[i].key == t->key && n->taints[i].effect == t->effect)
+			return true;
+	return false;
+}
+
+static uint64_t pod_key(const struct req *r, const struct kube_pod *p)
+{
+	const char *ns = str(r, p->ns);
+	uint64_t h = ng_fnv1a64(NG_FNV64_INIT, ns, strlen(ns) + 1);
+	return ng_fnv1a64(h, p->name, strlen(p->name));
+}
+
+/* Whether pod @key was asked to leave less than its hold ago; forgets expired entries. */
+static bool asked_recently(struct drain *d, uint64_t key, int64_t now_mono_ms)
+{
+	for (size_t i = 0; i < d->nasked;) {
+		if (d->asked[i].until_mono_ms <= now_mono_ms) {
+			d->asked[i] = d->asked[--d->nasked];
+			continue;
+		}
+		if (d->asked[i].key == key)
+			return true;
+		i++;
+	}
+	return false;
+}
+
+static void mark_asked(struct drain *d, uint64_t key, int64_t until_mono_ms)
+{
+	struct asked *a = ng_array_grow(d->asked, &d->capasked, d->nasked, sizeof(*a));
+	if (!a)
+		return; /* only costs a repeated request */
+	d->asked = a;
+	d->asked[d->nasked++] = (struct asked){key, until_mono_ms};
+}
+
+/* ---- status ---- */
+
+struct status_body {
+	const struct req *r;
+	bool ready_true;
+	int64_t since_ms;
+};
+
+static void status_body(struct ng_jw *w, void *ctx)
+{
+	const struct status_body *sb = ctx;
+	const struct req *r = sb->r;
+	ng_jw_key(w, "conditions");
+	ng_jw_arr(w);
+	for (uint16_t i = 0; i < r->x->nconditions; i++) {
+		const struct kube_condition *c = &r->x->conditions[i];
+		if (strcmp(c->type, "Ready") == 0)
+			continue;
+		static const char *const st[3] = {"Unknown", "True", "False"};
+		ng_jw_obj(w);
+		ng_jw_kstr(w, "type", c->type);
+		ng_jw_kstr(w, "status", st[c->status < 3 ? c->status : 0]);
+		if (*c->reason)
+			ng_jw_kstr(w, "reason", c->reason);
+		if (*c->message)
+			ng_jw_kstr(w, "message", c->message);
+		if (c->since_ms) {
+			ng_jw_key(w, "lastTransitionTime");
+			ng_jw_time(w, c->since_ms);
+		}
+		ng_jw_obj_end(w);
+	}
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "type", "Ready");
+	ng_jw_kstr(w, "status", sb->ready_true ? "True" : "False");
+	ng_jw_kstr(w, "reason", reasons[r->phase]);
+	ng_jw_kstr(w, "message", r->msg);
+	ng_jw_key(w, "lastTransitionTime");
+	ng_jw_time(w, sb->since_ms);
+	ng_jw_obj_end(w);
+	ng_jw_arr_end(w);
+	ng_jw_key(w, "drain");
+	ng_jw_obj(w);
+	ng_jw_ki64(w, "totalPods", r->ds.total);
+	ng_jw_ki64(w, "evictedPods", r->ds.evicted);
+	ng_jw_ki64(w, "remainingPods", r->ds.remaining);
+	ng_jw_ki64(w, "progress", r->ds.progress);
+	ng_jw_ki64(w, "attempts", r->ds.attempts);
+	ng_jw_key(w, "backoffUntil");
+	if (r->ds.backoff_until_ms)
+		ng_jw_time(w, r->ds.backoff_until_ms);
+	else
+		ng_jw_null(w);
+	ng_jw_key(w, "attemptStartedAt");
+	if (r->ds.attempt_started_ms)
+		ng_jw_time(w, r->ds.attempt_started_ms);
+	else
+		ng_jw_null(w);
+	ng_jw_obj_end(w);
+}
+
+/* Writes the status @r built when it differs from what the request shows. Events and metrics
+ * of a phase change go with it. Returns whether the request is as @r says now. */
+static bool write_status(struct req *r)
+{
+	const struct kube_nd_drain_status *old = &r->x->drain_status;
+	struct kube_nd_drain_status *ds = &r->ds;
+	ds->progress = phase_ready(r->phase) ? 100 : ds->total ? ds->evicted * 100 / ds->total : 0;
+	bool ready_true = phase_ready(r->phase);
+	const struct kube_condition *c = r->ready;
+	bool same = c && c->status == (ready_true ? KUBE_COND_TRUE : KUBE_COND_FALSE) &&
+		    r->was == r->phase && strcmp(c->message, r->msg) == 0 &&
+		    memcmp(old, ds, sizeof(*ds)) == 0;
+	if (same)
+		return true;
+	struct status_body sb = {r, ready_true, c && r->was == r->phase ? c->since_ms : r->now_ms};
+	const struct kube_ref ref = {KUBE_KIND_ND, NULL, r->name};
+	struct kube_write_result w;
+	kube_patch_status(r->d->client, &ref, r->nd->rv, status_body, &sb, &w);
+	count_write(r->d, &w, "status not written", &ref);
+	if (w.outcome != KUBE_WRITE_OK)
+		return false;
+	if (r->was != r->phase) {
+		logline(r, reasons[r->phase], NULL, r->msg);
+		static const char *const ev[PH_COUNT] = {[PH_DRAINED] = "Drained",
+							 [PH_OPERATING] = "Operating",
+							 [PH_COMPLETED] = "Completed",
+							 [PH_FAILED] = "Failed",
+							 [PH_REQUESTOR_FAILED] = "RequestorFailed"};
+		if (ev[r->phase])
+			event(r, ev[r->phase], r->phase == PH_FAILED ? "Warning" : "Normal",
+			      r->msg);
+		if (r->phase == PH_DRAINED && r->x->granted_ms > 0)
+			ng_prom_hist_observe_us(&r->d->duration,
+						(r->now_ms - r->x->granted_ms) * 1000);
+	}
+	return true;
+}
+
+/* The attempt failed: count it, back off, say why. */
+static void fail_attempt(struct req *r, enum failure f, const char *why)
+{
+	const struct kube_ngc *g = r->ngc;
+	int64_t base =
+	    g && g->drain_backoff_base_ms >= 0 ? g->drain_backoff_base_ms : BACKOFF_BASE_MS;
+	int64_t max = g && g->drain_backoff_max_ms >= 0 ? g->drain_backoff_max_ms : BACKOFF_MAX_MS;
+	int64_t jitter =
+	    g && g->drain_backoff_jitter_ms >= 0 ? g->drain_backoff_jitter_ms : BACKOFF_JITTER_MS;
+	int64_t draw = jitter > 0 ? (int64_t)(ng_rng_next(&r->d->rng) % (uint64_t)jitter) : 0;
+	r->ds.attempts++;
+	int64_t wait = pol_drain_backoff_ms(r->ds.attempts, base, max, draw);
+	r->ds.backoff_until_ms = r->now_ms + wait;
+	r->ds.attempt_started_ms = 0;
+	r->phase = PH_DRAINING;
+	ng_fmt(r->msg, sizeof(r->msg), "attempt %lld failed: %s; next attempt in %llds",
+	       (long long)r->ds.attempts, why, (long long)((wait + 999) / 1000));
+	if (write_status(r)) {
+		ng_prom_add(&r->d->attempts, 1);
+		ng_prom_add(&r->d->failures[f], 1);
+		event(r, "DrainFailed", "Warning", r->msg);
+		logline(r, "drain attempt failed", NULL, r->msg);
+	}
+	soon(r, r->now_mono_ms + wait);
+}
+
+/* ---- nodes ---- */
+
+/* The note's JSON for @holders (@n names), written into @b. */
+static const char *note_json(struct ng_buf *b, bool was_unschedulable, const char *const *holders,
+			     size_t n, const char *boot_id)
+{
+	struct ng_jw w;
+	ng_jw_init(&w, b);
+	ng_jw_obj(&w);
+	ng_jw_kbool(&w, "wasUnschedulable", was_unschedulable);
+	ng_jw_key(&w, "holders");
+	ng_jw_arr(&w);
+	for (size_t i = 0; i < n; i++)
+		ng_jw_str(&w, holders[i]);
+	ng_jw_arr_end(&w);
+	ng_jw_kstr(&w, "bootID", boot_id ? boot_id : "");
+	ng_jw_obj_end(&w);
+	return ng_jw_finish(&w) == NG_OK ? b->data : NULL;
+}
+
+/* The node's taints as strings, with @add appended (NULL: none) and those equal to @drop (key
+ * and effect) left out. */
+static struct kube_taint_spec *taint_list(struct req *r, const struct kube_node *n,
+					  const struct kube_taint *add,
+					  const struct kube_taint *drop, size_t *ret_n)
+{
+	struct kube_taint_spec *t = ng_arena_alloc(r->arena, (n->ntaints + 1) * sizeof(*t));
+	size_t k = 0;
+	for (uint32_t i = 0; t && i < n->ntaints; i++) {
+		const struct kube_taint *x = &n->taints[i];
+		if (drop && x->key == drop->key && x->effect == drop->effect)
+			continue;
+		t[k++] = (struct kube_taint_spec){
+		    str(r, x->key), x->val == NG_INTERN_NONE ? NULL : str(r, x->val),
+		    x->effect == NG_INTERN_NONE ? NULL : str(r, x->effect)};
+	}
+	if (t && add)
+		t[k++] = (struct kube_taint_spec){
+		    str(r, add->key), add->val == NG_INTERN_NONE ? NULL : str(r, add->val),
+		    str(r, add->effect)};
+	*ret_n = k;
+	return t;
+}
+
+static bool send_node_patch(struct req *r, const struct kube_node *n, struct kube_json_patch *p,
+			    const char *what)
+{
+	const struct kube_ref ref = {KUBE_KIND_NODE, NULL, str(r, n->name)};
+	struct kube_write_result w = {KUBE_WRITE_FAILED, 0, {0}};
+	if (p && kube_json_patch_body(p, NULL))
+		kube_apply_json_patch(r->d->client, &ref, p, &w);
+	count_write(r->d, &w, what, &ref);
+	return w.outcome == KUBE_WRITE_OK;
+}
+
+/* Holds node @n for the request: the note first (with whether it was cordoned before), then the
+ * cordon and the taint, in one conditional patch. True when the node is held as asked now. */
+static bool hold_node(struct req *r, const struct kube_node *n)
+{
+	const struct kube_nd_drain *dr = &r->x->drain;
+	bool held = note_holds(&n->note, r->nd->name);
+	bool cordoned = !dr->cordon || (n->flags & KUBE_NODE_UNSCHEDULABLE);
+	bool tainted = !dr->has_taint || node_has_taint(n, &dr->taint);
+	if (held && cordoned && tainted)
+		return true;
+	if (n->note.invalid) {
+		ng_fmt(r->msg, sizeof(r->msg),
+		       "node %s: annotation " DRAIN_NOTE_ANNOTATION
+		       " does not parse; fix or remove it",
+		       str(r, n->name));
+		return false;
+	}
+	struct kube_json_patch *p = kube_json_patch_create(n->rv);
+	if (!held) {
+		size_t nh = n->note.present ? n->note.nholders : 0;
+		const char **h = ng_arena_alloc(r->arena, (nh + 1) * sizeof(*h));
+		if (!h)
+			return false;
+		for (size_t i = 0; i < nh; i++)
+			h[i] = str(r, n->note.holders[i]);
+		h[nh] = r->name;
+		bool was = n->note.present ? n->note.was_unschedulable
+					   : (n->flags & KUBE_NODE_UNSCHEDULABLE) != 0;
+		struct ng_buf b;
+		ng_buf_init(&b, 64u << 10);
+		const char *json =
+		    note_json(&b, was, h, nh + 1, n->note.present ? n->note.boot_id : n->boot_id);
+		if (p && json)
+			kube_json_patch_annotation(p, DRAIN_NOTE_ANNOTATION, json,
+						   n->has_annotations);
+		ng_buf_finish(&b);
+	}
+	if (p && !cordoned)
+		kube_json_patch_unschedulable(p, true);
+	if (p && !tainted) {
+		size_t nt;
+		struct kube_taint_spec *t = taint_list(r, n, &dr->taint, NULL, &nt);
+		if (t)
+			kube_json_patch_taints(p, t, nt);
+	}
+	bool ok = send_node_patch(r, n, p, "node not held");
+	kube_json_patch_destroy(p);
+	if (ok)
+		logline(r, "cordoned", str(r, n->name), dr->has_taint ? "tainted" : NULL);
+	return false; /* the next publish shows it */
+}
+
+/* Whether another holder of @n than @self (request name id) adds the same taint as @t. */
+static bool taint_shared(const struct req *r, const struct kube_node *n, uint32_t self,
+			 const struct kube_taint *t)
+{
+	size_t nn;
+	const struct kube_nd *nds = kube_snapshot_nds(r->s, &nn);
+	for (uint16_t i = 0; i < n->note.nholders; i++) {
+		if (n->note.holders[i] == self)
+			continue;
+		for (size_t k = 0; k < nn; k++) {
+			const struct kube_nd_detail *x = nds[k].detail;
+			if (nds[k].name == n->note.holders[i] && x && x->drain.has_taint &&
+			    x->drain.taint.key == t->key && x->drain.taint.effect == t->effect)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Gives node @n back from holder @holder (its request @x, NULL when gone): the holder leaves
+ * the note; its taint goes unless another holder adds it too; the last holder out uncordons the
+ * node if nodegate cordoned it, and removes the note. True when nothing was left to do. */
+static bool release_node(struct req *r, const struct kube_node *n, uint32_t holder,
+			 const struct kube_nd_detail *x)
+{
+	if (!note_holds(&n->note, holder))
+		return true;
+	struct kube_json_patch *p = kube_json_patch_create(n->rv);
+	size_t left = 0;
+	const char **h = ng_arena_alloc(r->arena, n->note.nholders * sizeof(*h) + 1);
+	for (uint16_t i = 0; h && i < n->note.nholders; i++)
+		if (n->note.holders[i] != holder)
+			h[left++] = str(r, n->note.holders[i]);
+	const struct kube_taint *t = x && x->drain.has_taint ? &x->drain.taint : NULL;
+	if (t && node_has_taint(n, t) && !taint_shared(r, n, holder, t)) {
+		size_t nt;
+		struct kube_taint_spec *ts = taint_list(r, n, NULL, t, &nt);
+		if (p && ts)
+			kube_json_patch_taints(p, ts, nt);
+	}
+	if (left == 0) {
+		if (p)
+			kube_json_patch_annotation(p, DRAIN_NOTE_ANNOTATION, NULL, true);
+		if (p && !n->note.was_unschedulable && (n->flags & KUBE_NODE_UNSCHEDULABLE))
+			kube_json_patch_unschedulable(p, false);
+	} else if (h) {
+		struct ng_buf b;
+		ng_buf_init(&b, 64u << 10);
+		const char *json =
+		    note_json(&b, n->note.was_unschedulable, h, left, n->note.boot_id);
+		if (p && json)
+			kube_json_patch_annotation(p, DRAIN_NOTE_ANNOTATION, json, true);
+		ng_buf_finish(&b);
+	}
+	bool ok = send_node_patch(r, n, p, "node not released");
+	kube_json_patch_destroy(p);
+	if (ok)
+		logline(r, left ? "released (other holders remain)" : "released", str(r, n->name),
+			left == 0 && !n->note.was_unschedulable ? "uncordoned" : "left cordoned");
+	return false;
+}
+
+/* ---- the sequence ---- */
+
+/* The nodes of the request that exist, in @ret (arena); their count. */
+static size_t request_nodes(struct req *r, const struct kube_node ***ret)
+{
+	const struct kube_node **out =
+	    ng_arena_alloc(r->arena, (r->nd->ndisrupted + 1u) * sizeof(*out));
+	size_t n = 0;
+	for (uint16_t i = 0; out && i < r->nd->ndisrupted; i++) {
+		const struct kube_node *node = kube_snapshot_find_node(r->s, r->nd->disrupted[i]);
+		if (node)
+			out[n++] = node;
+	}
+	*ret = out;
+	return out ? n : 0;
+}
+
+/* Appends "ns/name" of @p to @buf (@cap) as the @k-th of a list, "and N more" past MSG_PODS. */
+static void list_pod(const struct req *r, char *buf, size_t cap, size_t k, const struct kube_pod *p,
+		     const char *why)
+{
+	size_t len = strlen(buf);
+	if (k < MSG_PODS)
+		(void)snprintf(buf + len, cap - len, "%s%s/%s%s", k ? ", " : "", str(r, p->ns),
+			       p->name, why ? why : "");
+}
+
+static void list_more(char *buf, size_t cap, size_t k)
+{
+	size_t len = strlen(buf);
+	if (k > MSG_PODS)
+		(void)snprintf(buf + len, cap - len, " and %zu more", k - MSG_PODS);
+}
+
+/* waitForPodCompletion: true while it still waits. */
+static bool waiting_for_pods(struct req *r, const struct kube_node *const *nodes, size_t nn)
+{
+	const struct kube_nd_drain *dr = &r->x->drain;
+	if (!dr->has_wait || r->was > PH_WAITING)
+		return false;
+	struct kube_selector sel = {true, 0, NULL};
+	struct ng_err err = {0};
+	if (dr->wait_pod_selector &&
+	    pol_selector_for_pool(dr->wait_pod_selector, r->pool, r->arena, &sel, &err) != NG_OK)
+		return false; /* refused by the webhook; checked with the spec */
+	size_t np, waiting = 0;
+	const struct kube_pod *pods = kube_snapshot_pods(r->s, &np);
+	char names[512] = "";
+	for (size_t i = 0; i < nn; i++) {
+		size_t k;
+		const uint32_t *idx = kube_snapshot_pods_on_node(r->s, nodes[i]->name, &k);
+		for (size_t j = 0; j < k; j++) {
+			const struct kube_pod *p = &pods[idx[j]];
+			if (pol_pod_active(p) &&
+			    bud_selector_matches(&sel, p->labels, p->nlabels, r->pool))
+				list_pod(r, names, sizeof(names), waiting++, p, NULL);
+		}
+	}
+	list_more(names, sizeof(names), waiting);
+	if (!waiting)
+		return false;
+	int64_t since = r->was == PH_WAITING && r->ready ? r->ready->since_ms : r->now_ms;
+	if (dr->wait_timeout_s > 0) {
+		int64_t end = since + dr->wait_timeout_s * 1000;
+		if (r->now_ms >= end)
+			return false;
+		soon(r, r->now_mono_ms + (end - r->now_ms));
+	}
+	r->phase = PH_WAITING;
+	ng_fmt(r->msg, sizeof(r->msg), "waiting for %zu pod(s) to complete: %s", waiting, names);
+	(void)write_status(r);
+	return true;
+}
+
+/* Compiles the drain's filters and selector into @rules. False with @r->msg on a bad spec. */
+static bool drain_rules(struct req *r, struct pol_drain_rules *rules, struct kube_selector *sel,
+			struct kube_selector *self)
+{
+	const struct kube_nd_drain *dr = &r->x->drain;
+	struct drain *d = r->d;
+	struct ng_err err = {0};
+	memset(rules, 0, sizeof(*rules));
+	rules->force = dr->force;
+	rules->delete_empty_dir = dr->delete_empty_dir;
+	rules->self_ns = d->cfg.self_namespace ? ng_intern_find(r->pool, d->cfg.self_namespace,
+								strlen(d->cfg.self_namespace))
+					       : NG_INTERN_NONE;
+	if (d->cfg.self_selector &&
+	    pol_selector_for_pool(d->cfg.self_selector, r->pool, r->arena, self, &err) == NG_OK)
+		rules->self_selector = self;
+	if (dr->pod_selector) {
+		if (pol_selector_for_pool(dr->pod_selector, r->pool, r->arena, sel, &err) !=
+		    NG_OK) {
+			ng_fmt(r->msg, sizeof(r->msg), "spec.drain.podSelector: %s", err.msg);
+			return false;
+		}
+		rules->pod_selector = sel;
+	}
+	struct ng_regex **f =
+	    dr->nfilters ? ng_arena_alloc(r->arena, dr->nfilters * sizeof(*f)) : NULL;
+	if (dr->nfilters && !f)
+		return false;
+	for (uint16_t i = 0; i < dr->nfilters; i++) {
+		const char *re = dr->filters[i].by_resource_name_regex;
+		if (ng_regex_get(re ? re : "", re ? strlen(re) : 0, &f[i], &err) != NG_OK) {
+			for (uint16_t k = 0; k < i; k++)
+				ng_regex_put(f[k]);
+			ng_fmt(r->msg, sizeof(r->msg),
+			       "spec.drain.podEvictionFilters[%u].byResourceNameRegex %s", i,
+			       err.msg);
+			return false;
+		}
+	}
+	rules->filters = f;
+	rules->nfilters = dr->nfilters;
+	return true;
+}
+
+static void put_rules(struct pol_drain_rules *rules)
+{
+	for (size_t i = 0; i < rules->nfilters; i++)
+		ng_regex_put(rules->filters[i]);
+}
+
+/* Whether pod @p's namespace is protected (NodeGateConfig drain.protectedNamespaces). A
+ * namespace that cannot be read counts as protected: the Eviction API is the safe way. */
+static bool ns_protected(struct req *r, const struct kube_pod *p)
+{
+	const struct kube_selector *sel = r->ngc ? &r->ngc->protected_namespaces : NULL;
+	if (!sel || !sel->present)
+		return false;
+	const struct kube_label *labels;
+	uint16_t n;
+	struct ng_err err = {0};
+	if (kube_get_namespace_labels(r->d->client, str(r, p->ns), r->pool, r->arena, &labels, &n,
+				      &err) != NG_OK)
+		return true;
+	return bud_selector_matches(sel, labels, n, r->pool);
+}
+
+/* Asks pod @p to leave by the drain's strategy. Returns whether it was answered yes. */
+static bool evict_one(struct req *r, const struct kube_pod *p, uint64_t key, char *refusal,
+		      size_t cap)
+{
+	struct drain *d = r->d;
+	uint8_t strategy = r->x->drain.strategy;
+	const char *ns = str(r, p->ns);
+	struct kube_write_result w;
+	int64_t retry_s = 0;
+	bool use_eviction = strategy == KUBE_DRAIN_EVICT || ns_protected(r, p);
+	if (use_eviction) {
+		kube_evict_pod(d->client, ns, p->name, &retry_s, &w);
+	} else {
+		const struct kube_ref ref = {KUBE_KIND_POD, ns, p->name};
+		kube_delete(d->client, &ref, strategy == KUBE_DRAIN_FORCE_DELETE ? 0 : -1, &w);
+	}
+	if (w.outcome == KUBE_WRITE_OK || w.outcome == KUBE_WRITE_GONE) {
+		mark_asked(d, key, r->now_mono_ms + ASKED_MS);
+		if (w.outcome == KUBE_WRITE_OK) {
+			ng_prom_add(&d->evicted[use_eviction ? KUBE_DRAIN_EVICT : strategy], 1);
+			char what[300];
+			ng_fmt(what, sizeof(what), "%s/%s by %s", ns, p->name,
+			       use_eviction ? "eviction" : strategy_names[strategy]);
+			logline(r, "evicted", str(r, p->node), what);
+		}
+		return w.outcome == KUBE_WRITE_OK;
+	}
+	int64_t wait_ms = (w.http == 429 ? (retry_s > 0 ? retry_s : DEFAULT_RETRY_AFTER_S)
+					 : DEFAULT_RETRY_AFTER_S) *
+			  1000;
+	mark_asked(d, key, r->now_mono_ms + wait_ms);
+	soon(r, r->now_mono_ms + wait_ms);
+	if (!*refusal)
+		ng_fmt(refusal, cap, "%s/%s: %s", ns, p->name,
+		       w.http == 429 ? "eviction refused for now (429)" : w.err.msg);
+	if (w.http != 429)
+		count_write(d, &w, "pod not evicted",
+			    &(struct kube_ref){KUBE_KIND_POD, ns, p->name});
+	return false;
+}
+
+/* The attempt's evictions and waits. True when the pods are gone (and the volumes detached). */
+static bool drain_pods(struct req *r, const struct kube_node *const *nodes, size_t nn)
+{
+	const struct kube_nd_drain *dr = &r->x->drain;
+	if (r->ds.backoff_until_ms > r->now_ms) {
+		/* Still backing off: keep the message of the failed attempt. */
+		soon(r, r->now_mono_ms + (r->ds.backoff_until_ms - r->now_ms));
+		return false;
+	}
+	r->ds.backoff_until_ms = 0;
+	if (!r->ds.attempt_started_ms)
+		r->ds.attempt_started_ms = r->now_ms;
+	struct pol_drain_rules rules;
+	struct kube_selector sel, self;
+	if (!drain_rules(r, &rules, &sel, &self)) {
+		r->phase = PH_FAILED;
+		ng_prom_add(&r->d->failures[F_SPEC], 1);
+		(void)write_status(r);
+		return false;
+	}
+	size_t np;
+	const struct kube_pod *pods = kube_snapshot_pods(r->s, &np);
+	char blocked[600] = "", held[400] = "", remaining[400] = "", refusal[300] = "";
+	size_t nblocked = 0, nheld = 0, nremaining = 0;
+	const struct kube_selector *jobs = r->ngc ? &r->ngc->protected_job_pods : NULL;
+	/* First pass: what stops the attempt before anything is evicted. */
+	for (size_t i = 0; i < nn; i++) {
+		size_t k;
+		const uint32_t *idx = kube_snapshot_pods_on_node(r->s, nodes[i]->name, &k);
+		for (size_t j = 0; j < k; j++) {
+			const struct kube_pod *p = &pods[idx[j]];
+			enum pol_drain_pod c = pol_drain_classify(r->pool, p, &rules);
+			if (c == POL_DRAIN_BLOCK_NO_CONTROLLER || c == POL_DRAIN_BLOCK_EMPTYDIR)
+				list_pod(r, blocked, sizeof(blocked), nblocked++, p,
+					 c == POL_DRAIN_BLOCK_NO_CONTROLLER
+					     ? " has no controller (set force)"
+					     : " uses emptyDir (set deleteEmptyDir)");
+			else if (c == POL_DRAIN_EVICT && pol_drain_protected_job(r->pool, p, jobs))
+				list_pod(r, held, sizeof(held), nheld++, p, NULL);
+		}
+	}
+	list_more(blocked, sizeof(blocked), nblocked);
+	list_more(held, sizeof(held), nheld);
+	if (nblocked || nheld) {
+		char why[1100];
+		if (nblocked)
+			ng_fmt(why, sizeof(why), "cannot drain: %s", blocked);
+		else
+			ng_fmt(why, sizeof(why), "held back by running Job pod(s) %s", held);
+		put_rules(&rules);
+		fail_attempt(r, nblocked ? F_BLOCKED : F_HELD, why);
+		return false;
+	}
+	/* Second pass: ask each chosen pod to leave, and count those still there. */
+	for (size_t i = 0; i < nn; i++) {
+		size_t k;
+		const uint32_t *idx = kube_snapshot_pods_on_node(r->s, nodes[i]->name, &k);
+		for (size_t j = 0; j < k; j++) {
+			const struct kube_pod *p = &pods[idx[j]];
+			if (pol_drain_classify(r->pool, p, &rules) != POL_DRAIN_EVICT)
+				continue;
+			uint64_t key = pod_key(r, p);
+			bool terminating = p->flags & KUBE_POD_TERMINATING;
+			if (dr->strategy != KUBE_DRAIN_NONE && !terminating &&
+			    !asked_recently(r->d, key, r->now_mono_ms))
+				(void)evict_one(r, p, key, refusal, sizeof(refusal));
+			list_pod(r, remaining, sizeof(remaining), nremaining++, p, NULL);
+		}
+	}
+	put_rules(&rules);
+	list_more(remaining, sizeof(remaining), nremaining);
+	/* totalPods: the pods the attempt chose; evictedPods: those gone since. */
+	if (r->ds.total < (int64_t)nremaining)
+		r->ds.total = (int64_t)nremaining;
+	r->ds.evicted = r->ds.total - (int64_t)nremaining;
+	r->ds.remaining = dr->skip_waiting_for_eviction ? 0 : (int64_t)nremaining;
+	size_t attached = 0;
+	if (r->ds.remaining == 0 && dr->wait_for_volume_detach && dr->strategy != KUBE_DRAIN_NONE) {
+		for (size_t i = 0; i < nn; i++) {
+			size_t n = 0;
+			struct ng_err err = {0};
+			if (kube_count_volume_attachments(r->d->client, str(r, nodes[i]->name), &n,
+							  &err) != NG_OK)
+				n = 1; /* unknown: look again */
+			attached += n;
+		}
+		if (attached)
+			soon(r, r->now_mono_ms + POLL_MS);
+	}
+	if (r->ds.remaining == 0 && attached == 0)
+		return true;
+	if (dr->timeout_s > 0 && r->now_ms >= r->ds.attempt_started_ms + dr->timeout_s * 1000) {
+		char why[900];
+		if (r->ds.remaining)
+			ng_fmt(why, sizeof(why),
+			       "timed out after %llds with %lld pod(s) left: %s%s%s",
+			       (long long)dr->timeout_s, (long long)r->ds.remaining, remaining,
+			       *refusal ? "; " : "", refusal);
+		else
+			ng_fmt(why, sizeof(why),
+			       "timed out after %llds waiting for %zu volume attachment(s)",
+			       (long long)dr->timeout_s, attached);
+		fail_attempt(r, F_TIMEOUT, why);
+		return false;
+	}
+	if (dr->timeout_s > 0)
+		soon(r, r->now_mono_ms +
+			    (r->ds.attempt_started_ms + dr->timeout_s * 1000 - r->now_ms));
+	r->phase = PH_DRAINING;
+	if (r->ds.remaining)
+		ng_fmt(r->msg, sizeof(r->msg),
+		       "attempt %lld: waiting for %lld pod(s) to go: %s%s%s",
+		       (long long)r->ds.attempts + 1, (long long)r->ds.remaining, remaining,
+		       *refusal ? "; " : "", refusal);
+	else
+		ng_fmt(r->msg, sizeof(r->msg), "waiting for %zu volume attachment(s) to detach",
+		       attached);
+	(void)write_status(r);
+	return false;
+}
+
+/* The operation Job's name for one node: stable, short enough for a label value. */
+static void job_name(const struct req *r, const struct kube_node *n, char *out, size_t cap)
+{
+	const char *node = str(r, n->name);
+	uint64_t h = ng_fnv1a64(NG_FNV64_INIT, r->name, strlen(r->name) + 1);
+	h = ng_fnv1a64(h, node, strlen(node));
+	(void)snprintf(out, cap, "nodegate-op-%016llx", (unsigned long long)h);
+}
+
+/* operation.jobTemplate: one Job per node. True when every Job completed. */
+static bool operate(struct req *r, const struct kube_node *const *nodes, size_t nn)
+{
+	const char *tpl = r->x->operation.job_template;
+	const char *ns = r->d->cfg.self_namespace ? r->d->cfg.self_namespace : "default";
+	size_t done = 0;
+	for (size_t i = 0; i < nn; i++) {
+		char name[64], why[320] = "";
+		job_name(r, nodes[i], name, sizeof(name));
+		enum kube_job_state js;
+		struct ng_err err = {0};
+		if (kube_get_job(r->d->client, ns, name, &js, why, sizeof(why), &err) != NG_OK) {
+			soon(r, r->now_mono_ms + POLL_MS);
+			return false;
+		}
+		if (js == KUBE_JOB_COMPLETE) {
+			done++;
+			continue;
+		}
+		if (js == KUBE_JOB_FAILED || (js == KUBE_JOB_ABSENT && r->was == PH_OPERATING &&
+					      r->ready && r->now_ms - r->ready->since_ms > 60000)) {
+			r->phase = PH_FAILED;
+			ng_prom_add(&r->d->failures[F_OPERATION], 1);
+			ng_fmt(r->msg, sizeof(r->msg), "operation Job %s/%s on node %s failed: %s",
+			       ns, name, str(r, nodes[i]->name),
+			       js == KUBE_JOB_FAILED ? why : "the Job was deleted");
+			(void)write_status(r);
+			return false;
+		}
+		if (js == KUBE_JOB_ABSENT) {
+			const char *node = str(r, nodes[i]->name);
+			bool short_name = strlen(r->name) <= 63;
+			const char *keys[2] = {"nodegate.io/node", "nodegate.io/request"};
+			const char *vals[2] = {node, r->name};
+			const struct kube_nd_drain *dr = &r->x->drain;
+			struct kube_taint_spec t = {
+			    str(r, dr->taint.key),
+			    dr->taint.val == NG_INTERN_NONE ? NULL : str(r, dr->taint.val),
+			    str(r, dr->taint.effect)};
+			const struct kube_job_spec j = {ns,
+							name,
+							node,
+							keys,
+							vals,
+							short_name ? 2u : 1u,
+							dr->has_taint ? &t : NULL,
+							dr->has_taint ? 1u : 0u};
+			struct kube_write_result w;
+			kube_create_job(r->d->client, tpl, &j, &w);
+			const struct kube_ref ref = {KUBE_KIND_JOB, ns, name};
+			if (w.outcome != KUBE_WRITE_CONFLICT)
+				count_write(r->d, &w, "operation Job not created", &ref);
+			if (w.outcome == KUBE_WRITE_OK)
+				logline(r, "operation Job created", node, name);
+			else if (w.outcome == KUBE_WRITE_REFUSED ||
+				 (w.outcome == KUBE_WRITE_FAILED && w.http == 0 &&
+				  w.err.status == NG_EPARSE)) {
+				r->phase = PH_FAILED;
+				ng_prom_add(&r->d->failures[F_OPERATION], 1);
+				ng_fmt(r->msg, sizeof(r->msg),
+				       "operation Job for node %s could not be created: %.300s",
+				       node, w.err.msg);
+				(void)write_status(r);
+				return false;
+			}
+		}
+	}
+	if (done == nn)
+		return true;
+	r->phase = PH_OPERATING;
+	ng_fmt(r->msg, sizeof(r->msg), "%zu of %zu operation Job(s) completed", done, nn);
+	(void)write_status(r);
+	soon(r, r->now_mono_ms + POLL_MS);
+	return false;
+}
+
+/* operation.waitForReboot: true once every node reports a new boot ID and Ready. */
+static bool rebooted(struct req *r, const struct kube_node *const *nodes, size_t nn)
+{
+	size_t done = 0;
+	for (size_t i = 0; i < nn; i++) {
+		const struct kube_node *n = nodes[i];
+		if ((n->flags & KUBE_NODE_READY) && n->note.present && *n->boot_id &&
+		    strcmp(n->boot_id, n->note.boot_id) != 0)
+			done++;
+	}
+	if (done == nn)
+		return true;
+	r->phase = PH_REBOOTING;
+	ng_fmt(r->msg, sizeof(r->msg), "%zu of %zu node(s) rebooted and Ready", done, nn);
+	(void)write_status(r);
+	return false;
+}
+
+/* A Granted request that asks for a drain or an operation, one step further. */
+static void advance(struct req *r)
+{
+	const struct kube_nd_detail *x = r->x;
+	if (x->spec_error != NG_INTERN_NONE) {
+		r->phase = PH_FAILED;
+		ng_fmt(r->msg, sizeof(r->msg), "%s", str(r, x->spec_error));
+		(void)write_status(r);
+		return;
+	}
+	if (!has_finalizer(r)) {
+		/* Before any node is touched: a deleted request is never left with one. */
+		const char **cur =
+		    ng_arena_alloc(r->arena, (r->nd->nfinalizers + 1u) * sizeof(*cur));
+		for (uint16_t i = 0; cur && i < r->nd->nfinalizers; i++)
+			cur[i] = str(r, r->nd->finalizers[i]);
+		const struct kube_ref ref = {KUBE_KIND_ND, NULL, r->name};
+		struct kube_write_result w = {KUBE_WRITE_FAILED, 0, {0}};
+		if (cur)
+			kube_set_finalizer(r->d->client, &ref, r->nd->rv, cur, r->nd->nfinalizers,
+					   DRAIN_FINALIZER, true, &w);
+		count_write(r->d, &w, "finalizer not written", &ref);
+		return;
+	}
+	const struct kube_node **nodes;
+	size_t nn = request_nodes(r, &nodes);
+	bool all_held = true;
+	for (size_t i = 0; i < nn; i++)
+		if (!hold_node(r, nodes[i]))
+			all_held = false;
+	if (!all_held) {
+		r->phase = r->was >= PH_CORDONING && r->was <= PH_DRAINING ? r->was : PH_CORDONING;
+		if (r->phase == PH_CORDONING && !*r->msg)
+			ng_fmt(r->msg, sizeof(r->msg), "cordoning %zu node(s)", nn);
+		if (r->phase == PH_CORDONING)
+			(void)write_status(r);
+		return;
+	}
+	const struct kube_condition *rf = condition(x, "RequestorFailed");
+	if (rf && rf->status == KUBE_COND_TRUE) {
+		r->phase = PH_REQUESTOR_FAILED;
+		ng_fmt(r->msg, sizeof(r->msg),
+		       "the requestor reported a failure (%s); the node(s) stay cordoned until "
+		       "the condition is cleared",
+		       *rf->message ? rf->message : rf->reason);
+		(void)write_status(r);
+		return;
+	}
+	enum phase at = r->was == PH_REQUESTOR_FAILED ? PH_DRAINING : r->was;
+	if (at == PH_FAILED || at == PH_COMPLETED)
+		return;
+	if (at < PH_DRAINED) {
+		if (!x->drain.present) {
+			/* An operation without a drain: the node is only cordoned. */
+		} else if (waiting_for_pods(r, nodes, nn) || !drain_pods(r, nodes, nn)) {
+			return;
+		}
+		r->phase = PH_DRAINED;
+		r->ds.evicted = r->ds.total;
+		r->ds.remaining = 0;
+		r->ds.backoff_until_ms = 0;
+		r->ds.attempt_started_ms = 0;
+		ng_fmt(r->msg, sizeof(r->msg), "%zu node(s) drained", nn);
+		if (!write_status(r))
+			return;
+		r->was = PH_DRAINED;
+	}
+	if (!x->operation.present)
+		return;
+	if (x->operation.job_template && r->was <= PH_OPERATING && !operate(r, nodes, nn))
+		return;
+	if (x->operation.wait_for_reboot && !rebooted(r, nodes, nn))
+		return;
+	r->phase = PH_COMPLETED;
+	ng_fmt(r->msg, sizeof(r->msg), "operation completed on %zu node(s)", nn);
+	(void)write_status(r);
+}
+
+/* A request being deleted (or no longer Granted): its nodes back, then its finalizer off. */
+static void give_back(struct req *r)
+{
+	const struct kube_nd_detail *x = r->x;
+	const struct kube_condition *rf = x ? condition(x, "RequestorFailed") : NULL;
+	if (r->nd->additional_requestors || (rf && rf->status == KUBE_COND_TRUE))
+		return; /* held: the finalizer stays, and so does the cordon */
+	size_t nn;
+	const struct kube_node *nodes = kube_snapshot_nodes(r->s, &nn);
+	bool all = true;
+	for (size_t i = 0; i < nn; i++) {
+		/* A note that no longer parses may hold this request: keep the finalizer. */
+		for (uint16_t k = 0; nodes[i].note.invalid && k < r->nd->ndisrupted; k++)
+			if (r->nd->disrupted[k] == nodes[i].name)
+				all = false;
+		if (!release_node(r, &nodes[i], r->nd->name, x))
+			all = false;
+	}
+	if (!all || !has_finalizer(r))
+		return;
+	const char **cur = ng_arena_alloc(r->arena, (r->nd->nfinalizers + 1u) * sizeof(*cur));
+	for (uint16_t i = 0; cur && i < r->nd->nfinalizers; i++)
+		cur[i] = str(r, r->nd->finalizers[i]);
+	const struct kube_ref ref = {KUBE_KIND_ND, NULL, r->name};
+	struct kube_write_result w = {KUBE_WRITE_FAILED, 0, {0}};
+	if (cur)
+		kube_set_finalizer(r->d->client, &ref, r->nd->rv, cur, r->nd->nfinalizers,
+				   DRAIN_FINALIZER, false, &w);
+	count_write(r->d, &w, "finalizer not removed", &ref);
+	if (w.outcome == KUBE_WRITE_OK) {
+		logline(r, "finalizer removed", NULL, NULL);
+		if (r->nd->deleting)
+			event(r, "Released", "Normal", "the drainer gave the node(s) back");
+	}
+}
+
+static void one_request(struct drain *d, const struct kube_snapshot *s, const struct kube_nd *nd,
+			struct ng_arena *arena, int64_t *next_mono_ms)
+{
+	struct req r = {.d = d,
+			.s = s,
+			.pool = kube_snapshot_pool(s),
+			.ngc = kube_snapshot_config(s),
+			.nd = nd,
+			.x = nd->detail,
+			.arena = arena,
+			.now_ms = ng_now_wall_ms(),
+			.now_mono_ms = ng_now_mono_us() / 1000,
+			.next_mono_ms = next_mono_ms};
+	if (r.ngc && r.ngc->invalid)
+		r.ngc = NULL; /* defaults, as the gate does */
+	r.name = str(&r, nd->name);
+	if (!r.x)
+		return;
+	bool wants = r.x->drain.present || r.x->operation.present;
+	if (nd->deleting || nd->state != KUBE_ND_GRANTED) {
+		if (has_finalizer(&r))
+			give_back(&r);
+		return;
+	}
+	if (!wants)
+		return;
+	r.ready = condition(r.x, "Ready");
+	r.was = phase_of(r.ready);
+	r.phase = r.was;
+	r.ds = r.x->drain_status;
+	if (r.ready)
+		ng_fmt(r.msg, sizeof(r.msg), "%s", r.ready->message);
+	advance(&r);
+}
+
+/* Notes naming requests that no longer exist (their finalizer was removed by hand): those
+ * holders leave, so a node is never kept cordoned by a request nobody can see. */
+static void sweep(struct drain *d, const struct kube_snapshot *s, struct ng_arena *arena)
+{
+	size_t nn, nr;
+	const struct kube_node *nodes = kube_snapshot_nodes(s, &nn);
+	const struct kube_nd *nds = kube_snapshot_nds(s, &nr);
+	uint64_t held = 0;
+	struct req r = {.d = d,
+			.s = s,
+			.pool = kube_snapshot_pool(s),
+			.arena = arena,
+			.now_ms = ng_now_wall_ms(),
+			.name = "(gone)"};
+	for (size_t i = 0; i < nn; i++) {
+		const struct kube_drain_note *note = &nodes[i].note;
+		if (!note->present || note->invalid)
+			continue;
+		held++;
+		for (uint16_t h = 0; h < note->nholders; h++) {
+			bool exists = false;
+			for (size_t k = 0; k < nr && !exists; k++)
+				exists = nds[k].name == note->holders[h];
+			if (exists)
+				continue;
+			r.name = str(&r, note->holders[h]);
+			(void)release_node(&r, &nodes[i], note->holders[h], NULL);
+			break; /* the node changed: the next publish shows it */
+		}
+	}
+	atomic_store(&d->nodes_held, held);
+}
+
+static bool leading(const struct drain *d)
+{
+	return !d->cfg.leader || leader_is_leader(d->cfg.leader);
+}
+
+static int64_t step(struct kube_runtime *rt, void *ctx)
+{
+	struct drain *d = ctx;
+	(void)rt;
+	if (!leading(d))
+		return KUBE_RUNTIME_IDLE;
+	struct kube_snapshot *s = kube_store_acquire(d->cfg.store);
+	if (!s)
+		return KUBE_RUNTIME_IDLE;
+	int64_t now_mono_ms = ng_now_mono_us() / 1000;
+	int64_t next = now_mono_ms + IDLE_MS;
+	struct ng_arena *arena = ng_arena_create(STEP_ARENA_BYTES);
+	size_t n;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	for (size_t i = 0; arena && i < n && !kube_runtime_stopping(d->rt) && leading(d); i++) {
+		ng_arena_reset(arena);
+		one_request(d, s, &nds[i], arena, &next);
+	}
+	if (arena && !kube_runtime_stopping(d->rt) && leading(d)) {
+		ng_arena_reset(arena);
+		sweep(d, s, arena);
+	}
+	ng_arena_destroy(arena);
+	kube_snapshot_release(s);
+	if (next < now_mono_ms + 50)
+		next = now_mono_ms + 50; /* a deadline just passed: not a busy loop */
+	return next * 1000;
+}
+
+static void wake(void *rt)
+{
+	kube_runtime_wake(rt);
+}
+
+struct drain *drain_start(const struct drain_config *cfg, struct ng_err *reterr)
+{
+	struct drain *d = calloc(1, sizeof(*d));
+	if (!d) {
+		(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		return NULL;
+	}
+	d->cfg = *cfg;
+	ng_rng_seed(&d->rng, cfg->identity ? cfg->identity : "drain");
+	ng_prom_hist_init(&d->duration, duration_buckets_s,
+			  sizeof(duration_buckets_s) / sizeof(duration_buckets_s[0]));
+	if (cfg->self_selector) {
+		/* Checked once here so a typo fails at start, not silently at every step. */
+		struct ng_intern *pool = ng_intern_create();
+		struct ng_arena *a = ng_arena_create(1u << 20);
+		struct kube_selector sel;
+		ng_status st =
+		    pool && a ? pol_selector_for_pool(cfg->self_selector, pool, a, &sel, reterr)
+			      : ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		ng_arena_destroy(a);
+		ng_intern_destroy(pool);
+		if (st != NG_OK) {
+			free(d);
+			return NULL;
+		}
+	}
+	const struct kube_runtime_config rc = {.name = "drain",
+					       .kube = cfg->kube,
+					       .store = cfg->store,
+					       .watch = cfg->watch,
+					       .step = step,
+					       .ctx = d};
+	d->rt = kube_runtime_create(&rc, reterr);
+	if (d->rt) {
+		d->client = kube_runtime_client(d->rt);
+		if (cfg->leader)
+			leader_watch(cfg->leader, wake, d->rt);
+	}
+	if (!d->rt || kube_runtime_start(d->rt, reterr) != NG_OK) {
+		drain_stop(d);
+		return NULL;
+	}
+	return d;
+}
+
+void drain_stop(struct drain *d)
+{
+	if (!d)
+		return;
+	if (d->cfg.leader && d->rt)
+		leader_watch(d->cfg.leader, NULL, NULL);
+	kube_runtime_destroy(d->rt);
+	free(d->asked);
+	free(d);
+}
+
+ng_status drain_render_metrics(struct drain *d, const struct leader *leader, struct ng_buf *out)
+{
+	if (!d)
+		return NG_OK;
+	ng_status st = ng_prom_header(out, "nodegate_leader", NG_PROM_GAUGE,
+				      "1 while this replica holds the drainer's lease.");
+	st = st ? st
+		: ng_prom_u64(out, "nodegate_leader", NULL, 0,
+			      leader && leader_is_leader(leader) ? 1 : 0);
+	st = st ? st
+		: ng_prom_header(out, "nodegate_drain_pods_evicted_total", NG_PROM_COUNTER,
+				 "Pods the drainer evicted or deleted, by how.");
+	for (int i = 0; st == NG_OK && i < 3; i++) {
+		const struct ng_prom_label l[] = {{"strategy", strategy_names[i]}};
+		st = ng_prom_u64(out, "nodegate_drain_pods_evicted_total", l, 1,
+				 ng_prom_get(&d->evicted[i]));
+	}
+	st = st ? st
+		: ng_prom_header(out, "nodegate_drain_attempts_failed_total", NG_PROM_COUNTER,
+				 "Drain attempts that failed and backed off.");
+	st = st ? st
+		: ng_prom_u64(out, "nodegate_drain_attempts_failed_total", NULL, 0,
+			      ng_prom_get(&d->attempts));
+	st = st ? st
+		: ng_prom_header(out, "nodegate_drain_failures_total", NG_PROM_COUNTER,
+				 "Drain failures, by reason.");
+	for (int i = 0; st == NG_OK && i < F_COUNT; i++) {
+		const struct ng_prom_label l[] = {{"reason", failure_names[i]}};
+		st = ng_prom_u64(out, "nodegate_drain_failures_total", l, 1,
+				 ng_prom_get(&d->failures[i]));
+	}
+	st = st ? st
+		: ng_prom_header(out, "nodegate_drain_nodes_held", NG_PROM_GAUGE,
+				 "Nodes the drainer holds (annotation nodegate.io/drain).");
+	st = st ? st
+		: ng_prom_u64(out, "nodegate_drain_nodes_held", NULL, 0,
+			      atomic_load(&d->nodes_held));
+	static const char *const results[3] = {"ok", "conflict", "error"};
+	_Atomic uint64_t *w[3] = {&d->writes, &d->conflicts, &d->errors};
+	st = st ? st
+		: ng_prom_header(out, "nodegate_drain_writes_total", NG_PROM_COUNTER,
+				 "The drainer's writes to the API server, by result.");
+	for (int i = 0; st == NG_OK && i < 3; i++) {
+		const struct ng_prom_label l[] = {{"result", results[i]}};
+		st = ng_prom_u64(out, "nodegate_drain_writes_total", l, 1, ng_prom_get(w[i]));
+	}
+	st = st ? st
+		: ng_prom_header(out, "nodegate_drain_duration_seconds", NG_PROM_HISTOGRAM,
+				 "From grant to Drained, per request.");
+	return st ? st
+		  : ng_prom_hist_render(out, "nodegate_drain_duration_seconds", NULL, 0,
+					&d->duration);
+}

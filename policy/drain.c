@@ -1,0 +1,124 @@
+/* The drainer's decisions (policy/drain.h). */
+#include "policy/drain.h"
+
+#include "budgets/selector.h"
+#include "common/arena.h"
+#include "common/intern.h"
+#include "common/regex.h"
+
+#include <string.h>
+
+const char *pol_drain_pod_str(enum pol_drain_pod c)
+{
+	static const char *const names[] = {"finished",   "daemonset",     "mirror",   "nodegate",
+					    "unselected", "no-controller", "emptydir", "evict"};
+	return (unsigned)c < sizeof(names) / sizeof(names[0]) ? names[c] : "?";
+}
+
+bool pol_pod_active(const struct kube_pod *p)
+{
+	return p->phase != KUBE_POD_SUCCEEDED && p->phase != KUBE_POD_FAILED;
+}
+
+/* Whether one of @p's resource names matches a filter (undecided counts as a match). */
+static bool filtered_in(const struct ng_intern *pool, const struct kube_pod *p,
+			const struct pol_drain_rules *r)
+{
+	for (uint16_t i = 0; i < p->nrequests; i++) {
+		size_t len;
+		const char *name = ng_intern_str(pool, p->requests[i], &len);
+		for (size_t f = 0; name && f < r->nfilters; f++) {
+			bool matched = false;
+			if (ng_regex_match(r->filters[f], name, len, &matched, NULL) != NG_OK ||
+			    matched)
+				return true;
+		}
+	}
+	return false;
+}
+
+enum pol_drain_pod pol_drain_classify(const struct ng_intern *pool, const struct kube_pod *p,
+				      const struct pol_drain_rules *r)
+{
+	if (!pol_pod_active(p))
+		return POL_DRAIN_SKIP_FINISHED;
+	if (p->flags & KUBE_POD_DAEMONSET)
+		return POL_DRAIN_SKIP_DAEMONSET;
+	if (p->flags & KUBE_POD_MIRROR)
+		return POL_DRAIN_SKIP_MIRROR;
+	if (r->self_selector && r->self_ns != NG_INTERN_NONE && p->ns == r->self_ns &&
+	    bud_selector_matches(r->self_selector, p->labels, p->nlabels, pool))
+		return POL_DRAIN_SKIP_SELF;
+	if (r->pod_selector && !bud_selector_matches(r->pod_selector, p->labels, p->nlabels, pool))
+		return POL_DRAIN_SKIP_UNSELECTED;
+	if (r->nfilters && !filtered_in(pool, p, r))
+		return POL_DRAIN_SKIP_UNSELECTED;
+	if (p->owner_kind == NG_INTERN_NONE && !r->force)
+		return POL_DRAIN_BLOCK_NO_CONTROLLER;
+	if ((p->flags & KUBE_POD_EMPTYDIR) && !r->delete_empty_dir)
+		return POL_DRAIN_BLOCK_EMPTYDIR;
+	return POL_DRAIN_EVICT;
+}
+
+/* @id of @from as an id of @to (NG_INTERN_NONE when @to lacks it). */
+static uint32_t remap(const struct ng_intern *from, const struct ng_intern *to, uint32_t id)
+{
+	size_t len;
+	const char *s = id == NG_INTERN_NONE ? NULL : ng_intern_str(from, id, &len);
+	return s ? ng_intern_find(to, s, len) : NG_INTERN_NONE;
+}
+
+ng_status pol_selector_for_pool(const char *text, const struct ng_intern *pool,
+				struct ng_arena *arena, struct kube_selector *ret,
+				struct ng_err *reterr)
+{
+	struct ng_intern *own = ng_intern_create();
+	if (!own)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	struct kube_selector sel;
+	ng_status st = bud_selector_parse(text, strlen(text), own, arena, &sel, reterr);
+	struct kube_requirement *reqs =
+	    st == NG_OK && sel.nreqs ? ng_arena_alloc(arena, sel.nreqs * sizeof(*reqs)) : NULL;
+	if (st == NG_OK && sel.nreqs && !reqs)
+		st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	for (uint16_t i = 0; st == NG_OK && i < sel.nreqs; i++) {
+		const struct kube_requirement *q = &sel.reqs[i];
+		uint32_t *vals =
+		    q->nvalues ? ng_arena_alloc(arena, q->nvalues * sizeof(*vals)) : NULL;
+		if (q->nvalues && !vals) {
+			st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+			break;
+		}
+		for (uint16_t v = 0; v < q->nvalues; v++)
+			vals[v] = remap(own, pool, q->values[v]);
+		reqs[i] = *q;
+		reqs[i].key = remap(own, pool, q->key);
+		reqs[i].values = vals;
+	}
+	ng_intern_destroy(own);
+	if (st == NG_OK)
+		*ret = (struct kube_selector){true, sel.nreqs, reqs};
+	return st;
+}
+
+int64_t pol_drain_backoff_ms(int64_t attempts, int64_t base_ms, int64_t max_ms,
+			     int64_t jitter_draw_ms)
+{
+	int64_t wait = base_ms < 0 ? 0 : base_ms;
+	for (int64_t i = 1; i < attempts && wait < max_ms; i++)
+		wait = wait > INT64_MAX / 2 ? INT64_MAX : wait * 2;
+	if (wait > max_ms)
+		wait = max_ms;
+	return wait + (jitter_draw_ms > 0 ? jitter_draw_ms : 0);
+}
+
+bool pol_drain_protected_job(const struct ng_intern *pool, const struct kube_pod *p,
+			     const struct kube_selector *sel)
+{
+	size_t len;
+	const char *kind =
+	    p->owner_kind == NG_INTERN_NONE ? NULL : ng_intern_str(pool, p->owner_kind, &len);
+	return sel && sel->present && kind && strcmp(kind, "Job") == 0 &&
+	       p->phase == KUBE_POD_RUNNING &&
+	       bud_selector_matches(sel, p->labels, p->nlabels, pool);
+}
