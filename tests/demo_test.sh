@@ -65,3 +65,22 @@ if kubectl get pod pod1 -n default >/dev/null 2>&1; then
 	exit 1
 fi
 echo "kubectl drain evicted pod1 from the granted node"
+# The drainer: a request with drain set ends with node2 cordoned and its pod gone; deleting the
+# request gives node2 back.
+kubectl create -f examples/nodedisruption-drain.json
+reason=""
+for _ in $(seq 300); do
+	reason=$(kubectl get nd maintenance-node2 -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}')
+	[ "$reason" = Drained ] && break
+	sleep 0.1
+done
+[ "$reason" = Drained ] || { kubectl get nd maintenance-node2 -o yaml; echo "node2 was not drained"; exit 1; }
+[ "$(kubectl get node node2 -o jsonpath='{.spec.unschedulable}')" = true ] || { echo "node2 is not cordoned"; exit 1; }
+if kubectl get pod web-1 -n default >/dev/null 2>&1; then
+	echo "the drainer did not evict web-1 from node2"
+	exit 1
+fi
+echo "nodegate drain cordoned node2 and evicted its pod"
+kubectl delete nd maintenance-node2 --timeout=30s
+[ "$(kubectl get node node2 -o jsonpath='{.spec.unschedulable}')" != true ] || { kubectl get node node2 -o yaml; echo "node2 is still cordoned"; exit 1; }
+echo "deleting the request gave node2 back"
