@@ -56,6 +56,7 @@ struct cmd_serve_config {
 	const char *client_ca;
 	int64_t webhook_port_metrics;
 	int64_t auto_request_per_minute;
+	const char *identity;
 	const char *self_namespace; /* drain only */
 	const char *self_selector;  /* drain only */
 };

@@ -80,7 +80,10 @@ static int start(struct drainer *d)
 	}
 	char hostname[256] = "nodegate";
 	(void)gethostname(hostname, sizeof(hostname) - 1);
-	ng_fmt(d->identity, sizeof(d->identity), "%s_%ld", hostname, (long)getpid());
+	if (d->c.identity)
+		ng_fmt(d->identity, sizeof(d->identity), "%s", d->c.identity);
+	else
+		ng_fmt(d->identity, sizeof(d->identity), "%s_%ld", hostname, (long)getpid());
 	struct leader_config lc = {
 	    .kube = &d->kcfg,
 	    .ns = d->c.lease_namespace ? d->c.lease_namespace : d->kcfg.ns,

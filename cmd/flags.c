@@ -114,6 +114,9 @@ static const struct flag serve_flags[] = {
      "as many is allowed); more denied evictions are counted and not asked for."},
     {"port-file", "NG_PORT_FILE", F_STR, OFF(port_file), NULL, 0, 0, "FILE",
      "Write the bound port here once serving (for tests and scripts using port 0)."},
+    {"identity", "NG_IDENTITY", F_STR, OFF(identity), NULL, 0, 0, "NAME",
+     "This replica's name in its Lease and in Events (default: hostname_pid). Give a restarted "
+     "container its previous name (the pod's name) to take its Lease back at once."},
     {"self-namespace", "NG_SELF_NAMESPACE", F_STR, OFF(self_namespace), "nodegate", 0, 0, "NS",
      "nodegate's own namespace: its pods there that match --self-selector are never evicted, and "
      "operation Jobs are created there."},
@@ -143,6 +146,7 @@ static const struct {
     {"log-level", NULL, NULL},
     {"shutdown-grace-seconds", NULL, NULL},
     {"port-file", NULL, NULL},
+    {"identity", NULL, NULL},
     {"self-namespace", NULL, NULL},
     {"self-selector", NULL, NULL},
 };

@@ -414,7 +414,10 @@ static int start_gate(struct serve *s)
 {
 	char hostname[256] = "nodegate";
 	(void)gethostname(hostname, sizeof(hostname) - 1);
-	ng_fmt(s->identity, sizeof(s->identity), "%s_%ld", hostname, (long)getpid());
+	if (s->c.identity)
+		ng_fmt(s->identity, sizeof(s->identity), "%s", s->c.identity);
+	else
+		ng_fmt(s->identity, sizeof(s->identity), "%s_%ld", hostname, (long)getpid());
 	struct leader_config lc = {
 	    .kube = &s->kcfg,
 	    .ns = s->c.lease_namespace ? s->c.lease_namespace : s->kcfg.ns,

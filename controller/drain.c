@@ -467,8 +467,16 @@ static bool hold_node(struct req *r, const struct kube_node *n)
 	}
 	bool ok = send_node_patch(r, n, p, "node not held");
 	kube_json_patch_destroy(p);
-	if (ok)
+	if (ok) {
+		char msg[300];
+		ng_fmt(msg, sizeof(msg), "node %s %s", str(r, n->name),
+		       !cordoned && !tainted ? "cordoned and tainted"
+		       : !cordoned           ? "cordoned"
+					     : "tainted");
 		logline(r, "cordoned", str(r, n->name), dr->has_taint ? "tainted" : NULL);
+		if (!cordoned || !tainted)
+			event(r, "Cordoned", "Normal", msg);
+	}
 	return false; /* the next publish shows it */
 }
 
@@ -747,7 +755,9 @@ static bool drain_pods(struct req *r, const struct kube_node *const *nodes, size
 		for (size_t j = 0; j < k; j++) {
 			const struct kube_pod *p = &pods[idx[j]];
 			enum pol_drain_pod c = pol_drain_classify(r->pool, p, &rules);
-			if (c == POL_DRAIN_BLOCK_NO_CONTROLLER || c == POL_DRAIN_BLOCK_EMPTYDIR)
+			/* Nothing is evicted with strategy None: nothing can be lost. */
+			if ((c == POL_DRAIN_BLOCK_NO_CONTROLLER || c == POL_DRAIN_BLOCK_EMPTYDIR) &&
+			    dr->strategy != KUBE_DRAIN_NONE)
 				list_pod(r, blocked, sizeof(blocked), nblocked++, p,
 					 c == POL_DRAIN_BLOCK_NO_CONTROLLER
 					     ? " has no controller (set force)"
@@ -763,7 +773,7 @@ static bool drain_pods(struct req *r, const struct kube_node *const *nodes, size
 		if (nblocked)
 			ng_fmt(why, sizeof(why), "cannot drain: %s", blocked);
 		else
-			ng_fmt(why, sizeof(why), "held back by running Job pod(s) %s", held);
+			ng_fmt(why, sizeof(why), "held back by running Job pod %s", held);
 		put_rules(&rules);
 		fail_attempt(r, nblocked ? F_BLOCKED : F_HELD, why);
 		return false;
