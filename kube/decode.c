@@ -174,28 +174,46 @@ static bool dns_subdomain_ok(const char *s, size_t len)
 	return true;
 }
 
+/* The reasons are worded as the API server words them (apimachinery's IsQualifiedName and
+ * IsValidLabelValue), without the examples and regular expressions that would not fit a
+ * message; the first problem is reported, in the order the API server lists them. */
 const char *kube_label_key_problem(const char *s, size_t len)
 {
 	const char *slash = memchr(s, '/', len);
 	if (slash) {
 		size_t plen = (size_t)(slash - s);
+		if (memchr(slash + 1, '/', len - plen - 1))
+			return "a qualified name is a name part with an optional DNS subdomain "
+			       "prefix and one '/' (e.g. 'MyName' or 'example.com/MyName')";
+		if (plen == 0)
+			return "prefix part must be non-empty";
+		if (plen > 253)
+			return "prefix part must be no more than 253 characters";
 		if (!dns_subdomain_ok(s, plen))
-			return "label key prefix must be a DNS subdomain (lower-case, at most 253 "
-			       "characters)";
+			return "prefix part a lowercase RFC 1123 subdomain must consist of lower "
+			       "case alphanumeric characters, '-' or '.', and must start and end "
+			       "with an alphanumeric character";
 		s = slash + 1;
 		len -= plen + 1;
 	}
+	if (len == 0)
+		return "name part must be non-empty";
+	if (len > 63)
+		return "name part must be no more than 63 characters";
 	if (!name_part_ok(s, len, false))
-		return "label key name must be 1-63 characters of [A-Za-z0-9-_.], starting and "
-		       "ending alphanumeric";
+		return "name part must consist of alphanumeric characters, '-', '_' or '.', and "
+		       "must start and end with an alphanumeric character";
 	return NULL;
 }
 
 const char *kube_label_value_problem(const char *s, size_t len)
 {
+	if (len > 63)
+		return "must be no more than 63 characters";
 	if (!name_part_ok(s, len, true))
-		return "label value must be at most 63 characters of [A-Za-z0-9-_.], starting and "
-		       "ending alphanumeric";
+		return "a valid label must be an empty string or consist of alphanumeric "
+		       "characters, '-', '_' or '.', and must start and end with an alphanumeric "
+		       "character";
 	return NULL;
 }
 

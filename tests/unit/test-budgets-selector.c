@@ -131,7 +131,7 @@ static const struct {
     {"bad key=1", 4, "found 'key'"},
     {"-a=b", 0, "invalid key '-a'"},
     {"a=-b", 2, "invalid value '-b'"},
-    {"UPPER.example/a=b", 0, "label key prefix"},
+    {"UPPER.example/a=b", 0, "prefix part a lowercase RFC 1123 subdomain"},
     {"a=(", 2, "expected a value"},
     {"a notin", 7, "expected '('"},
 };
