@@ -248,6 +248,24 @@ static void test_malformed_drain_fields_are_refused_naming_the_field(void **stat
 	    {"\"drain\":{\"podSelector\":false}", "spec.drain.podSelector: expected a label "
 						  "selector string"},
 	    {"\"operation\":{\"jobTemplate\":[]}", "spec.operation.jobTemplate"},
+	    {"\"operation\":{\"jobTemplate\":{}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers: required"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"containers\":[]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers: required"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"containers\":[{\"name\":\"c\"}]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers[0].image: required"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"containers\":[{\"name\":\"c\",\"image\":\"x\"},{\"image\":\"busybox\"}]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers[1].name: required"},
+	    {"\"drain\":{\"taint\":{\"key\":\"a/b/c\",\"effect\":\"NoSchedule\"}}",
+	     "spec.drain.taint.key: invalid 'a/b/c': a qualified name"},
+	    {"\"drain\":{\"taint\":{\"key\":\"k\",\"value\":\"v v\",\"effect\":"
+	     "\"NoExecute\"}}",
+	     "spec.drain.taint.value: invalid 'v v'"},
+	    {"\"drain\":{\"taint\":{\"key\":\"k\",\"effect\":\"\"}}",
+	     "spec.drain.taint.effect: must be one of NoSchedule, PreferNoSchedule, NoExecute"},
 	    {"\"additionalRequestors\":{}", "spec.additionalRequestors"},
 	    {"\"duration\":\"soon\"", "spec.duration"},
 	};
@@ -257,6 +275,15 @@ static void test_malformed_drain_fields_are_refused_naming_the_field(void **stat
 			       cases[i].spec);
 		expect_nd(c, json, NULL, NG_EPARSE, cases[i].why, NULL);
 	}
+	/* What the Node and Job APIs take is admitted. */
+	expect_nd(c,
+		  ND("x", "{\"nodeNames\":[\"node1\"],\"drain\":{\"taint\":{\"key\":"
+			  "\"node.example.com/maint\",\"value\":\"v1.2_x\",\"effect\":"
+			  "\"PreferNoSchedule\"}},\"operation\":{\"jobTemplate\":{\"spec\":{"
+			  "\"template\":{\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{"
+			  "\"name\":\"fw-1\",\"image\":\"registry.example.com/fw:1\"},{\"name\":"
+			  "\"log\",\"image\":\"busybox\"}]}}}}}}"),
+		  NULL, NG_OK, NULL, NULL);
 	kube_snapshot_release(c);
 }
 
