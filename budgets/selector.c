@@ -1,14 +1,17 @@
 #include "budgets/selector.h"
 
+#include "budgets/internal.h"
+
 #include "common/arena.h"
 #include "common/intern.h"
 #include "common/limits.h"
-#include "common/parse.h"
 
 #include <stdio.h>
 #include <string.h>
 
 /* ---- matching ---- */
+
+static bool parse_int(const char *s, size_t len, int64_t *ret);
 
 static bool value_in(const struct kube_requirement *r, uint32_t v)
 {
@@ -39,8 +42,8 @@ bool bud_requirement_matches(const struct kube_requirement *r, const struct kube
 		size_t len;
 		const char *s = ng_intern_str(pool, v, &len);
 		int64_t num;
-		if (ng_parse_i64(s, len, INT64_MIN, INT64_MAX, &num) != NG_OK)
-			return false;
+		if (!parse_int(s, len, &num))
+			return false; /* a label that is not an integer is neither more nor less */
 		return r->op == KUBE_OP_GT ? num > r->num : num < r->num;
 	}
 	}
@@ -88,35 +91,23 @@ bool bud_node_selector_matches(const struct kube_node_selector *sel, const struc
 
 /* ---- string form ---- */
 
-enum tok {
-	T_EOF,
-	T_IDENT,
-	T_BANG,
-	T_EQ,
-	T_DEQ,
-	T_NEQ,
-	T_IN,
-	T_NOTIN,
-	T_LPAREN,
-	T_RPAREN,
-	T_COMMA,
-	T_GT,
-	T_LT,
-};
-
-struct lexer {
-	const char *buf;
-	size_t len, pos;
-	/* the current token */
-	enum tok t;
-	const char *s;
-	size_t slen;
-	size_t at;
-};
+/* The grammar is Kubernetes' own (apimachinery's label selector parser, what `kubectl -l` and
+ * `labelSelector=` read), token for token:
+ *
+ *   selector    := "" | requirement ("," requirement)*
+ *   requirement := "!" KEY | KEY | KEY ("in" | "notin") "(" values ")"
+ *                | KEY ("=" | "==" | "!=" | ">" | "<") [VALUE]
+ *   values      := [VALUE] ("," [VALUE])*        an empty entry is the value ""
+ *
+ * Tokens are separated by whitespace (space, tab, CR, LF: nothing else) or by the symbols
+ * ! = ( ) , > <; the longest of "!=" and "==" is taken. Any other run of bytes is one identifier
+ * (KEY or VALUE), checked afterwards as the API server checks label keys and values; "in" and
+ * "notin" are operators only where an operator is expected, so they are fine keys and values.
+ * The values of > and < are label values that read as base-10 int64s. */
 
 static bool is_space(char c)
 {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
 static bool is_special(char c)
@@ -124,7 +115,18 @@ static bool is_special(char c)
 	return c == '!' || c == '=' || c == ',' || c == '(' || c == ')' || c == '>' || c == '<';
 }
 
-/* Reads the next token into lx. In value position "in" and "notin" are plain identifiers. */
+struct lexer {
+	const char *buf;
+	size_t len, pos;
+	/* the current token */
+	enum bud_tok t;
+	const char *s;
+	size_t slen;
+	size_t at;
+};
+
+/* Reads the next token into lx. With @values (a key or a value is expected), "in" and "notin"
+ * are identifiers. */
 static void next(struct lexer *lx, bool values)
 {
 	while (lx->pos < lx->len && is_space(lx->buf[lx->pos]))
@@ -133,7 +135,7 @@ static void next(struct lexer *lx, bool values)
 	lx->s = lx->buf + lx->pos;
 	lx->slen = 0;
 	if (lx->pos >= lx->len) {
-		lx->t = T_EOF;
+		lx->t = BUD_TOK_EOF;
 		return;
 	}
 	char c = lx->buf[lx->pos];
@@ -141,43 +143,83 @@ static void next(struct lexer *lx, bool values)
 	lx->slen = 1;
 	switch (c) {
 	case '!':
-		lx->t = d == '=' ? T_NEQ : T_BANG;
+		lx->t = d == '=' ? BUD_TOK_NEQ : BUD_TOK_BANG;
 		break;
 	case '=':
-		lx->t = d == '=' ? T_DEQ : T_EQ;
+		lx->t = d == '=' ? BUD_TOK_DEQ : BUD_TOK_EQ;
 		break;
 	case ',':
-		lx->t = T_COMMA;
+		lx->t = BUD_TOK_COMMA;
 		break;
 	case '(':
-		lx->t = T_LPAREN;
+		lx->t = BUD_TOK_LPAREN;
 		break;
 	case ')':
-		lx->t = T_RPAREN;
+		lx->t = BUD_TOK_RPAREN;
 		break;
 	case '>':
-		lx->t = T_GT;
+		lx->t = BUD_TOK_GT;
 		break;
 	case '<':
-		lx->t = T_LT;
+		lx->t = BUD_TOK_LT;
 		break;
 	default: {
 		size_t e = lx->pos;
 		while (e < lx->len && !is_space(lx->buf[e]) && !is_special(lx->buf[e]))
 			e++;
 		lx->slen = e - lx->pos;
-		lx->t = T_IDENT;
+		lx->t = BUD_TOK_IDENT;
 		if (!values && lx->slen == 2 && memcmp(lx->s, "in", 2) == 0)
-			lx->t = T_IN;
+			lx->t = BUD_TOK_IN;
 		else if (!values && lx->slen == 5 && memcmp(lx->s, "notin", 5) == 0)
-			lx->t = T_NOTIN;
+			lx->t = BUD_TOK_NOTIN;
 		lx->pos = e;
 		return;
 	}
 	}
-	if (lx->t == T_NEQ || lx->t == T_DEQ)
+	if (lx->t == BUD_TOK_NEQ || lx->t == BUD_TOK_DEQ)
 		lx->slen = 2;
 	lx->pos += lx->slen;
+}
+
+size_t bud_selector_lex(const char *buf, size_t len, bool values, enum bud_tok *out, size_t cap)
+{
+	struct lexer lx = {.buf = buf, .len = len};
+	size_t n = 0;
+	do {
+		next(&lx, values);
+		if (n < cap)
+			out[n] = lx.t;
+		n++;
+	} while (lx.t != BUD_TOK_EOF);
+	return n;
+}
+
+/* A base-10 int64 as Kubernetes reads the value of > and < and the label it is compared with
+ * (Go's strconv.ParseInt): an optional sign, then one or more digits, leading zeros allowed
+ * whatever their number; false when out of range. */
+static bool parse_int(const char *s, size_t len, int64_t *ret)
+{
+	size_t i = 0;
+	bool neg = len && s[0] == '-';
+	if (len && (s[0] == '-' || s[0] == '+'))
+		i = 1;
+	if (i == len)
+		return false;
+	uint64_t lim = neg ? (uint64_t)INT64_MAX + 1u : (uint64_t)INT64_MAX, v = 0;
+	for (; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		unsigned digit = (unsigned)(s[i] - '0');
+		if (v > (lim - digit) / 10)
+			return false;
+		v = v * 10 + digit;
+	}
+	if (!neg)
+		*ret = (int64_t)v;
+	else
+		*ret = v == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)v;
+	return true;
 }
 
 struct parser {
@@ -194,19 +236,27 @@ struct parser {
 static ng_status perr(struct parser *p, size_t at, const char *what)
 {
 	const struct lexer *lx = &p->lx;
-	if (lx->t == T_EOF)
+	if (lx->t == BUD_TOK_EOF)
 		return ng_err_set(p->err, NG_EPARSE, at,
 				  "at byte %zu: found end of string, expected %s", at, what);
 	return ng_err_set(p->err, NG_EPARSE, at, "at byte %zu: found '%.*s', expected %s", at,
 			  (int)(lx->slen > 40 ? 40 : lx->slen), lx->s, what);
 }
 
-static ng_status add_value(struct parser *p, const char *s, size_t len, size_t at, bool check)
+/* @what (a key or a value, @s of @len bytes at byte @at) is refused because of @problem. Quotes at
+ * most 40 bytes of it, so the reason is never cut off. */
+static ng_status refuse(struct parser *p, const char *what, const char *s, size_t len, size_t at,
+			const char *problem)
 {
-	const char *problem = check ? kube_label_value_problem(s, len) : NULL;
+	return ng_err_set(p->err, NG_EPARSE, at, "at byte %zu: invalid %s '%.*s%s': %s", at, what,
+			  (int)(len > 40 ? 40 : len), s, len > 40 ? "..." : "", problem);
+}
+
+static ng_status add_value(struct parser *p, const char *s, size_t len, size_t at)
+{
+	const char *problem = kube_label_value_problem(s, len);
 	if (problem)
-		return ng_err_set(p->err, NG_EPARSE, at, "at byte %zu: invalid value '%.*s': %s",
-				  at, (int)(len > 63 ? 63 : len), s, problem);
+		return refuse(p, "value", s, len, at, problem);
 	uint32_t id;
 	ng_status st = ng_intern_add(p->pool, s, len, &id);
 	if (st != NG_OK)
@@ -221,35 +271,34 @@ static ng_status add_value(struct parser *p, const char *s, size_t len, size_t a
 	return NG_OK;
 }
 
-/* "(" values ")" with Kubernetes' treatment of empty entries: "()", "(,", ",," and ",)" add
- * the empty string. */
+/* "(" values ")": "()", "(,", ",," and ",)" add the empty string. */
 static ng_status parse_set(struct parser *p)
 {
 	struct lexer *lx = &p->lx;
 	next(lx, true);
-	if (lx->t != T_LPAREN)
+	if (lx->t != BUD_TOK_LPAREN)
 		return perr(p, lx->at, "'('");
 	next(lx, true);
-	if (lx->t == T_RPAREN)
-		return add_value(p, "", 0, lx->at, true);
+	if (lx->t == BUD_TOK_RPAREN)
+		return add_value(p, "", 0, lx->at);
 	for (;;) {
 		ng_status st;
-		if (lx->t == T_IDENT) {
-			if ((st = add_value(p, lx->s, lx->slen, lx->at, true)) != NG_OK)
+		if (lx->t == BUD_TOK_IDENT) {
+			if ((st = add_value(p, lx->s, lx->slen, lx->at)) != NG_OK)
 				return st;
 			next(lx, true);
-			if (lx->t == T_RPAREN)
+			if (lx->t == BUD_TOK_RPAREN)
 				return NG_OK;
-			if (lx->t != T_COMMA)
+			if (lx->t != BUD_TOK_COMMA)
 				return perr(p, lx->at, "',' or ')'");
 			next(lx, true);
-			if (lx->t == T_RPAREN)
-				return add_value(p, "", 0, lx->at, true);
-		} else if (lx->t == T_COMMA) {
-			if ((st = add_value(p, "", 0, lx->at, true)) != NG_OK)
+			if (lx->t == BUD_TOK_RPAREN)
+				return add_value(p, "", 0, lx->at);
+		} else if (lx->t == BUD_TOK_COMMA) {
+			if ((st = add_value(p, "", 0, lx->at)) != NG_OK)
 				return st;
 			next(lx, true);
-			if (lx->t == T_RPAREN)
+			if (lx->t == BUD_TOK_RPAREN)
 				return NG_OK;
 		} else {
 			return perr(p, lx->at, "',', ')' or a value");
@@ -257,26 +306,25 @@ static ng_status parse_set(struct parser *p)
 	}
 }
 
-/* A requirement is "[!]key [operator values]". The key: checked as the API server checks label
- * keys, and interned into @r. */
+/* A requirement is "[!]key [operator values]". The key ("in" and "notin" are keys here): checked
+ * as the API server checks label keys, and interned into @r. */
 static ng_status parse_key(struct parser *p, struct kube_requirement *r, bool *ret_bang,
 			   size_t *ret_at)
 {
 	struct lexer *lx = &p->lx;
 	bool bang = false;
-	next(lx, false);
-	if (lx->t == T_BANG) {
+	next(lx, true);
+	if (lx->t == BUD_TOK_BANG) {
 		bang = true;
-		next(lx, false);
+		next(lx, true);
 	}
-	if (lx->t != T_IDENT)
+	if (lx->t != BUD_TOK_IDENT)
 		return perr(p, lx->at, bang ? "a key after '!'" : "'!' or a key");
 	const char *key = lx->s;
 	size_t klen = lx->slen, kat = lx->at;
 	const char *problem = kube_label_key_problem(key, klen);
 	if (problem)
-		return ng_err_set(p->err, NG_EPARSE, kat, "at byte %zu: invalid key '%.*s': %s",
-				  kat, (int)(klen > 80 ? 80 : klen), key, problem);
+		return refuse(p, "key", key, klen, kat, problem);
 	ng_status st = ng_intern_add(p->pool, key, klen, &r->key);
 	if (st != NG_OK)
 		return ng_err_set(p->err, st, kat, "interning: %s", ng_status_str(st));
@@ -285,33 +333,31 @@ static ng_status parse_key(struct parser *p, struct kube_requirement *r, bool *r
 	return NG_OK;
 }
 
-/* The one value after =, ==, !=, > or < (@op): "a=" is a = "". Gt and Lt take an integer. */
-static ng_status parse_single_value(struct parser *p, enum tok op, struct kube_requirement *r)
+/* The one value after =, ==, !=, > or < (@op): "a=" is a = "". The value of > and < is a label
+ * value that reads as an integer ("-5" is not a label value). */
+static ng_status parse_single_value(struct parser *p, enum bud_tok op, struct kube_requirement *r)
 {
 	struct lexer *lx = &p->lx;
-	r->op = op == T_NEQ  ? KUBE_OP_NOTIN
-		: op == T_GT ? KUBE_OP_GT
-		: op == T_LT ? KUBE_OP_LT
-			     : KUBE_OP_IN;
+	r->op = op == BUD_TOK_NEQ  ? KUBE_OP_NOTIN
+		: op == BUD_TOK_GT ? KUBE_OP_GT
+		: op == BUD_TOK_LT ? KUBE_OP_LT
+				   : KUBE_OP_IN;
 	struct lexer save = *lx;
 	next(lx, true);
 	const char *v = "";
 	size_t vlen = 0, vat = lx->at;
-	if (lx->t == T_IDENT) {
+	if (lx->t == BUD_TOK_IDENT) {
 		v = lx->s;
 		vlen = lx->slen;
-	} else if (lx->t == T_EOF || lx->t == T_COMMA) {
+	} else if (lx->t == BUD_TOK_EOF || lx->t == BUD_TOK_COMMA) {
 		*lx = save; /* "a=" is a = "" */
 	} else {
 		return perr(p, lx->at, "a value");
 	}
-	if ((op == T_GT || op == T_LT) &&
-	    ng_parse_i64(v, vlen, INT64_MIN, INT64_MAX, &r->num) != NG_OK)
-		return ng_err_set(p->err, NG_EPARSE, vat,
-				  "at byte %zu: '%.*s' is not an integer (required by > and <)",
-				  vat, (int)(vlen > 40 ? 40 : vlen), v);
-	/* Gt/Lt values are integers, not label values ("-5" is fine). */
-	return add_value(p, v, vlen, vat, op != T_GT && op != T_LT);
+	if ((op == BUD_TOK_GT || op == BUD_TOK_LT) && !parse_int(v, vlen, &r->num))
+		return refuse(p, "value", v, vlen, vat,
+			      "the value of > and < must be an integer (a decimal int64)");
+	return add_value(p, v, vlen, vat);
 }
 
 /* What follows the key: nothing (a bare key exists; "!key" must not), or an operator and its
@@ -322,21 +368,21 @@ static ng_status parse_operator(struct parser *p, bool bang, struct kube_require
 	/* Peek: a bare key (or !key) ends at ',' or the end. */
 	struct lexer save = *lx;
 	next(lx, false);
-	if (bang || lx->t == T_EOF || lx->t == T_COMMA) {
+	if (bang || lx->t == BUD_TOK_EOF || lx->t == BUD_TOK_COMMA) {
 		*lx = save;
 		r->op = bang ? KUBE_OP_DOES_NOT_EXIST : KUBE_OP_EXISTS;
 		return NG_OK;
 	}
 	switch (lx->t) {
-	case T_IN:
-	case T_NOTIN:
-		r->op = lx->t == T_IN ? KUBE_OP_IN : KUBE_OP_NOTIN;
+	case BUD_TOK_IN:
+	case BUD_TOK_NOTIN:
+		r->op = lx->t == BUD_TOK_IN ? KUBE_OP_IN : KUBE_OP_NOTIN;
 		return parse_set(p);
-	case T_EQ:
-	case T_DEQ:
-	case T_NEQ:
-	case T_GT:
-	case T_LT:
+	case BUD_TOK_EQ:
+	case BUD_TOK_DEQ:
+	case BUD_TOK_NEQ:
+	case BUD_TOK_GT:
+	case BUD_TOK_LT:
 		return parse_single_value(p, lx->t, r);
 	default:
 		return perr(p, lx->at, "one of =, ==, !=, in, notin, >, <, ',' or end of string");
@@ -382,6 +428,14 @@ ng_status bud_selector_parse(const char *buf, size_t len, struct ng_intern *pool
 	if (len > NG_MAX_SELECTOR_STRING_BYTES)
 		return ng_err_set(reterr, NG_ELIMIT, 0, "selector longer than %d bytes",
 				  NG_MAX_SELECTOR_STRING_BYTES);
+	/* Kubernetes' lexer reads a NUL byte as an end of string it then reads past ("a=b\0,c"
+	 * selects a=b and c; " \0x" selects everything). No JSON string nodegate accepts holds one,
+	 * so rather than reproduce that, a selector with a NUL is refused. */
+	const char *nul = len ? memchr(buf, '\0', len) : NULL;
+	if (nul)
+		return ng_err_set(reterr, NG_EPARSE, (size_t)(nul - buf),
+				  "at byte %zu: a NUL byte cannot be part of a label selector",
+				  (size_t)(nul - buf));
 	/* The parser state is ~1.3 KiB; it lives in the arena so fuzzing and threads with small
 	 * stacks stay safe. */
 	struct parser *p = ng_arena_alloc(arena, sizeof(*p));
@@ -395,15 +449,15 @@ ng_status bud_selector_parse(const char *buf, size_t len, struct ng_intern *pool
 	p->err = reterr;
 	struct lexer probe = p->lx;
 	next(&probe, false);
-	if (probe.t != T_EOF) {
+	if (probe.t != BUD_TOK_EOF) {
 		for (;;) {
 			ng_status st = parse_requirement(p);
 			if (st != NG_OK)
 				return st;
 			next(&p->lx, false);
-			if (p->lx.t == T_EOF)
+			if (p->lx.t == BUD_TOK_EOF)
 				break;
-			if (p->lx.t != T_COMMA)
+			if (p->lx.t != BUD_TOK_COMMA)
 				return perr(p, p->lx.at, "',' or end of string");
 		}
 	}

@@ -20,11 +20,15 @@ struct ng_intern;
 
 /**
  * Parses the string form of a label selector in @buf (@len bytes, no NUL needed: "a=b,c!=d,e in
- * (x,y),f notin (z),g,!h,n>3"), as `kubectl -l` and `labelSelector=` write it. "" is the empty
- * selector (matches everything). Keys and values are checked as the API server checks them.
- * Strings are interned into @pool (writer side); arrays, and the parser's state, come from
- * @arena. Writes @ret_sel only on success; on failure @reterr (may be NULL) gets the byte offset
- * and a message, and @pool and @arena may have grown. NG_EPARSE, NG_ELIMIT (over
+ * (x,y),f notin (z),g,!h,n>3") exactly as Kubernetes does for `kubectl -l` and
+ * `labelSelector=`: the same tokens (whitespace is space, tab, CR and LF), "in" and "notin" as
+ * keys and values wherever an operator is not expected, empty entries of a value set as the
+ * value "", keys and values checked as the API server checks label keys and values (the value
+ * of > and < also as a decimal int64). "" and whitespace alone are the empty selector, which
+ * matches everything. Beyond Kubernetes: a NUL byte is refused, and so is a selector over the
+ * limits below. Strings are interned into @pool (writer side); arrays, and the parser's state,
+ * come from @arena. Writes @ret_sel only on success; on failure @reterr (may be NULL) gets the
+ * byte offset and a message, and @pool and @arena may have grown. NG_EPARSE, NG_ELIMIT (over
  * NG_MAX_SELECTOR_TERMS, NG_MAX_SELECTOR_VALUES or NG_MAX_SELECTOR_STRING_BYTES, or the pool's
  * limit), NG_ENOMEM.
  */

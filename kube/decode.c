@@ -180,28 +180,46 @@ static bool dns_subdomain_ok(const char *s, size_t len)
 	return true;
 }
 
+/* The reasons are worded as the API server words them (apimachinery's IsQualifiedName and
+ * IsValidLabelValue), without the examples and regular expressions that would not fit a
+ * message; the first problem is reported, in the order the API server lists them. */
 const char *kube_label_key_problem(const char *s, size_t len)
 {
 	const char *slash = memchr(s, '/', len);
 	if (slash) {
 		size_t plen = (size_t)(slash - s);
+		if (memchr(slash + 1, '/', len - plen - 1))
+			return "a qualified name is a name part with an optional DNS subdomain "
+			       "prefix and one '/' (e.g. 'MyName' or 'example.com/MyName')";
+		if (plen == 0)
+			return "prefix part must be non-empty";
+		if (plen > 253)
+			return "prefix part must be no more than 253 characters";
 		if (!dns_subdomain_ok(s, plen))
-			return "label key prefix must be a DNS subdomain (lower-case, at most 253 "
-			       "characters)";
+			return "prefix part a lowercase RFC 1123 subdomain must consist of lower "
+			       "case alphanumeric characters, '-' or '.', and must start and end "
+			       "with an alphanumeric character";
 		s = slash + 1;
 		len -= plen + 1;
 	}
+	if (len == 0)
+		return "name part must be non-empty";
+	if (len > 63)
+		return "name part must be no more than 63 characters";
 	if (!name_part_ok(s, len, false))
-		return "label key name must be 1-63 characters of [A-Za-z0-9-_.], starting and "
-		       "ending alphanumeric";
+		return "name part must consist of alphanumeric characters, '-', '_' or '.', and "
+		       "must start and end with an alphanumeric character";
 	return NULL;
 }
 
 const char *kube_label_value_problem(const char *s, size_t len)
 {
+	if (len > 63)
+		return "must be no more than 63 characters";
 	if (!name_part_ok(s, len, true))
-		return "label value must be at most 63 characters of [A-Za-z0-9-_.], starting and "
-		       "ending alphanumeric";
+		return "a valid label must be an empty string or consist of alphanumeric "
+		       "characters, '-', '_' or '.', and must start and end with an alphanumeric "
+		       "character";
 	return NULL;
 }
 
@@ -924,15 +942,25 @@ static ng_status nd_taint(struct ctx *c, const cJSON *t, struct kube_nd_drain *d
 	bool known = false;
 	for (size_t i = 0; effect && i < sizeof(effects) / sizeof(effects[0]); i++)
 		known = known || strcmp(effect, effects[i]) == 0;
+	/* The drainer puts this taint on Nodes: what the API server would refuse there (a key or
+	 * value not of label syntax, another effect) is refused here, before the drain starts. */
+	const char *why;
 	if (!cJSON_IsObject(t))
 		problem(verr, "spec.drain.taint: expected an object");
 	else if (!key || !*key)
 		problem(verr, "spec.drain.taint.key: required");
+	else if ((why = kube_label_key_problem(key, strlen(key))))
+		problem(verr, "spec.drain.taint.key: invalid '%.63s%s': %s", key,
+			strlen(key) > 63 ? "..." : "", why);
 	else if (!known)
 		problem(verr, "spec.drain.taint.effect: must be one of NoSchedule, "
 			      "PreferNoSchedule, NoExecute");
 	else if (val && !cJSON_IsNull(val) && !cJSON_IsString(val))
 		problem(verr, "spec.drain.taint.value: expected a string");
+	else if (cJSON_IsString(val) &&
+		 (why = kube_label_value_problem(val->valuestring, strlen(val->valuestring))))
+		problem(verr, "spec.drain.taint.value: invalid '%.63s%s': %s", val->valuestring,
+			strlen(val->valuestring) > 63 ? "..." : "", why);
 	if (verr->status != NG_OK)
 		return NG_OK;
 	dr->has_taint = true;
@@ -1037,6 +1065,74 @@ static ng_status nd_drain(struct ctx *c, const cJSON *j, struct kube_nd_drain *d
 	return st;
 }
 
+/* A DNS-1123 label (a container's name): lower-case alphanumerics and '-', starting and ending
+ * alphanumeric, at most 63 bytes. */
+static bool dns_label_ok(const char *s)
+{
+	size_t len = strlen(s);
+	if (len == 0 || len > 63 || s[0] == '-' || s[len - 1] == '-')
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}
+
+/* What a Job needs of jobTemplate @jt (an object) to be created at all: spec.template.spec with
+ * at least one container, each named (a DNS-1123 label) and with an image. The rest of the
+ * template is the API server's to check when the drainer creates the Job; these are the
+ * mistakes that would otherwise surface only then, after the node was drained. */
+static void nd_job_template(const cJSON *jt, struct ng_err *verr)
+{
+	static const char *const path[] = {"spec", "template", "spec"};
+	char field[160] = "spec.operation.jobTemplate";
+	const cJSON *o = jt;
+	for (size_t i = 0; i < sizeof(path) / sizeof(path[0]); i++) {
+		o = ng_json_get(o, path[i]);
+		size_t at = strlen(field);
+		ng_fmt(field + at, sizeof(field) - at, ".%s", path[i]);
+		if (!o || cJSON_IsNull(o))
+			break;
+		if (!cJSON_IsObject(o)) {
+			problem(verr, "%s: expected an object", field);
+			return;
+		}
+	}
+	const cJSON *cs = o && !cJSON_IsNull(o) ? ng_json_get(o, "containers") : NULL;
+	if (cs && !cJSON_IsNull(cs) && !cJSON_IsArray(cs)) {
+		problem(verr,
+			"spec.operation.jobTemplate.spec.template.spec.containers: expected an "
+			"array");
+		return;
+	}
+	if (!cJSON_IsArray(cs) || cJSON_GetArraySize(cs) == 0) {
+		problem(verr, "spec.operation.jobTemplate.spec.template.spec.containers: required: "
+			      "at least one container, with a name and an image");
+		return;
+	}
+	size_t i = 0;
+	for (const cJSON *c = cs->child; c; c = c->next, i++) {
+		const char *name = ng_json_str(c, "name"), *image = ng_json_str(c, "image");
+		ng_fmt(field, sizeof(field),
+		       "spec.operation.jobTemplate.spec.template.spec."
+		       "containers[%zu]",
+		       i);
+		if (!cJSON_IsObject(c))
+			problem(verr, "%s: expected an object", field);
+		else if (!name || !*name)
+			problem(verr, "%s.name: required", field);
+		else if (!dns_label_ok(name))
+			problem(verr,
+				"%s.name: '%.63s' is not a DNS-1123 label (at most 63 lower case "
+				"alphanumerics or '-', starting and ending alphanumeric)",
+				field, name);
+		else if (!image || !*image)
+			problem(verr, "%s.image: required", field);
+		if (verr->status != NG_OK)
+			return;
+	}
+}
+
 /* spec.operation into @op. */
 static ng_status nd_operation(struct ctx *c, const cJSON *j, struct kube_nd_operation *op,
 			      struct ng_err *verr)
@@ -1057,6 +1153,7 @@ static ng_status nd_operation(struct ctx *c, const cJSON *j, struct kube_nd_oper
 		problem(verr, "spec.operation.jobTemplate: expected an object");
 		return NG_OK;
 	}
+	nd_job_template(jt, verr);
 	struct ng_buf b;
 	ng_buf_init(&b, NG_MAX_BODY_BYTES);
 	ng_status st = canonical_json(c, jt, &b);

@@ -1,7 +1,8 @@
 /* libFuzzer target for the string form of label selectors (STYLE.md B12 "Fuzz").
  *
  * Every input goes through bud_selector_parse(). A failure must leave the output untouched
- * (STYLE.md B6) and report an offset inside the input. A success must survive a round trip:
+ * (STYLE.md B6) and report an offset inside the input. A success holds only what the API server
+ * would: keys and values of label syntax, no NUL in the input. It must survive a round trip:
  * bud_selector_format() then bud_selector_parse() gives an equivalent selector (same
  * requirements in the same order, same operators, keys and value sets), and both selectors
  * answer the same for a few fixed label sets and for one built from the selector itself.
@@ -62,7 +63,7 @@ static void check_equivalent(const struct ng_intern *pool, const struct kube_sel
 		check(ra->op == rb->op);
 		check(same_string(pool, ra->key, rb->key));
 		if (ra->op == KUBE_OP_GT || ra->op == KUBE_OP_LT) {
-			/* The bound is what matters: "a>+07" formats as "a>7", so the value
+			/* The bound is what matters: "a>007" formats as "a>7", so the value
 			 * strings may differ while the numbers may not. */
 			check(ra->num == rb->num);
 			continue;
@@ -70,6 +71,28 @@ static void check_equivalent(const struct ng_intern *pool, const struct kube_sel
 		/* Values are sets: duplicates collapse at parse time. */
 		check(ra->nvalues == rb->nvalues);
 		check(values_subset(pool, ra, rb) && values_subset(pool, rb, ra));
+	}
+}
+
+static bool label_syntax(const struct ng_intern *pool, uint32_t id, bool key)
+{
+	size_t len;
+	const char *s = ng_intern_str(pool, id, &len);
+	return (key ? kube_label_key_problem(s, len) : kube_label_value_problem(s, len)) == NULL;
+}
+
+/* Kubernetes refuses a selector whose keys or values (those of > and < included) are not of
+ * label syntax, so nodegate may never accept one. */
+static void check_label_syntax(const struct ng_intern *pool, const struct kube_selector *sel)
+{
+	for (uint16_t i = 0; i < sel->nreqs; i++) {
+		const struct kube_requirement *r = &sel->reqs[i];
+		check(label_syntax(pool, r->key, true));
+		check((r->op == KUBE_OP_EXISTS || r->op == KUBE_OP_DOES_NOT_EXIST) ==
+		      (r->nvalues == 0));
+		check((r->op != KUBE_OP_GT && r->op != KUBE_OP_LT) || r->nvalues == 1);
+		for (uint16_t k = 0; k < r->nvalues; k++)
+			check(label_syntax(pool, r->values[k], false));
 	}
 }
 
@@ -156,6 +179,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	check(sel.present && sel.nreqs <= NG_MAX_SELECTOR_TERMS);
 	check((sel.nreqs == 0) == (sel.reqs == NULL));
+	check(size == 0 || memchr(data, '\0', size) == NULL);
+	check_label_syntax(pool, &sel);
 
 	/* First ask for the length, then format for real: the two must agree. */
 	size_t len = bud_selector_format(&sel, pool, NULL, 0);

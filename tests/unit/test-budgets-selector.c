@@ -1,13 +1,17 @@
 /* budgets/selector: the string grammar, every operator, the absent-key rules, null vs empty
- * selectors, and node affinity (terms ORed, expressions ANDed, Gt/Lt, matchFields). */
+ * selectors, Kubernetes' own parse, match and lexer cases (tests/support/selector-cases.c), and
+ * node affinity (terms ORed, expressions ANDed, Gt/Lt, matchFields). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
 #include "budgets/budgets.h"
+#include "budgets/internal.h"
 #include "common/arena.h"
 #include "common/intern.h"
+#include "common/limits.h"
+#include "tests/support/selector-cases.h"
 #include "tests/support/support.h"
 
 #include <stdio.h>
@@ -70,7 +74,7 @@ static const struct {
     {"example.com/zone=a", "0000100"},
     {"n>4", "0000100"},
     {"n<0", "0000010"},
-    {"n>-4", "0000110"},
+    {"n<6", "0000110"},
     {"n<100", "0000110"},             /* non-numeric value never matches */
     {" app = db , tier ", "0001000"}, /* whitespace is a delimiter */
     {"app in(db)", "0101010"},
@@ -126,12 +130,22 @@ static const struct {
     {"!a=b", 2, "expected ',' or end of string"},
     {"!", 1, "expected a key after '!'"},
     {"a=b=c", 3, "expected ',' or end of string"},
-    {"a>x", 2, "'x' is not an integer"},
-    {"a<", 2, "'' is not an integer"},
+    {"a>x", 2, "invalid value 'x': the value of > and < must be an integer"},
+    {"a>-1", 2, "invalid value '-1': a valid label must be an empty string or consist of"},
+    {"a<", 2, "invalid value '': the value of > and < must be an integer"},
     {"bad key=1", 4, "found 'key'"},
     {"-a=b", 0, "invalid key '-a'"},
     {"a=-b", 2, "invalid value '-b'"},
-    {"UPPER.example/a=b", 0, "label key prefix"},
+    {"UPPER.example/a=b", 0, "prefix part a lowercase RFC 1123 subdomain must consist of"},
+    {"a\f=b", 0, "invalid key 'a\f': name part must consist of alphanumeric characters"},
+    {"a/b/c", 0, "a qualified name is a name part with an optional DNS subdomain prefix"},
+    {"a=b/c", 2, "invalid value 'b/c': a valid label must be"},
+    {"in in", 5, "found end of string, expected '('"},
+    {"x="
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+     2,
+     "invalid value 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...': must be no more than 63 "
+     "characters"},
     {"a=(", 2, "expected a value"},
     {"a notin", 7, "expected '('"},
 };
@@ -191,7 +205,8 @@ static void test_string_selector_limits(void **state)
 
 static void test_format_round_trips(void **state)
 {
-	const char *in[] = {"a=b,c!=d,e in (x,y),f notin (z),g,!h,n>3,m<-2", "a in (,x)", "x="};
+	const char *in[] = {"a=b,c!=d,e in (x,y),f notin (z),g,!h,n>3,m<2", "a in (,x)",
+			    "x=", "in in (in,notin),!notin,notin=in"};
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
 		struct ng_intern *pool = ng_intern_create();
 		struct ng_arena *arena = ng_arena_create(1u << 20);
@@ -207,6 +222,226 @@ static void test_format_round_trips(void **state)
 		bud_selector_format(&b, pool, out2, sizeof(out2));
 		assert_string_equal(out, out2);
 		assert_int_equal(a.nreqs, b.nreqs);
+		ng_arena_destroy(arena);
+		ng_intern_destroy(pool);
+	}
+}
+
+/* ---- against Kubernetes' own cases (tests/support/selector-cases.c) ---- */
+
+static const char *op_name(uint8_t op)
+{
+	static const char *const names[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
+	return op < 6 ? names[op] : "?";
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* @sel in the canonical form of tests/support/selector-cases.h. Keys hold only bytes above
+ * ' ', so sorting whole "key Op ..." strings sorts by key first. */
+static void canonical(const struct kube_selector *sel, const struct ng_intern *pool, char *out,
+		      size_t cap)
+{
+	char *reqs[NG_MAX_SELECTOR_TERMS];
+	for (uint16_t i = 0; i < sel->nreqs; i++) {
+		const struct kube_requirement *r = &sel->reqs[i];
+		char *s = malloc(1024);
+		assert_non_null(s);
+		size_t n = (size_t)snprintf(s, 1024, "%s %s", ng_intern_str(pool, r->key, NULL),
+					    op_name(r->op));
+		if (r->op == KUBE_OP_GT || r->op == KUBE_OP_LT)
+			(void)snprintf(s + n, 1024 - n, " %lld", (long long)r->num);
+		if (r->op == KUBE_OP_IN || r->op == KUBE_OP_NOTIN) {
+			const char *vals[NG_MAX_SELECTOR_VALUES];
+			for (uint16_t k = 0; k < r->nvalues; k++)
+				vals[k] = ng_intern_str(pool, r->values[k], NULL);
+			qsort(vals, r->nvalues, sizeof(vals[0]), cmp_str);
+			n += (size_t)snprintf(s + n, 1024 - n, " (");
+			for (uint16_t k = 0; k < r->nvalues; k++)
+				n += (size_t)snprintf(s + n, 1024 - n, "%s%s", k ? "," : "",
+						      vals[k]);
+			(void)snprintf(s + n, 1024 - n, ")");
+		}
+		reqs[i] = s;
+	}
+	qsort(reqs, sel->nreqs, sizeof(reqs[0]), cmp_str);
+	size_t at = 0;
+	out[0] = '\0';
+	for (uint16_t i = 0; i < sel->nreqs; i++) {
+		at += (size_t)snprintf(out + at, cap - at, "%s%s", i ? "; " : "", reqs[i]);
+		free(reqs[i]);
+	}
+}
+
+/* Every string of apimachinery's label tests: accepted with the same requirements, or refused
+ * (without touching the output). */
+static void test_kubernetes_parse_cases(void **state)
+{
+	for (size_t c = 0; c < ng_nselector_cases; c++) {
+		const struct ng_selector_case *k = &ng_selector_cases[c];
+		struct ng_intern *pool = ng_intern_create();
+		struct ng_arena *arena = ng_arena_create(1u << 20);
+		struct kube_selector sel = {.nreqs = 0xad};
+		struct ng_err err = {0};
+		ng_status st =
+		    bud_selector_parse(k->text, strlen(k->text), pool, arena, &sel, &err);
+		if (!k->parsed && st != NG_EPARSE)
+			fail_msg("\"%s\" (%s): Kubernetes refuses it, got %s", k->text, k->from,
+				 ng_status_str(st));
+		if (!k->parsed) {
+			assert_int_equal(sel.nreqs, 0xad);
+			assert_true(err.offset <= strlen(k->text) && err.msg[0] != '\0');
+		} else if (st != NG_OK) {
+			fail_msg("\"%s\" (%s): Kubernetes accepts it, got %s: %s", k->text, k->from,
+				 ng_status_str(st), err.msg);
+		} else {
+			char got[8192];
+			canonical(&sel, pool, got, sizeof(got));
+			assert_true(sel.present);
+			if (strcmp(got, k->parsed) != 0)
+				fail_msg("\"%s\" (%s): got \"%s\", Kubernetes reads \"%s\"",
+					 k->text, k->from, got, k->parsed);
+		}
+		ng_arena_destroy(arena);
+		ng_intern_destroy(pool);
+	}
+}
+
+/* "k=v,k2=v2" into @out (sorted by key id), interned into @pool. */
+static size_t labels_from_text(struct ng_intern *pool, const char *text, struct kube_label *out,
+			       size_t cap)
+{
+	size_t n = 0;
+	for (const char *p = text; *p && n < cap; n++) {
+		const char *eq = strchr(p, '=');
+		assert_non_null(eq);
+		const char *end = strchr(eq, ',');
+		if (!end)
+			end = eq + strlen(eq);
+		assert_int_equal(ng_intern_add(pool, p, (size_t)(eq - p), &out[n].key), NG_OK);
+		assert_int_equal(ng_intern_add(pool, eq + 1, (size_t)(end - eq - 1), &out[n].val),
+				 NG_OK);
+		p = *end ? end + 1 : end;
+	}
+	qsort(out, n, sizeof(*out), cmp_label);
+	return n;
+}
+
+static void test_kubernetes_match_cases(void **state)
+{
+	for (size_t c = 0; c < ng_nselector_match_cases; c++) {
+		const struct ng_selector_match_case *k = &ng_selector_match_cases[c];
+		struct ng_intern *pool = ng_intern_create();
+		struct ng_arena *arena = ng_arena_create(1u << 20);
+		struct kube_selector sel;
+		struct ng_err err = {0};
+		if (bud_selector_parse(k->text, strlen(k->text), pool, arena, &sel, &err) != NG_OK)
+			fail_msg("\"%s\" (%s) does not parse: %s", k->text, k->from, err.msg);
+		struct kube_label labels[8];
+		size_t n = labels_from_text(pool, k->labels, labels, 8);
+		if (bud_selector_matches(&sel, labels, n, pool) != k->match)
+			fail_msg("\"%s\" on {%s} (%s): Kubernetes says %s", k->text, k->labels,
+				 k->from, k->match ? "match" : "no match");
+		ng_arena_destroy(arena);
+		ng_intern_destroy(pool);
+	}
+}
+
+static const char *tok_name(enum bud_tok t)
+{
+	static const char *const names[] = {"EOF",   "IDENT", "!", "=", "==", "!=", "in",
+					    "notin", "(",     ")", ",", ">",  "<"};
+	return (size_t)t < sizeof(names) / sizeof(names[0]) ? names[t] : "?";
+}
+
+/* TestLexer, TestLexerSequence and TestParserLookahead (tokens where an operator may stand: "in"
+ * and "notin" are operators), and the value context where they are identifiers. */
+static void test_kubernetes_lexer_cases(void **state)
+{
+	static const struct {
+		const char *text;
+		bool values;
+		const char *tokens; /* space-separated, the final EOF included */
+	} cases[] = {
+	    /* TestLexer */
+	    {"", false, "EOF"},
+	    {",", false, ", EOF"},
+	    {"notin", false, "notin EOF"},
+	    {"in", false, "in EOF"},
+	    {"=", false, "= EOF"},
+	    {"==", false, "== EOF"},
+	    {">", false, "> EOF"},
+	    {"<", false, "< EOF"},
+	    {"!", false, "! EOF"},
+	    {"!=", false, "!= EOF"},
+	    {"(", false, "( EOF"},
+	    {")", false, ") EOF"},
+	    {"~", false, "IDENT EOF"},
+	    {"||", false, "IDENT EOF"},
+	    /* TestLexerSequence, TestParserLookahead */
+	    {"key in ( value )", false, "IDENT in ( IDENT ) EOF"},
+	    {"key notin ( value )", false, "IDENT notin ( IDENT ) EOF"},
+	    {"key in ( value1, value2 )", false, "IDENT in ( IDENT , IDENT ) EOF"},
+	    {"key", false, "IDENT EOF"},
+	    {"!key", false, "! IDENT EOF"},
+	    {"()", false, "( ) EOF"},
+	    {"x in (),y", false, "IDENT in ( ) , IDENT EOF"},
+	    {"== != (), = notin", false, "== != ( ) , = notin EOF"},
+	    {"key>2", false, "IDENT > IDENT EOF"},
+	    {"key<1", false, "IDENT < IDENT EOF"},
+	    {"key gt 3", false, "IDENT IDENT IDENT EOF"},
+	    /* the value context; the longest symbol; whitespace */
+	    {"in notin", true, "IDENT IDENT EOF"},
+	    {"!==", false, "!= = EOF"},
+	    {"=!=", false, "= != EOF"},
+	    {"a>=b", false, "IDENT > = IDENT EOF"},
+	    {"===", false, "== = EOF"},
+	    {"inx notinx", false, "IDENT IDENT EOF"},
+	    {" \t\r\n", false, "EOF"},
+	    {"a\fb\v", false, "IDENT EOF"},
+	    {"\f \v", false, "IDENT IDENT EOF"},
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		enum bud_tok toks[32];
+		size_t n = bud_selector_lex(cases[c].text, strlen(cases[c].text), cases[c].values,
+					    toks, 32);
+		char got[256];
+		size_t at = 0;
+		got[0] = '\0';
+		for (size_t i = 0; i < n && i < 32; i++)
+			at += (size_t)snprintf(got + at, sizeof(got) - at, "%s%s", i ? " " : "",
+					       tok_name(toks[i]));
+		if (strcmp(got, cases[c].tokens) != 0)
+			fail_msg("\"%s\": got %s, expected %s", cases[c].text, got,
+				 cases[c].tokens);
+	}
+	/* The count is the whole count even when @out is short. */
+	enum bud_tok one;
+	assert_int_equal(bud_selector_lex("a=b", 3, false, &one, 1), 4);
+	assert_int_equal(one, BUD_TOK_IDENT);
+}
+
+/* Kubernetes' lexer stops at a NUL and then reads on past it; nodegate refuses one instead. */
+static void test_nul_byte_is_refused(void **state)
+{
+	static const struct {
+		const char *text;
+		size_t len, at;
+	} cases[] = {{"a=b\0", 4, 3}, {"\0", 1, 0}, {" \0a", 3, 1}, {"a=b\0,c", 6, 3}};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct ng_intern *pool = ng_intern_create();
+		struct ng_arena *arena = ng_arena_create(1u << 20);
+		struct kube_selector sel = {.nreqs = 0xad};
+		struct ng_err err = {0};
+		assert_int_equal(
+		    bud_selector_parse(cases[c].text, cases[c].len, pool, arena, &sel, &err),
+		    NG_EPARSE);
+		assert_int_equal(err.offset, cases[c].at);
+		assert_non_null(strstr(err.msg, "a NUL byte cannot be part of a label selector"));
+		assert_int_equal(sel.nreqs, 0xad);
 		ng_arena_destroy(arena);
 		ng_intern_destroy(pool);
 	}
@@ -308,6 +543,10 @@ int main(void)
 	    cmocka_unit_test(test_string_selector_errors_point_at_the_problem),
 	    cmocka_unit_test(test_string_selector_limits),
 	    cmocka_unit_test(test_format_round_trips),
+	    cmocka_unit_test(test_kubernetes_parse_cases),
+	    cmocka_unit_test(test_kubernetes_match_cases),
+	    cmocka_unit_test(test_kubernetes_lexer_cases),
+	    cmocka_unit_test(test_nul_byte_is_refused),
 	    cmocka_unit_test(test_node_affinity_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

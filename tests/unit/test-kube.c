@@ -251,9 +251,11 @@ static void test_label_selector_json_validation(void **state)
 	     "is not one of In, NotIn, Exists, DoesNotExist"},
 	    {"{\"matchExpressions\":[{\"operator\":\"Exists\"}]}",
 	     "sel.matchExpressions[0].key: required"},
-	    {"{\"matchLabels\":{\"bad key\":\"b\"}}", "sel.matchLabels[bad key]: label key name"},
-	    {"{\"matchLabels\":{\"a\":\"-b\"}}", "sel.matchLabels[a]: label value"},
-	    {"{\"matchLabels\":{\"Example.com/a\":\"b\"}}", "label key prefix"},
+	    {"{\"matchLabels\":{\"bad key\":\"b\"}}",
+	     "sel.matchLabels[bad key]: name part must consist of"},
+	    {"{\"matchLabels\":{\"a\":\"-b\"}}", "sel.matchLabels[a]: a valid label must be"},
+	    {"{\"matchLabels\":{\"Example.com/a\":\"b\"}}",
+	     "prefix part a lowercase RFC 1123 subdomain"},
 	    {"{\"matchLabels\":[]}", "sel.matchLabels: expected an object"},
 	    {"[]", "sel: expected an object"},
 	};
@@ -617,7 +619,8 @@ static void test_nd_drain_operation_requestors_and_creator(void **state)
 	    "\"force\":true,\"deleteEmptyDir\":true,\"timeoutSeconds\":30,"
 	    "\"skipWaitingForEviction\":true,\"waitForVolumeDetach\":false},"
 	    "\"operation\":{\"waitForReboot\":true,\"jobTemplate\":{\"spec\":{\"b\":[1,2.5,"
-	    "true,null],\"a\":\"x\"}}},\"additionalRequestors\":[\"drainer\",\"ops\"]},"
+	    "true,null],\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"
+	    "\"busybox\"}]}},\"a\":\"x\"}}},\"additionalRequestors\":[\"drainer\",\"ops\"]},"
 	    "\"status\":{\"state\":\"Granted\",\"grantedAt\":\"2026-01-02T03:05:00Z\","
 	    "\"disruptedNodes\":[\"n1\"],\"disruptedDisruptionBudgets\":[{\"reference\":{\"kind\":"
 	    "\"NodeDisruptionBudget\",\"name\":\"pool\"},\"ok\":true,\"reason\":\"fits\"}]}}");
@@ -646,8 +649,10 @@ static void test_nd_drain_operation_requestors_and_creator(void **state)
 	assert_int_equal(d->timeout_s, 30);
 	assert_true(x->operation.present && x->operation.wait_for_reboot);
 	/* Keys sorted: equal templates are equal strings. */
-	assert_string_equal(x->operation.job_template,
-			    "{\"spec\":{\"a\":\"x\",\"b\":[1,2.5,true,null]}}");
+	assert_string_equal(
+	    x->operation.job_template,
+	    "{\"spec\":{\"a\":\"x\",\"b\":[1,2.5,true,null],\"template\":{"
+	    "\"spec\":{\"containers\":[{\"image\":\"busybox\",\"name\":\"c\"}]}}}}");
 	assert_true(nd->additional_requestors);
 	assert_int_equal(x->nmore_requestors, 2);
 	assert_string_equal(str_of(one, x->more_requestors[1]), "ops");
@@ -700,6 +705,45 @@ static void test_nd_malformed_drain_fields_name_the_field(void **state)
 	    {"\"drain\":{\"skipWaitingForEviction\":0}", "spec.drain.skipWaitingForEviction"},
 	    {"\"operation\":[]", "spec.operation: expected an object"},
 	    {"\"operation\":{\"jobTemplate\":\"x\"}", "spec.operation.jobTemplate: expected"},
+	    {"\"operation\":{\"jobTemplate\":{}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers: required: at least one "
+	     "container"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":null}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers: required"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"containers\":[]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers: required"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":7}}}",
+	     "spec.operation.jobTemplate.spec.template: expected an object"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"containers\":{}}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers: expected an array"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"containers\":[\"c\"]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers[0]: expected an object"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"containers\":[{\"name\":\"a\",\"image\":\"x\"},{\"image\":\"x\"}]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers[1].name: required"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"containers\":[{\"name\":\"a\"}]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers[0].image: required"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"containers\":[{\"name\":\"a\",\"image\":\"\"}]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers[0].image: required"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"containers\":[{\"name\":\"Main_1\",\"image\":\"x\"}]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers[0].name: 'Main_1' is not a "
+	     "DNS-1123 label"},
+	    {"\"drain\":{\"taint\":{\"key\":\"bad key\",\"effect\":\"NoSchedule\"}}",
+	     "spec.drain.taint.key: invalid 'bad key': name part must consist of"},
+	    {"\"drain\":{\"taint\":{\"key\":\"Example.com/k\",\"effect\":\"NoSchedule\"}}",
+	     "spec.drain.taint.key: invalid 'Example.com/k': prefix part"},
+	    {"\"drain\":{\"taint\":{\"key\":\"k\",\"value\":\"-v\",\"effect\":"
+	     "\"NoSchedule\"}}",
+	     "spec.drain.taint.value: invalid '-v': a valid label must be"},
+	    {"\"drain\":{\"taint\":{\"key\":\"k\"}}", "spec.drain.taint.effect: must be one of"},
+	    {"\"drain\":{\"taint\":{\"key\":\"k\",\"effect\":7}}",
+	     "spec.drain.taint.effect: must be one of"},
 	    {"\"operation\":{\"waitForReboot\":\"x\"}", "spec.operation.waitForReboot"},
 	    {"\"additionalRequestors\":\"me\"", "spec.additionalRequestors: expected an array"},
 	    {"\"additionalRequestors\":[1]", "spec.additionalRequestors: expected an array"},

@@ -15,6 +15,7 @@
 #include "policy/disruption.h"
 #include "policy/validate.h"
 #include "tests/support/objects.h"
+#include "tests/support/selector-cases.h"
 #include "tests/support/support.h"
 
 #include <stdio.h>
@@ -184,6 +185,52 @@ static void test_V01_V02_V03_V05_V09_V10_nodedisruption_admission(void **state)
 	kube_snapshot_release(c);
 }
 
+/* Every selector string of tests/support/selector-cases.c (apimachinery's label tests and more)
+ * as spec.drain.podSelector and as spec.drain.waitForPodCompletion.podSelector: admitted when
+ * Kubernetes accepts it, else 422 naming the field and saying where and why. */
+static void test_drain_pod_selectors_are_read_as_kubernetes_reads_them(void **state)
+{
+	struct kube_snapshot *c = cluster("");
+	static const char *const fields[][3] = {
+	    {"spec.drain.podSelector: at byte ", "\"drain\":{\"podSelector\":", "}"},
+	    {"spec.drain.waitForPodCompletion.podSelector: at byte ",
+	     "\"drain\":{\"waitForPodCompletion\":{\"podSelector\":", "}}"},
+	};
+	for (size_t i = 0; i < ng_nselector_cases; i++) {
+		const struct ng_selector_case *k = &ng_selector_cases[i];
+		for (size_t f = 0; f < 2; f++) {
+			struct ng_buf b;
+			ng_buf_init(&b, 1u << 16);
+			ng_status st =
+			    ng_buf_puts(&b, "{\"kind\":\"NodeDisruption\",\"apiVersion\":"
+					    "\"nodegate.io/v1alpha1\",\"metadata\":{"
+					    "\"name\":\"x\"},\"spec\":{\"nodeNames\":["
+					    "\"node1\"],");
+			st = st ? st : ng_buf_puts(&b, fields[f][1]);
+			st = st ? st : ng_buf_json_str(&b, k->text, strlen(k->text));
+			st = st ? st : ng_buf_puts(&b, fields[f][2]);
+			st = st ? st : ng_buf_puts(&b, "}}");
+			assert_int_equal(st, NG_OK);
+			expect_nd(c, b.data, NULL, k->parsed ? NG_OK : NG_EPARSE,
+				  k->parsed ? NULL : fields[f][0], NULL);
+			ng_buf_finish(&b);
+		}
+	}
+	/* Past nodegate's own limits (Kubernetes has none): 422 as well, saying which. */
+	char sel[1024];
+	size_t at = 0;
+	for (int i = 0; i < 65; i++)
+		at += (size_t)snprintf(sel + at, sizeof(sel) - at, "%sk%d", i ? "," : "", i);
+	char json[2048];
+	(void)snprintf(json, sizeof(json),
+		       ND("x", "{\"nodeNames\":[\"node1\"],\"drain\":{"
+			       "\"podSelector\":\"%s\"}}"),
+		       sel);
+	expect_nd(c, json, NULL, NG_ELIMIT, "spec.drain.podSelector: more than 64 requirements",
+		  NULL);
+	kube_snapshot_release(c);
+}
+
 static void test_malformed_drain_fields_are_refused_naming_the_field(void **state)
 {
 	struct kube_snapshot *c = cluster("");
@@ -201,6 +248,24 @@ static void test_malformed_drain_fields_are_refused_naming_the_field(void **stat
 	    {"\"drain\":{\"podSelector\":false}", "spec.drain.podSelector: expected a label "
 						  "selector string"},
 	    {"\"operation\":{\"jobTemplate\":[]}", "spec.operation.jobTemplate"},
+	    {"\"operation\":{\"jobTemplate\":{}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers: required"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"containers\":[]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers: required"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"containers\":[{\"name\":\"c\"}]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers[0].image: required"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"containers\":[{\"name\":\"c\",\"image\":\"x\"},{\"image\":\"busybox\"}]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers[1].name: required"},
+	    {"\"drain\":{\"taint\":{\"key\":\"a/b/c\",\"effect\":\"NoSchedule\"}}",
+	     "spec.drain.taint.key: invalid 'a/b/c': a qualified name"},
+	    {"\"drain\":{\"taint\":{\"key\":\"k\",\"value\":\"v v\",\"effect\":"
+	     "\"NoExecute\"}}",
+	     "spec.drain.taint.value: invalid 'v v'"},
+	    {"\"drain\":{\"taint\":{\"key\":\"k\",\"effect\":\"\"}}",
+	     "spec.drain.taint.effect: must be one of NoSchedule, PreferNoSchedule, NoExecute"},
 	    {"\"additionalRequestors\":{}", "spec.additionalRequestors"},
 	    {"\"duration\":\"soon\"", "spec.duration"},
 	};
@@ -210,6 +275,15 @@ static void test_malformed_drain_fields_are_refused_naming_the_field(void **stat
 			       cases[i].spec);
 		expect_nd(c, json, NULL, NG_EPARSE, cases[i].why, NULL);
 	}
+	/* What the Node and Job APIs take is admitted. */
+	expect_nd(c,
+		  ND("x", "{\"nodeNames\":[\"node1\"],\"drain\":{\"taint\":{\"key\":"
+			  "\"node.example.com/maint\",\"value\":\"v1.2_x\",\"effect\":"
+			  "\"PreferNoSchedule\"}},\"operation\":{\"jobTemplate\":{\"spec\":{"
+			  "\"template\":{\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{"
+			  "\"name\":\"fw-1\",\"image\":\"registry.example.com/fw:1\"},{\"name\":"
+			  "\"log\",\"image\":\"busybox\"}]}}}}}}"),
+		  NULL, NG_OK, NULL, NULL);
 	kube_snapshot_release(c);
 }
 
@@ -429,6 +503,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_V07_V08_H09_budget_admission_checks),
 	    cmocka_unit_test(test_V01_V02_V03_V05_V09_V10_nodedisruption_admission),
+	    cmocka_unit_test(test_drain_pod_selectors_are_read_as_kubernetes_reads_them),
 	    cmocka_unit_test(test_malformed_drain_fields_are_refused_naming_the_field),
 	    cmocka_unit_test(test_every_spec_field_is_immutable_once_granted),
 	    cmocka_unit_test(test_V04_creator_annotation_cannot_change),
