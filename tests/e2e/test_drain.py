@@ -698,7 +698,8 @@ class DrainScenarios(DrainTest):
         self.delete_nd("d11")
         self.wait_gone("d11")
         self.assert_released()
-        self.assert_event("d11", "Released")
+        # (The gate records a Released event of its own, so that event proves nothing here.)
+        log(f"d11: events {[e.get('reason') for e in self.events('d11')]}")
 
     def test_D12_a_node_cordoned_by_hand_stays_cordoned(self):
         rc, out, err = self.api.kubectl("cordon", "node1")
@@ -856,6 +857,10 @@ class DrainScenarios(DrainTest):
     # -- D18: restart ------------------------------------------------------------------------------
     @drain_setup(kubelet="grace", grace_seconds=3)
     def test_D18_killed_mid_drain_resumes_from_status(self):
+        # Each eviction takes 0.3 s, so the kill lands between the first eviction and the last.
+        code, body, _ = self.api.control("faults", {"path": "/pods/[^/]+/eviction$", "method": "POST",
+                                                    "latencyMs": 300, "count": -1})
+        self.assertEqual(code, 200, body)
         self.nd("d18", FORCE)
 
         def terminating():
@@ -864,6 +869,7 @@ class DrainScenarios(DrainTest):
         self.assertTrue(some, "no pod was evicted:" + self.describe("d18"))
         self.drainer.kill()
         t_kill = time.monotonic()
+        time.sleep(0.5)  # an eviction in flight when the drainer died lands (as a restart takes time)
         before = self.drainer_evictions()
         log(f"d18: killed after {waited:.2f} s; terminating then: {some}; evictions asked before: "
             f"{[p for p, _ in before]}; status: {json.dumps(self.drain_status('d18'))}")
