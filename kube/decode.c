@@ -48,6 +48,12 @@ static void *alloc(struct ctx *c, size_t n)
 	return n ? ng_arena_alloc(c->arena, n) : NULL;
 }
 
+/* @s (NULL: "") copied into the record's arena; NULL on OOM. */
+static const char *dup_or_empty(struct ctx *c, const char *s)
+{
+	return ng_arena_strndup(c->arena, s ? s : "", s ? strlen(s) : 0);
+}
+
 /* Optional string field: absent or null -> NG_INTERN_NONE; wrong type -> error. */
 static ng_status opt_str(struct ctx *c, const cJSON *obj, const char *key, const char *field,
 			 uint32_t *ret)
@@ -486,6 +492,63 @@ static void *record(struct ctx *c, enum kube_resource r)
 	return &c->obj->rec;
 }
 
+#define DRAIN_NOTE "nodegate.io/drain"
+/* Longest drain note read: the holders of one node are a few request names. */
+#define DRAIN_NOTE_MAX (64u * 1024u)
+
+/* The annotation nodegate.io/drain (struct kube_drain_note). One that does not parse is marked
+ * invalid, never an error: the node stays in the cache. */
+static ng_status drain_note(struct ctx *c, const char *text, struct kube_drain_note *note)
+{
+	note->present = true;
+	note->boot_id = "";
+	size_t len = strlen(text);
+	struct ng_arena *tmp = len <= DRAIN_NOTE_MAX ? ng_arena_create(2 * len + 4096) : NULL;
+	cJSON *root = NULL;
+	if (!tmp || ng_json_parse(text, len, tmp, &root, NULL) != NG_OK || !cJSON_IsObject(root)) {
+		note->invalid = true;
+		ng_arena_destroy(tmp);
+		return NG_OK;
+	}
+	const cJSON *was = ng_json_get(root, "wasUnschedulable");
+	const cJSON *holders = ng_json_get(root, "holders");
+	const cJSON *boot = ng_json_get(root, "bootID");
+	note->was_unschedulable = cJSON_IsTrue(was);
+	note->invalid = !cJSON_IsBool(was) || !cJSON_IsArray(holders) ||
+			(boot && !cJSON_IsString(boot));
+	ng_status st = NG_OK;
+	if (!note->invalid) {
+		struct ng_err ignored;
+		struct ng_err *keep = c->err;
+		c->err = &ignored;
+		st = decode_str_array(c, holders, "holders", NG_MAX_LABELS, &note->holders,
+				      &note->nholders);
+		c->err = keep;
+		if (st == NG_EPARSE || st == NG_ELIMIT) {
+			note->invalid = true;
+			st = NG_OK;
+		}
+		if (st == NG_OK && !(note->boot_id = dup_or_empty(c, ng_json_str(root, "bootID"))))
+			st = fail(c, NG_ENOMEM, "metadata.annotations", "out of memory");
+	}
+	ng_arena_destroy(tmp);
+	return st;
+}
+
+/* What the drainer reads of a node besides the gate's fields. */
+static ng_status node_extra(struct ctx *c, const cJSON *o, const cJSON *meta, struct kube_node *n)
+{
+	const cJSON *info = ng_json_path(o, (const char *const[]){"status", "nodeInfo", NULL});
+	n->boot_id = dup_or_empty(c, ng_json_str(info, "bootID"));
+	n->rv = dup_or_empty(c, ng_json_str(meta, "resourceVersion"));
+	if (!n->boot_id || !n->rv)
+		return fail(c, NG_ENOMEM, "metadata", "out of memory");
+	const cJSON *ann = ng_json_get(meta, "annotations");
+	n->has_annotations = cJSON_IsObject(ann);
+	const char *note = ng_json_str(ann, DRAIN_NOTE);
+	return note ? drain_note(c, note, &n->note) : NG_OK;
+}
+
 static ng_status decode_node(struct ctx *c, const cJSON *o, uint32_t name, const cJSON *meta)
 {
 	struct kube_node *n = record(c, KUBE_RES_NODES);
@@ -505,6 +568,8 @@ static ng_status decode_node(struct ctx *c, const cJSON *o, uint32_t name, const
 		if (t && s && strcmp(t, "Ready") == 0 && strcmp(s, "True") == 0)
 			n->flags |= KUBE_NODE_READY;
 	}
+	if ((st = node_extra(c, o, meta, n)) != NG_OK)
+		return st;
 	const cJSON *taints = ng_json_get(spec, "taints");
 	if (cJSON_IsArray(taints)) {
 		size_t nt = (size_t)cJSON_GetArraySize(taints);
@@ -568,9 +633,12 @@ static ng_status pod_claims(struct ctx *c, const cJSON *spec, struct kube_pod *p
 {
 	const cJSON *vols = ng_json_get(spec, "volumes");
 	size_t nclaims = 0;
-	for (const cJSON *e = cJSON_IsArray(vols) ? vols->child : NULL; e; e = e->next)
+	for (const cJSON *e = cJSON_IsArray(vols) ? vols->child : NULL; e; e = e->next) {
 		if (ng_json_str(ng_json_get(e, "persistentVolumeClaim"), "claimName"))
 			nclaims++;
+		if (ng_json_get(e, "emptyDir"))
+			p->flags |= KUBE_POD_EMPTYDIR;
+	}
 	if (nclaims > NG_MAX_LABELS)
 		return fail(c, NG_ELIMIT, "spec.volumes", "too many PVC volumes");
 	uint32_t *claims = alloc(c, nclaims * sizeof(*claims));
@@ -588,16 +656,19 @@ static ng_status pod_claims(struct ctx *c, const cJSON *spec, struct kube_pod *p
 	return NG_OK;
 }
 
-/* The distinct resource-request names of spec.containers, bounded. */
+/* The distinct resource names of spec.containers' requests and limits, bounded. */
 static ng_status pod_requests(struct ctx *c, const cJSON *spec, struct kube_pod *p)
 {
-	static const char *const path[] = {"resources", "requests", NULL};
+	static const char *const paths[2][3] = {{"resources", "requests", NULL},
+						{"resources", "limits", NULL}};
 	const cJSON *ctrs = ng_json_get(spec, "containers");
 	size_t nreq = 0;
 	for (const cJSON *e = cJSON_IsArray(ctrs) ? ctrs->child : NULL; e; e = e->next) {
-		const cJSON *r = ng_json_path(e, path);
-		if (cJSON_IsObject(r))
-			nreq += (size_t)cJSON_GetArraySize(r);
+		for (int k = 0; k < 2; k++) {
+			const cJSON *r = ng_json_path(e, paths[k]);
+			if (cJSON_IsObject(r))
+				nreq += (size_t)cJSON_GetArraySize(r);
+		}
 	}
 	if (nreq > NG_MAX_LABELS)
 		return fail(c, NG_ELIMIT, "spec.containers", "too many resource requests");
@@ -606,17 +677,19 @@ static ng_status pod_requests(struct ctx *c, const cJSON *spec, struct kube_pod 
 		return fail(c, NG_ENOMEM, "spec.containers", "out of memory");
 	size_t i = 0;
 	for (const cJSON *e = nreq ? ctrs->child : NULL; e; e = e->next) {
-		const cJSON *r = ng_json_path(e, path);
-		for (const cJSON *k = cJSON_IsObject(r) ? r->child : NULL; k; k = k->next) {
-			uint32_t id;
-			ng_status st = intern(c, k->string, &id);
-			if (st != NG_OK)
-				return st;
-			bool dup = false;
-			for (size_t j = 0; j < i; j++)
-				dup = dup || reqs[j] == id;
-			if (!dup)
-				reqs[i++] = id;
+		for (int w = 0; w < 2; w++) {
+			const cJSON *r = ng_json_path(e, paths[w]);
+			for (const cJSON *k = cJSON_IsObject(r) ? r->child : NULL; k; k = k->next) {
+				uint32_t id;
+				ng_status st = intern(c, k->string, &id);
+				if (st != NG_OK)
+					return st;
+				bool dup = false;
+				for (size_t j = 0; j < i; j++)
+					dup = dup || reqs[j] == id;
+				if (!dup)
+					reqs[i++] = id;
+			}
 		}
 	}
 	p->requests = reqs;
@@ -1062,6 +1135,59 @@ static ng_status nd_verdicts(struct ctx *c, const cJSON *status, struct kube_nd_
 	return NG_OK;
 }
 
+static int64_t opt_time_ms(const cJSON *obj, const char *key)
+{
+	const char *t = ng_json_str(obj, key);
+	int64_t ms = 0;
+	if (t && ng_parse_rfc3339_ms(t, strlen(t), &ms) != NG_OK)
+		ms = 0;
+	return ms;
+}
+
+/* status.conditions and status.drain: what the drainer wrote, and the requestor's
+ * RequestorFailed. Entries of the wrong shape are skipped: status is nodegate's to rewrite. */
+static ng_status nd_progress(struct ctx *c, const cJSON *status, struct kube_nd_detail *x)
+{
+	const cJSON *conds = ng_json_get(status, "conditions");
+	size_t n = cJSON_IsArray(conds) ? (size_t)cJSON_GetArraySize(conds) : 0;
+	if (n > NG_MAX_LABELS)
+		return fail(c, NG_ELIMIT, "status.conditions", "too many entries");
+	struct kube_condition *out = alloc(c, n * sizeof(*out));
+	if (n && !out)
+		return fail(c, NG_ENOMEM, "status.conditions", "out of memory");
+	size_t i = 0;
+	for (const cJSON *e = n ? conds->child : NULL; e; e = e->next) {
+		const char *type = ng_json_str(e, "type"), *st = ng_json_str(e, "status");
+		if (!type)
+			continue;
+		struct kube_condition *k = &out[i++];
+		k->status = !st				  ? KUBE_COND_UNKNOWN
+			    : strcmp(st, "True") == 0	  ? KUBE_COND_TRUE
+			    : strcmp(st, "False") == 0 ? KUBE_COND_FALSE
+						       : KUBE_COND_UNKNOWN;
+		k->type = dup_or_empty(c, type);
+		k->reason = dup_or_empty(c, ng_json_str(e, "reason"));
+		k->message = dup_or_empty(c, ng_json_str(e, "message"));
+		k->since_ms = opt_time_ms(e, "lastTransitionTime");
+		if (!k->type || !k->reason || !k->message)
+			return fail(c, NG_ENOMEM, "status.conditions", "out of memory");
+	}
+	x->conditions = out;
+	x->nconditions = (uint16_t)i;
+	const cJSON *d = ng_json_get(status, "drain");
+	static const char *const keys[5] = {"totalPods", "evictedPods", "remainingPods", "progress",
+					    "attempts"};
+	int64_t *vals[5] = {&x->drain_status.total, &x->drain_status.evicted,
+			    &x->drain_status.remaining, &x->drain_status.progress,
+			    &x->drain_status.attempts};
+	for (int k = 0; k < 5; k++)
+		if (!ng_json_int64(ng_json_get(d, keys[k]), vals[k]) || *vals[k] < 0)
+			*vals[k] = 0;
+	x->drain_status.backoff_until_ms = opt_time_ms(d, "backoffUntil");
+	x->drain_status.attempt_started_ms = opt_time_ms(d, "attemptStartedAt");
+	return NG_OK;
+}
+
 /* The fields only admission and the drainer read (struct kube_nd_detail). */
 static ng_status nd_detail(struct ctx *c, const cJSON *o, struct kube_nd *d)
 {
@@ -1081,6 +1207,7 @@ static ng_status nd_detail(struct ctx *c, const cJSON *o, struct kube_nd *d)
 	st = st ? st : nd_operation(c, ng_json_get(spec, "operation"), &x->operation, &verr);
 	st = st ? st : nd_more(c, spec, x, &verr);
 	st = st ? st : nd_verdicts(c, ng_json_get(o, "status"), x);
+	st = st ? st : nd_progress(c, ng_json_get(o, "status"), x);
 	const char *by =
 	    ng_json_str(ng_json_get(ng_json_get(o, "metadata"), "annotations"), CREATED_BY);
 	if (st == NG_OK && by)
@@ -1568,6 +1695,45 @@ static ng_status decode_hook_policy(struct ctx *c, const cJSON *j, struct kube_h
 	return NG_OK;
 }
 
+/* NodeGateConfig spec.drain: protected namespaces and Job pods, the attempts' backoff. A
+ * problem goes to @verr (the config is then invalid); only OOM fails. */
+static ng_status decode_ngc_drain(struct ctx *c, const cJSON *d, struct kube_ngc *g,
+				  struct ng_err *verr)
+{
+	static const char *const skeys[2] = {"protectedNamespaces", "protectedJobPods"};
+	struct kube_selector *sels[2] = {&g->protected_namespaces, &g->protected_job_pods};
+	for (int k = 0; k < 2; k++) {
+		const cJSON *j = ng_json_get(d, skeys[k]);
+		if (!j || cJSON_IsNull(j))
+			continue;
+		char field[48];
+		ng_fmt(field, sizeof(field), "spec.drain.%s", skeys[k]);
+		ng_status st = kube_decode_selector(c->pool, c->arena, j, field, sels[k], verr);
+		if (st != NG_OK && st != NG_EPARSE)
+			return st;
+	}
+	const cJSON *b = ng_json_get(d, "backoff");
+	static const char *const bkeys[3] = {"base", "max", "jitter"};
+	int64_t *bvals[3] = {&g->drain_backoff_base_ms, &g->drain_backoff_max_ms,
+			     &g->drain_backoff_jitter_ms};
+	for (int k = 0; k < 3; k++) {
+		const cJSON *v = ng_json_get(b, bkeys[k]);
+		int64_t secs;
+		*bvals[k] = -1;
+		if (!v || cJSON_IsNull(v))
+			continue;
+		/* A day bounds a backoff; more is a typo. */
+		if (!ng_json_int64(v, &secs) || secs < 0 || secs > 86400)
+			(void)ng_err_set(verr, NG_EPARSE, 0,
+					 "spec.drain.backoff.%s: must be an integer of seconds in "
+					 "0..86400",
+					 bkeys[k]);
+		else
+			*bvals[k] = secs * 1000;
+	}
+	return NG_OK;
+}
+
 static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 {
 	struct kube_ngc *g = record(c, KUBE_RES_NGCS);
@@ -1636,6 +1802,8 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 		return st;
 	if ((st = decode_hook_policy(c, ng_json_get(spec, "healthHooks"), &g->hooks, &verr)) !=
 	    NG_OK)
+		return st;
+	if ((st = decode_ngc_drain(c, ng_json_get(spec, "drain"), g, &verr)) != NG_OK)
 		return st;
 	if (verr.status == NG_OK)
 		return NG_OK;

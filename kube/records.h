@@ -101,12 +101,27 @@ struct kube_taint_target {
 	bool exists;
 };
 
+/* The drainer's note on a node it holds (annotation nodegate.io/drain, JSON): written before the
+ * node is first cordoned, so a drainer restarted at any point knows what to give back. */
+struct kube_drain_note {
+	bool present;           /* the annotation exists */
+	bool invalid;           /* it does not parse: the node is left alone, and logged */
+	bool was_unschedulable; /* "wasUnschedulable": the node was cordoned before nodegate */
+	uint16_t nholders;
+	const uint32_t *holders; /* "holders": names of the NodeDisruptions that hold the node */
+	const char *boot_id;     /* "bootID": status.nodeInfo.bootID when first held; "" if none */
+};
+
 struct kube_node {
 	uint32_t name;
 	uint32_t flags; /* enum kube_node_flag */
 	uint32_t nlabels, ntaints;
 	const struct kube_label *labels; /* sorted by key id */
 	const struct kube_taint *taints;
+	const char *boot_id; /* status.nodeInfo.bootID; "" when absent (NULL in hand-made records) */
+	const char *rv;      /* metadata.resourceVersion; "" when absent (NULL likewise) */
+	bool has_annotations;        /* metadata.annotations exists (JSON patches need to know) */
+	struct kube_drain_note note; /* annotation nodegate.io/drain */
 };
 
 enum kube_pod_phase {
@@ -121,6 +136,7 @@ enum kube_pod_flag {
 	KUBE_POD_MIRROR = 1u << 0,      /* static pod mirrored by the kubelet */
 	KUBE_POD_DAEMONSET = 1u << 1,   /* controller is a DaemonSet */
 	KUBE_POD_TERMINATING = 1u << 2, /* deletionTimestamp set */
+	KUBE_POD_EMPTYDIR = 1u << 3,    /* has an emptyDir volume (its data dies with the pod) */
 };
 
 struct kube_pod {
@@ -133,7 +149,9 @@ struct kube_pod {
 	uint16_t nlabels, nclaims, nrequests;
 	const struct kube_label *labels; /* sorted by key id */
 	const uint32_t *claims;          /* PVC names (in ns) mounted by the pod */
-	const uint32_t *requests;        /* container resource-request names */
+	/* The distinct resource names of the containers' requests and limits: what drain
+	 * podEvictionFilters match. */
+	const uint32_t *requests;
 };
 
 enum kube_pvc_phase {
@@ -223,6 +241,27 @@ struct kube_nd_verdict {
 	const char *reason; /* "" when absent */
 };
 
+enum kube_cond_status {
+	KUBE_COND_UNKNOWN,
+	KUBE_COND_TRUE,
+	KUBE_COND_FALSE,
+};
+
+/* One status.conditions entry. */
+struct kube_condition {
+	const char *type, *reason, *message; /* "" when absent */
+	uint8_t status;                      /* enum kube_cond_status */
+	int64_t since_ms;                    /* lastTransitionTime; 0 when absent */
+};
+
+/* status.drain: the drainer's progress, read back so a restarted drainer goes on. */
+struct kube_nd_drain_status {
+	int64_t total, evicted, remaining, progress; /* pods */
+	int64_t attempts;                            /* failed attempts so far */
+	int64_t backoff_until_ms;                    /* backoffUntil; 0 when absent */
+	int64_t attempt_started_ms;                  /* attemptStartedAt; 0 when absent */
+};
+
 /* What only admission and the drainer read of a NodeDisruption. */
 struct kube_nd_detail {
 	bool has_node_selector; /* spec.nodeSelector is set (not null), even when invalid */
@@ -242,6 +281,9 @@ struct kube_nd_detail {
 	int64_t granted_ms;  /* status.grantedAt; 0 when absent, -1 when not a time */
 	uint16_t nverdicts;
 	const struct kube_nd_verdict *verdicts; /* status.disruptedDisruptionBudgets */
+	uint16_t nconditions;
+	const struct kube_condition *conditions; /* status.conditions, in their order */
+	struct kube_nd_drain_status drain_status; /* status.drain */
 };
 
 struct kube_nd {
@@ -365,6 +407,11 @@ struct kube_ngc {
 	uint16_t nexempt;
 	const uint32_t *exempt_users;
 	struct kube_hook_policy hooks; /* spec.healthHooks */
+	/* spec.drain: pods in namespaces matching protected_namespaces are evicted through the
+	 * Eviction API whatever the strategy (never deleted past a PodDisruptionBudget); running
+	 * Job pods matching protected_job_pods hold a drain back. Not present: none. */
+	struct kube_selector protected_namespaces, protected_job_pods;
+	int64_t drain_backoff_base_ms, drain_backoff_max_ms, drain_backoff_jitter_ms; /* -1: default */
 };
 
 enum kube_resource {

@@ -1,6 +1,7 @@
 /* The API-write toolkit (kube/write.h). */
 #include "kube/write.h"
 
+#include "common/arena.h"
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/json.h"
@@ -31,6 +32,7 @@ static const struct {
     [KUBE_KIND_ADB] = {"ApplicationDisruptionBudget", "/apis/nodegate.io/v1alpha1",
 		       "applicationdisruptionbudgets", true},
     [KUBE_KIND_NGC] = {"NodeGateConfig", "/apis/nodegate.io/v1alpha1", "nodegateconfigs", false},
+    [KUBE_KIND_JOB] = {"Job", "/apis/batch/v1", "jobs", true},
 };
 
 const char *kube_kind_name(enum kube_kind k)
@@ -265,6 +267,65 @@ void kube_create(struct kube_client *c, const struct kube_ref *collection, kube_
 	fn(&w, ctx);
 	ng_jw_obj_end(&w);
 	send_write(c, "POST", collection, NULL, "application/json", ng_jw_finish(&w), &b, ret);
+	ng_buf_finish(&b);
+}
+
+/* details.retryAfterSeconds of a Status answer; 0 when absent or unreadable. */
+static int64_t retry_after_s(const struct ng_buf *resp)
+{
+	struct ng_arena *a = resp->len ? ng_arena_create(4 * resp->len + 4096) : NULL;
+	cJSON *root = NULL;
+	int64_t secs = 0;
+	if (a && ng_json_parse(resp->data, resp->len, a, &root, NULL) == NG_OK &&
+	    (!ng_json_int64(ng_json_get(ng_json_get(root, "details"), "retryAfterSeconds"),
+			    &secs) ||
+	     secs < 0))
+		secs = 0;
+	ng_arena_destroy(a);
+	return secs;
+}
+
+void kube_evict_pod(struct kube_client *c, const char *ns, const char *name,
+		    int64_t *ret_retry_after_s, struct kube_write_result *ret)
+{
+	struct ng_buf b, resp;
+	ng_buf_init(&b, 4096);
+	ng_buf_init(&resp, RESPONSE_CAP_BYTES);
+	struct ng_jw w;
+	ng_jw_init(&w, &b);
+	ng_jw_obj(&w);
+	ng_jw_kstr(&w, "apiVersion", "policy/v1");
+	ng_jw_kstr(&w, "kind", "Eviction");
+	ng_jw_key(&w, "metadata");
+	ng_jw_obj(&w);
+	ng_jw_kstr(&w, "name", name);
+	ng_jw_kstr(&w, "namespace", ns);
+	ng_jw_obj_end(&w);
+	ng_jw_obj_end(&w);
+	const struct kube_ref ref = {KUBE_KIND_POD, ns, name};
+	send_timed(c, "POST", &ref, "eviction", "application/json", ng_jw_finish(&w), &b,
+		   KUBE_WRITE_TIMEOUT_MS, &resp, ret);
+	*ret_retry_after_s = ret->http == 429 ? retry_after_s(&resp) : 0;
+	ng_buf_finish(&resp);
+	ng_buf_finish(&b);
+}
+
+void kube_delete(struct kube_client *c, const struct kube_ref *ref, int64_t grace_s,
+		 struct kube_write_result *ret)
+{
+	struct ng_buf b;
+	ng_buf_init(&b, 4096);
+	struct ng_jw w;
+	ng_jw_init(&w, &b);
+	ng_jw_obj(&w);
+	ng_jw_kstr(&w, "apiVersion", "v1");
+	ng_jw_kstr(&w, "kind", "DeleteOptions");
+	if (grace_s >= 0)
+		ng_jw_ki64(&w, "gracePeriodSeconds", grace_s);
+	if (ref->kind == KUBE_KIND_JOB)
+		ng_jw_kstr(&w, "propagationPolicy", "Background");
+	ng_jw_obj_end(&w);
+	send_write(c, "DELETE", ref, NULL, "application/json", ng_jw_finish(&w), &b, ret);
 	ng_buf_finish(&b);
 }
 

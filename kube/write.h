@@ -35,6 +35,7 @@ enum kube_kind {
 	KUBE_KIND_NDB, /* NodeDisruptionBudget */
 	KUBE_KIND_ADB, /* ApplicationDisruptionBudget */
 	KUBE_KIND_NGC, /* NodeGateConfig */
+	KUBE_KIND_JOB, /* batch/v1 Job: the drainer's operation */
 	KUBE_KIND_COUNT,
 };
 
@@ -138,6 +139,21 @@ void kube_create(struct kube_client *c, const struct kube_ref *collection, kube_
 void kube_send_object(struct kube_client *c, const char *method, const struct kube_ref *ref,
 		      const char *body, size_t len, int64_t timeout_ms, struct ng_buf *resp,
 		      struct kube_write_result *ret);
+
+/**
+ * Asks the Eviction API to evict pod @ns/@name (POST pods/@name/eviction, policy/v1). A 429 (a
+ * PodDisruptionBudget or a webhook said "not now") is KUBE_WRITE_REFUSED with http 429 and
+ * *@ret_retry_after_s the answer's details.retryAfterSeconds (0 when it names none).
+ */
+void kube_evict_pod(struct kube_client *c, const char *ns, const char *name,
+		    int64_t *ret_retry_after_s, struct kube_write_result *ret);
+
+/**
+ * DELETE of @ref with DeleteOptions gracePeriodSeconds @grace_s (< 0: the object's own) and, for
+ * a Job, propagationPolicy Background so its pods go too. Already gone is KUBE_WRITE_GONE.
+ */
+void kube_delete(struct kube_client *c, const struct kube_ref *ref, int64_t grace_s,
+		 struct kube_write_result *ret);
 
 /* A JSON patch (RFC 6902) under construction: labels, annotations, taints, unschedulable.
  * Operations are appended in order. The precondition is a first "replace" of

@@ -1,0 +1,159 @@
+/* Reads outside the cache (kube/lookup.h). */
+#include "kube/lookup.h"
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/intern.h"
+#include "common/json.h"
+#include "kube/client.h"
+#include "kube/records.h"
+#include "kube/write.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A Job, a namespace or a page of 500 VolumeAttachments is well under this. */
+#define LOOKUP_CAP_BYTES (4u << 20)
+
+/* GET @path into a tree in a new arena (*@ret_arena, the caller destroys it). A 404 is NG_OK
+ * with *@ret_root NULL. */
+static ng_status get_json(struct kube_client *c, const char *path, struct ng_arena **ret_arena,
+			  cJSON **ret_root, struct ng_err *reterr)
+{
+	*ret_arena = NULL;
+	*ret_root = NULL;
+	struct ng_buf resp;
+	ng_buf_init(&resp, LOOKUP_CAP_BYTES);
+	long http = 0;
+	ng_status st = kube_client_request(c, "GET", path, NULL, NULL, 0, KUBE_WRITE_TIMEOUT_MS,
+					   LOOKUP_CAP_BYTES, &resp, &http, reterr);
+	if (st == NG_OK && http != 200 && http != 404)
+		st = ng_err_set(reterr, NG_EKUBE, 0, "GET %.200s: HTTP %ld: %.120s", path, http,
+				resp.data ? resp.data : "");
+	if (st == NG_OK && http == 200) {
+		struct ng_arena *a = ng_arena_create(4 * resp.len + 4096);
+		if (!a)
+			st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		else if ((st = ng_json_parse(resp.data, resp.len, a, ret_root, reterr)) != NG_OK ||
+			 !cJSON_IsObject(*ret_root))
+			st = ng_err_set(reterr, NG_EPARSE, 0, "GET %.200s: not an object", path);
+		*ret_arena = a;
+	}
+	ng_buf_finish(&resp);
+	return st;
+}
+
+ng_status kube_get_job(struct kube_client *c, const char *ns, const char *name,
+		       enum kube_job_state *ret, char *reason, size_t cap, struct ng_err *reterr)
+{
+	char path[1024];
+	const struct kube_ref ref = {KUBE_KIND_JOB, ns, name};
+	ng_status st = kube_ref_path(&ref, NULL, path, sizeof(path));
+	if (st != NG_OK)
+		return ng_err_set(reterr, st, 0, "no path for Job %.100s/%.100s", ns, name);
+	struct ng_arena *a;
+	cJSON *root;
+	if ((st = get_json(c, path, &a, &root, reterr)) != NG_OK) {
+		ng_arena_destroy(a);
+		return st;
+	}
+	*ret = root ? KUBE_JOB_RUNNING : KUBE_JOB_ABSENT;
+	const cJSON *conds = ng_json_path(root, (const char *const[]){"status", "conditions", NULL});
+	for (const cJSON *e = cJSON_IsArray(conds) ? conds->child : NULL; e; e = e->next) {
+		const char *t = ng_json_str(e, "type"), *s = ng_json_str(e, "status");
+		if (!t || !s || strcmp(s, "True") != 0)
+			continue;
+		if (strcmp(t, "Complete") == 0) {
+			*ret = KUBE_JOB_COMPLETE;
+		} else if (strcmp(t, "Failed") == 0) {
+			const char *r = ng_json_str(e, "reason"), *m = ng_json_str(e, "message");
+			*ret = KUBE_JOB_FAILED;
+			(void)snprintf(reason, cap, "%.100s%s%.200s", r ? r : "Failed", m ? ": " : "",
+				       m ? m : "");
+			break;
+		}
+	}
+	ng_arena_destroy(a);
+	return NG_OK;
+}
+
+ng_status kube_count_volume_attachments(struct kube_client *c, const char *node, size_t *ret,
+					struct ng_err *reterr)
+{
+	*ret = 0;
+	char cont[1024] = "";
+	/* A bound on pages: 5,000 nodes with a few volumes each is tens of pages. */
+	for (int page = 0; page < 1000; page++) {
+		char path[1400];
+		(void)snprintf(path, sizeof(path),
+			       "/apis/storage.k8s.io/v1/volumeattachments?limit=500%s%s",
+			       *cont ? "&continue=" : "", cont);
+		struct ng_arena *a;
+		cJSON *root;
+		ng_status st = get_json(c, path, &a, &root, reterr);
+		if (st != NG_OK || !root) {
+			ng_arena_destroy(a);
+			return st;
+		}
+		const cJSON *items = ng_json_get(root, "items");
+		for (const cJSON *e = cJSON_IsArray(items) ? items->child : NULL; e; e = e->next) {
+			const char *n = ng_json_str(ng_json_get(e, "spec"), "nodeName");
+			if (n && strcmp(n, node) == 0)
+				(*ret)++;
+		}
+		const char *next = ng_json_str(ng_json_get(root, "metadata"), "continue");
+		bool more = next && *next && strlen(next) < sizeof(cont) &&
+			    strspn(next, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+					 "0123456789-_=.") == strlen(next);
+		if (more)
+			memcpy(cont, next, strlen(next) + 1);
+		ng_arena_destroy(a);
+		if (!more)
+			return NG_OK;
+	}
+	return ng_err_set(reterr, NG_ELIMIT, 0, "volumeattachments: too many pages");
+}
+
+static int cmp_label(const void *a, const void *b)
+{
+	const struct kube_label *x = a, *y = b;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+ng_status kube_get_namespace_labels(struct kube_client *c, const char *ns,
+				    const struct ng_intern *pool, struct ng_arena *arena,
+				    const struct kube_label **ret, uint16_t *ret_n,
+				    struct ng_err *reterr)
+{
+	*ret = NULL;
+	*ret_n = 0;
+	char path[512];
+	if ((size_t)snprintf(path, sizeof(path), "/api/v1/namespaces/%s", ns) >= sizeof(path) ||
+	    strpbrk(ns, "/?#% ") || !*ns)
+		return ng_err_set(reterr, NG_EINVAL, 0, "bad namespace name");
+	struct ng_arena *a;
+	cJSON *root;
+	ng_status st = get_json(c, path, &a, &root, reterr);
+	const cJSON *labels = ng_json_get(ng_json_get(root, "metadata"), "labels");
+	size_t n = cJSON_IsObject(labels) ? (size_t)cJSON_GetArraySize(labels) : 0;
+	struct kube_label *out = n && st == NG_OK ? ng_arena_alloc(arena, n * sizeof(*out)) : NULL;
+	if (n && st == NG_OK && !out)
+		st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	size_t i = 0;
+	for (const cJSON *e = out ? labels->child : NULL; e && i < UINT16_MAX; e = e->next) {
+		uint32_t key = ng_intern_find(pool, e->string, strlen(e->string));
+		if (key == NG_INTERN_NONE || !cJSON_IsString(e))
+			continue;
+		out[i].key = key;
+		out[i].val = ng_intern_find(pool, e->valuestring, strlen(e->valuestring));
+		i++;
+	}
+	if (i)
+		qsort(out, i, sizeof(*out), cmp_label);
+	*ret = out;
+	*ret_n = (uint16_t)i;
+	ng_arena_destroy(a);
+	return st;
+}

@@ -1,0 +1,55 @@
+/* Reads the drainer makes outside the cache: objects it looks at only for the few nodes it is
+ * draining (a Job it started, the VolumeAttachments of a node, a namespace's labels), where a
+ * cluster-wide watch would cost every replica memory for nothing.
+ *
+ * Each call is one bounded, synchronous GET (KUBE_WRITE_TIMEOUT_MS) on the caller's client, so
+ * on the thread that owns it. Errors: NG_EKUBE (the API server answered an unexpected status;
+ * the message says which), NG_EIO/NG_ETIMEDOUT (no answer), NG_EPARSE (an answer that is not the
+ * object), NG_ENOMEM. */
+#ifndef NG_KUBE_LOOKUP_H
+#define NG_KUBE_LOOKUP_H
+
+#include "common/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct kube_client;
+struct kube_label;
+struct ng_arena;
+struct ng_intern;
+
+enum kube_job_state {
+	KUBE_JOB_ABSENT,   /* 404 */
+	KUBE_JOB_RUNNING,  /* neither condition below is True yet */
+	KUBE_JOB_COMPLETE, /* condition Complete=True */
+	KUBE_JOB_FAILED,   /* condition Failed=True; its reason in @reason */
+};
+
+/**
+ * The state of Job @ns/@name. For KUBE_JOB_FAILED, @reason (@cap bytes) gets the condition's
+ * reason and message ("BackoffLimitExceeded: Job has reached the specified backoff limit").
+ */
+NG_NODISCARD ng_status kube_get_job(struct kube_client *c, const char *ns, const char *name,
+				    enum kube_job_state *ret, char *reason, size_t cap,
+				    struct ng_err *reterr);
+
+/**
+ * How many storage.k8s.io/v1 VolumeAttachments name @node in spec.nodeName (pages of 500). An API
+ * server that does not serve the resource (404) has none.
+ */
+NG_NODISCARD ng_status kube_count_volume_attachments(struct kube_client *c, const char *node,
+						     size_t *ret, struct ng_err *reterr);
+
+/**
+ * The labels of namespace @ns as ids of @pool, sorted by key id, in @arena: the keys @pool does
+ * not hold are left out (no selector decoded into @pool can name them) and a value it does not
+ * hold is NG_INTERN_NONE (it equals no selector value). A missing namespace has no labels.
+ */
+NG_NODISCARD ng_status kube_get_namespace_labels(struct kube_client *c, const char *ns,
+						 const struct ng_intern *pool,
+						 struct ng_arena *arena,
+						 const struct kube_label **ret, uint16_t *ret_n,
+						 struct ng_err *reterr);
+
+#endif
