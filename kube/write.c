@@ -381,6 +381,10 @@ static bool job_object(cJSON *tpl, const struct kube_job_spec *j)
 				return false;
 	if (!put(pod_spec, "nodeName", cJSON_CreateString(j->node)))
 		return false;
+	/* A Job's pods must not restart in place (Always, the pod default, is refused). */
+	if (!cJSON_GetObjectItemCaseSensitive(pod_spec, "restartPolicy") &&
+	    !put(pod_spec, "restartPolicy", cJSON_CreateString("Never")))
+		return false;
 	cJSON *tol = cJSON_GetObjectItemCaseSensitive(pod_spec, "tolerations");
 	if (!cJSON_IsArray(tol) && !put(pod_spec, "tolerations", tol = cJSON_CreateArray()))
 		return false;
