@@ -92,6 +92,10 @@ struct drain {
 	struct ng_rng rng;
 	struct asked *asked;
 	size_t nasked, capasked;
+	/* The most pods an attempt of each request chose (key: hash of its name), so totalPods
+	 * survives a status write lost to a conflict while pods were already leaving. */
+	struct asked *totals;
+	size_t ntotals, captotals;
 	_Atomic uint64_t evicted[4]; /* by enum kube_drain_strategy */
 	_Atomic uint64_t attempts;
 	_Atomic uint64_t failures[F_COUNT];
@@ -797,8 +801,26 @@ static bool drain_pods(struct req *r, const struct kube_node *const *nodes, size
 	put_rules(&rules);
 	list_more(remaining, sizeof(remaining), nremaining);
 	/* totalPods: the pods the attempt chose; evictedPods: those gone since. */
+	uint64_t rk = ng_fnv1a64(NG_FNV64_INIT, r->name, strlen(r->name));
+	struct asked *seen = NULL;
+	for (size_t i = 0; i < r->d->ntotals && !seen; i++)
+		if (r->d->totals[i].key == rk)
+			seen = &r->d->totals[i];
+	if (!seen) {
+		struct asked *t =
+		    ng_array_grow(r->d->totals, &r->d->captotals, r->d->ntotals, sizeof(*t));
+		if (t) {
+			r->d->totals = t;
+			seen = &t[r->d->ntotals++];
+			*seen = (struct asked){rk, 0};
+		}
+	}
+	if (seen && seen->until_mono_ms > r->ds.total)
+		r->ds.total = seen->until_mono_ms;
 	if (r->ds.total < (int64_t)nremaining)
 		r->ds.total = (int64_t)nremaining;
+	if (seen)
+		seen->until_mono_ms = r->ds.total; /* here: a count, not a time */
 	r->ds.evicted = r->ds.total - (int64_t)nremaining;
 	r->ds.remaining = dr->skip_waiting_for_eviction ? 0 : (int64_t)nremaining;
 	size_t attached = 0;
@@ -1223,6 +1245,7 @@ void drain_stop(struct drain *d)
 		leader_watch(d->cfg.leader, NULL, NULL);
 	kube_runtime_destroy(d->rt);
 	free(d->asked);
+	free(d->totals);
 	free(d);
 }
 
