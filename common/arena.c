@@ -106,7 +106,12 @@ void *ng_arena_alloc(struct ng_arena *a, size_t n)
 	struct chunk *c = a->head;
 	if (!c || c->size - c->used < need) {
 		size_t size = need > a->chunk_bytes ? need : a->chunk_bytes;
-		if (size > a->cap || a->total > a->cap - size) {
+		size_t room = a->total < a->cap ? a->cap - a->total : 0;
+		/* The last chunk under the cap may be smaller than the usual one: an arena capped
+		 * below one chunk still holds what fits under its cap. */
+		if (size > room)
+			size = room;
+		if (size < need) {
 			a->exhausted = true;
 			return NULL;
 		}

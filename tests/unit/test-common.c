@@ -20,6 +20,24 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A cap below one chunk (16 KiB) still holds what fits under it: the drainer parses answers of a
+ * few hundred bytes in arenas sized from them. */
+static void test_arena_cap_below_a_chunk_holds_what_fits(void **state)
+{
+	(void)state;
+	struct ng_arena *a = ng_arena_create(4096);
+	assert_non_null(a);
+	size_t total = 0;
+	while (ng_arena_alloc(a, 1000) != NULL)
+		total += 1000;
+	assert_int_equal(total, 4000);
+	assert_true(ng_arena_exhausted(a));
+	ng_arena_reset(a);
+	assert_non_null(ng_arena_alloc(a, 4096));
+	assert_null(ng_arena_alloc(a, 16));
+	ng_arena_destroy(a);
+}
+
 static void test_arena_cap_is_enforced(void **state)
 {
 	struct ng_arena *a = ng_arena_create(64 * 1024);
@@ -366,6 +384,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_arena_cap_is_enforced),
+	    cmocka_unit_test(test_arena_cap_below_a_chunk_holds_what_fits),
 	    cmocka_unit_test(test_buf_cap_leaves_contents_unchanged),
 	    cmocka_unit_test(test_buf_json_string_escaping),
 	    cmocka_unit_test(test_array_grow_doubles_and_refuses_overflow),
