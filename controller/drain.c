@@ -85,6 +85,11 @@ struct asked {
 	int64_t until_mono_ms;
 };
 
+struct chosen {
+	uint64_t key; /* hash of the request's name */
+	int64_t pods;
+};
+
 struct drain {
 	struct drain_config cfg;
 	struct kube_runtime *rt;
@@ -92,10 +97,10 @@ struct drain {
 	struct ng_rng rng;
 	struct asked *asked;
 	size_t nasked, capasked;
-	/* The most pods an attempt of each request chose (key: hash of its name), so totalPods
-	 * survives a status write lost to a conflict while pods were already leaving. */
-	struct asked *totals;
-	size_t ntotals, captotals;
+	/* The most pods the current attempts chose, per request, so totalPods survives a status
+	 * write lost to a conflict while pods were already leaving; forgotten once Drained. */
+	struct chosen *chosen;
+	size_t nchosen, capchosen;
 	_Atomic uint64_t evicted[4]; /* by enum kube_drain_strategy */
 	_Atomic uint64_t attempts;
 	_Atomic uint64_t failures[F_COUNT];
@@ -122,6 +127,10 @@ struct req {
 	enum phase phase;
 	char msg[1024];
 	struct kube_nd_drain_status ds;
+	/* Namespaces whose protection this step has read (one GET each, not one per pod). */
+	uint32_t ns_seen[16];
+	bool ns_protected[16];
+	size_t nns;
 };
 
 /* ---- small things ---- */
@@ -546,6 +555,21 @@ static bool release_node(struct req *r, const struct kube_node *n, uint32_t hold
 	return false;
 }
 
+/* Adds or removes the drainer's finalizer, conditional on the version read. */
+static enum kube_write_outcome set_finalizer(struct req *r, bool present)
+{
+	const char **cur = ng_arena_alloc(r->arena, (r->nd->nfinalizers + 1u) * sizeof(*cur));
+	for (uint16_t i = 0; cur && i < r->nd->nfinalizers; i++)
+		cur[i] = str(r, r->nd->finalizers[i]);
+	const struct kube_ref ref = {KUBE_KIND_ND, NULL, r->name};
+	struct kube_write_result w = {KUBE_WRITE_FAILED, 0, {0}};
+	if (cur)
+		kube_set_finalizer(r->d->client, &ref, r->nd->rv, cur, r->nd->nfinalizers,
+				   DRAIN_FINALIZER, present, &w);
+	count_write(r->d, &w, present ? "finalizer not written" : "finalizer not removed", &ref);
+	return w.outcome;
+}
+
 /* ---- the sequence ---- */
 
 /* The nodes of the request that exist, in @ret (arena); their count. */
@@ -677,13 +701,20 @@ static bool ns_protected(struct req *r, const struct kube_pod *p)
 	const struct kube_selector *sel = r->ngc ? &r->ngc->protected_namespaces : NULL;
 	if (!sel || !sel->present)
 		return false;
+	for (size_t i = 0; i < r->nns; i++)
+		if (r->ns_seen[i] == p->ns)
+			return r->ns_protected[i];
 	const struct kube_label *labels;
 	uint16_t n;
 	struct ng_err err = {0};
-	if (kube_get_namespace_labels(r->d->client, str(r, p->ns), r->pool, r->arena, &labels, &n,
-				      &err) != NG_OK)
-		return true;
-	return bud_selector_matches(sel, labels, n, r->pool);
+	bool protected = kube_get_namespace_labels(r->d->client, str(r, p->ns), r->pool, r->arena,
+						   &labels, &n, &err) != NG_OK ||
+			 bud_selector_matches(sel, labels, n, r->pool);
+	if (r->nns < sizeof(r->ns_seen) / sizeof(r->ns_seen[0])) {
+		r->ns_seen[r->nns] = p->ns;
+		r->ns_protected[r->nns++] = protected;
+	}
+	return protected;
 }
 
 /* Asks pod @p to leave by the drain's strategy. Returns whether it was answered yes. */
@@ -727,6 +758,132 @@ static bool evict_one(struct req *r, const struct kube_pod *p, uint64_t key, cha
 	return false;
 }
 
+/* First pass of an attempt: pods that stop it before anything is evicted (kubectl's blocking
+ * rule, protected Job pods). True when the attempt failed for them (already written). */
+static bool attempt_stopped(struct req *r, const struct kube_node *const *nodes, size_t nn,
+			    const struct pol_drain_rules *rules)
+{
+	size_t np;
+	const struct kube_pod *pods = kube_snapshot_pods(r->s, &np);
+	char blocked[600] = "", held[400] = "";
+	size_t nblocked = 0, nheld = 0;
+	const struct kube_selector *jobs = r->ngc ? &r->ngc->protected_job_pods : NULL;
+	for (size_t i = 0; i < nn; i++) {
+		size_t k;
+		const uint32_t *idx = kube_snapshot_pods_on_node(r->s, nodes[i]->name, &k);
+		for (size_t j = 0; j < k; j++) {
+			const struct kube_pod *p = &pods[idx[j]];
+			enum pol_drain_pod c = pol_drain_classify(r->pool, p, rules);
+			/* Nothing is evicted with strategy None: nothing can be lost. */
+			if ((c == POL_DRAIN_BLOCK_NO_CONTROLLER || c == POL_DRAIN_BLOCK_EMPTYDIR) &&
+			    r->x->drain.strategy != KUBE_DRAIN_NONE)
+				list_pod(r, blocked, sizeof(blocked), nblocked++, p,
+					 c == POL_DRAIN_BLOCK_NO_CONTROLLER
+					     ? " has no controller (set force)"
+					     : " uses emptyDir (set deleteEmptyDir)");
+			else if (c == POL_DRAIN_EVICT && pol_drain_protected_job(r->pool, p, jobs))
+				list_pod(r, held, sizeof(held), nheld++, p, NULL);
+		}
+	}
+	if (!nblocked && !nheld)
+		return false;
+	list_more(blocked, sizeof(blocked), nblocked);
+	list_more(held, sizeof(held), nheld);
+	char why[1100];
+	if (nblocked)
+		ng_fmt(why, sizeof(why), "cannot drain: %s", blocked);
+	else
+		ng_fmt(why, sizeof(why), "held back by running Job pod %s", held);
+	fail_attempt(r, nblocked ? F_BLOCKED : F_HELD, why);
+	return true;
+}
+
+/* Second pass: asks each chosen pod that is not yet leaving to go. Returns how many chosen pods
+ * are still there, named in @remaining; the first refusal is in @refusal. */
+static size_t ask_to_leave(struct req *r, const struct kube_node *const *nodes, size_t nn,
+			   const struct pol_drain_rules *rules, char *remaining, size_t cap,
+			   char *refusal, size_t refusal_cap)
+{
+	size_t np, left = 0;
+	const struct kube_pod *pods = kube_snapshot_pods(r->s, &np);
+	for (size_t i = 0; i < nn; i++) {
+		size_t k;
+		const uint32_t *idx = kube_snapshot_pods_on_node(r->s, nodes[i]->name, &k);
+		for (size_t j = 0; j < k; j++) {
+			const struct kube_pod *p = &pods[idx[j]];
+			if (pol_drain_classify(r->pool, p, rules) != POL_DRAIN_EVICT)
+				continue;
+			uint64_t key = pod_key(r, p);
+			if (r->x->drain.strategy != KUBE_DRAIN_NONE &&
+			    !(p->flags & KUBE_POD_TERMINATING) &&
+			    !asked_recently(r->d, key, r->now_mono_ms))
+				(void)evict_one(r, p, key, refusal, refusal_cap);
+			list_pod(r, remaining, cap, left++, p, NULL);
+		}
+	}
+	list_more(remaining, cap, left);
+	return left;
+}
+
+/* The request's entry in the chosen-pod counts (added when @add); NULL when none, or on OOM
+ * (only the count is lost then). */
+static struct chosen *chosen_of(struct drain *d, const char *name, bool add)
+{
+	uint64_t key = ng_fnv1a64(NG_FNV64_INIT, name, strlen(name));
+	for (size_t i = 0; i < d->nchosen; i++)
+		if (d->chosen[i].key == key)
+			return &d->chosen[i];
+	struct chosen *c =
+	    add ? ng_array_grow(d->chosen, &d->capchosen, d->nchosen, sizeof(*c)) : NULL;
+	if (!c)
+		return NULL;
+	d->chosen = c;
+	d->chosen[d->nchosen] = (struct chosen){key, 0};
+	return &d->chosen[d->nchosen++];
+}
+
+static void forget_chosen(struct drain *d, const char *name)
+{
+	struct chosen *c = chosen_of(d, name, false);
+	if (c)
+		*c = d->chosen[--d->nchosen];
+}
+
+/* status.drain's counts from the pods left: totalPods is the most the attempts chose,
+ * evictedPods those gone since. */
+static void count_pods(struct req *r, size_t left)
+{
+	struct chosen *c = chosen_of(r->d, r->name, true);
+	if (c && c->pods > r->ds.total)
+		r->ds.total = c->pods;
+	if (r->ds.total < (int64_t)left)
+		r->ds.total = (int64_t)left;
+	if (c)
+		c->pods = r->ds.total;
+	r->ds.evicted = r->ds.total - (int64_t)left;
+	r->ds.remaining = r->x->drain.skip_waiting_for_eviction ? 0 : (int64_t)left;
+}
+
+/* VolumeAttachments still naming the nodes (one that cannot be read counts as attached). */
+static size_t volumes_attached(struct req *r, const struct kube_node *const *nodes, size_t nn)
+{
+	const struct kube_nd_drain *dr = &r->x->drain;
+	size_t attached = 0;
+	if (!dr->wait_for_volume_detach || dr->strategy == KUBE_DRAIN_NONE)
+		return 0;
+	for (size_t i = 0; i < nn; i++) {
+		size_t n = 0;
+		struct ng_err err = {0};
+		if (kube_count_volume_attachments(r->d->client, str(r, nodes[i]->name), &n, &err) !=
+		    NG_OK)
+			n = 1;
+		attached += n;
+	}
+	if (attached)
+		soon(r, r->now_mono_ms + POLL_MS);
+	return attached;
+}
+
 /* The attempt's evictions and waits. True when the pods are gone (and the volumes detached). */
 static bool drain_pods(struct req *r, const struct kube_node *const *nodes, size_t nn)
 {
@@ -747,104 +904,26 @@ static bool drain_pods(struct req *r, const struct kube_node *const *nodes, size
 		(void)write_status(r);
 		return false;
 	}
-	size_t np;
-	const struct kube_pod *pods = kube_snapshot_pods(r->s, &np);
-	char blocked[600] = "", held[400] = "", remaining[400] = "", refusal[300] = "";
-	size_t nblocked = 0, nheld = 0, nremaining = 0;
-	const struct kube_selector *jobs = r->ngc ? &r->ngc->protected_job_pods : NULL;
-	/* First pass: what stops the attempt before anything is evicted. */
-	for (size_t i = 0; i < nn; i++) {
-		size_t k;
-		const uint32_t *idx = kube_snapshot_pods_on_node(r->s, nodes[i]->name, &k);
-		for (size_t j = 0; j < k; j++) {
-			const struct kube_pod *p = &pods[idx[j]];
-			enum pol_drain_pod c = pol_drain_classify(r->pool, p, &rules);
-			/* Nothing is evicted with strategy None: nothing can be lost. */
-			if ((c == POL_DRAIN_BLOCK_NO_CONTROLLER || c == POL_DRAIN_BLOCK_EMPTYDIR) &&
-			    dr->strategy != KUBE_DRAIN_NONE)
-				list_pod(r, blocked, sizeof(blocked), nblocked++, p,
-					 c == POL_DRAIN_BLOCK_NO_CONTROLLER
-					     ? " has no controller (set force)"
-					     : " uses emptyDir (set deleteEmptyDir)");
-			else if (c == POL_DRAIN_EVICT && pol_drain_protected_job(r->pool, p, jobs))
-				list_pod(r, held, sizeof(held), nheld++, p, NULL);
-		}
-	}
-	list_more(blocked, sizeof(blocked), nblocked);
-	list_more(held, sizeof(held), nheld);
-	if (nblocked || nheld) {
-		char why[1100];
-		if (nblocked)
-			ng_fmt(why, sizeof(why), "cannot drain: %s", blocked);
-		else
-			ng_fmt(why, sizeof(why), "held back by running Job pod %s", held);
-		put_rules(&rules);
-		fail_attempt(r, nblocked ? F_BLOCKED : F_HELD, why);
-		return false;
-	}
-	/* Second pass: ask each chosen pod to leave, and count those still there. */
-	for (size_t i = 0; i < nn; i++) {
-		size_t k;
-		const uint32_t *idx = kube_snapshot_pods_on_node(r->s, nodes[i]->name, &k);
-		for (size_t j = 0; j < k; j++) {
-			const struct kube_pod *p = &pods[idx[j]];
-			if (pol_drain_classify(r->pool, p, &rules) != POL_DRAIN_EVICT)
-				continue;
-			uint64_t key = pod_key(r, p);
-			bool terminating = p->flags & KUBE_POD_TERMINATING;
-			if (dr->strategy != KUBE_DRAIN_NONE && !terminating &&
-			    !asked_recently(r->d, key, r->now_mono_ms))
-				(void)evict_one(r, p, key, refusal, sizeof(refusal));
-			list_pod(r, remaining, sizeof(remaining), nremaining++, p, NULL);
-		}
-	}
+	char remaining[400] = "", refusal[300] = "";
+	bool stopped = attempt_stopped(r, nodes, nn, &rules);
+	size_t left = stopped ? 0
+			      : ask_to_leave(r, nodes, nn, &rules, remaining, sizeof(remaining),
+					     refusal, sizeof(refusal));
 	put_rules(&rules);
-	list_more(remaining, sizeof(remaining), nremaining);
-	/* totalPods: the pods the attempt chose; evictedPods: those gone since. */
-	uint64_t rk = ng_fnv1a64(NG_FNV64_INIT, r->name, strlen(r->name));
-	struct asked *seen = NULL;
-	for (size_t i = 0; i < r->d->ntotals && !seen; i++)
-		if (r->d->totals[i].key == rk)
-			seen = &r->d->totals[i];
-	if (!seen) {
-		struct asked *t =
-		    ng_array_grow(r->d->totals, &r->d->captotals, r->d->ntotals, sizeof(*t));
-		if (t) {
-			r->d->totals = t;
-			seen = &t[r->d->ntotals++];
-			*seen = (struct asked){rk, 0};
-		}
-	}
-	if (seen && seen->until_mono_ms > r->ds.total)
-		r->ds.total = seen->until_mono_ms;
-	if (r->ds.total < (int64_t)nremaining)
-		r->ds.total = (int64_t)nremaining;
-	if (seen)
-		seen->until_mono_ms = r->ds.total; /* here: a count, not a time */
-	r->ds.evicted = r->ds.total - (int64_t)nremaining;
-	r->ds.remaining = dr->skip_waiting_for_eviction ? 0 : (int64_t)nremaining;
-	size_t attached = 0;
-	if (r->ds.remaining == 0 && dr->wait_for_volume_detach && dr->strategy != KUBE_DRAIN_NONE) {
-		for (size_t i = 0; i < nn; i++) {
-			size_t n = 0;
-			struct ng_err err = {0};
-			if (kube_count_volume_attachments(r->d->client, str(r, nodes[i]->name), &n,
-							  &err) != NG_OK)
-				n = 1; /* unknown: look again */
-			attached += n;
-		}
-		if (attached)
-			soon(r, r->now_mono_ms + POLL_MS);
-	}
+	if (stopped)
+		return false;
+	count_pods(r, left);
+	size_t attached = r->ds.remaining ? 0 : volumes_attached(r, nodes, nn);
 	if (r->ds.remaining == 0 && attached == 0)
 		return true;
+	const char *sep = *refusal ? "; " : "";
 	if (dr->timeout_s > 0 && r->now_ms >= r->ds.attempt_started_ms + dr->timeout_s * 1000) {
 		char why[900];
 		if (r->ds.remaining)
 			ng_fmt(why, sizeof(why),
 			       "timed out after %llds with %lld pod(s) left: %s%s%s",
-			       (long long)dr->timeout_s, (long long)r->ds.remaining, remaining,
-			       *refusal ? "; " : "", refusal);
+			       (long long)dr->timeout_s, (long long)r->ds.remaining, remaining, sep,
+			       refusal);
 		else
 			ng_fmt(why, sizeof(why),
 			       "timed out after %llds waiting for %zu volume attachment(s)",
@@ -859,8 +938,8 @@ static bool drain_pods(struct req *r, const struct kube_node *const *nodes, size
 	if (r->ds.remaining)
 		ng_fmt(r->msg, sizeof(r->msg),
 		       "attempt %lld: waiting for %lld pod(s) to go: %s%s%s",
-		       (long long)r->ds.attempts + 1, (long long)r->ds.remaining, remaining,
-		       *refusal ? "; " : "", refusal);
+		       (long long)r->ds.attempts + 1, (long long)r->ds.remaining, remaining, sep,
+		       refusal);
 	else
 		ng_fmt(r->msg, sizeof(r->msg), "waiting for %zu volume attachment(s) to detach",
 		       attached);
@@ -983,16 +1062,7 @@ static void advance(struct req *r)
 	}
 	if (!has_finalizer(r)) {
 		/* Before any node is touched: a deleted request is never left with one. */
-		const char **cur =
-		    ng_arena_alloc(r->arena, (r->nd->nfinalizers + 1u) * sizeof(*cur));
-		for (uint16_t i = 0; cur && i < r->nd->nfinalizers; i++)
-			cur[i] = str(r, r->nd->finalizers[i]);
-		const struct kube_ref ref = {KUBE_KIND_ND, NULL, r->name};
-		struct kube_write_result w = {KUBE_WRITE_FAILED, 0, {0}};
-		if (cur)
-			kube_set_finalizer(r->d->client, &ref, r->nd->rv, cur, r->nd->nfinalizers,
-					   DRAIN_FINALIZER, true, &w);
-		count_write(r->d, &w, "finalizer not written", &ref);
+		(void)set_finalizer(r, true);
 		return;
 	}
 	const struct kube_node **nodes;
@@ -1036,6 +1106,7 @@ static void advance(struct req *r)
 		ng_fmt(r->msg, sizeof(r->msg), "%zu node(s) drained", nn);
 		if (!write_status(r))
 			return;
+		forget_chosen(r->d, r->name);
 		r->was = PH_DRAINED;
 	}
 	if (!x->operation.present)
@@ -1069,16 +1140,8 @@ static void give_back(struct req *r)
 	}
 	if (!all || !has_finalizer(r))
 		return;
-	const char **cur = ng_arena_alloc(r->arena, (r->nd->nfinalizers + 1u) * sizeof(*cur));
-	for (uint16_t i = 0; cur && i < r->nd->nfinalizers; i++)
-		cur[i] = str(r, r->nd->finalizers[i]);
-	const struct kube_ref ref = {KUBE_KIND_ND, NULL, r->name};
-	struct kube_write_result w = {KUBE_WRITE_FAILED, 0, {0}};
-	if (cur)
-		kube_set_finalizer(r->d->client, &ref, r->nd->rv, cur, r->nd->nfinalizers,
-				   DRAIN_FINALIZER, false, &w);
-	count_write(r->d, &w, "finalizer not removed", &ref);
-	if (w.outcome == KUBE_WRITE_OK) {
+	if (set_finalizer(r, false) == KUBE_WRITE_OK) {
+		forget_chosen(r->d, r->name);
 		logline(r, "finalizer removed", NULL, NULL);
 		if (r->nd->deleting)
 			event(r, "Released", "Normal", "the drainer gave the node(s) back");
@@ -1245,8 +1308,21 @@ void drain_stop(struct drain *d)
 		leader_watch(d->cfg.leader, NULL, NULL);
 	kube_runtime_destroy(d->rt);
 	free(d->asked);
-	free(d->totals);
+	free(d->chosen);
 	free(d);
+}
+
+/* One counter family with one label: @n series @label=@values[i] counting *@counters[i]. */
+static ng_status counter_family(struct ng_buf *out, const char *name, const char *help,
+				const char *label, const char *const *values,
+				_Atomic uint64_t *const *counters, size_t n)
+{
+	ng_status st = ng_prom_header(out, name, NG_PROM_COUNTER, help);
+	for (size_t i = 0; st == NG_OK && i < n; i++) {
+		const struct ng_prom_label l[] = {{label, values[i]}};
+		st = ng_prom_u64(out, name, l, 1, ng_prom_get(counters[i]));
+	}
+	return st;
 }
 
 ng_status drain_render_metrics(struct drain *d, const struct leader *leader, struct ng_buf *out)
@@ -1258,28 +1334,23 @@ ng_status drain_render_metrics(struct drain *d, const struct leader *leader, str
 	st = st ? st
 		: ng_prom_u64(out, "nodegate_leader", NULL, 0,
 			      leader && leader_is_leader(leader) ? 1 : 0);
+	_Atomic uint64_t *evicted[3] = {&d->evicted[0], &d->evicted[1], &d->evicted[2]};
 	st = st ? st
-		: ng_prom_header(out, "nodegate_drain_pods_evicted_total", NG_PROM_COUNTER,
-				 "Pods the drainer evicted or deleted, by how.");
-	for (int i = 0; st == NG_OK && i < 3; i++) {
-		const struct ng_prom_label l[] = {{"strategy", strategy_names[i]}};
-		st = ng_prom_u64(out, "nodegate_drain_pods_evicted_total", l, 1,
-				 ng_prom_get(&d->evicted[i]));
-	}
+		: counter_family(out, "nodegate_drain_pods_evicted_total",
+				 "Pods the drainer evicted or deleted, by how.", "strategy",
+				 strategy_names, evicted, 3);
 	st = st ? st
 		: ng_prom_header(out, "nodegate_drain_attempts_failed_total", NG_PROM_COUNTER,
 				 "Drain attempts that failed and backed off.");
 	st = st ? st
 		: ng_prom_u64(out, "nodegate_drain_attempts_failed_total", NULL, 0,
 			      ng_prom_get(&d->attempts));
+	_Atomic uint64_t *failures[F_COUNT];
+	for (int i = 0; i < F_COUNT; i++)
+		failures[i] = &d->failures[i];
 	st = st ? st
-		: ng_prom_header(out, "nodegate_drain_failures_total", NG_PROM_COUNTER,
-				 "Drain failures, by reason.");
-	for (int i = 0; st == NG_OK && i < F_COUNT; i++) {
-		const struct ng_prom_label l[] = {{"reason", failure_names[i]}};
-		st = ng_prom_u64(out, "nodegate_drain_failures_total", l, 1,
-				 ng_prom_get(&d->failures[i]));
-	}
+		: counter_family(out, "nodegate_drain_failures_total", "Drain failures, by reason.",
+				 "reason", failure_names, failures, F_COUNT);
 	st = st ? st
 		: ng_prom_header(out, "nodegate_drain_nodes_held", NG_PROM_GAUGE,
 				 "Nodes the drainer holds (annotation nodegate.io/drain).");
@@ -1287,14 +1358,11 @@ ng_status drain_render_metrics(struct drain *d, const struct leader *leader, str
 		: ng_prom_u64(out, "nodegate_drain_nodes_held", NULL, 0,
 			      atomic_load(&d->nodes_held));
 	static const char *const results[3] = {"ok", "conflict", "error"};
-	_Atomic uint64_t *w[3] = {&d->writes, &d->conflicts, &d->errors};
+	_Atomic uint64_t *writes[3] = {&d->writes, &d->conflicts, &d->errors};
 	st = st ? st
-		: ng_prom_header(out, "nodegate_drain_writes_total", NG_PROM_COUNTER,
-				 "The drainer's writes to the API server, by result.");
-	for (int i = 0; st == NG_OK && i < 3; i++) {
-		const struct ng_prom_label l[] = {{"result", results[i]}};
-		st = ng_prom_u64(out, "nodegate_drain_writes_total", l, 1, ng_prom_get(w[i]));
-	}
+		: counter_family(out, "nodegate_drain_writes_total",
+				 "The drainer's writes to the API server, by result.", "result",
+				 results, writes, 3);
 	st = st ? st
 		: ng_prom_header(out, "nodegate_drain_duration_seconds", NG_PROM_HISTOGRAM,
 				 "From grant to Drained, per request.");
