@@ -82,6 +82,12 @@ int cmd_split_listen(const char *s, char *host, size_t hostcap, uint16_t *port);
 /** Writes @port and a newline to @path through a rename. 0, or -1 with errno. */
 int cmd_write_port_file(const char *path, uint16_t port);
 
+/** Applies --log-level @level. 0, or -1 after printing what is wrong. */
+int cmd_set_log_level(const char *level);
+
+/** This replica's name into @out (@cap bytes): --identity @flag, else hostname_pid. */
+void cmd_identity(const char *flag, char *out, size_t cap);
+
 /** Prints the usage of every subcommand and serve's flags to @f (borrowed). */
 void cmd_usage(FILE *f);
 

@@ -43,14 +43,8 @@ static int configure(struct drainer *d, int argc, char **argv)
 	struct cmd_serve_config *c = &d->c;
 	if (cmd_flags_parse(CMD_DRAIN, argc, argv, c) != 0)
 		return 2;
-	enum ng_log_level level;
-	if (ng_log_parse_level(c->log_level, &level) != NG_OK) {
-		(void)fprintf(stderr,
-			      "nodegate: --log-level \"%s\": use debug, info, warn or error\n",
-			      c->log_level);
+	if (cmd_set_log_level(c->log_level) != 0)
 		return 2;
-	}
-	ng_log_set_level(level);
 	if (cmd_split_listen(c->listen, d->host, sizeof(d->host), &d->port) != 0) {
 		(void)fprintf(
 		    stderr, "nodegate: --listen \"%s\": expected ADDR:PORT, e.g. 127.0.0.1:8082\n",
@@ -78,12 +72,7 @@ static int start(struct drainer *d)
 		(void)fprintf(stderr, "nodegate: %s\n", err.msg[0] ? err.msg : "out of memory");
 		return -1;
 	}
-	char hostname[256] = "nodegate";
-	(void)gethostname(hostname, sizeof(hostname) - 1);
-	if (d->c.identity)
-		ng_fmt(d->identity, sizeof(d->identity), "%s", d->c.identity);
-	else
-		ng_fmt(d->identity, sizeof(d->identity), "%s_%ld", hostname, (long)getpid());
+	cmd_identity(d->c.identity, d->identity, sizeof(d->identity));
 	struct leader_config lc = {
 	    .kube = &d->kcfg,
 	    .ns = d->c.lease_namespace ? d->c.lease_namespace : d->kcfg.ns,

@@ -2,11 +2,14 @@
  * --help and docs/config.md. */
 #include "cmd/cmd.h"
 
+#include "common/buf.h"
+#include "common/log.h"
 #include "common/parse.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum ftype { F_STR, F_INT, F_MULTI, F_BOOL };
 
@@ -379,4 +382,28 @@ int cmd_flags_parse(enum cmd_kind cmd, int argc, char **argv, struct cmd_serve_c
 	if (apply_env(cmd, argc, argv, c) != 0)
 		return -1;
 	return apply_args(cmd, argc, argv, c);
+}
+
+int cmd_set_log_level(const char *level)
+{
+	enum ng_log_level l;
+	if (ng_log_parse_level(level, &l) != NG_OK) {
+		(void)fprintf(stderr,
+			      "nodegate: --log-level \"%s\": use debug, info, warn or error\n",
+			      level);
+		return -1;
+	}
+	ng_log_set_level(l);
+	return 0;
+}
+
+void cmd_identity(const char *flag, char *out, size_t cap)
+{
+	char hostname[256] = "nodegate";
+	if (flag) {
+		ng_fmt(out, cap, "%s", flag);
+		return;
+	}
+	(void)gethostname(hostname, sizeof(hostname) - 1);
+	ng_fmt(out, cap, "%s_%ld", hostname, (long)getpid());
 }

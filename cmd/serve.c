@@ -316,14 +316,8 @@ static int configure(struct serve *s, int argc, char **argv)
 	struct cmd_serve_config *c = &s->c;
 	if (cmd_flags_parse(CMD_SERVE, argc, argv, c) != 0)
 		return 2;
-	enum ng_log_level level;
-	if (ng_log_parse_level(c->log_level, &level) != NG_OK) {
-		(void)fprintf(stderr,
-			      "nodegate: --log-level \"%s\": use debug, info, warn or error\n",
-			      c->log_level);
+	if (cmd_set_log_level(c->log_level) != 0)
 		return 2;
-	}
-	ng_log_set_level(level);
 	/* Request bodies of up to 3 MiB are buffered and freed. glibc would raise its mmap
 	 * threshold after the first such free and keep later ones on the heap, so resident memory
 	 * would ratchet up; a fixed threshold returns big buffers to the kernel at once. */
@@ -412,12 +406,7 @@ static int load_or_watch_cache(struct serve *s)
 /* The Lease and the gate, which decides only while this replica holds it. 0 or -1. */
 static int start_gate(struct serve *s)
 {
-	char hostname[256] = "nodegate";
-	(void)gethostname(hostname, sizeof(hostname) - 1);
-	if (s->c.identity)
-		ng_fmt(s->identity, sizeof(s->identity), "%s", s->c.identity);
-	else
-		ng_fmt(s->identity, sizeof(s->identity), "%s_%ld", hostname, (long)getpid());
+	cmd_identity(s->c.identity, s->identity, sizeof(s->identity));
 	struct leader_config lc = {
 	    .kube = &s->kcfg,
 	    .ns = s->c.lease_namespace ? s->c.lease_namespace : s->kcfg.ns,
