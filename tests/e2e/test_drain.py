@@ -962,6 +962,56 @@ class DrainScenarios(DrainTest):
         self.assert_pods(present=NEVER + ("nodegate/nodegate-0",), absent=EVICTABLE)
         self.assertNotIn("nodegate/nodegate-0", self.evicted_refs())
 
+    # -- contract steps beyond the scenario table ---------------------------------------------------
+    def test_finalizer_is_added_before_the_node_is_touched(self):
+        nd_watch, node_watch = Watch(self.api, ND_PATH), Watch(self.api, "/api/v1/nodes")
+        self.addCleanup(nd_watch.stop)
+        self.addCleanup(node_watch.stop)
+        self.nd("order", FORCE)
+        self.wait_drained("order")
+        time.sleep(0.3)
+        fin = [int(o["metadata"]["resourceVersion"]) for _, _, o in nd_watch.snapshot()
+               if FINALIZER in (o["metadata"].get("finalizers") or [])]
+        touched = [int(o["metadata"]["resourceVersion"]) for _, _, o in node_watch.snapshot()
+                   if o["spec"].get("unschedulable") or ANNOTATION in (o["metadata"].get("annotations") or {})]
+        self.assertTrue(fin and touched, (fin, touched))
+        log(f"order: finalizer at resourceVersion {min(fin)}, node1 first touched at {min(touched)}")
+        self.assertLess(min(fin), min(touched), "the finalizer must be on the request before node1 is touched")
+
+    def test_request_not_granted_is_not_touched(self):
+        self.create(NDB_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget",
+                               "metadata": {"name": "hold"},
+                               "spec": {"nodeSelector": {"matchLabels": {"testselect": "test1"}}, "maxDisruptedNodes": 0}})
+        ok, _ = eventually(lambda: ((self.api.api("GET", f"{NDB_PATH}/hold")[1] or {}).get("status") or {})
+                           .get("watchedNodes") == 1, WAIT_S, 0.05)
+        self.assertTrue(ok, "the gate never took the NDB in")
+        self.nd("pending", FORCE, retry={"enabled": True, "deadline": FAR})
+        ok, _ = eventually(lambda: (self.get_nd("pending") or {}).get("status", {}).get("state") == "Pending", WAIT_S, 0.05)
+        self.assertTrue(ok, self.describe("pending"))
+        untouched = self.stays(lambda: not self.cordoned() and self.annotation() is None
+                               and FINALIZER not in (self.get_nd("pending")["metadata"].get("finalizers") or []), 2)
+        self.assertTrue(untouched, "a Pending request must not be acted on:" + self.describe("pending"))
+        self.assert_pods(present=ALL_PODS)
+        # Once granted, it is.
+        code, body, _ = self.api.api("DELETE", f"{NDB_PATH}/hold")
+        self.assertEqual(code, 200, body)
+        self.assert_d02_final("pending")
+
+    def test_release_when_the_request_no_longer_exists(self):
+        # The request disappears while no drainer runs (its finalizer removed by hand): the next
+        # drainer gives node1 back all the same.
+        self.nd("vanish", FORCE)
+        self.wait_drained("vanish")
+        self.assertEqual(self.drainer.stop(), 0)
+        self.delete_nd("vanish")
+        self.patch(f"{ND_PATH}/vanish", [{"op": "replace", "path": "/metadata/finalizers", "value": []}],
+                   ctype="application/json-patch+json")
+        ok, _ = eventually(lambda: self.gone("vanish"), WAIT_S, 0.05)
+        self.assertTrue(ok)
+        self.assertTrue(self.cordoned(), "nothing gave node1 back yet")
+        self.drainer = Drainer(self.api, self.tmp)
+        self.assert_released()
+
     # -- metrics (contract: Metrics) ------------------------------------------------------------
     def test_metrics_named_in_the_contract(self):
         self.nd("blocked", {})  # fails its attempts (bare, scratch)
