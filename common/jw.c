@@ -128,6 +128,12 @@ void ng_jw_time(struct ng_jw *w, int64_t wall_ms)
 	ng_jw_strn(w, ts, n - 4);
 }
 
+void ng_jw_time_ms(struct ng_jw *w, int64_t wall_ms)
+{
+	char ts[32];
+	ng_jw_strn(w, ts, ng_format_rfc3339_ms(wall_ms, ts));
+}
+
 void ng_jw_raw(struct ng_jw *w, const char *json, size_t len)
 {
 	sep(w);

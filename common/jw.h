@@ -46,6 +46,12 @@ void ng_jw_bool(struct ng_jw *w, bool v);
 void ng_jw_null(struct ng_jw *w);
 /** A Kubernetes Time (RFC 3339 UTC, whole seconds) from @wall_ms since the epoch. */
 void ng_jw_time(struct ng_jw *w, int64_t wall_ms);
+/**
+ * The same time with milliseconds ("…T05:00:00.250Z"), for the instants nodegate itself waits
+ * for or times from (grantedAt, nextRetryDate, backoffUntil): whole seconds would end a wait up
+ * to a second early once read back.
+ */
+void ng_jw_time_ms(struct ng_jw *w, int64_t wall_ms);
 /** @json (borrowed) inserted as one value, unchecked: it must be valid JSON. */
 void ng_jw_raw(struct ng_jw *w, const char *json, size_t len);
 
