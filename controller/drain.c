@@ -123,6 +123,7 @@ struct req {
 	int64_t *next_mono_ms;
 	const struct kube_condition *ready; /* the current Ready condition; NULL: none */
 	enum phase was;                     /* its reason as a phase */
+	bool began;                         /* this step starts a drain attempt */
 	/* The status this step wants. */
 	enum phase phase;
 	char msg[1024];
@@ -173,13 +174,27 @@ static void count_write(struct drain *d, const struct kube_write_result *w, cons
 		kube_write_log("drain", what, ref, w);
 }
 
-static void event(struct req *r, const char *reason, const char *type, const char *msg)
+static void event_about(struct req *r, const struct kube_ref about, const char *reason,
+			const char *type, const char *msg)
 {
-	const struct kube_ref about = {KUBE_KIND_ND, NULL, r->name};
 	struct kube_event ev = {about, reason, type, msg, r->d->cfg.identity, r->now_ms};
 	struct kube_write_result w;
 	kube_create_event(r->d->client, &ev, &w);
 	kube_write_log("drain", "event not recorded", &about, &w);
+}
+
+/* An Event on the request. */
+static void event(struct req *r, const char *reason, const char *type, const char *msg)
+{
+	event_about(r, (struct kube_ref){KUBE_KIND_ND, NULL, r->name}, reason, type, msg);
+}
+
+/* An Event on node @node, naming the request: what `kubectl describe node` readers look for. */
+static void node_event(struct req *r, const char *node, const char *reason, const char *msg)
+{
+	char m[600];
+	ng_fmt(m, sizeof(m), "%s (NodeDisruption %s)", msg, r->name);
+	event_about(r, (struct kube_ref){KUBE_KIND_NODE, NULL, node}, reason, "Normal", m);
 }
 
 static const struct kube_condition *condition(const struct kube_nd_detail *x, const char *type)
@@ -253,6 +268,23 @@ static void mark_asked(struct drain *d, uint64_t key, int64_t until_mono_ms)
 	d->asked[d->nasked++] = (struct asked){key, until_mono_ms};
 }
 
+/* The version of the request this drainer has written over, as a key of the asked table: a step
+ * that still sees it would only write again and be refused with a conflict. */
+static uint64_t nd_key(const struct req *r)
+{
+	uint64_t h = ng_fnv1a64(NG_FNV64_INIT, "nd", 3);
+	h = ng_fnv1a64(h, r->name, strlen(r->name) + 1);
+	return r->nd->rv ? ng_fnv1a64(h, r->nd->rv, strlen(r->nd->rv)) : h;
+}
+
+/* After a write that changed the request, or one refused because it had changed (409: a newer
+ * version exists), this version is not written against again. */
+static void nd_written(struct req *r, const struct kube_write_result *w)
+{
+	if ((w->outcome == KUBE_WRITE_OK && w->http) || w->outcome == KUBE_WRITE_CONFLICT)
+		mark_asked(r->d, nd_key(r), r->now_mono_ms + ASKED_MS);
+}
+
 /* ---- status ---- */
 
 struct status_body {
@@ -303,12 +335,12 @@ static void status_body(struct ng_jw *w, void *ctx)
 	ng_jw_ki64(w, "attempts", r->ds.attempts);
 	ng_jw_key(w, "backoffUntil");
 	if (r->ds.backoff_until_ms)
-		ng_jw_time(w, r->ds.backoff_until_ms);
+		ng_jw_time_ms(w, r->ds.backoff_until_ms);
 	else
 		ng_jw_null(w);
 	ng_jw_key(w, "attemptStartedAt");
 	if (r->ds.attempt_started_ms)
-		ng_jw_time(w, r->ds.attempt_started_ms);
+		ng_jw_time_ms(w, r->ds.attempt_started_ms);
 	else
 		ng_jw_null(w);
 	ng_jw_obj_end(w);
@@ -333,8 +365,13 @@ static bool write_status(struct req *r)
 	struct kube_write_result w;
 	kube_patch_status(r->d->client, &ref, r->nd->rv, status_body, &sb, &w);
 	count_write(r->d, &w, "status not written", &ref);
+	nd_written(r, &w);
 	if (w.outcome != KUBE_WRITE_OK)
 		return false;
+	if (r->began) {
+		ng_prom_add(&r->d->attempts, 1);
+		r->began = false;
+	}
 	if (r->was != r->phase) {
 		logline(r, reasons[r->phase], NULL, r->msg);
 		static const char *const ev[PH_COUNT] = {[PH_DRAINED] = "Drained",
@@ -348,6 +385,10 @@ static bool write_status(struct req *r)
 		if (r->phase == PH_DRAINED && r->x->granted_ms > 0)
 			ng_prom_hist_observe_us(&r->d->duration,
 						(r->now_ms - r->x->granted_ms) * 1000);
+		if (r->phase == PH_DRAINED)
+			for (uint16_t i = 0; i < r->nd->ndisrupted; i++)
+				node_event(r, str(r, r->nd->disrupted[i]), "Drained",
+					   "no pod left to move");
 	}
 	return true;
 }
@@ -370,7 +411,6 @@ static void fail_attempt(struct req *r, enum failure f, const char *why)
 	ng_fmt(r->msg, sizeof(r->msg), "attempt %lld failed: %s; next attempt in %llds",
 	       (long long)r->ds.attempts, why, (long long)((wait + 999) / 1000));
 	if (write_status(r)) {
-		ng_prom_add(&r->d->attempts, 1);
 		ng_prom_add(&r->d->failures[f], 1);
 		event(r, "DrainFailed", "Warning", r->msg);
 		logline(r, "drain attempt failed", NULL, r->msg);
@@ -422,6 +462,27 @@ static struct kube_taint_spec *taint_list(struct req *r, const struct kube_node 
 	return t;
 }
 
+/* The version of node @n this drainer has patched, as a key of the asked table: until the cache
+ * shows the node as written, a step sees the old version and must not patch it again (the
+ * repeat would fail, or undo another holder's change). */
+static uint64_t node_key(const struct req *r, const struct kube_node *n)
+{
+	const char *name = str(r, n->name);
+	uint64_t h = ng_fnv1a64(NG_FNV64_INIT, "node", 5);
+	h = ng_fnv1a64(h, name, strlen(name) + 1);
+	return n->rv ? ng_fnv1a64(h, n->rv, strlen(n->rv)) : h;
+}
+
+/* Whether node @n is in a version this drainer has written over (or was refused a write on with
+ * 409): the cache has not caught up; the step comes back once the watch has the new one. */
+static bool node_written(struct req *r, const struct kube_node *n)
+{
+	if (!asked_recently(r->d, node_key(r, n), r->now_mono_ms))
+		return false;
+	soon(r, r->now_mono_ms + POLL_MS);
+	return true;
+}
+
 static bool send_node_patch(struct req *r, const struct kube_node *n, struct kube_json_patch *p,
 			    const char *what)
 {
@@ -430,6 +491,8 @@ static bool send_node_patch(struct req *r, const struct kube_node *n, struct kub
 	if (p && kube_json_patch_body(p, NULL))
 		kube_apply_json_patch(r->d->client, &ref, p, &w);
 	count_write(r->d, &w, what, &ref);
+	if (w.outcome == KUBE_WRITE_OK || w.outcome == KUBE_WRITE_CONFLICT)
+		mark_asked(r->d, node_key(r, n), r->now_mono_ms + ASKED_MS);
 	return w.outcome == KUBE_WRITE_OK;
 }
 
@@ -443,6 +506,8 @@ static bool hold_node(struct req *r, const struct kube_node *n)
 	bool tainted = !dr->has_taint || node_has_taint(n, &dr->taint);
 	if (held && cordoned && tainted)
 		return true;
+	if (node_written(r, n))
+		return false;
 	if (n->note.invalid) {
 		ng_fmt(r->msg, sizeof(r->msg),
 		       "node %s: annotation " DRAIN_NOTE_ANNOTATION
@@ -487,8 +552,10 @@ static bool hold_node(struct req *r, const struct kube_node *n)
 		       : !cordoned           ? "cordoned"
 					     : "tainted");
 		logline(r, "cordoned", str(r, n->name), dr->has_taint ? "tainted" : NULL);
-		if (!cordoned || !tainted)
+		if (!cordoned || !tainted) {
 			event(r, "Cordoned", "Normal", msg);
+			node_event(r, str(r, n->name), "Cordoned", msg);
+		}
 	}
 	return false; /* the next publish shows it */
 }
@@ -520,6 +587,8 @@ static bool release_node(struct req *r, const struct kube_node *n, uint32_t hold
 {
 	if (!note_holds(&n->note, holder))
 		return true;
+	if (node_written(r, n))
+		return false;
 	struct kube_json_patch *p = kube_json_patch_create(n->rv);
 	size_t left = 0;
 	const char **h = ng_arena_alloc(r->arena, n->note.nholders * sizeof(*h) + 1);
@@ -549,9 +618,16 @@ static bool release_node(struct req *r, const struct kube_node *n, uint32_t hold
 	}
 	bool ok = send_node_patch(r, n, p, "node not released");
 	kube_json_patch_destroy(p);
-	if (ok)
+	if (ok) {
+		const char *how = left == 0 && !n->note.was_unschedulable ? "uncordoned"
+				  : left == 0 ? "left cordoned: it was unschedulable before"
+					      : "left cordoned: other requests hold it";
 		logline(r, left ? "released (other holders remain)" : "released", str(r, n->name),
-			left == 0 && !n->note.was_unschedulable ? "uncordoned" : "left cordoned");
+			how);
+		char msg[300];
+		ng_fmt(msg, sizeof(msg), "node %s given back, %s", str(r, n->name), how);
+		node_event(r, str(r, n->name), "Released", msg);
+	}
 	return false;
 }
 
@@ -567,6 +643,7 @@ static enum kube_write_outcome set_finalizer(struct req *r, bool present)
 		kube_set_finalizer(r->d->client, &ref, r->nd->rv, cur, r->nd->nfinalizers,
 				   DRAIN_FINALIZER, present, &w);
 	count_write(r->d, &w, present ? "finalizer not written" : "finalizer not removed", &ref);
+	nd_written(r, &w);
 	return w.outcome;
 }
 
@@ -894,8 +971,10 @@ static bool drain_pods(struct req *r, const struct kube_node *const *nodes, size
 		return false;
 	}
 	r->ds.backoff_until_ms = 0;
-	if (!r->ds.attempt_started_ms)
+	if (!r->ds.attempt_started_ms) {
 		r->ds.attempt_started_ms = r->now_ms;
+		r->began = true;
+	}
 	struct pol_drain_rules rules;
 	struct kube_selector sel, self;
 	if (!drain_rules(r, &rules, &sel, &self)) {
@@ -1166,6 +1245,10 @@ static void one_request(struct drain *d, const struct kube_snapshot *s, const st
 	r.name = str(&r, nd->name);
 	if (!r.x)
 		return;
+	if (asked_recently(d, nd_key(&r), r.now_mono_ms)) {
+		soon(&r, r.now_mono_ms + POLL_MS); /* the watch has not brought our write yet */
+		return;
+	}
 	bool wants = r.x->drain.present || r.x->operation.present;
 	if (nd->deleting || nd->state != KUBE_ND_GRANTED) {
 		if (has_finalizer(&r))
@@ -1185,7 +1268,8 @@ static void one_request(struct drain *d, const struct kube_snapshot *s, const st
 
 /* Notes naming requests that no longer exist (their finalizer was removed by hand): those
  * holders leave, so a node is never kept cordoned by a request nobody can see. */
-static void sweep(struct drain *d, const struct kube_snapshot *s, struct ng_arena *arena)
+static void sweep(struct drain *d, const struct kube_snapshot *s, struct ng_arena *arena,
+		  int64_t *next_mono_ms)
 {
 	size_t nn, nr;
 	const struct kube_node *nodes = kube_snapshot_nodes(s, &nn);
@@ -1196,6 +1280,8 @@ static void sweep(struct drain *d, const struct kube_snapshot *s, struct ng_aren
 			.pool = kube_snapshot_pool(s),
 			.arena = arena,
 			.now_ms = ng_now_wall_ms(),
+			.now_mono_ms = ng_now_mono_us() / 1000,
+			.next_mono_ms = next_mono_ms,
 			.name = "(gone)"};
 	for (size_t i = 0; i < nn; i++) {
 		const struct kube_drain_note *note = &nodes[i].note;
@@ -1241,7 +1327,7 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 	}
 	if (arena && !kube_runtime_stopping(d->rt) && leading(d)) {
 		ng_arena_reset(arena);
-		sweep(d, s, arena);
+		sweep(d, s, arena, &next);
 	}
 	ng_arena_destroy(arena);
 	kube_snapshot_release(s);
@@ -1340,10 +1426,11 @@ ng_status drain_render_metrics(struct drain *d, const struct leader *leader, str
 				 "Pods the drainer evicted or deleted, by how.", "strategy",
 				 strategy_names, evicted, 3);
 	st = st ? st
-		: ng_prom_header(out, "nodegate_drain_attempts_failed_total", NG_PROM_COUNTER,
-				 "Drain attempts that failed and backed off.");
+		: ng_prom_header(
+		      out, "nodegate_drain_attempts_total", NG_PROM_COUNTER,
+		      "Drain attempts started (a failed attempt backs off and starts another).");
 	st = st ? st
-		: ng_prom_u64(out, "nodegate_drain_attempts_failed_total", NULL, 0,
+		: ng_prom_u64(out, "nodegate_drain_attempts_total", NULL, 0,
 			      ng_prom_get(&d->attempts));
 	_Atomic uint64_t *failures[F_COUNT];
 	for (int i = 0; i < F_COUNT; i++)

@@ -429,10 +429,11 @@ class DrainTest(unittest.TestCase):
         self.assertTrue(ok, f"{name} was never removed:" + self.describe(name))
         log(f"{name}: delete -> gone in {time.monotonic() - t0:.2f} s")
 
-    def events(self, name):
+    def events(self, name, kind="NodeDisruption"):
         code, body, _ = self.api.api("GET", "/api/v1/events")
-        return [e for e in body.get("items", []) if e.get("involvedObject", {}).get("name") == name
-                and e.get("involvedObject", {}).get("kind") == "NodeDisruption"]
+        return sorted((e for e in body.get("items", []) if e.get("involvedObject", {}).get("name") == name
+                       and e.get("involvedObject", {}).get("kind") == kind),
+                      key=lambda e: int(e["metadata"]["resourceVersion"]))
 
     def assert_event(self, name, reason):
         ok, _ = eventually(lambda: any(e.get("reason") == reason for e in self.events(name)), WAIT_S, 0.1)
@@ -725,6 +726,16 @@ class DrainScenarios(DrainTest):
         self.assert_released()
         # (The gate records a Released event of its own, so that event proves nothing here.)
         log(f"d11: events {[e.get('reason') for e in self.events('d11')]}")
+        # The node's own Events tell its story, each naming the request.
+        ok, _ = eventually(lambda: [e.get("reason") for e in self.events("node1", "Node")]
+                           == ["Cordoned", "Drained", "Released"], WAIT_S, 0.1)
+        node_events = self.events("node1", "Node")
+        self.assertTrue(ok, f"node1 events: {[(e.get('reason'), e.get('message')) for e in node_events]}")
+        self.assertTrue(all("NodeDisruption d11" in e["message"] for e in node_events), node_events)
+        self.assertIn("uncordoned", node_events[-1]["message"])
+        # Given back in one write: no patch repeated against a node the cache had not caught up with.
+        self.assertEqual(self.drainer.metric("nodegate_drain_writes_total", result="error") or 0, 0,
+                         self.drainer.read_log())
 
     def test_D12_a_node_cordoned_by_hand_stays_cordoned(self):
         rc, out, err = self.api.kubectl("cordon", "node1")
