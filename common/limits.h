@@ -29,6 +29,9 @@
 /* nodeSelectorTerms in one node affinity. */
 #define NG_MAX_NODE_SELECTOR_TERMS 64
 
+/* Taints the drainer's note on one node lists (one per distinct drain taint of its holders). */
+#define NG_MAX_NOTE_TAINTS 64
+
 /* Labels kept per object. Kubernetes objects rarely carry more than a few dozen. */
 #define NG_MAX_LABELS 256
 

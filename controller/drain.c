@@ -420,35 +420,76 @@ static void fail_attempt(struct req *r, enum failure f, const char *why)
 
 /* ---- nodes ---- */
 
-/* The note's JSON for @holders (@n names), written into @b. */
-static const char *note_json(struct ng_buf *b, bool was_unschedulable, const char *const *holders,
-			     size_t n, const char *boot_id)
+/* What the note says: nodegate.io/drain's JSON is written from this. */
+struct note {
+	bool was_unschedulable;
+	const char *const *holders;
+	size_t nholders;
+	const char *boot_id;
+	const struct kube_taint *taints; /* those the drainer added */
+	size_t ntaints;
+};
+
+static bool taint_in(const struct kube_taint *set, size_t n, const struct kube_taint *t)
+{
+	for (size_t i = 0; i < n; i++)
+		if (set[i].key == t->key && set[i].effect == t->effect)
+			return true;
+	return false;
+}
+
+/* @note as JSON, written into @b. */
+static const char *note_json(const struct req *r, struct ng_buf *b, const struct note *note)
 {
 	struct ng_jw w;
 	ng_jw_init(&w, b);
 	ng_jw_obj(&w);
-	ng_jw_kbool(&w, "wasUnschedulable", was_unschedulable);
+	ng_jw_kbool(&w, "wasUnschedulable", note->was_unschedulable);
 	ng_jw_key(&w, "holders");
 	ng_jw_arr(&w);
-	for (size_t i = 0; i < n; i++)
-		ng_jw_str(&w, holders[i]);
+	for (size_t i = 0; i < note->nholders; i++)
+		ng_jw_str(&w, note->holders[i]);
 	ng_jw_arr_end(&w);
-	ng_jw_kstr(&w, "bootID", boot_id ? boot_id : "");
+	ng_jw_kstr(&w, "bootID", note->boot_id ? note->boot_id : "");
+	if (note->ntaints) {
+		ng_jw_key(&w, "taints");
+		ng_jw_arr(&w);
+		for (size_t i = 0; i < note->ntaints; i++) {
+			ng_jw_obj(&w);
+			ng_jw_kstr(&w, "key", str(r, note->taints[i].key));
+			ng_jw_kstr(&w, "effect", str(r, note->taints[i].effect));
+			ng_jw_obj_end(&w);
+		}
+		ng_jw_arr_end(&w);
+	}
 	ng_jw_obj_end(&w);
 	return ng_jw_finish(&w) == NG_OK ? b->data : NULL;
 }
 
-/* The node's taints as strings, with @add appended (NULL: none) and those equal to @drop (key
+/* Adds the annotation @note to @p (NULL: nothing). */
+static void patch_note(const struct req *r, struct kube_json_patch *p, const struct kube_node *n,
+		       const struct note *note)
+{
+	struct ng_buf b;
+	ng_buf_init(&b, 64u << 10);
+	const char *json = note_json(r, &b, note);
+	if (p && json)
+		kube_json_patch_annotation(p, DRAIN_NOTE_ANNOTATION, json, n->has_annotations);
+	ng_buf_finish(&b);
+}
+
+/* The node's taints as strings, with @add appended (NULL: none) and those in @drop (@ndrop; key
  * and effect) left out. */
 static struct kube_taint_spec *taint_list(struct req *r, const struct kube_node *n,
 					  const struct kube_taint *add,
-					  const struct kube_taint *drop, size_t *ret_n)
+					  const struct kube_taint *drop, size_t ndrop,
+					  size_t *ret_n)
 {
 	struct kube_taint_spec *t = ng_arena_alloc(r->arena, (n->ntaints + 1) * sizeof(*t));
 	size_t k = 0;
 	for (uint32_t i = 0; t && i < n->ntaints; i++) {
 		const struct kube_taint *x = &n->taints[i];
-		if (drop && x->key == drop->key && x->effect == drop->effect)
+		if (taint_in(drop, ndrop, x))
 			continue;
 		t[k++] = (struct kube_taint_spec){
 		    str(r, x->key), x->val == NG_INTERN_NONE ? NULL : str(r, x->val),
@@ -515,31 +556,40 @@ static bool hold_node(struct req *r, const struct kube_node *n)
 		       str(r, n->name));
 		return false;
 	}
+	/* Only a taint the drainer adds is listed, so only that one is taken away again. */
+	bool adding = dr->has_taint && !tainted;
+	bool unlisted = adding && !taint_in(n->note.taints, n->note.ntaints, &dr->taint);
 	struct kube_json_patch *p = kube_json_patch_create(n->rv);
-	if (!held) {
+	if (!held || unlisted) {
 		size_t nh = n->note.present ? n->note.nholders : 0;
 		const char **h = ng_arena_alloc(r->arena, (nh + 1) * sizeof(*h));
-		if (!h)
+		struct kube_taint *ts =
+		    ng_arena_alloc(r->arena, (n->note.ntaints + 1u) * sizeof(*ts));
+		if (!h || !ts) {
+			kube_json_patch_destroy(p);
 			return false;
+		}
 		for (size_t i = 0; i < nh; i++)
 			h[i] = str(r, n->note.holders[i]);
-		h[nh] = r->name;
-		bool was = n->note.present ? n->note.was_unschedulable
-					   : (n->flags & KUBE_NODE_UNSCHEDULABLE) != 0;
-		struct ng_buf b;
-		ng_buf_init(&b, 64u << 10);
-		const char *json =
-		    note_json(&b, was, h, nh + 1, n->note.present ? n->note.boot_id : n->boot_id);
-		if (p && json)
-			kube_json_patch_annotation(p, DRAIN_NOTE_ANNOTATION, json,
-						   n->has_annotations);
-		ng_buf_finish(&b);
+		if (!held)
+			h[nh++] = r->name;
+		memcpy(ts, n->note.taints, n->note.ntaints * sizeof(*ts));
+		if (unlisted)
+			ts[n->note.ntaints] = dr->taint;
+		struct note note = {n->note.present ? n->note.was_unschedulable
+						    : (n->flags & KUBE_NODE_UNSCHEDULABLE) != 0,
+				    h,
+				    nh,
+				    n->note.present ? n->note.boot_id : n->boot_id,
+				    ts,
+				    n->note.ntaints + (unlisted ? 1u : 0u)};
+		patch_note(r, p, n, &note);
 	}
 	if (p && !cordoned)
 		kube_json_patch_unschedulable(p, true);
-	if (p && !tainted) {
+	if (p && adding) {
 		size_t nt;
-		struct kube_taint_spec *t = taint_list(r, n, &dr->taint, NULL, &nt);
+		struct kube_taint_spec *t = taint_list(r, n, &dr->taint, NULL, 0, &nt);
 		if (t)
 			kube_json_patch_taints(p, t, nt);
 	}
@@ -595,10 +645,24 @@ static bool release_node(struct req *r, const struct kube_node *n, uint32_t hold
 	for (uint16_t i = 0; h && i < n->note.nholders; i++)
 		if (n->note.holders[i] != holder)
 			h[left++] = str(r, n->note.holders[i]);
-	const struct kube_taint *t = x && x->drain.has_taint ? &x->drain.taint : NULL;
-	if (t && node_has_taint(n, t) && !taint_shared(r, n, holder, t)) {
+	/* The taints that go: all the drainer added once the last holder is out, else the
+	 * holder's own unless another holder adds it too. A request already gone (@x NULL) leaves
+	 * its taint to the last holder out. */
+	const struct kube_taint *drop = n->note.taints;
+	size_t ndrop = n->note.ntaints;
+	if (left) {
+		const struct kube_taint *t = x && x->drain.has_taint ? &x->drain.taint : NULL;
+		bool own = t && taint_in(n->note.taints, n->note.ntaints, t) &&
+			   !taint_shared(r, n, holder, t);
+		drop = own ? t : NULL;
+		ndrop = own ? 1 : 0;
+	}
+	bool on_node = false;
+	for (size_t i = 0; i < ndrop; i++)
+		on_node = on_node || node_has_taint(n, &drop[i]);
+	if (on_node) {
 		size_t nt;
-		struct kube_taint_spec *ts = taint_list(r, n, NULL, t, &nt);
+		struct kube_taint_spec *ts = taint_list(r, n, NULL, drop, ndrop, &nt);
 		if (p && ts)
 			kube_json_patch_taints(p, ts, nt);
 	}
@@ -608,13 +672,16 @@ static bool release_node(struct req *r, const struct kube_node *n, uint32_t hold
 		if (p && !n->note.was_unschedulable && (n->flags & KUBE_NODE_UNSCHEDULABLE))
 			kube_json_patch_unschedulable(p, false);
 	} else if (h) {
-		struct ng_buf b;
-		ng_buf_init(&b, 64u << 10);
-		const char *json =
-		    note_json(&b, n->note.was_unschedulable, h, left, n->note.boot_id);
-		if (p && json)
-			kube_json_patch_annotation(p, DRAIN_NOTE_ANNOTATION, json, true);
-		ng_buf_finish(&b);
+		struct kube_taint *kept =
+		    ng_arena_alloc(r->arena, (n->note.ntaints + 1u) * sizeof(*kept));
+		size_t nkept = 0;
+		for (uint16_t i = 0; kept && i < n->note.ntaints; i++)
+			if (!taint_in(drop, ndrop, &n->note.taints[i]))
+				kept[nkept++] = n->note.taints[i];
+		struct note note = {n->note.was_unschedulable, h,    left,
+				    n->note.boot_id,           kept, nkept};
+		if (kept)
+			patch_note(r, p, n, &note);
 	}
 	bool ok = send_node_patch(r, n, p, "node not released");
 	kube_json_patch_destroy(p);

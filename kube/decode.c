@@ -514,6 +514,38 @@ static void *record(struct ctx *c, enum kube_resource r)
 /* Longest drain note read: the holders of one node are a few request names. */
 #define DRAIN_NOTE_MAX (64u * 1024u)
 
+/* The note's "taints" (absent: none): [{key, effect}] with strings, at most NG_MAX_NOTE_TAINTS;
+ * anything else marks the note invalid. */
+static ng_status drain_note_taints(struct ctx *c, const cJSON *j, struct kube_drain_note *note)
+{
+	if (!j)
+		return NG_OK;
+	int n = cJSON_IsArray(j) ? cJSON_GetArraySize(j) : -1;
+	if (n < 0 || n > NG_MAX_NOTE_TAINTS) {
+		note->invalid = true;
+		return NG_OK;
+	}
+	struct kube_taint *t = n ? alloc(c, (size_t)n * sizeof(*t)) : NULL;
+	if (n && !t)
+		return fail(c, NG_ENOMEM, "metadata.annotations", "out of memory");
+	int i = 0;
+	for (const cJSON *e = j->child; e; e = e->next, i++) {
+		const char *key = ng_json_str(e, "key"), *effect = ng_json_str(e, "effect");
+		if (!key || !effect || !*key || !*effect) {
+			note->invalid = true;
+			return NG_OK;
+		}
+		ng_status st = intern(c, key, &t[i].key);
+		st = st ? st : intern(c, effect, &t[i].effect);
+		if (st)
+			return st;
+		t[i].val = NG_INTERN_NONE;
+	}
+	note->taints = t;
+	note->ntaints = (uint16_t)n;
+	return NG_OK;
+}
+
 /* The annotation nodegate.io/drain (struct kube_drain_note). One that does not parse is marked
  * invalid, never an error: the node stays in the cache. */
 static ng_status drain_note(struct ctx *c, const char *text, struct kube_drain_note *note)
@@ -549,6 +581,8 @@ static ng_status drain_note(struct ctx *c, const char *text, struct kube_drain_n
 		}
 		if (st == NG_OK && !(note->boot_id = dup_or_empty(c, ng_json_str(root, "bootID"))))
 			st = fail(c, NG_ENOMEM, "metadata.annotations", "out of memory");
+		if (st == NG_OK)
+			st = drain_note_taints(c, ng_json_get(root, "taints"), note);
 	}
 	ng_arena_destroy(tmp);
 	return st;

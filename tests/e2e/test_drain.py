@@ -57,6 +57,7 @@ DS, STATIC, DONE, JOB = "kube-system/ds-1", "kube-system/static-1", "default/don
 EVICTABLE = (WEB, GPU, BARE, SCRATCH, JOB)
 NEVER = (DS, STATIC)
 ALL_PODS = EVICTABLE + NEVER + (DONE,)
+MAINT_TAINT = {"key": "example.com/maintenance", "effect": "NoSchedule"}
 FORCE = {"force": True, "deleteEmptyDir": True}
 
 
@@ -792,7 +793,7 @@ class DrainScenarios(DrainTest):
         self.assert_released()
 
     def test_D15_taint_without_cordon(self):
-        taint = {"key": "example.com/maintenance", "effect": "NoSchedule"}
+        taint = MAINT_TAINT
         self.nd("d15", dict(FORCE, cordon=False, taint=taint))
         self.wait_drained("d15")
         node = self.node()
@@ -1011,8 +1012,9 @@ class DrainScenarios(DrainTest):
     def test_release_when_the_request_no_longer_exists(self):
         # The request disappears while no drainer runs (its finalizer removed by hand): the next
         # drainer gives node1 back all the same.
-        self.nd("vanish", FORCE)
+        self.nd("vanish", dict(FORCE, taint=MAINT_TAINT))
         self.wait_drained("vanish")
+        self.assertEqual(self.annotation().get("taints"), [MAINT_TAINT], self.annotation())
         self.assertEqual(self.drainer.stop(), 0)
         self.delete_nd("vanish")
         self.patch(f"{ND_PATH}/vanish", [{"op": "replace", "path": "/metadata/finalizers", "value": []}],
@@ -1022,6 +1024,24 @@ class DrainScenarios(DrainTest):
         self.assertTrue(self.cordoned(), "nothing gave node1 back yet")
         self.drainer = Drainer(self.api, self.tmp)
         self.assert_released()
+        # The taint it added goes too: the note lists it, so nobody needs the request's spec.
+        self.assertNotIn(MAINT_TAINT["key"], self.taint_keys(self.node()))
+
+    def test_a_taint_already_on_the_node_stays_after_release(self):
+        # Someone else put the same taint on node1 first: the drainer did not add it, so it does
+        # not take it away.
+        self.patch("/api/v1/nodes/node1", {"spec": {"taints": [MAINT_TAINT]}})
+        self.nd("pre", dict(FORCE, taint=MAINT_TAINT))
+        self.wait_drained("pre")
+        self.assertNotIn("taints", self.annotation(), self.annotation())
+        self.delete_nd("pre")
+        self.wait_gone("pre")
+        self.assert_released_but_tainted()
+
+    def assert_released_but_tainted(self):
+        ok, _ = eventually(lambda: not self.cordoned() and self.annotation() is None, WAIT_S, 0.05)
+        self.assertTrue(ok, json.dumps(self.node_view("node1")))
+        self.assertIn(MAINT_TAINT["key"], self.taint_keys(self.node()), "a taint nodegate did not add must stay")
 
     # -- metrics (contract: Metrics) ------------------------------------------------------------
     def test_metrics_named_in_the_contract(self):

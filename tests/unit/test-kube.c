@@ -378,6 +378,54 @@ static void *reader(void *arg)
 	return NULL;
 }
 
+/* The drainer's note on a node: what it holds, the taints it added; a note that does not parse
+ * is marked invalid and the node is kept. */
+static void test_node_drain_note(void **state)
+{
+	(void)state;
+	struct kube_snapshot *s = ng_test_snapshot(
+	    "{\"kind\":\"List\",\"items\":["
+	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\","
+	    "\"resourceVersion\":"
+	    "\"7\",\"annotations\":{\"nodegate.io/drain\":\"{\\\"wasUnschedulable\\\":true,"
+	    "\\\"holders\\\":[\\\"r1\\\",\\\"r2\\\"],\\\"bootID\\\":\\\"b-1\\\",\\\"taints\\\":[{"
+	    "\\\"key\\\":\\\"example.com/m\\\",\\\"effect\\\":\\\"NoSchedule\\\"}]}\"}},"
+	    "\"status\":{\"nodeInfo\":{\"bootID\":\"b-2\"}}},"
+	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"b\",\"annotations\":"
+	    "{"
+	    "\"nodegate.io/drain\":\"{\\\"wasUnschedulable\\\":false,\\\"holders\\\":[],"
+	    "\\\"taints\\\":[{\\\"key\\\":\\\"k\\\"}]}\"}}},"
+	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"c\",\"annotations\":"
+	    "{"
+	    "\"nodegate.io/drain\":\"not json\"}}},"
+	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"d\",\"annotations\":"
+	    "{"
+	    "\"other\":\"x\"}}}]}");
+	size_t nn;
+	const struct kube_node *nodes = kube_snapshot_nodes(s, &nn);
+	assert_int_equal(nn, 4);
+	const struct kube_node *a = kube_snapshot_find_node(s, ng_test_id(s, "a"));
+	assert_non_null(a);
+	assert_true(a->note.present && !a->note.invalid && a->note.was_unschedulable);
+	assert_int_equal(a->note.nholders, 2);
+	assert_int_equal(a->note.holders[1], ng_test_id(s, "r2"));
+	assert_string_equal(a->note.boot_id, "b-1");
+	assert_string_equal(a->boot_id, "b-2");
+	assert_string_equal(a->rv, "7");
+	assert_int_equal(a->note.ntaints, 1);
+	assert_int_equal(a->note.taints[0].key, ng_test_id(s, "example.com/m"));
+	assert_int_equal(a->note.taints[0].effect, ng_test_id(s, "NoSchedule"));
+	/* A taint without an effect, or a note that is not JSON: invalid, node kept. */
+	const struct kube_node *b = kube_snapshot_find_node(s, ng_test_id(s, "b"));
+	assert_true(b && b->note.present && b->note.invalid);
+	const struct kube_node *c = kube_snapshot_find_node(s, ng_test_id(s, "c"));
+	assert_true(c && c->note.present && c->note.invalid);
+	const struct kube_node *d = kube_snapshot_find_node(s, ng_test_id(s, "d"));
+	assert_true(d && !d->note.present && d->has_annotations);
+	(void)nodes;
+	kube_snapshot_release(s);
+}
+
 static void test_store_publish_while_readers_acquire(void **state)
 {
 	struct stress st = {.store = kube_store_create(), .rounds = 200};
@@ -1037,6 +1085,7 @@ int main(void)
 	    cmocka_unit_test(test_load_files_reports_path),
 	    cmocka_unit_test(test_cache_publishes_changes_and_shares_unchanged_tables),
 	    cmocka_unit_test(test_nodes_by_label_and_nodegateconfig),
+	    cmocka_unit_test(test_node_drain_note),
 	    cmocka_unit_test(test_cache_later_change_in_a_batch_wins),
 	    cmocka_unit_test(test_cache_reset_replaces_and_discard_restores),
 	    cmocka_unit_test(test_store_stress_live_cache_writer_and_readers),
