@@ -111,7 +111,8 @@ struct kube_drain_note {
 	const uint32_t *holders; /* "holders": names of the NodeDisruptions that hold the node */
 	const char *boot_id;     /* "bootID": status.nodeInfo.bootID when first held; "" if none */
 	uint16_t ntaints;
-	const struct kube_taint *taints; /* "taints": [{key, effect}] the drainer added (val NONE) */
+	const struct kube_taint
+	    *taints; /* "taints": [{key, effect}] the drainer added (val NONE) */
 };
 
 struct kube_node {
