@@ -381,6 +381,11 @@ static bool job_object(cJSON *tpl, const struct kube_job_spec *j)
 				return false;
 	if (!put(pod_spec, "nodeName", cJSON_CreateString(j->node)))
 		return false;
+	/* Finished Jobs would pile up, one per node per maintenance: Kubernetes removes this one a
+	 * day after it finishes (time to read its logs) unless the template says otherwise. */
+	if (!cJSON_GetObjectItemCaseSensitive(spec, "ttlSecondsAfterFinished") &&
+	    !put(spec, "ttlSecondsAfterFinished", cJSON_CreateNumber(KUBE_JOB_TTL_S)))
+		return false;
 	/* A Job's pods must not restart in place (Always, the pod default, is refused). */
 	if (!cJSON_GetObjectItemCaseSensitive(pod_spec, "restartPolicy") &&
 	    !put(pod_spec, "restartPolicy", cJSON_CreateString("Never")))

@@ -164,6 +164,9 @@ struct kube_job_spec {
 	size_t ntolerate;
 };
 
+/* spec.ttlSecondsAfterFinished of an operation Job whose template sets none. */
+#define KUBE_JOB_TTL_S 86400
+
 /**
  * Creates the Job of @j from @template_json (a batch/v1 JobTemplateSpec as compact JSON): its
  * metadata and spec, with name and namespace set, the labels added, spec.template.spec.nodeName

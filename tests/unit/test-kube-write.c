@@ -184,6 +184,55 @@ static void test_json_patch_escapes_keys_and_sets_precondition(void **state)
 	kube_json_patch_destroy(NULL);
 }
 
+/* The operation Job: the template's spec kept, the node pinned, the cordon and the request's
+ * taint tolerated, labels on the Job and its pods, restartPolicy and a TTL only where the
+ * template sets none. */
+static void test_job_from_template(void **state)
+{
+	struct fx *fx = *state;
+	const char *const keys[] = {"nodegate.io/node"}, *const values[] = {"node1"};
+	const struct kube_taint_spec tol[] = {{"example.com/m", NULL, "NoSchedule"}};
+	const struct kube_job_spec j = {.name = "nodegate-op-1",
+					.ns = "nodegate",
+					.node = "node1",
+					.label_keys = keys,
+					.label_values = values,
+					.nlabels = 1,
+					.tolerate = tol,
+					.ntolerate = 1};
+	struct kube_write_result r;
+	kube_create_job(
+	    fx->c,
+	    "{\"metadata\":{\"generateName\":\"x-\"},\"spec\":{\"backoffLimit\":0,"
+	    "\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}}}",
+	    &j, &r);
+	assert_int_equal(r.outcome, KUBE_WRITE_OK);
+	const struct fake_api_request *q = fake_api_find(&fx->api, "POST", NULL, 0);
+	assert_string_equal(q->path, "/apis/batch/v1/namespaces/nodegate/jobs");
+	assert_non_null(strstr(q->body, "\"name\":\"nodegate-op-1\""));
+	assert_null(strstr(q->body, "generateName"));
+	assert_non_null(strstr(q->body, "\"backoffLimit\":0"));
+	assert_non_null(strstr(q->body, "\"ttlSecondsAfterFinished\":86400"));
+	assert_non_null(strstr(q->body, "\"nodeName\":\"node1\""));
+	assert_non_null(strstr(q->body, "\"restartPolicy\":\"Never\""));
+	assert_non_null(strstr(q->body, "\"key\":\"node.kubernetes.io/unschedulable\""));
+	assert_non_null(strstr(q->body, "\"key\":\"example.com/m\""));
+	assert_non_null(strstr(q->body, "\"labels\":{\"nodegate.io/node\":\"node1\"}"));
+	/* The template's own TTL and restart policy win. */
+	kube_create_job(fx->c,
+			"{\"spec\":{\"ttlSecondsAfterFinished\":5,\"template\":{\"spec\":{"
+			"\"restartPolicy\":\"OnFailure\",\"containers\":[{\"name\":\"c\"}]}}}}",
+			&j, &r);
+	q = fake_api_find(&fx->api, "POST", NULL, 1);
+	assert_non_null(strstr(q->body, "\"ttlSecondsAfterFinished\":5"));
+	assert_null(strstr(q->body, "86400"));
+	assert_non_null(strstr(q->body, "\"restartPolicy\":\"OnFailure\""));
+	/* Not an object with a spec: refused before anything is sent. */
+	kube_create_job(fx->c, "[1]", &j, &r);
+	assert_int_equal(r.outcome, KUBE_WRITE_FAILED);
+	assert_null(fake_api_find(&fx->api, "POST", NULL, 2));
+}
+
 static void test_paths(void **state)
 {
 	char path[64];
@@ -207,6 +256,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_outcomes_are_classified, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_finalizer_add_remove_and_noop, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_event_names_its_object, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_job_from_template, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_json_patch_escapes_keys_and_sets_precondition,
 					    setup, teardown),
 	    cmocka_unit_test(test_paths),
