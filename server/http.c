@@ -295,7 +295,7 @@ static enum MHD_Result serve_metrics(struct srv *s, struct MHD_Connection *c)
 	/* The exposition is a few KiB; 1 MiB leaves room for later per-budget series. */
 	ng_buf_init(&b, 1u << 20);
 	struct kube_snapshot *snap = kube_store_acquire(s->store);
-	ng_status st = srv_metrics_render(s->metrics, snap, s->watch, &b);
+	ng_status st = srv_metrics_render(s->metrics, snap, s->watch, !s->probes_only, &b);
 	kube_snapshot_release(snap);
 	if (st == NG_OK)
 		st = srv_conns_render_metrics(s->conns, &b);

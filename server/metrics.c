@@ -136,13 +136,14 @@ static ng_status render_cache(const struct kube_snapshot *snap, struct ng_buf *o
 }
 
 ng_status srv_metrics_render(struct srv_metrics *m, const struct kube_snapshot *snap,
-			     const struct kube_watch *watch, struct ng_buf *out)
+			     const struct kube_watch *watch, bool admission, struct ng_buf *out)
 {
 	const struct ng_prom_label version[] = {{"version", NG_VERSION}};
 	ng_status st =
 	    ng_prom_header(out, "nodegate_build_info", NG_PROM_GAUGE, "nodegate version.");
 	st = st ? st : ng_prom_u64(out, "nodegate_build_info", version, 1, 1);
-	st = st ? st : render_admission(m, out);
+	if (admission)
+		st = st ? st : render_admission(m, out);
 	st = st ? st : render_http_errors(m, out);
 	if (snap)
 		st = st ? st : render_cache(snap, out);

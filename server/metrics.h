@@ -11,6 +11,7 @@
 
 #include "common/status.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct ng_buf;
@@ -52,13 +53,15 @@ void srv_metrics_admission(struct srv_metrics *m, enum srv_webhook wh, enum srv_
 void srv_metrics_http_error(struct srv_metrics *m, int code);
 
 /**
- * Appends the Prometheus text exposition to @out (caller-owned): build info, request counters,
- * the latency histogram, HTTP errors, the cache object counts of @snap and the watch's series
- * (kube_watch_render_metrics() of @watch). @snap and @watch are borrowed and may be NULL (no
- * snapshot yet; snapshot mode). NG_ELIMIT or NG_ENOMEM from the buffer, which then holds a
- * partial exposition to discard. Any thread (the /metrics handler's).
+ * Appends the Prometheus text exposition to @out (caller-owned): build info, the admission
+ * request counters and latency histogram (when @admission: not on a listener that serves no
+ * webhook, where they would only ever read zero), HTTP errors, the cache object counts of @snap and
+ * the watch's series (kube_watch_render_metrics() of @watch). @snap and @watch are borrowed and may
+ * be NULL (no snapshot yet; snapshot mode). NG_ELIMIT or NG_ENOMEM from the buffer, which then
+ * holds a partial exposition to discard. Any thread (the /metrics handler's).
  */
 NG_NODISCARD ng_status srv_metrics_render(struct srv_metrics *m, const struct kube_snapshot *snap,
-					  const struct kube_watch *watch, struct ng_buf *out);
+					  const struct kube_watch *watch, bool admission,
+					  struct ng_buf *out);
 
 #endif

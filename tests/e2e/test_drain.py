@@ -1064,6 +1064,8 @@ class DrainScenarios(DrainTest):
                                      "nodegate_drain_nodes_held", "nodegate_leader")
                    if metric_sum(m, name) is None]
         self.assertEqual(missing, [], "series the contract names are missing from /metrics")
+        # The drainer serves no webhook: no admission series that could only ever read zero.
+        self.assertIsNone(metric_sum(m, "nodegate_admission_requests_total"), sorted(m))
         self.assertGreaterEqual(metric_sum(m, "nodegate_drain_attempts_total"), 2)
         self.delete_nd("m")
         self.wait_gone("m")
