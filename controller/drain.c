@@ -3,7 +3,7 @@
  * annotation nodegate.io/drain. Deciding which pods go is policy/drain.c's; this file reads the
  * snapshot, writes through kube/write and keeps only what a restart may forget (which pods were
  * asked to leave a moment ago). */
-#include "controller/drain.h"
+#include "controller/drain_internal.h"
 
 #include "budgets/selector.h"
 #include "common/arena.h"
@@ -573,7 +573,8 @@ static bool hold_node(struct req *r, const struct kube_node *n)
 			h[i] = str(r, n->note.holders[i]);
 		if (!held)
 			h[nh++] = r->name;
-		memcpy(ts, n->note.taints, n->note.ntaints * sizeof(*ts));
+		if (n->note.ntaints)
+			memcpy(ts, n->note.taints, n->note.ntaints * sizeof(*ts));
 		if (unlisted)
 			ts[n->note.ntaints] = dr->taint;
 		struct note note = {n->note.present ? n->note.was_unschedulable
@@ -1295,7 +1296,8 @@ static void give_back(struct req *r)
 }
 
 static void one_request(struct drain *d, const struct kube_snapshot *s, const struct kube_nd *nd,
-			struct ng_arena *arena, int64_t *next_mono_ms)
+			struct ng_arena *arena, int64_t now_wall_ms, int64_t now_mono_ms,
+			int64_t *next_mono_ms)
 {
 	struct req r = {.d = d,
 			.s = s,
@@ -1304,8 +1306,8 @@ static void one_request(struct drain *d, const struct kube_snapshot *s, const st
 			.nd = nd,
 			.x = nd->detail,
 			.arena = arena,
-			.now_ms = ng_now_wall_ms(),
-			.now_mono_ms = ng_now_mono_us() / 1000,
+			.now_ms = now_wall_ms,
+			.now_mono_ms = now_mono_ms,
 			.next_mono_ms = next_mono_ms};
 	if (r.ngc && r.ngc->invalid)
 		r.ngc = NULL; /* defaults, as the gate does */
@@ -1336,7 +1338,7 @@ static void one_request(struct drain *d, const struct kube_snapshot *s, const st
 /* Notes naming requests that no longer exist (their finalizer was removed by hand): those
  * holders leave, so a node is never kept cordoned by a request nobody can see. */
 static void sweep(struct drain *d, const struct kube_snapshot *s, struct ng_arena *arena,
-		  int64_t *next_mono_ms)
+		  int64_t now_wall_ms, int64_t now_mono_ms, int64_t *next_mono_ms)
 {
 	size_t nn, nr;
 	const struct kube_node *nodes = kube_snapshot_nodes(s, &nn);
@@ -1346,8 +1348,8 @@ static void sweep(struct drain *d, const struct kube_snapshot *s, struct ng_aren
 			.s = s,
 			.pool = kube_snapshot_pool(s),
 			.arena = arena,
-			.now_ms = ng_now_wall_ms(),
-			.now_mono_ms = ng_now_mono_us() / 1000,
+			.now_ms = now_wall_ms,
+			.now_mono_ms = now_mono_ms,
 			.next_mono_ms = next_mono_ms,
 			.name = "(gone)"};
 	for (size_t i = 0; i < nn; i++) {
@@ -1374,6 +1376,30 @@ static bool leading(const struct drain *d)
 	return !d->cfg.leader || leader_is_leader(d->cfg.leader);
 }
 
+static bool stopping(const struct drain *d)
+{
+	return (d->rt && kube_runtime_stopping(d->rt)) || !leading(d);
+}
+
+int64_t drain_round(struct drain *d, const struct kube_snapshot *s, int64_t now_wall_ms,
+		    int64_t now_mono_ms)
+{
+	int64_t next = now_mono_ms + IDLE_MS;
+	struct ng_arena *arena = ng_arena_create(STEP_ARENA_BYTES);
+	size_t n;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	for (size_t i = 0; arena && i < n && !stopping(d); i++) {
+		ng_arena_reset(arena);
+		one_request(d, s, &nds[i], arena, now_wall_ms, now_mono_ms, &next);
+	}
+	if (arena && !stopping(d)) {
+		ng_arena_reset(arena);
+		sweep(d, s, arena, now_wall_ms, now_mono_ms, &next);
+	}
+	ng_arena_destroy(arena);
+	return next;
+}
+
 static int64_t step(struct kube_runtime *rt, void *ctx)
 {
 	struct drain *d = ctx;
@@ -1384,19 +1410,7 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 	if (!s)
 		return KUBE_RUNTIME_IDLE;
 	int64_t now_mono_ms = ng_now_mono_us() / 1000;
-	int64_t next = now_mono_ms + IDLE_MS;
-	struct ng_arena *arena = ng_arena_create(STEP_ARENA_BYTES);
-	size_t n;
-	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
-	for (size_t i = 0; arena && i < n && !kube_runtime_stopping(d->rt) && leading(d); i++) {
-		ng_arena_reset(arena);
-		one_request(d, s, &nds[i], arena, &next);
-	}
-	if (arena && !kube_runtime_stopping(d->rt) && leading(d)) {
-		ng_arena_reset(arena);
-		sweep(d, s, arena, &next);
-	}
-	ng_arena_destroy(arena);
+	int64_t next = drain_round(d, s, ng_now_wall_ms(), now_mono_ms);
 	kube_snapshot_release(s);
 	if (next < now_mono_ms + 50)
 		next = now_mono_ms + 50; /* a deadline just passed: not a busy loop */
@@ -1408,7 +1422,8 @@ static void wake(void *rt)
 	kube_runtime_wake(rt);
 }
 
-struct drain *drain_start(const struct drain_config *cfg, struct ng_err *reterr)
+struct drain *drain_create(const struct drain_config *cfg, struct kube_client *client,
+			   struct ng_err *reterr)
 {
 	struct drain *d = calloc(1, sizeof(*d));
 	if (!d) {
@@ -1416,6 +1431,7 @@ struct drain *drain_start(const struct drain_config *cfg, struct ng_err *reterr)
 		return NULL;
 	}
 	d->cfg = *cfg;
+	d->client = client;
 	ng_rng_seed(&d->rng, cfg->identity ? cfg->identity : "drain");
 	ng_prom_hist_init(&d->duration, duration_buckets_s,
 			  sizeof(duration_buckets_s) / sizeof(duration_buckets_s[0]));
@@ -1434,6 +1450,14 @@ struct drain *drain_start(const struct drain_config *cfg, struct ng_err *reterr)
 			return NULL;
 		}
 	}
+	return d;
+}
+
+struct drain *drain_start(const struct drain_config *cfg, struct ng_err *reterr)
+{
+	struct drain *d = drain_create(cfg, NULL, reterr);
+	if (!d)
+		return NULL;
 	const struct kube_runtime_config rc = {.name = "drain",
 					       .kube = cfg->kube,
 					       .store = cfg->store,

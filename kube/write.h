@@ -206,7 +206,7 @@ void kube_json_patch_unschedulable(struct kube_json_patch *p, bool on);
 struct kube_taint_spec {
 	const char *key, *value, *effect; /* value may be NULL */
 };
-/** A Node's spec.taints replaced by @taints (@n; 0 removes the field). */
+/** A Node's spec.taints replaced by @taints (@n; 0 writes an empty list). */
 void kube_json_patch_taints(struct kube_json_patch *p, const struct kube_taint_spec *taints,
 			    size_t n);
 /** The patch so far as JSON (borrowed until the next change). NULL after an error. */

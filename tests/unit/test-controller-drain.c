@@ -1,0 +1,269 @@
+/* controller/drain: the drainer's rounds driven by hand against snapshots, writing through an
+ * in-memory API server (tests/support/fake-api): the finalizer before any node is touched, the
+ * one conditional patch that holds a node, the release that gives back exactly what the drainer
+ * took, the sweep of a note whose request is gone, and no write repeated against a version the
+ * drainer has already written over or been refused on. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "controller/drain_internal.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "kube/snapshot.h"
+#include "tests/support/fake-api.h"
+#include "tests/support/support.h"
+
+#include <string.h>
+
+/* 2025-11-24T16:00:00Z */
+#define NOW 1764000000000
+#define MONO 5000000
+
+#define NODE(name, rv, extra_meta, spec)                                                           \
+	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name                  \
+	"\",\"resourceVersion\":\"" rv "\"" extra_meta "},\"spec\":{" spec "},\"status\":{"        \
+	"\"nodeInfo\":{\"bootID\":\"boot-1\"},\"conditions\":[{\"type\":\"Ready\",\"status\":"     \
+	"\"True\"}]}}"
+/* The annotation as it sits in metadata: JSON in a JSON string. */
+#define NOTE(was, holders, taints)                                                                 \
+	",\"annotations\":{\"nodegate.io/drain\":\"{\\\"wasUnschedulable\\\":" was                 \
+	",\\\"holders\\\":[" holders "],\\\"bootID\\\":\\\"boot-1\\\"" taints "}\"}"
+#define MAINT "{\"key\":\"example.com/m\",\"effect\":\"NoSchedule\"}"
+/* The same inside the note (escaped once more). */
+#define MAINT_E "{\\\"key\\\":\\\"example.com/m\\\",\\\"effect\\\":\\\"NoSchedule\\\"}"
+#define OTHER "{\"key\":\"other\",\"effect\":\"NoExecute\"}"
+#define ND(name, rv, extra_meta)                                                                   \
+	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
+	"\"name\":\"" name "\",\"resourceVersion\":\"" rv "\"" extra_meta "},\"spec\":{"           \
+	"\"nodeNames\":[\"n1\"],\"drain\":{\"force\":true,\"deleteEmptyDir\":true,"                \
+	"\"taint\":" MAINT                                                                         \
+	"}},\"status\":{\"state\":\"Granted\",\"grantedAt\":\"2025-11-24T15:59:59.500Z\","         \
+	"\"disruptedNodes\":[\"n1\"]}}"
+#define FIN ",\"finalizers\":[\"nodegate.io/drain\"]"
+#define DELETING FIN ",\"deletionTimestamp\":\"2025-11-24T16:00:00Z\""
+#define LIST1(a) "{\"kind\":\"List\",\"items\":[" a "]}"
+#define LIST2(a, b) LIST1(a "," b)
+#define LIST3(a, b, c) LIST1(a "," b "," c)
+
+struct fx {
+	struct fake_api api;
+	struct kube_client *c;
+	struct drain *d;
+};
+
+static int setup(void **state)
+{
+	static struct fx fx;
+	fake_api_init(&fx.api);
+	struct kube_config cfg = {.server = (char *)"https://127.0.0.1:1"};
+	fx.c = kube_client_create(&cfg);
+	assert_non_null(fx.c);
+	kube_client_set_transport(fx.c, &fx.api.transport);
+	struct drain_config dc = {.identity = "drain-a", .self_namespace = "nodegate"};
+	struct ng_err err = {0};
+	fx.d = drain_create(&dc, fx.c, &err);
+	assert_non_null(fx.d);
+	*state = &fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *fx = *state;
+	drain_stop(fx->d);
+	kube_client_destroy(fx->c);
+	fake_api_finish(&fx->api);
+	return 0;
+}
+
+static void round_on(struct fx *fx, const char *json, int64_t later_ms)
+{
+	struct kube_snapshot *s = ng_test_snapshot(json);
+	(void)drain_round(fx->d, s, NOW + later_ms, MONO + later_ms);
+	kube_snapshot_release(s);
+}
+
+static const char *node_patch(struct fx *fx, size_t i)
+{
+	const struct fake_api_request *q = fake_api_find(&fx->api, "PATCH", "/api/v1/nodes/n1", i);
+	return q ? q->body : NULL;
+}
+
+static void test_finalizer_first_node_untouched(void **state)
+{
+	struct fx *fx = *state;
+	round_on(fx, LIST2(NODE("n1", "10", "", ""), ND("r1", "5", "")), 0);
+	const struct fake_api_request *q =
+	    fake_api_find(&fx->api, "PATCH", "/nodedisruptions/r1", 0);
+	assert_non_null(q);
+	assert_non_null(strstr(q->body, "\"resourceVersion\":\"5\""));
+	assert_non_null(strstr(q->body, "nodegate.io/drain"));
+	assert_null(node_patch(fx, 0));
+	/* The watch has not brought the finalizer yet: the same version is not written again. */
+	round_on(fx, LIST2(NODE("n1", "10", "", ""), ND("r1", "5", "")), 100);
+	assert_int_equal(fake_api_count(&fx->api, "PATCH", NULL), 1);
+}
+
+static void test_hold_is_one_conditional_patch_that_lists_the_taint(void **state)
+{
+	struct fx *fx = *state;
+	round_on(fx, LIST2(NODE("n1", "10", "", "\"taints\":[" OTHER "]"), ND("r1", "6", FIN)), 0);
+	const char *b = node_patch(fx, 0);
+	assert_non_null(b);
+	/* The precondition first, then the note, the cordon and the taint added to the others. */
+	assert_non_null(
+	    strstr(b, "{\"op\":\"replace\",\"path\":\"/metadata/resourceVersion\",\"value\":"
+		      "\"10\"}"));
+	assert_non_null(strstr(b, "\\\"wasUnschedulable\\\":false"));
+	assert_non_null(strstr(b, "\\\"holders\\\":[\\\"r1\\\"]"));
+	assert_non_null(strstr(b, "\\\"taints\\\":[{\\\"key\\\":\\\"example.com/"
+				  "m\\\",\\\"effect\\\":\\\"NoSchedule\\\"}]"));
+	assert_non_null(
+	    strstr(b, "{\"op\":\"add\",\"path\":\"/spec/unschedulable\",\"value\":true}"));
+	assert_non_null(strstr(b,
+			       "\"value\":[{\"key\":\"other\",\"effect\":\"NoExecute\"},{\"key\":"
+			       "\"example.com/m\",\"effect\":\"NoSchedule\"}]"));
+	/* A round that sees the request's new status but not yet the node's write patches
+	 * nothing: the node is as written. */
+	round_on(fx, LIST2(NODE("n1", "10", "", "\"taints\":[" OTHER "]"), ND("r1", "7", FIN)),
+		 100);
+	assert_null(node_patch(fx, 1));
+}
+
+static void test_a_taint_already_there_is_not_listed(void **state)
+{
+	struct fx *fx = *state;
+	round_on(fx, LIST2(NODE("n1", "10", "", "\"taints\":[" MAINT "]"), ND("r1", "6", FIN)), 0);
+	const char *b = node_patch(fx, 0);
+	assert_non_null(b);
+	assert_null(strstr(b, "taints\\\""));
+	assert_null(strstr(b, "/spec/taints"));
+}
+
+static void test_release_gives_back_exactly_what_was_taken(void **state)
+{
+	struct fx *fx = *state;
+	/* Cordoned by the drainer, its taint listed, another taint that is not its own. */
+	round_on(
+	    fx,
+	    LIST2(NODE("n1", "20", NOTE("false", "\\\"r1\\\"", ",\\\"taints\\\":[" MAINT_E "]"),
+		       "\"unschedulable\":true,\"taints\":[" OTHER "," MAINT "]"),
+		  ND("r1", "7", DELETING)),
+	    0);
+	const char *b = node_patch(fx, 0);
+	assert_non_null(b);
+	assert_non_null(strstr(b, "\"value\":\"20\""));
+	assert_non_null(strstr(b, "{\"op\":\"remove\",\"path\":\"/metadata/annotations/"
+				  "nodegate.io~1drain\"}"));
+	assert_non_null(
+	    strstr(b, "{\"op\":\"add\",\"path\":\"/spec/unschedulable\",\"value\":false}"));
+	assert_non_null(strstr(b, "\"path\":\"/spec/taints\",\"value\":[{\"key\":\"other\","
+				  "\"effect\":\"NoExecute\"}]}"));
+	/* Not again against the same version, and no finalizer removed before the node is back. */
+	round_on(
+	    fx,
+	    LIST2(NODE("n1", "20", NOTE("false", "\\\"r1\\\"", ",\\\"taints\\\":[" MAINT_E "]"),
+		       "\"unschedulable\":true,\"taints\":[" OTHER "," MAINT "]"),
+		  ND("r1", "7", DELETING)),
+	    100);
+	assert_null(node_patch(fx, 1));
+	assert_int_equal(fake_api_count(&fx->api, "PATCH", "/nodedisruptions/r1"), 0);
+	/* Once the watch shows the node given back, the finalizer goes. */
+	round_on(fx, LIST2(NODE("n1", "21", "", "\"taints\":[" OTHER "]"), ND("r1", "7", DELETING)),
+		 200);
+	const struct fake_api_request *q =
+	    fake_api_find(&fx->api, "PATCH", "/nodedisruptions/r1", 0);
+	assert_non_null(q);
+	assert_non_null(strstr(q->body, "\"finalizers\":[]"));
+}
+
+static void test_a_node_cordoned_before_stays_cordoned(void **state)
+{
+	struct fx *fx = *state;
+	round_on(fx,
+		 LIST2(NODE("n1", "20", NOTE("true", "\\\"r1\\\"", ""), "\"unschedulable\":true"),
+		       ND("r1", "7", DELETING)),
+		 0);
+	const char *b = node_patch(fx, 0);
+	assert_non_null(b);
+	assert_non_null(strstr(b, "/metadata/annotations/nodegate.io~1drain"));
+	assert_null(strstr(b, "/spec/unschedulable"));
+}
+
+static void test_another_holder_keeps_the_node_and_the_shared_cordon(void **state)
+{
+	struct fx *fx = *state;
+	round_on(fx,
+		 LIST3(NODE("n1", "20",
+			    NOTE("false", "\\\"r1\\\",\\\"r2\\\"", ",\\\"taints\\\":[" MAINT_E "]"),
+			    "\"unschedulable\":true,\"taints\":[" MAINT "]"),
+		       ND("r1", "7", DELETING), ND("r2", "8", FIN)),
+		 0);
+	const char *b = node_patch(fx, 0);
+	assert_non_null(b);
+	/* r1 leaves the note; r2 adds the same taint, so it stays listed and on the node. */
+	assert_non_null(strstr(b, "\\\"holders\\\":[\\\"r2\\\"]"));
+	assert_non_null(strstr(b, "\\\"taints\\\":[{"));
+	assert_null(strstr(b, "/spec/unschedulable"));
+	assert_null(strstr(b, "/spec/taints"));
+}
+
+static void test_a_note_whose_request_is_gone_is_swept(void **state)
+{
+	struct fx *fx = *state;
+	round_on(
+	    fx,
+	    LIST1(NODE("n1", "30", NOTE("false", "\\\"gone\\\"", ",\\\"taints\\\":[" MAINT_E "]"),
+		       "\"unschedulable\":true,\"taints\":[" MAINT "]")),
+	    0);
+	const char *b = node_patch(fx, 0);
+	assert_non_null(b);
+	assert_non_null(strstr(b, "/metadata/annotations/nodegate.io~1drain"));
+	assert_non_null(strstr(b, "\"value\":false"));
+	assert_non_null(strstr(b, "{\"op\":\"add\",\"path\":\"/spec/taints\",\"value\":[]}"));
+}
+
+static void test_a_conflict_waits_for_the_newer_version(void **state)
+{
+	struct fx *fx = *state;
+	fake_api_reply(&fx->api,
+		       &(struct fake_api_reply){.path_contains = "/api/v1/nodes/n1",
+						.http = 409,
+						.body = "{\"kind\":\"Status\",\"code\":409}",
+						.times = 1});
+	const char *cluster = LIST2(NODE("n1", "10", "", ""), ND("r1", "6", FIN));
+	round_on(fx, cluster, 0);
+	assert_non_null(node_patch(fx, 0));
+	/* Refused on version 10: a newer one exists, so nothing is sent until the watch has it. */
+	round_on(fx, LIST2(NODE("n1", "10", "", ""), ND("r1", "7", FIN)), 100);
+	assert_null(node_patch(fx, 1));
+	/* (The status written in the first round is in this version of the request too.) */
+	round_on(fx, LIST2(NODE("n1", "11", "", ""), ND("r1", "8", FIN)), 200);
+	const char *b = node_patch(fx, 1);
+	assert_non_null(b);
+	assert_non_null(strstr(b, "\"value\":\"11\""));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_finalizer_first_node_untouched, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_hold_is_one_conditional_patch_that_lists_the_taint,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_a_taint_already_there_is_not_listed, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_release_gives_back_exactly_what_was_taken, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_a_node_cordoned_before_stays_cordoned, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_another_holder_keeps_the_node_and_the_shared_cordon, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_a_note_whose_request_is_gone_is_swept, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_a_conflict_waits_for_the_newer_version, setup,
+					    teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
