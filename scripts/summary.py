@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Counts every test result of a ./scripts/test run and prints the closing line
 `N passed, N failed`. Reads meson's testlog.json of each build directory given and the
-"PASS name"/"FAIL name" lines of the extra result files (source checks, fuzz smoke)."""
+"PASS name"/"FAIL name"/"SKIP name: reason" lines of the extra result files (source checks,
+the container image, fuzz smoke)."""
 import json
 import sys
 
 passed, failed, skipped = 0, 0, 0
 failures = []
+skips = []
 for path in sys.argv[1:]:
     try:
         f = open(path, encoding="utf-8")
@@ -38,6 +40,11 @@ for path in sys.argv[1:]:
                 elif word == "FAIL":
                     failed += 1
                     failures.append(name)
+                elif word == "SKIP":
+                    skipped += 1
+                    skips.append(name)
+for s in skips:
+    print(f"SKIPPED: {s}")
 for f in failures:
     print(f"FAILED: {f}")
 tail = f", {skipped} skipped" if skipped else ""
