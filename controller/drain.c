@@ -174,10 +174,10 @@ static void count_write(struct drain *d, const struct kube_write_result *w, cons
 		kube_write_log("drain", what, ref, w);
 }
 
-static void event_about(struct req *r, const struct kube_ref about, const char *reason,
-			const char *type, const char *msg)
+static void event_about(struct req *r, const struct kube_ref about, const char *uid,
+			const char *reason, const char *type, const char *msg)
 {
-	struct kube_event ev = {about, reason, type, msg, r->d->cfg.identity, r->now_ms};
+	struct kube_event ev = {about, reason, type, msg, r->d->cfg.identity, r->now_ms, uid};
 	struct kube_write_result w;
 	kube_create_event(r->d->client, &ev, &w);
 	kube_write_log("drain", "event not recorded", &about, &w);
@@ -186,15 +186,18 @@ static void event_about(struct req *r, const struct kube_ref about, const char *
 /* An Event on the request. */
 static void event(struct req *r, const char *reason, const char *type, const char *msg)
 {
-	event_about(r, (struct kube_ref){KUBE_KIND_ND, NULL, r->name}, reason, type, msg);
+	event_about(r, (struct kube_ref){KUBE_KIND_ND, NULL, r->name}, r->nd ? r->nd->uid : NULL,
+		    reason, type, msg);
 }
 
-/* An Event on node @node, naming the request: what `kubectl describe node` readers look for. */
-static void node_event(struct req *r, const char *node, const char *reason, const char *msg)
+/* An Event on node @n, naming the request: what `kubectl describe node` readers look for. */
+static void node_event(struct req *r, const struct kube_node *n, const char *reason,
+		       const char *msg)
 {
 	char m[600];
 	ng_fmt(m, sizeof(m), "%s (NodeDisruption %s)", msg, r->name);
-	event_about(r, (struct kube_ref){KUBE_KIND_NODE, NULL, node}, reason, "Normal", m);
+	event_about(r, (struct kube_ref){KUBE_KIND_NODE, NULL, str(r, n->name)}, n->uid, reason,
+		    "Normal", m);
 }
 
 static const struct kube_condition *condition(const struct kube_nd_detail *x, const char *type)
@@ -386,9 +389,12 @@ static bool write_status(struct req *r)
 			ng_prom_hist_observe_us(&r->d->duration,
 						(r->now_ms - r->x->granted_ms) * 1000);
 		if (r->phase == PH_DRAINED)
-			for (uint16_t i = 0; i < r->nd->ndisrupted; i++)
-				node_event(r, str(r, r->nd->disrupted[i]), "Drained",
-					   "no pod left to move");
+			for (uint16_t i = 0; i < r->nd->ndisrupted; i++) {
+				const struct kube_node *n =
+				    kube_snapshot_find_node(r->s, r->nd->disrupted[i]);
+				if (n)
+					node_event(r, n, "Drained", "no pod left to move");
+			}
 	}
 	return true;
 }
@@ -605,7 +611,7 @@ static bool hold_node(struct req *r, const struct kube_node *n)
 		logline(r, "cordoned", str(r, n->name), dr->has_taint ? "tainted" : NULL);
 		if (!cordoned || !tainted) {
 			event(r, "Cordoned", "Normal", msg);
-			node_event(r, str(r, n->name), "Cordoned", msg);
+			node_event(r, n, "Cordoned", msg);
 		}
 	}
 	return false; /* the next publish shows it */
@@ -694,7 +700,7 @@ static bool release_node(struct req *r, const struct kube_node *n, uint32_t hold
 			how);
 		char msg[300];
 		ng_fmt(msg, sizeof(msg), "node %s given back, %s", str(r, n->name), how);
-		node_event(r, str(r, n->name), "Released", msg);
+		node_event(r, n, "Released", msg);
 	}
 	return false;
 }

@@ -199,7 +199,7 @@ static bool after_write(struct gate *g, struct pol_ledger *ledger, const struct 
 		ng_log_end(&l);
 	}
 	if (d->outcome != POL_GATE_PENDING || !w || w->retry_count <= 1)
-		gate_event_nd(g, name,
+		gate_event_nd(g, nd, name,
 			      d->outcome == POL_GATE_GRANT    ? "Granted"
 			      : d->outcome == POL_GATE_REJECT ? "Rejected"
 							      : "Retrying",

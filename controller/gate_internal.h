@@ -135,9 +135,10 @@ struct gate_write {
 enum kube_write_outcome gate_write_status(struct gate *g, const struct kube_snapshot *s,
 					  const struct kube_nd *nd, const struct gate_write *wr,
 					  struct ng_arena *arena, struct ng_err *reterr);
-/** An Event on NodeDisruption @name (best effort: a failure is logged). */
-void gate_event_nd(struct gate *g, const char *name, const char *reason, const char *type,
-		   const char *msg, int64_t now_wall_ms);
+/** An Event on NodeDisruption @name, record @nd (its uid; NULL: none), best effort: a failure
+ * is logged. */
+void gate_event_nd(struct gate *g, const struct kube_nd *nd, const char *name, const char *reason,
+		   const char *type, const char *msg, int64_t now_wall_ms);
 /** An Event on ApplicationDisruptionBudget @ns/@name. */
 void gate_event_adb(struct gate *g, const char *ns, const char *name, const char *reason,
 		    const char *type, const char *msg, int64_t now_wall_ms);

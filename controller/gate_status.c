@@ -78,27 +78,27 @@ enum kube_write_outcome gate_write_status(struct gate *g, const struct kube_snap
 	return r.outcome;
 }
 
-static void event(struct gate *g, const struct kube_ref *about, const char *reason,
+static void event(struct gate *g, const struct kube_ref *about, const char *uid, const char *reason,
 		  const char *type, const char *msg, int64_t now_wall_ms)
 {
-	struct kube_event ev = {*about, reason, type, msg, g->cfg.identity, now_wall_ms};
+	struct kube_event ev = {*about, reason, type, msg, g->cfg.identity, now_wall_ms, uid};
 	struct kube_write_result r;
 	kube_create_event(g->client, &ev, &r);
 	kube_write_log("gate", "event not recorded", about, &r);
 }
 
-void gate_event_nd(struct gate *g, const char *name, const char *reason, const char *type,
-		   const char *msg, int64_t now_wall_ms)
+void gate_event_nd(struct gate *g, const struct kube_nd *nd, const char *name, const char *reason,
+		   const char *type, const char *msg, int64_t now_wall_ms)
 {
 	const struct kube_ref about = {KUBE_KIND_ND, NULL, name};
-	event(g, &about, reason, type, msg, now_wall_ms);
+	event(g, &about, nd ? nd->uid : NULL, reason, type, msg, now_wall_ms);
 }
 
 void gate_event_adb(struct gate *g, const char *ns, const char *name, const char *reason,
 		    const char *type, const char *msg, int64_t now_wall_ms)
 {
 	const struct kube_ref about = {KUBE_KIND_ADB, ns, name};
-	event(g, &about, reason, type, msg, now_wall_ms);
+	event(g, &about, NULL, reason, type, msg, now_wall_ms);
 }
 
 static bool has_finalizer(const struct kube_nd *nd, uint32_t fin)
@@ -153,7 +153,7 @@ void gate_tend_finalizers(struct gate *g, const struct kube_snapshot *s, int64_t
 			if (nd->state == KUBE_ND_GRANTED) {
 				char msg[160];
 				ng_fmt(msg, sizeof(msg), "released %u node(s)", nd->ndisrupted);
-				gate_event_nd(g, name, "Released", "Normal", msg, now_wall_ms);
+				gate_event_nd(g, nd, name, "Released", "Normal", msg, now_wall_ms);
 			}
 			set_finalizer(g, s, nd, name, false, arena);
 		} else if (!nd->deleting && !has &&

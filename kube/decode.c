@@ -594,7 +594,8 @@ static ng_status node_extra(struct ctx *c, const cJSON *o, const cJSON *meta, st
 	const cJSON *info = ng_json_path(o, (const char *const[]){"status", "nodeInfo", NULL});
 	n->boot_id = dup_or_empty(c, ng_json_str(info, "bootID"));
 	n->rv = dup_or_empty(c, ng_json_str(meta, "resourceVersion"));
-	if (!n->boot_id || !n->rv)
+	n->uid = dup_or_empty(c, ng_json_str(meta, "uid"));
+	if (!n->boot_id || !n->rv || !n->uid)
 		return fail(c, NG_ENOMEM, "metadata", "out of memory");
 	const cJSON *ann = ng_json_get(meta, "annotations");
 	n->has_annotations = cJSON_IsObject(ann);
@@ -1418,6 +1419,8 @@ static ng_status nd_meta(struct ctx *c, const cJSON *meta, const cJSON *status, 
 		return st;
 	const char *rv = ng_json_str(meta, "resourceVersion");
 	d->rv = ng_arena_strndup(c->arena, rv ? rv : "", rv ? strlen(rv) : 0);
+	const char *uid = ng_json_str(meta, "uid");
+	d->uid = ng_arena_strndup(c->arena, uid ? uid : "", uid ? strlen(uid) : 0);
 	/* The reason of the first failing budget, so the gate writes status only on change. */
 	const char *reason = "";
 	const cJSON *dbs = ng_json_get(status, "disruptedDisruptionBudgets");
@@ -1428,7 +1431,7 @@ static ng_status nd_meta(struct ctx *c, const cJSON *meta, const cJSON *status, 
 		}
 	}
 	d->status_reason = ng_arena_strndup(c->arena, reason, strlen(reason));
-	if (!d->rv || !d->status_reason)
+	if (!d->rv || !d->uid || !d->status_reason)
 		return fail(c, NG_ENOMEM, "metadata", "out of memory");
 	return NG_OK;
 }

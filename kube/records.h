@@ -122,8 +122,9 @@ struct kube_node {
 	const struct kube_label *labels; /* sorted by key id */
 	const struct kube_taint *taints;
 	const char
-	    *boot_id;   /* status.nodeInfo.bootID; "" when absent (NULL in hand-made records) */
-	const char *rv; /* metadata.resourceVersion; "" when absent (NULL likewise) */
+	    *boot_id;    /* status.nodeInfo.bootID; "" when absent (NULL in hand-made records) */
+	const char *rv;  /* metadata.resourceVersion; "" when absent (NULL likewise) */
+	const char *uid; /* metadata.uid; "" when absent (NULL likewise) */
 	bool has_annotations;        /* metadata.annotations exists (JSON patches need to know) */
 	struct kube_drain_note note; /* annotation nodegate.io/drain */
 };
@@ -308,6 +309,7 @@ struct kube_nd {
 	uint32_t retry_count;    /* status.retryCount */
 	int64_t next_retry_ms;   /* status.nextRetryDate; 0 when absent */
 	const char *rv;          /* metadata.resourceVersion ("" when absent): write precondition */
+	const char *uid;         /* metadata.uid ("" when absent): Events name it */
 	const char *status_reason; /* the first failing budget's reason in status, "" if none */
 	uint16_t nfinalizers;
 	const uint32_t *finalizers; /* metadata.finalizers */

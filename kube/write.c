@@ -224,6 +224,8 @@ static void event_body(struct ng_jw *w, const struct kube_event *ev)
 	if (ev->about.ns)
 		ng_jw_kstr(w, "namespace", ev->about.ns);
 	ng_jw_kstr(w, "name", ev->about.name);
+	if (ev->uid && *ev->uid)
+		ng_jw_kstr(w, "uid", ev->uid);
 	ng_jw_obj_end(w);
 	ng_jw_kstr(w, "reason", ev->reason);
 	ng_jw_kstr(w, "message", ev->message);

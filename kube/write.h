@@ -114,6 +114,8 @@ struct kube_event {
 	const char *message;
 	const char *instance; /* reportingInstance: this replica */
 	int64_t now_wall_ms;
+	const char
+	    *uid; /* involvedObject.uid (NULL or "": none): `kubectl describe` looks for it */
 };
 
 /**

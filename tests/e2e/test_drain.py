@@ -722,6 +722,14 @@ class DrainScenarios(DrainTest):
         self.nd("d11", FORCE)
         self.wait_drained("d11")
         self.assert_cordoned_by("d11")
+        # kubectl describe finds the Events by the object's uid, which they carry.
+        for what, reasons in ((("nd", "d11"), ("Granted", "Cordoned", "Drained")),
+                              (("node", "node1"), ("Cordoned", "Drained"))):
+            rc, out, err = self.api.kubectl("describe", *what)
+            self.assertEqual(rc, 0, err)
+            events = out.split("Events:", 1)[-1]
+            missing = [r for r in reasons if r not in events]
+            self.assertEqual(missing, [], f"kubectl describe {' '.join(what)}: {out[-1500:]}")
         self.delete_nd("d11")
         self.wait_gone("d11")
         self.assert_released()

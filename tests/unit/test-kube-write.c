@@ -133,8 +133,13 @@ static void test_event_names_its_object(void **state)
 {
 	struct fx *fx = *state;
 	struct kube_write_result r;
-	struct kube_event ev = {{KUBE_KIND_ADB, "team-a", "db"}, "HookFailed", "Warning",
-				"NodeDisruption m: \"lagging\"", "pod-1_abc",  1764000000000};
+	struct kube_event ev = {{KUBE_KIND_ADB, "team-a", "db"},
+				"HookFailed",
+				"Warning",
+				"NodeDisruption m: \"lagging\"",
+				"pod-1_abc",
+				1764000000000,
+				NULL};
 	kube_create_event(fx->c, &ev, &r);
 	const struct fake_api_request *q = fake_api_find(&fx->api, "POST", NULL, 0);
 	assert_string_equal(q->path, "/api/v1/namespaces/team-a/events");
@@ -145,12 +150,15 @@ static void test_event_names_its_object(void **state)
 	assert_non_null(strstr(q->body, "\"reportingInstance\":\"pod-1_abc\""));
 	assert_non_null(strstr(q->body, "\"lastTimestamp\":\"2025-11-24T16:00:00Z\""));
 	/* Cluster-scoped objects' events live in "default", without a namespace of their own. */
-	struct kube_event ev2 = {{KUBE_KIND_ND, NULL, "m"}, "Granted", "Normal", "ok", NULL, 0};
+	struct kube_event ev2 = {
+	    {KUBE_KIND_ND, NULL, "m"}, "Granted", "Normal", "ok", NULL, 0, "5f1c-uid"};
 	kube_create_event(fx->c, &ev2, &r);
 	q = fake_api_find(&fx->api, "POST", NULL, 1);
 	assert_string_equal(q->path, "/api/v1/namespaces/default/events");
-	assert_non_null(strstr(q->body, "\"involvedObject\":{\"apiVersion\":\"nodegate.io/"
-					"v1alpha1\",\"kind\":\"NodeDisruption\",\"name\":\"m\"}"));
+	assert_non_null(strstr(q->body,
+			       "\"involvedObject\":{\"apiVersion\":\"nodegate.io/"
+			       "v1alpha1\",\"kind\":\"NodeDisruption\",\"name\":\"m\",\"uid\":"
+			       "\"5f1c-uid\"}"));
 }
 
 static void test_json_patch_escapes_keys_and_sets_precondition(void **state)
