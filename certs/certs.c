@@ -67,17 +67,17 @@ static bool add_ext(X509 *x, X509 *issuer, int nid, const char *value)
 	return ok;
 }
 
-/* A certificate for @key named @cn, valid @days from now, signed by @issuer_key (self-signed
+/* A certificate for @key named @cn, valid @seconds from now, signed by @issuer_key (self-signed
  * when @issuer is NULL). NULL on failure. */
-static X509 *make_cert(EVP_PKEY *key, const char *cn, int days, X509 *issuer, EVP_PKEY *issuer_key)
+static X509 *make_cert(EVP_PKEY *key, const char *cn, long seconds, X509 *issuer,
+		       EVP_PKEY *issuer_key)
 {
 	X509 *x = X509_new();
 	BIGNUM *serial = BN_new();
 	bool ok = x && serial && X509_set_version(x, 2) && BN_rand(serial, 127, 0, 0) &&
 		  BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(x)) &&
 		  X509_gmtime_adj(X509_getm_notBefore(x), -300) &&
-		  X509_gmtime_adj(X509_getm_notAfter(x), (long)days * 86400L) &&
-		  X509_set_pubkey(x, key);
+		  X509_gmtime_adj(X509_getm_notAfter(x), seconds) && X509_set_pubkey(x, key);
 	X509_NAME *name = ok ? X509_get_subject_name(x) : NULL;
 	ok = ok &&
 	     X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1,
@@ -95,66 +95,120 @@ static X509 *make_cert(EVP_PKEY *key, const char *cn, int days, X509 *issuer, EV
 	return x;
 }
 
-ng_status cert_generate(const struct cert_request *r, struct cert_pair *ret, struct ng_err *reterr)
-{
-	memset(ret, 0, sizeof(*ret));
-	if (!dns_label(r->service) || !dns_label(r->ns))
-		return ng_err_set(reterr, NG_EINVAL, 0,
-				  "service and namespace must be DNS labels (lower-case letters, "
-				  "digits and '-', at most 63)");
-	if (r->days < 1 || r->days > 3650)
-		return ng_err_set(reterr, NG_EINVAL, 0, "days must be 1..3650");
-	struct ng_buf san;
-	ng_buf_init(&san, 64 * 1024);
-	ng_status st =
-	    ng_buf_printf(&san, "DNS:%s,DNS:%s.%s,DNS:%s.%s.svc,DNS:%s.%s.svc.cluster.local",
-			  r->service, r->service, r->ns, r->service, r->ns, r->service, r->ns);
-	for (size_t i = 0; st == NG_OK && i < r->nextra; i++) {
-		if (!r->extra_dns[i][0] || strpbrk(r->extra_dns[i], ", \t\r\n:")) {
-			ng_buf_finish(&san);
-			return ng_err_set(reterr, NG_EINVAL, 0, "\"%.80s\" is not a DNS name",
-					  r->extra_dns[i]);
-		}
-		st = ng_buf_printf(&san, ",DNS:%s", r->extra_dns[i]);
-	}
-	char cn[160];
-	ng_fmt(cn, sizeof(cn), "%s.%s.svc", r->service, r->ns);
-	EVP_PKEY *ca_key = st == NG_OK ? EVP_EC_gen("P-256") : NULL;
-	EVP_PKEY *key = ca_key ? EVP_EC_gen("P-256") : NULL;
-	X509 *ca = key ? make_cert(ca_key, "nodegate webhook CA", r->days, NULL, NULL) : NULL;
-	bool ok = ca && X509_sign(ca, ca_key, EVP_sha256()) > 0;
-	X509 *leaf = ok ? make_cert(key, cn, r->days, ca, ca_key) : NULL;
-	ok = ok && leaf && add_ext(leaf, ca, NID_basic_constraints, "critical,CA:FALSE") &&
-	     add_ext(leaf, ca, NID_key_usage, "critical,digitalSignature") &&
-	     add_ext(leaf, ca, NID_ext_key_usage, "serverAuth") &&
-	     add_ext(leaf, ca, NID_subject_alt_name, san.data) &&
-	     add_ext(leaf, ca, NID_authority_key_identifier, "keyid:always") &&
-	     X509_sign(leaf, ca_key, EVP_sha256()) > 0;
-	if (ok) {
-		ret->ca_pem = cert_pem(ca);
-		ret->ca_key_pem = key_pem(ca_key);
-		ret->cert_pem = cert_pem(leaf);
-		ret->key_pem = key_pem(key);
-		ok = ret->ca_pem && ret->ca_key_pem && ret->cert_pem && ret->key_pem;
-	}
-	X509_free(leaf);
-	X509_free(ca);
-	EVP_PKEY_free(key);
-	EVP_PKEY_free(ca_key);
-	ng_buf_finish(&san);
-	if (st != NG_OK || !ok) {
-		cert_pair_finish(ret);
-		return ng_err_set(reterr, st != NG_OK ? st : NG_EIO, 0,
-				  "cannot create the certificates (OpenSSL)");
-	}
-	return NG_OK;
-}
-
 static void wipe_free(char *s)
 {
 	if (s)
 		explicit_bzero(s, strlen(s));
 	free(s);
+}
+
+/* "DNS:a,DNS:b,…" for the Service's names and @r's extra ones, into @san. */
+static ng_status san_list(const struct cert_request *r, struct ng_buf *san, struct ng_err *reterr)
+{
+	if (!dns_label(r->service) || !dns_label(r->ns))
+		return ng_err_set(reterr, NG_EINVAL, 0,
+				  "service and namespace must be DNS labels (lower-case letters, "
+				  "digits and '-', at most 63)");
+	ng_status st =
+	    ng_buf_printf(san, "DNS:%s,DNS:%s.%s,DNS:%s.%s.svc,DNS:%s.%s.svc.cluster.local",
+			  r->service, r->service, r->ns, r->service, r->ns, r->service, r->ns);
+	for (size_t i = 0; st == NG_OK && i < r->nextra; i++) {
+		if (!r->extra_dns[i][0] || strpbrk(r->extra_dns[i], ", \t\r\n:"))
+			return ng_err_set(reterr, NG_EINVAL, 0, "\"%.80s\" is not a DNS name",
+					  r->extra_dns[i]);
+		st = ng_buf_printf(san, ",DNS:%s", r->extra_dns[i]);
+	}
+	return st == NG_OK ? NG_OK : ng_err_set(reterr, st, 0, "too many names");
+}
+
+/* The serving certificate for @r's names and a new key, signed by @ca / @ca_key, valid
+ * @seconds: PEM into @ret_cert and @ret_key (malloc'ed). */
+static ng_status issue(const struct cert_request *r, X509 *ca, EVP_PKEY *ca_key, long seconds,
+		       char **ret_cert, char **ret_key, struct ng_err *reterr)
+{
+	*ret_cert = *ret_key = NULL;
+	struct ng_buf san;
+	ng_buf_init(&san, 64 * 1024);
+	ng_status st = san_list(r, &san, reterr);
+	if (st != NG_OK) {
+		ng_buf_finish(&san);
+		return st;
+	}
+	char cn[160];
+	ng_fmt(cn, sizeof(cn), "%s.%s.svc", r->service, r->ns);
+	EVP_PKEY *key = EVP_EC_gen("P-256");
+	X509 *leaf = key ? make_cert(key, cn, seconds, ca, ca_key) : NULL;
+	bool ok = leaf && add_ext(leaf, ca, NID_basic_constraints, "critical,CA:FALSE") &&
+		  add_ext(leaf, ca, NID_key_usage, "critical,digitalSignature") &&
+		  add_ext(leaf, ca, NID_ext_key_usage, "serverAuth") &&
+		  add_ext(leaf, ca, NID_subject_alt_name, san.data) &&
+		  add_ext(leaf, ca, NID_authority_key_identifier, "keyid:always") &&
+		  X509_sign(leaf, ca_key, EVP_sha256()) > 0;
+	if (ok) {
+		*ret_cert = cert_pem(leaf);
+		*ret_key = key_pem(key);
+		ok = *ret_cert && *ret_key;
+	}
+	X509_free(leaf);
+	EVP_PKEY_free(key);
+	ng_buf_finish(&san);
+	if (!ok) {
+		free(*ret_cert);
+		wipe_free(*ret_key);
+		*ret_cert = *ret_key = NULL;
+		return ng_err_set(reterr, NG_EIO, 0, "cannot create the certificate (OpenSSL)");
+	}
+	return NG_OK;
+}
+
+ng_status cert_generate(const struct cert_request *r, struct cert_pair *ret, struct ng_err *reterr)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (r->days < 1 || r->days > 3650)
+		return ng_err_set(reterr, NG_EINVAL, 0, "days must be 1..3650");
+	long seconds = (long)r->days * 86400L;
+	EVP_PKEY *ca_key = EVP_EC_gen("P-256");
+	X509 *ca = ca_key ? make_cert(ca_key, "nodegate webhook CA", seconds, NULL, NULL) : NULL;
+	bool ok = ca && X509_sign(ca, ca_key, EVP_sha256()) > 0;
+	ng_status st = ok ? issue(r, ca, ca_key, seconds, &ret->cert_pem, &ret->key_pem, reterr)
+			  : ng_err_set(reterr, NG_EIO, 0, "cannot create the CA (OpenSSL)");
+	if (st == NG_OK) {
+		ret->ca_pem = cert_pem(ca);
+		ret->ca_key_pem = key_pem(ca_key);
+		if (!ret->ca_pem || !ret->ca_key_pem)
+			st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	}
+	X509_free(ca);
+	EVP_PKEY_free(ca_key);
+	if (st != NG_OK)
+		cert_pair_finish(ret);
+	return st;
+}
+
+ng_status cert_issue(const struct cert_request *r, const char *ca_pem, const char *ca_key_pem,
+		     int64_t seconds, char **ret_cert, char **ret_key, struct ng_err *reterr)
+{
+	*ret_cert = *ret_key = NULL;
+	if (seconds < 1 || seconds > 3650 * 86400L)
+		return ng_err_set(reterr, NG_EINVAL, 0, "validity must be 1 s..3650 days");
+	BIO *b = BIO_new_mem_buf(ca_pem, -1);
+	X509 *ca = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+	BIO_free(b);
+	b = BIO_new_mem_buf(ca_key_pem, -1);
+	EVP_PKEY *ca_key = b ? PEM_read_bio_PrivateKey(b, NULL, NULL, NULL) : NULL;
+	BIO_free(b);
+	ng_status st = ca && ca_key && X509_check_private_key(ca, ca_key) == 1
+			   ? issue(r, ca, ca_key, (long)seconds, ret_cert, ret_key, reterr)
+			   : ng_err_set(reterr, NG_EPARSE, 0,
+					"the CA certificate and key do not load together");
+	X509_free(ca);
+	EVP_PKEY_free(ca_key);
+	return st;
+}
+
+void cert_free_secret(char *pem)
+{
+	wipe_free(pem);
 }
 
 void cert_pair_finish(struct cert_pair *p)

@@ -30,6 +30,20 @@ struct cert_pair {
 NG_NODISCARD ng_status cert_generate(const struct cert_request *r, struct cert_pair *ret,
 				     struct ng_err *reterr);
 
+/**
+ * A new serving certificate and key for @r's names (@r->days unused), signed by the CA
+ * @ca_pem / @ca_key_pem, valid @seconds from now (from five minutes ago, for clock skew): PEM
+ * into *@ret_cert and *@ret_key (malloc'ed; the key is the caller's to wipe). NG_EPARSE when the
+ * CA does not load or the key is not its key, NG_EINVAL for a bad name or validity, NG_EIO when
+ * OpenSSL fails.
+ */
+NG_NODISCARD ng_status cert_issue(const struct cert_request *r, const char *ca_pem,
+				  const char *ca_key_pem, int64_t seconds, char **ret_cert,
+				  char **ret_key, struct ng_err *reterr);
+
+/** Wipes and frees a private key's PEM (NULL ok). */
+void cert_free_secret(char *pem);
+
 /** Frees @p, wiping the private keys. Accepts a zeroed pair. */
 void cert_pair_finish(struct cert_pair *p);
 

@@ -13,6 +13,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -82,6 +83,47 @@ static void test_ca_signs_a_serving_certificate_for_the_service_names(void **sta
 	assert_null(p.key_pem);
 }
 
+/* A later serving certificate from the same CA (what serve --self-signed renews with): it
+ * verifies against the CA, lives the seconds asked, and a key that is not the CA's is refused. */
+static void test_issue_from_an_existing_ca(void **state)
+{
+	(void)state;
+	struct cert_request r = {.service = "nodegate", .ns = "nodegate", .days = 1};
+	struct cert_pair p, other;
+	assert_int_equal(cert_generate(&r, &p, NULL), NG_OK);
+	assert_int_equal(cert_generate(&r, &other, NULL), NG_OK);
+	char *cert = NULL, *key = NULL;
+	assert_int_equal(cert_issue(&r, p.ca_pem, p.ca_key_pem, 600, &cert, &key, NULL), NG_OK);
+	X509 *ca = read_cert(p.ca_pem), *leaf = read_cert(cert);
+	X509_STORE *store = X509_STORE_new();
+	assert_int_equal(X509_STORE_add_cert(store, ca), 1);
+	X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+	assert_int_equal(X509_STORE_CTX_init(ctx, store, leaf, NULL), 1);
+	assert_int_equal(
+	    X509_VERIFY_PARAM_set1_host(X509_STORE_CTX_get0_param(ctx), "nodegate.nodegate.svc", 0),
+	    1);
+	assert_int_equal(X509_verify_cert(ctx), 1);
+	X509_STORE_CTX_free(ctx);
+	int64_t not_after = 0;
+	assert_int_equal(cert_not_after(cert, &not_after, NULL), NG_OK);
+	int64_t left = not_after - (int64_t)time(NULL);
+	assert_true(left > 590 && left <= 600);
+	cert_free_secret(key);
+	free(cert);
+	/* Another CA's key: refused, nothing returned. */
+	struct ng_err err = {0};
+	assert_int_equal(cert_issue(&r, p.ca_pem, other.ca_key_pem, 600, &cert, &key, &err),
+			 NG_EPARSE);
+	assert_null(cert);
+	assert_null(key);
+	assert_non_null(strstr(err.msg, "do not load together"));
+	X509_free(leaf);
+	X509_free(ca);
+	X509_STORE_free(store);
+	cert_pair_finish(&p);
+	cert_pair_finish(&other);
+}
+
 static void test_bad_requests_are_refused_with_why(void **state)
 {
 	struct cert_pair p;
@@ -108,6 +150,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_ca_signs_a_serving_certificate_for_the_service_names),
+	    cmocka_unit_test(test_issue_from_an_existing_ca),
 	    cmocka_unit_test(test_bad_requests_are_refused_with_why),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
