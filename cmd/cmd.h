@@ -57,6 +57,11 @@ struct cmd_serve_config {
 	int64_t webhook_port_metrics;
 	int64_t auto_request_per_minute;
 	const char *identity;
+	int64_t self_signed;
+	const char *ca_secret; /* NS/NAME */
+	const char *service;   /* NS/NAME */
+	int64_t cert_seconds;
+	const char *webhook_selector;
 	const char *self_namespace; /* drain only */
 	const char *self_selector;  /* drain only */
 };

@@ -120,6 +120,25 @@ static const struct flag serve_flags[] = {
     {"identity", "NG_IDENTITY", F_STR, OFF(identity), NULL, 0, 0, "NAME",
      "This replica's name in its Lease and in Events (default: hostname_pid). Give a restarted "
      "container its previous name (the pod's name) to take its Lease back at once."},
+    {"self-signed", "NG_SELF_SIGNED", F_BOOL, OFF(self_signed), "false", 0, 1, "",
+     "Make the serving certificate instead of reading --tls-cert/--tls-key: a CA kept in the "
+     "Secret --ca-secret (the first replica creates it, every replica uses it), a serving "
+     "certificate per replica for --service's names, renewed when two thirds of "
+     "--cert-seconds have passed, and the CA written into the caBundle of every webhook of the "
+     "webhook configurations matching --webhook-selector (checked every minute). Needs an API "
+     "server."},
+    {"ca-secret", "NG_CA_SECRET", F_STR, OFF(ca_secret), "nodegate/nodegate-ca", 0, 0, "NS/NAME",
+     "With --self-signed: the Secret holding the CA (data ca.crt and ca.key). Delete it to make "
+     "a new CA."},
+    {"service", "NG_SERVICE", F_STR, OFF(service), "nodegate/nodegate", 0, 0, "NS/NAME",
+     "With --self-signed: the Service the API server calls; the serving certificate names "
+     "NAME, NAME.NS, NAME.NS.svc and NAME.NS.svc.cluster.local."},
+    {"cert-seconds", "NG_CERT_SECONDS", F_INT, OFF(cert_seconds), "2592000", 10, 315360000, "N",
+     "With --self-signed: validity of each serving certificate (default 30 days)."},
+    {"webhook-selector", "NG_WEBHOOK_SELECTOR", F_STR, OFF(webhook_selector),
+     "app.kubernetes.io/name=nodegate", 0, 0, "SELECTOR",
+     "With --self-signed: label selector of the Validating and Mutating WebhookConfigurations "
+     "whose caBundle nodegate writes; no other configuration is touched."},
     {"self-namespace", "NG_SELF_NAMESPACE", F_STR, OFF(self_namespace), "nodegate", 0, 0, "NS",
      "nodegate's own namespace: its pods there that match --self-selector are never evicted, and "
      "operation Jobs are created there."},
@@ -172,8 +191,9 @@ static bool takes(enum cmd_kind cmd, size_t k, const char **ret_def, const char 
 		return false;
 	*ret_def = d >= 0 && drain_flags[d].def ? drain_flags[d].def : serve_flags[k].def;
 	*ret_doc = d >= 0 && drain_flags[d].doc ? drain_flags[d].doc : serve_flags[k].doc;
-	/* serve's own pods are the drainer's business: serve does not take --self-*. */
-	return cmd == CMD_DRAIN || strncmp(serve_flags[k].name, "self-", 5) != 0;
+	/* serve's own pods are the drainer's business: serve does not take them. */
+	return cmd == CMD_DRAIN || (strcmp(serve_flags[k].name, "self-namespace") != 0 &&
+				    strcmp(serve_flags[k].name, "self-selector") != 0);
 }
 
 static void print_flags(FILE *f, enum cmd_kind cmd)

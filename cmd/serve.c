@@ -11,12 +11,14 @@
 #include "common/prom.h"
 #include "common/regex.h"
 #include "kube/auth.h"
+#include "kube/client.h"
 #include "kube/config.h"
 #include "kube/kube.h"
 #include "kube/watch.h"
 #include "controller/autorequest.h"
 #include "controller/gate.h"
 #include "controller/leader.h"
+#include "controller/selfsigned.h"
 #include "policy/policy.h"
 #include "server/server.h"
 
@@ -265,7 +267,24 @@ struct serve {
 	struct tls_files tls;
 	struct srv_config sc; /* srv_create keeps a pointer to sc.eviction: must outlive srv */
 	struct srv *srv;
+	/* --self-signed: where the CA lives, the names served, the renewer. */
+	char ca_ns[64], ca_name[254], svc_ns[64], svc_name[64];
+	struct selfsigned_config ssc;
+	struct selfsigned_first first;
+	struct selfsigned *renewer;
 };
+
+/* "NS/NAME" into @ns and @name. 0, or -1 when it is not that. */
+static int split_ref(const char *s, char *ns, size_t nscap, char *name, size_t namecap)
+{
+	const char *slash = strchr(s, '/');
+	if (!slash || slash == s || !slash[1] || strchr(slash + 1, '/') ||
+	    (size_t)(slash - s) >= nscap || strlen(slash + 1) >= namecap)
+		return -1;
+	(void)snprintf(ns, nscap, "%.*s", (int)(slash - s), s);
+	(void)snprintf(name, namecap, "%s", slash + 1);
+	return 0;
+}
 
 static bool loopback(const char *host)
 {
@@ -340,12 +359,29 @@ static int configure(struct serve *s, int argc, char **argv)
 			      c->listen);
 		return 2;
 	}
-	if (!c->tls_cert || !c->tls_key) {
-		(void)fprintf(stderr, "nodegate: --tls-cert and --tls-key are required (the API "
-				      "server only calls webhooks over HTTPS)\n");
+	s->live = c->snapshots.n == 0;
+	if (c->self_signed && (c->tls_cert || c->tls_key || !s->live)) {
+		(void)fprintf(stderr,
+			      "nodegate: --self-signed makes the serving certificate and keeps "
+			      "its CA in the cluster: it takes neither --tls-cert/--tls-key "
+			      "nor --snapshot\n");
 		return 2;
 	}
-	s->live = c->snapshots.n == 0;
+	if (c->self_signed &&
+	    (split_ref(c->ca_secret, s->ca_ns, sizeof(s->ca_ns), s->ca_name, sizeof(s->ca_name)) ||
+	     split_ref(c->service, s->svc_ns, sizeof(s->svc_ns), s->svc_name,
+		       sizeof(s->svc_name)))) {
+		(void)fprintf(stderr,
+			      "nodegate: --ca-secret \"%s\" and --service \"%s\": expected "
+			      "NAMESPACE/NAME\n",
+			      c->ca_secret, c->service);
+		return 2;
+	}
+	if (!c->self_signed && (!c->tls_cert || !c->tls_key)) {
+		(void)fprintf(stderr, "nodegate: --tls-cert and --tls-key are required (the API "
+				      "server only calls webhooks over HTTPS), or --self-signed\n");
+		return 2;
+	}
 	struct ng_err kerr = {0};
 	if (s->live &&
 	    kube_config_resolve(c->kubeconfig, c->kube_context, c->allow_insecure_kube_tls != 0,
@@ -367,11 +403,59 @@ static void block_signals(struct serve *s)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+/* A new serving pair from the renewer (its thread): served from the next handshake. */
+static void install_certificate(void *ctx, const char *cert, const char *key, int64_t not_after)
+{
+	struct serve *s = ctx;
+	struct ng_err err = {0};
+	if (srv_set_certificate(s->srv, cert, key, &err) == NG_OK) {
+		atomic_store(&s->cm.cert_not_after, not_after);
+		return;
+	}
+	struct ng_logline l;
+	if (ng_log_begin(&l, NG_LOG_ERROR, "cmd", "renewed certificate not served")) {
+		ng_log_str(&l, "err", err.msg);
+		ng_log_end(&l);
+	}
+}
+
+/* --self-signed: the CA from the cluster and a first serving pair. 0, or -1 (logged). */
+static int make_certificate(struct serve *s)
+{
+	s->ssc = (struct selfsigned_config){.kube = &s->kcfg,
+					    .secret_ns = s->ca_ns,
+					    .secret_name = s->ca_name,
+					    .service_ns = s->svc_ns,
+					    .service_name = s->svc_name,
+					    .cert_seconds = s->c.cert_seconds,
+					    .selector = s->c.webhook_selector,
+					    .install = install_certificate,
+					    .ctx = s};
+	struct kube_client *client = kube_client_create(&s->kcfg);
+	struct ng_err err = {0};
+	ng_status st = client ? selfsigned_bootstrap(&s->ssc, client, 60, &s->first, &err)
+			      : ng_err_set(&err, NG_ENOMEM, 0, "out of memory");
+	kube_client_destroy(client);
+	if (st != NG_OK) {
+		(void)fprintf(stderr, "nodegate: --self-signed: %s\n", err.msg);
+		return -1;
+	}
+	s->cert = s->first.cert_pem;
+	s->key = s->first.key_pem;
+	s->first.cert_pem = s->first.key_pem = NULL;
+	return 0;
+}
+
 /* The serving pair and the empty store. 0, or -1 (the PEM errors are printed). */
 static int open_store(struct serve *s)
 {
-	s->cert = read_pem(s->c.tls_cert, "--tls-cert", false);
-	s->key = s->cert ? read_pem(s->c.tls_key, "--tls-key", true) : NULL;
+	if (s->c.self_signed) {
+		if (make_certificate(s) != 0)
+			return -1;
+	} else {
+		s->cert = read_pem(s->c.tls_cert, "--tls-cert", false);
+		s->key = s->cert ? read_pem(s->c.tls_key, "--tls-key", true) : NULL;
+	}
 	if (s->key && s->c.client_ca) {
 		s->client_ca = read_pem(s->c.client_ca, "--client-ca", false);
 		if (!s->client_ca)
@@ -519,7 +603,8 @@ static int start_server(struct serve *s)
 	s->cm.gate = s->gate;
 	s->cm.leader = s->leader;
 	s->cm.autoreq = s->autoreq;
-	tls_files_changed(&s->c, &s->tls); /* remembers what is being served */
+	if (!s->c.self_signed)
+		tls_files_changed(&s->c, &s->tls); /* remembers what is being served */
 	int64_t exp = 0;
 	struct ng_err err = {0};
 	if (cert_not_after(s->cert, &exp, &err) == NG_OK)
@@ -556,7 +641,12 @@ static int start_server(struct serve *s)
 		ng_log_bool(&l, "client_ca", s->client_ca != NULL);
 		ng_log_str(&l, "eviction_mode", pol_eviction_mode_str(s->ev.mode));
 		ng_log_i64(&l, "exempt_users", (int64_t)s->ev.nexempt);
+		ng_log_bool(&l, "self_signed", s->c.self_signed != 0);
 		ng_log_end(&l);
+	}
+	if (s->c.self_signed && !(s->renewer = selfsigned_start(&s->ssc, &s->first, &err))) {
+		(void)fprintf(stderr, "nodegate: --self-signed: %s\n", err.msg);
+		return -1;
 	}
 	return 0;
 }
@@ -567,15 +657,17 @@ static void wait_for_signals(struct serve *s)
 {
 	const struct cmd_serve_config *c = &s->c;
 	for (;;) {
+		/* With --self-signed the renewer replaces the pair; there are no files. */
+		bool files = !c->self_signed;
 		struct timespec poll = {c->tls_reload_seconds ? c->tls_reload_seconds : 3600, 0};
 		int sig = sigtimedwait(&s->signals, NULL, &poll);
 		if (sig < 0) {
-			if (errno == EAGAIN && c->tls_reload_seconds &&
+			if (errno == EAGAIN && files && c->tls_reload_seconds &&
 			    tls_files_changed(c, &s->tls))
 				reload_certificate(c, s->srv, &s->cm.cert_not_after);
 			continue;
 		}
-		if (sig == SIGHUP) {
+		if (sig == SIGHUP && files) {
 			(void)tls_files_changed(c, &s->tls);
 			reload_certificate(c, s->srv, &s->cm.cert_not_after);
 		}
@@ -600,6 +692,7 @@ static void wait_for_signals(struct serve *s)
 /* Stops whatever started, readers before what they read. */
 static void shut_down(struct serve *s)
 {
+	selfsigned_stop(s->renewer); /* it hands pairs to the server */
 	srv_destroy(s->srv, s->c.shutdown_grace_seconds * 1000);
 	kube_auth_destroy(s->auth);
 	free(s->client_ca);
@@ -612,6 +705,7 @@ static void shut_down(struct serve *s)
 	kube_config_finish(&s->kcfg);
 	free(s->cert);
 	free(s->key);
+	free(s->first.ca_pem);
 }
 
 int cmd_serve(int argc, char **argv)

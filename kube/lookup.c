@@ -5,6 +5,7 @@
 #include "common/buf.h"
 #include "common/intern.h"
 #include "common/json.h"
+#include "common/parse.h"
 #include "kube/client.h"
 #include "kube/records.h"
 #include "kube/write.h"
@@ -156,5 +157,117 @@ ng_status kube_get_namespace_labels(struct kube_client *c, const char *ns,
 	*ret = out;
 	*ret_n = (uint16_t)i;
 	ng_arena_destroy(a);
+	return st;
+}
+
+ng_status kube_get_secret_data(struct kube_client *c, const char *ns, const char *name,
+			       const char *const *keys, size_t n, char **ret, bool *ret_found,
+			       char *ret_rv, size_t rvcap, struct ng_err *reterr)
+{
+	for (size_t i = 0; i < n; i++)
+		ret[i] = NULL;
+	*ret_found = false;
+	if (rvcap)
+		ret_rv[0] = '\0';
+	char path[1024];
+	const struct kube_ref ref = {KUBE_KIND_SECRET, ns, name};
+	ng_status st = kube_ref_path(&ref, NULL, path, sizeof(path));
+	if (st != NG_OK)
+		return ng_err_set(reterr, st, 0, "no path for Secret %.100s/%.100s", ns, name);
+	struct ng_arena *a;
+	cJSON *root;
+	if ((st = get_json(c, path, &a, &root, reterr)) != NG_OK || !root) {
+		ng_arena_destroy(a);
+		return st;
+	}
+	*ret_found = true;
+	const char *rv = ng_json_str(ng_json_get(root, "metadata"), "resourceVersion");
+	if (rvcap)
+		(void)snprintf(ret_rv, rvcap, "%s", rv ? rv : "");
+	const cJSON *data = ng_json_get(root, "data");
+	for (size_t i = 0; st == NG_OK && i < n; i++) {
+		const char *b64 = ng_json_str(data, keys[i]);
+		size_t len;
+		if (b64 && ng_base64_decode(b64, strlen(b64), &ret[i], &len) != NG_OK)
+			st = ng_err_set(reterr, NG_EPARSE, 0,
+					"Secret %.100s/%.100s: data.%.60s: not base64", ns, name,
+					keys[i]);
+	}
+	if (st != NG_OK)
+		for (size_t i = 0; i < n; i++) {
+			if (ret[i])
+				explicit_bzero(ret[i], strlen(ret[i]));
+			free(ret[i]);
+			ret[i] = NULL;
+		}
+	ng_arena_destroy(a);
+	return st;
+}
+
+/* @s percent-encoded for a query value into @out (@cap). NG_ELIMIT when it does not fit. */
+static ng_status query_escape(const char *s, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t k = 0;
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+			     (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_' ||
+			     ch == '~';
+		if (k + (plain ? 1 : 3) >= cap)
+			return NG_ELIMIT;
+		if (plain) {
+			out[k++] = (char)ch;
+		} else {
+			out[k++] = '%';
+			out[k++] = hex[ch >> 4];
+			out[k++] = hex[ch & 15];
+		}
+	}
+	out[k] = '\0';
+	return NG_OK;
+}
+
+ng_status kube_each_webhook(struct kube_client *c, const char *selector,
+			    ng_status (*fn)(const struct kube_webhook_ref *w, void *ctx), void *ctx,
+			    struct ng_err *reterr)
+{
+	char sel[512];
+	if (query_escape(selector, sel, sizeof(sel)) != NG_OK)
+		return ng_err_set(reterr, NG_ELIMIT, 0, "label selector too long");
+	static const int kinds[] = {KUBE_KIND_VWC, KUBE_KIND_MWC};
+	ng_status st = NG_OK;
+	for (size_t k = 0; st == NG_OK && k < 2; k++) {
+		char path[1024];
+		const struct kube_ref ref = {(enum kube_kind)kinds[k], NULL, NULL};
+		if ((st = kube_ref_path(&ref, NULL, path, sizeof(path))) != NG_OK)
+			return ng_err_set(reterr, st, 0, "no path for webhook configurations");
+		size_t len = strlen(path);
+		(void)snprintf(path + len, sizeof(path) - len, "?labelSelector=%s", sel);
+		struct ng_arena *a;
+		cJSON *root;
+		if ((st = get_json(c, path, &a, &root, reterr)) != NG_OK) {
+			ng_arena_destroy(a);
+			return st;
+		}
+		const cJSON *items = ng_json_get(root, "items");
+		for (const cJSON *o = cJSON_IsArray(items) ? items->child : NULL; st == NG_OK && o;
+		     o = o->next) {
+			const cJSON *meta = ng_json_get(o, "metadata");
+			const char *name = ng_json_str(meta, "name"),
+				   *rv = ng_json_str(meta, "resourceVersion");
+			const cJSON *hooks = ng_json_get(o, "webhooks");
+			size_t i = 0;
+			for (const cJSON *h = cJSON_IsArray(hooks) ? hooks->child : NULL;
+			     st == NG_OK && h && name; h = h->next, i++) {
+				const char *ca =
+				    ng_json_str(ng_json_get(h, "clientConfig"), "caBundle");
+				const struct kube_webhook_ref w = {kinds[k], name, rv ? rv : "", i,
+								   ca ? ca : ""};
+				st = fn(&w, ctx);
+			}
+		}
+		ng_arena_destroy(a);
+	}
 	return st;
 }

@@ -11,6 +11,7 @@
 
 #include "common/status.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,5 +52,35 @@ NG_NODISCARD ng_status kube_get_namespace_labels(struct kube_client *c, const ch
 						 struct ng_arena *arena,
 						 const struct kube_label **ret, uint16_t *ret_n,
 						 struct ng_err *reterr);
+
+/**
+ * The values of @keys (@n) in the data of Secret @ns/@name, base64-decoded, into @ret (malloc'ed,
+ * NUL-terminated; NULL for a key the Secret lacks; the caller frees them, wiping secrets).
+ * *@ret_found is false for a missing Secret (every @ret NULL). @ret_rv (@rvcap) gets its
+ * resourceVersion.
+ */
+NG_NODISCARD ng_status kube_get_secret_data(struct kube_client *c, const char *ns, const char *name,
+					    const char *const *keys, size_t n, char **ret,
+					    bool *ret_found, char *ret_rv, size_t rvcap,
+					    struct ng_err *reterr);
+
+/* One webhook of a webhook configuration, as kube_each_webhook() reports it. */
+struct kube_webhook_ref {
+	int kind;              /* KUBE_KIND_VWC or KUBE_KIND_MWC */
+	const char *name;      /* the configuration's */
+	const char *rv;        /* its resourceVersion */
+	size_t index;          /* in webhooks[] */
+	const char *ca_bundle; /* clientConfig.caBundle as written (base64); "" when absent */
+};
+
+/**
+ * Calls @fn for every webhook of every Validating and Mutating WebhookConfiguration matching the
+ * label selector @selector (kubectl -l syntax, sent as labelSelector). Stops early, returning
+ * what @fn returned, when @fn returns other than NG_OK.
+ */
+NG_NODISCARD ng_status kube_each_webhook(struct kube_client *c, const char *selector,
+					 ng_status (*fn)(const struct kube_webhook_ref *w,
+							 void *ctx),
+					 void *ctx, struct ng_err *reterr);
 
 #endif

@@ -33,6 +33,11 @@ static const struct {
 		       "applicationdisruptionbudgets", true},
     [KUBE_KIND_NGC] = {"NodeGateConfig", "/apis/nodegate.io/v1alpha1", "nodegateconfigs", false},
     [KUBE_KIND_JOB] = {"Job", "/apis/batch/v1", "jobs", true},
+    [KUBE_KIND_SECRET] = {"Secret", "/api/v1", "secrets", true},
+    [KUBE_KIND_VWC] = {"ValidatingWebhookConfiguration", "/apis/admissionregistration.k8s.io/v1",
+		       "validatingwebhookconfigurations", false},
+    [KUBE_KIND_MWC] = {"MutatingWebhookConfiguration", "/apis/admissionregistration.k8s.io/v1",
+		       "mutatingwebhookconfigurations", false},
 };
 
 const char *kube_kind_name(enum kube_kind k)
@@ -521,6 +526,15 @@ void kube_json_patch_annotation(struct kube_json_patch *p, const char *key, cons
 				bool map_exists)
 {
 	map_entry(p, "annotations", key, value, map_exists);
+}
+
+void kube_json_patch_string(struct kube_json_patch *p, const char *path, const char *value)
+{
+	ng_jw_obj(&p->w);
+	ng_jw_kstr(&p->w, "op", "add");
+	ng_jw_kstr(&p->w, "path", path);
+	ng_jw_kstr(&p->w, "value", value);
+	ng_jw_obj_end(&p->w);
 }
 
 void kube_json_patch_unschedulable(struct kube_json_patch *p, bool on)

@@ -36,6 +36,9 @@ enum kube_kind {
 	KUBE_KIND_ADB, /* ApplicationDisruptionBudget */
 	KUBE_KIND_NGC, /* NodeGateConfig */
 	KUBE_KIND_JOB, /* batch/v1 Job: the drainer's operation */
+	KUBE_KIND_SECRET,
+	KUBE_KIND_VWC, /* admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration */
+	KUBE_KIND_MWC, /* admissionregistration.k8s.io/v1 MutatingWebhookConfiguration */
 	KUBE_KIND_COUNT,
 };
 
@@ -204,6 +207,8 @@ void kube_json_patch_annotation(struct kube_json_patch *p, const char *key, cons
 				bool map_exists);
 /** A Node's spec.unschedulable. */
 void kube_json_patch_unschedulable(struct kube_json_patch *p, bool on);
+/** The string at JSON pointer @path (already escaped; "add" sets or replaces it). */
+void kube_json_patch_string(struct kube_json_patch *p, const char *path, const char *value);
 
 struct kube_taint_spec {
 	const char *key, *value, *effect; /* value may be NULL */
