@@ -1914,6 +1914,16 @@ class TestRepositoryCRDs(unittest.TestCase):
             rc, out, err = srv.kubectl("get", "nd")
             self.assertEqual(rc, 0, err)
             self.assertIn("repo-nd", out)
+            # The printer columns show plain values, not JSON text.
+            code, _, _ = srv.api("PATCH", "%s/%s/repo-nd/status" % (base, plural),
+                                 {"status": {"state": "Granted", "disruptedNodes": ["node1", "node2"]}},
+                                 "application/merge-patch+json")
+            self.assertEqual(code, 200)
+            rc, out, err = srv.kubectl("get", "nd", "repo-nd")
+            self.assertEqual(rc, 0, err)
+            lines = out.strip().splitlines()
+            self.assertEqual(lines[0].split(), ["NAME", "NODE", "STATE", "DRAIN", "TYPE", "REQUESTOR", "AGE"])
+            self.assertEqual(lines[1].split()[:3], ["repo-nd", "node1", "Granted"])
 
 
 class TestPersistence(unittest.TestCase):
