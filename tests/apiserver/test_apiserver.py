@@ -936,6 +936,21 @@ class TestJobStatus(ServerTestCase):
         body = self.status("jf", {"failed": 0}, expect=(422,))
         self.assertIn("status.failed: Invalid value: 0: cannot decrease the failed counter", body["message"])
 
+    def test_suspended_job_with_zero_completions_completes_without_start_time(self):
+        # v1.32.7 on: the job controller completes such a Job without ever starting it
+        done = {"completionTime": self.T, "conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached"},
+            {"type": "Complete", "status": "True", "reason": "CompletionsReached"}]}
+        for name, spec in (("jz", {"suspend": True, "completions": 0}), ("jn", {"completions": 0})):
+            self.ok("POST", self.J, {
+                "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+                "spec": dict(spec, template={"spec": {"restartPolicy": "Never",
+                                                      "containers": [{"name": "c", "image": "x"}]}})})
+        self.assertEqual(self.status("jz", done)["status"]["conditions"][1]["type"], "Complete")
+        body = self.status("jn", done, expect=(422,))
+        self.assertEqual(body["message"], 'Job.batch "jn" is invalid: '
+                         'status.startTime: Required value: startTime is required for finished job')
+
     def test_status_patch_ignores_spec_and_main_resource_ignores_status(self):
         self.job("js")
         got = self.ok("PATCH", self.J + "/js/status", {"spec": {"parallelism": 5}, "status": {"active": 1}},

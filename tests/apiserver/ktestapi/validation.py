@@ -358,13 +358,16 @@ def validate_job_status_update(job, old):
                      "Complete jobs"))
     if (start_changed or done_changed) and start and done and _go_time(done) < _go_time(start):
         invalid("completionTime", _go_time(done), "completionTime cannot be set before startTime")
-    if failed_changed and failed and not target:
+    failed_indexes_changed = st.get("failedIndexes") != ost.get("failedIndexes")
+    if (failed_changed or failed_indexes_changed) and failed and not target:
         conditions("cannot set Failed=True condition without the FailureTarget=true condition")
     if (complete_changed or met != o_met) and complete and not met:
         conditions("cannot set Complete=True condition without the SuccessCriteriaMet=true condition")
     if (finished_changed or active_changed) and active > 0 and finished:
         invalid("active", active, "active>0 is invalid for finished job")
-    if (finished_changed or start_changed) and not start and finished:
+    # v1.32.7 on (kubernetes#132614): a suspended Job with completions 0 finishes without startTime.
+    suspended_zero = spec.get("suspend") is True and spec.get("completions") == 0
+    if (finished_changed or start_changed) and not suspended_zero and not start and finished:
         errs.append(("FieldValueRequired", "status.startTime", "Required value: startTime is required for finished job"))
     terminating = st.get("terminating")
     if (finished_changed or terminating != ost.get("terminating")) and (terminating or 0) > 0 and finished:
