@@ -193,6 +193,21 @@ class TestPatchUnit(unittest.TestCase):
         self.assertEqual(cm.exception.code, 415)
 
 
+class TestErrorsUnit(unittest.TestCase):
+    def test_retry_after_comes_from_details(self):
+        self.assertEqual(APIError(429, "TooManyRequests", "x", {"retryAfterSeconds": 5}).retry_after(), 5)
+        for details in (None, {}, {"retryAfterSeconds": 0}, {"retryAfterSeconds": -1}, {"retryAfterSeconds": "5"},
+                        {"retryAfterSeconds": True}, ["retryAfterSeconds"]):
+            self.assertIsNone(APIError(429, "TooManyRequests", "x", details).retry_after(), details)
+
+    def test_invalid_message_names_repeated_causes_once(self):
+        from ktestapi.errors import invalid
+        e = invalid("Thing", "g.io", "t", [("FieldValueRequired", "spec.a", "Required value"),
+                                           ("FieldValueRequired", "spec.a", "Required value")])
+        self.assertEqual(e.message, 'Thing.g.io "t" is invalid: spec.a: Required value')
+        self.assertEqual(len(e.details["causes"]), 2)
+
+
 class TestYamlAndStoreUnit(unittest.TestCase):
     def test_yaml_subset_parses_manifests(self):
         docs = yamlish.load_all("a: 1\nb:\n- x: 'q'\n  y: [1, \"2\"]\n- z\nc: |\n  l1\n  l2\n---\nd: {e: true}\n")
@@ -580,6 +595,369 @@ class TestGracefulPodDeletion(ServerTestCase):
         self.ok("POST", "/api/v1/namespaces/default/pods", pod("g2"))
         self.ok("DELETE", "/api/v1/namespaces/default/pods/g2")
         self.assertEqual(self.api("GET", "/api/v1/namespaces/default/pods/g2")[0], 404)
+
+    def running(self, name, grace=30, finalizers=None):
+        p = pod(name, "n1")
+        p["spec"]["terminationGracePeriodSeconds"] = grace
+        if finalizers:
+            p["metadata"]["finalizers"] = finalizers
+        created = self.ok("POST", "/api/v1/namespaces/default/pods", p)
+        self.make_running("default", name)
+        return created
+
+    def watch_pod(self, name):
+        rv = self.ok("GET", "/api/v1/namespaces/default/pods/" + name)["metadata"]["resourceVersion"]
+        return self.srv.watch("/api/v1/namespaces/default/pods?watch=1&resourceVersion=%s"
+                              "&fieldSelector=metadata.name%%3D%s" % (rv, name))
+
+    def test_grace_period_zero_removes_the_pod_at_once_after_writing_the_deletion(self):
+        self.running("g0")
+        w = self.watch_pod("g0")
+        out = self.ok("DELETE", "/api/v1/namespaces/default/pods/g0?gracePeriodSeconds=0")
+        # the response is the deleted pod, as the graceful strategy last wrote it
+        self.assertEqual(out["kind"], "Pod")
+        self.assertEqual(out["metadata"]["deletionGracePeriodSeconds"], 0)
+        self.assertTrue(out["metadata"]["deletionTimestamp"])
+        self.assertEqual(self.api("GET", "/api/v1/namespaces/default/pods/g0")[0], 404)
+        evs = w.collect(2)
+        w.close()
+        self.assertEqual([e["type"] for e in evs], ["MODIFIED", "DELETED"])
+        self.assertEqual(evs[0]["object"]["metadata"]["deletionGracePeriodSeconds"], 0)
+        # DeleteOptions in the body (kubectl delete --grace-period=0 --force) do the same
+        self.running("g0b")
+        self.ok("DELETE", "/api/v1/namespaces/default/pods/g0b",
+                {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})
+        self.assertEqual(self.api("GET", "/api/v1/namespaces/default/pods/g0b")[0], 404)
+
+    def test_only_a_shorter_grace_period_changes_a_terminating_pod(self):
+        self.running("gs")
+        out = self.ok("DELETE", "/api/v1/namespaces/default/pods/gs")
+        self.assertEqual(out["metadata"]["deletionGracePeriodSeconds"], 30)
+        # a longer one, or none, leaves the deletion as it is
+        again = self.ok("DELETE", "/api/v1/namespaces/default/pods/gs?gracePeriodSeconds=60")
+        self.assertEqual(again["metadata"]["deletionGracePeriodSeconds"], 30)
+        self.assertEqual(again["metadata"]["resourceVersion"], out["metadata"]["resourceVersion"])
+        short = self.ok("DELETE", "/api/v1/namespaces/default/pods/gs?gracePeriodSeconds=1")
+        self.assertEqual(short["metadata"]["deletionGracePeriodSeconds"], 1)
+        self.assertLess(short["metadata"]["deletionTimestamp"], out["metadata"]["deletionTimestamp"])
+        self.wait_for(lambda: self.api("GET", "/api/v1/namespaces/default/pods/gs")[0] == 404, 5, "pod removal")
+        # 0 on a terminating pod finishes it at once
+        self.running("gs0")
+        self.ok("DELETE", "/api/v1/namespaces/default/pods/gs0")
+        self.ok("DELETE", "/api/v1/namespaces/default/pods/gs0?gracePeriodSeconds=0")
+        self.assertEqual(self.api("GET", "/api/v1/namespaces/default/pods/gs0")[0], 404)
+
+    def test_negative_grace_period_means_one_second(self):
+        self.running("gneg")
+        out = self.ok("DELETE", "/api/v1/namespaces/default/pods/gneg?gracePeriodSeconds=-5")
+        self.assertEqual(out["metadata"]["deletionGracePeriodSeconds"], 1)
+        self.wait_for(lambda: self.api("GET", "/api/v1/namespaces/default/pods/gneg")[0] == 404, 5, "pod removal")
+
+    def test_evicted_pod_waits_out_its_grace_period(self):
+        self.running("gev", grace=1)
+        code, body, _ = self.api("POST", "/api/v1/namespaces/default/pods/gev/eviction",
+                                 {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "gev"}})
+        self.assertEqual(code, 201, body)
+        got = self.ok("GET", "/api/v1/namespaces/default/pods/gev")
+        self.assertEqual(got["metadata"]["deletionGracePeriodSeconds"], 1)
+        self.wait_for(lambda: self.api("GET", "/api/v1/namespaces/default/pods/gev")[0] == 404, 5, "pod removal")
+        # deleteOptions.gracePeriodSeconds of the Eviction applies
+        self.running("gev0")
+        code, body, _ = self.api("POST", "/api/v1/namespaces/default/pods/gev0/eviction",
+                                 {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "gev0"},
+                                  "deleteOptions": {"gracePeriodSeconds": 0}})
+        self.assertEqual(code, 201, body)
+        self.assertEqual(self.api("GET", "/api/v1/namespaces/default/pods/gev0")[0], 404)
+
+    def test_finalizers_hold_the_pod_after_the_kubelet_is_done(self):
+        self.running("gfin", grace=1, finalizers=["nodegate.io/hold"])
+        self.ok("DELETE", "/api/v1/namespaces/default/pods/gfin")
+        got = self.wait_for(lambda: (lambda o: o if o["metadata"]["deletionGracePeriodSeconds"] == 0 else None)(
+            self.ok("GET", "/api/v1/namespaces/default/pods/gfin")), 5, "grace period 0")
+        self.assertEqual(got["metadata"]["finalizers"], ["nodegate.io/hold"])
+        self.ok("PATCH", "/api/v1/namespaces/default/pods/gfin", {"metadata": {"finalizers": None}},
+                "application/merge-patch+json")
+        self.assertEqual(self.api("GET", "/api/v1/namespaces/default/pods/gfin")[0], 404)
+
+    def test_switching_to_immediate_finishes_pods_waiting_out_their_grace(self):
+        self.running("gsw")
+        self.ok("DELETE", "/api/v1/namespaces/default/pods/gsw")
+        self.assertEqual(self.api("GET", "/api/v1/namespaces/default/pods/gsw")[0], 200)
+        try:
+            self.assertEqual(self.srv.control("kubelet", {"mode": "immediate"})[0], 200)
+            self.assertEqual(self.api("GET", "/api/v1/namespaces/default/pods/gsw")[0], 404)
+            self.running("gsw2")
+            self.ok("DELETE", "/api/v1/namespaces/default/pods/gsw2")
+            self.assertEqual(self.api("GET", "/api/v1/namespaces/default/pods/gsw2")[0], 404)
+        finally:
+            self.srv.control("kubelet", {"mode": "grace"})
+        self.assertEqual(self.srv.control("kubelet", {"mode": "slow"})[0], 400)
+
+
+class TestImmediateKubelet(ServerTestCase):
+    def test_graceful_deletion_is_finished_by_the_kubelet_at_once(self):
+        p = pod("k1", "n1")
+        self.ok("POST", "/api/v1/namespaces/default/pods", p)
+        self.make_running("default", "k1")
+        rv = self.ok("GET", "/api/v1/namespaces/default/pods/k1")["metadata"]["resourceVersion"]
+        w = self.srv.watch("/api/v1/namespaces/default/pods?watch=1&resourceVersion=%s" % rv)
+        out = self.ok("DELETE", "/api/v1/namespaces/default/pods/k1")
+        self.assertEqual(out["metadata"]["deletionGracePeriodSeconds"], 30)
+        self.assertEqual(self.api("GET", "/api/v1/namespaces/default/pods/k1")[0], 404)
+        evs = w.collect(3)
+        w.close()
+        self.assertEqual([(e["type"], e["object"]["metadata"]["deletionGracePeriodSeconds"]) for e in evs],
+                         [("MODIFIED", 30), ("MODIFIED", 0), ("DELETED", 0)])
+        rc, out, err = self.kubectl("get", "pods", "-A")
+        self.assertNotIn("k1", out)
+
+
+class TestVolumeAttachments(ServerTestCase):
+    VA = "/apis/storage.k8s.io/v1/volumeattachments"
+
+    def va(self, name, node="n1", pv="pv-1", attacher="csi.example.com", **extra):
+        o = {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": name},
+             "spec": {"attacher": attacher, "nodeName": node, "source": {"persistentVolumeName": pv}}}
+        o.update(extra)
+        return o
+
+    def test_crud_status_subresource_and_watch(self):
+        created = self.ok("POST", self.VA, self.va("va-crud", status={"attached": True}))
+        self.assertEqual(created["status"], {})          # create resets status
+        self.assertNotIn("generation", created["metadata"])
+        w = self.srv.watch(self.VA + "?watch=1&resourceVersion=" + created["metadata"]["resourceVersion"])
+        st = self.ok("PATCH", self.VA + "/va-crud/status",
+                     {"spec": {"nodeName": "other"}, "status": {"attached": True, "attachmentMetadata": {"dev": "/x"}}},
+                     "application/merge-patch+json")
+        self.assertEqual(st["status"], {"attached": True, "attachmentMetadata": {"dev": "/x"}})
+        self.assertEqual(st["spec"]["nodeName"], "n1")   # /status changes only the status
+        got = self.ok("GET", self.VA + "/va-crud")
+        got["metadata"]["labels"] = {"a": "b"}
+        got["status"] = {"attached": False}
+        put = self.ok("PUT", self.VA + "/va-crud", got)
+        self.assertEqual((put["metadata"]["labels"], put["status"]["attached"]), ({"a": "b"}, True))
+        listed = self.ok("GET", self.VA)
+        self.assertEqual(listed["kind"], "VolumeAttachmentList")
+        self.assertIn("va-crud", [i["metadata"]["name"] for i in listed["items"]])
+        gone = self.ok("DELETE", self.VA + "/va-crud")
+        self.assertEqual((gone["kind"], gone["metadata"]["name"]), ("VolumeAttachment", "va-crud"))  # the object
+        evs = w.collect(3)
+        w.close()
+        self.assertEqual([e["type"] for e in evs], ["MODIFIED", "MODIFIED", "DELETED"])
+        self.assertEqual(self.api("GET", self.VA + "/va-crud")[0], 404)
+
+    def test_finalizer_keeps_it_until_the_attacher_lets_go(self):
+        self.ok("POST", self.VA, self.va("va-fin", metadata={"name": "va-fin",
+                                                             "finalizers": ["external-attacher/csi-example-com"]}))
+        out = self.ok("DELETE", self.VA + "/va-fin")
+        self.assertTrue(out["metadata"]["deletionTimestamp"])
+        self.assertEqual(self.api("GET", self.VA + "/va-fin")[0], 200)
+        self.ok("PATCH", self.VA + "/va-fin", {"metadata": {"finalizers": None}}, "application/merge-patch+json")
+        self.assertEqual(self.api("GET", self.VA + "/va-fin")[0], 404)
+
+    def test_validation_messages_are_the_real_ones(self):
+        subdomain = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+                     "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+                     "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+        o = self.va("va-bad")
+        o["spec"] = {"source": {}}
+        code, body, _ = self.api("POST", self.VA, o)
+        self.assertEqual((code, body["reason"]), (422, "Invalid"))
+        self.assertEqual(body["message"], 'VolumeAttachment.storage.k8s.io "va-bad" is invalid: ['
+                         'spec.attacher: Required value, '
+                         'spec.source: Required value: must specify exactly one of inlineVolumeSpec and '
+                         'persistentVolumeName, '
+                         'spec.nodeName: Invalid value: "": ' + subdomain + ', '
+                         'spec.attacher: Invalid value: "": ' + subdomain + ']')
+        causes = [(c["reason"], c["field"]) for c in body["details"]["causes"]]
+        # the attacher is checked twice (ValidateVolumeAttachment and ...V1); the message names it once
+        self.assertEqual(causes, [("FieldValueRequired", "spec.attacher"), ("FieldValueRequired", "spec.source"),
+                                  ("FieldValueInvalid", "spec.nodeName"), ("FieldValueRequired", "spec.attacher"),
+                                  ("FieldValueInvalid", "spec.attacher")])
+        self.assertEqual(body["details"]["kind"], "VolumeAttachment")
+        self.assertEqual(body["details"]["group"], "storage.k8s.io")
+        both = self.va("va-both")
+        both["spec"]["source"]["inlineVolumeSpec"] = {"csi": {"driver": "csi.example.com", "volumeHandle": "h"},
+                                                      "accessModes": ["ReadWriteOnce"]}
+        code, body, _ = self.api("POST", self.VA, both)
+        self.assertEqual(body["message"], 'VolumeAttachment.storage.k8s.io "va-both" is invalid: spec.source: '
+                         'Forbidden: must specify exactly one of inlineVolumeSpec and persistentVolumeName')
+        code, body, _ = self.api("POST", self.VA, self.va("va-pv", pv=""))
+        self.assertEqual(body["message"], 'VolumeAttachment.storage.k8s.io "va-pv" is invalid: ['
+                         'spec.source.persistentVolumeName: Required value: must specify non empty '
+                         'persistentVolumeName, spec.source.persistentVolumeName: Invalid value: "": ' + subdomain + ']')
+        code, body, _ = self.api("POST", self.VA, self.va("va-att", attacher="CSI_Driver"))
+        self.assertEqual(body["message"], 'VolumeAttachment.storage.k8s.io "va-att" is invalid: spec.attacher: '
+                         'Invalid value: "CSI_Driver": ' + subdomain)
+        inline = self.va("va-inline")
+        inline["spec"]["source"] = {"inlineVolumeSpec": {"capacity": {"storage": "1Gi"}}}
+        code, body, _ = self.api("POST", self.VA, inline)
+        self.assertEqual([c["field"] for c in body["details"]["causes"]],
+                         ["spec.source.inlineVolumeSpec.capacity", "spec.source.inlineVolumeSpec.csi",
+                          "spec.source.inlineVolumeSpec.accessModes"])
+        inline["spec"]["source"] = {"inlineVolumeSpec": {"csi": {"driver": "csi.example.com", "volumeHandle": "h"},
+                                                         "accessModes": ["ReadWriteOnce"]}}
+        self.ok("POST", self.VA, inline)
+        self.ok("POST", self.VA, self.va("va-ok"))
+        # the spec is immutable
+        code, body, _ = self.api("PATCH", self.VA + "/va-ok", {"spec": {"nodeName": "n2"}}, "application/merge-patch+json")
+        self.assertEqual((code, body["details"]["causes"][-1]["field"]), (422, "spec"))
+        self.assertTrue(body["message"].startswith('VolumeAttachment.storage.k8s.io "va-ok" is invalid: spec: Invalid '
+                                                   'value: storage.VolumeAttachmentSpec{Attacher:"csi.example.com", '
+                                                   'Source:storage.VolumeAttachmentSource{PersistentVolumeName:(*string)('),
+                        body["message"])
+        self.assertTrue(body["message"].endswith('NodeName:"n2"}: field is immutable'), body["message"])
+
+    def test_field_selector_is_metadata_only(self):
+        self.ok("POST", self.VA, self.va("va-fs1", node="n1"))
+        self.ok("POST", self.VA, self.va("va-fs2", node="n2"))
+        code, body, _ = self.api("GET", self.VA + "?fieldSelector=spec.nodeName%3Dn1")
+        self.assertEqual((code, body["reason"]), (400, "BadRequest"))
+        self.assertEqual(body["message"], '"spec.nodeName" is not a known field selector: only "metadata.name", '
+                         '"metadata.namespace"')
+        items = self.ok("GET", self.VA + "?fieldSelector=metadata.name%3Dva-fs2")["items"]
+        self.assertEqual([i["metadata"]["name"] for i in items], ["va-fs2"])
+        code, _, _ = self.api("GET", self.VA + "?watch=1&fieldSelector=spec.nodeName%3Dn1")
+        self.assertEqual(code, 400)
+
+    def test_unknown_and_mistyped_fields(self):
+        o = self.va("va-strict")
+        o["spec"]["nodename"] = "n1"
+        code, body, _ = self.api("POST", self.VA + "?fieldValidation=Strict", o)
+        self.assertEqual(code, 400)
+        self.assertIn('strict decoding error: unknown field "spec.nodename"', body["message"])
+        o = self.va("va-type")
+        o["spec"]["nodeName"] = 7
+        code, body, _ = self.api("POST", self.VA, o)
+        self.assertEqual(body["message"], 'VolumeAttachment in version "v1" cannot be handled as a VolumeAttachment: '
+                         'json: cannot unmarshal number into Go struct field VolumeAttachmentSpec.spec.nodeName of '
+                         'type string')
+
+    def test_discovery_legacy_and_aggregated(self):
+        names = {r["name"]: r for r in self.ok("GET", "/apis/storage.k8s.io/v1")["resources"]}
+        va = names["volumeattachments"]
+        self.assertEqual((va["kind"], va["namespaced"], va["singularName"]), ("VolumeAttachment", False, "volumeattachment"))
+        self.assertNotIn("shortNames", va)
+        self.assertEqual(sorted(va["verbs"]), sorted(["create", "delete", "deletecollection", "get", "list", "patch",
+                                                      "update", "watch"]))
+        self.assertEqual(names["volumeattachments/status"]["verbs"], ["get", "patch", "update"])
+        body = self.ok("GET", "/apis", headers={"Accept": TestAuthAndDiscovery.AGG})
+        storage = [g for g in body["items"] if g["metadata"]["name"] == "storage.k8s.io"][0]
+        r = [x for x in storage["versions"][0]["resources"] if x["resource"] == "volumeattachments"][0]
+        self.assertEqual((r["scope"], r["singularResource"], r["responseKind"]["kind"]),
+                         ("Cluster", "volumeattachment", "VolumeAttachment"))
+        self.assertNotIn("shortNames", r)
+        self.assertEqual([s["subresource"] for s in r["subresources"]], ["status"])
+
+    def test_rbac_resource_name(self):
+        code, body, _ = self.api("GET", self.VA, user="bob")
+        self.assertEqual(code, 403)
+        self.assertEqual(body["message"], 'volumeattachments.storage.k8s.io is forbidden: User "bob" cannot list '
+                         'resource "volumeattachments" in API group "storage.k8s.io" at the cluster scope')
+        rbac = "/apis/rbac.authorization.k8s.io/v1/"
+        self.ok("POST", rbac + "clusterroles", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "va-reader"},
+            "rules": [{"apiGroups": ["storage.k8s.io"], "resources": ["volumeattachments"],
+                       "verbs": ["get", "list", "watch"]}]})
+        self.ok("POST", rbac + "clusterrolebindings", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "va-reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "va-reader"},
+            "subjects": [{"kind": "User", "name": "bob"}]})
+        self.assertEqual(self.api("GET", self.VA, user="bob")[0], 200)
+        code, body, _ = self.api("PATCH", self.VA + "/x/status", {"status": {}}, "application/merge-patch+json",
+                                 user="bob")
+        self.assertEqual(code, 403)
+        self.assertIn('cannot patch resource "volumeattachments/status"', body["message"])
+
+    def test_kubectl_get_volumeattachments(self):
+        self.ok("POST", self.VA, self.va("va-kctl", node="node-7", pv="pv-kctl"))
+        self.ok("PATCH", self.VA + "/va-kctl/status", {"status": {"attached": True}}, "application/merge-patch+json")
+        rc, out, err = self.kubectl("get", "volumeattachments")
+        self.assertEqual(rc, 0, err)
+        lines = out.splitlines()
+        self.assertEqual(lines[0].split(), ["NAME", "ATTACHER", "PV", "NODE", "ATTACHED", "AGE"])
+        row = [l.split() for l in lines if l.startswith("va-kctl ")][0]
+        self.assertEqual(row[:5], ["va-kctl", "csi.example.com", "pv-kctl", "node-7", "true"])
+        rc, out, err = self.kubectl("get", "volumeattachment", "va-kctl", "-o", "jsonpath={.spec.nodeName}")
+        self.assertEqual((rc, out), (0, "node-7"), err)
+
+
+class TestJobStatus(ServerTestCase):
+    J = "/apis/batch/v1/namespaces/default/jobs"
+    T = "2026-01-01T00:00:00Z"
+
+    def job(self, name):
+        return self.ok("POST", self.J, {
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}})
+
+    def status(self, name, status, expect=(200,)):
+        code, body, _ = self.api("PATCH", "%s/%s/status" % (self.J, name), {"status": status},
+                                 "application/merge-patch+json")
+        self.assertIn(code, expect, body)
+        return body
+
+    def test_marking_a_job_complete_needs_what_the_job_controller_writes(self):
+        created = self.job("jc")
+        w = self.srv.watch(self.J + "?watch=1&resourceVersion=" + created["metadata"]["resourceVersion"])
+        # v1.32 (JobManagedBy on by default) refuses a bare Complete condition
+        body = self.status("jc", {"conditions": [{"type": "Complete", "status": "True", "reason": "CompletionsReached"}]},
+                           expect=(422,))
+        self.assertEqual(body["message"], 'Job.batch "jc" is invalid: ['
+                         'status.completionTime: Required value: completionTime is required for Complete jobs, '
+                         'status.conditions: Invalid value: cannot set Complete=True condition without the '
+                         'SuccessCriteriaMet=true condition, '
+                         'status.startTime: Required value: startTime is required for finished job]')
+        done = self.status("jc", {"startTime": self.T, "completionTime": self.T, "succeeded": 1, "conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached"},
+            {"type": "Complete", "status": "True", "reason": "CompletionsReached"}]})
+        self.assertEqual(done["metadata"]["generation"], created["metadata"]["generation"])
+        ev = w.collect(1)
+        w.close()
+        self.assertEqual(ev[0]["type"], "MODIFIED")
+        self.assertEqual([c["type"] for c in ev[0]["object"]["status"]["conditions"]], ["SuccessCriteriaMet", "Complete"])
+        # a finished job stays finished
+        body = self.status("jc", {"conditions": None, "completionTime": None}, expect=(422,))
+        self.assertIn("status.conditions: Invalid value: cannot disable the terminal Complete=True condition",
+                      body["message"])
+
+    def test_marking_a_job_failed_needs_failure_target_and_start_time(self):
+        self.job("jf")
+        body = self.status("jf", {"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]},
+                           expect=(422,))
+        self.assertEqual(body["message"], 'Job.batch "jf" is invalid: ['
+                         'status.conditions: Invalid value: cannot set Failed=True condition without the '
+                         'FailureTarget=true condition, '
+                         'status.startTime: Required value: startTime is required for finished job]')
+        out = self.status("jf", {"startTime": self.T, "failed": 1, "conditions": [
+            {"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded"},
+            {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]})
+        self.assertEqual(out["status"]["conditions"][1]["type"], "Failed")
+        body = self.status("jf", {"failed": 0}, expect=(422,))
+        self.assertIn("status.failed: Invalid value: 0: cannot decrease the failed counter", body["message"])
+
+    def test_suspended_job_with_zero_completions_completes_without_start_time(self):
+        # v1.32.7 on: the job controller completes such a Job without ever starting it
+        done = {"completionTime": self.T, "conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached"},
+            {"type": "Complete", "status": "True", "reason": "CompletionsReached"}]}
+        for name, spec in (("jz", {"suspend": True, "completions": 0}), ("jn", {"completions": 0})):
+            self.ok("POST", self.J, {
+                "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+                "spec": dict(spec, template={"spec": {"restartPolicy": "Never",
+                                                      "containers": [{"name": "c", "image": "x"}]}})})
+        self.assertEqual(self.status("jz", done)["status"]["conditions"][1]["type"], "Complete")
+        body = self.status("jn", done, expect=(422,))
+        self.assertEqual(body["message"], 'Job.batch "jn" is invalid: '
+                         'status.startTime: Required value: startTime is required for finished job')
+
+    def test_status_patch_ignores_spec_and_main_resource_ignores_status(self):
+        self.job("js")
+        got = self.ok("PATCH", self.J + "/js/status", {"spec": {"parallelism": 5}, "status": {"active": 1}},
+                      "application/merge-patch+json")
+        self.assertEqual((got["status"]["active"], got["spec"].get("parallelism")), (1, None))
+        got = self.ok("PATCH", self.J + "/js", {"status": {"active": 3}}, "application/merge-patch+json")
+        self.assertEqual(got["status"]["active"], 1)
 
 
 class TestListWatch(ServerTestCase):
@@ -1124,10 +1502,13 @@ class TestEvictionAndPDB(ServerTestCase):
         code, body, _ = self.evict("a0")
         self.assertEqual((code, body["status"]), (201, "Success"))
         self.assertEqual(self.api("GET", "/api/v1/namespaces/%s/pods/a0" % self.ns)[0], 404)
-        code, body, _ = self.evict("a1")
+        code, body, resp = self.evict("a1")
         self.assertEqual(code, 429)
         self.assertEqual(body["reason"], "TooManyRequests")
         self.assertEqual(body["message"], "Cannot evict pod as it would violate the pod's disruption budget.")
+        # NewTooManyRequests(..., 0): no retryAfterSeconds, so no Retry-After header
+        self.assertNotIn("retryAfterSeconds", body["details"])
+        self.assertIsNone(resp.getheader("Retry-After"))
         self.assertEqual(body["details"]["causes"][0]["reason"], "DisruptionBudget")
         self.assertEqual(body["details"]["causes"][0]["message"],
                          "The disruption budget p needs 2 healthy pods and has 2 currently")
@@ -1138,11 +1519,14 @@ class TestEvictionAndPDB(ServerTestCase):
                            % (self.ns, rv))
         code, _, _ = self.evict("a1")
         self.assertEqual(code, 201)
-        evs = w.collect(3)
+        evs = w.collect(4)
         w.close()
-        # condition added, then graceful deletion starts, then the kubelet stand-in removes the pod
-        self.assertEqual([e["type"] for e in evs], ["MODIFIED", "MODIFIED", "DELETED"])
+        # condition added, graceful deletion starts, then the kubelet stand-in's final DELETE
+        # (gracePeriodSeconds=0) writes the zero grace period and the pod is removed
+        self.assertEqual([e["type"] for e in evs], ["MODIFIED", "MODIFIED", "MODIFIED", "DELETED"])
         self.assertTrue(evs[1]["object"]["metadata"]["deletionTimestamp"])
+        self.assertEqual(evs[1]["object"]["metadata"]["deletionGracePeriodSeconds"], 30)
+        self.assertEqual(evs[2]["object"]["metadata"]["deletionGracePeriodSeconds"], 0)
         cond = [c for c in evs[0]["object"]["status"]["conditions"] if c["type"] == "DisruptionTarget"][0]
         self.assertEqual((cond["status"], cond["reason"]), ("True", "EvictionByEvictionAPI"))
 
@@ -1272,6 +1656,8 @@ class TestAdmissionWebhooks(ServerTestCase):
                 return 200, deny(review, 429, "budget exhausted"), 0
             if m == "deny403":
                 return 200, deny(review, 403, "nope"), 0
+            if m == "deny403retry":
+                return 200, deny(review, 403, "later", retry=3), 0
             if m == "slow":
                 return 200, allow(review), 3
             if m == "500":
@@ -1390,9 +1776,23 @@ class TestAdmissionWebhooks(ServerTestCase):
         self.assertEqual(code, 429)
         self.assertEqual(body["message"], 'admission webhook "check.nodegate.io" denied the request: budget exhausted')
         self.assertEqual(body["reason"], "TooManyRequests")
+        self.assertEqual(body["details"], {"retryAfterSeconds": 7})
         self.assertEqual(resp.getheader("Retry-After"), "7")
         self.assertEqual(resp.getheader("Warning"), '299 - "w1"')
         self.assertEqual(self.api("GET", "/api/v1/namespaces/default/pods/wdn")[0], 200)
+        # without retryAfterSeconds the 429 passes through with no Retry-After header
+        self.mode["kind"] = "deny429plain"
+        code, body, resp = self.api("POST", "/api/v1/namespaces/default/pods/wdn/eviction",
+                                    {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "wdn"}})
+        self.assertEqual((code, body["reason"]), (429, "TooManyRequests"))
+        self.assertNotIn("details", body)
+        self.assertIsNone(resp.getheader("Retry-After"))
+        # a denial of any code keeps its details; retryAfterSeconds becomes the header there too
+        self.mode["kind"] = "deny403retry"
+        code, body, resp = self.api("POST", "/api/v1/namespaces/default/pods/wdn/eviction",
+                                    {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "wdn"}})
+        self.assertEqual((code, body["reason"], body["details"]), (403, "Forbidden", {"retryAfterSeconds": 3}))
+        self.assertEqual(resp.getheader("Retry-After"), "3")
 
     def test_kubectl_drain_retries_webhook_429(self):
         self.ok("POST", "/api/v1/nodes", node("whn"))
@@ -1803,6 +2203,15 @@ class TestFaultsAndRestart(ServerTestCase):
                                  "application/merge-patch+json")
         self.assertEqual((code, body["reason"]), (409, "Conflict"))
         self.srv.control("faults", method="DELETE")
+
+    def test_injected_retry_after_is_in_the_status_and_the_header(self):
+        self.srv.control("faults", {"path": "^/api/v1/namespaces/default/configmaps$", "method": "GET", "code": 429,
+                                    "count": 1, "message": "slow down", "retryAfter": 4})
+        code, body, resp = self.api("GET", "/api/v1/namespaces/default/configmaps")
+        self.assertEqual((code, body["reason"], body["message"]), (429, "TooManyRequests", "slow down"))
+        self.assertEqual(body["details"], {"retryAfterSeconds": 4})
+        self.assertEqual(resp.getheader("Retry-After"), "4")
+        self.assertEqual(self.api("GET", "/api/v1/namespaces/default/configmaps")[0], 200)
 
     def test_injected_latency(self):
         self.srv.control("faults", {"path": "^/api/v1/namespaces$", "latencyMs": 500, "count": 1})

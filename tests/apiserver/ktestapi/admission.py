@@ -360,11 +360,9 @@ class Dispatcher:
                 msg = "%s: %s" % (deny, st["reason"])
             else:
                 msg = deny + " without explanation"
-            details = st.get("details")
-            headers = {}
-            if details and details.get("retryAfterSeconds"):
-                headers["Retry-After"] = str(details["retryAfterSeconds"])
-            return None, warnings, APIError(code, st.get("reason", ""), msg, details, headers)
+            # code, reason and details pass through unchanged (webhook errors.ToStatusErr); a
+            # details.retryAfterSeconds > 0 becomes the Retry-After header when the error is written
+            return None, warnings, APIError(code, st.get("reason", ""), msg, st.get("details"))
         if mutating and resp.get("patch"):
             try:
                 ops = json.loads(base64.b64decode(resp["patch"]))

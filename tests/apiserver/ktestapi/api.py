@@ -32,13 +32,13 @@ from .resources import Registry, convert_in, convert_out
 from .selection import parse_label_selector, parse_field_selector
 from .store import Store, Expired, make_key
 from .validation import (validate_meta, validate_builtin, apply_defaults, prune, validate_schema,
-                         drop_unknown_fields, decode_error)
+                         drop_unknown_fields, decode_error, validate_job_status_update)
 
 GEN_RKEYS = {"apps/deployments", "apps/replicasets", "apps/statefulsets", "apps/daemonsets", "batch/jobs",
              "batch/cronjobs", "policy/poddisruptionbudgets", "apiextensions.k8s.io/customresourcedefinitions",
              "admissionregistration.k8s.io/validatingwebhookconfigurations",
              "admissionregistration.k8s.io/mutatingwebhookconfigurations", "/replicationcontrollers"}
-RETURN_DELETED = {"/pods"}
+RETURN_DELETED = {"/pods", "storage.k8s.io/volumeattachments"}   # ReturnDeletedObject stores
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 
@@ -49,6 +49,26 @@ def now_ts():
 def ts_in(seconds):
     return (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=seconds)).strftime(
         "%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_ts(ts):
+    try:
+        return datetime.datetime.strptime(ts or "", "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    except ValueError:
+        return None
+
+
+def _shift_ts(ts, seconds):
+    """`ts` moved by `seconds` (a malformed timestamp counts as now)."""
+    t = _parse_ts(ts) or datetime.datetime.now(datetime.timezone.utc)
+    return (t + datetime.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _seconds_until(ts):
+    t = _parse_ts(ts)
+    if t is None:
+        return 0.0
+    return max(0.0, (t - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
 
 
 class User:
@@ -510,6 +530,8 @@ class Cluster:
         new, warnings = self.admission.mutate(a)
         if subresource == "status":
             causes, w2 = self._validate(info, new, old, "Ignore")
+            if info.rkey == "batch/jobs":
+                causes += validate_job_status_update(new, old)
         else:
             causes, w2 = self._validate(info, new, old, field_validation)
         warnings += w2
@@ -628,15 +650,19 @@ class Cluster:
     def _delete_obj(self, info, key, old, opts, dry_run):
         md = old["metadata"]
         grace = 0
+        explicit = opts.get("gracePeriodSeconds")
+        if explicit is not None and explicit < 0:
+            explicit = 1   # rest.BeforeDelete: a negative grace period means 1 s
         if info.rkey == "/pods":
-            grace = opts.get("gracePeriodSeconds")
+            # the pod strategy's CheckGracefulDelete
+            grace = explicit
             if grace is None:
                 grace = (old.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
             phase = (old.get("status") or {}).get("phase")
             if not (old.get("spec") or {}).get("nodeName") or phase in ("Succeeded", "Failed"):
                 grace = 0
             if grace < 0:
-                grace = 1 if opts.get("gracePeriodSeconds") is None else 0
+                grace = 1
         if info.rkey == "/namespaces":
             with self.store.lock:
                 cur = self.store.get(info.rkey, key)
@@ -674,16 +700,19 @@ class Cluster:
                     return 200, convert_out(info, cur)
             finalizers = cur["metadata"].get("finalizers") or []
             if cur["metadata"].get("deletionTimestamp"):
-                # already terminating: a shorter grace period may still finish it
-                cur_grace = cur["metadata"].get("deletionGracePeriodSeconds", 0)
-                if info.rkey == "/pods" and grace == 0 and cur_grace and not finalizers:
+                # already terminating (rest.BeforeDelete): only an explicitly shorter grace period
+                # changes anything; the deletion timestamp moves back by the difference
+                cur_grace = cur["metadata"].get("deletionGracePeriodSeconds") or 0
+                if info.rkey == "/pods" and cur_grace and explicit is not None and explicit < cur_grace:
+                    new = self._shorten_grace(cur, explicit)
                     if dry_run:
-                        return 200, convert_out(info, cur)
-                    new = copy.deepcopy(cur)
-                    new["metadata"]["deletionGracePeriodSeconds"] = 0
-                    self._commit(info.rkey, key, new, "DELETED")
-                    self._on_deleted(info, new)
-                    return 200, convert_out(info, new)
+                        return 200, convert_out(info, new)
+                    self._commit(info.rkey, key, new, "MODIFIED")
+                    if explicit == 0 and not finalizers:
+                        return 200, convert_out(info, self._remove_now(info, key, new))
+                    if explicit > 0:
+                        self._kubelet_delete(key, _seconds_until(new["metadata"]["deletionTimestamp"]))
+                    return 200, convert_out(info, self.store.get(info.rkey, key) or new)
                 return 200, convert_out(info, cur)
             if finalizers or grace > 0:
                 new = copy.deepcopy(cur)
@@ -697,15 +726,39 @@ class Cluster:
                 if info.rkey == "/pods" and grace > 0:
                     self._kubelet_delete(key, grace)
                 return 200, convert_out(info, self.store.get(info.rkey, key) or new)
-            if dry_run:
-                return 200, (convert_out(info, cur) if info.rkey in RETURN_DELETED or info.crd is not None
-                             else self._status_success(info, cur))
             new = copy.deepcopy(cur)
+            if info.rkey == "/pods":
+                # pods delete gracefully even with grace 0: deletionTimestamp and a zero grace
+                # period are written first (a MODIFIED event), then the pod is removed
+                new["metadata"]["deletionTimestamp"] = now_ts()
+                new["metadata"]["deletionGracePeriodSeconds"] = 0
+                if not dry_run:
+                    self._commit(info.rkey, key, new, "MODIFIED")
+                    new = copy.deepcopy(new)
+            if dry_run:
+                return 200, (convert_out(info, new) if info.rkey in RETURN_DELETED or info.crd is not None
+                             else self._status_success(info, cur))
             self._commit(info.rkey, key, new, "DELETED")
         self._on_deleted(info, new)
         if info.rkey in RETURN_DELETED or info.crd is not None:
             return 200, convert_out(info, new)
         return 200, self._status_success(info, new)
+
+    @staticmethod
+    def _shorten_grace(cur, grace):
+        new = copy.deepcopy(cur)
+        nmd = new["metadata"]
+        nmd["deletionTimestamp"] = _shift_ts(nmd["deletionTimestamp"], grace - (nmd.get("deletionGracePeriodSeconds") or 0))
+        nmd["deletionGracePeriodSeconds"] = grace
+        return new
+
+    def _remove_now(self, info, key, obj):
+        """Delete a terminating object whose grace period is 0 and that has no finalizers."""
+        with self.store.lock:
+            gone = copy.deepcopy(obj)
+            self._commit(info.rkey, key, gone, "DELETED")
+        self._on_deleted(info, gone)
+        return gone
 
     @staticmethod
     def _eviction_preconditions(pod, dopts):
@@ -734,6 +787,16 @@ class Cluster:
             new["status"]["conditions"] = conds
             self._commit("/pods", key, new, "MODIFIED")
 
+    def set_kubelet(self, mode):
+        """Switch the kubelet stand-in; in immediate mode pods waiting out a grace period go at once."""
+        with self.store.lock:
+            self.kubelet = mode
+            due = sorted(self.pending_pod_deletes) if mode == "immediate" else []
+            for k in due:
+                del self.pending_pod_deletes[k]
+        for k in due:
+            self._force_delete_pod(k)
+
     def _kubelet_delete(self, key, grace):
         """Kubelet stand-in: a terminating pod goes away now ("immediate") or after its grace period."""
         if self.kubelet == "immediate":
@@ -743,16 +806,19 @@ class Cluster:
                 self.pending_pod_deletes[key] = time.monotonic() + grace
 
     def _force_delete_pod(self, key):
+        """The kubelet's final DELETE (gracePeriodSeconds=0): the grace period drops to 0 (a
+        MODIFIED event), then the pod is removed unless finalizers still hold it."""
         with self.store.lock:
             cur = self.store.get("/pods", key)
             if cur is None or not cur["metadata"].get("deletionTimestamp"):
                 return
-            new = copy.deepcopy(cur)
-            new["metadata"]["deletionGracePeriodSeconds"] = 0
-            if new["metadata"].get("finalizers"):
-                self._commit("/pods", key, new, "MODIFIED")
+            info = self.info_for("/pods")
+            if cur["metadata"].get("deletionGracePeriodSeconds"):
+                cur = self._shorten_grace(cur, 0)
+                self._commit("/pods", key, cur, "MODIFIED")
+            if cur["metadata"].get("finalizers"):
                 return
-            self._commit("/pods", key, new, "DELETED")
+            self._remove_now(info, key, cur)
 
     def _on_deleted(self, info, obj):
         if info.rkey == "apiextensions.k8s.io/customresourcedefinitions":

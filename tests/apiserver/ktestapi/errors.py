@@ -12,6 +12,15 @@ class APIError(Exception):
         self.details = details
         self.headers = headers or {}
 
+    def retry_after(self):
+        """details.retryAfterSeconds when > 0: kube-apiserver's responsewriters.ErrorNegotiated
+        sends it as the `Retry-After` header of every Status error that carries it."""
+        d = self.details if isinstance(self.details, dict) else {}
+        n = d.get("retryAfterSeconds")
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            return n
+        return None
+
     def status(self):
         s = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
              "message": self.message, "reason": self.reason, "code": self.code}
@@ -54,11 +63,15 @@ def conflict(resource, group, name, msg="the object has been modified; please ap
 
 
 def invalid(kind, group, name, causes):
-    """422 Invalid. causes: list of (type, field, message) tuples, type e.g. FieldValueRequired."""
+    """422 Invalid. causes: list of (type, field, message) tuples, type e.g. FieldValueRequired.
+
+    Every cause is listed in details.causes; the message names each distinct one once, as
+    field.ErrorList.ToAggregate does (kube-apiserver validates some objects twice)."""
     parts = []
     cs = []
     for typ, field, msg in causes:
-        parts.append("%s: %s" % (field, msg))
+        if "%s: %s" % (field, msg) not in parts:
+            parts.append("%s: %s" % (field, msg))
         cs.append({"reason": typ, "message": msg, "field": field})
     gk = kind + "." + group if group else kind
     if len(parts) == 1:

@@ -153,6 +153,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _error(self, err, warnings=None):
         h = dict(err.headers)
+        if err.retry_after() is not None:
+            h["Retry-After"] = str(err.retry_after())
         w = warnings if warnings is not None else getattr(err, "warnings", None)
         if w:
             h["Warning"] = ['299 - "%s"' % x.replace('"', '\\"') for x in w]
@@ -269,8 +271,10 @@ class Handler(BaseHTTPRequestHandler):
                               504: "Timeout", 410: "Expired", 404: "NotFound", 403: "Forbidden"}.get(code, "Unknown")
                     msg = fault.get("message") or {409: "Operation cannot be fulfilled: injected conflict",
                                                    500: "Internal error occurred: injected fault"}.get(code, "injected fault")
-                    raise E.APIError(code, reason, msg, None,
-                                     {"Retry-After": str(fault["retryAfter"])} if fault.get("retryAfter") else None)
+                    # a Status error with Retry-After carries details.retryAfterSeconds (as
+                    # NewTooManyRequests / NewTimeoutError do); _error derives the header from it
+                    raise E.APIError(code, reason, msg,
+                                     {"retryAfterSeconds": int(fault["retryAfter"])} if fault.get("retryAfter") else None)
             self._route(method, path, query, raw, user)
         except E.APIError as e:
             self._error(e)
@@ -664,8 +668,7 @@ class Handler(BaseHTTPRequestHandler):
                     if pos > st.rv:
                         raise E.APIError(504, "Timeout", "Too large resource version: %d, current: %d" % (pos, st.rv),
                                          {"causes": [{"reason": "ResourceVersionTooLarge",
-                                                      "message": "Too large resource version"}], "retryAfterSeconds": 1},
-                                         {"Retry-After": "1"})
+                                                      "message": "Too large resource version"}], "retryAfterSeconds": 1})
                 expired = pos < st.compacted_rv
                 if expired and opts.get("watch_expired") == "http":
                     raise E.gone("too old resource version: %d (%d)" % (pos, st.compacted_rv))
@@ -770,7 +773,7 @@ class Handler(BaseHTTPRequestHandler):
         elif op == "kubelet" and method == "POST":
             if body.get("mode") not in ("immediate", "grace"):
                 raise E.bad_request("mode must be immediate or grace")
-            cl.kubelet = body["mode"]
+            cl.set_kubelet(body["mode"])
         elif op == "watch-expired" and method == "POST":
             opts["watch_expired"] = body.get("mode", "event")
         elif op == "service-endpoint" and method == "POST":

@@ -1,7 +1,8 @@
 """meta.k8s.io/v1 Table responses, as served for `kubectl get`.
 
 Column sets follow kubernetes/pkg/printers/internalversion for the kinds kubectl users see
-most; other built-ins get the default "Name, Created At" table. Custom resources use the
+most (pods, nodes, namespaces, PVCs, PVs, services, deployments, PDBs, leases, events,
+volume attachments); other built-ins get the default "Name, Created At" table. Custom resources use the
 CRD version's additionalPrinterColumns (default: Age), evaluated with simple JSONPath.
 Built-in age cells are pre-rendered strings (as the real server does); CR `date` columns are
 timestamps that kubectl renders as ages.
@@ -198,6 +199,12 @@ def _event_row(o):
             o.get("message", "").strip(), age(first), o.get("count", 1), _md(o).get("name")]
 
 
+def _va_row(o):
+    spec = o.get("spec") or {}
+    return [_md(o).get("name"), spec.get("attacher", ""), (spec.get("source") or {}).get("persistentVolumeName") or "",
+            spec.get("nodeName", ""), bool((o.get("status") or {}).get("attached")), age(_md(o).get("creationTimestamp"))]
+
+
 def _default_row(o):
     return [_md(o).get("name"), _md(o).get("creationTimestamp")]
 
@@ -222,6 +229,8 @@ BUILTIN = {
     "policy/poddisruptionbudgets": ([NAME, col("Min Available"), col("Max Unavailable"),
                                      col("Allowed Disruptions", "integer"), col("Age")], _pdb_row),
     "coordination.k8s.io/leases": ([NAME, col("Holder"), col("Age")], _lease_row),
+    "storage.k8s.io/volumeattachments": ([NAME, col("Attacher", fmt="name"), col("PV"), col("Node"),
+                                          col("Attached", "boolean"), col("Age")], _va_row),
     "/events": ([col("Last Seen"), col("Type"), col("Reason"), col("Object"), col("Subobject", priority=1),
                  col("Source", priority=1), col("Message"), col("First Seen", priority=1),
                  col("Count", "integer", priority=1), col("Name", priority=1)], _event_row),

@@ -2,12 +2,14 @@
 
 Covers what the real server enforces where tests touch it: object names, label keys and
 values, namespace/scope consistency, required pod fields and pod update immutability,
-PDB/webhook-configuration essentials, CRD naming, and for custom resources the CRD's
-structural OpenAPI v3 schema (types, required, enum, bounds, patterns, lengths, nullable,
-int-or-string, additionalProperties), with defaults applied and unknown fields pruned.
+PDB/webhook-configuration essentials, VolumeAttachment specs, Job status transitions, CRD
+naming, and for custom resources the CRD's structural OpenAPI v3 schema (types, required,
+enum, bounds, patterns, lengths, nullable, int-or-string, additionalProperties), with
+defaults applied and unknown fields pruned.
 CEL rules (x-kubernetes-validations) are not evaluated.
 """
 import copy
+import datetime
 import re
 
 from .selection import valid_label_key, valid_label_value, label_selector_from_obj
@@ -200,6 +202,204 @@ def validate_builtin(rkey, obj, old=None):
                 errs.append(("FieldValueRequired", "spec.versions[%d].schema.openAPIV3Schema" % i, "Required value: schemas are required"))
     elif rkey == "/nodes":
         errs += validate_taints((spec or {}).get("taints"), "spec.taints")
+    elif rkey == "storage.k8s.io/volumeattachments":
+        errs += validate_volume_attachment(obj, old)
+    return errs
+
+
+def _subdomain_errors(value):
+    """validation.IsDNS1123Subdomain messages."""
+    out = []
+    if len(value) > 253:
+        out.append("must be no more than 253 characters")
+    if not DNS1123_SUBDOMAIN.match(value):
+        out.append(SUBDOMAIN_MSG)
+    return out
+
+
+def _va_spec_errors(spec):
+    """storage validation.validateVolumeAttachmentSpec (common to v1 and v1beta1)."""
+    errs = []
+    attacher = spec.get("attacher") or ""
+    if not attacher:
+        errs.append(("FieldValueRequired", "spec.attacher", "Required value"))
+    source = spec.get("source") if isinstance(spec.get("source"), dict) else {}
+    pv, inline = source.get("persistentVolumeName"), source.get("inlineVolumeSpec")
+    one_of = "must specify exactly one of inlineVolumeSpec and persistentVolumeName"
+    if pv is None and inline is None:
+        errs.append(("FieldValueRequired", "spec.source", "Required value: " + one_of))
+    elif pv is not None and inline is not None:
+        errs.append(("FieldValueForbidden", "spec.source", "Forbidden: " + one_of))
+    elif pv is not None:
+        if pv == "":
+            errs.append(("FieldValueRequired", "spec.source.persistentVolumeName",
+                         "Required value: must specify non empty persistentVolumeName"))
+    else:
+        # ValidatePersistentVolumeSpec for inline volumes: only its first checks
+        p = "spec.source.inlineVolumeSpec"
+        inline = inline if isinstance(inline, dict) else {}
+        if inline.get("claimRef") is not None:
+            errs.append(("FieldValueForbidden", p + ".claimRef", "Forbidden: may not be specified in the context of "
+                         "inline volumes"))
+        if inline.get("capacity"):
+            errs.append(("FieldValueForbidden", p + ".capacity", "Forbidden: may not be specified in the context of "
+                         "inline volumes"))
+        if inline.get("csi") is None:
+            errs.append(("FieldValueRequired", p + ".csi", "Required value: has to be specified in the context of "
+                         "inline volumes"))
+        if not inline.get("accessModes"):
+            errs.append(("FieldValueRequired", p + ".accessModes", "Required value"))
+    node = spec.get("nodeName") or ""
+    for msg in _subdomain_errors(node):   # ValidateNodeName: an empty name is invalid, not "required"
+        errs.append(("FieldValueInvalid", "spec.nodeName", "Invalid value: %s: %s" % (_q(node), msg)))
+    return errs
+
+
+def _go_va_spec(spec):
+    """The %#v rendering of the internal VolumeAttachmentSpec in "field is immutable" messages
+    (pointer addresses differ from run to run on a real server too)."""
+    source = spec.get("source") if isinstance(spec.get("source"), dict) else {}
+    pv = source.get("persistentVolumeName")
+    inline = source.get("inlineVolumeSpec")
+    return ('storage.VolumeAttachmentSpec{Attacher:%s, Source:storage.VolumeAttachmentSource{PersistentVolumeName:'
+            '(*string)(%s), InlineVolumeSpec:(*core.PersistentVolumeSpec)(%s)}, NodeName:%s}'
+            % (_q(spec.get("attacher") or ""), "nil" if pv is None else "0xc000a41f30",
+               "nil" if inline is None else "0xc000b5e000", _q(spec.get("nodeName") or "")))
+
+
+def validate_volume_attachment(obj, old=None):
+    """The VolumeAttachment strategy of storage.k8s.io/v1.
+
+    Create: ValidateVolumeAttachment + ValidateVolumeAttachmentV1 (the attacher must be a CSI
+    driver name, the PV name an object name). Update (main resource and /status):
+    ValidateVolumeAttachment, then ValidateVolumeAttachmentUpdate, which validates the object
+    again (the causes repeat) and makes the spec immutable."""
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    errs = _va_spec_errors(spec)
+    if old is None:
+        attacher = spec.get("attacher") or ""
+        if not attacher:
+            errs.append(("FieldValueRequired", "spec.attacher", "Required value"))
+        if len(attacher) > 63:
+            errs.append(("FieldValueTooLong", "spec.attacher", "Too long: must have at most 63 bytes"))
+        for msg in _subdomain_errors(attacher.lower()):
+            errs.append(("FieldValueInvalid", "spec.attacher", "Invalid value: %s: %s" % (_q(attacher), msg)))
+        source = spec.get("source") if isinstance(spec.get("source"), dict) else {}
+        pv = source.get("persistentVolumeName")
+        if pv is not None:
+            for msg in _subdomain_errors(pv):
+                errs.append(("FieldValueInvalid", "spec.source.persistentVolumeName",
+                             "Invalid value: %s: %s" % (_q(pv), msg)))
+        return errs
+    errs += _va_spec_errors(spec)
+    if spec != (old.get("spec") or {}):
+        errs.append(("FieldValueInvalid", "spec", "Invalid value: %s: field is immutable" % _go_va_spec(spec)))
+    return errs
+
+
+# ---- batch/v1 Job status transitions (the /status subresource) ----------------------
+def _cond_true(job, typ):
+    return any(isinstance(c, dict) and c.get("type") == typ and c.get("status") == "True"
+               for c in (job.get("status") or {}).get("conditions") or [])
+
+
+def _go_time(ts):
+    """metav1.Time as a field error prints it (time.Time.String)."""
+    try:
+        t = datetime.datetime.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S")
+    except (TypeError, ValueError):
+        return str(ts)
+    return t.strftime("%Y-%m-%d %H:%M:%S +0000 UTC")
+
+
+def _same_time(a, b):
+    return (a or None) == (b or None) or (a and b and _go_time(a) == _go_time(b))
+
+
+def validate_job_status_update(job, old):
+    """ValidateJobUpdateStatus with the options of v1.32's default feature gates (JobManagedBy is
+    beta and on, so the strict transition rules apply). The rules gated on "changed" fire only when
+    the fields they look at change. Not checked: uncountedTerminatedPods and the
+    completedIndexes/failedIndexes formats."""
+    st, ost = job.get("status") or {}, old.get("status") or {}
+    spec = job.get("spec") or {}
+    errs = []
+    complete, failed = _cond_true(job, "Complete"), _cond_true(job, "Failed")
+    target, met = _cond_true(job, "FailureTarget"), _cond_true(job, "SuccessCriteriaMet")
+    finished = complete or failed
+    o_complete, o_failed = _cond_true(old, "Complete"), _cond_true(old, "Failed")
+    o_target, o_met = _cond_true(old, "FailureTarget"), _cond_true(old, "SuccessCriteriaMet")
+    complete_changed, failed_changed = complete != o_complete, failed != o_failed
+    finished_changed = finished != (o_complete or o_failed)
+    start, ostart = st.get("startTime"), ost.get("startTime")
+    done, odone = st.get("completionTime"), ost.get("completionTime")
+    start_changed, done_changed = not _same_time(start, ostart), not _same_time(done, odone)
+    active = st.get("active") or 0
+    active_changed = active != (ost.get("active") or 0)
+
+    def invalid(field, value, msg):
+        errs.append(("FieldValueInvalid", "status." + field, "Invalid value: %s: %s" % (value, msg)))
+
+    def conditions(msg):
+        errs.append(("FieldValueInvalid", "status.conditions", "Invalid value: " + msg))
+
+    for f in ("active", "succeeded", "failed", "ready", "terminating"):
+        v = st.get(f)
+        if isinstance(v, int) and v < 0:
+            invalid(f, v, "must be greater than or equal to 0")
+    if (complete_changed or failed_changed) and complete and failed:
+        conditions("cannot set Complete=True and Failed=true conditions")
+    if (complete_changed or target != o_target) and complete and target:
+        conditions("cannot set Complete=True and FailureTarget=true conditions")
+    if (complete_changed or done_changed) and done and not complete:
+        invalid("completionTime", _go_time(done), "cannot set completionTime when there is no Complete=True condition")
+    if (complete_changed or done_changed) and not done and complete:
+        errs.append(("FieldValueRequired", "status.completionTime", "Required value: completionTime is required for "
+                     "Complete jobs"))
+    if (start_changed or done_changed) and start and done and _go_time(done) < _go_time(start):
+        invalid("completionTime", _go_time(done), "completionTime cannot be set before startTime")
+    failed_indexes_changed = st.get("failedIndexes") != ost.get("failedIndexes")
+    if (failed_changed or failed_indexes_changed) and failed and not target:
+        conditions("cannot set Failed=True condition without the FailureTarget=true condition")
+    if (complete_changed or met != o_met) and complete and not met:
+        conditions("cannot set Complete=True condition without the SuccessCriteriaMet=true condition")
+    if (finished_changed or active_changed) and active > 0 and finished:
+        invalid("active", active, "active>0 is invalid for finished job")
+    # v1.32.7 on (kubernetes#132614): a suspended Job with completions 0 finishes without startTime.
+    suspended_zero = spec.get("suspend") is True and spec.get("completions") == 0
+    if (finished_changed or start_changed) and not suspended_zero and not start and finished:
+        errs.append(("FieldValueRequired", "status.startTime", "Required value: startTime is required for finished job"))
+    terminating = st.get("terminating")
+    if (finished_changed or terminating != ost.get("terminating")) and (terminating or 0) > 0 and finished:
+        invalid("terminating", terminating, "terminating>0 is invalid for finished job")
+    ready = st.get("ready")
+    if (ready != ost.get("ready") or active_changed) and ready is not None and ready > active:
+        invalid("ready", ready, "cannot set more ready pods than active")
+    if met and failed:
+        conditions("cannot set SuccessCriteriaMet=True and Failed=true conditions")
+    if met and target:
+        conditions("cannot set SuccessCriteriaMet=True and FailureTarget=true conditions")
+    if spec.get("successPolicy") is not None and not met and complete:
+        conditions("cannot set Complete=True for Job with SuccessPolicy unless SuccessCriteriaMet=True")
+    for typ, was, now in (("Failed", o_failed, failed), ("Complete", o_complete, complete),
+                          ("FailureTarget", o_target, target)):
+        if was and not now:
+            conditions("cannot disable the terminal %s=True condition" % typ)
+    if (st.get("failed") or 0) < (ost.get("failed") or 0):
+        invalid("failed", st.get("failed") or 0, "cannot decrease the failed counter")
+    indexed = spec.get("completionMode") == "Indexed"
+    if (not indexed or spec.get("completions") != spec.get("parallelism")) and \
+            (st.get("succeeded") or 0) < (ost.get("succeeded") or 0):
+        invalid("succeeded", st.get("succeeded") or 0, "cannot decrease the succeeded counter")
+    if done and odone and not _same_time(done, odone):
+        invalid("completionTime", _go_time(done), "completionTime cannot be mutated")
+    if ostart and start_changed and not spec.get("suspend"):
+        errs.append(("FieldValueRequired", "status.startTime", "Required value: startTime cannot be removed for "
+                     "unsuspended job"))
+    if o_met and not met:
+        conditions("cannot disable the SuccessCriteriaMet=True condition")
+    if o_complete and not o_met and met:
+        conditions("cannot set SuccessCriteriaMet=True for Job already has Complete=true conditions")
     return errs
 
 
@@ -465,6 +665,11 @@ NESTED = {
         "spec": _keys("holderIdentity", "leaseDurationSeconds", "acquireTime", "renewTime", "leaseTransitions",
                       "strategy", "preferredHolder"),
     },
+    "storage.k8s.io/volumeattachments": {
+        "spec": _keys("attacher", "nodeName", source=_keys("persistentVolumeName", "inlineVolumeSpec")),
+        "status": _keys("attached", "attachmentMetadata", attachError=_keys("time", "message", "errorCode"),
+                        detachError=_keys("time", "message", "errorCode")),
+    },
 }
 
 
@@ -516,6 +721,10 @@ TYPED = [
     ("coordination.k8s.io/leases", "spec.holderIdentity", "string", "LeaseSpec"),
     ("coordination.k8s.io/leases", "spec.leaseDurationSeconds", "int32", "LeaseSpec"),
     ("coordination.k8s.io/leases", "spec.leaseTransitions", "int32", "LeaseSpec"),
+    ("storage.k8s.io/volumeattachments", "spec.attacher", "string", "VolumeAttachmentSpec"),
+    ("storage.k8s.io/volumeattachments", "spec.nodeName", "string", "VolumeAttachmentSpec"),
+    ("storage.k8s.io/volumeattachments", "spec.source.persistentVolumeName", "string", "VolumeAttachmentSource"),
+    ("storage.k8s.io/volumeattachments", "status.attached", "bool", "VolumeAttachmentStatus"),
 ]
 
 
