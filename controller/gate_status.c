@@ -51,7 +51,7 @@ static void status_body(struct ng_jw *w, void *ctx)
 	ng_jw_kstr(w, "reason", outcome);
 	ng_jw_kstr(w, "message", d->reason);
 	ng_jw_key(w, "lastTransitionTime");
-	ng_jw_time_ms(w, sb->wr->now_wall_ms);
+	ng_jw_time(w, sb->wr->now_wall_ms);
 	ng_jw_obj_end(w);
 	ng_jw_arr_end(w);
 }

@@ -900,6 +900,8 @@ class DrainScenarios(DrainTest):
         nd, _ = self.wait_reason("d16", "Operating", status="True")
         self.assert_pods(present=NEVER, absent=EVICTABLE)  # after Drained
         job = self.operation_job("d16")
+        # Kubernetes removes it a day after it finishes (the template sets no TTL).
+        self.assertEqual(job["spec"].get("ttlSecondsAfterFinished"), 86400, job["spec"])
         self.start_job(job)
         held = self.stays(lambda: self.reason("d16") == "Operating", 1)
         self.assertTrue(held, "Operating until the Job completes:" + self.describe("d16"))

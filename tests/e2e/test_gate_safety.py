@@ -160,7 +160,10 @@ class SafetyTest(unittest.TestCase):
         other, _ = eventually(self.leader, timeout=30)
         self.assertIsNotNone(other, "no replica took over")
         print(f"\n  takeover after SIGKILL: {time.monotonic() - t0:.1f} s", file=sys.stderr)
-        for name, st in list(self.states().items())[:40]:
+        # Every Granted request goes: the burst's requests overlap on the same nodes, so a fast
+        # leader grants all of those on the first five nodes (about 70) before it is killed, and
+        # releasing only some of them frees no node for the new leader to grant.
+        for name, st in list(self.states().items()):
             if st == "Granted":
                 self.api.api("DELETE", f"{ND_PATH}/{name}")
         before = checker.grants
