@@ -39,7 +39,7 @@ static int write_new_file(const char *dir, const char *name, const char *data, m
 
 int cmd_certs(int argc, char **argv)
 {
-	const char *out = NULL, *extra[CMD_MAX_MULTI];
+	const char *out = NULL, *extra[CMD_MAX_MULTI], *ips[CMD_MAX_MULTI];
 	struct cert_request r = {.service = "nodegate", .ns = "nodegate", .days = 365};
 	for (int i = 0; i < argc; i++) {
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -52,6 +52,8 @@ int cmd_certs(int argc, char **argv)
 			r.ns = argv[++i];
 		else if (strcmp(argv[i], "--dns") == 0 && val && r.nextra < CMD_MAX_MULTI)
 			extra[r.nextra++] = argv[++i];
+		else if (strcmp(argv[i], "--ip") == 0 && val && r.nextra_ip < CMD_MAX_MULTI)
+			ips[r.nextra_ip++] = argv[++i];
 		else if (strcmp(argv[i], "--days") == 0 && val &&
 			 ng_parse_i64(val, strlen(val), 1, 3650, &days) == NG_OK) {
 			r.days = (int)days;
@@ -64,6 +66,7 @@ int cmd_certs(int argc, char **argv)
 		}
 	}
 	r.extra_dns = extra;
+	r.extra_ip = ips;
 	if (!out) {
 		(void)fprintf(stderr, "nodegate certs: --out DIR is required\n");
 		return 2;

@@ -596,6 +596,49 @@ class LifecycleTest(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertIn("DNS labels", p.stderr)
 
+    def test_certs_ip_sans_verify_a_webhook_called_by_address(self):
+        """A webhook registered as https://127.0.0.1:PORT: the client checks the address against
+        the certificate's IP SANs, so --ip, and a --dns value that is an address, must write
+        IP SANs (a DNS SAN "127.0.0.1" never verifies)."""
+        for flag in ("--ip", "--dns"):
+            out = os.path.join(self.tmp, "certs" + flag)
+            os.mkdir(out)
+            p = subprocess.run(WRAPPER + [BINARY, "certs", "--out", out, flag, "127.0.0.1",
+                                          "--ip", "::1", "--dns", "localhost"],
+                               capture_output=True, text=True, timeout=60 * SLOW)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            crt, ca = os.path.join(out, "tls.crt"), os.path.join(out, "ca.crt")
+            text = subprocess.run(["openssl", "x509", "-in", crt, "-noout", "-ext", "subjectAltName"],
+                                  capture_output=True, text=True, check=True, timeout=30).stdout
+            sans = [s.strip() for s in text.splitlines()[1].split(",")]
+            self.assertEqual(sorted(sans), sorted([
+                "DNS:nodegate", "DNS:nodegate.nodegate", "DNS:nodegate.nodegate.svc",
+                "DNS:nodegate.nodegate.svc.cluster.local", "DNS:localhost",
+                "IP Address:127.0.0.1", "IP Address:0:0:0:0:0:0:0:1"]), flag)
+            srv = Server(self.tmp, cert=crt, key=os.path.join(out, "tls.key"))
+            try:
+                # Python's ssl checks an IP server_hostname against IP SANs (OpenSSL's
+                # X509_VERIFY_PARAM_set1_ip), as Go's crypto/tls in the API server does.
+                ctx = ssl.create_default_context(cafile=ca)
+                with socket.create_connection(("127.0.0.1", srv.port), timeout=10 * SLOW) as raw:
+                    with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                        self.assertIn(("IP Address", "127.0.0.1"), tls.getpeercert()["subjectAltName"])
+                if shutil.which("curl"):
+                    c = subprocess.run(["curl", "-sS", "--cacert", ca, "-o", "/dev/null", "-w",
+                                        "%{http_code}", f"https://127.0.0.1:{srv.port}/metrics"],
+                                       capture_output=True, text=True, timeout=30 * SLOW)
+                    self.assertEqual((c.returncode, c.stdout), (0, "200"), c.stderr)
+                # The same CA does not vouch for another address.
+                with socket.create_connection(("127.0.0.1", srv.port), timeout=10 * SLOW) as raw:
+                    with self.assertRaises(ssl.SSLCertVerificationError):
+                        ctx.wrap_socket(raw, server_hostname="127.0.0.2")
+            finally:
+                self.assertEqual(srv.stop(), 0)
+        p = subprocess.run([BINARY, "certs", "--out", self.tmp, "--ip", "localhost"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn('"localhost" is not an IPv4 or IPv6 address', p.stderr)
+
     def peer(self, port, ca, name="nodegate.nodegate.svc"):
         """(serial, notAfter) of the certificate a new connection is served."""
         ctx = ssl.create_default_context(cafile=ca)
