@@ -171,8 +171,9 @@ ng_status cert_generate(const struct cert_request *r, struct cert_pair *ret, str
 		return ng_err_set(reterr, NG_EINVAL, 0,
 				  "service and namespace must be DNS labels (lower-case letters, "
 				  "digits and '-', at most 63)");
-	if (r->days < 1 || r->days > 3650)
-		return ng_err_set(reterr, NG_EINVAL, 0, "days must be 1..3650");
+	if (r->days < 1 || r->days > CERT_MAX_DAYS)
+		return ng_err_set(reterr, NG_EINVAL, 0, "days must be between 1 and %d",
+				  CERT_MAX_DAYS);
 	GENERAL_NAMES *sans = sk_GENERAL_NAME_new_null();
 	if (!sans)
 		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");

@@ -10,6 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Longest validity nodegate certs writes: ten years. Longer-lived certificates are a liability
+ * (a leaked key stays good), and Go's crypto/x509 in the API server has no use for more. */
+#define CERT_MAX_DAYS 3650
+
 struct cert_request {
 	const char *service;          /* Service name, a DNS label */
 	const char *ns;               /* its namespace, a DNS label */
@@ -19,7 +23,7 @@ struct cert_request {
 	size_t nextra;
 	const char *const *extra_ip; /* IPv4 or IPv6 addresses for the serving certificate */
 	size_t nextra_ip;
-	int days; /* validity of both, from now (1..3650) */
+	int days; /* validity of both, from now (1..CERT_MAX_DAYS) */
 };
 
 /* PEM, malloc'ed; the keys are wiped by cert_pair_finish(). */

@@ -3,7 +3,6 @@
 
 #include "certs/certs.h"
 #include "common/buf.h"
-#include "common/parse.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,34 +38,22 @@ static int write_new_file(const char *dir, const char *name, const char *data, m
 
 int cmd_certs(int argc, char **argv)
 {
-	const char *out = NULL, *extra[CMD_MAX_MULTI], *ips[CMD_MAX_MULTI];
-	struct cert_request r = {.service = "nodegate", .ns = "nodegate", .days = 365};
-	for (int i = 0; i < argc; i++) {
-		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-		int64_t days;
-		if (strcmp(argv[i], "--out") == 0 && val)
-			out = argv[++i];
-		else if (strcmp(argv[i], "--service") == 0 && val)
-			r.service = argv[++i];
-		else if (strcmp(argv[i], "--namespace") == 0 && val)
-			r.ns = argv[++i];
-		else if (strcmp(argv[i], "--dns") == 0 && val && r.nextra < CMD_MAX_MULTI)
-			extra[r.nextra++] = argv[++i];
-		else if (strcmp(argv[i], "--ip") == 0 && val && r.nextra_ip < CMD_MAX_MULTI)
-			ips[r.nextra_ip++] = argv[++i];
-		else if (strcmp(argv[i], "--days") == 0 && val &&
-			 ng_parse_i64(val, strlen(val), 1, 3650, &days) == NG_OK) {
-			r.days = (int)days;
-			i++;
-		} else {
-			(void)fprintf(stderr,
-				      "nodegate certs: unexpected \"%s\" (see nodegate --help)\n",
-				      argv[i]);
-			return 2;
-		}
-	}
-	r.extra_dns = extra;
-	r.extra_ip = ips;
+	const char *out = NULL;
+	struct cmd_multi dns = {0}, ips = {0};
+	int64_t days = 365;
+	struct cert_request r = {.service = "nodegate", .ns = "nodegate"};
+	const struct cmd_opt opts[] = {
+	    {"out", CMD_OPT_STR, &out, 0, 0},        {"service", CMD_OPT_STR, &r.service, 0, 0},
+	    {"namespace", CMD_OPT_STR, &r.ns, 0, 0}, {"dns", CMD_OPT_MULTI, &dns, 0, 0},
+	    {"ip", CMD_OPT_MULTI, &ips, 0, 0},       {"days", CMD_OPT_INT, &days, 1, CERT_MAX_DAYS},
+	};
+	if (cmd_opts_parse("certs", opts, sizeof(opts) / sizeof(opts[0]), argc, argv) != 0)
+		return 2;
+	r.extra_dns = dns.v;
+	r.nextra = dns.n;
+	r.extra_ip = ips.v;
+	r.nextra_ip = ips.n;
+	r.days = (int)days;
 	if (!out) {
 		(void)fprintf(stderr, "nodegate certs: --out DIR is required\n");
 		return 2;

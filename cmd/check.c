@@ -16,29 +16,26 @@
 
 int cmd_check(int argc, char **argv)
 {
-	const char *snaps[CMD_MAX_MULTI];
-	size_t nsnaps = 0;
+	struct cmd_multi snaps = {0};
 	const char *nd = NULL, *now_s = NULL;
-	for (int i = 0; i < argc; i++) {
-		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-		if (strcmp(argv[i], "--snapshot") == 0 && val && nsnaps < CMD_MAX_MULTI)
-			snaps[nsnaps++] = argv[++i];
-		else if (strcmp(argv[i], "--nd") == 0 && val)
-			nd = argv[++i];
-		else if (strcmp(argv[i], "--now") == 0 && val)
-			now_s = argv[++i];
-		else {
-			(void)fprintf(stderr,
-				      "nodegate check: unexpected \"%s\" (see nodegate --help)\n",
-				      argv[i]);
-			return 2;
-		}
+	const struct cmd_opt opts[] = {
+	    {"snapshot", CMD_OPT_MULTI, &snaps, 0, 0},
+	    {"nd", CMD_OPT_STR, &nd, 0, 0},
+	    {"now", CMD_OPT_STR, &now_s, 0, 0},
+	};
+	if (cmd_opts_parse("check", opts, sizeof(opts) / sizeof(opts[0]), argc, argv) != 0)
+		return 2;
+	if (!snaps.n || !nd) {
+		(void)fprintf(stderr,
+			      "nodegate check: --snapshot FILE and --nd FILE are required\n");
+		return 2;
 	}
 	int64_t now_wall_ms = ng_now_wall_ms();
-	if (!nsnaps || !nd ||
-	    (now_s && ng_parse_rfc3339_ms(now_s, strlen(now_s), &now_wall_ms) != NG_OK)) {
-		(void)fprintf(stderr, "nodegate check: --snapshot FILE and --nd FILE are required; "
-				      "--now takes an RFC 3339 time\n");
+	if (now_s && ng_parse_rfc3339_ms(now_s, strlen(now_s), &now_wall_ms) != NG_OK) {
+		(void)fprintf(stderr,
+			      "nodegate check: --now \"%s\": expected an RFC 3339 time, e.g. "
+			      "2026-11-22T00:00:00Z\n",
+			      now_s);
 		return 2;
 	}
 	struct ng_err err = {0};
@@ -50,7 +47,7 @@ int cmd_check(int argc, char **argv)
 	ng_buf_init(&out, 16u << 20);
 	int rc = 2, code = 0;
 	bool granted = false;
-	if (kube_snapshot_load_files(snaps, nsnaps, &snap, &err) != NG_OK ||
+	if (kube_snapshot_load_files(snaps.v, snaps.n, &snap, &err) != NG_OK ||
 	    ng_read_file(nd, NG_MAX_BODY_BYTES, "--nd", false, &body, &len, &err) != NG_OK ||
 	    !arena ||
 	    srv_evaluate(body, len, arena, snap, now_wall_ms, &out, &code, &granted, &err) !=

@@ -24,6 +24,20 @@ struct cmd_multi {
 	size_t n;
 };
 
+/* A flag of a subcommand without a configuration table of its own (certs, check). */
+enum cmd_opt_type {
+	CMD_OPT_STR,   /* dst: const char ** */
+	CMD_OPT_INT,   /* dst: int64_t *, within min..max */
+	CMD_OPT_MULTI, /* dst: struct cmd_multi *, repeatable */
+};
+
+struct cmd_opt {
+	const char *name; /* without the leading "--" */
+	enum cmd_opt_type type;
+	void *dst; /* borrowed; written as each flag is read */
+	int64_t min, max;
+};
+
 /* nodegate serve's configuration: one field per entry of the flag table (cmd/flags.c). Integer
  * and boolean flags are int64_t (booleans 0 or 1); an unset string is NULL. */
 struct cmd_serve_config {
@@ -75,6 +89,23 @@ enum cmd_kind {
  * process with 0.
  */
 int cmd_flags_parse(enum cmd_kind cmd, int argc, char **argv, struct cmd_serve_config *c);
+
+/**
+ * Parses @argc/@argv (borrowed; the arguments after subcommand @cmd, e.g. "certs") against
+ * @opts (@n entries): "--name VALUE" or "--name=VALUE". Every refusal says which flag and why,
+ * an integer's its range ("--days \"3651\": must be an integer between 1 and 3650"). Returns 0,
+ * or -1 after printing the error to stderr; the @dst of flags read so far are written either
+ * way.
+ */
+int cmd_opts_parse(const char *cmd, const struct cmd_opt *opts, size_t n, int argc, char **argv);
+
+/**
+ * @val as an integer in @min..@max into *@ret for the flag --@name; -1 after printing
+ * "@prefix: --@name \"@val\": must be an integer between @min and @max" to stderr (*@ret
+ * untouched). The one message every integer flag of every subcommand gives.
+ */
+int cmd_parse_int_flag(const char *prefix, const char *name, const char *val, int64_t min,
+		       int64_t max, int64_t *ret);
 
 /** "ADDR:PORT" or "[V6]:PORT" into @host (@hostcap bytes) and @port. 0, or -1 if malformed. */
 int cmd_split_listen(const char *s, char *host, size_t hostcap, uint16_t *port);

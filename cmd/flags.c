@@ -278,21 +278,80 @@ static int set_flag(struct cmd_serve_config *c, const struct flag *fl, const cha
 			      fl->name, val);
 		return -1;
 	case F_INT: {
-		int64_t v;
-		ng_status st = ng_parse_i64(val, strlen(val), fl->min, fl->max, &v);
-		if (st != NG_OK) {
-			(void)fprintf(stderr,
-				      "nodegate: %s: --%s \"%s\": expected an integer in "
-				      "%lld..%lld\n",
-				      origin, fl->name, val, (long long)fl->min,
-				      (long long)fl->max);
-			return -1;
-		}
-		*(int64_t *)(base + fl->off) = v;
-		return 0;
+		char prefix[96];
+		ng_fmt(prefix, sizeof(prefix), "nodegate: %s", origin);
+		return cmd_parse_int_flag(prefix, fl->name, val, fl->min, fl->max,
+					  (int64_t *)(base + fl->off));
 	}
 	}
 	return -1;
+}
+
+int cmd_parse_int_flag(const char *prefix, const char *name, const char *val, int64_t min,
+		       int64_t max, int64_t *ret)
+{
+	if (ng_parse_i64(val, strlen(val), min, max, ret) == NG_OK)
+		return 0;
+	(void)fprintf(stderr, "%s: --%s \"%s\": must be an integer between %lld and %lld\n", prefix,
+		      name, val, (long long)min, (long long)max);
+	return -1;
+}
+
+int cmd_opts_parse(const char *cmd, const struct cmd_opt *opts, size_t n, int argc, char **argv)
+{
+	char prefix[64];
+	ng_fmt(prefix, sizeof(prefix), "nodegate %s", cmd);
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (strncmp(a, "--", 2) != 0) {
+			(void)fprintf(stderr,
+				      "%s: unexpected argument \"%s\" (see nodegate --help)\n",
+				      prefix, a);
+			return -1;
+		}
+		const struct cmd_opt *o = NULL;
+		const char *val = NULL;
+		for (size_t k = 0; k < n && !o; k++) {
+			size_t len = strlen(opts[k].name);
+			if (strncmp(a + 2, opts[k].name, len) == 0 &&
+			    (a[2 + len] == '\0' || a[2 + len] == '=')) {
+				o = &opts[k];
+				val = a[2 + len] == '=' ? a + 3 + len : NULL;
+			}
+		}
+		if (!o) {
+			(void)fprintf(stderr, "%s: unknown flag \"%s\" (see nodegate --help)\n",
+				      prefix, a);
+			return -1;
+		}
+		if (!val && i + 1 >= argc) {
+			(void)fprintf(stderr, "%s: --%s needs a value\n", prefix, o->name);
+			return -1;
+		}
+		if (!val)
+			val = argv[++i];
+		switch (o->type) {
+		case CMD_OPT_STR:
+			*(const char **)o->dst = val;
+			break;
+		case CMD_OPT_INT:
+			if (cmd_parse_int_flag(prefix, o->name, val, o->min, o->max,
+					       (int64_t *)o->dst) != 0)
+				return -1;
+			break;
+		case CMD_OPT_MULTI: {
+			struct cmd_multi *m = o->dst;
+			if (m->n == CMD_MAX_MULTI) {
+				(void)fprintf(stderr, "%s: --%s given more than %d times\n", prefix,
+					      o->name, CMD_MAX_MULTI);
+				return -1;
+			}
+			m->v[m->n++] = val;
+			break;
+		}
+		}
+	}
+	return 0;
 }
 
 /* The flag that @arg (after its "--") names, as "name" or "name=value"; NULL if none. On a

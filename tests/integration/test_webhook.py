@@ -8,6 +8,7 @@ import base64
 import http.client
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -711,7 +712,7 @@ class LifecycleTest(unittest.TestCase):
         cases = [(["serve"], "--tls-cert and --tls-key are required"),
                  (["serve", "--listen", "nowhere", "--tls-cert", "c", "--tls-key", "k",
                    "--snapshot", "s"], "expected ADDR:PORT"),
-                 (["serve", "--threads", "x"], "expected an integer"),
+                 (["serve", "--threads", "x"], '--threads "x": must be an integer between 0 and 64'),
                  (["serve", "--bogus"], "unknown flag"),
                  (["serve", "--eviction-mode", "Maybe", "--tls-cert", "c", "--tls-key", "k"],
                   "use Enforce, Warn or Off"),
@@ -729,6 +730,61 @@ class LifecycleTest(unittest.TestCase):
         p = subprocess.run([BINARY, "--version"], capture_output=True, text=True, timeout=30)
         self.assertTrue(p.stdout.startswith("nodegate "))
 
+
+    def test_every_integer_flag_names_its_range_when_refused(self):
+        """`certs --days 3651` said `unexpected "--days"`: a refused number must say the range
+        it has to be in, for every integer flag of every subcommand."""
+        doc = subprocess.run([BINARY, "--dump-config-doc"], capture_output=True, text=True,
+                             check=True, timeout=30).stdout
+        section, flags = None, []
+        for line in doc.splitlines():
+            if line.startswith("## nodegate "):
+                section = line.split()[2]
+            m = re.match(r"\| `--([a-z0-9-]+) (N|MS)` \| `(NG_[A-Z0-9_]+)`", line)
+            if m:
+                flags.append((section, m.group(1), m.group(3)))
+        self.assertGreaterEqual(len(flags), 12, doc)
+        self.assertEqual({s for s, _, _ in flags}, {"serve", "drain"})
+        rng = r"must be an integer between -?\d+ and \d+\n"
+        for cmd, flag, env in flags:
+            for val in ("99999999999", "-99999999999", "x"):
+                p = subprocess.run([BINARY, cmd, f"--{flag}", val], capture_output=True,
+                                   text=True, timeout=30)
+                self.assertEqual(p.returncode, 2, (cmd, flag, val))
+                self.assertRegex(p.stderr, f'--{flag} "{re.escape(val)}": {rng}')
+            p = subprocess.run([BINARY, cmd], capture_output=True, text=True, timeout=30,
+                               env=dict(os.environ, **{env: "99999999999"}))
+            self.assertEqual(p.returncode, 2, (cmd, env))
+            self.assertRegex(p.stderr, f'{env}: --{flag} "99999999999": {rng}')
+        for val in ("3651", "0", "-1", "x", ""):
+            for args in (["--days", val], [f"--days={val}"]):
+                p = subprocess.run([BINARY, "certs", "--out", self.tmp, *args],
+                                   capture_output=True, text=True, timeout=30)
+                self.assertEqual(p.returncode, 2, args)
+                self.assertEqual(p.stderr, f'nodegate certs: --days "{val}": must be an integer '
+                                           "between 1 and 3650\n")
+        self.assertEqual(os.listdir(self.tmp), [], "nothing written")
+        # Ports are numbers with a range too.
+        for args in (["serve", "--listen", "127.0.0.1:65536", "--tls-cert", "c", "--tls-key", "k"],
+                     ["serve", "--admin-listen", "127.0.0.1:65536", "--tls-cert", "c",
+                      "--tls-key", "k", "--snapshot", "s"],
+                     ["drain", "--listen", "127.0.0.1:65536"]):
+            p = subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn("PORT between 0 and 65535", p.stderr)
+        # The other refusals of certs and check say which flag and why, not "unexpected".
+        for args, msg in ((["certs", "--days"], "nodegate certs: --days needs a value"),
+                          (["certs", "--out"], "nodegate certs: --out needs a value"),
+                          (["certs", "--frob", "1"], 'nodegate certs: unknown flag "--frob"'),
+                          (["certs", *sum((["--dns", "a"] for _ in range(65)), [])],
+                           "nodegate certs: --dns given more than 64 times"),
+                          (["check", "--nd"], "nodegate check: --nd needs a value"),
+                          (["check", "--nd", "x", "--snapshot", "y", "--now", "soon"],
+                           'nodegate check: --now "soon": expected an RFC 3339 time'),
+                          (["check", "stray"], 'nodegate check: unexpected argument "stray"')):
+            p = subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(msg, p.stderr)
 
 if __name__ == "__main__":
     unittest.main()
