@@ -43,12 +43,27 @@ int cmd_certs(int argc, char **argv)
 	int64_t days = 365;
 	struct cert_request r = {.service = "nodegate", .ns = "nodegate"};
 	const struct cmd_opt opts[] = {
-	    {"out", CMD_OPT_STR, &out, 0, 0},        {"service", CMD_OPT_STR, &r.service, 0, 0},
-	    {"namespace", CMD_OPT_STR, &r.ns, 0, 0}, {"dns", CMD_OPT_MULTI, &dns, 0, 0},
-	    {"ip", CMD_OPT_MULTI, &ips, 0, 0},       {"days", CMD_OPT_INT, &days, 1, CERT_MAX_DAYS},
+	    {"out", CMD_OPT_STR, &out, "DIR", "Directory to write the four files into. Required.",
+	     0, 0},
+	    {"service", CMD_OPT_STR, &r.service, "NAME",
+	     "The webhook's Service: the certificate names NAME, NAME.NS, NAME.NS.svc and "
+	     "NAME.NS.svc.cluster.local.",
+	     0, 0},
+	    {"namespace", CMD_OPT_STR, &r.ns, "NS", "The Service's namespace.", 0, 0},
+	    {"dns", CMD_OPT_MULTI, &dns, "NAME",
+	     "Another DNS name for the certificate. A value that is an IPv4 or IPv6 address is "
+	     "written as an IP SAN, as --ip does.",
+	     0, 0},
+	    {"ip", CMD_OPT_MULTI, &ips, "ADDR",
+	     "An IPv4 or IPv6 address for the certificate (an IP SAN): for a webhook registered by "
+	     "URL with an address, since TLS clients match an address only against IP SANs.",
+	     0, 0},
+	    {"days", CMD_OPT_INT, &days, "N", "Validity of the CA and the certificate.", 1,
+	     CERT_MAX_DAYS},
 	};
-	if (cmd_opts_parse("certs", opts, sizeof(opts) / sizeof(opts[0]), argc, argv) != 0)
-		return 2;
+	int rc = cmd_opts_parse("certs", opts, sizeof(opts) / sizeof(opts[0]), argc, argv);
+	if (rc != 0)
+		return rc > 0 ? 0 : 2;
 	r.extra_dns = dns.v;
 	r.nextra = dns.n;
 	r.extra_ip = ips.v;
@@ -66,7 +81,6 @@ int cmd_certs(int argc, char **argv)
 	}
 	static const char *const names[4] = {"ca.crt", "ca.key", "tls.crt", "tls.key"};
 	const char *data[4] = {p.ca_pem, p.ca_key_pem, p.cert_pem, p.key_pem};
-	int rc = 0;
 	for (int i = 0; i < 4 && rc == 0; i++) {
 		if (write_new_file(out, names[i], data[i], i % 2 ? 0600 : 0644) != 0) {
 			(void)fprintf(stderr, "nodegate certs: %s/%s: %s\n", out, names[i],

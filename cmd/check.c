@@ -19,12 +19,20 @@ int cmd_check(int argc, char **argv)
 	struct cmd_multi snaps = {0};
 	const char *nd = NULL, *now_s = NULL;
 	const struct cmd_opt opts[] = {
-	    {"snapshot", CMD_OPT_MULTI, &snaps, 0, 0},
-	    {"nd", CMD_OPT_STR, &nd, 0, 0},
-	    {"now", CMD_OPT_STR, &now_s, 0, 0},
+	    {"snapshot", CMD_OPT_MULTI, &snaps, "FILE",
+	     "Cluster state: `kubectl get ... -o json` output (a List of mixed kinds, a ...List, "
+	     "or one object). Later files replace objects of the same identity. Required.",
+	     0, 0},
+	    {"nd", CMD_OPT_STR, &nd, "FILE", "The NodeDisruption to decide (JSON). Required.", 0,
+	     0},
+	    {"now", CMD_OPT_STR, &now_s, "TIME",
+	     "Decide as of this RFC 3339 time (e.g. 2026-11-22T00:00:00Z) instead of now, for "
+	     "retry.deadline.",
+	     0, 0},
 	};
-	if (cmd_opts_parse("check", opts, sizeof(opts) / sizeof(opts[0]), argc, argv) != 0)
-		return 2;
+	int rc = cmd_opts_parse("check", opts, sizeof(opts) / sizeof(opts[0]), argc, argv);
+	if (rc != 0)
+		return rc > 0 ? 0 : 2;
 	if (!snaps.n || !nd) {
 		(void)fprintf(stderr,
 			      "nodegate check: --snapshot FILE and --nd FILE are required\n");
@@ -45,7 +53,8 @@ int cmd_check(int argc, char **argv)
 	struct ng_arena *arena = ng_arena_create(NG_REQUEST_ARENA_CAP_BYTES * 8);
 	struct ng_buf out;
 	ng_buf_init(&out, 16u << 20);
-	int rc = 2, code = 0;
+	int code = 0;
+	rc = 2;
 	bool granted = false;
 	if (kube_snapshot_load_files(snaps.v, snaps.n, &snap, &err) != NG_OK ||
 	    ng_read_file(nd, NG_MAX_BODY_BYTES, "--nd", false, &body, &len, &err) != NG_OK ||

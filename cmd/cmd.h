@@ -10,6 +10,7 @@
 #ifndef NG_CMD_CMD_H
 #define NG_CMD_CMD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,7 +35,9 @@ enum cmd_opt_type {
 struct cmd_opt {
 	const char *name; /* without the leading "--" */
 	enum cmd_opt_type type;
-	void *dst; /* borrowed; written as each flag is read */
+	void *dst;       /* borrowed; holds the default before parsing (shown by --help) */
+	const char *arg; /* the value's placeholder in --help: "DIR" */
+	const char *doc; /* one paragraph for --help */
 	int64_t min, max;
 };
 
@@ -85,17 +88,18 @@ enum cmd_kind {
  * Fills @c (caller storage) from the flag table's defaults, then the environment variables,
  * then @argc/@argv (serve's arguments, after the subcommand), each overriding the one before.
  * @argv is borrowed and must outlive @c. Returns 0, or -1 after printing the error (@c is then
- * partly filled and must not be used). `--help` prints the usage to stdout and exits the
- * process with 0.
+ * partly filled and must not be used). `--help` or `-h` prints @cmd's usage and flags to
+ * stdout and exits the process with 0.
  */
 int cmd_flags_parse(enum cmd_kind cmd, int argc, char **argv, struct cmd_serve_config *c);
 
 /**
  * Parses @argc/@argv (borrowed; the arguments after subcommand @cmd, e.g. "certs") against
  * @opts (@n entries): "--name VALUE" or "--name=VALUE". Every refusal says which flag and why,
- * an integer's its range ("--days \"3651\": must be an integer between 1 and 3650"). Returns 0,
- * or -1 after printing the error to stderr; the @dst of flags read so far are written either
- * way.
+ * an integer's its range ("--days \"3651\": must be an integer between 1 and 3650"). Returns 0;
+ * 1 after printing @cmd's usage and flags to stdout for --help or -h (exit with 0, nothing
+ * parsed); or -1 after printing the error to stderr (the @dst of flags read so far are
+ * written).
  */
 int cmd_opts_parse(const char *cmd, const struct cmd_opt *opts, size_t n, int argc, char **argv);
 
@@ -119,8 +123,11 @@ int cmd_set_log_level(const char *level);
 /** This replica's name into @out (@cap bytes): --identity @flag, else hostname_pid. */
 void cmd_identity(const char *flag, char *out, size_t cap);
 
-/** Prints the usage of every subcommand and serve's flags to @f (borrowed). */
+/** Prints `nodegate --help` to @f (borrowed): every subcommand with one line each. */
 void cmd_usage(FILE *f);
+
+/** Whether @name is a subcommand cmd_usage() lists. */
+bool cmd_known(const char *name);
 
 /** Prints docs/config.md, generated from the flag table, to stdout. */
 void cmd_dump_config_doc(void);

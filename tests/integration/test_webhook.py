@@ -786,5 +786,53 @@ class LifecycleTest(unittest.TestCase):
             self.assertEqual(p.returncode, 2, args)
             self.assertIn(msg, p.stderr)
 
+    def test_every_subcommand_has_its_own_help(self):
+        """`nodegate --help` lists each subcommand on one line, and each answers --help and -h
+        with its usage and every flag it takes, exit 0 (certs and check used to refuse it)."""
+        run = lambda *a: subprocess.run([BINARY, *a], capture_output=True, text=True, timeout=30)
+        p = run("--help")
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        listed = re.findall(r"^  ([a-z]+) +(\S.*)$", p.stdout.split("Commands:\n")[1], re.M)
+        self.assertEqual([c for c, _ in listed], ["serve", "drain", "check", "certs"], p.stdout)
+        self.assertEqual(run("-h").stdout, p.stdout)
+        self.assertEqual(run("help").stdout, p.stdout)
+        bare = run()
+        self.assertEqual(bare.returncode, 2)
+        self.assertEqual(bare.stderr, p.stdout, "no command: the same overview, on stderr")
+        # Each one's flags: serve's and drain's from the generated reference, certs' and
+        # check's as documented in certificates.md and gate.md.
+        doc = run("--dump-config-doc").stdout
+        want = {"certs": ["out", "service", "namespace", "dns", "ip", "days"],
+                "check": ["snapshot", "nd", "now"]}
+        for section in doc.split("\n## nodegate ")[1:]:
+            want[section.split()[0]] = re.findall(r"^\| `--([a-z0-9-]+)", section, re.M)
+        self.assertEqual(sorted(want), sorted(c for c, _ in listed))
+        for cmd, flags in want.items():
+            outs = []
+            for args in ([cmd, "--help"], [cmd, "-h"], ["help", cmd], ["--help", cmd]):
+                p = run(*args)
+                self.assertEqual((p.returncode, p.stderr), (0, ""), args)
+                outs.append(p.stdout)
+            self.assertEqual(len(set(outs)), 1, cmd)
+            self.assertTrue(outs[0].startswith(f"Usage: nodegate {cmd} "), outs[0])
+            got = re.findall(r"^  --([a-z0-9-]+)", outs[0], re.M)
+            self.assertEqual(got, flags + ["help"], cmd)
+        # Help wins over a bad flag or variable before it; a flag's value is not help.
+        for args in (["serve", "--threads", "x", "--help"], ["drain", "--bogus", "-h"],
+                     ["certs", "--days", "9999", "--help"], ["check", "--frob", "-h"]):
+            p = subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=30,
+                               env=dict(os.environ, NG_THREADS="x"))
+            self.assertEqual(p.returncode, 0, (args, p.stderr))
+            self.assertTrue(p.stdout.startswith("Usage: nodegate " + args[0]))
+        p = run("certs", "--help", "--days", "5")
+        self.assertIn("--days N (default 365; between 1 and 3650)", p.stdout)
+        self.assertIn("is written as an IP SAN", p.stdout)
+        p = run("certs", "--out", "--help")
+        self.assertNotEqual(p.returncode, 0, "--help is --out's value here")
+        for args in (["help", "frobnicate"], ["frobnicate", "--help"]):
+            p = run(*args)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn('unknown command "frobnicate"', p.stderr)
+
 if __name__ == "__main__":
     unittest.main()
