@@ -7,6 +7,7 @@
 #include "common/file.h"
 #include "common/limits.h"
 #include "common/parse.h"
+#include "common/yaml.h"
 #include "kube/kube.h"
 #include "server/admission.h"
 
@@ -14,14 +15,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The --nd file @path's content (*@body, *@len) as JSON: JSON as it is, YAML (what kubectl
+ * users write) converted, bounded by the same limit as the JSON. On failure *@body is freed. */
+static ng_status read_yaml(const char *path, char **body, size_t *len, struct ng_err *reterr)
+{
+	if (ng_yaml_is_json(*body, *len))
+		return NG_OK;
+	struct ng_buf json;
+	struct ng_err e = {0};
+	ng_buf_init(&json, NG_MAX_BODY_BYTES);
+	ng_status st = ng_yaml_to_json(*body, *len, "YAML", &json, &e);
+	free(*body);
+	*body = ng_buf_take(&json, len);
+	if (st != NG_OK) {
+		free(*body);
+		*body = NULL;
+		return ng_err_set(reterr, st, e.offset, "--nd %s: %s", path, e.msg);
+	}
+	return NG_OK;
+}
+
 int cmd_check(int argc, char **argv)
 {
 	struct cmd_multi snaps = {0};
 	const char *nd = NULL, *now_s = NULL;
 	const struct cmd_opt opts[] = {
 	    {"snapshot", CMD_OPT_MULTI, &snaps, "FILE",
-	     "Cluster state: `kubectl get ... -o json` output (a List of mixed kinds, a ...List, "
-	     "or one object). Later files replace objects of the same identity. Required.",
+	     "Cluster state: `kubectl get ... -o json` or `-o yaml` output (a List of mixed kinds, "
+	     "a ...List, or one object). Later files replace objects of the same identity. "
+	     "Required.",
 	     0, 0},
 	    {"nd", CMD_OPT_STR, &nd, "FILE", "The NodeDisruption to decide (JSON). Required.", 0,
 	     0},
@@ -58,7 +80,7 @@ int cmd_check(int argc, char **argv)
 	bool granted = false;
 	if (kube_snapshot_load_files(snaps.v, snaps.n, &snap, &err) != NG_OK ||
 	    ng_read_file(nd, NG_MAX_BODY_BYTES, "--nd", false, &body, &len, &err) != NG_OK ||
-	    !arena ||
+	    read_yaml(nd, &body, &len, &err) != NG_OK || !arena ||
 	    srv_evaluate(body, len, arena, snap, now_wall_ms, &out, &code, &granted, &err) !=
 		NG_OK) {
 		(void)fprintf(stderr, "nodegate check: %s\n",

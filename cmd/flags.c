@@ -56,8 +56,8 @@ static const struct flag serve_flags[] = {
      "Name of the gate's Lease."},
     {"snapshot", "NG_SNAPSHOT", F_MULTI, OFF(snapshots), NULL, 0, 0, "FILE",
      "Decide from cluster state in files instead of an API server: `kubectl get ... -o json` "
-     "output (a List of mixed kinds, a ...List, or one object). Repeatable; later files "
-     "replace objects of the same identity. SIGHUP reloads them."},
+     "or `-o yaml` output (a List of mixed kinds, a ...List, or one object). Repeatable; later "
+     "files replace objects of the same identity. SIGHUP reloads them."},
     {"log-level", "NG_LOG_LEVEL", F_STR, OFF(log_level), "info", 0, 0, "LEVEL",
      "debug, info, warn or error."},
     {"eviction-mode", "NG_EVICTION_MODE", F_STR, OFF(eviction_mode), "Enforce", 0, 0, "MODE",
@@ -197,8 +197,9 @@ static const struct cmd_info commands[] = {
      "SIGINT. Exit status as serve's."},
     {"check", "decides a NodeDisruption offline against snapshot files, as the gate would",
      "--snapshot FILE [--snapshot FILE...] --nd FILE [--now TIME]",
-     "Decides the NodeDisruption in --nd against the cluster in the snapshot files (kubectl get "
-     "-o json output) as the gate would, health hooks aside, and prints the decision as JSON. "
+     "Decides the NodeDisruption in --nd (JSON or YAML) against the cluster in the snapshot "
+     "files (kubectl get -o json or -o yaml output) as the gate would, health hooks aside, and "
+     "prints the decision as JSON. "
      "Exit status 0 when it would be Granted, 1 when not, 2 when it is invalid or a file cannot "
      "be read."},
     {"certs", "writes a CA and a serving certificate for the webhook; prints the caBundle",

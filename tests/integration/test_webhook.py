@@ -57,6 +57,28 @@ def review(name, ns="default", uid="uid-1", user="alice"):
         "dryRun": False}}
 
 
+def to_yaml(v, indent=0):
+    """v as block-style YAML, the way `kubectl get -o yaml` writes it: plain scalars where YAML
+    reads them back as the same string, quoted otherwise."""
+    pad = "  " * indent
+    if isinstance(v, dict):
+        if not v:
+            return " {}\n"
+        return "\n" + "".join(f"{pad}{scalar_yaml(k)}:{to_yaml(x, indent + 1)}" for k, x in v.items())
+    if isinstance(v, list):
+        if not v:
+            return " []\n"
+        return "\n" + "".join(f"{pad}-{to_yaml(x, indent + 1)}" for x in v)
+    return " " + scalar_yaml(v) + "\n"
+
+
+def scalar_yaml(v):
+    if isinstance(v, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_./-]*", v) and v.lower() not in (
+            "y", "n", "yes", "no", "on", "off", "true", "false", "null"):
+        return v
+    return json.dumps(v, ensure_ascii=False)
+
+
 class Server:
     """One nodegate process with its own certificate, snapshot copy and log file."""
 
@@ -557,6 +579,63 @@ class LifecycleTest(unittest.TestCase):
         rc, out, err = self.check(os.path.join(self.tmp, "missing.json"), nd={"spec": {"nodeNames": ["node1"]}})
         self.assertEqual(rc, 2)
         self.assertIn("missing.json", err)
+
+    def check_files(self, nd, *snapshots):
+        args = [BINARY, "check", "--now", "2026-11-22T00:00:00Z", "--nd", nd]
+        for f in snapshots:
+            args += ["--snapshot", f]
+        p = subprocess.run(WRAPPER + args, capture_output=True, text=True, timeout=60 * SLOW)
+        return p.returncode, p.stdout, p.stderr
+
+    def test_check_reads_yaml_as_kubectl_users_write_it(self):
+        """--nd (and --snapshot) files in YAML, as kubectl users write them and `kubectl get
+        -o yaml` prints them, decide exactly as their JSON does."""
+        demo = os.path.join(ROOT, "examples", "demo-cluster.json")
+        nd_yaml = os.path.join(ROOT, "examples", "nodedisruption.yaml")
+        nd_json = os.path.join(ROOT, "examples", "nodedisruption.json")
+        want = self.check_files(nd_json, demo)
+        self.assertIn(want[0], (0, 1), want[2])
+        self.assertEqual(self.check_files(nd_yaml, demo), want)
+        # A YAML snapshot, written as `kubectl get -o yaml` writes: block style, plain scalars.
+        with open(demo, encoding="utf-8") as f:
+            cluster = json.load(f)
+        snap_yaml = os.path.join(self.tmp, "cluster.yaml")
+        with open(snap_yaml, "w", encoding="utf-8") as f:
+            f.write("# kubectl get nodes,pods,... -o yaml\n" + to_yaml(cluster).lstrip("\n"))
+        self.assertEqual(self.check_files(nd_yaml, snap_yaml), want)
+        fixture = os.path.join(ROOT, "tests", "e2e", "fixture-f.json")
+        with open(fixture, encoding="utf-8") as f:
+            fixture_yaml = os.path.join(self.tmp, "fixture-f.yaml")
+            with open(fixture_yaml, "w", encoding="utf-8") as out:
+                out.write(to_yaml(json.load(f)))
+        self.assertEqual(self.check_files(nd_yaml, fixture_yaml), self.check_files(nd_yaml, fixture))
+        with open(nd_yaml, encoding="utf-8") as f:
+            example = f.read()
+        # A trailing "---" (an empty document) is fine; a second request is not: one file,
+        # one request, one answer and exit status.
+        path = os.path.join(self.tmp, "nd.yaml")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(example + "---\n")
+        self.assertEqual(self.check_files(path, demo), want)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(example + "---\n" + example)
+        rc, _, err = self.check_files(path, demo)
+        self.assertEqual(rc, 2)
+        line = example.count("\n") + 2 + 3  # the second document's first key
+        self.assertIn(f"--nd {path}: YAML: line {line}: more than one YAML document", err)
+        # Malformed YAML says where; it is no longer "malformed JSON at byte 0".
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("spec:\n  nodeNames: [node1\n")
+        rc, _, err = self.check_files(path, demo)
+        self.assertEqual(rc, 2)
+        self.assertRegex(err, r"--nd .*nd\.yaml: YAML: line \d+ column \d+: ")
+        self.assertNotIn("malformed JSON", err)
+        # Bounded as JSON is: the JSON a YAML file converts to is held to the 3 MiB of --nd.
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("spec: {nodeNames: [" + "a," * (1 << 20) + "]}\n")
+        rc, _, err = self.check_files(path, demo)
+        self.assertEqual(rc, 2)
+        self.assertIn("more than 3145728 bytes as JSON", err)
 
     def test_certs_make_a_ca_and_a_serving_certificate_serve_uses(self):
         out = os.path.join(self.tmp, "certs")
