@@ -10,6 +10,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <arpa/inet.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,30 +96,79 @@ static X509 *make_cert(EVP_PKEY *key, const char *cn, long seconds, X509 *issuer
 	return x;
 }
 
+/* The binary form of the IPv4 or IPv6 address @s into @ret (16 bytes); its length, or 0 when
+ * @s is not one. inet_pton takes only the canonical text forms ("127.0.0.1", "::1"), so a DNS
+ * name such as "1.2.3.4.nip.io" stays a name. */
+static int parse_ip(const char *s, unsigned char ret[16])
+{
+	if (inet_pton(AF_INET, s, ret) == 1)
+		return 4;
+	if (inet_pton(AF_INET6, s, ret) == 1)
+		return 16;
+	return 0;
+}
+
+/* Appends a SAN of @type (GEN_DNS, GEN_IPADD) holding @len bytes at @data to @names. */
+static bool add_san(GENERAL_NAMES *names, int type, const void *data, int len)
+{
+	GENERAL_NAME *g = GENERAL_NAME_new();
+	ASN1_STRING *s =
+	    ASN1_STRING_type_new(type == GEN_DNS ? V_ASN1_IA5STRING : V_ASN1_OCTET_STRING);
+	if (!g || !s || !ASN1_STRING_set(s, data, len)) {
+		GENERAL_NAME_free(g);
+		ASN1_STRING_free(s);
+		return false;
+	}
+	GENERAL_NAME_set0_value(g, type, s);
+	if (!sk_GENERAL_NAME_push(names, g)) {
+		GENERAL_NAME_free(g);
+		return false;
+	}
+	return true;
+}
+
+/* The subjectAltName of the serving certificate: the Service's four names, then the extra DNS
+ * names (those that are IP addresses as IP SANs), then the extra IPs. Built as GENERAL_NAMEs
+ * rather than OpenSSL's "DNS:a,IP:b" config text so that no value is ever parsed as syntax. */
+static ng_status build_sans(const struct cert_request *r, GENERAL_NAMES *names,
+			    struct ng_err *reterr)
+{
+	char svc[4][160];
+	ng_fmt(svc[0], sizeof(svc[0]), "%s", r->service);
+	ng_fmt(svc[1], sizeof(svc[1]), "%s.%s", r->service, r->ns);
+	ng_fmt(svc[2], sizeof(svc[2]), "%s.%s.svc", r->service, r->ns);
+	ng_fmt(svc[3], sizeof(svc[3]), "%s.%s.svc.cluster.local", r->service, r->ns);
+	bool ok = true;
+	for (size_t i = 0; ok && i < 4; i++)
+		ok = add_san(names, GEN_DNS, svc[i], (int)strlen(svc[i]));
+	unsigned char ip[16];
+	for (size_t i = 0; ok && i < r->nextra; i++) {
+		const char *d = r->extra_dns[i];
+		int iplen = parse_ip(d, ip);
+		if (iplen)
+			ok = add_san(names, GEN_IPADD, ip, iplen);
+		else if (!d[0] || strlen(d) > 253 || strpbrk(d, ", \t\r\n:"))
+			return ng_err_set(reterr, NG_EINVAL, 0,
+					  "\"%.80s\" is not a DNS name or an IP address", d);
+		else
+			ok = add_san(names, GEN_DNS, d, (int)strlen(d));
+	}
+	for (size_t i = 0; ok && i < r->nextra_ip; i++) {
+		int iplen = parse_ip(r->extra_ip[i], ip);
+		if (!iplen)
+			return ng_err_set(reterr, NG_EINVAL, 0,
+					  "\"%.80s\" is not an IPv4 or IPv6 address",
+					  r->extra_ip[i]);
+		ok = add_san(names, GEN_IPADD, ip, iplen);
+	}
+	return ok ? NG_OK : ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+}
+
 static void wipe_free(char *s)
 {
 	if (s)
 		explicit_bzero(s, strlen(s));
 	free(s);
-}
-
-/* "DNS:a,DNS:b,…" for the Service's names and @r's extra ones, into @san. */
-static ng_status san_list(const struct cert_request *r, struct ng_buf *san, struct ng_err *reterr)
-{
-	if (!dns_label(r->service) || !dns_label(r->ns))
-		return ng_err_set(reterr, NG_EINVAL, 0,
-				  "service and namespace must be DNS labels (lower-case letters, "
-				  "digits and '-', at most 63)");
-	ng_status st =
-	    ng_buf_printf(san, "DNS:%s,DNS:%s.%s,DNS:%s.%s.svc,DNS:%s.%s.svc.cluster.local",
-			  r->service, r->service, r->ns, r->service, r->ns, r->service, r->ns);
-	for (size_t i = 0; st == NG_OK && i < r->nextra; i++) {
-		if (!r->extra_dns[i][0] || strpbrk(r->extra_dns[i], ", \t\r\n:"))
-			return ng_err_set(reterr, NG_EINVAL, 0, "\"%.80s\" is not a DNS name",
-					  r->extra_dns[i]);
-		st = ng_buf_printf(san, ",DNS:%s", r->extra_dns[i]);
-	}
-	return st == NG_OK ? NG_OK : ng_err_set(reterr, st, 0, "too many names");
 }
 
 /* The serving certificate for @r's names and a new key, signed by @ca / @ca_key, valid
@@ -127,11 +177,16 @@ static ng_status issue(const struct cert_request *r, X509 *ca, EVP_PKEY *ca_key,
 		       char **ret_cert, char **ret_key, struct ng_err *reterr)
 {
 	*ret_cert = *ret_key = NULL;
-	struct ng_buf san;
-	ng_buf_init(&san, 64 * 1024);
-	ng_status st = san_list(r, &san, reterr);
+	if (!dns_label(r->service) || !dns_label(r->ns))
+		return ng_err_set(reterr, NG_EINVAL, 0,
+				  "service and namespace must be DNS labels (lower-case letters, "
+				  "digits and '-', at most 63)");
+	GENERAL_NAMES *sans = sk_GENERAL_NAME_new_null();
+	if (!sans)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	ng_status st = build_sans(r, sans, reterr);
 	if (st != NG_OK) {
-		ng_buf_finish(&san);
+		GENERAL_NAMES_free(sans);
 		return st;
 	}
 	char cn[160];
@@ -141,7 +196,7 @@ static ng_status issue(const struct cert_request *r, X509 *ca, EVP_PKEY *ca_key,
 	bool ok = leaf && add_ext(leaf, ca, NID_basic_constraints, "critical,CA:FALSE") &&
 		  add_ext(leaf, ca, NID_key_usage, "critical,digitalSignature") &&
 		  add_ext(leaf, ca, NID_ext_key_usage, "serverAuth") &&
-		  add_ext(leaf, ca, NID_subject_alt_name, san.data) &&
+		  X509_add1_ext_i2d(leaf, NID_subject_alt_name, sans, 0, X509V3_ADD_DEFAULT) == 1 &&
 		  add_ext(leaf, ca, NID_authority_key_identifier, "keyid:always") &&
 		  X509_sign(leaf, ca_key, EVP_sha256()) > 0;
 	if (ok) {
@@ -151,7 +206,7 @@ static ng_status issue(const struct cert_request *r, X509 *ca, EVP_PKEY *ca_key,
 	}
 	X509_free(leaf);
 	EVP_PKEY_free(key);
-	ng_buf_finish(&san);
+	GENERAL_NAMES_free(sans);
 	if (!ok) {
 		free(*ret_cert);
 		wipe_free(*ret_key);
@@ -164,8 +219,9 @@ static ng_status issue(const struct cert_request *r, X509 *ca, EVP_PKEY *ca_key,
 ng_status cert_generate(const struct cert_request *r, struct cert_pair *ret, struct ng_err *reterr)
 {
 	memset(ret, 0, sizeof(*ret));
-	if (r->days < 1 || r->days > 3650)
-		return ng_err_set(reterr, NG_EINVAL, 0, "days must be 1..3650");
+	if (r->days < 1 || r->days > CERT_MAX_DAYS)
+		return ng_err_set(reterr, NG_EINVAL, 0, "days must be between 1 and %d",
+				  CERT_MAX_DAYS);
 	long seconds = (long)r->days * 86400L;
 	EVP_PKEY *ca_key = EVP_EC_gen("P-256");
 	X509 *ca = ca_key ? make_cert(ca_key, "nodegate webhook CA", seconds, NULL, NULL) : NULL;

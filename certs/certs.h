@@ -1,6 +1,7 @@
 /* Certificates for the webhook's Service (DESIGN.md §8): an ECDSA P-256 CA and a serving
  * certificate it signs, for the names the API server calls (<svc>, <svc>.<ns>, <svc>.<ns>.svc,
- * <svc>.<ns>.svc.cluster.local). OpenSSL; PEM in and out. Any thread. */
+ * <svc>.<ns>.svc.cluster.local) and any extra DNS names and IP addresses (a webhook registered
+ * by URL, https://10.0.0.5:8443/...). OpenSSL; PEM in and out. Any thread. */
 #ifndef NG_CERTS_CERTS_H
 #define NG_CERTS_CERTS_H
 
@@ -9,12 +10,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Longest validity nodegate certs writes: ten years. Longer-lived certificates are a liability
+ * (a leaked key stays good), and Go's crypto/x509 in the API server has no use for more. */
+#define CERT_MAX_DAYS 3650
+
 struct cert_request {
 	const char *service;          /* Service name, a DNS label */
 	const char *ns;               /* its namespace, a DNS label */
-	const char *const *extra_dns; /* more DNS names for the serving certificate */
+	const char *const *extra_dns; /* more DNS names for the serving certificate; one that
+				       * parses as an IPv4 or IPv6 address becomes an IP SAN,
+				       * since TLS clients match an IP only against IP SANs */
 	size_t nextra;
-	int days; /* validity of both, from now (1..3650) */
+	const char *const *extra_ip; /* IPv4 or IPv6 addresses for the serving certificate */
+	size_t nextra_ip;
+	int days; /* validity of both, from now (1..CERT_MAX_DAYS) */
 };
 
 /* PEM, malloc'ed; the keys are wiped by cert_pair_finish(). */
@@ -25,7 +34,9 @@ struct cert_pair {
 
 /**
  * Creates a CA and a serving certificate signed by it. NG_EINVAL with @reterr for a name that is
- * not a DNS label or days out of range; NG_EIO when OpenSSL fails.
+ * not a DNS label, an extra DNS name with a space, comma or colon (that is not an IP address),
+ * an extra_ip that is not an IPv4 or IPv6 address, or days out of range; NG_EIO when OpenSSL
+ * fails. @ret is zeroed on failure.
  */
 NG_NODISCARD ng_status cert_generate(const struct cert_request *r, struct cert_pair *ret,
 				     struct ng_err *reterr);

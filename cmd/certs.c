@@ -3,7 +3,6 @@
 
 #include "certs/certs.h"
 #include "common/buf.h"
-#include "common/parse.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,31 +38,37 @@ static int write_new_file(const char *dir, const char *name, const char *data, m
 
 int cmd_certs(int argc, char **argv)
 {
-	const char *out = NULL, *extra[CMD_MAX_MULTI];
-	struct cert_request r = {.service = "nodegate", .ns = "nodegate", .days = 365};
-	for (int i = 0; i < argc; i++) {
-		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-		int64_t days;
-		if (strcmp(argv[i], "--out") == 0 && val)
-			out = argv[++i];
-		else if (strcmp(argv[i], "--service") == 0 && val)
-			r.service = argv[++i];
-		else if (strcmp(argv[i], "--namespace") == 0 && val)
-			r.ns = argv[++i];
-		else if (strcmp(argv[i], "--dns") == 0 && val && r.nextra < CMD_MAX_MULTI)
-			extra[r.nextra++] = argv[++i];
-		else if (strcmp(argv[i], "--days") == 0 && val &&
-			 ng_parse_i64(val, strlen(val), 1, 3650, &days) == NG_OK) {
-			r.days = (int)days;
-			i++;
-		} else {
-			(void)fprintf(stderr,
-				      "nodegate certs: unexpected \"%s\" (see nodegate --help)\n",
-				      argv[i]);
-			return 2;
-		}
-	}
-	r.extra_dns = extra;
+	const char *out = NULL;
+	struct cmd_multi dns = {0}, ips = {0};
+	int64_t days = 365;
+	struct cert_request r = {.service = "nodegate", .ns = "nodegate"};
+	const struct cmd_opt opts[] = {
+	    {"out", CMD_OPT_STR, &out, "DIR", "Directory to write the four files into. Required.",
+	     0, 0},
+	    {"service", CMD_OPT_STR, &r.service, "NAME",
+	     "The webhook's Service: the certificate names NAME, NAME.NS, NAME.NS.svc and "
+	     "NAME.NS.svc.cluster.local.",
+	     0, 0},
+	    {"namespace", CMD_OPT_STR, &r.ns, "NS", "The Service's namespace.", 0, 0},
+	    {"dns", CMD_OPT_MULTI, &dns, "NAME",
+	     "Another DNS name for the certificate. A value that is an IPv4 or IPv6 address is "
+	     "written as an IP SAN, as --ip does.",
+	     0, 0},
+	    {"ip", CMD_OPT_MULTI, &ips, "ADDR",
+	     "An IPv4 or IPv6 address for the certificate (an IP SAN): for a webhook registered by "
+	     "URL with an address, since TLS clients match an address only against IP SANs.",
+	     0, 0},
+	    {"days", CMD_OPT_INT, &days, "N", "Validity of the CA and the certificate.", 1,
+	     CERT_MAX_DAYS},
+	};
+	int rc = cmd_opts_parse("certs", opts, sizeof(opts) / sizeof(opts[0]), argc, argv);
+	if (rc != 0)
+		return rc > 0 ? 0 : 2;
+	r.extra_dns = dns.v;
+	r.nextra = dns.n;
+	r.extra_ip = ips.v;
+	r.nextra_ip = ips.n;
+	r.days = (int)days;
 	if (!out) {
 		(void)fprintf(stderr, "nodegate certs: --out DIR is required\n");
 		return 2;
@@ -76,7 +81,6 @@ int cmd_certs(int argc, char **argv)
 	}
 	static const char *const names[4] = {"ca.crt", "ca.key", "tls.crt", "tls.key"};
 	const char *data[4] = {p.ca_pem, p.ca_key_pem, p.cert_pem, p.key_pem};
-	int rc = 0;
 	for (int i = 0; i < 4 && rc == 0; i++) {
 		if (write_new_file(out, names[i], data[i], i % 2 ? 0600 : 0644) != 0) {
 			(void)fprintf(stderr, "nodegate certs: %s/%s: %s\n", out, names[i],

@@ -7,6 +7,7 @@
 #include "common/file.h"
 #include "common/limits.h"
 #include "common/parse.h"
+#include "common/yaml.h"
 #include "kube/kube.h"
 #include "server/admission.h"
 
@@ -14,31 +15,57 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The --nd file @path's content (*@body, *@len) as JSON: JSON as it is, YAML (what kubectl
+ * users write) converted, bounded by the same limit as the JSON. On failure *@body is freed. */
+static ng_status read_yaml(const char *path, char **body, size_t *len, struct ng_err *reterr)
+{
+	if (ng_yaml_is_json(*body, *len))
+		return NG_OK;
+	struct ng_buf json;
+	struct ng_err e = {0};
+	ng_buf_init(&json, NG_MAX_BODY_BYTES);
+	ng_status st = ng_yaml_to_json(*body, *len, "YAML", &json, &e);
+	free(*body);
+	*body = ng_buf_take(&json, len);
+	if (st != NG_OK) {
+		free(*body);
+		*body = NULL;
+		return ng_err_set(reterr, st, e.offset, "--nd %s: %s", path, e.msg);
+	}
+	return NG_OK;
+}
+
 int cmd_check(int argc, char **argv)
 {
-	const char *snaps[CMD_MAX_MULTI];
-	size_t nsnaps = 0;
+	struct cmd_multi snaps = {0};
 	const char *nd = NULL, *now_s = NULL;
-	for (int i = 0; i < argc; i++) {
-		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-		if (strcmp(argv[i], "--snapshot") == 0 && val && nsnaps < CMD_MAX_MULTI)
-			snaps[nsnaps++] = argv[++i];
-		else if (strcmp(argv[i], "--nd") == 0 && val)
-			nd = argv[++i];
-		else if (strcmp(argv[i], "--now") == 0 && val)
-			now_s = argv[++i];
-		else {
-			(void)fprintf(stderr,
-				      "nodegate check: unexpected \"%s\" (see nodegate --help)\n",
-				      argv[i]);
-			return 2;
-		}
+	const struct cmd_opt opts[] = {
+	    {"snapshot", CMD_OPT_MULTI, &snaps, "FILE",
+	     "Cluster state: `kubectl get ... -o json` or `-o yaml` output (a List of mixed kinds, "
+	     "a ...List, or one object). Later files replace objects of the same identity. "
+	     "Required.",
+	     0, 0},
+	    {"nd", CMD_OPT_STR, &nd, "FILE", "The NodeDisruption to decide (JSON). Required.", 0,
+	     0},
+	    {"now", CMD_OPT_STR, &now_s, "TIME",
+	     "Decide as of this RFC 3339 time (e.g. 2026-11-22T00:00:00Z) instead of now, for "
+	     "retry.deadline.",
+	     0, 0},
+	};
+	int rc = cmd_opts_parse("check", opts, sizeof(opts) / sizeof(opts[0]), argc, argv);
+	if (rc != 0)
+		return rc > 0 ? 0 : 2;
+	if (!snaps.n || !nd) {
+		(void)fprintf(stderr,
+			      "nodegate check: --snapshot FILE and --nd FILE are required\n");
+		return 2;
 	}
 	int64_t now_wall_ms = ng_now_wall_ms();
-	if (!nsnaps || !nd ||
-	    (now_s && ng_parse_rfc3339_ms(now_s, strlen(now_s), &now_wall_ms) != NG_OK)) {
-		(void)fprintf(stderr, "nodegate check: --snapshot FILE and --nd FILE are required; "
-				      "--now takes an RFC 3339 time\n");
+	if (now_s && ng_parse_rfc3339_ms(now_s, strlen(now_s), &now_wall_ms) != NG_OK) {
+		(void)fprintf(stderr,
+			      "nodegate check: --now \"%s\": expected an RFC 3339 time, e.g. "
+			      "2026-11-22T00:00:00Z\n",
+			      now_s);
 		return 2;
 	}
 	struct ng_err err = {0};
@@ -48,11 +75,12 @@ int cmd_check(int argc, char **argv)
 	struct ng_arena *arena = ng_arena_create(NG_REQUEST_ARENA_CAP_BYTES * 8);
 	struct ng_buf out;
 	ng_buf_init(&out, 16u << 20);
-	int rc = 2, code = 0;
+	int code = 0;
+	rc = 2;
 	bool granted = false;
-	if (kube_snapshot_load_files(snaps, nsnaps, &snap, &err) != NG_OK ||
+	if (kube_snapshot_load_files(snaps.v, snaps.n, &snap, &err) != NG_OK ||
 	    ng_read_file(nd, NG_MAX_BODY_BYTES, "--nd", false, &body, &len, &err) != NG_OK ||
-	    !arena ||
+	    read_yaml(nd, &body, &len, &err) != NG_OK || !arena ||
 	    srv_evaluate(body, len, arena, snap, now_wall_ms, &out, &code, &granted, &err) !=
 		NG_OK) {
 		(void)fprintf(stderr, "nodegate check: %s\n",

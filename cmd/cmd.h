@@ -10,6 +10,7 @@
 #ifndef NG_CMD_CMD_H
 #define NG_CMD_CMD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +23,22 @@
 struct cmd_multi {
 	const char *v[CMD_MAX_MULTI];
 	size_t n;
+};
+
+/* A flag of a subcommand without a configuration table of its own (certs, check). */
+enum cmd_opt_type {
+	CMD_OPT_STR,   /* dst: const char ** */
+	CMD_OPT_INT,   /* dst: int64_t *, within min..max */
+	CMD_OPT_MULTI, /* dst: struct cmd_multi *, repeatable */
+};
+
+struct cmd_opt {
+	const char *name; /* without the leading "--" */
+	enum cmd_opt_type type;
+	void *dst;       /* borrowed; holds the default before parsing (shown by --help) */
+	const char *arg; /* the value's placeholder in --help: "DIR" */
+	const char *doc; /* one paragraph for --help */
+	int64_t min, max;
 };
 
 /* nodegate serve's configuration: one field per entry of the flag table (cmd/flags.c). Integer
@@ -76,10 +93,28 @@ enum cmd_kind {
  * Fills @c (caller storage) from the flag table's defaults, then the environment variables,
  * then @argc/@argv (serve's arguments, after the subcommand), each overriding the one before.
  * @argv is borrowed and must outlive @c. Returns 0, or -1 after printing the error (@c is then
- * partly filled and must not be used). `--help` prints the usage to stdout and exits the
- * process with 0.
+ * partly filled and must not be used). `--help` or `-h` prints @cmd's usage and flags to
+ * stdout and exits the process with 0.
  */
 int cmd_flags_parse(enum cmd_kind cmd, int argc, char **argv, struct cmd_serve_config *c);
+
+/**
+ * Parses @argc/@argv (borrowed; the arguments after subcommand @cmd, e.g. "certs") against
+ * @opts (@n entries): "--name VALUE" or "--name=VALUE". Every refusal says which flag and why,
+ * an integer's its range ("--days \"3651\": must be an integer between 1 and 3650"). Returns 0;
+ * 1 after printing @cmd's usage and flags to stdout for --help or -h (exit with 0, nothing
+ * parsed); or -1 after printing the error to stderr (the @dst of flags read so far are
+ * written).
+ */
+int cmd_opts_parse(const char *cmd, const struct cmd_opt *opts, size_t n, int argc, char **argv);
+
+/**
+ * @val as an integer in @min..@max into *@ret for the flag --@name; -1 after printing
+ * "@prefix: --@name \"@val\": must be an integer between @min and @max" to stderr (*@ret
+ * untouched). The one message every integer flag of every subcommand gives.
+ */
+int cmd_parse_int_flag(const char *prefix, const char *name, const char *val, int64_t min,
+		       int64_t max, int64_t *ret);
 
 /** "ADDR:PORT" or "[V6]:PORT" into @host (@hostcap bytes) and @port. 0, or -1 if malformed. */
 int cmd_split_listen(const char *s, char *host, size_t hostcap, uint16_t *port);
@@ -93,8 +128,11 @@ int cmd_set_log_level(const char *level);
 /** This replica's name into @out (@cap bytes): --identity @flag, else hostname_pid. */
 void cmd_identity(const char *flag, char *out, size_t cap);
 
-/** Prints the usage of every subcommand and serve's flags to @f (borrowed). */
+/** Prints `nodegate --help` to @f (borrowed): every subcommand with one line each. */
 void cmd_usage(FILE *f);
+
+/** Whether @name is a subcommand cmd_usage() lists. */
+bool cmd_known(const char *name);
 
 /** Prints docs/config.md, generated from the flag table, to stdout. */
 void cmd_dump_config_doc(void);

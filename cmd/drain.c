@@ -47,7 +47,9 @@ static int configure(struct drainer *d, int argc, char **argv)
 		return 2;
 	if (cmd_split_listen(c->listen, d->host, sizeof(d->host), &d->port) != 0) {
 		(void)fprintf(
-		    stderr, "nodegate: --listen \"%s\": expected ADDR:PORT, e.g. 127.0.0.1:8082\n",
+		    stderr,
+		    "nodegate: --listen \"%s\": expected ADDR:PORT with PORT between 0 and 65535, "
+		    "e.g. 127.0.0.1:8082\n",
 		    c->listen);
 		return 2;
 	}

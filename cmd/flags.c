@@ -56,8 +56,8 @@ static const struct flag serve_flags[] = {
      "Name of the gate's Lease."},
     {"snapshot", "NG_SNAPSHOT", F_MULTI, OFF(snapshots), NULL, 0, 0, "FILE",
      "Decide from cluster state in files instead of an API server: `kubectl get ... -o json` "
-     "output (a List of mixed kinds, a ...List, or one object). Repeatable; later files "
-     "replace objects of the same identity. SIGHUP reloads them."},
+     "or `-o yaml` output (a List of mixed kinds, a ...List, or one object). Repeatable; later "
+     "files replace objects of the same identity. SIGHUP reloads them."},
     {"log-level", "NG_LOG_LEVEL", F_STR, OFF(log_level), "info", 0, 0, "LEVEL",
      "debug, info, warn or error."},
     {"eviction-mode", "NG_EVICTION_MODE", F_STR, OFF(eviction_mode), "Enforce", 0, 0, "MODE",
@@ -196,6 +196,54 @@ static bool takes(enum cmd_kind cmd, size_t k, const char **ret_def, const char 
 				    strcmp(serve_flags[k].name, "self-selector") != 0);
 }
 
+/* One subcommand: the line `nodegate --help` gives it, and what its own --help says above its
+ * flags. Every subcommand main.c dispatches is here, and a test holds the two lists together. */
+struct cmd_info {
+	const char *name, *summary, *synopsis, *about;
+};
+
+static const struct cmd_info commands[] = {
+    {"serve", "the admission webhooks, the gate, POST /v1/evaluate and /metrics", "[FLAGS]",
+     "The admission webhooks (POST /validate/eviction, /validate/nodedisruption, "
+     "/validate/nodedisruption-status, /validate/budget, /mutate/nodedisruption), the gate "
+     "(grants and rejects NodeDisruptions; the replica holding its lease decides), the admin "
+     "listener (POST /v1/evaluate, GET /debug/cache) and /healthz, /readyz, /metrics, until "
+     "SIGTERM or SIGINT. Exit status 0 after a signal, 1 when something fails to start, 2 for a "
+     "bad flag."},
+    {"drain", "the drainer: cordons, evicts and runs the operation of Granted requests", "[FLAGS]",
+     "The drainer. For every Granted NodeDisruption with spec.drain or spec.operation: cordon, "
+     "wait, evict, run the operation, and give the nodes back when the request is deleted (the "
+     "replica holding its lease acts). Serves /healthz, /readyz and /metrics until SIGTERM or "
+     "SIGINT. Exit status as serve's."},
+    {"check", "decides a NodeDisruption offline against snapshot files, as the gate would",
+     "--snapshot FILE [--snapshot FILE...] --nd FILE [--now TIME]",
+     "Decides the NodeDisruption in --nd (JSON or YAML) against the cluster in the snapshot "
+     "files (kubectl get -o json or -o yaml output) as the gate would, health hooks aside, and "
+     "prints the decision as JSON. "
+     "Exit status 0 when it would be Granted, 1 when not, 2 when it is invalid or a file cannot "
+     "be read."},
+    {"certs", "writes a CA and a serving certificate for the webhook; prints the caBundle",
+     "--out DIR [--service NAME] [--namespace NS] [--dns NAME...] [--ip ADDR...] [--days N]",
+     "Writes a CA (ca.crt, ca.key) and a serving certificate it signs (tls.crt, tls.key) for "
+     "the Service's names into DIR, never over an existing file, and prints the CA as base64: "
+     "the caBundle of the webhook configurations (docs/certificates.md). Exit status 0, 1 when "
+     "a file cannot be written, 2 for bad flags."},
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct cmd_info *find_command(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+static void print_synopsis(FILE *f, const struct cmd_info *ci)
+{
+	(void)fprintf(f, "Usage: nodegate %s %s\n\n%s\n", ci->name, ci->synopsis, ci->about);
+}
+
 static void print_flags(FILE *f, enum cmd_kind cmd)
 {
 	for (size_t i = 0; i < NFLAGS; i++) {
@@ -203,35 +251,39 @@ static void print_flags(FILE *f, enum cmd_kind cmd)
 		const char *def, *doc;
 		if (!takes(cmd, i, &def, &doc))
 			continue;
-		(void)fprintf(f, "  --%s%s%s  [%s]%s%s%s\n      %s\n", fl->name,
-			      *fl->arg ? " " : "", fl->arg, fl->env, def ? " (default " : "",
-			      def ? def : "", def ? ")" : "", doc);
+		(void)fprintf(f, "  --%s%s%s  [%s]%s%s%s", fl->name, *fl->arg ? " " : "", fl->arg,
+			      fl->env, def ? " (default " : "", def ? def : "", def ? ")" : "");
+		if (fl->type == F_INT)
+			(void)fprintf(f, " (between %lld and %lld)", (long long)fl->min,
+				      (long long)fl->max);
+		(void)fprintf(f, "\n      %s\n", doc);
 	}
+}
+
+/* nodegate serve --help, nodegate drain --help. */
+static void table_help(FILE *f, enum cmd_kind cmd)
+{
+	print_synopsis(f, find_command(cmd == CMD_DRAIN ? "drain" : "serve"));
+	(void)fprintf(f, "\nFlags (each also read from its environment variable, in brackets; "
+			 "a flag given here wins):\n");
+	print_flags(f, cmd);
+	(void)fprintf(f, "  --help, -h\n      This help.\n");
 }
 
 void cmd_usage(FILE *f)
 {
-	(void)fprintf(f,
-		      "Usage: nodegate serve [FLAGS]\n"
-		      "       nodegate drain [FLAGS]\n"
-		      "       nodegate check --snapshot FILE [--snapshot FILE...] --nd FILE "
-		      "[--now TIME]\n"
-		      "       nodegate --version | --help | --dump-config-doc\n\n"
-		      "check: decides the NodeDisruption in --nd against the cluster in the "
-		      "snapshot files (kubectl get -o json output) as the gate would, health "
-		      "hooks aside, and prints the decision as JSON. Exit status 0 when it would "
-		      "be Granted, 1 when not, 2 when it is invalid or a file cannot be read.\n\n"
-		      "drain: the drainer. For every Granted NodeDisruption with spec.drain or "
-		      "spec.operation: cordon, wait, evict, run the operation, and give the nodes "
-		      "back when the request is deleted (the replica holding its lease acts).\n\n"
-		      "serve: the admission webhooks (POST /validate/eviction, "
-		      "/validate/nodedisruption, /validate/nodedisruption-status, "
-		      "/validate/budget, /mutate/nodedisruption), the gate, POST /v1/evaluate, "
-		      "/healthz, /readyz, /metrics.\n\nserve's flags (each also read from its "
-		      "environment variable; flags win):\n");
-	print_flags(f, CMD_SERVE);
-	(void)fprintf(f, "\ndrain's flags:\n");
-	print_flags(f, CMD_DRAIN);
+	(void)fprintf(f, "Usage: nodegate COMMAND [FLAGS]\n\nCommands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		(void)fprintf(f, "  %-7s %s\n", commands[i].name, commands[i].summary);
+	(void)fprintf(f, "\n`nodegate COMMAND --help` (or -h, or `nodegate help COMMAND`) shows a "
+			 "command's usage and flags.\n"
+			 "`nodegate --version` prints the version; `nodegate --dump-config-doc` "
+			 "prints docs/config.md, serve's and drain's flags.\n");
+}
+
+bool cmd_known(const char *name)
+{
+	return find_command(name) != NULL;
 }
 
 static void doc_table(enum cmd_kind cmd)
@@ -242,8 +294,12 @@ static void doc_table(enum cmd_kind cmd)
 		const char *def, *doc;
 		if (!takes(cmd, i, &def, &doc))
 			continue;
-		(void)printf("| `--%s%s%s` | `%s` | %s%s%s | %s |\n", fl->name, *fl->arg ? " " : "",
-			     fl->arg, fl->env, def ? "`" : "", def ? def : "", def ? "`" : "", doc);
+		(void)printf("| `--%s%s%s` | `%s` | %s%s%s", fl->name, *fl->arg ? " " : "", fl->arg,
+			     fl->env, def ? "`" : "", def ? def : "", def ? "`" : "");
+		if (fl->type == F_INT)
+			(void)printf(" (between %lld and %lld)", (long long)fl->min,
+				     (long long)fl->max);
+		(void)printf(" | %s |\n", doc);
 	}
 }
 
@@ -253,7 +309,10 @@ void cmd_dump_config_doc(void)
 	(void)printf("# nodegate: configuration\n\n"
 		     "Generated by `nodegate --dump-config-doc`; a test keeps this file and the "
 		     "binary in step.\nEach flag can also be set by its environment variable; a "
-		     "flag given on the command line wins.\n\n## nodegate serve\n\n");
+		     "flag given on the command line wins. `nodegate certs` and `nodegate check` "
+		     "take flags of their own, without environment variables: see `nodegate "
+		     "certs --help` ([certificates.md](certificates.md)) and `nodegate check "
+		     "--help` ([gate.md](gate.md)).\n\n## nodegate serve\n\n");
 	doc_table(CMD_SERVE);
 	(void)printf("\n## nodegate drain\n\n");
 	doc_table(CMD_DRAIN);
@@ -292,21 +351,124 @@ static int set_flag(struct cmd_serve_config *c, const struct flag *fl, const cha
 			      fl->name, val);
 		return -1;
 	case F_INT: {
-		int64_t v;
-		ng_status st = ng_parse_i64(val, strlen(val), fl->min, fl->max, &v);
-		if (st != NG_OK) {
-			(void)fprintf(stderr,
-				      "nodegate: %s: --%s \"%s\": expected an integer in "
-				      "%lld..%lld\n",
-				      origin, fl->name, val, (long long)fl->min,
-				      (long long)fl->max);
-			return -1;
-		}
-		*(int64_t *)(base + fl->off) = v;
-		return 0;
+		char prefix[96];
+		ng_fmt(prefix, sizeof(prefix), "nodegate: %s", origin);
+		return cmd_parse_int_flag(prefix, fl->name, val, fl->min, fl->max,
+					  (int64_t *)(base + fl->off));
 	}
 	}
 	return -1;
+}
+
+int cmd_parse_int_flag(const char *prefix, const char *name, const char *val, int64_t min,
+		       int64_t max, int64_t *ret)
+{
+	if (ng_parse_i64(val, strlen(val), min, max, ret) == NG_OK)
+		return 0;
+	(void)fprintf(stderr, "%s: --%s \"%s\": must be an integer between %lld and %lld\n", prefix,
+		      name, val, (long long)min, (long long)max);
+	return -1;
+}
+
+/* The option of @opts that @arg ("--name" or "--name=value") names, or NULL; *@ret_val is the
+ * text after '=' or NULL. */
+static const struct cmd_opt *find_opt(const struct cmd_opt *opts, size_t n, const char *arg,
+				      const char **ret_val)
+{
+	if (strncmp(arg, "--", 2) != 0)
+		return NULL;
+	for (size_t k = 0; k < n; k++) {
+		size_t len = strlen(opts[k].name);
+		if (strncmp(arg + 2, opts[k].name, len) == 0 &&
+		    (arg[2 + len] == '\0' || arg[2 + len] == '=')) {
+			*ret_val = arg[2 + len] == '=' ? arg + 3 + len : NULL;
+			return &opts[k];
+		}
+	}
+	return NULL;
+}
+
+/* nodegate certs --help, nodegate check --help. The defaults shown are the values in the
+ * destinations before parsing, so the help cannot drift from the code. */
+static void opts_help(FILE *f, const char *cmd, const struct cmd_opt *opts, size_t n)
+{
+	const struct cmd_info *ci = find_command(cmd);
+	if (ci)
+		print_synopsis(f, ci);
+	(void)fprintf(f, "\nFlags:\n");
+	for (size_t k = 0; k < n; k++) {
+		const struct cmd_opt *o = &opts[k];
+		(void)fprintf(f, "  --%s %s", o->name, o->arg);
+		if (o->type == CMD_OPT_STR && *(const char *const *)o->dst)
+			(void)fprintf(f, " (default %s)", *(const char *const *)o->dst);
+		if (o->type == CMD_OPT_INT)
+			(void)fprintf(f, " (default %lld; between %lld and %lld)",
+				      (long long)*(const int64_t *)o->dst, (long long)o->min,
+				      (long long)o->max);
+		if (o->type == CMD_OPT_MULTI)
+			(void)fprintf(f, " (repeatable, up to %d)", CMD_MAX_MULTI);
+		(void)fprintf(f, "\n      %s\n", o->doc);
+	}
+	(void)fprintf(f, "  --help, -h\n      This help.\n");
+}
+
+int cmd_opts_parse(const char *cmd, const struct cmd_opt *opts, size_t n, int argc, char **argv)
+{
+	/* --help first, wherever it is (but not as a flag's value), so the defaults it shows are
+	 * the defaults and not what the flags before it set. */
+	for (int i = 0; i < argc; i++) {
+		const char *val;
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			opts_help(stdout, cmd, opts, n);
+			return 1;
+		}
+		if (find_opt(opts, n, argv[i], &val) && !val)
+			i++;
+	}
+	char prefix[64];
+	ng_fmt(prefix, sizeof(prefix), "nodegate %s", cmd);
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i], *val = NULL;
+		if (strncmp(a, "--", 2) != 0) {
+			(void)fprintf(stderr, "%s: unexpected argument \"%s\" (see %s --help)\n",
+				      prefix, a, prefix);
+			return -1;
+		}
+		const struct cmd_opt *o = find_opt(opts, n, a, &val);
+		if (!o) {
+			(void)fprintf(stderr, "%s: unknown flag \"%s\" (see %s --help)\n", prefix,
+				      a, prefix);
+			return -1;
+		}
+		if (!val && i + 1 >= argc) {
+			(void)fprintf(stderr, "%s: --%s needs a value (%s)\n", prefix, o->name,
+				      o->arg);
+			return -1;
+		}
+		if (!val)
+			val = argv[++i];
+		switch (o->type) {
+		case CMD_OPT_STR:
+			*(const char **)o->dst = val;
+			break;
+		case CMD_OPT_INT:
+			if (cmd_parse_int_flag(prefix, o->name, val, o->min, o->max,
+					       (int64_t *)o->dst) != 0)
+				return -1;
+			break;
+		case CMD_OPT_MULTI: {
+			struct cmd_multi *m = o->dst;
+			if (m->n == CMD_MAX_MULTI) {
+				(void)fprintf(stderr, "%s: --%s given more than %d times\n", prefix,
+					      o->name, CMD_MAX_MULTI);
+				return -1;
+			}
+			m->v[m->n++] = val;
+			break;
+		}
+		}
+	}
+	return 0;
 }
 
 /* The flag that @arg (after its "--") names, as "name" or "name=value"; NULL if none. On a
@@ -352,21 +514,19 @@ static int apply_args(enum cmd_kind cmd, int argc, char **argv, struct cmd_serve
 {
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			cmd_usage(stdout);
-			exit(0);
-		}
 		if (strncmp(a, "--", 2) != 0) {
 			(void)fprintf(stderr,
-				      "nodegate %s: unexpected argument \"%s\" (see --help)\n",
-				      cmd_name(cmd), a);
+				      "nodegate %s: unexpected argument \"%s\" (see nodegate %s "
+				      "--help)\n",
+				      cmd_name(cmd), a, cmd_name(cmd));
 			return -1;
 		}
 		const char *val;
 		const struct flag *fl = find_flag(cmd, a + 2, &val);
 		if (!fl) {
-			(void)fprintf(stderr, "nodegate %s: unknown flag \"%s\" (see --help)\n",
-				      cmd_name(cmd), argv[i]);
+			(void)fprintf(stderr,
+				      "nodegate %s: unknown flag \"%s\" (see nodegate %s --help)\n",
+				      cmd_name(cmd), argv[i], cmd_name(cmd));
 			return -1;
 		}
 		if (!val && fl->type == F_BOOL) {
@@ -392,6 +552,19 @@ static const char *cmd_name(enum cmd_kind cmd)
 
 int cmd_flags_parse(enum cmd_kind cmd, int argc, char **argv, struct cmd_serve_config *c)
 {
+	/* --help wherever it is (but not as a flag's value), before a bad flag or environment
+	 * variable could stop it: help is what someone with a wrong command line wants. */
+	for (int i = 0; i < argc; i++) {
+		const char *val;
+		const struct flag *fl =
+		    strncmp(argv[i], "--", 2) == 0 ? find_flag(cmd, argv[i] + 2, &val) : NULL;
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			table_help(stdout, cmd);
+			exit(0);
+		}
+		if (fl && !val && fl->type != F_BOOL)
+			i++;
+	}
 	memset(c, 0, sizeof(*c));
 	for (size_t i = 0; i < NFLAGS; i++) {
 		const char *def, *doc;

@@ -18,12 +18,29 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
-		cmd_usage(stdout);
-		return 0;
+		if (argc == 2) {
+			cmd_usage(stdout);
+			return 0;
+		}
+		if (!cmd_known(argv[2])) {
+			(void)fprintf(stderr, "nodegate: unknown command \"%s\"\n\n", argv[2]);
+			cmd_usage(stderr);
+			return 2;
+		}
+		/* nodegate help certs is nodegate certs --help. */
+		static char help[] = "--help";
+		argv[1] = argv[2];
+		argv[2] = help;
+		argc = 3;
 	}
 	if (strcmp(argv[1], "--dump-config-doc") == 0) {
 		cmd_dump_config_doc();
 		return 0;
+	}
+	if (!cmd_known(argv[1])) {
+		(void)fprintf(stderr, "nodegate: unknown command \"%s\" (see nodegate --help)\n",
+			      argv[1]);
+		return 2;
 	}
 	bool serve = strcmp(argv[1], "serve") == 0;
 	if (serve || strcmp(argv[1], "drain") == 0) {

@@ -300,8 +300,8 @@ static int configure_admin(struct serve *s)
 	if (cmd_split_listen(c->admin_listen, s->admin_host, sizeof(s->admin_host),
 			     &s->admin_port) != 0) {
 		(void)fprintf(stderr,
-			      "nodegate: --admin-listen \"%s\": expected ADDR:PORT (e.g. "
-			      "127.0.0.1:8081) or off\n",
+			      "nodegate: --admin-listen \"%s\": expected ADDR:PORT with PORT "
+			      "between 0 and 65535 (e.g. 127.0.0.1:8081) or off\n",
 			      c->admin_listen);
 		return 2;
 	}
@@ -354,8 +354,8 @@ static int configure(struct serve *s, int argc, char **argv)
 	}
 	if (cmd_split_listen(c->listen, s->host, sizeof(s->host), &s->port) != 0) {
 		(void)fprintf(stderr,
-			      "nodegate: --listen \"%s\": expected ADDR:PORT, e.g. 0.0.0.0:8443 or "
-			      "[::]:8443\n",
+			      "nodegate: --listen \"%s\": expected ADDR:PORT with PORT between 0 "
+			      "and 65535, e.g. 0.0.0.0:8443 or [::]:8443\n",
 			      c->listen);
 		return 2;
 	}

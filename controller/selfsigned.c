@@ -77,7 +77,8 @@ static ng_status create_ca(const struct selfsigned_config *cfg, struct kube_clie
 			   struct ca *ret, bool *ret_taken, struct ng_err *reterr)
 {
 	*ret_taken = false;
-	const struct cert_request r = {cfg->service_name, cfg->service_ns, NULL, 0, CA_DAYS};
+	const struct cert_request r = {
+	    .service = cfg->service_name, .ns = cfg->service_ns, .days = CA_DAYS};
 	struct cert_pair p;
 	ng_status st = cert_generate(&r, &p, reterr);
 	if (st != NG_OK)
@@ -163,7 +164,8 @@ static ng_status load_or_create_ca(const struct selfsigned_config *cfg, struct k
 static ng_status issue(const struct selfsigned_config *cfg, const struct ca *ca,
 		       struct selfsigned_first *ret, struct ng_err *reterr)
 {
-	const struct cert_request r = {cfg->service_name, cfg->service_ns, NULL, 0, 1};
+	const struct cert_request r = {
+	    .service = cfg->service_name, .ns = cfg->service_ns, .days = 1};
 	ng_status st = cert_issue(&r, ca->cert, ca->key, cfg->cert_seconds, &ret->cert_pem,
 				  &ret->key_pem, reterr);
 	if (st == NG_OK && cert_not_after(ret->cert_pem, &ret->not_after, reterr) != NG_OK) {

@@ -1,16 +1,15 @@
 /* Kubeconfig and in-cluster configuration (kube/config.h).
  *
- * The kubeconfig is read with libyaml's event API into a small tree kept in a capped arena:
- * events let us refuse aliases before anything is expanded and stop at the depth limit before
- * the tree grows. The tree is then walked for the handful of fields clientcmd defines. */
+ * The kubeconfig is read into a small tree kept in a capped arena by common/yaml.c (libyaml's
+ * event API: aliases refused before anything is expanded, the depth limit enforced before the
+ * tree grows). The tree is then walked for the handful of fields clientcmd defines. */
 #include "kube/config.h"
 
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/file.h"
 #include "common/parse.h"
-
-#include <yaml.h>
+#include "common/yaml.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,153 +21,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- the YAML tree ------------------------------------------------------------------ */
+/* ---- walking the tree (common/yaml.h) ------------------------------------------------- */
 
-enum ykind { Y_SCALAR, Y_MAP, Y_SEQ };
-
-/* A mapping's children alternate key, value (libyaml always emits both). */
-struct ynode {
-	enum ykind kind;
-	bool plain; /* an untagged plain scalar: may be null or a boolean */
-	size_t off; /* byte offset in the input, for ng_err */
-	const char *s;
-	size_t len;
-	struct ynode *first, *last, *next;
-};
-
-struct loader {
-	struct ng_arena *arena;
-	struct ynode *stack[KUBE_CONFIG_MAX_DEPTH];
-	size_t depth;
-	struct ynode *root;
-};
-
-static struct ynode *node_new(struct loader *ld, enum ykind kind, size_t off)
-{
-	struct ynode *n = ng_arena_alloc(ld->arena, sizeof(*n));
-	if (!n)
-		return NULL;
-	memset(n, 0, sizeof(*n));
-	n->kind = kind;
-	n->off = off;
-	return n;
-}
-
-static void node_attach(struct loader *ld, struct ynode *n)
-{
-	if (ld->depth == 0) {
-		ld->root = n;
-		return;
-	}
-	struct ynode *parent = ld->stack[ld->depth - 1];
-	if (parent->last)
-		parent->last->next = n;
-	else
-		parent->first = n;
-	parent->last = n;
-}
-
-static ng_status load_event(struct loader *ld, const yaml_event_t *ev, size_t *ndocs, bool *done,
-			    struct ng_err *err)
-{
-	size_t off = ev->start_mark.index;
-	size_t line = ev->start_mark.line + 1;
-	struct ynode *n;
-	switch (ev->type) {
-	case YAML_STREAM_END_EVENT:
-		*done = true;
-		return NG_OK;
-	case YAML_DOCUMENT_START_EVENT:
-		if (++*ndocs > 1)
-			return ng_err_set(err, NG_EPARSE, off,
-					  "kubeconfig: line %zu: more than one YAML document",
-					  line);
-		return NG_OK;
-	case YAML_ALIAS_EVENT:
-		return ng_err_set(err, NG_EPARSE, off,
-				  "kubeconfig: line %zu: YAML aliases are not supported", line);
-	case YAML_SCALAR_EVENT:
-		n = node_new(ld, Y_SCALAR, off);
-		if (!n)
-			break;
-		n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !ev->data.scalar.tag;
-		n->len = ev->data.scalar.length;
-		n->s = ng_arena_strndup(ld->arena, (const char *)ev->data.scalar.value, n->len);
-		if (!n->s)
-			break;
-		node_attach(ld, n);
-		return NG_OK;
-	case YAML_SEQUENCE_START_EVENT:
-	case YAML_MAPPING_START_EVENT:
-		if (ld->depth == KUBE_CONFIG_MAX_DEPTH)
-			return ng_err_set(err, NG_ELIMIT, off,
-					  "kubeconfig: line %zu: nested deeper than %d levels",
-					  line, KUBE_CONFIG_MAX_DEPTH);
-		n = node_new(ld, ev->type == YAML_MAPPING_START_EVENT ? Y_MAP : Y_SEQ, off);
-		if (!n)
-			break;
-		node_attach(ld, n);
-		ld->stack[ld->depth++] = n;
-		return NG_OK;
-	case YAML_SEQUENCE_END_EVENT:
-	case YAML_MAPPING_END_EVENT:
-		if (ld->depth > 0)
-			ld->depth--;
-		return NG_OK;
-	default:
-		return NG_OK;
-	}
-	return ng_err_set(err, NG_ELIMIT, off, "kubeconfig: line %zu: more than %u bytes of YAML",
-			  line, KUBE_CONFIG_TREE_CAP_BYTES);
-}
-
-static ng_status load_yaml(struct ng_arena *arena, const char *buf, size_t len,
-			   struct ynode **ret_root, struct ng_err *err)
-{
-	yaml_parser_t p;
-	if (!yaml_parser_initialize(&p))
-		return ng_err_set(err, NG_ENOMEM, 0, "kubeconfig: out of memory");
-	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
-	struct loader ld = {.arena = arena};
-	size_t ndocs = 0;
-	bool done = false;
-	ng_status st = NG_OK;
-	while (!done && st == NG_OK) {
-		yaml_event_t ev;
-		if (!yaml_parser_parse(&p, &ev)) {
-			if (p.error == YAML_MEMORY_ERROR) {
-				st = ng_err_set(err, NG_ENOMEM, 0, "kubeconfig: out of memory");
-				break;
-			}
-			st = ng_err_set(err, NG_EPARSE, p.problem_mark.index,
-					"kubeconfig: line %zu column %zu: %s",
-					(size_t)p.problem_mark.line + 1,
-					(size_t)p.problem_mark.column + 1,
-					p.problem ? p.problem : "invalid YAML");
-			break;
-		}
-		st = load_event(&ld, &ev, &ndocs, &done, err);
-		yaml_event_delete(&ev);
-	}
-	yaml_parser_delete(&p);
-	if (st == NG_OK)
-		*ret_root = ld.root;
-	return st;
-}
-
-/* ---- walking it ----------------------------------------------------------------------- */
-
-static bool scalar_is(const struct ynode *n, const char *s)
+static bool scalar_is(const struct ng_yaml_node *n, const char *s)
 {
 	size_t l = strlen(s);
-	return n && n->kind == Y_SCALAR && n->len == l && memcmp(n->s, s, l) == 0;
+	return n && n->kind == NG_YAML_SCALAR && n->len == l && memcmp(n->s, s, l) == 0;
 }
 
-static bool is_null(const struct ynode *n)
+static bool is_null(const struct ng_yaml_node *n)
 {
 	if (!n)
 		return true;
-	if (n->kind != Y_SCALAR)
+	if (n->kind != NG_YAML_SCALAR)
 		return false;
 	if (n->len == 0)
 		return true; /* null, or "" which clientcmd treats as unset */
@@ -178,11 +43,11 @@ static bool is_null(const struct ynode *n)
 
 /* Looks @key up in the mapping @map; *ret is NULL when absent or null. Duplicate keys are refused
  * rather than resolved, so nobody has to guess which one wins. */
-static ng_status map_get(const struct ynode *map, const char *key, const char *where,
-			 const struct ynode **ret, struct ng_err *err)
+static ng_status map_get(const struct ng_yaml_node *map, const char *key, const char *where,
+			 const struct ng_yaml_node **ret, struct ng_err *err)
 {
-	const struct ynode *found = NULL;
-	for (const struct ynode *k = map->first; k && k->next; k = k->next->next) {
+	const struct ng_yaml_node *found = NULL;
+	for (const struct ng_yaml_node *k = map->first; k && k->next; k = k->next->next) {
 		if (!scalar_is(k, key))
 			continue;
 		if (found)
@@ -195,14 +60,14 @@ static ng_status map_get(const struct ynode *map, const char *key, const char *w
 }
 
 /* A string field: *ret is NULL when absent, null or empty. */
-static ng_status get_str(const struct ynode *map, const char *key, const char *where,
-			 const struct ynode **ret, struct ng_err *err)
+static ng_status get_str(const struct ng_yaml_node *map, const char *key, const char *where,
+			 const struct ng_yaml_node **ret, struct ng_err *err)
 {
-	const struct ynode *n = NULL;
+	const struct ng_yaml_node *n = NULL;
 	ng_status st = map_get(map, key, where, &n, err);
 	if (st != NG_OK)
 		return st;
-	if (n && n->kind != Y_SCALAR)
+	if (n && n->kind != NG_YAML_SCALAR)
 		return ng_err_set(err, NG_EPARSE, n->off, "%s.%s: must be a string", where, key);
 	if (n && memchr(n->s, '\0', n->len))
 		return ng_err_set(err, NG_EPARSE, n->off, "%s.%s: contains a NUL byte", where, key);
@@ -210,7 +75,7 @@ static ng_status get_str(const struct ynode *map, const char *key, const char *w
 	return NG_OK;
 }
 
-static bool scalar_in(const struct ynode *n, const char *const *words)
+static bool scalar_in(const struct ng_yaml_node *n, const char *const *words)
 {
 	for (size_t i = 0; words[i]; i++)
 		if (scalar_is(n, words[i]))
@@ -219,14 +84,14 @@ static bool scalar_in(const struct ynode *n, const char *const *words)
 }
 
 /* A boolean field, YAML 1.1 spellings as sigs.k8s.io/yaml accepts them; absent is false. */
-static ng_status get_bool(const struct ynode *map, const char *key, const char *where, bool *ret,
-			  struct ng_err *err)
+static ng_status get_bool(const struct ng_yaml_node *map, const char *key, const char *where,
+			  bool *ret, struct ng_err *err)
 {
 	static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes",
 					  "YES",  "on",   "On",   "ON",  NULL};
 	static const char *const no[] = {"false", "False", "FALSE", "no",  "No",
 					 "NO",    "off",   "Off",   "OFF", NULL};
-	const struct ynode *n = NULL;
+	const struct ng_yaml_node *n = NULL;
 	ng_status st = map_get(map, key, where, &n, err);
 	if (st != NG_OK)
 		return st;
@@ -234,11 +99,11 @@ static ng_status get_bool(const struct ynode *map, const char *key, const char *
 		*ret = false;
 		return NG_OK;
 	}
-	if (n->kind == Y_SCALAR && n->plain && scalar_in(n, yes)) {
+	if (n->kind == NG_YAML_SCALAR && n->plain && scalar_in(n, yes)) {
 		*ret = true;
 		return NG_OK;
 	}
-	if (n->kind == Y_SCALAR && n->plain && scalar_in(n, no)) {
+	if (n->kind == NG_YAML_SCALAR && n->plain && scalar_in(n, no)) {
 		*ret = false;
 		return NG_OK;
 	}
@@ -246,10 +111,10 @@ static ng_status get_bool(const struct ynode *map, const char *key, const char *
 }
 
 /* Refuses a field nodegate does not implement, when it is set. */
-static ng_status refuse(const struct ynode *map, const char *key, const char *what,
+static ng_status refuse(const struct ng_yaml_node *map, const char *key, const char *what,
 			const char *name, const char *why, struct ng_err *err)
 {
-	const struct ynode *n = NULL;
+	const struct ng_yaml_node *n = NULL;
 	ng_status st = map_get(map, key, what, &n, err);
 	if (st != NG_OK)
 		return st;
@@ -261,26 +126,28 @@ static ng_status refuse(const struct ynode *map, const char *key, const char *wh
 
 /* Finds the item of the top-level list @list_key ("clusters") named @name and returns its
  * @inner_key mapping ("cluster"; NULL when the item has none) and its index. */
-static ng_status find_named(const struct ynode *root, const char *list_key, const char *inner_key,
-			    const char *name, const struct ynode **ret_inner, size_t *ret_idx,
+static ng_status find_named(const struct ng_yaml_node *root, const char *list_key,
+			    const char *inner_key, const char *name,
+			    const struct ng_yaml_node **ret_inner, size_t *ret_idx,
 			    struct ng_err *err)
 {
-	const struct ynode *list = NULL;
+	const struct ng_yaml_node *list = NULL;
 	ng_status st = map_get(root, list_key, "kubeconfig", &list, err);
 	if (st != NG_OK)
 		return st;
-	if (list && list->kind != Y_SEQ)
+	if (list && list->kind != NG_YAML_SEQ)
 		return ng_err_set(err, NG_EPARSE, list->off, "%s: must be a list", list_key);
-	const struct ynode *found = NULL;
+	const struct ng_yaml_node *found = NULL;
 	size_t idx = 0, i = 0;
 	size_t nlen = strlen(name);
 	char where[64];
-	for (const struct ynode *item = list ? list->first : NULL; item; item = item->next, i++) {
+	for (const struct ng_yaml_node *item = list ? list->first : NULL; item;
+	     item = item->next, i++) {
 		(void)snprintf(where, sizeof(where), "%s[%zu]", list_key, i);
-		if (item->kind != Y_MAP)
+		if (item->kind != NG_YAML_MAP)
 			return ng_err_set(err, NG_EPARSE, item->off, "%s: must be a mapping",
 					  where);
-		const struct ynode *nm = NULL;
+		const struct ng_yaml_node *nm = NULL;
 		st = get_str(item, "name", where, &nm, err);
 		if (st != NG_OK)
 			return st;
@@ -296,11 +163,11 @@ static ng_status find_named(const struct ynode *root, const char *list_key, cons
 		return ng_err_set(err, NG_ENOTFOUND, 0, "%.8s \"%.60s\" not found", inner_key,
 				  name);
 	(void)snprintf(where, sizeof(where), "%s[%zu]", list_key, idx);
-	const struct ynode *inner = NULL;
+	const struct ng_yaml_node *inner = NULL;
 	st = map_get(found, inner_key, where, &inner, err);
 	if (st != NG_OK)
 		return st;
-	if (inner && inner->kind != Y_MAP)
+	if (inner && inner->kind != NG_YAML_MAP)
 		return ng_err_set(err, NG_EPARSE, inner->off, "%s.%s: must be a mapping", where,
 				  inner_key);
 	*ret_inner = inner;
@@ -417,7 +284,7 @@ static ng_status resolve_path(const char *base_dir, const char *path, char **ret
 }
 
 /* Reads @path_node (relative to @base_dir) as a PEM file for field @where. */
-static ng_status load_pem_file(const struct ynode *path_node, const char *base_dir,
+static ng_status load_pem_file(const struct ng_yaml_node *path_node, const char *base_dir,
 			       const char *where, char **ret, struct ng_err *err)
 {
 	char *path = NULL;
@@ -439,7 +306,7 @@ static ng_status load_pem_file(const struct ynode *path_node, const char *base_d
 }
 
 /* Decodes a *-data field as base64 PEM. */
-static ng_status load_pem_data(const struct ynode *n, const char *where, char **ret,
+static ng_status load_pem_data(const struct ng_yaml_node *n, const char *where, char **ret,
 			       struct ng_err *err)
 {
 	char *p;
@@ -461,13 +328,13 @@ static ng_status load_pem_data(const struct ynode *n, const char *where, char **
 }
 
 /* A PEM that may come from "<key>-data" (base64) or "<key>" (a file), never both. */
-static ng_status get_pem(const struct ynode *map, const char *key, const char *where,
+static ng_status get_pem(const struct ng_yaml_node *map, const char *key, const char *where,
 			 const char *base_dir, const char *what, const char *name, char **ret,
 			 struct ng_err *err)
 {
 	char data_key[64];
 	(void)snprintf(data_key, sizeof(data_key), "%s-data", key);
-	const struct ynode *file, *data;
+	const struct ng_yaml_node *file, *data;
 	ng_status st = get_str(map, key, where, &file, err);
 	if (st == NG_OK)
 		st = get_str(map, data_key, where, &data, err);
@@ -536,7 +403,7 @@ static bool authority_ok(const char *a, size_t len)
 
 /* client-go accepts "host:port" and adds https://; only http and https are meaningful here. The
  * result has no trailing slash, so callers append paths that start with '/'. */
-static ng_status normalize_server(const struct ynode *n, const char *name, char **ret,
+static ng_status normalize_server(const struct ng_yaml_node *n, const char *name, char **ret,
 				  struct ng_err *err)
 {
 	const char *s = n->s;
@@ -593,12 +460,12 @@ static bool host_name_ok(const char *s, size_t len)
 	return true;
 }
 
-static ng_status parse_cluster(const struct ynode *cl, size_t idx, const char *name,
+static ng_status parse_cluster(const struct ng_yaml_node *cl, size_t idx, const char *name,
 			       const char *base_dir, struct kube_config *c, struct ng_err *err)
 {
 	char where[64];
 	(void)snprintf(where, sizeof(where), "clusters[%zu].cluster", idx);
-	const struct ynode *server = NULL, *sni = NULL;
+	const struct ng_yaml_node *server = NULL, *sni = NULL;
 	ng_status st = cl ? get_str(cl, "server", where, &server, err) : NG_OK;
 	if (st != NG_OK)
 		return st;
@@ -637,7 +504,7 @@ static ng_status parse_cluster(const struct ynode *cl, size_t idx, const char *n
 	return NG_OK;
 }
 
-static ng_status parse_user(const struct ynode *u, size_t idx, const char *name,
+static ng_status parse_user(const struct ng_yaml_node *u, size_t idx, const char *name,
 			    const char *base_dir, struct kube_config *c, struct ng_err *err)
 {
 	if (!u)
@@ -672,7 +539,7 @@ static ng_status parse_user(const struct ynode *u, size_t idx, const char *name,
 				  "user \"%.60s\": client-certificate and client-key must be set "
 				  "together",
 				  name);
-	const struct ynode *token, *token_file;
+	const struct ng_yaml_node *token, *token_file;
 	st = get_str(u, "token", where, &token, err);
 	if (st == NG_OK)
 		st = get_str(u, "tokenFile", where, &token_file, err);
@@ -714,17 +581,17 @@ static char *format_str(const char *fmt, const char *a, const char *b)
 	return p;
 }
 
-static ng_status parse_tree(const struct ynode *root, const char *base_dir, const char *context,
-			    struct kube_config *c, struct ng_err *err)
+static ng_status parse_tree(const struct ng_yaml_node *root, const char *base_dir,
+			    const char *context, struct kube_config *c, struct ng_err *err)
 {
 	if (!root)
 		return ng_err_set(err, NG_EPARSE, 0, "kubeconfig: empty");
-	if (root->kind != Y_MAP)
+	if (root->kind != NG_YAML_MAP)
 		return ng_err_set(err, NG_EPARSE, root->off,
 				  "kubeconfig: the top level must be a mapping");
 	const char *ctx_name = context;
 	if (!ctx_name || !ctx_name[0]) {
-		const struct ynode *cur = NULL;
+		const struct ng_yaml_node *cur = NULL;
 		ng_status st = get_str(root, "current-context", "kubeconfig", &cur, err);
 		if (st != NG_OK)
 			return st;
@@ -734,8 +601,8 @@ static ng_status parse_tree(const struct ynode *root, const char *base_dir, cons
 					  "was given");
 		ctx_name = cur->s;
 	}
-	const struct ynode *ctx = NULL, *cl = NULL, *user = NULL;
-	const struct ynode *cluster_name = NULL, *user_name = NULL, *ns = NULL;
+	const struct ng_yaml_node *ctx = NULL, *cl = NULL, *user = NULL;
+	const struct ng_yaml_node *cluster_name = NULL, *user_name = NULL, *ns = NULL;
 	size_t ci, cli, ui = 0;
 	ng_status st = find_named(root, "contexts", "context", ctx_name, &ctx, &ci, err);
 	if (st != NG_OK)
@@ -787,8 +654,9 @@ ng_status kube_config_parse_kubeconfig(const char *buf, size_t len, const char *
 	if (!arena)
 		return ng_err_set(reterr, NG_ENOMEM, 0, "kubeconfig: out of memory");
 	struct kube_config c = {0};
-	struct ynode *root = NULL;
-	ng_status st = load_yaml(arena, buf ? buf : "", len, &root, reterr);
+	struct ng_yaml_node *root = NULL;
+	ng_status st =
+	    ng_yaml_load(buf, len, "kubeconfig", KUBE_CONFIG_MAX_DEPTH, arena, &root, reterr);
 	if (st == NG_OK)
 		st = parse_tree(root, base_dir, context, &c, reterr);
 	if (st == NG_OK)

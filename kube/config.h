@@ -56,8 +56,9 @@ struct kube_config {
  * client-key and tokenFile paths are resolved against @base_dir (borrowed; NULL = the working
  * directory); those files are read now (tokenFile only to check it is readable).
  *
- * YAML is read with libyaml's event API; aliases are refused (billion laughs), as are more than
- * KUBE_CONFIG_MAX_BYTES, nesting deeper than KUBE_CONFIG_MAX_DEPTH, several documents, and users
+ * YAML is read by common/yaml.h (libyaml's event API); aliases are refused (billion laughs), as
+ * are more than KUBE_CONFIG_MAX_BYTES, nesting deeper than KUBE_CONFIG_MAX_DEPTH, a second
+ * document that is not empty, and users
  * with exec, auth-provider, username/password or impersonation (NG_EINVAL). On success fills
  * @ret (caller frees with kube_config_finish()); on failure @ret is untouched and @reterr
  * (optional) says what is wrong, e.g. `context "x" not found`. Any thread. This is also the

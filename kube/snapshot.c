@@ -1,12 +1,14 @@
 /* Snapshots (a pool and one table per resource), their accessors, and building one from
- * `kubectl get -o json` files. */
+ * `kubectl get -o json` (or `-o yaml`) files. */
 #include "kube/internal.h"
 
 #include "common/arena.h"
+#include "common/buf.h"
 #include "common/file.h"
 #include "common/intern.h"
 #include "common/json.h"
 #include "common/limits.h"
+#include "common/yaml.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,7 +146,17 @@ ng_status kube_snapshot_load_files(const char *const *paths, size_t npaths,
 		if (st != NG_OK)
 			break;
 		struct ng_err e = {0};
-		st = kube_builder_add_json(b, buf, len, &e);
+		if (!ng_yaml_is_json(buf, len)) {
+			/* `kubectl get -o yaml`: converted to the JSON `-o json` would have
+			 * printed, under the same cap. */
+			struct ng_buf json;
+			ng_buf_init(&json, NG_MAX_SNAPSHOT_BYTES);
+			st = ng_yaml_to_json(buf, len, "YAML", &json, &e);
+			free(buf);
+			buf = ng_buf_take(&json, &len);
+		}
+		if (st == NG_OK)
+			st = kube_builder_add_json(b, buf, len, &e);
 		free(buf);
 		if (st != NG_OK)
 			(void)ng_err_set(reterr, st, e.offset, "%s: %s", paths[i], e.msg);

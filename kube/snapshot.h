@@ -142,10 +142,11 @@ size_t kube_builder_skipped(const struct kube_builder *b);
 NG_NODISCARD ng_status kube_builder_finish(struct kube_builder *b, struct kube_snapshot **ret_snap);
 
 /**
- * Builds a snapshot from the files at @paths (borrowed; each a `kubectl get -o json` dump, at
- * most NG_MAX_SNAPSHOT_BYTES), with a pool of its own. The caller releases *@ret_snap.
- * NG_EIO/NG_ELIMIT (a file), NG_EPARSE (its content, @reterr names file, item and field),
- * NG_ENOMEM.
+ * Builds a snapshot from the files at @paths (borrowed; each a `kubectl get -o json` or
+ * `-o yaml` dump, at most NG_MAX_SNAPSHOT_BYTES, and YAML at most that once converted to JSON:
+ * ng_yaml_to_json() says what YAML is taken), with a pool of its own. The caller releases
+ * *@ret_snap. NG_EIO/NG_ELIMIT (a file), NG_EPARSE (its content, @reterr names file, item and
+ * field), NG_ENOMEM.
  */
 NG_NODISCARD ng_status kube_snapshot_load_files(const char *const *paths, size_t npaths,
 						struct kube_snapshot **ret_snap,

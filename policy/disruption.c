@@ -818,8 +818,39 @@ static ng_status step7_budgets(struct eval *e, struct ng_arena *arena)
 	return NG_OK;
 }
 
+void pol_decision_reason(struct pol_gate_decision *d)
+{
+	/* Room kept for the tail while more failures follow: " | and " + 20 digits + the rest. */
+	static const char tail[] = " more (status.disruptedDisruptionBudgets lists each)";
+	const size_t reserve = sizeof(" | and ") - 1 + 20 + sizeof(tail);
+	size_t nfail = 0;
+	for (size_t i = 0; i < d->nverdicts; i++)
+		nfail += !d->verdicts[i].ok;
+	if (nfail == 0)
+		return;
+	size_t len = 0, k = 0;
+	d->reason[0] = '\0';
+	if (nfail > 1)
+		ng_fmt(d->reason, sizeof(d->reason), "%zu budgets fail: ", nfail);
+	len = strlen(d->reason);
+	for (size_t i = 0; i < d->nverdicts; i++) {
+		const char *r = d->verdicts[i].reason;
+		if (d->verdicts[i].ok)
+			continue;
+		size_t need = (k ? 3 : 0) + strlen(r) + (k + 1 < nfail ? reserve : 0);
+		if (k > 0 && len + need >= sizeof(d->reason)) {
+			ng_fmt(d->reason + len, sizeof(d->reason) - len, " | and %zu%s", nfail - k,
+			       tail);
+			return;
+		}
+		ng_fmt(d->reason + len, sizeof(d->reason) - len, "%s%s", k ? " | " : "", r);
+		len += strlen(d->reason + len);
+		k++;
+	}
+}
+
 /* Step 9: no failure → Granted; otherwise Pending with retry (step 1 already rejected a
- * request past its deadline), else Rejected. The reason is the first failing budget's. */
+ * request past its deadline), else Rejected. The reason names every failing budget. */
 static void step9_outcome(const struct eval *e, struct pol_gate_decision *d)
 {
 	d->verdicts = e->v;
@@ -829,12 +860,7 @@ static void step9_outcome(const struct eval *e, struct pol_gate_decision *d)
 		ng_fmt(d->reason, sizeof(d->reason), "granted");
 		return;
 	}
-	for (size_t i = 0; i < e->nv; i++) {
-		if (!e->v[i].ok) {
-			ng_fmt(d->reason, sizeof(d->reason), "%s", e->v[i].reason);
-			break;
-		}
-	}
+	pol_decision_reason(d);
 	d->outcome = e->nd->retry ? POL_GATE_PENDING : POL_GATE_REJECT;
 }
 

@@ -98,6 +98,12 @@ enum pol_gate_outcome {
 /** "Granted", "Rejected", "Pending": a static string. */
 const char *pol_gate_outcome_str(enum pol_gate_outcome o);
 
+/* A decision's reason: the condition's message, the Event's and the log line's. It names every
+ * failing budget while they fit (a verdict's reason is under 320 bytes, so at least two whole
+ * ones and the "and K more" tail always do); 1 KiB keeps the Event's message within the 1024
+ * bytes the events.k8s.io API allows an Event's note, and the log line within its 4 KiB. */
+#define POL_REASON_BYTES 1024
+
 /* One budget's verdict on the request, as status.disruptedDisruptionBudgets lists it. */
 struct pol_budget_verdict {
 	enum kube_resource kind; /* KUBE_RES_NDBS or KUBE_RES_ADBS */
@@ -116,8 +122,18 @@ struct pol_gate_decision {
 	size_t nnodes;
 	struct pol_budget_verdict *verdicts; /* every impacted budget, arena memory */
 	size_t nverdicts;
-	char reason[256]; /* why, for a person: the first failure, or "granted" */
+	char reason[POL_REASON_BYTES]; /* why, for a person: every failing budget (bounded, see
+					* pol_decision_reason()), the step that decided, or
+					* "granted" */
 };
+
+/**
+ * Writes @d->reason from @d's failing verdicts: one failure is its verdict's reason; several
+ * are "N budgets fail: R1 | R2 | ..." in the order status.disruptedDisruptionBudgets lists
+ * them, as many as fit in POL_REASON_BYTES, then "| and K more (status.disruptedDisruptionBudgets
+ * lists each)". The first failure always fits whole. Leaves the reason alone when none failed.
+ */
+void pol_decision_reason(struct pol_gate_decision *d);
 
 /**
  * Decides @nd (a request of @s) at @now_wall_ms (wall clock, ms since the epoch) per DESIGN.md

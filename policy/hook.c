@@ -241,11 +241,11 @@ bool pol_hooks_apply(const struct kube_snapshot *s, const struct kube_nd *nd,
 		       "health hook of ApplicationDisruptionBudget %s/%s: %s",
 		       ng_intern_str(pool, c->adb->b.ns, NULL),
 		       ng_intern_str(pool, c->adb->b.name, NULL), c->message);
-		if (!any)
-			ng_fmt(d->reason, sizeof(d->reason), "%s", v->reason);
 		any = true;
 	}
-	if (any)
+	if (any) {
+		pol_decision_reason(d);
 		d->outcome = nd->retry ? POL_GATE_PENDING : POL_GATE_REJECT;
+	}
 	return any;
 }

@@ -416,12 +416,28 @@ gate_case("invalid_adb_spares_other_nodes.json",
           "The invalid ADB of the previous case holds back no node without pods of its namespace: node3 is Granted.",
           [adb("broken", {"maxDisruptions": 1})], nd("nd", {"nodeNames": ["node3"]}),
           "Granted", ["node3"], ["granted"], failed=[])
-gate_case("several_failing_budgets_all_listed.json",
-          "Two NDBs and an ADB all fail: every one is listed, and the reason is the first's.",
-          [ndb("test1", dict(TEST1, maxDisruptedNodes=0)),
+SEVERAL = [ndb("test1", dict(TEST1, maxDisruptedNodes=0)),
            ndb("all", {"nodeSelector": {}, "maxDisruptedNodes": 1}),
            ndb("elsewhere", {"nodeSelector": {"matchLabels": {"testselect": "test2"}}, "maxDisruptedNodes": 0}),
-           adb("db", dict(DB_PODS, maxDisruptions=0))],
-          nd("nd", TEST1), "Rejected", ["node1", "node2"], ["NodeDisruptionBudget test1"],
-          failed=["NodeDisruptionBudget test1", "NodeDisruptionBudget all",
-                  "ApplicationDisruptionBudget default/db"])
+           adb("db", dict(DB_PODS, maxDisruptions=0))]
+SEVERAL_REASON = ["3 budgets fail: ",
+                  "NodeDisruptionBudget test1: 0 of 0 in use; this request adds 2 (limit 0 of 2 nodes)",
+                  " | NodeDisruptionBudget all: 0 of 1 in use; this request adds 2 (limit 1 of 3 nodes)",
+                  " | ApplicationDisruptionBudget default/db: 0 of 0 in use; this request adds 1 (limit 0 of 1 nodes)"]
+SEVERAL_FAILED = ["NodeDisruptionBudget test1", "NodeDisruptionBudget all",
+                  "ApplicationDisruptionBudget default/db"]
+gate_case("several_failing_budgets_all_listed.json",
+          "Two NDBs and an ADB all fail: every one is listed, and the reason names each.",
+          SEVERAL, nd("nd", TEST1), "Rejected", ["node1", "node2"], SEVERAL_REASON,
+          failed=SEVERAL_FAILED)
+gate_case("several_failing_budgets_pending_names_each.json",
+          "The same request with retry waits: its condition names each failing budget, not only the first.",
+          SEVERAL, nd("nd", dict(TEST1, **RETRY)), "Pending", ["node1", "node2"], SEVERAL_REASON,
+          failed=SEVERAL_FAILED)
+gate_case("many_failing_budgets_named_within_a_bound.json",
+          "Thirty failing NDBs: the reason names the first ones whole, then says how many more, within 1 KiB.",
+          [ndb(f"pool-{i:02d}", dict(TEST1, maxDisruptedNodes=0)) for i in range(30)],
+          nd("nd", dict(TEST1, **RETRY)), "Pending", ["node1", "node2"],
+          ["30 budgets fail: NodeDisruptionBudget pool-00: 0 of 0 in use; this request adds 2 (limit 0 of 2 nodes)",
+           " | NodeDisruptionBudget pool-01: ", " more (status.disruptedDisruptionBudgets lists each)"],
+          failed=[f"NodeDisruptionBudget pool-{i:02d}" for i in range(30)])

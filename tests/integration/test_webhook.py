@@ -8,6 +8,7 @@ import base64
 import http.client
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -54,6 +55,28 @@ def review(name, ns="default", uid="uid-1", user="alice"):
         "object": {"kind": "Eviction", "apiVersion": "policy/v1",
                    "metadata": {"name": name, "namespace": ns}},
         "dryRun": False}}
+
+
+def to_yaml(v, indent=0):
+    """v as block-style YAML, the way `kubectl get -o yaml` writes it: plain scalars where YAML
+    reads them back as the same string, quoted otherwise."""
+    pad = "  " * indent
+    if isinstance(v, dict):
+        if not v:
+            return " {}\n"
+        return "\n" + "".join(f"{pad}{scalar_yaml(k)}:{to_yaml(x, indent + 1)}" for k, x in v.items())
+    if isinstance(v, list):
+        if not v:
+            return " []\n"
+        return "\n" + "".join(f"{pad}-{to_yaml(x, indent + 1)}" for x in v)
+    return " " + scalar_yaml(v) + "\n"
+
+
+def scalar_yaml(v):
+    if isinstance(v, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_./-]*", v) and v.lower() not in (
+            "y", "n", "yes", "no", "on", "off", "true", "false", "null"):
+        return v
+    return json.dumps(v, ensure_ascii=False)
 
 
 class Server:
@@ -557,6 +580,63 @@ class LifecycleTest(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("missing.json", err)
 
+    def check_files(self, nd, *snapshots):
+        args = [BINARY, "check", "--now", "2026-11-22T00:00:00Z", "--nd", nd]
+        for f in snapshots:
+            args += ["--snapshot", f]
+        p = subprocess.run(WRAPPER + args, capture_output=True, text=True, timeout=60 * SLOW)
+        return p.returncode, p.stdout, p.stderr
+
+    def test_check_reads_yaml_as_kubectl_users_write_it(self):
+        """--nd (and --snapshot) files in YAML, as kubectl users write them and `kubectl get
+        -o yaml` prints them, decide exactly as their JSON does."""
+        demo = os.path.join(ROOT, "examples", "demo-cluster.json")
+        nd_yaml = os.path.join(ROOT, "examples", "nodedisruption.yaml")
+        nd_json = os.path.join(ROOT, "examples", "nodedisruption.json")
+        want = self.check_files(nd_json, demo)
+        self.assertIn(want[0], (0, 1), want[2])
+        self.assertEqual(self.check_files(nd_yaml, demo), want)
+        # A YAML snapshot, written as `kubectl get -o yaml` writes: block style, plain scalars.
+        with open(demo, encoding="utf-8") as f:
+            cluster = json.load(f)
+        snap_yaml = os.path.join(self.tmp, "cluster.yaml")
+        with open(snap_yaml, "w", encoding="utf-8") as f:
+            f.write("# kubectl get nodes,pods,... -o yaml\n" + to_yaml(cluster).lstrip("\n"))
+        self.assertEqual(self.check_files(nd_yaml, snap_yaml), want)
+        fixture = os.path.join(ROOT, "tests", "e2e", "fixture-f.json")
+        with open(fixture, encoding="utf-8") as f:
+            fixture_yaml = os.path.join(self.tmp, "fixture-f.yaml")
+            with open(fixture_yaml, "w", encoding="utf-8") as out:
+                out.write(to_yaml(json.load(f)))
+        self.assertEqual(self.check_files(nd_yaml, fixture_yaml), self.check_files(nd_yaml, fixture))
+        with open(nd_yaml, encoding="utf-8") as f:
+            example = f.read()
+        # A trailing "---" (an empty document) is fine; a second request is not: one file,
+        # one request, one answer and exit status.
+        path = os.path.join(self.tmp, "nd.yaml")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(example + "---\n")
+        self.assertEqual(self.check_files(path, demo), want)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(example + "---\n" + example)
+        rc, _, err = self.check_files(path, demo)
+        self.assertEqual(rc, 2)
+        line = example.count("\n") + 2 + 3  # the second document's first key
+        self.assertIn(f"--nd {path}: YAML: line {line}: more than one YAML document", err)
+        # Malformed YAML says where; it is no longer "malformed JSON at byte 0".
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("spec:\n  nodeNames: [node1\n")
+        rc, _, err = self.check_files(path, demo)
+        self.assertEqual(rc, 2)
+        self.assertRegex(err, r"--nd .*nd\.yaml: YAML: line \d+ column \d+: ")
+        self.assertNotIn("malformed JSON", err)
+        # Bounded as JSON is: the JSON a YAML file converts to is held to the 3 MiB of --nd.
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("spec: {nodeNames: [" + "a," * (1 << 20) + "]}\n")
+        rc, _, err = self.check_files(path, demo)
+        self.assertEqual(rc, 2)
+        self.assertIn("more than 3145728 bytes as JSON", err)
+
     def test_certs_make_a_ca_and_a_serving_certificate_serve_uses(self):
         out = os.path.join(self.tmp, "certs")
         os.mkdir(out)
@@ -595,6 +675,49 @@ class LifecycleTest(unittest.TestCase):
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 2)
         self.assertIn("DNS labels", p.stderr)
+
+    def test_certs_ip_sans_verify_a_webhook_called_by_address(self):
+        """A webhook registered as https://127.0.0.1:PORT: the client checks the address against
+        the certificate's IP SANs, so --ip, and a --dns value that is an address, must write
+        IP SANs (a DNS SAN "127.0.0.1" never verifies)."""
+        for flag in ("--ip", "--dns"):
+            out = os.path.join(self.tmp, "certs" + flag)
+            os.mkdir(out)
+            p = subprocess.run(WRAPPER + [BINARY, "certs", "--out", out, flag, "127.0.0.1",
+                                          "--ip", "::1", "--dns", "localhost"],
+                               capture_output=True, text=True, timeout=60 * SLOW)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            crt, ca = os.path.join(out, "tls.crt"), os.path.join(out, "ca.crt")
+            text = subprocess.run(["openssl", "x509", "-in", crt, "-noout", "-ext", "subjectAltName"],
+                                  capture_output=True, text=True, check=True, timeout=30).stdout
+            sans = [s.strip() for s in text.splitlines()[1].split(",")]
+            self.assertEqual(sorted(sans), sorted([
+                "DNS:nodegate", "DNS:nodegate.nodegate", "DNS:nodegate.nodegate.svc",
+                "DNS:nodegate.nodegate.svc.cluster.local", "DNS:localhost",
+                "IP Address:127.0.0.1", "IP Address:0:0:0:0:0:0:0:1"]), flag)
+            srv = Server(self.tmp, cert=crt, key=os.path.join(out, "tls.key"))
+            try:
+                # Python's ssl checks an IP server_hostname against IP SANs (OpenSSL's
+                # X509_VERIFY_PARAM_set1_ip), as Go's crypto/tls in the API server does.
+                ctx = ssl.create_default_context(cafile=ca)
+                with socket.create_connection(("127.0.0.1", srv.port), timeout=10 * SLOW) as raw:
+                    with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                        self.assertIn(("IP Address", "127.0.0.1"), tls.getpeercert()["subjectAltName"])
+                if shutil.which("curl"):
+                    c = subprocess.run(["curl", "-sS", "--cacert", ca, "-o", "/dev/null", "-w",
+                                        "%{http_code}", f"https://127.0.0.1:{srv.port}/metrics"],
+                                       capture_output=True, text=True, timeout=30 * SLOW)
+                    self.assertEqual((c.returncode, c.stdout), (0, "200"), c.stderr)
+                # The same CA does not vouch for another address.
+                with socket.create_connection(("127.0.0.1", srv.port), timeout=10 * SLOW) as raw:
+                    with self.assertRaises(ssl.SSLCertVerificationError):
+                        ctx.wrap_socket(raw, server_hostname="127.0.0.2")
+            finally:
+                self.assertEqual(srv.stop(), 0)
+        p = subprocess.run([BINARY, "certs", "--out", self.tmp, "--ip", "localhost"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn('"localhost" is not an IPv4 or IPv6 address', p.stderr)
 
     def peer(self, port, ca, name="nodegate.nodegate.svc"):
         """(serial, notAfter) of the certificate a new connection is served."""
@@ -668,7 +791,7 @@ class LifecycleTest(unittest.TestCase):
         cases = [(["serve"], "--tls-cert and --tls-key are required"),
                  (["serve", "--listen", "nowhere", "--tls-cert", "c", "--tls-key", "k",
                    "--snapshot", "s"], "expected ADDR:PORT"),
-                 (["serve", "--threads", "x"], "expected an integer"),
+                 (["serve", "--threads", "x"], '--threads "x": must be an integer between 0 and 64'),
                  (["serve", "--bogus"], "unknown flag"),
                  (["serve", "--eviction-mode", "Maybe", "--tls-cert", "c", "--tls-key", "k"],
                   "use Enforce, Warn or Off"),
@@ -686,6 +809,109 @@ class LifecycleTest(unittest.TestCase):
         p = subprocess.run([BINARY, "--version"], capture_output=True, text=True, timeout=30)
         self.assertTrue(p.stdout.startswith("nodegate "))
 
+
+    def test_every_integer_flag_names_its_range_when_refused(self):
+        """`certs --days 3651` said `unexpected "--days"`: a refused number must say the range
+        it has to be in, for every integer flag of every subcommand."""
+        doc = subprocess.run([BINARY, "--dump-config-doc"], capture_output=True, text=True,
+                             check=True, timeout=30).stdout
+        section, flags = None, []
+        for line in doc.splitlines():
+            if line.startswith("## nodegate "):
+                section = line.split()[2]
+            m = re.match(r"\| `--([a-z0-9-]+) (N|MS)` \| `(NG_[A-Z0-9_]+)`", line)
+            if m:
+                flags.append((section, m.group(1), m.group(3)))
+        self.assertGreaterEqual(len(flags), 12, doc)
+        self.assertEqual({s for s, _, _ in flags}, {"serve", "drain"})
+        rng = r"must be an integer between -?\d+ and \d+\n"
+        for cmd, flag, env in flags:
+            for val in ("99999999999", "-99999999999", "x"):
+                p = subprocess.run([BINARY, cmd, f"--{flag}", val], capture_output=True,
+                                   text=True, timeout=30)
+                self.assertEqual(p.returncode, 2, (cmd, flag, val))
+                self.assertRegex(p.stderr, f'--{flag} "{re.escape(val)}": {rng}')
+            p = subprocess.run([BINARY, cmd], capture_output=True, text=True, timeout=30,
+                               env=dict(os.environ, **{env: "99999999999"}))
+            self.assertEqual(p.returncode, 2, (cmd, env))
+            self.assertRegex(p.stderr, f'{env}: --{flag} "99999999999": {rng}')
+        for val in ("3651", "0", "-1", "x", ""):
+            for args in (["--days", val], [f"--days={val}"]):
+                p = subprocess.run([BINARY, "certs", "--out", self.tmp, *args],
+                                   capture_output=True, text=True, timeout=30)
+                self.assertEqual(p.returncode, 2, args)
+                self.assertEqual(p.stderr, f'nodegate certs: --days "{val}": must be an integer '
+                                           "between 1 and 3650\n")
+        self.assertEqual(os.listdir(self.tmp), [], "nothing written")
+        # Ports are numbers with a range too.
+        for args in (["serve", "--listen", "127.0.0.1:65536", "--tls-cert", "c", "--tls-key", "k"],
+                     ["serve", "--admin-listen", "127.0.0.1:65536", "--tls-cert", "c",
+                      "--tls-key", "k", "--snapshot", "s"],
+                     ["drain", "--listen", "127.0.0.1:65536"]):
+            p = subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn("PORT between 0 and 65535", p.stderr)
+        # The other refusals of certs and check say which flag and why, not "unexpected".
+        for args, msg in ((["certs", "--days"], "nodegate certs: --days needs a value"),
+                          (["certs", "--out"], "nodegate certs: --out needs a value"),
+                          (["certs", "--frob", "1"], 'nodegate certs: unknown flag "--frob"'),
+                          (["certs", *sum((["--dns", "a"] for _ in range(65)), [])],
+                           "nodegate certs: --dns given more than 64 times"),
+                          (["check", "--nd"], "nodegate check: --nd needs a value"),
+                          (["check", "--nd", "x", "--snapshot", "y", "--now", "soon"],
+                           'nodegate check: --now "soon": expected an RFC 3339 time'),
+                          (["check", "stray"], 'nodegate check: unexpected argument "stray"')):
+            p = subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(msg, p.stderr)
+
+    def test_every_subcommand_has_its_own_help(self):
+        """`nodegate --help` lists each subcommand on one line, and each answers --help and -h
+        with its usage and every flag it takes, exit 0 (certs and check used to refuse it)."""
+        run = lambda *a: subprocess.run([BINARY, *a], capture_output=True, text=True, timeout=30)
+        p = run("--help")
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        listed = re.findall(r"^  ([a-z]+) +(\S.*)$", p.stdout.split("Commands:\n")[1], re.M)
+        self.assertEqual([c for c, _ in listed], ["serve", "drain", "check", "certs"], p.stdout)
+        self.assertEqual(run("-h").stdout, p.stdout)
+        self.assertEqual(run("help").stdout, p.stdout)
+        bare = run()
+        self.assertEqual(bare.returncode, 2)
+        self.assertEqual(bare.stderr, p.stdout, "no command: the same overview, on stderr")
+        # Each one's flags: serve's and drain's from the generated reference, certs' and
+        # check's as documented in certificates.md and gate.md.
+        doc = run("--dump-config-doc").stdout
+        want = {"certs": ["out", "service", "namespace", "dns", "ip", "days"],
+                "check": ["snapshot", "nd", "now"]}
+        for section in doc.split("\n## nodegate ")[1:]:
+            want[section.split()[0]] = re.findall(r"^\| `--([a-z0-9-]+)", section, re.M)
+        self.assertEqual(sorted(want), sorted(c for c, _ in listed))
+        for cmd, flags in want.items():
+            outs = []
+            for args in ([cmd, "--help"], [cmd, "-h"], ["help", cmd], ["--help", cmd]):
+                p = run(*args)
+                self.assertEqual((p.returncode, p.stderr), (0, ""), args)
+                outs.append(p.stdout)
+            self.assertEqual(len(set(outs)), 1, cmd)
+            self.assertTrue(outs[0].startswith(f"Usage: nodegate {cmd} "), outs[0])
+            got = re.findall(r"^  --([a-z0-9-]+)", outs[0], re.M)
+            self.assertEqual(got, flags + ["help"], cmd)
+        # Help wins over a bad flag or variable before it; a flag's value is not help.
+        for args in (["serve", "--threads", "x", "--help"], ["drain", "--bogus", "-h"],
+                     ["certs", "--days", "9999", "--help"], ["check", "--frob", "-h"]):
+            p = subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=30,
+                               env=dict(os.environ, NG_THREADS="x"))
+            self.assertEqual(p.returncode, 0, (args, p.stderr))
+            self.assertTrue(p.stdout.startswith("Usage: nodegate " + args[0]))
+        p = run("certs", "--help", "--days", "5")
+        self.assertIn("--days N (default 365; between 1 and 3650)", p.stdout)
+        self.assertIn("is written as an IP SAN", p.stdout)
+        p = run("certs", "--out", "--help")
+        self.assertNotEqual(p.returncode, 0, "--help is --out's value here")
+        for args in (["help", "frobnicate"], ["frobnicate", "--help"]):
+            p = run(*args)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn('unknown command "frobnicate"', p.stderr)
 
 if __name__ == "__main__":
     unittest.main()

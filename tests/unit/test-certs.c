@@ -13,6 +13,8 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <arpa/inet.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -83,6 +85,99 @@ static void test_ca_signs_a_serving_certificate_for_the_service_names(void **sta
 	assert_null(p.key_pem);
 }
 
+/* Verifies @leaf against @ca for the IP address @ip (text), as a TLS client that connected to
+ * that address does. */
+static int verify_ip(X509 *ca, X509 *leaf, const char *ip)
+{
+	X509_STORE *store = X509_STORE_new();
+	assert_int_equal(X509_STORE_add_cert(store, ca), 1);
+	X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+	assert_int_equal(X509_STORE_CTX_init(ctx, store, leaf, NULL), 1);
+	X509_VERIFY_PARAM *vp = X509_STORE_CTX_get0_param(ctx);
+	assert_int_equal(X509_VERIFY_PARAM_set1_ip_asc(vp, ip), 1);
+	X509_VERIFY_PARAM_set_purpose(vp, X509_PURPOSE_SSL_SERVER);
+	int ok = X509_verify_cert(ctx);
+	X509_STORE_CTX_free(ctx);
+	X509_STORE_free(store);
+	return ok;
+}
+
+/* Each SAN of @x as "DNS:name" or "IP:addr", comma-separated, in order. */
+static void san_list(X509 *x, char *out, size_t cap)
+{
+	GENERAL_NAMES *names = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
+	assert_non_null(names);
+	out[0] = '\0';
+	for (int i = 0; i < sk_GENERAL_NAME_num(names); i++) {
+		const GENERAL_NAME *g = sk_GENERAL_NAME_value(names, i);
+		char one[128];
+		if (g->type == GEN_DNS) {
+			(void)snprintf(one, sizeof(one), "DNS:%s",
+				       (const char *)ASN1_STRING_get0_data(g->d.dNSName));
+		} else {
+			assert_int_equal(g->type, GEN_IPADD);
+			int n = ASN1_STRING_length(g->d.iPAddress);
+			char ip[INET6_ADDRSTRLEN];
+			assert_true(n == 4 || n == 16);
+			assert_non_null(inet_ntop(n == 4 ? AF_INET : AF_INET6,
+						  ASN1_STRING_get0_data(g->d.iPAddress), ip,
+						  sizeof(ip)));
+			(void)snprintf(one, sizeof(one), "IP:%s", ip);
+		}
+		(void)snprintf(out + strlen(out), cap - strlen(out), "%s%s", i ? "," : "", one);
+	}
+	GENERAL_NAMES_free(names);
+}
+
+static void test_ip_addresses_become_ip_sans(void **state)
+{
+	/* --dns 127.0.0.1 and --dns 2001:db8::5 are IP addresses: a DNS SAN holding one would never
+	 * verify, since TLS clients match an IP only against IP SANs. */
+	static const char *const dns[] = {"127.0.0.1", "webhook.example.com", "2001:db8::5",
+					  "10.0.0.1.nip.io"};
+	static const char *const ips[] = {"::1", "192.168.7.9"};
+	struct cert_request r = {.service = "nodegate",
+				 .ns = "infra",
+				 .extra_dns = dns,
+				 .nextra = 4,
+				 .extra_ip = ips,
+				 .nextra_ip = 2,
+				 .days = 1};
+	struct cert_pair p;
+	assert_int_equal(cert_generate(&r, &p, NULL), NG_OK);
+	X509 *ca = read_cert(p.ca_pem), *leaf = read_cert(p.cert_pem);
+	char sans[1024];
+	san_list(leaf, sans, sizeof(sans));
+	assert_string_equal(sans, "DNS:nodegate,DNS:nodegate.infra,DNS:nodegate.infra.svc,"
+				  "DNS:nodegate.infra.svc.cluster.local,IP:127.0.0.1,"
+				  "DNS:webhook.example.com,IP:2001:db8::5,"
+				  "DNS:10.0.0.1.nip.io,IP:::1,IP:192.168.7.9");
+	static const char *const good[] = {"127.0.0.1", "::1", "2001:db8::5", "192.168.7.9"};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		if (verify_ip(ca, leaf, good[i]) != 1)
+			fail_msg("%s does not verify", good[i]);
+	static const char *const bad[] = {"127.0.0.2", "10.0.0.1", "::2"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (verify_ip(ca, leaf, bad[i]) == 1)
+			fail_msg("%s verifies", bad[i]);
+	X509_free(ca);
+	X509_free(leaf);
+	cert_pair_finish(&p);
+	/* --ip takes addresses only. */
+	static const char *const notip[] = {"localhost", "127.0.0.1/8", "fe80::1%eth0", ""};
+	for (size_t i = 0; i < sizeof(notip) / sizeof(notip[0]); i++) {
+		struct ng_err err = {0};
+		r = (struct cert_request){.service = "nodegate",
+					  .ns = "infra",
+					  .extra_ip = &notip[i],
+					  .nextra_ip = 1,
+					  .days = 1};
+		assert_int_equal(cert_generate(&r, &p, &err), NG_EINVAL);
+		assert_non_null(strstr(err.msg, "is not an IPv4 or IPv6 address"));
+		assert_null(p.cert_pem);
+	}
+}
+
 /* A later serving certificate from the same CA (what serve --self-signed renews with): it
  * verifies against the CA, lives the seconds asked, and a key that is not the CA's is refused. */
 static void test_issue_from_an_existing_ca(void **state)
@@ -150,6 +245,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_ca_signs_a_serving_certificate_for_the_service_names),
+	    cmocka_unit_test(test_ip_addresses_become_ip_sans),
 	    cmocka_unit_test(test_issue_from_an_existing_ca),
 	    cmocka_unit_test(test_bad_requests_are_refused_with_why),
 	};

@@ -160,6 +160,35 @@ static void test_nothing_new_is_not_written_again(void **state)
 	assert_non_null(strstr(status_body(fx, "m2", 0), "\"retryCount\":2"));
 }
 
+/* A Pending request's condition (and its Event) names every failing budget, not the first. */
+static void test_pending_condition_names_each_failing_budget(void **state)
+{
+	struct fx *fx = *state;
+	round_on(fx,
+		 CLUSTER("{\"kind\":\"NodeDisruptionBudget\",\"apiVersion\":\"nodegate.io/"
+			 "v1alpha1\",\"metadata\":{\"name\":\"every\"},\"spec\":{"
+			 "\"nodeSelector\":{},\"maxDisruptedNodes\":1}}," ND(
+			     "m1", "1", "[\"n1\"]", "") "," ND("m2", "2", "[\"n2\"]", "")),
+		 true, NOW);
+	const char *b = status_body(fx, "m2", 0);
+	assert_non_null(b);
+	const char *cond = strstr(b, "\"reason\":\"Pending\",\"message\":\"2 budgets fail: ");
+	assert_non_null(cond);
+	const char *end = strchr(cond + strlen("\"reason\":\"Pending\",\"message\":\""), '"');
+	assert_non_null(end);
+	char msg[1024];
+	ng_fmt(msg, sizeof(msg), "%.*s", (int)(end - cond), cond);
+	assert_non_null(strstr(msg, "NodeDisruptionBudget pool-a: 1 of 1 in use"));
+	assert_non_null(strstr(msg, " | NodeDisruptionBudget every: 1 of 1 in use"));
+	const struct fake_api_request *ev = NULL;
+	for (size_t i = 0; (ev = fake_api_find(&fx->api, "POST", "/events", i)); i++)
+		if (strstr(ev->body, "\"reason\":\"Retrying\""))
+			break;
+	assert_non_null(ev);
+	assert_non_null(strstr(ev->body, "2 budgets fail: "));
+	assert_non_null(strstr(ev->body, "NodeDisruptionBudget every"));
+}
+
 static void test_conflict_ends_the_round_and_decides_again(void **state)
 {
 	struct fx *fx = *state;
@@ -510,6 +539,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_ledger_holds_a_grant_the_cache_does_not_show_yet,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nothing_new_is_not_written_again, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pending_condition_names_each_failing_budget, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_conflict_ends_the_round_and_decides_again, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_a_lost_grant_write_still_holds_its_nodes, setup,

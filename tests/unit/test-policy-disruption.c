@@ -348,8 +348,67 @@ static void test_every_failing_budget_is_listed(void **state)
 	struct result r = decide(cluster(buf), "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, NULL);
 	assert_int_equal(r.d.nverdicts, 3);
+	/* The reason (the condition's message) names each, not only the first. */
+	char want[POL_REASON_BYTES];
+	ng_fmt(want, sizeof(want), "3 budgets fail: %s | %s | %s", r.d.verdicts[0].reason,
+	       r.d.verdicts[1].reason, r.d.verdicts[2].reason);
+	assert_string_equal(r.d.reason, want);
 	for (size_t i = 0; i < r.d.nverdicts; i++)
 		assert_false(r.d.verdicts[i].ok);
+	done(&r);
+	/* The same for a Pending request; a passing budget is not named. */
+	(void)snprintf(buf, sizeof(buf),
+		       NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":0}") "," NDB(
+			   "fits", ON_TEST1
+			   ",\"maxDisruptedNodes\":2}") "," NDB("all", "{\"nodeSelector\":{},"
+								       "\"maxDisruptedNodes\":"
+								       "1}") "," ND("nd", ON_TEST1
+										    ",\"retry\":{"
+										    "\"enabled\":"
+										    "true}}"));
+	r = decide(cluster(buf), "nd", NULL, NOW_WALL_MS);
+	expect(&r, POL_GATE_PENDING, "2 budgets fail: NodeDisruptionBudget ");
+	assert_non_null(strstr(r.d.reason, "NodeDisruptionBudget pool: 0 of 0 in use; this "
+					   "request adds 2 (limit 0 of 2 nodes)"));
+	assert_non_null(strstr(r.d.reason, "NodeDisruptionBudget all: 0 of 1 in use; this "
+					   "request adds 2 (limit 1 of 3 nodes)"));
+	assert_null(strstr(r.d.reason, "fits"));
+	done(&r);
+}
+
+/* Forty failing budgets: as many as fit are named whole, then "and K more"; bounded. */
+static void test_many_failing_budgets_are_named_within_a_bound(void **state)
+{
+	enum { N = 40 };
+	char *buf = malloc(N * 256 + 512);
+	size_t len = 0;
+	for (int i = 0; i < N; i++)
+		len += (size_t)snprintf(
+		    buf + len, 256, NDB("pool-%02d", ON_TEST1 ",\"maxDisruptedNodes\":0}") ",", i);
+	(void)snprintf(buf + len, 512, ND("nd", ON_TEST1 ",\"retry\":{\"enabled\":true}}"));
+	struct result r = decide(cluster(buf), "nd", NULL, NOW_WALL_MS);
+	free(buf);
+	expect(&r, POL_GATE_PENDING, "40 budgets fail: ");
+	assert_int_equal(r.d.nverdicts, N);
+	size_t rl = strlen(r.d.reason);
+	assert_true(rl < POL_REASON_BYTES - 1);
+	static const char tail[] = " more (status.disruptedDisruptionBudgets lists each)";
+	assert_string_equal(r.d.reason + rl - strlen(tail), tail);
+	/* The names given are the first verdicts' whole reasons, in order; with the K left out
+	 * they count every budget. */
+	const char *p = r.d.reason + strlen("40 budgets fail: ");
+	size_t named = 0;
+	while (strncmp(p, "and ", 4) != 0) {
+		size_t n = strlen(r.d.verdicts[named].reason);
+		assert_memory_equal(p, r.d.verdicts[named].reason, n);
+		assert_memory_equal(p + n, " | ", 3);
+		p += n + 3;
+		named++;
+	}
+	assert_true(named >= 2);
+	char more[32];
+	ng_fmt(more, sizeof(more), "and %zu more", N - named);
+	assert_memory_equal(p, more, strlen(more));
 	done(&r);
 }
 
@@ -838,6 +897,32 @@ static void test_H02_failed_hook_rejects_or_waits_and_names_the_hook(void **stat
 		assert_false(r.d.verdicts[0].ok);
 		done(&r);
 	}
+	/* Two failing hooks: the reason names both. */
+	{
+		struct result r = decide(
+		    cluster(ADB("db", DB_HOOK("{\"url\":\"https://a/\"}")) "," ADB(
+			"db2", DB_HOOK("{\"url\":\"https://b/\"}")) "," ND("nd", "{\"nodeNames\":["
+										 "\"node1\"]}")),
+		    "nd", NULL, NOW_WALL_MS);
+		expect(&r, POL_GATE_GRANT, NULL);
+		struct kube_hook_policy p;
+		pol_hook_policy_from(r.s, &p);
+		struct pol_hook_call *calls;
+		size_t n, nn;
+		assert_int_equal(pol_hooks_prepare(r.s, &r.d, &p, r.arena, &calls, &n), NG_OK);
+		assert_int_equal(n, 2);
+		for (size_t i = 0; i < n; i++) {
+			calls[i].result = POL_HOOK_FAILED;
+			ng_fmt(calls[i].message, sizeof(calls[i].message), "%s",
+			       i ? "timed out" : "HTTP status 503");
+		}
+		assert_true(pol_hooks_apply(r.s, kube_snapshot_nds(r.s, &nn), calls, n, &r.d));
+		assert_string_equal(r.d.reason,
+				    "2 budgets fail: health hook of ApplicationDisruptionBudget "
+				    "default/db: HTTP status 503 | health hook of "
+				    "ApplicationDisruptionBudget default/db2: timed out");
+		done(&r);
+	}
 	/* A healthy answer keeps the grant and says so in the budget's entry. */
 	struct result r = decide(cluster(ADB("db", DB_HOOK("{\"url\":\"https://h/\"}")) "," ND(
 				     "nd", "{\"nodeNames\":[\"node1\"]}")),
@@ -874,6 +959,7 @@ int main(void)
 	    cmocka_unit_test(test_A08_second_request_names_the_budget_in_use),
 	    cmocka_unit_test(test_A09_frozen_budget),
 	    cmocka_unit_test(test_every_failing_budget_is_listed),
+	    cmocka_unit_test(test_many_failing_budgets_are_named_within_a_bound),
 	    cmocka_unit_test(test_G03_G08_G10_rules_come_from_nodegateconfig),
 	    cmocka_unit_test(test_R01_R02_R03_R04_ranking),
 	    cmocka_unit_test(test_R05_control_plane_one_at_a_time_first_and_alone),
