@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ktestapi.testing import ServerProcess          # noqa: E402
 from ktestapi.certs import make_ca, make_leaf       # noqa: E402
-from ktestapi import selection as selectors, patch, yamlish     # noqa: E402
+from ktestapi import selection as selectors, patch, yamlish, ssa     # noqa: E402
 from ktestapi.errors import APIError                # noqa: E402
 from ktestapi.store import Store, Expired           # noqa: E402
 
@@ -206,6 +206,97 @@ class TestErrorsUnit(unittest.TestCase):
                                            ("FieldValueRequired", "spec.a", "Required value")])
         self.assertEqual(e.message, 'Thing.g.io "t" is invalid: spec.a: Required value')
         self.assertEqual(len(e.details["causes"]), 2)
+
+
+class TestServerSideApplyUnit(unittest.TestCase):
+    """ktestapi/ssa.py without a server: field sets, FieldsV1, merge, Update tracking, Apply."""
+    DEPLOY = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "labels": {"app": "d"}},
+              "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "d"}},
+                       "template": {"spec": {"containers": [{"name": "c", "image": "i:1", "args": ["-v"],
+                                                             "ports": [{"containerPort": 80}]}]}}}}
+
+    def test_field_set_fieldsv1_and_paths_as_the_apiserver_writes_them(self):
+        t = ssa.Types("apps/deployments")
+        fs = ssa.field_set(self.DEPLOY, t)
+        fv = ssa.fields_v1(ssa._tracked(fs, True, ""))
+        self.assertEqual(fv, {
+            "f:metadata": {"f:labels": {"f:app": {}}},
+            "f:spec": {"f:replicas": {}, "f:selector": {}, "f:template": {"f:spec": {"f:containers": {
+                'k:{"name":"c"}': {".": {}, "f:args": {}, "f:image": {}, "f:name": {}, "f:ports": {
+                    'k:{"containerPort":80,"protocol":"TCP"}': {".": {}, "f:containerPort": {}}}}}}}}})
+        self.assertEqual(ssa.paths_from_fields(fv), ssa._tracked(fs, True, ""))
+        self.assertEqual(ssa.path_string((("f", "spec"), ("f", "containers"), ("k", '{"name":"c"}'),
+                                          ("f", "image"))), '.spec.containers[name="c"].image')
+        self.assertEqual(ssa.path_string((("f", "metadata"), ("f", "finalizers"), ("v", '"x"'))),
+                         '.metadata.finalizers[="x"]')
+        with self.assertRaises(ssa.SSAError):  # an associative-list item without its key
+            ssa.field_set({"spec": {"containers": [{"image": "x"}]}}, ssa.Types("/pods"), strict=True)
+
+    def test_merge_associative_lists_sets_and_atomic_values(self):
+        t = ssa.Types("/pods")
+        live = {"metadata": {"finalizers": ["a", "b"]},
+                "spec": {"containers": [{"name": "x", "image": "1", "tty": True}, {"name": "y", "image": "2"}],
+                         "tolerations": [{"key": "k"}]}}
+        cfg = {"metadata": {"finalizers": ["c"]},
+               "spec": {"containers": [{"name": "y", "image": "3"}, {"name": "z", "image": "4"}],
+                        "tolerations": [{"key": "n"}]}}
+        out = ssa.merge(live, cfg, t)
+        self.assertEqual(out["metadata"]["finalizers"], ["a", "b", "c"])
+        self.assertEqual(out["spec"]["containers"], [{"name": "x", "image": "1", "tty": True},
+                                                     {"name": "y", "image": "3"}, {"name": "z", "image": "4"}])
+        self.assertEqual(out["spec"]["tolerations"], [{"key": "n"}])    # atomic: replaced
+        self.assertEqual(live["spec"]["containers"][1]["image"], "2")  # inputs untouched
+        # custom resources: the CRD schema's list types; unannotated lists are atomic
+        crt = ssa.Types("g/ws", {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                      "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
+            "plain": {"type": "array", "items": {"type": "string"}}}}}})
+        out = ssa.merge({"spec": {"tags": ["a"], "ports": [{"name": "p", "port": 1}], "plain": ["a"]}},
+                        {"spec": {"tags": ["b"], "ports": [{"name": "p", "x": 2}], "plain": ["b"]}}, crt)
+        self.assertEqual(out["spec"], {"tags": ["a", "b"], "ports": [{"name": "p", "port": 1, "x": 2}], "plain": ["b"]})
+
+    def test_update_tracking_moves_changed_fields_and_drops_removed_ones(self):
+        t = ssa.Types("/configmaps")
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1", "b": "2"}}
+        mf = ssa.track_update(t, None, cm, None, "creator", "v1", "", False, "T1", creating=True)
+        self.assertEqual(mf, [{"manager": "creator", "operation": "Update", "apiVersion": "v1", "time": "T1",
+                               "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {".": {}, "f:a": {}, "f:b": {}}}}])
+        old = dict(cm, metadata={"name": "c", "managedFields": mf})
+        new = dict(old, data={"a": "9"})
+        mf2 = ssa.track_update(t, old, new, mf, "editor", "v1", "", False, "T2")
+        self.assertEqual([(e["manager"], e["fieldsV1"]) for e in mf2],
+                         [("creator", {"f:data": {}}), ("editor", {"f:data": {"f:a": {}}})])
+        # an object created without managedFields stays untracked; [{}] resets them
+        self.assertIsNone(ssa.track_update(t, cm, dict(cm, data={}), None, "x", "v1", "", False, "T3"))
+        self.assertEqual(ssa.track_update(t, old, dict(old), [{}], "x", "v1", "", False, "T3"), [])
+
+    def test_apply_prunes_what_the_applier_dropped_and_reports_conflicts(self):
+        t = ssa.Types("/configmaps")
+        cfg = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1", "b": "2"}}
+        obj, mf, changed = ssa.apply(t, None, cfg, "one", False, "v1", "", False, "T1")
+        self.assertEqual((obj["data"], changed), ({"a": "1", "b": "2"}, True))
+        live = dict(obj, metadata={"name": "c", "managedFields": mf})
+        # the same configuration again changes nothing
+        obj2, mf2, changed = ssa.apply(t, live, cfg, "one", False, "v1", "", False, "T2")
+        self.assertEqual((mf2, changed), (mf, False))
+        # another manager: an equal value is shared, a different one conflicts unless forced
+        two = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1", "b": "3"}}
+        with self.assertRaises(ssa.Conflict) as cm:
+            ssa.apply(t, live, two, "two", False, "v1", "", False, "T2")
+        self.assertEqual(cm.exception.status(), (
+            'Apply failed with 1 conflict: conflict with "one": .data.b',
+            {"causes": [{"reason": "FieldManagerConflict", "message": 'conflict with "one"', "field": ".data.b"}]}))
+        obj3, mf3, _ = ssa.apply(t, live, two, "two", True, "v1", "", False, "T3")
+        self.assertEqual({e["manager"]: e["fieldsV1"] for e in mf3},
+                         {"one": {"f:data": {"f:a": {}}}, "two": {"f:data": {"f:a": {}, "f:b": {}}}})
+        live3 = dict(obj3, metadata={"name": "c", "managedFields": mf3})
+        # "one" stops applying a (still owned by "two": kept) and b (no longer its own: kept)
+        obj4, _, _ = ssa.apply(t, live3, dict(cfg, data={}), "one", False, "v1", "", False, "T4")
+        self.assertEqual(obj4["data"], {"a": "1", "b": "3"})
+        # "two" stops applying b, which only it owns: removed
+        obj5, _, _ = ssa.apply(t, live3, dict(two, data={"a": "1"}), "two", False, "v1", "", False, "T5")
+        self.assertEqual(obj5["data"], {"a": "1"})
 
 
 class TestYamlAndStoreUnit(unittest.TestCase):
@@ -1459,6 +1550,583 @@ class TestKubectlEndToEnd(ServerTestCase):
         rc, out, err = self.kubectl("get", "nodes", "kw1", "-w", "--request-timeout=2s", timeout=20)
         self.assertIn("kw1", out)
         self.assertIn("NotReady", out)
+
+
+SSA_KUSTOMIZATION = """\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: ssa-demo
+labels:
+- pairs:
+    app.kubernetes.io/name: demo
+resources:
+- all.yaml
+"""
+
+# what a kustomize base of a typical operator holds (CRs of the CRD are applied afterwards)
+SSA_RESOURCES = """\
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: ssa-demo
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.demo.example.com
+spec:
+  group: demo.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer, default: 1}
+              color: {type: string}
+              tags:
+                type: array
+                x-kubernetes-list-type: set
+                items: {type: string}
+              ports:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items:
+                  type: object
+                  required: [name]
+                  properties:
+                    name: {type: string}
+                    port: {type: integer}
+          status:
+            type: object
+            properties:
+              ready: {type: boolean}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: demo
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: ssa-demo-reader
+rules:
+- apiGroups: [""]
+  resources: [nodes]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: ssa-demo-reader
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ssa-demo-reader}
+subjects:
+- kind: ServiceAccount
+  name: demo
+  namespace: ssa-demo
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: demo
+rules:
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [get, create, update]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: demo
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: demo}
+subjects:
+- kind: ServiceAccount
+  name: demo
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: demo-config
+data:
+  mode: strict
+  level: "3"
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: demo-secret
+type: Opaque
+stringData:
+  token: s3cret
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: demo
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: demo}
+  template:
+    metadata:
+      labels: {app: demo}
+    spec:
+      serviceAccountName: demo
+      containers:
+      - name: web
+        image: nginx:1.25
+        args: [--verbose]
+        ports:
+        - containerPort: 8443
+          name: https
+        env:
+        - name: MODE
+          value: strict
+        volumeMounts:
+        - name: cfg
+          mountPath: /etc/demo
+      volumes:
+      - name: cfg
+        configMap: {name: demo-config}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: demo
+spec:
+  selector: {app: demo}
+  ports:
+  - name: https
+    port: 443
+    targetPort: 8443
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: demo
+spec:
+  maxUnavailable: 1
+  selector:
+    matchLabels: {app: demo}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: demo
+spec:
+  podSelector:
+    matchLabels: {app: demo}
+  ingress:
+  - ports:
+    - port: 8443
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: ssa-demo
+webhooks:
+- name: validate.demo.example.com
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Ignore
+  clientConfig:
+    service: {name: demo, namespace: ssa-demo, path: /validate}
+  objectSelector:
+    matchLabels: {ssa-demo/never: "true"}
+  rules:
+  - apiGroups: [demo.example.com]
+    apiVersions: [v1]
+    operations: [CREATE, UPDATE]
+    resources: [widgets]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: ssa-demo
+webhooks:
+- name: mutate.demo.example.com
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Ignore
+  clientConfig:
+    service: {name: demo, namespace: ssa-demo, path: /mutate}
+  objectSelector:
+    matchLabels: {ssa-demo/never: "true"}
+  rules:
+  - apiGroups: [demo.example.com]
+    apiVersions: [v1]
+    operations: [CREATE]
+    resources: [widgets]
+"""
+
+SSA_WIDGET = """\
+apiVersion: demo.example.com/v1
+kind: Widget
+metadata:
+  name: w1
+  namespace: ssa-demo
+spec:
+  color: blue
+  tags: [a, b]
+  ports:
+  - name: http
+    port: 80
+"""
+
+APPLY = "application/apply-patch+yaml"
+
+
+def managers(obj):
+    """{(manager, operation): fieldsV1} of an object's managedFields."""
+    return {(e.get("manager", ""), e["operation"]): e["fieldsV1"] for e in obj["metadata"].get("managedFields") or []}
+
+
+class TestServerSideApply(ServerTestCase):
+    """Server-side apply: kubectl apply --server-side of a kustomize set, conflicts, dry run,
+    and the wire details of PATCH application/apply-patch+yaml."""
+    CM = "/api/v1/namespaces/default/configmaps/"
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ktestapi-ssa-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    @staticmethod
+    def read(path):
+        with open(path) as f:
+            return f.read()
+
+    def versions(self, kdir):
+        """{kind/name: (resourceVersion, generation)} of the kustomize set and the Widget."""
+        rc, out, err = self.kubectl("get", "-k", kdir, "-o", "json")
+        self.assertEqual(rc, 0, err)
+        items = json.loads(out)["items"]
+        items.append(self.ok("GET", "/apis/demo.example.com/v1/namespaces/ssa-demo/widgets/w1"))
+        # the PDB's status is written by the disruption-controller stand-in: compare its generation only
+        return {"%s/%s" % (o["kind"], o["metadata"]["name"]):
+                (o["metadata"]["resourceVersion"] if o["kind"] != "PodDisruptionBudget" else "",
+                 o["metadata"].get("generation")) for o in items}
+
+    def test_kubectl_apply_server_side_of_a_kustomize_set_create_noop_and_change(self):
+        kdir = os.path.join(self.tmp, "base")
+        os.mkdir(kdir)
+        with open(os.path.join(kdir, "kustomization.yaml"), "w") as f:
+            f.write(SSA_KUSTOMIZATION)
+        with open(os.path.join(kdir, "all.yaml"), "w") as f:
+            f.write(SSA_RESOURCES)
+        widget = self.write("widget.yaml", SSA_WIDGET)
+        rc, out, err = self.kubectl("apply", "--server-side", "-k", kdir)
+        self.assertEqual(rc, 0, err)
+        lines = out.strip().splitlines()
+        self.assertEqual(len(lines), 15, out)
+        self.assertTrue(all(line.endswith(" serverside-applied") for line in lines), out)
+        for kind in ("namespace/ssa-demo", "customresourcedefinition.apiextensions.k8s.io/widgets.demo.example.com",
+                     "networkpolicy.networking.k8s.io/demo", "poddisruptionbudget.policy/demo",
+                     "validatingwebhookconfiguration.admissionregistration.k8s.io/ssa-demo"):
+            self.assertIn(kind + " serverside-applied", lines)
+        rc, out, err = self.kubectl("apply", "--server-side", "-f", widget)
+        self.assertEqual((rc, out.strip()), (0, "widget.demo.example.com/w1 serverside-applied"), err)
+        # created through the create path: defaults, generation, the applier's managedFields
+        dep = self.ok("GET", "/apis/apps/v1/namespaces/ssa-demo/deployments/demo")
+        self.assertEqual((dep["metadata"]["generation"], dep["spec"]["strategy"]["type"]), (1, "RollingUpdate"))
+        self.assertEqual(dep["metadata"]["labels"], {"app.kubernetes.io/name": "demo"})
+        entry = dep["metadata"]["managedFields"][0]
+        self.assertEqual((entry["manager"], entry["operation"], entry["apiVersion"], entry["fieldsType"]),
+                         ("kubectl", "Apply", "apps/v1", "FieldsV1"))
+        self.assertEqual(len(dep["metadata"]["managedFields"]), 1)
+        c = entry["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]['k:{"name":"web"}']
+        self.assertEqual(set(c), {".", "f:args", "f:env", "f:image", "f:name", "f:ports", "f:volumeMounts"})
+        self.assertIn('k:{"containerPort":8443,"protocol":"TCP"}', c["f:ports"])
+        self.assertNotIn("f:strategy", entry["fieldsV1"]["f:spec"])   # defaults belong to nobody
+        sec = self.ok("GET", "/api/v1/namespaces/ssa-demo/secrets/demo-secret")
+        self.assertEqual(sec["data"], {"token": base64.b64encode(b"s3cret").decode()})
+        svc = self.ok("GET", "/api/v1/namespaces/ssa-demo/services/demo")
+        self.assertTrue(svc["spec"]["clusterIP"])
+        np = self.ok("GET", "/apis/networking.k8s.io/v1/namespaces/ssa-demo/networkpolicies/demo")
+        self.assertEqual(np["spec"]["policyTypes"], ["Ingress"])
+        w = self.ok("GET", "/apis/demo.example.com/v1/namespaces/ssa-demo/widgets/w1")
+        self.assertEqual(w["spec"], {"color": "blue", "size": 1, "tags": ["a", "b"], "ports": [{"name": "http", "port": 80}]})
+        self.assertEqual(w["metadata"]["managedFields"][0]["fieldsV1"], {"f:spec": {
+            "f:color": {}, "f:ports": {'k:{"name":"http"}': {".": {}, "f:name": {}, "f:port": {}}},
+            "f:tags": {'v:"a"': {}, 'v:"b"': {}}}})
+
+        # the same configuration again: every object is left as it is (no write, same resourceVersion)
+        before = self.versions(kdir)
+        self.assertEqual(len(before), 16)
+        rc, out, err = self.kubectl("apply", "--server-side", "-k", kdir)
+        self.assertEqual(rc, 0, err)
+        rc, out, err = self.kubectl("apply", "--server-side", "-f", widget)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.versions(kdir), before)
+
+        # edit: change some fields, drop others; what only the applier managed goes away
+        edited = (SSA_RESOURCES.replace('  mode: strict\n  level: "3"\n', "  mode: lax\n")
+                  .replace("  replicas: 2\n", "  replicas: 3\n").replace("        args: [--verbose]\n", "")
+                  .replace("        env:\n        - name: MODE\n          value: strict\n", "")
+                  .replace("  verbs: [get, create, update]\n", "  verbs: [get]\n")
+                  .replace("    targetPort: 8443\n", "    targetPort: 8443\n  - name: metrics\n    port: 9090\n"))
+        with open(os.path.join(kdir, "all.yaml"), "w") as f:
+            f.write(edited)
+        rc, out, err = self.kubectl("apply", "--server-side", "-k", kdir)
+        self.assertEqual(rc, 0, err)
+        w2 = SSA_WIDGET.replace("blue", "red").replace("[a, b]", "[b]").replace("  ports:\n  - name: http\n    port: 80\n", "")
+        rc, out, err = self.kubectl("apply", "--server-side", "-f", self.write("widget.yaml", w2))
+        self.assertEqual(rc, 0, err)
+        cm = self.ok("GET", "/api/v1/namespaces/ssa-demo/configmaps/demo-config")
+        self.assertEqual(cm["data"], {"mode": "lax"})
+        self.assertEqual(managers(cm), {("kubectl", "Apply"): {
+            "f:data": {"f:mode": {}}, "f:metadata": {"f:labels": {"f:app.kubernetes.io/name": {}}}}})
+        dep = self.ok("GET", "/apis/apps/v1/namespaces/ssa-demo/deployments/demo")
+        self.assertEqual((dep["spec"]["replicas"], dep["metadata"]["generation"]), (3, 2))
+        web = dep["spec"]["template"]["spec"]["containers"][0]
+        self.assertNotIn("args", web)
+        self.assertNotIn("env", web)
+        self.assertEqual(web["volumeMounts"], [{"name": "cfg", "mountPath": "/etc/demo"}])
+        role = self.ok("GET", "/apis/rbac.authorization.k8s.io/v1/namespaces/ssa-demo/roles/demo")
+        self.assertEqual(role["rules"][0]["verbs"], ["get"])   # atomic list: replaced
+        svc = self.ok("GET", "/api/v1/namespaces/ssa-demo/services/demo")
+        self.assertEqual([p["port"] for p in svc["spec"]["ports"]], [443, 9090])
+        w = self.ok("GET", "/apis/demo.example.com/v1/namespaces/ssa-demo/widgets/w1")
+        self.assertEqual(w["spec"], {"color": "red", "size": 1, "tags": ["b"]})
+        after = self.versions(kdir)
+        changed = sorted(k for k in after if after[k] != before[k])
+        self.assertEqual(changed, ["ConfigMap/demo-config", "Deployment/demo", "Role/demo", "Service/demo", "Widget/w1"])
+
+    def test_kubectl_conflicts_with_other_managers_and_force_conflicts(self):
+        cm = self.write("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\n  namespace: default\n"
+                                   "data:\n  owner: kubectl\n  same: x\n")
+        rc, out, err = self.kubectl("apply", "--server-side", "-f", cm)
+        self.assertEqual(rc, 0, err)
+        other = self.write("other.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\n"
+                                         "  namespace: default\ndata:\n  owner: ops\n  same: x\n")
+        rc, out, err = self.kubectl("apply", "--server-side", "--field-manager=ops", "-f", other)
+        self.assertNotEqual(rc, 0)
+        self.assertIn('error: Apply failed with 1 conflict: conflict with "kubectl": .data.owner', err)
+        self.assertIn("--force-conflicts", err)
+        self.assertEqual(self.ok("GET", self.CM + "shared")["data"]["owner"], "kubectl")
+        rc, out, err = self.kubectl("apply", "--server-side", "--field-manager=ops", "--force-conflicts", "-f", other)
+        self.assertEqual((rc, out.strip()), (0, "configmap/shared serverside-applied"), err)
+        got = self.ok("GET", self.CM + "shared")
+        self.assertEqual(got["data"], {"owner": "ops", "same": "x"})
+        self.assertEqual(managers(got), {("kubectl", "Apply"): {"f:data": {"f:same": {}}},   # shared: same value
+                                         ("ops", "Apply"): {"f:data": {"f:owner": {}, "f:same": {}}}})
+        # kubectl re-applies its own file: now it conflicts with ops
+        rc, out, err = self.kubectl("apply", "--server-side", "-f", cm)
+        self.assertIn('conflict with "ops": .data.owner', err)
+
+        # a field an imperative write (an Update manager) changed conflicts, naming version and time
+        dep = self.write("dep.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: sc\n  namespace: default\n"
+                                     "spec:\n  replicas: 2\n  selector:\n    matchLabels: {app: sc}\n  template:\n"
+                                     "    metadata:\n      labels: {app: sc}\n    spec:\n      containers:\n"
+                                     "      - name: c\n        image: nginx:1.25\n")
+        rc, out, err = self.kubectl("apply", "--server-side", "-f", dep)
+        self.assertEqual(rc, 0, err)
+        rc, out, err = self.kubectl("patch", "deployment", "sc", "-p", '{"spec":{"replicas":5}}')
+        self.assertEqual(rc, 0, err)
+        got = self.ok("GET", "/apis/apps/v1/namespaces/default/deployments/sc")
+        self.assertEqual(managers(got)[("kubectl-patch", "Update")], {"f:spec": {"f:replicas": {}}})
+        self.assertNotIn("f:replicas", managers(got)[("kubectl", "Apply")]["f:spec"])
+        rc, out, err = self.kubectl("apply", "--server-side", "-f", dep)
+        self.assertRegex(err, r'Apply failed with 1 conflict: conflict with "kubectl-patch" using apps/v1 at '
+                              r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: \.spec\.replicas')
+        rc, out, err = self.kubectl("apply", "--server-side", "--force-conflicts", "-f", dep)
+        self.assertEqual(rc, 0, err)
+        got = self.ok("GET", "/apis/apps/v1/namespaces/default/deployments/sc")
+        self.assertEqual(got["spec"]["replicas"], 2)
+        self.assertEqual(set(managers(got)), {("kubectl", "Apply")})   # kubectl-patch owned nothing else
+
+    def test_kubectl_server_side_dry_run_and_diff_change_nothing(self):
+        cm = self.write("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dry\n  namespace: default\n"
+                                   "data:\n  a: '1'\n")
+        rc, out, err = self.kubectl("apply", "--server-side", "--dry-run=server", "-f", cm)
+        self.assertEqual((rc, out.strip()), (0, "configmap/dry serverside-applied (server dry run)"), err)
+        self.assertEqual(self.api("GET", self.CM + "dry")[0], 404)
+        rc, out, err = self.kubectl("apply", "--server-side", "-f", cm)
+        self.assertEqual(rc, 0, err)
+        before = self.ok("GET", self.CM + "dry")
+        changed = self.write("cm2.yaml", self.read(cm).replace("'1'", "'2'"))
+        rc, out, err = self.kubectl("apply", "--server-side", "--dry-run=server", "-f", changed, "-o", "json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["data"], {"a": "2"})
+        rc, out, err = self.kubectl("diff", "--server-side", "-f", changed)
+        self.assertEqual(rc, 1, err)   # 1 = differences found
+        self.assertIn("-  a: \"1\"", out)
+        self.assertIn("+  a: \"2\"", out)
+        self.assertEqual(self.ok("GET", self.CM + "dry"), before)
+
+    def test_kubectl_client_side_apply_then_server_side_apply(self):
+        # kubectl moves the client-side apply manager's fields to its apply manager (csaupgrade)
+        cm = self.write("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: csa\n  namespace: default\n"
+                                   "data:\n  a: '1'\n")
+        rc, out, err = self.kubectl("apply", "-f", cm)
+        self.assertEqual(rc, 0, err)
+        got = self.ok("GET", self.CM + "csa")
+        self.assertIn(("kubectl-client-side-apply", "Update"), managers(got))
+        rc, out, err = self.kubectl("apply", "--server-side", "-f", self.write("cm2.yaml", self.read(cm).replace("'1'", "'2'")))
+        self.assertEqual((rc, out.strip()), (0, "configmap/csa serverside-applied"), err)
+        got = self.ok("GET", self.CM + "csa")
+        self.assertEqual(got["data"], {"a": "2"})
+        self.assertNotIn(("kubectl-client-side-apply", "Update"), managers(got))
+        self.assertEqual(managers(got)[("kubectl", "Apply")], {"f:data": {"f:a": {}}})
+
+    def apply(self, path, body, query="fieldManager=tester", **kw):
+        return self.api("PATCH", path + ("?" + query if query else ""), body, APPLY, **kw)
+
+    def test_apply_patch_status_codes(self):
+        y = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: raw\ndata:\n  a: '1'\n"
+        code, body, _ = self.apply(self.CM + "raw", y, query="")
+        self.assertEqual((code, body["reason"], body["message"]), (422, "Invalid",
+                         'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch'))
+        self.assertEqual(body["details"], {"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [
+            {"reason": "FieldValueRequired", "message": "Required value: is required for apply patch", "field": "fieldManager"}]})
+        code, body, _ = self.apply(self.CM + "raw", y)                        # YAML body, missing object: created
+        self.assertEqual((code, body["data"]), (201, {"a": "1"}), body)
+        self.assertEqual(body["metadata"]["managedFields"][0]["manager"], "tester")
+        rv = body["metadata"]["resourceVersion"]
+        code, body, _ = self.apply(self.CM + "raw", json.dumps(yamlish.load_all(y)[0]))   # JSON body, no change
+        self.assertEqual((code, body["metadata"]["resourceVersion"]), (200, rv))
+        y2 = y.replace("'1'", "'2'")
+        code, body, _ = self.apply(self.CM + "raw", y2, "fieldManager=other")
+        self.assertEqual((code, body["reason"], body["message"]),
+                         (409, "Conflict", 'Apply failed with 1 conflict: conflict with "tester": .data.a'))
+        self.assertEqual(body["details"], {"causes": [{"reason": "FieldManagerConflict",
+                                                       "message": 'conflict with "tester"', "field": ".data.a"}]})
+        code, body, _ = self.apply(self.CM + "raw", y2, "fieldManager=other&force=true&dryRun=All")
+        self.assertEqual((code, body["data"]), (200, {"a": "2"}))
+        self.assertEqual(self.ok("GET", self.CM + "raw")["metadata"]["resourceVersion"], rv)   # dry run
+        code, body, _ = self.apply(self.CM + "raw", y2, "fieldManager=other&force=true")
+        self.assertEqual((code, body["data"]), (200, {"a": "2"}))
+        self.assertEqual(managers(body), {("other", "Apply"): {"f:data": {"f:a": {}}}})   # tester owned only a
+        code, body, _ = self.apply(self.CM + "raw2", y.replace("raw", "raw2"), "fieldManager=tester&dryRun=All")
+        self.assertEqual(code, 201)
+        self.assertEqual(self.api("GET", self.CM + "raw2")[0], 404)
+        # more manager conflicts: one message line per manager and path
+        self.apply(self.CM + "raw", "apiVersion: v1\nkind: ConfigMap\ndata: {b: x}\n", "fieldManager=third")
+        code, body, _ = self.apply(self.CM + "raw", "apiVersion: v1\nkind: ConfigMap\ndata: {a: '3', b: y}\n")
+        self.assertEqual((code, body["message"]), (409, 'Apply failed with 2 conflicts: conflicts with "other":\n'
+                                                        '- .data.a\nconflicts with "third":\n- .data.b'))
+        # refused configurations
+        for q, text, want in [
+                ("fieldManager=t&force=true", None, (422, 'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: '
+                                                          'may not be specified for non-apply patch')),
+                ("", "apiVersion: v2\nkind: ConfigMap\n", (400, "Incorrect version specified in apply patch. Specified "
+                                                                "patch version: v2, expected: v1")),
+                ("", "apiVersion: v1\nkind: ConfigMap\nmetadata: {managedFields: []}\n",
+                 (400, "metadata.managedFields must be nil")),
+                ("", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n",
+                 (400, "the name of the object (other) does not match the name on the URL (raw)")),
+                ("", "apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: kube-system}\n",
+                 (400, "the namespace of the provided object does not match the namespace sent on the request")),
+                ("", "[1]", (400, "error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot "
+                                  "unmarshal array into Go value of type map[string]interface {}")),
+                ("", "apiVersion: v1\nkind: ConfigMap\nspec: {x: 1}\n",
+                 (500, "failed to create typed patch object (/v1, Kind=ConfigMap): .spec: field not declared in schema"))]:
+            if text is None:
+                code, body, _ = self.api("PATCH", self.CM + "raw?" + q, {"data": {}}, "application/merge-patch+json")
+            else:
+                code, body, _ = self.apply(self.CM + "raw", text, q or "fieldManager=t")
+            self.assertEqual((code, body["message"]), want)
+        code, body, _ = self.apply("/api/v1/namespaces/default/services/none/status",
+                                   "apiVersion: v1\nkind: Service\nstatus: {}\n")
+        self.assertEqual(code, 404)   # the status subresource never creates
+
+    def test_apply_to_an_untracked_object_conflicts_with_before_first_apply(self):
+        # objects the server made itself (and fixtures) carry no managedFields
+        svc = self.ok("GET", "/api/v1/namespaces/default/services/kubernetes")
+        self.assertNotIn("managedFields", svc["metadata"])
+        cfg = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "kubernetes"},
+               "spec": {"ports": [{"name": "https", "port": 443, "targetPort": 7443}]}}
+        code, body, _ = self.apply("/api/v1/namespaces/default/services/kubernetes", json.dumps(cfg))
+        self.assertEqual(code, 409)
+        self.assertRegex(body["message"], r'^Apply failed with 1 conflict: conflict with "before-first-apply" using v1 '
+                                          r'at [0-9T:-]+Z: \.spec\.ports\[port=443,protocol="TCP"\]\.targetPort$')
+        code, body, _ = self.apply("/api/v1/namespaces/default/services/kubernetes", json.dumps(cfg),
+                                   "fieldManager=tester&force=true")
+        self.assertEqual((code, body["spec"]["ports"][0]["targetPort"]), (200, 7443))
+        self.assertEqual(set(managers(body)), {("before-first-apply", "Update"), ("tester", "Apply")})
+
+    def test_apply_creating_needs_the_create_verb_and_status_apply(self):
+        rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/"
+        self.ok("POST", rbac + "roles", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                                         "metadata": {"name": "cm-patch"},
+                                         "rules": [{"apiGroups": [""], "resources": ["configmaps"],
+                                                    "verbs": ["get", "patch"]}]})
+        self.ok("POST", rbac + "rolebindings", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "alice-cm"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-patch"},
+            "subjects": [{"kind": "User", "name": "alice"}]})
+        y = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: byalice\ndata:\n  a: '1'\n"
+        code, body, _ = self.apply(self.CM + "byalice", y, user="alice")
+        self.assertEqual((code, body["message"]), (403, 'configmaps "byalice" is forbidden: User "alice" cannot create '
+                                                        'resource "configmaps" in API group "" in the namespace "default"'))
+        self.ok("POST", "/api/v1/namespaces/default/configmaps",
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "byalice"}})
+        code, body, _ = self.apply(self.CM + "byalice", y, user="alice")
+        self.assertEqual((code, body["data"]), (200, {"a": "1"}))
+        # apply to /status: its own manager entry, only status fields, spec untouched
+        self.ok("POST", "/apis/apps/v1/namespaces/default/deployments", {
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "st"},
+            "spec": {"selector": {"matchLabels": {"a": "b"}},
+                     "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+        code, body, _ = self.apply("/apis/apps/v1/namespaces/default/deployments/st/status", json.dumps({
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "st"}, "spec": {"replicas": 7},
+            "status": {"replicas": 1, "readyReplicas": 1}}), "fieldManager=ctl")
+        self.assertEqual((code, body["spec"]["replicas"], body["status"]["readyReplicas"]), (200, 1, 1), body)
+        entry = next(e for e in body["metadata"]["managedFields"] if e["manager"] == "ctl")
+        self.assertEqual((entry["operation"], entry["subresource"], entry["fieldsV1"]),
+                         ("Apply", "status", {"f:status": {"f:readyReplicas": {}, "f:replicas": {}}}))
+
+    def test_update_operations_record_managed_fields(self):
+        # create: the whole object belongs to the creator (fieldManager, else the User-Agent's prefix)
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "upd", "labels": {"x": "1"}},
+              "data": {"a": "1"}}
+        body = self.ok("POST", "/api/v1/namespaces/default/configmaps", cm, headers={"User-Agent": "my-tool/1.0 (linux)"})
+        self.assertEqual(body["metadata"]["managedFields"], [{
+            "manager": "my-tool", "operation": "Update", "apiVersion": "v1", "time": body["metadata"]["managedFields"][0]["time"],
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {".": {}, "f:a": {}},
+                                                   "f:metadata": {"f:labels": {".": {}, "f:x": {}}}}}])
+        # a PUT without managedFields keeps them; the changed field moves to the writer
+        body["data"]["a"] = "2"
+        del body["metadata"]["managedFields"]
+        body = self.ok("PUT", self.CM + "upd?fieldManager=editor", body)
+        self.assertEqual(managers(body)[("editor", "Update")], {"f:data": {"f:a": {}}})
+        self.assertEqual(managers(body)[("my-tool", "Update")], {"f:data": {}, "f:metadata": {"f:labels": {".": {}, "f:x": {}}}})
+        # a no-op write changes nothing, not even managedFields
+        rv = body["metadata"]["resourceVersion"]
+        again = self.ok("PUT", self.CM + "upd?fieldManager=someone", body)
+        self.assertEqual((again["metadata"]["resourceVersion"], again["metadata"]["managedFields"]),
+                         (rv, body["metadata"]["managedFields"]))
+        # managedFields written by a client replace the stored ones (GitOps tools hand fields over so)
+        mf = [dict(e, manager="gitops") if e["manager"] == "editor" else e for e in body["metadata"]["managedFields"]]
+        body = self.ok("PATCH", self.CM + "upd", [{"op": "replace", "path": "/metadata/managedFields", "value": mf}],
+                       "application/json-patch+json")
+        self.assertEqual(sorted(managers(body)), [("gitops", "Update"), ("my-tool", "Update")])
+        code, body, _ = self.api("PATCH", "/apis/authentication.k8s.io/v1/selfsubjectreviews/x?fieldManager=t",
+                                 "{}", APPLY)
+        self.assertEqual(code, 404)   # never stored: nothing to apply to
+        # managedFields: [{}] resets them (how clients strip them)
+        body = self.ok("PATCH", self.CM + "upd", {"metadata": {"managedFields": [{}]}}, "application/merge-patch+json")
+        self.assertNotIn("managedFields", body["metadata"])
+        # untracked objects stay untracked through updates
+        body = self.ok("PATCH", self.CM + "upd", {"data": {"b": "3"}}, "application/merge-patch+json")
+        self.assertNotIn("managedFields", body["metadata"])
 
 
 class TestEvictionAndPDB(ServerTestCase):

@@ -16,16 +16,20 @@ generic registry and the built-in strategies of kube-apiserver do:
   * CRDs: registration of served versions (Established), schema defaults/pruning/validation,
     deletion of the custom resources when the CRD goes;
   * PodDisruptionBudget status kept current (disruption controller stand-in) and the eviction
-    subresource.
+    subresource;
+  * managedFields on every write through the API and server-side apply (the merge itself is in
+    ssa.py).
 """
 import copy
 import datetime
+import json
 import random
 import threading
 import time
 import uuid
 
 from . import errors as E
+from . import ssa
 from .admission import Attributes, Dispatcher
 from .eviction import compute_pdb_status, matching_pdbs, pod_ready
 from .resources import Registry, convert_in, convert_out
@@ -37,7 +41,8 @@ from .validation import (validate_meta, validate_builtin, apply_defaults, prune,
 GEN_RKEYS = {"apps/deployments", "apps/replicasets", "apps/statefulsets", "apps/daemonsets", "batch/jobs",
              "batch/cronjobs", "policy/poddisruptionbudgets", "apiextensions.k8s.io/customresourcedefinitions",
              "admissionregistration.k8s.io/validatingwebhookconfigurations",
-             "admissionregistration.k8s.io/mutatingwebhookconfigurations", "/replicationcontrollers"}
+             "admissionregistration.k8s.io/mutatingwebhookconfigurations", "/replicationcontrollers",
+             "networking.k8s.io/networkpolicies"}
 RETURN_DELETED = {"/pods", "storage.k8s.io/volumeattachments"}   # ReturnDeletedObject stores
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -205,8 +210,8 @@ class Cluster:
                    "/replicationcontrollers", "apps/deployments", "apps/replicasets", "apps/statefulsets",
                    "apps/daemonsets", "batch/jobs", "batch/cronjobs", "policy/poddisruptionbudgets",
                    "coordination.k8s.io/leases", "storage.k8s.io/volumeattachments",
-                   "apiextensions.k8s.io/customresourcedefinitions"}
-    STATUS_STRUCT = SPEC_STRUCT - {"coordination.k8s.io/leases"}
+                   "apiextensions.k8s.io/customresourcedefinitions", "networking.k8s.io/networkpolicies"}
+    STATUS_STRUCT = SPEC_STRUCT - {"coordination.k8s.io/leases", "networking.k8s.io/networkpolicies"}
 
     def _defaults(self, info, obj, old):
         """Defaulting + PrepareForCreate/PrepareForUpdate of the built-in strategies."""
@@ -301,6 +306,16 @@ class Cluster:
                     w.setdefault("reinvocationPolicy", "Never")
         elif rk == "policy/poddisruptionbudgets":
             pass
+        elif rk == "networking.k8s.io/networkpolicies":
+            spec = obj.setdefault("spec", {})
+            spec.setdefault("podSelector", {})
+            for rule in (spec.get("ingress") or []) + (spec.get("egress") or []):
+                ports = rule.get("ports") if isinstance(rule, dict) else None
+                for p in ports or []:
+                    if isinstance(p, dict):
+                        p.setdefault("protocol", "TCP")
+            if not spec.get("policyTypes"):
+                spec["policyTypes"] = ["Ingress"] + (["Egress"] if spec.get("egress") else [])
         elif rk == "apiextensions.k8s.io/customresourcedefinitions":
             spec = obj.setdefault("spec", {})
             names = spec.setdefault("names", {})
@@ -423,8 +438,12 @@ class Cluster:
         if not isinstance(obj.get("metadata", {}), dict):
             raise E.bad_request("metadata must be an object")
 
-    def create(self, info, ns, body, user, dry_run=False, field_validation="Warn", field_manager=None):
-        """POST. Returns (201, object, warnings)."""
+    def create(self, info, ns, body, user, dry_run=False, field_validation="Warn", field_manager=None,
+               manager=None, managed=None):
+        """POST. Returns (201, object, warnings).
+
+        manager: the field manager the write is recorded under (fieldManager or the User-Agent
+        prefix; None = no managedFields tracking); managed: managedFields computed by an apply."""
         obj = copy.deepcopy(body)
         self._check_type(info, obj)
         obj["apiVersion"] = info.api_version
@@ -444,8 +463,7 @@ class Cluster:
         for k in ("resourceVersion", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                   "selfLink"):
             md.pop(k, None)
-        if md.get("managedFields") is not None:
-            md.pop("managedFields")
+        body_mf = md.pop("managedFields", None)
         obj = convert_in(info, obj)
         self._defaults(info, obj, None)
         self._reset_status_for_create(info, obj)
@@ -467,6 +485,11 @@ class Cluster:
         warnings += w2
         if causes:
             raise E.invalid(info.kind, info.group, md.get("name", ""), causes)
+        if managed is not None:
+            ssa.set_managed_fields(obj, managed)
+        elif manager is not None:
+            ssa.set_managed_fields(obj, ssa.track_update(ssa.Types.for_info(info), None, obj, body_mf, manager,
+                                                         info.api_version, "", info.status, now_ts(), creating=True))
         if info.rkey == "apiextensions.k8s.io/customresourcedefinitions":
             self._crd_status(obj)
         self._finish_new(info, obj)
@@ -498,8 +521,11 @@ class Cluster:
 
     # ------------------------------------------------------------------ update
     def update(self, info, ns, name, body, user, dry_run=False, subresource="", field_validation="Warn",
-               field_manager=None, _patch=False):
-        """PUT (or the second half of PATCH). Returns (200, object, warnings)."""
+               field_manager=None, _patch=False, manager=None, managed=None):
+        """PUT (or the second half of PATCH). Returns (200, object, warnings).
+
+        manager/managed: as for create (managedFields the request carries replace the stored
+        ones when they decode; an empty list keeps them)."""
         obj = copy.deepcopy(body)
         self._check_type(info, obj)
         if obj.get("metadata") is None:
@@ -519,6 +545,7 @@ class Cluster:
                                                            "Invalid value: 0x0: must be specified for an update")])
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise E.conflict(info.plural, info.group, name)
+        body_mf = md.get("managedFields")
         obj = convert_in(info, obj)
         obj["apiVersion"] = old.get("apiVersion", info.api_version)
         obj["kind"] = info.kind
@@ -543,6 +570,12 @@ class Cluster:
                                % ", ".join('"%s"' % f for f in added)))
         if causes:
             raise E.invalid(info.kind, info.group, name, causes)
+        if managed is not None:
+            ssa.set_managed_fields(new, managed)
+        else:
+            ssa.set_managed_fields(new, ssa.track_update(
+                ssa.Types.for_info(info), old, new, body_mf, manager, info.api_version, subresource, info.status,
+                now_ts()))
         # generation
         if "generation" in old["metadata"] and _body_spec(new) != _body_spec(old):
             new["metadata"]["generation"] = old["metadata"]["generation"] + 1
@@ -555,6 +588,7 @@ class Cluster:
             if cur["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]:
                 raise E.conflict(info.plural, info.group, name)
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+            ssa.keep_timestamps(new, old)
             if new == old:
                 return 200, convert_out(info, old), warnings
             if dry_run:
@@ -595,7 +629,7 @@ class Cluster:
         return new
 
     def patch(self, info, ns, name, content_type, body, user, dry_run=False, subresource="",
-              field_validation="Warn", field_manager=None):
+              field_validation="Warn", field_manager=None, manager=None):
         from .patch import apply_patch
         for attempt in range(5):
             cur = self.get(info, ns, name)
@@ -608,10 +642,86 @@ class Cluster:
                 patched.setdefault("metadata", {})["resourceVersion"] = cur["metadata"]["resourceVersion"]
             try:
                 return self.update(info, ns, name, patched, user, dry_run, subresource, field_validation,
-                                   field_manager, _patch=True)
+                                   field_manager, _patch=True, manager=manager)
             except E.APIError as e:
                 if e.code == 409 and e.reason == "Conflict" and not rv_in_patch and attempt < 4:
                     continue
+                raise
+        raise E.conflict(info.plural, info.group, name)
+
+    # ------------------------------------------------------------------ server-side apply
+    def apply(self, info, ns, name, body, user, dry_run=False, subresource="", field_validation="Warn",
+              field_manager=None, force=False, authorize_create=None):
+        """PATCH with application/apply-patch+yaml. Returns (201 when created | 200, object, warnings).
+
+        The configuration (YAML or JSON) is merged into the live object by `ssa.apply`; a missing
+        object is created through the same path as a POST (after `authorize_create`, as
+        kube-apiserver checks the create verb too), an existing one is updated as by PUT."""
+        cfg = _decode_apply_body(body)
+        gvk = "%s/%s, Kind=%s" % (info.group, info.version, cfg.get("kind") or "")
+        if cfg.get("apiVersion") != info.api_version:
+            raise E.bad_request("Incorrect version specified in apply patch. Specified patch version: %s, expected: %s"
+                                % (cfg.get("apiVersion") or "", info.api_version))
+        cmd = cfg.get("metadata")
+        if cmd is not None and not isinstance(cmd, dict):
+            raise E.bad_request("error decoding YAML: metadata must be an object")
+        cmd = cmd or {}
+        if cmd.get("managedFields") is not None:
+            raise E.bad_request("metadata.managedFields must be nil")
+        if cfg.get("kind") != info.kind:
+            raise E.APIError(500, "", "failed to create typed patch object (%s): no corresponding type for %s"
+                             % (gvk, gvk))
+        # the Go types (built-ins) or the structural schema (custom resources) must know every field
+        probe = copy.deepcopy(cfg)
+        unknown = drop_unknown_fields(info.rkey, probe, custom=info.crd is not None)
+        if info.crd is not None:
+            sch = (info.crd.get("schema") or {}).get("openAPIV3Schema") or {}
+            unknown += _diff_fields(probe, prune(sch, probe, root=True))
+        if unknown:
+            errs = ["." + u + ": field not declared in schema" for u in unknown]
+            raise E.APIError(500, "", "failed to create typed patch object (%s): %s"
+                             % (gvk, errs[0] if len(errs) == 1 else "errors:\n  " + "\n  ".join(errs)))
+        if info.namespaced and cmd.get("namespace") and cmd["namespace"] != ns:
+            raise E.bad_request("the namespace of the provided object does not match the namespace sent on the request")
+        types = ssa.Types.for_info(info)
+        rv_given = bool(cmd.get("resourceVersion"))
+        key = make_key(ns if info.namespaced else None, name)
+        for attempt in range(5):
+            live = self.store.get(info.rkey, key)
+            if live is None and subresource:
+                raise E.not_found(info.plural, info.group, name)
+            if cmd.get("name", "") != name and (cmd.get("name") or live is None):
+                raise E.bad_request("the name of the object (%s) does not match the name on the URL (%s)"
+                                    % (cmd.get("name", ""), name))
+            try:
+                merged, mf, _ = ssa.apply(types, convert_out(info, live) if live is not None else None, cfg,
+                                          field_manager, force, info.api_version, subresource, info.status, now_ts())
+            except ssa.Conflict as c:
+                msg, details = c.status()
+                raise E.APIError(409, "Conflict", msg, details)
+            except ssa.SSAError as e:
+                raise E.APIError(500, "", "failed to create typed patch object (%s): %s" % (gvk, e))
+            except (ValueError, TypeError) as e:
+                raise E.APIError(500, "", "failed to decode managed fields: %s" % e)
+            ssa.set_managed_fields(merged, mf)
+            if live is None:
+                if authorize_create is not None:
+                    authorize_create()
+                try:
+                    return self.create(info, ns, merged, user, dry_run, field_validation, field_manager, managed=mf)
+                except E.APIError as e:
+                    if e.code == 409 and e.reason == "AlreadyExists" and attempt < 4:
+                        continue   # created meanwhile: apply to it
+                    raise
+            md = merged.setdefault("metadata", {})
+            if not md.get("resourceVersion"):
+                md["resourceVersion"] = live["metadata"]["resourceVersion"]
+            try:
+                return self.update(info, ns, name, merged, user, dry_run, subresource, field_validation,
+                                   field_manager, _patch=True, managed=mf)
+            except E.APIError as e:
+                if e.code == 409 and e.reason == "Conflict" and not rv_given and attempt < 4:
+                    continue   # written meanwhile: merge into the new version
                 raise
         raise E.conflict(info.plural, info.group, name)
 
@@ -1124,6 +1234,31 @@ class Cluster:
                     new["status"] = st
                     self._commit("policy/poddisruptionbudgets", make_key(cur["metadata"]["namespace"], cur["metadata"]["name"]),
                                  new, "MODIFIED")
+
+
+def _decode_apply_body(body):
+    """The apply configuration: YAML (the first document) or JSON, which must be a map."""
+    if isinstance(body, (bytes, bytearray)):
+        body = body.decode("utf-8", "replace")
+    body = body or ""
+    if not body.strip():
+        return {}
+    try:
+        cfg = json.loads(body)
+    except ValueError:
+        from .yamlish import load_all
+        try:
+            docs = load_all(body)
+        except Exception as e:
+            raise E.bad_request("error decoding YAML: %s" % e)
+        cfg = docs[0] if docs else {}
+    if cfg is None:
+        return {}
+    if not isinstance(cfg, dict):
+        raise E.bad_request("error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal "
+                            "%s into Go value of type map[string]interface {}"
+                            % ("array" if isinstance(cfg, list) else "string" if isinstance(cfg, str) else "number"))
+    return cfg
 
 
 def _storage_version(info, registry):

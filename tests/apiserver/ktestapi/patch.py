@@ -1,4 +1,5 @@
-"""Patch application: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch.
+"""Patch application: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch
+(server-side apply is in ssa.py).
 
 Strategic merge patch follows apimachinery's strategicpatch for the built-in types, driven by
 a table of patch merge keys / strategies (PATCH_META) instead of Go struct tags. Supported
@@ -317,10 +318,7 @@ def apply_patch(content_type, original, body, is_custom):
             return res if res is not None else {}
     except PatchError as e:
         raise APIError(422, "Invalid", str(e)) if ct == "application/json-patch+json" else bad_request(str(e))
-    if ct in ("application/apply-patch+yaml", "application/apply-patch+cbor"):
-        raise APIError(415, "UnsupportedMediaType",
-                       "server-side apply is not implemented by the test API server; accepted media types include: "
-                       "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json")
+    # application/apply-patch+yaml is server-side apply (api.Cluster.apply); CBOR is never served
     raise APIError(415, "UnsupportedMediaType",
                    'the body of the request was in an unknown format - accepted media types include: '
                    'application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, '

@@ -124,6 +124,32 @@ def _bool(v):
     return v in ("1", "true", "True")
 
 
+def _agent_manager(user_agent):
+    """The field manager of a write without fieldManager: the User-Agent up to the first "/",
+    printable characters only, at most 128 bytes (kube-apiserver's prefixFromUserAgent)."""
+    out = ""
+    for ch in (user_agent or "").split("/")[0]:
+        if not ch.isprintable():
+            continue
+        if len((out + ch).encode()) > 128:
+            break
+        out += ch
+    return out
+
+
+def _field_manager_causes(fm):
+    """ValidateFieldManager: at most 128 bytes, printable characters only."""
+    if not fm:
+        return []
+    if len(fm.encode()) > 128:
+        return [("FieldValueTooLong", "fieldManager", "Too long: may not be more than 128 bytes")]
+    for i, ch in enumerate(fm):
+        if not ch.isprintable():
+            return [("FieldValueInvalid", "fieldManager", "Invalid value: %s: invalid character U+%04X (at position %d)"
+                     % (json.dumps(fm), ord(ch), i))]
+    return []
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "ktestapi"
@@ -465,6 +491,7 @@ class Handler(BaseHTTPRequestHandler):
         dry = dry == "All"
         fv = _q(query, "fieldValidation", "Warn") or "Warn"
         fm = _q(query, "fieldManager")
+        mgr = fm or _agent_manager(self.headers.get("User-Agent"))   # who managedFields record
         self._check_accept()
         if method == "GET":
             verb = "watch" if (watch_path or _bool(_q(query, "watch"))) else ("get" if name else "list")
@@ -498,7 +525,7 @@ class Handler(BaseHTTPRequestHandler):
             body = self._json_body(raw)
             if info.group in ("authentication.k8s.io", "authorization.k8s.io"):
                 return self._send(201, self._review(info, body or {}, user))
-            code, obj, w = cl.create(info, ns, body, user, dry, fv, fm)
+            code, obj, w = cl.create(info, ns, body, user, dry, fv, fm, manager=mgr)
             return self._respond_obj(info, code, obj, w, query)
         if not name:
             if method == "DELETE":
@@ -511,10 +538,29 @@ class Handler(BaseHTTPRequestHandler):
             raise E.method_not_allowed()
         if method == "PUT":
             body = self._json_body(raw)
-            code, obj, w = cl.update(info, ns, name, body, user, dry, sub, fv, fm)
+            code, obj, w = cl.update(info, ns, name, body, user, dry, sub, fv, fm, manager=mgr)
             return self._respond_obj(info, code, obj, w, query)
         if method == "PATCH":
-            code, obj, w = cl.patch(info, ns, name, self.headers.get("Content-Type"), raw, user, dry, sub, fv, fm)
+            if "patch" not in info.verbs:  # create-only reviews have no item paths
+                raise E.APIError(404, "NotFound", "the server could not find the requested resource")
+            ctype = self.headers.get("Content-Type")
+            apply = (ctype or "").split(";")[0].strip().lower() == "application/apply-patch+yaml"
+            force = _q(query, "force")
+            causes = []  # ValidatePatchOptions
+            if apply and not fm:
+                causes.append(("FieldValueRequired", "fieldManager", "Required value: is required for apply patch"))
+            if not apply and force is not None:
+                causes.append(("FieldValueForbidden", "force", "Forbidden: may not be specified for non-apply patch"))
+            causes += _field_manager_causes(fm)
+            if causes:
+                raise E.invalid("PatchOptions", "meta.k8s.io", "", causes)
+            if apply:
+                def authorize_create():
+                    self._authorize(user, {"verb": "create", "group": info.group, "resource": info.plural,
+                                           "subresource": sub, "name": name, "namespace": ns or ""})
+                code, obj, w = cl.apply(info, ns, name, raw, user, dry, sub, fv, fm, _bool(force), authorize_create)
+            else:
+                code, obj, w = cl.patch(info, ns, name, ctype, raw, user, dry, sub, fv, fm, manager=mgr)
             return self._respond_obj(info, code, obj, w, query)
         if method == "DELETE":
             if sub:
