@@ -29,7 +29,7 @@ WRAPPER = shlex.split(os.environ.get("NG_WRAPPER", ""))
 sys.path.insert(0, os.path.join(ROOT, "tests", "apiserver"))
 from ktestapi.testing import ServerProcess  # noqa: E402
 
-CRDS = [os.path.join(ROOT, "manifests", "rbac.json")] + [os.path.join(ROOT, "manifests", "crds", f) for f in
+CRDS = [os.path.join(ROOT, "manifests", "rbac", "rbac.json")] + [os.path.join(ROOT, "manifests", "crds", f) for f in
         ("nodedisruptions.json", "applicationdisruptionbudgets.json",
          "nodedisruptionbudgets.json", "nodegateconfigs.json")]
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixture-f.json")
