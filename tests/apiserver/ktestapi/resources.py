@@ -125,6 +125,7 @@ def _builtins():
         R("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ["sc"]),
         R("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, status=True),
         R("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ["pc"]),
+        R("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, ["netpol"]),
         R("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
         R("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
         R("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),

@@ -402,6 +402,7 @@ TOP_LEVEL = {
     "storage.k8s.io/storageclasses": ("provisioner", "parameters", "reclaimPolicy", "mountOptions",
                                       "allowVolumeExpansion", "volumeBindingMode", "allowedTopologies"),
     "scheduling.k8s.io/priorityclasses": ("value", "globalDefault", "description", "preemptionPolicy"),
+    "networking.k8s.io/networkpolicies": ("spec",),
     "apps/controllerrevisions": ("data", "revision"),
     "rbac.authorization.k8s.io/roles": ("rules",),
     "rbac.authorization.k8s.io/clusterroles": ("rules", "aggregationRule"),
