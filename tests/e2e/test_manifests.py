@@ -615,10 +615,16 @@ class OutageAndUninstallTest(unittest.TestCase):
         # docs/install.md, "Uninstall", step by step.
         self.c.kubectl("delete", "validatingwebhookconfiguration,mutatingwebhookconfiguration",
                        "-l", "app.kubernetes.io/name=nodegate")
-        self.c.kubectl("delete", "nodedisruptions", "--all", "--wait=false")
+        # No nodegate runs here to release the request: the delete waits out its timeout.
+        rc, _, err = self.c.kubectl("delete", "nodedisruptions", "--all", "--timeout=2s", check=False)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("timed out", err)
         self.c.kubectl("-n", NS, "delete", "deployment", "nodegate")
         _, out, _ = self.c.kubectl("get", "nodedisruptions", "-o", "name")
         self.assertEqual(out.split(), ["nodedisruption.nodegate.io/held"])  # kept by its finalizers
+        _, cols, _ = self.c.kubectl("get", "nodedisruptions", "-o",
+                                    "custom-columns=NAME:.metadata.name,FINALIZERS:.metadata.finalizers")
+        self.assertIn("nodegate.io/gate", cols)
         for name in out.split():
             self.c.kubectl("patch", name, "--type=merge", "-p", '{"metadata":{"finalizers":null}}')
         _, out, _ = self.c.kubectl("get", "nodedisruptions", "-o", "name")
