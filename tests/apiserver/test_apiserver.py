@@ -561,6 +561,21 @@ class TestCrudSemantics(ServerTestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("clusterrole.rbac.authorization.k8s.io/li2 created", out)
 
+    def test_network_policies_are_served_and_applied_like_other_kinds(self):
+        np = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "np1"},
+              "spec": {"podSelector": {"matchLabels": {"app": "x"}}, "policyTypes": ["Ingress"],
+                       "ingress": [{"ports": [{"port": "web", "protocol": "TCP"}]}]}}
+        rc, out, err = self.srv.kubectl("apply", "-f", "-", input=json.dumps(np))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("networkpolicy.networking.k8s.io/np1 created", out)
+        got = self.ok("GET", "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies/np1")
+        self.assertEqual(got["spec"], np["spec"])
+        rc, out, err = self.srv.kubectl("get", "netpol", "np1", "-o", "name")
+        self.assertEqual((rc, out.strip()), (0, "networkpolicy.networking.k8s.io/np1"), err)
+        code, body, _ = self.api("POST", "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies"
+                                 "?fieldValidation=Strict", dict(np, metadata={"name": "np2"}, extra=1))
+        self.assertEqual(code, 400, body)
+
     def test_generate_name(self):
         out = self.ok("POST", "/api/v1/namespaces/default/configmaps",
                       {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}})

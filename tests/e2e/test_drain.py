@@ -5,7 +5,7 @@ rolling maintenance of 20 nodes under an NDB of 3, and the time from grant to Dr
 with 30 pods.
 
 Each test starts the test API server (fixture tests/apiserver/fixtures/drain-node1.yaml, the
-CRDs and manifests/rbac.json), a NodeGateConfig `default` whose drain backoff is short
+CRDs and manifests/rbac/rbac.json), a NodeGateConfig `default` whose drain backoff is short
 ({base: 1, max: 2, jitter: 0}), `nodegate serve` registered as the API server's eviction webhook
 (it is also the gate: it grants the NodeDisruptions the tests create, since no budget forbids
 them), and `nodegate drain`, both as nodegate's service account. The tests assert only what a

@@ -29,9 +29,12 @@ WRAPPER = shlex.split(os.environ.get("NG_WRAPPER", ""))
 sys.path.insert(0, os.path.join(ROOT, "tests", "apiserver"))
 from ktestapi.testing import ServerProcess  # noqa: E402
 
-CRDS = [os.path.join(ROOT, "manifests", "rbac.json")] + [os.path.join(ROOT, "manifests", "crds", f) for f in
-        ("nodedisruptions.json", "applicationdisruptionbudgets.json",
-         "nodedisruptionbudgets.json", "nodegateconfigs.json")]
+# nodegate's RBAC as the manifests grant it, plus the auth-delegator binding that
+# --admin-auth kubernetes needs (AdminAuthTest), then the CRDs.
+CRDS = [os.path.join(ROOT, "manifests", "rbac", "rbac.json"),
+        os.path.join(ROOT, "manifests", "rbac", "admin-auth", "admin-auth.json")] + [
+    os.path.join(ROOT, "manifests", "crds", f) for f in
+    ("nodedisruptions.json", "applicationdisruptionbudgets.json", "nodedisruptionbudgets.json", "nodegateconfigs.json")]
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixture-f.json")
 ND_PATH = "/apis/nodegate.io/v1alpha1/nodedisruptions"
 ADB_PATH = "/apis/nodegate.io/v1alpha1/namespaces/default/applicationdisruptionbudgets"

@@ -21,7 +21,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_live_cache import BINARY, CRDS, WAIT_S, WRAPPER, eventually  # noqa: E402
+from test_live_cache import BINARY, CRDS, ROOT, WAIT_S, WRAPPER, eventually  # noqa: E402
 from ktestapi.testing import ServerProcess  # noqa: E402
 
 # Short enough that a renewal (at two thirds) comes every 8 s.
@@ -117,7 +117,9 @@ class SelfSignedTest(unittest.TestCase):
         fixture = os.path.join(self.tmp, "cluster.json")
         with open(fixture, "w", encoding="utf-8") as f:
             json.dump(FIXTURE, f)
-        self.api = ServerProcess(fixtures=CRDS + [fixture], start_timeout=300)
+        # The rights --self-signed needs are opt-in (the default overlay includes them).
+        rbac = os.path.join(ROOT, "manifests", "rbac", "self-signed", "self-signed.json")
+        self.api = ServerProcess(fixtures=CRDS + [rbac, fixture], start_timeout=300)
         self.api.start()
         self.replicas = []
 
