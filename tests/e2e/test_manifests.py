@@ -362,13 +362,14 @@ class RenderTest(unittest.TestCase):
                 self.assertEqual(sorted(v for r in named for v in r["verbs"]), ["get", "update"])
                 if overlay == "default":
                     ca = self.rules_of(objs, "Role", "nodegate-ca")
-                    self.assertIn({"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "update"],
+                    # serve --self-signed reads the CA by name and creates it once; nothing else.
+                    self.assertIn({"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"],
                                    "resourceNames": ["nodegate-ca"]}, ca)
                     self.assertIn({"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}, ca)
                     wh = self.rules_of(objs, "ClusterRole", "nodegate-webhook-ca")
                     names = {n for (_, n, _) in WEBHOOKS}
                     self.assertEqual([set(r.get("resourceNames", ())) for r in wh if "patch" in r["verbs"]], [names])
-                    self.assertEqual([r for r in wh if "patch" not in r["verbs"]][0]["verbs"], ["list", "watch"])
+                    self.assertEqual([r for r in wh if "patch" not in r["verbs"]][0]["verbs"], ["list"])
                     self.assertIn("--self-signed", find(objs, "Deployment", "nodegate")["spec"]["template"]["spec"]
                                   ["containers"][0]["args"])
                 else:
