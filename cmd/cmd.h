@@ -79,8 +79,9 @@ struct cmd_serve_config {
 	const char *service;   /* NS/NAME */
 	int64_t cert_seconds;
 	const char *webhook_selector;
-	const char *self_namespace; /* drain only */
-	const char *self_selector;  /* drain only */
+	const char *self_namespace;            /* drain only */
+	const char *self_selector;             /* drain only */
+	const char *operation_service_account; /* drain only */
 };
 
 /* The subcommands that take flags from the table. */

@@ -88,7 +88,8 @@ static int start(struct drainer *d)
 				  .leader = d->leader,
 				  .identity = d->identity,
 				  .self_namespace = d->c.self_namespace,
-				  .self_selector = d->c.self_selector};
+				  .self_selector = d->c.self_selector,
+				  .operation_service_account = d->c.operation_service_account};
 	d->drain = d->leader ? drain_start(&dc, &err) : NULL;
 	if (!d->drain) {
 		(void)fprintf(stderr, "nodegate: %s\n", err.msg);

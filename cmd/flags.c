@@ -145,6 +145,11 @@ static const struct flag serve_flags[] = {
     {"self-selector", "NG_SELF_SELECTOR", F_STR, OFF(self_selector),
      "app.kubernetes.io/name=nodegate", 0, 0, "SELECTOR",
      "Label selector (kubectl -l syntax) of nodegate's own pods in --self-namespace."},
+    {"operation-service-account", "NG_OPERATION_SERVICE_ACCOUNT", F_STR,
+     OFF(operation_service_account), "nodegate-operation", 0, 0, "NAME",
+     "ServiceAccount in --self-namespace that operation Jobs run as (a request's jobTemplate "
+     "may not name one: that would lend its rights to whoever may create a request). Bind it "
+     "only what the operations need; by default it has no rights."},
 };
 #undef OFF
 #define NFLAGS (sizeof(serve_flags) / sizeof(serve_flags[0]))
@@ -171,6 +176,7 @@ static const struct {
     {"identity", NULL, NULL},
     {"self-namespace", NULL, NULL},
     {"self-selector", NULL, NULL},
+    {"operation-service-account", NULL, NULL},
 };
 #define NDRAIN (sizeof(drain_flags) / sizeof(drain_flags[0]))
 
@@ -193,7 +199,8 @@ static bool takes(enum cmd_kind cmd, size_t k, const char **ret_def, const char 
 	*ret_doc = d >= 0 && drain_flags[d].doc ? drain_flags[d].doc : serve_flags[k].doc;
 	/* serve's own pods are the drainer's business: serve does not take them. */
 	return cmd == CMD_DRAIN || (strcmp(serve_flags[k].name, "self-namespace") != 0 &&
-				    strcmp(serve_flags[k].name, "self-selector") != 0);
+				    strcmp(serve_flags[k].name, "self-selector") != 0 &&
+				    strcmp(serve_flags[k].name, "operation-service-account") != 0);
 }
 
 /* One subcommand: the line `nodegate --help` gives it, and what its own --help says above its

@@ -1155,7 +1155,8 @@ static bool operate(struct req *r, const struct kube_node *const *nodes, size_t 
 							vals,
 							short_name ? 2u : 1u,
 							dr->has_taint ? &t : NULL,
-							dr->has_taint ? 1u : 0u};
+							dr->has_taint ? 1u : 0u,
+							r->d->cfg.operation_service_account};
 			struct kube_write_result w;
 			kube_create_job(r->d->client, tpl, &j, &w);
 			const struct kube_ref ref = {KUBE_KIND_JOB, ns, name};

@@ -28,13 +28,14 @@ struct ng_buf;
 #define DRAIN_NOTE_ANNOTATION "nodegate.io/drain"
 
 struct drain_config {
-	const struct kube_config *kube; /* borrowed; must outlive the drainer */
-	struct kube_store *store;       /* borrowed: the cache the watch keeps current */
-	const struct kube_watch *watch; /* borrowed; nothing is done before it has synced */
-	struct leader *leader;          /* borrowed; NULL: always act */
-	const char *identity;           /* reportingInstance of events */
-	const char *self_namespace;     /* nodegate's namespace: its pods there are never */
-	const char *self_selector;      /* evicted when they match this selector string */
+	const struct kube_config *kube;        /* borrowed; must outlive the drainer */
+	struct kube_store *store;              /* borrowed: the cache the watch keeps current */
+	const struct kube_watch *watch;        /* borrowed; nothing is done before it has synced */
+	struct leader *leader;                 /* borrowed; NULL: always act */
+	const char *identity;                  /* reportingInstance of events */
+	const char *self_namespace;            /* nodegate's namespace: its pods there are never */
+	const char *self_selector;             /* evicted when they match this selector string */
+	const char *operation_service_account; /* operation Jobs' ServiceAccount (NULL: default) */
 };
 
 struct drain;

@@ -1133,6 +1133,20 @@ static void nd_job_template(const cJSON *jt, struct ng_err *verr)
 			return;
 		}
 	}
+	/* The Job runs as the drainer's operation ServiceAccount: a template naming another
+	 * (nodegate's own among them) would hand its rights to whoever may create a request. */
+	for (int k = 0; o && !cJSON_IsNull(o) && k < 2; k++) {
+		static const char *const sa[2] = {"serviceAccountName", "serviceAccount"};
+		const cJSON *v = ng_json_get(o, sa[k]);
+		if (v && !cJSON_IsNull(v))
+			problem(
+			    verr,
+			    "spec.operation.jobTemplate.spec.template.spec.%s: not allowed: the "
+			    "Job runs as the drainer's operation ServiceAccount "
+			    "(nodegate drain --operation-service-account); grant that one what "
+			    "the operation needs",
+			    sa[k]);
+	}
 	const cJSON *cs = o && !cJSON_IsNull(o) ? ng_json_get(o, "containers") : NULL;
 	if (cs && !cJSON_IsNull(cs) && !cJSON_IsArray(cs)) {
 		problem(verr,

@@ -388,6 +388,11 @@ static bool job_object(cJSON *tpl, const struct kube_job_spec *j)
 				return false;
 	if (!put(pod_spec, "nodeName", cJSON_CreateString(j->node)))
 		return false;
+	/* The operation's identity is the drainer's choice, never the request author's. */
+	cJSON_DeleteItemFromObjectCaseSensitive(pod_spec, "serviceAccount");
+	if (j->service_account &&
+	    !put(pod_spec, "serviceAccountName", cJSON_CreateString(j->service_account)))
+		return false;
 	/* Finished Jobs would pile up, one per node per maintenance: Kubernetes removes this one a
 	 * day after it finishes (time to read its logs) unless the template says otherwise. */
 	if (!cJSON_GetObjectItemCaseSensitive(spec, "ttlSecondsAfterFinished") &&

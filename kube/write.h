@@ -167,6 +167,8 @@ struct kube_job_spec {
 	size_t nlabels;
 	const struct kube_taint_spec *tolerate; /* taints its pods tolerate (besides the cordon) */
 	size_t ntolerate;
+	const char
+	    *service_account; /* its pods' serviceAccountName (replacing any in the template) */
 };
 
 /* spec.ttlSecondsAfterFinished of an operation Job whose template sets none. */

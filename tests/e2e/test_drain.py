@@ -845,6 +845,8 @@ class DrainScenarios(DrainTest):
         tolerated = [t.get("key") for t in pod.get("tolerations") or []]
         self.assertIn(UNSCHEDULABLE_TAINT, tolerated, pod.get("tolerations"))
         self.assertEqual(pod["containers"][0]["name"], "maintenance")
+        self.assertEqual(pod.get("serviceAccountName"), "nodegate-operation",
+                         "operation Jobs run as the drainer's operation ServiceAccount")
         return job
 
     # The tests play the Job controller. The API server validates Job status as v1.32 does

@@ -52,6 +52,7 @@ BASE = {
     ("CustomResourceDefinition", "", "applicationdisruptionbudgets.nodegate.io"),
     ("CustomResourceDefinition", "", "nodegateconfigs.nodegate.io"),
     ("ServiceAccount", NS, "nodegate"),
+    ("ServiceAccount", NS, "nodegate-operation"),  # operation Jobs run as it; no rights
     ("ClusterRole", "", "nodegate"), ("ClusterRoleBinding", "", "nodegate"),
     ("ClusterRole", "", "nodegate-drain"), ("ClusterRoleBinding", "", "nodegate-drain"),
     ("Role", NS, "nodegate-leader"), ("RoleBinding", NS, "nodegate-leader"),

@@ -207,7 +207,8 @@ static void test_job_from_template(void **state)
 					.label_values = values,
 					.nlabels = 1,
 					.tolerate = tol,
-					.ntolerate = 1};
+					.ntolerate = 1,
+					.service_account = "nodegate-operation"};
 	struct kube_write_result r;
 	kube_create_job(
 	    fx->c,
@@ -222,6 +223,7 @@ static void test_job_from_template(void **state)
 	assert_non_null(strstr(q->body, "\"backoffLimit\":0"));
 	assert_non_null(strstr(q->body, "\"ttlSecondsAfterFinished\":86400"));
 	assert_non_null(strstr(q->body, "\"nodeName\":\"node1\""));
+	assert_non_null(strstr(q->body, "\"serviceAccountName\":\"nodegate-operation\""));
 	assert_non_null(strstr(q->body, "\"restartPolicy\":\"Never\""));
 	assert_non_null(strstr(q->body, "\"key\":\"node.kubernetes.io/unschedulable\""));
 	assert_non_null(strstr(q->body, "\"key\":\"example.com/m\""));
@@ -229,12 +231,16 @@ static void test_job_from_template(void **state)
 	/* The template's own TTL and restart policy win. */
 	kube_create_job(fx->c,
 			"{\"spec\":{\"ttlSecondsAfterFinished\":5,\"template\":{\"spec\":{"
-			"\"restartPolicy\":\"OnFailure\",\"containers\":[{\"name\":\"c\"}]}}}}",
+			"\"restartPolicy\":\"OnFailure\",\"serviceAccount\":\"nodegate\","
+			"\"serviceAccountName\":\"nodegate\",\"containers\":[{\"name\":\"c\"}]}}}}",
 			&j, &r);
 	q = fake_api_find(&fx->api, "POST", NULL, 1);
 	assert_non_null(strstr(q->body, "\"ttlSecondsAfterFinished\":5"));
 	assert_null(strstr(q->body, "86400"));
 	assert_non_null(strstr(q->body, "\"restartPolicy\":\"OnFailure\""));
+	/* A template's ServiceAccount never survives (the webhook refuses it before). */
+	assert_null(strstr(q->body, "\"serviceAccount\":"));
+	assert_null(strstr(q->body, "\"serviceAccountName\":\"nodegate\""));
 	/* Not an object with a spec: refused before anything is sent. */
 	kube_create_job(fx->c, "[1]", &j, &r);
 	assert_int_equal(r.outcome, KUBE_WRITE_FAILED);

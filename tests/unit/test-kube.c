@@ -752,6 +752,14 @@ static void test_nd_malformed_drain_fields_name_the_field(void **state)
 	    {"\"drain\":{\"waitForVolumeDetach\":\"no\"}", "spec.drain.waitForVolumeDetach"},
 	    {"\"drain\":{\"skipWaitingForEviction\":0}", "spec.drain.skipWaitingForEviction"},
 	    {"\"operation\":[]", "spec.operation: expected an object"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"serviceAccountName\":\"nodegate\",\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]"
+	     "}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.serviceAccountName: not allowed"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"serviceAccount\":\"nodegate\",\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}"
+	     "}",
+	     "spec.operation.jobTemplate.spec.template.spec.serviceAccount: not allowed"},
 	    {"\"operation\":{\"jobTemplate\":\"x\"}", "spec.operation.jobTemplate: expected"},
 	    {"\"operation\":{\"jobTemplate\":{}}",
 	     "spec.operation.jobTemplate.spec.template.spec.containers: required: at least one "

@@ -248,6 +248,14 @@ static void test_malformed_drain_fields_are_refused_naming_the_field(void **stat
 	    {"\"drain\":{\"podSelector\":false}", "spec.drain.podSelector: expected a label "
 						  "selector string"},
 	    {"\"operation\":{\"jobTemplate\":[]}", "spec.operation.jobTemplate"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"serviceAccountName\":\"nodegate\",\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]"
+	     "}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.serviceAccountName: not allowed"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"serviceAccount\":\"nodegate\",\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}"
+	     "}",
+	     "spec.operation.jobTemplate.spec.template.spec.serviceAccount: not allowed"},
 	    {"\"operation\":{\"jobTemplate\":{}}",
 	     "spec.operation.jobTemplate.spec.template.spec.containers: required"},
 	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
