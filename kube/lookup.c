@@ -46,20 +46,33 @@ static ng_status get_json(struct kube_client *c, const char *path, struct ng_are
 	return st;
 }
 
+/* GET of the object @ref names, as get_json(). On failure the arena is already destroyed. */
+static ng_status get_ref(struct kube_client *c, const struct kube_ref *ref,
+			 struct ng_arena **ret_arena, cJSON **ret_root, struct ng_err *reterr)
+{
+	char path[1024];
+	*ret_arena = NULL;
+	*ret_root = NULL;
+	ng_status st = kube_ref_path(ref, NULL, path, sizeof(path));
+	if (st != NG_OK)
+		return ng_err_set(reterr, st, 0, "no path for %s %.100s/%.100s",
+				  kube_kind_name(ref->kind), ref->ns ? ref->ns : "", ref->name);
+	if ((st = get_json(c, path, ret_arena, ret_root, reterr)) != NG_OK) {
+		ng_arena_destroy(*ret_arena);
+		*ret_arena = NULL;
+	}
+	return st;
+}
+
 ng_status kube_get_job(struct kube_client *c, const char *ns, const char *name,
 		       enum kube_job_state *ret, char *reason, size_t cap, struct ng_err *reterr)
 {
-	char path[1024];
 	const struct kube_ref ref = {KUBE_KIND_JOB, ns, name};
-	ng_status st = kube_ref_path(&ref, NULL, path, sizeof(path));
-	if (st != NG_OK)
-		return ng_err_set(reterr, st, 0, "no path for Job %.100s/%.100s", ns, name);
 	struct ng_arena *a;
 	cJSON *root;
-	if ((st = get_json(c, path, &a, &root, reterr)) != NG_OK) {
-		ng_arena_destroy(a);
+	ng_status st = get_ref(c, &ref, &a, &root, reterr);
+	if (st != NG_OK)
 		return st;
-	}
 	*ret = root ? KUBE_JOB_RUNNING : KUBE_JOB_ABSENT;
 	const cJSON *conds =
 	    ng_json_path(root, (const char *const[]){"status", "conditions", NULL});
@@ -169,14 +182,11 @@ ng_status kube_get_secret_data(struct kube_client *c, const char *ns, const char
 	*ret_found = false;
 	if (rvcap)
 		ret_rv[0] = '\0';
-	char path[1024];
 	const struct kube_ref ref = {KUBE_KIND_SECRET, ns, name};
-	ng_status st = kube_ref_path(&ref, NULL, path, sizeof(path));
-	if (st != NG_OK)
-		return ng_err_set(reterr, st, 0, "no path for Secret %.100s/%.100s", ns, name);
 	struct ng_arena *a;
 	cJSON *root;
-	if ((st = get_json(c, path, &a, &root, reterr)) != NG_OK || !root) {
+	ng_status st = get_ref(c, &ref, &a, &root, reterr);
+	if (st != NG_OK || !root) {
 		ng_arena_destroy(a);
 		return st;
 	}
