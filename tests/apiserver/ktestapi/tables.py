@@ -240,11 +240,13 @@ DEFAULT = ([NAME, col("Created At", "date", desc="CreationTimestamp is a timesta
 
 
 # ---- simple JSONPath for printer columns ------------------------------------------
-_SEG = re.compile(r'\.([A-Za-z0-9_\-$@/]+)|\[(\d+|\*)\]|\[\'([^\']+)\'\]|\.\*')
+_SEG = re.compile(r'\.([A-Za-z0-9_\-$@/]+)|\[(\d+|\*)\]|\[\'([^\']+)\'\]|\.\*'
+                  r'|\[\?\(@\.([A-Za-z0-9_\-$/.]+)\s*==\s*(?:"([^"]*)"|\'([^\']*)\')\)\]')
 
 
 def jsonpath(obj, path):
-    """Evaluate `.a.b[0].c` / `.a[*].b` paths; returns a list of results."""
+    """Evaluate `.a.b[0].c` / `.a[*].b` / `.a[?(@.k=="v")].b` paths (the filters CRD printer
+    columns use, e.g. a condition by type); returns a list of results."""
     path = path.strip()
     if path.startswith("{") and path.endswith("}"):
         path = path[1:-1]
@@ -263,6 +265,14 @@ def jsonpath(obj, path):
                 k = m.group(1) if m.group(1) is not None else m.group(3)
                 if isinstance(c, dict) and k in c:
                     nxt.append(c[k])
+            elif m.group(4) is not None:
+                want = m.group(5) if m.group(5) is not None else m.group(6)
+                for item in (c if isinstance(c, list) else []):
+                    v = item
+                    for k in m.group(4).split("."):
+                        v = v.get(k) if isinstance(v, dict) else None
+                    if isinstance(v, str) and v == want:
+                        nxt.append(item)
             elif m.group(2) is not None:
                 if isinstance(c, list):
                     if m.group(2) == "*":
