@@ -2741,6 +2741,34 @@ class TestRBACAndImpersonation(ServerTestCase):
         self.assertIn("selfsubjectaccessreviews.authorization.k8s.io", out)
         self.assertNotIn("pods ", out)
 
+    def test_authz_log_records_every_decision(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "authz.jsonl")
+            with ServerProcess(authz_log=path) as srv:
+                self.assertEqual(srv.api("GET", "/api/v1/namespaces/default/pods/p1", user="bob")[0], 403)
+                self.assertEqual(srv.api("GET", "/api/v1/nodes")[0], 200)
+                self.assertEqual(srv.api("GET", "/version", user="bob")[0], 200)
+                code, _, _ = srv.api("POST", "/api/v1/namespaces/default/pods/p1/eviction",
+                                     {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p1"}},
+                                     user="system:serviceaccount:nodegate:nodegate")
+                self.assertEqual(code, 403)
+                bob = srv.authz_decisions("bob")
+                for e in bob:
+                    self.assertIsInstance(e.pop("groups"), list)
+                self.assertEqual(bob[0], {"user": "bob", "verb": "get",
+                                          "apiGroup": "", "resource": "pods", "subresource": "", "namespace": "default",
+                                          "name": "p1", "allowed": False})
+                self.assertEqual(bob[1], {"user": "bob", "verb": "get",
+                                          "path": "/version", "allowed": True})
+                admin = srv.authz_decisions("admin")
+                self.assertEqual([(e["verb"], e["resource"], e["allowed"]) for e in admin], [("list", "nodes", True)])
+                sa = srv.authz_decisions("system:serviceaccount:nodegate:nodegate")
+                self.assertEqual([(e["verb"], e["resource"], e["subresource"], e["name"], e["allowed"]) for e in sa],
+                                 [("create", "pods", "eviction", "p1", False)])
+        with ServerProcess() as srv:  # opt-in: nothing recorded without it
+            self.assertEqual(srv.authz_decisions(), [])
+
     def test_always_allow_mode_is_available(self):
         with ServerProcess(extra_args=["--authorization", "always-allow"]) as srv:
             self.assertEqual(srv.api("GET", "/api/v1/pods", user="bob")[0], 200)
