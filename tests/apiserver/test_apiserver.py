@@ -2748,7 +2748,7 @@ class TestRBACAndImpersonation(ServerTestCase):
             with ServerProcess(authz_log=path) as srv:
                 self.assertEqual(srv.api("GET", "/api/v1/namespaces/default/pods/p1", user="bob")[0], 403)
                 self.assertEqual(srv.api("GET", "/api/v1/nodes")[0], 200)
-                self.assertEqual(srv.api("GET", "/version", user="bob")[0], 200)
+                self.assertEqual(srv.api("GET", "/apis", user="bob")[0], 200)
                 code, _, _ = srv.api("POST", "/api/v1/namespaces/default/pods/p1/eviction",
                                      {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p1"}},
                                      user="system:serviceaccount:nodegate:nodegate")
@@ -2760,7 +2760,7 @@ class TestRBACAndImpersonation(ServerTestCase):
                                           "apiGroup": "", "resource": "pods", "subresource": "", "namespace": "default",
                                           "name": "p1", "allowed": False})
                 self.assertEqual(bob[1], {"user": "bob", "verb": "get",
-                                          "path": "/version", "allowed": True})
+                                          "path": "/apis", "allowed": True})
                 admin = srv.authz_decisions("admin")
                 self.assertEqual([(e["verb"], e["resource"], e["allowed"]) for e in admin], [("list", "nodes", True)])
                 sa = srv.authz_decisions("system:serviceaccount:nodegate:nodegate")
