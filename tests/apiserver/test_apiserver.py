@@ -3046,6 +3046,117 @@ class TestRepositoryCRDs(unittest.TestCase):
             self.assertEqual(lines[1].split()[:3], ["repo-nd", "node1", "Granted"])
 
 
+    def test_printer_columns_evaluate_filters_and_print_the_first_result(self):
+        """kubectl get nd / ndb / adb on the repository's CRDs: the DRAIN, VALID and MESSAGE
+        columns are condition filters ([?(@.type=="...")]) and print the matching condition's
+        field, as kube-apiserver does."""
+        files = sorted(os.path.join(REPO_CRDS, f) for f in os.listdir(REPO_CRDS) if f.endswith(".json"))
+        g = "/apis/nodegate.io/v1alpha1/"
+        now = "2024-01-01T00:00:00Z"
+
+        def cond(typ, status, reason, message=""):
+            return {"type": typ, "status": status, "reason": reason, "message": message, "lastTransitionTime": now}
+        with ServerProcess(fixtures=files) as srv:
+            def ok(method, path, body, ctype="application/json"):
+                code, out, _ = srv.api(method, path, body, ctype)
+                self.assertIn(code, (200, 201), out)
+            ok("POST", g + "nodedisruptions", {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption",
+                                               "metadata": {"name": "cols"}, "spec": {"nodeNames": ["node1", "node2"]}})
+            ok("PATCH", g + "nodedisruptions/cols/status", {"status": {
+                "state": "Granted", "disruptedNodes": ["node1", "node2"],
+                "conditions": [cond("Granted", "True", "Granted", "granted by the gate"),
+                               cond("Ready", "False", "Draining", "evicting 3 pods")]}}, "application/merge-patch+json")
+            rc, out, err = srv.kubectl("get", "nd", "cols")
+            self.assertEqual(rc, 0, err)
+            head, row = out.strip().splitlines()
+            self.assertEqual(head.split(), ["NAME", "NODE", "STATE", "DRAIN", "TYPE", "REQUESTOR", "AGE"])
+            self.assertEqual(row.split()[:4], ["cols", "node1", "Granted", "Draining"])
+            rc, out, err = srv.kubectl("get", "nd", "cols", "-o", "wide")
+            self.assertEqual(rc, 0, err)
+            head, row = out.strip().splitlines()
+            self.assertIn("granted by the gate", row)           # MESSAGE: the Granted condition's
+            self.assertNotIn("evicting", row)
+            self.assertIn('["node1","node2"]', row)              # NODES: one result, a list
+            # Table cells as the API returns them: the filter's first match, None when none matches
+            code, table, _ = srv.api("GET", g + "nodedisruptions", headers={
+                "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+            self.assertEqual(code, 200, table)
+            names = [c["name"] for c in table["columnDefinitions"]]
+            cells = dict(zip(names, table["rows"][0]["cells"]))
+            self.assertEqual((cells["Drain"], cells["Message"], cells["Node"]),
+                             ("Draining", "granted by the gate", "node1"))
+            ok("POST", g + "nodedisruptions", {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption",
+                                               "metadata": {"name": "fresh"}, "spec": {"nodeNames": ["node3"]}})
+            code, table, _ = srv.api("GET", g + "nodedisruptions/fresh", headers={
+                "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+            self.assertEqual(code, 200, table)
+            cells = dict(zip(names, table["rows"][0]["cells"]))
+            self.assertEqual((cells["Node"], cells["Drain"], cells["Message"]), (None, None, None))
+
+            ok("POST", g + "nodedisruptionbudgets", {"apiVersion": "nodegate.io/v1alpha1",
+                                                     "kind": "NodeDisruptionBudget", "metadata": {"name": "ndb"},
+                                                     "spec": {"maxDisruptedNodes": 1, "nodeSelector": {}}})
+            ok("PATCH", g + "nodedisruptionbudgets/ndb/status", {"status": {
+                "conditions": [cond("Valid", "False", "InvalidSelector", "bad")]}}, "application/merge-patch+json")
+            rc, out, err = srv.kubectl("get", "ndb", "ndb")
+            self.assertEqual(rc, 0, err)
+            head, row = out.strip().splitlines()
+            self.assertIn("VALID", head)
+            self.assertEqual(row[head.index("VALID"):].split()[0], "InvalidSelector")
+            ok("POST", g + "namespaces/default/applicationdisruptionbudgets", {
+                "apiVersion": "nodegate.io/v1alpha1", "kind": "ApplicationDisruptionBudget",
+                "metadata": {"name": "adb", "namespace": "default"},
+                "spec": {"maxDisruptions": 1, "podSelector": {"matchLabels": {"app": "web"}}}})
+            ok("PATCH", g + "namespaces/default/applicationdisruptionbudgets/adb/status", {"status": {
+                "conditions": [cond("Valid", "True", "Valid")]}}, "application/merge-patch+json")
+            rc, out, err = srv.kubectl("get", "adb", "adb", "-n", "default")
+            self.assertEqual(rc, 0, err)
+            head, row = out.strip().splitlines()
+            self.assertIn("VALID", head)
+            self.assertEqual(row[head.index("VALID"):].split()[0], "Valid")
+
+
+class TestPrinterColumnJSONPath(unittest.TestCase):
+    """The JSONPath subset of additionalPrinterColumns, and kube-apiserver's rule that a column
+    whose path yields several values shows the first."""
+    OBJ = {"metadata": {"name": "x"},
+           "spec": {"n": 3, "flag": False, "items": [{"k": "a", "v": 1}, {"k": "b", "v": 2}, {"k": "c", "v": 2}]},
+           "status": {"conditions": [{"type": "Granted", "reason": "G"}, {"type": "Ready", "reason": "R"}],
+                      "nodes": ["n1", "n2", "n3"]}}
+
+    def test_paths(self):
+        from ktestapi.tables import jsonpath
+        cases = [
+            (".spec.n", [3]), ("{.spec.n}", [3]), ("$.spec.n", [3]), (".spec['n']", [3]),
+            (".status.nodes[0]", ["n1"]), (".status.nodes[-1]", ["n3"]), (".status.nodes[5]", []),
+            (".status.nodes[*]", ["n1", "n2", "n3"]), (".status.nodes[1:]", ["n2", "n3"]),
+            (".status.nodes", [["n1", "n2", "n3"]]),
+            ('.status.conditions[?(@.type=="Ready")].reason', ["R"]),
+            (".status.conditions[?(@.type == 'Granted')].reason", ["G"]),
+            ('.status.conditions[?(@.type!="Ready")].reason', ["G"]),
+            ('.status.conditions[?(@.type=="Valid")].reason', []),
+            (".spec.items[?(@.v==2)].k", ["b", "c"]), (".spec.items[?(@.v!=2)].k", ["a"]),
+            (".spec.items[?(@.k)].v", [1, 2, 2]), (".spec.items[*].k", ["a", "b", "c"]),
+            (".spec[?(@.n==3)].n", []), (".spec.missing.deeper", []), ("..k", []), (".spec.items[", []),
+            (".spec.flag", [False]),
+        ]
+        for path, want in cases:
+            self.assertEqual(jsonpath(self.OBJ, path), want, path)
+
+    def test_a_multi_valued_column_prints_its_first_value(self):
+        from ktestapi.tables import to_table
+
+        class Info:
+            crd = {"additionalPrinterColumns": [
+                {"name": "Kinds", "type": "string", "jsonPath": ".spec.items[*].k"},
+                {"name": "Twos", "type": "string", "jsonPath": ".spec.items[?(@.v==2)].k"},
+                {"name": "Nodes", "type": "string", "jsonPath": ".status.nodes"},
+                {"name": "N", "type": "integer", "jsonPath": ".spec.items[*].v"},
+                {"name": "None", "type": "string", "jsonPath": '.status.conditions[?(@.type=="X")].reason'}]}
+        t = to_table(Info, [self.OBJ], {})
+        self.assertEqual(t["rows"][0]["cells"], ["x", "a", "b", '["n1","n2","n3"]', 1, None])
+
+
 class TestPersistence(unittest.TestCase):
     def test_persist_keeps_objects_uids_and_versions_across_process_restarts(self):
         d = tempfile.mkdtemp(prefix="ktestapi-persist-")
