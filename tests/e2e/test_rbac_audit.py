@@ -129,7 +129,7 @@ class RbacAudit(test_drain.DrainTest):
     JOB_MESSAGES = test_drain.DrainScenarios.JOB_MESSAGES
     JOB_POLL_S = test_drain.DrainScenarios.JOB_POLL_S
     job_status = test_drain.DrainScenarios.job_status
-    job_condition = test_drain.DrainScenarios.job_condition
+    job_condition = staticmethod(test_drain.DrainScenarios.job_condition)
     start_job = test_drain.DrainScenarios.start_job
     finish_job = test_drain.DrainScenarios.finish_job
 
