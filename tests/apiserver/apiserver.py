@@ -6,7 +6,7 @@
       [--service-endpoint ns/name[:port]=127.0.0.1:PORT ...] [--history N]
       [--bookmark-interval S] [--watch-expired event|http] [--authorization rbac|always-allow]
       [--node-lifecycle on|off] [--aggregated-discovery on|off] [--persist] [--parent-pid PID]
-      [--verbose]
+      [--authz-log FILE] [--verbose]
 
 Writes DIR/ca.crt, DIR/kubeconfig (admin), DIR/kubeconfig-<user>, DIR/kubeconfig-carol-cert
 (x509 client certificate: user carol, group nodegate-devs), DIR/tokens.json,
@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ktestapi.api import Cluster, User            # noqa: E402
 from ktestapi.certs import make_ca, make_leaf     # noqa: E402
-from ktestapi.server import APIServer, Faults     # noqa: E402
+from ktestapi.server import APIServer, AuthzLog, Faults  # noqa: E402
 from ktestapi import fixtures                     # noqa: E402
 from ktestapi.authz import Authorizer             # noqa: E402
 
@@ -100,6 +100,9 @@ def main(argv=None):
     ap.add_argument("--watch-expired", choices=["event", "http"], default="event")
     ap.add_argument("--authorization", choices=["rbac", "always-allow"], default="rbac",
                     help="RBAC (default, like kube-apiserver) or allow every authenticated request")
+    ap.add_argument("--authz-log", default=os.environ.get("KTESTAPI_AUTHZ_LOG", ""),
+                    help="append one JSON line per authorization decision (user, verb, apiGroup, resource, "
+                         "subresource, namespace, name, allowed) to this file; default $KTESTAPI_AUTHZ_LOG")
     ap.add_argument("--node-lifecycle", choices=["on", "off"], default="on",
                     help="taint nodes by condition (unschedulable, not-ready, unreachable) like the node lifecycle controller")
     ap.add_argument("--persist", action="store_true",
@@ -168,7 +171,8 @@ def main(argv=None):
     options = {"bookmark_interval": a.bookmark_interval, "watch_expired": a.watch_expired,
                "verbose": a.verbose, "faults": Faults(),
                "authorizer": Authorizer(cluster.store) if a.authorization == "rbac" else None,
-               "aggregated_discovery": a.aggregated_discovery == "on"}
+               "aggregated_discovery": a.aggregated_discovery == "on",
+               "authz_log": AuthzLog(a.authz_log) if a.authz_log else None}
     state = {"server": APIServer(("127.0.0.1", a.port), cluster, ctx, users, options)}
     port = state["server"].server_address[1]
     server_url = "https://127.0.0.1:%d" % port

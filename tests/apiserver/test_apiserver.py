@@ -2741,6 +2741,34 @@ class TestRBACAndImpersonation(ServerTestCase):
         self.assertIn("selfsubjectaccessreviews.authorization.k8s.io", out)
         self.assertNotIn("pods ", out)
 
+    def test_authz_log_records_every_decision(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "authz.jsonl")
+            with ServerProcess(authz_log=path) as srv:
+                self.assertEqual(srv.api("GET", "/api/v1/namespaces/default/pods/p1", user="bob")[0], 403)
+                self.assertEqual(srv.api("GET", "/api/v1/nodes")[0], 200)
+                self.assertEqual(srv.api("GET", "/apis", user="bob")[0], 200)
+                code, _, _ = srv.api("POST", "/api/v1/namespaces/default/pods/p1/eviction",
+                                     {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p1"}},
+                                     user="system:serviceaccount:nodegate:nodegate")
+                self.assertEqual(code, 403)
+                bob = srv.authz_decisions("bob")
+                for e in bob:
+                    self.assertIsInstance(e.pop("groups"), list)
+                self.assertEqual(bob[0], {"user": "bob", "verb": "get",
+                                          "apiGroup": "", "resource": "pods", "subresource": "", "namespace": "default",
+                                          "name": "p1", "allowed": False})
+                self.assertEqual(bob[1], {"user": "bob", "verb": "get",
+                                          "path": "/apis", "allowed": True})
+                admin = srv.authz_decisions("admin")
+                self.assertEqual([(e["verb"], e["resource"], e["allowed"]) for e in admin], [("list", "nodes", True)])
+                sa = srv.authz_decisions("system:serviceaccount:nodegate:nodegate")
+                self.assertEqual([(e["verb"], e["resource"], e["subresource"], e["name"], e["allowed"]) for e in sa],
+                                 [("create", "pods", "eviction", "p1", False)])
+        with ServerProcess() as srv:  # opt-in: nothing recorded without it
+            self.assertEqual(srv.authz_decisions(), [])
+
     def test_always_allow_mode_is_available(self):
         with ServerProcess(extra_args=["--authorization", "always-allow"]) as srv:
             self.assertEqual(srv.api("GET", "/api/v1/pods", user="bob")[0], 200)
@@ -3016,6 +3044,117 @@ class TestRepositoryCRDs(unittest.TestCase):
             lines = out.strip().splitlines()
             self.assertEqual(lines[0].split(), ["NAME", "NODE", "STATE", "DRAIN", "TYPE", "REQUESTOR", "AGE"])
             self.assertEqual(lines[1].split()[:3], ["repo-nd", "node1", "Granted"])
+
+
+    def test_printer_columns_evaluate_filters_and_print_the_first_result(self):
+        """kubectl get nd / ndb / adb on the repository's CRDs: the DRAIN, VALID and MESSAGE
+        columns are condition filters ([?(@.type=="...")]) and print the matching condition's
+        field, as kube-apiserver does."""
+        files = sorted(os.path.join(REPO_CRDS, f) for f in os.listdir(REPO_CRDS) if f.endswith(".json"))
+        g = "/apis/nodegate.io/v1alpha1/"
+        now = "2024-01-01T00:00:00Z"
+
+        def cond(typ, status, reason, message=""):
+            return {"type": typ, "status": status, "reason": reason, "message": message, "lastTransitionTime": now}
+        with ServerProcess(fixtures=files) as srv:
+            def ok(method, path, body, ctype="application/json"):
+                code, out, _ = srv.api(method, path, body, ctype)
+                self.assertIn(code, (200, 201), out)
+            ok("POST", g + "nodedisruptions", {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption",
+                                               "metadata": {"name": "cols"}, "spec": {"nodeNames": ["node1", "node2"]}})
+            ok("PATCH", g + "nodedisruptions/cols/status", {"status": {
+                "state": "Granted", "disruptedNodes": ["node1", "node2"],
+                "conditions": [cond("Granted", "True", "Granted", "granted by the gate"),
+                               cond("Ready", "False", "Draining", "evicting 3 pods")]}}, "application/merge-patch+json")
+            rc, out, err = srv.kubectl("get", "nd", "cols")
+            self.assertEqual(rc, 0, err)
+            head, row = out.strip().splitlines()
+            self.assertEqual(head.split(), ["NAME", "NODE", "STATE", "DRAIN", "TYPE", "REQUESTOR", "AGE"])
+            self.assertEqual(row.split()[:4], ["cols", "node1", "Granted", "Draining"])
+            rc, out, err = srv.kubectl("get", "nd", "cols", "-o", "wide")
+            self.assertEqual(rc, 0, err)
+            head, row = out.strip().splitlines()
+            self.assertIn("granted by the gate", row)           # MESSAGE: the Granted condition's
+            self.assertNotIn("evicting", row)
+            self.assertIn('["node1","node2"]', row)              # NODES: one result, a list
+            # Table cells as the API returns them: the filter's first match, None when none matches
+            code, table, _ = srv.api("GET", g + "nodedisruptions", headers={
+                "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+            self.assertEqual(code, 200, table)
+            names = [c["name"] for c in table["columnDefinitions"]]
+            cells = dict(zip(names, table["rows"][0]["cells"]))
+            self.assertEqual((cells["Drain"], cells["Message"], cells["Node"]),
+                             ("Draining", "granted by the gate", "node1"))
+            ok("POST", g + "nodedisruptions", {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption",
+                                               "metadata": {"name": "fresh"}, "spec": {"nodeNames": ["node3"]}})
+            code, table, _ = srv.api("GET", g + "nodedisruptions/fresh", headers={
+                "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+            self.assertEqual(code, 200, table)
+            cells = dict(zip(names, table["rows"][0]["cells"]))
+            self.assertEqual((cells["Node"], cells["Drain"], cells["Message"]), (None, None, None))
+
+            ok("POST", g + "nodedisruptionbudgets", {"apiVersion": "nodegate.io/v1alpha1",
+                                                     "kind": "NodeDisruptionBudget", "metadata": {"name": "ndb"},
+                                                     "spec": {"maxDisruptedNodes": 1, "nodeSelector": {}}})
+            ok("PATCH", g + "nodedisruptionbudgets/ndb/status", {"status": {
+                "conditions": [cond("Valid", "False", "InvalidSelector", "bad")]}}, "application/merge-patch+json")
+            rc, out, err = srv.kubectl("get", "ndb", "ndb")
+            self.assertEqual(rc, 0, err)
+            head, row = out.strip().splitlines()
+            self.assertIn("VALID", head)
+            self.assertEqual(row[head.index("VALID"):].split()[0], "InvalidSelector")
+            ok("POST", g + "namespaces/default/applicationdisruptionbudgets", {
+                "apiVersion": "nodegate.io/v1alpha1", "kind": "ApplicationDisruptionBudget",
+                "metadata": {"name": "adb", "namespace": "default"},
+                "spec": {"maxDisruptions": 1, "podSelector": {"matchLabels": {"app": "web"}}}})
+            ok("PATCH", g + "namespaces/default/applicationdisruptionbudgets/adb/status", {"status": {
+                "conditions": [cond("Valid", "True", "Valid")]}}, "application/merge-patch+json")
+            rc, out, err = srv.kubectl("get", "adb", "adb", "-n", "default")
+            self.assertEqual(rc, 0, err)
+            head, row = out.strip().splitlines()
+            self.assertIn("VALID", head)
+            self.assertEqual(row[head.index("VALID"):].split()[0], "Valid")
+
+
+class TestPrinterColumnJSONPath(unittest.TestCase):
+    """The JSONPath subset of additionalPrinterColumns, and kube-apiserver's rule that a column
+    whose path yields several values shows the first."""
+    OBJ = {"metadata": {"name": "x"},
+           "spec": {"n": 3, "flag": False, "items": [{"k": "a", "v": 1}, {"k": "b", "v": 2}, {"k": "c", "v": 2}]},
+           "status": {"conditions": [{"type": "Granted", "reason": "G"}, {"type": "Ready", "reason": "R"}],
+                      "nodes": ["n1", "n2", "n3"]}}
+
+    def test_paths(self):
+        from ktestapi.tables import jsonpath
+        cases = [
+            (".spec.n", [3]), ("{.spec.n}", [3]), ("$.spec.n", [3]), (".spec['n']", [3]),
+            (".status.nodes[0]", ["n1"]), (".status.nodes[-1]", ["n3"]), (".status.nodes[5]", []),
+            (".status.nodes[*]", ["n1", "n2", "n3"]), (".status.nodes[1:]", ["n2", "n3"]),
+            (".status.nodes", [["n1", "n2", "n3"]]),
+            ('.status.conditions[?(@.type=="Ready")].reason', ["R"]),
+            (".status.conditions[?(@.type == 'Granted')].reason", ["G"]),
+            ('.status.conditions[?(@.type!="Ready")].reason', ["G"]),
+            ('.status.conditions[?(@.type=="Valid")].reason', []),
+            (".spec.items[?(@.v==2)].k", ["b", "c"]), (".spec.items[?(@.v!=2)].k", ["a"]),
+            (".spec.items[?(@.k)].v", [1, 2, 2]), (".spec.items[*].k", ["a", "b", "c"]),
+            (".spec[?(@.n==3)].n", []), (".spec.missing.deeper", []), ("..k", []), (".spec.items[", []),
+            (".spec.flag", [False]),
+        ]
+        for path, want in cases:
+            self.assertEqual(jsonpath(self.OBJ, path), want, path)
+
+    def test_a_multi_valued_column_prints_its_first_value(self):
+        from ktestapi.tables import to_table
+
+        class Info:
+            crd = {"additionalPrinterColumns": [
+                {"name": "Kinds", "type": "string", "jsonPath": ".spec.items[*].k"},
+                {"name": "Twos", "type": "string", "jsonPath": ".spec.items[?(@.v==2)].k"},
+                {"name": "Nodes", "type": "string", "jsonPath": ".status.nodes"},
+                {"name": "N", "type": "integer", "jsonPath": ".spec.items[*].v"},
+                {"name": "None", "type": "string", "jsonPath": '.status.conditions[?(@.type=="X")].reason'}]}
+        t = to_table(Info, [self.OBJ], {})
+        self.assertEqual(t["rows"][0]["cells"], ["x", "a", "b", '["n1","n2","n3"]', 1, None])
 
 
 class TestPersistence(unittest.TestCase):

@@ -60,6 +60,37 @@ class Faults:
         return None
 
 
+class AuthzLog:
+    """--authz-log FILE: one JSON line per authorization decision of a request (what
+    kube-apiserver's audit log records as user, verb and objectRef, and its authorization
+    decision): {"user", "groups", "verb", "apiGroup", "resource", "subresource", "namespace",
+    "name", "allowed"}, or {"user", "groups", "verb", "path", "allowed"} for a non-resource
+    URL. Impersonation checks are recorded too, as verb `impersonate`. Appended, flushed per
+    line, so a reader sees every decision made before it opened the file."""
+
+    def __init__(self, path):
+        self.lock = threading.Lock()
+        self.f = open(path, "a", encoding="utf-8")
+
+    def record(self, user, attrs, allowed):
+        if attrs.get("path") is not None:
+            e = {"user": user.name, "groups": list(user.groups), "verb": attrs["verb"],
+                 "path": attrs["path"], "allowed": bool(allowed)}
+        else:
+            e = {"user": user.name, "groups": list(user.groups), "verb": attrs["verb"],
+                 "apiGroup": attrs.get("group") or "", "resource": attrs.get("resource") or "",
+                 "subresource": attrs.get("subresource") or "", "namespace": attrs.get("namespace") or "",
+                 "name": attrs.get("name") or "", "allowed": bool(allowed)}
+        line = json.dumps(e, sort_keys=True) + "\n"
+        with self.lock:
+            self.f.write(line)
+            self.f.flush()
+
+    def close(self):
+        with self.lock:
+            self.f.close()
+
+
 class APIServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -317,7 +348,11 @@ class Handler(BaseHTTPRequestHandler):
     # -- authorization ----------------------------------------------------------------
     def _authorize(self, user, attrs):
         az = self.server.options.get("authorizer")
-        if az is None or az.allowed(user, attrs):
+        ok = az is None or az.allowed(user, attrs)
+        audit = self.server.options.get("authz_log")
+        if audit is not None:
+            audit.record(user, attrs, ok)
+        if ok:
             return
         from .authz import forbidden_message
         if attrs.get("path") is not None:

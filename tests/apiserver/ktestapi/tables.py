@@ -239,53 +239,116 @@ DEFAULT = ([NAME, col("Created At", "date", desc="CreationTimestamp is a timesta
                       "when this object was created.")], _default_row)
 
 
-# ---- simple JSONPath for printer columns ------------------------------------------
-_SEG = re.compile(r'\.([A-Za-z0-9_\-$@/]+)|\[(\d+|\*)\]|\[\'([^\']+)\'\]|\.\*'
-                  r'|\[\?\(@\.([A-Za-z0-9_\-$/.]+)\s*==\s*(?:"([^"]*)"|\'([^\']*)\')\)\]')
+# ---- JSONPath for printer columns ---------------------------------------------------
+# The subset of k8s.io/client-go/util/jsonpath that additionalPrinterColumns use (the API
+# server rejects recursive descent in them): `.field`, `['field']`, `[n]` (negative counts
+# from the end), `[a:b]`, `[*]` / `.*`, and filters `[?(@.a.b == "v")]` / `!=` comparing a
+# string, number, true/false or null, or `[?(@.a)]` (the field exists).
+_FIELD = re.compile(r'[A-Za-z0-9_\-$/]+')
+_FILTER = re.compile(r'\[\?\(\s*@((?:\.[A-Za-z0-9_\-$/]+|\[\'[^\']*\'\])*)\s*'
+                     r'(?:(==|!=)\s*("(?:[^"\\]|\\.)*"|\'[^\']*\'|-?\d+(?:\.\d+)?|true|false|null)\s*)?\)\]')
+_INDEX = re.compile(r'\[\s*(-?\d*)\s*(?::\s*(-?\d*)\s*)?\]')
+
+
+def _parse(path):
+    """[(op, arg)] with op field|index|slice|all|filter; raises ValueError on a bad path."""
+    path = path.strip()
+    if path.startswith("{") and path.endswith("}"):
+        path = path[1:-1].strip()
+    if path.startswith("$"):
+        path = path[1:]
+    segs, pos = [], 0
+    while pos < len(path):
+        if path.startswith("..", pos):
+            raise ValueError("recursive descent is not supported in printer columns")
+        if path.startswith(".*", pos) or path.startswith("[*]", pos):
+            segs.append(("all", None))
+            pos += 2 if path[pos + 1] == "*" and path[pos] == "." else 3
+            continue
+        if path[pos] == ".":
+            m = _FIELD.match(path, pos + 1)
+            if not m:
+                raise ValueError("bad field at %d in %r" % (pos, path))
+            segs.append(("field", m.group(0)))
+            pos = m.end()
+            continue
+        if path.startswith("['", pos):
+            end = path.find("']", pos + 2)
+            if end < 0:
+                raise ValueError("unterminated ['...'] in %r" % path)
+            segs.append(("field", path[pos + 2:end]))
+            pos = end + 2
+            continue
+        m = _FILTER.match(path, pos)
+        if m:
+            sub = _parse(m.group(1)) if m.group(1) else []
+            value = None
+            if m.group(2):
+                value = json.loads(m.group(3)) if not m.group(3).startswith("'") else m.group(3)[1:-1]
+            segs.append(("filter", (sub, m.group(2), value)))
+            pos = m.end()
+            continue
+        m = _INDEX.match(path, pos)
+        if m and (m.group(1) or m.group(2) is not None):
+            if m.group(2) is None:
+                segs.append(("index", int(m.group(1))))
+            else:
+                segs.append(("slice", (int(m.group(1)) if m.group(1) else None,
+                                       int(m.group(2)) if m.group(2) else None)))
+            pos = m.end()
+            continue
+        raise ValueError("unsupported JSONPath at %d in %r" % (pos, path))
+    return segs
+
+
+def _walk(segs, values):
+    cur = list(values)
+    for op, arg in segs:
+        nxt = []
+        for c in cur:
+            if op == "field":
+                if isinstance(c, dict) and arg in c:
+                    nxt.append(c[arg])
+            elif op == "index":
+                if isinstance(c, list) and -len(c) <= arg < len(c):
+                    nxt.append(c[arg])
+            elif op == "slice":
+                if isinstance(c, list):
+                    nxt.extend(c[arg[0]:arg[1]])
+            elif op == "all":
+                if isinstance(c, dict):
+                    nxt.extend(c[k] for k in sorted(c))
+                elif isinstance(c, list):
+                    nxt.extend(c)
+            elif isinstance(c, list):  # filter: over a list's items (anything else: no result)
+                sub, cmp, want = arg
+                for item in c:
+                    got = _walk(sub, [item])
+                    if cmp is None:
+                        keep = bool(got)
+                    elif cmp == "==":
+                        keep = bool(got) and _same(got[0], want)
+                    else:
+                        keep = bool(got) and not _same(got[0], want)
+                    if keep:
+                        nxt.append(item)
+        cur = nxt
+    return cur
+
+
+def _same(a, b):
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    return a == b
 
 
 def jsonpath(obj, path):
-    """Evaluate `.a.b[0].c` / `.a[*].b` / `.a[?(@.k=="v")].b` paths (the filters CRD printer
-    columns use, e.g. a condition by type); returns a list of results."""
-    path = path.strip()
-    if path.startswith("{") and path.endswith("}"):
-        path = path[1:-1]
-    if path.startswith("$"):
-        path = path[1:]
-    cur = [obj]
-    pos = 0
-    while pos < len(path):
-        m = _SEG.match(path, pos)
-        if not m:
-            return []
-        pos = m.end()
-        nxt = []
-        for c in cur:
-            if m.group(1) is not None or m.group(3) is not None:
-                k = m.group(1) if m.group(1) is not None else m.group(3)
-                if isinstance(c, dict) and k in c:
-                    nxt.append(c[k])
-            elif m.group(4) is not None:
-                want = m.group(5) if m.group(5) is not None else m.group(6)
-                for item in (c if isinstance(c, list) else []):
-                    v = item
-                    for k in m.group(4).split("."):
-                        v = v.get(k) if isinstance(v, dict) else None
-                    if isinstance(v, str) and v == want:
-                        nxt.append(item)
-            elif m.group(2) is not None:
-                if isinstance(c, list):
-                    if m.group(2) == "*":
-                        nxt.extend(c)
-                    elif int(m.group(2)) < len(c):
-                        nxt.append(c[int(m.group(2))])
-            else:
-                if isinstance(c, dict):
-                    nxt.extend(c.values())
-                elif isinstance(c, list):
-                    nxt.extend(c)
-        cur = nxt
-    return cur
+    """Every result of @path on @obj, in order ([] when nothing matches or the path is not
+    in the supported subset)."""
+    try:
+        return _walk(_parse(path), [obj])
+    except ValueError:
+        return []
 
 
 def _cell(typ, value):
@@ -332,9 +395,10 @@ def to_table(info, objs, list_meta, include="Metadata"):
         def row(o):
             cells = [_md(o).get("name")]
             for c in cols:
+                # as kube-apiserver's table convertor: the first result only (a path that
+                # yields several values prints one), none -> an empty cell
                 r = jsonpath(o, c.get("jsonPath", ""))
-                cells.append(_cell(c.get("type", "string"), r[0]) if len(r) == 1 else
-                             (None if not r else _cell(c.get("type", "string"), r)))
+                cells.append(_cell(c.get("type", "string"), r[0]) if r else None)
             return cells
     else:
         defs, row = BUILTIN.get(info.rkey, DEFAULT)

@@ -23,10 +23,14 @@ APISERVER = os.path.join(HERE, "apiserver.py")
 
 class ServerProcess:
     def __init__(self, fixtures=(), generate=None, kubelet="immediate", extra_args=(), start_timeout=30,
-                 workdir=None):
+                 workdir=None, authz_log=None):
         """workdir: use (and keep) this directory instead of a fresh temporary one, e.g. to
-        restart a server with --persist on the same state dir."""
+        restart a server with --persist on the same state dir.
+        authz_log: a file to which the server appends one JSON line per authorization decision
+        (--authz-log; read them back with authz_decisions()). Without it the server still
+        honours $KTESTAPI_AUTHZ_LOG, inherited from the environment."""
         self.workdir = workdir
+        self.authz_log = authz_log
         self.fixtures = list(fixtures)
         self.generate = generate
         self.kubelet = kubelet
@@ -48,6 +52,8 @@ class ServerProcess:
         os.makedirs(self.home, exist_ok=True)
         args = [sys.executable, APISERVER, "--port", "0", "--state-dir", os.path.join(self.dir, "state"),
                 "--kubelet", self.kubelet, "--parent-pid", str(os.getpid())] + self.extra_args
+        if self.authz_log:
+            args += ["--authz-log", self.authz_log]
         for f in self.fixtures:
             args += ["--fixture", f]
         if self.generate:
@@ -94,6 +100,20 @@ class ServerProcess:
             self.log.close()
         if self.dir and not self.workdir and not os.environ.get("KTESTAPI_KEEP"):
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    def authz_decisions(self, user=None):
+        """The decisions recorded in authz_log so far (dicts, in order), only @user's if given."""
+        out = []
+        try:
+            with open(self.authz_log, encoding="utf-8") as f:
+                for line in f:
+                    if line.endswith("\n"):
+                        e = json.loads(line)
+                        if user is None or e.get("user") == user:
+                            out.append(e)
+        except (OSError, TypeError):
+            pass
+        return out
 
     # -- clients ---------------------------------------------------------------------
     def connection(self, timeout=30):
