@@ -369,7 +369,15 @@ class RenderTest(unittest.TestCase):
                     self.assertIn({"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}, ca)
                     wh = self.rules_of(objs, "ClusterRole", "nodegate-webhook-ca")
                     names = {n for (_, n, _) in WEBHOOKS}
-                    self.assertEqual([set(r.get("resourceNames", ())) for r in wh if "patch" in r["verbs"]], [names])
+                    # patch by name only: both configurations named nodegate-objects, and the
+                    # validating nodegate-eviction (there is no mutating one by that name).
+                    patch = {(res, n) for r in wh if "patch" in r["verbs"] for res in r["resources"]
+                             for n in r.get("resourceNames", ())}
+                    self.assertEqual(patch, {("validatingwebhookconfigurations", "nodegate-eviction"),
+                                             ("validatingwebhookconfigurations", "nodegate-objects"),
+                                             ("mutatingwebhookconfigurations", "nodegate-objects")})
+                    self.assertTrue(all(r.get("resourceNames") for r in wh if "patch" in r["verbs"]))
+                    self.assertEqual(names, {"nodegate-eviction", "nodegate-objects"})
                     self.assertEqual([r for r in wh if "patch" not in r["verbs"]][0]["verbs"], ["list"])
                     self.assertIn("--self-signed", find(objs, "Deployment", "nodegate")["spec"]["template"]["spec"]
                                   ["containers"][0]["args"])

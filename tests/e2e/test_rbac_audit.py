@@ -20,7 +20,6 @@ rule granted to it (apiGroup, resource, verb, resourceName) was used at least on
 ones listed in RARE with the reason. Rules never used are printed.
 
 Environment: as the other e2e suites (NODEGATE, NG_SOURCE_ROOT)."""
-import base64
 import http.client
 import json
 import os
@@ -275,7 +274,6 @@ class RbacAudit(test_drain.DrainTest):
                     return api.api("GET", test_selfsigned.SECRET_PATH)[0] == 200
                 ok, _ = eventually(patched, 3 * WAIT_S, 0.2)
                 self.assertTrue(ok, "serve --self-signed never wrote the CA:\n" + r.read_log())
-                base64.b64decode  # (the CA's content is test_selfsigned's business)
             finally:
                 self.assertEqual(r.stop(), 0)
 
