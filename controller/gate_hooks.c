@@ -137,7 +137,8 @@ static void record_hook(struct gate *g, const struct kube_snapshot *s, const cha
 	if (!ok) {
 		char msg[400];
 		ng_fmt(msg, sizeof(msg), "NodeDisruption %s: %s", nd, c->message);
-		gate_event_adb(g, ns, name, "HookFailed", "Warning", msg, now_wall_ms);
+		gate_event_adb(g, ns, name, c->adb->b.uid, "HookFailed", "Warning", msg,
+			       now_wall_ms);
 	}
 }
 

@@ -139,9 +139,9 @@ enum kube_write_outcome gate_write_status(struct gate *g, const struct kube_snap
  * is logged. */
 void gate_event_nd(struct gate *g, const struct kube_nd *nd, const char *name, const char *reason,
 		   const char *type, const char *msg, int64_t now_wall_ms);
-/** An Event on ApplicationDisruptionBudget @ns/@name. */
-void gate_event_adb(struct gate *g, const char *ns, const char *name, const char *reason,
-		    const char *type, const char *msg, int64_t now_wall_ms);
+/** An Event on ApplicationDisruptionBudget @ns/@name, uid @uid (NULL or "": none). */
+void gate_event_adb(struct gate *g, const char *ns, const char *name, const char *uid,
+		    const char *reason, const char *type, const char *msg, int64_t now_wall_ms);
 /** Adds the finalizer to decided requests, releases deleted ones (DESIGN.md §4). */
 void gate_tend_finalizers(struct gate *g, const struct kube_snapshot *s, int64_t now_wall_ms);
 

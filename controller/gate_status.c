@@ -94,11 +94,11 @@ void gate_event_nd(struct gate *g, const struct kube_nd *nd, const char *name, c
 	event(g, &about, nd ? nd->uid : NULL, reason, type, msg, now_wall_ms);
 }
 
-void gate_event_adb(struct gate *g, const char *ns, const char *name, const char *reason,
-		    const char *type, const char *msg, int64_t now_wall_ms)
+void gate_event_adb(struct gate *g, const char *ns, const char *name, const char *uid,
+		    const char *reason, const char *type, const char *msg, int64_t now_wall_ms)
 {
 	const struct kube_ref about = {KUBE_KIND_ADB, ns, name};
-	event(g, &about, NULL, reason, type, msg, now_wall_ms);
+	event(g, &about, uid, reason, type, msg, now_wall_ms);
 }
 
 static bool has_finalizer(const struct kube_nd *nd, uint32_t fin)

@@ -1481,9 +1481,11 @@ static ng_status decode_int_or_string(struct ctx *c, const cJSON *j, const char 
 
 /* Fields every budget has. Validation problems go to @verr and make the budget invalid;
  * only OOM fails the load. */
-static ng_status decode_budget_common(struct ctx *c, const cJSON *spec,
+static ng_status decode_budget_common(struct ctx *c, const cJSON *o, const cJSON *spec,
 				      struct kube_budget_common *b, struct ng_err *verr)
 {
+	if (!(b->uid = dup_or_empty(c, ng_json_str(ng_json_get(o, "metadata"), "uid"))))
+		return fail(c, NG_ENOMEM, "metadata.uid", "out of memory");
 	const cJSON *types = ng_json_get(spec, "supportedNodeDisruptionTypes");
 	ng_status st = decode_str_array(c, types, "spec.supportedNodeDisruptionTypes",
 					NG_MAX_LABELS, &b->types, &b->ntypes);
@@ -1678,7 +1680,7 @@ static ng_status decode_adb(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t
 	a->b.name = name;
 	struct ng_err verr = {0};
 	const cJSON *spec = ng_json_get(o, "spec");
-	ng_status st = decode_budget_common(c, spec, &a->b, &verr);
+	ng_status st = decode_budget_common(c, o, spec, &a->b, &verr);
 	if (st != NG_OK)
 		return st;
 	if (verr.status == NG_OK)
@@ -1713,7 +1715,7 @@ static ng_status decode_ndb(struct ctx *c, const cJSON *o, uint32_t name)
 	n->b.name = name;
 	struct ng_err verr = {0};
 	const cJSON *spec = ng_json_get(o, "spec");
-	ng_status st = decode_budget_common(c, spec, &n->b, &verr);
+	ng_status st = decode_budget_common(c, o, spec, &n->b, &verr);
 	if (st != NG_OK)
 		return st;
 	if (verr.status == NG_OK)

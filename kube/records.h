@@ -324,6 +324,7 @@ struct kube_nd {
  * decision can fail closed and say why. */
 struct kube_budget_common {
 	uint32_t ns, name; /* ns is NG_INTERN_NONE for cluster-scoped */
+	const char *uid;   /* metadata.uid ("" when absent; NULL in records made by hand) */
 	bool invalid;
 	uint32_t error; /* intern id of the validation message when invalid */
 	bool frozen;

@@ -325,6 +325,12 @@ class HookTest(GateTest):
                     and {k: e.get("involvedObject", {}).get(k) for k in want} == want]
         ev, _ = eventually(find)
         self.assertTrue(ev, f"no HookFailed event for ADB {name}")
+        # It names the budget's uid, so kubectl describe adb lists it.
+        _, adb, _ = self.api.api("GET", f"/apis/nodegate.io/v1alpha1/namespaces/default/"
+                                 f"applicationdisruptionbudgets/{name}")
+        self.assertEqual(ev[0]["involvedObject"].get("uid"), adb["metadata"]["uid"], ev[0])
+        rc, out, err = self.api.kubectl("describe", "adb", name, "-n", "default")
+        self.assertIn("HookFailed", out.split("Events:", 1)[-1], out[-1200:] + err)
         return ev[0]
 
     def metric_sum(self, metric, **labels):
