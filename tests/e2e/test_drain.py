@@ -25,7 +25,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -117,17 +116,7 @@ class Drainer:
 
     def metrics(self):
         """{series (name and labels as printed): value}."""
-        code, body = self.get("/metrics")
-        out = {}
-        if code == 200:
-            for line in body.decode(errors="replace").splitlines():
-                if line and not line.startswith("#"):
-                    k, _, v = line.rpartition(" ")
-                    try:
-                        out[k] = float(v)
-                    except ValueError:
-                        pass
-        return out
+        return serve_metrics(self)
 
     def metric(self, name, **labels):
         """The sum of the series of @name whose labels include @labels (None if none)."""
@@ -156,17 +145,7 @@ class Drainer:
             self.proc.wait(10)
         self.log.close()
 
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(3 * WAIT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        if not self.log.closed:
-            self.log.close()
-        return self.proc.returncode
+    stop = Nodegate.stop  # SIGTERM, SIGKILL after a while; a closed log stays closed
 
 
 def metric_sum(series, name, **labels):
@@ -180,6 +159,7 @@ def metric_sum(series, name, **labels):
 
 
 def serve_metrics(ng):
+    """{series: value} of the /metrics of @ng (anything with get(path) -> (code, body))."""
     code, body = ng.get("/metrics")
     out = {}
     for line in body.decode(errors="replace").splitlines() if code == 200 else ():

@@ -21,7 +21,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_live_cache import BINARY, CRDS, ROOT, WAIT_S, WRAPPER, eventually  # noqa: E402
+from test_live_cache import BINARY, CRDS, ROOT, WAIT_S, WRAPPER, Nodegate, eventually  # noqa: E402
 from ktestapi.testing import ServerProcess  # noqa: E402
 
 # Short enough that a renewal (at two thirds) comes every 8 s.
@@ -99,16 +99,7 @@ class Replica:
                     out.append(rec)
             return out
 
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(3 * WAIT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self.log.close()
-        return self.proc.returncode
+    stop = Nodegate.stop
 
 
 class SelfSignedTest(unittest.TestCase):
