@@ -85,7 +85,7 @@ void gate_inflight_add(struct gate *g, uint32_t name, const uint32_t *nodes, siz
 	g->inf[g->ninf++] = (struct gate_inflight){name, copy, n, now_wall_ms + INFLIGHT_MS};
 }
 
-static const struct kube_nd *find_nd(const struct kube_snapshot *s, uint32_t name)
+const struct kube_nd *gate_find_nd(const struct kube_snapshot *s, uint32_t name)
 {
 	size_t n;
 	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
@@ -101,7 +101,7 @@ static ng_status ledger_add_inflight(struct gate *g, const struct kube_snapshot 
 				     struct pol_ledger *l, int64_t now_wall_ms)
 {
 	for (size_t i = 0; i < g->ninf;) {
-		const struct kube_nd *nd = find_nd(s, g->inf[i].name);
+		const struct kube_nd *nd = gate_find_nd(s, g->inf[i].name);
 		if (!nd || nd->deleting || nd->state == KUBE_ND_GRANTED ||
 		    now_wall_ms > g->inf[i].until_wall_ms) {
 			inflight_drop(g, i);
@@ -244,6 +244,9 @@ static bool decide_one(struct gate *g, const struct kube_snapshot *s,
 		       const struct kube_nd *nd, const char *name, int64_t now_wall_ms,
 		       struct ng_arena *arena)
 {
+	/* Its hooks are out and its share is held in the ledger: decided when they answer. */
+	if (gate_hooks_out(g, nd->name))
+		return true;
 	struct pol_gate_decision d;
 	int64_t t0_us = ng_now_mono_us();
 	if (pol_evaluate_disruption(s, cfg, ledger, nd, now_wall_ms, arena, &d) != NG_OK) {
@@ -253,15 +256,27 @@ static bool decide_one(struct gate *g, const struct kube_snapshot *s,
 	uint64_t us = (uint64_t)(ng_now_mono_us() - t0_us);
 	time_decision(g, us);
 	bool hooks_called = false;
-	if (d.outcome == POL_GATE_GRANT && d.nverdicts) {
-		if (hooks_wait(gate_written_get(g, nd->name), nd, now_wall_ms))
+	if (d.outcome != POL_GATE_GRANT || !d.nverdicts)
+		gate_hooks_drop(g, nd->name); /* answers it no longer needs, if any */
+	else {
+		if (!gate_hooks_answered(g, nd->name) &&
+		    hooks_wait(gate_written_get(g, nd->name), nd, now_wall_ms))
 			return true;
-		if (!gate_run_hooks(g, s, nd, name, &d, &hooks_called, now_wall_ms, arena)) {
+		switch (gate_hooks_step(g, s, nd, name, &d, ledger, now_wall_ms, arena)) {
+		case GATE_HOOKS_NONE:
+			break;
+		case GATE_HOOKS_ANSWERED:
+			hooks_called = true;
+			/* Hooks take time: the answer is dated when it is known. */
+			now_wall_ms = ng_now_wall_ms();
+			break;
+		case GATE_HOOKS_ASKED:
+		case GATE_HOOKS_WAIT:
+			return true; /* decided when they answer; the round goes on */
+		case GATE_HOOKS_AGAIN:
 			g->again_wall_ms = ng_now_wall_ms() + AGAIN_MS;
 			return false;
 		}
-		/* Hooks take time: the answer is dated when it is known. */
-		now_wall_ms = ng_now_wall_ms();
 		if (!gate_leading(g))
 			return false;
 	}
@@ -292,6 +307,16 @@ static void decide_pending(struct gate *g, const struct kube_snapshot *s,
 			    &nds[i]; /* the whole queue is ranked, even when few are decided */
 	if (pol_rank_pending(s, cfg, c, nc, arena) != NG_OK)
 		nc = 0;
+	/* Requests whose hooks have answered held their share while they waited: they are
+	 * decided first, before any other request can take it. */
+	for (size_t i = 0; i < nc && !atomic_load(g->stop) && gate_leading(g); i++) {
+		if (!gate_hooks_answered(g, c[i]->name))
+			continue;
+		ng_arena_reset(arena);
+		if (!decide_one(g, s, cfg, ledger, c[i], ng_intern_str(pool, c[i]->name, NULL),
+				now_wall_ms, arena))
+			goto out;
+	}
 	for (size_t i = 0; i < nc && !atomic_load(g->stop) && gate_leading(g); i++) {
 		/* Nothing changed since the last round: only retries that fell due are decided. */
 		const struct gate_written *w = gate_written_get(g, c[i]->name);
@@ -303,6 +328,7 @@ static void decide_pending(struct gate *g, const struct kube_snapshot *s,
 				now_wall_ms, arena))
 			break;
 	}
+out:
 	free(c);
 }
 
@@ -312,7 +338,8 @@ void gate_round(struct gate *g, const struct kube_snapshot *s, bool changed, int
 	pol_gate_config_from(s, &cfg);
 	struct pol_ledger *ledger = pol_ledger_create(s);
 	struct ng_arena *arena = ng_arena_create(ROUND_ARENA_BYTES);
-	if (!ledger || !arena || ledger_add_inflight(g, s, ledger, now_wall_ms) != NG_OK) {
+	if (!ledger || !arena || ledger_add_inflight(g, s, ledger, now_wall_ms) != NG_OK ||
+	    gate_hooks_hold(g, s, ledger) != NG_OK) {
 		gate_count(&g->errors, 1);
 		goto out;
 	}
@@ -353,6 +380,7 @@ static int64_t next_due_wall_ms(const struct gate *g)
 /* A new term starts from what the cache says. */
 static void forget(struct gate *g)
 {
+	gate_hooks_forget(g);
 	g->nw = 0;
 	g->nbw = 0;
 	g->budgets_dirty = true;
@@ -380,7 +408,8 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 		return KUBE_RUNTIME_IDLE; /* nothing to decide on before the first publish */
 	int64_t now_wall_ms = ng_now_wall_ms();
 	int64_t due = next_due_wall_ms(g);
-	bool changed = gen != g->seen_generation || term != g->term ||
+	bool answered = atomic_exchange(&g->hooks_answered, false);
+	bool changed = gen != g->seen_generation || term != g->term || answered ||
 		       (g->again_wall_ms && now_wall_ms >= g->again_wall_ms);
 	if (changed)
 		g->again_wall_ms = 0;
@@ -404,6 +433,7 @@ struct gate *gate_create(const struct gate_config *cfg, struct kube_client *clie
 	g->client = client;
 	g->stop = &never_stop;
 	pthread_mutex_init(&g->metrics_mu, NULL);
+	pthread_mutex_init(&g->wake_mu, NULL);
 	if (g->cfg.retry_initial_ms <= 0)
 		g->cfg.retry_initial_ms = 5000;
 	if (g->cfg.retry_max_ms <= 0)
@@ -437,6 +467,9 @@ struct gate *gate_start(const struct gate_config *cfg, struct ng_err *reterr)
 	g->rt = kube_runtime_create(&rc, reterr);
 	if (g->rt) {
 		g->client = kube_runtime_client(g->rt);
+		pthread_mutex_lock(&g->wake_mu);
+		g->wake_rt = g->rt;
+		pthread_mutex_unlock(&g->wake_mu);
 		g->stop = kube_runtime_stop_flag(g->rt);
 		if (cfg->leader) /* gained or lost: a step at once, no polling */
 			leader_watch(cfg->leader, wake, g->rt);
@@ -466,6 +499,8 @@ void gate_destroy(struct gate *g)
 {
 	if (!g)
 		return;
+	gate_hooks_forget(g);
+	free(g->jobs);
 	while (g->ninf)
 		inflight_drop(g, 0);
 	free(g->inf);
@@ -475,6 +510,7 @@ void gate_destroy(struct gate *g)
 	free(g->hc);
 	free(g->deny);
 	pthread_mutex_destroy(&g->metrics_mu);
+	pthread_mutex_destroy(&g->wake_mu);
 	ng_map_finish(&g->w_by_name);
 	free(g);
 }
@@ -485,6 +521,10 @@ void gate_stop(struct gate *g)
 		return;
 	if (g->cfg.leader && g->rt)
 		leader_watch(g->cfg.leader, NULL, NULL);
+	/* A hook's thread that ends from now on wakes no one: the runtime is going. */
+	pthread_mutex_lock(&g->wake_mu);
+	g->wake_rt = NULL;
+	pthread_mutex_unlock(&g->wake_mu);
 	kube_runtime_destroy(g->rt); /* joins the thread: nothing below races with a round */
 	gate_destroy(g);
 }

@@ -59,8 +59,9 @@ struct ng_buf;
  */
 NG_NODISCARD ng_status gate_render_budget_metrics(const struct gate *g, struct ng_buf *out);
 /**
- * Appends nodegate_health_hook_requests_total{namespace,name,result} and the
- * nodegate_health_hook_duration_seconds histogram: the calls this replica made. Any thread.
+ * Appends nodegate_health_hook_requests_total{namespace,name,result}, the
+ * nodegate_health_hook_duration_seconds histogram (the calls this replica made) and the
+ * nodegate_health_hook_requests_waiting gauge. Any thread.
  */
 NG_NODISCARD ng_status gate_render_hook_metrics(const struct gate *g, struct ng_buf *out);
 

@@ -5,13 +5,16 @@
 
 #include "common/arena.h"
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/intern.h"
 #include "common/jw.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/prom.h"
 #include "kube/client.h"
+#include "kube/runtime.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,43 +160,277 @@ static bool cancel_if_denied(struct pol_hook_call *calls, size_t n)
 	return denied;
 }
 
-bool gate_run_hooks(struct gate *g, const struct kube_snapshot *s, const struct kube_nd *nd,
-		    const char *name, struct pol_gate_decision *d, bool *ret_called,
-		    int64_t now_wall_ms, struct ng_arena *arena)
-{
+/* ---- requests whose hooks are out ---- */
+
+/* One request's hooks, asked on a thread of their own. Everything the thread reads is its own
+ * or lives longer than it: the snapshot reference keeps the budgets, hooks and policy the calls
+ * point into; the deny list is the gate's, which joins every job before freeing it. */
+struct gate_hook_job {
+	uint32_t name; /* the request (intern id of the shared pool) */
+	char *nd;      /* its name, for logs and Events */
+	uint32_t *nodes;
+	size_t nnodes;
+	struct kube_snapshot *s; /* a reference of the job's own */
 	struct kube_hook_policy hp;
-	pol_hook_policy_from(s, &hp);
 	struct pol_hook_call *calls;
 	size_t n;
-	*ret_called = false;
-	if (pol_hooks_prepare(s, d, &hp, arena, &calls, &n) != NG_OK) {
-		gate_count(&g->errors, 1);
-		return false;
+	char *body;
+	size_t len;
+	const struct kube_cidr *deny;
+	size_t ndeny;
+	struct gate *g;
+	pthread_t thread;
+	_Atomic bool done;   /* the thread has ended its calls */
+	_Atomic bool cancel; /* stop the calls: their answers will not be used */
+	bool held;           /* held in this round's ledger: not decided before the next */
+	ng_status st;
+};
+
+static void *job_main(void *arg)
+{
+	struct gate_hook_job *j = arg;
+	j->st =
+	    gate_hooks_call(j->calls, j->n, &j->hp, j->deny, j->ndeny, j->body, j->len, &j->cancel);
+	struct gate *g = j->g;
+	atomic_store(&j->done, true);
+	atomic_store(&g->hooks_answered, true);
+	pthread_mutex_lock(&g->wake_mu);
+	kube_runtime_wake(g->wake_rt); /* NULL once the gate stops, or in a test */
+	pthread_mutex_unlock(&g->wake_mu);
+	return NULL;
+}
+
+static size_t job_find(const struct gate *g, uint32_t name)
+{
+	for (size_t i = 0; i < g->njobs; i++)
+		if (g->jobs[i]->name == name)
+			return i;
+	return SIZE_MAX;
+}
+
+/* Ends job @i (stopping its calls when they still run) and frees it. With @record, the answers
+ * it has are recorded although no decision uses them: each was a call a budget's team sees. */
+static void job_drop(struct gate *g, size_t i, bool record)
+{
+	struct gate_hook_job *j = g->jobs[i];
+	g->jobs[i] = g->jobs[--g->njobs];
+	atomic_store(&g->hooks_waiting, g->njobs);
+	if (!atomic_load(&j->done))
+		record = false;
+	atomic_store(&j->cancel, true);
+	(void)pthread_join(j->thread, NULL);
+	for (size_t k = 0; record && j->st == NG_OK && k < j->n; k++)
+		if (j->calls[k].result != POL_HOOK_CANCELLED &&
+		    j->calls[k].result != POL_HOOK_PENDING)
+			record_hook(g, j->s, j->nd, &j->calls[k], ng_now_wall_ms());
+	kube_snapshot_release(j->s);
+	free(j->nd);
+	free(j->nodes);
+	free(j->calls);
+	free(j->body);
+	free(j);
+}
+
+/* Starts the calls of @calls (@n, from the round's arena: copied) for request @nd of @s, with
+ * @body (taken). NULL when there is no memory or no thread: @body is freed. */
+static struct gate_hook_job *
+job_start(struct gate *g, const struct kube_snapshot *s, const struct kube_nd *nd, const char *name,
+	  const struct pol_gate_decision *d, const struct kube_hook_policy *hp,
+	  const struct pol_hook_call *calls, size_t n, char *body, size_t len)
+{
+	struct gate_hook_job **p = ng_array_grow(g->jobs, &g->capjobs, g->njobs, sizeof(*p));
+	struct gate_hook_job *j = p ? calloc(1, sizeof(*j)) : NULL;
+	if (p)
+		g->jobs = p;
+	if (j) {
+		j->nd = strdup(name);
+		j->nodes = malloc((d->nnodes ? d->nnodes : 1) * sizeof(*j->nodes));
+		j->calls = malloc(n * sizeof(*j->calls));
 	}
-	if (n == 0)
-		return true;
-	*ret_called = true;
-	if (!cancel_if_denied(calls, n)) {
-		size_t len = 0;
-		char *body = hook_body(g, s, name, d, arena, &len);
-		if (!body) {
-			gate_count(&g->errors, 1);
-			return false;
+	if (!j || !j->nd || !j->nodes || !j->calls) {
+		if (j) {
+			free(j->nd);
+			free(j->nodes);
+			free(j->calls);
 		}
-		ng_status st =
-		    gate_hooks_call(calls, n, &hp, g->deny, g->ndeny, body, len, g->stop);
+		free(j);
 		free(body);
-		if (st != NG_OK || atomic_load(g->stop)) {
-			gate_count(&g->errors, st != NG_OK);
-			return false;
-		}
+		return NULL;
 	}
+	j->name = nd->name;
+	memcpy(j->nodes, d->nodes, d->nnodes * sizeof(*j->nodes));
+	j->nnodes = d->nnodes;
+	memcpy(j->calls, calls, n * sizeof(*j->calls));
+	j->n = n;
+	j->hp = *hp;
+	j->body = body;
+	j->len = len;
+	j->deny = g->deny;
+	j->ndeny = g->ndeny;
+	j->g = g;
+	j->s = kube_snapshot_ref((struct kube_snapshot *)(uintptr_t)s);
+	if (pthread_create(&j->thread, NULL, job_main, j) != 0) {
+		kube_snapshot_release(j->s);
+		free(j->nd);
+		free(j->nodes);
+		free(j->calls);
+		free(j->body);
+		free(j);
+		return NULL;
+	}
+	g->jobs[g->njobs++] = j;
+	atomic_store(&g->hooks_waiting, g->njobs);
+	return j;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+/* Whether job @j asked, about the same nodes, the very hooks decision @d needs now (@calls, @n
+ * of snapshot @s): then its answers stand for them. */
+static bool job_answers(const struct gate_hook_job *j, const struct kube_snapshot *s,
+			const struct pol_gate_decision *d, const struct pol_hook_call *calls,
+			size_t n)
+{
+	if (j->st != NG_OK || j->n != n || j->nnodes != d->nnodes ||
+	    memcmp(j->nodes, d->nodes, d->nnodes * sizeof(*d->nodes)) != 0)
+		return false;
+	const struct ng_intern *jp = kube_snapshot_pool(j->s), *sp = kube_snapshot_pool(s);
+	for (size_t i = 0; i < n; i++) {
+		const struct kube_adb *a = j->calls[i].adb, *b = calls[i].adb;
+		if (!same_str(a->b.uid, b->b.uid) ||
+		    !same_str(ng_intern_str(jp, a->b.ns, NULL), ng_intern_str(sp, b->b.ns, NULL)) ||
+		    !same_str(ng_intern_str(jp, a->b.name, NULL),
+			      ng_intern_str(sp, b->b.name, NULL)) ||
+		    !same_str(a->hook.url, b->hook.url) || a->hook.timeout_s != b->hook.timeout_s ||
+		    a->hook.nca != b->hook.nca ||
+		    (a->hook.nca && memcmp(a->hook.ca, b->hook.ca, a->hook.nca) != 0))
+			return false;
+	}
+	return true;
+}
+
+/* Folds @calls into @d and records each one that answered. */
+static void apply_and_record(struct gate *g, const struct kube_snapshot *s,
+			     const struct kube_nd *nd, const char *name,
+			     const struct pol_hook_call *calls, size_t n,
+			     struct pol_gate_decision *d, int64_t now_wall_ms)
+{
 	(void)pol_hooks_apply(s, nd, calls, n, d);
 	/* Hooks cancelled by another's failure did not answer and leave no trace. */
 	for (size_t i = 0; i < n; i++)
 		if (calls[i].result != POL_HOOK_CANCELLED && calls[i].result != POL_HOOK_PENDING)
 			record_hook(g, s, name, &calls[i], now_wall_ms);
-	return true;
+}
+
+enum gate_hooks_step gate_hooks_step(struct gate *g, const struct kube_snapshot *s,
+				     const struct kube_nd *nd, const char *name,
+				     struct pol_gate_decision *d, struct pol_ledger *ledger,
+				     int64_t now_wall_ms, struct ng_arena *arena)
+{
+	struct kube_hook_policy hp;
+	pol_hook_policy_from(s, &hp);
+	struct pol_hook_call *calls;
+	size_t n;
+	size_t ji = job_find(g, nd->name);
+	if (pol_hooks_prepare(s, d, &hp, arena, &calls, &n) != NG_OK) {
+		gate_count(&g->errors, 1);
+		return GATE_HOOKS_AGAIN;
+	}
+	if (ji != SIZE_MAX) {
+		struct gate_hook_job *j = g->jobs[ji];
+		if (j->held || !atomic_load(&j->done))
+			return GATE_HOOKS_WAIT; /* still out: the request is not decided meanwhile
+						 */
+		bool answers = n && job_answers(j, s, d, calls, n);
+		for (size_t i = 0; answers && i < n; i++) {
+			const struct pol_hook_call *a = &j->calls[i];
+			calls[i].result = a->result;
+			calls[i].code = a->code;
+			calls[i].duration_ms = a->duration_ms;
+			calls[i].bytes = a->bytes;
+			calls[i].truncated = a->truncated;
+			memcpy(calls[i].message, a->message, sizeof(calls[i].message));
+		}
+		/* Answers about other hooks or nodes are recorded, and asked again for these. */
+		job_drop(g, ji, !answers);
+		if (answers) {
+			apply_and_record(g, s, nd, name, calls, n, d, now_wall_ms);
+			return GATE_HOOKS_ANSWERED;
+		}
+	}
+	if (n == 0)
+		return GATE_HOOKS_NONE;
+	if (cancel_if_denied(calls, n)) {
+		apply_and_record(g, s, nd, name, calls, n, d, now_wall_ms);
+		return GATE_HOOKS_ANSWERED;
+	}
+	if (g->njobs >= GATE_MAX_HOOK_JOBS)
+		return GATE_HOOKS_WAIT; /* a job's end starts a round */
+	size_t len = 0;
+	char *body = hook_body(g, s, name, d, arena, &len);
+	if (!body) {
+		gate_count(&g->errors, 1);
+		return GATE_HOOKS_AGAIN;
+	}
+	if (!job_start(g, s, nd, name, d, &hp, calls, n, body, len)) {
+		gate_count(&g->errors, 1);
+		return GATE_HOOKS_AGAIN;
+	}
+	/* Its share is held from now on: the rest of this round cannot take it. */
+	if (pol_ledger_grant(ledger, nd->name, d->nodes, d->nnodes) != NG_OK) {
+		job_drop(g, g->njobs - 1, false);
+		return GATE_HOOKS_AGAIN;
+	}
+	g->jobs[g->njobs - 1]->held = true;
+	return GATE_HOOKS_ASKED;
+}
+
+ng_status gate_hooks_hold(struct gate *g, const struct kube_snapshot *s, struct pol_ledger *ledger)
+{
+	for (size_t i = 0; i < g->njobs;) {
+		struct gate_hook_job *j = g->jobs[i];
+		const struct kube_nd *nd = gate_find_nd(s, j->name);
+		if (!nd || nd->deleting ||
+		    (nd->state != KUBE_ND_PENDING && nd->state != KUBE_ND_UNKNOWN)) {
+			job_drop(g, i, true); /* gone or decided elsewhere: nothing waits on it */
+			continue;
+		}
+		j->held = !atomic_load(&j->done);
+		if (j->held && pol_ledger_grant(ledger, j->name, j->nodes, j->nnodes) != NG_OK)
+			return NG_ENOMEM;
+		i++;
+	}
+	return NG_OK;
+}
+
+bool gate_hooks_out(const struct gate *g, uint32_t name)
+{
+	size_t i = job_find(g, name);
+	return i != SIZE_MAX && g->jobs[i]->held;
+}
+
+bool gate_hooks_answered(const struct gate *g, uint32_t name)
+{
+	size_t i = job_find(g, name);
+	return i != SIZE_MAX && !g->jobs[i]->held && atomic_load(&g->jobs[i]->done);
+}
+
+void gate_hooks_drop(struct gate *g, uint32_t name)
+{
+	size_t i = job_find(g, name);
+	if (i != SIZE_MAX)
+		job_drop(g, i, true);
+}
+
+void gate_hooks_forget(struct gate *g)
+{
+	for (size_t i = 0; i < g->njobs; i++)
+		atomic_store(&g->jobs[i]->cancel, true); /* all stop at once, then each is joined */
+	while (g->njobs)
+		job_drop(g, g->njobs - 1, false);
 }
 
 ng_status gate_render_hook_metrics(const struct gate *cg, struct ng_buf *out)
@@ -220,6 +457,13 @@ ng_status gate_render_hook_metrics(const struct gate *cg, struct ng_buf *out)
 		: ng_prom_header(out, "nodegate_health_hook_duration_seconds", NG_PROM_HISTOGRAM,
 				 "How long health hook calls took.");
 	st = st ? st : ng_prom_histogram(out, "nodegate_health_hook_duration_seconds", NULL, 0, &h);
+	st = st ? st
+		: ng_prom_header(out, "nodegate_health_hook_requests_waiting", NG_PROM_GAUGE,
+				 "NodeDisruptions whose health hooks are being asked; each holds its "
+				 "share of its budgets meanwhile.");
+	st = st ? st
+		: ng_prom_u64(out, "nodegate_health_hook_requests_waiting", NULL, 0,
+			      atomic_load(&g->hooks_waiting));
 	pthread_mutex_unlock(&g->metrics_mu);
 	return st;
 }

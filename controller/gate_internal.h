@@ -5,7 +5,8 @@
  *   gate.c          lifecycle, the runtime step, the round: rank, decide, write (DESIGN.md §4)
  *   gate_status.c   a decision's status write, finalizers, Events on requests
  *   gate_budgets.c  budget status and the budget gauges
- *   gate_hooks.c    step 8: the hooks a grant needs, their body, results, metrics
+ *   gate_hooks.c    step 8: the hooks a grant needs, asked on threads of their own while the
+ *                   request holds its share; their body, results, metrics
  *   gate_hookcall.c the hook calls themselves (curl multi)
  *   gate_hookaddr.c the addresses hooks may not reach: the API server's, nodegate's own
  *
@@ -37,6 +38,12 @@ struct ng_arena;
 /* Held on every request the gate decided to grant or keep Pending, so a deletion is seen,
  * released and recorded before the object goes. */
 #define GATE_FINALIZER "nodegate.io/gate"
+
+/* At most this many requests have their health hooks out at once: more wait for a place (the
+ * curl transfers of one request run on its own thread). */
+#define GATE_MAX_HOOK_JOBS 64
+
+struct gate_hook_job;
 
 /* What this replica last wrote for a request, so an unchanged decision is not written again. */
 struct gate_written {
@@ -98,6 +105,13 @@ struct gate {
 	double hook_seconds_sum;
 	struct kube_cidr *deny; /* addresses no hook may reach (gate_hook_deny_find()) */
 	size_t ndeny;
+	/* Requests whose hooks are out (gate_hooks.c): gate thread only, but for the flags. */
+	struct gate_hook_job **jobs;
+	size_t njobs, capjobs;
+	_Atomic bool hooks_answered;    /* a job ended since the last step looked */
+	_Atomic uint64_t hooks_waiting; /* njobs, for /metrics */
+	pthread_mutex_t wake_mu; /* guards wake_rt: a job's thread wakes the gate through it */
+	struct kube_runtime *wake_rt;
 	_Atomic uint64_t decisions[3], writes, conflicts, errors, decision_us_sum, buckets[8];
 };
 
@@ -118,6 +132,8 @@ bool gate_leading(const struct gate *g);
 void gate_count(_Atomic uint64_t *c, uint64_t by);
 struct gate_written *gate_written_get(struct gate *g, uint32_t name);
 struct gate_written *gate_written_put(struct gate *g, uint32_t name);
+/** Request @name of @s, or NULL. */
+const struct kube_nd *gate_find_nd(const struct kube_snapshot *s, uint32_t name);
 void gate_inflight_add(struct gate *g, uint32_t name, const uint32_t *nodes, size_t n,
 		       int64_t now_wall_ms);
 
@@ -153,14 +169,44 @@ void gate_write_budget_status(struct gate *g, const struct kube_snapshot *s,
 
 /* gate_hooks.c */
 
+/* What step 8 did for a decision that passed every capacity check. */
+enum gate_hooks_step {
+	GATE_HOOKS_NONE,     /* no impacted budget has a hook: decide now */
+	GATE_HOOKS_ANSWERED, /* every hook answered (or was refused): folded into the decision */
+	GATE_HOOKS_ASKED,    /* asked now on a thread of their own; the request holds its share */
+	GATE_HOOKS_WAIT,     /* not asked now (asked about this version, or no place): later */
+	GATE_HOOKS_AGAIN,    /* the request could not be read for its hooks: look again soon */
+};
+
 /**
- * Step 8 for decision @d whose capacity checks passed: calls the impacted budgets' hooks and
- * folds their answers into @d. False when the decision cannot be made now (the request could
- * not be read, or nodegate is stopping): nothing is written and the gate looks again soon.
+ * Step 8 for decision @d whose capacity checks passed. Hooks whose answers came back for this
+ * request (asked in an earlier round about the same nodes and budgets) are folded into @d and
+ * recorded. Else the hooks are asked on a thread of their own and the request's nodes are held
+ * in @ledger, as every later round's ledger will hold them until the answers are in
+ * (gate_hooks_hold()): a request waiting on its hooks keeps its tentative share, so no budget is
+ * ever granted past its limit while another request's hooks are out, and no decision waits on
+ * a hook it does not depend on. Sets *@ret_called when hooks were called for this decision.
  */
-bool gate_run_hooks(struct gate *g, const struct kube_snapshot *s, const struct kube_nd *nd,
-		    const char *name, struct pol_gate_decision *d, bool *ret_called,
-		    int64_t now_wall_ms, struct ng_arena *arena);
+enum gate_hooks_step gate_hooks_step(struct gate *g, const struct kube_snapshot *s,
+				     const struct kube_nd *nd, const char *name,
+				     struct pol_gate_decision *d, struct pol_ledger *ledger,
+				     int64_t now_wall_ms, struct ng_arena *arena);
+/**
+ * At the start of a round over @s: drops the hooks of requests gone, decided or no longer
+ * Pending, and holds in @ledger the nodes of every request whose hooks are still out. NG_ENOMEM.
+ */
+NG_NODISCARD ng_status gate_hooks_hold(struct gate *g, const struct kube_snapshot *s,
+				       struct pol_ledger *ledger);
+/** Whether request @name's hooks are out (held this round: not decided until they answer). */
+bool gate_hooks_out(const struct gate *g, uint32_t name);
+/** Whether request @name's hooks have answered and wait for its decision (decided first). */
+bool gate_hooks_answered(const struct gate *g, uint32_t name);
+/** Drops request @name's hooks, recording what they answered: its decision no longer needs
+ * them (it is not a grant now). */
+void gate_hooks_drop(struct gate *g, uint32_t name);
+/** Forgets every request's hooks: the calls still running are stopped and their answers
+ * dropped (a new term, or the gate stopping). */
+void gate_hooks_forget(struct gate *g);
 
 /* gate_hookcall.c */
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """e2e: the gate never grants more than a budget allows — not under concurrency, not with a stale
-cache, not across a leader failover (gate.md R07 and the randomized safety test of issue 5).
+cache, not across a leader failover, not while health hooks are slow, failing or timing out
+(gate.md R07 and the randomized safety tests).
 
 Two nodegate replicas run against one test API server and compete for the lease. An
 independent checker watches NodeDisruptions on the API server and, at every transition to
@@ -8,7 +9,13 @@ Granted, recomputes each budget's disrupted nodes from the Granted requests it h
 excess is a violation. Budgets are only ever loosened during a run, so a request granted under
 an older, tighter budget can never look like an excess. Loops are bounded in count and time.
 
-Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository), NG_SAFETY_OPS (3000)."""
+The run with hooks adds an ApplicationDisruptionBudget (maxDisruptions 1) over the pods of each
+pair of nodes, each with a health hook that is slow, fails or times out at random: while one
+request waits on its hooks it holds its share, so no other request may take it meanwhile, and
+no request waits on a hook it does not depend on.
+
+Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository), NG_SAFETY_OPS (3000),
+NG_SAFETY_HOOK_OPS (3000), NG_SAFETY_SEED."""
 import os
 import random
 import signal
@@ -21,8 +28,11 @@ import shutil
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_live_cache import CRDS, ND_PATH, Nodegate, ServerProcess, eventually  # noqa: E402
+from test_hooks import HookServer, make_ca, make_server_cert, pem_b64  # noqa: E402
 
 NDB_PATH = "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets"
+ADB_PATH = "/apis/nodegate.io/v1alpha1/namespaces/default/applicationdisruptionbudgets"
+NGC_PATH = "/apis/nodegate.io/v1alpha1/nodegateconfigs"
 NODES = [f"n{i:02d}" for i in range(14)]
 POOL = {n: ("a" if i < 7 else "b") for i, n in enumerate(NODES)}
 
@@ -34,7 +44,8 @@ class Checker(threading.Thread):
     def __init__(self, api, limits):
         super().__init__(daemon=True)
         self.api = api
-        self.limits = dict(limits)  # budget -> (pool or None for all, max)
+        # budget -> (pool label, or a set of node names, or None for all; max nodes)
+        self.limits = dict(limits)
         self.granted = {}           # nd name -> set(nodes)
         self.violations = []
         self.grants = 0
@@ -51,7 +62,8 @@ class Checker(threading.Thread):
         for b, (pool, mx) in self.limits.items():
             nodes = set()
             for ns in self.granted.values():
-                nodes |= {n for n in ns if pool is None or POOL.get(n) == pool}
+                nodes |= {n for n in ns if pool is None or POOL.get(n) == pool
+                          or (isinstance(pool, frozenset) and n in pool)}
             self.max_seen[b] = max(self.max_seen[b], len(nodes))
             if len(nodes) > mx:
                 self.violations.append(f"{why}: budget {b} allows {mx}, {len(nodes)} granted: {sorted(nodes)}")
@@ -176,26 +188,22 @@ class SafetyTest(unittest.TestCase):
         print(f"  grants observed: {checker.grants}, most nodes granted at once: {checker.max_seen['all']}",
               file=sys.stderr)
 
-    def test_randomized_safety_under_faults(self):
-        rnd = random.Random(int(os.environ.get("NG_SAFETY_SEED", "20261122")))
-        ops = int(os.environ.get("NG_SAFETY_OPS", "3000"))
-        self.ndb("pool-a", {"matchLabels": {"pool": "a"}}, 2)
-        self.ndb("pool-b", {"matchLabels": {"pool": "b"}}, 1)
-        self.ndb("all", {}, 3)
-        checker = Checker(self.api, {"pool-a": ("a", 2), "pool-b": ("b", 1), "all": (None, 3)})
-        checker.start()
-        self.assertIsNotNone(eventually(self.leader, timeout=30)[0])
+    def run_randomized(self, checker, rnd, ops, seconds, prefix="r"):
+        """@ops random operations within @seconds: requests created (one or two nodes, most
+        retrying) and deleted, nodes turning NotReady and back, watches dropped, 409s on status
+        writes, budgets loosened, and up to three leader kills a quarter of the run apart.
+        Returns the number of kills."""
         names = []
         kills = 0
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + seconds
         for i in range(ops):
             if time.monotonic() > deadline:
                 break
             op = rnd.random()
             if op < 0.45:
                 nodes = rnd.sample(NODES, rnd.choice([1, 1, 1, 2]))
-                if self.nd(f"r-{i:04d}", nodes, retry=rnd.random() < 0.7) == 201:
-                    names.append(f"r-{i:04d}")
+                if self.nd(f"{prefix}-{i:04d}", nodes, retry=rnd.random() < 0.7) == 201:
+                    names.append(f"{prefix}-{i:04d}")
             elif op < 0.75 and names:
                 self.api.api("DELETE", f"{ND_PATH}/{names.pop(rnd.randrange(len(names)))}")
             elif op < 0.80:
@@ -230,6 +238,21 @@ class SafetyTest(unittest.TestCase):
                     self.replicas.append(Nodegate(self.api, d))
             time.sleep(rnd.random() * 0.02)
         self.api.api("DELETE", "/_control/faults")
+        return kills
+
+    def pool_budgets(self):
+        self.ndb("pool-a", {"matchLabels": {"pool": "a"}}, 2)
+        self.ndb("pool-b", {"matchLabels": {"pool": "b"}}, 1)
+        self.ndb("all", {}, 3)
+        return {"pool-a": ("a", 2), "pool-b": ("b", 1), "all": (None, 3)}
+
+    def test_randomized_safety_under_faults(self):
+        rnd = random.Random(int(os.environ.get("NG_SAFETY_SEED", "20261122")))
+        ops = int(os.environ.get("NG_SAFETY_OPS", "3000"))
+        checker = Checker(self.api, self.pool_budgets())
+        checker.start()
+        self.assertIsNotNone(eventually(self.leader, timeout=30)[0])
+        kills = self.run_randomized(checker, rnd, ops, 240)
         self.assertIsNotNone(eventually(self.leader, timeout=30)[0], "no leader after the run")
         time.sleep(2)
         checker.stop.set()
@@ -240,6 +263,57 @@ class SafetyTest(unittest.TestCase):
         # The third kill may find the lease still changing hands near the end of a run.
         self.assertGreaterEqual(kills, 2, "the leader must have been killed at least twice")
 
+    def test_randomized_safety_with_slow_and_failing_hooks(self):
+        rnd = random.Random(int(os.environ.get("NG_SAFETY_SEED", "20261125")))
+        ops = int(os.environ.get("NG_SAFETY_HOOK_OPS", "3000"))
+        ca, ca_key = make_ca(self.tmp, "hook-ca")
+        cert, key = make_server_cert(self.tmp, ca, ca_key)
+        hooks = HookServer(cert, key).start()
+        try:
+            limits = self.pool_budgets()
+            code, body, _ = self.api.api("POST", NGC_PATH, {
+                "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig",
+                "metadata": {"name": "default"},
+                "spec": {"healthHooks": {"allowedCIDRs": ["127.0.0.0/8"]},
+                         "retry": {"initialIntervalSeconds": 1, "maxIntervalSeconds": 2}}})
+            self.assertEqual(code, 201, body)
+            # One budget over the pods of each pair of nodes: at most one of the two at once.
+            for k in range(len(NODES) // 2):
+                pair = NODES[2 * k:2 * k + 2]
+                for n in pair:
+                    code, body, _ = self.api.api("POST", "/api/v1/namespaces/default/pods", {
+                        "apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": f"app{k}-{n}", "labels": {"app": f"app{k}"}},
+                        "spec": {"nodeName": n, "containers": [{"name": "c", "image": "app"}]},
+                        "status": {"phase": "Running",
+                                   "conditions": [{"type": "Ready", "status": "True"}]}})
+                    self.assertEqual(code, 201, body)
+                # Two of the seven hooks are often slow; the rest fail or time out at random.
+                q = "slow=2&fail=0.05&hang=0.05" if k < 2 else "slow=0.2&fail=0.2&hang=0.1"
+                code, body, _ = self.api.api("POST", ADB_PATH, {
+                    "apiVersion": "nodegate.io/v1alpha1", "kind": "ApplicationDisruptionBudget",
+                    "metadata": {"name": f"app{k}", "namespace": "default"},
+                    "spec": {"podSelector": {"matchLabels": {"app": f"app{k}"}},
+                             "maxDisruptions": 1,
+                             "healthHook": {"url": hooks.url(f"/random?{q}"),
+                                            "caBundle": pem_b64(ca), "timeoutSeconds": 1}}})
+                self.assertEqual(code, 201, body)
+                limits[f"app{k}"] = (frozenset(pair), 1)
+            checker = Checker(self.api, limits)
+            checker.start()
+            self.assertIsNotNone(eventually(self.leader, timeout=30)[0])
+            kills = self.run_randomized(checker, rnd, ops, 150, prefix="h")
+            self.assertIsNotNone(eventually(self.leader, timeout=30)[0], "no leader after the run")
+            time.sleep(3)
+            checker.stop.set()
+            calls = hooks.requests()
+            print(f"\n  grants observed: {checker.grants}, hook calls: {len(calls)}, peaks "
+                  f"{checker.max_seen}, leader kills: {kills}", file=sys.stderr)
+            self.assertEqual(checker.violations, [])
+            self.assertGreater(checker.grants, 10, "the run must actually grant")
+            self.assertGreater(len(calls), 20, "the run must actually call hooks")
+        finally:
+            hooks.stop()
 
 if __name__ == "__main__":
     unittest.main()

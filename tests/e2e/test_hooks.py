@@ -23,6 +23,7 @@ import base64
 import http.server
 import json
 import os
+import random
 import re
 import secrets
 import ssl
@@ -92,6 +93,8 @@ class HookHandler(http.server.BaseHTTPRequestHandler):
       /huge       200 with a HUGE_BYTES body, written in chunks
       /hold       blocks until the server's release event is set, then 200
       /switch     answers the server's switch_code (503 "not yet" until the test changes it)
+      /random?fail=P&hang=Q&slow=S  with probability P 503, with probability Q sleeps 3 s (past
+                  a 1 s timeoutSeconds), else sleeps up to S seconds, then 200
     anything else 404."""
 
     protocol_version = "HTTP/1.1"
@@ -153,6 +156,17 @@ class HookHandler(http.server.BaseHTTPRequestHandler):
             elif url.path == "/switch":
                 code = self.server.switch_code
                 self.answer(code, b"ready" if code == 200 else b"not yet")
+            elif url.path == "/random":
+                q = {k: float(v[0]) for k, v in urllib.parse.parse_qs(url.query).items()}
+                r = random.random()
+                if r < q.get("fail", 0):
+                    self.answer(503, b"not now")
+                elif r < q.get("fail", 0) + q.get("hang", 0):
+                    time.sleep(3)
+                    self.answer(200, b"too late")
+                else:
+                    time.sleep(random.random() * q.get("slow", 0))
+                    self.answer(200, b"healthy")
             elif url.path == "/hold":
                 self.server.release.wait(HOLD_TIMEOUT)
                 self.answer(200, b"released")

@@ -124,10 +124,11 @@ static void test_ledger_holds_a_grant_the_cache_does_not_show_yet(void **state)
 	const char *b2 = status_body(fx, "m2", 0);
 	assert_non_null(strstr(b2, "\"state\":\"Pending\""));
 	assert_non_null(strstr(b2, "\"retryCount\":1,\"nextRetryDate\":\"2025-11-24T16:00:"));
-	/* The cache is behind (it still shows m1 undecided) and m2 is due again: m1's grant still
-	 * holds n1, so m2 cannot take the budget's only place. */
+	/* The cache is behind (it still shows m1 undecided) and m2 is due again (after 12 s at
+	 * most): m1's grant, written 15 s ago, still holds n1, so m2 cannot take the budget's only
+	 * place. */
 	fake_api_clear(&fx->api);
-	round_on(fx, both, true, NOW + 10 * 60 * 1000);
+	round_on(fx, both, true, NOW + 15 * 1000);
 	b2 = status_body(fx, "m2", 0);
 	assert_non_null(b2);
 	assert_non_null(strstr(b2, "\"state\":\"Pending\",\"disruptedNodes\":[\"n2\"]"));
@@ -531,6 +532,83 @@ static void test_H03_a_silent_hook_times_out(void **state)
 	assert_string_equal(c.message, "timeout");
 }
 
+/* A hook server that answers 200 to one request, but only once the test lets it. */
+struct held_hook {
+	int fd;
+	int release[2]; /* a byte on release[1] lets the answer go */
+	_Atomic bool asked;
+};
+
+static void *serve_when_released(void *arg)
+{
+	struct held_hook *h = arg;
+	struct pollfd p = {.fd = h->fd, .events = POLLIN};
+	int c = poll(&p, 1, 10000) == 1 ? accept(h->fd, NULL, NULL) : -1; /* never hang the test */
+	if (c < 0)
+		return NULL;
+	char buf[4096];
+	ssize_t n = read(c, buf, sizeof(buf));
+	(void)n;
+	atomic_store(&h->asked, true);
+	struct pollfd r = {.fd = h->release[0], .events = POLLIN};
+	(void)poll(&r, 1, 10000);
+	static const char ok[] =
+	    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
+	ssize_t w = write(c, ok, sizeof(ok) - 1);
+	(void)w;
+	close(c);
+	return NULL;
+}
+
+static void test_a_request_waiting_on_its_hook_holds_its_share_and_holds_up_no_one(void **state)
+{
+	struct fx *fx = *state;
+	int port;
+	struct held_hook h = {.fd = listen_loopback(&port)};
+	assert_int_equal(pipe(h.release), 0);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, serve_when_released, &h), 0);
+	char hook[128], tmpl[4096], json[4096];
+	ng_fmt(hook, sizeof(hook), "{\"url\":\"http://127.0.0.1:%d/ready\"}", port);
+	/* m1 (n1, the db pod's node) needs the db hook; m2 (n2) shares pool-a's one place with it;
+	 * m3 (n3, pool b) depends on no hook. */
+	ng_fmt(tmpl, sizeof(tmpl), CLUSTER("%s,%s,%s,%s,%s,%s"), ADB_HOOK("%s"), POD_DB,
+	       ND("m1", "1", "[\"n1\"]", ""), ND("m2", "2", "[\"n2\"]", ""),
+	       ND("m3", "3", "[\"n3\"]", ""),
+	       NGC_HOOKS("{\"allowedCIDRs\":[\"127.0.0.0/8\"],\"allowHTTP\":true}"));
+	ng_fmt(json, sizeof(json), tmpl, hook);
+
+	/* The round returns while the hook has not answered: m3 is granted, m2 waits behind the
+	 * share m1 holds, and nothing is written for m1 yet. */
+	round_on(fx, json, true, NOW);
+	assert_non_null(strstr(status_body(fx, "m3", 0), "\"state\":\"Granted\""));
+	const char *b2 = status_body(fx, "m2", 0);
+	assert_non_null(b2);
+	assert_non_null(strstr(b2, "\"state\":\"Pending\""));
+	assert_non_null(strstr(b2, "NodeDisruptionBudget pool-a: 1 of 1 in use"));
+	assert_null(status_body(fx, "m1", 0));
+	assert_int_equal(atomic_load(&fx->g->hooks_waiting), 1);
+	/* Another round meanwhile decides nothing for m1 and asks its hook nothing more. */
+	round_on(fx, json, true, NOW + 1000);
+	assert_null(status_body(fx, "m1", 0));
+
+	/* The hook answers: the next round grants m1 first, with its hook's answer. */
+	assert_int_equal(write(h.release[1], "x", 1), 1);
+	for (int i = 0; i < 10000 && !atomic_load(&fx->g->hooks_answered); i++)
+		usleep(1000);
+	assert_true(atomic_load(&fx->g->hooks_answered));
+	atomic_store(&fx->g->hooks_answered, false);
+	round_on(fx, json, true, NOW + 2000);
+	assert_non_null(strstr(status_body(fx, "m1", 0), "\"state\":\"Granted\""));
+	assert_int_equal(atomic_load(&fx->g->hooks_waiting), 0);
+	assert_non_null(
+	    fake_api_find(&fx->api, "PATCH", "/applicationdisruptionbudgets/db/status", 0));
+	pthread_join(t, NULL);
+	close(h.fd);
+	close(h.release[0]);
+	close(h.release[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -554,6 +632,9 @@ int main(void)
 	    cmocka_unit_test(test_gate_refuses_the_api_server_and_its_own_addresses),
 	    cmocka_unit_test(test_H02_an_answer_is_counted_never_quoted),
 	    cmocka_unit_test(test_H03_a_silent_hook_times_out),
+	    cmocka_unit_test_setup_teardown(
+		test_a_request_waiting_on_its_hook_holds_its_share_and_holds_up_no_one, setup,
+		teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
