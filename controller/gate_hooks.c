@@ -458,9 +458,10 @@ ng_status gate_render_hook_metrics(const struct gate *cg, struct ng_buf *out)
 				 "How long health hook calls took.");
 	st = st ? st : ng_prom_histogram(out, "nodegate_health_hook_duration_seconds", NULL, 0, &h);
 	st = st ? st
-		: ng_prom_header(out, "nodegate_health_hook_requests_waiting", NG_PROM_GAUGE,
-				 "NodeDisruptions whose health hooks are being asked; each holds its "
-				 "share of its budgets meanwhile.");
+		: ng_prom_header(
+		      out, "nodegate_health_hook_requests_waiting", NG_PROM_GAUGE,
+		      "NodeDisruptions whose health hooks are being asked; each holds its "
+		      "share of its budgets meanwhile.");
 	st = st ? st
 		: ng_prom_u64(out, "nodegate_health_hook_requests_waiting", NULL, 0,
 			      atomic_load(&g->hooks_waiting));
