@@ -434,6 +434,7 @@ struct gate *gate_create(const struct gate_config *cfg, struct kube_client *clie
 	g->stop = &never_stop;
 	pthread_mutex_init(&g->metrics_mu, NULL);
 	pthread_mutex_init(&g->wake_mu, NULL);
+	gate_grant_latency_init(g);
 	if (g->cfg.retry_initial_ms <= 0)
 		g->cfg.retry_initial_ms = 5000;
 	if (g->cfg.retry_max_ms <= 0)

@@ -64,6 +64,12 @@ NG_NODISCARD ng_status gate_render_budget_metrics(const struct gate *g, struct n
  * nodegate_health_hook_requests_waiting gauge. Any thread.
  */
 NG_NODISCARD ng_status gate_render_hook_metrics(const struct gate *g, struct ng_buf *out);
+/**
+ * Appends the nodegate_gate_grant_latency_seconds histogram: for each new NodeDisruption granted
+ * at its first decision, from the watch reading it to its status write being sent (nodegate's
+ * own share of create → Granted). Any thread.
+ */
+NG_NODISCARD ng_status gate_render_latency_metrics(const struct gate *g, struct ng_buf *out);
 
 /**
  * Stops: the runtime is stopped (a round in progress ends at its next check, a hook call within

@@ -17,6 +17,7 @@
 
 #include "common/backoff.h"
 #include "common/map.h"
+#include "common/prom.h"
 #include "controller/gate.h"
 #include "kube/kube.h"
 #include "kube/write.h"
@@ -103,6 +104,9 @@ struct gate {
 	size_t nhc, caphc;
 	uint64_t hook_buckets[GATE_HOOK_BUCKETS + 1]; /* last is +Inf */
 	double hook_seconds_sum;
+	/* nodegate_gate_grant_latency_seconds: a new request granted at its first decision, from
+	 * the watch reading it to the status write being sent. */
+	struct ng_prom_hist grant_latency;
 	struct kube_cidr *deny; /* addresses no hook may reach (gate_hook_deny_find()) */
 	size_t ndeny;
 	/* Requests whose hooks are out (gate_hooks.c): gate thread only, but for the flags. */
@@ -151,6 +155,8 @@ struct gate_write {
 enum kube_write_outcome gate_write_status(struct gate *g, const struct kube_snapshot *s,
 					  const struct kube_nd *nd, const struct gate_write *wr,
 					  struct ng_arena *arena, struct ng_err *reterr);
+/** Sets up nodegate_gate_grant_latency_seconds (gate_create()). */
+void gate_grant_latency_init(struct gate *g);
 /** An Event on NodeDisruption @name, record @nd (its uid; NULL: none), best effort: a failure
  * is logged. */
 void gate_event_nd(struct gate *g, const struct kube_nd *nd, const char *name, const char *reason,

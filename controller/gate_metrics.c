@@ -51,6 +51,7 @@ ng_status gate_render_metrics(const struct gate *g, const struct leader *leader,
 		: ng_prom_header(out, "nodegate_decision_duration_seconds", NG_PROM_HISTOGRAM,
 				 "Time to decide one NodeDisruption (budgets, no I/O).");
 	st = st ? st : ng_prom_histogram(out, "nodegate_decision_duration_seconds", NULL, 0, &h);
+	st = st ? st : gate_render_latency_metrics(g, out);
 	st = st ? st : gate_render_budget_metrics(g, out);
 	return st ? st : gate_render_hook_metrics(g, out);
 }

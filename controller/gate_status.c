@@ -3,6 +3,7 @@
 
 #include "common/arena.h"
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/intern.h"
 #include "common/jw.h"
 #include "common/log.h"
@@ -70,12 +71,37 @@ enum kube_write_outcome gate_write_status(struct gate *g, const struct kube_snap
 	} else {
 		struct status_body sb = {s, wr, names, verdicts.data, verdicts.len};
 		const struct kube_ref ref = {KUBE_KIND_ND, NULL, name};
+		if (wr->d->outcome == POL_GATE_GRANT && nd->state == KUBE_ND_UNKNOWN &&
+		    nd->read_mono_us)
+			ng_prom_hist_observe_us(&g->grant_latency,
+						ng_now_mono_us() - nd->read_mono_us);
 		kube_patch_status(g->client, &ref, nd->rv, status_body, &sb, &r);
 	}
 	ng_buf_finish(&verdicts);
 	if (reterr)
 		*reterr = r.err;
 	return r.outcome;
+}
+
+static const double grant_latency_buckets_s[] = {0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005,
+						 0.01,   0.025,   0.05,   0.1,   1,     10};
+
+void gate_grant_latency_init(struct gate *g)
+{
+	ng_prom_hist_init(&g->grant_latency, grant_latency_buckets_s,
+			  sizeof(grant_latency_buckets_s) / sizeof(grant_latency_buckets_s[0]));
+}
+
+ng_status gate_render_latency_metrics(const struct gate *cg, struct ng_buf *out)
+{
+	struct gate *g = (struct gate *)(uintptr_t)cg;
+	ng_status st =
+	    ng_prom_header(out, "nodegate_gate_grant_latency_seconds", NG_PROM_HISTOGRAM,
+			   "New NodeDisruptions granted at their first decision: from the "
+			   "watch reading the request to its status write being sent.");
+	return st ? st
+		  : ng_prom_hist_render(out, "nodegate_gate_grant_latency_seconds", NULL, 0,
+					&g->grant_latency);
 }
 
 static void event(struct gate *g, const struct kube_ref *about, const char *uid, const char *reason,

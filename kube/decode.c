@@ -1454,6 +1454,7 @@ static ng_status decode_nd(struct ctx *c, const cJSON *o, uint32_t name)
 {
 	struct kube_nd *d = record(c, KUBE_RES_NDS);
 	d->name = name;
+	d->read_mono_us = ng_now_mono_us();
 	const cJSON *spec = ng_json_get(o, "spec");
 	const cJSON *status = ng_json_get(o, "status");
 	d->state = nd_state(ng_json_str(status, "state"));

@@ -314,6 +314,9 @@ struct kube_nd {
 	uint16_t nfinalizers;
 	const uint32_t *finalizers; /* metadata.finalizers */
 	bool additional_requestors; /* spec.additionalRequestors is not empty */
+	int64_t read_mono_us;       /* when this version was decoded (a watch event read, a list
+				     * page, a file): the start of nodegate's own share of a
+				     * decision's latency. Monotonic µs; 0 in records made by hand */
 	/* The rest, in the record's side data so the record stays small (every pending change of
 	 * the cache holds a record of the largest kind). Never NULL in a decoded record; NULL in
 	 * records made by hand (tests, benchmarks). */

@@ -71,6 +71,13 @@ class GateTest(E2ETest):
         self.assertTrue(st.get("grantedAt"))
         ok, _ = eventually(lambda: any(e["reason"] == "Granted" for e in self.events("g01")))
         self.assertTrue(ok, "a Granted event must be recorded")
+        # nodegate's own share of that latency: one grant at a first decision observed.
+        self.assertEqual(self.ng.metric("nodegate_gate_grant_latency_seconds_count"), 1)
+        own = self.ng.metric("nodegate_gate_grant_latency_seconds_sum")
+        self.assertGreater(own, 0)
+        self.assertLess(own, took)
+        print(f"  of which nodegate's own share (watch read -> write sent): {own * 1000:.2f} ms",
+              file=sys.stderr)
 
     def test_crd_schema_defaults_and_rejects_bad_specs(self):
         # The served CRD schema defaults omitted fields and refuses malformed specs with a
