@@ -4,84 +4,268 @@
 #include "common/limits.h"
 #include "common/utf8.h"
 
+#include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* cJSON allocates through process-wide hooks. We install them once; while a thread parses
- * into an arena, its allocations come from that arena (allocation was a third of a webhook's
- * CPU in our measurements), otherwise from malloc. Frees during an arena parse are no-ops: cJSON
- * only frees what that same parse allocated. */
-static _Thread_local struct ng_arena *tl_arena;
-static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+/* The parser: one pass over the bytes, building cJSON's own node layout (so every reader keeps
+ * using cJSON's accessors) into the arena or the heap. It is strict RFC 8259: numbers follow
+ * the grammar exactly (no "+1", "01", "1.", ".5"), whitespace is space, tab, CR and LF only.
+ * Besides, it refuses what cJSON would accept but nodegate does not: raw control characters,
+ * \u0000 (it would truncate C strings) and bytes that are not UTF-8 inside strings (a uid we
+ * cannot echo byte for byte would fail the review), depth past NG_MAX_JSON_DEPTH, and duplicate
+ * keys (the API server rejects them in strict decoding: "which value wins" differs between
+ * parsers). Parsing a webhook's review this way, rather than a validating prescan, cJSON and a
+ * walk for duplicates, halved the JSON's share of an admission request's CPU. */
 
-static void *hook_malloc(size_t n)
+struct jp {
+	const char *start, *p, *end;
+	struct ng_arena *arena; /* NULL: malloc, freed by cJSON_Delete */
+	struct ng_err *err;
+	int depth;
+};
+
+static ng_status jp_fail(struct jp *j, const char *at, const char *msg)
 {
-	if (tl_arena)
-		return ng_arena_alloc(tl_arena, n);
-	return malloc(n);
+	size_t off = (size_t)(at - j->start);
+	return ng_err_set(j->err, NG_EPARSE, off, "%s at byte %zu", msg, off);
 }
 
-static void hook_free(void *p)
+static ng_status jp_nomem(struct jp *j)
 {
-	if (tl_arena)
-		return;
-	free(p);
+	if (j->arena && ng_arena_exhausted(j->arena))
+		return ng_err_set(j->err, NG_ELIMIT, (size_t)(j->p - j->start),
+				  "JSON has too many values to decode within the %zu MiB "
+				  "per-request limit",
+				  ng_arena_cap(j->arena) >> 20);
+	return ng_err_set(j->err, NG_ENOMEM, 0, "out of memory");
 }
 
-static void install_hooks(void)
+static void *jp_alloc(struct jp *j, size_t n)
 {
-	cJSON_Hooks h = {.malloc_fn = hook_malloc, .free_fn = hook_free};
-	cJSON_InitHooks(&h);
+	return j->arena ? ng_arena_alloc(j->arena, n) : malloc(n);
 }
 
-/* One pass over the bytes before cJSON sees them: depth, and string contents cJSON would accept
- * but we do not: raw control characters, \u0000 (it would truncate C strings) and bytes that
- * are not UTF-8 (RFC 8259 §8.1; a uid we cannot echo byte for byte would fail the review). */
-static ng_status prescan(const char *buf, size_t len, struct ng_err *reterr)
+static cJSON *jp_node(struct jp *j)
 {
-	int depth = 0;
-	bool in_str = false;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)buf[i];
-		if (in_str) {
-			if (c == '"') {
-				in_str = false;
-			} else if (c == '\\') {
-				if (i + 1 < len && buf[i + 1] == 'u' && i + 5 < len &&
-				    memcmp(buf + i + 2, "0000", 4) == 0)
-					return ng_err_set(
-					    reterr, NG_EPARSE, i,
-					    "NUL character (\\u0000) in a JSON string");
-				i++;
-			} else if (c < 0x20) {
-				return ng_err_set(reterr, NG_EPARSE, i,
-						  "control character in a JSON string");
-			} else if (c >= 0x80) {
-				size_t n = ng_utf8_seq_len((const unsigned char *)buf + i, len - i);
-				if (n == 0)
-					return ng_err_set(
-					    reterr, NG_EPARSE, i,
-					    "invalid UTF-8 in a JSON string at byte %zu", i);
-				i += n - 1;
-			}
+	cJSON *n = jp_alloc(j, sizeof(*n));
+	if (n)
+		memset(n, 0, sizeof(*n));
+	return n;
+}
+
+static void jp_ws(struct jp *j)
+{
+	while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t'))
+		j->p++;
+}
+
+static int hex4(const char *s)
+{
+	int v = 0;
+	for (int i = 0; i < 4; i++) {
+		char c = s[i];
+		int d = c >= '0' && c <= '9'   ? c - '0'
+			: c >= 'a' && c <= 'f' ? c - 'a' + 10
+			: c >= 'A' && c <= 'F' ? c - 'A' + 10
+					       : -1;
+		if (d < 0)
+			return -1;
+		v = v * 16 + d;
+	}
+	return v;
+}
+
+static size_t put_utf8(char *o, unsigned cp)
+{
+	if (cp < 0x80) {
+		o[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		o[0] = (char)(0xC0 | (cp >> 6));
+		o[1] = (char)(0x80 | (cp & 0x3F));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		o[0] = (char)(0xE0 | (cp >> 12));
+		o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		o[2] = (char)(0x80 | (cp & 0x3F));
+		return 3;
+	}
+	o[0] = (char)(0xF0 | (cp >> 18));
+	o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+	o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+	o[3] = (char)(0x80 | (cp & 0x3F));
+	return 4;
+}
+
+/* A string at j->p (the opening quote) into *@ret (NUL-terminated, unescaped). */
+static ng_status jp_string(struct jp *j, char **ret)
+{
+	const char *s = ++j->p;
+	bool escapes = false;
+	const char *q = s;
+	for (;;) {
+		if (q >= j->end)
+			return jp_fail(j, q, "unterminated JSON string");
+		unsigned char c = (unsigned char)*q;
+		if (c == '"')
+			break;
+		if (c == '\\') {
+			escapes = true;
+			if (q + 1 >= j->end)
+				return jp_fail(j, q, "unterminated JSON string");
+			q += 2;
 			continue;
 		}
-		if (c == '"') {
-			in_str = true;
-		} else if (c == '{' || c == '[') {
-			if (++depth > NG_MAX_JSON_DEPTH)
-				return ng_err_set(reterr, NG_ELIMIT, i,
-						  "JSON nested deeper than %d levels",
-						  NG_MAX_JSON_DEPTH);
-		} else if (c == '}' || c == ']') {
-			depth--;
-		} else if (c == '\0') {
-			return ng_err_set(reterr, NG_EPARSE, i, "NUL byte in JSON text");
+		if (c < 0x20)
+			return jp_fail(j, q,
+				       c ? "control character in a JSON string"
+					 : "NUL byte in a JSON string");
+		if (c >= 0x80) {
+			size_t n = ng_utf8_seq_len((const unsigned char *)q, (size_t)(j->end - q));
+			if (n == 0)
+				return jp_fail(j, q, "invalid UTF-8 in a JSON string");
+			q += n;
+			continue;
+		}
+		q++;
+	}
+	size_t len = (size_t)(q - s);
+	char *o = jp_alloc(j, len + 1);
+	if (!o)
+		return jp_nomem(j);
+	*ret = o;
+	j->p = q + 1;
+	if (!escapes) {
+		memcpy(o, s, len);
+		o[len] = '\0';
+		return NG_OK;
+	}
+	size_t k = 0;
+	for (const char *r = s; r < q;) {
+		if (*r != '\\') {
+			o[k++] = *r++;
+			continue;
+		}
+		char e = r[1];
+		r += 2;
+		switch (e) {
+		case '"':
+			o[k++] = '"';
+			break;
+		case '\\':
+			o[k++] = '\\';
+			break;
+		case '/':
+			o[k++] = '/';
+			break;
+		case 'b':
+			o[k++] = '\b';
+			break;
+		case 'f':
+			o[k++] = '\f';
+			break;
+		case 'n':
+			o[k++] = '\n';
+			break;
+		case 'r':
+			o[k++] = '\r';
+			break;
+		case 't':
+			o[k++] = '\t';
+			break;
+		case 'u': {
+			int hi = q - r >= 4 ? hex4(r) : -1;
+			if (hi < 0)
+				return jp_fail(j, r - 2, "invalid \\u escape in a JSON string");
+			r += 4;
+			unsigned cp = (unsigned)hi;
+			if (cp == 0)
+				return jp_fail(j, r - 6,
+					       "NUL character (\\u0000) in a JSON string");
+			if (cp >= 0xDC00 && cp <= 0xDFFF)
+				return jp_fail(j, r - 6, "lone surrogate in a JSON string");
+			if (cp >= 0xD800 && cp <= 0xDBFF) {
+				int lo =
+				    q - r >= 6 && r[0] == '\\' && r[1] == 'u' ? hex4(r + 2) : -1;
+				if (lo < 0xDC00 || lo > 0xDFFF)
+					return jp_fail(j, r - 6, "lone surrogate in a JSON string");
+				cp = 0x10000 + ((cp - 0xD800) << 10) + ((unsigned)lo - 0xDC00);
+				r += 6;
+			}
+			k += put_utf8(o + k, cp);
+			break;
+		}
+		default:
+			return jp_fail(j, r - 2, "invalid escape in a JSON string");
 		}
 	}
+	o[k] = '\0';
 	return NG_OK;
+}
+
+static ng_status jp_number(struct jp *j, cJSON *n)
+{
+	const char *s = j->p, *q = s;
+	bool minus = q < j->end && *q == '-';
+	q += minus;
+	if (q >= j->end || *q < '0' || *q > '9')
+		return jp_fail(j, s, "malformed JSON number");
+	int64_t iv = 0;
+	int digits = 0;
+	if (*q == '0') {
+		q++;
+	} else {
+		for (; q < j->end && *q >= '0' && *q <= '9'; q++, digits++)
+			if (digits < 18)
+				iv = iv * 10 + (*q - '0');
+	}
+	bool integral = true;
+	if (q < j->end && *q == '.') {
+		integral = false;
+		if (++q >= j->end || *q < '0' || *q > '9')
+			return jp_fail(j, s, "malformed JSON number");
+		while (q < j->end && *q >= '0' && *q <= '9')
+			q++;
+	}
+	if (q < j->end && (*q == 'e' || *q == 'E')) {
+		integral = false;
+		q++;
+		if (q < j->end && (*q == '+' || *q == '-'))
+			q++;
+		if (q >= j->end || *q < '0' || *q > '9')
+			return jp_fail(j, s, "malformed JSON number");
+		while (q < j->end && *q >= '0' && *q <= '9')
+			q++;
+	}
+	double d;
+	if (integral && digits <= 15) {
+		d = (double)(minus ? -iv : iv); /* exact: below 2^53 */
+	} else {
+		char small[64];
+		size_t len = (size_t)(q - s);
+		char *buf = len < sizeof(small) ? small : malloc(len + 1);
+		if (!buf)
+			return jp_nomem(j);
+		memcpy(buf, s, len);
+		buf[len] = '\0';
+		d = strtod(buf, NULL);
+		if (buf != small)
+			free(buf);
+	}
+	n->type = cJSON_Number;
+	n->valuedouble = d;
+	n->valueint = d >= (double)INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
+	j->p = q;
+	return NG_OK;
+}
+
+static bool same_key(const cJSON *a, const cJSON *b)
+{
+	return a->string[0] == b->string[0] && strcmp(a->string, b->string) == 0;
 }
 
 static int cmp_key(const void *a, const void *b)
@@ -91,83 +275,157 @@ static int cmp_key(const void *a, const void *b)
 	return strcmp(x->string, y->string);
 }
 
-/* Duplicate keys make "which value wins" differ between parsers; the API server rejects them in
- * strict decoding, and so do we. Small objects compare pairwise; large ones sort a copy. */
-static ng_status check_dups(const cJSON *v, struct ng_err *reterr)
+/* Duplicate keys among the @n members of @o. Small objects compare pairwise; large ones sort a
+ * copy. */
+static ng_status jp_dups(struct jp *j, const cJSON *o, size_t n, const char *at)
 {
-	for (; v; v = v->next) {
-		if (cJSON_IsObject(v)) {
-			size_t n = 0;
-			for (const cJSON *c = v->child; c; c = c->next)
-				n++;
-			if (n > 1 && n <= 16) {
-				for (const cJSON *a = v->child; a; a = a->next)
-					for (const cJSON *b = a->next; b; b = b->next)
-						if (strcmp(a->string, b->string) == 0)
-							return ng_err_set(
-							    reterr, NG_EPARSE, 0,
-							    "duplicate JSON key \"%.60s\"",
-							    a->string);
-			} else if (n > 16) {
-				const cJSON **arr = malloc(n * sizeof(*arr));
-				if (!arr)
-					return NG_ENOMEM;
-				size_t i = 0;
-				for (const cJSON *c = v->child; c; c = c->next)
-					arr[i++] = c;
-				qsort(arr, n, sizeof(*arr), cmp_key);
-				ng_status st = NG_OK;
-				for (i = 1; i < n && st == NG_OK; i++)
-					if (strcmp(arr[i - 1]->string, arr[i]->string) == 0)
-						st = ng_err_set(reterr, NG_EPARSE, 0,
-								"duplicate JSON key \"%.60s\"",
-								arr[i]->string);
-				free(arr);
-				if (st != NG_OK)
-					return st;
-			}
-		}
-		if ((cJSON_IsObject(v) || cJSON_IsArray(v)) && v->child) {
-			ng_status st = check_dups(v->child, reterr);
-			if (st != NG_OK)
-				return st;
-		}
+	const cJSON *dup = NULL;
+	if (n <= 16) {
+		for (const cJSON *a = o->child; a && !dup; a = a->next)
+			for (const cJSON *b = a->next; b && !dup; b = b->next)
+				if (same_key(a, b))
+					dup = a;
+	} else {
+		const cJSON **arr = malloc(n * sizeof(*arr));
+		if (!arr)
+			return jp_nomem(j);
+		size_t i = 0;
+		for (const cJSON *c = o->child; c; c = c->next)
+			arr[i++] = c;
+		qsort(arr, n, sizeof(*arr), cmp_key);
+		for (i = 1; i < n && !dup; i++)
+			if (strcmp(arr[i - 1]->string, arr[i]->string) == 0)
+				dup = arr[i];
+		free(arr);
 	}
-	return NG_OK;
+	if (!dup)
+		return NG_OK;
+	size_t off = (size_t)(at - j->start);
+	return ng_err_set(j->err, NG_EPARSE, off, "duplicate JSON key \"%.60s\"", dup->string);
+}
+
+static ng_status jp_value(struct jp *j, cJSON *n);
+
+/* An object or array at j->p into @n: members are linked into @n as they are made, so a failed
+ * parse leaves one tree cJSON_Delete() can free. */
+static ng_status jp_container(struct jp *j, cJSON *n, bool object)
+{
+	const char *open = j->p;
+	if (++j->depth > NG_MAX_JSON_DEPTH)
+		return ng_err_set(j->err, NG_ELIMIT, (size_t)(open - j->start),
+				  "JSON nested deeper than %d levels", NG_MAX_JSON_DEPTH);
+	n->type = object ? cJSON_Object : cJSON_Array;
+	char close = object ? '}' : ']';
+	j->p++;
+	jp_ws(j);
+	size_t count = 0;
+	if (j->p < j->end && *j->p == close) {
+		j->p++;
+		j->depth--;
+		return NG_OK;
+	}
+	cJSON *last = NULL;
+	for (;;) {
+		cJSON *c = jp_node(j);
+		if (!c)
+			return jp_nomem(j);
+		if (last) {
+			last->next = c;
+			c->prev = last;
+		} else {
+			n->child = c;
+		}
+		n->child->prev = c; /* cJSON's layout: the first child's prev is the last */
+		last = c;
+		count++;
+		ng_status st;
+		if (object) {
+			if (j->p >= j->end || *j->p != '"')
+				return jp_fail(j, j->p, "malformed JSON: expected a key");
+			if ((st = jp_string(j, &c->string)) != NG_OK)
+				return st;
+			jp_ws(j);
+			if (j->p >= j->end || *j->p != ':')
+				return jp_fail(j, j->p, "malformed JSON: expected ':'");
+			j->p++;
+			jp_ws(j);
+		}
+		if ((st = jp_value(j, c)) != NG_OK)
+			return st;
+		jp_ws(j);
+		if (j->p < j->end && *j->p == ',') {
+			j->p++;
+			jp_ws(j);
+			continue;
+		}
+		if (j->p < j->end && *j->p == close)
+			break;
+		return jp_fail(j, j->p,
+			       object ? "malformed JSON: expected ',' or '}'"
+				      : "malformed JSON: expected ',' or ']'");
+	}
+	j->p++;
+	j->depth--;
+	return object && count > 1 ? jp_dups(j, n, count, open) : NG_OK;
+}
+
+static ng_status jp_value(struct jp *j, cJSON *n)
+{
+	if (j->p >= j->end)
+		return jp_fail(j, j->p, "malformed JSON: unexpected end");
+	size_t left = (size_t)(j->end - j->p);
+	switch (*j->p) {
+	case '{':
+		return jp_container(j, n, true);
+	case '[':
+		return jp_container(j, n, false);
+	case '"':
+		n->type = cJSON_String;
+		return jp_string(j, &n->valuestring);
+	case 't':
+		if (left < 4 || memcmp(j->p, "true", 4) != 0)
+			break;
+		n->type = cJSON_True;
+		n->valueint = 1;
+		j->p += 4;
+		return NG_OK;
+	case 'f':
+		if (left < 5 || memcmp(j->p, "false", 5) != 0)
+			break;
+		n->type = cJSON_False;
+		j->p += 5;
+		return NG_OK;
+	case 'n':
+		if (left < 4 || memcmp(j->p, "null", 4) != 0)
+			break;
+		n->type = cJSON_NULL;
+		j->p += 4;
+		return NG_OK;
+	case '\0':
+		return jp_fail(j, j->p, "NUL byte in JSON text");
+	default:
+		if (*j->p == '-' || (*j->p >= '0' && *j->p <= '9'))
+			return jp_number(j, n);
+	}
+	return jp_fail(j, j->p, "malformed JSON");
 }
 
 ng_status ng_json_parse(const char *buf, size_t len, struct ng_arena *arena, cJSON **ret_root,
 			struct ng_err *reterr)
 {
-	(void)pthread_once(&hooks_once, install_hooks);
-	ng_status st = prescan(buf, len, reterr);
-	if (st != NG_OK)
-		return st;
-	const char *end = NULL;
-	tl_arena = arena;
-	cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
-	tl_arena = NULL;
-	if (!root) {
-		size_t off = end && end >= buf ? (size_t)(end - buf) : 0;
-		/* cJSON reports a failed allocation like a syntax error: tell them apart. */
-		if (arena && ng_arena_exhausted(arena))
-			return ng_err_set(reterr, NG_ELIMIT, off,
-					  "JSON has too many values to decode within the %zu MiB "
-					  "per-request limit",
-					  ng_arena_cap(arena) >> 20);
-		return ng_err_set(reterr, NG_EPARSE, off, "malformed JSON at byte %zu", off);
+	struct jp j = {buf, buf, buf + len, arena, reterr, 0};
+	jp_ws(&j);
+	cJSON *root = jp_node(&j);
+	ng_status st = root ? jp_value(&j, root) : jp_nomem(&j);
+	if (st == NG_OK) {
+		jp_ws(&j);
+		if (j.p != j.end)
+			st = *j.p == '\0'
+				 ? jp_fail(&j, j.p, "NUL byte in JSON text")
+				 : ng_err_set(reterr, NG_EPARSE, (size_t)(j.p - buf),
+					      "unexpected data after JSON value at byte %zu",
+					      (size_t)(j.p - buf));
 	}
-	size_t off = (size_t)(end - buf);
-	while (off < len &&
-	       (buf[off] == ' ' || buf[off] == '\n' || buf[off] == '\r' || buf[off] == '\t'))
-		off++;
-	if (off != len) {
-		st = ng_err_set(reterr, NG_EPARSE, off,
-				"unexpected data after JSON value at byte %zu", off);
-		goto out;
-	}
-	st = check_dups(root, reterr);
-out:
 	if (st != NG_OK) {
 		if (!arena)
 			cJSON_Delete(root);
