@@ -466,6 +466,8 @@ class LiveCacheTest(E2ETest):
         ok, waited = eventually(self.converged)
         self.assertTrue(ok, f"cache never matched the API server: {cache_state(self.ng)} vs {api_state(self.api)}")
         self.assertGreater(self.ng.metric('nodegate_watch_events_total{resource="pods",type="ADDED"}'), 0)
+        # The pool holds at least the namespace, the nodes and the label keys and values above.
+        self.assertGreater(self.ng.metric("nodegate_cache_intern_strings"), 30)
 
 
 class FaultTest(E2ETest):
