@@ -11,6 +11,8 @@ nodes=${1:-5000}
 per=${2:-30}
 [ -f build-release/build.ninja ] || meson setup build-release --buildtype=release -Db_ndebug=true >/dev/null
 ninja -C build-release cmd/nodegate bench/bench-cache-decode >/dev/null
+# NODEGATE=path compares another build (e.g. a copy of the previous one) on the same cluster.
+ng_bin=${NODEGATE:-./build-release/cmd/nodegate}
 tmp=$(mktemp -d)
 cleanup() { rm -rf "$tmp"; }
 trap cleanup EXIT
@@ -29,7 +31,7 @@ run() {
 	local api=$!
 	for _ in $(seq 6000); do [ -f "$dir/api/ready" ] && break; sleep 0.1; done
 	local t0; t0=$(date +%s.%N)
-	./build-release/cmd/nodegate serve --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --port-file "$dir/port" \
+	"$ng_bin" serve --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --port-file "$dir/port" \
 		--tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem" --kubeconfig "$dir/api/kubeconfig" \
 		--log-level warn 2>"$dir/ng.log" &
 	local ng=$!

@@ -33,6 +33,10 @@ struct kube_cache {
 	uint64_t generation;
 };
 
+/* A delta this long came from a burst (or a whole list, with the builder): its array, sized
+ * for the largest record kind, is freed rather than kept for the next batch. */
+#define DELTA_KEEP 1024
+
 static void delta_clear(struct delta *d)
 {
 	for (size_t i = 0; i < d->n; i++)
@@ -40,6 +44,11 @@ static void delta_clear(struct delta *d)
 	d->n = 0;
 	d->reset = false;
 	ng_map_finish(&d->map);
+	if (d->cap > DELTA_KEEP) {
+		free(d->e);
+		d->e = NULL;
+		d->cap = 0;
+	}
 }
 
 /* Starts the retire list of a new version of resource @r. The previous list keeps a
@@ -287,4 +296,133 @@ ng_status kube_cache_publish_some(struct kube_cache *c, unsigned mask,
 	}
 	*ret_snap = s;
 	return NG_OK;
+}
+
+/* ---- lists ---- */
+
+struct kube_stage {
+	enum kube_resource res;
+	char *recs;
+	void **sides;
+	size_t n, cap;
+	struct ng_map by_key; /* identity key -> index, as the table probes it */
+};
+
+struct kube_stage *kube_stage_create(enum kube_resource r)
+{
+	struct kube_stage *s = calloc(1, sizeof(*s));
+	if (s)
+		s->res = r;
+	return s;
+}
+
+void kube_stage_destroy(struct kube_stage *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		kube_side_free(s->sides[i]);
+	free(s->recs);
+	free(s->sides);
+	ng_map_finish(&s->by_key);
+	free(s);
+}
+
+size_t kube_stage_count(const struct kube_stage *s)
+{
+	return s->n;
+}
+
+ng_status kube_stage_add(struct kube_stage *s, struct kube_object *obj)
+{
+	size_t size = kube_record_size(s->res);
+	uint64_t k = kube_record_key(s->res, &obj->rec);
+	uint32_t i;
+	for (; ng_map_get(&s->by_key, k, &i); k++) {
+		if (kube_record_same(s->res, s->recs + i * size, &obj->rec)) {
+			/* Listed twice (a server that repeats an item): the later one wins. */
+			kube_side_free(s->sides[i]);
+			memcpy(s->recs + i * size, &obj->rec, size);
+			s->sides[i] = obj->side;
+			obj->side = NULL;
+			return NG_OK;
+		}
+	}
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		char *recs = realloc(s->recs, cap * size);
+		if (!recs)
+			goto oom;
+		s->recs = recs;
+		void **sides = realloc(s->sides, cap * sizeof(*sides));
+		if (!sides)
+			goto oom;
+		s->sides = sides;
+		s->cap = cap;
+	}
+	if (ng_map_put_grow(&s->by_key, k, (uint32_t)s->n) != NG_OK)
+		goto oom;
+	memcpy(s->recs + s->n * size, &obj->rec, size);
+	s->sides[s->n++] = obj->side;
+	obj->side = NULL;
+	return NG_OK;
+oom:
+	kube_side_free(obj->side);
+	obj->side = NULL;
+	return NG_ENOMEM;
+}
+
+ng_status kube_cache_replace(struct kube_cache *c, struct kube_stage *s)
+{
+	enum kube_resource r = s->res;
+	struct kube_table *old = c->cur[r];
+	size_t size = kube_record_size(r);
+	struct kube_retire *ret = kube_retire_new();
+	if (!ret || kube_retire_reserve(c->open[r], old->n) != NG_OK)
+		goto oom;
+	/* The arrays grew by doubling: give back the unused end before they become the table's. */
+	if (s->n && s->n < s->cap) {
+		char *recs = realloc(s->recs, s->n * size);
+		void **sides = recs ? realloc(s->sides, s->n * sizeof(*sides)) : NULL;
+		if (recs)
+			s->recs = recs;
+		if (sides)
+			s->sides = sides;
+		if (recs && sides)
+			s->cap = s->n;
+	}
+	char *recs = s->recs ? s->recs : malloc(1);
+	void **sides = s->sides ? s->sides : malloc(sizeof(*sides));
+	if (!recs || !sides) {
+		if (recs != s->recs)
+			free(recs);
+		if (sides != s->sides)
+			free(sides);
+		goto oom;
+	}
+	s->recs = recs;
+	s->sides = sides;
+	if (!s->by_key.cap && ng_map_init(&s->by_key, 0) != NG_OK)
+		goto oom;
+	struct kube_table *t =
+	    kube_table_build_keyed(r, s->recs, s->sides, s->n, &s->by_key, c->pool->in, ret);
+	if (!t)
+		goto oom;
+	s->recs = NULL;
+	s->sides = NULL;
+	s->n = s->cap = 0;
+	/* Committed: every object of the old table retires with it. */
+	for (size_t i = 0; i < old->n; i++)
+		kube_retire_add(c->open[r], old->sides[i]);
+	delta_clear(&c->d[r]);
+	atomic_fetch_add_explicit(&ret->refs, 1, memory_order_relaxed);
+	c->open[r]->next = ret;
+	kube_retire_release(c->open[r]);
+	c->open[r] = ret;
+	kube_table_release(old);
+	c->cur[r] = t;
+	return NG_OK;
+oom:
+	kube_retire_release(ret);
+	return NG_ENOMEM;
 }

@@ -103,6 +103,13 @@ struct kube_table {
  */
 struct kube_table *kube_table_build(enum kube_resource res, void *recs, void **sides, size_t n,
 				    const struct ng_intern *pool, struct kube_retire *retire);
+/**
+ * As kube_table_build() with the identity map built already (@by_key: key -> index, as
+ * kube_table_find() probes it); the map is taken on success and stays the caller's on failure.
+ */
+struct kube_table *kube_table_build_keyed(enum kube_resource res, void *recs, void **sides,
+					  size_t n, struct ng_map *by_key,
+					  const struct ng_intern *pool, struct kube_retire *retire);
 void kube_table_release(struct kube_table *t);
 /** The run of record indexes under @key, *ret_n long (NULL and 0 when none). */
 const uint32_t *kube_index_get(const struct kube_index *ix, uint32_t key, size_t *ret_n);
@@ -166,6 +173,30 @@ NG_NODISCARD ng_status kube_decode_as(struct ng_intern *pool, struct ng_arena *s
 NG_NODISCARD ng_status kube_cache_upsert(struct kube_cache *c, struct kube_object *obj);
 /** Queues a deletion of the object @obj names; ownership of @obj->side is taken. */
 NG_NODISCARD ng_status kube_cache_delete(struct kube_cache *c, struct kube_object *obj);
+/* A list being received: the objects of one resource, gathered apart from the cache's pending
+ * changes so that a list in progress is never published half-way, and kept as the table's own
+ * arrays so that the largest table is never held twice (writer thread only). */
+struct kube_stage;
+
+/** An empty stage for @r. NULL on OOM. */
+struct kube_stage *kube_stage_create(enum kube_resource r);
+/** Frees the stage and the side data of what it still holds. Accepts NULL. */
+void kube_stage_destroy(struct kube_stage *s);
+/**
+ * Adds a listed object (of the stage's resource); ownership of @obj->side is taken. An object
+ * listed twice keeps its later version. NG_ENOMEM on OOM.
+ */
+NG_NODISCARD ng_status kube_stage_add(struct kube_stage *s, struct kube_object *obj);
+/** Objects staged so far. */
+size_t kube_stage_count(const struct kube_stage *s);
+/**
+ * Replaces every object of the stage's resource with the staged ones: builds that resource's
+ * next table at once (the next snapshot shows it, e.g. kube_cache_publish_some() with mask 0)
+ * and drops its pending changes, which the list supersedes. The staged objects move into the
+ * table; the caller still destroys @s. NG_ENOMEM changes nothing.
+ */
+NG_NODISCARD ng_status kube_cache_replace(struct kube_cache *c, struct kube_stage *s);
+
 /** Drops every object of @r: the next publish shows only what is upserted after this (relist). */
 void kube_cache_reset(struct kube_cache *c, enum kube_resource r);
 /** Drops the pending changes of @r (a relist that failed half-way). */

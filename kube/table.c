@@ -296,12 +296,12 @@ static ng_status build_label_index(struct kube_table *t)
 	return NG_OK;
 }
 
-static ng_status build_indexes(struct kube_table *t, const struct ng_intern *pool)
+static ng_status build_indexes(struct kube_table *t, const struct ng_intern *pool, bool keyed)
 {
-	ng_status st = ng_map_init(&t->by_key, t->n);
+	ng_status st = keyed ? NG_OK : ng_map_init(&t->by_key, t->n);
 	if (st != NG_OK)
 		return st;
-	for (size_t i = 0; i < t->n; i++) {
+	for (size_t i = 0; !keyed && i < t->n; i++) {
 		const void *rec = rec_at(t, i);
 		uint64_t k = kube_record_key(t->res, rec);
 		uint32_t j;
@@ -360,8 +360,9 @@ static ng_status build_indexes(struct kube_table *t, const struct ng_intern *poo
 	return st;
 }
 
-struct kube_table *kube_table_build(enum kube_resource res, void *recs, void **sides, size_t n,
-				    const struct ng_intern *pool, struct kube_retire *retire)
+static struct kube_table *build(enum kube_resource res, void *recs, void **sides, size_t n,
+				struct ng_map *by_key, const struct ng_intern *pool,
+				struct kube_retire *retire)
 {
 	struct kube_table *t = calloc(1, sizeof(*t));
 	if (!t)
@@ -371,14 +372,33 @@ struct kube_table *kube_table_build(enum kube_resource res, void *recs, void **s
 	t->n = n;
 	t->recs = recs;
 	t->sides = sides;
-	if (build_indexes(t, pool) != NG_OK) {
-		/* The arrays stay the caller's. */
+	if (by_key)
+		t->by_key = *by_key;
+	if (build_indexes(t, pool, by_key != NULL) != NG_OK) {
+		/* The arrays (and a given map) stay the caller's. */
 		t->recs = NULL;
 		t->sides = NULL;
+		if (by_key)
+			memset(&t->by_key, 0, sizeof(t->by_key));
 		kube_table_release(t);
 		return NULL;
 	}
+	if (by_key)
+		memset(by_key, 0, sizeof(*by_key));
 	atomic_fetch_add_explicit(&retire->refs, 1, memory_order_relaxed);
 	t->retire = retire;
 	return t;
+}
+
+struct kube_table *kube_table_build(enum kube_resource res, void *recs, void **sides, size_t n,
+				    const struct ng_intern *pool, struct kube_retire *retire)
+{
+	return build(res, recs, sides, n, NULL, pool, retire);
+}
+
+struct kube_table *kube_table_build_keyed(enum kube_resource res, void *recs, void **sides,
+					  size_t n, struct ng_map *by_key,
+					  const struct ng_intern *pool, struct kube_retire *retire)
+{
+	return build(res, recs, sides, n, by_key, pool, retire);
 }

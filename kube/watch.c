@@ -54,6 +54,7 @@ enum istate {
 	ST_LIST,  /* list (again) when due */
 	ST_WATCH, /* start a watch from rv when due */
 	ST_WATCHING,
+	ST_LISTING, /* a list page is in flight */
 };
 
 struct informer {
@@ -72,6 +73,16 @@ struct informer {
 	bool gone;   /* a 410 ERROR event arrived: relist */
 	bool broken; /* the stream cannot be trusted: reconnect */
 	long http;
+	/* The list in progress (ST_LISTING): its staged objects, the page being received and its
+	 * tree, where it goes on from. */
+	struct kube_stage *stage;
+	struct ng_buf page;
+	struct ng_arena *page_arena;
+	char cont[2048];
+	char list_rv[RV_BYTES];
+	int list_attempt; /* 1 once an expired continue token restarted it */
+	size_t pages;
+	int64_t list_t0_ms;
 	_Atomic bool synced;
 	_Atomic uint64_t events[4], restarts, relists, decode_errors;
 };
@@ -174,46 +185,209 @@ static void status_message(const char *body, size_t len, char *out, size_t cap)
 	ng_arena_destroy(a);
 }
 
-/* ---- list ---- */
+/* ---- list ----
+ *
+ * A list is a chain of page requests on the same curl multi as the watches: the thread moves
+ * every other stream on (and publishes their changes) while a page is in flight, and decodes a
+ * page only once it has arrived whole. Objects go into a stage of their own (struct
+ * kube_stage), published in one go when the last page is in, so a list is never seen half-way
+ * and a failed one changes nothing. */
 
-static ng_status list_page(struct informer *in, const char *cont, struct ng_buf *body,
-			   struct ng_arena *arena, char *ret_rv, char *ret_cont, size_t *count,
-			   long *ret_http, struct ng_err *err)
+static void list_cleanup(struct informer *in)
+{
+	struct kube_watch *w = in->w;
+	if (in->h) {
+		(void)curl_multi_remove_handle(w->multi, in->h);
+		curl_easy_cleanup(in->h);
+		curl_slist_free_all(in->hdrs);
+		in->h = NULL;
+		in->hdrs = NULL;
+	}
+	kube_stage_destroy(in->stage);
+	in->stage = NULL;
+	ng_arena_destroy(in->page_arena);
+	in->page_arena = NULL;
+	ng_buf_finish(&in->page);
+}
+
+static void list_failed(struct informer *in, const char *msg)
+{
+	list_cleanup(in);
+	in->state = ST_LIST;
+	in->due_ms = 0;
+	if (!atomic_load(in->w->stop))
+		retry_later(in, ST_LIST, "list failed", msg);
+}
+
+static size_t on_page_data(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct informer *in = ud;
+	size_t n = size * nmemb;
+	if (ng_buf_append(&in->page, ptr, n) != NG_OK) {
+		in->broken = true; /* a page over LIST_PAGE_CAP */
+		return 0;
+	}
+	return n;
+}
+
+/* Requests the page at in->cont (the first page when empty). */
+static void start_page(struct informer *in)
 {
 	struct kube_watch *w = in->w;
 	char path[4096];
 	char *esc = NULL;
-	if (*cont) {
-		esc = curl_easy_escape(NULL, cont, 0);
-		if (!esc)
-			return ng_err_set(err, NG_ENOMEM, 0, "out of memory");
+	if (in->cont[0] && !(esc = curl_easy_escape(NULL, in->cont, 0))) {
+		list_failed(in, "out of memory");
+		return;
 	}
 	int n = snprintf(path, sizeof(path), "%s?limit=%d%s%s", paths[in->res], LIST_LIMIT,
 			 esc ? "&continue=" : "", esc ? esc : "");
 	curl_free(esc);
-	if (n < 0 || (size_t)n >= sizeof(path))
-		return ng_err_set(err, NG_ELIMIT, 0, "continue token too long");
-	ng_buf_reset(body);
-	ng_status st =
-	    kube_client_request(w->client, "GET", path, NULL, NULL, 0, w->cfg.page_timeout_ms,
-				LIST_PAGE_CAP, body, ret_http, err);
-	if (st != NG_OK || *ret_http != 200)
-		return st;
-	ng_arena_reset(arena);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		list_failed(in, "continue token too long");
+		return;
+	}
+	struct ng_err err = {0};
+	ng_buf_reset(&in->page);
+	in->broken = false;
+	in->h = curl_easy_init();
+	if (!in->h) {
+		list_failed(in, "out of memory");
+		return;
+	}
+	if (kube_client_prepare(w->client, in->h, path, &in->hdrs, &err) != NG_OK) {
+		list_failed(in, err.msg);
+		return;
+	}
+	(void)curl_easy_setopt(in->h, CURLOPT_WRITEFUNCTION, on_page_data);
+	(void)curl_easy_setopt(in->h, CURLOPT_WRITEDATA, in);
+	(void)curl_easy_setopt(in->h, CURLOPT_PRIVATE, in);
+	(void)curl_easy_setopt(in->h, CURLOPT_TIMEOUT_MS, (long)w->cfg.page_timeout_ms);
+	if (curl_multi_add_handle(w->multi, in->h) != CURLM_OK) {
+		list_failed(in, "curl_multi_add_handle");
+		return;
+	}
+	in->pages++;
+	in->state = ST_LISTING;
+}
+
+static void start_list(struct informer *in)
+{
+	struct kube_watch *w = in->w;
+	/* Changes of this resource received before the relist go out first: a relist that fails
+	 * must not lose them. Other resources keep their own rhythm. */
+	if (kube_cache_dirty_mask(w->cache) & (1u << in->res))
+		publish_mask(w, 1u << in->res);
+	in->list_t0_ms = now_mono_ms();
+	in->list_attempt = 0;
+	in->pages = 0;
+	in->cont[0] = '\0';
+	ng_buf_init(&in->page, LIST_PAGE_CAP);
+	in->stage = kube_stage_create(in->res);
+	/* A list page's tree: 500 objects, a few MB of JSON, a few times that in nodes. */
+	in->page_arena = ng_arena_create(4 * (size_t)LIST_PAGE_CAP);
+	if (!in->stage || !in->page_arena) {
+		list_failed(in, "out of memory");
+		return;
+	}
+	start_page(in);
+}
+
+/* The last page is in: the staged objects replace the resource's table, published at once. */
+static void finish_list(struct informer *in)
+{
+	struct kube_watch *w = in->w;
+	size_t count = kube_stage_count(in->stage);
+	if (kube_cache_replace(w->cache, in->stage) != NG_OK) {
+		list_failed(in, "out of memory");
+		return;
+	}
+	list_cleanup(in);
+	memcpy(in->rv, in->list_rv, sizeof(in->rv));
+	publish_mask(w, 1u << in->res);
+	atomic_store(&in->synced, true);
+	in->state = ST_WATCH;
+	in->due_ms = 0;
+	in->backoff_ms = 0;
+	struct ng_logline l;
+	if (ng_log_begin(&l, NG_LOG_INFO, "kube", "listed")) {
+		ng_log_str(&l, "resource", kube_resource_name(in->res));
+		ng_log_i64(&l, "objects", (int64_t)count);
+		ng_log_i64(&l, "pages", (int64_t)in->pages);
+		ng_log_str(&l, "rv", in->rv);
+		ng_log_i64(&l, "dur_ms", now_mono_ms() - in->list_t0_ms);
+		ng_log_end(&l);
+	}
+}
+
+/* A page request finished (@res: curl's result). */
+static void end_page(struct informer *in, CURLcode res)
+{
+	struct kube_watch *w = in->w;
+	long http = 0;
+	(void)curl_easy_getinfo(in->h, CURLINFO_RESPONSE_CODE, &http);
+	(void)curl_multi_remove_handle(w->multi, in->h);
+	curl_easy_cleanup(in->h);
+	curl_slist_free_all(in->hdrs);
+	in->h = NULL;
+	in->hdrs = NULL;
+	char msg[256];
+	if (res != CURLE_OK || atomic_load(w->stop)) {
+		(void)snprintf(msg, sizeof(msg), "%s",
+			       in->broken ? "list page too large" : curl_easy_strerror(res));
+		list_failed(in, msg);
+		return;
+	}
+	if (http == 410 && in->list_attempt == 0) {
+		/* An expired continue token: the list restarts once from the top. */
+		in->list_attempt = 1;
+		in->cont[0] = '\0';
+		kube_stage_destroy(in->stage);
+		in->stage = kube_stage_create(in->res);
+		if (!in->stage)
+			list_failed(in, "out of memory");
+		else
+			start_page(in);
+		return;
+	}
+	if (http != 200) {
+		if (http == 401)
+			kube_client_invalidate_token(w->client);
+		char sm[210];
+		status_message(in->page.data ? in->page.data : "", in->page.len, sm, sizeof(sm));
+		(void)snprintf(msg, sizeof(msg), "HTTP %ld: %s", http, sm);
+		list_failed(in, msg);
+		return;
+	}
+	ng_arena_reset(in->page_arena);
 	cJSON *root = NULL;
-	if ((st = ng_json_parse(body->data, body->len, arena, &root, err)) != NG_OK)
-		return st;
+	struct ng_err err = {0};
+	if (ng_json_parse(in->page.data, in->page.len, in->page_arena, &root, &err) != NG_OK) {
+		list_failed(in, err.msg);
+		return;
+	}
 	const cJSON *meta = ng_json_get(root, "metadata");
 	const char *rv = ng_json_str(meta, "resourceVersion");
 	const char *next = ng_json_str(meta, "continue");
 	const cJSON *items = ng_json_get(root, "items");
 	if (!rv || strlen(rv) >= RV_BYTES ||
-	    (items && !cJSON_IsArray(items) && !cJSON_IsNull(items)))
-		return ng_err_set(err, NG_EPARSE, 0,
-				  "list response without metadata.resourceVersion "
-				  "or items");
-	if (next && strlen(next) >= 2048)
-		return ng_err_set(err, NG_ELIMIT, 0, "continue token too long");
+	    (items && !cJSON_IsArray(items) && !cJSON_IsNull(items))) {
+		list_failed(in, "list response without metadata.resourceVersion or items");
+		return;
+	}
+	if (next && strlen(next) >= sizeof(in->cont)) {
+		list_failed(in, "continue token too long");
+		return;
+	}
+	memcpy(in->list_rv, rv, strlen(rv) + 1);
+	(void)snprintf(in->cont, sizeof(in->cont), "%s", next ? next : "");
+	/* The tree holds copies of the page's strings: the next page can be on its way while
+	 * this one is decoded. */
+	if (in->cont[0]) {
+		start_page(in);
+		if (in->state != ST_LISTING)
+			return; /* failed and cleaned up */
+	}
 	struct ng_intern *pool = kube_cache_pool(w->cache);
 	for (const cJSON *e = cJSON_IsArray(items) ? items->child : NULL; e; e = e->next) {
 		struct kube_object obj;
@@ -229,77 +403,13 @@ static ng_status list_page(struct informer *in, const char *cont, struct ng_buf 
 			}
 			continue;
 		}
-		if ((st = kube_cache_upsert(w->cache, &obj)) != NG_OK)
-			return ng_err_set(err, st, 0, "out of memory");
-		(*count)++;
-	}
-	memcpy(ret_rv, rv, strlen(rv) + 1);
-	(void)snprintf(ret_cont, 2048, "%s", next ? next : "");
-	return NG_OK;
-}
-
-static void do_list(struct informer *in)
-{
-	struct kube_watch *w = in->w;
-	/* Changes already received go out first: a failed relist must not lose them. */
-	if (kube_cache_dirty(w->cache))
-		publish(w);
-	int64_t t0 = now_mono_ms();
-	struct ng_buf body;
-	ng_buf_init(&body, LIST_PAGE_CAP);
-	/* A list page's tree: 500 objects, a few MB of JSON, a few times that in nodes. */
-	struct ng_arena *arena = ng_arena_create(4 * (size_t)LIST_PAGE_CAP);
-	char rv[RV_BYTES] = "", cont[2048] = "";
-	size_t count = 0, pages = 0;
-	long http = 0;
-	struct ng_err err = {0};
-	ng_status st = arena ? NG_OK : NG_ENOMEM;
-	kube_cache_reset(w->cache, in->res);
-	/* An expired continue token (410) restarts the list once from the top. */
-	for (int attempt = 0; st == NG_OK && attempt < 2; attempt++) {
-		do {
-			st = list_page(in, cont, &body, arena, rv, cont, &count, &http, &err);
-			pages++;
-		} while (st == NG_OK && http == 200 && *cont && !atomic_load(w->stop));
-		if (st == NG_OK && http == 410 && attempt == 0) {
-			kube_cache_reset(w->cache, in->res);
-			count = 0;
-			cont[0] = '\0';
-			continue;
+		if (kube_stage_add(in->stage, &obj) != NG_OK) {
+			list_failed(in, "out of memory");
+			return;
 		}
-		break;
 	}
-	char msg[256];
-	if (st == NG_OK && http != 200) {
-		char sm[210];
-		status_message(body.data ? body.data : "", body.len, sm, sizeof(sm));
-		(void)snprintf(msg, sizeof(msg), "HTTP %ld: %s", http, sm);
-	} else if (st != NG_OK) {
-		(void)snprintf(msg, sizeof(msg), "%s", err.msg[0] ? err.msg : ng_status_str(st));
-	}
-	ng_buf_finish(&body);
-	ng_arena_destroy(arena);
-	if (st != NG_OK || http != 200 || atomic_load(w->stop)) {
-		kube_cache_discard(w->cache, in->res);
-		if (!atomic_load(w->stop))
-			retry_later(in, ST_LIST, "list failed", msg);
-		return;
-	}
-	memcpy(in->rv, rv, sizeof(rv));
-	publish(w);
-	atomic_store(&in->synced, true);
-	in->state = ST_WATCH;
-	in->due_ms = 0;
-	in->backoff_ms = 0;
-	struct ng_logline l;
-	if (ng_log_begin(&l, NG_LOG_INFO, "kube", "listed")) {
-		ng_log_str(&l, "resource", kube_resource_name(in->res));
-		ng_log_i64(&l, "objects", (int64_t)count);
-		ng_log_i64(&l, "pages", (int64_t)pages);
-		ng_log_str(&l, "rv", rv);
-		ng_log_i64(&l, "dur_ms", now_mono_ms() - t0);
-		ng_log_end(&l);
-	}
+	if (!in->cont[0])
+		finish_list(in);
 }
 
 /* ---- watch ---- */
@@ -496,10 +606,10 @@ static int64_t start_due(struct kube_watch *w, int64_t now_mono)
 	for (int r = 0; r < KUBE_RES_COUNT && !atomic_load(w->stop); r++) {
 		struct informer *in = &w->inf[r];
 		if (in->state == ST_LIST && in->due_ms <= now_mono)
-			do_list(in);
+			start_list(in);
 		else if (in->state == ST_WATCH && in->due_ms <= now_mono)
 			start_watch(in);
-		if (in->state != ST_WATCHING && in->due_ms < next_due)
+		if ((in->state == ST_LIST || in->state == ST_WATCH) && in->due_ms < next_due)
 			next_due = in->due_ms;
 	}
 	return next_due;
@@ -517,7 +627,9 @@ static void drive_transfers(struct kube_watch *w)
 			continue;
 		struct informer *in = NULL;
 		(void)curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&in);
-		if (in)
+		if (in && in->state == ST_LISTING)
+			end_page(in, m->data.result);
+		else if (in)
 			end_watch(in, m->data.result);
 	}
 }
@@ -637,11 +749,7 @@ void kube_watch_stop(struct kube_watch *w)
 	kube_runtime_destroy(w->rt); /* interrupts the poll and joins the thread */
 	for (int r = 0; r < KUBE_RES_COUNT; r++) {
 		struct informer *in = &w->inf[r];
-		if (in->h) {
-			(void)curl_multi_remove_handle(w->multi, in->h);
-			curl_easy_cleanup(in->h);
-			curl_slist_free_all(in->hdrs);
-		}
+		list_cleanup(in); /* also ends a watch's transfer */
 		ng_buf_finish(&in->line);
 		ng_arena_destroy(in->arena);
 	}

@@ -466,6 +466,8 @@ class LiveCacheTest(E2ETest):
         ok, waited = eventually(self.converged)
         self.assertTrue(ok, f"cache never matched the API server: {cache_state(self.ng)} vs {api_state(self.api)}")
         self.assertGreater(self.ng.metric('nodegate_watch_events_total{resource="pods",type="ADDED"}'), 0)
+        # The pool holds at least the namespace, the nodes and the label keys and values above.
+        self.assertGreater(self.ng.metric("nodegate_cache_intern_strings"), 30)
 
 
 class FaultTest(E2ETest):
@@ -518,6 +520,62 @@ class FaultTest(E2ETest):
         self.assertTrue(denied(self.api, "p-restart"))
         # Whether a reconnect hit the down window (and counted as a restart) depends on timing;
         # what matters is that nothing was missed, checked above.
+
+
+class RelistTest(E2ETest):
+    """A relist of the pods, slowed down page by page, must not hold up the other resources."""
+
+    GENERATE = "nodes=10,pods-per-node=150"  # 1,500 pods: three pages of 500
+
+    def test_a_slow_pods_relist_does_not_delay_other_resources(self):
+        # Every pods request (list page or watch) now takes 1.5 s: the relist below takes at
+        # least 3 pages x 1.5 s.
+        code, _, _ = self.api.control("faults", {"path": "^/api/v1/pods$", "method": "GET",
+                                                 "latencyMs": 1500, "count": -1})
+        self.assertEqual(code, 200)
+        relists0 = self.ng.metric('nodegate_watch_relists_total{resource="pods"}')
+        self.api.control("compact")
+        self.api.control("drop-watches")  # every watch resumes into 410: each resource relists
+        # Only the relist can bring this pod: it is created after the history was dropped.
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p-relist", "namespace": "default"},
+               "spec": {"nodeName": "node-00001", "containers": [{"name": "c", "image": "busybox"}]}}
+        code, body, _ = self.api.api("POST", "/api/v1/namespaces/default/pods", pod)
+        self.assertEqual(code, 201, body)
+        ok, _ = eventually(lambda: self.ng.metric('nodegate_watch_relists_total{resource="pods"}') > relists0)
+        self.assertTrue(ok, "the pods watch never expired")
+        time.sleep(0.5)  # the other resources' short relists are done; the pods one is paging
+        t0 = time.monotonic()
+        code, body, _ = self.api.api("POST", ND_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption",
+                                                       "metadata": {"name": "during-relist"},
+                                                       "spec": {"nodeNames": ["node-00002"]}})
+        self.assertEqual(code, 201, body)
+        rc, _, err = self.api.kubectl("label", "--overwrite", "node", "node-00003", "relist=during")
+        self.assertEqual(rc, 0, err)
+
+        def seen():
+            c = self.ng.cache()
+            if c is None:
+                return None
+            nd = any(d["name"] == "during-relist" for d in c["nodedisruptions"])
+            node = any(n["name"] == "node-00003" and n["labels"].get("relist") == "during" for n in c["nodes"])
+            pod = any(p["name"] == "p-relist" for p in c["pods"])
+            return (nd, node, pod) if (nd and node) or pod else None
+
+        found, _ = eventually(seen)
+        self.assertIsNotNone(found, "neither the changes nor the relist reached the cache")
+        nd, node, pod = found
+        print(f"\n  NodeDisruption and Node label visible {time.monotonic() - t0:.3f} s into the pods relist",
+              file=sys.stderr)
+        # Both must be published while the pods relist is still paging, i.e. before the pod
+        # only that relist can bring shows up.
+        self.assertTrue(nd and node and not pod,
+                        f"other resources waited for the pods relist: nd={nd} node={node} relisted pod={pod}")
+        self.api.api("DELETE", "/_control/faults")
+        ok, _ = eventually(lambda: any(p["name"] == "p-relist" for p in (self.ng.cache() or {}).get("pods", [])),
+                           timeout=3 * WAIT_S)
+        self.assertTrue(ok, "the pods relist never finished")
+        ok, _ = eventually(self.converged)
+        self.assertTrue(ok, "the cache does not match the API server after the relist")
 
 
 if __name__ == "__main__":

@@ -576,6 +576,71 @@ static void test_cache_reset_replaces_and_discard_restores(void **state)
 	kube_snapshot_release(s1);
 }
 
+static void stage(struct kube_cache *c, struct kube_stage *st, const char *json)
+{
+	struct ng_arena *a = ng_arena_create(1u << 20);
+	cJSON *root = NULL;
+	struct ng_err err = {0};
+	assert_int_equal(ng_json_parse(json, strlen(json), a, &root, &err), NG_OK);
+	struct kube_object obj;
+	assert_int_equal(
+	    kube_decode_object(kube_cache_pool(c), kube_cache_scratch(c), root, "test", &obj, &err),
+	    NG_OK);
+	assert_int_equal(kube_stage_add(st, &obj), NG_OK);
+	ng_arena_destroy(a);
+}
+
+static void test_cache_stage_replaces_a_resource_in_one_step(void **state)
+{
+	struct kube_cache *c = kube_cache_create();
+	apply(c, POD_ON("a", "n1", "db"), false);
+	apply(c, POD_ON("b", "n1", "db"), false);
+	struct kube_snapshot *s1 = publish(c);
+	/* A list in progress: the changes of other resources still publish, without it. */
+	struct kube_stage *st = kube_stage_create(KUBE_RES_PODS);
+	stage(c, st, POD_ON("b", "n2", "db"));
+	stage(c, st, POD_ON("c", "n2", "db"));
+	stage(c, st, POD_ON("b", "n3", "db")); /* listed twice: the later one wins */
+	assert_int_equal(kube_stage_count(st), 2);
+	apply(c, POD_ON("x", "n9", "db"), false); /* a pod change before the list ends */
+	assert_int_equal(kube_cache_replace(c, st), NG_OK);
+	kube_stage_destroy(st);
+	/* An empty list empties the resource. */
+	struct kube_stage *empty = kube_stage_create(KUBE_RES_PVCS);
+	assert_int_equal(kube_cache_replace(c, empty), NG_OK);
+	kube_stage_destroy(empty);
+	assert_false(kube_cache_dirty(c)); /* the list superseded the pending pod change */
+	struct kube_snapshot *s2 = NULL;
+	assert_int_equal(kube_cache_publish_some(c, 0, &s2), NG_OK);
+	assert_int_equal(kube_snapshot_count(s2, KUBE_RES_PODS), 2);
+	assert_null(kube_snapshot_find_pod_str(s2, "d", 1, "a", 1));
+	assert_null(kube_snapshot_find_pod_str(s2, "d", 1, "x", 1));
+	assert_int_equal(kube_snapshot_find_pod_str(s2, "d", 1, "b", 1)->node,
+			 ng_test_id(s2, "n3"));
+	assert_int_equal(kube_snapshot_find_pod_str(s2, "d", 1, "c", 1)->node,
+			 ng_test_id(s2, "n2"));
+	size_t n = 0;
+	kube_snapshot_pods_on_node(s2, ng_test_id(s2, "n2"), &n);
+	assert_int_equal(n, 1);
+	/* The older snapshot still reads the replaced pods (their side data retired with it). */
+	assert_int_equal(kube_snapshot_count(s1, KUBE_RES_PODS), 2);
+	assert_string_equal(kube_snapshot_find_pod_str(s1, "d", 1, "a", 1)->name, "a");
+	/* Later changes apply on top of the replaced table. */
+	apply(c, POD_ON("c", "n1", "db"), true);
+	struct kube_snapshot *s3 = publish(c);
+	assert_int_equal(kube_snapshot_count(s3, KUBE_RES_PODS), 1);
+	kube_snapshot_release(s3);
+	kube_snapshot_release(s2);
+	kube_cache_destroy(c);
+	kube_snapshot_release(s1);
+	/* A stage dropped half-way frees what it holds. */
+	c = kube_cache_create();
+	st = kube_stage_create(KUBE_RES_PODS);
+	stage(c, st, POD_ON("d", "n2", "db"));
+	kube_stage_destroy(st);
+	kube_cache_destroy(c);
+}
+
 struct live_stress {
 	struct kube_store *store;
 	_Atomic bool done;
@@ -1096,6 +1161,7 @@ int main(void)
 	    cmocka_unit_test(test_node_drain_note),
 	    cmocka_unit_test(test_cache_later_change_in_a_batch_wins),
 	    cmocka_unit_test(test_cache_reset_replaces_and_discard_restores),
+	    cmocka_unit_test(test_cache_stage_replaces_a_resource_in_one_step),
 	    cmocka_unit_test(test_store_stress_live_cache_writer_and_readers),
 	    cmocka_unit_test(test_nd_drain_operation_requestors_and_creator),
 	    cmocka_unit_test(test_nd_malformed_drain_fields_name_the_field),
