@@ -6,6 +6,7 @@
 #include "common/map.h"
 #include "common/intern.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,12 @@ struct bscope {
 	size_t disrupted;
 	uint32_t lost_pvc; /* ADB: a selected PVC in phase Lost, or NG_INTERN_NONE */
 	bool ready;        /* computed */
+	/* What verdicts repeat for every request on the budget, made on the first: its name as
+	 * reasons start ("NodeDisruptionBudget rack1"), and its limits when they read well. */
+	const char *what;
+	size_t what_len;
+	struct bud_limits lim;
+	bool lim_ok;
 };
 
 bool pol_ledger_held_at(const struct pol_ledger *l, size_t i)
@@ -643,7 +650,14 @@ static ng_status ndb_scope(struct pol_ledger *l, size_t k, const struct bscope *
 		idx[n] = cand[j];
 		names[n++] = node->name;
 	}
-	*sc = (struct bscope){names, idx, unavail, n, nun, dis, NG_INTERN_NONE, true};
+	*sc = (struct bscope){.names = names,
+			      .idx = idx,
+			      .unavail = unavail,
+			      .n = n,
+			      .unavailable = nun,
+			      .disrupted = dis,
+			      .lost_pvc = NG_INTERN_NONE,
+			      .ready = true};
 	return NG_OK;
 }
 
@@ -855,7 +869,10 @@ static struct pol_budget_verdict *verdict(struct eval *e, enum kube_resource kin
 	if (e->nv == e->capv)
 		return NULL;
 	struct pol_budget_verdict *v = &e->v[e->nv++];
-	memset(v, 0, sizeof(*v));
+	/* The reason is written whole by whoever fills the verdict: clearing its 320 bytes for
+	 * each of a decision's hundreds of verdicts was a cost of its own. */
+	memset(v, 0, offsetof(struct pol_budget_verdict, reason));
+	v->reason[0] = '\0';
 	v->kind = kind;
 	v->ns = b->ns;
 	v->name = b->name;
@@ -875,31 +892,110 @@ static const char *str(const struct eval *e, uint32_t id)
 	return ng_intern_str(e->pool, id, NULL);
 }
 
-/* Applies the limits to a scope of @nscope nodes, @before of them disrupted, to which the
- * request adds @added more, and reports. */
-static void check_counts(struct eval *e, struct pol_budget_verdict *v, const char *what,
-			 const struct bud_limits *lim, size_t nscope, int64_t before, int64_t added)
+/* A reason being written: as snprintf would write it, cut short at @cap - 1 bytes, without
+ * parsing a format for each of the hundreds of verdicts a decision may have. */
+struct line {
+	char *p;
+	size_t cap, len;
+};
+
+static void put_n(struct line *b, const char *s, size_t n)
 {
+	if (b->len + 1 < b->cap) {
+		size_t room = b->cap - 1 - b->len;
+		memcpy(b->p + b->len, s, n < room ? n : room);
+		b->p[b->len + (n < room ? n : room)] = '\0';
+	}
+	b->len += n;
+}
+
+static void put_s(struct line *b, const char *s)
+{
+	put_n(b, s, strlen(s));
+}
+
+/* A string literal, its length known at compile time. */
+#define PUT_LIT(b, lit) put_n((b), "" lit, sizeof(lit) - 1)
+
+static void put_i(struct line *b, int64_t v)
+{
+	char tmp[24], *t = tmp + sizeof(tmp);
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	*--t = '\0';
+	do
+		*--t = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*--t = '-';
+	put_n(b, t, (size_t)(tmp + sizeof(tmp) - 1 - t));
+}
+
+/* Applies the limits to scope @sc (its nodes, how many are disrupted, its "what") to which the
+ * request adds @added more, and reports. */
+static void check_counts(struct eval *e, struct pol_budget_verdict *v, const struct bscope *sc,
+			 const struct bud_limits *lim, int64_t added)
+{
+	size_t nscope = sc->n;
+	int64_t before = (int64_t)sc->disrupted;
 	struct bud_check c;
 	bud_check_limits(lim, (int64_t)nscope, before, added, &c);
 	v->allowed = c.allowed;
 	v->current = before;
+	struct line b = {v->reason, sizeof(v->reason), 0};
+	v->reason[0] = '\0';
+	put_n(&b, sc->what, sc->what_len);
+	PUT_LIT(&b, ": ");
 	if (c.ok) {
-		ng_fmt(v->reason, sizeof(v->reason),
-		       "%s: %lld of %lld in use, this request adds %lld", what, (long long)before,
-		       (long long)(c.max >= 0 ? c.max : (int64_t)nscope), (long long)added);
+		put_i(&b, before);
+		PUT_LIT(&b, " of ");
+		put_i(&b, c.max >= 0 ? c.max : (int64_t)nscope);
+		PUT_LIT(&b, " in use, this request adds ");
+		put_i(&b, added);
 		return;
 	}
 	fail_v(e, v);
-	if (c.max >= 0 && c.after > c.max)
-		ng_fmt(v->reason, sizeof(v->reason),
-		       "%s: %lld of %lld in use; this request adds %lld (limit %lld of %lld nodes)",
-		       what, (long long)before, (long long)c.max, (long long)added,
-		       (long long)c.max, (long long)nscope);
-	else
-		ng_fmt(v->reason, sizeof(v->reason),
-		       "%s: %lld of %lld nodes must stay undisrupted; %lld would remain", what,
-		       (long long)c.min, (long long)nscope, (long long)(nscope - c.after));
+	if (c.max >= 0 && c.after > c.max) {
+		put_i(&b, before);
+		PUT_LIT(&b, " of ");
+		put_i(&b, c.max);
+		PUT_LIT(&b, " in use; this request adds ");
+		put_i(&b, added);
+		PUT_LIT(&b, " (limit ");
+		put_i(&b, c.max);
+		PUT_LIT(&b, " of ");
+		put_i(&b, (int64_t)nscope);
+		PUT_LIT(&b, " nodes)");
+	} else {
+		put_i(&b, c.min);
+		PUT_LIT(&b, " of ");
+		put_i(&b, (int64_t)nscope);
+		PUT_LIT(&b, " nodes must stay undisrupted; ");
+		put_i(&b, (int64_t)nscope - c.after);
+		PUT_LIT(&b, " would remain");
+	}
+}
+
+/* @sc's "what", made once: @kind then @ns/@name (@ns NG_INTERN_NONE: @name alone), cut as
+ * the verdicts' 120 (NDB) or 160 (ADB) bytes would cut it. NULL when @arena is full. */
+static const char *scope_what(struct eval *e, struct bscope *sc, const char *kind, uint32_t ns,
+			      uint32_t name, size_t cap)
+{
+	if (sc->what)
+		return sc->what;
+	char *w = ng_arena_alloc(e->ledger->arena, cap);
+	if (!w)
+		return NULL;
+	struct line b = {w, cap, 0};
+	w[0] = '\0';
+	put_s(&b, kind);
+	if (ns != NG_INTERN_NONE) {
+		put_s(&b, str(e, ns));
+		PUT_LIT(&b, "/");
+	}
+	put_s(&b, str(e, name));
+	sc->what = w;
+	sc->what_len = b.len < cap ? b.len : cap - 1;
+	return w;
 }
 
 /* A budget the request touches: its index, and how many of the request's nodes in its scope
@@ -976,18 +1072,23 @@ static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index
 {
 	if (!type_applies(&b->b, e->nd->type))
 		return NG_OK;
-	char what[120];
-	ng_fmt(what, sizeof(what), "NodeDisruptionBudget %s", str(e, b->b.name));
-	const struct bscope *sc;
-	if (ndb_scope(e->ledger, index, &sc) != NG_OK)
+	const struct bscope *csc;
+	if (ndb_scope(e->ledger, index, &csc) != NG_OK)
 		return NG_ENOMEM;
+	struct bscope *sc = &e->ledger->ndb[index];
+	const char *what =
+	    scope_what(e, sc, "NodeDisruptionBudget ", NG_INTERN_NONE, b->b.name, 120);
 	struct pol_budget_verdict *v = verdict(e, KUBE_RES_NDBS, &b->b, index);
-	if (!v)
+	if (!v || !what)
 		return NG_ENOMEM;
 	if (b->b.frozen) {
 		fail_v(e, v);
 		ng_fmt(v->reason, sizeof(v->reason), "%s is frozen: %s", what,
 		       str(e, b->b.freeze_reason));
+		return NG_OK;
+	}
+	if (sc->lim_ok) {
+		check_counts(e, v, sc, &sc->lim, added);
 		return NG_OK;
 	}
 	struct bud_limits lim = {0};
@@ -1009,7 +1110,9 @@ static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index
 				 "one of maxDisruptedNodes and minUndisruptedNodes is required");
 		goto bad;
 	}
-	check_counts(e, v, what, &lim, sc->n, (int64_t)sc->disrupted, added);
+	sc->lim = lim;
+	sc->lim_ok = true;
+	check_counts(e, v, sc, &lim, added);
 	return NG_OK;
 bad:
 	fail_v(e, v);
@@ -1051,11 +1154,11 @@ static ng_status eval_adb(struct eval *e, const struct kube_adb *a, size_t index
 {
 	if (!type_applies(&a->b, e->nd->type))
 		return NG_OK;
-	char what[160];
-	adb_what(e, a, what, sizeof(what));
-	const struct bscope *sc = &e->ledger->adb[index];
+	struct bscope *sc = &e->ledger->adb[index];
+	const char *what =
+	    scope_what(e, sc, "ApplicationDisruptionBudget ", a->b.ns, a->b.name, 160);
 	struct pol_budget_verdict *v = verdict(e, KUBE_RES_ADBS, &a->b, index);
-	if (!v)
+	if (!v || !what)
 		return NG_ENOMEM;
 	if (a->b.frozen) {
 		fail_v(e, v);
@@ -1070,15 +1173,19 @@ static ng_status eval_adb(struct eval *e, const struct kube_adb *a, size_t index
 		       what, str(e, a->b.ns), str(e, sc->lost_pvc));
 		return NG_OK;
 	}
-	struct bud_limits lim = {.has_max = true};
 	struct ng_err err = {0};
-	if (bud_int_or_percent_from(&a->max_disruptions, e->pool, "spec.maxDisruptions", &lim.max,
-				    &err) != NG_OK) {
-		fail_v(e, v);
-		ng_fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, err.msg);
-		return NG_OK;
+	if (!sc->lim_ok) {
+		struct bud_limits lim = {.has_max = true};
+		if (bud_int_or_percent_from(&a->max_disruptions, e->pool, "spec.maxDisruptions",
+					    &lim.max, &err) != NG_OK) {
+			fail_v(e, v);
+			ng_fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, err.msg);
+			return NG_OK;
+		}
+		sc->lim = lim;
+		sc->lim_ok = true;
 	}
-	check_counts(e, v, what, &lim, sc->n, (int64_t)sc->disrupted, added);
+	check_counts(e, v, sc, &sc->lim, added);
 	return NG_OK;
 }
 
