@@ -1,12 +1,32 @@
-/* One gate round without I/O at scale: ranking N pending NodeDisruptions (pol_rank_pending) and
- * deciding each (pol_evaluate_disruption with the ledger) over a generated cluster of NODES
- * nodes (3 of them control-plane, racks of 20) with an NDB per rack. Half the requests name
- * their nodes, half select a rack; one requestor in ten. The reference, timed in the same run,
- * is qsort of N records by the same keys already computed: what ranking costs at the least.
- * Usage: bench-gate-round [NODES] [PENDING] [ROUNDS] */
+/* One gate round without I/O at scale: ranking the pending NodeDisruptions (pol_rank_pending)
+ * and deciding each (pol_evaluate_disruption with one ledger, each grant recorded before the
+ * next decision) over a generated cluster. The reference, timed in the same run, is qsort of
+ * the requests by the same keys already computed: what ranking costs at the least.
+ *
+ * The cluster: NODES nodes (3 of them control-plane) in racks, a NodeDisruptionBudget per rack
+ * (maxDisruptedNodes: 20 % of a rack), and with pods: PODS_PER_NODE pods on every node, of apps
+ * spread over the cluster (two pods of one app never share a node unless the cluster is small),
+ * in ten namespaces; ADBS ApplicationDisruptionBudgets each protect one app (maxDisruptions:
+ * 20 %), the other half of the apps have none. GRANTED requests already hold a node each,
+ * spread over the racks; PENDING requests wait: half name a node, half select a rack; one
+ * requestor in ten, three priorities. With the pool-wide budget (the default of the flag form),
+ * one more NodeDisruptionBudget selects every node (maxDisruptedNodes: 15 %), so every decision
+ * has a budget over the whole cluster.
+ *
+ * Usage:
+ *   bench-gate-round [--nodes N] [--pods-per-node N] [--adbs N] [--ndbs N] [--granted N]
+ *                    [--pending N] [--rounds N] [--pool-wide | --no-pool-wide] [--json]
+ *     defaults: 5000 nodes, 30 pods per node, 2000 ADBs, 250 NDBs, 500 granted, 1000 pending,
+ *     3 rounds, pool-wide on. --json: the last line of stdout is
+ *     {"decide_us_per_request":X,"rank_ms":Y,"qsort_ms":Z,"granted":N,"decisions":M}, the
+ *     medians over the rounds; "granted" counts the grants the round made.
+ *   bench-gate-round [NODES] [PENDING] [ROUNDS]
+ *     the first form of this benchmark: no pods, no ADBs, nothing granted, no pool-wide budget,
+ *     racks of 20, 5 rounds by default. */
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/clock.h"
+#include "common/map.h"
 #include "common/parse.h"
 #include "policy/disruption.h"
 
@@ -17,39 +37,168 @@
 /* When the requests are decided: wall clock, ms since the epoch (2026-11-18). */
 #define NOW_WALL_MS INT64_C(1795000000000)
 
-static int64_t arg(int argc, char **argv, int i, int64_t def, int64_t max)
+/* Namespaces the pods and ADBs are spread over: a handful, as teams are. */
+#define NAMESPACES 10
+
+struct scenario {
+	int64_t nodes, pods_per_node, adbs, ndbs, granted, pending, rounds;
+	bool pool_wide, json;
+	bool first_form; /* positional: the cluster of the first measurements */
+};
+
+static int64_t num(const char *s, int64_t min, int64_t max)
 {
-	int64_t v = def;
-	if (argc > i && ng_parse_i64(argv[i], strlen(argv[i]), 1, max, &v) != NG_OK) {
-		(void)fprintf(stderr, "bad argument %s\n", argv[i]);
+	int64_t v;
+	if (ng_parse_i64(s, strlen(s), min, max, &v) != NG_OK) {
+		(void)fprintf(stderr, "bad number %s (%lld..%lld)\n", s, (long long)min,
+			      (long long)max);
 		exit(2);
 	}
 	return v;
 }
 
-static struct kube_snapshot *generate(int64_t nodes, int64_t pending)
+static void usage(void)
+{
+	(void)fprintf(stderr, "usage: bench-gate-round [--nodes N] [--pods-per-node N] [--adbs N] "
+			      "[--ndbs N] [--granted N] [--pending N] [--rounds N] [--pool-wide | "
+			      "--no-pool-wide] [--json]\n"
+			      "       bench-gate-round [NODES] [PENDING] [ROUNDS]\n");
+	exit(2);
+}
+
+static void parse_args(int argc, char **argv, struct scenario *sc)
+{
+	if (argc > 1 && argv[1][0] != '-') {
+		/* The first form: positional, the cluster of the first measurements. */
+		*sc = (struct scenario){
+		    .nodes = 5000, .pending = 1000, .rounds = 5, .first_form = true};
+		if (argc > 4)
+			usage();
+		sc->nodes = argc > 1 ? num(argv[1], 1, 1000000) : sc->nodes;
+		sc->pending = argc > 2 ? num(argv[2], 1, 1000000) : sc->pending;
+		sc->rounds = argc > 3 ? num(argv[3], 1, 1000) : sc->rounds;
+		sc->ndbs = (sc->nodes + 19) / 20;
+		return;
+	}
+	*sc = (struct scenario){.nodes = 5000,
+				.pods_per_node = 30,
+				.adbs = 2000,
+				.ndbs = 250,
+				.granted = 500,
+				.pending = 1000,
+				.rounds = 3,
+				.pool_wide = true};
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int64_t *v = !strcmp(a, "--nodes")           ? &sc->nodes
+			     : !strcmp(a, "--pods-per-node") ? &sc->pods_per_node
+			     : !strcmp(a, "--adbs")          ? &sc->adbs
+			     : !strcmp(a, "--ndbs")          ? &sc->ndbs
+			     : !strcmp(a, "--granted")       ? &sc->granted
+			     : !strcmp(a, "--pending")       ? &sc->pending
+			     : !strcmp(a, "--rounds")        ? &sc->rounds
+							     : NULL;
+		if (v) {
+			if (i + 1 == argc)
+				usage();
+			*v = num(argv[++i], 0, 1000000);
+		} else if (!strcmp(a, "--pool-wide")) {
+			sc->pool_wide = true;
+		} else if (!strcmp(a, "--no-pool-wide")) {
+			sc->pool_wide = false;
+		} else if (!strcmp(a, "--json")) {
+			sc->json = true;
+		} else {
+			usage();
+		}
+	}
+	if (sc->rounds < 1 || sc->pending < 1 || sc->ndbs < 1)
+		usage();
+}
+
+/* The rack of worker node @i (nodes 0-2 are control-plane, in rack 0 with the first workers). */
+static long long rack_of(const struct scenario *sc, int64_t i)
+{
+	int64_t size = (sc->nodes + sc->ndbs - 1) / sc->ndbs;
+	return (long long)(i / (size ? size : 1));
+}
+
+/* The app of pod @k on node @i: consecutive pods of a node belong to different apps, and one
+ * app's pods land on nodes far apart. Half of the apps have an ADB. */
+static int64_t app_of(const struct scenario *sc, int64_t i, int64_t k)
+{
+	int64_t napps = sc->adbs ? 2 * sc->adbs : 1;
+	return (i * sc->pods_per_node + k) % napps;
+}
+
+static struct kube_snapshot *generate(const struct scenario *sc)
 {
 	struct ng_buf b;
-	ng_buf_init(&b, (size_t)1 << 30);
+	ng_buf_init(&b, (size_t)1 << 31);
+	int64_t workers = sc->nodes - 3;
 	ng_status st = ng_buf_puts(&b, "{\"kind\":\"List\",\"items\":[");
-	for (int64_t i = 0; st == NG_OK && i < nodes; i++)
+	for (int64_t i = 0; st == NG_OK && i < sc->nodes; i++)
 		st = ng_buf_printf(
 		    &b,
 		    "%s{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"n%lld\","
 		    "\"labels\":{\"rack\":\"r%lld\"%s}},\"status\":{\"conditions\":[{\"type\":"
 		    "\"Ready\",\"status\":\"True\"}]}}",
-		    i ? "," : "", (long long)i, (long long)(i / 20),
+		    i ? "," : "", (long long)i, rack_of(sc, i),
 		    i < 3 ? ",\"node-role.kubernetes.io/control-plane\":\"\"" : "");
-	for (int64_t r = 0; st == NG_OK && r < (nodes + 19) / 20; r++)
+	/* A positional run keeps its first budgets: 2 of each rack of 20. */
+	bool first_form = sc->first_form;
+	for (int64_t r = 0; st == NG_OK && r < sc->ndbs; r++)
 		st = ng_buf_printf(
 		    &b,
 		    ",{\"kind\":\"NodeDisruptionBudget\",\"apiVersion\":\"nodegate.io/"
 		    "v1alpha1\",\"metadata\":{\"name\":\"rack%lld\"},\"spec\":{"
 		    "\"nodeSelector\":{\"matchLabels\":{\"rack\":\"r%lld\"}},"
-		    "\"maxDisruptedNodes\":2}}",
-		    (long long)r, (long long)r);
-	for (int64_t i = 0; st == NG_OK && i < pending; i++) {
-		long long rack = (long long)(3 + i % ((nodes - 3) / 20 ? (nodes - 3) / 20 : 1));
+		    "\"maxDisruptedNodes\":%s}}",
+		    (long long)r, (long long)r, first_form ? "2" : "\"20%\"");
+	if (st == NG_OK && sc->pool_wide)
+		st = ng_buf_puts(&b,
+				 ",{\"kind\":\"NodeDisruptionBudget\",\"apiVersion\":"
+				 "\"nodegate.io/v1alpha1\",\"metadata\":{\"name\":\"pool\"},"
+				 "\"spec\":{\"nodeSelector\":{},\"maxDisruptedNodes\":\"15%\"}}");
+	for (int64_t i = 0; st == NG_OK && i < sc->nodes; i++)
+		for (int64_t k = 0; st == NG_OK && k < sc->pods_per_node; k++) {
+			int64_t app = app_of(sc, i, k);
+			st = ng_buf_printf(
+			    &b,
+			    ",{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
+			    "\"p%lld-%lld\",\"namespace\":\"ns%lld\",\"labels\":{\"app\":"
+			    "\"a%lld\",\"tier\":\"t%lld\"}},\"spec\":{\"nodeName\":\"n%lld\"},"
+			    "\"status\":{\"phase\":\"Running\"}}",
+			    (long long)i, (long long)k, (long long)(app % NAMESPACES),
+			    (long long)app, (long long)(app % 3), (long long)i);
+		}
+	for (int64_t a = 0; st == NG_OK && a < sc->adbs; a++)
+		st = ng_buf_printf(&b,
+				   ",{\"kind\":\"ApplicationDisruptionBudget\",\"apiVersion\":"
+				   "\"nodegate.io/v1alpha1\",\"metadata\":{\"name\":\"adb%lld\","
+				   "\"namespace\":\"ns%lld\"},\"spec\":{\"podSelector\":{"
+				   "\"matchLabels\":{\"app\":\"a%lld\"}},\"maxDisruptions\":"
+				   "\"20%%\"}}",
+				   (long long)a, (long long)(a % NAMESPACES), (long long)a);
+	/* Granted requests hold one worker node each, spread evenly over the cluster. */
+	for (int64_t g = 0; st == NG_OK && g < sc->granted && workers > 0; g++) {
+		long long node = (long long)(3 + g * workers / (sc->granted ? sc->granted : 1));
+		st = ng_buf_printf(
+		    &b,
+		    ",{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/"
+		    "v1alpha1\",\"metadata\":{\"name\":\"held%lld\","
+		    "\"creationTimestamp\":\"2026-11-21T08:00:00Z\"},\"spec\":{"
+		    "\"nodeNames\":[\"n%lld\"],\"requestor\":\"team%lld\"},"
+		    "\"status\":{\"state\":\"Granted\",\"disruptedNodes\":[\"n%lld\"]}}",
+		    (long long)g, node, (long long)(g % 10), node);
+	}
+	int64_t racks = rack_of(sc, sc->nodes - 1) + 1;
+	for (int64_t i = 0; st == NG_OK && i < sc->pending; i++) {
+		/* Racks past the control-plane nodes' own. */
+		long long rack = (long long)(1 + i % (racks > 1 ? racks - 1 : 1));
+		if (first_form)
+			rack =
+			    (long long)(3 + i % ((sc->nodes - 3) / 20 ? (sc->nodes - 3) / 20 : 1));
 		char spec[200];
 		if (i % 2)
 			(void)snprintf(spec, sizeof(spec),
@@ -57,7 +206,7 @@ static struct kube_snapshot *generate(int64_t nodes, int64_t pending)
 				       rack);
 		else
 			(void)snprintf(spec, sizeof(spec), "\"nodeNames\":[\"n%lld\"]",
-				       (long long)(3 + (i * 7) % (nodes - 3)));
+				       (long long)(3 + (i * 7) % (workers > 0 ? workers : 1)));
 		st = ng_buf_printf(&b,
 				   ",{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/"
 				   "v1alpha1\",\"metadata\":{\"name\":\"nd%lld\","
@@ -85,31 +234,74 @@ static int cmp_key(const void *a, const void *b)
 	return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : (x[1] < y[1] ? -1 : x[1] > y[1]);
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Median, min and max of @n samples (sorted in place). */
+struct stats {
+	int64_t median, min, max;
+};
+
+static struct stats stats_of(int64_t *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_i64);
+	int64_t median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return (struct stats){median, v[0], v[n - 1]};
+}
+
+static uint64_t answer_digest(uint64_t h, const struct pol_gate_decision *d)
+{
+	uint8_t o = (uint8_t)d->outcome;
+	h = ng_fnv1a64(h, &o, 1);
+	h = ng_fnv1a64(h, d->reason, strlen(d->reason) + 1);
+	for (size_t v = 0; v < d->nverdicts; v++) {
+		const struct pol_budget_verdict *x = &d->verdicts[v];
+		uint8_t ok = x->ok;
+		h = ng_fnv1a64(h, &ok, 1);
+		h = ng_fnv1a64(h, &x->index, sizeof(x->index));
+		h = ng_fnv1a64(h, &x->allowed, sizeof(x->allowed));
+		h = ng_fnv1a64(h, &x->current, sizeof(x->current));
+		h = ng_fnv1a64(h, x->reason, strlen(x->reason) + 1);
+	}
+	return h;
+}
+
 int main(int argc, char **argv)
 {
-	int64_t nodes = arg(argc, argv, 1, 5000, 1000000);
-	int64_t pending = arg(argc, argv, 2, 1000, 1000000);
-	int64_t rounds = arg(argc, argv, 3, 5, 1000);
-	if (nodes < 23) {
-		(void)fprintf(stderr, "NODES must be at least 23\n");
+	struct scenario sc;
+	parse_args(argc, argv, &sc);
+	if (sc.nodes < 23) {
+		(void)fprintf(stderr, "at least 23 nodes\n");
 		return 2;
 	}
-	struct kube_snapshot *s = generate(nodes, pending);
-	size_t n;
-	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
-	const struct kube_nd **q = malloc(n * sizeof(*q));
-	int64_t(*keys)[2] = malloc(n * sizeof(*keys));
+	struct kube_snapshot *s = generate(&sc);
+	size_t nall, n = 0;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &nall);
+	const struct kube_nd **q = malloc((nall ? nall : 1) * sizeof(*q));
+	int64_t(*keys)[2] = malloc((nall ? nall : 1) * sizeof(*keys));
+	int64_t *rank_us = calloc((size_t)sc.rounds, sizeof(int64_t));
+	int64_t *ref_us = calloc((size_t)sc.rounds, sizeof(int64_t));
+	int64_t *decide_us = calloc((size_t)sc.rounds, sizeof(int64_t));
 	struct ng_arena *arena = ng_arena_create((size_t)1 << 30);
-	if (!q || !keys || !arena)
+	if (!q || !keys || !rank_us || !ref_us || !decide_us || !arena)
 		return 1;
-	int64_t best_rank_us = INT64_MAX, best_decide_us = INT64_MAX, best_ref_us = INT64_MAX;
 	size_t granted = 0;
-	for (int64_t r = 0; r < rounds; r++) {
-		for (size_t i = 0; i < n; i++) {
-			q[i] = &nds[i];
-			keys[i][0] = -nds[i].priority;
-			keys[i][1] = nds[i].created_ms;
-		}
+	/* Every answer of a round (outcome, reason, each verdict): two builds that print the same
+	 * digest decided the same. Taken in one more round, not timed. */
+	uint64_t digest = NG_FNV64_INIT;
+	for (int64_t r = 0; r <= sc.rounds; r++) {
+		/* The queue as the gate builds it: undecided and Pending requests. */
+		n = 0;
+		for (size_t i = 0; i < nall; i++)
+			if (!nds[i].deleting &&
+			    (nds[i].state == KUBE_ND_UNKNOWN || nds[i].state == KUBE_ND_PENDING)) {
+				keys[n][0] = -nds[i].priority;
+				keys[n][1] = nds[i].created_ms;
+				q[n++] = &nds[i];
+			}
 		int64_t t0_mono_us = ng_now_mono_us();
 		qsort(keys, n, sizeof(*keys), cmp_key);
 		int64_t t1_mono_us = ng_now_mono_us();
@@ -120,6 +312,8 @@ int main(int argc, char **argv)
 			return 1;
 		int64_t t2_mono_us = ng_now_mono_us();
 		struct pol_ledger *l = pol_ledger_create(s);
+		if (!l)
+			return 1;
 		granted = 0;
 		for (size_t i = 0; i < n; i++) {
 			struct pol_gate_decision d;
@@ -127,6 +321,8 @@ int main(int argc, char **argv)
 			if (pol_evaluate_disruption(s, &cfg, l, q[i], NOW_WALL_MS, arena, &d) !=
 			    NG_OK)
 				return 1;
+			if (r == sc.rounds)
+				digest = answer_digest(digest, &d);
 			if (d.outcome == POL_GATE_GRANT) {
 				granted++;
 				if (pol_ledger_grant(l, q[i]->name, d.nodes, d.nnodes) != NG_OK)
@@ -135,21 +331,38 @@ int main(int argc, char **argv)
 		}
 		int64_t t3_mono_us = ng_now_mono_us();
 		pol_ledger_destroy(l);
-		best_ref_us =
-		    t1_mono_us - t0_mono_us < best_ref_us ? t1_mono_us - t0_mono_us : best_ref_us;
-		best_rank_us =
-		    t2_mono_us - t1_mono_us < best_rank_us ? t2_mono_us - t1_mono_us : best_rank_us;
-		best_decide_us = t3_mono_us - t2_mono_us < best_decide_us ? t3_mono_us - t2_mono_us
-									  : best_decide_us;
+		if (r == sc.rounds)
+			break;
+		ref_us[r] = t1_mono_us - t0_mono_us;
+		rank_us[r] = t2_mono_us - t1_mono_us;
+		decide_us[r] = t3_mono_us - t2_mono_us;
 	}
-	(void)printf("nodes %lld, pending %zu, best of %lld rounds\n", (long long)nodes, n,
-		     (long long)rounds);
-	(void)printf("rank:   %.3f ms (reference qsort of the keys: %.3f ms, ratio %.1f)\n",
-		     (double)best_rank_us / 1e3, (double)best_ref_us / 1e3,
-		     best_ref_us ? (double)best_rank_us / (double)best_ref_us : 0.0);
-	(void)printf("decide: %.3f ms for all %zu (%.1f us each), %zu granted\n",
-		     (double)best_decide_us / 1e3, n, (double)best_decide_us / (double)n, granted);
+	struct stats ref = stats_of(ref_us, (size_t)sc.rounds);
+	struct stats rank = stats_of(rank_us, (size_t)sc.rounds);
+	struct stats dec = stats_of(decide_us, (size_t)sc.rounds);
+	double per = (double)dec.median / (double)(n ? n : 1);
+	(void)printf("nodes %lld, pods %lld, ADBs %lld, NDBs %lld%s, granted before %lld, "
+		     "pending %zu; median (min-max) of %lld rounds\n",
+		     (long long)sc.nodes, (long long)(sc.nodes * sc.pods_per_node),
+		     (long long)sc.adbs, (long long)sc.ndbs, sc.pool_wide ? " + pool-wide" : "",
+		     (long long)sc.granted, n, (long long)sc.rounds);
+	(void)printf("rank:   %.3f ms (%.3f-%.3f); reference qsort of the keys: %.3f ms "
+		     "(%.3f-%.3f), ratio %.1f\n",
+		     (double)rank.median / 1e3, (double)rank.min / 1e3, (double)rank.max / 1e3,
+		     (double)ref.median / 1e3, (double)ref.min / 1e3, (double)ref.max / 1e3,
+		     ref.median ? (double)rank.median / (double)ref.median : 0.0);
+	(void)printf("decide: %.3f ms for all %zu (%.1f us each; %.1f-%.1f), %zu granted\n",
+		     (double)dec.median / 1e3, n, per, (double)dec.min / (double)(n ? n : 1),
+		     (double)dec.max / (double)(n ? n : 1), granted);
+	(void)printf("answers: digest %016llx\n", (unsigned long long)digest);
+	if (sc.json)
+		(void)printf("{\"decide_us_per_request\":%.2f,\"rank_ms\":%.3f,\"qsort_ms\":%.3f,"
+			     "\"granted\":%zu,\"decisions\":%zu}\n",
+			     per, (double)rank.median / 1e3, (double)ref.median / 1e3, granted, n);
 	ng_arena_destroy(arena);
+	free(decide_us);
+	free(ref_us);
+	free(rank_us);
 	free(keys);
 	free(q);
 	kube_snapshot_release(s);

@@ -6,6 +6,7 @@
 #include "common/map.h"
 #include "common/intern.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,13 +50,42 @@ struct pol_ledger {
 	uint8_t *held;
 	/* Which nodes each budget covers depends on the snapshot alone: computed on first use and
 	 * kept, it serves every decision and budget status of the round. (Recomputed per decision,
-	 * 250 rack budgets on 5,000 nodes cost 7.4 ms a decision.) */
+	 * 250 rack budgets on 5,000 nodes cost 7.4 ms a decision.) Each scope also keeps how many
+	 * of its nodes are disrupted, counted once when it is computed and kept up to date by
+	 * every grant, so a decision never walks a budget's nodes: a pool-wide budget over 5,000
+	 * nodes cost a decision 54-75 us when it did. */
 	struct ng_arena *arena; /* NULL until a scope is first needed */
 	struct bscope *ndb, *adb;
 	size_t nndb, nadb;
+	/* NDBs by one In requirement of their selector: (key << 32 | value) -> the first link of
+	 * a list of the NDBs requiring it, so the budgets of a node are found from its labels.
+	 * NDBs without such a requirement (`{}`, Exists, NotIn) are listed in scan and tried on
+	 * every node asked about; invalid ones in invalid (they fail every request). */
+	struct ng_map ndb_by_label;
+	struct budget_link *ndb_links;
+	uint32_t *ndb_scan, *ndb_invalid;
+	size_t nndb_scan, nndb_invalid;
+	uint32_t *adb_invalid; /* invalid ADBs */
+	size_t nadb_invalid;
+	bool scopes_ok;        /* scopes_init() done */
 	bool adb_indexed;      /* every ADB scope computed, and by_node built */
 	uint32_t *by_node_off; /* node i runs ADBs by_node[by_node_off[i] .. by_node_off[i+1]) */
 	uint32_t *by_node;
+	/* Held nodes by class for the control-plane rule (step 6), per holder too, so a
+	 * decision subtracts its own request's nodes instead of walking every node. Counted for
+	 * one way of recognising control-plane nodes (cp_sel, cp_key), recounted if asked with
+	 * another. */
+	bool cp_ready;
+	const struct kube_selector *cp_sel;
+	uint32_t cp_key;
+	size_t held_cp, held_other;
+	struct ng_map holder_cp, holder_other; /* holder -> its held nodes of each class */
+};
+
+/* One entry of a list of budgets (ndb_by_label, and the ADBs by pod label while scopes are
+ * computed). */
+struct budget_link {
+	uint32_t budget, next; /* next: index of the next link, or UINT32_MAX */
 };
 
 /* A budget's scope in a snapshot. */
@@ -64,8 +94,17 @@ struct bscope {
 	const uint32_t *idx;    /* NDB: the same nodes' indexes into kube_snapshot_nodes() */
 	const uint8_t *unavail; /* NDB: per node, NotReady, cordoned or carrying a taint target */
 	size_t n, unavailable;  /* nodes; NDB: how many are unavailable */
-	uint32_t lost_pvc;      /* ADB: a selected PVC in phase Lost, or NG_INTERN_NONE */
-	bool ready;             /* computed */
+	/* Scope nodes disrupted now: NDB, held or (counting unavailable nodes) unavailable; ADB,
+	 * held. Kept by pol_ledger_grant(). */
+	size_t disrupted;
+	uint32_t lost_pvc; /* ADB: a selected PVC in phase Lost, or NG_INTERN_NONE */
+	bool ready;        /* computed */
+	/* What verdicts repeat for every request on the budget, made on the first: its name as
+	 * reasons start ("NodeDisruptionBudget rack1"), and its limits when they read well. */
+	const char *what;
+	size_t what_len;
+	struct bud_limits lim;
+	bool lim_ok;
 };
 
 bool pol_ledger_held_at(const struct pol_ledger *l, size_t i)
@@ -111,10 +150,19 @@ void pol_ledger_destroy(struct pol_ledger *l)
 	if (!l)
 		return;
 	ng_map_finish(&l->holders);
+	ng_map_finish(&l->ndb_by_label);
+	ng_map_finish(&l->holder_cp);
+	ng_map_finish(&l->holder_other);
 	free(l->held);
 	ng_arena_destroy(l->arena);
 	free(l);
 }
+
+static bool is_control_plane_node(const struct kube_snapshot *s, const struct kube_selector *sel,
+				  uint32_t key, const struct kube_node *n);
+static ng_status count_held_class(struct pol_ledger *l, uint32_t holder, bool cp);
+static void ndb_counts_grant(struct pol_ledger *l, size_t i);
+static void adb_counts_grant(struct pol_ledger *l, uint32_t node, const struct kube_node *k);
 
 ng_status pol_ledger_grant(struct pol_ledger *l, uint32_t nd_name, const uint32_t *nodes, size_t n)
 {
@@ -125,8 +173,17 @@ ng_status pol_ledger_grant(struct pol_ledger *l, uint32_t nd_name, const uint32_
 		if (ng_map_put_grow(&l->holders, nodes[i], nd_name) != NG_OK)
 			return NG_ENOMEM;
 		const struct kube_node *k = kube_snapshot_find_node(l->s, nodes[i]);
-		if (k)
-			l->held[k - l->nodes] = 1;
+		if (k) {
+			size_t at = (size_t)(k - l->nodes);
+			l->held[at] = 1;
+			if (l->cp_ready &&
+			    count_held_class(
+				l, nd_name, is_control_plane_node(l->s, l->cp_sel, l->cp_key, k)) !=
+				NG_OK)
+				return NG_ENOMEM;
+			ndb_counts_grant(l, at);
+		}
+		adb_counts_grant(l, nodes[i], k);
 	}
 	return NG_OK;
 }
@@ -150,15 +207,57 @@ static struct cp_match control_plane_match(const struct kube_snapshot *s,
 	};
 }
 
-static bool is_control_plane(const struct kube_snapshot *s, const struct cp_match *m, uint32_t node)
+static bool is_control_plane_node(const struct kube_snapshot *s, const struct kube_selector *sel,
+				  uint32_t key, const struct kube_node *n)
 {
 	uint32_t v;
+	if (sel)
+		return bud_selector_matches(sel, n->labels, n->nlabels, kube_snapshot_pool(s));
+	return key != NG_INTERN_NONE && kube_labels_get(n->labels, n->nlabels, key, &v);
+}
+
+static bool is_control_plane(const struct kube_snapshot *s, const struct cp_match *m, uint32_t node)
+{
 	const struct kube_node *n = kube_snapshot_find_node(s, node);
-	if (!n)
-		return false;
-	if (m->sel)
-		return bud_selector_matches(m->sel, n->labels, n->nlabels, kube_snapshot_pool(s));
-	return m->key != NG_INTERN_NONE && kube_labels_get(n->labels, n->nlabels, m->key, &v);
+	return n && is_control_plane_node(s, m->sel, m->key, n);
+}
+
+/* One more held node of @holder, control-plane (@cp) or not. */
+static ng_status count_held_class(struct pol_ledger *l, uint32_t holder, bool cp)
+{
+	struct ng_map *m = cp ? &l->holder_cp : &l->holder_other;
+	uint32_t c = 0;
+	(void)ng_map_get(m, holder, &c);
+	if (ng_map_put_grow(m, holder, c + 1) != NG_OK)
+		return NG_ENOMEM;
+	*(cp ? &l->held_cp : &l->held_other) += 1;
+	return NG_OK;
+}
+
+/* Counts the held nodes by class for @m, once (again only when asked with another @m); grants
+ * keep the counts from then on. */
+static ng_status held_classes(struct pol_ledger *l, const struct cp_match *m)
+{
+	if (l->cp_ready && l->cp_sel == m->sel && l->cp_key == m->key)
+		return NG_OK;
+	ng_map_finish(&l->holder_cp);
+	ng_map_finish(&l->holder_other);
+	memset(&l->holder_cp, 0, sizeof(l->holder_cp));
+	memset(&l->holder_other, 0, sizeof(l->holder_other));
+	l->held_cp = l->held_other = 0;
+	l->cp_ready = false;
+	for (size_t i = 0; i < l->nnodes; i++) {
+		if (!l->held[i])
+			continue;
+		uint32_t h = pol_ledger_holder(l, l->nodes[i].name);
+		if (count_held_class(
+			l, h, is_control_plane_node(l->s, m->sel, m->key, &l->nodes[i])) != NG_OK)
+			return NG_ENOMEM;
+	}
+	l->cp_sel = m->sel;
+	l->cp_key = m->key;
+	l->cp_ready = true;
+	return NG_OK;
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -170,6 +269,18 @@ static int cmp_u32(const void *a, const void *b)
 static bool in_sorted(const uint32_t *v, size_t n, uint32_t x)
 {
 	return n && bsearch(&x, v, n, sizeof(*v), cmp_u32) != NULL;
+}
+
+/* A requirement of @sel that only objects labelled key=value for one of its values can meet
+ * (an In, which matchLabels is): those objects are found in a label index, and only they are
+ * matched. NULL when there is none. An object has one value per key, so it is found once per
+ * time its value is listed (callers drop repeats). */
+static const struct kube_requirement *in_requirement(const struct kube_selector *sel)
+{
+	for (uint16_t i = 0; sel->present && i < sel->nreqs; i++)
+		if (sel->reqs[i].op == KUBE_OP_IN)
+			return &sel->reqs[i];
+	return NULL;
 }
 
 /* The request's nodes: spec.nodeNames that exist, or the nodes its selector matches. */
@@ -191,7 +302,17 @@ static ng_status resolve_nodes(const struct kube_snapshot *s, const struct kube_
 	} else if (nd->node_selector.present && nd->node_selector.nreqs > 0) {
 		/* An empty selector would take every node: the validating webhook denies it and
 		 * the gate selects nothing for it (a null selector matches nothing, too). */
-		for (size_t i = 0; i < nall; i++)
+		const struct kube_requirement *in = in_requirement(&nd->node_selector);
+		for (uint16_t v = 0; in && v < in->nvalues; v++) {
+			size_t nc;
+			const uint32_t *c =
+			    kube_snapshot_nodes_with_label(s, in->key, in->values[v], &nc);
+			for (size_t j = 0; j < nc; j++)
+				if (bud_selector_matches(&nd->node_selector, nodes[c[j]].labels,
+							 nodes[c[j]].nlabels, pool))
+					out[n++] = nodes[c[j]].name;
+		}
+		for (size_t i = 0; !in && i < nall; i++)
 			if (bud_selector_matches(&nd->node_selector, nodes[i].labels,
 						 nodes[i].nlabels, pool))
 				out[n++] = nodes[i].name;
@@ -335,24 +456,143 @@ static bool node_unavailable(const struct kube_node *n, const struct kube_ndb *b
 	return false;
 }
 
-static ng_status scopes_init(struct pol_ledger *l)
+/* Whether value @k of @r already appeared earlier in it: a repeat finds nothing new. */
+static bool repeated_value(const struct kube_requirement *r, uint16_t k)
 {
-	if (l->arena)
-		return NG_OK;
-	(void)kube_snapshot_ndbs(l->s, &l->nndb);
-	(void)kube_snapshot_adbs(l->s, &l->nadb);
-	size_t nb = l->nndb + l->nadb;
-	/* Small chunks come from the heap and are reused round after round. */
-	l->arena = ng_arena_create_sized(SIZE_MAX, 64u << 10);
-	l->ndb = l->arena ? ng_arena_alloc(l->arena, (nb ? nb : 1) * sizeof(*l->ndb)) : NULL;
-	if (!l->ndb)
+	for (uint16_t j = 0; j < k; j++)
+		if (r->values[j] == r->values[k])
+			return true;
+	return false;
+}
+
+static uint64_t label_key(uint32_t key, uint32_t val)
+{
+	return (uint64_t)key << 32 | val;
+}
+
+/* Adds @budget to the list of label @lk in @m (links from @links, *@nlinks used so far). */
+static ng_status link_budget(struct ng_map *m, struct budget_link *links, size_t *nlinks,
+			     uint64_t lk, uint32_t budget)
+{
+	uint32_t head = UINT32_MAX;
+	(void)ng_map_get(m, lk, &head);
+	links[*nlinks] = (struct budget_link){budget, head};
+	if (ng_map_put_grow(m, lk, (uint32_t)*nlinks) != NG_OK)
 		return NG_ENOMEM;
-	memset(l->ndb, 0, (nb ? nb : 1) * sizeof(*l->ndb));
-	l->adb = l->ndb + l->nndb;
+	(*nlinks)++;
 	return NG_OK;
 }
 
-/* NodeDisruptionBudget @k's pool: its nodes, and which are unavailable. */
+static ng_status scopes_init(struct pol_ledger *l)
+{
+	if (l->scopes_ok)
+		return NG_OK;
+	if (l->arena) /* a failed first try: start again */
+		ng_arena_destroy(l->arena);
+	ng_map_finish(&l->ndb_by_label);
+	memset(&l->ndb_by_label, 0, sizeof(l->ndb_by_label));
+	l->nndb_scan = l->nndb_invalid = l->nadb_invalid = 0;
+	size_t nndb, nadb;
+	const struct kube_ndb *ndbs = kube_snapshot_ndbs(l->s, &nndb);
+	const struct kube_adb *adbs = kube_snapshot_adbs(l->s, &nadb);
+	size_t nb = nndb + nadb, nlinks = 0;
+	/* Small chunks come from the heap and are reused round after round. */
+	l->arena = ng_arena_create_sized(SIZE_MAX, 64u << 10);
+	l->ndb = l->arena ? ng_arena_alloc(l->arena, (nb ? nb : 1) * sizeof(*l->ndb)) : NULL;
+	for (size_t k = 0; l->ndb && k < nndb; k++) {
+		const struct kube_requirement *in = in_requirement(&ndbs[k].node_selector);
+		nlinks += in ? in->nvalues : 0;
+	}
+	l->ndb_links =
+	    l->ndb ? ng_arena_alloc(l->arena, (nlinks ? nlinks : 1) * sizeof(*l->ndb_links)) : NULL;
+	if (!l->ndb_links)
+		return NG_ENOMEM;
+	l->ndb_scan = ng_arena_alloc(l->arena, (nndb ? nndb : 1) * sizeof(*l->ndb_scan));
+	l->ndb_invalid = ng_arena_alloc(l->arena, (nndb ? nndb : 1) * sizeof(*l->ndb_invalid));
+	l->adb_invalid = ng_arena_alloc(l->arena, (nadb ? nadb : 1) * sizeof(*l->adb_invalid));
+	if (!l->ndb_scan || !l->ndb_invalid || !l->adb_invalid)
+		return NG_ENOMEM;
+	memset(l->ndb, 0, (nb ? nb : 1) * sizeof(*l->ndb));
+	l->nndb = nndb;
+	l->nadb = nadb;
+	l->adb = l->ndb + l->nndb;
+	nlinks = 0;
+	for (size_t k = 0; k < nndb; k++) {
+		const struct kube_requirement *in = in_requirement(&ndbs[k].node_selector);
+		if (ndbs[k].b.invalid) {
+			l->ndb_invalid[l->nndb_invalid++] = (uint32_t)k;
+			continue;
+		}
+		if (!in) {
+			l->ndb_scan[l->nndb_scan++] = (uint32_t)k;
+			continue;
+		}
+		for (uint16_t v = 0; v < in->nvalues; v++)
+			if (!repeated_value(in, v) &&
+			    link_budget(&l->ndb_by_label, l->ndb_links, &nlinks,
+					label_key(in->key, in->values[v]), (uint32_t)k) != NG_OK)
+				return NG_ENOMEM;
+	}
+	for (size_t k = 0; k < nadb; k++)
+		if (adbs[k].b.invalid)
+			l->adb_invalid[l->nadb_invalid++] = (uint32_t)k;
+	l->scopes_ok = true;
+	return NG_OK;
+}
+
+/* Calls @fn for every valid NodeDisruptionBudget whose pool holds node @i: those requiring
+ * one of the node's labels, and those without an In requirement, each matched against the
+ * node. Stops when @fn fails. */
+static ng_status
+ndbs_of_node(struct pol_ledger *l, size_t i,
+	     ng_status (*fn)(struct pol_ledger *l, size_t ndb, size_t node, void *arg), void *arg)
+{
+	size_t nb;
+	const struct kube_ndb *ndbs = kube_snapshot_ndbs(l->s, &nb);
+	const struct ng_intern *pool = kube_snapshot_pool(l->s);
+	const struct kube_node *node = &l->nodes[i];
+	ng_status st = NG_OK;
+	for (uint32_t j = 0; st == NG_OK && j < node->nlabels; j++) {
+		uint32_t at;
+		if (!ng_map_get(&l->ndb_by_label,
+				label_key(node->labels[j].key, node->labels[j].val), &at))
+			continue;
+		for (; st == NG_OK && at != UINT32_MAX; at = l->ndb_links[at].next) {
+			uint32_t k = l->ndb_links[at].budget;
+			if (bud_selector_matches(&ndbs[k].node_selector, node->labels,
+						 node->nlabels, pool))
+				st = fn(l, k, i, arg);
+		}
+	}
+	for (size_t j = 0; st == NG_OK && j < l->nndb_scan; j++) {
+		uint32_t k = l->ndb_scan[j];
+		if (bud_selector_matches(&ndbs[k].node_selector, node->labels, node->nlabels, pool))
+			st = fn(l, k, i, arg);
+	}
+	return st;
+}
+
+/* A node newly held: one more disrupted node in every computed pool holding it, unless the
+ * pool counted it already as unavailable. */
+static ng_status ndb_count_one(struct pol_ledger *l, size_t k, size_t i, void *arg)
+{
+	(void)arg;
+	size_t nb;
+	const struct kube_ndb *b = &kube_snapshot_ndbs(l->s, &nb)[k];
+	if (l->ndb[k].ready && !(b->count_unavailable && node_unavailable(&l->nodes[i], b)))
+		l->ndb[k].disrupted++;
+	return NG_OK;
+}
+
+static void ndb_counts_grant(struct pol_ledger *l, size_t i)
+{
+	if (l->scopes_ok)
+		(void)ndbs_of_node(l, i, ndb_count_one, NULL);
+}
+
+/* NodeDisruptionBudget @k's pool: its nodes, which are unavailable, and how many disrupted.
+ * A selector with an In requirement is matched against the nodes carrying one of its values
+ * only (the snapshot's label index), others against every node. */
 static ng_status ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret)
 {
 	if (scopes_init(l) != NG_OK)
@@ -364,27 +604,186 @@ static ng_status ndb_scope(struct pol_ledger *l, size_t k, const struct bscope *
 	size_t nb;
 	const struct kube_ndb *b = &kube_snapshot_ndbs(l->s, &nb)[k];
 	const struct ng_intern *pool = kube_snapshot_pool(l->s);
-	uint32_t *names = ng_arena_alloc(l->arena, (l->nnodes ? l->nnodes : 1) * sizeof(*names));
-	uint32_t *idx = ng_arena_alloc(l->arena, (l->nnodes ? l->nnodes : 1) * sizeof(*idx));
-	uint8_t *unavail = ng_arena_alloc(l->arena, l->nnodes ? l->nnodes : 1);
-	if (!names || !idx || !unavail)
+	const struct kube_requirement *in = in_requirement(&b->node_selector);
+	size_t ncand = 0;
+	for (uint16_t v = 0; in && v < in->nvalues; v++) {
+		size_t nc;
+		(void)kube_snapshot_nodes_with_label(l->s, in->key, in->values[v], &nc);
+		ncand += nc;
+	}
+	size_t cap = in ? ncand : l->nnodes;
+	uint32_t *cand = ng_arena_alloc(l->arena, (cap ? cap : 1) * sizeof(*cand));
+	uint32_t *names = ng_arena_alloc(l->arena, (cap ? cap : 1) * sizeof(*names));
+	uint32_t *idx = ng_arena_alloc(l->arena, (cap ? cap : 1) * sizeof(*idx));
+	uint8_t *unavail = ng_arena_alloc(l->arena, cap ? cap : 1);
+	if (!cand || !names || !idx || !unavail)
 		return NG_ENOMEM;
-	size_t n = 0, nun = 0;
-	for (size_t i = 0; !b->b.invalid && i < l->nnodes; i++) {
-		const struct kube_node *node = &l->nodes[i];
+	size_t nc = 0;
+	for (uint16_t v = 0; in && v < in->nvalues; v++) {
+		size_t m;
+		const uint32_t *c =
+		    kube_snapshot_nodes_with_label(l->s, in->key, in->values[v], &m);
+		if (m)
+			memcpy(cand + nc, c, m * sizeof(*c));
+		nc += m;
+	}
+	if (in) { /* in node order, as a scan would find them, each once */
+		qsort(cand, nc, sizeof(*cand), cmp_u32);
+		size_t u = 0;
+		for (size_t j = 0; j < nc; j++)
+			if (u == 0 || cand[j] != cand[u - 1])
+				cand[u++] = cand[j];
+		nc = u;
+	} else {
+		for (size_t i = 0; i < l->nnodes; i++)
+			cand[i] = (uint32_t)i;
+		nc = l->nnodes;
+	}
+	size_t n = 0, nun = 0, dis = 0;
+	for (size_t j = 0; !b->b.invalid && j < nc; j++) {
+		const struct kube_node *node = &l->nodes[cand[j]];
 		if (!bud_selector_matches(&b->node_selector, node->labels, node->nlabels, pool))
 			continue;
 		unavail[n] = node_unavailable(node, b);
 		nun += unavail[n];
-		idx[n] = (uint32_t)i;
+		dis += l->held[cand[j]] || (b->count_unavailable && unavail[n]);
+		idx[n] = cand[j];
 		names[n++] = node->name;
 	}
-	*sc = (struct bscope){names, idx, unavail, n, nun, NG_INTERN_NONE, true};
+	*sc = (struct bscope){.names = names,
+			      .idx = idx,
+			      .unavail = unavail,
+			      .n = n,
+			      .unavailable = nun,
+			      .disrupted = dis,
+			      .lost_pvc = NG_INTERN_NONE,
+			      .ready = true};
 	return NG_OK;
 }
 
-/* Every ApplicationDisruptionBudget's watched nodes, and node -> the ADBs watching it: which
- * ADBs a request touches is only known from their scopes, so all are computed together. */
+/* A node newly held (@k its record, NULL when the snapshot has no such node): one more
+ * disrupted node in every ADB watching it. */
+static void adb_counts_grant(struct pol_ledger *l, uint32_t node, const struct kube_node *k)
+{
+	if (!l->adb_indexed)
+		return;
+	if (k) {
+		size_t at = (size_t)(k - l->nodes);
+		for (uint32_t j = l->by_node_off[at]; j < l->by_node_off[at + 1]; j++)
+			l->adb[l->by_node[j]].disrupted++;
+		return;
+	}
+	/* A pod on a node the cache does not know is watched too; rare, so looked for. */
+	for (size_t a = 0; a < l->nadb; a++)
+		if (in_sorted(l->adb[a].names, l->adb[a].n, node))
+			l->adb[a].disrupted++;
+}
+
+/* Whether ADB @a's scope can be computed from the pods' labels alone: a podSelector with an
+ * In requirement, and no pvcSelector (whose claims and volumes bud_adb_scope() follows). */
+static const struct kube_requirement *adb_by_labels(const struct kube_adb *a)
+{
+	if (a->b.invalid || a->pvc_selector.present)
+		return NULL;
+	return in_requirement(&a->pod_selector);
+}
+
+/* The watched nodes of the ADBs adb_by_labels() takes, in one walk over the pods: a pod's
+ * labels name the ADBs that may select it ((key, value) -> ADBs requiring it), and only those
+ * are matched. The same pods as bud_adb_scope() finds (scheduled, not finished, of the
+ * budget's namespace, selected), so the same nodes, sorted by id, each once. */
+static ng_status adb_scopes_by_labels(struct pol_ledger *l)
+{
+	size_t na, npods;
+	const struct kube_adb *adbs = kube_snapshot_adbs(l->s, &na);
+	const struct kube_pod *pods = kube_snapshot_pods(l->s, &npods);
+	struct ng_map by_label = {0};
+	size_t nlinks = 0, npairs = 0, cap_pairs = 0;
+	for (size_t k = 0; k < na; k++) {
+		const struct kube_requirement *in = adb_by_labels(&adbs[k]);
+		nlinks += in ? in->nvalues : 0;
+	}
+	if (nlinks == 0)
+		return NG_OK;
+	struct budget_link *links = malloc(nlinks * sizeof(*links));
+	uint64_t *pairs = NULL; /* budget << 32 | node */
+	uint32_t *off = NULL;
+	ng_status st = links ? NG_OK : NG_ENOMEM;
+	nlinks = 0;
+	for (size_t k = 0; st == NG_OK && k < na; k++) {
+		const struct kube_requirement *in = adb_by_labels(&adbs[k]);
+		for (uint16_t v = 0; st == NG_OK && in && v < in->nvalues; v++)
+			if (!repeated_value(in, v))
+				st = link_budget(&by_label, links, &nlinks,
+						 label_key(in->key, in->values[v]), (uint32_t)k);
+	}
+	for (size_t p = 0; st == NG_OK && p < npods; p++) {
+		const struct kube_pod *pod = &pods[p];
+		if (pod->node == NG_INTERN_NONE || pod->phase == KUBE_POD_SUCCEEDED ||
+		    pod->phase == KUBE_POD_FAILED)
+			continue;
+		for (uint32_t j = 0; st == NG_OK && j < pod->nlabels; j++) {
+			uint32_t at;
+			if (!ng_map_get(&by_label,
+					label_key(pod->labels[j].key, pod->labels[j].val), &at))
+				continue;
+			for (; st == NG_OK && at != UINT32_MAX; at = links[at].next) {
+				uint32_t k = links[at].budget;
+				if (adbs[k].b.ns != pod->ns ||
+				    !bud_adb_selects_pod(l->s, &adbs[k], pod))
+					continue;
+				if (npairs == cap_pairs) {
+					size_t c = cap_pairs ? 2 * cap_pairs : 1024;
+					uint64_t *g = realloc(pairs, c * sizeof(*g));
+					if (!g) {
+						st = NG_ENOMEM;
+						break;
+					}
+					pairs = g;
+					cap_pairs = c;
+				}
+				pairs[npairs++] = (uint64_t)k << 32 | pod->node;
+			}
+		}
+	}
+	/* Grouped by budget (counts, offsets, then each budget's nodes), sorted, unique. */
+	off = st == NG_OK ? calloc(na + 1, sizeof(*off)) : NULL;
+	uint32_t *nodes =
+	    off ? ng_arena_alloc(l->arena, (npairs ? npairs : 1) * sizeof(*nodes)) : NULL;
+	if (st == NG_OK && (!off || !nodes))
+		st = NG_ENOMEM;
+	for (size_t j = 0; st == NG_OK && j < npairs; j++)
+		off[(pairs[j] >> 32) + 1]++;
+	for (size_t k = 0; st == NG_OK && k < na; k++)
+		off[k + 1] += off[k];
+	for (size_t j = 0; st == NG_OK && j < npairs; j++)
+		nodes[off[pairs[j] >> 32]++] = (uint32_t)pairs[j];
+	for (size_t k = na; st == NG_OK && k > 0; k--)
+		off[k] = off[k - 1];
+	if (off)
+		off[0] = 0;
+	for (size_t k = 0; st == NG_OK && k < na; k++) {
+		if (!adb_by_labels(&adbs[k]))
+			continue;
+		uint32_t *v = nodes + off[k];
+		size_t n = off[k + 1] - off[k], u = 0;
+		qsort(v, n, sizeof(*v), cmp_u32);
+		for (size_t j = 0; j < n; j++)
+			if (u == 0 || v[j] != v[u - 1])
+				v[u++] = v[j];
+		l->adb[k] =
+		    (struct bscope){.names = v, .n = u, .lost_pvc = NG_INTERN_NONE, .ready = true};
+	}
+	free(off);
+	free(pairs);
+	free(links);
+	ng_map_finish(&by_label);
+	return st;
+}
+
+/* Every ApplicationDisruptionBudget's watched nodes, how many are held, and node -> the ADBs
+ * watching it: which ADBs a request touches is only known from their scopes, so all are
+ * computed together. */
 static ng_status adb_index(struct pol_ledger *l)
 {
 	if (scopes_init(l) != NG_OK)
@@ -393,8 +792,12 @@ static ng_status adb_index(struct pol_ledger *l)
 		return NG_OK;
 	size_t na;
 	const struct kube_adb *adbs = kube_snapshot_adbs(l->s, &na);
+	if (adb_scopes_by_labels(l) != NG_OK)
+		return NG_ENOMEM;
 	for (size_t k = 0; k < l->nadb; k++) {
 		struct bud_adb_scope sc;
+		if (l->adb[k].ready)
+			continue;
 		l->adb[k] = (struct bscope){.lost_pvc = NG_INTERN_NONE, .ready = true};
 		if (adbs[k].b.invalid)
 			continue;
@@ -404,7 +807,8 @@ static ng_status adb_index(struct pol_ledger *l)
 		l->adb[k].n = sc.nnodes;
 		l->adb[k].lost_pvc = sc.lost_pvc;
 	}
-	/* Count per node, prefix sums, then fill through a cursor per node. */
+	/* Count per node, prefix sums, then fill through a cursor per node; the held nodes of
+	 * each scope are counted on the way. */
 	l->by_node_off = ng_arena_alloc(l->arena, (l->nnodes + 1) * sizeof(*l->by_node_off));
 	uint32_t *cur = ng_arena_alloc(l->arena, (l->nnodes ? l->nnodes : 1) * sizeof(*cur));
 	if (!l->by_node_off || !cur)
@@ -415,13 +819,20 @@ static ng_status adb_index(struct pol_ledger *l)
 			for (size_t j = 0; j < l->adb[k].n; j++) {
 				const struct kube_node *node =
 				    kube_snapshot_find_node(l->s, l->adb[k].names[j]);
-				if (!node)
-					continue; /* a pod on a node the cache does not know */
+				if (!node) {
+					/* a pod on a node the cache does not know */
+					if (pass == 0 && pol_ledger_holder(l, l->adb[k].names[j]) !=
+							     NG_INTERN_NONE)
+						l->adb[k].disrupted++;
+					continue;
+				}
 				size_t i = (size_t)(node - l->nodes);
-				if (pass == 0)
+				if (pass == 0) {
 					l->by_node_off[i + 1]++;
-				else
+					l->adb[k].disrupted += l->held[i];
+				} else {
 					l->by_node[cur[i]++] = (uint32_t)k;
+				}
 			}
 		}
 		if (pass == 1)
@@ -447,7 +858,6 @@ struct eval {
 	const uint32_t *nodes;
 	size_t nnodes;
 	const struct kube_node **recs; /* the request's nodes' records */
-	const uint8_t *adb_impacted;   /* per ADB: watches one of the request's nodes */
 	struct pol_budget_verdict *v;
 	size_t nv, capv;
 	bool any_failed;
@@ -459,7 +869,10 @@ static struct pol_budget_verdict *verdict(struct eval *e, enum kube_resource kin
 	if (e->nv == e->capv)
 		return NULL;
 	struct pol_budget_verdict *v = &e->v[e->nv++];
-	memset(v, 0, sizeof(*v));
+	/* The reason is written whole by whoever fills the verdict: clearing its 320 bytes for
+	 * each of a decision's hundreds of verdicts was a cost of its own. */
+	memset(v, 0, offsetof(struct pol_budget_verdict, reason));
+	v->reason[0] = '\0';
 	v->kind = kind;
 	v->ns = b->ns;
 	v->name = b->name;
@@ -479,80 +892,203 @@ static const char *str(const struct eval *e, uint32_t id)
 	return ng_intern_str(e->pool, id, NULL);
 }
 
-/* Applies the limits to a scope (sorted node ids) with @before disrupted and reports. */
-static void check_scope(struct eval *e, struct pol_budget_verdict *v, const char *what,
-			const struct bud_limits *lim, const uint32_t *scope, size_t nscope,
-			const uint8_t *disrupted /* per scope node */)
+/* A reason being written: as snprintf would write it, cut short at @cap - 1 bytes, without
+ * parsing a format for each of the hundreds of verdicts a decision may have. */
+struct line {
+	char *p;
+	size_t cap, len;
+};
+
+static void put_n(struct line *b, const char *s, size_t n)
 {
-	int64_t before = 0, added = 0;
-	for (size_t i = 0; i < nscope; i++) {
-		if (disrupted[i])
-			before++;
-		else if (in_sorted(e->nodes, e->nnodes, scope[i]))
-			added++;
+	if (b->len + 1 < b->cap) {
+		size_t room = b->cap - 1 - b->len;
+		memcpy(b->p + b->len, s, n < room ? n : room);
+		b->p[b->len + (n < room ? n : room)] = '\0';
 	}
+	b->len += n;
+}
+
+static void put_s(struct line *b, const char *s)
+{
+	put_n(b, s, strlen(s));
+}
+
+/* A string literal, its length known at compile time. */
+#define PUT_LIT(b, lit) put_n((b), "" lit, sizeof(lit) - 1)
+
+static void put_i(struct line *b, int64_t v)
+{
+	char tmp[24], *t = tmp + sizeof(tmp);
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	*--t = '\0';
+	do
+		*--t = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*--t = '-';
+	put_n(b, t, (size_t)(tmp + sizeof(tmp) - 1 - t));
+}
+
+/* Applies the limits to scope @sc (its nodes, how many are disrupted, its "what") to which the
+ * request adds @added more, and reports. */
+static void check_counts(struct eval *e, struct pol_budget_verdict *v, const struct bscope *sc,
+			 const struct bud_limits *lim, int64_t added)
+{
+	size_t nscope = sc->n;
+	int64_t before = (int64_t)sc->disrupted;
 	struct bud_check c;
 	bud_check_limits(lim, (int64_t)nscope, before, added, &c);
 	v->allowed = c.allowed;
 	v->current = before;
+	struct line b = {v->reason, sizeof(v->reason), 0};
+	v->reason[0] = '\0';
+	put_n(&b, sc->what, sc->what_len);
+	PUT_LIT(&b, ": ");
 	if (c.ok) {
-		ng_fmt(v->reason, sizeof(v->reason),
-		       "%s: %lld of %lld in use, this request adds %lld", what, (long long)before,
-		       (long long)(c.max >= 0 ? c.max : (int64_t)nscope), (long long)added);
+		put_i(&b, before);
+		PUT_LIT(&b, " of ");
+		put_i(&b, c.max >= 0 ? c.max : (int64_t)nscope);
+		PUT_LIT(&b, " in use, this request adds ");
+		put_i(&b, added);
 		return;
 	}
 	fail_v(e, v);
-	if (c.max >= 0 && c.after > c.max)
-		ng_fmt(v->reason, sizeof(v->reason),
-		       "%s: %lld of %lld in use; this request adds %lld (limit %lld of %lld nodes)",
-		       what, (long long)before, (long long)c.max, (long long)added,
-		       (long long)c.max, (long long)nscope);
-	else
-		ng_fmt(v->reason, sizeof(v->reason),
-		       "%s: %lld of %lld nodes must stay undisrupted; %lld would remain", what,
-		       (long long)c.min, (long long)nscope, (long long)(nscope - c.after));
+	if (c.max >= 0 && c.after > c.max) {
+		put_i(&b, before);
+		PUT_LIT(&b, " of ");
+		put_i(&b, c.max);
+		PUT_LIT(&b, " in use; this request adds ");
+		put_i(&b, added);
+		PUT_LIT(&b, " (limit ");
+		put_i(&b, c.max);
+		PUT_LIT(&b, " of ");
+		put_i(&b, (int64_t)nscope);
+		PUT_LIT(&b, " nodes)");
+	} else {
+		put_i(&b, c.min);
+		PUT_LIT(&b, " of ");
+		put_i(&b, (int64_t)nscope);
+		PUT_LIT(&b, " nodes must stay undisrupted; ");
+		put_i(&b, (int64_t)nscope - c.after);
+		PUT_LIT(&b, " would remain");
+	}
 }
 
-static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index,
-			  struct ng_arena *arena)
+/* @sc's "what", made once: @kind then @ns/@name (@ns NG_INTERN_NONE: @name alone), cut as
+ * the verdicts' 120 (NDB) or 160 (ADB) bytes would cut it. NULL when @arena is full. */
+static const char *scope_what(struct eval *e, struct bscope *sc, const char *kind, uint32_t ns,
+			      uint32_t name, size_t cap)
 {
-	char what[120];
-	ng_fmt(what, sizeof(what), "NodeDisruptionBudget %s", str(e, b->b.name));
-	if (b->b.invalid) {
-		/* Its pool is unknowable: it holds every request back until it is fixed. */
-		struct pol_budget_verdict *v = verdict(e, KUBE_RES_NDBS, &b->b, index);
-		if (!v)
-			return NG_ENOMEM;
-		fail_v(e, v);
-		ng_fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, str(e, b->b.error));
-		return NG_OK;
+	if (sc->what)
+		return sc->what;
+	char *w = ng_arena_alloc(e->ledger->arena, cap);
+	if (!w)
+		return NULL;
+	struct line b = {w, cap, 0};
+	w[0] = '\0';
+	put_s(&b, kind);
+	if (ns != NG_INTERN_NONE) {
+		put_s(&b, str(e, ns));
+		PUT_LIT(&b, "/");
 	}
-	if (!type_applies(&b->b, e->nd->type))
-		return NG_OK;
-	/* Whether the pool holds one of the request's nodes: its selector on those few nodes,
-	 * before the pool is computed at all. */
-	bool touched = false;
-	for (size_t i = 0; i < e->nnodes && !touched; i++)
-		touched = e->recs[i] && bud_selector_matches(&b->node_selector, e->recs[i]->labels,
-							     e->recs[i]->nlabels, e->pool);
-	if (!touched)
-		return NG_OK;
-	const struct bscope *sc;
-	if (ndb_scope(e->ledger, index, &sc) != NG_OK)
-		return NG_ENOMEM;
-	uint8_t *dis = ng_arena_alloc(arena, sc->n ? sc->n : 1);
-	if (!dis)
-		return NG_ENOMEM;
-	for (size_t k = 0; k < sc->n; k++)
-		dis[k] = pol_ledger_held_at(e->ledger, sc->idx[k]) ||
-			 (b->count_unavailable && sc->unavail[k]);
+	put_s(&b, str(e, name));
+	sc->what = w;
+	sc->what_len = b.len < cap ? b.len : cap - 1;
+	return w;
+}
+
+/* A budget the request touches: its index, and how many of the request's nodes in its scope
+ * are not disrupted yet (what the request adds: a node counts once). */
+struct touch {
+	uint32_t budget, added;
+};
+
+static int cmp_touch(const void *a, const void *b)
+{
+	const struct touch *x = a, *y = b;
+	return x->budget < y->budget ? -1 : x->budget > y->budget;
+}
+
+/* A growing list of touches (heap). */
+struct touches {
+	struct touch *v;
+	size_t n, cap;
+};
+
+static ng_status touch_add(struct touches *t, uint32_t budget, bool adds)
+{
+	if (t->n == t->cap) {
+		size_t c = t->cap ? 2 * t->cap : 64;
+		struct touch *g = realloc(t->v, c * sizeof(*g));
+		if (!g)
+			return NG_ENOMEM;
+		t->v = g;
+		t->cap = c;
+	}
+	t->v[t->n++] = (struct touch){budget, adds};
+	return NG_OK;
+}
+
+/* Sorts by budget and sums each budget's entries into one. */
+static void touches_group(struct touches *t)
+{
+	if (t->n)
+		qsort(t->v, t->n, sizeof(*t->v), cmp_touch);
+	size_t u = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		if (u && t->v[u - 1].budget == t->v[i].budget)
+			t->v[u - 1].added += t->v[i].added;
+		else
+			t->v[u++] = t->v[i];
+	}
+	t->n = u;
+}
+
+/* ndbs_of_node() callback: request node @i is in pool @k; it adds to it unless disrupted. */
+static ng_status ndb_touch(struct pol_ledger *l, size_t k, size_t i, void *arg)
+{
+	size_t nb;
+	const struct kube_ndb *b = &kube_snapshot_ndbs(l->s, &nb)[k];
+	bool dis = l->held[i] || (b->count_unavailable && node_unavailable(&l->nodes[i], b));
+	return touch_add(arg, (uint32_t)k, !dis);
+}
+
+static ng_status eval_ndb_invalid(struct eval *e, const struct kube_ndb *b, size_t index)
+{
+	/* Its pool is unknowable: it holds every request back until it is fixed. */
 	struct pol_budget_verdict *v = verdict(e, KUBE_RES_NDBS, &b->b, index);
 	if (!v)
+		return NG_ENOMEM;
+	fail_v(e, v);
+	ng_fmt(v->reason, sizeof(v->reason), "NodeDisruptionBudget %s is invalid: %s",
+	       str(e, b->b.name), str(e, b->b.error));
+	return NG_OK;
+}
+
+/* A valid NodeDisruptionBudget whose pool holds @added undisrupted nodes of the request (and
+ * maybe disrupted ones: then @added is 0). */
+static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index, int64_t added)
+{
+	if (!type_applies(&b->b, e->nd->type))
+		return NG_OK;
+	const struct bscope *csc;
+	if (ndb_scope(e->ledger, index, &csc) != NG_OK)
+		return NG_ENOMEM;
+	struct bscope *sc = &e->ledger->ndb[index];
+	const char *what =
+	    scope_what(e, sc, "NodeDisruptionBudget ", NG_INTERN_NONE, b->b.name, 120);
+	struct pol_budget_verdict *v = verdict(e, KUBE_RES_NDBS, &b->b, index);
+	if (!v || !what)
 		return NG_ENOMEM;
 	if (b->b.frozen) {
 		fail_v(e, v);
 		ng_fmt(v->reason, sizeof(v->reason), "%s is frozen: %s", what,
 		       str(e, b->b.freeze_reason));
+		return NG_OK;
+	}
+	if (sc->lim_ok) {
+		check_counts(e, v, sc, &sc->lim, added);
 		return NG_OK;
 	}
 	struct bud_limits lim = {0};
@@ -574,7 +1110,9 @@ static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index
 				 "one of maxDisruptedNodes and minUndisruptedNodes is required");
 		goto bad;
 	}
-	check_scope(e, v, what, &lim, sc->names, sc->n, dis);
+	sc->lim = lim;
+	sc->lim_ok = true;
+	check_counts(e, v, sc, &lim, added);
 	return NG_OK;
 bad:
 	fail_v(e, v);
@@ -582,36 +1120,45 @@ bad:
 	return NG_OK;
 }
 
-static ng_status eval_adb(struct eval *e, const struct kube_adb *a, size_t index,
-			  struct ng_arena *arena)
+static void adb_what(const struct eval *e, const struct kube_adb *a, char *what, size_t cap)
 {
+	ng_fmt(what, cap, "ApplicationDisruptionBudget %s/%s", str(e, a->b.ns), str(e, a->b.name));
+}
+
+static ng_status eval_adb_invalid(struct eval *e, const struct kube_adb *a, size_t index)
+{
+	/* Which pods it means is unknowable: hold back requests touching any node that runs a
+	 * pod of its namespace. */
+	size_t np;
+	const uint32_t *in_ns = kube_snapshot_pods_in_ns(e->s, a->b.ns, &np);
+	size_t nall;
+	const struct kube_pod *pods = kube_snapshot_pods(e->s, &nall);
+	bool touched = false;
+	for (size_t i = 0; i < np && !touched; i++)
+		touched = in_sorted(e->nodes, e->nnodes, pods[in_ns[i]].node);
+	if (!touched)
+		return NG_OK;
 	char what[160];
-	ng_fmt(what, sizeof(what), "ApplicationDisruptionBudget %s/%s", str(e, a->b.ns),
-	       str(e, a->b.name));
-	if (a->b.invalid) {
-		/* Which pods it means is unknowable: hold back requests touching any node that
-		 * runs a pod of its namespace. */
-		size_t np;
-		const uint32_t *in_ns = kube_snapshot_pods_in_ns(e->s, a->b.ns, &np);
-		size_t nall;
-		const struct kube_pod *pods = kube_snapshot_pods(e->s, &nall);
-		bool touched = false;
-		for (size_t i = 0; i < np && !touched; i++)
-			touched = in_sorted(e->nodes, e->nnodes, pods[in_ns[i]].node);
-		if (!touched)
-			return NG_OK;
-		struct pol_budget_verdict *v = verdict(e, KUBE_RES_ADBS, &a->b, index);
-		if (!v)
-			return NG_ENOMEM;
-		fail_v(e, v);
-		ng_fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, str(e, a->b.error));
-		return NG_OK;
-	}
-	if (!type_applies(&a->b, e->nd->type) || !e->adb_impacted[index])
-		return NG_OK;
-	const struct bscope *sc = &e->ledger->adb[index];
+	adb_what(e, a, what, sizeof(what));
 	struct pol_budget_verdict *v = verdict(e, KUBE_RES_ADBS, &a->b, index);
 	if (!v)
+		return NG_ENOMEM;
+	fail_v(e, v);
+	ng_fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, str(e, a->b.error));
+	return NG_OK;
+}
+
+/* A valid ApplicationDisruptionBudget watching @added undisrupted nodes of the request (and
+ * maybe disrupted ones). */
+static ng_status eval_adb(struct eval *e, const struct kube_adb *a, size_t index, int64_t added)
+{
+	if (!type_applies(&a->b, e->nd->type))
+		return NG_OK;
+	struct bscope *sc = &e->ledger->adb[index];
+	const char *what =
+	    scope_what(e, sc, "ApplicationDisruptionBudget ", a->b.ns, a->b.name, 160);
+	struct pol_budget_verdict *v = verdict(e, KUBE_RES_ADBS, &a->b, index);
+	if (!v || !what)
 		return NG_ENOMEM;
 	if (a->b.frozen) {
 		fail_v(e, v);
@@ -626,20 +1173,19 @@ static ng_status eval_adb(struct eval *e, const struct kube_adb *a, size_t index
 		       what, str(e, a->b.ns), str(e, sc->lost_pvc));
 		return NG_OK;
 	}
-	struct bud_limits lim = {.has_max = true};
 	struct ng_err err = {0};
-	if (bud_int_or_percent_from(&a->max_disruptions, e->pool, "spec.maxDisruptions", &lim.max,
-				    &err) != NG_OK) {
-		fail_v(e, v);
-		ng_fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, err.msg);
-		return NG_OK;
+	if (!sc->lim_ok) {
+		struct bud_limits lim = {.has_max = true};
+		if (bud_int_or_percent_from(&a->max_disruptions, e->pool, "spec.maxDisruptions",
+					    &lim.max, &err) != NG_OK) {
+			fail_v(e, v);
+			ng_fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, err.msg);
+			return NG_OK;
+		}
+		sc->lim = lim;
+		sc->lim_ok = true;
 	}
-	uint8_t *dis = ng_arena_alloc(arena, sc->n ? sc->n : 1);
-	if (!dis)
-		return NG_ENOMEM;
-	for (size_t i = 0; i < sc->n; i++)
-		dis[i] = pol_ledger_holder(e->ledger, sc->names[i]) != NG_INTERN_NONE;
-	check_scope(e, v, what, &lim, sc->names, sc->n, dis);
+	check_counts(e, v, sc, &sc->lim, added);
 	return NG_OK;
 }
 
@@ -715,25 +1261,16 @@ static bool step5_overlap(const struct eval *e, const struct pol_gate_config *cf
 	return false;
 }
 
-/* Nodes held by requests other than the one evaluated: control-plane and others. */
-static void held_by_others(const struct eval *e, const struct cp_match *cpm, size_t *ret_cp,
-			   size_t *ret_other)
+/* Nodes held by requests other than the one evaluated: control-plane and others, from the
+ * ledger's counts (held_classes() has counted them for @cpm). */
+static void held_by_others(const struct eval *e, size_t *ret_cp, size_t *ret_other)
 {
-	size_t nall, held_cp = 0, held_other = 0;
-	const struct kube_node *all = kube_snapshot_nodes(e->s, &nall);
-	for (size_t i = 0; i < nall; i++) {
-		if (!pol_ledger_held_at(e->ledger, i))
-			continue;
-		uint32_t h = pol_ledger_holder(e->ledger, all[i].name);
-		if (h == e->nd->name)
-			continue;
-		if (is_control_plane(e->s, cpm, all[i].name))
-			held_cp++;
-		else
-			held_other++;
-	}
-	*ret_cp = held_cp;
-	*ret_other = held_other;
+	const struct pol_ledger *l = e->ledger;
+	uint32_t own_cp = 0, own_other = 0;
+	(void)ng_map_get(&l->holder_cp, e->nd->name, &own_cp);
+	(void)ng_map_get(&l->holder_other, e->nd->name, &own_other);
+	*ret_cp = l->held_cp - own_cp;
+	*ret_other = l->held_other - own_other;
 }
 
 /* Step 6 (controlPlane.serial): control-plane nodes one at a time, first, never with workers.
@@ -760,7 +1297,7 @@ static bool step6_control_plane(const struct eval *e, const struct pol_gate_conf
 		return true;
 	}
 	size_t held_cp, held_other;
-	held_by_others(e, &cpm, &held_cp, &held_other);
+	held_by_others(e, &held_cp, &held_other);
 	bool wait = cp ? held_cp + held_other > 0 : held_cp > 0 || cfg->control_plane_pending > 0;
 	if (!wait)
 		return false;
@@ -772,50 +1309,75 @@ static bool step6_control_plane(const struct eval *e, const struct pol_gate_conf
 	return true;
 }
 
-/* Which ADBs watch one of the request's nodes (@ret_impacted, one byte per ADB), and the
- * request's node records into e->recs. */
-static ng_status impacted_adbs(struct eval *e, size_t nadb, struct ng_arena *arena,
-			       const uint8_t **ret_impacted)
+/* The budgets the request's nodes are in (@ndb, @adb: grouped by budget, with what the
+ * request adds to each), and the request's node records into e->recs. */
+static ng_status touched_budgets(struct eval *e, struct ng_arena *arena, struct touches *ndb,
+				 struct touches *adb)
 {
 	struct pol_ledger *l = e->ledger;
-	uint8_t *impacted = ng_arena_alloc(arena, nadb ? nadb : 1);
 	const struct kube_node **recs =
 	    ng_arena_alloc(arena, (e->nnodes ? e->nnodes : 1) * sizeof(*recs));
-	if (!impacted || !recs || (nadb && adb_index(l) != NG_OK))
+	if (!recs || scopes_init(l) != NG_OK || (l->nadb && adb_index(l) != NG_OK))
 		return NG_ENOMEM;
-	memset(impacted, 0, nadb ? nadb : 1);
+	e->recs = recs;
 	for (size_t i = 0; i < e->nnodes; i++) {
 		recs[i] = kube_snapshot_find_node(e->s, e->nodes[i]);
-		if (!recs[i] || !nadb)
+		if (!recs[i])
 			continue;
 		size_t at = (size_t)(recs[i] - l->nodes);
-		for (uint32_t k = l->by_node_off[at]; k < l->by_node_off[at + 1]; k++)
-			impacted[l->by_node[k]] = 1;
+		if (ndbs_of_node(l, at, ndb_touch, ndb) != NG_OK)
+			return NG_ENOMEM;
+		for (uint32_t k = l->nadb ? l->by_node_off[at] : 0;
+		     l->nadb && k < l->by_node_off[at + 1]; k++)
+			if (touch_add(adb, l->by_node[k], !l->held[at]) != NG_OK)
+				return NG_ENOMEM;
 	}
-	e->recs = recs;
-	*ret_impacted = impacted;
+	touches_group(ndb);
+	touches_group(adb);
 	return NG_OK;
 }
 
 /* Step 7: every impacted budget for the request's type (frozen, limits, fail-closed when
- * unreadable) gets a verdict in e->v; every failure is listed, not only the first. */
+ * unreadable) gets a verdict in e->v; every failure is listed, not only the first. Budgets
+ * are found from the request's nodes (node -> budgets), and their disrupted nodes are the
+ * ledger's counts: nothing here walks a budget's scope. Verdicts come in the snapshot's order,
+ * NDBs then ADBs, invalid ones among them. */
 static ng_status step7_budgets(struct eval *e, struct ng_arena *arena)
 {
 	size_t nndb, nadb;
 	const struct kube_ndb *ndbs = kube_snapshot_ndbs(e->s, &nndb);
 	const struct kube_adb *adbs = kube_snapshot_adbs(e->s, &nadb);
-	e->capv = nndb + nadb;
-	e->v = ng_arena_alloc(arena, (e->capv ? e->capv : 1) * sizeof(*e->v));
-	if (!e->v || impacted_adbs(e, nadb, arena, &e->adb_impacted) != NG_OK)
-		return NG_ENOMEM;
-	ng_status st;
-	for (size_t i = 0; i < nndb; i++)
-		if ((st = eval_ndb(e, &ndbs[i], i, arena)) != NG_OK)
-			return st;
-	for (size_t i = 0; i < nadb; i++)
-		if ((st = eval_adb(e, &adbs[i], i, arena)) != NG_OK)
-			return st;
-	return NG_OK;
+	struct pol_ledger *l = e->ledger;
+	struct touches tn = {0}, ta = {0};
+	ng_status st = touched_budgets(e, arena, &tn, &ta);
+	if (st == NG_OK) {
+		e->capv = tn.n + ta.n + l->nndb_invalid + l->nadb_invalid;
+		e->v = ng_arena_alloc(arena, (e->capv ? e->capv : 1) * sizeof(*e->v));
+		st = e->v ? NG_OK : NG_ENOMEM;
+	}
+	for (size_t i = 0, j = 0; st == NG_OK && (i < tn.n || j < l->nndb_invalid);) {
+		if (j < l->nndb_invalid && (i == tn.n || l->ndb_invalid[j] < tn.v[i].budget)) {
+			st = eval_ndb_invalid(e, &ndbs[l->ndb_invalid[j]], l->ndb_invalid[j]);
+			j++;
+		} else {
+			st = eval_ndb(e, &ndbs[tn.v[i].budget], tn.v[i].budget, tn.v[i].added);
+			i++;
+		}
+	}
+	for (size_t i = 0, j = 0; st == NG_OK && (i < ta.n || j < l->nadb_invalid);) {
+		if (j < l->nadb_invalid && (i == ta.n || l->adb_invalid[j] < ta.v[i].budget)) {
+			st = eval_adb_invalid(e, &adbs[l->adb_invalid[j]], l->adb_invalid[j]);
+			j++;
+		} else {
+			st = eval_adb(e, &adbs[ta.v[i].budget], ta.v[i].budget, ta.v[i].added);
+			i++;
+		}
+	}
+	(void)nndb;
+	(void)nadb;
+	free(tn.v);
+	free(ta.v);
+	return st;
 }
 
 void pol_decision_reason(struct pol_gate_decision *d)
@@ -879,6 +1441,9 @@ ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct po
 	d.nodes = nodes;
 	e.nodes = nodes;
 	e.nnodes = d.nnodes;
+	struct cp_match cpm = control_plane_match(s, cfg);
+	if (cfg->serial_control_plane && held_classes(ledger, &cpm) != NG_OK)
+		return NG_ENOMEM;
 	if (step1_deadline(nd, now_wall_ms, &d) || step2_empty(cfg, nd, &d) ||
 	    step3_paused(cfg, &d) || step4_type(&e, cfg, &d) || step5_overlap(&e, cfg, &d) ||
 	    step6_control_plane(&e, cfg, &d))

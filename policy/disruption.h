@@ -54,8 +54,9 @@ void pol_gate_config_from(const struct kube_snapshot *s, struct pol_gate_config 
  * Nodes disrupted by granted requests: those the snapshot shows as Granted plus the grants the
  * gate made since (recorded before the next evaluation, so a stale cache can never grant the
  * same capacity twice). It also keeps, built on first use, which nodes each budget of the
- * snapshot covers, so the decisions and budget statuses of one round compute that once. Owned
- * by one thread.
+ * snapshot covers, so the decisions and budget statuses of one round compute that once, and
+ * how many of them are disrupted, kept up to date by pol_ledger_grant(): a decision looks at
+ * its own nodes' budgets and counts, never at a budget's whole scope. Owned by one thread.
  */
 struct pol_ledger;
 

@@ -757,6 +757,249 @@ static void test_one_ledger_per_round_decides_as_fresh_ledgers_do(void **state)
 	kube_snapshot_release(s);
 }
 
+/* ---- the ledger's incremental counts ---- */
+
+static uint32_t rnd(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return (uint32_t)(*x >> 16);
+}
+
+/* A cluster with every kind of scope: 60 nodes in racks of 10 and 3 zones (some NotReady,
+ * cordoned or tainted, one control-plane), 4 pods a node of 12 apps (and two on nodes the
+ * cache does not know, one finished), ADBs by matchLabels, by an In of two values, by Exists
+ * only and by pvcSelector, NDBs by rack, by zone In, pool-wide, by Exists without counting
+ * unavailable nodes and with a taint target; one request per node, three by rack, two of
+ * two nodes, and a Granted one holding a node and a second unknown one. */
+static struct kube_snapshot *counted_cluster(void)
+{
+	struct ng_buf b;
+	ng_buf_init(&b, 1u << 24);
+	ng_status st = ng_buf_puts(&b, "{\"kind\":\"List\",\"items\":[");
+	for (int i = 0; st == NG_OK && i < 60; i++)
+		st = ng_buf_printf(
+		    &b,
+		    "%s{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"n%d\","
+		    "\"labels\":{\"rack\":\"r%d\",\"zone\":\"z%d\"%s}},\"spec\":{%s%s},"
+		    "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
+		    i ? "," : "", i, i / 10, i % 3,
+		    i == 0 ? ",\"node-role.kubernetes.io/control-plane\":\"\"" : "",
+		    i % 13 == 7 ? "\"unschedulable\":true" : "",
+		    i % 7 == 3 ? (i % 13 == 7 ? ",\"taints\":[{\"key\":\"maint\",\"effect\":"
+						"\"NoSchedule\"}]"
+					      : "\"taints\":[{\"key\":\"maint\",\"effect\":"
+						"\"NoSchedule\"}]")
+			       : "",
+		    i % 11 == 5 ? "False" : "True");
+	for (int i = 0; st == NG_OK && i < 60; i++)
+		for (int k = 0; st == NG_OK && k < 4; k++)
+			st = ng_buf_printf(
+			    &b,
+			    ",{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
+			    "\"p%d-%d\",\"namespace\":\"default\",\"labels\":{\"app\":\"a%d\"}},"
+			    "\"spec\":{\"nodeName\":\"n%d\"%s},\"status\":{\"phase\":\"%s\"}}",
+			    i, k, (i * 4 + k * 7) % 12, i,
+			    k == 3 && i % 9 == 0
+				? ",\"volumes\":[{\"name\":\"d\",\"persistentVolumeClaim\":{"
+				  "\"claimName\":\"data\"}}]"
+				: "",
+			    i == 9 && k == 0 ? "Succeeded" : "Running");
+	st = st ? st
+		: ng_buf_puts(
+		      &b,
+		      ",{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"lost\","
+		      "\"namespace\":\"default\",\"labels\":{\"app\":\"a1\"}},\"spec\":{"
+		      "\"nodeName\":\"ghost\"}},"
+		      "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"lost2\","
+		      "\"namespace\":\"default\",\"labels\":{\"app\":\"a3\"}},\"spec\":{"
+		      "\"nodeName\":\"ghost2\"}},"
+		      "{\"kind\":\"PersistentVolumeClaim\",\"apiVersion\":\"v1\",\"metadata\":{"
+		      "\"name\":\"data\",\"namespace\":\"default\",\"labels\":{\"keep\":\"yes\"}},"
+		      "\"spec\":{},\"status\":{\"phase\":\"Bound\"}}");
+	for (int a = 0; st == NG_OK && a < 8; a++)
+		st = ng_buf_printf(&b,
+				   "," ADB("m%d",
+					   "{\"podSelector\":{\"matchLabels\":{\"app\":\"a%d\"}},"
+					   "\"maxDisruptions\":%s}"),
+				   a, a, a % 2 ? "\"50%\"" : "3");
+	st = st ? st
+		: ng_buf_puts(&b,
+			      "," ADB("two",
+				      "{\"podSelector\":{\"matchExpressions\":[{\"key\":\"app\","
+				      "\"operator\":\"In\",\"values\":[\"a8\",\"a9\",\"a8\"]}]},"
+				      "\"maxDisruptions\":4}") "," ADB("any",
+								       "{\"podSelector\":{"
+								       "\"matchExpressions\":[{"
+								       "\"key\":\"app\","
+								       "\"operator\":"
+								       "\"Exists\"}]},"
+								       "\"maxDisruptions\":\"30%"
+								       "\"}") "," ADB("claims",
+										      "{\"pvcSelect"
+										      "or\":{"
+										      "\"matchLabel"
+										      "s\":{"
+										      "\"keep\":"
+										      "\"yes\"}},"
+										      "\"maxDisrupt"
+										      "ions\":1}"));
+	for (int r = 0; st == NG_OK && r < 6; r++)
+		st = ng_buf_printf(&b,
+				   "," NDB("rack%d", "{\"nodeSelector\":{\"matchLabels\":{\"rack\":"
+						     "\"r%d\"}},\"maxDisruptedNodes\":\"50%%\"}"),
+				   r, r);
+	st =
+	    st ? st
+	       : ng_buf_puts(
+		     &b,
+		     "," NDB(
+			 "zones",
+			 "{\"nodeSelector\":{\"matchExpressions\":[{\"key\":\"zone\","
+			 "\"operator\":\"In\",\"values\":[\"z0\",\"z1\"]}]},"
+			 "\"minUndisruptedNodes\":\"60%\"}") "," NDB("pool",
+								     "{\"nodeSelector\":{},"
+								     "\"maxDisruptedNodes\":\"40%"
+								     "\"}") "," NDB("zoned",
+										    "{\"nodeSelecto"
+										    "r\":{"
+										    "\"matchExpress"
+										    "ions\":[{"
+										    "\"key\":"
+										    "\"zone\","
+										    "\"operator\":"
+										    "\"Exists\"}]},"
+										    "\"maxDisrupted"
+										    "Nodes\":20,"
+										    "\"countUnavail"
+										    "ableNodes\":"
+										    "false}") "," NDB("tainted",
+												      "{\"nodeSelector\":{\"matchLabels\":{\"zone\":\"z2\"}},"
+												      "\"maxDisruptedNodes\":6,\"taintTargets\":[{\"key\":\"maint\","
+												      "\"operator\":\"Exists\"}]}") ","
+																    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+																    "\"metadata\":{\"name\":\"held\"},\"spec\":{\"nodeNames\":[\"n12\"]},"
+																    "\"status\":{\"state\":\"Granted\",\"disruptedNodes\":[\"n12\",\"ghost2\"]}}");
+	for (int i = 0; st == NG_OK && i < 60; i++)
+		st = ng_buf_printf(&b, "," ND("q%d", "{\"nodeNames\":[\"n%d\"]}"), i, i);
+	for (int r = 1; st == NG_OK && r < 4; r++)
+		st = ng_buf_printf(
+		    &b,
+		    "," ND("rack-%d", "{\"nodeSelector\":{\"matchLabels\":{\"rack\":\"r%d\"}}}"), r,
+		    r);
+	st = st ? st
+		: ng_buf_puts(&b, "," ND("pair1", "{\"nodeNames\":[\"n21\",\"n44\"]}") "," ND(
+				      "pair2", "{\"nodeNames\":[\"n3\",\"n36\"]}") "]}");
+	assert_int_equal(st, NG_OK);
+	struct kube_builder *k = kube_builder_create();
+	struct kube_snapshot *s = NULL;
+	struct ng_err err = {0};
+	assert_non_null(k);
+	if (kube_builder_add_json(k, b.data, b.len, &err) != NG_OK)
+		fail_msg("cluster: %s", err.msg);
+	assert_int_equal(kube_builder_finish(k, &s), NG_OK);
+	ng_buf_finish(&b);
+	return s;
+}
+
+struct grant_rec {
+	uint32_t name;
+	uint32_t nodes[3];
+	size_t n;
+};
+
+/* After any sequence of grants, a ledger that computed its scopes first and counted the
+ * grants as they came decides every request exactly as a fresh ledger given the same grants,
+ * and each verdict's count of disrupted nodes equals the one pol_budget_status() recounts from
+ * the scope's nodes. */
+static void test_ledger_counts_equal_counts_from_scratch_after_grants(void **state)
+{
+	struct kube_snapshot *s = counted_cluster();
+	struct pol_gate_config cfg;
+	pol_gate_config_from(s, &cfg);
+	size_t n, nnodes;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	const struct kube_node *nodes = kube_snapshot_nodes(s, &nnodes);
+	struct pol_ledger *round = pol_ledger_create(s);
+	struct ng_arena *a = ng_arena_create(1u << 22), *b = ng_arena_create(1u << 22);
+	struct grant_rec grants[80];
+	size_t ng = 0;
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	assert_non_null(round);
+	for (int step = 0; step < 70; step++) {
+		/* Every request decided by both ledgers (the first pass computes every scope of
+		 * the round ledger before any grant). */
+		struct pol_ledger *fresh = pol_ledger_create(s);
+		assert_non_null(fresh);
+		for (size_t g = 0; g < ng; g++)
+			assert_int_equal(
+			    pol_ledger_grant(fresh, grants[g].name, grants[g].nodes, grants[g].n),
+			    NG_OK);
+		for (size_t i = 0; i < n; i++) {
+			if (nds[i].state == KUBE_ND_GRANTED)
+				continue;
+			struct pol_gate_decision d, f;
+			ng_arena_reset(a);
+			ng_arena_reset(b);
+			assert_int_equal(
+			    pol_evaluate_disruption(s, &cfg, round, &nds[i], NOW_WALL_MS, a, &d),
+			    NG_OK);
+			assert_int_equal(
+			    pol_evaluate_disruption(s, &cfg, fresh, &nds[i], NOW_WALL_MS, b, &f),
+			    NG_OK);
+			if (d.outcome != f.outcome || strcmp(d.reason, f.reason) != 0 ||
+			    d.nverdicts != f.nverdicts)
+				fail_msg("step %d, %s: %s \"%s\", fresh ledger %s \"%s\"", step,
+					 ng_intern_str(kube_snapshot_pool(s), nds[i].name, NULL),
+					 pol_gate_outcome_str(d.outcome), d.reason,
+					 pol_gate_outcome_str(f.outcome), f.reason);
+			for (size_t v = 0; v < d.nverdicts; v++) {
+				const struct pol_budget_verdict *x = &d.verdicts[v];
+				assert_int_equal(x->index, f.verdicts[v].index);
+				assert_int_equal(x->current, f.verdicts[v].current);
+				assert_int_equal(x->allowed, f.verdicts[v].allowed);
+				assert_string_equal(x->reason, f.verdicts[v].reason);
+				struct pol_budget_status bs;
+				assert_int_equal(
+				    pol_budget_status(s, fresh, x->kind, x->index, b, &bs), NG_OK);
+				if (x->ok || strstr(x->reason, " in use"))
+					assert_int_equal(x->current, (int64_t)bs.current);
+			}
+		}
+		pol_ledger_destroy(fresh);
+		if (ng == sizeof(grants) / sizeof(grants[0]))
+			break;
+		/* The next grant: a request granted as the gate would, or any nodes (the unknown
+		 * one, control-plane, held ones too) recorded for any request. */
+		struct grant_rec *g = &grants[ng];
+		const struct kube_nd *nd = &nds[rnd(&seed) % n];
+		g->name = nd->name;
+		if (rnd(&seed) % 2) {
+			struct pol_gate_decision d;
+			ng_arena_reset(a);
+			assert_int_equal(
+			    pol_evaluate_disruption(s, &cfg, round, nd, NOW_WALL_MS, a, &d), NG_OK);
+			if (d.outcome != POL_GATE_GRANT || d.nnodes > 3)
+				continue;
+			memcpy(g->nodes, d.nodes, d.nnodes * sizeof(*d.nodes));
+			g->n = d.nnodes;
+		} else {
+			g->n = 1 + rnd(&seed) % 3;
+			for (size_t j = 0; j < g->n; j++)
+				g->nodes[j] = rnd(&seed) % 8 == 0 ? ng_test_id(s, "ghost")
+								  : nodes[rnd(&seed) % nnodes].name;
+		}
+		assert_int_equal(pol_ledger_grant(round, g->name, g->nodes, g->n), NG_OK);
+		ng++;
+	}
+	assert_true(ng > 20);
+	ng_arena_destroy(a);
+	ng_arena_destroy(b);
+	pol_ledger_destroy(round);
+	kube_snapshot_release(s);
+}
+
 /* ---- step 8: health hooks ---- */
 
 /* base64 of "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n" */
@@ -966,6 +1209,7 @@ int main(void)
 	    cmocka_unit_test(test_R05_control_plane_selector_from_nodegateconfig),
 	    cmocka_unit_test(test_ledger_never_grants_the_same_capacity_twice),
 	    cmocka_unit_test(test_one_ledger_per_round_decides_as_fresh_ledgers_do),
+	    cmocka_unit_test(test_ledger_counts_equal_counts_from_scratch_after_grants),
 	    cmocka_unit_test(test_hook_spec_decodes_and_service_refs_resolve_to_cluster_dns),
 	    cmocka_unit_test(test_H09_hook_policy_hosts_schemes_credentials_and_services),
 	    cmocka_unit_test(test_H02_failed_hook_rejects_or_waits_and_names_the_hook),
