@@ -26,6 +26,7 @@
 #include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -366,6 +367,9 @@ static void conn_open(struct worker *w, struct conn *c)
 		(void)SSL_set_tlsext_host_name(c->ssl, opt.host);
 		if (opt.cacert)
 			(void)SSL_set1_host(c->ssl, opt.host);
+	} else if (opt.cacert) {
+		/* an address is matched against the certificate's IP SANs */
+		(void)X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), opt.host);
 	}
 	struct epoll_event ee = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
 				 .data.ptr = c};
@@ -1043,6 +1047,8 @@ static void setup_tls(void)
 	if (!ssl_ctx || SSL_CTX_set_min_proto_version(ssl_ctx, TLS1_2_VERSION) != 1)
 		die("TLS setup: %s", ssl_reason(0));
 	if (opt.cacert) {
+		if (access(opt.cacert, R_OK) != 0)
+			die("--cacert %s: %s", opt.cacert, strerror(errno));
 		if (SSL_CTX_load_verify_locations(ssl_ctx, opt.cacert, NULL) != 1)
 			die("--cacert %s: %s", opt.cacert, ssl_reason(0));
 		SSL_CTX_set_verify(ssl_ctx, SSL_VERIFY_PEER, NULL);
