@@ -218,6 +218,9 @@ struct worker {
 	uint64_t requests, errors;
 	uint64_t warmup_errors; /* and after the window: not in the results */
 	int printed;
+	/* how late the loop woke up for its timer at worst: the client's own stalls, which a
+	 * reader of the latencies must tell from the server's */
+	int64_t max_lag_ns;
 	char setup_error[256];
 };
 
@@ -827,6 +830,9 @@ static void loop(struct worker *w)
 			if (!evs[i].data.ptr) {
 				uint64_t ticks;
 				(void)!read(w->tfd, &ticks, sizeof(ticks));
+				int64_t lag = now_ns() - w->armed_ns;
+				if (w->phase == PHASE_RUN && lag > w->max_lag_ns)
+					w->max_lag_ns = lag;
 				w->armed_ns = 0;
 				continue;
 			}
@@ -1165,12 +1171,15 @@ int main(int argc, char **argv)
 	if (!h)
 		die("out of memory");
 	uint64_t nreq = 0, nerr = 0, nwarm = 0;
+	int64_t max_lag_ns = 0;
 	for (int t = 0; t < opt.threads; t++) {
 		(void)pthread_join(workers[t].thread, NULL);
 		hist_merge(h, &workers[t].hist);
 		nreq += workers[t].requests;
 		nerr += workers[t].errors;
 		nwarm += workers[t].warmup_errors;
+		if (workers[t].max_lag_ns > max_lag_ns)
+			max_lag_ns = workers[t].max_lag_ns;
 		worker_finish(&workers[t]);
 	}
 	double secs = opt.duration_s;
@@ -1180,6 +1189,9 @@ int main(int argc, char **argv)
 		      (unsigned long long)nreq, secs, (double)nreq / secs, (unsigned long long)nerr,
 		      (unsigned long long)nwarm, hist_quantile_us(h, 0.5),
 		      hist_quantile_us(h, 0.99), (double)h->max_ns / 1e3);
+	(void)fprintf(stderr,
+		      "bench-loadgen: the client woke up at worst %.1f us late for its timer\n",
+		      (double)max_lag_ns / 1e3);
 	(void)printf("{\"requests\":%llu,\"errors\":%llu,\"seconds\":%.3f,\"rate\":%.1f,"
 		     "\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,"
 		     "\"max_us\":%.1f}\n",
