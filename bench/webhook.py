@@ -244,6 +244,8 @@ def run_loadgen(loadgen, bodies, port, rate, secs, warmup, what):
     if out.returncode != 0:
         fail(f"bench-loadgen against {what} failed:\n{out.stderr.strip()}")
     res = json.loads(out.stdout.strip().splitlines()[-1])
+    m = re.search(r"woke up at worst ([0-9.]+) us late", out.stderr)
+    res["client_late_us"] = float(m.group(1)) if m else None
     if res["errors"]:
         log(f"warning: bench-loadgen against {what}: {res['errors']} errors of "
             f"{res['requests']} requests:\n{out.stderr.strip()}")
@@ -394,8 +396,10 @@ def main():
                 ngl.append(a[key])
                 nxl.append(b[key])
             log(f"B2 run {r + 1}/{runs}: nodegate p50 {a['p50_us']} us, p99 {a['p99_us']} us, "
-                f"p99.9 {a['p999_us']} us ({a['requests']} requests, {a['errors']} errors); "
-                f"nginx p50 {b['p50_us']} us, p99 {b['p99_us']} us, p99.9 {b['p999_us']} us")
+                f"p99.9 {a['p999_us']} us ({a['requests']} requests, {a['errors']} errors, "
+                f"client at worst {a['client_late_us']} us late); nginx p50 {b['p50_us']} us, "
+                f"p99 {b['p99_us']} us, p99.9 {b['p999_us']} us (client at worst "
+                f"{b['client_late_us']} us late)")
         for key, name in (("p50_us", "p50"), ("p99_us", "p99"), ("p999_us", "p99.9")):
             ngl, nxl = lat[key]
             v = stats(ngl)
