@@ -62,6 +62,7 @@ struct conn {
 	bool closing;        /* shut down by nodegate: waiting for the daemon to close it */
 	bool counted;        /* holds one count in the per-address table */
 	int peer;            /* srv_conns_peer(): the daemon thread's alone, no lock */
+	bool uncorked;       /* srv_conns_tcp_fd(): the daemon thread's alone */
 	struct addr_key addr;
 };
 
@@ -311,6 +312,18 @@ void srv_conns_set_peer(struct MHD_Connection *mc, int v)
 	struct conn *c = conn_of(mc);
 	if (c)
 		c->peer = v;
+}
+
+int srv_conns_tcp_fd(struct MHD_Connection *mc, bool *ret_first)
+{
+	struct conn *c = conn_of(mc);
+	if (!c)
+		return -1;
+	if (ret_first) {
+		*ret_first = !c->uncorked;
+		c->uncorked = true;
+	}
+	return c->fd;
 }
 
 void srv_conns_event(struct MHD_Connection *mc, enum srv_conn_event ev)

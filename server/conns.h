@@ -25,6 +25,7 @@
 
 #include "common/status.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct MHD_Connection;
@@ -73,6 +74,13 @@ void srv_conns_event(struct MHD_Connection *c, enum srv_conn_event ev);
  */
 int srv_conns_peer(struct MHD_Connection *c);
 void srv_conns_set_peer(struct MHD_Connection *c, int v);
+
+/**
+ * The connection's socket, or -1 when it is not tracked. With @ret_first, *@ret_first is true
+ * the first time it is asked so for this connection (server/http.c takes the socket out of
+ * libmicrohttpd's TCP cork then, once). Daemon thread of the connection.
+ */
+int srv_conns_tcp_fd(struct MHD_Connection *c, bool *ret_first);
 
 /**
  * Appends nodegate_connections_open, nodegate_connections_closed_total{reason} (timeouts per

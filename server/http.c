@@ -15,11 +15,17 @@
 #include "server/metrics.h"
 
 #include <gnutls/gnutls.h>
+#include <linux/sockios.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 /* An oversized body (over NG_MAX_BODY_BYTES) is read and dropped, so the client can read our
  * 413 instead of a reset; past this many bytes we stop reading and close the connection. */
@@ -123,6 +129,58 @@ static void req_put(struct req *r)
 	req_free(r);
 }
 
+/* libmicrohttpd sends a response's head and body as two TLS records, each its own sendmsg.
+ * A small answer is corked in GnuTLS instead, and srv_http_completed() uncorks it: one record,
+ * one send. Only while the socket has nothing unsent, so the uncork cannot find the send
+ * buffer full (a client that stops reading never gets here). libmicrohttpd corks the socket
+ * itself (TCP_CORK) before a TLS response's head and pushes with TCP_NODELAY after its body,
+ * never uncorking: the first time, the socket is uncorked here, or the record sent after
+ * libmicrohttpd's push would wait for the kernel's 200 ms cork timer. libmicrohttpd believes
+ * it still corked and never corks it again. */
+#define COALESCE_MAX_BYTES 8192
+
+static gnutls_session_t tls_session(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	return ci ? (gnutls_session_t)ci->tls_session : NULL;
+}
+
+static void cork_small(struct MHD_Connection *c, size_t len)
+{
+	if (len > COALESCE_MAX_BYTES)
+		return;
+	gnutls_session_t ses = tls_session(c);
+	int fd = ses ? srv_conns_tcp_fd(c, NULL) : -1;
+	int unsent = -1;
+	if (fd >= 0 && ioctl(fd, SIOCOUTQ, &unsent) == 0 && unsent == 0)
+		gnutls_record_cork(ses);
+}
+
+/* Sends what cork_small() held. A send buffer that is somehow full gets one short wait; past it
+ * the connection is shut so the client sees it end rather than wait for an answer that stays
+ * here. */
+static void uncork(struct MHD_Connection *c)
+{
+	gnutls_session_t ses = tls_session(c);
+	if (!ses || gnutls_record_check_corked(ses) == 0)
+		return;
+	bool first = false;
+	int fd = srv_conns_tcp_fd(c, &first);
+	if (first) {
+		int off = 0;
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
+	}
+	int r = gnutls_record_uncork(ses, 0);
+	if (r >= 0 || (r != GNUTLS_E_AGAIN && r != GNUTLS_E_INTERRUPTED))
+		return;
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	if (fd >= 0 && poll(&p, 1, 100) == 1 && gnutls_record_uncork(ses, 0) >= 0)
+		return;
+	if (fd >= 0)
+		(void)shutdown(fd, SHUT_RDWR);
+}
+
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned code, const char *ctype,
 			       const char *body, size_t len, enum MHD_ResponseMemoryMode mode)
 {
@@ -132,6 +190,7 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned code, const ch
 		return MHD_NO;
 	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	srv_conns_event(c, SRV_CONN_QUEUED);
+	cork_small(c, len);
 	enum MHD_Result ret = MHD_queue_response(c, code, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -546,9 +605,7 @@ static bool client_verified(struct MHD_Connection *c)
 	int v = srv_conns_peer(c);
 	if (v)
 		return v > 0;
-	const union MHD_ConnectionInfo *ci =
-	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-	gnutls_session_t ses = ci ? (gnutls_session_t)ci->tls_session : NULL;
+	gnutls_session_t ses = tls_session(c);
 	unsigned n = 0, status = 0;
 	bool ok = ses && gnutls_certificate_get_peers(ses, &n) && n > 0 &&
 		  gnutls_certificate_verify_peers2(ses, &status) == GNUTLS_E_SUCCESS && status == 0;
@@ -720,6 +777,8 @@ void srv_http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			enum MHD_RequestTerminationCode toe)
 {
 	(void)cls;
+	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		uncork(c);
 	struct req *r = *con_cls;
 	if (r)
 		req_put(r);
