@@ -243,7 +243,7 @@ static ng_status jp_number(struct jp *j, cJSON *n)
 	}
 	double d;
 	if (integral && digits <= 15) {
-		d = (double)(minus ? -iv : iv); /* exact: below 2^53 */
+		d = minus ? -(double)iv : (double)iv; /* exact below 2^53; "-0" is -0.0 */
 	} else {
 		char small[64];
 		size_t len = (size_t)(q - s);

@@ -24,7 +24,7 @@
 /* While ng_json_parse() still wraps cJSON it accepts what the reference accepts, LAX rows
  * included. Once the purpose-built parser is in, set this to 1: every LAX row must then be
  * rejected (NG_EPARSE) rather than merely allowed to be. */
-#define LAX_MUST_REJECT 0
+#define LAX_MUST_REJECT 1
 
 enum want {
 	OK,    /* RFC 8259 JSON both parsers accept, with identical trees */
