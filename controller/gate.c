@@ -95,8 +95,8 @@ const struct kube_nd *gate_find_nd(const struct kube_snapshot *s, uint32_t name)
 	return NULL;
 }
 
-/* Grants written but not yet in the cache still hold their nodes. Names are intern ids of the
- * pool the snapshots share, so they stay comparable across snapshots. */
+/* Grants written but not yet in the cache still hold their nodes. Names are intern ids, which
+ * stay comparable across snapshots (a rebuilt pool keeps the ids of the strings in use). */
 static ng_status ledger_add_inflight(struct gate *g, const struct kube_snapshot *s,
 				     struct pol_ledger *l, int64_t now_wall_ms)
 {

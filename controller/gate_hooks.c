@@ -166,7 +166,7 @@ static bool cancel_if_denied(struct pol_hook_call *calls, size_t n)
  * or lives longer than it: the snapshot reference keeps the budgets, hooks and policy the calls
  * point into; the deny list is the gate's, which joins every job before freeing it. */
 struct gate_hook_job {
-	uint32_t name; /* the request (intern id of the shared pool) */
+	uint32_t name; /* the request (intern id; stable across snapshots) */
 	char *nd;      /* its name, for logs and Events */
 	uint32_t *nodes;
 	size_t nnodes;

@@ -87,7 +87,9 @@ struct gate {
 	struct ng_rng rng;          /* retry jitter */
 	uint64_t seen_generation;
 	uint64_t term;
-	/* Intern ids (names) stay comparable across snapshots: the pool is shared. */
+	/* Intern ids (names) stay comparable across snapshots: a rebuilt pool keeps the ids of
+	 * the strings in use and never gives an id to another string, so a record of a request
+	 * that is gone matches no later request, even one created again under its name. */
 	struct gate_written *w;
 	size_t nw, capw;
 	struct ng_map w_by_name; /* name -> index into w */

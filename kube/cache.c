@@ -6,6 +6,7 @@
 #include "common/buf.h"
 #include "common/intern.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,9 @@ struct delta {
 
 struct kube_cache {
 	struct kube_pool *pool;
+	uint32_t intern_min;       /* see kube_cache_set_intern_min() */
+	uint32_t intern_live;      /* strings the pool held after its last rebuild */
+	struct kube_stage *stages; /* lists being received: their records hold ids too */
 	struct kube_table *cur[KUBE_RES_COUNT];   /* last published; a reference is held */
 	struct kube_retire *open[KUBE_RES_COUNT]; /* retire list of cur[r]; a reference is held */
 	struct delta d[KUBE_RES_COUNT];
@@ -86,6 +90,7 @@ struct kube_cache *kube_cache_create(void)
 	if (!c)
 		return NULL;
 	c->pool = kube_pool_new();
+	c->intern_min = KUBE_INTERN_REBUILD_MIN;
 	/* Scratch for decoding one object: its side data is copied out right after. */
 	c->scratch = ng_arena_create(SIZE_MAX);
 	if (!c->pool || !c->scratch)
@@ -126,6 +131,11 @@ void kube_cache_destroy(struct kube_cache *c)
 struct ng_intern *kube_cache_pool(struct kube_cache *c)
 {
 	return c->pool->in;
+}
+
+void kube_cache_set_intern_min(struct kube_cache *c, uint32_t min)
+{
+	c->intern_min = min;
 }
 
 struct ng_arena *kube_cache_scratch(struct kube_cache *c)
@@ -273,6 +283,80 @@ ng_status kube_cache_publish(struct kube_cache *c, struct kube_snapshot **ret_sn
 	return kube_cache_publish_some(c, ~0u, ret_snap);
 }
 
+/* ---- rebuilding the pool ---- */
+
+struct kube_stage {
+	enum kube_resource res;
+	struct kube_cache *cache;
+	struct kube_stage *next, **prevp; /* on cache->stages */
+	char *recs;
+	void **sides;
+	size_t n, cap;
+	struct ng_map by_key; /* identity key -> index, as the table probes it */
+};
+
+struct keeper {
+	struct ng_intern *to;
+	const struct ng_intern *from;
+	ng_status st;
+};
+
+static void keep_id(void *ctx, uint32_t id)
+{
+	struct keeper *k = ctx;
+	if (k->st == NG_OK)
+		k->st = ng_intern_keep(k->to, k->from, id);
+}
+
+static void keep_recs(struct keeper *k, enum kube_resource r, const char *recs, size_t n)
+{
+	size_t size = kube_record_size(r);
+	for (size_t i = 0; i < n && k->st == NG_OK; i++)
+		kube_record_ids(r, recs + i * size, keep_id, k);
+}
+
+/* The pool only grows: label values of pods that come and go (pod-template-hash, job-name)
+ * would pile up forever. Once it has doubled since its last rebuild, the strings still in use —
+ * by the current tables, the pending changes (a deletion's record is a key that compares ids)
+ * and the lists being staged — move to a successor under the same ids, and later snapshots use
+ * that. Ids are never given again (records.h), so whoever kept an id of an older snapshot reads
+ * its string or "" in a newer pool, never another string. A failure keeps the old pool. */
+static void maybe_rebuild_pool(struct kube_cache *c)
+{
+	const struct ng_intern *from = c->pool->in;
+	uint32_t n = ng_intern_count(from);
+	if (!c->intern_min || n <= c->intern_min || n / 2 <= c->intern_live)
+		return;
+	struct kube_pool *p = calloc(1, sizeof(*p));
+	struct keeper k = {ng_intern_successor(from), from, NG_OK};
+	if (!p || !k.to) {
+		free(p);
+		ng_intern_destroy(k.to);
+		return;
+	}
+	for (int r = 0; r < KUBE_RES_COUNT; r++) {
+		enum kube_resource res = (enum kube_resource)r;
+		keep_recs(&k, res, c->cur[r]->recs, c->cur[r]->n);
+		for (size_t i = 0; i < c->d[r].n && k.st == NG_OK; i++)
+			kube_record_ids(res, &c->d[r].e[i].rec, keep_id, &k);
+	}
+	for (const struct kube_stage *s = c->stages; s; s = s->next)
+		keep_recs(&k, s->res, s->recs, s->n);
+	/* NG_ENOTFOUND would be a record holding an id the pool never gave: a bug, which must
+	 * not cost its strings (debug builds stop on it). */
+	assert(k.st != NG_ENOTFOUND && k.st != NG_EINVAL);
+	if (k.st != NG_OK) {
+		free(p);
+		ng_intern_destroy(k.to);
+		return;
+	}
+	atomic_init(&p->refs, 1);
+	p->in = k.to;
+	kube_pool_release(c->pool);
+	c->pool = p;
+	c->intern_live = ng_intern_count(p->in);
+}
+
 ng_status kube_cache_publish_some(struct kube_cache *c, unsigned mask,
 				  struct kube_snapshot **ret_snap)
 {
@@ -286,6 +370,7 @@ ng_status kube_cache_publish_some(struct kube_cache *c, unsigned mask,
 			return NG_ENOMEM;
 		}
 	}
+	maybe_rebuild_pool(c);
 	atomic_init(&s->refs, 1);
 	s->generation = ++c->generation;
 	atomic_fetch_add_explicit(&c->pool->refs, 1, memory_order_relaxed);
@@ -300,19 +385,18 @@ ng_status kube_cache_publish_some(struct kube_cache *c, unsigned mask,
 
 /* ---- lists ---- */
 
-struct kube_stage {
-	enum kube_resource res;
-	char *recs;
-	void **sides;
-	size_t n, cap;
-	struct ng_map by_key; /* identity key -> index, as the table probes it */
-};
-
-struct kube_stage *kube_stage_create(enum kube_resource r)
+struct kube_stage *kube_stage_create(struct kube_cache *c, enum kube_resource r)
 {
 	struct kube_stage *s = calloc(1, sizeof(*s));
-	if (s)
-		s->res = r;
+	if (!s)
+		return NULL;
+	s->res = r;
+	s->cache = c;
+	s->next = c->stages;
+	if (c->stages)
+		c->stages->prevp = &s->next;
+	s->prevp = &c->stages;
+	c->stages = s;
 	return s;
 }
 
@@ -320,6 +404,9 @@ void kube_stage_destroy(struct kube_stage *s)
 {
 	if (!s)
 		return;
+	*s->prevp = s->next;
+	if (s->next)
+		s->next->prevp = s->prevp;
 	for (size_t i = 0; i < s->n; i++)
 		kube_side_free(s->sides[i]);
 	free(s->recs);

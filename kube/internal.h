@@ -116,6 +116,9 @@ const uint32_t *kube_index_get(const struct kube_index *ix, uint32_t key, size_t
 /** Index of the record with the identity of @probe, or -1. */
 long kube_table_find(const struct kube_table *t, const void *probe);
 
+/* A string pool and the snapshots that use it: each snapshot holds a reference on the pool it
+ * was published with, so a pool the writer replaced (kube_cache_publish_some()) lives on until
+ * its last snapshot goes. */
 struct kube_pool {
 	atomic_uint refs;
 	struct ng_intern *in;
@@ -138,8 +141,24 @@ struct kube_cache;
 struct kube_cache *kube_cache_create(void);
 /** Retires every live record and drops the writer's references. Accepts NULL. */
 void kube_cache_destroy(struct kube_cache *c);
-/** The pool decoders intern into. */
+/**
+ * The pool decoders intern into. A publish may replace it (the pool is rebuilt with only the
+ * strings still in use, ids unchanged): fetch it again after every publish, never keep it.
+ */
 struct ng_intern *kube_cache_pool(struct kube_cache *c);
+/**
+ * Rebuilds the pool at a publish once it holds more than @min strings and twice as many as
+ * after the last rebuild (default KUBE_INTERN_REBUILD_MIN; tests lower it). 0 never rebuilds.
+ */
+void kube_cache_set_intern_min(struct kube_cache *c, uint32_t min);
+/** Strings a pool must hold before a publish considers rebuilding it: a cluster's settled
+ * vocabulary is tens of thousands of strings, and a rebuild walks every record. */
+#define KUBE_INTERN_REBUILD_MIN 65536u
+
+/** Called with each intern id a record holds (NG_INTERN_NONE included, duplicates too). */
+typedef void (*kube_id_fn)(void *ctx, uint32_t id);
+/** Visits every intern id of record @rec of @r (kube/ids.c). */
+void kube_record_ids(enum kube_resource r, const void *rec, kube_id_fn fn, void *ctx);
 /** A scratch arena for kube_decode_*() on the writer thread. */
 struct ng_arena *kube_cache_scratch(struct kube_cache *c);
 
@@ -178,8 +197,11 @@ NG_NODISCARD ng_status kube_cache_delete(struct kube_cache *c, struct kube_objec
  * arrays so that the largest table is never held twice (writer thread only). */
 struct kube_stage;
 
-/** An empty stage for @r. NULL on OOM. */
-struct kube_stage *kube_stage_create(enum kube_resource r);
+/**
+ * An empty stage for @r, known to @c until destroyed (a pool rebuild keeps the strings of staged
+ * objects). Destroy it before @c. NULL on OOM.
+ */
+struct kube_stage *kube_stage_create(struct kube_cache *c, enum kube_resource r);
 /** Frees the stage and the side data of what it still holds. Accepts NULL. */
 void kube_stage_destroy(struct kube_stage *s);
 /**

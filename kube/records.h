@@ -10,11 +10,14 @@
  *
  * Intern ids: an id is meaningful only in the pool it came from (kube_snapshot_pool(),
  * kube_one_pool()); NG_INTERN_NONE means "absent" or, in a selector, "a value no object carries".
- * Every snapshot published by one cache writer (kube/internal.h struct kube_cache: the live watch
- * for the whole life of the process, or one kube_builder) shares that writer's pool, which only
- * grows: an id, once given, names the same string in every later snapshot of that writer,
- * across watch batches and across relists (a 410 Gone or a failed watch replaces the objects,
- * never the pool). Ids are NOT comparable across writers: a snapshot built from files
+ * Snapshots published by one cache writer (kube/internal.h struct kube_cache: the live watch
+ * for the whole life of the process, or one kube_builder) use that writer's line of pools: the
+ * writer now and then replaces its pool with one holding only the strings still in use, under
+ * the same ids, and never gives an id to another string. So an id, once given, names the same
+ * string in every later snapshot of that writer that still holds the string, across watch
+ * batches and across relists; in a snapshot that no longer holds it (the object is gone) it
+ * resolves to "", and a string that comes back later gets a new id. Ids are NOT comparable
+ * across writers: a snapshot built from files
  * (kube_snapshot_load_files(), so each --snapshot reload on SIGHUP), a snapshot from another
  * builder, and a kube_one holder each have a pool of their own; compare their strings. */
 #ifndef NG_KUBE_RECORDS_H

@@ -283,7 +283,7 @@ static void start_list(struct informer *in)
 	in->pages = 0;
 	in->cont[0] = '\0';
 	ng_buf_init(&in->page, LIST_PAGE_CAP);
-	in->stage = kube_stage_create(in->res);
+	in->stage = kube_stage_create(w->cache, in->res);
 	/* A list page's tree: 500 objects, a few MB of JSON, a few times that in nodes. */
 	in->page_arena = ng_arena_create(4 * (size_t)LIST_PAGE_CAP);
 	if (!in->stage || !in->page_arena) {
@@ -343,7 +343,7 @@ static void end_page(struct informer *in, CURLcode res)
 		in->list_attempt = 1;
 		in->cont[0] = '\0';
 		kube_stage_destroy(in->stage);
-		in->stage = kube_stage_create(in->res);
+		in->stage = kube_stage_create(w->cache, in->res);
 		if (!in->stage)
 			list_failed(in, "out of memory");
 		else

@@ -122,6 +122,13 @@ static ng_status render_cache(const struct kube_snapshot *snap, struct ng_buf *o
 	st = st ? st
 		: ng_prom_u64(out, "nodegate_cache_intern_strings", NULL, 0,
 			      ng_intern_count(kube_snapshot_pool(snap)));
+	st = st ? st
+		: ng_prom_header(out, "nodegate_cache_intern_rebuilds_total", NG_PROM_COUNTER,
+				 "Times the cache's string pool was rebuilt with only the strings "
+				 "still in use.");
+	st = st ? st
+		: ng_prom_u64(out, "nodegate_cache_intern_rebuilds_total", NULL, 0,
+			      ng_intern_rebuilds(kube_snapshot_pool(snap)));
 	/* kube_nd.state: unknown (no status yet), Pending, Granted, Rejected. */
 	static const char *const states[] = {"Pending", "Pending", "Granted", "Rejected"};
 	uint64_t counts[4] = {0};

@@ -597,7 +597,7 @@ static void test_cache_stage_replaces_a_resource_in_one_step(void **state)
 	apply(c, POD_ON("b", "n1", "db"), false);
 	struct kube_snapshot *s1 = publish(c);
 	/* A list in progress: the changes of other resources still publish, without it. */
-	struct kube_stage *st = kube_stage_create(KUBE_RES_PODS);
+	struct kube_stage *st = kube_stage_create(c, KUBE_RES_PODS);
 	stage(c, st, POD_ON("b", "n2", "db"));
 	stage(c, st, POD_ON("c", "n2", "db"));
 	stage(c, st, POD_ON("b", "n3", "db")); /* listed twice: the later one wins */
@@ -606,7 +606,7 @@ static void test_cache_stage_replaces_a_resource_in_one_step(void **state)
 	assert_int_equal(kube_cache_replace(c, st), NG_OK);
 	kube_stage_destroy(st);
 	/* An empty list empties the resource. */
-	struct kube_stage *empty = kube_stage_create(KUBE_RES_PVCS);
+	struct kube_stage *empty = kube_stage_create(c, KUBE_RES_PVCS);
 	assert_int_equal(kube_cache_replace(c, empty), NG_OK);
 	kube_stage_destroy(empty);
 	assert_false(kube_cache_dirty(c)); /* the list superseded the pending pod change */
@@ -635,7 +635,7 @@ static void test_cache_stage_replaces_a_resource_in_one_step(void **state)
 	kube_snapshot_release(s1);
 	/* A stage dropped half-way frees what it holds. */
 	c = kube_cache_create();
-	st = kube_stage_create(KUBE_RES_PODS);
+	st = kube_stage_create(c, KUBE_RES_PODS);
 	stage(c, st, POD_ON("d", "n2", "db"));
 	kube_stage_destroy(st);
 	kube_cache_destroy(c);

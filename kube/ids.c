@@ -1,0 +1,186 @@
+/* Every intern id a record holds, for rebuilding the cache's string pool (kube/cache.c): an id
+ * missed here would name "" in the next pool, so a field of kube/records.h that holds an id
+ * must be visited here. tests/unit/test-kube-intern.c checks, over every fixture of the
+ * repository, that decoding an object interns no string this walk does not visit. */
+#include "kube/internal.h"
+
+#include "common/intern.h"
+
+static void ids(kube_id_fn fn, void *ctx, const uint32_t *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fn(ctx, v[i]);
+}
+
+static void labels(kube_id_fn fn, void *ctx, const struct kube_label *l, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		fn(ctx, l[i].key);
+		fn(ctx, l[i].val);
+	}
+}
+
+static void taints(kube_id_fn fn, void *ctx, const struct kube_taint *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		fn(ctx, t[i].key);
+		fn(ctx, t[i].val);
+		fn(ctx, t[i].effect);
+	}
+}
+
+static void reqs(kube_id_fn fn, void *ctx, const struct kube_requirement *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		fn(ctx, r[i].key);
+		ids(fn, ctx, r[i].values, r[i].nvalues);
+	}
+}
+
+static void selector(kube_id_fn fn, void *ctx, const struct kube_selector *s)
+{
+	reqs(fn, ctx, s->reqs, s->nreqs);
+}
+
+static void node_selector(kube_id_fn fn, void *ctx, const struct kube_node_selector *s)
+{
+	for (size_t i = 0; i < s->nterms; i++) {
+		reqs(fn, ctx, s->terms[i].exprs, s->terms[i].nexprs);
+		reqs(fn, ctx, s->terms[i].fields, s->terms[i].nfields);
+	}
+}
+
+static void int_or_string(kube_id_fn fn, void *ctx, const struct kube_int_or_string *v)
+{
+	if (v->set && v->is_str)
+		fn(ctx, v->str);
+}
+
+static void budget(kube_id_fn fn, void *ctx, const struct kube_budget_common *b)
+{
+	fn(ctx, b->ns);
+	fn(ctx, b->name);
+	fn(ctx, b->error);
+	fn(ctx, b->freeze_reason);
+	ids(fn, ctx, b->types, b->ntypes);
+}
+
+static void node(kube_id_fn fn, void *ctx, const struct kube_node *n)
+{
+	fn(ctx, n->name);
+	labels(fn, ctx, n->labels, n->nlabels);
+	taints(fn, ctx, n->taints, n->ntaints);
+	ids(fn, ctx, n->note.holders, n->note.nholders);
+	taints(fn, ctx, n->note.taints, n->note.ntaints);
+}
+
+static void pod(kube_id_fn fn, void *ctx, const struct kube_pod *p)
+{
+	fn(ctx, p->ns);
+	fn(ctx, p->node);
+	fn(ctx, p->owner_kind);
+	labels(fn, ctx, p->labels, p->nlabels);
+	ids(fn, ctx, p->claims, p->nclaims);
+	ids(fn, ctx, p->requests, p->nrequests);
+}
+
+static void pvc(kube_id_fn fn, void *ctx, const struct kube_pvc *v)
+{
+	fn(ctx, v->ns);
+	fn(ctx, v->name);
+	fn(ctx, v->volume);
+	labels(fn, ctx, v->labels, v->nlabels);
+}
+
+static void nd(kube_id_fn fn, void *ctx, const struct kube_nd *d)
+{
+	fn(ctx, d->name);
+	fn(ctx, d->type);
+	fn(ctx, d->requestor);
+	ids(fn, ctx, d->node_names, d->nnode_names);
+	ids(fn, ctx, d->disrupted, d->ndisrupted);
+	selector(fn, ctx, &d->node_selector);
+	fn(ctx, d->selector_error);
+	ids(fn, ctx, d->finalizers, d->nfinalizers);
+	const struct kube_nd_detail *x = d->detail;
+	if (!x)
+		return;
+	fn(ctx, x->drain.taint.key);
+	fn(ctx, x->drain.taint.val);
+	fn(ctx, x->drain.taint.effect);
+	ids(fn, ctx, x->more_requestors, x->nmore_requestors);
+	fn(ctx, x->spec_error);
+	fn(ctx, x->created_by);
+	for (size_t i = 0; i < x->nverdicts; i++) {
+		fn(ctx, x->verdicts[i].kind);
+		fn(ctx, x->verdicts[i].ns);
+		fn(ctx, x->verdicts[i].name);
+	}
+}
+
+static void adb(kube_id_fn fn, void *ctx, const struct kube_adb *a)
+{
+	budget(fn, ctx, &a->b);
+	fn(ctx, a->hook.error);
+	selector(fn, ctx, &a->pod_selector);
+	selector(fn, ctx, &a->pvc_selector);
+	int_or_string(fn, ctx, &a->max_disruptions);
+}
+
+static void ndb(kube_id_fn fn, void *ctx, const struct kube_ndb *b)
+{
+	budget(fn, ctx, &b->b);
+	selector(fn, ctx, &b->node_selector);
+	int_or_string(fn, ctx, &b->max_disrupted);
+	int_or_string(fn, ctx, &b->min_undisrupted);
+	for (size_t i = 0; i < b->ntargets; i++) {
+		fn(ctx, b->taint_targets[i].key);
+		fn(ctx, b->taint_targets[i].val);
+		fn(ctx, b->taint_targets[i].effect);
+	}
+}
+
+static void ngc(kube_id_fn fn, void *ctx, const struct kube_ngc *g)
+{
+	fn(ctx, g->name);
+	fn(ctx, g->error);
+	selector(fn, ctx, &g->control_plane_selector);
+	ids(fn, ctx, g->allowed_types, g->nallowed_types);
+	ids(fn, ctx, g->exempt_users, g->nexempt);
+	ids(fn, ctx, g->hooks.hosts, g->hooks.nhosts);
+	selector(fn, ctx, &g->protected_namespaces);
+	selector(fn, ctx, &g->protected_job_pods);
+}
+
+void kube_record_ids(enum kube_resource r, const void *rec, kube_id_fn fn, void *ctx)
+{
+	switch (r) {
+	case KUBE_RES_NODES:
+		node(fn, ctx, rec);
+		break;
+	case KUBE_RES_PODS:
+		pod(fn, ctx, rec);
+		break;
+	case KUBE_RES_PVCS:
+		pvc(fn, ctx, rec);
+		break;
+	case KUBE_RES_PVS:
+		fn(ctx, ((const struct kube_pv *)rec)->name);
+		node_selector(fn, ctx, &((const struct kube_pv *)rec)->affinity);
+		break;
+	case KUBE_RES_NDS:
+		nd(fn, ctx, rec);
+		break;
+	case KUBE_RES_ADBS:
+		adb(fn, ctx, rec);
+		break;
+	case KUBE_RES_NDBS:
+		ndb(fn, ctx, rec);
+		break;
+	case KUBE_RES_NGCS:
+		ngc(fn, ctx, rec);
+		break;
+	case KUBE_RES_COUNT:
+		break;
+	}
+}
