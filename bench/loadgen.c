@@ -367,7 +367,9 @@ static void conn_open(struct worker *w, struct conn *c)
 	}
 	SSL_set_connect_state(c->ssl);
 	if (!host_is_ip) {
-		(void)SSL_set_tlsext_host_name(c->ssl, opt.host);
+		/* SSL_set_tlsext_host_name() without its macro's cast that drops const */
+		(void)SSL_ctrl(c->ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+			       (void *)(uintptr_t)opt.host);
 		if (opt.cacert)
 			(void)SSL_set1_host(c->ssl, opt.host);
 	} else if (opt.cacert) {
