@@ -267,6 +267,15 @@ class Serve:
         return self.proc.returncode
 
 
+def stop_watch(stream):
+    """Ends a ServerProcess watch stream another thread may be reading: shutting the socket down
+    wakes that reader (closing the response here would wait for the reader's buffer lock)."""
+    try:
+        stream.conn.sock.shutdown(socket.SHUT_RDWR)
+    except (OSError, AttributeError):
+        pass
+
+
 def wait_for(fn, timeout, interval=0.02):
     """Polls @fn until truthy; returns its value or None after @timeout seconds."""
     deadline = time.monotonic() + timeout

@@ -45,7 +45,7 @@ class Granted(threading.Thread):
         while True:
             try:
                 ev = self.stream.next()
-            except (OSError, ValueError):
+            except Exception:  # noqa: BLE001  (the stream was shut down, or broke)
                 return
             if ev is None:
                 return
