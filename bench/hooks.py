@@ -26,7 +26,7 @@ import test_hooks  # noqa: E402
 from test_hooks import HookServer, make_ca, make_server_cert, pem_b64  # noqa: E402
 
 ADB_PATH = bl.GROUP + "/namespaces/default/applicationdisruptionbudgets"
-SCALE = {"full": (100, 20), "quick": (100, 20), "smoke": (10, 4)}
+SCALE = {"full": (100, 20), "quick": (100, 10), "smoke": (10, 4)}
 
 
 class Granted(threading.Thread):
