@@ -183,8 +183,10 @@ def main():
         print(f"== {'/'.join(ids)}: {' '.join(os.path.relpath(x, ROOT) if x.startswith(ROOT) else x for x in argv[1:2])}",
               file=sys.stderr, flush=True)
         flags = list(mode)
-        if ids == ["B1", "B2"] and a.smoke:
-            flags = ["--quick", "--runs", "1", "--seconds", "1"]
+        if ids == ["B1", "B2"]:
+            # bench/webhook.py takes --quick, --runs and --seconds (no --smoke).
+            flags = (["--quick", "--runs", "1", "--seconds", "1"] if a.smoke else
+                     ["--quick", "--runs", "1"] if a.quick else ["--runs", "3"])
         rows, err = run_program(argv, flags, timeout=900)
         if rows is None:
             failures.append(f"{'/'.join(ids)}: {err}")
