@@ -153,7 +153,7 @@ def main():
                            [decode[0]], "MB/s", cmd, reference=[decode[1]], reference_name="cJSON parse alone"))
     rows.append(bl.row("B6", f"start → /readyz ({npods:,} pods, {nodes:,} nodes)", col("secs"), "s", cmd,
                        reference=col("floor"),
-                       reference_name="floor: the same lists paged by http.client (keep-alive, one connection per resource)",
+                       reference_name="floor: http.client paging the same lists",
                        target="≤ 1.5× the floor", met=lambda _, ratio: ratio is not None and ratio["median"] <= 1.5))
     bl.finish("B5+B6", rows)
 
