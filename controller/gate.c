@@ -343,15 +343,20 @@ void gate_round(struct gate *g, const struct kube_snapshot *s, bool changed, int
 		gate_count(&g->errors, 1);
 		goto out;
 	}
+	/* Events and hook results wait until the round's decisions are written. */
+	g->deferring = true;
 	decide_pending(g, s, &cfg, ledger, changed, now_wall_ms, arena);
 	if (changed && gate_leading(g))
 		gate_tend_finalizers(g, s, now_wall_ms);
+	gate_flush_later(g);
 	g->budgets_dirty |= changed;
 	if (g->budgets_dirty && now_wall_ms - g->budgets_written_wall_ms >= BUDGET_STATUS_MS &&
 	    gate_leading(g)) {
 		gate_write_budget_status(g, s, ledger, arena);
-		g->budgets_written_wall_ms = now_wall_ms;
-		g->budgets_dirty = false;
+		/* Statuses left for the next pass: it comes BUDGET_MORE_MS from now. */
+		g->budgets_written_wall_ms =
+		    g->budgets_more ? now_wall_ms - BUDGET_STATUS_MS + BUDGET_MORE_MS : now_wall_ms;
+		g->budgets_dirty = g->budgets_more;
 	}
 out:
 	ng_arena_destroy(arena);
@@ -363,6 +368,8 @@ out:
 static int64_t next_due_wall_ms(const struct gate *g)
 {
 	int64_t due = g->again_wall_ms;
+	if (g->nlater) /* Events and hook results still to write: a round now */
+		return ng_now_wall_ms();
 	for (size_t i = 0; i < g->nw; i++)
 		if (g->w[i].next_retry_wall_ms && (!due || g->w[i].next_retry_wall_ms < due))
 			due = g->w[i].next_retry_wall_ms;
@@ -381,6 +388,8 @@ static int64_t next_due_wall_ms(const struct gate *g)
 static void forget(struct gate *g)
 {
 	gate_hooks_forget(g);
+	while (g->nlater) /* a new term writes only what it decides itself */
+		gate_later_free(&g->later[--g->nlater]);
 	g->nw = 0;
 	g->nbw = 0;
 	g->budgets_dirty = true;
@@ -502,6 +511,9 @@ void gate_destroy(struct gate *g)
 		return;
 	gate_hooks_forget(g);
 	free(g->jobs);
+	while (g->nlater) /* best effort: what a stopping gate had left is dropped */
+		gate_later_free(&g->later[--g->nlater]);
+	free(g->later);
 	while (g->ninf)
 		inflight_drop(g, 0);
 	free(g->inf);

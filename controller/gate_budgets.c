@@ -101,7 +101,7 @@ static ng_status metric_line(struct ng_buf *m, const char *metric, enum kube_res
 /* One budget: its gauges, and its status when it changed. */
 static void one_budget(struct gate *g, const struct kube_snapshot *s, struct pol_ledger *ledger,
 		       enum kube_resource kind, size_t i, struct ng_arena *arena,
-		       struct ng_buf *allowed, struct ng_buf *current)
+		       struct ng_buf *allowed, struct ng_buf *current, size_t *writes_left)
 {
 	const struct ng_intern *pool = kube_snapshot_pool(s);
 	size_t nn;
@@ -126,7 +126,10 @@ static void one_budget(struct gate *g, const struct kube_snapshot *s, struct pol
 			 ? ng_fnv1a64(NG_FNV64_INIT, status.data, status.len)
 			 : 0;
 	struct gate_budget_written *w = budget_slot(g, (uint8_t)kind, c->ns, c->name);
-	if (h && (!w || w->hash != h)) {
+	if (h && (!w || w->hash != h) && *writes_left == 0) {
+		g->budgets_more = true; /* written by a later pass */
+	} else if (h && (!w || w->hash != h)) {
+		(*writes_left)--;
 		const struct kube_ref ref = {kind == KUBE_RES_NDBS ? KUBE_KIND_NDB : KUBE_KIND_ADB,
 					     ns, nm};
 		struct kube_write_result r;
@@ -167,13 +170,17 @@ void gate_write_budget_status(struct gate *g, const struct kube_snapshot *s,
 			      struct pol_ledger *ledger, struct ng_arena *arena)
 {
 	struct ng_buf allowed, current;
+	/* A pass writes a few statuses at most, so decisions never wait behind a hundred of
+	 * them: the rest follow in passes a few milliseconds apart (gate_round()). */
+	size_t writes_left = BUDGET_WRITES_PER_PASS;
+	g->budgets_more = false;
 	ng_buf_init(&allowed, GAUGES_CAP_BYTES);
 	ng_buf_init(&current, GAUGES_CAP_BYTES);
 	for (int k = 0; k < 2 && !atomic_load(g->stop); k++) {
 		enum kube_resource kind = k ? KUBE_RES_ADBS : KUBE_RES_NDBS;
 		size_t n = kube_snapshot_count(s, kind);
 		for (size_t i = 0; i < n; i++)
-			one_budget(g, s, ledger, kind, i, arena, &allowed, &current);
+			one_budget(g, s, ledger, kind, i, arena, &allowed, &current, &writes_left);
 	}
 	publish_gauges(g, &allowed, &current);
 	ng_buf_finish(&allowed);

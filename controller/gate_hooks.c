@@ -105,16 +105,9 @@ static void hook_result_body(struct ng_jw *w, void *ctx)
 	ng_jw_obj_end(w);
 }
 
-/* One hook's answer: metrics, the budget's status.lastHookResult, a log line, and a HookFailed
- * Event on the budget when it failed. */
-static void record_hook(struct gate *g, const struct kube_snapshot *s, const char *nd,
-			const struct pol_hook_call *c, int64_t now_wall_ms)
+void gate_write_hook_result(struct gate *g, const char *ns, const char *name,
+			    const struct pol_hook_call *c, int64_t now_wall_ms)
 {
-	const struct ng_intern *pool = kube_snapshot_pool(s);
-	const char *ns = ng_intern_str(pool, c->adb->b.ns, NULL);
-	const char *name = ng_intern_str(pool, c->adb->b.name, NULL);
-	bool ok = c->result == POL_HOOK_OK;
-	count_hook(g, ns, name, c);
 	struct hook_result hr = {c, now_wall_ms};
 	const struct kube_ref ref = {KUBE_KIND_ADB, ns, name};
 	struct kube_write_result r;
@@ -125,6 +118,26 @@ static void record_hook(struct gate *g, const struct kube_snapshot *s, const cha
 		gate_count(&g->errors, 1);
 	if (r.outcome != KUBE_WRITE_GONE)
 		kube_write_log("gate", "hook result not written", &ref, &r);
+}
+
+/* One hook's answer: metrics, the budget's status.lastHookResult, a log line, and a HookFailed
+ * Event on the budget when it failed. */
+static void record_hook(struct gate *g, const struct kube_snapshot *s, const char *nd,
+			const struct pol_hook_call *c, int64_t now_wall_ms)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	const char *ns = ng_intern_str(pool, c->adb->b.ns, NULL);
+	const char *name = ng_intern_str(pool, c->adb->b.name, NULL);
+	bool ok = c->result == POL_HOOK_OK;
+	count_hook(g, ns, name, c);
+	const struct gate_later later = {.hook_result = true,
+					 .kind = KUBE_KIND_ADB,
+					 .ns = ns,
+					 .name = name,
+					 .c = *c,
+					 .now_wall_ms = now_wall_ms};
+	if (!gate_defer(g, &later))
+		gate_write_hook_result(g, ns, name, c, now_wall_ms);
 	struct ng_logline l;
 	if (ng_log_begin(&l, ok ? NG_LOG_INFO : NG_LOG_WARN, "gate", "health hook called")) {
 		ng_log_str(&l, "nd", nd);

@@ -40,9 +40,13 @@ struct ng_arena;
  * released and recorded before the object goes. */
 #define GATE_FINALIZER "nodegate.io/gate"
 
+/* Budget status writes per pass; the rest follow BUDGET_MORE_MS later. */
+#define BUDGET_WRITES_PER_PASS 16
+#define BUDGET_MORE_MS 20
+
 /* At most this many requests have their health hooks out at once: more wait for a place (the
  * curl transfers of one request run on its own thread). */
-#define GATE_MAX_HOOK_JOBS 64
+#define GATE_MAX_HOOK_JOBS 128
 
 struct gate_hook_job;
 
@@ -72,6 +76,17 @@ struct gate_inflight {
 	int64_t until_wall_ms;
 };
 
+/* A write that records what happened but decides nothing (an Event, a budget's
+ * lastHookResult): made after the round's status writes, so no grant waits behind it. */
+struct gate_later {
+	bool hook_result; /* a budget's status.lastHookResult; else an Event */
+	enum kube_kind kind;
+	/* Borrowed when handed to gate_defer(), copies (freed by the flush) in the queue. */
+	const char *ns, *name, *uid, *reason, *type, *msg;
+	struct pol_hook_call c; /* hook_result: what the call reported */
+	int64_t now_wall_ms;
+};
+
 /* nodegate_health_hook_requests_total{namespace,name,result}: one row per budget and result. */
 struct gate_hook_count {
 	char ns[64], name[254];
@@ -99,6 +114,7 @@ struct gate {
 	size_t nbw, capbw;
 	int64_t budgets_written_wall_ms;
 	bool budgets_dirty;    /* the cache changed since budget status was last written */
+	bool budgets_more;     /* the last pass left statuses for the next (a few per pass) */
 	int64_t again_wall_ms; /* run a round at this time even when nothing changed; 0 = none */
 	pthread_mutex_t metrics_mu; /* guards the four below: written here, read by /metrics */
 	char *metrics_text;
@@ -114,7 +130,10 @@ struct gate {
 	/* Requests whose hooks are out (gate_hooks.c): gate thread only, but for the flags. */
 	struct gate_hook_job **jobs;
 	size_t njobs, capjobs;
-	_Atomic bool hooks_answered;    /* a job ended since the last step looked */
+	_Atomic bool hooks_answered; /* a job ended since the last step looked */
+	struct gate_later *later;    /* queued during a round, written at its end */
+	size_t nlater, caplater;
+	bool deferring;                 /* in a round: Events and hook results are queued */
 	_Atomic uint64_t hooks_waiting; /* njobs, for /metrics */
 	pthread_mutex_t wake_mu; /* guards wake_rt: a job's thread wakes the gate through it */
 	struct kube_runtime *wake_rt;
@@ -166,6 +185,16 @@ void gate_event_nd(struct gate *g, const struct kube_nd *nd, const char *name, c
 /** An Event on ApplicationDisruptionBudget @ns/@name, uid @uid (NULL or "": none). */
 void gate_event_adb(struct gate *g, const char *ns, const char *name, const char *uid,
 		    const char *reason, const char *type, const char *msg, int64_t now_wall_ms);
+/** Writes what was queued during the round (Events, hook results), in order, until a hook
+ * answers (the rest stay queued for the end of the next round, which comes at once). */
+void gate_flush_later(struct gate *g);
+/** Whether a round has something new to decide: a hook answered, or the cache published. */
+bool gate_news(const struct gate *g);
+/** Frees @l's strings (a queued write not made). */
+void gate_later_free(struct gate_later *l);
+/** Queues @l (its strings are copied) when the round defers; false when it does not (the
+ * caller writes at once) or there is no memory (the write is dropped: best effort). */
+bool gate_defer(struct gate *g, const struct gate_later *l);
 /** Adds the finalizer to decided requests, releases deleted ones (DESIGN.md §4). */
 void gate_tend_finalizers(struct gate *g, const struct kube_snapshot *s, int64_t now_wall_ms);
 
@@ -209,6 +238,10 @@ NG_NODISCARD ng_status gate_hooks_hold(struct gate *g, const struct kube_snapsho
 bool gate_hooks_out(const struct gate *g, uint32_t name);
 /** Whether request @name's hooks have answered and wait for its decision (decided first). */
 bool gate_hooks_answered(const struct gate *g, uint32_t name);
+/** Writes @c (a call to a hook of ApplicationDisruptionBudget @ns/@name) as that budget's
+ * status.lastHookResult dated @now_wall_ms. */
+void gate_write_hook_result(struct gate *g, const char *ns, const char *name,
+			    const struct pol_hook_call *c, int64_t now_wall_ms);
 /** Drops request @name's hooks, recording what they answered: its decision no longer needs
  * them (it is not a grant now). */
 void gate_hooks_drop(struct gate *g, uint32_t name);

@@ -8,6 +8,7 @@
 #include "common/jw.h"
 #include "common/log.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* disruptedDisruptionBudgets of a decision with every budget of a 5,000-node pool fits. */
@@ -104,13 +105,94 @@ ng_status gate_render_latency_metrics(const struct gate *cg, struct ng_buf *out)
 					&g->grant_latency);
 }
 
-static void event(struct gate *g, const struct kube_ref *about, const char *uid, const char *reason,
-		  const char *type, const char *msg, int64_t now_wall_ms)
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+void gate_later_free(struct gate_later *l)
+{
+	const char *const s[] = {l->ns, l->name, l->uid, l->reason, l->type, l->msg};
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
+		free((void *)(uintptr_t)s[i]); /* the queue's own copies */
+}
+
+bool gate_defer(struct gate *g, const struct gate_later *l)
+{
+	if (!g->deferring)
+		return false;
+	struct gate_later *p = ng_array_grow(g->later, &g->caplater, g->nlater, sizeof(*p));
+	if (!p)
+		return true;
+	g->later = p;
+	struct gate_later *q = &g->later[g->nlater];
+	*q = *l;
+	q->ns = dup_or_null(l->ns);
+	q->name = dup_or_null(l->name);
+	q->uid = dup_or_null(l->uid);
+	q->reason = dup_or_null(l->reason);
+	q->type = dup_or_null(l->type);
+	q->msg = dup_or_null(l->msg);
+	if ((l->name && !q->name) || (l->ns && !q->ns) || (l->uid && !q->uid) ||
+	    (l->reason && !q->reason) || (l->type && !q->type) || (l->msg && !q->msg))
+		gate_later_free(q);
+	else
+		g->nlater++;
+	return true;
+}
+
+static void event_now(struct gate *g, const struct kube_ref *about, const char *uid,
+		      const char *reason, const char *type, const char *msg, int64_t now_wall_ms)
 {
 	struct kube_event ev = {*about, reason, type, msg, g->cfg.identity, now_wall_ms, uid};
 	struct kube_write_result r;
 	kube_create_event(g->client, &ev, &r);
 	kube_write_log("gate", "event not recorded", about, &r);
+}
+
+static void event(struct gate *g, const struct kube_ref *about, const char *uid, const char *reason,
+		  const char *type, const char *msg, int64_t now_wall_ms)
+{
+	const struct gate_later l = {.kind = about->kind,
+				     .ns = about->ns,
+				     .name = about->name,
+				     .uid = uid,
+				     .reason = reason,
+				     .type = type,
+				     .msg = msg,
+				     .now_wall_ms = now_wall_ms};
+	if (!gate_defer(g, &l))
+		event_now(g, about, uid, reason, type, msg, now_wall_ms);
+}
+
+/* Writes a flush makes whatever else is waiting. */
+#define FLUSH_MIN 8
+
+bool gate_news(const struct gate *g)
+{
+	return atomic_load(&g->hooks_answered) ||
+	       (g->cfg.store && kube_store_generation(g->cfg.store) != g->seen_generation);
+}
+
+void gate_flush_later(struct gate *g)
+{
+	g->deferring = false;
+	size_t i = 0;
+	/* A hook that answers meanwhile, or a change in the cluster, ends the flush once a few
+	 * writes are made (so a busy cluster cannot starve the queue): decisions come first, the
+	 * rest of the queue after the next round. */
+	for (; i < g->nlater && (i < FLUSH_MIN || !gate_news(g)); i++) {
+		struct gate_later *l = &g->later[i];
+		if (l->hook_result) {
+			gate_write_hook_result(g, l->ns, l->name, &l->c, l->now_wall_ms);
+		} else {
+			const struct kube_ref about = {l->kind, l->ns, l->name};
+			event_now(g, &about, l->uid, l->reason, l->type, l->msg, l->now_wall_ms);
+		}
+		gate_later_free(l);
+	}
+	memmove(g->later, g->later + i, (g->nlater - i) * sizeof(*g->later));
+	g->nlater -= i;
 }
 
 void gate_event_nd(struct gate *g, const struct kube_nd *nd, const char *name, const char *reason,

@@ -186,6 +186,9 @@ class HookServer(http.server.ThreadingHTTPServer):
 
     daemon_threads = True
     block_on_close = False
+    # A listen backlog like a real server's (socketserver's default is 5): nodegate calls many
+    # hooks at once, and a dropped SYN is retried only after a second.
+    request_queue_size = 1024
 
     def __init__(self, cert, key):
         super().__init__(("127.0.0.1", 0), HookHandler)
