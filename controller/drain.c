@@ -544,7 +544,8 @@ static bool send_node_patch(struct req *r, const struct kube_node *n, struct kub
 }
 
 /* Holds node @n for the request: the note first (with whether it was cordoned before), then the
- * cordon and the taint, in one conditional patch. True when the node is held as asked now. */
+ * cordon and the taint, in one conditional patch. True when the node is held as asked now (the
+ * cache shows it, or the API server just took the patch). */
 static bool hold_node(struct req *r, const struct kube_node *n)
 {
 	const struct kube_nd_drain *dr = &r->x->drain;
@@ -614,7 +615,9 @@ static bool hold_node(struct req *r, const struct kube_node *n)
 			node_event(r, n, "Cordoned", msg);
 		}
 	}
-	return false; /* the next publish shows it */
+	/* The API server took the patch: the node is held now, and the drain goes on in this
+	 * step instead of waiting for the cache to show it (a batch window later). */
+	return ok;
 }
 
 /* Whether another holder of @n than @self (request name id) adds the same taint as @t. */
@@ -638,7 +641,8 @@ static bool taint_shared(const struct req *r, const struct kube_node *n, uint32_
 
 /* Gives node @n back from holder @holder (its request @x, NULL when gone): the holder leaves
  * the note; its taint goes unless another holder adds it too; the last holder out uncordons the
- * node if nodegate cordoned it, and removes the note. True when nothing was left to do. */
+ * node if nodegate cordoned it, and removes the note. True when nothing was left to do or the
+ * API server just took the patch that gives it back. */
 static bool release_node(struct req *r, const struct kube_node *n, uint32_t holder,
 			 const struct kube_nd_detail *x)
 {
@@ -702,7 +706,7 @@ static bool release_node(struct req *r, const struct kube_node *n, uint32_t hold
 		ng_fmt(msg, sizeof(msg), "node %s given back, %s", str(r, n->name), how);
 		node_event(r, n, "Released", msg);
 	}
-	return false;
+	return ok; /* given back now: the finalizer may go in this step */
 }
 
 /* Adds or removes the drainer's finalizer, conditional on the version read. */
