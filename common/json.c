@@ -439,7 +439,13 @@ const cJSON *ng_json_get(const cJSON *obj, const char *key)
 {
 	if (!cJSON_IsObject(obj))
 		return NULL;
-	return cJSON_GetObjectItemCaseSensitive(obj, key);
+	/* cJSON_GetObjectItemCaseSensitive's answer, but the first byte is compared before a call
+	 * to strcmp: a review's decode looks up some 25 keys among 15, and those calls were 2 % of
+	 * its CPU. */
+	for (const cJSON *c = obj->child; c; c = c->next)
+		if (c->string && c->string[0] == key[0] && strcmp(c->string, key) == 0)
+			return c;
+	return NULL;
 }
 
 const char *ng_json_str(const cJSON *obj, const char *key)

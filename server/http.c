@@ -26,6 +26,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <time.h>
 
 /* An oversized body (over NG_MAX_BODY_BYTES) is read and dropped, so the client can read our
  * 413 instead of a reset; past this many bytes we stop reading and close the connection. */
@@ -181,6 +182,24 @@ static void uncork(struct MHD_Connection *c)
 		(void)shutdown(fd, SHUT_RDWR);
 }
 
+/* The Date header (RFC 9110 §6.6.1), formatted once a second per thread: libmicrohttpd would
+ * format it for every response (gmtime and a printf, 1.5 % of a review's CPU), and skips its
+ * own when the response has one. */
+static const char *date_header(void)
+{
+	static _Thread_local time_t at = -1;
+	static _Thread_local char buf[40];
+	time_t now = time(NULL);
+	if (now != at) {
+		struct tm tm;
+		if (!gmtime_r(&now, &tm) ||
+		    strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm) == 0)
+			return NULL;
+		at = now;
+	}
+	return buf;
+}
+
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned code, const char *ctype,
 			       const char *body, size_t len, enum MHD_ResponseMemoryMode mode)
 {
@@ -189,6 +208,9 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned code, const ch
 	if (!resp)
 		return MHD_NO;
 	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	const char *date = date_header();
+	if (date)
+		(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_DATE, date);
 	srv_conns_event(c, SRV_CONN_QUEUED);
 	cork_small(c, len);
 	enum MHD_Result ret = MHD_queue_response(c, code, resp);
