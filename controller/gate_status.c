@@ -191,7 +191,8 @@ void gate_flush_later(struct gate *g)
 		}
 		gate_later_free(l);
 	}
-	memmove(g->later, g->later + i, (g->nlater - i) * sizeof(*g->later));
+	if (i && i < g->nlater) /* (never with NULL: memmove's arguments may not be) */
+		memmove(g->later, g->later + i, (g->nlater - i) * sizeof(*g->later));
 	g->nlater -= i;
 }
 
