@@ -1,6 +1,7 @@
-/* JSON decoding on top of cJSON (chosen by measurement: see docs/architecture.md). Every parse
- * goes through ng_json_parse(), which bounds depth, rejects NUL and raw control characters in
- * strings and duplicate object keys, and reports the byte offset of the first problem.
+/* JSON decoding into cJSON's tree (chosen by measurement: see docs/architecture.md), by a strict
+ * RFC 8259 parser of nodegate's own. Every parse goes through ng_json_parse(), which bounds
+ * depth, rejects NUL, raw control characters and invalid UTF-8 in strings and duplicate object
+ * keys, and reports the byte offset of the first problem.
  *
  * A tree parsed into an arena lives in that arena: never cJSON_Delete() it, drop the arena.
  * A tree parsed without an arena is freed with cJSON_Delete(). Trees are decoded into our own
@@ -18,11 +19,12 @@
 struct ng_arena;
 
 /**
- * Parses @len bytes at @buf (no NUL needed). With @arena, every node is allocated there (one
- * request's tree costs no malloc); NG_ENOMEM when the arena cap is hit. Without, cJSON uses
- * malloc and the caller frees with cJSON_Delete(). On failure @reterr (may be NULL) gets the
- * offset and a message; NG_EPARSE for malformed JSON, NG_ELIMIT for depth over
- * NG_MAX_JSON_DEPTH. Any thread.
+ * Parses @len bytes at @buf (no NUL needed). With @arena, every node and string is allocated
+ * there (one request's tree costs no malloc); NG_ELIMIT when the arena cap is hit. Without,
+ * they come from malloc and the caller frees the tree with cJSON_Delete() (NG_ENOMEM when malloc
+ * fails). On failure *@ret_root is left alone and @reterr (may be NULL) gets the offset and a
+ * message; NG_EPARSE for malformed JSON, NG_ELIMIT for depth over NG_MAX_JSON_DEPTH. Any
+ * thread.
  */
 NG_NODISCARD ng_status ng_json_parse(const char *buf, size_t len, struct ng_arena *arena,
 				     cJSON **ret_root, struct ng_err *reterr);
