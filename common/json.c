@@ -101,49 +101,10 @@ static size_t put_utf8(char *o, unsigned cp)
 	return 4;
 }
 
-/* A string at j->p (the opening quote) into *@ret (NUL-terminated, unescaped). */
-static ng_status jp_string(struct jp *j, char **ret)
+/* The escaped string between @s and @q (already scanned: every escape has its second byte)
+ * unescaped into @o, which holds q - s + 1 bytes. */
+static ng_status jp_unescape(struct jp *j, const char *s, const char *q, char *o)
 {
-	const char *s = ++j->p;
-	bool escapes = false;
-	const char *q = s;
-	for (;;) {
-		if (q >= j->end)
-			return jp_fail(j, q, "unterminated JSON string");
-		unsigned char c = (unsigned char)*q;
-		if (c == '"')
-			break;
-		if (c == '\\') {
-			escapes = true;
-			if (q + 1 >= j->end)
-				return jp_fail(j, q, "unterminated JSON string");
-			q += 2;
-			continue;
-		}
-		if (c < 0x20)
-			return jp_fail(j, q,
-				       c ? "control character in a JSON string"
-					 : "NUL byte in a JSON string");
-		if (c >= 0x80) {
-			size_t n = ng_utf8_seq_len((const unsigned char *)q, (size_t)(j->end - q));
-			if (n == 0)
-				return jp_fail(j, q, "invalid UTF-8 in a JSON string");
-			q += n;
-			continue;
-		}
-		q++;
-	}
-	size_t len = (size_t)(q - s);
-	char *o = jp_alloc(j, len + 1);
-	if (!o)
-		return jp_nomem(j);
-	*ret = o;
-	j->p = q + 1;
-	if (!escapes) {
-		memcpy(o, s, len);
-		o[len] = '\0';
-		return NG_OK;
-	}
 	size_t k = 0;
 	for (const char *r = s; r < q;) {
 		if (*r != '\\') {
@@ -205,6 +166,52 @@ static ng_status jp_string(struct jp *j, char **ret)
 	}
 	o[k] = '\0';
 	return NG_OK;
+}
+
+/* A string at j->p (the opening quote) into *@ret (NUL-terminated, unescaped). */
+static ng_status jp_string(struct jp *j, char **ret)
+{
+	const char *s = ++j->p;
+	bool escapes = false;
+	const char *q = s;
+	for (;;) {
+		if (q >= j->end)
+			return jp_fail(j, q, "unterminated JSON string");
+		unsigned char c = (unsigned char)*q;
+		if (c == '"')
+			break;
+		if (c == '\\') {
+			escapes = true;
+			if (q + 1 >= j->end)
+				return jp_fail(j, q, "unterminated JSON string");
+			q += 2;
+			continue;
+		}
+		if (c < 0x20)
+			return jp_fail(j, q,
+				       c ? "control character in a JSON string"
+					 : "NUL byte in a JSON string");
+		if (c >= 0x80) {
+			size_t n = ng_utf8_seq_len((const unsigned char *)q, (size_t)(j->end - q));
+			if (n == 0)
+				return jp_fail(j, q, "invalid UTF-8 in a JSON string");
+			q += n;
+			continue;
+		}
+		q++;
+	}
+	size_t len = (size_t)(q - s);
+	char *o = jp_alloc(j, len + 1);
+	if (!o)
+		return jp_nomem(j);
+	*ret = o;
+	j->p = q + 1;
+	if (!escapes) {
+		memcpy(o, s, len);
+		o[len] = '\0';
+		return NG_OK;
+	}
+	return jp_unescape(j, s, q, o);
 }
 
 static ng_status jp_number(struct jp *j, cJSON *n)
