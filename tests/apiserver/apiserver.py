@@ -103,6 +103,10 @@ def main(argv=None):
     ap.add_argument("--authz-log", default=os.environ.get("KTESTAPI_AUTHZ_LOG", ""),
                     help="append one JSON line per authorization decision (user, verb, apiGroup, resource, "
                          "subresource, namespace, name, allowed) to this file; default $KTESTAPI_AUTHZ_LOG")
+    ap.add_argument("--journal", default="",
+                    help="append one JSON line per committed write to this file: rv, t (wall time), resource, "
+                         "type, by (user, verb, path; null for the server's own controllers) and the object "
+                         "as stored; it starts with every object present at start as type INITIAL")
     ap.add_argument("--node-lifecycle", choices=["on", "off"], default="on",
                     help="taint nodes by condition (unschedulable, not-ready, unreachable) like the node lifecycle controller")
     ap.add_argument("--persist", action="store_true",
@@ -165,6 +169,8 @@ def main(argv=None):
         fixtures.load(cluster, a.fixture)
     if a.generate:
         fixtures.generate(cluster, a.generate)
+    if a.journal:
+        cluster.store.open_journal(a.journal)
     if a.fixture or a.generate:
         print("ktestapi: loaded fixtures in %.1fs" % (time.monotonic() - t0), file=sys.stderr)
 

@@ -2769,6 +2769,32 @@ class TestRBACAndImpersonation(ServerTestCase):
         with ServerProcess() as srv:  # opt-in: nothing recorded without it
             self.assertEqual(srv.authz_decisions(), [])
 
+    def test_journal_records_every_write_in_commit_order(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "journal.jsonl")
+            node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "jn1"}}
+            with ServerProcess(extra_args=["--journal", path]) as srv:
+                self.assertEqual(srv.api("POST", "/api/v1/nodes", node)[0], 201)
+                self.assertEqual(srv.api("PATCH", "/api/v1/nodes/jn1", {"spec": {"unschedulable": True}},
+                                         ctype="application/merge-patch+json")[0], 200)
+                self.assertEqual(srv.api("GET", "/api/v1/nodes/jn1")[0], 200)  # reads are not written
+                self.assertEqual(srv.api("DELETE", "/api/v1/nodes/jn1")[0], 200)
+                with open(path, encoding="utf-8") as f:
+                    lines = [json.loads(x) for x in f]
+            initial = [e for e in lines if e["type"] == "INITIAL"]
+            writes = [e for e in lines if e["type"] != "INITIAL" and e["resource"] == "/nodes"]
+            # The state at start comes first: the namespaces the server makes, among others.
+            self.assertIn("default", [e["object"]["metadata"]["name"] for e in initial if e["resource"] == "/namespaces"])
+            self.assertEqual(lines[:len(initial)], initial)
+            self.assertEqual([(e["type"], e["by"]["verb"], e["by"]["user"]) for e in writes],
+                             [("ADDED", "POST", "admin"), ("MODIFIED", "PATCH", "admin"), ("DELETED", "DELETE", "admin")])
+            self.assertEqual(writes[1]["by"]["path"], "/api/v1/nodes/jn1")
+            self.assertTrue(writes[1]["object"]["spec"]["unschedulable"])
+            rvs = [e["rv"] for e in lines if e["type"] != "INITIAL"]
+            self.assertEqual(rvs, sorted(rvs))
+            self.assertEqual([int(e["object"]["metadata"]["resourceVersion"]) for e in writes], [e["rv"] for e in writes])
+
     def test_always_allow_mode_is_available(self):
         with ServerProcess(extra_args=["--authorization", "always-allow"]) as srv:
             self.assertEqual(srv.api("GET", "/api/v1/pods", user="bob")[0], 200)

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit, parse_qs
 from . import errors as E
 from .tables import to_table
 from .resources import convert_out
-from .store import Expired
+from .store import REQUEST, Expired
 
 VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-ktestapi", "gitCommit": "ktestapi",
            "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23",
@@ -318,6 +318,7 @@ class Handler(BaseHTTPRequestHandler):
                     raise E.APIError(403, "Forbidden", "control endpoint needs the admin token")
                 return self._control(method, path, raw)
             user = self._impersonate(user)
+            REQUEST.ctx = {"user": user.name, "verb": method, "path": path}
             fault = self.server.faults.take(method, path)
             if fault:
                 if fault.get("latencyMs"):
@@ -344,6 +345,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._error(E.internal("%s: %s" % (type(e).__name__, e)))
             except OSError:
                 self.close_connection = True
+        finally:
+            REQUEST.ctx = None
 
     # -- authorization ----------------------------------------------------------------
     def _authorize(self, user, attrs):

@@ -15,6 +15,12 @@ import base64
 import bisect
 import json
 import threading
+import time
+
+# The request a handler thread is serving (user, verb, path), for the journal: set by the HTTP
+# layer around each request; the server's own controllers (kubelet, garbage collector, node
+# lifecycle) write with none.
+REQUEST = threading.local()
 
 
 class ResourceTable:
@@ -75,6 +81,7 @@ class Store:
         self.closed = False
         self.dependents = {}       # owner uid -> {(rkey, key)}: the garbage collector's graph
         self.uids = {}             # uid -> (rkey, key) of live objects
+        self.journal = None        # a text file: one JSON line per committed write (--journal)
 
     # -- low level -------------------------------------------------------------
     def table(self, rkey):
@@ -93,11 +100,34 @@ class Store:
         return self.rv
 
     def _record(self, rv, rkey, typ, obj, prev):
+        if self.journal is not None:
+            self._journal(rv, rkey, typ, obj)
         self.history.append((rv, rkey, typ, obj, prev))
         self.history_rvs.append(rv)
         if len(self.history) > self.history_limit + 1000:
             self._trim(len(self.history) - self.history_limit)
         self.cond.notify_all()
+
+    def open_journal(self, path):
+        """Start the journal at @path (appended to): first every stored object as an INITIAL
+        line at the current resourceVersion, then each write as it commits."""
+        with self.lock:
+            self.journal = open(path, "a", encoding="utf-8")
+            for rkey in sorted(self.tables):
+                t = self.tables[rkey]
+                for key in t.keys:
+                    self._journal(self.rv, rkey, "INITIAL", t.objs[key])
+
+    def _journal(self, rv, rkey, typ, obj):
+        """One line per write, in commit order (the caller holds the lock): the new
+        resourceVersion, wall time, resource, event type, the object as stored, and who wrote it
+        ("by": user, verb, path; null for the server's own controllers). Written through at once,
+        so a reader following the file sees each write as it commits."""
+        ctx = getattr(REQUEST, "ctx", None)
+        line = json.dumps({"rv": rv, "t": round(time.time(), 6), "resource": rkey, "type": typ,
+                           "by": ctx, "object": obj}, separators=(",", ":"))
+        self.journal.write(line + "\n")
+        self.journal.flush()
 
     def _trim(self, n):
         if n <= 0:
