@@ -301,26 +301,50 @@ static bool same_str(const char *a, const char *b)
 	return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
+/* Whether call @a of snapshot @ap and call @b of snapshot @bp ask the same hook of the same
+ * budget. */
+static bool same_call(const struct pol_hook_call *a, const struct ng_intern *ap,
+		      const struct pol_hook_call *b, const struct ng_intern *bp)
+{
+	const struct kube_adb *x = a->adb, *y = b->adb;
+	return same_str(x->b.uid, y->b.uid) &&
+	       same_str(ng_intern_str(ap, x->b.ns, NULL), ng_intern_str(bp, y->b.ns, NULL)) &&
+	       same_str(ng_intern_str(ap, x->b.name, NULL), ng_intern_str(bp, y->b.name, NULL)) &&
+	       same_str(x->hook.url, y->hook.url) && x->hook.timeout_s == y->hook.timeout_s &&
+	       x->hook.nca == y->hook.nca &&
+	       (!x->hook.nca || memcmp(x->hook.ca, y->hook.ca, x->hook.nca) == 0);
+}
+
 /* Whether job @j asked, about the same nodes, the very hooks decision @d needs now (@calls, @n
- * of snapshot @s): then its answers stand for them. */
+ * of snapshot @s): then its answers stand for them, and @calls gets them. The budgets are
+ * matched by identity, not by position: every snapshot may list them in another order (the
+ * gate's own budget status writes reorder them), and a hook answer must never be thrown away
+ * for that — it would be asked again and again while the request waits. */
 static bool job_answers(const struct gate_hook_job *j, const struct kube_snapshot *s,
-			const struct pol_gate_decision *d, const struct pol_hook_call *calls,
-			size_t n)
+			const struct pol_gate_decision *d, struct pol_hook_call *calls, size_t n)
 {
 	if (j->st != NG_OK || j->n != n || j->nnodes != d->nnodes ||
 	    memcmp(j->nodes, d->nodes, d->nnodes * sizeof(*d->nodes)) != 0)
 		return false;
 	const struct ng_intern *jp = kube_snapshot_pool(j->s), *sp = kube_snapshot_pool(s);
 	for (size_t i = 0; i < n; i++) {
-		const struct kube_adb *a = j->calls[i].adb, *b = calls[i].adb;
-		if (!same_str(a->b.uid, b->b.uid) ||
-		    !same_str(ng_intern_str(jp, a->b.ns, NULL), ng_intern_str(sp, b->b.ns, NULL)) ||
-		    !same_str(ng_intern_str(jp, a->b.name, NULL),
-			      ng_intern_str(sp, b->b.name, NULL)) ||
-		    !same_str(a->hook.url, b->hook.url) || a->hook.timeout_s != b->hook.timeout_s ||
-		    a->hook.nca != b->hook.nca ||
-		    (a->hook.nca && memcmp(a->hook.ca, b->hook.ca, a->hook.nca) != 0))
+		size_t k = 0;
+		while (k < n && !same_call(&j->calls[k], jp, &calls[i], sp))
+			k++;
+		if (k == n)
 			return false;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+		while (!same_call(&j->calls[k], jp, &calls[i], sp))
+			k++;
+		const struct pol_hook_call *a = &j->calls[k];
+		calls[i].result = a->result;
+		calls[i].code = a->code;
+		calls[i].duration_ms = a->duration_ms;
+		calls[i].bytes = a->bytes;
+		calls[i].truncated = a->truncated;
+		memcpy(calls[i].message, a->message, sizeof(calls[i].message));
 	}
 	return true;
 }
@@ -358,15 +382,6 @@ enum gate_hooks_step gate_hooks_step(struct gate *g, const struct kube_snapshot 
 			return GATE_HOOKS_WAIT; /* still out: the request is not decided meanwhile
 						 */
 		bool answers = n && job_answers(j, s, d, calls, n);
-		for (size_t i = 0; answers && i < n; i++) {
-			const struct pol_hook_call *a = &j->calls[i];
-			calls[i].result = a->result;
-			calls[i].code = a->code;
-			calls[i].duration_ms = a->duration_ms;
-			calls[i].bytes = a->bytes;
-			calls[i].truncated = a->truncated;
-			memcpy(calls[i].message, a->message, sizeof(calls[i].message));
-		}
 		/* Answers about other hooks or nodes are recorded, and asked again for these. */
 		job_drop(g, ji, !answers);
 		if (answers) {

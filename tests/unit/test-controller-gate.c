@@ -609,6 +609,69 @@ static void test_a_request_waiting_on_its_hook_holds_its_share_and_holds_up_no_o
 	close(h.release[1]);
 }
 
+#define ADB_HOOK_NAMED(name, hook)                                                                 \
+	"{\"kind\":\"ApplicationDisruptionBudget\",\"apiVersion\":\"nodegate.io/v1alpha1\","       \
+	"\"metadata\":{\"name\":\"" name                                                           \
+	"\",\"namespace\":\"default\"},\"spec\":{\"podSelector\":{"                                \
+	"\"matchLabels\":{\"app\":\"" name "\"}},\"maxDisruptions\":1,\"healthHook\":" hook "}}"
+#define POD_NAMED(name)                                                                            \
+	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name "-0\","           \
+	"\"namespace\":\"default\",\"labels\":{\"app\":\"" name                                    \
+	"\"}},\"spec\":{\"nodeName\":\"n1\"}}"
+
+static void test_hook_answers_stand_when_the_budgets_come_in_another_order(void **state)
+{
+	/* Every snapshot may list the budgets in another order (a budget whose status the gate
+	 * just wrote moves to the end). The answers of a request's hooks are matched to its
+	 * budgets by identity: when they come back, the request is decided with them, and no
+	 * hook is asked twice (each server below answers one request only). */
+	struct fx *fx = *state;
+	int pa, pb;
+	struct held_hook ha = {.fd = listen_loopback(&pa)}, hb = {.fd = listen_loopback(&pb)};
+	assert_int_equal(pipe(ha.release), 0);
+	assert_int_equal(pipe(hb.release), 0);
+	pthread_t ta, tb;
+	assert_int_equal(pthread_create(&ta, NULL, serve_when_released, &ha), 0);
+	assert_int_equal(pthread_create(&tb, NULL, serve_when_released, &hb), 0);
+	char tmpl[4096], before[4096], after[4096];
+	const char *ngc = NGC_HOOKS("{\"allowedCIDRs\":[\"127.0.0.0/8\"],\"allowHTTP\":true}");
+	ng_fmt(tmpl, sizeof(tmpl), CLUSTER("%s,%s,%s,%s,%s,%s"),
+	       ADB_HOOK_NAMED("alpha", "{\"url\":\"http://127.0.0.1:%d/a\"}"),
+	       ADB_HOOK_NAMED("beta", "{\"url\":\"http://127.0.0.1:%d/b\"}"), POD_NAMED("alpha"),
+	       POD_NAMED("beta"), ND("m1", "1", "[\"n1\"]", ""), ngc);
+	ng_fmt(before, sizeof(before), tmpl, pa, pb);
+	ng_fmt(tmpl, sizeof(tmpl), CLUSTER("%s,%s,%s,%s,%s,%s"),
+	       ADB_HOOK_NAMED("beta", "{\"url\":\"http://127.0.0.1:%d/b\"}"),
+	       ADB_HOOK_NAMED("alpha", "{\"url\":\"http://127.0.0.1:%d/a\"}"), POD_NAMED("alpha"),
+	       POD_NAMED("beta"), ND("m1", "1", "[\"n1\"]", ""), ngc);
+	ng_fmt(after, sizeof(after), tmpl, pb, pa);
+
+	round_on(fx, before, true, NOW);
+	assert_null(status_body(fx, "m1", 0));
+	for (int i = 0; i < 10000 && !(atomic_load(&ha.asked) && atomic_load(&hb.asked)); i++)
+		usleep(1000);
+	assert_true(atomic_load(&ha.asked) && atomic_load(&hb.asked));
+	assert_int_equal(write(ha.release[1], "x", 1), 1);
+	assert_int_equal(write(hb.release[1], "x", 1), 1);
+	for (int i = 0; i < 10000 && !atomic_load(&fx->g->hooks_answered); i++)
+		usleep(1000);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	assert_true(atomic_load(&fx->g->hooks_answered));
+	atomic_store(&fx->g->hooks_answered, false);
+	round_on(fx, after, true, NOW + 1000);
+	const char *b = status_body(fx, "m1", 0);
+	assert_non_null(b);
+	assert_non_null(strstr(b, "\"state\":\"Granted\""));
+	assert_int_equal(atomic_load(&fx->g->hooks_waiting), 0);
+	close(ha.fd);
+	close(hb.fd);
+	for (int i = 0; i < 2; i++) {
+		close(ha.release[i]);
+		close(hb.release[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -635,6 +698,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(
 		test_a_request_waiting_on_its_hook_holds_its_share_and_holds_up_no_one, setup,
 		teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_hook_answers_stand_when_the_budgets_come_in_another_order, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
