@@ -138,19 +138,48 @@ static bool hooks_wait(const struct gate_written *w, const struct kube_nd *nd, i
 
 /* Deciding, without writing: whether decision @d about @nd is news, and the retry bookkeeping
  * that goes with it. False when nothing new is to be said. Pure. */
-static bool plan_write(struct gate *g, const struct pol_gate_config *cfg,
-		       const struct gate_written *w, const struct kube_nd *nd,
-		       const struct pol_gate_decision *d, int64_t now_wall_ms,
-		       struct gate_write *ret)
+/* What a decision says, for telling whether it is news: the outcome's reason, but for a request
+ * held back by budgets, which budgets fail and how (each failing verdict's budget and its reason
+ * with the digits left out), not their counts. Under churn the counts move all the time ("2 of
+ * 3 in use", "limit 3 of 41 nodes"); rewriting a Pending request's status for each of them cost
+ * a status write a second per waiting request, each one waking every watcher. The counts are
+ * written again at the request's next retry. */
+static uint64_t decision_hash(const struct ng_intern *pool, const struct pol_gate_decision *d)
 {
-	uint64_t h = ng_fnv1a64(NG_FNV64_INIT, d->reason, strlen(d->reason));
+	uint64_t h = NG_FNV64_INIT;
+	size_t failing = 0;
+	for (size_t i = 0; i < d->nverdicts; i++) {
+		const struct pol_budget_verdict *v = &d->verdicts[i];
+		if (v->ok)
+			continue;
+		failing++;
+		const char *ns = ng_intern_str(pool, v->ns, NULL),
+			   *name = ng_intern_str(pool, v->name, NULL);
+		h = ng_fnv1a64(h, &v->kind, sizeof(v->kind));
+		h = ng_fnv1a64(h, ns ? ns : "", ns ? strlen(ns) + 1 : 1);
+		h = ng_fnv1a64(h, name ? name : "", name ? strlen(name) + 1 : 1);
+		for (const char *c = v->reason; *c; c++)
+			if (*c < '0' || *c > '9')
+				h = ng_fnv1a64(h, c, 1);
+	}
+	if (!failing || d->outcome != POL_GATE_PENDING)
+		h = ng_fnv1a64(h, d->reason, strlen(d->reason));
+	return ng_fnv1a64(h, &d->outcome, sizeof(d->outcome));
+}
+
+static bool plan_write(struct gate *g, const struct kube_snapshot *s,
+		       const struct pol_gate_config *cfg, const struct gate_written *w,
+		       const struct kube_nd *nd, const struct pol_gate_decision *d,
+		       int64_t now_wall_ms, struct gate_write *ret)
+{
+	uint64_t h = decision_hash(kube_snapshot_pool(s), d);
 	bool pending = d->outcome == POL_GATE_PENDING;
 	bool retry_due =
 	    w && pending && w->next_retry_wall_ms && now_wall_ms >= w->next_retry_wall_ms;
 	if (w && w->outcome == d->outcome && w->reason_hash == h && !retry_due &&
 	    nd->state != KUBE_ND_UNKNOWN)
 		return false;
-	*ret = (struct gate_write){d, now_wall_ms, 0, nd->retry_count};
+	*ret = (struct gate_write){d, now_wall_ms, 0, nd->retry_count, h};
 	if (pending && nd->retry) {
 		if (retry_due || !w)
 			ret->retry_count++;
@@ -177,7 +206,7 @@ static bool after_write(struct gate *g, struct pol_ledger *ledger, const struct 
 	struct gate_written *w = gate_written_put(g, nd->name);
 	if (w) {
 		w->outcome = (uint8_t)d->outcome;
-		w->reason_hash = ng_fnv1a64(NG_FNV64_INIT, d->reason, strlen(d->reason));
+		w->reason_hash = wr->hash;
 		w->next_retry_wall_ms = wr->next_retry_wall_ms;
 		w->retry_count = wr->retry_count;
 		w->hook_failed = hooks_called && d->outcome != POL_GATE_GRANT;
@@ -282,7 +311,7 @@ static bool decide_one(struct gate *g, const struct kube_snapshot *s,
 	}
 	gate_count(&g->decisions[d.outcome], 1);
 	struct gate_write wr;
-	if (!plan_write(g, cfg, gate_written_get(g, nd->name), nd, &d, now_wall_ms, &wr))
+	if (!plan_write(g, s, cfg, gate_written_get(g, nd->name), nd, &d, now_wall_ms, &wr))
 		return true; /* nothing new to say */
 	return write_decision(g, s, ledger, nd, name, &wr, hooks_called, us, arena);
 }

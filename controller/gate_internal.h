@@ -170,6 +170,7 @@ struct gate_write {
 	int64_t now_wall_ms;
 	int64_t next_retry_wall_ms; /* 0: none */
 	uint32_t retry_count;
+	uint64_t hash; /* what it says, as gate_written.reason_hash keeps it */
 };
 
 /** Writes @wr for @nd; the outcome says whether the round may go on. */

@@ -161,6 +161,45 @@ static void test_nothing_new_is_not_written_again(void **state)
 	assert_non_null(strstr(status_body(fx, "m2", 0), "\"retryCount\":2"));
 }
 
+static void test_a_pending_request_is_not_rewritten_for_a_count(void **state)
+{
+	struct fx *fx = *state;
+	/* m2 waits on pool-a. A count in its reason moves (another node of the pool goes
+	 * NotReady: "2 of 1 in use"), but the budget holding it back is the same: nothing is
+	 * written until its retry. A second budget holding it back is news: written at once. */
+#define M1_GRANTED                                                                                 \
+	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
+	"\"name\":\"m1\",\"resourceVersion\":\"4\",\"creationTimestamp\":\"2025-11-24T15:00:"      \
+	"00Z\"},"                                                                                  \
+	"\"spec\":{\"nodeNames\":[\"n1\"]},\"status\":{\"state\":\"Granted\",\"disruptedNodes\":[" \
+	"\"n1\"]}}"
+#define N4_NOT_READY                                                                               \
+	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"n4\",\"labels\":{"      \
+	"\"pool\":\"a\"}},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]}" \
+	"}"
+	round_on(fx, CLUSTER(ND("m1", "1", "[\"n1\"]", "") "," ND("m2", "2", "[\"n2\"]", "")), true,
+		 NOW);
+	assert_non_null(strstr(status_body(fx, "m2", 0), "pool-a: 1 of 1 in use"));
+	fake_api_clear(&fx->api);
+	/* (New objects go last: the test's snapshots intern names in order, and the gate knows
+	 * a request by its id, as it does across snapshots of one cache.) */
+	round_on(fx, CLUSTER(M1_GRANTED "," PENDING_M2 "," N4_NOT_READY), true, NOW + 100);
+	assert_null(status_body(fx, "m2", 0));
+	round_on(fx,
+		 CLUSTER(M1_GRANTED
+			 "," PENDING_M2 "," N4_NOT_READY
+			 ",{\"kind\":\"NodeDisruptionBudget\",\"apiVersion\":\"nodegate.io/"
+			 "v1alpha1\",\"metadata\":{\"name\":\"every\"},\"spec\":{"
+			 "\"nodeSelector\":{},\"maxDisruptedNodes\":1}}"),
+		 true, NOW + 200);
+	const char *b = status_body(fx, "m2", 0);
+	assert_non_null(b);
+	assert_non_null(strstr(b, "2 budgets fail: "));
+	assert_non_null(strstr(b, "pool-a: 2 of 1 in use"));
+#undef N4_NOT_READY
+#undef M1_GRANTED
+}
+
 /* A Pending request's condition (and its Event) names every failing budget, not the first. */
 static void test_pending_condition_names_each_failing_budget(void **state)
 {
@@ -678,6 +717,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_grant_is_written_with_its_precondition, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_ledger_holds_a_grant_the_cache_does_not_show_yet,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_a_pending_request_is_not_rewritten_for_a_count,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nothing_new_is_not_written_again, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pending_condition_names_each_failing_budget, setup,
