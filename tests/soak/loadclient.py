@@ -7,7 +7,8 @@ runs from that due time, so a stall of the server is not hidden by the client sl
 Workers keep one keep-alive HTTPS connection each, verify the serving certificate against the
 CA, and spread reviews over the replicas listed in --endpoints (re-read every 0.5 s: the
 orchestrator takes a replica out of it before killing it, as a Service drops a pod that is going
-away). A review goes to a random pod of --pods.
+away). A review goes to a random pod of --pods (re-read every 5 s: the orchestrator keeps it to
+the pods that exist, with the odd one just gone).
 
 One JSON line per review to --out: t (due, wall clock), lat (s), code (HTTP status, 0 when no
 answer), allowed, pod (ns/name), ep (port), error. SIGTERM stops it; the summary (reviews sent,
@@ -15,6 +16,7 @@ rate achieved) goes to --summary.
 
 Usage: loadclient.py --rate R --endpoints FILE --ca FILE --pods FILE --out FILE --summary FILE"""
 import argparse
+import copy
 import http.client
 import json
 import os
@@ -55,12 +57,17 @@ class Load:
         self.t0 = time.time() + 0.5
 
     def read_endpoints(self):
+        n = 0
         while not self.stop.is_set():
             try:
                 with open(self.a.endpoints, encoding="utf-8") as f:
                     self.endpoints = json.load(f)
+                if n % 10 == 0:
+                    with open(self.a.pods, encoding="utf-8") as f:
+                        self.pods = json.load(f) or self.pods
             except (OSError, ValueError):
                 pass
+            n += 1
             self.stop.wait(0.5)
 
     def take(self):
@@ -91,11 +98,12 @@ class Load:
                 conn = http.client.HTTPSConnection("127.0.0.1", port, context=self.ctx, timeout=10)
             ns_name = rnd.choice(self.pods)
             ns, name = ns_name.split("/", 1)
-            req = TEMPLATE["request"]
+            review = copy.deepcopy(TEMPLATE)  # each worker its own: the body must name this pod
+            req = review["request"]
             req["uid"] = f"soak-{i}"
             req["name"] = req["object"]["metadata"]["name"] = name
             req["namespace"] = req["object"]["metadata"]["namespace"] = ns
-            body = json.dumps(TEMPLATE, separators=(",", ":"))
+            body = json.dumps(review, separators=(",", ":"))
             code, allowed, err = 0, None, None
             for attempt in (0, 1):
                 try:

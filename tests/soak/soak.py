@@ -698,6 +698,25 @@ class Soak:
             next_at += period
         self.api.control("faults", method="DELETE")
 
+    def refresh_pods(self):
+        """The pods that exist, every 30 s, for the load client to review evictions of."""
+        while not self.stop.wait(30):
+            names, cont = [], ""
+            for _ in range(100):
+                code, out = self.call("GET", "/api/v1/pods?limit=5000" + (f"&continue={cont}" if cont else ""))
+                if code != 200:
+                    names = None
+                    break
+                names += [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in out.get("items") or []]
+                cont = (out.get("metadata") or {}).get("continue")
+                if not cont:
+                    break
+            if names:
+                path = os.path.join(self.tmp, "pods.json")
+                with open(path + ".tmp", "w", encoding="utf-8") as f:
+                    json.dump(names, f)
+                os.replace(path + ".tmp", path)
+
     def sample_rss(self):
         while not self.stop.is_set():
             for p in self.serve + self.drain:
@@ -716,7 +735,7 @@ class Soak:
         threads = [threading.Thread(target=f, args=args, daemon=True) for f, args in (
             (self.poll_requests, ()), (self.maintenance, ("maintenance-a", self.nodes[:half], 8)),
             (self.maintenance, ("maintenance-b", self.nodes[half:], 8)), (self.autoscaler, ()),
-            (self.churn, ()), (self.inject_faults, (period,)), (self.sample_rss, ()))]
+            (self.churn, ()), (self.inject_faults, (period,)), (self.sample_rss, ()), (self.refresh_pods, ()))]
         self.t_start = time.time()
         for t in threads:
             t.start()
