@@ -10,6 +10,7 @@
 #include "common/parse.h"
 #include "common/prom.h"
 #include "common/regex.h"
+#include "common/status.h"
 #include "kube/auth.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -628,7 +629,8 @@ static int start_server(struct serve *s)
 	}
 	const char *port_file = s->c.port_file;
 	if (port_file && cmd_write_port_file(port_file, srv_port(s->srv)) != 0) {
-		(void)fprintf(stderr, "nodegate: --port-file %s: %s\n", port_file, strerror(errno));
+		(void)fprintf(stderr, "nodegate: --port-file %s: %s\n", port_file,
+			      ng_strerror(errno));
 		return -1;
 	}
 	if (ng_log_begin(&l, NG_LOG_INFO, "cmd", "serving")) {

@@ -38,6 +38,13 @@ struct ng_err {
 const char *ng_status_str(ng_status st);
 
 /**
+ * strerror() for any thread: POSIX does not promise that strerror() is thread-safe, and
+ * nodegate's threads report system errors concurrently. Returns @errnum's message in a
+ * buffer of the calling thread, valid until that thread's next call. Never NULL.
+ */
+const char *ng_strerror(int errnum);
+
+/**
  * Fills @err (may be NULL) with @st, @offset and a formatted message, truncating the message to
  * fit. Returns @st so callers can write `return ng_err_set(err, NG_EPARSE, off, "...")`.
  */
