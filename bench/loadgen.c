@@ -241,7 +241,9 @@ static void die(const char *fmt, ...)
 	(void)vfprintf(stderr, fmt, ap);
 	(void)fputc('\n', stderr);
 	va_end(ap);
-	exit(2);
+	/* Workers die too: _exit() runs no atexit handler (OpenSSL's cleanup) under their feet. */
+	(void)fflush(stdout);
+	_exit(2);
 }
 
 static const char *ssl_reason(int ssl_err)
