@@ -971,6 +971,7 @@ static void parse_args(int argc, char **argv)
 	};
 	int ch;
 	opterr = 0;
+	/* NOLINTNEXTLINE(concurrency-mt-unsafe): no worker runs yet */
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'h':
@@ -1012,6 +1013,7 @@ static void parse_args(int argc, char **argv)
 			break;
 		case 'H':
 			usage(stdout);
+			/* NOLINTNEXTLINE(concurrency-mt-unsafe): no worker runs yet */
 			exit(0);
 		default:
 			usage(stderr);
@@ -1143,6 +1145,7 @@ int main(int argc, char **argv)
 		}
 		(void)fprintf(stderr, "bench-loadgen: could not open %d connections to %s:%d\n",
 			      opt.connections, opt.host, opt.port);
+		free(workers);
 		return 1;
 	}
 	if (opt.rate > 0)
