@@ -1,3 +1,4 @@
+#define NG_COMMON_STATUS_C /* the real ng_err_set(), not the analyzer's model */
 #include "common/status.h"
 
 #include <stdarg.h>
