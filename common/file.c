@@ -45,7 +45,7 @@ ng_status ng_read_file(const char *path, size_t cap, const char *what, bool secr
 		goto out;
 	}
 	for (;;) {
-		char probe;
+		char probe = 0;
 		char *dst = len + 1 < alloc ? buf + len : &probe;
 		size_t want = len + 1 < alloc ? alloc - 1 - len : 1;
 		ssize_t r = read(fd, dst, want);

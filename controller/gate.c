@@ -82,7 +82,11 @@ void gate_inflight_add(struct gate *g, uint32_t name, const uint32_t *nodes, siz
 	if (!copy)
 		return;
 	memcpy(copy, nodes, n * sizeof(*copy));
-	g->inf[g->ninf++] = (struct gate_inflight){name, copy, n, now_wall_ms + INFLIGHT_MS};
+	struct gate_inflight *e = &g->inf[g->ninf++];
+	e->name = name;
+	e->nodes = copy;
+	e->n = n;
+	e->until_wall_ms = now_wall_ms + INFLIGHT_MS;
 }
 
 const struct kube_nd *gate_find_nd(const struct kube_snapshot *s, uint32_t name)
