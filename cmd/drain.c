@@ -140,7 +140,7 @@ int cmd_drain(int argc, char **argv)
 	sigaddset(&d.signals, SIGTERM);
 	sigaddset(&d.signals, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &d.signals, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	(void)signal(SIGPIPE, SIG_IGN);
 	rc = 1;
 	if (start(&d) == 0) {
 		int sig = 0;
