@@ -52,6 +52,7 @@ static int64_t num(const char *s, int64_t min, int64_t max)
 	if (ng_parse_i64(s, strlen(s), min, max, &v) != NG_OK) {
 		(void)fprintf(stderr, "bad number %s (%lld..%lld)\n", s, (long long)min,
 			      (long long)max);
+		/* NOLINTNEXTLINE(concurrency-mt-unsafe): this benchmark has one thread */
 		exit(2);
 	}
 	return v;
@@ -63,6 +64,7 @@ static void usage(void)
 			      "[--ndbs N] [--granted N] [--pending N] [--rounds N] [--pool-wide | "
 			      "--no-pool-wide] [--json]\n"
 			      "       bench-gate-round [NODES] [PENDING] [ROUNDS]\n");
+	/* NOLINTNEXTLINE(concurrency-mt-unsafe): this benchmark has one thread */
 	exit(2);
 }
 
@@ -182,7 +184,7 @@ static struct kube_snapshot *generate(const struct scenario *sc)
 				   (long long)a, (long long)(a % NAMESPACES), (long long)a);
 	/* Granted requests hold one worker node each, spread evenly over the cluster. */
 	for (int64_t g = 0; st == NG_OK && g < sc->granted && workers > 0; g++) {
-		long long node = (long long)(3 + g * workers / (sc->granted ? sc->granted : 1));
+		long long node = 3 + g * workers / (sc->granted ? sc->granted : 1);
 		st = ng_buf_printf(
 		    &b,
 		    ",{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/"
@@ -195,10 +197,9 @@ static struct kube_snapshot *generate(const struct scenario *sc)
 	int64_t racks = rack_of(sc, sc->nodes - 1) + 1;
 	for (int64_t i = 0; st == NG_OK && i < sc->pending; i++) {
 		/* Racks past the control-plane nodes' own. */
-		long long rack = (long long)(1 + i % (racks > 1 ? racks - 1 : 1));
+		long long rack = 1 + i % (racks > 1 ? racks - 1 : 1);
 		if (first_form)
-			rack =
-			    (long long)(3 + i % ((sc->nodes - 3) / 20 ? (sc->nodes - 3) / 20 : 1));
+			rack = 3 + i % ((sc->nodes - 3) / 20 ? (sc->nodes - 3) / 20 : 1);
 		char spec[200];
 		if (i % 2)
 			(void)snprintf(spec, sizeof(spec),
@@ -206,7 +207,7 @@ static struct kube_snapshot *generate(const struct scenario *sc)
 				       rack);
 		else
 			(void)snprintf(spec, sizeof(spec), "\"nodeNames\":[\"n%lld\"]",
-				       (long long)(3 + (i * 7) % (workers > 0 ? workers : 1)));
+				       3 + (long long)(i * 7) % (workers > 0 ? workers : 1));
 		st = ng_buf_printf(&b,
 				   ",{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/"
 				   "v1alpha1\",\"metadata\":{\"name\":\"nd%lld\","
@@ -222,6 +223,7 @@ static struct kube_snapshot *generate(const struct scenario *sc)
 	if (st != NG_OK || !k || kube_builder_add_json(k, b.data, b.len, &err) != NG_OK ||
 	    kube_builder_finish(k, &s) != NG_OK) {
 		(void)fprintf(stderr, "cannot build the cluster: %s\n", err.msg);
+		/* NOLINTNEXTLINE(concurrency-mt-unsafe): this benchmark has one thread */
 		exit(1);
 	}
 	ng_buf_finish(&b);
@@ -286,8 +288,10 @@ int main(int argc, char **argv)
 	int64_t *ref_us = calloc((size_t)sc.rounds, sizeof(int64_t));
 	int64_t *decide_us = calloc((size_t)sc.rounds, sizeof(int64_t));
 	struct ng_arena *arena = ng_arena_create((size_t)1 << 30);
+	struct pol_ledger *l = NULL;
+	int rc = 1;
 	if (!q || !keys || !rank_us || !ref_us || !decide_us || !arena)
-		return 1;
+		goto out;
 	size_t granted = 0;
 	/* Every answer of a round (outcome, reason, each verdict): two builds that print the same
 	 * digest decided the same. Taken in one more round, not timed. */
@@ -309,28 +313,29 @@ int main(int argc, char **argv)
 		pol_gate_config_from(s, &cfg);
 		ng_arena_reset(arena);
 		if (pol_rank_pending(s, &cfg, q, n, arena) != NG_OK)
-			return 1;
+			goto out;
 		int64_t t2_mono_us = ng_now_mono_us();
-		struct pol_ledger *l = pol_ledger_create(s);
+		l = pol_ledger_create(s);
 		if (!l)
-			return 1;
+			goto out;
 		granted = 0;
 		for (size_t i = 0; i < n; i++) {
 			struct pol_gate_decision d;
 			ng_arena_reset(arena);
 			if (pol_evaluate_disruption(s, &cfg, l, q[i], NOW_WALL_MS, arena, &d) !=
 			    NG_OK)
-				return 1;
+				goto out;
 			if (r == sc.rounds)
 				digest = answer_digest(digest, &d);
 			if (d.outcome == POL_GATE_GRANT) {
 				granted++;
 				if (pol_ledger_grant(l, q[i]->name, d.nodes, d.nnodes) != NG_OK)
-					return 1;
+					goto out;
 			}
 		}
 		int64_t t3_mono_us = ng_now_mono_us();
 		pol_ledger_destroy(l);
+		l = NULL;
 		if (r == sc.rounds)
 			break;
 		ref_us[r] = t1_mono_us - t0_mono_us;
@@ -343,7 +348,7 @@ int main(int argc, char **argv)
 	double per = (double)dec.median / (double)(n ? n : 1);
 	(void)printf("nodes %lld, pods %lld, ADBs %lld, NDBs %lld%s, granted before %lld, "
 		     "pending %zu; median (min-max) of %lld rounds\n",
-		     (long long)sc.nodes, (long long)(sc.nodes * sc.pods_per_node),
+		     (long long)sc.nodes, (long long)sc.nodes * sc.pods_per_node,
 		     (long long)sc.adbs, (long long)sc.ndbs, sc.pool_wide ? " + pool-wide" : "",
 		     (long long)sc.granted, n, (long long)sc.rounds);
 	(void)printf("rank:   %.3f ms (%.3f-%.3f); reference qsort of the keys: %.3f ms "
@@ -359,6 +364,9 @@ int main(int argc, char **argv)
 		(void)printf("{\"decide_us_per_request\":%.2f,\"rank_ms\":%.3f,\"qsort_ms\":%.3f,"
 			     "\"granted\":%zu,\"decisions\":%zu}\n",
 			     per, (double)rank.median / 1e3, (double)ref.median / 1e3, granted, n);
+	rc = 0;
+out:
+	pol_ledger_destroy(l);
 	ng_arena_destroy(arena);
 	free(decide_us);
 	free(ref_us);
@@ -366,5 +374,5 @@ int main(int argc, char **argv)
 	free(keys);
 	free(q);
 	kube_snapshot_release(s);
-	return 0;
+	return rc;
 }

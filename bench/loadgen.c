@@ -16,6 +16,7 @@
  * connection failures in the window; rate: requests per second of the window. Percentiles are
  * over the answered requests. */
 #include "common/parse.h"
+#include "common/status.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -240,7 +241,9 @@ static void die(const char *fmt, ...)
 	(void)vfprintf(stderr, fmt, ap);
 	(void)fputc('\n', stderr);
 	va_end(ap);
-	exit(2);
+	/* Workers die too: _exit() runs no atexit handler (OpenSSL's cleanup) under their feet. */
+	(void)fflush(stdout);
+	_exit(2);
 }
 
 static const char *ssl_reason(int ssl_err)
@@ -250,7 +253,7 @@ static const char *ssl_reason(int ssl_err)
 	if (e)
 		return ERR_reason_error_string(e) ? ERR_reason_error_string(e) : "TLS error";
 	if (ssl_err == SSL_ERROR_SYSCALL)
-		return errno ? strerror(errno) : "connection closed by the server";
+		return errno ? ng_strerror(errno) : "connection closed by the server";
 	if (ssl_err == SSL_ERROR_ZERO_RETURN)
 		return "connection closed by the server";
 	return "TLS error";
@@ -355,7 +358,7 @@ static void conn_open(struct worker *w, struct conn *c)
 	c->state = C_CONNECTING;
 	c->fd = socket(server_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
-		conn_fail(w, c, "socket: %s", strerror(errno));
+		conn_fail(w, c, "socket: %s", ng_strerror(errno));
 		return;
 	}
 	int one = 1;
@@ -379,14 +382,14 @@ static void conn_open(struct worker *w, struct conn *c)
 	struct epoll_event ee = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
 				 .data.ptr = c};
 	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, c->fd, &ee) != 0) {
-		conn_fail(w, c, "epoll_ctl: %s", strerror(errno));
+		conn_fail(w, c, "epoll_ctl: %s", ng_strerror(errno));
 		return;
 	}
 	if (connect(c->fd, (const struct sockaddr *)&server_addr, server_addrlen) == 0) {
 		c->state = C_HANDSHAKE;
 		drive(w, c, 0);
 	} else if (errno != EINPROGRESS) {
-		conn_fail(w, c, "connect to %s:%d: %s", opt.host, opt.port, strerror(errno));
+		conn_fail(w, c, "connect to %s:%d: %s", opt.host, opt.port, ng_strerror(errno));
 	}
 }
 
@@ -622,7 +625,7 @@ static void drive(struct worker *w, struct conn *c, uint32_t ev)
 				return;
 			if (err) {
 				conn_fail(w, c, "connect to %s:%d: %s", opt.host, opt.port,
-					  strerror(err));
+					  ng_strerror(err));
 				return;
 			}
 			c->state = C_HANDSHAKE;
@@ -774,7 +777,7 @@ static void arm(struct worker *w, int64_t at_ns)
 	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
 		its.it_value.tv_nsec = 1; /* zero would disarm */
 	if (timerfd_settime(w->tfd, TFD_TIMER_ABSTIME, &its, NULL) != 0)
-		die("timerfd_settime: %s", strerror(errno));
+		die("timerfd_settime: %s", ng_strerror(errno));
 	w->armed_ns = at_ns;
 }
 
@@ -827,7 +830,7 @@ static void loop(struct worker *w)
 		arm(w, housekeeping(w, now));
 		int n = epoll_wait(w->epfd, evs, 64, -1);
 		if (n < 0 && errno != EINTR)
-			die("epoll_wait: %s", strerror(errno));
+			die("epoll_wait: %s", ng_strerror(errno));
 		for (int i = 0; i < n; i++) {
 			if (!evs[i].data.ptr) {
 				uint64_t ticks;
@@ -919,7 +922,7 @@ static void load_body(int i, const char *file)
 {
 	FILE *f = fopen(file, "rbe");
 	if (!f)
-		die("--body %s: %s", file, strerror(errno));
+		die("--body %s: %s", file, ng_strerror(errno));
 	char *body = malloc(MAX_BODY_BYTES + 1);
 	if (!body)
 		die("out of memory");
@@ -968,6 +971,7 @@ static void parse_args(int argc, char **argv)
 	};
 	int ch;
 	opterr = 0;
+	/* NOLINTNEXTLINE(concurrency-mt-unsafe): no worker runs yet */
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'h':
@@ -1009,6 +1013,7 @@ static void parse_args(int argc, char **argv)
 			break;
 		case 'H':
 			usage(stdout);
+			/* NOLINTNEXTLINE(concurrency-mt-unsafe): no worker runs yet */
 			exit(0);
 		default:
 			usage(stderr);
@@ -1056,7 +1061,7 @@ static void setup_tls(void)
 		die("TLS setup: %s", ssl_reason(0));
 	if (opt.cacert) {
 		if (access(opt.cacert, R_OK) != 0)
-			die("--cacert %s: %s", opt.cacert, strerror(errno));
+			die("--cacert %s: %s", opt.cacert, ng_strerror(errno));
 		if (SSL_CTX_load_verify_locations(ssl_ctx, opt.cacert, NULL) != 1)
 			die("--cacert %s: %s", opt.cacert, ssl_reason(0));
 		SSL_CTX_set_verify(ssl_ctx, SSL_VERIFY_PEER, NULL);
@@ -1082,10 +1087,10 @@ static void worker_init(struct worker *w, int id, int nconns)
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	w->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (w->epfd < 0 || w->tfd < 0)
-		die("epoll/timerfd: %s", strerror(errno));
+		die("epoll/timerfd: %s", ng_strerror(errno));
 	struct epoll_event ee = {.events = EPOLLIN, .data.ptr = NULL};
 	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->tfd, &ee) != 0)
-		die("epoll_ctl: %s", strerror(errno));
+		die("epoll_ctl: %s", ng_strerror(errno));
 	if (opt.rate > 0) {
 		/* request i of all is due at i / rate; this worker sends i = id + j * threads */
 		double interval = 1e9 / opt.rate;
@@ -1140,6 +1145,7 @@ int main(int argc, char **argv)
 		}
 		(void)fprintf(stderr, "bench-loadgen: could not open %d connections to %s:%d\n",
 			      opt.connections, opt.host, opt.port);
+		free(workers);
 		return 1;
 	}
 	if (opt.rate > 0)

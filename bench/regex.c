@@ -284,8 +284,9 @@ static long measure(enum engine e, const char *pattern, const char *subject, str
 	if (got != (ssize_t)sizeof(*o)) {
 		memset(o, 0, sizeof(*o));
 		o->compile_us = -1;
-		(void)snprintf(o->msg, sizeof(o->msg), "child died: %s",
-			       WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "exit");
+		/* NOLINTNEXTLINE(concurrency-mt-unsafe): this process has one thread */
+		const char *how = WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "exit";
+		(void)snprintf(o->msg, sizeof(o->msg), "child died: %s", how);
 	}
 	return ru.ru_maxrss;
 }

@@ -94,6 +94,7 @@ ng_status bud_adb_scope(const struct kube_snapshot *s, const struct kube_adb *ad
 		return NG_ENOMEM;
 	size_t nn = 0;
 	for (size_t i = 0; i < nsel; i++)
+		/* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): cap >= nsel > 0 here */
 		nodes_out[nn++] = pods[sel[i]].node;
 	for (size_t k = 0; npinning && k < nnodes_all; k++) {
 		for (size_t j = 0; j < npinning; j++) {

@@ -3,6 +3,7 @@
 
 #include "certs/certs.h"
 #include "common/buf.h"
+#include "common/status.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -84,7 +85,7 @@ int cmd_certs(int argc, char **argv)
 	for (int i = 0; i < 4 && rc == 0; i++) {
 		if (write_new_file(out, names[i], data[i], i % 2 ? 0600 : 0644) != 0) {
 			(void)fprintf(stderr, "nodegate certs: %s/%s: %s\n", out, names[i],
-				      strerror(errno));
+				      ng_strerror(errno));
 			rc = 1;
 		}
 	}

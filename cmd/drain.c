@@ -4,6 +4,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/regex.h"
+#include "common/status.h"
 #include "controller/drain.h"
 #include "controller/leader.h"
 #include "kube/config.h"
@@ -114,7 +115,7 @@ static int start(struct drainer *d)
 	}
 	if (d->c.port_file && cmd_write_port_file(d->c.port_file, srv_admin_port(d->srv)) != 0) {
 		(void)fprintf(stderr, "nodegate: --port-file %s: %s\n", d->c.port_file,
-			      strerror(errno));
+			      ng_strerror(errno));
 		return -1;
 	}
 	struct ng_logline l;
@@ -139,7 +140,7 @@ int cmd_drain(int argc, char **argv)
 	sigaddset(&d.signals, SIGTERM);
 	sigaddset(&d.signals, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &d.signals, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	(void)signal(SIGPIPE, SIG_IGN);
 	rc = 1;
 	if (start(&d) == 0) {
 		int sig = 0;

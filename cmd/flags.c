@@ -510,6 +510,7 @@ static int apply_env(enum cmd_kind cmd, int argc, char **argv, struct cmd_serve_
 	}
 	for (size_t k = 0; k < NFLAGS; k++) {
 		const char *def, *doc;
+		/* NOLINTNEXTLINE(concurrency-mt-unsafe): nodegate never sets its environment */
 		const char *e = takes(cmd, k, &def, &doc) ? getenv(serve_flags[k].env) : NULL;
 		if (e && *e && !from_flag[k] && set_flag(c, &serve_flags[k], e, serve_flags[k].env))
 			return -1;
@@ -567,6 +568,7 @@ int cmd_flags_parse(enum cmd_kind cmd, int argc, char **argv, struct cmd_serve_c
 		    strncmp(argv[i], "--", 2) == 0 ? find_flag(cmd, argv[i] + 2, &val) : NULL;
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			table_help(stdout, cmd);
+			/* NOLINTNEXTLINE(concurrency-mt-unsafe): no thread runs yet */
 			exit(0);
 		}
 		if (fl && !val && fl->type != F_BOOL)

@@ -10,6 +10,7 @@
 #include "common/parse.h"
 #include "common/prom.h"
 #include "common/regex.h"
+#include "common/status.h"
 #include "kube/auth.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -340,6 +341,7 @@ static int configure(struct serve *s, int argc, char **argv)
 	/* Request bodies of up to 3 MiB are buffered and freed. glibc would raise its mmap
 	 * threshold after the first such free and keep later ones on the heap, so resident memory
 	 * would ratchet up; a fixed threshold returns big buffers to the kernel at once. */
+	/* NOLINTNEXTLINE(concurrency-mt-unsafe): no thread runs yet */
 	(void)mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 	s->ev = (struct pol_eviction_config){
 	    .exempt_users = c->exempt_users.v,
@@ -400,7 +402,7 @@ static void block_signals(struct serve *s)
 	sigaddset(&s->signals, SIGINT);
 	sigaddset(&s->signals, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &s->signals, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	(void)signal(SIGPIPE, SIG_IGN);
 }
 
 /* A new serving pair from the renewer (its thread): served from the next handshake. */
@@ -628,7 +630,8 @@ static int start_server(struct serve *s)
 	}
 	const char *port_file = s->c.port_file;
 	if (port_file && cmd_write_port_file(port_file, srv_port(s->srv)) != 0) {
-		(void)fprintf(stderr, "nodegate: --port-file %s: %s\n", port_file, strerror(errno));
+		(void)fprintf(stderr, "nodegate: --port-file %s: %s\n", port_file,
+			      ng_strerror(errno));
 		return -1;
 	}
 	if (ng_log_begin(&l, NG_LOG_INFO, "cmd", "serving")) {

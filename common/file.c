@@ -19,13 +19,13 @@ ng_status ng_read_file(const char *path, size_t cap, const char *what, bool secr
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
-		return ng_err_set(reterr, NG_EIO, 0, "%s %s: %s", what, path, strerror(errno));
+		return ng_err_set(reterr, NG_EIO, 0, "%s %s: %s", what, path, ng_strerror(errno));
 	ng_status st = NG_OK;
 	char *buf = NULL;
 	size_t alloc = 0, len = 0;
 	struct stat sb;
 	if (fstat(fd, &sb) != 0) {
-		st = ng_err_set(reterr, NG_EIO, 0, "%s %s: %s", what, path, strerror(errno));
+		st = ng_err_set(reterr, NG_EIO, 0, "%s %s: %s", what, path, ng_strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(sb.st_mode)) {
@@ -45,15 +45,15 @@ ng_status ng_read_file(const char *path, size_t cap, const char *what, bool secr
 		goto out;
 	}
 	for (;;) {
-		char probe;
+		char probe = 0;
 		char *dst = len + 1 < alloc ? buf + len : &probe;
 		size_t want = len + 1 < alloc ? alloc - 1 - len : 1;
 		ssize_t r = read(fd, dst, want);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			st =
-			    ng_err_set(reterr, NG_EIO, 0, "%s %s: %s", what, path, strerror(errno));
+			st = ng_err_set(reterr, NG_EIO, 0, "%s %s: %s", what, path,
+					ng_strerror(errno));
 			goto out;
 		}
 		if (r == 0)

@@ -315,6 +315,7 @@ static ng_status jp_value(struct jp *j, cJSON *n);
 
 /* An object or array at j->p into @n: members are linked into @n as they are made, so a failed
  * parse leaves one tree cJSON_Delete() can free. */
+/* NOLINTNEXTLINE(misc-no-recursion): depth <= NG_MAX_JSON_DEPTH */
 static ng_status jp_container(struct jp *j, cJSON *n, bool object)
 {
 	const char *open = j->p;
@@ -376,6 +377,7 @@ static ng_status jp_container(struct jp *j, cJSON *n, bool object)
 	return object && count > 1 ? jp_dups(j, n, count, open) : NG_OK;
 }
 
+/* NOLINTNEXTLINE(misc-no-recursion): depth <= NG_MAX_JSON_DEPTH */
 static ng_status jp_value(struct jp *j, cJSON *n)
 {
 	if (j->p >= j->end)
@@ -436,6 +438,7 @@ ng_status ng_json_parse(const char *buf, size_t len, struct ng_arena *arena, cJS
 	if (st != NG_OK) {
 		if (!arena)
 			cJSON_Delete(root);
+		/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): cJSON_Delete() freed it */
 		return st;
 	}
 	*ret_root = root;

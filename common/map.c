@@ -90,7 +90,12 @@ ng_status ng_map_put_grow(struct ng_map *m, uint64_t key, uint32_t val)
 			if (m->keys[i] != NG_MAP_EMPTY)
 				ng_map_put(&bigger, m->keys[i], m->vals[i]);
 		ng_map_finish(m);
-		*m = bigger;
+		/* Field by field: clang's analyzer loses a struct copy from a local whose address
+		 * was taken, and reports a use after free in ng_map_put() below. */
+		m->keys = bigger.keys;
+		m->vals = bigger.vals;
+		m->cap = bigger.cap;
+		m->n = bigger.n;
 	}
 	ng_map_put(m, key, val);
 	return NG_OK;

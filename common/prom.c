@@ -132,7 +132,7 @@ ng_status ng_prom_hist_render(struct ng_buf *out, const char *name,
 	struct ng_prom_hist_data d = {
 	    .bounds = h->bounds_s, .buckets = buckets, .nbounds = h->nbounds};
 	d.count = ng_prom_get(&h->count);
-	for (size_t b = 0; b < h->nbounds; b++)
+	for (size_t b = 0; b < d.nbounds; b++)
 		buckets[b] = ng_prom_get(&h->buckets[b]);
 	d.sum = (double)ng_prom_get(&h->sum_us) / 1e6;
 	return ng_prom_histogram(out, name, labels, nlabels, &d);

@@ -1,7 +1,9 @@
+#define NG_COMMON_STATUS_C /* the real ng_err_set(), not the analyzer's model */
 #include "common/status.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 const char *ng_status_str(ng_status st)
 {
@@ -30,6 +32,15 @@ const char *ng_status_str(ng_status st)
 		return "forbidden";
 	}
 	return "unknown status";
+}
+
+const char *ng_strerror(int errnum)
+{
+	/* 128 bytes: every glibc and musl message is shorter. */
+	static _Thread_local char buf[128];
+	if (strerror_r(errnum, buf, sizeof(buf)) != 0)
+		(void)snprintf(buf, sizeof(buf), "error %d", errnum);
+	return buf;
 }
 
 ng_status ng_err_set(struct ng_err *err, ng_status st, size_t offset, const char *fmt, ...)

@@ -38,10 +38,24 @@ struct ng_err {
 const char *ng_status_str(ng_status st);
 
 /**
+ * strerror() for any thread: POSIX does not promise that strerror() is thread-safe, and
+ * nodegate's threads report system errors concurrently. Returns @errnum's message in a
+ * buffer of the calling thread, valid until that thread's next call. Never NULL.
+ */
+const char *ng_strerror(int errnum);
+
+/**
  * Fills @err (may be NULL) with @st, @offset and a formatted message, truncating the message to
  * fit. Returns @st so callers can write `return ng_err_set(err, NG_EPARSE, off, "...")`.
  */
 ng_status ng_err_set(struct ng_err *err, ng_status st, size_t offset, const char *fmt, ...)
     NG_PRINTF(4, 5);
+
+/* For clang's static analyzer only (clang-tidy defines __clang_analyzer__): it cannot see into
+ * status.c, so it would take a failure path where ng_err_set() returned NG_OK and report the
+ * reads that follow. This says what the function does: it returns @st. */
+#if defined(__clang_analyzer__) && !defined(NG_COMMON_STATUS_C)
+#define ng_err_set(err, st, ...) (ng_err_set((err), (st), __VA_ARGS__), (st))
+#endif
 
 #endif

@@ -141,6 +141,7 @@ ng_status gate_hook_deny_find(const struct kube_config *kube, struct kube_cidr *
 	char host[256];
 	if (kube && kube->server && url_host(kube->server, host, sizeof(host)))
 		add_host(&l, host, "kubeconfig server");
+	/* NOLINTNEXTLINE(concurrency-mt-unsafe): nodegate never sets its environment */
 	const char *env = getenv("KUBERNETES_SERVICE_HOST");
 	if (env && *env)
 		add_host(&l, env, "KUBERNETES_SERVICE_HOST");

@@ -257,7 +257,7 @@ job_start(struct gate *g, const struct kube_snapshot *s, const struct kube_nd *n
 		g->jobs = p;
 	if (j) {
 		j->nd = strdup(name);
-		j->nodes = malloc((d->nnodes ? d->nnodes : 1) * sizeof(*j->nodes));
+		j->nodes = calloc(d->nnodes ? d->nnodes : 1, sizeof(*j->nodes));
 		j->calls = malloc(n * sizeof(*j->calls));
 	}
 	if (!j || !j->nd || !j->nodes || !j->calls) {

@@ -435,7 +435,7 @@ static bool node_req(struct ctx *c, const cJSON *e, bool field, struct kube_requ
 	}
 	if (op == KUBE_OP_GT || op == KUBE_OP_LT) {
 		int64_t num;
-		const char *s = nv == 1 ? vals->child->valuestring : NULL;
+		const char *s = nv == 1 && vals->child ? vals->child->valuestring : NULL;
 		if (!s || ng_parse_i64(s, strlen(s), INT64_MIN, INT64_MAX, &num) != NG_OK)
 			return false;
 		r->num = num;
@@ -529,7 +529,7 @@ static ng_status drain_note_taints(struct ctx *c, const cJSON *j, struct kube_dr
 	if (n && !t)
 		return fail(c, NG_ENOMEM, "metadata.annotations", "out of memory");
 	int i = 0;
-	for (const cJSON *e = j->child; e; e = e->next, i++) {
+	for (const cJSON *e = j->child; e && i < n; e = e->next, i++) {
 		const char *key = ng_json_str(e, "key"), *effect = ng_json_str(e, "effect");
 		if (!key || !effect || !*key || !*effect) {
 			note->invalid = true;
@@ -892,6 +892,7 @@ static int cmp_member(const void *a, const void *b)
 
 /* Appends @v as compact JSON with every object's keys sorted: two equal values (keys are unique:
  * ng_json_parse() refuses duplicates) give equal text. Depth is bounded by the parser's. */
+/* NOLINTNEXTLINE(misc-no-recursion): depth <= NG_MAX_JSON_DEPTH (parser) */
 static ng_status canonical_json(struct ctx *c, const cJSON *v, struct ng_buf *b)
 {
 	if (cJSON_IsString(v))
@@ -996,7 +997,7 @@ static ng_status nd_taint(struct ctx *c, const cJSON *t, struct kube_nd_drain *d
 		 (why = kube_label_value_problem(val->valuestring, strlen(val->valuestring))))
 		problem(verr, "spec.drain.taint.value: invalid '%.63s%s': %s", val->valuestring,
 			strlen(val->valuestring) > 63 ? "..." : "", why);
-	if (verr->status != NG_OK)
+	if (verr->status != NG_OK || !key || !effect) /* the checks above refused those */
 		return NG_OK;
 	dr->has_taint = true;
 	ng_status st = intern(c, key, &dr->taint.key);

@@ -705,7 +705,7 @@ static ng_status adb_scopes_by_labels(struct pol_ledger *l)
 	}
 	if (nlinks == 0)
 		return NG_OK;
-	struct budget_link *links = malloc(nlinks * sizeof(*links));
+	struct budget_link *links = calloc(nlinks, sizeof(*links));
 	uint64_t *pairs = NULL; /* budget << 32 | node */
 	uint32_t *off = NULL;
 	ng_status st = links ? NG_OK : NG_ENOMEM;

@@ -6,6 +6,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/parse.h"
+#include "common/status.h"
 #include "kube/kube.h"
 #include "kube/watch.h"
 #include "server/admission.h"
@@ -72,23 +73,23 @@ static int open_listener(const char *host, uint16_t port, int reuseport, struct 
 	}
 	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
-		(void)ng_err_set(err, NG_EIO, 0, "socket: %s", strerror(errno));
+		(void)ng_err_set(err, NG_EIO, 0, "socket: %s", ng_strerror(errno));
 		return -1;
 	}
 	int one = 1;
 	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
-		(void)ng_err_set(err, NG_EIO, 0, "SO_REUSEPORT: %s", strerror(errno));
+		(void)ng_err_set(err, NG_EIO, 0, "SO_REUSEPORT: %s", ng_strerror(errno));
 		(void)close(fd);
 		return -1;
 	}
 	if (bind(fd, (struct sockaddr *)&ss, sl) != 0) {
-		(void)ng_err_set(err, NG_EIO, 0, "bind %s:%u: %s", host, port, strerror(errno));
+		(void)ng_err_set(err, NG_EIO, 0, "bind %s:%u: %s", host, port, ng_strerror(errno));
 		(void)close(fd);
 		return -1;
 	}
 	if (listen(fd, SOMAXCONN) != 0) {
-		(void)ng_err_set(err, NG_EIO, 0, "listen: %s", strerror(errno));
+		(void)ng_err_set(err, NG_EIO, 0, "listen: %s", ng_strerror(errno));
 		(void)close(fd);
 		return -1;
 	}

@@ -19,8 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char why[512];
 		if (!ng_test_json_diff((const char *)data, size, use_arena, NULL, why,
 				       sizeof(why))) {
-			fprintf(stderr, "json-diff (%s): %s\n", use_arena ? "arena" : "malloc",
-				why);
+			(void)fprintf(stderr, "json-diff (%s): %s\n",
+				      use_arena ? "arena" : "malloc", why);
 			abort();
 		}
 	}

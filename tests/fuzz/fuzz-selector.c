@@ -148,7 +148,7 @@ static void check_same_matches(struct ng_intern *pool, const struct kube_selecto
 	    {"tier", "frontend"},
 	    {"n", "5"},
 	};
-	struct kube_label labels[NG_MAX_SELECTOR_TERMS + 8];
+	struct kube_label labels[NG_MAX_SELECTOR_TERMS + 8] = {0};
 	size_t n;
 
 	check(bud_selector_matches(a, NULL, 0, pool) == bud_selector_matches(b, NULL, 0, pool));

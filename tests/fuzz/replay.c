@@ -58,7 +58,7 @@ static long replay_dir(const char *dir)
 {
 	DIR *d = opendir(dir);
 	if (!d) {
-		fprintf(stderr, "replay: cannot open %s: %s\n", dir, strerror(errno));
+		(void)fprintf(stderr, "replay: cannot open %s: %s\n", dir, strerror(errno));
 		return -1;
 	}
 	char **names = NULL;
@@ -79,7 +79,7 @@ static long replay_dir(const char *dir)
 		nnames++;
 	}
 	if (errno != 0) {
-		fprintf(stderr, "replay: cannot read %s: %s\n", dir, strerror(errno));
+		(void)fprintf(stderr, "replay: cannot read %s: %s\n", dir, strerror(errno));
 		goto out;
 	}
 	if (nnames)
@@ -102,12 +102,13 @@ static long replay_dir(const char *dir)
 		uint8_t *data = NULL;
 		size_t size = 0;
 		if (read_file(path, &data, &size) != 0) {
-			fprintf(stderr, "replay: cannot read %s: %s\n", path, strerror(errno));
+			(void)fprintf(stderr, "replay: cannot read %s: %s\n", path,
+				      strerror(errno));
 			free(path);
 			count = -1;
 			goto out;
 		}
-		fprintf(stderr, "replay: %s (%zu bytes)\n", path, size);
+		(void)fprintf(stderr, "replay: %s (%zu bytes)\n", path, size);
 		(void)LLVMFuzzerTestOneInput(data, size);
 		free(data);
 		free(path);
@@ -125,7 +126,7 @@ int main(int argc, char **argv)
 {
 	int rc = 0;
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s DIR...\n", argv[0]);
+		(void)fprintf(stderr, "usage: %s DIR...\n", argv[0]);
 		return 2;
 	}
 	for (int i = 1; i < argc; i++) {

@@ -158,6 +158,7 @@ static bool value(struct cur *c);
 
 /* object = begin-object [ member *( value-separator member ) ] end-object, where the
  * structural characters carry ws on both sides. */
+/* NOLINTNEXTLINE(misc-no-recursion): depth <= CHECK_MAX_DEPTH */
 static bool object(struct cur *c)
 {
 	c->p++;
@@ -188,6 +189,7 @@ static bool object(struct cur *c)
 	}
 }
 
+/* NOLINTNEXTLINE(misc-no-recursion): depth <= CHECK_MAX_DEPTH */
 static bool array(struct cur *c)
 {
 	c->p++;
@@ -211,6 +213,7 @@ static bool array(struct cur *c)
 	}
 }
 
+/* NOLINTNEXTLINE(misc-no-recursion): depth <= CHECK_MAX_DEPTH */
 static bool value(struct cur *c)
 {
 	if (c->p >= c->end)
@@ -276,6 +279,7 @@ static void child_path(char *out, size_t size, const char *path, const cJSON *ch
 		(void)snprintf(out, size, "%s[%zu]", path, i);
 }
 
+/* NOLINTNEXTLINE(misc-no-recursion): trees from the depth-bounded parsers */
 static bool nodes_equal(const cJSON *a, const cJSON *b, const char *path, char *why,
 			size_t why_size)
 {
@@ -290,6 +294,7 @@ static bool nodes_equal(const cJSON *a, const cJSON *b, const char *path, char *
 			      a->valuestring ? a->valuestring : "(null)",
 			      b->valuestring ? b->valuestring : "(null)");
 	bool both_nan = isnan(a->valuedouble) && isnan(b->valuedouble);
+	/* NOLINTNEXTLINE(bugprone-suspicious-memory-comparison): bits: -0 is not 0 */
 	if (!both_nan && memcmp(&a->valuedouble, &b->valuedouble, sizeof(double)) != 0)
 		return differ(why, why_size, path, "number %.17g vs %.17g", a->valuedouble,
 			      b->valuedouble);

@@ -66,6 +66,7 @@ static int cmp_key(const void *a, const void *b)
 }
 
 /* Duplicate keys: small objects compare pairwise, large ones sort a copy. */
+/* NOLINTNEXTLINE(misc-no-recursion): trees from the depth-bounded prescan */
 static ng_status check_dups(const cJSON *v, struct ng_err *reterr)
 {
 	for (; v; v = v->next) {
@@ -111,6 +112,7 @@ static ng_status check_dups(const cJSON *v, struct ng_err *reterr)
 
 /* A copy of @src and its children in @arena, linked as cJSON links them; NULL when the arena is
  * full. Recursion is bounded by the prescan's depth limit. */
+/* NOLINTNEXTLINE(misc-no-recursion): trees from the depth-bounded prescan */
 static cJSON *copy_to_arena(const cJSON *src, struct ng_arena *arena)
 {
 	cJSON *n = ng_arena_alloc(arena, sizeof(*n));

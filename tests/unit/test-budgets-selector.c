@@ -47,6 +47,7 @@ static size_t labels_of(struct ng_intern *pool, size_t set, struct kube_label *o
 					       strlen(label_sets[set][i + 1]), &out[n].val),
 				 NG_OK);
 	}
+	/* cppcheck-suppress uninitvar ; the loop above filled out[0..n) */
 	qsort(out, n, sizeof(*out), cmp_label);
 	return n;
 }
@@ -245,7 +246,7 @@ static int cmp_str(const void *a, const void *b)
 static void canonical(const struct kube_selector *sel, const struct ng_intern *pool, char *out,
 		      size_t cap)
 {
-	char *reqs[NG_MAX_SELECTOR_TERMS];
+	char *reqs[NG_MAX_SELECTOR_TERMS] = {0};
 	for (uint16_t i = 0; i < sel->nreqs; i++) {
 		const struct kube_requirement *r = &sel->reqs[i];
 		char *s = malloc(1024);
@@ -255,7 +256,7 @@ static void canonical(const struct kube_selector *sel, const struct ng_intern *p
 		if (r->op == KUBE_OP_GT || r->op == KUBE_OP_LT)
 			(void)snprintf(s + n, 1024 - n, " %lld", (long long)r->num);
 		if (r->op == KUBE_OP_IN || r->op == KUBE_OP_NOTIN) {
-			const char *vals[NG_MAX_SELECTOR_VALUES];
+			const char *vals[NG_MAX_SELECTOR_VALUES] = {0};
 			for (uint16_t k = 0; k < r->nvalues; k++)
 				vals[k] = ng_intern_str(pool, r->values[k], NULL);
 			qsort(vals, r->nvalues, sizeof(vals[0]), cmp_str);
@@ -326,6 +327,7 @@ static size_t labels_from_text(struct ng_intern *pool, const char *text, struct 
 				 NG_OK);
 		p = *end ? end + 1 : end;
 	}
+	/* cppcheck-suppress uninitvar ; the loop above filled out[0..n) */
 	qsort(out, n, sizeof(*out), cmp_label);
 	return n;
 }

@@ -225,6 +225,7 @@ static void test_pending_condition_names_each_failing_budget(void **state)
 		if (strstr(ev->body, "\"reason\":\"Retrying\""))
 			break;
 	assert_non_null(ev);
+	/* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): asserted just above */
 	assert_non_null(strstr(ev->body, "2 budgets fail: "));
 	assert_non_null(strstr(ev->body, "NodeDisruptionBudget every"));
 }

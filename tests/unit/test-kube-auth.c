@@ -302,7 +302,7 @@ static void test_well_formed_headers_are_asked_about(void **state)
 		const struct fake_api_request *q = fake_api_find(&fx->api, "POST", TR, i);
 		assert_non_null(q);
 		char want[KUBE_AUTH_TOKEN_MAX_BYTES + 128];
-		snprintf(want, sizeof(want), "\"token\":\"%s\"}", cases[i].token);
+		(void)snprintf(want, sizeof(want), "\"token\":\"%s\"}", cases[i].token);
 		assert_non_null(strstr(q->body, want));
 	}
 	free(big);
@@ -430,7 +430,7 @@ static void test_cache_is_bounded(void **state)
 	reply(fx, SAR, 201, allowed_sar);
 	char h[32];
 	for (int i = 0; i < 5; i++) {
-		snprintf(h, sizeof(h), "Bearer t%d", i);
+		(void)snprintf(h, sizeof(h), "Bearer t%d", i);
 		assert_int_equal(check(fx, h, "/m", NULL, NULL), KUBE_AUTH_ALLOWED);
 		advance_ms(1);
 	}
@@ -446,7 +446,7 @@ static void test_cache_is_bounded(void **state)
 	kube_auth_destroy(fx->a);
 	fx->a = make(&fx->api, (struct kube_auth_options){0});
 	for (int i = 0; i < 3 * KUBE_AUTH_MAX_ENTRIES; i++) {
-		snprintf(h, sizeof(h), "Bearer many-%d", i);
+		(void)snprintf(h, sizeof(h), "Bearer many-%d", i);
 		assert_int_equal(check(fx, h, "/m", NULL, NULL), KUBE_AUTH_ALLOWED);
 		fake_api_clear(&fx->api);
 	}
@@ -520,7 +520,7 @@ static void *hammer(void *arg)
 	struct kube_auth *a = arg;
 	char h[32];
 	for (int i = 0; i < 300; i++) {
-		snprintf(h, sizeof(h), "Bearer tok-%d", i % 37);
+		(void)snprintf(h, sizeof(h), "Bearer tok-%d", i % 37);
 		struct kube_auth_user u;
 		if (kube_auth_check(a, h, "get", i % 2 ? "/metrics" : "/debug/cache", &u, NULL) !=
 			KUBE_AUTH_ALLOWED ||

@@ -353,6 +353,7 @@ static void check_object(const cJSON *o, const char *path)
 	kube_cache_destroy(c);
 }
 
+/* NOLINTNEXTLINE(misc-no-recursion): walks the fixed fixture F */
 static void walk(const cJSON *j, const char *path)
 {
 	if (cJSON_IsObject(j) && ng_json_get(j, "kind") && ng_json_get(j, "metadata"))
