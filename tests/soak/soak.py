@@ -241,13 +241,42 @@ class Proc:
                 self.proc.wait(10)
 
     def sample(self):
+        """Resident memory now, kept, and written with the process's cache figures (from its
+        /metrics) to rss.jsonl in the work directory, to tell a growing cache from a leak."""
         try:
             with open(f"/proc/{self.proc.pid}/status", encoding="utf-8") as f:
                 for line in f:
                     if line.startswith("VmRSS:"):
                         self.rss.append((time.time(), int(line.split()[1]), self.gen))
         except OSError:
-            pass
+            return
+        rec = {"t": round(time.time(), 1), "proc": self.identity, "rss_kb": self.rss[-1][1] if self.rss else None}
+        rec.update(self.cache_metrics())
+        with open(os.path.join(self.soak.tmp, "rss.jsonl"), "a", encoding="utf-8") as f:
+            f.write(json.dumps(rec) + "\n")
+
+    def cache_metrics(self):
+        import http.client
+        import ssl
+        try:
+            if self.role == "serve":
+                ctx = ssl.create_default_context(cafile=self.soak.certs.ca)
+                ctx.check_hostname = False
+                c = http.client.HTTPSConnection("127.0.0.1", self.port, context=ctx, timeout=5)
+            else:
+                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+            c.request("GET", "/metrics")
+            text = c.getresponse().read().decode(errors="replace")
+            c.close()
+        except OSError:
+            return {}
+        out = {}
+        for line in text.splitlines():
+            if line.startswith(("nodegate_cache_intern_bytes", "nodegate_cache_intern_strings",
+                                "nodegate_cache_objects")):
+                k, _, v = line.rpartition(" ")
+                out[k] = float(v)
+        return out
 
     def tail(self, n=3000):
         try:
