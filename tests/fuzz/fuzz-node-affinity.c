@@ -15,7 +15,10 @@
  * - matching, in a snapshot holding the volume and nodes (a few fixed ones, and per term one
  *   built to satisfy it): terms are ORed (the volume pins a node exactly when one of its terms
  *   alone does), a term that pins a node has every requirement hold for it, an invalid or
- *   empty term pins nothing, and the volume written back pins the same nodes. */
+ *   empty term pins nothing, the node built for a term pins it whenever the term is
+ *   satisfiable for sure (expressions on distinct keys, at most one field: In with a value,
+ *   Exists, Gt/Lt on a number one past the bound, NotIn and DoesNotExist by the key's
+ *   absence, a field by the node's name), and the volume written back pins the same nodes. */
 #include "budgets/budgets.h"
 #include "common/arena.h"
 #include "common/buf.h"
@@ -100,21 +103,61 @@ static const char *satisfying(const struct kube_requirement *r, const struct ng_
 	}
 }
 
+/* The name of the node built for valid term @t of @aff (its In field's value, else
+ * "derived-<t>"; @buf holds @cap bytes), and whether that node satisfies the term for sure: its
+ * expressions are on distinct keys, it has at most one field, no Gt on INT64_MAX nor Lt on
+ * INT64_MIN, a field names a node ("" names none) other than the built name, and no other node
+ * has the name. */
+static bool derived_name(const struct kube_node_selector *aff, uint16_t t,
+			 const struct ng_intern *pool, char *buf, size_t cap, const char **ret_name)
+{
+	const struct kube_node_term *term = &aff->terms[t];
+	(void)snprintf(buf, cap, "derived-%u", (unsigned)t);
+	*ret_name = buf;
+	for (uint16_t i = 0; i < term->nfields; i++)
+		if (term->fields[i].op == KUBE_OP_IN && *str(pool, term->fields[i].values[0]))
+			*ret_name = str(pool, term->fields[i].values[0]);
+	bool sure = term->nfields <= 1 && term->nexprs + term->nfields > 0;
+	for (uint16_t i = 0; sure && i < term->nexprs; i++) {
+		const struct kube_requirement *r = &term->exprs[i];
+		for (uint16_t k = 0; sure && k < i; k++)
+			sure = term->exprs[k].key != r->key;
+		sure = sure && !(r->op == KUBE_OP_GT && r->num == INT64_MAX) &&
+		       !(r->op == KUBE_OP_LT && r->num == INT64_MIN);
+	}
+	if (sure && term->nfields) {
+		const char *v = str(pool, term->fields[0].values[0]);
+		sure = term->fields[0].op == KUBE_OP_IN ? *v != '\0' : strcmp(v, *ret_name) != 0;
+	}
+	static const char *const fixed[] = {"n1", "n2", "bare"};
+	for (size_t i = 0; sure && i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		sure = strcmp(*ret_name, fixed[i]) != 0;
+	for (uint16_t u = 0; sure && u < aff->nterms; u++) {
+		char other[32];
+		const char *name = other;
+		if (u == t || aff->terms[u].invalid)
+			continue;
+		(void)snprintf(other, sizeof(other), "derived-%u", (unsigned)u);
+		for (uint16_t i = 0; i < aff->terms[u].nfields; i++)
+			if (aff->terms[u].fields[i].op == KUBE_OP_IN &&
+			    *str(pool, aff->terms[u].fields[i].values[0]))
+				name = str(pool, aff->terms[u].fields[i].values[0]);
+		sure = strcmp(name, *ret_name) != 0;
+	}
+	return sure;
+}
+
 /* One node per valid term, labelled (first requirement of a key wins) to satisfy it, named by
- * its In field when there is one. */
+ * derived_name(). */
 static void derived_nodes(struct ng_jw *w, const struct kube_pv *pv, const struct ng_intern *pool)
 {
 	for (uint16_t t = 0; t < pv->affinity.nterms; t++) {
 		const struct kube_node_term *term = &pv->affinity.terms[t];
 		if (term->invalid)
 			continue;
-		char name[32];
-		(void)snprintf(name, sizeof(name), "derived-%u", (unsigned)t);
-		const char *node_name = name;
-		for (uint16_t i = 0; i < term->nfields; i++)
-			if (term->fields[i].op == KUBE_OP_IN &&
-			    *str(pool, term->fields[i].values[0]))
-				node_name = str(pool, term->fields[i].values[0]);
+		char buf[32];
+		const char *node_name;
+		(void)derived_name(&pv->affinity, t, pool, buf, sizeof(buf), &node_name);
 		ng_jw_obj(w);
 		ng_jw_kstr(w, "apiVersion", "v1");
 		ng_jw_kstr(w, "kind", "Node");
@@ -232,6 +275,24 @@ static void check_matches(const struct kube_snapshot *s, const struct kube_snaps
 		}
 		ng_fuzz_check(pinned == any && (aff->present || !pinned));
 		ng_fuzz_check(pinned == pins(s2, str(pool, nodes[n].name)));
+	}
+	/* The node built for a term it surely satisfies is pinned by that term alone. */
+	for (uint16_t t = 0; t < aff->nterms; t++) {
+		char buf[32];
+		const char *name;
+		if (aff->terms[t].invalid || !derived_name(aff, t, pool, buf, sizeof(buf), &name))
+			continue;
+		const struct kube_node_selector one = {true, 1, &aff->terms[t]};
+		bool found = false;
+		for (size_t n = 0; n < nnodes && !found; n++) {
+			found = strcmp(str(pool, nodes[n].name), name) == 0;
+			if (found && !bud_node_selector_matches(&one, &nodes[n], pool)) {
+				fprintf(stderr, "node-affinity: node %s does not satisfy term %u\n",
+					name, (unsigned)t);
+				abort();
+			}
+		}
+		ng_fuzz_check(found);
 	}
 }
 
