@@ -193,11 +193,14 @@ static ng_status issue(const struct cert_request *r, X509 *ca, EVP_PKEY *ca_key,
 	ng_fmt(cn, sizeof(cn), "%s.%s.svc", r->service, r->ns);
 	EVP_PKEY *key = EVP_EC_gen("P-256");
 	X509 *leaf = key ? make_cert(key, cn, seconds, ca, ca_key) : NULL;
+	/* The authority key identifier is the CA's subject key identifier; a CA brought in a Secret
+	 * may have none (RFC 5280 asks for one, not every tool writes it), and then it is the CA's
+	 * issuer and serial, as RFC 5280 also allows. "keyid:always" refused such a CA. */
 	bool ok = leaf && add_ext(leaf, ca, NID_basic_constraints, "critical,CA:FALSE") &&
 		  add_ext(leaf, ca, NID_key_usage, "critical,digitalSignature") &&
 		  add_ext(leaf, ca, NID_ext_key_usage, "serverAuth") &&
 		  X509_add1_ext_i2d(leaf, NID_subject_alt_name, sans, 0, X509V3_ADD_DEFAULT) == 1 &&
-		  add_ext(leaf, ca, NID_authority_key_identifier, "keyid:always") &&
+		  add_ext(leaf, ca, NID_authority_key_identifier, "keyid,issuer") &&
 		  X509_sign(leaf, ca_key, EVP_sha256()) > 0;
 	if (ok) {
 		*ret_cert = cert_pem(leaf);

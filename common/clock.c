@@ -21,12 +21,23 @@ int64_t ng_now_wall_ms(void)
 
 size_t ng_format_rfc3339_ms(int64_t wall_ms, char *out)
 {
-	time_t secs = (time_t)(wall_ms / 1000);
+	if (wall_ms < NG_RFC3339_MIN_MS)
+		wall_ms = NG_RFC3339_MIN_MS;
+	if (wall_ms > NG_RFC3339_MAX_MS)
+		wall_ms = NG_RFC3339_MAX_MS;
+	/* Floored, so an instant before 1970 keeps a fraction in 0..999. */
+	int64_t ms = wall_ms % 1000, secs = wall_ms / 1000;
+	if (ms < 0) {
+		ms += 1000;
+		secs--;
+	}
+	time_t t = (time_t)secs;
 	struct tm tm;
-	(void)gmtime_r(&secs, &tm);
-	size_t n = strftime(out, 21, "%Y-%m-%dT%H:%M:%S", &tm);
-	int r = snprintf(out + n, 6, ".%03dZ", (int)(wall_ms % 1000));
-	return n + (size_t)(r > 0 ? r : 0);
+	(void)gmtime_r(&t, &tm);
+	/* strftime's %Y does not pad years before 1000 to the four digits RFC 3339 wants. */
+	int n = snprintf(out, 25, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)ms);
+	return n > 0 ? (size_t)n : 0;
 }
 
 static int digits(const char *s, size_t n, int64_t *ret)

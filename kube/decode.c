@@ -1862,8 +1862,9 @@ static ng_status decode_ngc_drain(struct ctx *c, const cJSON *d, struct kube_ngc
 		char field[48];
 		ng_fmt(field, sizeof(field), "spec.drain.%s", skeys[k]);
 		ng_status st = kube_decode_selector(c->pool, c->arena, j, field, sels[k], verr);
-		if (st != NG_OK && st != NG_EPARSE)
-			return st;
+		/* A selector over the limits makes the config invalid too: it never goes unread. */
+		if (st == NG_ENOMEM)
+			return fail(c, st, field, "out of memory");
 	}
 	const cJSON *b = ng_json_get(d, "backoff");
 	static const char *const bkeys[3] = {"base", "max", "jitter"};
@@ -1905,8 +1906,8 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 		ng_status sst =
 		    kube_decode_selector(c->pool, c->arena, cpsel, "spec.controlPlane.selector",
 					 &g->control_plane_selector, &verr);
-		if (sst != NG_OK && sst != NG_EPARSE)
-			return sst;
+		if (sst == NG_ENOMEM)
+			return fail(c, sst, "spec.controlPlane.selector", "out of memory");
 	}
 	const cJSON *retry = ng_json_get(spec, "retry");
 	static const char *const rkeys[2] = {"initialIntervalSeconds", "maxIntervalSeconds"};

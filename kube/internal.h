@@ -12,6 +12,7 @@
 
 #include "kube/snapshot.h"
 
+#include "common/buf.h"
 #include "common/map.h"
 
 #include <stdatomic.h>
@@ -246,6 +247,32 @@ NG_NODISCARD ng_status kube_cache_publish_some(struct kube_cache *c, unsigned ma
 NG_NODISCARD ng_status kube_decode_selector(struct ng_intern *pool, struct ng_arena *arena,
 					    const struct cJSON *j, const char *field,
 					    struct kube_selector *ret_sel, struct ng_err *reterr);
+
+/* The framing of a watch stream (kube/watch.c): newline-delimited JSON events, which need not
+ * line up with the HTTP chunks that carry them. Caller storage; one thread. */
+struct kube_lines {
+	struct ng_buf buf; /* bytes received and not yet handed over */
+	size_t scanned;    /* of buf, already searched for '\n' */
+};
+
+/** One line (@len bytes at @line, without its '\n', borrowed for the call). False stops. */
+typedef bool (*kube_line_fn)(void *ctx, const char *line, size_t len);
+
+/** Starts empty: what is held plus one chunk may be at most @cap bytes. Allocates nothing. */
+void kube_lines_init(struct kube_lines *l, size_t cap);
+/** Drops what is held (a new stream), keeping the storage. */
+void kube_lines_reset(struct kube_lines *l);
+/** Frees the storage. Accepts a zeroed struct. */
+void kube_lines_finish(struct kube_lines *l);
+/**
+ * Appends @n bytes at @p (borrowed) and hands each complete line that is not empty to @fn, in
+ * order, until @fn returns false: the lines not handed over then stay held, and the next call
+ * (with @n 0, if need be) hands them over first. Bytes after the last '\n' wait for the rest of
+ * their line. NG_ELIMIT when what is held plus @n is over the cap, NG_ENOMEM: nothing is then
+ * appended nor handed over.
+ */
+NG_NODISCARD ng_status kube_lines_feed(struct kube_lines *l, const char *p, size_t n,
+				       kube_line_fn fn, void *ctx);
 
 /**
  * Parses @len bytes at @buf into a tree in a fresh, uncapped arena of its own (*@ret_arena):

@@ -67,8 +67,7 @@ struct informer {
 	char rv[RV_BYTES];
 	CURL *h;
 	struct curl_slist *hdrs;
-	struct ng_buf line; /* bytes of the event being received */
-	size_t scanned;     /* of line, already searched for '\n' */
+	struct kube_lines lines; /* the event stream's bytes not yet handed over */
 	struct ng_arena *arena;
 	bool gone;   /* a 410 ERROR event arrived: relist */
 	bool broken; /* the stream cannot be trusted: reconnect */
@@ -482,6 +481,59 @@ static void handle_event(struct informer *in, const char *line, size_t len)
 		memcpy(in->rv, rv, strlen(rv) + 1);
 }
 
+/* ---- the stream's framing: newline-delimited events, cut anywhere by the HTTP chunks ---- */
+
+void kube_lines_init(struct kube_lines *l, size_t cap)
+{
+	ng_buf_init(&l->buf, cap);
+	l->scanned = 0;
+}
+
+void kube_lines_reset(struct kube_lines *l)
+{
+	ng_buf_reset(&l->buf);
+	l->scanned = 0;
+}
+
+void kube_lines_finish(struct kube_lines *l)
+{
+	ng_buf_finish(&l->buf);
+	l->scanned = 0;
+}
+
+ng_status kube_lines_feed(struct kube_lines *l, const char *p, size_t n, kube_line_fn fn, void *ctx)
+{
+	if (n) {
+		ng_status st = ng_buf_append(&l->buf, p, n);
+		if (st != NG_OK)
+			return st;
+	}
+	size_t start = 0;
+	bool go = true;
+	for (size_t i = l->scanned; go && i < l->buf.len; i++) {
+		if (l->buf.data[i] != '\n')
+			continue;
+		if (i > start)
+			go = fn(ctx, l->buf.data + start, i - start);
+		start = i + 1;
+	}
+	if (start) {
+		memmove(l->buf.data, l->buf.data + start, l->buf.len - start);
+		l->buf.len -= start;
+		l->buf.data[l->buf.len] = '\0';
+	}
+	/* After a stop, what is held was not all searched: the next call starts over. */
+	l->scanned = go ? l->buf.len : 0;
+	return NG_OK;
+}
+
+static bool on_line(void *ctx, const char *line, size_t len)
+{
+	struct informer *in = ctx;
+	handle_event(in, line, len);
+	return !in->gone && !in->broken;
+}
+
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 {
 	struct informer *in = ud;
@@ -490,30 +542,18 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 		(void)curl_easy_getinfo(in->h, CURLINFO_RESPONSE_CODE, &in->http);
 	if (in->http != 200) {
 		/* An error answer: keep its start for the log. */
-		size_t room = in->line.len < 4096 ? 4096 - in->line.len : 0;
-		if (room && ng_buf_append(&in->line, ptr, n < room ? n : room) != NG_OK)
+		struct ng_buf *b = &in->lines.buf;
+		size_t room = b->len < 4096 ? 4096 - b->len : 0;
+		if (room && ng_buf_append(b, ptr, n < room ? n : room) != NG_OK)
 			return 0;
 		return n;
 	}
-	if (ng_buf_append(&in->line, ptr, n) != NG_OK) {
+	if (kube_lines_feed(&in->lines, ptr, n, on_line, in) != NG_OK) {
 		in->broken = true; /* an event larger than EVENT_CAP */
 		return 0;
 	}
-	/* Events are newline-delimited JSON that need not line up with HTTP chunks. */
-	size_t start = 0;
-	for (size_t i = in->scanned; i < in->line.len; i++) {
-		if (in->line.data[i] != '\n')
-			continue;
-		if (i > start)
-			handle_event(in, in->line.data + start, i - start);
-		start = i + 1;
-		if (in->gone || in->broken)
-			return 0; /* ends the transfer; the completion handler decides what next */
-	}
-	memmove(in->line.data, in->line.data + start, in->line.len - start);
-	in->line.len -= start;
-	in->scanned = in->line.len;
-	return n;
+	/* A stop ends the transfer; the completion handler decides what next. */
+	return in->gone || in->broken ? 0 : n;
 }
 
 static void start_watch(struct informer *in)
@@ -536,8 +576,7 @@ static void start_watch(struct informer *in)
 		retry_later(in, ST_WATCH, "watch failed", err.msg);
 		return;
 	}
-	ng_buf_reset(&in->line);
-	in->scanned = 0;
+	kube_lines_reset(&in->lines);
 	in->gone = in->broken = false;
 	in->http = 0;
 	(void)curl_easy_setopt(in->h, CURLOPT_WRITEFUNCTION, on_data);
@@ -563,9 +602,9 @@ static void end_watch(struct informer *in, CURLcode res)
 	if (!http)
 		(void)curl_easy_getinfo(in->h, CURLINFO_RESPONSE_CODE, &http);
 	char msg[256];
-	if (http != 200 && http != 0 && in->line.len) {
+	if (http != 200 && http != 0 && in->lines.buf.len) {
 		char sm[210];
-		status_message(in->line.data, in->line.len, sm, sizeof(sm));
+		status_message(in->lines.buf.data, in->lines.buf.len, sm, sizeof(sm));
 		(void)snprintf(msg, sizeof(msg), "HTTP %ld: %s", http, sm);
 	} else {
 		(void)snprintf(msg, sizeof(msg), "%s", curl_easy_strerror(res));
@@ -701,7 +740,7 @@ struct kube_watch *kube_watch_start(const struct kube_watch_config *cfg, struct 
 		in->w = w;
 		in->res = (enum kube_resource)r;
 		in->state = ST_LIST;
-		ng_buf_init(&in->line, EVENT_CAP);
+		kube_lines_init(&in->lines, EVENT_CAP);
 		in->arena = ng_arena_create(4 * (size_t)EVENT_CAP);
 		if (!in->arena) {
 			(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
@@ -750,7 +789,7 @@ void kube_watch_stop(struct kube_watch *w)
 	for (int r = 0; r < KUBE_RES_COUNT; r++) {
 		struct informer *in = &w->inf[r];
 		list_cleanup(in); /* also ends a watch's transfer */
-		ng_buf_finish(&in->line);
+		kube_lines_finish(&in->lines);
 		ng_arena_destroy(in->arena);
 	}
 	if (w->multi)

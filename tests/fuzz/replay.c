@@ -21,7 +21,9 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Reads all of @path into a malloc'd buffer of exactly its size (NULL for an empty file). */
+/* Reads all of @path into a malloc'd buffer of exactly its size. An empty file gets a buffer of
+ * size 0, not NULL: libFuzzer never passes NULL, and a parser given (NULL, 0) would compute
+ * NULL + 0, which UBSan (clang) reports. */
 static int read_file(const char *path, uint8_t **ret_data, size_t *ret_size)
 {
 	FILE *f = fopen(path, "rbe");
@@ -48,6 +50,8 @@ static int read_file(const char *path, uint8_t **ret_data, size_t *ret_size)
 		free(data);
 		return -1;
 	}
+	if (!data && !(data = malloc(0)))
+		return -1;
 	*ret_data = data;
 	*ret_size = size;
 	return 0;

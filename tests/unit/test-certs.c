@@ -219,6 +219,99 @@ static void test_issue_from_an_existing_ca(void **state)
 	cert_pair_finish(&other);
 }
 
+/* PEM of @x or of @k (malloc'ed). */
+static char *pem_of(X509 *x, EVP_PKEY *k)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	assert_non_null(b);
+	assert_int_equal(x ? PEM_write_bio_X509(b, x)
+			   : PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL),
+			 1);
+	char *data;
+	long n = BIO_get_mem_data(b, &data);
+	char *s = malloc((size_t)n + 1);
+	assert_non_null(s);
+	memcpy(s, data, (size_t)n);
+	s[n] = '\0';
+	BIO_free(b);
+	return s;
+}
+
+/* A CA without a subject key identifier (some tools write none) issues too: the serving
+ * certificate names its authority by the CA's issuer and serial instead, and verifies. Our own
+ * CA's certificates keep naming it by key identifier alone. */
+static void test_issue_from_a_ca_without_key_identifier(void **state)
+{
+	(void)state;
+	EVP_PKEY *ca_key = EVP_EC_gen("P-256");
+	X509 *ca = X509_new();
+	assert_non_null(ca_key);
+	assert_non_null(ca);
+	assert_int_equal(X509_set_version(ca, 2), 1);
+	assert_int_equal(ASN1_INTEGER_set(X509_get_serialNumber(ca), 4242), 1);
+	X509_NAME *name = X509_get_subject_name(ca);
+	assert_int_equal(X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+						    (const unsigned char *)"bring-your-own CA", -1,
+						    -1, 0),
+			 1);
+	assert_int_equal(X509_set_issuer_name(ca, name), 1);
+	assert_non_null(X509_gmtime_adj(X509_getm_notBefore(ca), -60));
+	assert_non_null(X509_gmtime_adj(X509_getm_notAfter(ca), 86400));
+	assert_int_equal(X509_set_pubkey(ca, ca_key), 1);
+	X509V3_CTX v3;
+	X509V3_set_ctx_nodb(&v3);
+	X509V3_set_ctx(&v3, ca, ca, NULL, NULL, 0);
+	X509_EXTENSION *bc =
+	    X509V3_EXT_conf_nid(NULL, &v3, NID_basic_constraints, "critical,CA:TRUE");
+	assert_non_null(bc);
+	assert_int_equal(X509_add_ext(ca, bc, -1), 1);
+	X509_EXTENSION_free(bc);
+	assert_true(X509_sign(ca, ca_key, EVP_sha256()) > 0);
+	assert_null(X509_get_ext_d2i(ca, NID_subject_key_identifier, NULL, NULL));
+	char *ca_pem = pem_of(ca, NULL), *ca_key_pem = pem_of(NULL, ca_key);
+
+	struct cert_request r = {.service = "nodegate", .ns = "nodegate", .days = 1};
+	char *cert = NULL, *key = NULL;
+	struct ng_err err = {0};
+	assert_int_equal(cert_issue(&r, ca_pem, ca_key_pem, 600, &cert, &key, &err), NG_OK);
+	X509 *leaf = read_cert(cert);
+	AUTHORITY_KEYID *akid = X509_get_ext_d2i(leaf, NID_authority_key_identifier, NULL, NULL);
+	assert_non_null(akid);
+	assert_null(akid->keyid);
+	assert_int_equal(ASN1_INTEGER_get(akid->serial), 4242);
+	AUTHORITY_KEYID_free(akid);
+	X509_STORE *store = X509_STORE_new();
+	assert_int_equal(X509_STORE_add_cert(store, ca), 1);
+	X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+	assert_int_equal(X509_STORE_CTX_init(ctx, store, leaf, NULL), 1);
+	assert_int_equal(
+	    X509_VERIFY_PARAM_set1_host(X509_STORE_CTX_get0_param(ctx), "nodegate.nodegate.svc", 0),
+	    1);
+	if (X509_verify_cert(ctx) != 1)
+		fail_msg("%s", X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx)));
+	X509_STORE_CTX_free(ctx);
+	X509_STORE_free(store);
+	X509_free(leaf);
+	free(cert);
+	cert_free_secret(key);
+
+	struct cert_pair p;
+	assert_int_equal(cert_generate(&r, &p, NULL), NG_OK);
+	leaf = read_cert(p.cert_pem);
+	akid = X509_get_ext_d2i(leaf, NID_authority_key_identifier, NULL, NULL);
+	assert_non_null(akid);
+	assert_non_null(akid->keyid);
+	assert_null(akid->issuer);
+	assert_null(akid->serial);
+	AUTHORITY_KEYID_free(akid);
+	X509_free(leaf);
+	cert_pair_finish(&p);
+	free(ca_pem);
+	cert_free_secret(ca_key_pem);
+	X509_free(ca);
+	EVP_PKEY_free(ca_key);
+}
+
 static void test_bad_requests_are_refused_with_why(void **state)
 {
 	struct cert_pair p;
@@ -247,6 +340,7 @@ int main(void)
 	    cmocka_unit_test(test_ca_signs_a_serving_certificate_for_the_service_names),
 	    cmocka_unit_test(test_ip_addresses_become_ip_sans),
 	    cmocka_unit_test(test_issue_from_an_existing_ca),
+	    cmocka_unit_test(test_issue_from_a_ca_without_key_identifier),
 	    cmocka_unit_test(test_bad_requests_are_refused_with_why),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

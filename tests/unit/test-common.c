@@ -204,6 +204,40 @@ static void test_rfc3339_round_trip(void **state)
 	assert_int_equal(ms, 0xad);
 }
 
+/* Every instant RFC 3339 can write comes back from its text: before 1970 (a fraction of a second
+ * was written as ".-875", a second late), before the year 1000 (strftime wrote "999-"), and at
+ * both ends; past them, the nearest end is written (a year of five digits overran the buffer). */
+static void test_rfc3339_format_reads_back(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+	    {"1013-11-24T10:05:00.125Z", "1013-11-24T10:05:00.125Z"},
+	    {"1969-12-31T23:59:59.999Z", "1969-12-31T23:59:59.999Z"},
+	    {"0001-01-01T00:00:00Z", "0001-01-01T00:00:00.000Z"},
+	    {"0999-03-01T12:00:00.5Z", "0999-03-01T12:00:00.500Z"},
+	    {"0000-01-01T00:00:00Z", "0000-01-01T00:00:00.000Z"},
+	    {"9999-12-31T23:59:59.999Z", "9999-12-31T23:59:59.999Z"},
+	    {"0000-01-01T00:00:00+23:59", "0000-01-01T00:00:00.000Z"},
+	    {"9999-12-31T23:59:59.999-23:59", "9999-12-31T23:59:59.999Z"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int64_t ms, again;
+		char out[25];
+		assert_int_equal(ng_parse_rfc3339_ms(cases[i].in, strlen(cases[i].in), &ms), NG_OK);
+		assert_int_equal(ng_format_rfc3339_ms(ms, out), 24);
+		assert_string_equal(out, cases[i].out);
+		assert_int_equal(ng_parse_rfc3339_ms(out, 24, &again), NG_OK);
+		if (ms >= NG_RFC3339_MIN_MS && ms <= NG_RFC3339_MAX_MS)
+			assert_int_equal(again, ms);
+	}
+	char out[25];
+	assert_int_equal(ng_format_rfc3339_ms(INT64_MIN, out), 24);
+	assert_string_equal(out, "0000-01-01T00:00:00.000Z");
+	assert_int_equal(ng_format_rfc3339_ms(INT64_MAX, out), 24);
+	assert_string_equal(out, "9999-12-31T23:59:59.999Z");
+}
+
 static ng_status parse(const char *s, struct ng_err *err)
 {
 	cJSON *root = (cJSON *)0xad;
@@ -392,6 +426,7 @@ int main(void)
 	    cmocka_unit_test(test_intern_ids_are_stable),
 	    cmocka_unit_test(test_parse_i64_table),
 	    cmocka_unit_test(test_rfc3339_round_trip),
+	    cmocka_unit_test(test_rfc3339_format_reads_back),
 	    cmocka_unit_test(test_json_guard_rails),
 	    cmocka_unit_test(test_json_arena_parse_respects_cap),
 	    cmocka_unit_test(test_log_line_is_one_json_object),

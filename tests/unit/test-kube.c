@@ -8,6 +8,7 @@
 #include "common/buf.h"
 #include "common/intern.h"
 #include "common/json.h"
+#include "common/limits.h"
 #include "kube/one.h"
 #include "kube/internal.h"
 #include "tests/support/support.h"
@@ -924,6 +925,40 @@ static void test_kube_one_entry_points(void **state)
 	kube_one_destroy(NULL);
 }
 
+/* A NodeGateConfig selector over the limit of requirements makes the config invalid, as a
+ * malformed one does; it was refused as unreadable (NG_ELIMIT, with no message), so the cache
+ * dropped the config and its healthHooks and eviction policy with it. */
+static void test_ngc_selector_over_limit_is_invalid(void **state)
+{
+	static const char *const where[] = {"\"drain\":{\"protectedNamespaces\"",
+					    "\"drain\":{\"protectedJobPods\"",
+					    "\"controlPlane\":{\"selector\""};
+	for (size_t k = 0; k < sizeof(where) / sizeof(where[0]); k++) {
+		struct ng_buf b;
+		ng_buf_init(&b, 1u << 20);
+		assert_int_equal(ng_buf_printf(&b,
+					       "{\"kind\":\"NodeGateConfig\",\"apiVersion\":"
+					       "\"nodegate.io/v1alpha1\",\"metadata\":{\"name\":"
+					       "\"default\"},\"spec\":{\"eviction\":{\"mode\":"
+					       "\"Off\"},%s:{\"matchLabels\":{",
+					       where[k]),
+				 NG_OK);
+		for (int i = 0; i <= NG_MAX_SELECTOR_TERMS; i++)
+			assert_int_equal(ng_buf_printf(&b, "%s\"k%d\":\"v\"", i ? "," : "", i),
+					 NG_OK);
+		assert_int_equal(ng_buf_puts(&b, "}}}}}"), NG_OK);
+		struct kube_one *one = NULL;
+		struct ng_err err = {0};
+		assert_int_equal(kube_one_parse(b.data, b.len, &one, &err), NG_OK);
+		const struct kube_ngc *g = kube_one_ngc(one);
+		assert_true(g->invalid);
+		assert_int_equal(g->eviction_mode, KUBE_EVICTION_ENFORCE);
+		assert_non_null(strstr(str_of(one, g->error), "more than 64 requirements"));
+		kube_one_destroy(one);
+		ng_buf_finish(&b);
+	}
+}
+
 /* ---- /debug/cache dump ------------------------------------------------------------------ */
 
 /* Every kind the dump lists, with the variants its writers branch on: labels (one needing an
@@ -1166,6 +1201,7 @@ int main(void)
 	    cmocka_unit_test(test_nd_drain_operation_requestors_and_creator),
 	    cmocka_unit_test(test_nd_malformed_drain_fields_name_the_field),
 	    cmocka_unit_test(test_kube_one_entry_points),
+	    cmocka_unit_test(test_ngc_selector_over_limit_is_invalid),
 	    cmocka_unit_test(test_dump_parts_concatenate_to_the_whole_dump),
 	    cmocka_unit_test(test_dump_part_over_the_buffer_cap_keeps_its_place),
 	};

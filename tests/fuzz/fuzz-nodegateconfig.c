@@ -1,0 +1,115 @@
+/* libFuzzer target for the NodeGateConfig decoder (STYLE.md B12 "Fuzz"): kube/decode.c's
+ * paused, rejectEmptyDisruptions, rejectOverlappingDisruptions, controlPlane (serial, selector),
+ * retry intervals, allowedTypes, eviction (mode, autoRequest, exemptUsers), healthHooks
+ * (allowedHosts, allowedCIDRs, allowServiceRefs, allowHTTP, maxResponseBytes) and drain
+ * (protectedNamespaces, protectedJobPods, backoff).
+ *
+ * The input is parsed as JSON and decoded as a NodeGateConfig whatever its kind says
+ * (kube_one_decode_as()). Invariants, each abort()ing when broken:
+ * - decoding the same tree twice gives equal records;
+ * - a config is malformed or not, never unreadable: it decodes (as invalid, saying why, when a
+ *   field is wrong) and is refused only without a name or without memory, with a readable
+ *   message;
+ * - an invalid config never loosens the eviction guard: mode Enforce, no autoRequest, no
+ *   exempt users; its reason is a readable message;
+ * - the values a valid config holds are in their documented ranges (retry 1..86400 s, backoff
+ *   0..86400 s, maxResponseBytes 1..16 MiB, CIDR prefixes within their family);
+ * - decode -> encode -> decode is stable for a valid config: written back (tests/fuzz/
+ *   roundtrip.c, through kube_one_parse()) it decodes to an equal record. */
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/intern.h"
+#include "common/json.h"
+#include "common/limits.h"
+#include "kube/one.h"
+#include "tests/fuzz/roundtrip.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static bool in_range(int64_t ms, int64_t min_s, int64_t max_s)
+{
+	return ms % 1000 == 0 && ms / 1000 >= min_s && ms / 1000 <= max_s;
+}
+
+static void check_valid(const struct kube_ngc *g)
+{
+	ng_fuzz_check(g->retry_initial_ms == 0 || in_range(g->retry_initial_ms, 1, 86400));
+	ng_fuzz_check(g->retry_max_ms == 0 || in_range(g->retry_max_ms, 1, 86400));
+	const int64_t backoff[3] = {g->drain_backoff_base_ms, g->drain_backoff_max_ms,
+				    g->drain_backoff_jitter_ms};
+	for (int k = 0; k < 3; k++)
+		ng_fuzz_check(backoff[k] == -1 || in_range(backoff[k], 0, 86400));
+	ng_fuzz_check(g->hooks.max_response_bytes >= 1 &&
+		      g->hooks.max_response_bytes <= 16 * 1024 * 1024);
+	for (uint16_t i = 0; i < g->hooks.ncidrs; i++) {
+		const struct kube_cidr *c = &g->hooks.cidrs[i];
+		ng_fuzz_check((c->family == 4 && c->bits <= 32) ||
+			      (c->family == 6 && c->bits <= 128));
+	}
+	ng_fuzz_check(g->has_exempt_users || g->nexempt == 0);
+}
+
+static void roundtrip(const struct kube_one *one)
+{
+	const struct kube_ngc *g = kube_one_ngc(one);
+	struct ng_buf out;
+	ng_buf_init(&out, NG_MAX_BODY_BYTES);
+	ng_fuzz_check(ng_fuzz_encode_ngc(g, kube_one_pool(one), &out) == NG_OK);
+	struct kube_one *again = NULL;
+	struct ng_err err = {0};
+	ng_status st = kube_one_parse(out.data, out.len, &again, &err);
+	if (st != NG_OK)
+		fprintf(stderr, "roundtrip: %s\n%s\n", err.msg, out.data);
+	ng_fuzz_check(st == NG_OK && kube_one_ngc(again) != NULL);
+	if (!ng_fuzz_same_ngc(g, kube_one_pool(one), kube_one_ngc(again), kube_one_pool(again))) {
+		fprintf(stderr, "roundtrip: written back as\n%s\n", out.data);
+		abort();
+	}
+	kube_one_destroy(again);
+	ng_buf_finish(&out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ng_arena *arena = ng_arena_create(NG_REQUEST_ARENA_CAP_BYTES);
+	ng_fuzz_check(arena != NULL);
+	cJSON *root = NULL;
+	if (ng_json_parse((const char *)data, size, arena, &root, NULL) != NG_OK)
+		goto out;
+
+	struct kube_one *a = NULL, *b = NULL;
+	struct ng_err ea = {0}, eb = {0};
+	ng_status sa = kube_one_decode_as(KUBE_RES_NGCS, root, 0, &a, &ea);
+	ng_status sb = kube_one_decode_as(KUBE_RES_NGCS, root, 0, &b, &eb);
+	ng_fuzz_check(sa == sb);
+	if (sa != NG_OK) {
+		/* Only an object without a usable name, or no memory, is not a config at all. */
+		ng_fuzz_check(sa == NG_EPARSE || sa == NG_ENOMEM);
+		ng_fuzz_check(ea.status == sa && strcmp(ea.msg, eb.msg) == 0);
+		ng_fuzz_check(ng_fuzz_message_ok(ea.msg, data, size));
+		ng_fuzz_check(sa == NG_ENOMEM || strstr(ea.msg, "metadata.name") != NULL ||
+			      strstr(ea.msg, "expected an object") != NULL);
+		goto out;
+	}
+	const struct kube_ngc *g = kube_one_ngc(a);
+	ng_fuzz_check(ng_fuzz_same_ngc(g, kube_one_pool(a), kube_one_ngc(b), kube_one_pool(b)));
+	if (g->invalid) {
+		ng_fuzz_check(g->eviction_mode == KUBE_EVICTION_ENFORCE && !g->auto_request &&
+			      !g->has_exempt_users && g->nexempt == 0);
+		ng_fuzz_check(ng_fuzz_message_ok(ng_intern_str(kube_one_pool(a), g->error, NULL),
+						 data, size));
+	} else {
+		check_valid(g);
+		roundtrip(a);
+	}
+	kube_one_destroy(a);
+	kube_one_destroy(b);
+out:
+	ng_arena_destroy(arena);
+	return 0;
+}
