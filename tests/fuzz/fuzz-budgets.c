@@ -99,7 +99,7 @@ static void roundtrip(const struct kube_one *one, enum kube_resource res, unsign
 	struct ng_err err = {0};
 	st = kube_one_parse(out.data, out.len, &again, &err);
 	if (st != NG_OK)
-		fprintf(stderr, "roundtrip: %s\n%s\n", err.msg, out.data);
+		(void)fprintf(stderr, "roundtrip: %s\n%s\n", err.msg, out.data);
 	ng_fuzz_check(st == NG_OK && kube_one_resource(again) == res);
 	const struct ng_intern *pool2 = kube_one_pool(again);
 	bool same =
@@ -107,7 +107,7 @@ static void roundtrip(const struct kube_one *one, enum kube_resource res, unsign
 		? ng_fuzz_same_adb(kube_one_adb(one), pool, kube_one_adb(again), pool2, skip)
 		: ng_fuzz_same_ndb(kube_one_ndb(one), pool, kube_one_ndb(again), pool2);
 	if (!same) {
-		fprintf(stderr, "roundtrip: written back as\n%s\n", out.data);
+		(void)fprintf(stderr, "roundtrip: written back as\n%s\n", out.data);
 		abort();
 	}
 	kube_one_destroy(again);

@@ -287,8 +287,9 @@ static void check_matches(const struct kube_snapshot *s, const struct kube_snaps
 		for (size_t n = 0; n < nnodes && !found; n++) {
 			found = strcmp(str(pool, nodes[n].name), name) == 0;
 			if (found && !bud_node_selector_matches(&one, &nodes[n], pool)) {
-				fprintf(stderr, "node-affinity: node %s does not satisfy term %u\n",
-					name, (unsigned)t);
+				(void)fprintf(stderr,
+					      "node-affinity: node %s does not satisfy term %u\n",
+					      name, (unsigned)t);
 				abort();
 			}
 		}
@@ -334,7 +335,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!c)
 		goto out;
 	if (!ng_fuzz_same_pv(pv, pool, kube_snapshot_pvs(c2, &n), kube_snapshot_pool(c2))) {
-		fprintf(stderr, "roundtrip: written back as\n%s\n", again.data);
+		(void)fprintf(stderr, "roundtrip: written back as\n%s\n", again.data);
 		abort();
 	}
 	check_matches(c, c2);

@@ -89,11 +89,11 @@ static void roundtrip(const struct kube_one *one)
 	struct ng_err err = {0};
 	ng_status st = kube_one_parse(out.data, out.len, &again, &err);
 	if (st != NG_OK)
-		fprintf(stderr, "roundtrip: %s\n%s\n", err.msg, out.data);
+		(void)fprintf(stderr, "roundtrip: %s\n%s\n", err.msg, out.data);
 	ng_fuzz_check(st == NG_OK && kube_one_nd(again) != NULL);
 	if (!ng_fuzz_same_nd(nd, kube_one_pool(one), kube_one_nd(again), kube_one_pool(again),
 			     skip)) {
-		fprintf(stderr, "roundtrip: written back as\n%s\n", out.data);
+		(void)fprintf(stderr, "roundtrip: written back as\n%s\n", out.data);
 		abort();
 	}
 	kube_one_destroy(again);

@@ -64,10 +64,10 @@ static void roundtrip(const struct kube_one *one)
 	struct ng_err err = {0};
 	ng_status st = kube_one_parse(out.data, out.len, &again, &err);
 	if (st != NG_OK)
-		fprintf(stderr, "roundtrip: %s\n%s\n", err.msg, out.data);
+		(void)fprintf(stderr, "roundtrip: %s\n%s\n", err.msg, out.data);
 	ng_fuzz_check(st == NG_OK && kube_one_ngc(again) != NULL);
 	if (!ng_fuzz_same_ngc(g, kube_one_pool(one), kube_one_ngc(again), kube_one_pool(again))) {
-		fprintf(stderr, "roundtrip: written back as\n%s\n", out.data);
+		(void)fprintf(stderr, "roundtrip: written back as\n%s\n", out.data);
 		abort();
 	}
 	kube_one_destroy(again);

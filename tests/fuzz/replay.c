@@ -50,7 +50,7 @@ static int read_file(const char *path, uint8_t **ret_data, size_t *ret_size)
 		free(data);
 		return -1;
 	}
-	if (!data && !(data = malloc(0)))
+	if (!data && !(data = malloc(1))) /* an empty file: a valid pointer to no bytes */
 		return -1;
 	*ret_data = data;
 	*ret_size = size;

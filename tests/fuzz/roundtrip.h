@@ -30,8 +30,12 @@ enum ng_fuzz_skip {
 	NG_FUZZ_SKIP_HOOK = 1u << 2,     /* an ADB's health hook with an error */
 };
 
-/** Aborts the fuzz target (libFuzzer keeps the input) unless @ok. */
-void ng_fuzz_check(bool ok);
+/** Aborts the fuzz target (libFuzzer keeps the input): an invariant did not hold. */
+_Noreturn void ng_fuzz_fail(void);
+
+/** Aborts the fuzz target unless @ok. A macro over a _Noreturn call, so that the static
+ * analyzers know nothing after a failed check runs (a pointer checked non-NULL stays so). */
+#define ng_fuzz_check(ok) ((ok) ? (void)0 : ng_fuzz_fail())
 
 /**
  * True when @msg is a message a person can read: not empty, starting with printable ASCII, and,
