@@ -138,7 +138,16 @@ class HostileBase(unittest.TestCase):
         if self.fd_limit < n + 200:
             self.skipTest(f"this process may open {self.fd_limit} files; the test needs {n + 200}")
 
+    def report(self, what, text):
+        """One line of figures on stderr (the suite's log): what the attack cost, per run."""
+        print(f"\n  figures: {what}: {text}", file=sys.stderr, flush=True)
+
     def assert_canary(self, canary, what):
+        ok = sorted(x for x in canary.samples if x != float("inf"))
+        if ok:
+            self.report(what, f"canary {len(canary.samples)} answers, median "
+                        f"{ok[len(ok) // 2] * 1000:.1f} ms, slowest {canary.worst() * 1000:.1f} ms, "
+                        f"{len(canary.errors)} failed")
         self.assertGreaterEqual(len(canary.samples), 3, what)
         self.assertEqual(canary.errors, [], what)
         self.assertLess(canary.worst(), CANARY_BOUND_S, f"{what}: slowest canary answer")
@@ -147,6 +156,7 @@ class HostileBase(unittest.TestCase):
         if self.srv.sanitized():
             return
         grown = self.srv.rss_kib() - before_kib
+        self.report(what, f"resident memory grew {grown} KiB")
         self.assertLess(grown, RSS_GROWTH_BOUND_KIB, f"{what}: resident memory grew {grown} KiB")
 
     def wait_closed(self, socks, within_s):
@@ -293,6 +303,7 @@ class RegexBombTest(HostileBase):
                  ")))))))))))))))))", "a{1000}{1000}"]
         rss0 = self.srv.rss_kib()
         t0 = time.monotonic()
+        took = []
         with Canary(self.srv) as c:
             i = -1
             while i < 30 or time.monotonic() - t0 < 1.0:
@@ -309,15 +320,21 @@ class RegexBombTest(HostileBase):
                                    "resource": {"group": "nodegate.io", "version": "v1alpha1",
                                                 "resource": "nodedisruptions"},
                                    "userInfo": {"username": "mallory"}, "object": nd}}
+                t1 = time.monotonic()
                 r, data = self.srv.request("POST", "/validate/nodedisruption", json.dumps(rev),
                                            {"Content-Type": "application/json"})
+                took.append(time.monotonic() - t1)
                 self.assertEqual(r.status, 200)
                 resp = json.loads(data)["response"]
                 self.assertFalse(resp["allowed"], bomb)
                 self.assertIn("podEvictionFilters[0].byResourceNameRegex", resp["status"]["message"])
+        took.sort()
+        self.report("regex bombs", f"{len(took)} refusals, each answered (connection included) in "
+                    f"median {took[len(took) // 2] * 1000:.1f} ms, slowest {took[-1] * 1000:.1f} ms")
         self.assert_canary(c, "regex bombs")
         if not self.srv.sanitized():
             grown = self.srv.rss_kib() - rss0
+            self.report("regex bombs", f"resident memory grew {grown} KiB")
             self.assertLess(grown, 10 * 1024, f"resident memory grew {grown} KiB")
 
 
@@ -340,6 +357,29 @@ class FullServerTest(HostileBase):
             shed = [l for l in metrics.splitlines()
                     if l.startswith('nodegate_connections_closed_total{reason="shed"}')]
             self.assertTrue(shed and int(shed[0].split()[-1]) >= 700, shed)
+        finally:
+            close_all(socks)
+
+
+class CapacityTest(HostileBase):
+    """The default --max-connections (10,000): nodegate raises its own open-file limit and holds
+    9,500 idle connections at once without shedding or refusing one, while the canary is
+    answered. (The header deadline is long, so nothing is closed for silence meanwhile.)"""
+    EXTRA = ("--header-timeout-seconds", "60", "--max-connections-per-address", "0")
+
+    def test_ten_thousand_connections_fit(self):
+        self.need_fds(9500)
+        rss0 = self.srv.rss_kib()
+        socks = open_silent(self.srv.port, 9500)
+        try:
+            time.sleep(1.5)
+            with Canary(self.srv) as c:
+                time.sleep(1.5)
+            self.assert_canary(c, "9,500 idle connections")
+            self.assertEqual(still_open(socks), 9500, "connections shed or refused below the limit")
+            if not self.srv.sanitized():
+                self.report("9,500 idle connections",
+                            f"resident memory grew {self.srv.rss_kib() - rss0} KiB")
         finally:
             close_all(socks)
 
