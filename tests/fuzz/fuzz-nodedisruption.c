@@ -85,17 +85,10 @@ static void roundtrip(const struct kube_one *one)
 	struct ng_buf out;
 	ng_buf_init(&out, NG_MAX_BODY_BYTES);
 	ng_fuzz_check(ng_fuzz_encode_nd(nd, kube_one_pool(one), skip, &out) == NG_OK);
-	struct kube_one *again = NULL;
-	struct ng_err err = {0};
-	ng_status st = kube_one_parse(out.data, out.len, &again, &err);
-	if (st != NG_OK)
-		(void)fprintf(stderr, "roundtrip: %s\n%s\n", err.msg, out.data);
-	ng_fuzz_check(st == NG_OK && kube_one_nd(again) != NULL);
+	struct kube_one *again = ng_fuzz_reparse(&out, KUBE_RES_NDS);
 	if (!ng_fuzz_same_nd(nd, kube_one_pool(one), kube_one_nd(again), kube_one_pool(again),
-			     skip)) {
-		(void)fprintf(stderr, "roundtrip: written back as\n%s\n", out.data);
-		abort();
-	}
+			     skip))
+		ng_fuzz_differs(&out);
 	kube_one_destroy(again);
 	ng_buf_finish(&out);
 }
@@ -109,14 +102,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 
 	struct kube_one *a = NULL, *b = NULL;
-	struct ng_err ea = {0}, eb = {0};
-	ng_status sa = kube_one_decode_as(KUBE_RES_NDS, root, 0, &a, &ea);
-	ng_status sb = kube_one_decode_as(KUBE_RES_NDS, root, 0, &b, &eb);
-	ng_fuzz_check(sa == sb);
-	if (sa != NG_OK) {
-		ng_fuzz_check(sa == NG_EPARSE || sa == NG_ELIMIT || sa == NG_ENOMEM);
-		ng_fuzz_check(ea.status == sa && strcmp(ea.msg, eb.msg) == 0);
-		ng_fuzz_check(ng_fuzz_message_ok(ea.msg, data, size));
+	struct ng_err err = {0};
+	ng_status st = ng_fuzz_decode_twice(KUBE_RES_NDS, root, data, size, &a, &b, &err);
+	if (st != NG_OK) {
+		ng_fuzz_check(st == NG_EPARSE || st == NG_ELIMIT || st == NG_ENOMEM);
 		goto out;
 	}
 	ng_fuzz_check(

@@ -6,6 +6,7 @@
 #include "common/intern.h"
 #include "common/jw.h"
 #include "common/limits.h"
+#include "kube/one.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -14,6 +15,39 @@
 
 void ng_fuzz_fail(void)
 {
+	abort();
+}
+
+ng_status ng_fuzz_decode_twice(enum kube_resource res, const struct cJSON *root,
+			       const uint8_t *data, size_t size, struct kube_one **ret_a,
+			       struct kube_one **ret_b, struct ng_err *err)
+{
+	struct ng_err eb = {0};
+	*ret_a = *ret_b = NULL;
+	ng_status sa = kube_one_decode_as(res, root, 0, ret_a, err);
+	ng_status sb = kube_one_decode_as(res, root, 0, ret_b, &eb);
+	ng_fuzz_check(sa == sb);
+	if (sa != NG_OK) {
+		ng_fuzz_check(err->status == sa && strcmp(err->msg, eb.msg) == 0);
+		ng_fuzz_check(ng_fuzz_message_ok(err->msg, data, size));
+	}
+	return sa;
+}
+
+struct kube_one *ng_fuzz_reparse(const struct ng_buf *out, enum kube_resource res)
+{
+	struct kube_one *again = NULL;
+	struct ng_err err = {0};
+	ng_status st = kube_one_parse(out->data, out->len, &again, &err);
+	if (st != NG_OK)
+		(void)fprintf(stderr, "roundtrip: %s\n%s\n", err.msg, out->data);
+	ng_fuzz_check(st == NG_OK && kube_one_resource(again) == res);
+	return again;
+}
+
+void ng_fuzz_differs(const struct ng_buf *out)
+{
+	(void)fprintf(stderr, "roundtrip: written back as\n%s\n", out->data);
 	abort();
 }
 

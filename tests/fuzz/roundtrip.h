@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct cJSON;
+struct kube_one;
 struct ng_buf;
 struct ng_intern;
 struct ng_jw;
@@ -46,6 +48,24 @@ bool ng_fuzz_message_ok(const char *msg, const uint8_t *input, size_t len);
 
 /** The instant a time of @ms reads back as once written with ng_jw_time_ms(). */
 int64_t ng_fuzz_time_written(int64_t ms);
+
+/**
+ * Decodes @root as @res twice (@data, @size: the fuzz input, for ng_fuzz_message_ok()): both
+ * decodes must give the same status and, on a refusal, the same readable message. NG_OK with
+ * the two records in *@ret_a and *@ret_b (the caller compares and frees them), or the refusal's
+ * status with its message in @err and nothing to free.
+ */
+ng_status ng_fuzz_decode_twice(enum kube_resource res, const struct cJSON *root,
+			       const uint8_t *data, size_t size, struct kube_one **ret_a,
+			       struct kube_one **ret_b, struct ng_err *err);
+
+/** Decodes @out, an object an encoder wrote, as the next step of the invariant: it must decode,
+ * as a @res object, or the target aborts with the reason and the object on stderr. The caller
+ * compares the record returned and frees it. */
+struct kube_one *ng_fuzz_reparse(const struct ng_buf *out, enum kube_resource res);
+
+/** Aborts with @out on stderr: written back, a record did not decode to an equal one. */
+_Noreturn void ng_fuzz_differs(const struct ng_buf *out);
 
 /* ---- encoders: each writes one whole object to @out, NG_OK or the buffer's error ---- */
 
