@@ -24,7 +24,6 @@
 #include "server/server.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -338,11 +337,6 @@ static int configure(struct serve *s, int argc, char **argv)
 		return 2;
 	if (cmd_set_log_level(c->log_level) != 0)
 		return 2;
-	/* Request bodies of up to 3 MiB are buffered and freed. glibc would raise its mmap
-	 * threshold after the first such free and keep later ones on the heap, so resident memory
-	 * would ratchet up; a fixed threshold returns big buffers to the kernel at once. */
-	/* NOLINTNEXTLINE(concurrency-mt-unsafe): no thread runs yet */
-	(void)mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 	s->ev = (struct pol_eviction_config){
 	    .exempt_users = c->exempt_users.v,
 	    .nexempt = c->exempt_users.n,
