@@ -170,7 +170,7 @@ class Proc:
         self.gen = 0
         self.proc = None
         self.port = None
-        self.rss = []   # (t, kB, incarnation)
+        self.rss = []   # (t, kB, incarnation, leading: held its Lease at the sample)
         self.start()
 
     @property
@@ -210,20 +210,27 @@ class Proc:
         if self.proc.poll() is not None:
             raise RuntimeError(f"{self.identity} exited:\n" + self.tail())
 
-    def ready(self):
+    def get(self, path):
+        """GET @path from the process's own port (HTTPS for serve, plain HTTP for drain):
+        (status, body). Raises OSError when it cannot be asked."""
         import http.client
         import ssl
+        if self.role == "serve":
+            ctx = ssl.create_default_context(cafile=self.soak.certs.ca)
+            ctx.check_hostname = False
+            c = http.client.HTTPSConnection("127.0.0.1", self.port, context=ctx, timeout=5)
+        else:
+            c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
         try:
-            if self.role == "serve":
-                ctx = ssl.create_default_context(cafile=self.soak.certs.ca)
-                ctx.check_hostname = False
-                c = http.client.HTTPSConnection("127.0.0.1", self.port, context=ctx, timeout=5)
-            else:
-                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
-            c.request("GET", "/readyz")
-            ok = c.getresponse().status == 200
+            c.request("GET", path)
+            r = c.getresponse()
+            return r.status, r.read()
+        finally:
             c.close()
-            return ok
+
+    def ready(self):
+        try:
+            return self.get("/readyz")[0] == 200
         except OSError:
             return False
 
@@ -240,34 +247,26 @@ class Proc:
                 self.proc.kill()
                 self.proc.wait(10)
 
-    def sample(self):
-        """Resident memory now, kept, and written with the process's cache figures (from its
-        /metrics) to rss.jsonl in the work directory, to tell a growing cache from a leak."""
+    def sample(self, leading):
+        """Resident memory now, kept with whether the process held its Lease (@leading), and
+        written with the process's cache figures (from its /metrics) to rss.jsonl in the work
+        directory, to tell a growing cache from a leak."""
         try:
             with open(f"/proc/{self.proc.pid}/status", encoding="utf-8") as f:
                 for line in f:
                     if line.startswith("VmRSS:"):
-                        self.rss.append((time.time(), int(line.split()[1]), self.gen))
+                        self.rss.append((time.time(), int(line.split()[1]), self.gen, leading))
         except OSError:
             return
-        rec = {"t": round(time.time(), 1), "proc": self.identity, "rss_kb": self.rss[-1][1] if self.rss else None}
+        rec = {"t": round(time.time(), 1), "proc": self.identity, "leading": leading,
+               "rss_kb": self.rss[-1][1] if self.rss else None}
         rec.update(self.cache_metrics())
         with open(os.path.join(self.soak.tmp, "rss.jsonl"), "a", encoding="utf-8") as f:
             f.write(json.dumps(rec) + "\n")
 
     def cache_metrics(self):
-        import http.client
-        import ssl
         try:
-            if self.role == "serve":
-                ctx = ssl.create_default_context(cafile=self.soak.certs.ca)
-                ctx.check_hostname = False
-                c = http.client.HTTPSConnection("127.0.0.1", self.port, context=ctx, timeout=5)
-            else:
-                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
-            c.request("GET", "/metrics")
-            text = c.getresponse().read().decode(errors="replace")
-            c.close()
+            text = self.get("/metrics")[1].decode(errors="replace")
         except OSError:
             return {}
         out = {}
@@ -306,6 +305,41 @@ def slope(samples):
     if den == 0:
         return None
     return sum((t - mt) * (v - mv) for t, v in samples) / den * 60
+
+
+def rss_rows(procs):
+    """Rows of the summary table and problems from the resident memory samples of @procs."""
+    rows, problems = [], []
+    # Resident memory, per process: the slope over the last half of its last tenure in one
+    # role (leader or standby), for tenures of 4 min or more. A replica that takes the Lease
+    # over starts work a standby never does (the gate's rounds, the drainer's steps) and
+    # steps up to a higher plateau once; a slope across that step is not a leak, while
+    # one inside a tenure is.
+    for p in procs:
+        by_gen = collections.defaultdict(list)
+        for t, kb, gen, leading in p.rss:
+            by_gen[gen].append((t, kb, leading))
+        for gen, s in sorted(by_gen.items()):
+            life = s[-1][0] - s[0][0]
+            k = len(s) - 1
+            while k > 0 and s[k - 1][2] == s[-1][2]:
+                k -= 1
+            tenure = s[k:]
+            held = tenure[-1][0] - tenure[0][0]
+            last = [(t, kb) for t, kb, _ in tenure if t >= tenure[0][0] + held / 2]
+            sl = slope(last) if held >= 240 else None
+            whole = slope([(t, kb) for t, kb, _ in s]) if life >= 240 else None
+            name = f"{p.role}-{p.slot}-{gen}"
+            role = "leader" if s[-1][2] else "standby"
+            desc = (f"{s[-1][1] / 1024:.1f} MiB, lived {life / 60:.1f} min, the last "
+                    f"{held / 60:.1f} as {role}" +
+                    (f", slope {sl / 1024:+.2f} MiB/min over that tenure's last half" if sl is not None else "") +
+                    (f" ({whole / 1024:+.2f} over the whole life)" if whole is not None else ""))
+            rows.append((f"RSS {name}", desc))
+            if sl is not None and sl * (held / 2) / 60 > max(0.1 * s[-1][1], 16 * 1024):
+                problems.append(f"{name}: resident memory grew {sl / 1024:+.2f} MiB/min over the last half "
+                                f"of its {held / 60:.1f} min as {role}")
+    return rows, problems
 
 
 class Soak:
@@ -748,8 +782,10 @@ class Soak:
 
     def sample_rss(self):
         while not self.stop.is_set():
+            holders = {"serve": self.lease_holder("nodegate-gate"),
+                       "drain": self.lease_holder("nodegate-drain")}
             for p in self.serve + self.drain:
-                p.sample()
+                p.sample(holders[p.role] == p.identity)
             time.sleep(5)
 
     # -- the run ---------------------------------------------------------------------------
@@ -841,21 +877,9 @@ class Soak:
             problems.append("nothing was granted or drained")
         if not settled:
             problems.append("requests or cordons still there 180 s after the end")
-        # resident memory: slope over the last half of each process's life, for lives of 4 min or more
-        for p in self.serve + self.drain:
-            by_gen = collections.defaultdict(list)
-            for t, kb, gen in p.rss:
-                by_gen[gen].append((t, kb))
-            for gen, s in sorted(by_gen.items()):
-                life = s[-1][0] - s[0][0]
-                last = [x for x in s if x[0] >= s[0][0] + life / 2]
-                sl = slope(last) if life >= 240 else None
-                name = f"{p.role}-{p.slot}-{gen}"
-                desc = (f"{s[-1][1] / 1024:.1f} MiB, lived {life / 60:.1f} min" +
-                        (f", slope {sl / 1024:+.2f} MiB/min over the last half" if sl is not None else ""))
-                rows.append((f"RSS {name}", desc))
-                if sl is not None and sl * (life / 2) / 60 > max(0.1 * s[-1][1], 16 * 1024):
-                    problems.append(f"{name}: resident memory grew {sl / 1024:+.2f} MiB/min over the last half")
+        r, pr = rss_rows(self.serve + self.drain)
+        rows += r
+        problems += pr
         vk = chk["violations_by_kind"]
         rows.append(("violations", sum(vk.values())))
         for k in ("budget", "eviction", "admission", "cordon", "decide"):
