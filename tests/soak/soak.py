@@ -372,7 +372,7 @@ class Soak:
         with self.lock:
             self.ops[what] += 1
             if code not in ok:
-                self.errors[what] += 1
+                self.errors[f"{what} {code or 'unreachable'}"] += 1
 
     def setup(self):
         a = self.a
@@ -509,9 +509,10 @@ class Soak:
                     todo.append(node)   # round and round: a rolling maintenance that never ends
                     k += 1
                     name = f"{requestor}-{k:05d}-{node}"
-                    if self.create_nd(name, requestor, [node], drain=True):
-                        mine[name] = (node, None)
-                        self.created_at[name] = time.monotonic()
+                    if not self.create_nd(name, requestor, [node], drain=True):
+                        break   # the API server refused or is down: the next tick tries again
+                    mine[name] = (node, None)
+                    self.created_at[name] = time.monotonic()
             else:
                 for name in list(mine):
                     if name in live and not live[name]["metadata"].get("deletionTimestamp"):
