@@ -369,6 +369,11 @@ class CapacityTest(HostileBase):
 
     def test_ten_thousand_connections_fit(self):
         self.need_fds(9500)
+        if self.srv.sanitized():
+            # Measured: the canary's answer took 1.9 s under ASan with the suites running beside
+            # it, 31 ms in a release build. The capacity is the build operators run; the release
+            # stage of ./scripts/test runs this test.
+            self.skipTest("capacity is measured on a build without a sanitizer")
         rss0 = self.srv.rss_kib()
         socks = open_silent(self.srv.port, 9500)
         try:
