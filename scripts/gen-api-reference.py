@@ -22,9 +22,14 @@ class Undocumented(Exception):
     pass
 
 
+def prose(text):
+    """Text shown as is: a placeholder such as <node> would otherwise be read as an HTML tag."""
+    return str(text).replace("\\", "\\\\").replace("<", "\\<")
+
+
 def cell(text):
     """Text for one Markdown table cell."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return prose(text).replace("|", "\\|").replace("\n", " ")
 
 
 def code(text):
@@ -60,7 +65,8 @@ def limits(node):
     """The schema's constraints on the field, in words (Markdown, escaped for a table cell)."""
     out = []
     if "enum" in node:
-        out.append("one of " + ", ".join(code(v) for v in node["enum"]))
+        # an empty string is shown as "" (`` is no inline code in Markdown)
+        out.append("one of " + ", ".join(code(v) if v != "" else code('""') for v in node["enum"]))
     lo, hi = node.get("minimum"), node.get("maximum")
     if lo is not None and hi is not None:
         out.append("%s..%s" % (lo, hi))
@@ -157,10 +163,10 @@ def render(crds):
             desc = schema.get("description", "").strip()
             if not desc:
                 missing.append(names["kind"])
-            w(desc)
+            w(prose(desc))
             w("")
             for v in schema.get("x-kubernetes-validations", []):
-                w("Rule: %s (`%s`)." % (v.get("message", "rule"), v["rule"]))
+                w("Rule: %s (`%s`)." % (prose(v.get("message", "rule")), v["rule"]))
                 w("")
             cols = version.get("additionalPrinterColumns", [])
             if cols:
