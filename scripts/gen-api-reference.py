@@ -14,8 +14,10 @@ import json
 import os
 import sys
 
-# The order the reference presents the kinds in: the request, then the budgets, then the config.
-ORDER = ["NodeDisruption", "NodeDisruptionBudget", "ApplicationDisruptionBudget", "NodeGateConfig"]
+# The order the reference presents the kinds in: the request, then the budgets, then remediation
+# (which creates requests from a template), then the config.
+ORDER = ["NodeDisruption", "NodeDisruptionBudget", "ApplicationDisruptionBudget", "NodeRemediation",
+         "NodeDisruptionTemplate", "NodeGateConfig"]
 
 
 class Undocumented(Exception):

@@ -3141,6 +3141,62 @@ class TestRepositoryCRDs(unittest.TestCase):
             self.assertIn("VALID", head)
             self.assertEqual(row[head.index("VALID"):].split()[0], "Valid")
 
+    def test_remediation_crds_default_refuse_and_print(self):
+        """NodeRemediation and NodeDisruptionTemplate on the repository's CRDs: the schema's
+        defaults are applied, malformed rules are refused with the field named, and kubectl get
+        prints their columns. (The root CEL rule on the name's length is not evaluated here.)"""
+        files = sorted(os.path.join(REPO_CRDS, f) for f in os.listdir(REPO_CRDS) if f.endswith(".json"))
+        g = "/apis/nodegate.io/v1alpha1/"
+        with ServerProcess(fixtures=files) as srv:
+            code, ndt, _ = srv.api("POST", g + "nodedisruptiontemplates", {
+                "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionTemplate", "metadata": {"name": "reboot"},
+                "spec": {"type": "repair", "drain": {"force": True}, "operation": {"waitForReboot": True}}})
+            self.assertEqual(code, 201, ndt)
+            self.assertEqual((ndt["spec"]["priority"], ndt["spec"]["drain"]["evictionStrategy"]), (0, "Evict"))
+            nrem = {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeRemediation", "metadata": {"name": "kd"},
+                    "spec": {"nodeSelector": {"matchLabels": {"pool": "a"}}, "templateName": "reboot",
+                             "rule": {"conditions": [{"type": "example.com/KernelDeadlock", "status": "True"}]}}}
+            code, got, _ = srv.api("POST", g + "noderemediations", nrem)
+            self.assertEqual(code, 201, got)
+            self.assertEqual((got["spec"]["maxConcurrent"], got["spec"]["cooldownSeconds"],
+                              got["spec"]["rule"]["conditions"][0]["forSeconds"]), (1, 3600, 0))
+            bad = json.loads(json.dumps(nrem))
+            bad["metadata"]["name"] = "bad"
+            bad["spec"]["rule"]["conditions"] = [{"type": "Ready", "status": "Maybe", "forSeconds": 31536001}]
+            bad["spec"]["maxConcurrent"] = "150%"
+            bad["spec"]["stormGuard"] = {}
+            code, out, _ = srv.api("POST", g + "noderemediations", bad)
+            self.assertEqual(code, 422, out)
+            fields = sorted(c["field"] for c in out["details"]["causes"])
+            self.assertEqual(fields, ["spec.maxConcurrent", "spec.rule.conditions[0].forSeconds",
+                                      "spec.rule.conditions[0].status", "spec.stormGuard.maxUnhealthy"])
+            bad = dict(nrem, metadata={"name": "none"}, spec=dict(nrem["spec"], rule={"conditions": []}))
+            code, out, _ = srv.api("POST", g + "noderemediations", bad)
+            self.assertEqual(code, 422, out)
+            self.assertIn("spec.rule.conditions in body should have at least 1 items", out["message"])
+            for v in ("5", -1, 1000001):  # a count is an integer, a percentage a string
+                bad = dict(nrem, metadata={"name": "mc"}, spec=dict(nrem["spec"], maxConcurrent=v))
+                code, out, _ = srv.api("POST", g + "noderemediations", bad)
+                self.assertEqual(code, 422, (v, out))
+            code, out, _ = srv.api("PATCH", g + "noderemediations/kd/status", {"status": {
+                "matchedNodes": 3, "unhealthyNodes": 1, "activeCount": 1, "storm": {"active": False},
+                "activeRequests": [{"node": "node1", "name": "kd-node1", "since": "2024-01-01T00:00:00Z",
+                                    "state": "", "phase": ""}],
+                "conditions": [{"type": "Ready", "status": "True", "reason": "Watching",
+                                "lastTransitionTime": "2024-01-01T00:00:00Z"}]}}, "application/merge-patch+json")
+            self.assertEqual(code, 200, out)
+            rc, out, err = srv.kubectl("get", "nrem", "kd", "-o", "wide")
+            self.assertEqual(rc, 0, err)
+            head, row = out.strip().splitlines()
+            self.assertEqual(head.split(), ["NAME", "MATCHED", "UNHEALTHY", "ACTIVE", "STORM", "TEMPLATE", "AGE",
+                                            "READY"])
+            self.assertEqual(row.split()[:6] + row.split()[-1:], ["kd", "3", "1", "1", "false", "reboot", "Watching"])
+            rc, out, err = srv.kubectl("get", "ndt", "reboot", "-o", "wide")
+            self.assertEqual(rc, 0, err)
+            head, row = out.strip().splitlines()
+            self.assertEqual(head.split(), ["NAME", "TYPE", "REQUESTOR", "DRAIN", "AGE", "OPERATION"])
+            self.assertEqual(row.split()[:3] + row.split()[-1:], ["reboot", "repair", "Evict", "true"])
+
 
 class TestPrinterColumnJSONPath(unittest.TestCase):
     """The JSONPath subset of additionalPrinterColumns, and kube-apiserver's rule that a column

@@ -51,6 +51,8 @@ BASE = {
     ("CustomResourceDefinition", "", "nodedisruptionbudgets.nodegate.io"),
     ("CustomResourceDefinition", "", "applicationdisruptionbudgets.nodegate.io"),
     ("CustomResourceDefinition", "", "nodegateconfigs.nodegate.io"),
+    ("CustomResourceDefinition", "", "noderemediations.nodegate.io"),
+    ("CustomResourceDefinition", "", "nodedisruptiontemplates.nodegate.io"),
     ("ServiceAccount", NS, "nodegate"),
     ("ServiceAccount", NS, "nodegate-operation"),  # operation Jobs run as it; no rights
     ("ClusterRole", "", "nodegate"), ("ClusterRoleBinding", "", "nodegate"),
@@ -383,6 +385,35 @@ class RenderTest(unittest.TestCase):
                                   ["containers"][0]["args"])
                 else:
                     self.assertNotIn(("Role", NS, "nodegate-ca"), set(map(key, objs)))
+
+    def test_remediation_crds_reuse_the_request_and_budget_schemas(self):
+        """A NodeDisruptionTemplate holds a NodeDisruption spec without the nodes, so its fields
+        must validate and default exactly as the request's do; a NodeRemediation's pool is a
+        NodeDisruptionBudget's nodeSelector and its conditions are the budgets' conditions. Only the
+        descriptions differ (they say what the field does in the template or remediation)."""
+        def schema(objs, plural):
+            crd = find(objs, "CustomResourceDefinition", plural + ".nodegate.io")
+            return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+        def bare(node):
+            return {k: v for k, v in node.items() if k != "description"}
+
+        for overlay, objs in self.rendered():
+            with self.subTest(overlay=overlay):
+                nd = schema(objs, "nodedisruptions")["properties"]["spec"]["properties"]
+                ndt = schema(objs, "nodedisruptiontemplates")["properties"]["spec"]["properties"]
+                self.assertEqual(sorted(ndt), ["drain", "operation", "priority", "requestor", "retry", "type"])
+                for field in ("type", "requestor", "priority", "drain", "operation"):
+                    self.assertEqual(bare(ndt[field]), bare(nd[field]), field)
+                self.assertEqual(sorted(ndt["retry"]["properties"]), ["enabled"])  # no deadline
+                self.assertEqual(bare(ndt["retry"]["properties"]["enabled"]),
+                                 bare(nd["retry"]["properties"]["enabled"]))
+                ndb = schema(objs, "nodedisruptionbudgets")["properties"]
+                nrem = schema(objs, "noderemediations")["properties"]
+                self.assertEqual(bare(nrem["spec"]["properties"]["nodeSelector"]),
+                                 bare(ndb["spec"]["properties"]["nodeSelector"]))
+                self.assertEqual(bare(nrem["status"]["properties"]["conditions"]),
+                                 bare(ndb["status"]["properties"]["conditions"]))
 
     def test_network_policy(self):
         for overlay, objs in self.rendered():
