@@ -359,6 +359,17 @@ class RenderTest(unittest.TestCase):
                 self.assertNotIn(("", "nodes", "patch"), flat(serve))
                 self.assertIn(("nodegate.io", "nodedisruptions", "create"), flat(serve))
                 self.assertNotIn(("nodegate.io", "nodedisruptions", "create"), flat(drain))
+                # Remediation is serve's: it reads remediations and templates from its cache, deletes
+                # the requests it created, patches its finalizer and status, and never writes a template.
+                self.assertIn(("nodegate.io", "nodedisruptions", "delete"), flat(serve))
+                self.assertNotIn(("nodegate.io", "nodedisruptions", "delete"), flat(drain))
+                self.assertEqual({(res, v) for (g, res, v) in flat(serve) if res.startswith("noderemediations")
+                                  or res.startswith("nodedisruptiontemplates")},
+                                 {("noderemediations", "list"), ("noderemediations", "watch"),
+                                  ("noderemediations", "patch"), ("noderemediations/status", "patch"),
+                                  ("nodedisruptiontemplates", "list"), ("nodedisruptiontemplates", "watch")})
+                self.assertFalse({res for (g, res, v) in flat(drain) if res.startswith("noderemediations")
+                                  or res.startswith("nodedisruptiontemplates")})
                 leases = self.rules_of(objs, "Role", "nodegate-leader")
                 named = [r for r in leases if r.get("resourceNames")]
                 self.assertEqual([sorted(r["resourceNames"]) for r in named], [["nodegate-drain", "nodegate-gate"]])
