@@ -1479,7 +1479,7 @@ struct drain *drain_start(const struct drain_config *cfg, struct ng_err *reterr)
 	if (d->rt) {
 		d->client = kube_runtime_client(d->rt);
 		if (cfg->leader)
-			leader_watch(cfg->leader, wake, d->rt);
+			leader_watch(cfg->leader, wake, d->rt); /* the first: room */
 	}
 	if (!d->rt || kube_runtime_start(d->rt, reterr) != NG_OK) {
 		drain_stop(d);
@@ -1493,7 +1493,7 @@ void drain_stop(struct drain *d)
 	if (!d)
 		return;
 	if (d->cfg.leader && d->rt)
-		leader_watch(d->cfg.leader, NULL, NULL);
+		leader_watch(d->cfg.leader, NULL, d->rt);
 	kube_runtime_destroy(d->rt);
 	free(d->asked);
 	free(d->chosen);

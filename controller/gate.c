@@ -517,7 +517,7 @@ struct gate *gate_start(const struct gate_config *cfg, struct ng_err *reterr)
 		pthread_mutex_unlock(&g->wake_mu);
 		g->stop = kube_runtime_stop_flag(g->rt);
 		if (cfg->leader) /* gained or lost: a step at once, no polling */
-			leader_watch(cfg->leader, wake, g->rt);
+			leader_watch(cfg->leader, wake, g->rt); /* the first: room */
 	}
 	if (!g->rt || kube_runtime_start(g->rt, reterr) != NG_OK) {
 		gate_stop(g);
@@ -568,7 +568,7 @@ void gate_stop(struct gate *g)
 	if (!g)
 		return;
 	if (g->cfg.leader && g->rt)
-		leader_watch(g->cfg.leader, NULL, NULL);
+		leader_watch(g->cfg.leader, NULL, g->rt);
 	/* A hook's thread that ends from now on wakes no one: the runtime is going. */
 	pthread_mutex_lock(&g->wake_mu);
 	g->wake_rt = NULL;

@@ -57,8 +57,10 @@ struct leader {
 	atomic_bool leading;
 	_Atomic uint64_t term;
 	pthread_mutex_t watch_mu;
-	void (*watch_fn)(void *ctx);
-	void *watch_ctx;
+	struct {
+		void (*fn)(void *ctx);
+		void *ctx;
+	} watchers[LEADER_MAX_WATCHERS];
 
 	/* Election thread only. */
 	struct kube_client *kc;       /* the runtime's */
@@ -370,21 +372,35 @@ static void log_state(struct leader *l, enum ng_log_level level, const char *msg
 	ng_log_end(&ll);
 }
 
-/* Tells the watcher that leader_is_leader() changed. */
+/* Tells the watchers that leader_is_leader() changed. */
 static void tell(struct leader *l)
 {
 	pthread_mutex_lock(&l->watch_mu);
-	if (l->watch_fn)
-		l->watch_fn(l->watch_ctx);
+	for (size_t i = 0; i < LEADER_MAX_WATCHERS; i++)
+		if (l->watchers[i].fn)
+			l->watchers[i].fn(l->watchers[i].ctx);
 	pthread_mutex_unlock(&l->watch_mu);
 }
 
-void leader_watch(struct leader *l, void (*fn)(void *ctx), void *ctx)
+ng_status leader_watch(struct leader *l, void (*fn)(void *ctx), void *ctx)
 {
+	ng_status st = fn ? NG_ELIMIT : NG_OK;
 	pthread_mutex_lock(&l->watch_mu);
-	l->watch_fn = fn;
-	l->watch_ctx = ctx;
+	for (size_t i = 0; i < LEADER_MAX_WATCHERS; i++)
+		if (l->watchers[i].fn && l->watchers[i].ctx == ctx) {
+			l->watchers[i].fn = fn; /* replaced, or removed when fn is NULL */
+			st = NG_OK;
+			fn = NULL;
+		}
+	for (size_t i = 0; fn && i < LEADER_MAX_WATCHERS; i++)
+		if (!l->watchers[i].fn) {
+			l->watchers[i].fn = fn;
+			l->watchers[i].ctx = ctx;
+			st = NG_OK;
+			break;
+		}
 	pthread_mutex_unlock(&l->watch_mu);
+	return st;
 }
 
 static void gain(struct leader *l)

@@ -80,13 +80,18 @@ bool leader_is_leader(const struct leader *l);
  */
 uint64_t leader_term(const struct leader *l);
 
+/* The controllers that share one Lease (the gate and remediation), with room to spare. */
+#define LEADER_MAX_WATCHERS 4
+
 /**
  * Calls @fn(@ctx) on the election thread each time leader_is_leader() changes (gained, lost,
- * stopping), so a worker sleeps until then instead of polling. One watcher; NULL @fn removes
- * it, and once that call returns @fn is not running and will not be called. @fn must be quick
- * and must not call into @l (a condition-variable signal). Any thread.
+ * stopping), so a worker sleeps until then instead of polling. Watchers are told apart by @ctx:
+ * a second call with the same @ctx replaces its @fn, and NULL @fn removes it, after which @fn is
+ * not running and will not be called. @fn must be quick and must not call into @l (a
+ * condition-variable signal). NG_ELIMIT when LEADER_MAX_WATCHERS others watch already. Any
+ * thread.
  */
-void leader_watch(struct leader *l, void (*fn)(void *ctx), void *ctx);
+ng_status leader_watch(struct leader *l, void (*fn)(void *ctx), void *ctx);
 
 /**
  * Stops the election: wakes the thread (a request in flight finishes first, bounded by

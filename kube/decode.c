@@ -603,6 +603,47 @@ static ng_status node_extra(struct ctx *c, const cJSON *o, const cJSON *meta, st
 	return note ? drain_note(c, note, &n->note) : NG_OK;
 }
 
+static uint8_t cond_status(const char *s)
+{
+	return !s				? KUBE_COND_UNKNOWN
+	       : strcmp(s, "True") == 0	? KUBE_COND_TRUE
+	       : strcmp(s, "False") == 0 ? KUBE_COND_FALSE
+					: KUBE_COND_UNKNOWN;
+}
+
+/* status.conditions: Ready sets KUBE_NODE_READY; every entry with a type is kept for
+ * NodeRemediation rules (at most KUBE_MAX_NODE_CONDITIONS, the first ones). Entries of the wrong
+ * shape are skipped: a node's status is the kubelet's. */
+static ng_status node_conditions(struct ctx *c, const cJSON *o, struct kube_node *n)
+{
+	const cJSON *conds = ng_json_path(o, (const char *const[]){"status", "conditions", NULL});
+	size_t cap = cJSON_IsArray(conds) ? (size_t)cJSON_GetArraySize(conds) : 0;
+	if (cap > KUBE_MAX_NODE_CONDITIONS)
+		cap = KUBE_MAX_NODE_CONDITIONS;
+	struct kube_node_condition *out = cap ? alloc(c, cap * sizeof(*out)) : NULL;
+	if (cap && !out)
+		return fail(c, NG_ENOMEM, "status.conditions", "out of memory");
+	size_t k = 0;
+	for (const cJSON *e = cap ? conds->child : NULL; e && k < cap; e = e->next) {
+		const char *t = ng_json_str(e, "type"), *s = ng_json_str(e, "status");
+		if (!t || !*t || strlen(t) > NG_MAX_LABEL_KEY_BYTES)
+			continue;
+		if (s && strcmp(t, "Ready") == 0 && strcmp(s, "True") == 0)
+			n->flags |= KUBE_NODE_READY;
+		ng_status st = intern(c, t, &out[k].type);
+		if (st != NG_OK)
+			return st;
+		out[k].status = cond_status(s);
+		const char *lt = ng_json_str(e, "lastTransitionTime");
+		if (!lt || ng_parse_rfc3339_ms(lt, strlen(lt), &out[k].since_ms) != NG_OK)
+			out[k].since_ms = 0;
+		k++;
+	}
+	n->conditions = k ? out : NULL;
+	n->nconditions = (uint16_t)k;
+	return NG_OK;
+}
+
 static ng_status decode_node(struct ctx *c, const cJSON *o, uint32_t name, const cJSON *meta)
 {
 	struct kube_node *n = record(c, KUBE_RES_NODES);
@@ -616,13 +657,7 @@ static ng_status decode_node(struct ctx *c, const cJSON *o, uint32_t name, const
 	const cJSON *spec = ng_json_get(o, "spec");
 	if (cJSON_IsTrue(ng_json_get(spec, "unschedulable")))
 		n->flags |= KUBE_NODE_UNSCHEDULABLE;
-	const cJSON *conds = ng_json_path(o, (const char *const[]){"status", "conditions", NULL});
-	for (const cJSON *e = cJSON_IsArray(conds) ? conds->child : NULL; e; e = e->next) {
-		const char *t = ng_json_str(e, "type"), *s = ng_json_str(e, "status");
-		if (t && s && strcmp(t, "Ready") == 0 && strcmp(s, "True") == 0)
-			n->flags |= KUBE_NODE_READY;
-	}
-	if ((st = node_extra(c, o, meta, n)) != NG_OK)
+	if ((st = node_conditions(c, o, n)) != NG_OK || (st = node_extra(c, o, meta, n)) != NG_OK)
 		return st;
 	const cJSON *taints = ng_json_get(spec, "taints");
 	if (cJSON_IsArray(taints)) {
@@ -1360,6 +1395,11 @@ static ng_status nd_detail(struct ctx *c, const cJSON *o, struct kube_nd *d)
 	    ng_json_str(ng_json_get(ng_json_get(o, "metadata"), "annotations"), CREATED_BY);
 	if (st == NG_OK && by)
 		st = intern(c, by, &x->created_by);
+	const char *rem =
+	    ng_json_str(ng_json_get(ng_json_get(o, "metadata"), "labels"), KUBE_REMEDIATION_LABEL);
+	x->remediation = NG_INTERN_NONE;
+	if (st == NG_OK && rem)
+		st = intern(c, rem, &x->remediation);
 	if (st == NG_OK && verr.status != NG_OK)
 		st = intern(c, verr.msg, &x->spec_error);
 	return st;
@@ -1970,6 +2010,217 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 	return intern(c, verr.msg, &g->error);
 }
 
+/* A NodeDisruptionTemplate: its spec kept whole (canonical JSON) for the requests, and checked
+ * as a request's spec.drain and spec.operation are, so a broken template is reported on the
+ * NodeRemediation instead of as a refused create per node. */
+static ng_status decode_ndt(struct ctx *c, const cJSON *o, uint32_t name)
+{
+	struct kube_ndt *t = record(c, KUBE_RES_NDTS);
+	t->name = name;
+	t->error = t->type = t->requestor = NG_INTERN_NONE;
+	const cJSON *spec = ng_json_get(o, "spec");
+	struct ng_err verr = {0};
+	if (spec && !cJSON_IsNull(spec) && !cJSON_IsObject(spec))
+		problem(&verr, "spec: expected an object");
+	struct kube_nd_drain dr = {0};
+	struct kube_nd_operation op = {0};
+	ng_status st = cJSON_IsObject(spec) ? nd_drain(c, ng_json_get(spec, "drain"), &dr, &verr)
+					    : NG_OK;
+	st = st || !cJSON_IsObject(spec)
+		 ? st
+		 : nd_operation(c, ng_json_get(spec, "operation"), &op, &verr);
+	int64_t prio = 0;
+	if (ng_json_int64(ng_json_get(spec, "priority"), &prio) && prio >= INT32_MIN &&
+	    prio <= INT32_MAX)
+		t->priority = (int32_t)prio;
+	t->retry = cJSON_IsTrue(ng_json_get(ng_json_get(spec, "retry"), "enabled"));
+	const char *type = ng_json_str(spec, "type"), *req = ng_json_str(spec, "requestor");
+	if (st == NG_OK && type)
+		st = intern(c, type, &t->type);
+	if (st == NG_OK && req)
+		st = intern(c, req, &t->requestor);
+	struct ng_buf b;
+	ng_buf_init(&b, NG_MAX_BODY_BYTES);
+	if (st == NG_OK)
+		st = cJSON_IsObject(spec) ? canonical_json(c, spec, &b) : ng_buf_puts(&b, "{}");
+	if (st == NG_OK && !(t->spec_json = ng_arena_strndup(c->arena, b.data, b.len)))
+		st = NG_ENOMEM;
+	ng_buf_finish(&b);
+	if (st != NG_OK)
+		return fail(c, st, "spec", ng_status_str(st));
+	return verr.status != NG_OK ? intern(c, verr.msg, &t->error) : NG_OK;
+}
+
+/* spec.rule.conditions: 1..KUBE_MAX_REM_CONDITIONS of {type, status True|False|Unknown,
+ * forSeconds >= 0}. */
+static ng_status nrem_conditions(struct ctx *c, const cJSON *rule, struct kube_nrem *r,
+				 struct ng_err *verr)
+{
+	const cJSON *conds = ng_json_get(rule, "conditions");
+	size_t n = cJSON_IsArray(conds) ? (size_t)cJSON_GetArraySize(conds) : 0;
+	if (n == 0 || n > KUBE_MAX_REM_CONDITIONS) {
+		problem(verr, "spec.rule.conditions: expected 1 to %d conditions",
+			KUBE_MAX_REM_CONDITIONS);
+		return NG_OK;
+	}
+	struct kube_rem_condition *out = alloc(c, n * sizeof(*out));
+	if (!out)
+		return fail(c, NG_ENOMEM, "spec.rule.conditions", "out of memory");
+	size_t i = 0;
+	for (const cJSON *e = conds->child; e; e = e->next, i++) {
+		const char *t = ng_json_str(e, "type"), *s = ng_json_str(e, "status");
+		if (!t || !*t || strlen(t) > NG_MAX_LABEL_KEY_BYTES) {
+			problem(verr, "spec.rule.conditions[%zu].type: expected a condition type", i);
+			return NG_OK;
+		}
+		if (!s || (strcmp(s, "True") != 0 && strcmp(s, "False") != 0 &&
+			   strcmp(s, "Unknown") != 0)) {
+			problem(verr, "spec.rule.conditions[%zu].status: must be True, False or "
+				      "Unknown", i);
+			return NG_OK;
+		}
+		char field[64];
+		(void)snprintf(field, sizeof(field), "spec.rule.conditions[%zu].forSeconds", i);
+		int64_t secs = opt_seconds(e, "forSeconds", field, verr);
+		if (secs > 31536000)
+			problem(verr, "%s: at most 31536000 (a year)", field);
+		out[i].for_ms = secs > 0 ? secs * 1000 : 0;
+		out[i].status = cond_status(s);
+		ng_status st = intern(c, t, &out[i].type);
+		if (st != NG_OK)
+			return st;
+	}
+	r->conds = out;
+	r->nconds = (uint16_t)n;
+	return NG_OK;
+}
+
+/* status.lastRemediated and status.storm, read back: the cooldown and the storm's start
+ * survive a restart. Entries of the wrong shape are skipped (status is nodegate's). */
+static ng_status nrem_status(struct ctx *c, const cJSON *status, struct kube_nrem *r)
+{
+	const cJSON *storm = ng_json_get(status, "storm");
+	r->storm = cJSON_IsTrue(ng_json_get(storm, "active"));
+	r->storm_since_ms = r->storm ? opt_time_ms(storm, "since") : 0;
+	const cJSON *last = ng_json_get(status, "lastRemediated");
+	size_t n = cJSON_IsArray(last) ? (size_t)cJSON_GetArraySize(last) : 0;
+	if (n > KUBE_MAX_REM_LAST)
+		n = KUBE_MAX_REM_LAST;
+	struct kube_rem_last *out = n ? alloc(c, n * sizeof(*out)) : NULL;
+	if (n && !out)
+		return fail(c, NG_ENOMEM, "status.lastRemediated", "out of memory");
+	size_t k = 0;
+	for (const cJSON *e = n ? last->child : NULL; e && k < n; e = e->next) {
+		const char *node = ng_json_str(e, "node"), *req = ng_json_str(e, "request");
+		int64_t at = opt_time_ms(e, "time");
+		if (!node || !*node || at <= 0)
+			continue;
+		ng_status st = intern(c, node, &out[k].node);
+		st = st ? st : intern(c, req ? req : "", &out[k].request);
+		if (st != NG_OK)
+			return st;
+		out[k].at_ms = at;
+		if (!(out[k].uid = dup_or_empty(c, ng_json_str(e, "uid"))))
+			return fail(c, NG_ENOMEM, "status.lastRemediated", "out of memory");
+		k++;
+	}
+	r->last = k ? out : NULL;
+	r->nlast = (uint16_t)k;
+	return NG_OK;
+}
+
+/* metadata of a NodeRemediation: uid, resourceVersion, deletion and finalizers. */
+static ng_status nrem_meta(struct ctx *c, const cJSON *meta, uint32_t name, struct kube_nrem *r,
+			   struct ng_err *verr)
+{
+	r->uid = dup_or_empty(c, ng_json_str(meta, "uid"));
+	r->rv = dup_or_empty(c, ng_json_str(meta, "resourceVersion"));
+	if (!r->uid || !r->rv)
+		return fail(c, NG_ENOMEM, "metadata", "out of memory");
+	const cJSON *del = ng_json_get(meta, "deletionTimestamp");
+	r->deleting = del && !cJSON_IsNull(del);
+	ng_status st = decode_str_array(c, ng_json_get(meta, "finalizers"), "metadata.finalizers",
+					NG_MAX_LABELS, &r->finalizers, &r->nfinalizers);
+	if (st != NG_OK)
+		return st;
+	for (uint16_t i = 0; i < r->nfinalizers; i++) {
+		const char *f = ng_intern_str(c->pool, r->finalizers[i], NULL);
+		r->has_finalizer |= f && strcmp(f, KUBE_REMEDIATION_FINALIZER) == 0;
+	}
+	const char *nm = ng_intern_str(c->pool, name, NULL);
+	if (nm && strlen(nm) > NG_MAX_LABEL_VALUE_BYTES)
+		problem(verr, "metadata.name: at most %d characters (it labels the requests)",
+			NG_MAX_LABEL_VALUE_BYTES);
+	return NG_OK;
+}
+
+/* An int-or-percent of a NodeRemediation: an integer 0..1000000 or "N%" with N 0..100. */
+static void nrem_count(const struct kube_int_or_string *v, const char *field,
+		       const struct ng_intern *pool, struct ng_err *verr)
+{
+	if (!v->set || verr->status != NG_OK)
+		return;
+	if (!v->is_str) {
+		if (v->i < 0 || v->i > 1000000)
+			problem(verr, "%s: expected 0 to 1000000 or a percentage", field);
+		return;
+	}
+	size_t len;
+	const char *s = ng_intern_str(pool, v->str, &len);
+	size_t digits = 0;
+	long pct = 0;
+	while (digits < len && digits < 4 && s[digits] >= '0' && s[digits] <= '9')
+		pct = pct * 10 + (s[digits++] - '0');
+	if (digits == 0 || digits + 1 != len || s[digits] != '%' || pct > 100)
+		problem(verr, "%s: expected an integer or a percentage such as \"25%%\"", field);
+}
+
+static ng_status decode_nrem(struct ctx *c, const cJSON *o, uint32_t name)
+{
+	struct kube_nrem *r = record(c, KUBE_RES_NREMS);
+	r->name = name;
+	r->error = r->template_name = NG_INTERN_NONE;
+	struct ng_err verr = {0};
+	const cJSON *spec = ng_json_get(o, "spec");
+	ng_status st = nrem_meta(c, ng_json_get(o, "metadata"), name, r, &verr);
+	if (st == NG_OK && verr.status == NG_OK)
+		st = kube_decode_selector(c->pool, c->arena, ng_json_get(spec, "nodeSelector"),
+					  "spec.nodeSelector", &r->node_selector, &verr);
+	if (st == NG_OK && verr.status == NG_OK && !r->node_selector.present)
+		problem(&verr, "spec.nodeSelector: required");
+	st = st ? st : nrem_conditions(c, ng_json_get(spec, "rule"), r, &verr);
+	const char *tn = ng_json_str(spec, "templateName");
+	if (st == NG_OK && (!tn || !*tn))
+		problem(&verr, "spec.templateName: required");
+	st = st || !tn ? st : intern(c, tn, &r->template_name);
+	st = st ? st
+		: decode_int_or_string(c, ng_json_get(spec, "maxConcurrent"),
+				       "spec.maxConcurrent", &r->max_concurrent, &verr);
+	if (st == NG_OK && !r->max_concurrent.set)
+		r->max_concurrent = (struct kube_int_or_string){.set = true, .i = 1};
+	const cJSON *guard = ng_json_get(spec, "stormGuard");
+	r->storm_guard = cJSON_IsObject(guard);
+	st = st || !r->storm_guard
+		 ? st
+		 : decode_int_or_string(c, ng_json_get(guard, "maxUnhealthy"),
+					"spec.stormGuard.maxUnhealthy", &r->max_unhealthy, &verr);
+	if (st == NG_OK && r->storm_guard && !r->max_unhealthy.set)
+		problem(&verr, "spec.stormGuard.maxUnhealthy: required");
+	if (st == NG_OK) {
+		nrem_count(&r->max_concurrent, "spec.maxConcurrent", c->pool, &verr);
+		nrem_count(&r->max_unhealthy, "spec.stormGuard.maxUnhealthy", c->pool, &verr);
+	}
+	int64_t cool = opt_seconds(spec, "cooldownSeconds", "spec.cooldownSeconds", &verr);
+	r->cooldown_ms = (cool < 0 ? 3600 : cool) * 1000;
+	st = st ? st : nrem_status(c, ng_json_get(o, "status"), r);
+	if (st != NG_OK)
+		return st == NG_ENOMEM ? fail(c, st, "spec", "out of memory") : st;
+	if (verr.status == NG_OK)
+		return NG_OK;
+	r->invalid = true;
+	return intern(c, verr.msg, &r->error);
+}
+
 static bool is_nodegate(const char *api_version)
 {
 	return api_version && strncmp(api_version, "nodegate.io/", 12) == 0;
@@ -1984,6 +2235,8 @@ static const char *const kinds[KUBE_RES_COUNT] = {
     "ApplicationDisruptionBudget",
     "NodeDisruptionBudget",
     "NodeGateConfig",
+    "NodeDisruptionTemplate",
+    "NodeRemediation",
 };
 
 static bool namespaced(enum kube_resource r)
@@ -2041,6 +2294,10 @@ static ng_status decode_record(struct ctx *c, enum kube_resource res, const cJSO
 		return decode_adb(c, obj, ns_id, name_id);
 	case KUBE_RES_NDBS:
 		return decode_ndb(c, obj, name_id);
+	case KUBE_RES_NDTS:
+		return decode_ndt(c, obj, name_id);
+	case KUBE_RES_NREMS:
+		return decode_nrem(c, obj, name_id);
 	default:
 		return decode_ngc(c, obj, name_id);
 	}
@@ -2244,4 +2501,5 @@ ONE_ACCESSOR(kube_one_nd, struct kube_nd, KUBE_RES_NDS, nd)
 ONE_ACCESSOR(kube_one_adb, struct kube_adb, KUBE_RES_ADBS, adb)
 ONE_ACCESSOR(kube_one_ndb, struct kube_ndb, KUBE_RES_NDBS, ndb)
 ONE_ACCESSOR(kube_one_ngc, struct kube_ngc, KUBE_RES_NGCS, ngc)
+ONE_ACCESSOR(kube_one_nrem, struct kube_nrem, KUBE_RES_NREMS, nrem)
 #undef ONE_ACCESSOR

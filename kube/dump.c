@@ -209,6 +209,35 @@ static void dump_ngc(struct out *o, const struct kube_snapshot *s, size_t i)
 	put(o, "}");
 }
 
+static void dump_ndt(struct out *o, const struct kube_snapshot *s, size_t i)
+{
+	size_t n;
+	const struct kube_ndt *t = &kube_snapshot_ndts(s, &n)[i];
+	open_item(o, i, "name");
+	id(o, t->name);
+	field(o, "spec");
+	put(o, t->spec_json ? t->spec_json : "{}");
+	put(o, "}");
+}
+
+static void dump_nrem(struct out *o, const struct kube_snapshot *s, size_t i)
+{
+	size_t n;
+	const struct kube_nrem *r = &kube_snapshot_nrems(s, &n)[i];
+	open_item(o, i, "name");
+	id(o, r->name);
+	boolean(o, "invalid", r->invalid);
+	if (r->invalid) {
+		field(o, "error");
+		id(o, r->error);
+	}
+	field(o, "template");
+	id(o, r->template_name);
+	boolean(o, "deleting", r->deleting);
+	boolean(o, "storm", r->storm);
+	put(o, "}");
+}
+
 /* Resources in the order the JSON has always listed them: each an array under @key. */
 static const struct {
 	const char *key;
@@ -223,6 +252,8 @@ static const struct {
     {"applicationdisruptionbudgets", KUBE_RES_ADBS, dump_adb},
     {"nodedisruptionbudgets", KUBE_RES_NDBS, dump_ndb},
     {"nodegateconfigs", KUBE_RES_NGCS, dump_ngc},
+    {"nodedisruptiontemplates", KUBE_RES_NDTS, dump_ndt},
+    {"noderemediations", KUBE_RES_NREMS, dump_nrem},
 };
 #define NSECTIONS ((int)(sizeof(sections) / sizeof(sections[0])))
 

@@ -72,6 +72,8 @@ static void node(kube_id_fn fn, void *ctx, const struct kube_node *n)
 	taints(fn, ctx, n->taints, n->ntaints);
 	ids(fn, ctx, n->note.holders, n->note.nholders);
 	taints(fn, ctx, n->note.taints, n->note.ntaints);
+	for (size_t i = 0; i < n->nconditions; i++)
+		fn(ctx, n->conditions[i].type);
 }
 
 static void pod(kube_id_fn fn, void *ctx, const struct kube_pod *p)
@@ -111,6 +113,7 @@ static void nd(kube_id_fn fn, void *ctx, const struct kube_nd *d)
 	ids(fn, ctx, x->more_requestors, x->nmore_requestors);
 	fn(ctx, x->spec_error);
 	fn(ctx, x->created_by);
+	fn(ctx, x->remediation);
 	for (size_t i = 0; i < x->nverdicts; i++) {
 		fn(ctx, x->verdicts[i].kind);
 		fn(ctx, x->verdicts[i].ns);
@@ -152,6 +155,23 @@ static void ngc(kube_id_fn fn, void *ctx, const struct kube_ngc *g)
 	selector(fn, ctx, &g->protected_job_pods);
 }
 
+static void nrem(kube_id_fn fn, void *ctx, const struct kube_nrem *r)
+{
+	fn(ctx, r->name);
+	ids(fn, ctx, r->finalizers, r->nfinalizers);
+	fn(ctx, r->error);
+	selector(fn, ctx, &r->node_selector);
+	for (size_t i = 0; i < r->nconds; i++)
+		fn(ctx, r->conds[i].type);
+	fn(ctx, r->template_name);
+	int_or_string(fn, ctx, &r->max_concurrent);
+	int_or_string(fn, ctx, &r->max_unhealthy);
+	for (size_t i = 0; i < r->nlast; i++) {
+		fn(ctx, r->last[i].node);
+		fn(ctx, r->last[i].request);
+	}
+}
+
 void kube_record_ids(enum kube_resource r, const void *rec, kube_id_fn fn, void *ctx)
 {
 	switch (r) {
@@ -179,6 +199,15 @@ void kube_record_ids(enum kube_resource r, const void *rec, kube_id_fn fn, void 
 		break;
 	case KUBE_RES_NGCS:
 		ngc(fn, ctx, rec);
+		break;
+	case KUBE_RES_NDTS:
+		fn(ctx, ((const struct kube_ndt *)rec)->name);
+		fn(ctx, ((const struct kube_ndt *)rec)->error);
+		fn(ctx, ((const struct kube_ndt *)rec)->type);
+		fn(ctx, ((const struct kube_ndt *)rec)->requestor);
+		break;
+	case KUBE_RES_NREMS:
+		nrem(fn, ctx, rec);
 		break;
 	case KUBE_RES_COUNT:
 		break;

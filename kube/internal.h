@@ -47,6 +47,8 @@ union kube_record {
 	struct kube_adb adb;
 	struct kube_ndb ndb;
 	struct kube_ngc ngc;
+	struct kube_ndt ndt;
+	struct kube_nrem nrem;
 };
 
 /** Size of one record of @r. */

@@ -62,5 +62,6 @@ const struct kube_nd *kube_one_nd(const struct kube_one *one);
 const struct kube_adb *kube_one_adb(const struct kube_one *one);
 const struct kube_ndb *kube_one_ndb(const struct kube_one *one);
 const struct kube_ngc *kube_one_ngc(const struct kube_one *one);
+const struct kube_nrem *kube_one_nrem(const struct kube_one *one);
 
 #endif

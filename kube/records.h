@@ -118,10 +118,29 @@ struct kube_drain_note {
 	    *taints; /* "taints": [{key, effect}] the drainer added (val NONE) */
 };
 
+enum kube_cond_status {
+	KUBE_COND_UNKNOWN,
+	KUBE_COND_TRUE,
+	KUBE_COND_FALSE,
+};
+
+/* One status.conditions entry of a node, as NodeRemediation rules read them. */
+struct kube_node_condition {
+	uint32_t type;    /* intern id */
+	uint8_t status;   /* enum kube_cond_status */
+	int64_t since_ms; /* lastTransitionTime; 0 when absent or not a time */
+};
+
+/* Most conditions kept per node: the kubelet writes five, node-problem-detector and device
+ * plugins add a few each. */
+#define KUBE_MAX_NODE_CONDITIONS 64
+
 struct kube_node {
 	uint32_t name;
 	uint32_t flags; /* enum kube_node_flag */
 	uint32_t nlabels, ntaints;
+	uint16_t nconditions;
+	const struct kube_node_condition *conditions; /* status.conditions, in their order */
 	const struct kube_label *labels; /* sorted by key id */
 	const struct kube_taint *taints;
 	const char
@@ -249,12 +268,6 @@ struct kube_nd_verdict {
 	const char *reason; /* "" when absent */
 };
 
-enum kube_cond_status {
-	KUBE_COND_UNKNOWN,
-	KUBE_COND_TRUE,
-	KUBE_COND_FALSE,
-};
-
 /* One status.conditions entry. */
 struct kube_condition {
 	const char *type, *reason, *message; /* "" when absent */
@@ -286,6 +299,8 @@ struct kube_nd_detail {
 	 * refuses it and a drainer must not act on it. */
 	uint32_t spec_error;
 	uint32_t created_by; /* annotation nodegate.io/created-by; NG_INTERN_NONE when absent */
+	uint32_t remediation; /* label nodegate.io/remediation: the NodeRemediation that created
+			       * the request; NG_INTERN_NONE when absent */
 	int64_t granted_ms;  /* status.grantedAt; 0 when absent, -1 when not a time */
 	uint16_t nverdicts;
 	const struct kube_nd_verdict *verdicts; /* status.disruptedDisruptionBudgets */
@@ -428,6 +443,71 @@ struct kube_ngc {
 	    drain_backoff_jitter_ms; /* -1: default */
 };
 
+/* The label on a NodeDisruption a NodeRemediation created, valued with its name; the finalizer
+ * that keeps a NodeRemediation until its requests are done. */
+#define KUBE_REMEDIATION_LABEL "nodegate.io/remediation"
+#define KUBE_REMEDIATION_FINALIZER "nodegate.io/remediation"
+
+/* A NodeDisruptionTemplate: what a NodeRemediation's requests are made of. */
+struct kube_ndt {
+	uint32_t name;
+	/* Intern id of why spec.drain or spec.operation is malformed (as a NodeDisruption's
+	 * would be refused); NG_INTERN_NONE when fine. */
+	uint32_t error;
+	/* spec as compact JSON with object keys sorted ("{}" when absent): the members of the
+	 * requests' spec besides nodeNames. */
+	const char *spec_json;
+	/* What the gate reads of the requests, for dry runs: spec.type and spec.requestor (intern
+	 * ids, NG_INTERN_NONE when absent), spec.priority, spec.retry.enabled. */
+	uint32_t type, requestor;
+	int32_t priority;
+	bool retry;
+};
+
+/* One NodeRemediation spec.rule.conditions entry. */
+struct kube_rem_condition {
+	uint32_t type;      /* intern id */
+	uint8_t status;     /* enum kube_cond_status */
+	int64_t for_ms;     /* forSeconds, in ms */
+};
+
+/* One status.lastRemediated entry, read back so a restarted nodegate keeps the cooldown. */
+struct kube_rem_last {
+	uint32_t node, request; /* intern ids */
+	int64_t at_ms;          /* time */
+	const char *uid;        /* the request's uid ("" when absent) */
+};
+
+/* Most rule conditions and status.lastRemediated entries of a NodeRemediation. */
+#define KUBE_MAX_REM_CONDITIONS 16
+#define KUBE_MAX_REM_LAST 1000
+
+/* A NodeRemediation (docs/remediation.md). One that fails validation stays in the cache as
+ * invalid with the message: it starts nothing and its status says why. */
+struct kube_nrem {
+	uint32_t name;
+	const char *uid, *rv; /* "" when absent */
+	bool deleting;        /* metadata.deletionTimestamp is set */
+	bool has_finalizer;   /* metadata.finalizers holds nodegate.io/remediation */
+	uint16_t nfinalizers;
+	const uint32_t *finalizers;
+	bool invalid;
+	uint32_t error; /* intern id of the validation message when invalid */
+	struct kube_selector node_selector;
+	uint16_t nconds;
+	const struct kube_rem_condition *conds;
+	uint32_t template_name;
+	struct kube_int_or_string max_concurrent; /* default 1 */
+	bool storm_guard;
+	struct kube_int_or_string max_unhealthy;
+	int64_t cooldown_ms; /* cooldownSeconds (default 3600), in ms */
+	/* status, read back */
+	bool storm;
+	int64_t storm_since_ms;
+	uint16_t nlast;
+	const struct kube_rem_last *last; /* status.lastRemediated */
+};
+
 enum kube_resource {
 	KUBE_RES_NODES,
 	KUBE_RES_PODS,
@@ -437,8 +517,14 @@ enum kube_resource {
 	KUBE_RES_ADBS,
 	KUBE_RES_NDBS,
 	KUBE_RES_NGCS,
+	KUBE_RES_NDTS,  /* NodeDisruptionTemplates */
+	KUBE_RES_NREMS, /* NodeRemediations */
 	KUBE_RES_COUNT,
 };
+
+/* Kinds a cluster may not serve yet (their CRDs came with remediation): a list answered 404 is
+ * an empty table, listed again every minute, instead of a cache that never syncs. */
+#define KUBE_RES_OPTIONAL ((1u << KUBE_RES_NDTS) | (1u << KUBE_RES_NREMS))
 
 /** Name of @r as the metrics label `resource` spells it ("pods", "nodedisruptions", ...). */
 const char *kube_resource_name(enum kube_resource r);

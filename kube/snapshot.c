@@ -25,6 +25,8 @@ const char *kube_resource_name(enum kube_resource r)
 	    "applicationdisruptionbudgets",
 	    "nodedisruptionbudgets",
 	    "nodegateconfigs",
+	    "nodedisruptiontemplates",
+	    "noderemediations",
 	};
 	return r < KUBE_RES_COUNT ? names[r] : "unknown";
 }
@@ -202,6 +204,8 @@ ACCESSOR(kube_snapshot_nds, struct kube_nd, KUBE_RES_NDS)
 ACCESSOR(kube_snapshot_adbs, struct kube_adb, KUBE_RES_ADBS)
 ACCESSOR(kube_snapshot_ndbs, struct kube_ndb, KUBE_RES_NDBS)
 ACCESSOR(kube_snapshot_ngcs, struct kube_ngc, KUBE_RES_NGCS)
+ACCESSOR(kube_snapshot_ndts, struct kube_ndt, KUBE_RES_NDTS)
+ACCESSOR(kube_snapshot_nrems, struct kube_nrem, KUBE_RES_NREMS)
 #undef ACCESSOR
 
 static const void *find_by_key(const struct kube_table *t, uint64_t key)
@@ -216,6 +220,11 @@ const struct kube_ngc *kube_snapshot_config(const struct kube_snapshot *s)
 {
 	uint32_t id = ng_intern_find(s->pool->in, "default", 7);
 	return id == NG_INTERN_NONE ? NULL : find_by_key(s->t[KUBE_RES_NGCS], id);
+}
+
+const struct kube_ndt *kube_snapshot_find_ndt(const struct kube_snapshot *s, uint32_t name)
+{
+	return name == NG_INTERN_NONE ? NULL : find_by_key(s->t[KUBE_RES_NDTS], name);
 }
 
 const uint32_t *kube_snapshot_nodes_with_label(const struct kube_snapshot *s, uint32_t key,

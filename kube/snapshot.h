@@ -38,6 +38,10 @@ const struct kube_nd *kube_snapshot_nds(const struct kube_snapshot *s, size_t *r
 const struct kube_adb *kube_snapshot_adbs(const struct kube_snapshot *s, size_t *ret_n);
 const struct kube_ndb *kube_snapshot_ndbs(const struct kube_snapshot *s, size_t *ret_n);
 const struct kube_ngc *kube_snapshot_ngcs(const struct kube_snapshot *s, size_t *ret_n);
+const struct kube_ndt *kube_snapshot_ndts(const struct kube_snapshot *s, size_t *ret_n);
+const struct kube_nrem *kube_snapshot_nrems(const struct kube_snapshot *s, size_t *ret_n);
+/** The NodeDisruptionTemplate named @name (intern id), or NULL. */
+const struct kube_ndt *kube_snapshot_find_ndt(const struct kube_snapshot *s, uint32_t name);
 /** The NodeGateConfig named "default", or NULL (defaults apply). */
 const struct kube_ngc *kube_snapshot_config(const struct kube_snapshot *s);
 /**

@@ -24,6 +24,10 @@ size_t kube_record_size(enum kube_resource r)
 		return sizeof(struct kube_adb);
 	case KUBE_RES_NDBS:
 		return sizeof(struct kube_ndb);
+	case KUBE_RES_NDTS:
+		return sizeof(struct kube_ndt);
+	case KUBE_RES_NREMS:
+		return sizeof(struct kube_nrem);
 	default:
 		return sizeof(struct kube_ngc);
 	}
@@ -56,6 +60,10 @@ uint64_t kube_record_key(enum kube_resource r, const void *rec)
 		return kube_key2(u->adb.b.ns, u->adb.b.name);
 	case KUBE_RES_NDBS:
 		return u->ndb.b.name;
+	case KUBE_RES_NDTS:
+		return u->ndt.name;
+	case KUBE_RES_NREMS:
+		return u->nrem.name;
 	default:
 		return u->ngc.name;
 	}

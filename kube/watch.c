@@ -48,6 +48,8 @@ static const char *const paths[KUBE_RES_COUNT] = {
     "/apis/nodegate.io/v1alpha1/applicationdisruptionbudgets",
     "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets",
     "/apis/nodegate.io/v1alpha1/nodegateconfigs",
+    "/apis/nodegate.io/v1alpha1/nodedisruptiontemplates",
+    "/apis/nodegate.io/v1alpha1/noderemediations",
 };
 
 enum istate {
@@ -82,6 +84,7 @@ struct informer {
 	int list_attempt; /* 1 once an expired continue token restarted it */
 	size_t pages;
 	int64_t list_t0_ms;
+	bool not_served; /* an optional kind answered 404 (logged once until served again) */
 	_Atomic bool synced;
 	_Atomic uint64_t events[4], restarts, relists, decode_errors;
 };
@@ -139,7 +142,7 @@ static void retry_later(struct informer *in, enum istate st, const char *what, c
  * are published as soon as they change; the high-volume kinds once per batch window. */
 #define URGENT                                                                                     \
 	((1u << KUBE_RES_NDS) | (1u << KUBE_RES_ADBS) | (1u << KUBE_RES_NDBS) |                    \
-	 (1u << KUBE_RES_NGCS))
+	 (1u << KUBE_RES_NGCS) | (1u << KUBE_RES_NDTS) | (1u << KUBE_RES_NREMS))
 
 static void publish_mask(struct kube_watch *w, unsigned mask)
 {
@@ -319,6 +322,38 @@ static void finish_list(struct informer *in)
 	}
 }
 
+/* How often a kind the API server does not serve (KUBE_RES_OPTIONAL) is listed again, to notice
+ * its CRD being installed. */
+#define NOT_SERVED_RELIST_MS 60000
+
+/* An optional kind answered 404: its CRD is not installed. The cache holds none of it (an empty
+ * table, synced) and lists it again later, so nodegate runs, without that feature, on a
+ * cluster whose CRDs are older than the binary. */
+static void not_served(struct informer *in)
+{
+	struct kube_watch *w = in->w;
+	kube_stage_destroy(in->stage);
+	in->stage = kube_stage_create(w->cache, in->res);
+	if (!in->stage || kube_cache_replace(w->cache, in->stage) != NG_OK) {
+		list_failed(in, "out of memory");
+		return;
+	}
+	list_cleanup(in);
+	publish_mask(w, 1u << in->res);
+	atomic_store(&in->synced, true);
+	in->state = ST_LIST;
+	in->due_ms = now_mono_ms() + NOT_SERVED_RELIST_MS;
+	struct ng_logline l;
+	if (!in->not_served &&
+	    ng_log_begin(&l, NG_LOG_WARN, "kube",
+			 "resource not served (its CRD is not installed): treated as empty")) {
+		ng_log_str(&l, "resource", kube_resource_name(in->res));
+		ng_log_i64(&l, "relist_ms", NOT_SERVED_RELIST_MS);
+		ng_log_end(&l);
+	}
+	in->not_served = true;
+}
+
 /* A page request finished (@res: curl's result). */
 static void end_page(struct informer *in, CURLcode res)
 {
@@ -349,6 +384,11 @@ static void end_page(struct informer *in, CURLcode res)
 			start_page(in);
 		return;
 	}
+	if (http == 404 && (KUBE_RES_OPTIONAL & (1u << in->res))) {
+		not_served(in);
+		return;
+	}
+	in->not_served = false;
 	if (http != 200) {
 		if (http == 401)
 			kube_client_invalidate_token(w->client);

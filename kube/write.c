@@ -32,6 +32,7 @@ static const struct {
     [KUBE_KIND_ADB] = {"ApplicationDisruptionBudget", "/apis/nodegate.io/v1alpha1",
 		       "applicationdisruptionbudgets", true},
     [KUBE_KIND_NGC] = {"NodeGateConfig", "/apis/nodegate.io/v1alpha1", "nodegateconfigs", false},
+    [KUBE_KIND_NREM] = {"NodeRemediation", "/apis/nodegate.io/v1alpha1", "noderemediations", false},
     [KUBE_KIND_JOB] = {"Job", "/apis/batch/v1", "jobs", true},
     [KUBE_KIND_SECRET] = {"Secret", "/api/v1", "secrets", true},
     [KUBE_KIND_VWC] = {"ValidatingWebhookConfiguration", "/apis/admissionregistration.k8s.io/v1",

@@ -299,12 +299,26 @@ static const char EXTRA[] =
     "[\\\"x-holder\\\"],\\\"bootID\\\":\\\"b\\\",\\\"taints\\\":[{\\\"key\\\":\\\"x-note-taint\\\","
     "\\\"effect\\\":\\\"NoExecute\\\"}]}\"}},"
     "\"spec\":{\"taints\":[{\"key\":\"x-taint\",\"value\":\"x-taint-value\","
-    "\"effect\":\"NoSchedule\"}]}},"
+    "\"effect\":\"NoSchedule\"}]},\"status\":{\"conditions\":[{\"type\":\"x-condition\","
+    "\"status\":\"True\"}]}},"
+    "{\"kind\":\"NodeDisruptionTemplate\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+    "\"metadata\":{\"name\":\"x-ndt\"},\"spec\":{\"type\":\"x-ndt-type\",\"requestor\":"
+    "\"x-ndt-requestor\",\"drain\":{\"evictionStrategy\":\"Sideways\"}}},"
+    "{\"kind\":\"NodeRemediation\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+    "\"metadata\":{\"name\":\"x-nrem\",\"finalizers\":[\"x-fin\"]},\"spec\":{"
+    "\"nodeSelector\":{\"matchLabels\":{\"x-pool\":\"x-pool-value\"}},\"rule\":{"
+    "\"conditions\":[{\"type\":\"x-rule\",\"status\":\"True\"}]},\"templateName\":"
+    "\"x-template\",\"maxConcurrent\":\"x-max\",\"stormGuard\":{\"maxUnhealthy\":"
+    "\"x-storm\"}},\"status\":{\"lastRemediated\":[{\"node\":\"x-last-node\",\"time\":"
+    "\"2026-01-01T00:00:00Z\",\"request\":\"x-last-request\"}]}},"
+    "{\"kind\":\"NodeRemediation\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+    "\"metadata\":{\"name\":\"x-nrem-bad\"},\"spec\":{\"rule\":{}}},"
     "{\"kind\":\"PersistentVolume\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"x-pv\"},"
     "\"spec\":{\"nodeAffinity\":{\"required\":{\"nodeSelectorTerms\":[{\"matchFields\":[{"
     "\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"x-field-node\"]}]}]}}}},"
     "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
-    "\"name\":\"x-nd\",\"annotations\":{\"nodegate.io/created-by\":\"x-creator\"}},"
+    "\"name\":\"x-nd\",\"annotations\":{\"nodegate.io/created-by\":\"x-creator\"},"
+    "\"labels\":{\"nodegate.io/remediation\":\"x-remediation\"}},"
     "\"spec\":{\"nodeSelector\":{\"matchLabels\":{\"bad key!\":\"v\"}},"
     "\"additionalRequestors\":[\"x-more\"],\"startDate\":\"not a date\"},"
     "\"status\":{\"disruptedDisruptionBudgets\":[{\"reference\":{\"kind\":\"x-kind\","
@@ -410,7 +424,7 @@ static void test_record_ids_visit_every_interned_string(void **state)
 	assert_int_equal(ng_json_parse(EXTRA, strlen(EXTRA), a, &root, &err), NG_OK);
 	size_t before = objects;
 	walk(root, "EXTRA");
-	assert_int_equal(objects - before, 5);
+	assert_int_equal(objects - before, 8);
 	ng_arena_destroy(a);
 	print_message("# %zu objects checked\n", objects);
 	for (int r = 0; r < KUBE_RES_COUNT; r++) {

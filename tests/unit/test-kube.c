@@ -1039,12 +1039,14 @@ static const char dump_fixture_json[] =
     "\"name\":\"bad\",\"invalid\":true,\"error\":\"spec: at least one of podSelector and "
     "pvcSelector is required\"}],\"nodedisruptionbudgets\":[{\"name\":\"pool\",\"invalid"
     "\":false}],\"nodegateconfigs\":[{\"name\":\"default\",\"invalid\":false,\"paused\":t"
-    "rue,\"evictionMode\":\"Warn\",\"exemptUsers\":[\"ops\",\"sre\"]}]}\n";
+    "rue,\"evictionMode\":\"Warn\",\"exemptUsers\":[\"ops\",\"sre\"]}],\"nodedisrup"
+    "tiontemplates\":[],\"noderemediations\":[]}\n";
 
 static const char dump_empty_json[] =
     "{\"generation\":1,\"nodes\":[],\"pods\":[],\"persistentvolumeclaims\":[],"
     "\"persistentvolumes\":[],\"nodedisruptions\":[],\"applicationdisruptionbudgets\":[],"
-    "\"nodedisruptionbudgets\":[],\"nodegateconfigs\":[]}\n";
+    "\"nodedisruptionbudgets\":[],\"nodegateconfigs\":[],\"nodedisruptiontemplates\":[],"
+    "\"noderemediations\":[]}\n";
 
 /* Objects of every kind in @s: with the head, the tail and each section's opening and closing,
  * the number of pieces a dump of @s has. */
