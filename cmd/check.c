@@ -1,4 +1,6 @@
-/* nodegate check: the dry run of POST /v1/evaluate, offline. */
+/* nodegate check: the dry run of POST /v1/evaluate, offline: exit 0 when the request would be
+ * Granted (for a NodeRemediation: when some request it would create would be), 1 when not, 2 on
+ * an error or a refused object. */
 #include "cmd/cmd.h"
 
 #include "common/arena.h"
@@ -45,8 +47,11 @@ int cmd_check(int argc, char **argv)
 	     "a ...List, or one object). Later files replace objects of the same identity. "
 	     "Required.",
 	     0, 0},
-	    {"nd", CMD_OPT_STR, &nd, "FILE", "The NodeDisruption to decide (JSON). Required.", 0,
-	     0},
+	    {"nd", CMD_OPT_STR, &nd, "FILE",
+	     "The NodeDisruption to decide, or a NodeRemediation to explain (which pool nodes "
+	     "are unhealthy, which would get a request, and the decision on each), as JSON or "
+	     "YAML. Required.",
+	     0, 0},
 	    {"now", CMD_OPT_STR, &now_s, "TIME",
 	     "Decide as of this RFC 3339 time (e.g. 2026-11-22T00:00:00Z) instead of now, for "
 	     "retry.deadline.",

@@ -19,6 +19,7 @@
 #include "controller/autorequest.h"
 #include "controller/gate.h"
 #include "controller/leader.h"
+#include "controller/remediate.h"
 #include "controller/selfsigned.h"
 #include "policy/policy.h"
 #include "server/server.h"
@@ -129,6 +130,7 @@ struct controller_metrics {
 	const struct gate *gate;
 	const struct leader *leader;
 	const struct autoreq *autoreq;
+	const struct remediate *remediate;
 	_Atomic int64_t cert_not_after; /* the serving certificate's notAfter, Unix seconds; 0
 					   unknown */
 };
@@ -185,6 +187,8 @@ static ng_status render_controller(struct ng_buf *out, void *ctx)
 	}
 	if (cm->autoreq)
 		st = st ? st : autoreq_render_metrics(cm->autoreq, out);
+	if (cm->remediate)
+		st = st ? st : remediate_render_metrics(cm->remediate, out);
 	return st ? st : gate_render_metrics(cm->gate, cm->leader, out);
 }
 
@@ -262,6 +266,7 @@ struct serve {
 	struct autoreq *autoreq;
 	struct leader *leader;
 	struct gate *gate;
+	struct remediate *remediate;
 	char identity[300]; /* this replica in the Lease and in events: hostname_pid */
 	struct controller_metrics cm;
 	struct tls_files tls;
@@ -501,7 +506,14 @@ static int start_gate(struct serve *s)
 				 .leader = s->leader,
 				 .identity = s->identity};
 	s->gate = s->leader ? gate_start(&gc, &err) : NULL;
-	if (!s->gate) {
+	/* Remediation creates the requests the gate decides: it runs where the gate does. */
+	struct remediate_config rc = {.kube = &s->kcfg,
+				      .store = s->store,
+				      .watch = s->watch,
+				      .leader = s->leader,
+				      .identity = s->identity};
+	s->remediate = s->gate ? remediate_start(&rc, &err) : NULL;
+	if (!s->remediate) {
 		(void)fprintf(stderr, "nodegate: %s\n", err.msg);
 		return -1;
 	}
@@ -599,6 +611,7 @@ static int start_server(struct serve *s)
 	s->cm.gate = s->gate;
 	s->cm.leader = s->leader;
 	s->cm.autoreq = s->autoreq;
+	s->cm.remediate = s->remediate;
 	if (!s->c.self_signed)
 		tls_files_changed(&s->c, &s->tls); /* remembers what is being served */
 	int64_t exp = 0;
@@ -693,6 +706,7 @@ static void shut_down(struct serve *s)
 	srv_destroy(s->srv, s->c.shutdown_grace_seconds * 1000);
 	kube_auth_destroy(s->auth);
 	free(s->client_ca);
+	remediate_stop(s->remediate);
 	gate_stop(s->gate);
 	autoreq_stop(s->autoreq);
 	leader_stop(s->leader); /* releases the lease for a quick takeover */

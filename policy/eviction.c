@@ -1,4 +1,5 @@
 #include "policy/policy.h"
+#include "policy/remediation.h"
 
 #include "budgets/budgets.h"
 #include "common/buf.h"
@@ -237,16 +238,5 @@ out:
 
 void pol_auto_request_name(const char *node, char *out, size_t cap)
 {
-	size_t n = strlen(node);
-	/* "auto-" + a node name (a DNS subdomain of up to 253) may exceed 253: keep the start and
-	 * make it unique with a hash of the whole name. */
-	if (n + 5 <= 253) {
-		ng_fmt(out, cap, "auto-%s", node);
-		return;
-	}
-	uint64_t h = ng_fnv1a64(NG_FNV64_INIT, node, n);
-	size_t keep = 230;
-	while (keep > 0 && (node[keep - 1] == '.' || node[keep - 1] == '-'))
-		keep--; /* "x.-hash" would not be a DNS subdomain */
-	ng_fmt(out, cap, "auto-%.*s-%08x", (int)keep, node, (unsigned)(h & 0xffffffffu));
+	pol_request_name("auto-", node, out, cap);
 }

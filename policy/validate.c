@@ -410,6 +410,30 @@ static uint32_t remap(const struct ng_intern *from, const struct ng_intern *to, 
 	return ng_intern_find(to, s, len);
 }
 
+/* @sel (ids of @from) in @to's ids into @ret, arrays from @arena. */
+static ng_status remap_selector(const struct ng_intern *from, const struct ng_intern *to,
+				const struct kube_selector *sel, struct ng_arena *arena,
+				struct kube_selector *ret)
+{
+	struct kube_requirement *reqs = ng_arena_alloc(arena, (sel->nreqs + 1u) * sizeof(*reqs));
+	if (!reqs)
+		return NG_ENOMEM;
+	for (uint16_t i = 0; i < sel->nreqs; i++) {
+		const struct kube_requirement *q = &sel->reqs[i];
+		uint32_t *vals = ng_arena_alloc(arena, (q->nvalues + 1u) * sizeof(*vals));
+		if (!vals)
+			return NG_ENOMEM;
+		for (uint16_t k = 0; k < q->nvalues; k++)
+			vals[k] = remap(from, to, q->values[k]);
+		reqs[i] = *q;
+		reqs[i].key = remap(from, to, q->key);
+		reqs[i].values = vals;
+	}
+	*ret = *sel;
+	ret->reqs = reqs;
+	return NG_OK;
+}
+
 /* @nd (decoded into @from) re-expressed in @cluster's ids, arrays from @arena, as a request the
  * gate has not decided: its status does not count, and without a name it is "evaluate". */
 static ng_status remap_nd(const struct ng_intern *from, const struct kube_snapshot *cluster,
@@ -431,27 +455,15 @@ static ng_status remap_nd(const struct ng_intern *from, const struct kube_snapsh
 	r.status_reason = "";
 	r.detail = NULL; /* its ids are @from's; the gate does not read it */
 	uint32_t *names = ng_arena_alloc(arena, (nd->nnode_names + 1u) * sizeof(*names));
-	struct kube_requirement *reqs =
-	    ng_arena_alloc(arena, (nd->node_selector.nreqs + 1u) * sizeof(*reqs));
-	if (!names || !reqs)
+	if (!names)
 		return NG_ENOMEM;
 	for (uint16_t i = 0; i < nd->nnode_names; i++)
 		names[i] = remap(from, to, nd->node_names[i]);
 	r.node_names = names;
-	for (uint16_t i = 0; i < nd->node_selector.nreqs; i++) {
-		const struct kube_requirement *q = &nd->node_selector.reqs[i];
-		uint32_t *vals = ng_arena_alloc(arena, (q->nvalues + 1u) * sizeof(*vals));
-		if (!vals)
-			return NG_ENOMEM;
-		for (uint16_t k = 0; k < q->nvalues; k++)
-			vals[k] = remap(from, to, q->values[k]);
-		reqs[i] = *q;
-		reqs[i].key = remap(from, to, q->key);
-		reqs[i].values = vals;
-	}
-	r.node_selector.reqs = reqs;
-	*ret = r;
-	return NG_OK;
+	ng_status st = remap_selector(from, to, &nd->node_selector, arena, &r.node_selector);
+	if (st == NG_OK)
+		*ret = r;
+	return st;
 }
 
 ng_status pol_evaluate_object(const struct kube_snapshot *cluster, const struct kube_one *obj,
@@ -484,5 +496,99 @@ ng_status pol_evaluate_object(const struct kube_snapshot *cluster, const struct 
 	pol_ledger_destroy(ledger);
 	if (st != NG_OK)
 		return ng_err_set(reterr, st, 0, "out of memory");
+	return NG_OK;
+}
+
+/* @r (decoded into @from) in @cluster's ids, as the cluster would hold it: its status is the
+ * cluster's copy's (the repairs it remembers), if the cluster has one by that name. */
+static ng_status remap_nrem(const struct ng_intern *from, const struct kube_snapshot *cluster,
+			    const struct kube_nrem *r, struct ng_arena *arena, struct kube_nrem *ret)
+{
+	const struct ng_intern *to = kube_snapshot_pool(cluster);
+	struct kube_nrem x = *r;
+	x.name = remap(from, to, r->name);
+	x.template_name = remap(from, to, r->template_name);
+	x.nfinalizers = 0;
+	x.finalizers = NULL;
+	x.error = NG_INTERN_NONE;
+	x.nlast = 0;
+	x.last = NULL;
+	x.storm = false;
+	struct kube_rem_condition *conds = ng_arena_alloc(arena, (r->nconds + 1u) * sizeof(*conds));
+	if (!conds)
+		return NG_ENOMEM;
+	for (uint16_t i = 0; i < r->nconds; i++) {
+		conds[i] = r->conds[i];
+		conds[i].type = remap(from, to, r->conds[i].type);
+	}
+	x.conds = conds;
+	size_t n;
+	const struct kube_nrem *all = kube_snapshot_nrems(cluster, &n);
+	for (size_t i = 0; x.name != NG_INTERN_NONE && i < n; i++)
+		if (all[i].name == x.name) {
+			x.nlast = all[i].nlast;
+			x.last = all[i].last;
+			x.storm = all[i].storm;
+			x.storm_since_ms = all[i].storm_since_ms;
+		}
+	ng_status st = remap_selector(from, to, &r->node_selector, arena, &x.node_selector);
+	if (st == NG_OK)
+		*ret = x;
+	return st;
+}
+
+ng_status pol_explain_remediation(const struct kube_snapshot *cluster, const struct kube_one *obj,
+				  int64_t now_wall_ms, struct ng_arena *arena,
+				  struct pol_rem_explain *ret, struct ng_err *reterr)
+{
+	const struct kube_nrem *in = kube_one_nrem(obj);
+	if (!in)
+		return ng_err_set(reterr, NG_EPARSE, 0, "expected a NodeRemediation");
+	if (in->invalid)
+		return ng_err_set(reterr, NG_EPARSE, 0, "%s",
+				  ng_intern_str(kube_one_pool(obj), in->error, NULL));
+	const struct ng_intern *from = kube_one_pool(obj);
+	struct pol_rem_explain x;
+	memset(&x, 0, sizeof(x));
+	struct kube_nrem r;
+	ng_status st = remap_nrem(from, cluster, in, arena, &r);
+	/* maxConcurrent and maxUnhealthy percentages stay @from's strings. */
+	st = st ? st : pol_remediation_plan_in(cluster, &r, from, now_wall_ms, arena, &x.plan);
+	x.decisions = st ? NULL : ng_arena_alloc(arena, (x.plan.n + 1) * sizeof(*x.decisions));
+	struct pol_ledger *ledger = x.decisions ? pol_ledger_create(cluster) : NULL;
+	if (!ledger) {
+		pol_ledger_destroy(ledger);
+		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	}
+	struct pol_gate_config cfg;
+	pol_gate_config_from(cluster, &cfg);
+	const struct kube_ndt *t = x.plan.tmpl;
+	for (size_t i = 0; st == NG_OK && i < x.plan.n; i++) {
+		struct pol_rem_node *e = &x.plan.nodes[i];
+		if (e->action != POL_REM_CREATE)
+			continue;
+		/* The request as it would be created, decided as if the ones before it were
+		 * granted when they are: the ledger carries each grant to the next. */
+		struct kube_nd nd = {.name = r.name != NG_INTERN_NONE ? r.name : e->node,
+				     .state = KUBE_ND_UNKNOWN,
+				     .type = t->type,
+				     .requestor = t->requestor,
+				     .priority = t->priority,
+				     .nnode_names = 1,
+				     .node_names = &e->node,
+				     .retry = t->retry,
+				     .created_ms = now_wall_ms,
+				     .rv = "",
+				     .uid = "",
+				     .status_reason = ""};
+		st = pol_evaluate_disruption(cluster, &cfg, ledger, &nd, now_wall_ms, arena,
+					     &x.decisions[i]);
+		if (st == NG_OK && x.decisions[i].outcome == POL_GATE_GRANT)
+			st = pol_ledger_grant(ledger, nd.name, &e->node, 1);
+	}
+	pol_ledger_destroy(ledger);
+	if (st != NG_OK)
+		return ng_err_set(reterr, st, 0, "out of memory");
+	*ret = x;
 	return NG_OK;
 }

@@ -66,4 +66,26 @@ NG_NODISCARD ng_status pol_evaluate_object(const struct kube_snapshot *cluster,
 					   struct ng_arena *arena, struct pol_gate_decision *ret,
 					   struct ng_err *reterr);
 
+#include "policy/remediation.h"
+
+/* A dry run of a NodeRemediation: its plan over the cluster, and for each node that would get a
+ * request (POL_REM_CREATE) the gate's decision on that request (decisions[i] for nodes[i]). */
+struct pol_rem_explain {
+	struct pol_rem_plan plan;
+	struct pol_gate_decision *decisions; /* plan.n entries, valid where the action is create */
+};
+
+/**
+ * Dry run (POST /v1/evaluate, `nodegate check`) of NodeRemediation @obj against @cluster: which
+ * pool nodes are unhealthy now, which would get a request, and the gate's decision on each such
+ * request, decided in order with the earlier ones granted where they would be (health hooks are
+ * not called). The remediation's repairs (status.lastRemediated) are the cluster's copy's when
+ * the cluster has one by that name. Arrays from @arena, ids @cluster's. NG_EPARSE for a
+ * remediation that does not validate (@reterr says why), NG_ENOMEM.
+ */
+NG_NODISCARD ng_status pol_explain_remediation(const struct kube_snapshot *cluster,
+					       const struct kube_one *obj, int64_t now_wall_ms,
+					       struct ng_arena *arena, struct pol_rem_explain *ret,
+					       struct ng_err *reterr);
+
 #endif

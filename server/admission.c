@@ -243,6 +243,83 @@ ng_status srv_admit_object(enum srv_object_webhook wh, const char *body, size_t 
 	return NG_OK;
 }
 
+/* One node of a remediation's dry run: what happens to it and, for a request it would get, the
+ * gate's decision. */
+static ng_status explained_node(const struct kube_snapshot *snap, const struct pol_rem_node *e,
+				const struct pol_gate_decision *d, struct ng_buf *out)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(snap);
+	const char *node = ng_intern_str(pool, e->node, NULL), *act = pol_rem_action_str(e->action);
+	ng_status st = ng_buf_puts(out, "{\"node\":");
+	st = st ? st : ng_buf_json_str(out, node, strlen(node));
+	st = st ? st : ng_buf_puts(out, ",\"action\":");
+	st = st ? st : ng_buf_json_str(out, act, strlen(act));
+	st = st ? st : ng_buf_puts(out, ",\"reason\":");
+	st = st ? st : ng_buf_json_str(out, e->reason, strlen(e->reason));
+	if (e->request) {
+		const char *req = ng_intern_str(pool, e->request->name, NULL);
+		st = st ? st : ng_buf_puts(out, ",\"request\":");
+		st = st ? st : ng_buf_json_str(out, req, strlen(req));
+	}
+	if (e->action == POL_REM_CREATE) {
+		const char *state = pol_gate_outcome_str(d->outcome);
+		st = st ? st : ng_buf_puts(out, ",\"decision\":{\"state\":");
+		st = st ? st : ng_buf_json_str(out, state, strlen(state));
+		st = st ? st : ng_buf_puts(out, ",\"reason\":");
+		st = st ? st : ng_buf_json_str(out, d->reason, strlen(d->reason));
+		st = st ? st : ng_buf_puts(out, ",\"disruptedDisruptionBudgets\":");
+		st = st ? st : pol_verdicts_json(snap, d->verdicts, d->nverdicts, out);
+		st = st ? st : ng_buf_puts(out, "}");
+	}
+	return st ? st : ng_buf_puts(out, "}");
+}
+
+/* POST /v1/evaluate of a NodeRemediation: its plan, each request it would create decided. */
+static ng_status explain_remediation(const cJSON *in, struct ng_arena *arena,
+				     const struct kube_snapshot *snap, int64_t now_wall_ms,
+				     struct ng_buf *out, int *ret_code, bool *ret_granted,
+				     struct ng_err *reterr)
+{
+	struct kube_one *one = NULL;
+	struct pol_rem_explain x;
+	struct ng_err why = {0};
+	ng_status st = kube_one_decode_as(KUBE_RES_NREMS, in, KUBE_ONE_NAME_OPTIONAL, &one, &why);
+	if (st == NG_OK)
+		st = pol_explain_remediation(snap, one, now_wall_ms, arena, &x, &why);
+	kube_one_destroy(one);
+	if (st == NG_ENOMEM)
+		return ng_err_set(reterr, st, 0, "out of memory");
+	if (st != NG_OK) {
+		printable_ascii(why.msg);
+		*ret_code = 422;
+		st = ng_buf_puts(out, "{\"message\":");
+		st = st ? st : ng_buf_json_str(out, why.msg, strlen(why.msg));
+		return st ? st : ng_buf_puts(out, "}\n");
+	}
+	*ret_code = 200;
+	const struct pol_rem_plan *p = &x.plan;
+	st = ng_buf_printf(out,
+			   "{\"kind\":\"NodeRemediation\",\"matchedNodes\":%zu,\"unhealthyNodes\":%zu,"
+			   "\"maxConcurrent\":%lld,\"storm\":%s,",
+			   p->matched, p->unhealthy, (long long)p->max_concurrent,
+			   p->storm ? "true" : "false");
+	if (st == NG_OK && p->max_unhealthy >= 0)
+		st = ng_buf_printf(out, "\"maxUnhealthy\":%lld,", (long long)p->max_unhealthy);
+	st = st ? st : ng_buf_puts(out, "\"problem\":");
+	st = st ? st : ng_buf_json_str(out, p->problem, strlen(p->problem));
+	st = st ? st : ng_buf_puts(out, ",\"nodes\":[");
+	for (size_t i = 0; st == NG_OK && i < p->n; i++) {
+		st = i ? ng_buf_puts(out, ",") : NG_OK;
+		st = st ? st : explained_node(snap, &p->nodes[i], &x.decisions[i], out);
+		*ret_granted |= p->nodes[i].action == POL_REM_CREATE &&
+				x.decisions[i].outcome == POL_GATE_GRANT;
+	}
+	st = st ? st : ng_buf_puts(out, "]}\n");
+	if (st != NG_OK)
+		return ng_err_set(reterr, st, 0, "encoding the answer: %s", ng_status_str(st));
+	return NG_OK;
+}
+
 ng_status srv_evaluate(const char *body, size_t len, struct ng_arena *arena,
 		       const struct kube_snapshot *snap, int64_t now_wall_ms, struct ng_buf *out,
 		       int *ret_code, bool *ret_granted, struct ng_err *reterr)
@@ -254,6 +331,10 @@ ng_status srv_evaluate(const char *body, size_t len, struct ng_arena *arena,
 		return st;
 	if (!cJSON_IsObject(in))
 		return ng_err_set(reterr, NG_EPARSE, 0, "expected a NodeDisruption object");
+	const char *kind = ng_json_str(in, "kind");
+	if (kind && strcmp(kind, "NodeRemediation") == 0)
+		return explain_remediation(in, arena, snap, now_wall_ms, out, ret_code, ret_granted,
+					   reterr);
 	/* Whatever kind and apiVersion it says, the body is a NodeDisruption to decide; a name is
 	 * optional (pol_evaluate_object() names it "evaluate"), and a status is not the caller's
 	 * to give: it is dropped unread (the tree lives in @arena, so nothing is freed). */

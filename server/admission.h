@@ -70,7 +70,11 @@ NG_NODISCARD ng_status srv_admit_object(enum srv_object_webhook wh, const char *
  * answer to @out and its HTTP status to @ret_code: 200 with {state, reason, disruptedNodes,
  * disruptedDisruptionBudgets, healthHooks (the hooks a grant would still call)}, or 422/403 with
  * {message} for a request the NodeDisruption webhook would refuse; @ret_granted: it would be
- * Granted. NG_EPARSE/NG_ELIMIT with
+ * Granted. A body of kind NodeRemediation is explained instead: 200 with {kind, matchedNodes,
+ * unhealthyNodes, maxConcurrent, maxUnhealthy, storm, problem, nodes: [{node, action, reason,
+ * request, decision: {state, reason, disruptedDisruptionBudgets}}]} (pol_explain_remediation()),
+ * 422 with {message} when it does not validate; @ret_granted: some request it would create
+ * would be Granted. NG_EPARSE/NG_ELIMIT with
  * @reterr when the body is not JSON (400), NG_ENOMEM.
  */
 NG_NODISCARD ng_status srv_evaluate(const char *body, size_t len, struct ng_arena *arena,

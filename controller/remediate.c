@@ -1,0 +1,744 @@
+/* The remediation controller (controller/remediate.h, docs/remediation.md): plans with
+ * policy/remediation.h, writes with kube/write.h. */
+#include "controller/remediate.h"
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/intern.h"
+#include "common/jw.h"
+#include "common/log.h"
+#include "common/map.h"
+#include "common/prom.h"
+#include "controller/leader.h"
+#include "kube/kube.h"
+#include "kube/runtime.h"
+#include "kube/write.h"
+#include "policy/remediation.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One NodeRemediation's status: a thousand lastRemediated and activeRequests entries. */
+#define STATUS_CAP (1u << 20)
+/* status.activeRequests and status.waitingNodes list at most this many nodes. */
+#define ACTIVE_CAP 1000
+#define WAITING_CAP 100
+/* Requests created but not yet seen in the cache hold that remediation's next creations (so a
+ * stale cache can never exceed maxConcurrent), for at most this long. */
+#define CREATION_CAP 256
+#define CREATION_WAIT_MS 10000
+/* After the API server refuses a request (a webhook, a quota), the remediation creates nothing
+ * for this long: one Warning Event per refusal, not one per cache publish. */
+#define REFUSED_BACKOFF_MS 30000
+
+enum action { A_CREATE, A_DELETE, A_STATUS, A_FINALIZER, A_COUNT };
+static const char *const action_names[A_COUNT] = {"create", "delete", "status", "finalizer"};
+#define OUTCOMES 5 /* enum kube_write_outcome */
+
+enum cond { C_READY, C_STORM, C_LOOP, C_COUNT };
+static const char *const cond_types[C_COUNT] = {"Ready", "Storm", "Loop"};
+
+/* What the controller remembers of one NodeRemediation between steps (by uid). */
+struct tracked {
+	char uid[64], name[64];
+	uint64_t written;           /* hash of the status last written; 0: none */
+	bool cond[C_COUNT];         /* the conditions' status last rendered */
+	char cond_reason[C_COUNT][32];
+	int64_t cond_since[C_COUNT]; /* their lastTransitionTime */
+	int64_t refused_until_mono_ms;
+	bool seen; /* in this step's snapshot */
+	/* for the metrics, under mu */
+	size_t unhealthy, open;
+	bool storm;
+};
+
+struct creation {
+	char name[254];
+	char rem[64];
+	int64_t at_mono_ms;
+};
+
+struct remediate {
+	struct remediate_config cfg;
+	struct kube_runtime *rt;
+	struct kube_client *client;
+	struct ng_arena *arena;
+	struct ng_buf body;
+	pthread_mutex_t mu; /* guards t's metric fields and nt for the metrics reader */
+	struct tracked *t;
+	size_t nt, capt;
+	struct creation made[CREATION_CAP];
+	size_t nmade;
+	_Atomic uint64_t counts[A_COUNT][OUTCOMES];
+};
+
+static int64_t now_mono_ms(void)
+{
+	return ng_now_mono_us() / 1000;
+}
+
+static void count(struct remediate *m, enum action a, const struct kube_write_result *wr)
+{
+	ng_prom_add(&m->counts[a][wr->outcome < OUTCOMES ? wr->outcome : KUBE_WRITE_FAILED], 1);
+}
+
+static struct tracked *track(struct remediate *m, const char *uid, const char *name)
+{
+	for (size_t i = 0; i < m->nt; i++)
+		if (strcmp(m->t[i].uid, uid) == 0)
+			return &m->t[i];
+	pthread_mutex_lock(&m->mu);
+	struct tracked *p = ng_array_grow(m->t, &m->capt, m->nt, sizeof(*p));
+	if (p) {
+		m->t = p;
+		p = &m->t[m->nt++];
+		memset(p, 0, sizeof(*p));
+		ng_fmt(p->uid, sizeof(p->uid), "%s", uid);
+		ng_fmt(p->name, sizeof(p->name), "%s", name);
+	}
+	pthread_mutex_unlock(&m->mu);
+	return p;
+}
+
+/* Forgets the NodeRemediations that were not in this step's snapshot. */
+static void untrack_unseen(struct remediate *m)
+{
+	pthread_mutex_lock(&m->mu);
+	size_t k = 0;
+	for (size_t i = 0; i < m->nt; i++)
+		if (m->t[i].seen) {
+			m->t[i].seen = false;
+			m->t[k++] = m->t[i];
+		}
+	m->nt = k;
+	pthread_mutex_unlock(&m->mu);
+}
+
+/* Creations the cache shows now, or made too long ago, are forgotten; true when one of @rem's
+ * is still on its way. */
+static bool creation_in_flight(struct remediate *m, const struct kube_snapshot *s, const char *rem)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	size_t nnd;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &nnd);
+	int64_t now = now_mono_ms();
+	bool waiting = false;
+	size_t k = 0;
+	for (size_t i = 0; i < m->nmade; i++) {
+		const struct creation *c = &m->made[i];
+		uint32_t id = ng_intern_find(pool, c->name, strlen(c->name));
+		bool seen = false;
+		for (size_t j = 0; id != NG_INTERN_NONE && j < nnd && !seen; j++)
+			seen = nds[j].name == id;
+		if (seen || now - c->at_mono_ms > CREATION_WAIT_MS)
+			continue;
+		waiting |= strcmp(c->rem, rem) == 0;
+		m->made[k++] = *c;
+	}
+	m->nmade = k;
+	return waiting;
+}
+
+static void remember_creation(struct remediate *m, const char *name, const char *rem)
+{
+	if (m->nmade == CREATION_CAP)
+		memmove(m->made, m->made + 1, (CREATION_CAP - 1) * sizeof(m->made[0]));
+	struct creation *c = &m->made[m->nmade < CREATION_CAP ? m->nmade++ : CREATION_CAP - 1];
+	ng_fmt(c->name, sizeof(c->name), "%s", name);
+	ng_fmt(c->rem, sizeof(c->rem), "%s", rem);
+	c->at_mono_ms = now_mono_ms();
+}
+
+/* One step's view of one NodeRemediation. */
+struct job {
+	struct remediate *m;
+	const struct kube_snapshot *s;
+	const struct ng_intern *pool;
+	const struct kube_nrem *rec;
+	struct tracked *tr;
+	const char *name;
+	struct kube_ref ref;
+	struct pol_rem_plan plan;
+	int64_t now;
+};
+
+static const char *str(const struct job *j, uint32_t id)
+{
+	return ng_intern_str(j->pool, id, NULL);
+}
+
+static void event(struct job *j, const char *reason, const char *type, const char *msg)
+{
+	struct kube_event ev = {j->ref,	       reason, type, msg, j->m->cfg.identity,
+				j->now,	       j->rec->uid};
+	struct kube_write_result wr;
+	kube_create_event(j->m->client, &ev, &wr);
+	kube_write_log("remediation", "event not recorded", &j->ref, &wr);
+}
+
+/* ---- the request ---- */
+
+struct request_body {
+	const struct job *j;
+	const char *req_name, *node;
+};
+
+/* The template's spec (canonical JSON, an object) with nodeNames and, unless the template has
+ * one, the requestor added. */
+static void request_spec(struct ng_jw *w, const struct request_body *rb)
+{
+	const struct kube_ndt *t = rb->j->plan.tmpl;
+	const char *spec = t->spec_json ? t->spec_json : "{}";
+	size_t len = strlen(spec);
+	struct ng_buf b;
+	ng_buf_init(&b, len + 1024);
+	ng_status st = ng_buf_append(&b, spec, len - 1); /* without its '}' */
+	st = st ? st : ng_buf_puts(&b, len > 2 ? ",\"nodeNames\":[" : "\"nodeNames\":[");
+	st = st ? st : ng_buf_json_str(&b, rb->node, strlen(rb->node));
+	st = st ? st : ng_buf_puts(&b, "]");
+	if (st == NG_OK && t->requestor == NG_INTERN_NONE) {
+		char requestor[128];
+		ng_fmt(requestor, sizeof(requestor), "%s.noderemediation", rb->j->name);
+		st = ng_buf_puts(&b, ",\"requestor\":");
+		st = st ? st : ng_buf_json_str(&b, requestor, strlen(requestor));
+	}
+	st = st ? st : ng_buf_puts(&b, "}");
+	ng_jw_key(w, "spec");
+	if (st == NG_OK)
+		ng_jw_raw(w, b.data, b.len);
+	else
+		ng_jw_null(w); /* refused by the API server, reported as any refusal */
+	ng_buf_finish(&b);
+}
+
+static void request_body(struct ng_jw *w, void *ctx)
+{
+	const struct request_body *rb = ctx;
+	const struct job *j = rb->j;
+	ng_jw_kstr(w, "apiVersion", "nodegate.io/v1alpha1");
+	ng_jw_kstr(w, "kind", "NodeDisruption");
+	ng_jw_key(w, "metadata");
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "name", rb->req_name);
+	ng_jw_key(w, "labels");
+	ng_jw_obj(w);
+	ng_jw_kstr(w, KUBE_REMEDIATION_LABEL, j->name);
+	ng_jw_obj_end(w);
+	ng_jw_key(w, "annotations");
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "nodegate.io/remediation-node", rb->node);
+	ng_jw_obj_end(w);
+	ng_jw_key(w, "ownerReferences");
+	ng_jw_arr(w);
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "apiVersion", "nodegate.io/v1alpha1");
+	ng_jw_kstr(w, "kind", "NodeRemediation");
+	ng_jw_kstr(w, "name", j->name);
+	ng_jw_kstr(w, "uid", j->rec->uid);
+	ng_jw_kbool(w, "controller", true);
+	ng_jw_kbool(w, "blockOwnerDeletion", false);
+	ng_jw_obj_end(w);
+	ng_jw_arr_end(w);
+	ng_jw_obj_end(w);
+	request_spec(w, rb);
+}
+
+static void log_write(const struct job *j, const char *msg, const char *node, const char *req,
+		      const struct kube_write_result *wr)
+{
+	struct ng_logline l;
+	bool ok = wr->outcome == KUBE_WRITE_OK;
+	if (!ng_log_begin(&l, ok ? NG_LOG_INFO : NG_LOG_WARN, "remediation", msg))
+		return;
+	ng_log_str(&l, "remediation", j->name);
+	ng_log_str(&l, "node", node);
+	ng_log_str(&l, "nd", req);
+	if (!ok) {
+		ng_log_str(&l, "outcome", kube_write_outcome_str(wr->outcome));
+		ng_log_i64(&l, "http", wr->http);
+		ng_log_str(&l, "err", wr->err.msg);
+	}
+	ng_log_end(&l);
+}
+
+/* Creates @e's request. False when the API server refused it (then nothing more is created for
+ * REFUSED_BACKOFF_MS). */
+static bool create(struct job *j, const struct pol_rem_node *e)
+{
+	const char *node = str(j, e->node);
+	char req[254];
+	pol_remediation_request_name(j->name, node, req, sizeof(req));
+	struct request_body rb = {j, req, node};
+	const struct kube_ref nds = {KUBE_KIND_ND, NULL, NULL};
+	struct kube_write_result wr;
+	kube_create(j->m->client, &nds, request_body, &rb, &wr);
+	count(j->m, A_CREATE, &wr);
+	if (wr.outcome == KUBE_WRITE_CONFLICT)
+		return true; /* it exists: the cache will show it */
+	log_write(j, wr.outcome == KUBE_WRITE_OK ? "request created" : "request not created",
+		  node, req, &wr);
+	char msg[600];
+	if (wr.outcome == KUBE_WRITE_OK) {
+		remember_creation(j->m, req, j->name);
+		ng_fmt(msg, sizeof(msg), "node %s: conditions held; NodeDisruption %s created",
+		       node, req);
+		event(j, "RemediationStarted", "Normal", msg);
+		return true;
+	}
+	if (wr.outcome == KUBE_WRITE_REFUSED) {
+		ng_fmt(msg, sizeof(msg), "node %s: NodeDisruption %s refused (HTTP %ld): %s", node,
+		       req, wr.http, wr.err.msg);
+		event(j, "RequestRefused", "Warning", msg);
+		j->tr->refused_until_mono_ms = now_mono_ms() + REFUSED_BACKOFF_MS;
+		return false;
+	}
+	return true; /* failed: tried again on the next step */
+}
+
+static void delete_request(struct job *j, const struct pol_rem_node *e)
+{
+	const char *req = str(j, e->request->name), *node = str(j, e->node);
+	const struct kube_ref ref = {KUBE_KIND_ND, NULL, req};
+	struct kube_write_result wr;
+	kube_delete(j->m->client, &ref, -1, &wr);
+	count(j->m, A_DELETE, &wr);
+	if (wr.outcome == KUBE_WRITE_GONE)
+		return;
+	log_write(j, wr.outcome == KUBE_WRITE_OK ? "request deleted" : "request not deleted",
+		  node, req, &wr);
+	if (wr.outcome == KUBE_WRITE_OK && e->action == POL_REM_DONE) {
+		char msg[600];
+		ng_fmt(msg, sizeof(msg),
+		       "node %s repaired: NodeDisruption %s Completed and the conditions are gone",
+		       node, req);
+		event(j, "Remediated", "Normal", msg);
+	}
+}
+
+/* ---- status ---- */
+
+/* A condition of the status: rendered from the plan, its transition time remembered. */
+static void condition(struct ng_jw *w, struct job *j, enum cond c, bool status,
+		      const char *reason, const char *msg)
+{
+	struct tracked *tr = j->tr;
+	if (!tr->cond_since[c] || tr->cond[c] != status ||
+	    strcmp(tr->cond_reason[c], reason) != 0) {
+		tr->cond[c] = status;
+		ng_fmt(tr->cond_reason[c], sizeof(tr->cond_reason[c]), "%s", reason);
+		tr->cond_since[c] = j->now;
+	}
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "type", cond_types[c]);
+	ng_jw_kstr(w, "status", status ? "True" : "False");
+	ng_jw_kstr(w, "reason", reason);
+	ng_jw_kstr(w, "message", msg);
+	ng_jw_key(w, "lastTransitionTime");
+	ng_jw_time(w, tr->cond_since[c]);
+	ng_jw_obj_end(w);
+}
+
+static void status_conditions(struct ng_jw *w, struct job *j)
+{
+	const struct pol_rem_plan *p = &j->plan;
+	char msg[512];
+	const char *reason = "Watching";
+	if (j->rec->deleting)
+		reason = "Deleting";
+	else if (j->rec->invalid)
+		reason = "Invalid";
+	else if (!p->tmpl)
+		reason = "TemplateNotFound";
+	else if (p->problem[0])
+		reason = "TemplateInvalid";
+	if (p->problem[0])
+		ng_fmt(msg, sizeof(msg), "%s", p->problem);
+	else if (j->rec->deleting)
+		ng_fmt(msg, sizeof(msg), "being deleted: open requests finish, none starts");
+	else
+		ng_fmt(msg, sizeof(msg), "watching %zu nodes", p->matched);
+	ng_jw_key(w, "conditions");
+	ng_jw_arr(w);
+	condition(w, j, C_READY, strcmp(reason, "Watching") == 0, reason, msg);
+	if (p->storm)
+		ng_fmt(msg, sizeof(msg),
+		       "%zu of %zu pool nodes unhealthy, stormGuard.maxUnhealthy %lld: no new "
+		       "repair starts",
+		       p->unhealthy, p->matched, (long long)p->max_unhealthy);
+	else
+		ng_fmt(msg, sizeof(msg), "%zu of %zu pool nodes unhealthy", p->unhealthy,
+		       p->matched);
+	condition(w, j, C_STORM, p->storm, p->storm ? "StormGuard" : "NoStorm", msg);
+	size_t o = 0;
+	msg[0] = '\0';
+	for (size_t i = 0; i < p->n && o + 80 < sizeof(msg); i++)
+		if (p->nodes[i].action == POL_REM_COOLDOWN)
+			o += (size_t)snprintf(msg + o, sizeof(msg) - o, "%s%s", o ? ", " : "",
+					      str(j, p->nodes[i].node));
+	if (!p->loops)
+		ng_fmt(msg, sizeof(msg), "no node is unhealthy again within cooldownSeconds");
+	condition(w, j, C_LOOP, p->loops > 0, p->loops ? "RemediationLoop" : "NoLoop", msg);
+	ng_jw_arr_end(w);
+}
+
+static void active_requests(struct ng_jw *w, const struct job *j)
+{
+	static const char *const states[] = {"", "Pending", "Granted", "Rejected"};
+	size_t k = 0;
+	ng_jw_key(w, "activeRequests");
+	ng_jw_arr(w);
+	for (size_t i = 0; i < j->plan.n && k < ACTIVE_CAP; i++) {
+		const struct pol_rem_node *e = &j->plan.nodes[i];
+		if (!e->request || e->action == POL_REM_DELETE)
+			continue;
+		ng_jw_obj(w);
+		ng_jw_kstr(w, "node", str(j, e->node));
+		ng_jw_kstr(w, "name", str(j, e->request->name));
+		ng_jw_key(w, "since");
+		ng_jw_time(w, e->request->created_ms);
+		ng_jw_kstr(w, "state", states[e->request->state < 4 ? e->request->state : 0]);
+		ng_jw_kstr(w, "phase", e->phase);
+		ng_jw_obj_end(w);
+		k++;
+	}
+	ng_jw_arr_end(w);
+	ng_jw_ki64(w, "activeCount", (int64_t)k);
+}
+
+static void last_entry(struct ng_jw *w, const char *node, int64_t at, const char *req,
+		       const char *uid)
+{
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "node", node);
+	ng_jw_key(w, "time");
+	ng_jw_time(w, at);
+	ng_jw_kstr(w, "request", req);
+	ng_jw_kstr(w, "uid", uid);
+	ng_jw_obj_end(w);
+}
+
+/* status.lastRemediated: the repairs just done, then those read back whose cooldown runs. */
+static void last_remediated(struct ng_jw *w, const struct job *j)
+{
+	const struct kube_nrem *r = j->rec;
+	size_t k = 0;
+	ng_jw_key(w, "lastRemediated");
+	ng_jw_arr(w);
+	for (size_t i = 0; i < j->plan.n && k < KUBE_MAX_REM_LAST; i++) {
+		const struct pol_rem_node *e = &j->plan.nodes[i];
+		if (e->action != POL_REM_DONE)
+			continue;
+		bool recorded = false;
+		for (uint16_t x = 0; x < r->nlast && !recorded; x++)
+			recorded = r->last[x].node == e->node &&
+				   strcmp(r->last[x].uid, e->request->uid) == 0;
+		if (!recorded) {
+			last_entry(w, str(j, e->node), j->now, str(j, e->request->name),
+				   e->request->uid);
+			k++;
+		}
+	}
+	for (uint16_t x = 0; x < r->nlast && k < KUBE_MAX_REM_LAST; x++) {
+		const struct kube_rem_last *l = &r->last[x];
+		bool replaced = false;
+		for (size_t i = 0; i < j->plan.n && !replaced; i++)
+			replaced = j->plan.nodes[i].action == POL_REM_DONE &&
+				   j->plan.nodes[i].node == l->node &&
+				   strcmp(l->uid, j->plan.nodes[i].request->uid) != 0;
+		if (replaced || l->at_ms + r->cooldown_ms <= j->now)
+			continue;
+		last_entry(w, str(j, l->node), l->at_ms, str(j, l->request), l->uid);
+		k++;
+	}
+	ng_jw_arr_end(w);
+}
+
+static void status_body(struct ng_jw *w, struct job *j)
+{
+	const struct pol_rem_plan *p = &j->plan;
+	ng_jw_obj(w);
+	ng_jw_ki64(w, "matchedNodes", (int64_t)p->matched);
+	ng_jw_ki64(w, "unhealthyNodes", (int64_t)p->unhealthy);
+	active_requests(w, j);
+	ng_jw_key(w, "storm");
+	ng_jw_obj(w);
+	ng_jw_kbool(w, "active", p->storm);
+	if (p->storm) {
+		ng_jw_key(w, "since");
+		ng_jw_time(w, j->rec->storm && j->rec->storm_since_ms ? j->rec->storm_since_ms
+								     : j->now);
+	}
+	ng_jw_ki64(w, "unhealthyNodes", (int64_t)p->unhealthy);
+	if (p->max_unhealthy >= 0)
+		ng_jw_ki64(w, "maxUnhealthy", p->max_unhealthy);
+	ng_jw_obj_end(w);
+	last_remediated(w, j);
+	ng_jw_key(w, "waitingNodes");
+	ng_jw_arr(w);
+	size_t k = 0;
+	for (size_t i = 0; i < p->n && k < WAITING_CAP; i++) {
+		const struct pol_rem_node *e = &p->nodes[i];
+		if (e->request || e->action == POL_REM_CREATE)
+			continue;
+		ng_jw_obj(w);
+		ng_jw_kstr(w, "node", str(j, e->node));
+		ng_jw_kstr(w, "reason", e->reason);
+		ng_jw_obj_end(w);
+		k++;
+	}
+	ng_jw_arr_end(w);
+	status_conditions(w, j);
+	ng_jw_obj_end(w);
+}
+
+/* Writes the status when it changed, with the resourceVersion it was planned on. False when it
+ * could not be written (a 409: the next publish brings the newer object). */
+static bool write_status(struct job *j)
+{
+	struct remediate *m = j->m;
+	bool before[C_COUNT];
+	char ready_before[32];
+	for (int c = 0; c < C_COUNT; c++)
+		before[c] = j->tr->cond[c] && j->tr->cond_since[c];
+	ng_fmt(ready_before, sizeof(ready_before), "%s", j->tr->cond_reason[C_READY]);
+	ng_buf_reset(&m->body);
+	struct ng_jw w;
+	ng_jw_init(&w, &m->body);
+	status_body(&w, j);
+	if (!m->body.data)
+		return false;
+	uint64_t h = ng_fnv1a64(NG_FNV64_INIT, m->body.data, m->body.len) | 1;
+	if (h == j->tr->written)
+		return true;
+	struct kube_write_result wr;
+	kube_patch_status_json(m->client, &j->ref, j->rec->rv, m->body.data, m->body.len, &wr);
+	count(m, A_STATUS, &wr);
+	if (wr.outcome != KUBE_WRITE_OK) {
+		j->tr->written = 0;
+		if (wr.outcome != KUBE_WRITE_CONFLICT)
+			kube_write_log("remediation", "status not written", &j->ref, &wr);
+		return false;
+	}
+	j->tr->written = h;
+	const struct pol_rem_plan *p = &j->plan;
+	char msg[600];
+	if (p->storm && !before[C_STORM]) {
+		ng_fmt(msg, sizeof(msg),
+		       "%zu of %zu pool nodes unhealthy, above stormGuard.maxUnhealthy %lld: no new "
+		       "repair starts until fewer are",
+		       p->unhealthy, p->matched, (long long)p->max_unhealthy);
+		event(j, "StormDetected", "Warning", msg);
+	}
+	if (p->loops && !before[C_LOOP]) {
+		ng_fmt(msg, sizeof(msg),
+		       "%zu node(s) unhealthy again within cooldownSeconds %lld of their repair: "
+		       "not repaired (status.waitingNodes)",
+		       p->loops, (long long)(j->rec->cooldown_ms / 1000));
+		event(j, "RemediationLoop", "Warning", msg);
+	}
+	if (p->problem[0] && strcmp(ready_before, j->tr->cond_reason[C_READY]) != 0)
+		event(j, j->tr->cond_reason[C_READY], "Warning", p->problem);
+	return true;
+}
+
+/* ---- one NodeRemediation ---- */
+
+static bool has_requests(const struct pol_rem_plan *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->nodes[i].request)
+			return true;
+	return false;
+}
+
+/* The finalizer: added while the remediation lives, removed once it is deleted and its
+ * requests are gone. False when this step should go no further. */
+static bool finalizer(struct job *j)
+{
+	const struct kube_nrem *r = j->rec;
+	bool want = !r->deleting || has_requests(&j->plan);
+	if (want == r->has_finalizer)
+		return true;
+	const char **cur = ng_arena_alloc(j->m->arena, (r->nfinalizers + 1u) * sizeof(*cur));
+	if (!cur)
+		return false;
+	for (uint16_t i = 0; i < r->nfinalizers; i++)
+		cur[i] = str(j, r->finalizers[i]);
+	struct kube_write_result wr;
+	kube_set_finalizer(j->m->client, &j->ref, r->rv, cur, r->nfinalizers,
+			   KUBE_REMEDIATION_FINALIZER, want, &wr);
+	count(j->m, A_FINALIZER, &wr);
+	if (wr.outcome != KUBE_WRITE_OK && wr.outcome != KUBE_WRITE_CONFLICT)
+		kube_write_log("remediation", "finalizer not written", &j->ref, &wr);
+	return false; /* the object changed: plan again on the new version */
+}
+
+static void act(struct job *j)
+{
+	const struct pol_rem_plan *p = &j->plan;
+	for (size_t i = 0; i < p->n; i++)
+		if (p->nodes[i].action == POL_REM_DONE || p->nodes[i].action == POL_REM_DELETE)
+			delete_request(j, &p->nodes[i]);
+	if (j->tr->refused_until_mono_ms > now_mono_ms() ||
+	    creation_in_flight(j->m, j->s, j->name))
+		return;
+	for (size_t i = 0; i < p->n; i++)
+		if (p->nodes[i].action == POL_REM_CREATE && !create(j, &p->nodes[i]))
+			return;
+}
+
+static void publish_metrics(struct job *j)
+{
+	pthread_mutex_lock(&j->m->mu);
+	j->tr->unhealthy = j->plan.unhealthy;
+	j->tr->open = j->plan.open;
+	j->tr->storm = j->plan.storm;
+	pthread_mutex_unlock(&j->m->mu);
+}
+
+/* Plans and acts for @rec; lowers *@next_wall to when its plan changes on its own. */
+static void one(struct remediate *m, const struct kube_snapshot *s, const struct kube_nrem *rec,
+		int64_t now, int64_t *next_wall)
+{
+	struct job j = {.m = m, .s = s, .pool = kube_snapshot_pool(s), .rec = rec, .now = now};
+	j.name = str(&j, rec->name);
+	j.ref = (struct kube_ref){KUBE_KIND_NREM, NULL, j.name};
+	ng_arena_reset(m->arena);
+	if (!(j.tr = track(m, rec->uid, j.name)))
+		return;
+	j.tr->seen = true;
+	if (pol_remediation_plan(s, rec, now, m->arena, &j.plan) != NG_OK) {
+		struct ng_logline l;
+		if (ng_log_begin(&l, NG_LOG_ERROR, "remediation", "planning failed")) {
+			ng_log_str(&l, "remediation", j.name);
+			ng_log_str(&l, "err", "out of memory");
+			ng_log_end(&l);
+		}
+		return;
+	}
+	publish_metrics(&j);
+	if (j.plan.next_ms && (!*next_wall || j.plan.next_ms < *next_wall))
+		*next_wall = j.plan.next_ms;
+	/* Progress goes to status before the requests change: a repair is recorded
+	 * (lastRemediated) before its request is deleted, so a restart keeps the cooldown. */
+	if (finalizer(&j) && write_status(&j))
+		act(&j);
+}
+
+static int64_t step(struct kube_runtime *rt, void *ctx)
+{
+	struct remediate *m = ctx;
+	(void)rt;
+	if (m->cfg.leader && !leader_is_leader(m->cfg.leader)) {
+		m->nmade = 0;
+		return KUBE_RUNTIME_IDLE; /* the leader's watch wakes this thread */
+	}
+	struct kube_snapshot *s = kube_store_acquire(m->cfg.store);
+	if (!s)
+		return KUBE_RUNTIME_IDLE;
+	int64_t now = ng_now_wall_ms(), next_wall = 0;
+	size_t n;
+	const struct kube_nrem *recs = kube_snapshot_nrems(s, &n);
+	for (size_t i = 0; i < n && !kube_runtime_stopping(m->rt); i++)
+		one(m, s, &recs[i], now, &next_wall);
+	untrack_unseen(m);
+	kube_snapshot_release(s);
+	int64_t wake_ms = next_wall ? next_wall - now + 50 : -1;
+	if (m->nmade && (wake_ms < 0 || wake_ms > CREATION_WAIT_MS))
+		wake_ms = CREATION_WAIT_MS;
+	return wake_ms < 0 ? KUBE_RUNTIME_IDLE
+			   : ng_now_mono_us() + (wake_ms > 0 ? wake_ms : 0) * 1000;
+}
+
+static void wake(void *ctx)
+{
+	kube_runtime_wake(ctx);
+}
+
+struct remediate *remediate_start(const struct remediate_config *cfg, struct ng_err *reterr)
+{
+	struct remediate *m = calloc(1, sizeof(*m));
+	if (!m || !(m->arena = ng_arena_create(64u << 20))) {
+		free(m);
+		(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		return NULL;
+	}
+	m->cfg = *cfg;
+	ng_buf_init(&m->body, STATUS_CAP);
+	pthread_mutex_init(&m->mu, NULL);
+	const struct kube_runtime_config rc = {.name = "remediation",
+					       .kube = cfg->kube,
+					       .store = cfg->store,
+					       .watch = cfg->watch,
+					       .step = step,
+					       .ctx = m};
+	m->rt = kube_runtime_create(&rc, reterr);
+	if (m->rt) {
+		m->client = kube_runtime_client(m->rt);
+		if (cfg->leader && leader_watch(cfg->leader, wake, m->rt) != NG_OK) {
+			(void)ng_err_set(reterr, NG_ELIMIT, 0, "the leader has no room for a watcher");
+			kube_runtime_destroy(m->rt);
+			m->rt = NULL;
+		}
+	}
+	if (!m->rt || kube_runtime_start(m->rt, reterr) != NG_OK) {
+		remediate_stop(m);
+		return NULL;
+	}
+	return m;
+}
+
+ng_status remediate_render_metrics(const struct remediate *cm, struct ng_buf *out)
+{
+	struct remediate *m = (struct remediate *)(uintptr_t)cm;
+	ng_status st = ng_prom_header(out, "nodegate_remediation_actions_total", NG_PROM_COUNTER,
+				      "Writes of the remediation controller, by action and outcome.");
+	for (int a = 0; st == NG_OK && m && a < A_COUNT; a++)
+		for (int o = 0; st == NG_OK && o < OUTCOMES; o++) {
+			const struct ng_prom_label l[] = {
+			    {"action", action_names[a]},
+			    {"result", kube_write_outcome_str((enum kube_write_outcome)o)}};
+			st = ng_prom_u64(out, "nodegate_remediation_actions_total", l, 2,
+					 ng_prom_get(&m->counts[a][o]));
+		}
+	static const struct {
+		const char *name, *help;
+	} gauges[] = {
+	    {"nodegate_remediation_unhealthy_nodes",
+	     "Pool nodes whose rule conditions hold now, per NodeRemediation."},
+	    {"nodegate_remediation_open_requests",
+	     "Requests of the NodeRemediation counted against maxConcurrent."},
+	    {"nodegate_remediation_storm", "1 while the NodeRemediation's storm guard holds."},
+	};
+	for (size_t g = 0; st == NG_OK && g < 3; g++) {
+		st = ng_prom_header(out, gauges[g].name, NG_PROM_GAUGE, gauges[g].help);
+		if (!m)
+			continue;
+		pthread_mutex_lock(&m->mu);
+		for (size_t i = 0; st == NG_OK && i < m->nt; i++) {
+			const struct ng_prom_label l[] = {{"remediation", m->t[i].name}};
+			uint64_t v = g == 0 ? m->t[i].unhealthy : g == 1 ? m->t[i].open : m->t[i].storm;
+			st = ng_prom_u64(out, gauges[g].name, l, 1, v);
+		}
+		pthread_mutex_unlock(&m->mu);
+	}
+	return st;
+}
+
+void remediate_stop(struct remediate *m)
+{
+	if (!m)
+		return;
+	if (m->cfg.leader && m->rt)
+		leader_watch(m->cfg.leader, NULL, m->rt);
+	kube_runtime_destroy(m->rt);
+	ng_buf_finish(&m->body);
+	ng_arena_destroy(m->arena);
+	pthread_mutex_destroy(&m->mu);
+	free(m->t);
+	free(m);
+}
