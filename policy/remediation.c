@@ -136,7 +136,10 @@ static void judge_request(const struct kube_nrem *r, struct pol_rem_plan *p, str
 	const struct kube_nd *nd = e->request;
 	e->phase = request_phase(nd);
 	bool granted = nd->state == KUBE_ND_GRANTED;
-	bool completed = strcmp(e->phase, "Completed") == 0;
+	/* The drainer's last step: Completed after an operation, Drained without one. */
+	bool no_operation = !nd->detail || !nd->detail->operation.present;
+	bool completed = strcmp(e->phase, "Completed") == 0 ||
+			 (no_operation && strcmp(e->phase, "Drained") == 0);
 	bool finished = completed || strcmp(e->phase, "Failed") == 0;
 	e->action = POL_REM_ACTIVE;
 	if (nd->deleting) {
@@ -154,10 +157,10 @@ static void judge_request(const struct kube_nrem *r, struct pol_rem_plan *p, str
 				    : "request Rejected and the node is healthy again");
 	} else if (completed && !e->unhealthy) {
 		e->action = POL_REM_DONE;
-		ng_fmt(e->reason, sizeof(e->reason), "repaired: operation Completed, conditions gone");
+		ng_fmt(e->reason, sizeof(e->reason), "repaired: request %s, conditions gone", e->phase);
 	} else if (completed) {
 		ng_fmt(e->reason, sizeof(e->reason),
-		       "operation Completed but the conditions still hold: the node stays out");
+		       "request %s but the conditions still hold: the node stays out", e->phase);
 	} else if (!granted && !e->unhealthy) {
 		e->action = POL_REM_DELETE;
 		ng_fmt(e->reason, sizeof(e->reason), "healthy again before the grant");

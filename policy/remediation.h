@@ -22,7 +22,8 @@ struct ng_arena;
 enum pol_rem_action {
 	POL_REM_CREATE,      /* due, nothing holds it back: create its request now */
 	POL_REM_ACTIVE,      /* its request is open: the gate and the drainer have it */
-	POL_REM_DONE,        /* its request Completed and the node is healthy: record, then delete */
+	POL_REM_DONE,        /* its request is Completed (Drained without an operation) and the
+			      * node healthy: record the repair, then delete the request */
 	POL_REM_DELETE,      /* its request is no longer wanted (see reason): delete it */
 	POL_REM_REJECTED,    /* its request was Rejected: left for a person to read and delete */
 	POL_REM_WAIT_FOR,    /* unhealthy, but not for long enough yet (rule forSeconds) */

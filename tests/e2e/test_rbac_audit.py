@@ -12,6 +12,9 @@ ServiceAccount system:serviceaccount:nodegate:nodegate with the RBAC fixtures an
     volume attachments counted, an operation Job created and read, Events, finalizers, release
     (node patch) and the request deleted;
   * test_2_auto_request: a denied eviction makes `serve` create the NodeDisruption itself;
+  * test_4_remediation: a NodeRemediation repairs node1 from a NodeDisruptionTemplate (the
+    request created, drained, deleted once the node is healthy; status, finalizer, Events), then
+    is deleted;
   * test_3_self_signed: `serve --self-signed` with manifests/rbac/self-signed (CA Secret get and
     create, webhook configurations listed and patched).
 
@@ -245,6 +248,36 @@ class RbacAudit(test_drain.DrainTest):
         self.assertEqual(code, 429, body)
         ok, _ = eventually(lambda: self.api.api("GET", f"{ND_PATH}/auto-node1")[0] == 200, WAIT_S, 0.1)
         self.assertTrue(ok, "the denied eviction never created auto-node1")
+
+    def test_4_remediation(self):
+        ndt = "/apis/nodegate.io/v1alpha1/nodedisruptiontemplates"
+        nrem = "/apis/nodegate.io/v1alpha1/noderemediations"
+        self.create(ndt, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionTemplate",
+                          "metadata": {"name": "audit"}, "spec": {"drain": FORCE}})
+        self.create(nrem, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeRemediation",
+                           "metadata": {"name": "audit"},
+                           "spec": {"nodeSelector": {"matchLabels": {"testselect": "test1"}},
+                                    "rule": {"conditions": [{"type": "example.com/Audit", "status": "True"}]},
+                                    "templateName": "audit"}})
+
+        def condition(status):
+            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            self.patch("/api/v1/nodes/node1/status", {"status": {"conditions": [
+                {"type": "Ready", "status": "True", "reason": "KubeletReady"},
+                {"type": "example.com/Audit", "status": status, "reason": "Audit", "lastTransitionTime": now}]}})
+        self.t_created = time.monotonic()
+        condition("True")
+        self.wait_drained("audit-node1")
+        condition("False")
+        self.wait_gone("audit-node1")
+        ok, _ = eventually(lambda: [e.get("node") for e in (self.api.api("GET", f"{nrem}/audit")[1]
+                                                             .get("status") or {}).get("lastRemediated") or []]
+                           == ["node1"], WAIT_S, 0.1)
+        self.assertTrue(ok, "the repair was never recorded in status.lastRemediated")
+        code, _, _ = self.api.api("DELETE", f"{nrem}/audit")
+        self.assertEqual(code, 200)
+        ok, _ = eventually(lambda: self.api.api("GET", f"{nrem}/audit")[0] == 404, WAIT_S, 0.1)
+        self.assertTrue(ok, "the deleted NodeRemediation kept its finalizer")
 
     def test_3_self_signed(self):
         # serve --self-signed on its own server with the opt-in RBAC and the three labelled

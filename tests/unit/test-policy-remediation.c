@@ -309,7 +309,9 @@ static void test_request_lifecycle(void **state)
 	node(&c, "stuck", 30);
 	node(&c, "recovered", -1);
 	node(&c, "running", 30);
+	node(&c, "drained", -1);
 	request(&c, "fixed", "Granted", "Completed");
+	request(&c, "drained", "Granted", "Drained"); /* no operation: Drained is its end */
 	request(&c, "stuck", "Granted", "Completed");
 	request(&c, "recovered", "Pending", NULL);
 	request(&c, "running", "Granted", "Operating");
@@ -320,6 +322,7 @@ static void test_request_lifecycle(void **state)
 	assert_non_null(strstr(reason(&f, "stuck"), "conditions still hold"));
 	assert_int_equal(action(&f, "recovered"), POL_REM_DELETE);
 	assert_int_equal(action(&f, "running"), POL_REM_ACTIVE);
+	assert_int_equal(action(&f, "drained"), POL_REM_DONE);
 	done(&f);
 }
 
