@@ -17,7 +17,7 @@ const char *pol_rem_action_str(enum pol_rem_action a)
 {
 	static const char *const names[] = {"create",   "active", "done",  "delete",
 					    "rejected", "waiting", "cooldown", "storm",
-					    "maxConcurrent", "template", "deleting"};
+					    "maxConcurrent", "template", "deleting", "unknown"};
 	return (size_t)a < sizeof(names) / sizeof(names[0]) ? names[a] : "unknown";
 }
 
@@ -52,26 +52,36 @@ static const char *request_phase(const struct kube_nd *nd)
 	return "";
 }
 
-/* Whether every rule condition holds on @node now; *@ret_due gets when each has held its
- * forSeconds (a condition without lastTransitionTime has held since ever). */
-static bool conditions_hold(const struct kube_nrem *r, const struct kube_node *node,
-			    int64_t *ret_due)
+enum health { HEALTHY, UNHEALTHY, UNKNOWN };
+
+/* UNHEALTHY when every rule condition holds on @node now (*@ret_due gets when each has held its
+ * forSeconds; a condition without lastTransitionTime has held since ever); HEALTHY when one is
+ * absent or has another known status; else UNKNOWN: a condition the rule wants True or False is
+ * Unknown (node-problem-detector not reporting, a node rebooting), which neither starts nor
+ * ends a repair. */
+static enum health node_health(const struct kube_nrem *r, const struct kube_node *node,
+			       int64_t *ret_due)
 {
 	int64_t due = 0;
+	bool unknown = false;
 	for (uint16_t i = 0; i < r->nconds; i++) {
 		const struct kube_rem_condition *rc = &r->conds[i];
 		const struct kube_node_condition *nc = NULL;
 		for (uint16_t k = 0; k < node->nconditions && !nc; k++)
 			if (node->conditions[k].type == rc->type)
 				nc = &node->conditions[k];
+		if (nc && nc->status != rc->status && nc->status == KUBE_COND_UNKNOWN) {
+			unknown = true;
+			continue;
+		}
 		if (!nc || nc->status != rc->status)
-			return false;
+			return HEALTHY;
 		int64_t d = nc->since_ms > 0 ? nc->since_ms + rc->for_ms : 0;
 		if (d > due)
 			due = d;
 	}
 	*ret_due = due;
-	return true;
+	return unknown ? UNKNOWN : UNHEALTHY;
 }
 
 /* When @node was last repaired by @r (status.lastRemediated), or 0. */
@@ -127,6 +137,7 @@ static struct pol_rem_node *entry(struct pol_rem_plan *p, uint32_t node)
 	memset(e, 0, sizeof(*e));
 	e->node = node;
 	e->phase = "";
+	e->action = POL_REM_UNKNOWN; /* never "create" by default */
 	return e;
 }
 
@@ -136,6 +147,7 @@ static void judge_request(const struct kube_nrem *r, struct pol_rem_plan *p, str
 	const struct kube_nd *nd = e->request;
 	e->phase = request_phase(nd);
 	bool granted = nd->state == KUBE_ND_GRANTED;
+	bool healthy = !e->unhealthy && !e->unknown;
 	/* The drainer's last step: Completed after an operation, Drained without one. */
 	bool no_operation = !nd->detail || !nd->detail->operation.present;
 	bool completed = strcmp(e->phase, "Completed") == 0 ||
@@ -151,17 +163,18 @@ static void judge_request(const struct kube_nrem *r, struct pol_rem_plan *p, str
 		ng_fmt(e->reason, sizeof(e->reason), "remediation deleted: the running request "
 						     "finishes first");
 	} else if (nd->state == KUBE_ND_REJECTED) {
-		e->action = e->unhealthy ? POL_REM_REJECTED : POL_REM_DELETE;
+		e->action = healthy ? POL_REM_DELETE : POL_REM_REJECTED;
 		ng_fmt(e->reason, sizeof(e->reason), "%s",
-		       e->unhealthy ? "request Rejected by the gate (delete it to try again)"
-				    : "request Rejected and the node is healthy again");
-	} else if (completed && !e->unhealthy) {
+		       healthy ? "request Rejected and the node is healthy again"
+			       : "request Rejected by the gate (delete it to try again)");
+	} else if (completed && healthy) {
 		e->action = POL_REM_DONE;
 		ng_fmt(e->reason, sizeof(e->reason), "repaired: request %s, conditions gone", e->phase);
 	} else if (completed) {
-		ng_fmt(e->reason, sizeof(e->reason),
-		       "request %s but the conditions still hold: the node stays out", e->phase);
-	} else if (!granted && !e->unhealthy) {
+		ng_fmt(e->reason, sizeof(e->reason), "request %s but %s: the node stays out",
+		       e->phase,
+		       e->unknown ? "a rule condition is Unknown" : "the conditions still hold");
+	} else if (!granted && healthy) {
 		e->action = POL_REM_DELETE;
 		ng_fmt(e->reason, sizeof(e->reason), "healthy again before the grant");
 	} else {
@@ -185,13 +198,15 @@ static void scan_pool(const struct kube_snapshot *s, const struct kube_nrem *r,
 					  pool))
 			continue;
 		p->matched++;
-		int64_t due;
-		if (!conditions_hold(r, &nodes[i], &due))
+		int64_t due = 0;
+		enum health h = node_health(r, &nodes[i], &due);
+		if (h == HEALTHY)
 			continue;
-		p->unhealthy++;
 		struct pol_rem_node *e = entry(p, nodes[i].name);
-		e->unhealthy = true;
+		e->unhealthy = h == UNHEALTHY;
+		e->unknown = h == UNKNOWN;
 		e->due_ms = due;
+		p->unhealthy += e->unhealthy;
 	}
 }
 
@@ -213,8 +228,13 @@ static ng_status plan_new(const struct kube_nrem *r, int64_t now, struct ng_aren
 	size_t nd = 0;
 	for (size_t i = 0; i < p->n; i++) {
 		struct pol_rem_node *e = &p->nodes[i];
-		if (e->request || !e->unhealthy)
+		if (e->request)
 			continue;
+		if (!e->unhealthy) {
+			ng_fmt(e->reason, sizeof(e->reason),
+			       "a rule condition is Unknown: waits until it is known");
+			continue;
+		}
 		int64_t repaired = last_repair(r, e->node);
 		if (r->deleting) {
 			e->action = POL_REM_DELETING;

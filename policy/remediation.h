@@ -33,6 +33,7 @@ enum pol_rem_action {
 	POL_REM_NO_TEMPLATE, /* held back: the template is missing or broken, or the remediation
 			      * is invalid */
 	POL_REM_DELETING,    /* held back: the remediation is being deleted */
+	POL_REM_UNKNOWN,     /* a rule condition is Unknown: nothing starts until it is known */
 };
 
 /** "create", "active", ...: a static string for logs and dry runs. */
@@ -42,6 +43,7 @@ struct pol_rem_node {
 	uint32_t node;              /* intern id */
 	enum pol_rem_action action;
 	bool unhealthy;             /* every rule condition holds now */
+	bool unknown;               /* a rule condition is Unknown: neither healthy nor not */
 	int64_t due_ms;             /* wall time every condition has held its forSeconds */
 	const struct kube_nd *request; /* the remediation's request for the node, or NULL */
 	const char *phase;          /* the request's Ready reason (the drainer's step), or "" */
@@ -66,7 +68,9 @@ struct pol_rem_plan {
 /**
  * Plans @r (a record of @s, ids of @s's pool) as of @now_wall_ms. NG_ENOMEM when @arena is full.
  * Rules: a node is unhealthy when each rule condition is present with its status; due when each
- * has held (since its lastTransitionTime; none: since ever) for its forSeconds. A request of the
+ * has held (since its lastTransitionTime; none: since ever) for its forSeconds; healthy when one
+ * is absent or has another status than Unknown; else unknown, which neither starts a repair
+ * nor ends one (its request stays). A request of the
  * remediation (label nodegate.io/remediation) is kept while open; deleted once Completed and
  * the node healthy (DONE), or before its grant when the node is healthy again, or when the
  * remediation is being deleted and it is not running; left alone when Rejected. A due node

@@ -324,6 +324,36 @@ static void test_request_lifecycle(void **state)
 	assert_int_equal(action(&f, "running"), POL_REM_ACTIVE);
 	assert_int_equal(action(&f, "drained"), POL_REM_DONE);
 	done(&f);
+
+	/* A rule condition Unknown (a rebooting node's problem detector not reporting yet) ends
+	 * nothing and starts nothing. */
+	begin(&c);
+	node(&c, "rebooted", -1);
+	node(&c, "quiet", -1);
+	request(&c, "rebooted", "Granted", "Completed");
+	remediation(&c, ",\"maxConcurrent\":10", "", "");
+	add(&c, "]}");
+	char *json = strdup(c.json);
+	c.len = 0;
+	/* Both nodes report example.com/Sick=Unknown. */
+	static const char ready[] = "{\"type\":\"Ready\",\"status\":\"True\"}]";
+	for (char *p = json; *p; p++) {
+		if (strncmp(p, ready, strlen(ready)) == 0) {
+			add(&c, "{\"type\":\"Ready\",\"status\":\"True\"},{\"type\":"
+				"\"example.com/Sick\",\"status\":\"Unknown\"}]");
+			p += strlen(ready) - 1;
+		} else {
+			add(&c, "%c", *p);
+		}
+	}
+	free(json);
+	c.len -= 2; /* plan() closes the list */
+	plan(&f, &c);
+	assert_int_equal(action(&f, "rebooted"), POL_REM_ACTIVE);
+	assert_non_null(strstr(reason(&f, "rebooted"), "Unknown"));
+	assert_false(in_plan(&f, "quiet") && action(&f, "quiet") == POL_REM_CREATE);
+	assert_int_equal(f.p.unhealthy, 0);
+	done(&f);
 }
 
 /* R205: a remediation being deleted starts nothing, drops what is not running and lets the
