@@ -126,7 +126,8 @@ def render(crds):
     w("Every field of nodegate's custom resources, as their CRDs in `manifests/crds/` define them; "
       "`kubectl explain` prints the same descriptions (e.g. `kubectl explain nodedisruption.spec.drain`). "
       "How the gate decides is in [gate.md](gate.md), the drainer in [drainer.md](drainer.md), health hooks in "
-      "[health-hooks.md](health-hooks.md), and what the admission webhooks refuse in "
+      "[health-hooks.md](health-hooks.md), remediation in [remediation.md](remediation.md), and what the "
+      "admission webhooks refuse in "
       "[admission-webhooks.md](admission-webhooks.md).")
     w("")
     w("Reading the tables: a field is written as its path from the object's root (`[]` stands for "
