@@ -45,10 +45,12 @@ static const char *const cond_types[C_COUNT] = {"Ready", "Storm", "Loop"};
 /* What the controller remembers of one NodeRemediation between steps (by uid). */
 struct tracked {
 	char uid[64], name[64];
-	uint64_t written;           /* hash of the status last written; 0: none */
-	bool cond[C_COUNT];         /* the conditions' status last rendered */
-	char cond_reason[C_COUNT][32];
-	int64_t cond_since[C_COUNT]; /* their lastTransitionTime */
+	uint64_t written; /* hash of the status last written; 0: none */
+	struct conds {
+		bool status[C_COUNT]; /* the conditions as last written */
+		char reason[C_COUNT][32];
+		int64_t since[C_COUNT]; /* their lastTransitionTime */
+	} c;
 	int64_t refused_until_mono_ms;
 	bool seen; /* in this step's snapshot */
 	/* for the metrics, under mu */
@@ -326,11 +328,11 @@ static void condition(struct ng_jw *w, struct job *j, enum cond c, bool status,
 		      const char *reason, const char *msg)
 {
 	struct tracked *tr = j->tr;
-	if (!tr->cond_since[c] || tr->cond[c] != status ||
-	    strcmp(tr->cond_reason[c], reason) != 0) {
-		tr->cond[c] = status;
-		ng_fmt(tr->cond_reason[c], sizeof(tr->cond_reason[c]), "%s", reason);
-		tr->cond_since[c] = j->now;
+	if (!tr->c.since[c] || tr->c.status[c] != status ||
+	    strcmp(tr->c.reason[c], reason) != 0) {
+		tr->c.status[c] = status;
+		ng_fmt(tr->c.reason[c], sizeof(tr->c.reason[c]), "%s", reason);
+		tr->c.since[c] = j->now;
 	}
 	ng_jw_obj(w);
 	ng_jw_kstr(w, "type", cond_types[c]);
@@ -338,7 +340,7 @@ static void condition(struct ng_jw *w, struct job *j, enum cond c, bool status,
 	ng_jw_kstr(w, "reason", reason);
 	ng_jw_kstr(w, "message", msg);
 	ng_jw_key(w, "lastTransitionTime");
-	ng_jw_time(w, tr->cond_since[c]);
+	ng_jw_time(w, tr->c.since[c]);
 	ng_jw_obj_end(w);
 }
 
@@ -503,14 +505,17 @@ static bool write_status(struct job *j)
 	bool before[C_COUNT];
 	char ready_before[32];
 	for (int c = 0; c < C_COUNT; c++)
-		before[c] = j->tr->cond[c] && j->tr->cond_since[c];
-	ng_fmt(ready_before, sizeof(ready_before), "%s", j->tr->cond_reason[C_READY]);
+		before[c] = j->tr->c.status[c] && j->tr->c.since[c];
+	ng_fmt(ready_before, sizeof(ready_before), "%s", j->tr->c.reason[C_READY]);
+	const struct conds saved = j->tr->c;
 	ng_buf_reset(&m->body);
 	struct ng_jw w;
 	ng_jw_init(&w, &m->body);
 	status_body(&w, j);
-	if (!m->body.data)
+	if (ng_jw_finish(&w) != NG_OK || !m->body.data) {
+		j->tr->c = saved;
 		return false;
+	}
 	uint64_t h = ng_fnv1a64(NG_FNV64_INIT, m->body.data, m->body.len) | 1;
 	if (h == j->tr->written)
 		return true;
@@ -518,7 +523,7 @@ static bool write_status(struct job *j)
 	kube_patch_status_json(m->client, &j->ref, j->rec->rv, m->body.data, m->body.len, &wr);
 	count(m, A_STATUS, &wr);
 	if (wr.outcome != KUBE_WRITE_OK) {
-		j->tr->written = 0;
+		j->tr->c = saved; /* the conditions rendered were not written: their Events wait */
 		if (wr.outcome != KUBE_WRITE_CONFLICT)
 			kube_write_log("remediation", "status not written", &j->ref, &wr);
 		return false;
@@ -540,8 +545,8 @@ static bool write_status(struct job *j)
 		       p->loops, (long long)(j->rec->cooldown_ms / 1000));
 		event(j, "RemediationLoop", "Warning", msg);
 	}
-	if (p->problem[0] && strcmp(ready_before, j->tr->cond_reason[C_READY]) != 0)
-		event(j, j->tr->cond_reason[C_READY], "Warning", p->problem);
+	if (p->problem[0] && strcmp(ready_before, j->tr->c.reason[C_READY]) != 0)
+		event(j, j->tr->c.reason[C_READY], "Warning", p->problem);
 	return true;
 }
 
@@ -561,6 +566,8 @@ static bool finalizer(struct job *j)
 {
 	const struct kube_nrem *r = j->rec;
 	bool want = !r->deleting || has_requests(&j->plan);
+	if (!want && !r->has_finalizer)
+		return false; /* on its way out: nothing left to write */
 	if (want == r->has_finalizer)
 		return true;
 	const char **cur = ng_arena_alloc(j->m->arena, (r->nfinalizers + 1u) * sizeof(*cur));
