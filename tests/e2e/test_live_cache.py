@@ -9,6 +9,7 @@ a change to the decision that reflects it is printed, not asserted against a tim
 
 Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository)."""
 import base64
+import glob
 import http.client
 import json
 import os
@@ -30,11 +31,11 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "apiserver"))
 from ktestapi.testing import ServerProcess  # noqa: E402
 
 # nodegate's RBAC as the manifests grant it, plus the auth-delegator binding that
-# --admin-auth kubernetes needs (AdminAuthTest), then the CRDs.
+# --admin-auth kubernetes needs (AdminAuthTest), then every CRD of manifests/crds (serve and
+# drain watch all of nodegate's kinds, the remediation ones included).
 CRDS = [os.path.join(ROOT, "manifests", "rbac", "rbac.json"),
-        os.path.join(ROOT, "manifests", "rbac", "admin-auth", "admin-auth.json")] + [
-    os.path.join(ROOT, "manifests", "crds", f) for f in
-    ("nodedisruptions.json", "applicationdisruptionbudgets.json", "nodedisruptionbudgets.json", "nodegateconfigs.json")]
+        os.path.join(ROOT, "manifests", "rbac", "admin-auth", "admin-auth.json")] + sorted(
+    glob.glob(os.path.join(ROOT, "manifests", "crds", "*.json")))
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixture-f.json")
 ND_PATH = "/apis/nodegate.io/v1alpha1/nodedisruptions"
 ADB_PATH = "/apis/nodegate.io/v1alpha1/namespaces/default/applicationdisruptionbudgets"
