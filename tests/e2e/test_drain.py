@@ -34,7 +34,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_live_cache import (BINARY, CRDS, ND_PATH, ROOT, WAIT_S, WRAPPER, Nodegate,  # noqa: E402
-                             ServerProcess, eventually, evict, make_client_ca)
+                             ServerProcess, eventually, evict, make_client_ca, has_failed)
 from ktestapi.yamlish import load_all  # noqa: E402  (tests/apiserver is on sys.path now)
 
 DRAIN_FIXTURE = os.path.join(ROOT, "tests", "apiserver", "fixtures", "drain-node1.yaml")
@@ -295,7 +295,7 @@ class DrainTest(unittest.TestCase):
     def tearDown(self):
         if self.watch is not None:
             self.watch.stop()
-        failed = not getattr(self._outcome, "success", True)
+        failed = has_failed(self)
         rc_drain = self.drainer.stop() if self.drainer is not None else 0
         rc_ng = self.ng.stop()
         show = failed or rc_drain != 0 or rc_ng != 0 or os.environ.get("NG_SHOW_LOG")

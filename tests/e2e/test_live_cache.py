@@ -42,6 +42,14 @@ ADB_PATH = "/apis/nodegate.io/v1alpha1/namespaces/default/applicationdisruptionb
 WAIT_S = 60 if WRAPPER else 10  # acceptance: 5 s on loopback; doubled for sanitizer builds on a shared machine
 
 
+def has_failed(case):
+    """Whether @case (a running unittest.TestCase) has failed so far, for its tearDown to show the
+    logs. Not case._outcome.success: Python 3.11 sets it back to True while tearDown runs."""
+    result = getattr(case._outcome, "result", None)
+    return any(t is case for t, _ in (getattr(result, "failures", None) or [])
+               + (getattr(result, "errors", None) or []))
+
+
 def eventually(fn, timeout=WAIT_S, interval=0.02):
     """Polls fn until it returns a truthy value; returns (value, seconds waited) or (None, t)."""
     t0 = time.monotonic()
@@ -265,7 +273,7 @@ class E2ETest(unittest.TestCase):
 
     def tearDown(self):
         rc = self.ng.stop()
-        log = self.ng.read_log() if rc != 0 or os.environ.get("NG_SHOW_LOG") or not getattr(self._outcome, "success", True) else ""
+        log = self.ng.read_log() if rc != 0 or os.environ.get("NG_SHOW_LOG") or has_failed(self) else ""
         self.api.stop()
         shutil.rmtree(self.tmp, ignore_errors=True)
         if log:

@@ -35,7 +35,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_live_cache import (CRDS, ND_PATH, ROOT, WAIT_S, WRAPPER, Nodegate,  # noqa: E402
-                             ServerProcess, eventually, make_client_ca)
+                             ServerProcess, eventually, has_failed, make_client_ca)
 import test_drain  # noqa: E402  (its DrainScenarios is not imported by name: unittest would run it here)
 from test_drain import (ANNOTATION, BACKOFF, JOBS_PATH, NDB_PATH, NGC_PATH, SA_USER,  # noqa: E402
                         DrainTest, Drainer, Watch, log)
@@ -141,20 +141,13 @@ class RemediationTest(DrainTest):
             raise
         log(f"setup {time.monotonic() - self.t_start:.1f} s")
 
-    def failed(self):
-        """Whether this test has failed so far. (Not self._outcome.success: Python 3.11 sets it
-        back to True while tearDown runs.)"""
-        result = getattr(self._outcome, "result", None)
-        return any(t is self for t, _ in (getattr(result, "failures", None) or [])
-                   + (getattr(result, "errors", None) or []))
-
     def tearDown(self):
         if self.nds is not None:
             self.nds.stop()
         rc_drain = self.drainer.stop() if self.drainer is not None else 0
         rc_ng = self.ng.stop()
         logs = []
-        if self.failed() or rc_drain != 0 or rc_ng != 0 or os.environ.get("NG_SHOW_LOG"):
+        if has_failed(self) or rc_drain != 0 or rc_ng != 0 or os.environ.get("NG_SHOW_LOG"):
             logs = [(f"nodegate serve (run {i}, killed)", text) for i, text in enumerate(self.old_serve_logs, 1)]
             logs += [("nodegate serve", self.ng.read_log()), ("nodegate drain", self.drainer.read_log())]
         self.api.stop()
