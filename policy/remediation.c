@@ -109,13 +109,15 @@ static int64_t resolve(const struct kube_int_or_string *v, const struct ng_inter
 	return bud_int_or_percent_scaled(&ip, (int64_t)matched);
 }
 
-/* The problem that keeps @r from starting anything, into @p->problem (or ""). */
+/* The problem that keeps @r from starting anything, into @p->problem (or ""). The template's
+ * name is a string of @values, looked up in @s. */
 static void find_problem(const struct kube_snapshot *s, const struct kube_nrem *r,
-			 struct pol_rem_plan *p)
+			 const struct ng_intern *values, struct pol_rem_plan *p)
 {
 	const struct ng_intern *pool = kube_snapshot_pool(s);
-	p->tmpl = kube_snapshot_find_ndt(s, r->template_name);
-	const char *tn = ng_intern_str(pool, r->template_name, NULL);
+	size_t len;
+	const char *tn = ng_intern_str(values, r->template_name, &len);
+	p->tmpl = kube_snapshot_find_ndt(s, ng_intern_find(pool, tn, len));
 	if (r->invalid)
 		ng_fmt(p->problem, sizeof(p->problem), "invalid: %s",
 		       ng_intern_str(pool, r->error, NULL));
@@ -310,7 +312,7 @@ ng_status pol_remediation_plan_in(const struct kube_snapshot *s, const struct ku
 	p.nodes = ng_arena_alloc(arena, (nn + mine + 1) * sizeof(*p.nodes));
 	if (!p.nodes)
 		return NG_ENOMEM;
-	find_problem(s, r, &p);
+	find_problem(s, r, values, &p);
 	scan_pool(s, r, &p);
 	p.max_concurrent = resolve(&r->max_concurrent, values, p.matched, 1);
 	p.max_unhealthy = r->storm_guard ? resolve(&r->max_unhealthy, values, p.matched, 0) : -1;

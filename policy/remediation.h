@@ -83,8 +83,9 @@ NG_NODISCARD ng_status pol_remediation_plan(const struct kube_snapshot *s,
 					    struct ng_arena *arena, struct pol_rem_plan *ret);
 
 /**
- * As pol_remediation_plan(), with @r's maxConcurrent and maxUnhealthy strings ids of @values
- * (the pool @r was decoded into) while its other ids are @s's: a dry run's remediation.
+ * As pol_remediation_plan(), with @r's templateName and its maxConcurrent and maxUnhealthy
+ * strings ids of @values (the pool @r was decoded into) while its other ids are @s's: a dry
+ * run's remediation, whose template the cluster may not have.
  */
 NG_NODISCARD ng_status pol_remediation_plan_in(const struct kube_snapshot *s,
 					       const struct kube_nrem *r,

@@ -507,7 +507,6 @@ static ng_status remap_nrem(const struct ng_intern *from, const struct kube_snap
 	const struct ng_intern *to = kube_snapshot_pool(cluster);
 	struct kube_nrem x = *r;
 	x.name = remap(from, to, r->name);
-	x.template_name = remap(from, to, r->template_name);
 	x.nfinalizers = 0;
 	x.finalizers = NULL;
 	x.error = NG_INTERN_NONE;
@@ -552,7 +551,7 @@ ng_status pol_explain_remediation(const struct kube_snapshot *cluster, const str
 	memset(&x, 0, sizeof(x));
 	struct kube_nrem r;
 	ng_status st = remap_nrem(from, cluster, in, arena, &r);
-	/* maxConcurrent and maxUnhealthy percentages stay @from's strings. */
+	/* templateName and the maxConcurrent and maxUnhealthy percentages stay @from's strings. */
 	st = st ? st : pol_remediation_plan_in(cluster, &r, from, now_wall_ms, arena, &x.plan);
 	x.decisions = st ? NULL : ng_arena_alloc(arena, (x.plan.n + 1) * sizeof(*x.decisions));
 	struct pol_ledger *ledger = x.decisions ? pol_ledger_create(cluster) : NULL;

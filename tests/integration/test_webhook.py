@@ -580,6 +580,65 @@ class LifecycleTest(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("missing.json", err)
 
+    def test_check_explains_a_node_remediation(self):
+        """A NodeRemediation given to check: its unhealthy nodes, what happens to each and, for
+        the requests it would create, the gate's decision in order (the second waits for the
+        first under a pool budget of 1)."""
+        cluster = os.path.join(self.tmp, "pool.json")
+
+        def node(name, sick_since=None, unknown=False):
+            conds = [{"type": "Ready", "status": "True"}]
+            if sick_since:
+                conds.append({"type": "example.com/KernelDeadlock", "status": "True",
+                              "lastTransitionTime": sick_since})
+            if unknown:
+                conds.append({"type": "example.com/KernelDeadlock", "status": "Unknown"})
+            return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"pool": "w"}},
+                    "status": {"conditions": conds}}
+        with open(cluster, "w", encoding="utf-8") as f:
+            json.dump({"kind": "List", "items": [
+                node("w1", "2026-11-21T23:00:00Z"), node("w2", "2026-11-21T23:10:00Z"),
+                node("w3", "2026-11-21T23:58:00Z"), node("w4"), node("w5", unknown=True),
+                {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget", "metadata": {"name": "w"},
+                 "spec": {"nodeSelector": {"matchLabels": {"pool": "w"}}, "maxDisruptedNodes": 1}},
+                {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionTemplate",
+                 "metadata": {"name": "reboot"}, "spec": {"type": "reboot", "retry": {"enabled": True}}}]}, f)
+        nrem = {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeRemediation", "metadata": {"name": "kd"},
+                "spec": {"nodeSelector": {"matchLabels": {"pool": "w"}}, "templateName": "reboot",
+                         "rule": {"conditions": [{"type": "example.com/KernelDeadlock", "status": "True",
+                                                  "forSeconds": 300}]},
+                         "maxConcurrent": "40%", "stormGuard": {"maxUnhealthy": 3}}}
+        rc, out, err = self.check(cluster, nd=nrem)
+        self.assertEqual(rc, 0, err)
+        d = json.loads(out)
+        self.assertEqual((d["kind"], d["matchedNodes"], d["unhealthyNodes"], d["maxConcurrent"], d["storm"]),
+                         ("NodeRemediation", 5, 3, 2, False))
+        nodes = {n["node"]: n for n in d["nodes"]}
+        self.assertEqual({k: v["action"] for k, v in nodes.items()},
+                         {"w1": "create", "w2": "create", "w3": "waiting", "w5": "unknown"})
+        self.assertEqual(nodes["w1"]["decision"]["state"], "Granted")
+        self.assertEqual(nodes["w2"]["decision"]["state"], "Pending")
+        self.assertIn("NodeDisruptionBudget w: 1 of 1 in use", nodes["w2"]["decision"]["reason"])
+        self.assertIn("due at 2026-11-22T00:03:00.000Z", nodes["w3"]["reason"])
+        # A storm: more unhealthy nodes than allowed starts nothing, and exit 1 says so.
+        nrem["spec"]["stormGuard"]["maxUnhealthy"] = 2
+        rc, out, err = self.check(cluster, nd=nrem)
+        self.assertEqual(rc, 1, err)
+        d = json.loads(out)
+        self.assertTrue(d["storm"])
+        self.assertEqual(sorted(n["action"] for n in d["nodes"]), ["storm", "storm", "unknown", "waiting"])
+        # The template missing: nothing would start, and the problem names it.
+        nrem["spec"]["templateName"] = "nope"
+        nrem["spec"].pop("stormGuard")
+        rc, out, err = self.check(cluster, nd=nrem)
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(json.loads(out)["problem"], "NodeDisruptionTemplate nope not found")
+        # A remediation that does not validate is refused with why (exit 2).
+        nrem["spec"]["rule"]["conditions"] = []
+        rc, out, err = self.check(cluster, nd=nrem)
+        self.assertEqual(rc, 2)
+        self.assertIn("spec.rule.conditions: expected 1 to 16 conditions", err)
+
     def check_files(self, nd, *snapshots):
         args = [BINARY, "check", "--now", "2026-11-22T00:00:00Z", "--nd", nd]
         for f in snapshots:
