@@ -661,6 +661,21 @@ class RemediationScenarios(RemediationTest):
                         "a node sick again inside cooldownSeconds must not be repaired again:" + self.describe_rem("r204"))
         self.assertEqual(self.added("r204"), [name], "one request only")
         self.assertEqual([e.get("node") for e in self.last_remediated("r204")], [node])
+        # The dry run (POST /v1/evaluate) over the live cache reads the same repair back from the
+        # cluster's copy of the remediation: a loop, no request.
+        code, out = self.ng.admin("POST", "/v1/evaluate", {
+            "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeRemediation", "metadata": {"name": "r204"},
+            "spec": self.get_rem("r204")["spec"]})
+        self.assertEqual(code, 200, out)
+        d = json.loads(out)
+        self.assertEqual({n["node"]: n["action"] for n in d["nodes"]}, {node: "cooldown"}, d)
+        # Under another name the remediation has repaired nothing yet: the node would get a request.
+        code, out = self.ng.admin("POST", "/v1/evaluate", {
+            "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeRemediation", "metadata": {"name": "r204-new"},
+            "spec": self.get_rem("r204")["spec"]})
+        d = json.loads(out)
+        self.assertEqual([(n["node"], n["action"], n["decision"]["state"]) for n in d["nodes"]],
+                         [(node, "create", "Granted")], d)
 
     # -- R205 ----------------------------------------------------------------------------------------
     def test_R205_deleting_the_remediation_lets_the_granted_request_finish(self):
