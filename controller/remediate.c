@@ -1,6 +1,6 @@
 /* The remediation controller (controller/remediate.h, docs/remediation.md): plans with
  * policy/remediation.h, writes with kube/write.h. */
-#include "controller/remediate.h"
+#include "controller/remediate_internal.h"
 
 #include "common/arena.h"
 #include "common/buf.h"
@@ -636,6 +636,17 @@ static void one(struct remediate *m, const struct kube_snapshot *s, const struct
 		act(&j);
 }
 
+int64_t remediate_pass(struct remediate *m, const struct kube_snapshot *s, int64_t now_wall_ms)
+{
+	int64_t next_wall = 0;
+	size_t n;
+	const struct kube_nrem *recs = kube_snapshot_nrems(s, &n);
+	for (size_t i = 0; i < n && !(m->rt && kube_runtime_stopping(m->rt)); i++)
+		one(m, s, &recs[i], now_wall_ms, &next_wall);
+	untrack_unseen(m);
+	return next_wall;
+}
+
 static int64_t step(struct kube_runtime *rt, void *ctx)
 {
 	struct remediate *m = ctx;
@@ -647,12 +658,8 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 	struct kube_snapshot *s = kube_store_acquire(m->cfg.store);
 	if (!s)
 		return KUBE_RUNTIME_IDLE;
-	int64_t now = ng_now_wall_ms(), next_wall = 0;
-	size_t n;
-	const struct kube_nrem *recs = kube_snapshot_nrems(s, &n);
-	for (size_t i = 0; i < n && !kube_runtime_stopping(m->rt); i++)
-		one(m, s, &recs[i], now, &next_wall);
-	untrack_unseen(m);
+	int64_t now = ng_now_wall_ms();
+	int64_t next_wall = remediate_pass(m, s, now);
 	kube_snapshot_release(s);
 	int64_t wake_ms = next_wall ? next_wall - now + 50 : -1;
 	if (m->nmade && (wake_ms < 0 || wake_ms > CREATION_WAIT_MS))
@@ -666,7 +673,8 @@ static void wake(void *ctx)
 	kube_runtime_wake(ctx);
 }
 
-struct remediate *remediate_start(const struct remediate_config *cfg, struct ng_err *reterr)
+struct remediate *remediate_create(const struct remediate_config *cfg, struct kube_client *client,
+				   struct ng_err *reterr)
 {
 	struct remediate *m = calloc(1, sizeof(*m));
 	if (!m || !(m->arena = ng_arena_create(64u << 20))) {
@@ -675,8 +683,17 @@ struct remediate *remediate_start(const struct remediate_config *cfg, struct ng_
 		return NULL;
 	}
 	m->cfg = *cfg;
+	m->client = client;
 	ng_buf_init(&m->body, STATUS_CAP);
 	pthread_mutex_init(&m->mu, NULL);
+	return m;
+}
+
+struct remediate *remediate_start(const struct remediate_config *cfg, struct ng_err *reterr)
+{
+	struct remediate *m = remediate_create(cfg, NULL, reterr);
+	if (!m)
+		return NULL;
 	const struct kube_runtime_config rc = {.name = "remediation",
 					       .kube = cfg->kube,
 					       .store = cfg->store,
