@@ -46,9 +46,9 @@ struct remediate *remediate_start(const struct remediate_config *cfg, struct ng_
  * last plan nodegate_remediation_unhealthy_nodes, nodegate_remediation_open_requests and
  * nodegate_remediation_storm. Any thread.
  */
-NG_NODISCARD ng_status remediate_render_metrics(const struct remediate *r, struct ng_buf *out);
+NG_NODISCARD ng_status remediate_render_metrics(const struct remediate *cm, struct ng_buf *out);
 
 /** Stops and joins the thread, then frees @r. Accepts NULL. Main thread. */
-void remediate_stop(struct remediate *r);
+void remediate_stop(struct remediate *m);
 
 #endif
