@@ -175,8 +175,7 @@ static const char *str(const struct job *j, uint32_t id)
 
 static void event(struct job *j, const char *reason, const char *type, const char *msg)
 {
-	struct kube_event ev = {j->ref,	       reason, type, msg, j->m->cfg.identity,
-				j->now,	       j->rec->uid};
+	struct kube_event ev = {j->ref, reason, type, msg, j->m->cfg.identity, j->now, j->rec->uid};
 	struct kube_write_result wr;
 	kube_create_event(j->m->client, &ev, &wr);
 	kube_write_log("remediation", "event not recorded", &j->ref, &wr);
@@ -281,8 +280,8 @@ static bool create(struct job *j, const struct pol_rem_node *e)
 	count(j->m, A_CREATE, &wr);
 	if (wr.outcome == KUBE_WRITE_CONFLICT)
 		return true; /* it exists: the cache will show it */
-	log_write(j, wr.outcome == KUBE_WRITE_OK ? "request created" : "request not created",
-		  node, req, &wr);
+	log_write(j, wr.outcome == KUBE_WRITE_OK ? "request created" : "request not created", node,
+		  req, &wr);
 	char msg[600];
 	if (wr.outcome == KUBE_WRITE_OK) {
 		remember_creation(j->m, req, j->name);
@@ -310,8 +309,8 @@ static void delete_request(struct job *j, const struct pol_rem_node *e)
 	count(j->m, A_DELETE, &wr);
 	if (wr.outcome == KUBE_WRITE_GONE)
 		return;
-	log_write(j, wr.outcome == KUBE_WRITE_OK ? "request deleted" : "request not deleted",
-		  node, req, &wr);
+	log_write(j, wr.outcome == KUBE_WRITE_OK ? "request deleted" : "request not deleted", node,
+		  req, &wr);
 	if (wr.outcome == KUBE_WRITE_OK && e->action == POL_REM_DONE) {
 		char msg[600];
 		ng_fmt(msg, sizeof(msg),
@@ -324,12 +323,11 @@ static void delete_request(struct job *j, const struct pol_rem_node *e)
 /* ---- status ---- */
 
 /* A condition of the status: rendered from the plan, its transition time remembered. */
-static void condition(struct ng_jw *w, struct job *j, enum cond c, bool status,
-		      const char *reason, const char *msg)
+static void condition(struct ng_jw *w, struct job *j, enum cond c, bool status, const char *reason,
+		      const char *msg)
 {
 	struct tracked *tr = j->tr;
-	if (!tr->c.since[c] || tr->c.status[c] != status ||
-	    strcmp(tr->c.reason[c], reason) != 0) {
+	if (!tr->c.since[c] || tr->c.status[c] != status || strcmp(tr->c.reason[c], reason) != 0) {
 		tr->c.status[c] = status;
 		ng_fmt(tr->c.reason[c], sizeof(tr->c.reason[c]), "%s", reason);
 		tr->c.since[c] = j->now;
@@ -472,7 +470,7 @@ static void status_body(struct ng_jw *w, struct job *j)
 	if (p->storm) {
 		ng_jw_key(w, "since");
 		ng_jw_time(w, j->rec->storm && j->rec->storm_since_ms ? j->rec->storm_since_ms
-								     : j->now);
+								      : j->now);
 	}
 	ng_jw_ki64(w, "unhealthyNodes", (int64_t)p->unhealthy);
 	if (p->max_unhealthy >= 0)
@@ -532,10 +530,11 @@ static bool write_status(struct job *j)
 	const struct pol_rem_plan *p = &j->plan;
 	char msg[600];
 	if (p->storm && !before[C_STORM]) {
-		ng_fmt(msg, sizeof(msg),
-		       "%zu of %zu pool nodes unhealthy, above stormGuard.maxUnhealthy %lld: no new "
-		       "repair starts until fewer are",
-		       p->unhealthy, p->matched, (long long)p->max_unhealthy);
+		ng_fmt(
+		    msg, sizeof(msg),
+		    "%zu of %zu pool nodes unhealthy, above stormGuard.maxUnhealthy %lld: no new "
+		    "repair starts until fewer are",
+		    p->unhealthy, p->matched, (long long)p->max_unhealthy);
 		event(j, "StormDetected", "Warning", msg);
 	}
 	if (p->loops && !before[C_LOOP]) {
@@ -590,8 +589,7 @@ static void act(struct job *j)
 	for (size_t i = 0; i < p->n; i++)
 		if (p->nodes[i].action == POL_REM_DONE || p->nodes[i].action == POL_REM_DELETE)
 			delete_request(j, &p->nodes[i]);
-	if (j->tr->refused_until_mono_ms > now_mono_ms() ||
-	    creation_in_flight(j->m, j->s, j->name))
+	if (j->tr->refused_until_mono_ms > now_mono_ms() || creation_in_flight(j->m, j->s, j->name))
 		return;
 	for (size_t i = 0; i < p->n; i++)
 		if (p->nodes[i].action == POL_REM_CREATE && !create(j, &p->nodes[i]))
@@ -704,7 +702,8 @@ struct remediate *remediate_start(const struct remediate_config *cfg, struct ng_
 	if (m->rt) {
 		m->client = kube_runtime_client(m->rt);
 		if (cfg->leader && leader_watch(cfg->leader, wake, m->rt) != NG_OK) {
-			(void)ng_err_set(reterr, NG_ELIMIT, 0, "the leader has no room for a watcher");
+			(void)ng_err_set(reterr, NG_ELIMIT, 0,
+					 "the leader has no room for a watcher");
 			kube_runtime_destroy(m->rt);
 			m->rt = NULL;
 		}
@@ -719,8 +718,9 @@ struct remediate *remediate_start(const struct remediate_config *cfg, struct ng_
 ng_status remediate_render_metrics(const struct remediate *cm, struct ng_buf *out)
 {
 	struct remediate *m = (struct remediate *)(uintptr_t)cm;
-	ng_status st = ng_prom_header(out, "nodegate_remediation_actions_total", NG_PROM_COUNTER,
-				      "Writes of the remediation controller, by action and outcome.");
+	ng_status st =
+	    ng_prom_header(out, "nodegate_remediation_actions_total", NG_PROM_COUNTER,
+			   "Writes of the remediation controller, by action and outcome.");
 	for (int a = 0; st == NG_OK && m && a < A_COUNT; a++)
 		for (int o = 0; st == NG_OK && o < OUTCOMES; o++) {
 			const struct ng_prom_label l[] = {
@@ -745,7 +745,9 @@ ng_status remediate_render_metrics(const struct remediate *cm, struct ng_buf *ou
 		pthread_mutex_lock(&m->mu);
 		for (size_t i = 0; st == NG_OK && i < m->nt; i++) {
 			const struct ng_prom_label l[] = {{"remediation", m->t[i].name}};
-			uint64_t v = g == 0 ? m->t[i].unhealthy : g == 1 ? m->t[i].open : m->t[i].storm;
+			uint64_t v = g == 0   ? m->t[i].unhealthy
+				     : g == 1 ? m->t[i].open
+					      : m->t[i].storm;
 			st = ng_prom_u64(out, gauges[g].name, l, 1, v);
 		}
 		pthread_mutex_unlock(&m->mu);

@@ -605,10 +605,19 @@ static ng_status node_extra(struct ctx *c, const cJSON *o, const cJSON *meta, st
 
 static uint8_t cond_status(const char *s)
 {
-	return !s				? KUBE_COND_UNKNOWN
-	       : strcmp(s, "True") == 0	? KUBE_COND_TRUE
+	return !s                        ? KUBE_COND_UNKNOWN
+	       : strcmp(s, "True") == 0  ? KUBE_COND_TRUE
 	       : strcmp(s, "False") == 0 ? KUBE_COND_FALSE
-					: KUBE_COND_UNKNOWN;
+					 : KUBE_COND_UNKNOWN;
+}
+
+/* Room in the record's arena for the first @max items of @arr (none unless it is an array), of
+ * @size bytes each; *@ret_n gets how many. NULL with *@ret_n > 0 is out of memory. */
+static void *items_room(struct ctx *c, const cJSON *arr, size_t max, size_t size, size_t *ret_n)
+{
+	size_t n = cJSON_IsArray(arr) ? (size_t)cJSON_GetArraySize(arr) : 0;
+	*ret_n = n < max ? n : max;
+	return *ret_n ? alloc(c, *ret_n * size) : NULL;
 }
 
 /* status.conditions: Ready sets KUBE_NODE_READY; every entry with a type is kept for
@@ -617,10 +626,9 @@ static uint8_t cond_status(const char *s)
 static ng_status node_conditions(struct ctx *c, const cJSON *o, struct kube_node *n)
 {
 	const cJSON *conds = ng_json_path(o, (const char *const[]){"status", "conditions", NULL});
-	size_t cap = cJSON_IsArray(conds) ? (size_t)cJSON_GetArraySize(conds) : 0;
-	if (cap > KUBE_MAX_NODE_CONDITIONS)
-		cap = KUBE_MAX_NODE_CONDITIONS;
-	struct kube_node_condition *out = cap ? alloc(c, cap * sizeof(*out)) : NULL;
+	size_t cap;
+	struct kube_node_condition *out =
+	    items_room(c, conds, KUBE_MAX_NODE_CONDITIONS, sizeof(*out), &cap);
 	if (cap && !out)
 		return fail(c, NG_ENOMEM, "status.conditions", "out of memory");
 	size_t k = 0;
@@ -2024,8 +2032,8 @@ static ng_status decode_ndt(struct ctx *c, const cJSON *o, uint32_t name)
 		problem(&verr, "spec: expected an object");
 	struct kube_nd_drain dr = {0};
 	struct kube_nd_operation op = {0};
-	ng_status st = cJSON_IsObject(spec) ? nd_drain(c, ng_json_get(spec, "drain"), &dr, &verr)
-					    : NG_OK;
+	ng_status st =
+	    cJSON_IsObject(spec) ? nd_drain(c, ng_json_get(spec, "drain"), &dr, &verr) : NG_OK;
 	st = st || !cJSON_IsObject(spec)
 		 ? st
 		 : nd_operation(c, ng_json_get(spec, "operation"), &op, &verr);
@@ -2070,13 +2078,16 @@ static ng_status nrem_conditions(struct ctx *c, const cJSON *rule, struct kube_n
 	for (const cJSON *e = conds->child; e; e = e->next, i++) {
 		const char *t = ng_json_str(e, "type"), *s = ng_json_str(e, "status");
 		if (!t || !*t || strlen(t) > NG_MAX_LABEL_KEY_BYTES) {
-			problem(verr, "spec.rule.conditions[%zu].type: expected a condition type", i);
+			problem(verr, "spec.rule.conditions[%zu].type: expected a condition type",
+				i);
 			return NG_OK;
 		}
 		if (!s || (strcmp(s, "True") != 0 && strcmp(s, "False") != 0 &&
 			   strcmp(s, "Unknown") != 0)) {
-			problem(verr, "spec.rule.conditions[%zu].status: must be True, False or "
-				      "Unknown", i);
+			problem(verr,
+				"spec.rule.conditions[%zu].status: must be True, False or "
+				"Unknown",
+				i);
 			return NG_OK;
 		}
 		char field[64];
@@ -2084,7 +2095,8 @@ static ng_status nrem_conditions(struct ctx *c, const cJSON *rule, struct kube_n
 		int64_t secs = opt_seconds(e, "forSeconds", field, verr);
 		if (secs > 31536000)
 			problem(verr, "%s: at most 31536000 (a year)", field);
-		out[i].for_ms = secs > 0 ? secs * 1000 : 0;
+		/* In ms only within the bound: a larger value would overflow. */
+		out[i].for_ms = secs > 0 && secs <= 31536000 ? secs * 1000 : 0;
 		out[i].status = cond_status(s);
 		ng_status st = intern(c, t, &out[i].type);
 		if (st != NG_OK)
@@ -2103,10 +2115,8 @@ static ng_status nrem_status(struct ctx *c, const cJSON *status, struct kube_nre
 	r->storm = cJSON_IsTrue(ng_json_get(storm, "active"));
 	r->storm_since_ms = r->storm ? opt_time_ms(storm, "since") : 0;
 	const cJSON *last = ng_json_get(status, "lastRemediated");
-	size_t n = cJSON_IsArray(last) ? (size_t)cJSON_GetArraySize(last) : 0;
-	if (n > KUBE_MAX_REM_LAST)
-		n = KUBE_MAX_REM_LAST;
-	struct kube_rem_last *out = n ? alloc(c, n * sizeof(*out)) : NULL;
+	size_t n;
+	struct kube_rem_last *out = items_room(c, last, KUBE_MAX_REM_LAST, sizeof(*out), &n);
 	if (n && !out)
 		return fail(c, NG_ENOMEM, "status.lastRemediated", "out of memory");
 	size_t k = 0;
@@ -2175,6 +2185,20 @@ static void nrem_count(const struct kube_int_or_string *v, const char *field,
 		problem(verr, "%s: expected an integer or a percentage such as \"25%%\"", field);
 }
 
+/* decode_int_or_string() for a NodeRemediation: a value that is neither an integer nor a
+ * string makes the remediation invalid (the first problem in @verr says why); only the pool and
+ * memory fail the decode. */
+static ng_status nrem_int_or_string(struct ctx *c, const cJSON *j, const char *field,
+				    struct kube_int_or_string *ret, struct ng_err *verr)
+{
+	struct ng_err e = {0};
+	ng_status st = decode_int_or_string(c, j, field, ret, &e);
+	if (st != NG_EPARSE)
+		return st;
+	problem(verr, "%s", e.msg);
+	return NG_OK;
+}
+
 static ng_status decode_nrem(struct ctx *c, const cJSON *o, uint32_t name)
 {
 	struct kube_nrem *r = record(c, KUBE_RES_NREMS);
@@ -2183,9 +2207,12 @@ static ng_status decode_nrem(struct ctx *c, const cJSON *o, uint32_t name)
 	struct ng_err verr = {0};
 	const cJSON *spec = ng_json_get(o, "spec");
 	ng_status st = nrem_meta(c, ng_json_get(o, "metadata"), name, r, &verr);
-	if (st == NG_OK && verr.status == NG_OK)
+	if (st == NG_OK && verr.status == NG_OK) {
 		st = kube_decode_selector(c->pool, c->arena, ng_json_get(spec, "nodeSelector"),
 					  "spec.nodeSelector", &r->node_selector, &verr);
+		/* Malformed, it makes the remediation invalid (@verr says why), as any field. */
+		st = st == NG_EPARSE || st == NG_ELIMIT ? NG_OK : st;
+	}
 	if (st == NG_OK && verr.status == NG_OK && !r->node_selector.present)
 		problem(&verr, "spec.nodeSelector: required");
 	st = st ? st : nrem_conditions(c, ng_json_get(spec, "rule"), r, &verr);
@@ -2194,16 +2221,16 @@ static ng_status decode_nrem(struct ctx *c, const cJSON *o, uint32_t name)
 		problem(&verr, "spec.templateName: required");
 	st = st || !tn ? st : intern(c, tn, &r->template_name);
 	st = st ? st
-		: decode_int_or_string(c, ng_json_get(spec, "maxConcurrent"),
-				       "spec.maxConcurrent", &r->max_concurrent, &verr);
+		: nrem_int_or_string(c, ng_json_get(spec, "maxConcurrent"), "spec.maxConcurrent",
+				     &r->max_concurrent, &verr);
 	if (st == NG_OK && !r->max_concurrent.set)
 		r->max_concurrent = (struct kube_int_or_string){.set = true, .i = 1};
 	const cJSON *guard = ng_json_get(spec, "stormGuard");
 	r->storm_guard = cJSON_IsObject(guard);
 	st = st || !r->storm_guard
 		 ? st
-		 : decode_int_or_string(c, ng_json_get(guard, "maxUnhealthy"),
-					"spec.stormGuard.maxUnhealthy", &r->max_unhealthy, &verr);
+		 : nrem_int_or_string(c, ng_json_get(guard, "maxUnhealthy"),
+				      "spec.stormGuard.maxUnhealthy", &r->max_unhealthy, &verr);
 	if (st == NG_OK && r->storm_guard && !r->max_unhealthy.set)
 		problem(&verr, "spec.stormGuard.maxUnhealthy: required");
 	if (st == NG_OK) {
@@ -2211,7 +2238,9 @@ static ng_status decode_nrem(struct ctx *c, const cJSON *o, uint32_t name)
 		nrem_count(&r->max_unhealthy, "spec.stormGuard.maxUnhealthy", c->pool, &verr);
 	}
 	int64_t cool = opt_seconds(spec, "cooldownSeconds", "spec.cooldownSeconds", &verr);
-	r->cooldown_ms = (cool < 0 ? 3600 : cool) * 1000;
+	if (cool > 31536000)
+		problem(&verr, "spec.cooldownSeconds: at most 31536000 (a year)");
+	r->cooldown_ms = (cool < 0 || cool > 31536000 ? 3600 : cool) * 1000;
 	st = st ? st : nrem_status(c, ng_json_get(o, "status"), r);
 	if (st != NG_OK)
 		return st == NG_ENOMEM ? fail(c, st, "spec", "out of memory") : st;

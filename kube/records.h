@@ -141,7 +141,7 @@ struct kube_node {
 	uint32_t nlabels, ntaints;
 	uint16_t nconditions;
 	const struct kube_node_condition *conditions; /* status.conditions, in their order */
-	const struct kube_label *labels; /* sorted by key id */
+	const struct kube_label *labels;              /* sorted by key id */
 	const struct kube_taint *taints;
 	const char
 	    *boot_id;    /* status.nodeInfo.bootID; "" when absent (NULL in hand-made records) */
@@ -298,10 +298,10 @@ struct kube_nd_detail {
 	 * fine. Such a request stays readable for the gate, which never reads them; admission
 	 * refuses it and a drainer must not act on it. */
 	uint32_t spec_error;
-	uint32_t created_by; /* annotation nodegate.io/created-by; NG_INTERN_NONE when absent */
+	uint32_t created_by;  /* annotation nodegate.io/created-by; NG_INTERN_NONE when absent */
 	uint32_t remediation; /* label nodegate.io/remediation: the NodeRemediation that created
 			       * the request; NG_INTERN_NONE when absent */
-	int64_t granted_ms;  /* status.grantedAt; 0 when absent, -1 when not a time */
+	int64_t granted_ms;   /* status.grantedAt; 0 when absent, -1 when not a time */
 	uint16_t nverdicts;
 	const struct kube_nd_verdict *verdicts; /* status.disruptedDisruptionBudgets */
 	uint16_t nconditions;
@@ -466,9 +466,9 @@ struct kube_ndt {
 
 /* One NodeRemediation spec.rule.conditions entry. */
 struct kube_rem_condition {
-	uint32_t type;      /* intern id */
-	uint8_t status;     /* enum kube_cond_status */
-	int64_t for_ms;     /* forSeconds, in ms */
+	uint32_t type;  /* intern id */
+	uint8_t status; /* enum kube_cond_status */
+	int64_t for_ms; /* forSeconds, in ms */
 };
 
 /* One status.lastRemediated entry, read back so a restarted nodegate keeps the cooldown. */

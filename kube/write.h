@@ -31,12 +31,12 @@ enum kube_kind {
 	KUBE_KIND_POD,
 	KUBE_KIND_EVENT,
 	KUBE_KIND_LEASE,
-	KUBE_KIND_ND,  /* NodeDisruption */
-	KUBE_KIND_NDB, /* NodeDisruptionBudget */
-	KUBE_KIND_ADB, /* ApplicationDisruptionBudget */
-	KUBE_KIND_NGC, /* NodeGateConfig */
+	KUBE_KIND_ND,   /* NodeDisruption */
+	KUBE_KIND_NDB,  /* NodeDisruptionBudget */
+	KUBE_KIND_ADB,  /* ApplicationDisruptionBudget */
+	KUBE_KIND_NGC,  /* NodeGateConfig */
 	KUBE_KIND_NREM, /* NodeRemediation */
-	KUBE_KIND_JOB, /* batch/v1 Job: the drainer's operation */
+	KUBE_KIND_JOB,  /* batch/v1 Job: the drainer's operation */
 	KUBE_KIND_SECRET,
 	KUBE_KIND_VWC, /* admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration */
 	KUBE_KIND_MWC, /* admissionregistration.k8s.io/v1 MutatingWebhookConfiguration */

@@ -15,8 +15,8 @@
 
 const char *pol_rem_action_str(enum pol_rem_action a)
 {
-	static const char *const names[] = {"create",   "active", "done",  "delete",
-					    "rejected", "waiting", "cooldown", "storm",
+	static const char *const names[] = {"create",        "active",   "done",     "delete",
+					    "rejected",      "waiting",  "cooldown", "storm",
 					    "maxConcurrent", "template", "deleting", "unknown"};
 	return (size_t)a < sizeof(names) / sizeof(names[0]) ? names[a] : "unknown";
 }
@@ -162,8 +162,9 @@ static void judge_request(const struct kube_nrem *r, struct pol_rem_plan *p, str
 		e->action = POL_REM_DELETE;
 		ng_fmt(e->reason, sizeof(e->reason), "remediation deleted");
 	} else if (r->deleting) {
-		ng_fmt(e->reason, sizeof(e->reason), "remediation deleted: the running request "
-						     "finishes first");
+		ng_fmt(e->reason, sizeof(e->reason),
+		       "remediation deleted: the running request "
+		       "finishes first");
 	} else if (nd->state == KUBE_ND_REJECTED) {
 		e->action = healthy ? POL_REM_DELETE : POL_REM_REJECTED;
 		ng_fmt(e->reason, sizeof(e->reason), "%s",
@@ -171,7 +172,8 @@ static void judge_request(const struct kube_nrem *r, struct pol_rem_plan *p, str
 			       : "request Rejected by the gate (delete it to try again)");
 	} else if (completed && healthy) {
 		e->action = POL_REM_DONE;
-		ng_fmt(e->reason, sizeof(e->reason), "repaired: request %s, conditions gone", e->phase);
+		ng_fmt(e->reason, sizeof(e->reason), "repaired: request %s, conditions gone",
+		       e->phase);
 	} else if (completed) {
 		ng_fmt(e->reason, sizeof(e->reason), "request %s but %s: the node stays out",
 		       e->phase,
@@ -195,9 +197,8 @@ static void scan_pool(const struct kube_snapshot *s, const struct kube_nrem *r,
 	size_t nn;
 	const struct kube_node *nodes = kube_snapshot_nodes(s, &nn);
 	for (size_t i = 0; i < nn; i++) {
-		if (r->invalid ||
-		    !bud_selector_matches(&r->node_selector, nodes[i].labels, nodes[i].nlabels,
-					  pool))
+		if (r->invalid || !bud_selector_matches(&r->node_selector, nodes[i].labels,
+							nodes[i].nlabels, pool))
 			continue;
 		p->matched++;
 		int64_t due = 0;
@@ -259,10 +260,11 @@ static ng_status plan_new(const struct kube_nrem *r, int64_t now, struct ng_aren
 			ng_format_rfc3339_ms(repaired + r->cooldown_ms, until);
 			e->action = POL_REM_COOLDOWN;
 			p->loops++;
-			ng_fmt(e->reason, sizeof(e->reason),
-			       "unhealthy again after its repair at %s, within cooldownSeconds (until "
-			       "%s): a loop, not repaired",
-			       at, until);
+			ng_fmt(
+			    e->reason, sizeof(e->reason),
+			    "unhealthy again after its repair at %s, within cooldownSeconds (until "
+			    "%s): a loop, not repaired",
+			    at, until);
 			earliest(p, repaired + r->cooldown_ms);
 		} else if (p->storm) {
 			e->action = POL_REM_STORM;
@@ -322,8 +324,8 @@ ng_status pol_remediation_plan_in(const struct kube_snapshot *s, const struct ku
 		if (!nd->detail || nd->detail->remediation != r->name)
 			continue;
 		/* A request names one node; one without (edited by hand) is judged on its own. */
-		struct pol_rem_node *e = entry(&p, nd->nnode_names ? nd->node_names[0]
-								   : NG_INTERN_NONE);
+		struct pol_rem_node *e =
+		    entry(&p, nd->nnode_names ? nd->node_names[0] : NG_INTERN_NONE);
 		if (e->request) /* a second request for the node: the first by name decides */
 			continue;
 		e->request = nd;

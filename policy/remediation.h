@@ -40,14 +40,14 @@ enum pol_rem_action {
 const char *pol_rem_action_str(enum pol_rem_action a);
 
 struct pol_rem_node {
-	uint32_t node;              /* intern id */
+	uint32_t node; /* intern id */
 	enum pol_rem_action action;
-	bool unhealthy;             /* every rule condition holds now */
-	bool unknown;               /* a rule condition is Unknown: neither healthy nor not */
-	int64_t due_ms;             /* wall time every condition has held its forSeconds */
+	bool unhealthy;                /* every rule condition holds now */
+	bool unknown;                  /* a rule condition is Unknown: neither healthy nor not */
+	int64_t due_ms;                /* wall time every condition has held its forSeconds */
 	const struct kube_nd *request; /* the remediation's request for the node, or NULL */
-	const char *phase;          /* the request's Ready reason (the drainer's step), or "" */
-	char reason[200];           /* why, for status.waitingNodes and the dry run */
+	const char *phase;             /* the request's Ready reason (the drainer's step), or "" */
+	char reason[200];              /* why, for status.waitingNodes and the dry run */
 };
 
 struct pol_rem_plan {
@@ -56,11 +56,11 @@ struct pol_rem_plan {
 	size_t unhealthy;            /* pool nodes whose conditions hold now */
 	int64_t max_concurrent;      /* resolved against the pool */
 	int64_t max_unhealthy;       /* resolved; -1 without stormGuard */
-	size_t open;                 /* requests counted against maxConcurrent, creations included */
-	bool storm;                  /* unhealthy > max_unhealthy */
-	size_t loops;                /* nodes in POL_REM_COOLDOWN */
-	int64_t next_ms;             /* wall time the plan changes without any event; 0: never */
-	char problem[320];           /* why nothing can start (invalid, template), or "" */
+	size_t open;       /* requests counted against maxConcurrent, creations included */
+	bool storm;        /* unhealthy > max_unhealthy */
+	size_t loops;      /* nodes in POL_REM_COOLDOWN */
+	int64_t next_ms;   /* wall time the plan changes without any event; 0: never */
+	char problem[320]; /* why nothing can start (invalid, template), or "" */
 	size_t n;
 	struct pol_rem_node *nodes; /* by node name's id order of discovery: requests first */
 };

@@ -502,7 +502,8 @@ ng_status pol_evaluate_object(const struct kube_snapshot *cluster, const struct 
 /* @r (decoded into @from) in @cluster's ids, as the cluster would hold it: its status is the
  * cluster's copy's (the repairs it remembers), if the cluster has one by that name. */
 static ng_status remap_nrem(const struct ng_intern *from, const struct kube_snapshot *cluster,
-			    const struct kube_nrem *r, struct ng_arena *arena, struct kube_nrem *ret)
+			    const struct kube_nrem *r, struct ng_arena *arena,
+			    struct kube_nrem *ret)
 {
 	const struct ng_intern *to = kube_snapshot_pool(cluster);
 	struct kube_nrem x = *r;

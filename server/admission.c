@@ -298,11 +298,11 @@ static ng_status explain_remediation(const cJSON *in, struct ng_arena *arena,
 	}
 	*ret_code = 200;
 	const struct pol_rem_plan *p = &x.plan;
-	st = ng_buf_printf(out,
-			   "{\"kind\":\"NodeRemediation\",\"matchedNodes\":%zu,\"unhealthyNodes\":%zu,"
-			   "\"maxConcurrent\":%lld,\"storm\":%s,",
-			   p->matched, p->unhealthy, (long long)p->max_concurrent,
-			   p->storm ? "true" : "false");
+	st = ng_buf_printf(
+	    out,
+	    "{\"kind\":\"NodeRemediation\",\"matchedNodes\":%zu,\"unhealthyNodes\":%zu,"
+	    "\"maxConcurrent\":%lld,\"storm\":%s,",
+	    p->matched, p->unhealthy, (long long)p->max_concurrent, p->storm ? "true" : "false");
 	if (st == NG_OK && p->max_unhealthy >= 0)
 		st = ng_buf_printf(out, "\"maxUnhealthy\":%lld,", (long long)p->max_unhealthy);
 	st = st ? st : ng_buf_puts(out, "\"problem\":");

@@ -282,15 +282,18 @@ class DrainTest(unittest.TestCase):
             self.ng.register_webhook()
             self.drainer = Drainer(self.api, self.tmp)
         except BaseException:
-            # tearDown does not run when setUp fails: leave no process behind.
-            for p in (self.drainer, self.ng):
-                if p is not None:
-                    print("\n--- log (tail) ---\n" + p.read_log(), file=sys.stderr)
-                    p.stop()
-            self.api.stop()
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.abandon_setup()
             raise
         log(f"setup {time.monotonic() - self.t_start:.1f} s")
+
+    def abandon_setup(self):
+        """tearDown does not run when setUp fails: show the logs and leave no process behind."""
+        for p in (self.drainer, self.ng):
+            if p is not None:
+                print("\n--- log (tail) ---\n" + p.read_log(), file=sys.stderr)
+                p.stop()
+        self.api.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def tearDown(self):
         if self.watch is not None:

@@ -170,12 +170,7 @@ class RbacAudit(test_drain.DrainTest):
             self.ng.register_webhook()
             self.drainer = Drainer(self.api, self.tmp)
         except BaseException:
-            for p in (self.drainer, self.ng):
-                if p is not None:
-                    print("\n--- log (tail) ---\n" + p.read_log(), file=sys.stderr)
-                    p.stop()
-            self.api.stop()
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.abandon_setup()
             raise
 
     def admin_get(self, path, token):

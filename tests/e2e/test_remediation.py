@@ -132,12 +132,7 @@ class RemediationTest(DrainTest):
             self.drainer = Drainer(self.api, self.tmp)
             self.nds = Watch(self.api, ND_PATH)
         except BaseException:
-            for p in (self.drainer, self.ng):
-                if p is not None:
-                    print("\n--- log (tail) ---\n" + p.read_log(), file=sys.stderr)
-                    p.stop()
-            self.api.stop()
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.abandon_setup()
             raise
         log(f"setup {time.monotonic() - self.t_start:.1f} s")
 

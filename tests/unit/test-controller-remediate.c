@@ -24,16 +24,19 @@
 #define NOW 1795780800000LL
 
 #define TEMPLATE                                                                                   \
-	"{\"kind\":\"NodeDisruptionTemplate\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":" \
-	"{\"name\":\"reboot\"},\"spec\":{\"type\":\"reboot\",\"retry\":{\"enabled\":true},"           \
+	"{\"kind\":\"NodeDisruptionTemplate\",\"apiVersion\":\"nodegate.io/"                       \
+	"v1alpha1\",\"metadata\":"                                                                 \
+	"{\"name\":\"reboot\"},\"spec\":{\"type\":\"reboot\",\"retry\":{\"enabled\":true},"        \
 	"\"drain\":{\"force\":true}}}"
 #define SICK_NODE(name)                                                                            \
-	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name "\",\"labels\":{" \
-	"\"pool\":\"w\"}},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},"    \
+	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name                  \
+	"\",\"labels\":{"                                                                          \
+	"\"pool\":\"w\"}},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},"   \
 	"{\"type\":\"example.com/Sick\",\"status\":\"True\",\"lastTransitionTime\":"               \
 	"\"2026-11-27T11:00:00Z\"}]}}"
 #define WELL_NODE(name)                                                                            \
-	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name "\",\"labels\":{" \
+	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name                  \
+	"\",\"labels\":{"                                                                          \
 	"\"pool\":\"w\"}},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"
 /* The remediation "fix" at resourceVersion @rv, @meta and @status spliced in. */
 #define NREM(rv, meta, status)                                                                     \
@@ -46,10 +49,10 @@
 #define GONE ",\"deletionTimestamp\":\"2026-11-27T11:59:00Z\"" FIN
 /* fix's request for @node in @state with the drainer's @phase. */
 #define REQUEST(node, state, phase)                                                                \
-	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"     \
-	"\"name\":\"fix-" node "\",\"uid\":\"uid-req-" node "\",\"labels\":{"                       \
+	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
+	"\"name\":\"fix-" node "\",\"uid\":\"uid-req-" node "\",\"labels\":{"                      \
 	"\"nodegate.io/remediation\":\"fix\"}},\"spec\":{\"nodeNames\":[\"" node "\"],"            \
-	"\"drain\":{\"force\":true}},\"status\":{\"state\":\"" state "\",\"conditions\":[{"         \
+	"\"drain\":{\"force\":true}},\"status\":{\"state\":\"" state "\",\"conditions\":[{"        \
 	"\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"" phase "\"}]}}"
 #define LIST(...) "{\"kind\":\"List\",\"items\":[" __VA_ARGS__ "]}"
 
@@ -112,7 +115,8 @@ static void test_finalizer_first(void **state)
 	struct fx *fx = *state;
 	(void)pass(fx, LIST(TEMPLATE "," SICK_NODE("n1") "," NREM("5", "", "")));
 	assert_int_equal(fx->api.nreqs, 1);
-	const struct fake_api_request *q = fake_api_find(&fx->api, "PATCH", "/noderemediations/fix", 0);
+	const struct fake_api_request *q =
+	    fake_api_find(&fx->api, "PATCH", "/noderemediations/fix", 0);
 	assert_non_null(q);
 	assert_non_null(strstr(q->body, "\"nodegate.io/remediation\""));
 	assert_non_null(strstr(q->body, "\"resourceVersion\":\"5\""));
@@ -166,13 +170,14 @@ static void test_status_then_the_request_with_its_exact_body(void **state)
 static void test_a_repair_is_recorded_before_its_request_goes(void **state)
 {
 	struct fx *fx = *state;
-	const char *cluster = LIST(TEMPLATE "," WELL_NODE("n1") "," REQUEST("n1", "Granted", "Drained")
-				   "," NREM("7", FIN, ""));
+	const char *cluster = LIST(TEMPLATE "," WELL_NODE("n1") "," REQUEST(
+	    "n1", "Granted", "Drained") "," NREM("7", FIN, ""));
 	/* The status write is refused (a newer version exists): the request stays. */
-	fake_api_reply(&fx->api, &(struct fake_api_reply){.path_contains = "/status",
-							.http = 409,
-							.body = "{\"kind\":\"Status\",\"code\":409}",
-							.times = 1});
+	fake_api_reply(&fx->api,
+		       &(struct fake_api_reply){.path_contains = "/status",
+						.http = 409,
+						.body = "{\"kind\":\"Status\",\"code\":409}",
+						.times = 1});
 	(void)pass(fx, cluster);
 	assert_int_equal(fake_api_count(&fx->api, "PATCH", "/noderemediations/fix/status"), 1);
 	assert_int_equal(fake_api_count(&fx->api, "DELETE", NULL), 0);
@@ -193,7 +198,7 @@ static void test_a_deleted_remediation_lets_go_once_its_requests_are_gone(void *
 	struct fx *fx = *state;
 	/* A running request: it finishes first, nothing new starts, the finalizer stays. */
 	(void)pass(fx, LIST(TEMPLATE "," SICK_NODE("n1") "," SICK_NODE("n2") "," REQUEST(
-				"n1", "Granted", "Operating") "," NREM("8", GONE, "")));
+			   "n1", "Granted", "Operating") "," NREM("8", GONE, "")));
 	assert_int_equal(fake_api_count(&fx->api, "POST", "/nodedisruptions"), 0);
 	assert_int_equal(fake_api_count(&fx->api, "DELETE", NULL), 0);
 	const struct fake_api_request *st =
@@ -204,7 +209,8 @@ static void test_a_deleted_remediation_lets_go_once_its_requests_are_gone(void *
 	fake_api_clear(&fx->api);
 	(void)pass(fx, LIST(TEMPLATE "," SICK_NODE("n1") "," NREM("9", GONE, "")));
 	assert_int_equal(fx->api.nreqs, 1);
-	const struct fake_api_request *q = fake_api_find(&fx->api, "PATCH", "/noderemediations/fix", 0);
+	const struct fake_api_request *q =
+	    fake_api_find(&fx->api, "PATCH", "/noderemediations/fix", 0);
 	assert_non_null(q);
 	assert_null(strstr(q->body, "nodegate.io/remediation"));
 }
@@ -213,13 +219,13 @@ static void test_the_next_due_time_is_returned(void **state)
 {
 	struct fx *fx = *state;
 	/* forSeconds 7200 from 11:00: due at 13:00. */
-	static const char cluster[] = LIST(
-	    TEMPLATE "," SICK_NODE("n1") ","
-		     "{\"kind\":\"NodeRemediation\",\"apiVersion\":\"nodegate.io/v1alpha1\","
-		     "\"metadata\":{\"name\":\"fix\",\"uid\":\"u\",\"resourceVersion\":\"3\"" FIN
-		     "},\"spec\":{\"nodeSelector\":{},\"rule\":{\"conditions\":[{\"type\":"
-		     "\"example.com/Sick\",\"status\":\"True\",\"forSeconds\":7200}]},"
-		     "\"templateName\":\"reboot\"}}");
+	static const char cluster[] = LIST(TEMPLATE "," SICK_NODE(
+	    "n1") ","
+		  "{\"kind\":\"NodeRemediation\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+		  "\"metadata\":{\"name\":\"fix\",\"uid\":\"u\",\"resourceVersion\":\"3\"" FIN
+		  "},\"spec\":{\"nodeSelector\":{},\"rule\":{\"conditions\":[{\"type\":"
+		  "\"example.com/Sick\",\"status\":\"True\",\"forSeconds\":7200}]},"
+		  "\"templateName\":\"reboot\"}}");
 	assert_int_equal(pass(fx, cluster), NOW + 3600 * 1000LL);
 	assert_int_equal(fake_api_count(&fx->api, "POST", "/nodedisruptions"), 0);
 }
@@ -230,8 +236,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_finalizer_first, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_status_then_the_request_with_its_exact_body, setup,
 					    teardown),
-	    cmocka_unit_test_setup_teardown(test_a_repair_is_recorded_before_its_request_goes, setup,
-					    teardown),
+	    cmocka_unit_test_setup_teardown(test_a_repair_is_recorded_before_its_request_goes,
+					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_a_deleted_remediation_lets_go_once_its_requests_are_gone, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_the_next_due_time_is_returned, setup, teardown),

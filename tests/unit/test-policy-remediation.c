@@ -58,7 +58,8 @@ static void node(struct cluster *c, const char *name, int since_min_ago)
 		(void)gmtime_r(&t, &tm);
 		(void)strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
 		add(c,
-		    ",{\"type\":\"example.com/Sick\",\"status\":\"True\",\"lastTransitionTime\":\"%s\"}",
+		    ",{\"type\":\"example.com/"
+		    "Sick\",\"status\":\"True\",\"lastTransitionTime\":\"%s\"}",
 		    iso);
 	}
 	add(c, "]}}");
@@ -76,7 +77,8 @@ static void request(struct cluster *c, const char *node, const char *state, cons
 	if (*state)
 		add(c, "\"state\":\"%s\"", state);
 	if (phase)
-		add(c, "%s\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"%s\"}]",
+		add(c,
+		    "%s\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"%s\"}]",
 		    *state ? "," : "", phase);
 	add(c, "}}");
 }
@@ -281,7 +283,8 @@ static void test_cooldown(void **state)
 	struct cluster c;
 	struct fixture f;
 	static const char status[] =
-	    ",\"status\":{\"lastRemediated\":[{\"node\":\"again\",\"time\":\"2026-11-27T11:50:00Z\","
+	    ",\"status\":{\"lastRemediated\":[{\"node\":\"again\",\"time\":\"2026-11-27T11:50:"
+	    "00Z\","
 	    "\"request\":\"fix-again\",\"uid\":\"u1\"},{\"node\":\"later\",\"time\":"
 	    "\"2026-11-27T10:00:00Z\",\"request\":\"fix-later\",\"uid\":\"u2\"}]}";
 	begin(&c);
@@ -426,14 +429,10 @@ static void test_request_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_for_seconds),
-	    cmocka_unit_test(test_every_condition_must_hold),
-	    cmocka_unit_test(test_max_concurrent),
-	    cmocka_unit_test(test_storm_guard),
-	    cmocka_unit_test(test_cooldown),
-	    cmocka_unit_test(test_request_lifecycle),
-	    cmocka_unit_test(test_deletion),
-	    cmocka_unit_test(test_missing_template),
+	    cmocka_unit_test(test_for_seconds),    cmocka_unit_test(test_every_condition_must_hold),
+	    cmocka_unit_test(test_max_concurrent), cmocka_unit_test(test_storm_guard),
+	    cmocka_unit_test(test_cooldown),       cmocka_unit_test(test_request_lifecycle),
+	    cmocka_unit_test(test_deletion),       cmocka_unit_test(test_missing_template),
 	    cmocka_unit_test(test_request_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
