@@ -589,8 +589,9 @@ class RemediationScenarios(RemediationTest):
         sick = self.NODES[:5]
         self.sick(*sick)
         t_sick = time.monotonic()
+        # The nodes turn sick one by one: the storm starts at the third; wait for all five.
         st = self.wait_rem("r203", lambda r: ((r.get("status") or {}).get("storm") or {}).get("active") is True
-                           and r["status"], "storm.active")
+                           and r["status"].get("unhealthyNodes") == 5 and r["status"], "storm.active over 5 nodes")
         log(f"r203: storm after {time.monotonic() - t_sick:.2f} s: {json.dumps(st.get('storm'))}")
         storm = st["storm"]
         self.assertEqual((storm.get("unhealthyNodes"), storm.get("maxUnhealthy")), (5, 2), storm)
