@@ -40,6 +40,9 @@ static const char *const action_names[A_COUNT] = {"create", "delete", "status", 
 #define OUTCOMES 5 /* enum kube_write_outcome */
 
 enum cond { C_READY, C_STORM, C_LOOP, C_COUNT };
+
+/* The kinds a plan reads (pass_needed()). */
+#define READS 4
 static const char *const cond_types[C_COUNT] = {"Ready", "Storm", "Loop"};
 
 /* What the controller remembers of one NodeRemediation between steps (by uid). */
@@ -75,6 +78,11 @@ struct remediate {
 	size_t nt, capt;
 	struct creation made[CREATION_CAP];
 	size_t nmade;
+	/* Runtime thread only: what the last pass read (table serials) and when it asked to run
+	 * again (monotonic µs, 0: only on a change). */
+	bool passed;
+	uint64_t serials[READS];
+	int64_t due_mono_us;
 	_Atomic uint64_t counts[A_COUNT][OUTCOMES];
 };
 
@@ -645,25 +653,59 @@ int64_t remediate_pass(struct remediate *m, const struct kube_snapshot *s, int64
 	return next_wall;
 }
 
+/* Whether a pass is needed: one of the tables a plan reads changed since the last pass, or what
+ * that pass asked to be woken for has come. Pods churn the cache; they change no plan. */
+static bool pass_needed(struct remediate *m, const struct kube_snapshot *s)
+{
+	static const enum kube_resource reads[READS] = {KUBE_RES_NODES, KUBE_RES_NDS, KUBE_RES_NDTS,
+							KUBE_RES_NREMS};
+	bool changed = !m->passed;
+	for (int i = 0; i < READS; i++) {
+		uint64_t serial = kube_snapshot_table_serial(s, reads[i]);
+		changed |= serial != m->serials[i];
+		m->serials[i] = serial;
+	}
+	return changed || (m->due_mono_us && ng_now_mono_us() >= m->due_mono_us);
+}
+
+/* When the next pass is due without any change (monotonic µs), or 0. */
+static int64_t next_due(const struct remediate *m, int64_t next_wall, int64_t now_wall)
+{
+	int64_t now_ms = now_mono_ms(), due_ms = 0;
+	if (next_wall)
+		due_ms = now_ms + (next_wall > now_wall ? next_wall - now_wall : 0) + 50;
+	if (m->nmade && (!due_ms || due_ms > now_ms + CREATION_WAIT_MS))
+		due_ms = now_ms + CREATION_WAIT_MS;
+	for (size_t i = 0; i < m->nt; i++) {
+		int64_t r = m->t[i].refused_until_mono_ms;
+		if (r > now_ms && (!due_ms || r < due_ms))
+			due_ms = r;
+	}
+	return due_ms * 1000;
+}
+
 static int64_t step(struct kube_runtime *rt, void *ctx)
 {
 	struct remediate *m = ctx;
 	(void)rt;
 	if (m->cfg.leader && !leader_is_leader(m->cfg.leader)) {
 		m->nmade = 0;
+		m->passed = false;        /* a new term starts with a pass */
 		return KUBE_RUNTIME_IDLE; /* the leader's watch wakes this thread */
 	}
 	struct kube_snapshot *s = kube_store_acquire(m->cfg.store);
 	if (!s)
 		return KUBE_RUNTIME_IDLE;
+	if (!pass_needed(m, s)) {
+		kube_snapshot_release(s);
+		return m->due_mono_us ? m->due_mono_us : KUBE_RUNTIME_IDLE;
+	}
 	int64_t now = ng_now_wall_ms();
 	int64_t next_wall = remediate_pass(m, s, now);
 	kube_snapshot_release(s);
-	int64_t wake_ms = next_wall ? next_wall - now + 50 : -1;
-	if (m->nmade && (wake_ms < 0 || wake_ms > CREATION_WAIT_MS))
-		wake_ms = CREATION_WAIT_MS;
-	return wake_ms < 0 ? KUBE_RUNTIME_IDLE
-			   : ng_now_mono_us() + (wake_ms > 0 ? wake_ms : 0) * 1000;
+	m->passed = true;
+	m->due_mono_us = next_due(m, next_wall, now);
+	return m->due_mono_us ? m->due_mono_us : KUBE_RUNTIME_IDLE;
 }
 
 static void wake(void *ctx)

@@ -89,6 +89,7 @@ void kube_retire_release(struct kube_retire *r);
 struct kube_table {
 	atomic_uint refs;
 	enum kube_resource res;
+	uint64_t serial; /* unique per table built in this process: kube_snapshot_table_serial() */
 	size_t n;
 	void *recs;                 /* n records of kube_record_size(res) */
 	void **sides;               /* each record's side data (see above) */

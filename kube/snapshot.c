@@ -222,6 +222,11 @@ const struct kube_ngc *kube_snapshot_config(const struct kube_snapshot *s)
 	return id == NG_INTERN_NONE ? NULL : find_by_key(s->t[KUBE_RES_NGCS], id);
 }
 
+uint64_t kube_snapshot_table_serial(const struct kube_snapshot *s, enum kube_resource r)
+{
+	return r < KUBE_RES_COUNT ? s->t[r]->serial : 0;
+}
+
 const struct kube_ndt *kube_snapshot_find_ndt(const struct kube_snapshot *s, uint32_t name)
 {
 	return name == NG_INTERN_NONE ? NULL : find_by_key(s->t[KUBE_RES_NDTS], name);

@@ -27,6 +27,12 @@ struct kube_snapshot;
 const struct ng_intern *kube_snapshot_pool(const struct kube_snapshot *s);
 /** The publish count of the cache that made @s (1 for the first). */
 uint64_t kube_snapshot_generation(const struct kube_snapshot *s);
+/**
+ * A number that names @s's table of kind @r: equal in two snapshots exactly when that kind did
+ * not change between them (never reused within the process). For a controller that skips a pass
+ * when nothing it reads has changed.
+ */
+uint64_t kube_snapshot_table_serial(const struct kube_snapshot *s, enum kube_resource r);
 /** Number of objects of kind @r. */
 size_t kube_snapshot_count(const struct kube_snapshot *s, enum kube_resource r);
 

@@ -375,8 +375,10 @@ static struct kube_table *build(enum kube_resource res, void *recs, void **sides
 	struct kube_table *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
+	static _Atomic uint64_t serials;
 	atomic_init(&t->refs, 1);
 	t->res = res;
+	t->serial = atomic_fetch_add_explicit(&serials, 1, memory_order_relaxed) + 1;
 	t->n = n;
 	t->recs = recs;
 	t->sides = sides;
