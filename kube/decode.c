@@ -588,6 +588,29 @@ static ng_status drain_note(struct ctx *c, const char *text, struct kube_drain_n
 	return st;
 }
 
+static bool parse_duration_ms(const char *s, int64_t *ret_ms);
+static int64_t opt_time_ms(const cJSON *obj, const char *key);
+
+/* The annotation nodegate.io/do-not-disrupt on @meta: KUBE_DND_NONE without it or "false",
+ * KUBE_DND_ALWAYS for "true", else a duration counted from @since_ms (0: not yet, protected for
+ * good meanwhile). Anything else protects for good and sets *@ret_invalid: an unreadable "not
+ * now" must not read as "go ahead". */
+static int64_t dnd_until(const cJSON *meta, int64_t since_ms, bool *ret_invalid)
+{
+	const char *v = ng_json_str(ng_json_get(meta, "annotations"), KUBE_DO_NOT_DISRUPT);
+	int64_t dur = 0;
+	*ret_invalid = false;
+	if (!v || strcmp(v, "false") == 0)
+		return KUBE_DND_NONE;
+	if (strcmp(v, "true") == 0)
+		return KUBE_DND_ALWAYS;
+	if (!parse_duration_ms(v, &dur) || dur <= 0) {
+		*ret_invalid = true;
+		return KUBE_DND_ALWAYS;
+	}
+	return since_ms > 0 && since_ms <= INT64_MAX - dur ? since_ms + dur : KUBE_DND_ALWAYS;
+}
+
 /* What the drainer reads of a node besides the gate's fields. */
 static ng_status node_extra(struct ctx *c, const cJSON *o, const cJSON *meta, struct kube_node *n)
 {
@@ -599,6 +622,10 @@ static ng_status node_extra(struct ctx *c, const cJSON *o, const cJSON *meta, st
 		return fail(c, NG_ENOMEM, "metadata", "out of memory");
 	const cJSON *ann = ng_json_get(meta, "annotations");
 	n->has_annotations = cJSON_IsObject(ann);
+	bool dnd_invalid;
+	n->dnd_until_ms = dnd_until(meta, opt_time_ms(meta, "creationTimestamp"), &dnd_invalid);
+	if (dnd_invalid)
+		n->flags |= KUBE_NODE_DND_INVALID;
 	const char *note = ng_json_str(ann, DRAIN_NOTE);
 	return note ? drain_note(c, note, &n->note) : NG_OK;
 }
@@ -817,6 +844,11 @@ static ng_status decode_pod(struct ctx *c, const cJSON *o, uint32_t ns, const ch
 	const cJSON *del = ng_json_get(meta, "deletionTimestamp");
 	if (del && !cJSON_IsNull(del))
 		p->flags |= KUBE_POD_TERMINATING;
+	bool dnd_invalid;
+	p->dnd_until_ms =
+	    dnd_until(meta, opt_time_ms(ng_json_get(o, "status"), "startTime"), &dnd_invalid);
+	if (dnd_invalid)
+		p->flags |= KUBE_POD_DND_INVALID;
 	if ((st = pod_owner(c, meta, p)) != NG_OK || (st = pod_claims(c, spec, p)) != NG_OK)
 		return st;
 	return pod_requests(c, spec, p);
@@ -2004,6 +2036,15 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 		return st;
 	if ((st = decode_hook_policy(c, ng_json_get(spec, "healthHooks"), &g->hooks, &verr)) !=
 	    NG_OK)
+		return st;
+	st = decode_str_array(c, ng_json_get(spec, "doNotDisruptOverrideTypes"),
+			      "spec.doNotDisruptOverrideTypes", NG_MAX_LABELS, &g->dnd_override,
+			      &g->ndnd_override);
+	if (st == NG_EPARSE || st == NG_ELIMIT) {
+		verr = *c->err;
+		st = NG_OK;
+	}
+	if (st != NG_OK)
 		return st;
 	if ((st = decode_ngc_drain(c, ng_json_get(spec, "drain"), g, &verr)) != NG_OK)
 		return st;

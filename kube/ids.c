@@ -151,6 +151,7 @@ static void ngc(kube_id_fn fn, void *ctx, const struct kube_ngc *g)
 	ids(fn, ctx, g->allowed_types, g->nallowed_types);
 	ids(fn, ctx, g->exempt_users, g->nexempt);
 	ids(fn, ctx, g->hooks.hosts, g->hooks.nhosts);
+	ids(fn, ctx, g->dnd_override, g->ndnd_override);
 	selector(fn, ctx, &g->protected_namespaces);
 	selector(fn, ctx, &g->protected_job_pods);
 }

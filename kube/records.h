@@ -91,7 +91,15 @@ struct kube_int_or_string {
 enum kube_node_flag {
 	KUBE_NODE_READY = 1u << 0,
 	KUBE_NODE_UNSCHEDULABLE = 1u << 1,
+	KUBE_NODE_DND_INVALID = 1u << 2, /* do-not-disrupt annotation unreadable: protects */
 };
+
+/* The annotation by which a pod or a node says "not now" (docs/gate.md, Do-not-disrupt):
+ * "true", or a duration (e.g. "30m") since the pod started or the node was created. */
+#define KUBE_DO_NOT_DISRUPT "nodegate.io/do-not-disrupt"
+/* A kube_pod/kube_node dnd_until_ms: no annotation (or "false"), and protected for good. */
+#define KUBE_DND_NONE 0
+#define KUBE_DND_ALWAYS INT64_MAX
 
 struct kube_taint {
 	uint32_t key, val, effect;
@@ -149,6 +157,9 @@ struct kube_node {
 	const char *uid; /* metadata.uid; "" when absent (NULL likewise) */
 	bool has_annotations;        /* metadata.annotations exists (JSON patches need to know) */
 	struct kube_drain_note note; /* annotation nodegate.io/drain */
+	/* Annotation nodegate.io/do-not-disrupt: protected until this wall time (ms);
+	 * KUBE_DND_NONE or KUBE_DND_ALWAYS. */
+	int64_t dnd_until_ms;
 };
 
 enum kube_pod_phase {
@@ -164,6 +175,7 @@ enum kube_pod_flag {
 	KUBE_POD_DAEMONSET = 1u << 1,   /* controller is a DaemonSet */
 	KUBE_POD_TERMINATING = 1u << 2, /* deletionTimestamp set */
 	KUBE_POD_EMPTYDIR = 1u << 3,    /* has an emptyDir volume (its data dies with the pod) */
+	KUBE_POD_DND_INVALID = 1u << 4, /* do-not-disrupt annotation unreadable: protects */
 };
 
 struct kube_pod {
@@ -179,6 +191,10 @@ struct kube_pod {
 	/* The distinct resource names of the containers' requests and limits: what drain
 	 * podEvictionFilters match. */
 	const uint32_t *requests;
+	/* Annotation nodegate.io/do-not-disrupt: protected until this wall time (ms; a duration
+	 * counts from status.startTime, and a pod not started yet is protected);
+	 * KUBE_DND_NONE or KUBE_DND_ALWAYS. */
+	int64_t dnd_until_ms;
 };
 
 enum kube_pvc_phase {
@@ -435,6 +451,9 @@ struct kube_ngc {
 	uint16_t nexempt;
 	const uint32_t *exempt_users;
 	struct kube_hook_policy hooks; /* spec.healthHooks */
+	/* spec.doNotDisruptOverrideTypes: request types whose grant overrides do-not-disrupt. */
+	uint16_t ndnd_override;
+	const uint32_t *dnd_override;
 	/* spec.drain: pods in namespaces matching protected_namespaces are evicted through the
 	 * Eviction API whatever the strategy (never deleted past a PodDisruptionBudget); running
 	 * Job pods matching protected_job_pods hold a drain back. Not present: none. */

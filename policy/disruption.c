@@ -1,4 +1,5 @@
 #include "policy/disruption.h"
+#include "policy/policy.h"
 
 #include "budgets/budgets.h"
 #include "common/arena.h"
@@ -1309,6 +1310,26 @@ static bool step6_control_plane(const struct eval *e, const struct pol_gate_conf
 	return true;
 }
 
+/* Step 6b: a node of the request that says nodegate.io/do-not-disrupt, or holds a pod that
+ * does, keeps the request Pending (with retry) or Rejects it, unless its type is one of
+ * NodeGateConfig doNotDisruptOverrideTypes. */
+static bool step6b_do_not_disrupt(const struct eval *e, int64_t now_wall_ms,
+				  struct pol_gate_decision *d)
+{
+	if (pol_dnd_overridden(e->s, e->nd->type))
+		return false;
+	char why[POL_REASON_BYTES - 64];
+	for (size_t i = 0; i < e->nnodes; i++) {
+		const struct kube_node *n = kube_snapshot_find_node(e->s, e->nodes[i]);
+		if (!n || !pol_node_held_by_do_not_disrupt(e->s, n, now_wall_ms, why, sizeof(why)))
+			continue;
+		d->outcome = e->nd->retry ? POL_GATE_PENDING : POL_GATE_REJECT;
+		ng_fmt(d->reason, sizeof(d->reason), "%s", why);
+		return true;
+	}
+	return false;
+}
+
 /* The budgets the request's nodes are in (@ndb, @adb: grouped by budget, with what the
  * request adds to each), and the request's node records into e->recs. */
 static ng_status touched_budgets(struct eval *e, struct ng_arena *arena, struct touches *ndb,
@@ -1446,7 +1467,7 @@ ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct po
 		return NG_ENOMEM;
 	if (step1_deadline(nd, now_wall_ms, &d) || step2_empty(cfg, nd, &d) ||
 	    step3_paused(cfg, &d) || step4_type(&e, cfg, &d) || step5_overlap(&e, cfg, &d) ||
-	    step6_control_plane(&e, cfg, &d))
+	    step6_control_plane(&e, cfg, &d) || step6b_do_not_disrupt(&e, now_wall_ms, &d))
 		goto out;
 	if ((st = step7_budgets(&e, arena)) != NG_OK)
 		return st;

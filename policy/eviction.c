@@ -3,6 +3,7 @@
 
 #include "budgets/budgets.h"
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/intern.h"
 #include "common/map.h"
 
@@ -30,8 +31,9 @@ const char *pol_eviction_mode_str(enum pol_eviction_mode m)
 const char *pol_reason_str(enum pol_reason r)
 {
 	static const char *const names[] = {
-	    "mode-off",    "exempt",      "unknown-pod", "daemonset",   "mirror-pod", "finished",
-	    "terminating", "unscheduled", "granted",     "unprotected", "protected",
+	    "mode-off",   "exempt",      "unknown-pod", "daemonset",
+	    "mirror-pod", "finished",    "terminating", "unscheduled",
+	    "granted",    "unprotected", "protected",   "do-not-disrupt",
 	};
 	return (size_t)r < sizeof(names) / sizeof(names[0]) ? names[r] : "unknown";
 }
@@ -100,6 +102,72 @@ static bool pod_never_protected(const struct kube_pod *pod, enum pol_reason *ret
 	else
 		return false;
 	return true;
+}
+
+bool pol_pod_do_not_disrupt(const struct kube_pod *p, int64_t now_wall_ms)
+{
+	return p->dnd_until_ms != KUBE_DND_NONE && now_wall_ms < p->dnd_until_ms;
+}
+
+bool pol_node_do_not_disrupt(const struct kube_node *n, int64_t now_wall_ms)
+{
+	return n->dnd_until_ms != KUBE_DND_NONE && now_wall_ms < n->dnd_until_ms;
+}
+
+bool pol_dnd_overridden(const struct kube_snapshot *s, uint32_t type)
+{
+	const struct kube_ngc *ngc = kube_snapshot_config(s);
+	for (uint16_t i = 0; ngc && type != NG_INTERN_NONE && i < ngc->ndnd_override; i++)
+		if (ngc->dnd_override[i] == type)
+			return true;
+	return false;
+}
+
+/* " until T", " (unreadable: protects until it is fixed)" or "" (for good). */
+static void dnd_until_text(int64_t until_ms, bool invalid, char *out, size_t cap)
+{
+	char at[40];
+	if (invalid)
+		ng_fmt(out, cap,
+		       " (its value does not read as true, false or a duration: it "
+		       "protects until fixed)");
+	else if (until_ms == KUBE_DND_ALWAYS)
+		ng_fmt(out, cap, "%s", "");
+	else {
+		ng_format_rfc3339_ms(until_ms, at);
+		ng_fmt(out, cap, " until %s", at);
+	}
+}
+
+bool pol_node_held_by_do_not_disrupt(const struct kube_snapshot *s, const struct kube_node *n,
+				     int64_t now_wall_ms, char *why, size_t cap)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	char until[160];
+	if (pol_node_do_not_disrupt(n, now_wall_ms)) {
+		dnd_until_text(n->dnd_until_ms, n->flags & KUBE_NODE_DND_INVALID, until,
+			       sizeof(until));
+		ng_fmt(why, cap, "node %s has " KUBE_DO_NOT_DISRUPT "%s",
+		       ng_intern_str(pool, n->name, NULL), until);
+		return true;
+	}
+	size_t np;
+	const uint32_t *idx = kube_snapshot_pods_on_node(s, n->name, &np);
+	size_t nall;
+	const struct kube_pod *pods = kube_snapshot_pods(s, &nall);
+	for (size_t i = 0; i < np; i++) {
+		const struct kube_pod *p = &pods[idx[i]];
+		enum pol_reason ignored;
+		if (!pol_pod_do_not_disrupt(p, now_wall_ms) || pod_never_protected(p, &ignored))
+			continue;
+		dnd_until_text(p->dnd_until_ms, p->flags & KUBE_POD_DND_INVALID, until,
+			       sizeof(until));
+		ng_fmt(why, cap, "pod %s/%s on node %s has " KUBE_DO_NOT_DISRUPT "%s",
+		       ng_intern_str(pool, p->ns, NULL), p->name,
+		       ng_intern_str(pool, n->name, NULL), until);
+		return true;
+	}
+	return false;
 }
 
 /* The ADBs of the pod's namespace that protect it: those selecting it, and invalid ones (an
@@ -184,6 +252,36 @@ static void deny(struct pol_decision *d, const struct pol_eviction_config *cfg,
 	       (int)cfg->retry_after_seconds);
 }
 
+/* A pod that says do-not-disrupt, or whose node does, is evicted only from a node granted to a
+ * request of a NodeGateConfig doNotDisruptOverrideTypes type: else denied (429) with why. */
+static bool do_not_disrupt(const struct kube_snapshot *s, const struct kube_pod *pod,
+			   const struct kube_nd *grant, int64_t now_wall_ms, struct pol_decision *d)
+{
+	const struct kube_node *node = kube_snapshot_find_node(s, pod->node);
+	char until[160], why[400];
+	if (pol_pod_do_not_disrupt(pod, now_wall_ms)) {
+		dnd_until_text(pod->dnd_until_ms, pod->flags & KUBE_POD_DND_INVALID, until,
+			       sizeof(until));
+		ng_fmt(why, sizeof(why), "the pod has " KUBE_DO_NOT_DISRUPT "%s", until);
+	} else if (node && pol_node_do_not_disrupt(node, now_wall_ms)) {
+		dnd_until_text(node->dnd_until_ms, node->flags & KUBE_NODE_DND_INVALID, until,
+			       sizeof(until));
+		ng_fmt(why, sizeof(why), "node %s has " KUBE_DO_NOT_DISRUPT "%s", d->node, until);
+	} else {
+		return false;
+	}
+	if (grant && pol_dnd_overridden(s, grant->type))
+		return false;
+	d->allowed = false;
+	d->code = 429;
+	d->reason = POL_R_DO_NOT_DISRUPT;
+	ng_fmt(d->message, sizeof(d->message),
+	       "nodegate: cannot evict pod %s/%s: %s. Only a NodeDisruption of a type listed in "
+	       "NodeGateConfig doNotDisruptOverrideTypes, Granted for node %s, lets it go.",
+	       ng_intern_str(kube_snapshot_pool(s), pod->ns, NULL), pod->name, why, d->node);
+	return true;
+}
+
 void pol_decide_eviction(const struct kube_snapshot *s, const struct pol_eviction_config *cfg,
 			 const struct pol_eviction_request *req, struct pol_decision *ret)
 {
@@ -214,7 +312,18 @@ void pol_decide_eviction(const struct kube_snapshot *s, const struct pol_evictio
 		allow(&d, why);
 		goto out;
 	}
-	if (kube_snapshot_node_grant(s, pod->node)) {
+	const struct kube_nd *grant = kube_snapshot_node_grant(s, pod->node);
+	if (do_not_disrupt(s, pod, grant, req->now_wall_ms, &d)) {
+		d.retry_after_seconds = cfg->retry_after_seconds;
+		if (mode == POL_EVICTION_WARN) {
+			allow(&d, POL_R_DO_NOT_DISRUPT);
+			ng_fmt(d.warning, sizeof(d.warning), "nodegate (Warn mode) would deny: %s",
+			       d.message);
+			d.message[0] = '\0';
+		}
+		goto out;
+	}
+	if (grant) {
 		allow(&d, POL_R_GRANTED);
 		goto out;
 	}

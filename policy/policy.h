@@ -45,6 +45,7 @@ struct pol_eviction_request {
 	const char *ns, *name; /* the pod: ns_len and name_len bytes, no NUL needed */
 	size_t ns_len, name_len;
 	const char *username; /* userInfo.username, NUL-terminated; may be NULL */
+	int64_t now_wall_ms;  /* when it is decided: do-not-disrupt durations end */
 };
 
 /* Why the answer is what it is: a stable token for logs and metrics. */
@@ -59,11 +60,30 @@ enum pol_reason {
 	POL_R_UNSCHEDULED,
 	POL_R_GRANTED,
 	POL_R_UNPROTECTED,
-	POL_R_PROTECTED, /* denied (Enforce) or warned (Warn) */
+	POL_R_PROTECTED,      /* denied (Enforce) or warned (Warn) */
+	POL_R_DO_NOT_DISRUPT, /* the pod or its node says do-not-disrupt: denied or warned */
 };
 
 /** Stable lower-case token for @r ("granted", "protected", ...): a static string. */
 const char *pol_reason_str(enum pol_reason r);
+
+/* ---- do-not-disrupt (docs/gate.md) ---- */
+
+/** Whether pod @p says nodegate.io/do-not-disrupt at @now_wall_ms. */
+bool pol_pod_do_not_disrupt(const struct kube_pod *p, int64_t now_wall_ms);
+/** Whether node @n says nodegate.io/do-not-disrupt at @now_wall_ms. */
+bool pol_node_do_not_disrupt(const struct kube_node *n, int64_t now_wall_ms);
+/** Whether a request of @type (intern id) overrides do-not-disrupt (NodeGateConfig
+ * doNotDisruptOverrideTypes of @s). */
+bool pol_dnd_overridden(const struct kube_snapshot *s, uint32_t type);
+/**
+ * Whether something on node @n of @s says do-not-disrupt at @now_wall_ms: the node, or a pod on
+ * it that a drain would move (not a DaemonSet's, a mirror, finished or terminating). Writes what
+ * and until when into @why (@cap bytes), e.g. "pod default/db-0 has nodegate.io/do-not-disrupt
+ * until 2026-11-27T12:30:00.000Z".
+ */
+bool pol_node_held_by_do_not_disrupt(const struct kube_snapshot *s, const struct kube_node *n,
+				     int64_t now_wall_ms, char *why, size_t cap);
 
 struct pol_decision {
 	bool allowed;

@@ -1,6 +1,7 @@
 #include "server/admission.h"
 
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/intern.h"
 #include "common/json.h"
 #include "kube/records.h"
@@ -46,6 +47,7 @@ ng_status srv_admit_eviction(const char *body, size_t len, struct ng_arena *aren
 		    .name = name,
 		    .name_len = strlen(name),
 		    .username = r->username,
+		    .now_wall_ms = ng_now_wall_ms(),
 		};
 		a.review.ns = ns;
 		a.review.name = name;

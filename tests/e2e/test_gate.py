@@ -13,7 +13,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_live_cache import E2ETest, ND_PATH, eventually  # noqa: E402
+from test_live_cache import E2ETest, ND_PATH, allowed, denied, eventually, evict  # noqa: E402
 
 NDB_PATH = "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets"
 NGC_PATH = "/apis/nodegate.io/v1alpha1/nodegateconfigs"
@@ -142,6 +142,39 @@ class GateTest(E2ETest):
         self.assertEqual(code, 200, body)
         self.wait_state("g05", "Granted")
         print(f"\n  budget raised -> Granted in {time.monotonic() - t0:.3f} s (event-driven)",
+              file=sys.stderr)
+
+    def test_N04_do_not_disrupt_holds_evictions_and_requests_until_removed(self):
+        """N04: pod1 (node1) annotated nodegate.io/do-not-disrupt through the API: its eviction is
+        denied with why, a request for node1 waits naming it; removing the annotation lets both
+        go. An override type is granted at once."""
+        def annotate(value):
+            code, body, _ = self.api.api("PATCH", "/api/v1/namespaces/default/pods/pod1",
+                                         {"metadata": {"annotations": {"nodegate.io/do-not-disrupt": value}}},
+                                         ctype="application/merge-patch+json")
+            self.assertEqual(code, 200, body)
+        annotate("true")
+        ok, _ = eventually(lambda: denied(self.api, "pod1"))
+        self.assertTrue(ok, "the annotated pod was evicted")
+        _, body, _ = evict(self.api, "pod1")
+        self.assertIn("the pod has nodegate.io/do-not-disrupt", json.dumps(body))
+        self.nd("n04", {"nodeNames": ["node1"], "retry": {"enabled": True}})
+        st, _ = self.wait_state("n04", "Pending")
+        granted = [c for c in st.get("conditions", []) if c.get("type") == "Granted"]
+        self.assertIn("pod default/pod1 on node node1 has nodegate.io/do-not-disrupt", granted[0]["message"])
+        # An override type: granted although pod1 still says no, and pod1 may go.
+        self.create(NGC_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig",
+                               "metadata": {"name": "default"},
+                               "spec": {"doNotDisruptOverrideTypes": ["emergency"]}})
+        self.nd("n04-urgent", {"nodeNames": ["node2"], "type": "emergency"})
+        self.wait_state("n04-urgent", "Granted")
+        # The annotation removed ("false" reads as absent): the eviction and the request go.
+        t0 = time.monotonic()
+        annotate("false")
+        ok, _ = eventually(lambda: allowed(self.api, "pod1"))
+        self.assertTrue(ok, "pod1 still denied after its annotation went")
+        self.wait_state("n04", "Granted")
+        print(f"\n  annotation removed -> Granted in {time.monotonic() - t0:.2f} s (the request's retry)",
               file=sys.stderr)
 
     def test_G06_deadline_passed(self):

@@ -100,6 +100,43 @@ static void test_G02_G03_empty_selection(void **state)
 	done(&r);
 }
 
+/* N03: a request covering a node with a do-not-disrupt pod waits (retry) or is Rejected, and
+ * says which pod; a request of an override type goes; the protection ends with its duration. */
+static void test_N03_do_not_disrupt_holds_a_request_back(void **state)
+{
+	(void)state;
+	/* pod2 on node1 started at NOW - 10 min, protected for 30 min. */
+	static const char dnd_pod[] =
+	    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"pod2\","
+	    "\"namespace\":\"default\",\"annotations\":{\"nodegate.io/do-not-disrupt\":\"30m\"}},"
+	    "\"spec\":{\"nodeName\":\"node1\"},\"status\":{\"phase\":\"Running\",\"startTime\":"
+	    "\"2026-11-18T10:56:40Z\"}}";
+	static const char config[] =
+	    "{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"default\"},\"spec\":{\"doNotDisruptOverrideTypes\":[\"emergency\"]}}";
+	char buf[2048];
+	(void)snprintf(buf, sizeof(buf), "%s,%s,%s,%s,%s", dnd_pod, config,
+		       ND("wait", "{\"nodeNames\":[\"node1\"],\"retry\":{\"enabled\":true}}"),
+		       ND("once", "{\"nodeNames\":[\"node1\"]}"),
+		       ND("urgent", "{\"nodeNames\":[\"node1\"],\"type\":\"emergency\"}"));
+	struct kube_snapshot *s = cluster(buf);
+	struct result r = decide(kube_snapshot_ref(s), "wait", NULL, NOW_WALL_MS);
+	expect(&r, POL_GATE_PENDING,
+	       "pod default/pod2 on node node1 has nodegate.io/do-not-disrupt until "
+	       "2026-11-18T11:26:40.000Z");
+	done(&r);
+	r = decide(kube_snapshot_ref(s), "once", NULL, NOW_WALL_MS);
+	expect(&r, POL_GATE_REJECT, "nodegate.io/do-not-disrupt");
+	done(&r);
+	r = decide(kube_snapshot_ref(s), "urgent", NULL, NOW_WALL_MS);
+	expect(&r, POL_GATE_GRANT, NULL);
+	done(&r);
+	r = decide(kube_snapshot_ref(s), "wait", NULL, NOW_WALL_MS + 20 * 60000);
+	expect(&r, POL_GATE_GRANT, NULL);
+	done(&r);
+	kube_snapshot_release(s);
+}
+
 static void test_G04_G05_budget_full_rejects_or_waits(void **state)
 {
 	struct result r = decide(
@@ -1194,6 +1231,7 @@ int main(void)
 	    cmocka_unit_test(test_G01_no_budgets_grants_the_selected_nodes),
 	    cmocka_unit_test(test_G02_G03_empty_selection),
 	    cmocka_unit_test(test_G04_G05_budget_full_rejects_or_waits),
+	    cmocka_unit_test(test_N03_do_not_disrupt_holds_a_request_back),
 	    cmocka_unit_test(test_G06_G07_deadline),
 	    cmocka_unit_test(test_G08_G09_overlap),
 	    cmocka_unit_test(test_G10_allowed_types),

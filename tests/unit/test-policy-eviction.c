@@ -81,6 +81,106 @@ static struct pol_decision decide(const struct kube_snapshot *s,
 	return d;
 }
 
+/* 2026-11-27T12:00:00Z, and a pod started @min minutes before it on node2 with @annotation. */
+#define DND_NOW 1795780800000LL
+#define DND_POD(name, annotation, started)                                                         \
+	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name "\","             \
+	"\"namespace\":\"default\",\"annotations\":{\"nodegate.io/do-not-disrupt\":\"" annotation  \
+	"\"}},\"spec\":{\"nodeName\":\"node2\"},\"status\":{\"phase\":\"Running\","                \
+	"\"startTime\":\"" started "\"}}"
+
+static struct pol_decision decide_at(const struct kube_snapshot *s, const char *name,
+				     int64_t now_wall_ms)
+{
+	struct pol_eviction_request r = {.ns = "default",
+					 .ns_len = 7,
+					 .name = name,
+					 .name_len = strlen(name),
+					 .username = "alice",
+					 .now_wall_ms = now_wall_ms};
+	struct pol_decision d;
+	pol_decide_eviction(s, &enforce, &r, &d);
+	return d;
+}
+
+/* N01: a pod annotated nodegate.io/do-not-disrupt is not evicted, budget or not; a duration
+ * counts from the pod's start; "false" is no annotation; an unreadable value protects. */
+static void test_N01_do_not_disrupt_pod_is_not_evicted_for_its_duration(void **state)
+{
+	(void)state;
+	struct kube_snapshot *s = snap(
+	    DND_POD("always", "true", "2026-11-27T08:00:00Z") "," DND_POD("fresh", "30m", "2026-11-27T11:45:00Z") "," DND_POD(
+		"stale", "30m",
+		"2026-11-27T11:15:00Z") "," DND_POD("off", "false",
+						    "2026-11-27T11:59:00Z") "," DND_POD("typo",
+											"30 "
+											"minutes",
+											"2026-11-"
+											"27T08:00:"
+											"00Z"));
+	struct pol_decision d = decide_at(s, "always", DND_NOW);
+	assert_false(d.allowed);
+	assert_int_equal(d.code, 429);
+	assert_int_equal(d.reason, POL_R_DO_NOT_DISRUPT);
+	assert_string_equal(pol_reason_str(d.reason), "do-not-disrupt");
+	assert_non_null(
+	    strstr(d.message, "pod default/always: the pod has nodegate.io/do-not-disrupt"));
+	/* Started 15 minutes ago: protected until 12:15, and not after. */
+	d = decide_at(s, "fresh", DND_NOW);
+	assert_false(d.allowed);
+	assert_non_null(strstr(d.message, "until 2026-11-27T12:15:00.000Z"));
+	d = decide_at(s, "fresh", DND_NOW + 15 * 60000);
+	assert_true(d.allowed);
+	assert_int_equal(d.reason, POL_R_UNPROTECTED);
+	assert_true(decide_at(s, "stale", DND_NOW).allowed);
+	assert_true(decide_at(s, "off", DND_NOW).allowed);
+	d = decide_at(s, "typo", DND_NOW);
+	assert_false(d.allowed);
+	assert_non_null(strstr(d.message, "protects until fixed"));
+	kube_snapshot_release(s);
+}
+
+/* N02: a node annotated do-not-disrupt protects every pod on it; only a grant of a
+ * doNotDisruptOverrideTypes type lets them go. */
+static void test_N02_only_an_override_type_grant_lets_them_go(void **state)
+{
+	(void)state;
+	static const char node_dnd[] =
+	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node3\","
+	    "\"annotations\":{\"nodegate.io/do-not-disrupt\":\"true\"}}},"
+	    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"plain\","
+	    "\"namespace\":\"default\"},\"spec\":{\"nodeName\":\"node3\"}},"
+	    "{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"default\"},\"spec\":{\"doNotDisruptOverrideTypes\":[\"emergency\"]}}";
+	static const char routine[] =
+	    ",{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"r\"},\"spec\":{\"nodeNames\":[\"node3\",\"node2\"],\"type\":"
+	    "\"routine\"},\"status\":{\"state\":\"Granted\",\"disruptedNodes\":[\"node2\","
+	    "\"node3\"]}}";
+	static const char emergency[] =
+	    ",{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"e\"},\"spec\":{\"nodeNames\":[\"node3\",\"node2\"],\"type\":"
+	    "\"emergency\"},\"status\":{\"state\":\"Granted\",\"disruptedNodes\":[\"node2\","
+	    "\"node3\"]}}";
+	char buf[4096];
+	(void)snprintf(buf, sizeof(buf), "%s,%s%s", node_dnd,
+		       DND_POD("always", "true", "2026-11-27T08:00:00Z"), routine);
+	struct kube_snapshot *s = snap(buf);
+	struct pol_decision d = decide_at(s, "plain", DND_NOW);
+	assert_false(d.allowed);
+	assert_non_null(strstr(d.message, "node node3 has nodegate.io/do-not-disrupt"));
+	assert_false(decide_at(s, "always", DND_NOW).allowed); /* granted, but routine */
+	kube_snapshot_release(s);
+	(void)snprintf(buf, sizeof(buf), "%s,%s%s", node_dnd,
+		       DND_POD("always", "true", "2026-11-27T08:00:00Z"), emergency);
+	s = snap(buf);
+	d = decide_at(s, "plain", DND_NOW);
+	assert_true(d.allowed);
+	assert_int_equal(d.reason, POL_R_GRANTED);
+	assert_true(decide_at(s, "always", DND_NOW).allowed);
+	kube_snapshot_release(s);
+}
+
 static void test_E01_denied_without_grant(void **state)
 {
 	struct kube_snapshot *s = snap("");
@@ -321,6 +421,8 @@ int main(void)
 	    cmocka_unit_test(test_mode_off_allows_everything),
 	    cmocka_unit_test(test_invalid_budget_fails_closed),
 	    cmocka_unit_test(test_many_budgets_are_summarised),
+	    cmocka_unit_test(test_N01_do_not_disrupt_pod_is_not_evicted_for_its_duration),
+	    cmocka_unit_test(test_N02_only_an_override_type_grant_lets_them_go),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
