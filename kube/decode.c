@@ -1790,6 +1790,48 @@ static ng_status decode_adb(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t
 	return finish_budget(c, &a->b, &verr);
 }
 
+/* spec.topologyKey with spec.maxDisruptedDomains and spec.maxDisruptedNodesPerDomain: the key a
+ * label key, each limit needing it, and it needing one of them. */
+static ng_status ndb_topology(struct ctx *c, const cJSON *spec, struct kube_ndb *n,
+			      struct ng_err *verr)
+{
+	n->topology_key = NG_INTERN_NONE;
+	n->max_domains = -1;
+	const cJSON *key = ng_json_get(spec, "topologyKey");
+	const cJSON *dom = ng_json_get(spec, "maxDisruptedDomains");
+	ng_status st =
+	    decode_int_or_string(c, ng_json_get(spec, "maxDisruptedNodesPerDomain"),
+				 "spec.maxDisruptedNodesPerDomain", &n->max_per_domain, verr);
+	if (st != NG_OK || verr->status != NG_OK)
+		return st;
+	if (dom && !cJSON_IsNull(dom) &&
+	    (!ng_json_int64(dom, &n->max_domains) || n->max_domains < 0 ||
+	     n->max_domains > 1000000)) {
+		problem(verr, "spec.maxDisruptedDomains: expected an integer 0..1000000");
+		return NG_OK;
+	}
+	bool limits = n->max_domains >= 0 || n->max_per_domain.set;
+	if (!key || cJSON_IsNull(key)) {
+		if (limits)
+			problem(verr, "spec.topologyKey: required with maxDisruptedDomains or "
+				      "maxDisruptedNodesPerDomain");
+		return NG_OK;
+	}
+	const char *why = cJSON_IsString(key)
+			      ? kube_label_key_problem(key->valuestring, strlen(key->valuestring))
+			      : "expected a label key";
+	if (why) {
+		problem(verr, "spec.topologyKey: %s", why);
+		return NG_OK;
+	}
+	if (!limits) {
+		problem(verr, "spec.topologyKey: needs maxDisruptedDomains or "
+			      "maxDisruptedNodesPerDomain");
+		return NG_OK;
+	}
+	return intern(c, key->valuestring, &n->topology_key);
+}
+
 static ng_status decode_ndb(struct ctx *c, const cJSON *o, uint32_t name)
 {
 	struct kube_ndb *n = record(c, KUBE_RES_NDBS);
@@ -1809,6 +1851,8 @@ static ng_status decode_ndb(struct ctx *c, const cJSON *o, uint32_t name)
 	if (st == NG_OK)
 		st = decode_int_or_string(c, ng_json_get(spec, "minUndisruptedNodes"),
 					  "spec.minUndisruptedNodes", &n->min_undisrupted, &verr);
+	if (st == NG_OK)
+		st = ndb_topology(c, spec, n, &verr);
 	if (st == NG_ENOMEM)
 		return fail(c, st, "spec", "out of memory");
 	const cJSON *cu = ng_json_get(spec, "countUnavailableNodes");

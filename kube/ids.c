@@ -132,6 +132,8 @@ static void adb(kube_id_fn fn, void *ctx, const struct kube_adb *a)
 
 static void ndb(kube_id_fn fn, void *ctx, const struct kube_ndb *b)
 {
+	fn(ctx, b->topology_key);
+	int_or_string(fn, ctx, &b->max_per_domain);
 	budget(fn, ctx, &b->b);
 	selector(fn, ctx, &b->node_selector);
 	int_or_string(fn, ctx, &b->max_disrupted);

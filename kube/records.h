@@ -399,6 +399,12 @@ struct kube_ndb {
 	struct kube_selector node_selector;
 	struct kube_int_or_string max_disrupted;
 	struct kube_int_or_string min_undisrupted;
+	/* spec.topologyKey (intern id, NG_INTERN_NONE when absent): the node label whose values
+	 * split the pool into domains (a node without it is in the domain ""), with
+	 * spec.maxDisruptedDomains (-1 when absent) and spec.maxDisruptedNodesPerDomain. */
+	uint32_t topology_key;
+	int64_t max_domains;
+	struct kube_int_or_string max_per_domain;
 	bool count_unavailable;
 	uint16_t ntargets;
 	const struct kube_taint_target *taint_targets; /* spec.taintTargets */

@@ -1069,6 +1069,95 @@ static ng_status eval_ndb_invalid(struct eval *e, const struct kube_ndb *b, size
 
 /* A valid NodeDisruptionBudget whose pool holds @added undisrupted nodes of the request (and
  * maybe disrupted ones: then @added is 0). */
+/* One topology domain of a budget's scope: its nodes, those disrupted now, and after the
+ * request. */
+struct domain {
+	uint32_t value; /* the label's value id; NG_INTERN_NONE for nodes without the label */
+	int64_t nodes, before, after;
+	bool touched; /* the request has a node in it */
+};
+
+/* The domains of scope @sc (an NDB's, with @b's topologyKey) into @ret (arena memory); how many
+ * in *@ret_n. */
+static ng_status domains_of(const struct eval *e, const struct kube_ndb *b, const struct bscope *sc,
+			    struct domain **ret, size_t *ret_n)
+{
+	size_t nn;
+	const struct kube_node *nodes = kube_snapshot_nodes(e->s, &nn);
+	struct domain *d = malloc((sc->n ? sc->n : 1) * sizeof(*d));
+	struct ng_map at;
+	if (!d || ng_map_init(&at, sc->n + 1) != NG_OK) {
+		free(d);
+		return NG_ENOMEM;
+	}
+	size_t nd = 0;
+	for (size_t k = 0; k < sc->n; k++) {
+		const struct kube_node *n = &nodes[sc->idx[k]];
+		uint32_t value = NG_INTERN_NONE, slot;
+		if (!kube_labels_get(n->labels, n->nlabels, b->topology_key, &value))
+			value = NG_INTERN_NONE;
+		if (!ng_map_get(&at, (uint64_t)value + 1, &slot)) {
+			slot = (uint32_t)nd;
+			d[nd++] = (struct domain){.value = value};
+			ng_map_put(&at, (uint64_t)value + 1, slot); /* sized for every node */
+		}
+		bool was = pol_ledger_held_at(e->ledger, sc->idx[k]) ||
+			   (b->count_unavailable && sc->unavail[k]);
+		bool asked = in_sorted(e->nodes, e->nnodes, sc->names[k]);
+		d[slot].nodes++;
+		d[slot].before += was;
+		d[slot].after += was || asked;
+		d[slot].touched |= asked;
+	}
+	ng_map_finish(&at);
+	*ret = d;
+	*ret_n = nd;
+	return NG_OK;
+}
+
+/* The topology limits of NDB @b on its scope @sc: at most maxDisruptedDomains domains with a
+ * disrupted node once the request is granted, and in each domain the request touches at most
+ * maxDisruptedNodesPerDomain of its nodes (a percentage of the domain, rounded up). */
+static ng_status check_topology(struct eval *e, struct pol_budget_verdict *v,
+				const struct kube_ndb *b, const struct bscope *sc)
+{
+	struct domain *d;
+	size_t nd;
+	if (domains_of(e, b, sc, &d, &nd) != NG_OK)
+		return NG_ENOMEM;
+	struct bud_int_or_percent per = {0};
+	bool has_per = b->max_per_domain.set && bud_int_or_percent_from(&b->max_per_domain, e->pool,
+									"", &per, NULL) == NG_OK;
+	int64_t domains = 0;
+	for (size_t i = 0; i < nd; i++)
+		domains += d[i].after > 0;
+	const char *key = str(e, b->topology_key);
+	if (b->max_domains >= 0 && domains > b->max_domains) {
+		fail_v(e, v);
+		ng_fmt(v->reason, sizeof(v->reason),
+		       "%.*s: nodes of %lld %s domains would be disrupted at once (limit "
+		       "maxDisruptedDomains %lld)",
+		       (int)sc->what_len, sc->what, (long long)domains, key,
+		       (long long)b->max_domains);
+	}
+	for (size_t i = 0; v->ok && has_per && i < nd; i++) {
+		int64_t limit = bud_int_or_percent_scaled(&per, d[i].nodes);
+		if (!d[i].touched || d[i].after <= limit)
+			continue;
+		fail_v(e, v);
+		ng_fmt(
+		    v->reason, sizeof(v->reason),
+		    "%.*s: %s=%s: %lld of its %lld nodes disrupted, this request adds %lld (limit "
+		    "maxDisruptedNodesPerDomain %lld)",
+		    (int)sc->what_len, sc->what, key,
+		    d[i].value == NG_INTERN_NONE ? "(none)" : str(e, d[i].value),
+		    (long long)d[i].before, (long long)d[i].nodes,
+		    (long long)(d[i].after - d[i].before), (long long)limit);
+	}
+	free(d);
+	return NG_OK;
+}
+
 static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index, int64_t added)
 {
 	if (!type_applies(&b->b, e->nd->type))
@@ -1090,7 +1179,8 @@ static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index
 	}
 	if (sc->lim_ok) {
 		check_counts(e, v, sc, &sc->lim, added);
-		return NG_OK;
+		return v->ok && b->topology_key != NG_INTERN_NONE ? check_topology(e, v, b, sc)
+								  : NG_OK;
 	}
 	struct bud_limits lim = {0};
 	struct ng_err err = {0};
@@ -1106,15 +1196,19 @@ static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index
 					    "spec.minUndisruptedNodes", &lim.min, &err) != NG_OK)
 			goto bad;
 	}
-	if (!lim.has_max && !lim.has_min) {
+	if (!lim.has_max && !lim.has_min && b->topology_key == NG_INTERN_NONE) {
 		(void)ng_err_set(&err, NG_EPARSE, 0,
 				 "one of maxDisruptedNodes and minUndisruptedNodes is required");
 		goto bad;
 	}
+	if (b->max_per_domain.set &&
+	    bud_int_or_percent_from(&b->max_per_domain, e->pool, "spec.maxDisruptedNodesPerDomain",
+				    &(struct bud_int_or_percent){0}, &err) != NG_OK)
+		goto bad;
 	sc->lim = lim;
 	sc->lim_ok = true;
 	check_counts(e, v, sc, &lim, added);
-	return NG_OK;
+	return v->ok && b->topology_key != NG_INTERN_NONE ? check_topology(e, v, b, sc) : NG_OK;
 bad:
 	fail_v(e, v);
 	ng_fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, err.msg);

@@ -60,12 +60,15 @@ static ng_status check_ndb(const struct ng_intern *pool, const struct kube_ndb *
 {
 	if (ndb->b.invalid)
 		return invalid(pool, ndb->b.error, reterr);
-	if (!ndb->max_disrupted.set && !ndb->min_undisrupted.set)
+	if (!ndb->max_disrupted.set && !ndb->min_undisrupted.set &&
+	    ndb->topology_key == NG_INTERN_NONE)
 		return ng_err_set(reterr, NG_EPARSE, 0,
 				  "spec: one of maxDisruptedNodes and minUndisruptedNodes is "
 				  "required");
 	ng_status st = limit_ok(pool, &ndb->max_disrupted, "spec.maxDisruptedNodes", reterr);
-	return st ? st : limit_ok(pool, &ndb->min_undisrupted, "spec.minUndisruptedNodes", reterr);
+	st = st ? st : limit_ok(pool, &ndb->min_undisrupted, "spec.minUndisruptedNodes", reterr);
+	return st ? st
+		  : limit_ok(pool, &ndb->max_per_domain, "spec.maxDisruptedNodesPerDomain", reterr);
 }
 
 ng_status pol_check_budget(const struct kube_snapshot *cluster, const struct kube_one *obj,

@@ -177,6 +177,32 @@ class GateTest(E2ETest):
         print(f"\n  annotation removed -> Granted in {time.monotonic() - t0:.2f} s (the request's retry)",
               file=sys.stderr)
 
+    def test_T03_two_zones_are_never_granted_together(self):
+        """T03: fixture F's nodes in three zones, an NDB with maxDisruptedDomains 1: of two requests
+        in two zones made together, one is Granted and the other waits naming the limit; deleting
+        the first lets the second through."""
+        for node, zone in (("node1", "a"), ("node2", "b"), ("node3", "c")):
+            code, body, _ = self.api.api("PATCH", f"/api/v1/nodes/{node}",
+                                         {"metadata": {"labels": {"topology.kubernetes.io/zone": zone}}},
+                                         ctype="application/merge-patch+json")
+            self.assertEqual(code, 200, body)
+        self.ndb("zones", {"nodeSelector": {}, "topologyKey": "topology.kubernetes.io/zone",
+                           "maxDisruptedDomains": 1, "countUnavailableNodes": False})
+        ok, _ = eventually(lambda: self.ng.cache()["nodedisruptionbudgets"] and all(
+            "topology.kubernetes.io/zone" in n["labels"] for n in self.ng.cache()["nodes"]))
+        self.assertTrue(ok, "the zones and the budget never reached nodegate's cache")
+        self.nd("t03-a", {"nodeNames": ["node1"], "retry": {"enabled": True}})
+        self.nd("t03-b", {"nodeNames": ["node2"], "retry": {"enabled": True}})
+        ok, _ = eventually(lambda: sorted(self.status(n).get("state", "") for n in ("t03-a", "t03-b"))
+                           == ["Granted", "Pending"])
+        self.assertTrue(ok, f"{self.status('t03-a')} {self.status('t03-b')}")
+        first, second = ("t03-a", "t03-b") if self.status("t03-a")["state"] == "Granted" else ("t03-b", "t03-a")
+        waiting = [c for c in self.status(second)["conditions"] if c["type"] == "Granted"][0]
+        self.assertIn("2 topology.kubernetes.io/zone domains would be disrupted at once", waiting["message"])
+        code, _, _ = self.api.api("DELETE", f"{ND_PATH}/{first}")
+        self.assertEqual(code, 200)
+        self.wait_state(second, "Granted")
+
     def test_G06_deadline_passed(self):
         self.nd("g06", {"nodeNames": ["node3"], "retry": {"enabled": True, "deadline": "2020-01-01T00:00:00Z"}})
         st, _ = self.wait_state("g06", "Rejected")

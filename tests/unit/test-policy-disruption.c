@@ -137,6 +137,65 @@ static void test_N03_do_not_disrupt_holds_a_request_back(void **state)
 	kube_snapshot_release(s);
 }
 
+/* Six nodes in three zones (a1 a2, b1 b2, c1 c2), a NodeDisruptionBudget over them with
+ * @limits, node a1 granted, and @nd. */
+#define ZNODE(n, z)                                                                                \
+	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" n "\",\"labels\":{"   \
+	"\"topology.kubernetes.io/zone\":\"" z "\"}},\"status\":{\"conditions\":[{\"type\":"       \
+	"\"Ready\",\"status\":\"True\"}]}}"
+#define ZONE_NODES                                                                                 \
+	ZNODE("a1", "a")                                                                           \
+	"," ZNODE("a2", "a") "," ZNODE("b1", "b") "," ZNODE("b2", "b") "," ZNODE(                  \
+	    "c1", "c") "," ZNODE("c2", "c")
+#define ZONE_KEY "{\"nodeSelector\":{},\"topologyKey\":\"topology.kubernetes.io/zone\""
+#define ZONES(limits, nd)                                                                          \
+	"{\"kind\":\"List\",\"items\":[" ZONE_NODES                                                \
+	"," NDB("zones", ZONE_KEY limits "}") "," GRANTED("held", "[\"a1\"]") "," nd "]}"
+
+/* T01: maxDisruptedDomains 1: with a zone disrupted, a request in another zone waits; one in
+ * the same zone goes. */
+static void test_T01_max_disrupted_domains(void **state)
+{
+	(void)state;
+	struct result r = decide(ng_test_snapshot(ZONES(",\"maxDisruptedDomains\":1",
+							ND("b", "{\"nodeNames\":[\"b1\"],"
+								"\"retry\":{\"enabled\":true}}"))),
+				 "b", NULL, NOW_WALL_MS);
+	expect(&r, POL_GATE_PENDING,
+	       "nodes of 2 topology.kubernetes.io/zone domains would be disrupted at once (limit "
+	       "maxDisruptedDomains 1)");
+	done(&r);
+	r = decide(ng_test_snapshot(
+		       ZONES(",\"maxDisruptedDomains\":1", ND("a", "{\"nodeNames\":[\"a2\"]}"))),
+		   "a", NULL, NOW_WALL_MS);
+	expect(&r, POL_GATE_GRANT, NULL);
+	done(&r);
+	/* Two zones in one request are two domains as well. */
+	r = decide(ng_test_snapshot(ZONES(",\"maxDisruptedDomains\":2",
+					  ND("bc", "{\"nodeNames\":[\"b1\",\"c1\"]}"))),
+		   "bc", NULL, NOW_WALL_MS);
+	expect(&r, POL_GATE_REJECT, "nodes of 3 topology.kubernetes.io/zone domains");
+	done(&r);
+}
+
+/* T02: maxDisruptedNodesPerDomain "50%": one node of each two-node zone at a time. */
+static void test_T02_max_disrupted_nodes_per_domain(void **state)
+{
+	(void)state;
+	struct result r = decide(ng_test_snapshot(ZONES(",\"maxDisruptedNodesPerDomain\":\"50%\"",
+							ND("a", "{\"nodeNames\":[\"a2\"]}"))),
+				 "a", NULL, NOW_WALL_MS);
+	expect(&r, POL_GATE_REJECT,
+	       "topology.kubernetes.io/zone=a: 1 of its 2 nodes disrupted, this request adds 1 "
+	       "(limit maxDisruptedNodesPerDomain 1)");
+	done(&r);
+	r = decide(ng_test_snapshot(ZONES(",\"maxDisruptedNodesPerDomain\":\"50%\"",
+					  ND("bc", "{\"nodeNames\":[\"b1\",\"c1\"]}"))),
+		   "bc", NULL, NOW_WALL_MS);
+	expect(&r, POL_GATE_GRANT, NULL);
+	done(&r);
+}
+
 static void test_G04_G05_budget_full_rejects_or_waits(void **state)
 {
 	struct result r = decide(
@@ -1232,6 +1291,8 @@ int main(void)
 	    cmocka_unit_test(test_G02_G03_empty_selection),
 	    cmocka_unit_test(test_G04_G05_budget_full_rejects_or_waits),
 	    cmocka_unit_test(test_N03_do_not_disrupt_holds_a_request_back),
+	    cmocka_unit_test(test_T01_max_disrupted_domains),
+	    cmocka_unit_test(test_T02_max_disrupted_nodes_per_domain),
 	    cmocka_unit_test(test_G06_G07_deadline),
 	    cmocka_unit_test(test_G08_G09_overlap),
 	    cmocka_unit_test(test_G10_allowed_types),

@@ -68,6 +68,23 @@ static void test_V07_V08_H09_budget_admission_checks(void **state)
 		      "one of maxDisruptedNodes and minUndisruptedNodes is required");
 	expect_budget(none, ADB("a", "{\"maxDisruptions\":1}"), NG_EPARSE,
 		      "at least one of podSelector and pvcSelector");
+	/* Topology limits: the key and a limit go together; a limit alone is enough. */
+	expect_budget(none,
+		      NDB("p", "{\"nodeSelector\":{},\"topologyKey\":\"topology.kubernetes.io/"
+			       "zone\",\"maxDisruptedDomains\":1}"),
+		      NG_OK, NULL);
+	expect_budget(none, NDB("p", "{\"nodeSelector\":{},\"maxDisruptedDomains\":1}"), NG_EPARSE,
+		      "spec.topologyKey: required with maxDisruptedDomains");
+	expect_budget(none, NDB("p", "{\"nodeSelector\":{},\"topologyKey\":\"zone\"}"), NG_EPARSE,
+		      "spec.topologyKey: needs maxDisruptedDomains or");
+	expect_budget(none,
+		      NDB("p", "{\"nodeSelector\":{},\"topologyKey\":\"bad key!\","
+			       "\"maxDisruptedDomains\":1}"),
+		      NG_EPARSE, "spec.topologyKey:");
+	expect_budget(none,
+		      NDB("p", "{\"nodeSelector\":{},\"topologyKey\":\"zone\","
+			       "\"maxDisruptedNodesPerDomain\":\"150%\"}"),
+		      NG_ELIMIT, "spec.maxDisruptedNodesPerDomain");
 	expect_budget(none,
 		      ADB("a",
 			  "{\"podSelector\":{\"matchExpressions\":[{\"key\":\"a\",\"operator\":"
