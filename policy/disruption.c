@@ -1093,7 +1093,7 @@ static ng_status domains_of(const struct eval *e, const struct kube_ndb *b, cons
 	size_t nd = 0;
 	for (size_t k = 0; k < sc->n; k++) {
 		const struct kube_node *n = &nodes[sc->idx[k]];
-		uint32_t value = NG_INTERN_NONE, slot;
+		uint32_t value = NG_INTERN_NONE, slot = 0;
 		if (!kube_labels_get(n->labels, n->nlabels, b->topology_key, &value))
 			value = NG_INTERN_NONE;
 		if (!ng_map_get(&at, (uint64_t)value + 1, &slot)) {
