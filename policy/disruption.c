@@ -1084,7 +1084,7 @@ static ng_status domains_of(const struct eval *e, const struct kube_ndb *b, cons
 {
 	size_t nn;
 	const struct kube_node *nodes = kube_snapshot_nodes(e->s, &nn);
-	struct domain *d = malloc((sc->n ? sc->n : 1) * sizeof(*d));
+	struct domain *d = calloc(sc->n ? sc->n : 1, sizeof(*d));
 	struct ng_map at;
 	if (!d || ng_map_init(&at, sc->n + 1) != NG_OK) {
 		free(d);
