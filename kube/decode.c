@@ -844,6 +844,12 @@ static ng_status decode_pod(struct ctx *c, const cJSON *o, uint32_t ns, const ch
 	const cJSON *del = ng_json_get(meta, "deletionTimestamp");
 	if (del && !cJSON_IsNull(del))
 		p->flags |= KUBE_POD_TERMINATING;
+	const cJSON *pconds = ng_json_get(ng_json_get(o, "status"), "conditions");
+	for (const cJSON *e = cJSON_IsArray(pconds) ? pconds->child : NULL; e; e = e->next) {
+		const char *t = ng_json_str(e, "type"), *v = ng_json_str(e, "status");
+		if (t && v && strcmp(t, "Ready") == 0 && strcmp(v, "True") == 0)
+			p->flags |= KUBE_POD_READY;
+	}
 	bool dnd_invalid;
 	p->dnd_until_ms =
 	    dnd_until(meta, opt_time_ms(ng_json_get(o, "status"), "startTime"), &dnd_invalid);
@@ -2068,6 +2074,7 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 	else if (tst != NG_OK)
 		return tst;
 	g->auto_request = cJSON_IsTrue(ng_json_get(ev, "autoRequest"));
+	g->respect_pdbs = cJSON_IsTrue(ng_json_get(spec, "respectPodDisruptionBudgets"));
 	const cJSON *users = ng_json_get(ev, "exemptUsers");
 	g->has_exempt_users = users && !cJSON_IsNull(users);
 	ng_status st = decode_str_array(c, users, "spec.eviction.exemptUsers", NG_MAX_LABELS,
@@ -2335,6 +2342,34 @@ static ng_status decode_nrem(struct ctx *c, const cJSON *o, uint32_t name)
 	return intern(c, verr.msg, &r->error);
 }
 
+/* A PodDisruptionBudget: its selector and status. A selector that does not read makes it
+ * invalid: it then covers every pod of its namespace and allows nothing. */
+static ng_status decode_pdb(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t name)
+{
+	struct kube_pdb *p = record(c, KUBE_RES_PDBS);
+	p->ns = ns;
+	p->name = name;
+	struct ng_err verr = {0};
+	ng_status st =
+	    kube_decode_selector(c->pool, c->arena, ng_json_get(ng_json_get(o, "spec"), "selector"),
+				 "spec.selector", &p->selector, &verr);
+	if (st == NG_ENOMEM)
+		return fail(c, st, "spec.selector", "out of memory");
+	if (verr.status != NG_OK) {
+		p->invalid = true;
+		p->selector = (struct kube_selector){.present = true};
+	}
+	const cJSON *status = ng_json_get(o, "status");
+	p->has_status =
+	    ng_json_int64(ng_json_get(status, "disruptionsAllowed"), &p->disruptions_allowed);
+	(void)ng_json_int64(ng_json_get(status, "currentHealthy"), &p->current_healthy);
+	(void)ng_json_int64(ng_json_get(status, "desiredHealthy"), &p->desired_healthy);
+	(void)ng_json_int64(ng_json_get(status, "expectedPods"), &p->expected_pods);
+	if (p->invalid || !p->has_status || p->disruptions_allowed < 0)
+		p->disruptions_allowed = 0;
+	return NG_OK;
+}
+
 static bool is_nodegate(const char *api_version)
 {
 	return api_version && strncmp(api_version, "nodegate.io/", 12) == 0;
@@ -2351,11 +2386,12 @@ static const char *const kinds[KUBE_RES_COUNT] = {
     "NodeGateConfig",
     "NodeDisruptionTemplate",
     "NodeRemediation",
+    "PodDisruptionBudget",
 };
 
 static bool namespaced(enum kube_resource r)
 {
-	return r == KUBE_RES_PODS || r == KUBE_RES_PVCS || r == KUBE_RES_ADBS;
+	return r == KUBE_RES_PODS || r == KUBE_RES_PVCS || r == KUBE_RES_ADBS || r == KUBE_RES_PDBS;
 }
 
 /* Copies a pod's side data (decoded in scratch) into one exactly sized block, tagged as such.
@@ -2412,6 +2448,8 @@ static ng_status decode_record(struct ctx *c, enum kube_resource res, const cJSO
 		return decode_ndt(c, obj, name_id);
 	case KUBE_RES_NREMS:
 		return decode_nrem(c, obj, name_id);
+	case KUBE_RES_PDBS:
+		return decode_pdb(c, obj, ns_id, name_id);
 	default:
 		return decode_ngc(c, obj, name_id);
 	}
@@ -2494,8 +2532,11 @@ static enum kube_resource resource_of(const cJSON *obj)
 	for (int r = 0; kind && r < KUBE_RES_COUNT; r++) {
 		if (strcmp(kind, kinds[r]) != 0)
 			continue;
-		bool ours = r >= KUBE_RES_NDS;
-		if (ours ? is_nodegate(api) : core)
+		bool ours = r >= KUBE_RES_NDS && r != KUBE_RES_PDBS;
+		bool match = r == KUBE_RES_PDBS ? api && strcmp(api, "policy/v1") == 0
+			     : ours             ? is_nodegate(api)
+						: core;
+		if (match)
 			return (enum kube_resource)r;
 	}
 	return KUBE_RES_COUNT;

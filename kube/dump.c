@@ -238,6 +238,21 @@ static void dump_nrem(struct out *o, const struct kube_snapshot *s, size_t i)
 	put(o, "}");
 }
 
+static void dump_pdb(struct out *o, const struct kube_snapshot *s, size_t i)
+{
+	size_t n;
+	const struct kube_pdb *p = &kube_snapshot_pdbs(s, &n)[i];
+	open_item(o, i, "namespace");
+	id(o, p->ns);
+	field(o, "name");
+	id(o, p->name);
+	boolean(o, "invalid", p->invalid);
+	field(o, "disruptionsAllowed");
+	if (o->st == NG_OK)
+		o->st = ng_buf_i64(o->b, p->disruptions_allowed);
+	put(o, "}");
+}
+
 /* Resources in the order the JSON has always listed them: each an array under @key. */
 static const struct {
 	const char *key;
@@ -254,6 +269,7 @@ static const struct {
     {"nodegateconfigs", KUBE_RES_NGCS, dump_ngc},
     {"nodedisruptiontemplates", KUBE_RES_NDTS, dump_ndt},
     {"noderemediations", KUBE_RES_NREMS, dump_nrem},
+    {"poddisruptionbudgets", KUBE_RES_PDBS, dump_pdb},
 };
 #define NSECTIONS ((int)(sizeof(sections) / sizeof(sections[0])))
 

@@ -212,6 +212,11 @@ void kube_record_ids(enum kube_resource r, const void *rec, kube_id_fn fn, void 
 	case KUBE_RES_NREMS:
 		nrem(fn, ctx, rec);
 		break;
+	case KUBE_RES_PDBS:
+		fn(ctx, ((const struct kube_pdb *)rec)->ns);
+		fn(ctx, ((const struct kube_pdb *)rec)->name);
+		selector(fn, ctx, &((const struct kube_pdb *)rec)->selector);
+		break;
 	case KUBE_RES_COUNT:
 		break;
 	}

@@ -49,6 +49,7 @@ union kube_record {
 	struct kube_ngc ngc;
 	struct kube_ndt ndt;
 	struct kube_nrem nrem;
+	struct kube_pdb pdb;
 };
 
 /** Size of one record of @r. */

@@ -176,6 +176,7 @@ enum kube_pod_flag {
 	KUBE_POD_TERMINATING = 1u << 2, /* deletionTimestamp set */
 	KUBE_POD_EMPTYDIR = 1u << 3,    /* has an emptyDir volume (its data dies with the pod) */
 	KUBE_POD_DND_INVALID = 1u << 4, /* do-not-disrupt annotation unreadable: protects */
+	KUBE_POD_READY = 1u << 5,       /* condition Ready=True: healthy, as a PDB counts it */
 };
 
 struct kube_pod {
@@ -444,6 +445,7 @@ struct kube_ngc {
 	bool reject_empty;         /* spec.rejectEmptyDisruptions (default true) */
 	bool reject_overlapping;   /* spec.rejectOverlappingDisruptions (default false) */
 	bool serial_control_plane; /* spec.controlPlane.serial (default true) */
+	bool respect_pdbs;         /* spec.respectPodDisruptionBudgets (default false) */
 	/* spec.controlPlane.selector; not present = label node-role.kubernetes.io/control-plane
 	 * exists. */
 	struct kube_selector control_plane_selector;
@@ -533,6 +535,17 @@ struct kube_nrem {
 	const struct kube_rem_last *last; /* status.lastRemediated */
 };
 
+/* A policy/v1 PodDisruptionBudget: what NodeGateConfig respectPodDisruptionBudgets weighs a
+ * grant against. One whose selector does not read is @invalid and covers every pod of its
+ * namespace with nothing allowed (fail closed). */
+struct kube_pdb {
+	uint32_t ns, name;
+	struct kube_selector selector; /* spec.selector: null selects nothing, {} every pod */
+	bool invalid;
+	bool has_status; /* status.observedGeneration or disruptionsAllowed present */
+	int64_t disruptions_allowed, current_healthy, desired_healthy, expected_pods;
+};
+
 enum kube_resource {
 	KUBE_RES_NODES,
 	KUBE_RES_PODS,
@@ -544,6 +557,7 @@ enum kube_resource {
 	KUBE_RES_NGCS,
 	KUBE_RES_NDTS,  /* NodeDisruptionTemplates */
 	KUBE_RES_NREMS, /* NodeRemediations */
+	KUBE_RES_PDBS,  /* policy/v1 PodDisruptionBudgets */
 	KUBE_RES_COUNT,
 };
 

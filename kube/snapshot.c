@@ -27,6 +27,7 @@ const char *kube_resource_name(enum kube_resource r)
 	    "nodegateconfigs",
 	    "nodedisruptiontemplates",
 	    "noderemediations",
+	    "poddisruptionbudgets",
 	};
 	return r < KUBE_RES_COUNT ? names[r] : "unknown";
 }
@@ -206,6 +207,7 @@ ACCESSOR(kube_snapshot_ndbs, struct kube_ndb, KUBE_RES_NDBS)
 ACCESSOR(kube_snapshot_ngcs, struct kube_ngc, KUBE_RES_NGCS)
 ACCESSOR(kube_snapshot_ndts, struct kube_ndt, KUBE_RES_NDTS)
 ACCESSOR(kube_snapshot_nrems, struct kube_nrem, KUBE_RES_NREMS)
+ACCESSOR(kube_snapshot_pdbs, struct kube_pdb, KUBE_RES_PDBS)
 #undef ACCESSOR
 
 static const void *find_by_key(const struct kube_table *t, uint64_t key)
@@ -294,6 +296,11 @@ const uint32_t *kube_snapshot_pods_in_ns(const struct kube_snapshot *s, uint32_t
 const uint32_t *kube_snapshot_adbs_in_ns(const struct kube_snapshot *s, uint32_t ns, size_t *ret_n)
 {
 	return kube_index_get(&s->t[KUBE_RES_ADBS]->idx_a, ns, ret_n);
+}
+
+const uint32_t *kube_snapshot_pdbs_in_ns(const struct kube_snapshot *s, uint32_t ns, size_t *ret_n)
+{
+	return kube_index_get(&s->t[KUBE_RES_PDBS]->idx_a, ns, ret_n);
 }
 
 const struct kube_nd *kube_snapshot_node_grant(const struct kube_snapshot *s, uint32_t node)

@@ -46,6 +46,7 @@ const struct kube_ndb *kube_snapshot_ndbs(const struct kube_snapshot *s, size_t 
 const struct kube_ngc *kube_snapshot_ngcs(const struct kube_snapshot *s, size_t *ret_n);
 const struct kube_ndt *kube_snapshot_ndts(const struct kube_snapshot *s, size_t *ret_n);
 const struct kube_nrem *kube_snapshot_nrems(const struct kube_snapshot *s, size_t *ret_n);
+const struct kube_pdb *kube_snapshot_pdbs(const struct kube_snapshot *s, size_t *ret_n);
 /** The NodeDisruptionTemplate named @name (intern id), or NULL. */
 const struct kube_ndt *kube_snapshot_find_ndt(const struct kube_snapshot *s, uint32_t name);
 /** The NodeGateConfig named "default", or NULL (defaults apply). */
@@ -75,6 +76,8 @@ const uint32_t *kube_snapshot_pods_on_node(const struct kube_snapshot *s, uint32
 const uint32_t *kube_snapshot_pods_in_ns(const struct kube_snapshot *s, uint32_t ns, size_t *ret_n);
 /** Index (into kube_snapshot_adbs) of the budgets in namespace @ns. */
 const uint32_t *kube_snapshot_adbs_in_ns(const struct kube_snapshot *s, uint32_t ns, size_t *ret_n);
+/** Index (into kube_snapshot_pdbs) of the PodDisruptionBudgets in namespace @ns. */
+const uint32_t *kube_snapshot_pdbs_in_ns(const struct kube_snapshot *s, uint32_t ns, size_t *ret_n);
 /**
  * The Granted NodeDisruption whose status.disruptedNodes holds node @node, or NULL. With
  * several, the first by name.

@@ -28,6 +28,8 @@ size_t kube_record_size(enum kube_resource r)
 		return sizeof(struct kube_ndt);
 	case KUBE_RES_NREMS:
 		return sizeof(struct kube_nrem);
+	case KUBE_RES_PDBS:
+		return sizeof(struct kube_pdb);
 	default:
 		return sizeof(struct kube_ngc);
 	}
@@ -64,6 +66,8 @@ uint64_t kube_record_key(enum kube_resource r, const void *rec)
 		return u->ndt.name;
 	case KUBE_RES_NREMS:
 		return u->nrem.name;
+	case KUBE_RES_PDBS:
+		return kube_key2(u->pdb.ns, u->pdb.name);
 	default:
 		return u->ngc.name;
 	}
@@ -319,7 +323,8 @@ static ng_status build_indexes(struct kube_table *t, const struct ng_intern *poo
 	}
 	if (t->res == KUBE_RES_NODES)
 		return build_label_index(t);
-	if (t->res != KUBE_RES_PODS && t->res != KUBE_RES_ADBS && t->res != KUBE_RES_NDS)
+	if (t->res != KUBE_RES_PODS && t->res != KUBE_RES_ADBS && t->res != KUBE_RES_NDS &&
+	    t->res != KUBE_RES_PDBS)
 		return NG_OK;
 	if (t->res == KUBE_RES_NDS) {
 		const struct kube_nd *nds = t->recs;
@@ -358,6 +363,11 @@ static ng_status build_indexes(struct kube_table *t, const struct ng_intern *poo
 			keys[i] = pods[i].ns;
 		if (st == NG_OK)
 			st = build_index(&t->idx_b, keys, t->n);
+	} else if (t->res == KUBE_RES_PDBS) {
+		const struct kube_pdb *pdbs = t->recs;
+		for (size_t i = 0; i < t->n; i++)
+			keys[i] = pdbs[i].ns;
+		st = build_index(&t->idx_a, keys, t->n);
 	} else {
 		const struct kube_adb *adbs = t->recs;
 		for (size_t i = 0; i < t->n; i++)

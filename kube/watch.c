@@ -50,6 +50,7 @@ static const char *const paths[KUBE_RES_COUNT] = {
     "/apis/nodegate.io/v1alpha1/nodegateconfigs",
     "/apis/nodegate.io/v1alpha1/nodedisruptiontemplates",
     "/apis/nodegate.io/v1alpha1/noderemediations",
+    "/apis/policy/v1/poddisruptionbudgets",
 };
 
 enum istate {

@@ -30,6 +30,7 @@ void pol_gate_config_from(const struct kube_snapshot *s, struct pol_gate_config 
 		c.allowed_types = ngc->allowed_types;
 		c.nallowed = ngc->nallowed_types;
 		c.serial_control_plane = ngc->serial_control_plane;
+		c.respect_pdbs = ngc->respect_pdbs;
 		if (ngc->control_plane_selector.present)
 			c.control_plane_selector = &ngc->control_plane_selector;
 		c.retry_initial_ms = ngc->retry_initial_ms;
@@ -1528,6 +1529,131 @@ void pol_decision_reason(struct pol_gate_decision *d)
 
 /* Step 9: no failure → Granted; otherwise Pending with retry (step 1 already rejected a
  * request past its deadline), else Rejected. The reason names every failing budget. */
+/* Whether pod @p is one a drain moves, and one a PodDisruptionBudget counts as healthy. */
+static bool pdb_counts(const struct kube_pod *p)
+{
+	return (p->flags & KUBE_POD_READY) &&
+	       !(p->flags & (KUBE_POD_TERMINATING | KUBE_POD_DAEMONSET | KUBE_POD_MIRROR)) &&
+	       p->phase == KUBE_POD_RUNNING;
+}
+
+static bool pdb_selects(const struct eval *e, const struct kube_pdb *b, const struct kube_pod *p)
+{
+	return bud_selector_matches(&b->selector, p->labels, p->nlabels, e->pool);
+}
+
+/* The PodDisruptionBudgets (indexes) covering a healthy pod on the request's nodes, each once,
+ * into @ret (arena memory). */
+static ng_status pdbs_touched(const struct eval *e, struct ng_arena *arena, uint32_t **ret,
+			      size_t *ret_n)
+{
+	size_t npdb, npods, cap = 16, n = 0;
+	const struct kube_pdb *pdbs = kube_snapshot_pdbs(e->s, &npdb);
+	const struct kube_pod *pods = kube_snapshot_pods(e->s, &npods);
+	uint32_t *hit = npdb ? malloc(cap * sizeof(*hit)) : NULL;
+	if (npdb && !hit)
+		return NG_ENOMEM;
+	for (size_t i = 0; npdb && i < e->nnodes; i++) {
+		size_t np;
+		const uint32_t *on = kube_snapshot_pods_on_node(e->s, e->nodes[i], &np);
+		for (size_t k = 0; k < np; k++) {
+			const struct kube_pod *p = &pods[on[k]];
+			size_t nb;
+			const uint32_t *in_ns =
+			    pdb_counts(p) ? kube_snapshot_pdbs_in_ns(e->s, p->ns, &nb) : NULL;
+			for (size_t j = 0; in_ns && j < nb; j++) {
+				bool seen = false;
+				for (size_t x = 0; x < n && !seen; x++)
+					seen = hit[x] == in_ns[j];
+				if (seen || !pdb_selects(e, &pdbs[in_ns[j]], p))
+					continue;
+				if (n == cap) {
+					uint32_t *more = ng_array_grow(hit, &cap, n, sizeof(*hit));
+					if (!more) {
+						free(hit);
+						return NG_ENOMEM;
+					}
+					hit = more;
+				}
+				hit[n++] = in_ns[j];
+			}
+		}
+	}
+	uint32_t *out = n ? ng_arena_alloc(arena, n * sizeof(*out)) : NULL;
+	if (n && !out) {
+		free(hit);
+		return NG_ENOMEM;
+	}
+	if (n)
+		memcpy(out, hit, n * sizeof(*out));
+	free(hit);
+	*ret = out;
+	*ret_n = n;
+	return NG_OK;
+}
+
+/* Step 7b (NodeGateConfig respectPodDisruptionBudgets): for each PodDisruptionBudget covering a
+ * healthy pod on the request's nodes, the healthy pods it covers on those nodes and on nodes
+ * granted to other requests (a drain will evict them) must fit in its status.disruptionsAllowed;
+ * else the budget fails, so the request waits instead of being granted and stalling its drain. */
+static ng_status step7b_pdbs(struct eval *e, const struct pol_gate_config *cfg,
+			     struct ng_arena *arena)
+{
+	uint32_t *hit = NULL;
+	size_t nhit = 0;
+	if (!cfg->respect_pdbs)
+		return NG_OK;
+	ng_status st = pdbs_touched(e, arena, &hit, &nhit);
+	if (st != NG_OK || nhit == 0)
+		return st;
+	struct pol_budget_verdict *v = ng_arena_alloc(arena, (e->nv + nhit) * sizeof(*v));
+	if (!v)
+		return NG_ENOMEM;
+	if (e->nv)
+		memcpy(v, e->v, e->nv * sizeof(*v));
+	e->v = v;
+	e->capv = e->nv + nhit;
+	size_t npdb, npods;
+	const struct kube_pdb *pdbs = kube_snapshot_pdbs(e->s, &npdb);
+	const struct kube_pod *pods = kube_snapshot_pods(e->s, &npods);
+	for (size_t h = 0; h < nhit; h++) {
+		const struct kube_pdb *b = &pdbs[hit[h]];
+		size_t np;
+		const uint32_t *in_ns = kube_snapshot_pods_in_ns(e->s, b->ns, &np);
+		int64_t here = 0, granted = 0;
+		for (size_t k = 0; k < np; k++) {
+			const struct kube_pod *p = &pods[in_ns[k]];
+			if (p->node == NG_INTERN_NONE || !pdb_counts(p) || !pdb_selects(e, b, p))
+				continue;
+			uint32_t holder = pol_ledger_holder(e->ledger, p->node);
+			if (in_sorted(e->nodes, e->nnodes, p->node))
+				here++;
+			else if (holder != NG_INTERN_NONE && holder != e->nd->name)
+				granted++;
+		}
+		struct pol_budget_verdict *x = &e->v[e->nv++];
+		memset(x, 0, offsetof(struct pol_budget_verdict, reason));
+		x->kind = KUBE_RES_PDBS;
+		x->ns = b->ns;
+		x->name = b->name;
+		x->index = hit[h];
+		x->ok = here + granted <= b->disruptions_allowed;
+		x->allowed = b->disruptions_allowed;
+		x->current = granted;
+		ng_fmt(x->reason, sizeof(x->reason),
+		       "PodDisruptionBudget %s/%s%s: %lld healthy pods on this request's nodes and "
+		       "%lld "
+		       "on nodes granted before, disruptionsAllowed %lld (currentHealthy %lld, "
+		       "desiredHealthy %lld)",
+		       str(e, b->ns), str(e, b->name), b->invalid ? " (selector unreadable)" : "",
+		       (long long)here, (long long)granted, (long long)b->disruptions_allowed,
+		       (long long)b->current_healthy, (long long)b->desired_healthy);
+		if (!x->ok)
+			fail_v(e, x);
+	}
+	return NG_OK;
+}
+
 static void step9_outcome(const struct eval *e, struct pol_gate_decision *d)
 {
 	d->verdicts = e->v;
@@ -1563,7 +1689,7 @@ ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct po
 	    step3_paused(cfg, &d) || step4_type(&e, cfg, &d) || step5_overlap(&e, cfg, &d) ||
 	    step6_control_plane(&e, cfg, &d) || step6b_do_not_disrupt(&e, now_wall_ms, &d))
 		goto out;
-	if ((st = step7_budgets(&e, arena)) != NG_OK)
+	if ((st = step7_budgets(&e, arena)) != NG_OK || (st = step7b_pdbs(&e, cfg, arena)) != NG_OK)
 		return st;
 	step9_outcome(&e, &d);
 	/* Step 8, the health hooks, is the caller's: the gate calls the hooks of a grant with
@@ -1691,8 +1817,9 @@ ng_status pol_verdicts_json(const struct kube_snapshot *s, const struct pol_budg
 	const struct ng_intern *pool = kube_snapshot_pool(s);
 	ng_status st = ng_buf_puts(b, "[");
 	for (size_t i = 0; st == NG_OK && i < n; i++) {
-		const char *kind = v[i].kind == KUBE_RES_NDBS ? "NodeDisruptionBudget"
-							      : "ApplicationDisruptionBudget";
+		const char *kind = v[i].kind == KUBE_RES_NDBS   ? "NodeDisruptionBudget"
+				   : v[i].kind == KUBE_RES_PDBS ? "PodDisruptionBudget"
+								: "ApplicationDisruptionBudget";
 		st = ng_buf_puts(b, i ? ",{\"reference\":{\"kind\":" : "{\"reference\":{\"kind\":");
 		st = st ? st : ng_buf_json_str(b, kind, strlen(kind));
 		if (st == NG_OK && v[i].ns != NG_INTERN_NONE) {

@@ -36,6 +36,9 @@ struct pol_gate_config {
 	/* controlPlane.serial (default true): control-plane nodes are disrupted one at a time,
 	 * before any pending worker request, and never together with workers. */
 	bool serial_control_plane;
+	/* respectPodDisruptionBudgets (default false): a grant whose drain would exceed a
+	 * PodDisruptionBudget's disruptionsAllowed waits instead (step 7b). */
+	bool respect_pdbs;
 	/* controlPlane.selector: which nodes are control-plane. NULL = those with the label
 	 * node-role.kubernetes.io/control-plane. */
 	const struct kube_selector *control_plane_selector;

@@ -203,6 +203,41 @@ class GateTest(E2ETest):
         self.assertEqual(code, 200)
         self.wait_state(second, "Granted")
 
+    def test_P02_pdb_aware_grants_never_grant_past_a_pdb(self):
+        """P02: the only two replicas of a PodDisruptionBudget that allows one disruption, on
+        node1 and node2 (the API server computes its status); with respectPodDisruptionBudgets,
+        two requests for the two nodes made together are never both Granted, and the one held
+        names the PodDisruptionBudget."""
+        self.create(NGC_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig",
+                               "metadata": {"name": "default"}, "spec": {"respectPodDisruptionBudgets": True}})
+        for name, node in (("cache-0", "node1"), ("cache-1", "node2")):
+            self.create("/api/v1/namespaces/default/pods", {
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "cache"}},
+                "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]}})
+            code, body, _ = self.api.api("PATCH", f"/api/v1/namespaces/default/pods/{name}/status", {
+                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
+                ctype="application/merge-patch+json")
+            self.assertEqual(code, 200, body)
+        self.create("/apis/policy/v1/namespaces/default/poddisruptionbudgets", {
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "cache"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "cache"}}}})
+        ok, _ = eventually(lambda: any(p["name"] == "cache" and p["disruptionsAllowed"] == 1
+                                       for p in self.ng.cache()["poddisruptionbudgets"]))
+        self.assertTrue(ok, f"the PodDisruptionBudget never reached nodegate: {self.ng.cache()['poddisruptionbudgets']}")
+        self.nd("p02-a", {"nodeNames": ["node1"], "retry": {"enabled": True}})
+        self.nd("p02-b", {"nodeNames": ["node2"], "retry": {"enabled": True}})
+        ok, _ = eventually(lambda: sorted(self.status(n).get("state", "") for n in ("p02-a", "p02-b"))
+                           == ["Granted", "Pending"])
+        self.assertTrue(ok, f"{self.status('p02-a')} {self.status('p02-b')}")
+        held = "p02-b" if self.status("p02-a")["state"] == "Granted" else "p02-a"
+        failing = [v for v in self.status(held)["disruptedDisruptionBudgets"] if not v["ok"]]
+        self.assertEqual([v["reference"] for v in failing],
+                         [{"kind": "PodDisruptionBudget", "namespace": "default", "name": "cache"}])
+        self.assertIn("disruptionsAllowed 1", failing[0]["reason"])
+        for _ in range(5):  # and it stays held while the other is Granted
+            time.sleep(0.2)
+            self.assertEqual(self.status(held).get("state"), "Pending")
+
     def test_G06_deadline_passed(self):
         self.nd("g06", {"nodeNames": ["node3"], "retry": {"enabled": True, "deadline": "2020-01-01T00:00:00Z"}})
         st, _ = self.wait_state("g06", "Rejected")

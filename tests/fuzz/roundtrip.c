@@ -458,6 +458,10 @@ ng_status ng_fuzz_encode_ndb(const struct kube_ndb *ndb, const struct ng_intern 
 	ksel(&w, "nodeSelector", &ndb->node_selector, pool);
 	int_or_string(&w, "maxDisruptedNodes", &ndb->max_disrupted, pool);
 	int_or_string(&w, "minUndisruptedNodes", &ndb->min_undisrupted, pool);
+	kid(&w, pool, "topologyKey", ndb->topology_key);
+	if (ndb->max_domains >= 0)
+		ng_jw_ki64(&w, "maxDisruptedDomains", ndb->max_domains);
+	int_or_string(&w, "maxDisruptedNodesPerDomain", &ndb->max_per_domain, pool);
 	ng_jw_kbool(&w, "countUnavailableNodes", ndb->count_unavailable);
 	if (ndb->ntargets) {
 		ng_jw_key(&w, "taintTargets");
@@ -554,6 +558,9 @@ ng_status ng_fuzz_encode_ngc(const struct kube_ngc *g, const struct ng_intern *p
 	ng_jw_obj_end(&w);
 	if (g->nallowed_types)
 		kids(&w, pool, "allowedTypes", g->allowed_types, g->nallowed_types);
+	if (g->ndnd_override)
+		kids(&w, pool, "doNotDisruptOverrideTypes", g->dnd_override, g->ndnd_override);
+	ng_jw_kbool(&w, "respectPodDisruptionBudgets", g->respect_pdbs);
 	ng_jw_key(&w, "eviction");
 	ng_jw_obj(&w);
 	if (g->eviction_mode != KUBE_EVICTION_UNSET)
@@ -899,6 +906,9 @@ bool ng_fuzz_same_ndb(const struct kube_ndb *a, const struct ng_intern *pa,
 	same_ios(&c, "spec.maxDisruptedNodes", &a->max_disrupted, &b->max_disrupted);
 	same_ios(&c, "spec.minUndisruptedNodes", &a->min_undisrupted, &b->min_undisrupted);
 	same_i64(&c, "spec.countUnavailableNodes", a->count_unavailable, b->count_unavailable);
+	same_id(&c, "spec.topologyKey", a->topology_key, b->topology_key);
+	same_i64(&c, "spec.maxDisruptedDomains", a->max_domains, b->max_domains);
+	same_ios(&c, "spec.maxDisruptedNodesPerDomain", &a->max_per_domain, &b->max_per_domain);
 	if (a->ntargets != b->ntargets)
 		differ(&c, "spec.taintTargets");
 	for (uint16_t i = 0; c.ok && i < a->ntargets; i++) {
@@ -930,6 +940,9 @@ bool ng_fuzz_same_ngc(const struct kube_ngc *a, const struct ng_intern *pa,
 	same_i64(&c, "spec.retry.maxIntervalSeconds", a->retry_max_ms, b->retry_max_ms);
 	same_ids(&c, "spec.allowedTypes", a->allowed_types, a->nallowed_types, b->allowed_types,
 		 b->nallowed_types);
+	same_ids(&c, "spec.doNotDisruptOverrideTypes", a->dnd_override, a->ndnd_override,
+		 b->dnd_override, b->ndnd_override);
+	same_i64(&c, "spec.respectPodDisruptionBudgets", a->respect_pdbs, b->respect_pdbs);
 	same_i64(&c, "spec.eviction.mode", a->eviction_mode, b->eviction_mode);
 	same_i64(&c, "spec.eviction.autoRequest", a->auto_request, b->auto_request);
 	same_i64(&c, "spec.eviction.exemptUsers (set)", a->has_exempt_users, b->has_exempt_users);

@@ -152,6 +152,49 @@ static void test_N03_do_not_disrupt_holds_a_request_back(void **state)
 	"{\"kind\":\"List\",\"items\":[" ZONE_NODES                                                \
 	"," NDB("zones", ZONE_KEY limits "}") "," GRANTED("held", "[\"a1\"]") "," nd "]}"
 
+#define READY_POD(name, node)                                                                      \
+	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name                   \
+	"\",\"namespace\":\"default\",\"labels\":{\"app\":\"db\"}},\"spec\":{\"nodeName\":\"" node \
+	"\"},\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Ready\",\"status\":"    \
+	"\"True\"}]}}"
+#define DB_PDB                                                                                     \
+	"{\"kind\":\"PodDisruptionBudget\",\"apiVersion\":\"policy/v1\",\"metadata\":{\"name\":"   \
+	"\"db\",\"namespace\":\"default\"},\"spec\":{\"maxUnavailable\":1,\"selector\":{"          \
+	"\"matchLabels\":{\"app\":\"db\"}}},\"status\":{\"disruptionsAllowed\":1,"                 \
+	"\"currentHealthy\":2,\"desiredHealthy\":1,\"expectedPods\":2}}"
+#define RESPECT_PDBS                                                                               \
+	"{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
+	"\"name\":\"default\"},\"spec\":{\"respectPodDisruptionBudgets\":true}}"
+
+/* P01: the only two replicas of a PodDisruptionBudget allowing one disruption, on node1 and
+ * node2: with node1 granted, a request for node2 waits and names the PodDisruptionBudget; a
+ * request for both at once fails the same way; without respectPodDisruptionBudgets both go. */
+static void test_P01_pdb_aware_grants(void **state)
+{
+	(void)state;
+	static const char base[] = READY_POD("db-0", "node1") "," READY_POD(
+	    "db-1", "node2") "," DB_PDB "," GRANTED("first", "[\"node1\"]") ",";
+	char buf[4096];
+	(void)snprintf(buf, sizeof(buf), "%s%s,%s", base, RESPECT_PDBS,
+		       ND("second", "{\"nodeNames\":[\"node2\"],\"retry\":{\"enabled\":true}}"));
+	struct result r = decide(ng_test_cluster_f(buf), "second", NULL, NOW_WALL_MS);
+	expect(&r, POL_GATE_PENDING,
+	       "PodDisruptionBudget default/db: 1 healthy pods on this request's nodes and 1 on "
+	       "nodes granted before, disruptionsAllowed 1 (currentHealthy 2, desiredHealthy 1)");
+	assert_int_equal(r.d.verdicts[r.d.nverdicts - 1].kind, KUBE_RES_PDBS);
+	done(&r);
+	(void)snprintf(buf, sizeof(buf), "%s%s,%s",
+		       READY_POD("db-0", "node1") "," READY_POD("db-1", "node2") "," DB_PDB ",",
+		       RESPECT_PDBS, ND("both", "{\"nodeNames\":[\"node1\",\"node2\"]}"));
+	r = decide(ng_test_cluster_f(buf), "both", NULL, NOW_WALL_MS);
+	expect(&r, POL_GATE_REJECT, "2 healthy pods on this request's nodes and 0");
+	done(&r);
+	(void)snprintf(buf, sizeof(buf), "%s%s", base, ND("second", "{\"nodeNames\":[\"node2\"]}"));
+	r = decide(ng_test_cluster_f(buf), "second", NULL, NOW_WALL_MS);
+	expect(&r, POL_GATE_GRANT, NULL);
+	done(&r);
+}
+
 /* T01: maxDisruptedDomains 1: with a zone disrupted, a request in another zone waits; one in
  * the same zone goes. */
 static void test_T01_max_disrupted_domains(void **state)
@@ -1292,6 +1335,7 @@ int main(void)
 	    cmocka_unit_test(test_G04_G05_budget_full_rejects_or_waits),
 	    cmocka_unit_test(test_N03_do_not_disrupt_holds_a_request_back),
 	    cmocka_unit_test(test_T01_max_disrupted_domains),
+	    cmocka_unit_test(test_P01_pdb_aware_grants),
 	    cmocka_unit_test(test_T02_max_disrupted_nodes_per_domain),
 	    cmocka_unit_test(test_G06_G07_deadline),
 	    cmocka_unit_test(test_G08_G09_overlap),
