@@ -1,6 +1,7 @@
 #include "tests/support/fake-api.h"
 
 #include "common/buf.h"
+#include "kube/config.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,16 @@ void fake_api_init(struct fake_api *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->transport = (struct kube_transport){answer, f};
+}
+
+struct kube_client *fake_api_client(struct fake_api *f)
+{
+	struct kube_config cfg = {.server = (char *)"https://127.0.0.1:1"};
+	struct kube_client *c = kube_client_create(&cfg);
+	if (!c)
+		abort();
+	kube_client_set_transport(c, &f->transport);
+	return c;
 }
 
 void fake_api_clear(struct fake_api *f)

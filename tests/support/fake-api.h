@@ -37,6 +37,11 @@ struct fake_api {
 
 /** Empty: every request is answered 200 "{}". */
 void fake_api_init(struct fake_api *f);
+/**
+ * A kube client for https://127.0.0.1:1 whose requests go to @f instead of a socket. Aborts the
+ * test when it cannot be made. Free with kube_client_destroy().
+ */
+struct kube_client *fake_api_client(struct fake_api *f);
 /** Frees the recorded bodies. */
 void fake_api_finish(struct fake_api *f);
 /** The first matching reply rule (in the order added) that is not used up answers a request. */

@@ -10,7 +10,6 @@
 
 #include "controller/drain_internal.h"
 #include "kube/client.h"
-#include "kube/config.h"
 #include "kube/snapshot.h"
 #include "tests/support/fake-api.h"
 #include "tests/support/support.h"
@@ -57,10 +56,7 @@ static int setup(void **state)
 {
 	static struct fx fx;
 	fake_api_init(&fx.api);
-	struct kube_config cfg = {.server = (char *)"https://127.0.0.1:1"};
-	fx.c = kube_client_create(&cfg);
-	assert_non_null(fx.c);
-	kube_client_set_transport(fx.c, &fx.api.transport);
+	fx.c = fake_api_client(&fx.api);
 	struct drain_config dc = {.identity = "drain-a", .self_namespace = "nodegate"};
 	struct ng_err err = {0};
 	fx.d = drain_create(&dc, fx.c, &err);

@@ -54,9 +54,7 @@ static int setup(void **state)
 {
 	static struct fx fx;
 	fake_api_init(&fx.api);
-	struct kube_config cfg = {.server = (char *)"https://127.0.0.1:1"};
-	fx.c = kube_client_create(&cfg);
-	kube_client_set_transport(fx.c, &fx.api.transport);
+	fx.c = fake_api_client(&fx.api);
 	struct gate_config gc = {.identity = "replica-a"};
 	fx.g = gate_create(&gc, fx.c);
 	assert_non_null(fx.g);

@@ -7,7 +7,6 @@
 
 #include "common/jw.h"
 #include "kube/client.h"
-#include "kube/config.h"
 #include "kube/write.h"
 #include "tests/support/fake-api.h"
 
@@ -22,10 +21,7 @@ static int setup(void **state)
 {
 	static struct fx fx;
 	fake_api_init(&fx.api);
-	struct kube_config cfg = {.server = (char *)"https://127.0.0.1:1"};
-	fx.c = kube_client_create(&cfg);
-	assert_non_null(fx.c);
-	kube_client_set_transport(fx.c, &fx.api.transport);
+	fx.c = fake_api_client(&fx.api);
 	*state = &fx;
 	return 0;
 }
