@@ -34,6 +34,8 @@
 /* After the API server refuses a request (a webhook, a quota), the remediation creates nothing
  * for this long: one Warning Event per refusal, not one per cache publish. */
 #define REFUSED_BACKOFF_MS 30000
+/* A write that got no answer (or a 5xx) is tried again this soon, changes or not. */
+#define FAILED_RETRY_MS 5000
 
 enum action { A_CREATE, A_DELETE, A_STATUS, A_FINALIZER, A_COUNT };
 static const char *const action_names[A_COUNT] = {"create", "delete", "status", "finalizer"};
@@ -83,6 +85,7 @@ struct remediate {
 	bool passed;
 	uint64_t serials[READS];
 	int64_t due_mono_us;
+	bool retry_soon; /* a write of the last pass failed without an answer */
 	_Atomic uint64_t counts[A_COUNT][OUTCOMES];
 };
 
@@ -93,6 +96,9 @@ static int64_t now_mono_ms(void)
 
 static void count(struct remediate *m, enum action a, const struct kube_write_result *wr)
 {
+	/* No answer or a 5xx: nothing in the cache will change for it, so the next pass is
+	 * asked for by time (next_due()). */
+	m->retry_soon |= wr->outcome == KUBE_WRITE_FAILED;
 	ng_prom_add(&m->counts[a][wr->outcome < OUTCOMES ? wr->outcome : KUBE_WRITE_FAILED], 1);
 }
 
@@ -676,6 +682,8 @@ static int64_t next_due(const struct remediate *m, int64_t next_wall, int64_t no
 		due_ms = now_ms + (next_wall > now_wall ? next_wall - now_wall : 0) + 50;
 	if (m->nmade && (!due_ms || due_ms > now_ms + CREATION_WAIT_MS))
 		due_ms = now_ms + CREATION_WAIT_MS;
+	if (m->retry_soon && (!due_ms || due_ms > now_ms + FAILED_RETRY_MS))
+		due_ms = now_ms + FAILED_RETRY_MS;
 	for (size_t i = 0; i < m->nt; i++) {
 		int64_t r = m->t[i].refused_until_mono_ms;
 		if (r > now_ms && (!due_ms || r < due_ms))
@@ -701,6 +709,7 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 		return m->due_mono_us ? m->due_mono_us : KUBE_RUNTIME_IDLE;
 	}
 	int64_t now = ng_now_wall_ms();
+	m->retry_soon = false;
 	int64_t next_wall = remediate_pass(m, s, now);
 	kube_snapshot_release(s);
 	m->passed = true;
