@@ -99,22 +99,31 @@ class Nodegate:
                        check=True, capture_output=True, timeout=30)
         self.port_file = os.path.join(tmp, "ng.port")
         self.log_path = os.path.join(tmp, "ng.log")
-        self.log = open(self.log_path, "wb")
         env = dict(os.environ)
         env.pop("KUBECONFIG", None)
-        self.admin_port = free_port()
-        extra = ["--admin-listen", f"127.0.0.1:{self.admin_port}", *extra_args]
-        if client_ca:
-            extra += ["--client-ca", client_ca]
-        self.proc = subprocess.Popen(
-            WRAPPER + [BINARY, "serve", "--listen", "127.0.0.1:0", "--port-file", self.port_file,
-             "--tls-cert", self.cert, "--tls-key", self.key,
-             "--kubeconfig", os.path.join(api.state, "kubeconfig-sa-nodegate-nodegate")
-             if os.path.exists(os.path.join(api.state, "kubeconfig-sa-nodegate-nodegate"))
-             else api.kubeconfig, "--shutdown-grace-seconds", "1",
-             "--lease-namespace", "nodegate", *extra],
-            stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        ok, _ = eventually(lambda: os.path.exists(self.port_file) or self.proc.poll() is not None, 3 * WAIT_S)
+        # The admin listener takes no port file: its port is picked free here, and another test
+        # running at the same time may take it first. Such a start is tried again on a new port.
+        for attempt in range(3):
+            if os.path.exists(self.port_file):
+                os.unlink(self.port_file)
+            self.log = open(self.log_path, "wb")
+            self.admin_port = free_port()
+            extra = ["--admin-listen", f"127.0.0.1:{self.admin_port}", *extra_args]
+            if client_ca:
+                extra += ["--client-ca", client_ca]
+            self.proc = subprocess.Popen(
+                WRAPPER + [BINARY, "serve", "--listen", "127.0.0.1:0", "--port-file", self.port_file,
+                 "--tls-cert", self.cert, "--tls-key", self.key,
+                 "--kubeconfig", os.path.join(api.state, "kubeconfig-sa-nodegate-nodegate")
+                 if os.path.exists(os.path.join(api.state, "kubeconfig-sa-nodegate-nodegate"))
+                 else api.kubeconfig, "--shutdown-grace-seconds", "1",
+                 "--lease-namespace", "nodegate", *extra],
+                stdout=self.log, stderr=subprocess.STDOUT, env=env)
+            ok, _ = eventually(lambda: os.path.exists(self.port_file) or self.proc.poll() is not None,
+                               3 * WAIT_S)
+            if self.proc.poll() is None or "Address already in use" not in self.read_log() or attempt == 2:
+                break
+            self.log.close()
         if self.proc.poll() is not None:
             raise RuntimeError("nodegate exited:\n" + self.read_log())
         with open(self.port_file, encoding="utf-8") as f:
