@@ -128,19 +128,24 @@ static void find_problem(const struct kube_snapshot *s, const struct kube_nrem *
 		       ng_intern_str(pool, p->tmpl->error, NULL));
 }
 
-/* The plan's entry for @node, added when missing (room for every node and request is made by
- * the caller). */
-static struct pol_rem_node *entry(struct pol_rem_plan *p, uint32_t node)
+/* A new entry for @node (room for every node and request is made by the caller). */
+static struct pol_rem_node *append(struct pol_rem_plan *p, uint32_t node)
 {
-	for (size_t i = 0; i < p->n; i++)
-		if (p->nodes[i].node == node)
-			return &p->nodes[i];
 	struct pol_rem_node *e = &p->nodes[p->n++];
 	memset(e, 0, sizeof(*e));
 	e->node = node;
 	e->phase = "";
 	e->action = POL_REM_UNKNOWN; /* never "create" by default */
 	return e;
+}
+
+/* The plan's entry for @node, added when missing. */
+static struct pol_rem_node *entry(struct pol_rem_plan *p, uint32_t node)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->nodes[i].node == node)
+			return &p->nodes[i];
+	return append(p, node);
 }
 
 /* What to do with a node's existing request @e->request. */
@@ -205,7 +210,9 @@ static void scan_pool(const struct kube_snapshot *s, const struct kube_nrem *r,
 		enum health h = node_health(r, &nodes[i], &due);
 		if (h == HEALTHY)
 			continue;
-		struct pol_rem_node *e = entry(p, nodes[i].name);
+		/* The pool comes first and names each node once: no lookup (a storm of 5,000
+		 * unhealthy nodes would make it quadratic). */
+		struct pol_rem_node *e = append(p, nodes[i].name);
 		e->unhealthy = h == UNHEALTHY;
 		e->unknown = h == UNKNOWN;
 		e->due_ms = due;
