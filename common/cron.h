@@ -1,0 +1,75 @@
+/* 5-field cron schedules read on a time zone's wall clock, and the maintenance windows they
+ * open. Pure functions of their arguments: any thread. */
+#ifndef NG_COMMON_CRON_H
+#define NG_COMMON_CRON_H
+
+#include "common/status.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct ng_tz;
+
+/* Longest schedule accepted: real ones are under 40 bytes. */
+#define NG_CRON_MAX_BYTES 256u
+/* How far ng_cron_next() looks: the sparsest schedule that parses (Feb 29 on a given weekday
+ * set is OR'ed, so Feb 29 alone) fires at least every 8 years (2096 -> 2104). */
+#define NG_CRON_HORIZON_DAYS (8 * 366 + 2)
+/* Firings ng_window_at() merges into one open span: "* * * * *" with a long duration chains
+ * every minute; 10,000 minutes is about a week of back-to-back firings. */
+#define NG_WINDOW_MAX_MERGE 10000u
+
+/* A parsed schedule. */
+struct ng_cron {
+	uint64_t minutes; /* bit m set: minute m (0-59) */
+	uint32_t hours;   /* bit h: 0-23 */
+	uint32_t days;    /* bit d: day of month 1-31 */
+	uint16_t months;  /* bit m: 1-12 */
+	uint8_t weekdays; /* bit d: 0-6, Sunday 0 (7 also means Sunday when parsing) */
+	/* The field was '*' or '?' (or '* /1'): standard cron day matching — when both day
+	 * fields are restricted a day matches if EITHER matches, else both must. */
+	bool days_star, weekdays_star;
+};
+
+/**
+ * Parses "m h dom mon dow": each field '*', '?' (day fields only), numbers, ranges a-b, steps
+ * * /n, a-b/n and n/n (n through the field's end), comma lists, month names jan-dec and day
+ * names sun-sat (any case; 7 is Sunday too), or one of the macros @yearly @annually @monthly
+ * @weekly @daily @midnight @hourly. Fields are separated by spaces or tabs; leading and trailing
+ * ones are allowed. Input over NG_CRON_MAX_BYTES: NG_ELIMIT. Malformed: NG_EPARSE with a
+ * message that names the field and quotes the bad text ("schedule: hour field \"25\": value out
+ * of range 0-23"). A schedule that can never fire ("0 0 30 2 *") is refused: "schedule: never
+ * fires (day 30 of February does not exist)". Writes *@ret_cron only on NG_OK.
+ */
+NG_NODISCARD ng_status ng_cron_parse(const char *s, struct ng_cron *ret_cron,
+				     struct ng_err *reterr);
+
+/**
+ * The first instant (ms since the epoch) >= @from_ms at which @c fires on @tz's wall clock ("0 22
+ * * * 1-5" is 22:00 local on weekdays). A firing whose wall time falls in a DST gap fires once,
+ * at the instant ng_tz_from_local() gives (past the gap); a wall time that occurs twice fires at
+ * its first occurrence only. @from_ms is rounded up to a whole minute. -1 when nothing fires
+ * within NG_CRON_HORIZON_DAYS (not for a schedule ng_cron_parse() accepted) or @from_ms is
+ * beyond +-2^62.
+ */
+int64_t ng_cron_next(const struct ng_cron *c, const struct ng_tz *tz, int64_t from_ms);
+
+/* Where an instant stands against a schedule's maintenance windows. */
+struct ng_window_at {
+	bool open;            /* @now_ms is inside a window */
+	int64_t opened_ms;    /* when open: the earliest firing whose window contains now */
+	int64_t closes_ms;    /* when open: when the span closes (overlapping or back-to-back
+			       * windows merge into one span) */
+	int64_t next_open_ms; /* when closed: the next firing (> now); -1 none */
+};
+
+/**
+ * Where @now_ms stands against the windows that @c opens on @tz's wall clock, each open for
+ * @duration_ms (> 0; a smaller value counts as 1 ms) from its firing. Windows that overlap or
+ * touch merge, up to NG_WINDOW_MAX_MERGE firings (past that, closes_ms is the end of the last
+ * one merged). Fields that do not apply are -1.
+ */
+void ng_window_at(const struct ng_cron *c, const struct ng_tz *tz, int64_t duration_ms,
+		  int64_t now_ms, struct ng_window_at *ret);
+
+#endif
