@@ -356,7 +356,7 @@ void ng_window_at(const struct ng_cron *c, const struct ng_tz *tz, int64_t durat
 	/* The earliest firing whose window [f, f + d) can hold now. */
 	int64_t lo = now_ms < -CRON_LIMIT_MS + d ? -CRON_LIMIT_MS : now_ms - d + 1;
 	int64_t f = ng_cron_next(c, tz, lo);
-	if (f < 0)
+	if (f == -1)
 		return;
 	if (f > now_ms) {
 		ret->next_open_ms = f;
@@ -365,7 +365,7 @@ void ng_window_at(const struct ng_cron *c, const struct ng_tz *tz, int64_t durat
 	int64_t opened = f, end = sat_add(f, d);
 	for (unsigned i = 0; i < NG_WINDOW_MAX_MERGE && end < INT64_MAX; i++) {
 		int64_t g = ng_cron_next(c, tz, f + 1);
-		if (g < 0 || g > end)
+		if (g == -1 || g > end)
 			break;
 		int64_t e = sat_add(g, d);
 		end = e > end ? e : end;

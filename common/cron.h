@@ -48,7 +48,8 @@ NG_NODISCARD ng_status ng_cron_parse(const char *s, struct ng_cron *ret_cron,
  * The first instant (ms since the epoch) >= @from_ms at which @c fires on @tz's wall clock ("0 22
  * * * 1-5" is 22:00 local on weekdays). A firing whose wall time falls in a DST gap fires once,
  * at the instant ng_tz_from_local() gives (past the gap); a wall time that occurs twice fires at
- * its first occurrence only. @from_ms is rounded up to a whole minute. -1 when nothing fires
+ * its first occurrence only. @from_ms is rounded up to a whole minute. Instants before 1970 are
+ * negative and valid; -1 (never a firing: firings are whole seconds) when nothing fires
  * within NG_CRON_HORIZON_DAYS (not for a schedule ng_cron_parse() accepted) or @from_ms is
  * beyond +-2^62.
  */

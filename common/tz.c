@@ -280,12 +280,15 @@ static int32_t rule_offset(const struct ng_tz *tz, int64_t t)
 	int64_t y;
 	unsigned m, d;
 	ng_civil_from_days(floor_div(t, 86400), &y, &m, &d);
-	/* The changes of the years around @t, since a /time of up to 167 h moves a change across
-	 * a year's end. At equal instants the start of DST wins, so a rule whose end meets the
+	/* The latest change at or before @t. A /time of up to 167 h (plus the offset) moves a
+	 * change up to 8 days across a year's end, so the changes of year y - 1 can all fall
+	 * after an early-January @t, and the last one before it be of year y - 2 (a rule such as
+	 * ",1/0,J365/65" ends year y - 2's DST after year y - 1's starts): the years y - 2 to
+	 * y + 1 hold it. At equal instants the start of DST wins, so a rule whose end meets the
 	 * next start ("EST5EDT,0/0,J365/25") is DST all year. */
 	bool found = false, dst = false, have_first = false, first_dst = false;
 	int64_t best = 0, first = 0;
-	for (int64_t yy = y - 1; yy <= y + 1; yy++) {
+	for (int64_t yy = y - 2; yy <= y + 1; yy++) {
 		int64_t s = rule_day(&tz->start, yy) * 86400 + tz->start.time_s - tz->std_off;
 		int64_t e = rule_day(&tz->end, yy) * 86400 + tz->end.time_s - tz->dst_off;
 		int64_t at[2] = {e, s};

@@ -356,6 +356,16 @@ static void test_windows(void **state)
 	assert_int_equal(w.opened_ms, now - 24 * HOUR_MS + MIN_MS);
 	assert_int_equal(w.closes_ms, w.opened_ms + NG_WINDOW_MAX_MERGE * MIN_MS + 24 * HOUR_MS);
 
+	/* Before 1970: instants are negative, and valid. */
+	c = cron("0 22 * * *");
+	ng_window_at(&c, u, h8, 0, &w);
+	assert_true(w.open);
+	assert_int_equal(w.opened_ms, -2 * HOUR_MS);
+	assert_int_equal(w.closes_ms, 6 * HOUR_MS);
+	ng_window_at(&c, u, h8, -3 * HOUR_MS, &w);
+	assert_false(w.open);
+	assert_int_equal(w.next_open_ms, -2 * HOUR_MS);
+
 	/* A window across the spring-forward lasts its duration in real time: 8 h from 22:00
 	 * CET on Saturday 28 Mar is 07:00 CEST. */
 	c = cron("0 22 28 3 *");
@@ -615,6 +625,14 @@ static void test_tzif_footer_decides(void **state)
 	assert_int_equal(footer_offset("AAA0BBB,J60/0,300/0", utc(2026, 10, 27, 23, 0)), 0);
 	assert_int_equal(footer_offset("AAA0BBB,J60/0,300/0", utc(2028, 10, 26, 22, 59)), 3600);
 	assert_int_equal(footer_offset("AAA0BBB,J60/0,300/0", utc(2028, 10, 26, 23, 0)), 0);
+	/* A rule whose end (Dec 31 + 65 h, 2 Jan 23:00 UTC) comes after the next year's start
+	 * (2 Jan 05:00 UTC): found by the fuzzer, the offset at 1 Jan must not depend on which
+	 * side of the new year it is asked from. */
+	const char *late = "EST5EDT6,1/0,J365/65";
+	assert_int_equal(footer_offset(late, -1800 * INT64_C(1000)), -5 * 3600);
+	assert_int_equal(footer_offset(late, 1800 * INT64_C(1000)), -5 * 3600);
+	assert_int_equal(footer_offset(late, utc(1970, 1, 2, 5, 0)), -6 * 3600);
+	assert_int_equal(footer_offset(late, utc(1970, 1, 2, 23, 0)), -5 * 3600);
 	/* No rule after the DST name: the US rules. */
 	assert_int_equal(footer_offset("EST5EDT", utc(2026, 7, 1, 0, 0)), -4 * 3600);
 	assert_int_equal(footer_offset("EST5EDT", utc(2026, 1, 1, 0, 0)), -5 * 3600);
