@@ -1,0 +1,106 @@
+/* libFuzzer target for cron schedules and maintenance windows, common/cron (STYLE.md B12
+ * "Fuzz").
+ *
+ * Input: a schedule (up to 1 KiB, NUL-terminated by the harness; bytes after a NUL are ignored,
+ * as a C string ends there). Whatever the input:
+ * - a refusal is NG_EPARSE, or NG_ELIMIT exactly when the text is over NG_CRON_MAX_BYTES, with
+ *   a message starting "schedule: ", and leaves the output as it was;
+ * - an accepted schedule has every field non-empty and within its range, parses the same twice,
+ *   and fires (in UTC) within the horizon from every instant tried: on a whole minute, at or
+ *   after the instant, at a minute the schedule names, and asking again from the firing gives
+ *   it back;
+ * - ng_window_at() agrees: open means opened <= now < closes with opened a firing; closed means
+ *   the next opening is the next firing.
+ * Any broken invariant calls abort() so libFuzzer keeps the input. */
+#include "common/cron.h"
+#include "common/status.h"
+#include "common/tz.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check(int ok)
+{
+	if (!ok)
+		abort();
+}
+
+/* Whether UTC minute @t_ms is one @c names. */
+static bool names_minute(const struct ng_cron *c, int64_t t_ms)
+{
+	int64_t s = t_ms / 1000, day = s / 86400 - (s % 86400 < 0);
+	int64_t sod = s - day * 86400, y;
+	unsigned m, d;
+	ng_civil_from_days(day, &y, &m, &d);
+	bool dom = c->days & (UINT32_C(1) << d);
+	bool dow = c->weekdays & (1u << ng_weekday_from_days(day));
+	bool day_ok = !c->days_star && !c->weekdays_star ? dom || dow : dom && dow;
+	return day_ok && (c->months & (1u << m)) && (c->hours & (UINT32_C(1) << (sod / 3600))) &&
+	       (c->minutes & (UINT64_C(1) << (sod % 3600 / 60)));
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size > 1024)
+		return 0;
+	char s[1025];
+	memcpy(s, data, size);
+	s[size] = '\0';
+	size_t len = strlen(s);
+
+	struct ng_cron c, again;
+	memset(&c, 0xad, sizeof(c));
+	struct ng_cron before = c;
+	struct ng_err err = {0};
+	ng_status st = ng_cron_parse(s, &c, &err);
+	if (len > NG_CRON_MAX_BYTES)
+		check(st == NG_ELIMIT);
+	if (st != NG_OK) {
+		check(st == NG_EPARSE || st == NG_ELIMIT);
+		check(st != NG_ELIMIT || len > NG_CRON_MAX_BYTES);
+		check(err.status == st && strncmp(err.msg, "schedule: ", 10) == 0);
+		check(memcmp(&c, &before, sizeof(c)) == 0);
+		return 0;
+	}
+	check(c.minutes && c.minutes < UINT64_C(1) << 60);
+	check(c.hours && c.hours < UINT32_C(1) << 24);
+	check(c.days && !(c.days & 1));
+	check(c.months && !(c.months & 1) && c.months < 1u << 13);
+	check(c.weekdays && c.weekdays < 1u << 7);
+	check(ng_cron_parse(s, &again, NULL) == NG_OK);
+	check(again.minutes == c.minutes && again.hours == c.hours && again.days == c.days &&
+	      again.months == c.months && again.weekdays == c.weekdays &&
+	      again.days_star == c.days_star && again.weekdays_star == c.weekdays_star);
+
+	const struct ng_tz *utc = NULL;
+	check(ng_tz_get("UTC", &utc, NULL) == NG_OK);
+	const int64_t from[] = {0, 1774746000123 /* 2026-03-29 */, -1, 4102444799999 /* 2099 */};
+	const int64_t durations[] = {1, 60000, 8 * 3600000, 40 * 86400000LL};
+	for (size_t i = 0; i < sizeof(from) / sizeof(from[0]); i++) {
+		int64_t next = ng_cron_next(&c, utc, from[i]);
+		check(next >= from[i] && next % 60000 == 0);
+		check(next - from[i] <= NG_CRON_HORIZON_DAYS * INT64_C(86400000));
+		check(names_minute(&c, next));
+		check(ng_cron_next(&c, utc, next) == next);
+		check(ng_cron_next(&c, utc, next - 1) == next || next - 1 < from[i]);
+		for (size_t k = 0; k < sizeof(durations) / sizeof(durations[0]); k++) {
+			struct ng_window_at w;
+			int64_t now = from[i];
+			ng_window_at(&c, utc, durations[k], now, &w);
+			if (w.open) {
+				check(w.opened_ms <= now && now < w.closes_ms);
+				check(now - w.opened_ms < durations[k]);
+				check(ng_cron_next(&c, utc, w.opened_ms) == w.opened_ms);
+				check(w.next_open_ms == -1);
+			} else {
+				check(w.next_open_ms == next && w.next_open_ms > now);
+				check(w.opened_ms == -1 && w.closes_ms == -1);
+			}
+		}
+	}
+	return 0;
+}
