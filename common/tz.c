@@ -519,6 +519,12 @@ ng_status ng_tz_parse(const void *data, size_t len, struct ng_tz **ret_tz, struc
 					  "the two headers state different versions");
 		tsize = 8;
 	}
+	if (h.leapcnt > 0)
+		/* Their transition times count leap seconds (up to 27 s off POSIX time), and
+		 * nodegate's clock is POSIX time. */
+		return ng_err_set(reterr, NG_EPARSE, r.pos - 16,
+				  "a zone with leap seconds (right/...) is not supported: use the "
+				  "zone without right/");
 	size_t need = block_size(&h, tsize);
 	if (r.len - r.pos < need)
 		return ng_err_set(reterr, NG_EPARSE, r.len, "truncated (data block)");

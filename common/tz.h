@@ -5,7 +5,8 @@
  * state, and nodegate evaluates windows from many threads at once. A zone is an immutable value
  * that any number of threads read without a lock.
  *
- * Leap-second records of "right/" zones are skipped: nodegate's clock is POSIX time. */
+ * Zones with leap-second records ("right/...") are refused: their transition times count leap
+ * seconds, and nodegate's clock is POSIX time. */
 #ifndef NG_COMMON_TZ_H
 #define NG_COMMON_TZ_H
 
@@ -22,7 +23,8 @@
 /* Bytes of abbreviations: real zones use under 50; tzcode's TZ_MAX_CHARS is 50 as well, but a
  * hand-made zone may carry longer names, so some room. */
 #define NG_TZ_MAX_CHARS 512u
-/* Leap-second records (skipped, but bounded): 27 exist as of 2025. */
+/* Leap-second records a header may state: bounded so that the version 1 block of a version 2+
+ * file is skipped safely (a zone that uses them is refused). 27 exist as of 2025. */
 #define NG_TZ_MAX_LEAPS 512u
 /* Length of the footer's POSIX TZ string: real ones are under 50 bytes. */
 #define NG_TZ_MAX_FOOTER 256u
@@ -45,7 +47,8 @@ struct ng_tz;
  * with the Jn, n and Mm.w.d rule forms, <+03>-3 quoted names and the /time forms of RFC 8536
  * §3.3.1, negative and over 24 h) decides instants after the last transition. Bounded by the
  * NG_TZ_MAX_* limits above. NG_EPARSE with a message in @reterr for truncated data, counts over
- * the limits, bad indices, unordered transitions, out-of-range offsets or a bad footer; NG_ENOMEM.
+ * the limits, bad indices, unordered transitions, out-of-range offsets, a bad footer or leap
+ * seconds; NG_ENOMEM.
  * On NG_OK *@ret_tz is malloc'ed: free it with ng_tz_free(). Any thread.
  */
 NG_NODISCARD ng_status ng_tz_parse(const void *data, size_t len, struct ng_tz **ret_tz,

@@ -11,6 +11,7 @@
 #include "common/file.h"
 #include "common/tz.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -385,6 +386,11 @@ static void test_tz_get(void **state)
 	assert_ptr_equal(tz, before);
 	/* A directory is not a zone. */
 	assert_int_equal(ng_tz_get("America", &tz, &err), NG_ENOTFOUND);
+	/* Leap-second zones count leap seconds in their times. */
+	assert_int_equal(ng_tz_get("right/Europe/Paris", &tz, &err), NG_EPARSE);
+	assert_string_equal(err.msg, "time zone \"right/Europe/Paris\": a zone with leap seconds "
+				     "(right/...) is not supported: use the zone without right/");
+	assert_ptr_equal(tz, before);
 	/* A file of the database that is not TZif. */
 	assert_int_equal(ng_tz_get("zone.tab", &tz, &err), NG_EPARSE);
 	assert_string_equal(err.msg, "time zone \"zone.tab\": not a TZif file (no TZif magic)");
@@ -411,6 +417,39 @@ static void test_tz_get(void **state)
 	assert_ptr_not_equal(a, zone("Europe/London"));
 	/* Zone names with '+', '-' and digits exist. */
 	assert_int_equal(ng_tz_offset(zone("Etc/GMT+5"), 0), -5 * 3600);
+}
+
+/* Zones no other test loads, so the threads race to load them first. */
+static const char *const race_zones[] = {"Asia/Tokyo",       "America/Chicago", "Africa/Cairo",
+					 "Pacific/Auckland", "Europe/Madrid",   "Asia/Dubai"};
+#define RACE_THREADS 8
+
+static void *get_race_zones(void *arg)
+{
+	const struct ng_tz **got = arg;
+	for (size_t i = 0; i < sizeof(race_zones) / sizeof(race_zones[0]); i++)
+		if (ng_tz_get(race_zones[i], &got[i], NULL) != NG_OK)
+			got[i] = NULL;
+	return NULL;
+}
+
+static void test_tz_get_from_many_threads(void **state)
+{
+	(void)state;
+	enum { NZ = sizeof(race_zones) / sizeof(race_zones[0]) };
+	const struct ng_tz *got[RACE_THREADS][NZ];
+	pthread_t th[RACE_THREADS];
+	for (int t = 0; t < RACE_THREADS; t++)
+		assert_int_equal(pthread_create(&th[t], NULL, get_race_zones, got[t]), 0);
+	for (int t = 0; t < RACE_THREADS; t++)
+		assert_int_equal(pthread_join(th[t], NULL), 0);
+	for (size_t i = 0; i < NZ; i++) {
+		assert_non_null(got[0][i]);
+		for (int t = 1; t < RACE_THREADS; t++)
+			assert_ptr_equal(got[t][i], got[0][i]);
+		assert_ptr_equal(zone(race_zones[i]), got[0][i]);
+	}
+	assert_int_equal(ng_tz_offset(got[0][0], 0), 9 * 3600);
 }
 
 static void test_utc_needs_no_file(void **state)
@@ -738,6 +777,7 @@ int main(void)
 	    cmocka_unit_test(test_next_across_dst_new_york),
 	    cmocka_unit_test(test_windows),
 	    cmocka_unit_test(test_tz_get),
+	    cmocka_unit_test(test_tz_get_from_many_threads),
 	    cmocka_unit_test(test_utc_needs_no_file),
 	    cmocka_unit_test(test_offsets),
 	    cmocka_unit_test(test_from_local),
