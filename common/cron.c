@@ -207,15 +207,11 @@ static ng_status check_fires(const struct ng_cron *c, struct ng_err *reterr)
 			  first_day);
 }
 
-ng_status ng_cron_parse(const char *s, struct ng_cron *ret_cron, struct ng_err *reterr)
+/* Splits @s (@len bytes) at blanks: the first NFIELDS + 1 words' starts and lengths, and how
+ * many words there are. */
+static size_t split_words(const char *s, size_t len, size_t *start, size_t *flen)
 {
-	if (!s)
-		return ng_err_set(reterr, NG_EINVAL, 0, "schedule: missing");
-	size_t len = strnlen(s, NG_CRON_MAX_BYTES + 1);
-	if (len > NG_CRON_MAX_BYTES)
-		return ng_err_set(reterr, NG_ELIMIT, 0, "schedule: longer than %u bytes",
-				  NG_CRON_MAX_BYTES);
-	size_t start[NFIELDS + 1], flen[NFIELDS + 1], n = 0, total = 0;
+	size_t n = 0;
 	for (size_t i = 0; i < len;) {
 		if (is_space(s[i])) {
 			i++;
@@ -227,24 +223,41 @@ ng_status ng_cron_parse(const char *s, struct ng_cron *ret_cron, struct ng_err *
 		if (n <= NFIELDS) {
 			start[n] = i;
 			flen[n] = j - i;
-			n++;
 		}
-		total++;
+		n++;
 		i = j;
 	}
+	return n;
+}
+
+ng_status ng_cron_parse(const char *s, struct ng_cron *ret_cron, struct ng_err *reterr)
+{
+	if (!s)
+		return ng_err_set(reterr, NG_EINVAL, 0, "schedule: missing");
+	size_t len = strnlen(s, NG_CRON_MAX_BYTES + 1);
+	if (len > NG_CRON_MAX_BYTES)
+		return ng_err_set(reterr, NG_ELIMIT, 0, "schedule: longer than %u bytes",
+				  NG_CRON_MAX_BYTES);
+	size_t start[NFIELDS + 1], flen[NFIELDS + 1];
+	size_t total = split_words(s, len, start, flen);
 	if (total == 0)
 		return ng_err_set(reterr, NG_EPARSE, 0, "schedule: empty");
 	if (s[start[0]] == '@') {
 		if (total != 1)
 			return ng_err_set(reterr, NG_EPARSE, start[0],
 					  "schedule: a macro such as @daily stands alone");
+		const char *expansion = NULL;
 		for (size_t i = 0; i < sizeof(macros) / sizeof(macros[0]); i++)
 			if (ieq(s + start[0], flen[0], macros[i].name))
-				return ng_cron_parse(macros[i].expansion, ret_cron, reterr);
-		return ng_err_set(reterr, NG_EPARSE, start[0],
-				  "schedule: unknown macro \"%.*s\" (@yearly, @annually, @monthly, "
-				  "@weekly, @daily, @midnight, @hourly)",
-				  (int)(flen[0] > QUOTE_MAX ? QUOTE_MAX : flen[0]), s + start[0]);
+				expansion = macros[i].expansion;
+		if (!expansion)
+			return ng_err_set(reterr, NG_EPARSE, start[0],
+					  "schedule: unknown macro \"%.*s\" (@yearly, @annually, "
+					  "@monthly, @weekly, @daily, @midnight, @hourly)",
+					  (int)(flen[0] > QUOTE_MAX ? QUOTE_MAX : flen[0]),
+					  s + start[0]);
+		s = expansion;
+		total = split_words(s, strlen(s), start, flen);
 	}
 	if (total != NFIELDS)
 		return ng_err_set(reterr, NG_EPARSE, 0,

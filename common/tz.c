@@ -676,6 +676,7 @@ static struct ng_tz *zone_find(const char *name)
 
 static ng_status zone_load(const char *name, struct ng_tz **ret_tz, struct ng_err *reterr)
 {
+	/* NOLINTNEXTLINE(concurrency-mt-unsafe): nodegate never sets its environment */
 	const char *dir = getenv("TZDIR");
 	if (!dir || !*dir)
 		dir = "/usr/share/zoneinfo";

@@ -47,9 +47,9 @@ static struct ng_cron cron(const char *s)
 /* @s is refused with @want and exactly @msg; the output is left as it was. */
 static void refused(const char *s, ng_status want, const char *msg)
 {
-	struct ng_cron c;
+	struct ng_cron c, before;
 	memset(&c, 0xad, sizeof(c));
-	struct ng_cron before = c;
+	memset(&before, 0xad, sizeof(before));
 	struct ng_err err = {0};
 	ng_status st = ng_cron_parse(s, &c, &err);
 	if (st != want || strcmp(err.msg, msg) != 0)
