@@ -764,6 +764,58 @@ static void test_tzif_real_file_and_refusals(void **state)
 	free(buf);
 }
 
+/* Runs last: it fills the process's table of zones. */
+static void test_tz_get_keeps_a_bounded_number_of_zones(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/ng-tzdir-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char *zbuf = NULL;
+	size_t zlen = 0;
+	assert_int_equal(
+	    ng_read_file("/usr/share/zoneinfo/Etc/GMT+5", 4096, "zone", false, &zbuf, &zlen, NULL),
+	    NG_OK);
+	char path[64];
+	for (unsigned i = 0; i <= NG_TZ_MAX_ZONES; i++) {
+		(void)snprintf(path, sizeof(path), "%s/z%04u", dir, i);
+		FILE *f = fopen(path, "wbe");
+		assert_non_null(f);
+		assert_int_equal(fwrite(zbuf, 1, zlen, f), zlen);
+		assert_int_equal(fclose(f), 0);
+	}
+	assert_int_equal(setenv("TZDIR", dir, 1), 0);
+	unsigned loaded = 0, refused = 0;
+	for (unsigned i = 0; i <= NG_TZ_MAX_ZONES; i++) {
+		const struct ng_tz *tz = NULL;
+		struct ng_err err = {0};
+		(void)snprintf(path, sizeof(path), "z%04u", i);
+		ng_status st = ng_tz_get(path, &tz, &err);
+		if (st == NG_OK) {
+			assert_int_equal(ng_tz_offset(tz, 0), -5 * 3600);
+			loaded++;
+			continue;
+		}
+		assert_int_equal(st, NG_ELIMIT);
+		char want[128];
+		(void)snprintf(want, sizeof(want), "time zone \"%s\": over %u distinct zones", path,
+			       NG_TZ_MAX_ZONES);
+		assert_string_equal(err.msg, want);
+		refused++;
+	}
+	/* Other tests loaded some zones first: the table holds NG_TZ_MAX_ZONES in all. */
+	assert_true(refused > 0 && loaded < NG_TZ_MAX_ZONES);
+	assert_int_equal(unsetenv("TZDIR"), 0);
+	/* The zones kept before still answer, from the table. */
+	assert_int_equal(ng_tz_offset(zone("Europe/Paris"), INT64_C(4118083200)), 7200);
+	assert_int_equal(ng_tz_offset(zone("z0000"), 0), -5 * 3600);
+	for (unsigned i = 0; i <= NG_TZ_MAX_ZONES; i++) {
+		(void)snprintf(path, sizeof(path), "%s/z%04u", dir, i);
+		assert_int_equal(unlink(path), 0);
+	}
+	assert_int_equal(rmdir(dir), 0);
+	free(zbuf);
+}
+
 int main(void)
 {
 	(void)unsetenv("TZDIR");
@@ -783,6 +835,7 @@ int main(void)
 	    cmocka_unit_test(test_from_local),
 	    cmocka_unit_test(test_tzif_footer_decides),
 	    cmocka_unit_test(test_tzif_real_file_and_refusals),
+	    cmocka_unit_test(test_tz_get_keeps_a_bounded_number_of_zones),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
