@@ -705,7 +705,12 @@ ng_status ng_tz_get(const char *name, const struct ng_tz **ret_tz, struct ng_err
 {
 	size_t len;
 	if (!name || !zone_name_ok(name, &len))
-		return ng_err_set(reterr, NG_EPARSE, 0, "timeZone: not a zone name");
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "not a zone name (an IANA name such as Europe/Paris)");
+	/* Names of the database's own files that stand for the host's zone, not for a place. */
+	if (strcmp(name, "localtime") == 0 || strcmp(name, "posixrules") == 0)
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "\"%s\" is the host's zone, not an IANA zone name", name);
 	if (strcmp(name, "UTC") == 0 || strcmp(name, "Etc/UTC") == 0) {
 		*ret_tz = &utc_zone;
 		return NG_OK;

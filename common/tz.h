@@ -61,7 +61,8 @@ void ng_tz_free(struct ng_tz *tz);
  * The zone @name ("Europe/Paris", "America/New_York", "UTC"), read from the directory $TZDIR
  * names, else /usr/share/zoneinfo. @name is checked first: 1 to NG_TZ_MAX_NAME bytes of
  * [A-Za-z0-9_+-./], not starting with '/', with no empty, "." or ".." component, else NG_EPARSE
- * "timeZone: not a zone name". A missing file (or a directory): NG_ENOTFOUND "unknown time zone
+ * "not a zone name (an IANA name such as Europe/Paris)"; "localtime" and "posixrules" (the
+ * host's zone) too. A missing file (or a directory): NG_ENOTFOUND "unknown time zone
  * "X" (not in DIR)". A file that is not TZif: NG_EPARSE "time zone "X": <why>". "UTC" and
  * "Etc/UTC" are built in and need no file. More than NG_TZ_MAX_ZONES distinct names: NG_ELIMIT.
  *

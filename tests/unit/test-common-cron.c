@@ -403,9 +403,12 @@ static void test_tz_get(void **state)
 		memset(&err, 0, sizeof(err));
 		if (ng_tz_get(bad[i], &tz, &err) != NG_EPARSE)
 			fail_msg("\"%s\" was not refused", bad[i]);
-		assert_string_equal(err.msg, "timeZone: not a zone name");
+		assert_string_equal(err.msg, "not a zone name (an IANA name such as Europe/Paris)");
 		assert_ptr_equal(tz, before);
 	}
+	/* The database's aliases for the host's own zone are not places. */
+	assert_int_equal(ng_tz_get("localtime", &tz, &err), NG_EPARSE);
+	assert_string_equal(err.msg, "\"localtime\" is the host's zone, not an IANA zone name");
 	char longname[NG_TZ_MAX_NAME + 2];
 	memset(longname, 'a', sizeof(longname));
 	longname[sizeof(longname) - 1] = '\0';
