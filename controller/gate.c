@@ -186,7 +186,13 @@ static bool plan_write(struct gate *g, const struct kube_snapshot *s,
 	    nd->state != KUBE_ND_UNKNOWN)
 		return false;
 	*ret = (struct gate_write){d, now_wall_ms, 0, nd->retry_count, h};
-	if (pending && nd->retry) {
+	/* A request waiting for a maintenance window is decided again when it opens, retry or
+	 * not: sooner would change nothing, later would waste the window. */
+	if (pending && d->wake_wall_ms) {
+		if (retry_due || !w)
+			ret->retry_count++;
+		ret->next_retry_wall_ms = d->wake_wall_ms;
+	} else if (pending && nd->retry) {
 		if (retry_due || !w)
 			ret->retry_count++;
 		/* NodeGateConfig's retry settings, else the gate's (5 s, 300 s); ±20 %. */

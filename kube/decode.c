@@ -9,6 +9,8 @@
 #include "common/json.h"
 #include "common/limits.h"
 #include "common/clock.h"
+#include "common/cron.h"
+#include "common/tz.h"
 #include "common/parse.h"
 
 #include <arpa/inet.h>
@@ -1567,10 +1569,115 @@ static ng_status decode_int_or_string(struct ctx *c, const cJSON *j, const char 
 	return NG_OK;
 }
 
+/* The longest maintenance window: a month. */
+#define WINDOW_MAX_MS (31LL * 24 * 3600 * 1000)
+
+/* spec.windows[@i] @j into @w; @limit_field is the kind's limit (maxDisruptedNodes or
+ * maxDisruptions). Problems go to @verr. */
+static ng_status decode_window(struct ctx *c, const cJSON *j, size_t i, const char *limit_field,
+			       struct kube_window *w, struct ng_err *verr)
+{
+	struct ng_err e = {0};
+	const char *sched = ng_json_str(j, "schedule"), *zone = ng_json_str(j, "timeZone");
+	const cJSON *dur = ng_json_get(j, "duration"), *tz = ng_json_get(j, "timeZone");
+	if (!cJSON_IsObject(j)) {
+		problem(verr, "spec.windows[%zu]: expected an object", i);
+		return NG_OK;
+	}
+	if (!sched) {
+		problem(verr,
+			"spec.windows[%zu].schedule: required (a cron schedule such as "
+			"\"0 22 * * 1-5\")",
+			i);
+		return NG_OK;
+	}
+	if (ng_cron_parse(sched, &w->cron, &e) != NG_OK) {
+		problem(verr, "spec.windows[%zu].%s", i, e.msg);
+		return NG_OK;
+	}
+	if (!cJSON_IsString(dur) || !parse_duration_ms(dur->valuestring, &w->duration_ms) ||
+	    w->duration_ms < 60000 || w->duration_ms > WINDOW_MAX_MS) {
+		problem(verr,
+			"spec.windows[%zu].duration: expected a duration from 1m to 744h, such as "
+			"8h or 90m",
+			i);
+		return NG_OK;
+	}
+	if (tz && !cJSON_IsNull(tz) && !zone) {
+		problem(verr,
+			"spec.windows[%zu].timeZone: expected a zone name such as "
+			"Europe/Paris",
+			i);
+		return NG_OK;
+	}
+	if (!zone)
+		zone = "UTC";
+	ng_status st = ng_tz_get(zone, &w->tz, &e);
+	if (st == NG_ENOMEM)
+		return st;
+	if (st != NG_OK) {
+		problem(verr, "spec.windows[%zu].timeZone: %s", i, e.msg);
+		return NG_OK;
+	}
+	char field[64];
+	ng_fmt(field, sizeof(field), "spec.windows[%zu].%s", i, limit_field);
+	if ((st = decode_int_or_string(c, ng_json_get(j, limit_field), field, &w->limit, verr)) !=
+	    NG_OK)
+		return st;
+	if ((st = intern(c, sched, &w->schedule)) != NG_OK)
+		return st;
+	return intern(c, zone, &w->zone);
+}
+
+/* spec.windows and spec.outsideWindows into @b. */
+static ng_status decode_windows(struct ctx *c, const cJSON *spec, const char *limit_field,
+				struct kube_budget_common *b, struct ng_err *verr)
+{
+	const cJSON *ws = ng_json_get(spec, "windows"), *out = ng_json_get(spec, "outsideWindows");
+	if (out && !cJSON_IsNull(out)) {
+		const char *v = cJSON_IsString(out) ? out->valuestring : "";
+		b->outside_use_default = strcmp(v, "UseDefault") == 0;
+		if (!b->outside_use_default && strcmp(v, "Deny") != 0) {
+			problem(verr, "spec.outsideWindows: must be Deny or UseDefault");
+			return NG_OK;
+		}
+	}
+	if (!ws || cJSON_IsNull(ws))
+		return NG_OK;
+	if (!cJSON_IsArray(ws)) {
+		problem(verr, "spec.windows: expected an array");
+		return NG_OK;
+	}
+	size_t n = (size_t)cJSON_GetArraySize(ws);
+	if (n > KUBE_MAX_WINDOWS) {
+		(void)ng_err_set(verr, NG_ELIMIT, 0, "spec.windows: more than %d windows",
+				 KUBE_MAX_WINDOWS);
+		return NG_OK;
+	}
+	if (!n)
+		return NG_OK;
+	struct kube_window *w = alloc(c, n * sizeof(*w));
+	if (!w)
+		return fail(c, NG_ENOMEM, "spec.windows", "out of memory");
+	memset(w, 0, n * sizeof(*w));
+	size_t i = 0;
+	for (const cJSON *e = ws->child; e && verr->status == NG_OK; e = e->next, i++) {
+		ng_status st = decode_window(c, e, i, limit_field, &w[i], verr);
+		if (st != NG_OK)
+			return st;
+	}
+	if (verr->status != NG_OK)
+		return NG_OK;
+	b->windows = w;
+	b->nwindows = (uint16_t)n;
+	return NG_OK;
+}
+
 /* Fields every budget has. Validation problems go to @verr and make the budget invalid;
  * only OOM fails the load. */
 static ng_status decode_budget_common(struct ctx *c, const cJSON *o, const cJSON *spec,
-				      struct kube_budget_common *b, struct ng_err *verr)
+				      const char *limit_field, struct kube_budget_common *b,
+				      struct ng_err *verr)
 {
 	if (!(b->uid = dup_or_empty(c, ng_json_str(ng_json_get(o, "metadata"), "uid"))))
 		return fail(c, NG_ENOMEM, "metadata.uid", "out of memory");
@@ -1590,7 +1697,7 @@ static ng_status decode_budget_common(struct ctx *c, const cJSON *o, const cJSON
 		if ((st = intern(c, reason ? reason : "", &b->freeze_reason)) != NG_OK)
 			return st;
 	}
-	return NG_OK;
+	return verr->status == NG_OK ? decode_windows(c, spec, limit_field, b, verr) : NG_OK;
 }
 
 static ng_status finish_budget(struct ctx *c, struct kube_budget_common *b, struct ng_err *verr)
@@ -1768,7 +1875,7 @@ static ng_status decode_adb(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t
 	a->b.name = name;
 	struct ng_err verr = {0};
 	const cJSON *spec = ng_json_get(o, "spec");
-	ng_status st = decode_budget_common(c, o, spec, &a->b, &verr);
+	ng_status st = decode_budget_common(c, o, spec, "maxDisruptions", &a->b, &verr);
 	if (st != NG_OK)
 		return st;
 	if (verr.status == NG_OK)
@@ -1845,7 +1952,7 @@ static ng_status decode_ndb(struct ctx *c, const cJSON *o, uint32_t name)
 	n->b.name = name;
 	struct ng_err verr = {0};
 	const cJSON *spec = ng_json_get(o, "spec");
-	ng_status st = decode_budget_common(c, o, spec, &n->b, &verr);
+	ng_status st = decode_budget_common(c, o, spec, "maxDisruptedNodes", &n->b, &verr);
 	if (st != NG_OK)
 		return st;
 	if (verr.status == NG_OK)

@@ -63,6 +63,11 @@ static void budget(kube_id_fn fn, void *ctx, const struct kube_budget_common *b)
 	fn(ctx, b->error);
 	fn(ctx, b->freeze_reason);
 	ids(fn, ctx, b->types, b->ntypes);
+	for (size_t i = 0; i < b->nwindows; i++) {
+		fn(ctx, b->windows[i].schedule);
+		fn(ctx, b->windows[i].zone);
+		int_or_string(fn, ctx, &b->windows[i].limit);
+	}
 }
 
 static void node(kube_id_fn fn, void *ctx, const struct kube_node *n)

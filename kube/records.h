@@ -23,6 +23,7 @@
 #ifndef NG_KUBE_RECORDS_H
 #define NG_KUBE_RECORDS_H
 
+#include "common/cron.h"
 #include "common/status.h"
 
 #include <stdbool.h>
@@ -358,6 +359,21 @@ struct kube_nd {
 	const struct kube_nd_detail *detail;
 };
 
+/* One entry of a budget's spec.windows: the schedule opens a maintenance window on the zone's
+ * wall clock and it stays open for the duration; inside it, @limit (spec.windows[].
+ * maxDisruptedNodes on a NodeDisruptionBudget, maxDisruptions on an ApplicationDisruptionBudget)
+ * replaces the budget's own maximum when set. */
+struct kube_window {
+	struct ng_cron cron;
+	const struct ng_tz *tz; /* the process's zone table: valid for the process's life */
+	int64_t duration_ms;
+	struct kube_int_or_string limit;
+	uint32_t schedule, zone; /* intern ids of the text, for reasons and round trips */
+};
+
+/* Most windows a budget may list. */
+#define KUBE_MAX_WINDOWS 16
+
 /* Shared by ADB and NDB: a budget that failed validation stays in the cache as invalid so the
  * decision can fail closed and say why. */
 struct kube_budget_common {
@@ -369,6 +385,11 @@ struct kube_budget_common {
 	uint32_t freeze_reason;
 	uint16_t ntypes;
 	const uint32_t *types; /* supportedNodeDisruptionTypes; empty = every type */
+	uint16_t nwindows;
+	const struct kube_window *windows; /* spec.windows; none = always open */
+	/* spec.outsideWindows: UseDefault (true) applies the budget's own limits outside every
+	 * window; Deny (false, the default) allows nothing there. */
+	bool outside_use_default;
 };
 
 /* An ApplicationDisruptionBudget's spec.healthHook (DESIGN.md §3.3). Whether the URL may be

@@ -4,6 +4,9 @@
 #include "budgets/budgets.h"
 #include "common/arena.h"
 #include "common/buf.h"
+#include "common/clock.h"
+#include "common/cron.h"
+#include "common/tz.h"
 #include "common/map.h"
 #include "common/intern.h"
 
@@ -107,6 +110,16 @@ struct bscope {
 	size_t what_len;
 	struct bud_limits lim;
 	bool lim_ok;
+	/* Where the budget's maintenance windows stand at win_at_ms (computed once per instant:
+	 * a ledger outlives one instant only in simulations). */
+	int64_t win_at_ms;
+	bool win_ready;
+	struct win {
+		bool deny; /* outside every window, and spec.outsideWindows is Deny */
+		const struct kube_int_or_string *limit; /* an open window's own limit, or NULL */
+		int64_t next_ms;                        /* when deny: the next opening; -1 none */
+		size_t which; /* the window open now, or the one opening next */
+	} win;
 };
 
 bool pol_ledger_held_at(const struct pol_ledger *l, size_t i)
@@ -863,6 +876,9 @@ struct eval {
 	struct pol_budget_verdict *v;
 	size_t nv, capv;
 	bool any_failed;
+	size_t nfailed, nclosed; /* failing verdicts; of them, budgets outside their windows */
+	int64_t now_ms;
+	int64_t wake_ms; /* the earliest opening of a window that fails a verdict; 0 none */
 };
 
 static struct pol_budget_verdict *verdict(struct eval *e, enum kube_resource kind,
@@ -887,6 +903,7 @@ static void fail_v(struct eval *e, struct pol_budget_verdict *v)
 {
 	v->ok = false;
 	e->any_failed = true;
+	e->nfailed++;
 }
 
 static const char *str(const struct eval *e, uint32_t id)
@@ -1159,6 +1176,78 @@ static ng_status check_topology(struct eval *e, struct pol_budget_verdict *v,
 	return NG_OK;
 }
 
+/* ---- maintenance windows ---- */
+
+/* Where @b's windows stand at @now_ms: the first open window in spec order decides the limit;
+ * outside all of them the budget denies (Deny) or applies its own limits (UseDefault). */
+static void windows_at(const struct kube_budget_common *b, int64_t now_ms, struct win *ret)
+{
+	*ret = (struct win){.next_ms = -1};
+	for (size_t i = 0; i < b->nwindows; i++) {
+		const struct kube_window *w = &b->windows[i];
+		struct ng_window_at at;
+		ng_window_at(&w->cron, w->tz, w->duration_ms, now_ms, &at);
+		if (at.open) {
+			*ret = (struct win){
+			    .limit = w->limit.set ? &w->limit : NULL, .next_ms = -1, .which = i};
+			return;
+		}
+		if (at.next_open_ms >= 0 && (ret->next_ms < 0 || at.next_open_ms < ret->next_ms)) {
+			ret->next_ms = at.next_open_ms;
+			ret->which = i;
+		}
+	}
+	ret->deny = b->nwindows && !b->outside_use_default;
+}
+
+static const struct win *scope_windows(struct bscope *sc, const struct kube_budget_common *b,
+				       int64_t now_ms)
+{
+	if (!sc->win_ready || sc->win_at_ms != now_ms) {
+		windows_at(b, now_ms, &sc->win);
+		sc->win_at_ms = now_ms;
+		sc->win_ready = true;
+	}
+	return &sc->win;
+}
+
+/* Fails @v because @b (named @what) is outside its windows, saying when the next one opens. */
+static void fail_closed(struct eval *e, struct pol_budget_verdict *v, const char *what,
+			const struct kube_budget_common *b, const struct win *w)
+{
+	fail_v(e, v);
+	e->nclosed++;
+	if (w->next_ms < 0) {
+		ng_fmt(v->reason, sizeof(v->reason),
+		       "%s is outside its maintenance windows, and none opens again", what);
+		return;
+	}
+	const struct kube_window *x = &b->windows[w->which];
+	char at[32], local[32];
+	ng_format_rfc3339_ms(w->next_ms, at);
+	ng_format_rfc3339_ms(w->next_ms + (int64_t)ng_tz_offset(x->tz, w->next_ms / 1000) * 1000,
+			     local);
+	/* "2026-11-30T22:00": the local wall time, without seconds. */
+	local[16] = '\0';
+	ng_fmt(v->reason, sizeof(v->reason),
+	       "%s is outside its maintenance windows; the next opens at %s (%s %s, schedule "
+	       "\"%s\")",
+	       what, at, local, str(e, x->zone), str(e, x->schedule));
+	if (!e->wake_ms || w->next_ms < e->wake_ms)
+		e->wake_ms = w->next_ms;
+}
+
+/* @lim with an open window's own maximum in place of @base's. False (and @err) when it does
+ * not read. */
+static bool window_limits(struct eval *e, const struct win *w, struct bud_limits *lim,
+			  const char *field, struct ng_err *err)
+{
+	if (!w->limit)
+		return true;
+	lim->has_max = true;
+	return bud_int_or_percent_from(w->limit, e->pool, field, &lim->max, err) == NG_OK;
+}
+
 static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index, int64_t added)
 {
 	if (!type_applies(&b->b, e->nd->type))
@@ -1178,7 +1267,12 @@ static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index
 		       str(e, b->b.freeze_reason));
 		return NG_OK;
 	}
-	if (sc->lim_ok) {
+	const struct win *w = b->b.nwindows ? scope_windows(sc, &b->b, e->now_ms) : NULL;
+	if (w && w->deny && added > 0) {
+		fail_closed(e, v, what, &b->b, w);
+		return NG_OK;
+	}
+	if (sc->lim_ok && !w) {
 		check_counts(e, v, sc, &sc->lim, added);
 		return v->ok && b->topology_key != NG_INTERN_NONE ? check_topology(e, v, b, sc)
 								  : NG_OK;
@@ -1206,8 +1300,11 @@ static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index
 	    bud_int_or_percent_from(&b->max_per_domain, e->pool, "spec.maxDisruptedNodesPerDomain",
 				    &(struct bud_int_or_percent){0}, &err) != NG_OK)
 		goto bad;
+	/* Limits that depend on the time are not kept for the next request. */
+	if (w && !window_limits(e, w, &lim, "spec.windows.maxDisruptedNodes", &err))
+		goto bad;
 	sc->lim = lim;
-	sc->lim_ok = true;
+	sc->lim_ok = !w;
 	check_counts(e, v, sc, &lim, added);
 	return v->ok && b->topology_key != NG_INTERN_NONE ? check_topology(e, v, b, sc) : NG_OK;
 bad:
@@ -1270,12 +1367,23 @@ static ng_status eval_adb(struct eval *e, const struct kube_adb *a, size_t index
 		return NG_OK;
 	}
 	struct ng_err err = {0};
-	if (!sc->lim_ok) {
+	const struct win *w = a->b.nwindows ? scope_windows(sc, &a->b, e->now_ms) : NULL;
+	if (w && w->deny && added > 0) {
+		fail_closed(e, v, what, &a->b, w);
+		return NG_OK;
+	}
+	if (!sc->lim_ok || w) {
 		struct bud_limits lim = {.has_max = true};
 		if (bud_int_or_percent_from(&a->max_disruptions, e->pool, "spec.maxDisruptions",
-					    &lim.max, &err) != NG_OK) {
+					    &lim.max, &err) != NG_OK ||
+		    (w && !window_limits(e, w, &lim, "spec.windows.maxDisruptions", &err))) {
 			fail_v(e, v);
 			ng_fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, err.msg);
+			return NG_OK;
+		}
+		/* Limits that depend on the time are not kept for the next request. */
+		if (w) {
+			check_counts(e, v, sc, &lim, added);
 			return NG_OK;
 		}
 		sc->lim = lim;
@@ -1664,7 +1772,9 @@ static void step9_outcome(const struct eval *e, struct pol_gate_decision *d)
 		return;
 	}
 	pol_decision_reason(d);
-	d->outcome = e->nd->retry ? POL_GATE_PENDING : POL_GATE_REJECT;
+	/* A request that only waits for a maintenance window waits, retry or not. */
+	d->outcome = e->nd->retry || e->nfailed == e->nclosed ? POL_GATE_PENDING : POL_GATE_REJECT;
+	d->wake_wall_ms = e->wake_ms;
 }
 
 ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct pol_gate_config *cfg,
@@ -1674,7 +1784,11 @@ ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct po
 {
 	struct pol_gate_decision d;
 	memset(&d, 0, sizeof(d));
-	struct eval e = {.s = s, .pool = kube_snapshot_pool(s), .ledger = ledger, .nd = nd};
+	struct eval e = {.s = s,
+			 .pool = kube_snapshot_pool(s),
+			 .ledger = ledger,
+			 .nd = nd,
+			 .now_ms = now_wall_ms};
 	uint32_t *nodes = NULL;
 	ng_status st = resolve_nodes(s, nd, arena, &nodes, &d.nnodes);
 	if (st != NG_OK)

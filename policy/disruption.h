@@ -129,6 +129,9 @@ struct pol_gate_decision {
 	char reason[POL_REASON_BYTES]; /* why, for a person: every failing budget (bounded, see
 					* pol_decision_reason()), the step that decided, or
 					* "granted" */
+	/* When the clock alone may change this decision: the earliest opening of a maintenance
+	 * window that a failing budget waits for (wall ms); 0 when none does. */
+	int64_t wake_wall_ms;
 };
 
 /**

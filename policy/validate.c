@@ -33,6 +33,20 @@ static ng_status limit_ok(const struct ng_intern *pool, const struct kube_int_or
 	return bud_int_or_percent_from(v, pool, field, &out, reterr);
 }
 
+/* Each window's own limit (@field: the kind's name for it) must read as the budget's does. */
+static ng_status windows_ok(const struct ng_intern *pool, const struct kube_budget_common *b,
+			    const char *field, struct ng_err *reterr)
+{
+	for (size_t i = 0; i < b->nwindows; i++) {
+		char f[64];
+		ng_fmt(f, sizeof(f), "spec.windows[%zu].%s", i, field);
+		ng_status st = limit_ok(pool, &b->windows[i].limit, f, reterr);
+		if (st != NG_OK)
+			return st;
+	}
+	return NG_OK;
+}
+
 static ng_status check_adb(const struct kube_snapshot *cluster, const struct ng_intern *pool,
 			   const struct kube_adb *adb, struct ng_err *reterr)
 {
@@ -41,6 +55,7 @@ static ng_status check_adb(const struct kube_snapshot *cluster, const struct ng_
 	if (!adb->max_disruptions.set)
 		return ng_err_set(reterr, NG_EPARSE, 0, "spec.maxDisruptions: required");
 	ng_status st = limit_ok(pool, &adb->max_disruptions, "spec.maxDisruptions", reterr);
+	st = st ? st : windows_ok(pool, &adb->b, "maxDisruptions", reterr);
 	if (st != NG_OK || !adb->hook.present)
 		return st;
 	if (adb->hook.error != NG_INTERN_NONE)
@@ -67,6 +82,7 @@ static ng_status check_ndb(const struct ng_intern *pool, const struct kube_ndb *
 				  "required");
 	ng_status st = limit_ok(pool, &ndb->max_disrupted, "spec.maxDisruptedNodes", reterr);
 	st = st ? st : limit_ok(pool, &ndb->min_undisrupted, "spec.minUndisruptedNodes", reterr);
+	st = st ? st : windows_ok(pool, &ndb->b, "maxDisruptedNodes", reterr);
 	return st ? st
 		  : limit_ok(pool, &ndb->max_per_domain, "spec.maxDisruptedNodesPerDomain", reterr);
 }

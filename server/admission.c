@@ -109,6 +109,12 @@ static ng_status evaluation_answer(const struct kube_snapshot *snap,
 	st = st ? st : ng_buf_json_str(out, state, strlen(state));
 	st = st ? st : ng_buf_puts(out, ",\"reason\":");
 	st = st ? st : ng_buf_json_str(out, d->reason, strlen(d->reason));
+	if (d->wake_wall_ms) { /* waiting for a maintenance window: when it opens */
+		char at[32];
+		size_t n = ng_format_rfc3339_ms(d->wake_wall_ms, at);
+		st = st ? st : ng_buf_puts(out, ",\"windowOpensAt\":");
+		st = st ? st : ng_buf_json_str(out, at, n);
+	}
 	st = st ? st : ng_buf_puts(out, ",\"disruptedNodes\":[");
 	for (size_t i = 0; st == NG_OK && i < d->nnodes; i++) {
 		st = i ? ng_buf_puts(out, ",") : NG_OK;

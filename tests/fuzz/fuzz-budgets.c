@@ -18,10 +18,14 @@
  *   roundtrip.c, through kube_one_parse()) it decodes to an equal record, the hook included
  *   unless it has an error;
  * - the IntOrString limits of a valid budget convert (bud_int_or_percent_from()) or are refused
- *   with a readable message, the same way twice. */
+ *   with a readable message, the same way twice, its windows' limits too;
+ * - a valid budget's maintenance windows have a zone, a duration from 1 minute to 31 days, and
+ *   a schedule that fires: at a fixed instant each window is either open (opened at or before
+ *   it, closing after it) or opens later. */
 #include "budgets/budgets.h"
 #include "common/arena.h"
 #include "common/buf.h"
+#include "common/cron.h"
 #include "common/intern.h"
 #include "common/json.h"
 #include "common/limits.h"
@@ -85,6 +89,24 @@ static void check_hook(const struct kube_one *one, const struct kube_hook *h,
 			      strstr(h->ca, "-----BEGIN CERTIFICATE-----") != NULL);
 }
 
+static void check_windows(const struct kube_one *one, const struct kube_budget_common *b,
+			  const struct input *in)
+{
+	const int64_t now_ms = 1796036400000; /* 2026-11-30T11:00:00Z */
+	for (size_t i = 0; i < b->nwindows; i++) {
+		const struct kube_window *w = &b->windows[i];
+		ng_fuzz_check(w->tz != NULL && w->duration_ms >= 60000 &&
+			      w->duration_ms <= 31LL * 24 * 3600 * 1000);
+		check_limit(one, &w->limit, in);
+		struct ng_window_at at;
+		ng_window_at(&w->cron, w->tz, w->duration_ms, now_ms, &at);
+		if (at.open)
+			ng_fuzz_check(at.opened_ms <= now_ms && at.closes_ms > now_ms);
+		else
+			ng_fuzz_check(at.next_open_ms > now_ms);
+	}
+}
+
 /* Writes @one's record back, decodes it and compares. */
 static void roundtrip(const struct kube_one *one, enum kube_resource res, unsigned skip)
 {
@@ -118,6 +140,7 @@ static void check_adb(const struct kube_one *one, const struct input *in)
 	}
 	ng_fuzz_check(adb->pod_selector.present || adb->pvc_selector.present);
 	check_limit(one, &adb->max_disruptions, in);
+	check_windows(one, &adb->b, in);
 	roundtrip(one, KUBE_RES_ADBS, adb->hook.error != NG_INTERN_NONE ? NG_FUZZ_SKIP_HOOK : 0);
 }
 
@@ -131,6 +154,7 @@ static void check_ndb(const struct kube_one *one, const struct input *in)
 	}
 	check_limit(one, &ndb->max_disrupted, in);
 	check_limit(one, &ndb->min_undisrupted, in);
+	check_windows(one, &ndb->b, in);
 	roundtrip(one, KUBE_RES_NDBS, 0);
 }
 

@@ -352,6 +352,33 @@ ng_status ng_fuzz_encode_nd(const struct kube_nd *nd, const struct ng_intern *po
 
 /* ---- budgets ---- */
 
+static void int_or_string(struct ng_jw *w, const char *key, const struct kube_int_or_string *v,
+			  const struct ng_intern *pool);
+
+/* spec.windows and spec.outsideWindows; @limit is the kind's limit field. */
+static void windows(struct ng_jw *w, const struct kube_budget_common *b, const char *limit,
+		    const struct ng_intern *pool)
+{
+	if (b->outside_use_default)
+		ng_jw_kstr(w, "outsideWindows", "UseDefault");
+	if (!b->nwindows)
+		return;
+	ng_jw_key(w, "windows");
+	ng_jw_arr(w);
+	for (size_t i = 0; i < b->nwindows; i++) {
+		const struct kube_window *x = &b->windows[i];
+		char dur[32];
+		(void)snprintf(dur, sizeof(dur), "%lldms", (long long)x->duration_ms);
+		ng_jw_obj(w);
+		kid(w, pool, "schedule", x->schedule);
+		ng_jw_kstr(w, "duration", dur);
+		kid(w, pool, "timeZone", x->zone);
+		int_or_string(w, limit, &x->limit, pool);
+		ng_jw_obj_end(w);
+	}
+	ng_jw_arr_end(w);
+}
+
 static void budget_common(struct ng_jw *w, const struct kube_budget_common *b,
 			  const struct ng_intern *pool)
 {
@@ -434,6 +461,7 @@ ng_status ng_fuzz_encode_adb(const struct kube_adb *adb, const struct ng_intern 
 	ng_jw_key(&w, "spec");
 	ng_jw_obj(&w);
 	budget_common(&w, &adb->b, pool);
+	windows(&w, &adb->b, "maxDisruptions", pool);
 	ksel(&w, "podSelector", &adb->pod_selector, pool);
 	ksel(&w, "pvcSelector", &adb->pvc_selector, pool);
 	int_or_string(&w, "maxDisruptions", &adb->max_disruptions, pool);
@@ -455,6 +483,7 @@ ng_status ng_fuzz_encode_ndb(const struct kube_ndb *ndb, const struct ng_intern 
 	ng_jw_key(&w, "spec");
 	ng_jw_obj(&w);
 	budget_common(&w, &ndb->b, pool);
+	windows(&w, &ndb->b, "maxDisruptedNodes", pool);
 	ksel(&w, "nodeSelector", &ndb->node_selector, pool);
 	int_or_string(&w, "maxDisruptedNodes", &ndb->max_disrupted, pool);
 	int_or_string(&w, "minUndisruptedNodes", &ndb->min_undisrupted, pool);
@@ -842,6 +871,9 @@ bool ng_fuzz_same_nd(const struct kube_nd *a, const struct ng_intern *pa, const 
 	return c.ok;
 }
 
+static void same_ios(struct cmp *c, const char *field, const struct kube_int_or_string *a,
+		     const struct kube_int_or_string *b);
+
 static void same_common(struct cmp *c, const struct kube_budget_common *a,
 			const struct kube_budget_common *b)
 {
@@ -856,6 +888,25 @@ static void same_common(struct cmp *c, const struct kube_budget_common *a,
 	if (a->frozen && b->frozen)
 		same_id(c, "spec.freeze.reason", a->freeze_reason, b->freeze_reason);
 	same_ids(c, "spec.supportedNodeDisruptionTypes", a->types, a->ntypes, b->types, b->ntypes);
+	same_i64(c, "spec.outsideWindows", a->outside_use_default, b->outside_use_default);
+	same_i64(c, "spec.windows", a->nwindows, b->nwindows);
+	for (size_t i = 0; i < a->nwindows && i < b->nwindows; i++) {
+		const struct kube_window *x = &a->windows[i], *y = &b->windows[i];
+		same_id(c, "spec.windows.schedule", x->schedule, y->schedule);
+		same_id(c, "spec.windows.timeZone", x->zone, y->zone);
+		same_i64(c, "spec.windows.duration", x->duration_ms, y->duration_ms);
+		same_i64(c, "spec.windows (zone)", x->tz == y->tz, 1);
+		same_i64(c, "spec.windows (minutes)", (int64_t)x->cron.minutes,
+			 (int64_t)y->cron.minutes);
+		same_i64(c, "spec.windows (hours)", x->cron.hours, y->cron.hours);
+		same_i64(c, "spec.windows (days)", x->cron.days, y->cron.days);
+		same_i64(c, "spec.windows (months)", x->cron.months, y->cron.months);
+		same_i64(c, "spec.windows (weekdays)", x->cron.weekdays, y->cron.weekdays);
+		same_i64(c, "spec.windows (day stars)",
+			 x->cron.days_star * 2 + x->cron.weekdays_star,
+			 y->cron.days_star * 2 + y->cron.weekdays_star);
+		same_ios(c, "spec.windows.limit", &x->limit, &y->limit);
+	}
 }
 
 static void same_ios(struct cmp *c, const char *field, const struct kube_int_or_string *a,

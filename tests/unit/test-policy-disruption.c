@@ -239,6 +239,127 @@ static void test_T02_max_disrupted_nodes_per_domain(void **state)
 	done(&r);
 }
 
+/* Maintenance windows: weekdays 22:00-06:00 in Paris (UTC+1 in winter). Monday 2026-11-30. */
+#define WEEKNIGHTS(limit)                                                                          \
+	"\"windows\":[{\"schedule\":\"0 22 * * 1-5\",\"duration\":\"8h\","                         \
+	"\"timeZone\":\"Europe/Paris\"" limit "}]"
+static const int64_t MON_NOON = 1796036400000;  /* 2026-11-30T11:00:00Z, 12:00 in Paris */
+static const int64_t MON_22H = 1796072400000;   /* 21:00Z: the window opens */
+static const int64_t MON_23H30 = 1796077800000; /* 22:30Z */
+static const int64_t TUE_05H59 = 1796101140000; /* 04:59Z: still open */
+static const int64_t TUE_06H = 1796101200000;   /* 05:00Z: closed */
+static const int64_t TUE_22H = 1796158800000;   /* 21:00Z: the next opening */
+
+/* S01: outside every window a request that would be granted stays Pending, retry or not, with
+ * the next opening as its wake time; inside (across midnight) it is granted; the window closes
+ * at its end. */
+static void test_S01_windows_hold_requests_until_the_next_opening(void **state)
+{
+	(void)state;
+	const char *objs = NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":1," WEEKNIGHTS(
+					   "") "}") "," ND("nd", "{\"nodeNames\":[\"node1\"]}");
+	struct result r = decide(cluster(objs), "nd", NULL, MON_NOON);
+	expect(&r, POL_GATE_PENDING,
+	       "NodeDisruptionBudget pool is outside its maintenance windows; the next opens at "
+	       "2026-11-30T21:00:00.000Z (2026-11-30T22:00 Europe/Paris, schedule \"0 22 * * "
+	       "1-5\")");
+	assert_int_equal(r.d.wake_wall_ms, MON_22H);
+	done(&r);
+	const int64_t open[] = {MON_22H, MON_23H30, TUE_05H59};
+	for (size_t i = 0; i < sizeof(open) / sizeof(open[0]); i++) {
+		r = decide(cluster(objs), "nd", NULL, open[i]);
+		expect(&r, POL_GATE_GRANT, NULL);
+		assert_int_equal(r.d.wake_wall_ms, 0);
+		done(&r);
+	}
+	r = decide(cluster(objs), "nd", NULL, TUE_06H);
+	expect(&r, POL_GATE_PENDING, "the next opens at 2026-12-01T21:00:00.000Z");
+	assert_int_equal(r.d.wake_wall_ms, TUE_22H);
+	done(&r);
+	/* A request the budget would refuse anyway is refused as before, and still told when the
+	 * window opens. */
+	r = decide(
+	    cluster(NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":1," WEEKNIGHTS("") "}") "," ND(
+		"nd", ON_TEST1 "}") "," NDB("zero", ON_TEST1 ",\"maxDisruptedNodes\":0}")),
+	    "nd", NULL, MON_NOON);
+	expect(&r, POL_GATE_REJECT, "2 budgets fail");
+	assert_int_equal(r.d.wake_wall_ms, MON_22H);
+	done(&r);
+}
+
+/* S02: a window's own maxDisruptedNodes replaces the budget's while it is open; outside,
+ * UseDefault applies the budget's own limits. */
+static void test_S02_window_limits_and_use_default(void **state)
+{
+	(void)state;
+	const char *objs =
+	    NDB("pool",
+		ON_TEST1 ",\"maxDisruptedNodes\":1,\"outsideWindows\":\"UseDefault\"," WEEKNIGHTS(
+		    ",\"maxDisruptedNodes\":\"100%\"") "}") "," ND("nd", ON_TEST1 "}");
+	struct result r = decide(cluster(objs), "nd", NULL, MON_23H30);
+	expect(&r, POL_GATE_GRANT, NULL);
+	done(&r);
+	r = decide(cluster(objs), "nd", NULL, MON_NOON);
+	expect(&r, POL_GATE_REJECT,
+	       "NodeDisruptionBudget pool: 0 of 1 in use; this request adds 2");
+	assert_int_equal(r.d.wake_wall_ms, 0);
+	done(&r);
+	/* A window's limit may be stricter than the budget's own. */
+	r = decide(
+	    cluster(NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":2," WEEKNIGHTS(
+				    ",\"maxDisruptedNodes\":1") "}") "," ND("nd", ON_TEST1 "}")),
+	    "nd", NULL, MON_23H30);
+	expect(&r, POL_GATE_REJECT, "(limit 1 of 2 nodes)");
+	done(&r);
+}
+
+/* S03: an ApplicationDisruptionBudget's windows, with maxDisruptions inside them. */
+static void test_S03_application_budget_windows(void **state)
+{
+	(void)state;
+	const char *objs = ADB(
+	    "db", "{\"podSelector\":{\"matchLabels\":{\"app\":\"db\"}},"
+		  "\"maxDisruptions\":0," WEEKNIGHTS(
+		      ",\"maxDisruptions\":1") "}") "," ND("nd", "{\"nodeNames\":[\"node1\"],"
+								 "\"retry\":{\"enabled\":true}}");
+	struct result r = decide(cluster(objs), "nd", NULL, MON_NOON);
+	expect(&r, POL_GATE_PENDING,
+	       "ApplicationDisruptionBudget default/db is outside its "
+	       "maintenance windows");
+	done(&r);
+	r = decide(cluster(objs), "nd", NULL, MON_23H30);
+	expect(&r, POL_GATE_GRANT, NULL);
+	done(&r);
+	/* A request on nodes the budget does not watch is not held by its windows. */
+	r = decide(cluster(ADB("db", "{\"podSelector\":{\"matchLabels\":{\"app\":\"db\"}},"
+				     "\"maxDisruptions\":0," WEEKNIGHTS(
+					 "") "}") "," ND("nd3", "{\"nodeNames\":[\"node3\"]}")),
+		   "nd3", NULL, MON_NOON);
+	expect(&r, POL_GATE_GRANT, NULL);
+	done(&r);
+}
+
+/* S04: a window opening at a wall time that a daylight saving change skips opens just after
+ * the change, once: 02:30 in Paris on 2026-03-29 is 03:30 CEST, 01:30 UTC. */
+static void test_S04_window_opening_in_a_dst_gap(void **state)
+{
+	(void)state;
+	const char *objs = NDB(
+	    "pool", ON_TEST1
+	    ",\"maxDisruptedNodes\":1,\"windows\":[{\"schedule\":\"30 2 "
+	    "* * *\",\"duration\":\"1h\",\"timeZone\":\"Europe/Paris\"}]}") "," ND("nd",
+										   "{\"nodeNames\":"
+										   "[\"node1\"]}");
+	struct result r = decide(cluster(objs), "nd", NULL, 1774746000000); /* 01:00Z */
+	expect(&r, POL_GATE_PENDING,
+	       "the next opens at 2026-03-29T01:30:00.000Z (2026-03-29T03:30 Europe/Paris");
+	assert_int_equal(r.d.wake_wall_ms, 1774747800000);
+	done(&r);
+	r = decide(cluster(objs), "nd", NULL, 1774747800000);
+	expect(&r, POL_GATE_GRANT, NULL);
+	done(&r);
+}
+
 static void test_G04_G05_budget_full_rejects_or_waits(void **state)
 {
 	struct result r = decide(
@@ -1337,6 +1458,10 @@ int main(void)
 	    cmocka_unit_test(test_T01_max_disrupted_domains),
 	    cmocka_unit_test(test_P01_pdb_aware_grants),
 	    cmocka_unit_test(test_T02_max_disrupted_nodes_per_domain),
+	    cmocka_unit_test(test_S01_windows_hold_requests_until_the_next_opening),
+	    cmocka_unit_test(test_S02_window_limits_and_use_default),
+	    cmocka_unit_test(test_S03_application_budget_windows),
+	    cmocka_unit_test(test_S04_window_opening_in_a_dst_gap),
 	    cmocka_unit_test(test_G06_G07_deadline),
 	    cmocka_unit_test(test_G08_G09_overlap),
 	    cmocka_unit_test(test_G10_allowed_types),

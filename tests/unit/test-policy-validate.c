@@ -112,6 +112,54 @@ static void test_V07_V08_H09_budget_admission_checks(void **state)
 	kube_snapshot_release(strict);
 }
 
+#define WIN_NDB(windows)                                                                           \
+	NDB("p", "{\"nodeSelector\":{},\"maxDisruptedNodes\":1,\"windows\":[" windows "]}")
+
+/* S05: maintenance windows that do not read are refused, naming the window and the field. */
+static void test_S05_budget_windows_admission(void **state)
+{
+	(void)state;
+	struct kube_snapshot *none = cluster("");
+	expect_budget(none,
+		      WIN_NDB("{\"schedule\":\"0 22 * * 1-5\",\"duration\":\"8h\","
+			      "\"timeZone\":\"Europe/Paris\",\"maxDisruptedNodes\":\"10%\"}"),
+		      NG_OK, NULL);
+	expect_budget(none, WIN_NDB("{\"schedule\":\"@daily\",\"duration\":\"90m\"}"), NG_OK, NULL);
+	expect_budget(none, WIN_NDB("{\"schedule\":\"0 25 * * *\",\"duration\":\"8h\"}"), NG_EPARSE,
+		      "spec.windows[0].schedule: hour field \"25\"");
+	expect_budget(none, WIN_NDB("{\"schedule\":\"0 0 30 2 *\",\"duration\":\"8h\"}"), NG_EPARSE,
+		      "spec.windows[0].schedule: never fires");
+	expect_budget(none, WIN_NDB("{\"duration\":\"8h\"}"), NG_EPARSE,
+		      "spec.windows[0].schedule: required");
+	expect_budget(none,
+		      WIN_NDB("{\"schedule\":\"@daily\",\"duration\":\"1h\"},{\"schedule\":"
+			      "\"@daily\",\"duration\":\"2d\"}"),
+		      NG_EPARSE, "spec.windows[1].duration: expected a duration from 1m to 744h");
+	expect_budget(none,
+		      WIN_NDB("{\"schedule\":\"@daily\",\"duration\":\"1h\",\"timeZone\":"
+			      "\"Mars/Olympus_Mons\"}"),
+		      NG_EPARSE,
+		      "spec.windows[0].timeZone: unknown time zone \"Mars/Olympus_Mons\"");
+	expect_budget(none,
+		      WIN_NDB("{\"schedule\":\"@daily\",\"duration\":\"1h\",\"timeZone\":"
+			      "\"../../etc/passwd\"}"),
+		      NG_EPARSE, "spec.windows[0].timeZone:");
+	expect_budget(none,
+		      WIN_NDB("{\"schedule\":\"@daily\",\"duration\":\"1h\","
+			      "\"maxDisruptedNodes\":\"150%\"}"),
+		      NG_ELIMIT, "spec.windows[0].maxDisruptedNodes: \"150%\" is out of range");
+	expect_budget(none,
+		      NDB("p", "{\"nodeSelector\":{},\"maxDisruptedNodes\":1,\"outsideWindows\":"
+			       "\"deny\"}"),
+		      NG_EPARSE, "spec.outsideWindows: must be Deny or UseDefault");
+	expect_budget(none,
+		      ADB("a", "{\"podSelector\":{},\"maxDisruptions\":1,\"windows\":[{"
+			       "\"schedule\":\"0 2 * * sun\",\"duration\":\"3h\","
+			       "\"maxDisruptions\":-1}]}"),
+		      NG_EPARSE, "spec.windows[0].maxDisruptions: must be >= 0");
+	kube_snapshot_release(none);
+}
+
 /* An ND check against @cluster: create (@old NULL) or update. */
 static void expect_nd(const struct kube_snapshot *cluster, const char *text, const char *old,
 		      ng_status want, const char *why_part, const char *warning_part)
@@ -527,6 +575,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_V07_V08_H09_budget_admission_checks),
+	    cmocka_unit_test(test_S05_budget_windows_admission),
 	    cmocka_unit_test(test_V01_V02_V03_V05_V09_V10_nodedisruption_admission),
 	    cmocka_unit_test(test_drain_pod_selectors_are_read_as_kubernetes_reads_them),
 	    cmocka_unit_test(test_malformed_drain_fields_are_refused_naming_the_field),

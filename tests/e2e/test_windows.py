@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""e2e: budget maintenance windows against the test API server, on the real clock. A window
+opens at a minute boundary, so a test waits for one (8 to 68 s): these tests run once, in the
+sanitizer stage of CI (suite e2e-once), not again under valgrind and TSan.
+
+Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository)."""
+import calendar
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_gate import GateTest, ON_TEST1  # noqa: E402
+from test_live_cache import eventually  # noqa: E402
+
+
+class WindowsTest(GateTest):
+    def test_S06_a_request_waits_for_the_window_and_goes_when_it_opens(self):
+        """S06: an NDB whose only maintenance window opens at the next minute (read on Kolkata's
+        wall clock, UTC+05:30); a request made before it (without retry: waiting for a window is
+        not a failure) stays Pending with nextRetryDate at the opening and a reason saying when,
+        is never Granted before, and is Granted as the window opens."""
+        now = time.time()
+        opens = (int(now) // 60 + 1) * 60
+        if opens - now < 8:  # time to see it Pending first
+            opens += 60
+        local = time.gmtime(opens + 5 * 3600 + 1800)
+        self.ndb("nightly", {**ON_TEST1, "maxDisruptedNodes": 1, "windows": [{
+            "schedule": f"{local.tm_min} {local.tm_hour} * * *", "duration": "1h",
+            "timeZone": "Asia/Kolkata"}]})
+        ok, _ = eventually(lambda: self.ng.cache()["nodedisruptionbudgets"])
+        self.assertTrue(ok, "the budget never reached nodegate's cache")
+        self.nd("s06", {"nodeNames": ["node1"]})
+        st, _ = self.wait_state("s06", "Pending")
+        when = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(opens))
+        self.assertTrue(st.get("nextRetryDate", "").startswith(when), st)
+        waiting = [c for c in st["conditions"] if c["type"] == "Granted"][0]
+        self.assertIn(f"NodeDisruptionBudget nightly is outside its maintenance windows; the next opens at {when}",
+                      waiting["message"])
+        self.assertIn("Asia/Kolkata", waiting["message"])
+        while time.time() < opens - 0.2:
+            self.assertEqual(self.status("s06").get("state"), "Pending", "granted before the window opened")
+            time.sleep(0.2)
+        st, _ = self.wait_state("s06", "Granted")
+        granted = [c for c in st["conditions"] if c["type"] == "Granted"][0]["lastTransitionTime"]
+        delay = time.time() - opens
+        print(f"\n  window opened -> Granted seen {delay:.2f} s later (condition dated {granted})", file=sys.stderr)
+        self.assertGreaterEqual(calendar.timegm(time.strptime(granted[:19], "%Y-%m-%dT%H:%M:%S")), opens - 1)
+
+
+
+def load_tests(loader, tests, pattern):
+    """This file's scenarios only, not the gate's that WindowsTest inherits its helpers from."""
+    return unittest.TestSuite(WindowsTest(n) for n in sorted(vars(WindowsTest)) if n.startswith("test_"))
+
+
+if __name__ == "__main__":
+    unittest.main()
