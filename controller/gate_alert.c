@@ -37,6 +37,7 @@ static void sanitize(const char *src, size_t len, char out[GATE_ALERT_NAME_BYTES
 {
 	static const char keep[] = "_:.-/{}=\",";
 	size_t max = GATE_ALERT_NAME_BYTES - 1, n = len > max ? max : len;
+	memset(out, 0, GATE_ALERT_NAME_BYTES); /* the whole name is copied: nothing undefined */
 	for (size_t i = 0; i < n; i++) {
 		char c = src[i];
 		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
