@@ -2017,10 +2017,13 @@ static void alert_form(const cJSON *j, struct kube_alert_gate *a, char *why, siz
 	a->mode = has_q ? KUBE_ALERT_QUERY : KUBE_ALERT_REGEX;
 	if (*why || !has_re)
 		return;
+	/* The pattern as written first, so that an error's offset is the user's; then anchored as
+	 * the gate matches it. */
 	char anchored[KUBE_ALERT_REGEX_MAX + 8];
 	struct ng_err err = {0};
 	ng_fmt(anchored, sizeof(anchored), "^(?:%s)$", re->valuestring);
-	if (ng_regex_check(anchored, strlen(anchored), &err) != NG_OK)
+	if (ng_regex_check(re->valuestring, strlen(re->valuestring), &err) != NG_OK ||
+	    ng_regex_check(anchored, strlen(anchored), &err) != NG_OK)
 		ng_fmt(why, cap, "spec.alertGate.alertNameRegex: %.120s", err.msg);
 }
 
