@@ -202,6 +202,10 @@ static bool plan_write(struct gate *g, const struct kube_snapshot *s,
 	if (pending && retry_by_wall_ms &&
 	    (!ret->next_retry_wall_ms || ret->next_retry_wall_ms > retry_by_wall_ms))
 		ret->next_retry_wall_ms = retry_by_wall_ms;
+	/* Held by the alert gate without retry.enabled, it is decided again all the same: counted
+	 * like a retry, so its Event is written once, not at every expiry of the answer. */
+	if (pending && retry_by_wall_ms && !nd->retry && (retry_due || !w))
+		ret->retry_count++;
 	return true;
 }
 

@@ -167,10 +167,17 @@ class AlertGateTest(GateTest):
         for n in names:
             st = self.wait_message(n, reason)
             self.assertTrue(st.get("nextRetryDate"), st)  # without retry.enabled too
-        # Held, not rejected, and nothing of the answer but the names is shown.
-        time.sleep(0.5)
+        # Held across two expiries of the answer (asked again each time), not rejected, one
+        # Event each however often it is decided again, and nothing of the answer but the names
+        # shown.
+        asked = len(self.prom.questions())
+        time.sleep(4.5)
+        self.assertGreater(len(self.prom.questions()), asked)
         for n in names:
             self.assertEqual(self.status(n).get("state"), "Pending")
+            self.assertIn(reason, self.message(n))
+            self.assertEqual(len([e for e in self.events(n) if e["reason"] == "Retrying"]), 1,
+                             self.events(n))
         self.assert_not_leaked(*names)
         self.assertEqual(self.ng.metric("nodegate_alert_gate_firing"), 1)
         self.assertGreaterEqual(self.ng.metric('nodegate_alert_gate_evaluations_total{result="firing"}'), 1)
@@ -223,7 +230,7 @@ class AlertGateTest(GateTest):
         t0 = time.monotonic()
         self.ngc(dict(spec, failurePolicy="Ignore"))
         _, took = self.wait_state("f02", "Granted")
-        print(f"\n  F02: failurePolicy Ignore -> granted after {time.monotonic() - t0:.2f} s",
+        print(f"\n  F02: NodeGateConfig changed to failurePolicy Ignore -> granted after {time.monotonic() - t0:.2f} s",
               file=sys.stderr)
         self.assertGreaterEqual(self.ng.metric("nodegate_alert_gate_errors_ignored_total"), 1)
 
