@@ -373,7 +373,8 @@ static void keep_answer(struct gate *g, const struct gate_alert_job *j)
 		gate_alert_reason(&j->answer, l->reason, sizeof(l->reason));
 	else if (j->result == ALERT_ERROR)
 		ng_fmt(l->reason, sizeof(l->reason),
-		       "alert gate: query failed (%s); failurePolicy Deny", j->word);
+		       "alert gate: query failed (%s); failurePolicy Deny",
+		       j->word ? j->word : "error");
 	else
 		l->reason[0] = '\0';
 	count_result(g, j->result, ag->fail_open);
@@ -439,8 +440,11 @@ enum gate_alert_step gate_alert_check(struct gate *g, const struct kube_snapshot
 	struct gate_alert_last *l = &g->alert;
 	int64_t now_mono_us = ng_now_mono_us();
 	bool fresh = l->have && l->key == key && now_mono_us < l->until_mono_us;
-	if (!fresh && !j && !target_allowed(s, ag)) {
-		/* Never asked: the answer is an error at once, kept as any other. */
+	if (!fresh && !target_allowed(s, ag)) {
+		/* Never asked (a question in flight is stopped: the policy may have changed since
+		 * it started): the answer is an error at once, kept as any other. */
+		job_drop(g);
+		j = NULL;
 		struct gate_alert_job no = {.key = key, .ag = ag, .result = ALERT_ERROR};
 		no.word = "URL not allowed by NodeGateConfig healthHooks";
 		no.t0_mono_us = no.end_mono_us = now_mono_us;
