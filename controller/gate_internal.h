@@ -7,7 +7,9 @@
  *   gate_budgets.c  budget status and the budget gauges
  *   gate_hooks.c    step 8: the hooks a grant needs, asked on threads of their own while the
  *                   request holds its share; their body, results, metrics
- *   gate_hookcall.c the hook calls themselves (curl multi)
+ *   gate_hookcall.c the hook calls themselves (curl multi), and the alert gate's one GET
+ *   gate_alert.c    NodeGateConfig alertGate: asked on a thread of its own before any grant,
+ *                   its answer kept for cacheSeconds; the reading of Prometheus's answers
  *   gate_hookaddr.c the addresses hooks may not reach: the API server's, nodegate's own
  *
  * Threads: everything here runs on the gate's runtime thread (or a test's), except the
