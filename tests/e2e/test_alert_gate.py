@@ -211,11 +211,15 @@ class AlertGateTest(GateTest):
         self.assertEqual(self.ng.metric("nodegate_alert_gate_firing"), 0)
 
     def test_F02_a_failed_question_holds_under_deny_and_not_under_ignore(self):
-        self.prom.mode = "error"
+        # A query: its samples, named by alertname, hold the grant...
+        self.prom.mode = "firing"
         spec = self.gate_spec(query='ALERTS{alertstate="firing"}')
         del spec["alertNameRegex"]
         self.ngc(spec)
         self.nd("f02", {"nodeNames": ["node1"], "retry": {"enabled": True}})
+        self.wait_message("f02", "alert gate: 2 alerts firing: NodeDown, EtcdHighLatency")
+        # ... and so does the query failing, under failurePolicy Deny.
+        self.prom.mode = "error"
         self.wait_message("f02", "alert gate: query failed (HTTP status 5xx); failurePolicy Deny")
         self.assertTrue(all(r["path"].startswith("/api/v1/query?query=ALERTS%7B")
                             for r in self.prom.questions()), self.prom.questions())
