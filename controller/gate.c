@@ -173,10 +173,12 @@ static uint64_t decision_hash(const struct ng_intern *pool, const struct pol_gat
 	return ng_fnv1a64(h, &d->outcome, sizeof(d->outcome));
 }
 
+/* @retry_by_wall_ms (0: none): a Pending decision's retry comes no later (the alert gate's
+ * answer it waits on expires then), with retry or without. */
 static bool plan_write(struct gate *g, const struct kube_snapshot *s,
 		       const struct pol_gate_config *cfg, const struct gate_written *w,
 		       const struct kube_nd *nd, const struct pol_gate_decision *d,
-		       int64_t now_wall_ms, struct gate_write *ret)
+		       int64_t now_wall_ms, int64_t retry_by_wall_ms, struct gate_write *ret)
 {
 	uint64_t h = decision_hash(kube_snapshot_pool(s), d);
 	bool pending = d->outcome == POL_GATE_PENDING;
@@ -203,6 +205,13 @@ static bool plan_write(struct gate *g, const struct kube_snapshot *s,
 		    now_wall_ms +
 		    ng_jitter_ms(&g->rng, ng_backoff_ms(initial, max, ret->retry_count), 20, 20);
 	}
+	if (pending && retry_by_wall_ms &&
+	    (!ret->next_retry_wall_ms || ret->next_retry_wall_ms > retry_by_wall_ms))
+		ret->next_retry_wall_ms = retry_by_wall_ms;
+	/* Held by the alert gate without retry.enabled, it is decided again all the same: counted
+	 * like a retry, so its Event is written once, not at every expiry of the answer. */
+	if (pending && retry_by_wall_ms && !nd->retry && (retry_due || !w))
+		ret->retry_count++;
 	return true;
 }
 
@@ -297,6 +306,17 @@ static bool decide_one(struct gate *g, const struct kube_snapshot *s,
 	uint64_t us = (uint64_t)(ng_now_mono_us() - t0_us);
 	time_decision(g, us);
 	bool hooks_called = false;
+	int64_t retry_by_wall_ms = 0;
+	/* The alert gate before the hooks: no hook is asked while it holds grants. */
+	struct gate_written *aw = gate_written_get(g, nd->name);
+	if (aw)
+		aw->alert_wait = false;
+	if (d.outcome == POL_GATE_GRANT &&
+	    gate_alert_check(g, s, &d, now_wall_ms, &retry_by_wall_ms) == GATE_ALERT_WAIT) {
+		if (aw)
+			aw->alert_wait = true;
+		return true; /* decided when it answers; the round goes on */
+	}
 	if (d.outcome != POL_GATE_GRANT || !d.nverdicts)
 		gate_hooks_drop(g, nd->name); /* answers it no longer needs, if any */
 	else {
@@ -323,7 +343,8 @@ static bool decide_one(struct gate *g, const struct kube_snapshot *s,
 	}
 	gate_count(&g->decisions[d.outcome], 1);
 	struct gate_write wr;
-	if (!plan_write(g, s, cfg, gate_written_get(g, nd->name), nd, &d, now_wall_ms, &wr))
+	if (!plan_write(g, s, cfg, gate_written_get(g, nd->name), nd, &d, now_wall_ms,
+			retry_by_wall_ms, &wr))
 		return true; /* nothing new to say */
 	return write_decision(g, s, ledger, nd, name, &wr, hooks_called, us, arena);
 }
@@ -412,7 +433,8 @@ static int64_t next_due_wall_ms(const struct gate *g)
 	if (g->nlater) /* Events and hook results still to write: a round now */
 		return ng_now_wall_ms();
 	for (size_t i = 0; i < g->nw; i++)
-		if (g->w[i].next_retry_wall_ms && (!due || g->w[i].next_retry_wall_ms < due))
+		if (g->w[i].next_retry_wall_ms && (!due || g->w[i].next_retry_wall_ms < due) &&
+		    !(g->w[i].alert_wait && g->alert_job))
 			due = g->w[i].next_retry_wall_ms;
 	for (size_t i = 0; i < g->ninf; i++)
 		if (!due || g->inf[i].until_wall_ms < due)
@@ -429,6 +451,7 @@ static int64_t next_due_wall_ms(const struct gate *g)
 static void forget(struct gate *g)
 {
 	gate_hooks_forget(g);
+	gate_alert_forget(g);
 	while (g->nlater) /* a new term writes only what it decides itself */
 		gate_later_free(&g->later[--g->nlater]);
 	g->nw = 0;
@@ -459,6 +482,7 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 	int64_t now_wall_ms = ng_now_wall_ms();
 	int64_t due = next_due_wall_ms(g);
 	bool answered = atomic_exchange(&g->hooks_answered, false);
+	answered |= atomic_exchange(&g->alert_answered, false);
 	bool changed = gen != g->seen_generation || term != g->term || answered ||
 		       (g->again_wall_ms && now_wall_ms >= g->again_wall_ms);
 	if (changed)
@@ -551,6 +575,7 @@ void gate_destroy(struct gate *g)
 	if (!g)
 		return;
 	gate_hooks_forget(g);
+	gate_alert_forget(g);
 	free(g->jobs);
 	while (g->nlater) /* best effort: what a stopping gate had left is dropped */
 		gate_later_free(&g->later[--g->nlater]);

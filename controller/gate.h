@@ -65,6 +65,11 @@ NG_NODISCARD ng_status gate_render_budget_metrics(const struct gate *g, struct n
  */
 NG_NODISCARD ng_status gate_render_hook_metrics(const struct gate *g, struct ng_buf *out);
 /**
+ * Appends the alert gate's series: nodegate_alert_gate_evaluations_total{result},
+ * nodegate_alert_gate_firing, nodegate_alert_gate_errors_ignored_total. Any thread.
+ */
+NG_NODISCARD ng_status gate_render_alert_metrics(const struct gate *g, struct ng_buf *out);
+/**
  * Appends the nodegate_gate_grant_latency_seconds histogram: for each new NodeDisruption granted
  * at its first decision, from the watch reading it to its status write being sent (nodegate's
  * own share of create → Granted). Any thread.

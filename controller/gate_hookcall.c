@@ -20,15 +20,20 @@
 
 /* ---- the calls ---- */
 
-struct running {
-	struct pol_hook_call *call;
+/* Where a call may connect: checked on each address curl is about to connect to. */
+struct addr_guard {
 	const struct kube_hook_policy *policy;
 	const struct kube_cidr *deny;
 	size_t ndeny;
+	bool refused; /* an address curl was about to connect to is not allowed */
+};
+
+struct running {
+	struct addr_guard guard; /* first: CURLOPT_OPENSOCKETDATA points here */
+	struct pol_hook_call *call;
 	CURL *h;
 	int64_t t0_us;
 	int64_t max_bytes;
-	bool refused; /* an address curl was about to connect to is not allowed */
 };
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
@@ -48,7 +53,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
  * answered (and answers next time: rebinding), no connection to a refused address is opened. */
 static curl_socket_t on_open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 {
-	struct running *r = arg;
+	struct addr_guard *r = arg;
 	(void)purpose;
 	int family = 0;
 	const uint8_t *bytes = NULL;
@@ -114,7 +119,7 @@ static void finish(struct running *r, CURLcode rc)
 	}
 	c->code = 0;
 	/* No connection could be opened, and an address was refused (others may have failed). */
-	if (r->refused && rc == CURLE_COULDNT_CONNECT) {
+	if (r->guard.refused && rc == CURLE_COULDNT_CONNECT) {
 		c->result = POL_HOOK_DENIED;
 		ng_fmt(c->message, sizeof(c->message), "address not allowed");
 		return;
@@ -123,15 +128,16 @@ static void finish(struct running *r, CURLcode rc)
 	ng_fmt(c->message, sizeof(c->message), "%s", failure_word(rc, os_errno));
 }
 
-static ng_status setup(struct running *r, const char *body, size_t len, struct curl_slist *headers)
+/* What every call out of the gate does: @url under @h's timeout and CA bundle, TLS verified,
+ * no redirect followed, no proxy, each address checked by @guard. */
+static bool setup_common(CURL *e, const char *url, const struct kube_hook *h, bool allow_http,
+			 struct addr_guard *guard, void *priv)
 {
-	const struct kube_hook *h = &r->call->adb->hook;
-	CURL *e = r->h;
 	long ms = (long)h->timeout_s * 1000L;
 	bool ok =
-	    curl_easy_setopt(e, CURLOPT_URL, h->url) == CURLE_OK &&
-	    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR,
-			     r->policy->allow_http ? "http,https" : "https") == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_URL, url) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, allow_http ? "http,https" : "https") ==
+		CURLE_OK &&
 	    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
 	    curl_easy_setopt(e, CURLOPT_PROXY, "") == CURLE_OK &&
 	    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
@@ -140,20 +146,28 @@ static ng_status setup(struct running *r, const char *body, size_t len, struct c
 	    curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2) == CURLE_OK &&
 	    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L) == CURLE_OK &&
 	    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L) == CURLE_OK &&
-	    curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers) == CURLE_OK &&
 	    curl_easy_setopt(e, CURLOPT_USERAGENT, "nodegate/" NG_VERSION) == CURLE_OK &&
-	    curl_easy_setopt(e, CURLOPT_POST, 1L) == CURLE_OK &&
-	    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body) == CURLE_OK &&
-	    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len) == CURLE_OK &&
-	    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body) == CURLE_OK &&
-	    curl_easy_setopt(e, CURLOPT_WRITEDATA, r) == CURLE_OK &&
 	    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_open_socket) == CURLE_OK &&
-	    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, r) == CURLE_OK &&
-	    curl_easy_setopt(e, CURLOPT_PRIVATE, r) == CURLE_OK;
+	    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, guard) == CURLE_OK &&
+	    curl_easy_setopt(e, CURLOPT_PRIVATE, priv) == CURLE_OK;
 	if (ok && h->ca) {
 		struct curl_blob blob = {(void *)(uintptr_t)h->ca, h->nca, CURL_BLOB_COPY};
 		ok = curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob) == CURLE_OK;
 	}
+	return ok;
+}
+
+static ng_status setup(struct running *r, const char *body, size_t len, struct curl_slist *headers)
+{
+	const struct kube_hook *h = &r->call->adb->hook;
+	CURL *e = r->h;
+	bool ok = setup_common(e, h->url, h, r->guard.policy->allow_http, &r->guard, r) &&
+		  curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers) == CURLE_OK &&
+		  curl_easy_setopt(e, CURLOPT_POST, 1L) == CURLE_OK &&
+		  curl_easy_setopt(e, CURLOPT_POSTFIELDS, body) == CURLE_OK &&
+		  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len) == CURLE_OK &&
+		  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body) == CURLE_OK &&
+		  curl_easy_setopt(e, CURLOPT_WRITEDATA, r) == CURLE_OK;
 	return ok ? NG_OK : NG_EIO;
 }
 
@@ -196,9 +210,7 @@ static ng_status batch_start(struct batch *b, struct pol_hook_call *calls, size_
 			continue;
 		struct running *r = &b->rs[b->nr];
 		r->call = &calls[i];
-		r->policy = p;
-		r->deny = deny;
-		r->ndeny = ndeny;
+		r->guard = (struct addr_guard){p, deny, ndeny, false};
 		r->max_bytes = p->max_response_bytes > 0 ? p->max_response_bytes : 65536;
 		r->t0_us = b->t0_us;
 		r->h = curl_easy_init();
@@ -279,5 +291,96 @@ ng_status gate_hooks_call(struct pol_hook_call *calls, size_t n, const struct ku
 	if (st == NG_OK)
 		st = batch_drive(&b, npending, stop, &any_failed);
 	batch_end(&b, any_failed);
+	return st;
+}
+
+/* ---- one GET (the alert gate) ---- */
+
+struct fetch {
+	struct addr_guard guard; /* first: CURLOPT_OPENSOCKETDATA points here */
+	struct ng_buf *body;
+	bool too_large;
+};
+
+static size_t on_fetch_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct fetch *f = arg;
+	size_t n = size * nmemb;
+	if (ng_buf_append(f->body, data, n) != NG_OK) {
+		f->too_large = true;
+		return 0; /* stop reading: a bounded answer or none */
+	}
+	return n;
+}
+
+ng_status gate_http_get(const char *url, const struct kube_hook *target,
+			const struct kube_hook_policy *p, const struct kube_cidr *deny,
+			size_t ndeny, const _Atomic bool *stop, struct ng_buf *body, long *ret_code,
+			const char **reterr_word)
+{
+	struct fetch f = {{p, deny, ndeny, false}, body, false};
+	struct curl_slist *headers = curl_slist_append(NULL, "Accept: application/json");
+	CURLM *m = curl_multi_init();
+	CURL *e = curl_easy_init();
+	const char *word = "connection failed";
+	ng_status st = NG_EIO;
+	if (!headers || !m || !e) {
+		word = "out of memory";
+		st = NG_ENOMEM;
+		goto out;
+	}
+	if (!setup_common(e, url, target, false, &f.guard, &f) ||
+	    curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers) != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L) != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_fetch_body) != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_WRITEDATA, &f) != CURLE_OK ||
+	    curl_multi_add_handle(m, e) != CURLM_OK)
+		goto out;
+	CURLcode rc = CURLE_OK;
+	bool done = false;
+	while (!done && !atomic_load(stop)) {
+		int running = 0;
+		if (curl_multi_perform(m, &running) != CURLM_OK)
+			goto out;
+		CURLMsg *msg;
+		int left;
+		while ((msg = curl_multi_info_read(m, &left)))
+			if (msg->msg == CURLMSG_DONE) {
+				rc = msg->data.result;
+				done = true;
+			}
+		/* Wake at least every 100 ms to see @stop; curl's own timeout ends the call. */
+		if (!done)
+			(void)curl_multi_poll(m, NULL, 0, 100, NULL);
+	}
+	if (!done) {
+		word = "cancelled";
+		goto out;
+	}
+	long code = 0, os_errno = 0;
+	(void)curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+	(void)curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &os_errno);
+	if (f.too_large) {
+		word = "answer too large";
+		st = NG_ELIMIT;
+	} else if (rc == CURLE_OK && code > 0) {
+		*ret_code = code;
+		st = NG_OK;
+	} else if (f.guard.refused && rc == CURLE_COULDNT_CONNECT) {
+		word = "address not allowed";
+		st = NG_EFORBIDDEN;
+	} else {
+		word = failure_word(rc, os_errno);
+		st = rc == CURLE_OPERATION_TIMEDOUT ? NG_ETIMEDOUT : NG_EIO;
+	}
+out:
+	if (st != NG_OK)
+		*reterr_word = word;
+	if (m && e)
+		(void)curl_multi_remove_handle(m, e);
+	curl_easy_cleanup(e);
+	if (m)
+		(void)curl_multi_cleanup(m);
+	curl_slist_free_all(headers);
 	return st;
 }

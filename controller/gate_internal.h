@@ -7,7 +7,9 @@
  *   gate_budgets.c  budget status and the budget gauges
  *   gate_hooks.c    step 8: the hooks a grant needs, asked on threads of their own while the
  *                   request holds its share; their body, results, metrics
- *   gate_hookcall.c the hook calls themselves (curl multi)
+ *   gate_hookcall.c the hook calls themselves (curl multi), and the alert gate's one GET
+ *   gate_alert.c    NodeGateConfig alertGate: asked on a thread of its own before any grant,
+ *                   its answer kept for cacheSeconds; the reading of Prometheus's answers
  *   gate_hookaddr.c the addresses hooks may not reach: the API server's, nodegate's own
  *
  * Threads: everything here runs on the gate's runtime thread (or a test's), except the
@@ -49,6 +51,17 @@ struct ng_arena;
 #define GATE_MAX_HOOK_JOBS 128
 
 struct gate_hook_job;
+struct gate_alert_job;
+
+/* The alert gate's last answer (gate_alert.c), kept for its cacheSeconds. */
+struct gate_alert_last {
+	bool have;
+	uint64_t key;          /* the alertGate config it answered (a changed config asks again) */
+	uint8_t result;        /* clear, firing, error */
+	bool fail_open;        /* the config's failurePolicy is Ignore */
+	int64_t until_mono_us; /* kept until */
+	char reason[POL_REASON_BYTES / 2]; /* what a held request says */
+};
 
 /* What this replica last wrote for a request, so an unchanged decision is not written again. */
 struct gate_written {
@@ -59,6 +72,9 @@ struct gate_written {
 	uint32_t retry_count;
 	bool hook_failed; /* the last decision failed on a health hook */
 	uint64_t rv_hash; /* hash of the resourceVersion that decision was made on */
+	/* Its last decision waits on the alert gate's question: while that is out its retry is
+	 * not due (the answer starts a round). */
+	bool alert_wait;
 };
 
 /* What this replica last wrote to a budget's status. */
@@ -138,6 +154,11 @@ struct gate {
 	pthread_mutex_t wake_mu; /* guards wake_rt: a job's thread wakes the gate through it */
 	struct kube_runtime *wake_rt;
 	_Atomic uint64_t decisions[3], writes, conflicts, errors, decision_us_sum, buckets[8];
+	/* The alert gate (gate_alert.c): gate thread only, but for the atomics. */
+	struct gate_alert_job *alert_job; /* the question in flight, or answered and not read */
+	struct gate_alert_last alert;
+	_Atomic bool alert_answered; /* the question ended since the last step looked */
+	_Atomic uint64_t alert_evals[3], alert_ignored, alert_firing;
 };
 
 /* gate.c */
@@ -250,6 +271,28 @@ void gate_hooks_drop(struct gate *g, uint32_t name);
  * dropped (a new term, or the gate stopping). */
 void gate_hooks_forget(struct gate *g);
 
+/* gate_alert.c */
+
+/* What the alert gate says about a decision that would grant. */
+enum gate_alert_step {
+	GATE_ALERT_PASS, /* no alertGate, clear, or failed under failurePolicy Ignore: grant */
+	GATE_ALERT_HOLD, /* firing, or failed under Deny: the decision is now Pending */
+	GATE_ALERT_WAIT, /* being asked: not decided now; the answer starts a round */
+};
+
+/**
+ * The alert gate for decision @d (a grant) over @s: PASS, or HOLD with @d made Pending with the
+ * gate's reason and *@ret_retry_by_wall_ms set to when the answer it is held by expires (its
+ * retry comes no later), or WAIT when no fresh answer is kept: the question is asked on a thread
+ * of its own (once, whatever the number of requests waiting) and its end wakes the gate. An
+ * answer is kept for cacheSeconds from its arrival, and dropped when the config changes.
+ */
+enum gate_alert_step gate_alert_check(struct gate *g, const struct kube_snapshot *s,
+				      struct pol_gate_decision *d, int64_t now_wall_ms,
+				      int64_t *ret_retry_by_wall_ms);
+/** Stops the question in flight and forgets the last answer (a new term, the gate stopping). */
+void gate_alert_forget(struct gate *g);
+
 /* gate_hookcall.c */
 
 /**
@@ -265,6 +308,21 @@ NG_NODISCARD ng_status gate_hooks_call(struct pol_hook_call *calls, size_t n,
 				       const struct kube_hook_policy *p,
 				       const struct kube_cidr *deny, size_t ndeny, const char *body,
 				       size_t len, const _Atomic bool *stop);
+
+/**
+ * GET @url (the alert gate's Prometheus) with @target's timeout and CA bundle (kube_hook.ca; NULL:
+ * the system's roots), https only, TLS verified, no redirect followed, no proxy, every address
+ * checked with pol_hook_addr_allowed(@p, @deny, @ndeny) before it is connected to. The answer's
+ * body goes to @body, which bounds it (its cap). NG_OK: an answer came, whatever its status
+ * (*@ret_code). Otherwise *@reterr_word says what happened in a fixed word ("timeout", "address
+ * not allowed", "answer too large", "TLS certificate not verified", ...; never curl's text):
+ * NG_ETIMEDOUT, NG_ELIMIT, NG_EFORBIDDEN, NG_EIO, NG_ENOMEM; also NG_EIO ("cancelled") when
+ * @stop turned true. Blocks its caller (the alert gate's own thread).
+ */
+NG_NODISCARD ng_status gate_http_get(const char *url, const struct kube_hook *target,
+				     const struct kube_hook_policy *p, const struct kube_cidr *deny,
+				     size_t ndeny, const _Atomic bool *stop, struct ng_buf *body,
+				     long *ret_code, const char **reterr_word);
 
 /* gate_hookaddr.c */
 

@@ -53,5 +53,6 @@ ng_status gate_render_metrics(const struct gate *g, const struct leader *leader,
 	st = st ? st : ng_prom_histogram(out, "nodegate_decision_duration_seconds", NULL, 0, &h);
 	st = st ? st : gate_render_latency_metrics(g, out);
 	st = st ? st : gate_render_budget_metrics(g, out);
-	return st ? st : gate_render_hook_metrics(g, out);
+	st = st ? st : gate_render_hook_metrics(g, out);
+	return st ? st : gate_render_alert_metrics(g, out);
 }

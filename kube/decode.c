@@ -12,6 +12,7 @@
 #include "common/cron.h"
 #include "common/tz.h"
 #include "common/parse.h"
+#include "common/regex.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -1776,18 +1777,18 @@ static char *arena_lower(struct ng_arena *a, const char *s, size_t len)
 
 /* The scheme, host and credentials of URL @url into @h (the arena's), or why it is not a URL.
  * Only OOM fails. */
-static ng_status hook_parts(struct ctx *c, const char *url, struct kube_hook *h, char *why,
-			    size_t cap)
+static ng_status hook_parts(struct ctx *c, const char *url, const char *field, struct kube_hook *h,
+			    char *why, size_t cap)
 {
 	CURLU *u = curl_url();
 	if (!u)
-		return fail(c, NG_ENOMEM, "spec.healthHook", "out of memory");
+		return fail(c, NG_ENOMEM, field, "out of memory");
 	char *scheme = NULL, *host = NULL, *user = NULL;
 	ng_status st = NG_OK;
 	if (curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host) {
-		ng_fmt(why, cap, "spec.healthHook.url: \"%.100s\" is not a URL", url);
+		ng_fmt(why, cap, "%s: \"%.100s\" is not a URL", field, url);
 		goto out;
 	}
 	h->userinfo = curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK;
@@ -1797,7 +1798,7 @@ static ng_status hook_parts(struct ctx *c, const char *url, struct kube_hook *h,
 	h->scheme = arena_lower(c->arena, scheme, strlen(scheme));
 	h->host = arena_lower(c->arena, host + bracketed, hl - 2 * bracketed);
 	if (!h->scheme || !h->host)
-		st = fail(c, NG_ENOMEM, "spec.healthHook", "out of memory");
+		st = fail(c, NG_ENOMEM, field, "out of memory");
 out:
 	curl_free(scheme);
 	curl_free(host);
@@ -1807,24 +1808,23 @@ out:
 }
 
 /* spec.healthHook.caBundle @ca decoded into @h's arena copy, or why not. Only OOM fails. */
-static ng_status hook_ca(struct ctx *c, const cJSON *ca, struct kube_hook *h, char *why, size_t cap)
+static ng_status hook_ca(struct ctx *c, const cJSON *ca, const char *field, struct kube_hook *h,
+			 char *why, size_t cap)
 {
 	char *pem;
 	size_t n;
 	ng_status st = ng_base64_decode(ca->valuestring, strlen(ca->valuestring), &pem, &n);
 	if (st == NG_ENOMEM)
-		return fail(c, st, "spec.healthHook.caBundle", "out of memory");
+		return fail(c, st, field, "out of memory");
 	if (st != NG_OK || n > HOOK_CA_MAX || !strstr(pem, "-----BEGIN CERTIFICATE-----"))
-		ng_fmt(why, cap,
-		       "spec.healthHook.caBundle: must be base64 of PEM certificates (at most %u "
-		       "bytes)",
+		ng_fmt(why, cap, "%s: must be base64 of PEM certificates (at most %u bytes)", field,
 		       HOOK_CA_MAX);
 	else if (!(h->ca = ng_arena_strndup(c->arena, pem, n)))
 		st = NG_ENOMEM;
 	h->nca = h->ca ? n : 0;
 	free(pem);
 	if (st == NG_ENOMEM)
-		return fail(c, st, "spec.healthHook.caBundle", "out of memory");
+		return fail(c, st, field, "out of memory");
 	return NG_OK;
 }
 
@@ -1852,9 +1852,9 @@ static ng_status decode_hook(struct ctx *c, const cJSON *j, struct kube_hook *h)
 	}
 	ng_status st = NG_OK;
 	if (!*why && cJSON_IsString(ca) && *ca->valuestring)
-		st = hook_ca(c, ca, h, why, sizeof(why));
+		st = hook_ca(c, ca, "spec.healthHook.caBundle", h, why, sizeof(why));
 	if (st == NG_OK && !*why)
-		st = hook_parts(c, buf, h, why, sizeof(why));
+		st = hook_parts(c, buf, "spec.healthHook.url", h, why, sizeof(why));
 	if (st != NG_OK)
 		return st;
 	if (*why) {
@@ -2085,6 +2085,129 @@ static ng_status decode_hook_policy(struct ctx *c, const cJSON *j, struct kube_h
 	return NG_OK;
 }
 
+/* spec.alertGate's scalar fields @j into @a, or why not into @why: timeoutSeconds, cacheSeconds,
+ * failurePolicy, and exactly one of query and alertNameRegex (the regex compiled, anchored as
+ * the gate matches it). */
+static void alert_form(const cJSON *j, struct kube_alert_gate *a, char *why, size_t cap)
+{
+	const cJSON *to = ng_json_get(j, "timeoutSeconds"), *cs = ng_json_get(j, "cacheSeconds");
+	const cJSON *q = ng_json_get(j, "query"), *re = ng_json_get(j, "alertNameRegex");
+	const cJSON *fp = ng_json_get(j, "failurePolicy");
+	bool has_q = q && !cJSON_IsNull(q), has_re = re && !cJSON_IsNull(re);
+	int64_t secs = 5, cache = 10;
+	if (to && !cJSON_IsNull(to) && (!ng_json_int64(to, &secs) || secs < 1 || secs > 30))
+		ng_fmt(why, cap, "spec.alertGate.timeoutSeconds: must be 1..30");
+	else if (cs && !cJSON_IsNull(cs) &&
+		 (!ng_json_int64(cs, &cache) || cache < 1 || cache > 300))
+		ng_fmt(why, cap, "spec.alertGate.cacheSeconds: must be 1..300");
+	else if (fp && !cJSON_IsNull(fp) &&
+		 (!cJSON_IsString(fp) ||
+		  (strcmp(fp->valuestring, "Deny") != 0 && strcmp(fp->valuestring, "Ignore") != 0)))
+		ng_fmt(why, cap, "spec.alertGate.failurePolicy: must be Deny or Ignore");
+	else if (has_q == has_re)
+		ng_fmt(why, cap,
+		       "spec.alertGate: exactly one of query and alertNameRegex is required");
+	else if (has_q && (!cJSON_IsString(q) || !*q->valuestring ||
+			   strlen(q->valuestring) > KUBE_ALERT_QUERY_MAX))
+		ng_fmt(why, cap,
+		       "spec.alertGate.query: expected a non-empty string of at most %d bytes",
+		       KUBE_ALERT_QUERY_MAX);
+	else if (has_re && (!cJSON_IsString(re) || !*re->valuestring ||
+			    strlen(re->valuestring) > KUBE_ALERT_REGEX_MAX))
+		ng_fmt(why, cap,
+		       "spec.alertGate.alertNameRegex: expected a non-empty string of at most %d "
+		       "bytes",
+		       KUBE_ALERT_REGEX_MAX);
+	a->target.timeout_s = (int32_t)secs;
+	a->cache_s = (int32_t)cache;
+	a->fail_open = cJSON_IsString(fp) && strcmp(fp->valuestring, "Ignore") == 0;
+	a->mode = has_q ? KUBE_ALERT_QUERY : KUBE_ALERT_REGEX;
+	if (*why || !has_re)
+		return;
+	/* The pattern as written first, so that an error's offset is the user's; then anchored as
+	 * the gate matches it. */
+	char anchored[KUBE_ALERT_REGEX_MAX + 8];
+	struct ng_err err = {0};
+	ng_fmt(anchored, sizeof(anchored), "^(?:%s)$", re->valuestring);
+	if (ng_regex_check(re->valuestring, strlen(re->valuestring), &err) != NG_OK ||
+	    ng_regex_check(anchored, strlen(anchored), &err) != NG_OK)
+		ng_fmt(why, cap, "spec.alertGate.alertNameRegex: %.120s", err.msg);
+}
+
+/* spec.alertGate.prometheusURL @url into @a->target (the arena's copy, without a trailing '/'),
+ * or why not: an https URL without credentials, query or fragment. Only OOM fails. */
+static ng_status alert_url(struct ctx *c, const cJSON *url, struct kube_alert_gate *a, char *why,
+			   size_t cap)
+{
+	static const char field[] = "spec.alertGate.prometheusURL";
+	if (!cJSON_IsString(url) || !*url->valuestring) {
+		ng_fmt(why, cap, "%s: expected a non-empty string", field);
+		return NG_OK;
+	}
+	size_t len = strlen(url->valuestring);
+	if (len > HOOK_URL_MAX) {
+		ng_fmt(why, cap, "%s: longer than %d bytes", field, HOOK_URL_MAX);
+		return NG_OK;
+	}
+	if (strpbrk(url->valuestring, "?# \t\r\n")) {
+		ng_fmt(why, cap, "%s: must hold no query, fragment or spaces", field);
+		return NG_OK;
+	}
+	ng_status st = hook_parts(c, url->valuestring, field, &a->target, why, cap);
+	if (st != NG_OK || *why)
+		return st;
+	if (strcmp(a->target.scheme, "https") != 0)
+		ng_fmt(why, cap, "%s: must be an https URL", field);
+	else if (a->target.userinfo)
+		ng_fmt(why, cap, "%s: must carry no credentials", field);
+	while (len > 0 && url->valuestring[len - 1] == '/')
+		len--;
+	if (!*why && !(a->target.url = ng_arena_strndup(c->arena, url->valuestring, len)))
+		return fail(c, NG_ENOMEM, field, "out of memory");
+	return NG_OK;
+}
+
+/* spec.alertGate @j into @a; a problem goes to @verr (the config is then invalid and @a stays
+ * NONE). Only OOM fails. */
+static ng_status decode_alert_gate(struct ctx *c, const cJSON *j, struct kube_alert_gate *a,
+				   struct ng_err *verr)
+{
+	char why[160] = "";
+	memset(a, 0, sizeof(*a));
+	a->target.error = NG_INTERN_NONE;
+	if (!j || cJSON_IsNull(j))
+		return NG_OK;
+	if (!cJSON_IsObject(j))
+		ng_fmt(why, sizeof(why), "spec.alertGate: expected an object");
+	else
+		alert_form(j, a, why, sizeof(why));
+	const cJSON *ca = ng_json_get(j, "caBundle");
+	ng_status st = NG_OK;
+	if (!*why)
+		st = alert_url(c, ng_json_get(j, "prometheusURL"), a, why, sizeof(why));
+	if (st == NG_OK && !*why && ca && !cJSON_IsNull(ca)) {
+		if (!cJSON_IsString(ca))
+			ng_fmt(why, sizeof(why),
+			       "spec.alertGate.caBundle: expected a base64 string");
+		else if (*ca->valuestring)
+			st =
+			    hook_ca(c, ca, "spec.alertGate.caBundle", &a->target, why, sizeof(why));
+	}
+	const cJSON *e = ng_json_get(j, a->mode == KUBE_ALERT_QUERY ? "query" : "alertNameRegex");
+	if (st == NG_OK && !*why && !(a->expr = dup_or_empty(c, e->valuestring)))
+		st = fail(c, NG_ENOMEM, "spec.alertGate", "out of memory");
+	if (st != NG_OK)
+		return st;
+	if (*why) {
+		memset(a, 0, sizeof(*a));
+		a->target.error = NG_INTERN_NONE;
+		problem(verr, "%s", why);
+		return NG_OK;
+	}
+	a->target.present = true;
+	return NG_OK;
+}
+
 /* NodeGateConfig spec.drain: protected namespaces and Job pods, the attempts' backoff. A
  * problem goes to @verr (the config is then invalid); only OOM fails. */
 static ng_status decode_ngc_drain(struct ctx *c, const cJSON *d, struct kube_ngc *g,
@@ -2206,8 +2329,11 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 		return st;
 	if ((st = decode_ngc_drain(c, ng_json_get(spec, "drain"), g, &verr)) != NG_OK)
 		return st;
+	if ((st = decode_alert_gate(c, ng_json_get(spec, "alertGate"), &g->alert, &verr)) != NG_OK)
+		return st;
 	if (verr.status == NG_OK)
 		return NG_OK;
+	memset(&g->alert, 0, sizeof(g->alert));
 	/* An unreadable config enforces: it must never loosen the eviction guard. */
 	g->invalid = true;
 	g->eviction_mode = KUBE_EVICTION_ENFORCE;

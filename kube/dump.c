@@ -206,6 +206,20 @@ static void dump_ngc(struct out *o, const struct kube_snapshot *s, size_t i)
 	field(o, "evictionMode");
 	str(o, modes[ngc->eviction_mode < 4 ? ngc->eviction_mode : 0]);
 	ids(o, "exemptUsers", ngc->exempt_users, ngc->nexempt);
+	const struct kube_alert_gate *ag = &ngc->alert;
+	if (ag->mode != KUBE_ALERT_NONE) {
+		char nums[96];
+		field(o, "alertGate");
+		put(o, "{\"prometheusURL\":");
+		str(o, ag->target.url);
+		put(o, ag->mode == KUBE_ALERT_QUERY ? ",\"query\":" : ",\"alertNameRegex\":");
+		str(o, ag->expr);
+		ng_fmt(nums, sizeof(nums), ",\"timeoutSeconds\":%d,\"cacheSeconds\":%d",
+		       (int)ag->target.timeout_s, (int)ag->cache_s);
+		put(o, nums);
+		put(o, ag->fail_open ? ",\"failurePolicy\":\"Ignore\"}"
+				     : ",\"failurePolicy\":\"Deny\"}");
+	}
 	put(o, "}");
 }
 

@@ -458,6 +458,31 @@ struct kube_hook_policy {
 	int64_t max_response_bytes;    /* default 65536 */
 };
 
+/* NodeGateConfig spec.alertGate: one cluster-wide Prometheus question asked before the gate
+ * grants anything (docs/gate.md "Alert gate"). */
+enum kube_alert_mode {
+	KUBE_ALERT_NONE,  /* no alertGate */
+	KUBE_ALERT_QUERY, /* query: firing when the instant vector is not empty */
+	KUBE_ALERT_REGEX, /* alertNameRegex: firing when a firing alert's alertname matches */
+};
+
+/* Longest alertGate.query: PromQL a person writes is a few hundred bytes. */
+#define KUBE_ALERT_QUERY_MAX 4096
+/* Longest alertGate.alertNameRegex: it is matched anchored, as ^(?:…)$, which must stay within
+ * NG_REGEX_MAX_BYTES (1024). */
+#define KUBE_ALERT_REGEX_MAX 1000
+
+struct kube_alert_gate {
+	uint8_t mode; /* enum kube_alert_mode */
+	/* prometheusURL (url without a trailing '/', scheme, host, userinfo), caBundle (ca, nca)
+	 * and timeoutSeconds (timeout_s: 1..30, default 5): checked and called as a health hook
+	 * is, under spec.healthHooks. */
+	struct kube_hook target;
+	const char *expr; /* query or alertNameRegex (as written); NULL when mode is NONE */
+	int32_t cache_s;  /* cacheSeconds: 1..300, default 10 */
+	bool fail_open;   /* failurePolicy Ignore; default Deny */
+};
+
 struct kube_ngc {
 	uint32_t name;
 	bool invalid;
@@ -480,6 +505,7 @@ struct kube_ngc {
 	uint16_t nexempt;
 	const uint32_t *exempt_users;
 	struct kube_hook_policy hooks; /* spec.healthHooks */
+	struct kube_alert_gate alert;  /* spec.alertGate; mode NONE when absent or invalid */
 	/* spec.doNotDisruptOverrideTypes: request types whose grant overrides do-not-disrupt. */
 	uint16_t ndnd_override;
 	const uint32_t *dnd_override;

@@ -100,6 +100,17 @@ ng_status pol_check_budget(const struct kube_snapshot *cluster, const struct kub
 		return check_ndb(pool, ndb, reterr);
 	if (ngc && ngc->invalid)
 		return invalid(pool, ngc->error, reterr);
+	if (ngc && ngc->alert.mode != KUBE_ALERT_NONE) {
+		/* The alert gate is called under the same object's healthHooks policy. */
+		struct ng_err why = {0};
+		ng_status st = pol_hook_allowed(&ngc->alert.target, &ngc->hooks, pool, &why);
+		/* Past the "hook not allowed: " the message is about the URL. */
+		const char *what = strstr(why.msg, ": ");
+		if (st != NG_OK)
+			return ng_err_set(reterr, st == NG_ENOMEM ? st : NG_EPARSE, 0,
+					  "spec.alertGate.prometheusURL: %s",
+					  what ? what + 2 : why.msg);
+	}
 	return NG_OK;
 }
 

@@ -141,7 +141,13 @@ static ng_status evaluation_answer(const struct kube_snapshot *snap,
 		st = st ? st : ng_buf_puts(out, "}");
 		first = false;
 	}
-	st = st ? st : ng_buf_puts(out, "]}\n");
+	st = st ? st : ng_buf_puts(out, "]");
+	/* Nor is Prometheus asked: a grant would still wait on NodeGateConfig alertGate. */
+	const struct kube_ngc *ngc = kube_snapshot_config(snap);
+	if (d->outcome == POL_GATE_GRANT && ngc && !ngc->invalid &&
+	    ngc->alert.mode != KUBE_ALERT_NONE)
+		st = st ? st : ng_buf_puts(out, ",\"alertGate\":\"not evaluated in a dry run\"");
+	st = st ? st : ng_buf_puts(out, "}\n");
 	if (st != NG_OK)
 		return ng_err_set(reterr, st, 0, "encoding the answer: %s", ng_status_str(st));
 	return NG_OK;

@@ -1,8 +1,8 @@
 /* libFuzzer target for the NodeGateConfig decoder (STYLE.md B12 "Fuzz"): kube/decode.c's
  * paused, rejectEmptyDisruptions, rejectOverlappingDisruptions, controlPlane (serial, selector),
  * retry intervals, allowedTypes, eviction (mode, autoRequest, exemptUsers), healthHooks
- * (allowedHosts, allowedCIDRs, allowServiceRefs, allowHTTP, maxResponseBytes) and drain
- * (protectedNamespaces, protectedJobPods, backoff).
+ * (allowedHosts, allowedCIDRs, allowServiceRefs, allowHTTP, maxResponseBytes), drain
+ * (protectedNamespaces, protectedJobPods, backoff) and alertGate.
  *
  * The input is parsed as JSON and decoded as a NodeGateConfig whatever its kind says
  * (kube_one_decode_as()). Invariants, each abort()ing when broken:
@@ -13,7 +13,8 @@
  * - an invalid config never loosens the eviction guard: mode Enforce, no autoRequest, no
  *   exempt users; its reason is a readable message;
  * - the values a valid config holds are in their documented ranges (retry 1..86400 s, backoff
- *   0..86400 s, maxResponseBytes 1..16 MiB, CIDR prefixes within their family);
+ *   0..86400 s, maxResponseBytes 1..16 MiB, CIDR prefixes within their family, an alertGate
+ *   https without credentials, query or fragment, timeout 1..30 s, cache 1..300 s);
  * - decode -> encode -> decode is stable for a valid config: written back (tests/fuzz/
  *   roundtrip.c, through kube_one_parse()) it decodes to an equal record. */
 #include "common/arena.h"
@@ -52,6 +53,16 @@ static void check_valid(const struct kube_ngc *g)
 			      (c->family == 6 && c->bits <= 128));
 	}
 	ng_fuzz_check(g->has_exempt_users || g->nexempt == 0);
+	/* alertGate: a valid one is https with a URL and a question, in its ranges. */
+	const struct kube_alert_gate *a = &g->alert;
+	ng_fuzz_check(a->mode <= KUBE_ALERT_REGEX);
+	if (a->mode != KUBE_ALERT_NONE) {
+		ng_fuzz_check(a->target.url && a->target.scheme && a->expr && *a->expr);
+		ng_fuzz_check(strcmp(a->target.scheme, "https") == 0 && !a->target.userinfo);
+		ng_fuzz_check(!strpbrk(a->target.url, "?#"));
+		ng_fuzz_check(a->target.timeout_s >= 1 && a->target.timeout_s <= 30);
+		ng_fuzz_check(a->cache_s >= 1 && a->cache_s <= 300);
+	}
 }
 
 static void roundtrip(const struct kube_one *one)

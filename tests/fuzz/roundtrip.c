@@ -559,6 +559,28 @@ static void ngc_drain(struct ng_jw *w, const struct kube_ngc *g, const struct ng
 	ng_jw_obj_end(w);
 }
 
+static void ngc_alert(struct ng_jw *w, const struct kube_alert_gate *a)
+{
+	if (a->mode == KUBE_ALERT_NONE)
+		return;
+	ng_jw_key(w, "alertGate");
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "prometheusURL", a->target.url);
+	ng_jw_kstr(w, a->mode == KUBE_ALERT_QUERY ? "query" : "alertNameRegex", a->expr);
+	ng_jw_ki64(w, "timeoutSeconds", a->target.timeout_s);
+	ng_jw_ki64(w, "cacheSeconds", a->cache_s);
+	ng_jw_kstr(w, "failurePolicy", a->fail_open ? "Ignore" : "Deny");
+	if (a->target.ca) {
+		struct ng_buf b64;
+		ng_buf_init(&b64, NG_MAX_BODY_BYTES);
+		ng_fuzz_check(ng_buf_base64(&b64, a->target.ca, a->target.nca) == NG_OK);
+		ng_jw_key(w, "caBundle");
+		ng_jw_strn(w, b64.data, b64.len);
+		ng_buf_finish(&b64);
+	}
+	ng_jw_obj_end(w);
+}
+
 ng_status ng_fuzz_encode_ngc(const struct kube_ngc *g, const struct ng_intern *pool,
 			     struct ng_buf *out)
 {
@@ -600,6 +622,7 @@ ng_status ng_fuzz_encode_ngc(const struct kube_ngc *g, const struct ng_intern *p
 	ng_jw_obj_end(&w);
 	ngc_hooks(&w, &g->hooks, pool);
 	ngc_drain(&w, g, pool);
+	ngc_alert(&w, &g->alert);
 	ng_jw_obj_end(&w);
 	return done(&w);
 }
@@ -1016,6 +1039,12 @@ bool ng_fuzz_same_ngc(const struct kube_ngc *a, const struct ng_intern *pa,
 	same_i64(&c, "spec.drain.backoff.max", a->drain_backoff_max_ms, b->drain_backoff_max_ms);
 	same_i64(&c, "spec.drain.backoff.jitter", a->drain_backoff_jitter_ms,
 		 b->drain_backoff_jitter_ms);
+	const struct kube_alert_gate *p = &a->alert, *q = &b->alert;
+	same_i64(&c, "spec.alertGate (mode)", p->mode, q->mode);
+	same_str(&c, "spec.alertGate.query/alertNameRegex", p->expr, q->expr);
+	same_i64(&c, "spec.alertGate.cacheSeconds", p->cache_s, q->cache_s);
+	same_i64(&c, "spec.alertGate.failurePolicy", p->fail_open, q->fail_open);
+	same_hook(&c, &p->target, &q->target);
 	return c.ok;
 }
 

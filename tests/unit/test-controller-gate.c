@@ -710,6 +710,124 @@ static void test_hook_answers_stand_when_the_budgets_come_in_another_order(void 
 	}
 }
 
+/* ---- the alert gate ---- */
+
+#define NGC_ALERT(hooks, alert)                                                                    \
+	"{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
+	"\"name\":\"default\"},\"spec\":{\"healthHooks\":" hooks ",\"alertGate\":" alert "}}"
+
+/* Waits (bounded) until the alert gate's question has ended. */
+static void wait_alert_answer(struct fx *fx)
+{
+	for (int i = 0; i < 10000 && !atomic_load(&fx->g->alert_answered); i++)
+		usleep(1000);
+	assert_true(atomic_load(&fx->g->alert_answered));
+	atomic_store(&fx->g->alert_answered, false);
+}
+
+static void test_alert_gate_failure_under_deny_holds_every_grant_until_the_cache_ends(void **state)
+{
+	struct fx *fx = *state;
+	/* Prometheus's host is not among healthHooks.allowedHosts: never asked, an error at once.
+	 * m1 and m3 would be granted (pool-a allows one, pool b has no budget); both stay Pending,
+	 * each naming the gate, retrying when the 2 s answer expires (before their 4..6 s backoff).
+	 */
+	const char *json =
+	    CLUSTER(ND("m1", "1", "[\"n1\"]", "") "," ND("m3", "3", "[\"n3\"]", "") "," NGC_ALERT(
+		"{\"allowedHosts\":[\"*.example.com\"]}",
+		"{\"prometheusURL\":\"https://prometheus.monitoring.svc\",\"query\":\"ALERTS\","
+		"\"cacheSeconds\":2}"));
+	round_on(fx, json, true, NOW);
+	for (int i = 0; i < 2; i++) {
+		const char *b = status_body(fx, i ? "m3" : "m1", 0);
+		assert_non_null(b);
+		assert_non_null(strstr(b, "\"state\":\"Pending\""));
+		assert_non_null(
+		    strstr(b, "alert gate: query failed (URL not allowed by NodeGateConfig "
+			      "healthHooks); failurePolicy Deny"));
+		assert_non_null(strstr(b, "\"nextRetryDate\":\"2025-11-24T16:00:02"));
+	}
+	assert_null(fx->g->alert_job);
+	assert_int_equal(fx->g->alert_evals[2], 1); /* one answer for both */
+	struct gate_stats st;
+	gate_get_stats(fx->g, &st);
+	assert_int_equal(st.decisions[POL_GATE_GRANT], 0);
+}
+
+static void test_alert_gate_failure_under_ignore_lets_grants_through(void **state)
+{
+	struct fx *fx = *state;
+	const char *json = CLUSTER(ND("m1", "1", "[\"n1\"]", "") "," NGC_ALERT(
+	    "{\"allowedHosts\":[\"*.example.com\"]}",
+	    "{\"prometheusURL\":\"https://prometheus.monitoring.svc\",\"alertNameRegex\":\".*\","
+	    "\"failurePolicy\":\"Ignore\"}"));
+	round_on(fx, json, true, NOW);
+	assert_non_null(strstr(status_body(fx, "m1", 0), "\"state\":\"Granted\""));
+	assert_int_equal(fx->g->alert_evals[2], 1);
+	assert_int_equal(fx->g->alert_ignored, 1);
+	struct ng_buf out;
+	ng_buf_init(&out, 1u << 16);
+	assert_int_equal(gate_render_alert_metrics(fx->g, &out), NG_OK);
+	assert_non_null(
+	    strstr(out.data, "nodegate_alert_gate_evaluations_total{result=\"error\"} 1"));
+	assert_non_null(strstr(out.data, "nodegate_alert_gate_errors_ignored_total 1"));
+	assert_non_null(strstr(out.data, "nodegate_alert_gate_firing 0"));
+	ng_buf_finish(&out);
+}
+
+static void
+test_alert_gate_is_asked_on_its_own_thread_only_when_something_would_be_granted(void **state)
+{
+	struct fx *fx = *state;
+	/* Loopback opened to hooks, nothing listening on port 1: the question is asked, and
+	 * fails with a fixed word. */
+#define ALERT_LOOPBACK                                                                             \
+	NGC_ALERT("{\"allowedCIDRs\":[\"127.0.0.0/8\"]}",                                          \
+		  "{\"prometheusURL\":\"https://127.0.0.1:1\",\"query\":\"up == 0\"}")
+	/* Nothing would be granted (pool-a's one place is taken by granted m0): not asked. */
+	const char *held = CLUSTER(
+	    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"m0\",\"resourceVersion\":\"5\"},\"spec\":{\"nodeNames\":[\"n2\"]},"
+	    "\"status\":{\"state\":\"Granted\",\"disruptedNodes\":[\"n2\"]}}," ND(
+		"m1", "1", "[\"n1\"]", "") "," ALERT_LOOPBACK);
+	round_on(fx, held, true, NOW);
+	assert_non_null(strstr(status_body(fx, "m1", 0), "NodeDisruptionBudget pool-a"));
+	assert_null(fx->g->alert_job);
+	assert_int_equal(fx->g->alert_evals[0] + fx->g->alert_evals[1] + fx->g->alert_evals[2], 0);
+
+	/* m1 and m3 would be granted: the round asks once and returns without deciding them. */
+	fake_api_clear(&fx->api);
+	const char *json = CLUSTER(
+	    ND("m1", "1", "[\"n1\"]", "") "," ND("m3", "3", "[\"n3\"]", "") "," ALERT_LOOPBACK);
+	round_on(fx, json, true, NOW);
+	assert_non_null(fx->g->alert_job);
+	assert_null(status_body(fx, "m1", 0));
+	assert_null(status_body(fx, "m3", 0));
+	/* The answer starts a round: both held, naming what failed in a fixed word. */
+	wait_alert_answer(fx);
+	round_on(fx, json, true, NOW + 100);
+	for (int i = 0; i < 2; i++) {
+		const char *b = status_body(fx, i ? "m3" : "m1", 0);
+		assert_non_null(b);
+		assert_non_null(strstr(b, "\"state\":\"Pending\""));
+		assert_non_null(strstr(b, "alert gate: query failed (connection refused); "
+					  "failurePolicy Deny"));
+	}
+	assert_int_equal(fx->g->alert_evals[2], 1);
+	/* Within cacheSeconds (10 s) the answer is used again: no new question. */
+	round_on(fx, json, true, NOW + 200);
+	assert_null(fx->g->alert_job);
+	assert_int_equal(fx->g->alert_evals[2], 1);
+	/* Without alertGate (and the cache showing what was written), the answer is forgotten
+	 * and grants go through. */
+	fake_api_clear(&fx->api);
+	round_on(fx, CLUSTER(ND("m1", "11", "[\"n1\"]", "") "," ND("m3", "13", "[\"n3\"]", "")),
+		 true, NOW + 300);
+	assert_non_null(strstr(status_body(fx, "m1", 0), "\"state\":\"Granted\""));
+	assert_false(fx->g->alert.have);
+#undef ALERT_LOOPBACK
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -740,6 +858,14 @@ int main(void)
 		teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_hook_answers_stand_when_the_budgets_come_in_another_order, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_alert_gate_failure_under_deny_holds_every_grant_until_the_cache_ends, setup,
+		teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_alert_gate_failure_under_ignore_lets_grants_through, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_alert_gate_is_asked_on_its_own_thread_only_when_something_would_be_granted,
+		setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -177,6 +177,60 @@ static void expect_nd(const struct kube_snapshot *cluster, const char *text, con
 			 why_part ? why_part : "");
 }
 
+/* NodeGateConfig spec.alertGate: what the webhook refuses, each with a message naming the
+ * field (docs/gate.md "Alert gate"). */
+static void test_alert_gate_admission_checks(void **state)
+{
+	struct kube_snapshot *none = cluster("");
+#define AG(x) NGC("{\"alertGate\":" x "}")
+#define PROM "\"prometheusURL\":\"https://prometheus.monitoring.svc:9090\""
+	expect_budget(none, AG("{" PROM ",\"query\":\"ALERTS{severity=\\\"critical\\\"}\"}"), NG_OK,
+		      NULL);
+	expect_budget(none,
+		      AG("{" PROM ",\"alertNameRegex\":\"Node.*|Etcd.*\",\"timeoutSeconds\":30,"
+			 "\"cacheSeconds\":300,\"failurePolicy\":\"Ignore\"}"),
+		      NG_OK, NULL);
+	expect_budget(none, AG("{" PROM "}"), NG_EPARSE,
+		      "spec.alertGate: exactly one of query and alertNameRegex is required");
+	expect_budget(none, AG("{" PROM ",\"query\":\"up\",\"alertNameRegex\":\"x\"}"), NG_EPARSE,
+		      "spec.alertGate: exactly one of query and alertNameRegex");
+	expect_budget(none, AG("{\"prometheusURL\":\"http://prom:9090\",\"query\":\"up\"}"),
+		      NG_EPARSE, "spec.alertGate.prometheusURL: must be an https URL");
+	expect_budget(none, AG("{\"prometheusURL\":\"not a url\",\"query\":\"up\"}"), NG_EPARSE,
+		      "spec.alertGate.prometheusURL: must hold no query, fragment or spaces");
+	expect_budget(none, AG("{\"prometheusURL\":\"https://\",\"query\":\"up\"}"), NG_EPARSE,
+		      "spec.alertGate.prometheusURL: \"https://\" is not a URL");
+	expect_budget(none, AG("{\"prometheusURL\":\"https://u:p@prom:9090\",\"query\":\"up\"}"),
+		      NG_EPARSE, "spec.alertGate.prometheusURL: must carry no credentials");
+	expect_budget(none, AG("{\"prometheusURL\":\"https://prom/?x=1\",\"query\":\"up\"}"),
+		      NG_EPARSE, "must hold no query, fragment or spaces");
+	expect_budget(none, AG("{" PROM ",\"alertNameRegex\":\"(Node\"}"), NG_EPARSE,
+		      "spec.alertGate.alertNameRegex: does not compile");
+	expect_budget(none, AG("{" PROM ",\"alertNameRegex\":\"(a)\\\\1\"}"), NG_EPARSE,
+		      "spec.alertGate.alertNameRegex:");
+	expect_budget(none, AG("{" PROM ",\"query\":\"up\",\"timeoutSeconds\":31}"), NG_EPARSE,
+		      "spec.alertGate.timeoutSeconds: must be 1..30");
+	expect_budget(none, AG("{" PROM ",\"query\":\"up\",\"cacheSeconds\":0}"), NG_EPARSE,
+		      "spec.alertGate.cacheSeconds: must be 1..300");
+	expect_budget(none, AG("{" PROM ",\"query\":\"up\",\"failurePolicy\":\"Fail\"}"), NG_EPARSE,
+		      "spec.alertGate.failurePolicy: must be Deny or Ignore");
+	expect_budget(none, AG("{" PROM ",\"query\":\"up\",\"caBundle\":\"bm90IGEgUEVN\"}"),
+		      NG_EPARSE, "spec.alertGate.caBundle: must be base64 of PEM certificates");
+	expect_budget(none, AG("{" PROM ",\"query\":\"\"}"), NG_EPARSE,
+		      "spec.alertGate.query: expected a non-empty string");
+	/* Called under the same object's healthHooks: a host it does not list is refused. */
+	expect_budget(
+	    none,
+	    NGC("{\"healthHooks\":{\"allowedHosts\":[\"*.example.com\"]},\"alertGate\":{" PROM
+		",\"query\":\"up\"}}"),
+	    NG_EPARSE,
+	    "spec.alertGate.prometheusURL: host \"prometheus.monitoring.svc\" matches no "
+	    "NodeGateConfig healthHooks.allowedHosts");
+#undef AG
+#undef PROM
+	kube_snapshot_release(none);
+}
+
 static void test_V01_V02_V03_V05_V09_V10_nodedisruption_admission(void **state)
 {
 	struct kube_snapshot *c = cluster(GRANTED("held", "[\"node2\"]"));
@@ -576,6 +630,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_V07_V08_H09_budget_admission_checks),
 	    cmocka_unit_test(test_S05_budget_windows_admission),
+	    cmocka_unit_test(test_alert_gate_admission_checks),
 	    cmocka_unit_test(test_V01_V02_V03_V05_V09_V10_nodedisruption_admission),
 	    cmocka_unit_test(test_drain_pod_selectors_are_read_as_kubernetes_reads_them),
 	    cmocka_unit_test(test_malformed_drain_fields_are_refused_naming_the_field),
