@@ -229,6 +229,14 @@ static const struct cmd_info commands[] = {
      "prints the decision as JSON. "
      "Exit status 0 when it would be Granted, 1 when not, 2 when it is invalid or a file cannot "
      "be read."},
+    {"plan", "simulates rolling maintenance of nodes against every budget: waves and time",
+     "(--snapshot FILE... | --kubeconfig FILE) (--nodes SELECTOR | --node-file FILE) "
+     "[--drain-seconds N] [--start TIME] [--type TYPE] [--requestor NAME] [--output text|json]",
+     "Simulates, with the gate's own decisions, one NodeDisruption per chosen node created at "
+     "--start and each deleted --drain-seconds after its grant: prints the waves in order, what "
+     "held each back, the nodes never granted and why, and the total time "
+     "(docs/planner.md). Health hooks are assumed healthy. Exit status 0 when every node gets "
+     "a wave, 1 when some never would, 2 for bad flags or unreadable input."},
     {"certs", "writes a CA and a serving certificate for the webhook; prints the caBundle",
      "--out DIR [--service NAME] [--namespace NS] [--dns NAME...] [--ip ADDR...] [--days N]",
      "Writes a CA (ca.crt, ca.key) and a serving certificate it signs (tls.crt, tls.key) for "
