@@ -366,8 +366,9 @@ static ng_status add_wave(struct sim *m, const uint32_t *nodes, size_t n,
 }
 
 /* One gate round at @now, as controller/gate.c runs it: a ledger of what is held, the waiting
- * requests ranked, each decided in turn, each grant recorded before the next decision. */
-static ng_status decide_round(struct sim *m, size_t round, int64_t now)
+ * requests ranked, each decided in turn, each grant recorded before the next decision. With
+ * @all, requests known to wait still are decided too (for their reasons as of now). */
+static ng_status decide_round(struct sim *m, size_t round, int64_t now, bool all)
 {
 	struct pol_gate_config cfg;
 	pol_gate_config_from(m->s, &cfg);
@@ -388,7 +389,7 @@ static ng_status decide_round(struct sim *m, size_t round, int64_t now)
 	st = st ? st : pol_rank_pending(m->s, &cfg, q, nq, m->scratch);
 	for (size_t i = 0; st == NG_OK && i < nq; i++) {
 		struct req *r = (struct req *)(uintptr_t)q[i]; /* the record is its first member */
-		if (still_waits(m, r)) {
+		if (!all && still_waits(m, r)) {
 			note_limit(m, rl, r, round);
 			continue;
 		}
@@ -423,6 +424,23 @@ static ng_status decide_round(struct sim *m, size_t round, int64_t now)
 	return st;
 }
 
+/* The next end of a grant (0: none in flight); *@ret_waiting gets the requests waiting. */
+static int64_t next_end(const struct sim *m, size_t *ret_waiting)
+{
+	size_t waiting = 0;
+	int64_t next = 0;
+	for (size_t i = 0; i < m->nr; i++) {
+		waiting += m->r[i].state == REQ_WAIT;
+		if (m->r[i].state == REQ_HELD && (!next || m->r[i].until_wall_ms < next))
+			next = m->r[i].until_wall_ms;
+	}
+	for (size_t i = 0; i < m->nh0; i++)
+		if (!m->h0[i].ended && (!next || m->h0[i].until_wall_ms < next))
+			next = m->h0[i].until_wall_ms;
+	*ret_waiting = waiting;
+	return next;
+}
+
 ng_status pol_plan_run(const struct kube_snapshot *s, const struct pol_plan_input *in,
 		       struct ng_arena *arena, struct pol_plan *ret)
 {
@@ -448,21 +466,18 @@ ng_status pol_plan_run(const struct kube_snapshot *s, const struct pol_plan_inpu
 		release_due(&m, round, now);
 		if (p.nwaves == m.cap_waves)
 			break; /* capped: what is left is listed as not planned */
-		st = decide_round(&m, round, now);
-		if (st != NG_OK)
-			break;
+		st = decide_round(&m, round, now, false);
 		p.rounds++;
-		waiting = 0;
-		int64_t next = 0;
-		for (size_t i = 0; i < m.nr; i++) {
-			waiting += m.r[i].state == REQ_WAIT;
-			if (m.r[i].state == REQ_HELD && (!next || m.r[i].until_wall_ms < next))
-				next = m.r[i].until_wall_ms;
+		int64_t next = next_end(&m, &waiting);
+		if (st == NG_OK && waiting && !next) {
+			/* Nothing in flight: decided once more, all of them, so that the reasons
+			 * are those of now (a request that was not decided again kept an older
+			 * one). */
+			st = decide_round(&m, ++round, now, true);
+			p.rounds++;
+			next = next_end(&m, &waiting);
 		}
-		for (size_t i = 0; i < m.nh0; i++)
-			if (!m.h0[i].ended && (!next || m.h0[i].until_wall_ms < next))
-				next = m.h0[i].until_wall_ms;
-		if (waiting && !next) {
+		if (st == NG_OK && waiting && !next) {
 			/* Nothing is in flight, so nothing will change: the waiting requests are
 			 * never granted. (When a decision says when a time-dependent denial may
 			 * change, the clock jumps there instead, if that is sooner than never.) */
