@@ -11,8 +11,6 @@
 #include "kube/config.h"
 #include "kube/kube.h"
 #include "kube/watch.h"
-#include "budgets/selector.h"
-#include "policy/drain.h"
 #include "policy/plan.h"
 
 #include <stdbool.h>
@@ -92,33 +90,6 @@ static ng_status node_file_names(char *body, size_t len, const char ***ret, size
 	}
 	*ret = v;
 	*ret_n = n;
-	return NG_OK;
-}
-
-/* The names of @s's nodes that @text (kubectl -l syntax) selects, from @arena. */
-static ng_status selected_names(const struct kube_snapshot *s, const char *text,
-				struct ng_arena *arena, const char ***ret, size_t *ret_n,
-				struct ng_err *reterr)
-{
-	const struct ng_intern *pool = kube_snapshot_pool(s);
-	struct kube_selector sel;
-	struct ng_err e = {0};
-	ng_status st = pol_selector_for_pool(text, pool, arena, &sel, &e);
-	if (st != NG_OK)
-		return ng_err_set(reterr, st, e.offset, "--nodes \"%s\": %s", text, e.msg);
-	size_t n, k = 0;
-	const struct kube_node *nodes = kube_snapshot_nodes(s, &n);
-	const char **v = ng_arena_alloc(arena, (n ? n : 1) * sizeof(*v));
-	if (!v)
-		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
-	for (size_t i = 0; i < n; i++)
-		if (bud_selector_matches(&sel, nodes[i].labels, nodes[i].nlabels, pool))
-			v[k++] = ng_intern_str(pool, nodes[i].name, NULL);
-	if (k > POL_PLAN_MAX_NODES)
-		return ng_err_set(reterr, NG_ELIMIT, 0, "--nodes selects %zu nodes; at most %d", k,
-				  POL_PLAN_MAX_NODES);
-	*ret = v;
-	*ret_n = k;
 	return NG_OK;
 }
 
@@ -283,8 +254,12 @@ int cmd_plan(int argc, char **argv)
 	if (st == NG_OK)
 		st = kubeconfig ? load_live(kubeconfig, &snap, &err)
 				: kube_snapshot_load_files(snaps.v, snaps.n, &snap, &err);
-	if (st == NG_OK && selector)
-		st = selected_names(snap, selector, arena, &names, &nnames, &err);
+	if (st == NG_OK && selector) {
+		struct ng_err e = {0};
+		st = pol_plan_select(snap, selector, arena, &names, &nnames, &e);
+		if (st != NG_OK)
+			(void)ng_err_set(&err, st, e.offset, "--nodes \"%s\": %s", selector, e.msg);
+	}
 	in.nodes = names;
 	in.nnodes = nnames;
 	if (st == NG_OK) {

@@ -101,6 +101,16 @@ NG_NODISCARD ng_status pol_plan_run(const struct kube_snapshot *s, const struct 
 				    struct ng_arena *arena, struct pol_plan *ret);
 
 /**
+ * The names of @s's nodes that the label selector string @text (kubectl -l syntax; "" selects
+ * every node) selects, in node order, into *@ret_names (from @arena; the strings are @s's) and
+ * *@ret_n. NG_EPARSE with @reterr for a selector that does not parse, NG_ELIMIT when it selects
+ * more than POL_PLAN_MAX_NODES, NG_ENOMEM. Outputs are written only on success.
+ */
+NG_NODISCARD ng_status pol_plan_select(const struct kube_snapshot *s, const char *text,
+				       struct ng_arena *arena, const char ***ret_names,
+				       size_t *ret_n, struct ng_err *reterr);
+
+/**
  * Appends @p (a plan of @s for @in) to @b as the JSON document docs/planner.md describes,
  * followed by a newline. NG_ELIMIT/NG_ENOMEM from the buffer, which may then hold part of it.
  */

@@ -42,10 +42,11 @@ struct srv {
 	void *auto_request_ctx;
 	srv_authorize_fn admin_authorize;
 	void *admin_authorize_ctx;
-	bool client_ca;       /* the webhooks require a client certificate that verifies */
-	bool webhook_metrics; /* /metrics on the webhook listener too */
-	bool probes_only;     /* the admin listener serves the probes and /metrics only */
-	_Atomic bool dumping; /* a /debug/cache answer is being sent */
+	bool client_ca;        /* the webhooks require a client certificate that verifies */
+	bool webhook_metrics;  /* /metrics on the webhook listener too */
+	bool probes_only;      /* the admin listener serves the probes and /metrics only */
+	_Atomic bool dumping;  /* a /debug/cache answer is being sent */
+	_Atomic bool planning; /* a POST /v1/plan is being computed */
 	_Atomic bool ready;
 	struct tls_creds *creds_all; /* every pair loaded, newest first: freed with the server */
 };
