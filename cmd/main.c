@@ -1,5 +1,5 @@
-/* nodegate: picks the subcommand (serve, drain, certs, check) and answers --version, --help and
- * --dump-config-doc; each subcommand lives in its own file. */
+/* nodegate: picks the subcommand (serve, drain, certs, check, plan) and answers --version, --help
+ * and --dump-config-doc; each subcommand lives in its own file. */
 #include "cmd/cmd.h"
 
 #include <curl/curl.h>
