@@ -22,7 +22,7 @@
  * 253 bytes). */
 #define NODE_FILE_MAX_BYTES ((size_t)POL_PLAN_MAX_NODES * 256)
 /* How long --kubeconfig waits for the first full list of the cluster. */
-#define SYNC_TIMEOUT_MS 120000
+#define SYNC_TIMEOUT_MS 60000
 /* A plan's own memory: node lists, reasons, a few hundred bytes per wave. */
 #define PLAN_ARENA_BYTES (256u << 20)
 
