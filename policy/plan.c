@@ -458,7 +458,10 @@ ng_status pol_plan_run(const struct kube_snapshot *s, const struct pol_plan_inpu
 	ng_status st = m.released && m.seen && m.scratch ? NG_OK : NG_ENOMEM;
 	st = st ? st : make_requests(&m);
 	st = st ? st : held_at_start(&m);
-	m.cap_waves = m.nr < POL_PLAN_MAX_WAVES ? m.nr : POL_PLAN_MAX_WAVES;
+	m.cap_waves = in->max_waves && in->max_waves < POL_PLAN_MAX_WAVES ? in->max_waves
+									  : POL_PLAN_MAX_WAVES;
+	if (m.cap_waves > m.nr)
+		m.cap_waves = m.nr;
 	p.waves = st ? NULL : ng_arena_alloc(arena, (m.cap_waves + 1) * sizeof(*p.waves));
 	if (st == NG_OK && !p.waves)
 		st = NG_ENOMEM;

@@ -42,6 +42,7 @@ struct pol_plan_input {
 	/* The synthetic requests' spec.type and spec.requestor (NULL: none). A string the
 	 * snapshot does not hold is in no allowedTypes or supportedNodeDisruptionTypes list. */
 	const char *type, *requestor;
+	size_t max_waves; /* waves to simulate at most: 0 or over POL_PLAN_MAX_WAVES means that */
 };
 
 /* Why requests waited in a wave's round: a budget (its first failing verdict), or, for a

@@ -197,6 +197,32 @@ static void test_Q01_granted_request_holds_capacity_until_it_ends(void **state)
 	done(&r);
 }
 
+static void test_Q01_granted_request_ends_its_duration_after_its_grant(void **state)
+{
+	(void)state;
+	/* "old" holds n5, the budget's one slot: granted 2 minutes before the start for 5
+	 * minutes, it ends 3 minutes after the start, and the first wave starts then. */
+	struct run r = plan(
+	    LIST(SIX_NODES "," NDB(
+		"pool", "{\"nodeSelector\":{\"matchLabels\":{\"pool\":\"a\"}},"
+			"\"maxDisruptedNodes\":1}") ","
+						    "{\"kind\":\"NodeDisruption\",\"apiVersion\":"
+						    "\"nodegate.io/v1alpha1\","
+						    "\"metadata\":{\"name\":\"old\"},\"spec\":{"
+						    "\"nodeNames\":[\"n5\"],"
+						    "\"duration\":\"5m\"},\"status\":{\"state\":"
+						    "\"Granted\","
+						    "\"disruptedNodes\":[\"n5\"],\"grantedAt\":"
+						    "\"2026-11-18T11:04:40Z\"}}"),
+	    (const char *const[]){"n0", "n1", NULL});
+	assert_int_equal(r.p.held_at_start, 1);
+	assert_int_equal(r.p.nwaves, 2);
+	expect_wave(&r, 0, 180000, "n0");
+	expect_wave(&r, 1, 180000 + DRAIN_MS, "n1");
+	assert_int_equal(r.p.end_wall_ms, START_WALL_MS + 180000 + 2 * DRAIN_MS);
+	done(&r);
+}
+
 static void test_Q01_control_plane_nodes_go_one_at_a_time_first(void **state)
 {
 	(void)state;
@@ -226,6 +252,37 @@ static void test_Q01_type_not_allowed_is_rejected_at_once(void **state)
 	assert_non_null(strstr(r.p.never[0].reason, "not an allowed disruption type"));
 	assert_int_equal(r.p.end_wall_ms, START_WALL_MS);
 	done(&r);
+}
+
+static void test_Q01_wave_cap_lists_the_nodes_not_planned(void **state)
+{
+	(void)state;
+	struct ng_arena *arena = ng_arena_create(1u << 20);
+	struct kube_snapshot *s = ng_test_snapshot(LIST(SIX_NODES "," NDB(
+	    "pool",
+	    "{\"nodeSelector\":{\"matchLabels\":{\"pool\":\"a\"}},\"maxDisruptedNodes\":2}")));
+	struct pol_plan_input in = {.nodes = ALL6,
+				    .nnodes = 6,
+				    .start_wall_ms = START_WALL_MS,
+				    .drain_ms = DRAIN_MS,
+				    .max_waves = 2};
+	struct pol_plan p;
+	assert_int_equal(pol_plan_run(s, &in, arena, &p), NG_OK);
+	assert_true(p.truncated);
+	assert_int_equal(p.nwaves, 2);
+	assert_int_equal(p.nplanned, 4);
+	assert_int_equal(p.nunplanned, 2);
+	assert_string_equal(p.unplanned[0], "n4");
+	assert_string_equal(p.unplanned[1], "n5");
+	assert_int_equal(p.nnever, 0);
+	struct ng_buf b;
+	ng_buf_init(&b, 1u << 20);
+	assert_int_equal(pol_plan_json(s, &in, &p, &b), NG_OK);
+	assert_non_null(strstr(b.data, "\"notPlanned\":[\"n4\",\"n5\"]"));
+	assert_non_null(strstr(b.data, "\"truncated\":true"));
+	ng_buf_finish(&b);
+	ng_arena_destroy(arena);
+	kube_snapshot_release(s);
 }
 
 static void test_over_the_node_limit_is_refused_and_leaves_the_plan_alone(void **state)
@@ -336,8 +393,10 @@ int main(void)
 	    cmocka_unit_test(test_Q01_topology_limit_takes_one_zone_per_wave),
 	    cmocka_unit_test(test_Q01_nodes_never_granted_say_why_and_the_plan_ends),
 	    cmocka_unit_test(test_Q01_granted_request_holds_capacity_until_it_ends),
+	    cmocka_unit_test(test_Q01_granted_request_ends_its_duration_after_its_grant),
 	    cmocka_unit_test(test_Q01_control_plane_nodes_go_one_at_a_time_first),
 	    cmocka_unit_test(test_Q01_type_not_allowed_is_rejected_at_once),
+	    cmocka_unit_test(test_Q01_wave_cap_lists_the_nodes_not_planned),
 	    cmocka_unit_test(test_over_the_node_limit_is_refused_and_leaves_the_plan_alone),
 	    cmocka_unit_test(test_Q01_json_document_shape),
 	};
