@@ -26,7 +26,6 @@ struct req {
 	struct kube_nd nd;
 	uint32_t node;
 	uint8_t state; /* enum req_state */
-	bool rejected;
 	uint8_t nfailing;
 	uint32_t failing[PLAN_FAILING_KEPT]; /* budget keys (below) of its last failing verdicts */
 	uint32_t first;                      /* key of the first failing verdict, or NO_BUDGET */
@@ -124,31 +123,30 @@ static ng_status make_requests(struct sim *m)
 	uint32_t who = in->requestor ? ng_intern_find(pool, in->requestor, strlen(in->requestor))
 				     : NG_INTERN_NONE;
 	uint32_t *ids = malloc((in->nnodes ? in->nnodes : 1) * sizeof(*ids));
+	const char **unknown = malloc((in->nnodes ? in->nnodes : 1) * sizeof(*unknown));
 	m->r = calloc(in->nnodes ? in->nnodes : 1, sizeof(*m->r));
 	m->p->never = ng_arena_alloc(m->out, (in->nnodes ? in->nnodes : 1) * sizeof(*m->p->never));
-	if (!ids || !m->r || !m->p->never) {
-		free(ids);
-		return NG_ENOMEM;
-	}
-	size_t n = 0;
-	ng_status st = NG_OK;
+	ng_status st = ids && unknown && m->r && m->p->never ? NG_OK : NG_ENOMEM;
+	size_t n = 0, nu = 0;
 	for (size_t i = 0; st == NG_OK && i < in->nnodes; i++) {
 		const char *name = in->nodes[i];
 		uint32_t id = ng_intern_find(pool, name, strlen(name));
-		if (id == NG_INTERN_NONE || !kube_snapshot_find_node(m->s, id)) {
-			bool dup = false;
-			for (size_t k = 0; k < m->p->nnever && !dup; k++)
-				dup = strcmp(m->p->never[k].name, name) == 0;
-			const char *copy =
-			    dup ? NULL : ng_arena_strndup(m->out, name, strlen(name));
-			if (!dup)
-				st = copy ? add_never(m, NG_INTERN_NONE, copy,
-						      "not a node of the cluster", true)
-					  : NG_ENOMEM;
-			continue;
-		}
-		ids[n++] = id;
+		if (id == NG_INTERN_NONE || !kube_snapshot_find_node(m->s, id))
+			unknown[nu++] = name;
+		else
+			ids[n++] = id;
 	}
+	/* Names that are no node: listed once each (sorted, so a repeat is the one before). */
+	if (st == NG_OK)
+		qsort(unknown, nu, sizeof(*unknown), cmp_str);
+	for (size_t i = 0; st == NG_OK && i < nu; i++) {
+		if (i && strcmp(unknown[i], unknown[i - 1]) == 0)
+			continue;
+		const char *copy = ng_arena_strndup(m->out, unknown[i], strlen(unknown[i]));
+		st = copy ? add_never(m, NG_INTERN_NONE, copy, "not a node of the cluster", true)
+			  : NG_ENOMEM;
+	}
+	free(unknown);
 	if (st != NG_OK) {
 		free(ids);
 		return st;
