@@ -144,7 +144,10 @@ static void print_text(FILE *f, const struct kube_snapshot *s, const struct pol_
 		for (size_t k = 0; k < w->nlimits; k++) {
 			const struct pol_plan_limit *l = &w->limits[k];
 			if (l->budget && l->ns != NG_INTERN_NONE)
-				(void)fprintf(f, "    ApplicationDisruptionBudget %s/%s",
+				(void)fprintf(f, "    %s %s/%s",
+					      l->kind == KUBE_RES_ADBS
+						  ? "ApplicationDisruptionBudget"
+						  : "PodDisruptionBudget",
 					      ng_intern_str(pool, l->ns, NULL),
 					      ng_intern_str(pool, l->name, NULL));
 			else if (l->budget)

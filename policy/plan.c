@@ -36,7 +36,8 @@ struct req {
 	char reason[POL_PLAN_REASON_BYTES]; /* its last decision's first reason */
 };
 
-/* A budget's key: NodeDisruptionBudget k is k, ApplicationDisruptionBudget k is nndb + k. */
+/* A budget's key: NodeDisruptionBudget k is k, ApplicationDisruptionBudget k is nndb + k,
+ * PodDisruptionBudget k (with respectPodDisruptionBudgets) nndb + nadb + k. */
 #define NO_BUDGET UINT32_MAX
 
 /* A Granted request of the snapshot and when the simulation ends it. */
@@ -53,10 +54,10 @@ struct sim {
 	struct ng_arena *scratch;
 	struct req *r;
 	size_t nr;
-	size_t nndb, nadb;
+	size_t nndb, nadb, npdb;
 	size_t *released;    /* per budget key: the last round that released one of its nodes */
 	size_t *seen;        /* per budget key: the last round it was counted as a wave's limit */
-	size_t all_released; /* the last round a snapshot grant ended (its budgets unknown) */
+	size_t all_released; /* the last round something ended whose budgets are not known */
 	struct held0 *h0;
 	size_t nh0;
 	uint32_t *ended; /* names of the snapshot grants that ended, sorted */
@@ -92,9 +93,20 @@ static int cmp_never(const void *a, const void *b)
 		      ((const struct pol_plan_never *)b)->name);
 }
 
+/* NO_BUDGET for a kind of verdict the planner does not know: such a failure is decided again
+ * in every round. */
 static uint32_t verdict_key(const struct sim *m, const struct pol_budget_verdict *v)
 {
-	return v->kind == KUBE_RES_NDBS ? v->index : (uint32_t)m->nndb + v->index;
+	switch (v->kind) {
+	case KUBE_RES_NDBS:
+		return v->index < m->nndb ? v->index : NO_BUDGET;
+	case KUBE_RES_ADBS:
+		return v->index < m->nadb ? (uint32_t)m->nndb + v->index : NO_BUDGET;
+	case KUBE_RES_PDBS:
+		return v->index < m->npdb ? (uint32_t)(m->nndb + m->nadb) + v->index : NO_BUDGET;
+	default:
+		return NO_BUDGET;
+	}
 }
 
 static ng_status add_never(struct sim *m, uint32_t node, const char *name, const char *reason,
@@ -211,7 +223,10 @@ static void release_due(struct sim *m, size_t round, int64_t now)
 			continue;
 		r->state = REQ_DONE;
 		for (size_t k = 0; k < r->nimpacted; k++)
-			m->released[r->impacted[k]] = round;
+			if (r->impacted[k] != NO_BUDGET)
+				m->released[r->impacted[k]] = round;
+			else
+				m->all_released = round; /* a budget the planner has no key for */
 		free(r->impacted);
 		r->impacted = NULL;
 		r->nimpacted = 0;
@@ -277,18 +292,16 @@ static void note_limit(struct sim *m, struct round_limits *rl, const struct req 
 				     .name = NG_INTERN_NONE,
 				     .waiting = 1,
 				     .reason = r->reason};
-	if (budget) {
-		size_t n;
-		const struct kube_budget_common *b;
-		if (r->first < m->nndb) {
-			l->kind = KUBE_RES_NDBS;
-			b = &kube_snapshot_ndbs(m->s, &n)[r->first].b;
-		} else {
-			l->kind = KUBE_RES_ADBS;
-			b = &kube_snapshot_adbs(m->s, &n)[r->first - m->nndb].b;
-		}
-		l->ns = b->ns;
-		l->name = b->name;
+	size_t n, k = r->first;
+	if (budget && k < m->nndb) {
+		const struct kube_ndb *b = &kube_snapshot_ndbs(m->s, &n)[k];
+		*l = (struct pol_plan_limit){true, KUBE_RES_NDBS, b->b.ns, b->b.name, 1, r->reason};
+	} else if (budget && k < m->nndb + m->nadb) {
+		const struct kube_adb *b = &kube_snapshot_adbs(m->s, &n)[k - m->nndb];
+		*l = (struct pol_plan_limit){true, KUBE_RES_ADBS, b->b.ns, b->b.name, 1, r->reason};
+	} else if (budget) {
+		const struct kube_pdb *b = &kube_snapshot_pdbs(m->s, &n)[k - m->nndb - m->nadb];
+		*l = (struct pol_plan_limit){true, KUBE_RES_PDBS, b->ns, b->name, 1, r->reason};
 	}
 	rl->key[rl->n++] = r->first;
 }
@@ -299,18 +312,20 @@ static void keep_failure(struct sim *m, struct req *r, const struct pol_gate_dec
 {
 	r->nfailing = 0;
 	r->first = NO_BUDGET;
-	const char *why = d->reason;
+	const char *why = NULL;
 	for (size_t k = 0; k < d->nverdicts; k++) {
 		const struct pol_budget_verdict *v = &d->verdicts[k];
 		if (v->ok)
 			continue;
-		if (r->first == NO_BUDGET) {
-			r->first = verdict_key(m, v);
+		uint32_t key = verdict_key(m, v);
+		if (!why) {
+			r->first = key;
 			why = v->reason;
 		}
-		if (r->nfailing < PLAN_FAILING_KEPT)
-			r->failing[r->nfailing++] = verdict_key(m, v);
+		if (key != NO_BUDGET && r->nfailing < PLAN_FAILING_KEPT)
+			r->failing[r->nfailing++] = key;
 	}
+	why = why ? why : d->reason;
 	ng_fmt(r->reason, sizeof(r->reason), "%s", why);
 }
 
@@ -450,8 +465,9 @@ ng_status pol_plan_run(const struct kube_snapshot *s, const struct pol_plan_inpu
 	struct sim m = {.s = s, .in = in, .out = arena, .p = &p};
 	(void)kube_snapshot_ndbs(s, &m.nndb);
 	(void)kube_snapshot_adbs(s, &m.nadb);
-	m.released = calloc(m.nndb + m.nadb + 1, sizeof(*m.released));
-	m.seen = calloc(m.nndb + m.nadb + 1, sizeof(*m.seen));
+	(void)kube_snapshot_pdbs(s, &m.npdb);
+	m.released = calloc(m.nndb + m.nadb + m.npdb + 1, sizeof(*m.released));
+	m.seen = calloc(m.nndb + m.nadb + m.npdb + 1, sizeof(*m.seen));
 	m.scratch = ng_arena_create(PLAN_SCRATCH_BYTES);
 	ng_status st = m.released && m.seen && m.scratch ? NG_OK : NG_ENOMEM;
 	st = st ? st : make_requests(&m);
@@ -537,8 +553,9 @@ static void json_limit(struct ng_jw *w, const struct ng_intern *pool,
 	if (l->budget) {
 		ng_jw_obj(w);
 		ng_jw_kstr(w, "kind",
-			   l->kind == KUBE_RES_NDBS ? "NodeDisruptionBudget"
-						    : "ApplicationDisruptionBudget");
+			   l->kind == KUBE_RES_NDBS   ? "NodeDisruptionBudget"
+			   : l->kind == KUBE_RES_ADBS ? "ApplicationDisruptionBudget"
+						      : "PodDisruptionBudget");
 		if (l->ns != NG_INTERN_NONE)
 			ng_jw_kstr(w, "namespace", ng_intern_str(pool, l->ns, NULL));
 		ng_jw_kstr(w, "name", ng_intern_str(pool, l->name, NULL));

@@ -50,7 +50,7 @@ struct pol_plan_input {
  * a paused gate), the decision's reason. */
 struct pol_plan_limit {
 	bool budget;             /* kind, ns, name name a budget */
-	enum kube_resource kind; /* KUBE_RES_NDBS or KUBE_RES_ADBS */
+	enum kube_resource kind; /* KUBE_RES_NDBS, KUBE_RES_ADBS or KUBE_RES_PDBS */
 	uint32_t ns, name;       /* ns NG_INTERN_NONE for NodeDisruptionBudgets */
 	size_t waiting;          /* requests this limit was the first reason of */
 	const char *reason;      /* the first such request's reason; arena memory */

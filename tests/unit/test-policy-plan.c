@@ -224,6 +224,39 @@ static void test_Q01_granted_request_ends_its_duration_after_its_grant(void **st
 	done(&r);
 }
 
+/* A Running, Ready pod of app=cache on @node. */
+#define CACHE_POD(name, node)                                                                      \
+	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name                   \
+	"\",\"namespace\":\"default\",\"labels\":{\"app\":\"cache\"}},\"spec\":{\"nodeName\":"     \
+	"\"" node "\"},\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Ready\","     \
+	"\"status\":\"True\"}]}}"
+
+static void test_Q01_pod_disruption_budget_holds_nodes_apart_when_respected(void **state)
+{
+	(void)state;
+	struct run r = plan(
+	    LIST(SIX_NODES "," NGC("{\"respectPodDisruptionBudgets\":true}") "," CACHE_POD(
+		"cache-0", "n0") "," CACHE_POD("cache-1",
+					       "n1") ","
+						     "{\"kind\":\"PodDisruptionBudget\","
+						     "\"apiVersion\":\"policy/v1\","
+						     "\"metadata\":{\"name\":\"cache\","
+						     "\"namespace\":\"default\"},"
+						     "\"spec\":{\"minAvailable\":1,\"selector\":{"
+						     "\"matchLabels\":{"
+						     "\"app\":\"cache\"}}},\"status\":{"
+						     "\"observedGeneration\":1,"
+						     "\"disruptionsAllowed\":1,\"currentHealthy\":"
+						     "2,\"desiredHealthy\":1,"
+						     "\"expectedPods\":2}}"),
+	    (const char *const[]){"n0", "n1", NULL});
+	assert_int_equal(r.p.nwaves, 2);
+	expect_wave(&r, 0, 0, "n0");
+	expect_wave(&r, 1, DRAIN_MS, "n1");
+	expect_limit(&r, 0, KUBE_RES_PDBS, "cache", 1);
+	done(&r);
+}
+
 static void test_Q01_control_plane_nodes_go_one_at_a_time_first(void **state)
 {
 	(void)state;
@@ -395,6 +428,7 @@ int main(void)
 	    cmocka_unit_test(test_Q01_nodes_never_granted_say_why_and_the_plan_ends),
 	    cmocka_unit_test(test_Q01_granted_request_holds_capacity_until_it_ends),
 	    cmocka_unit_test(test_Q01_granted_request_ends_its_duration_after_its_grant),
+	    cmocka_unit_test(test_Q01_pod_disruption_budget_holds_nodes_apart_when_respected),
 	    cmocka_unit_test(test_Q01_control_plane_nodes_go_one_at_a_time_first),
 	    cmocka_unit_test(test_Q01_type_not_allowed_is_rejected_at_once),
 	    cmocka_unit_test(test_Q01_wave_cap_lists_the_nodes_not_planned),
