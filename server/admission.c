@@ -489,8 +489,8 @@ static ng_status plan_request(const cJSON *in_json, const struct kube_snapshot *
 			ok |= strcmp(m->string, known[i]) == 0;
 		if (!ok) {
 			ng_fmt(why, cap,
-			       "%.40s: not a field of a plan request (nodes, nodeSelector, "
-			       "drainSeconds, start, type, requestor)",
+			       "unknown field \"%.40s\": a plan request has nodes, nodeSelector, "
+			       "drainSeconds, start, type and requestor",
 			       m->string);
 			return NG_EPARSE;
 		}
