@@ -5,6 +5,7 @@
 #include "common/buf.h"
 #include "common/intern.h"
 #include "common/jw.h"
+#include "common/clock.h"
 #include "budgets/selector.h"
 #include "kube/snapshot.h"
 #include "policy/disruption.h"
@@ -204,7 +205,9 @@ static ng_status held_at_start(struct sim *m)
 		const struct kube_nd_detail *d = nds[i].detail;
 		int64_t granted = d && d->granted_ms > 0 ? d->granted_ms : m->in->start_wall_ms;
 		int64_t hold = d && d->duration_ms >= 0 ? d->duration_ms : m->in->drain_ms;
-		int64_t until = granted + hold;
+		/* A duration of centuries ends with the times a status can say. */
+		int64_t until =
+		    hold > NG_RFC3339_MAX_MS - granted ? NG_RFC3339_MAX_MS : granted + hold;
 		m->h0[m->nh0++] = (struct held0){
 		    nds[i].name, until > m->in->start_wall_ms ? until : m->in->start_wall_ms,
 		    false};
