@@ -254,6 +254,9 @@ int cmd_plan(int argc, char **argv)
 		st = st ? st : node_file_names(body, len, &file_names, &nnames, &err);
 		names = file_names;
 	}
+	/* The watch's progress lines are not the plan's business; its problems are. */
+	if (kubeconfig && cmd_set_log_level("warn") != 0)
+		st = ng_err_set(&err, NG_EINVAL, 0, "cannot set the log level");
 	if (st == NG_OK)
 		st = kubeconfig ? load_live(kubeconfig, &snap, &err)
 				: kube_snapshot_load_files(snaps.v, snaps.n, &snap, &err);

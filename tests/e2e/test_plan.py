@@ -72,6 +72,7 @@ class PlanTest(E2ETest):
                             "--drain-seconds", str(DRAIN_S), "--start", START, "--output", "json"],
                            capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn('"level":"info"', p.stderr)  # the listing's progress is not shown
         print(f"\n  nodegate plan --kubeconfig: {time.monotonic() - t0:.2f} s", file=sys.stderr)
         return json.loads(p.stdout)
 
