@@ -2,7 +2,8 @@
  * struct and the request callbacks. Not for use outside server/.
  *
  * Ownership and threads as in server/server.h: the struct is written by srv_create() before any
- * daemon starts and read by the daemon threads afterwards; `ready` and `dumping` are atomics. */
+ * daemon starts and read by the daemon threads afterwards; `ready`, `dumping` and `planning`
+ * are atomics. */
 #ifndef NG_SERVER_INTERNAL_H
 #define NG_SERVER_INTERNAL_H
 
