@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs nodegate's benchmarks B1-B8 (called by scripts/bench, which builds build-bench first),
+"""Runs nodegate's benchmarks B1-B9 (called by scripts/bench, which builds build-bench first),
 prints their results as tables and, on a full run (or with --write), rewrites the generated
 tables of docs/benchmarks.md between their markers.
 
@@ -20,7 +20,7 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 DOC = os.path.join(ROOT, "docs", "benchmarks.md")
-ALL = ["B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8"]
+ALL = ["B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9"]
 TITLES = {
     "B1": "B1 eviction webhook throughput",
     "B2": "B2 eviction webhook latency at a fixed rate",
@@ -30,6 +30,7 @@ TITLES = {
     "B6": "B6 start → /readyz beside the floor",
     "B7": "B7 rolling maintenance with the drainer",
     "B8": "B8 hook isolation",
+    "B9": "B9 what-if planner",
 }
 COLUMNS = ["measure", "min", "median", "max", "reference (median)", "ratio", "target", "met", "command"]
 
@@ -48,7 +49,8 @@ def programs(build, nodegate):
         why = "build-bench/bench/bench-loadgen was not built"
     out.append((["B1", "B2"], [sys.executable, webhook, "--nodegate", nodegate, "--loadgen", loadgen], why))
     for ids, script in ((["B3"], "grant.py"), (["B4"], "decision.py"), (["B5", "B6"], "cache.py"),
-                        (["B7"], "rolling.py"), (["B8"], "hooks.py")):
+                        (["B7"], "rolling.py"), (["B8"], "hooks.py"),
+                        (["B9"], "plan.py")):
         out.append((ids, [sys.executable, os.path.join(ROOT, "bench", script), "--nodegate", nodegate], None))
     return out
 
@@ -151,7 +153,7 @@ def replace_between(text, key, body):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="nodegate's benchmarks B1-B8")
+    ap = argparse.ArgumentParser(description="nodegate's benchmarks B1-B9")
     ap.add_argument("--build", default=os.path.join(ROOT, "build-bench"))
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--quick", action="store_true")

@@ -162,6 +162,8 @@ int cmd_certs(int argc, char **argv);
  * decision. @argv (borrowed) holds the arguments after "check". Returns 0 (would be Granted),
  * 1 (would not) or 2 (invalid, or a file cannot be read).
  */
+/* nodegate plan: the what-if planner (cmd/plan.c). */
+int cmd_plan(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 
 #endif

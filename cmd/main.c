@@ -1,5 +1,5 @@
-/* nodegate: picks the subcommand (serve, drain, certs, check) and answers --version, --help and
- * --dump-config-doc; each subcommand lives in its own file. */
+/* nodegate: picks the subcommand (serve, drain, certs, check, plan) and answers --version, --help
+ * and --dump-config-doc; each subcommand lives in its own file. */
 #include "cmd/cmd.h"
 
 #include <curl/curl.h>
@@ -64,6 +64,15 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "check") == 0)
 		return cmd_check(argc - 2, argv + 2);
+	if (strcmp(argv[1], "plan") == 0) {
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+			(void)fprintf(stderr, "nodegate: curl_global_init failed\n");
+			return 1;
+		}
+		int rc = cmd_plan(argc - 2, argv + 2);
+		curl_global_cleanup();
+		return rc;
+	}
 	if (strcmp(argv[1], "certs") == 0)
 		return cmd_certs(argc - 2, argv + 2);
 	(void)fprintf(stderr, "nodegate: unknown command \"%s\" (see nodegate --help)\n", argv[1]);

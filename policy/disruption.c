@@ -133,7 +133,15 @@ uint32_t pol_ledger_holder(const struct pol_ledger *l, uint32_t node)
 	return ng_map_get(&l->holders, node, &h) ? h : NG_INTERN_NONE;
 }
 
+static int cmp_u32(const void *a, const void *b);
+
 struct pol_ledger *pol_ledger_create(const struct kube_snapshot *s)
+{
+	return pol_ledger_create_without(s, NULL, 0);
+}
+
+struct pol_ledger *pol_ledger_create_without(const struct kube_snapshot *s, const uint32_t *ended,
+					     size_t nended)
 {
 	struct pol_ledger *l = calloc(1, sizeof(*l));
 	if (!l)
@@ -149,7 +157,8 @@ struct pol_ledger *pol_ledger_create(const struct kube_snapshot *s)
 	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
 	for (size_t i = 0; i < n; i++) {
 		/* Deleting a Granted request releases its nodes at once (DESIGN.md §4). */
-		if (nds[i].state != KUBE_ND_GRANTED || nds[i].deleting)
+		if (nds[i].state != KUBE_ND_GRANTED || nds[i].deleting ||
+		    (nended && bsearch(&nds[i].name, ended, nended, sizeof(*ended), cmp_u32)))
 			continue;
 		if (pol_ledger_grant(l, nds[i].name, nds[i].disrupted, nds[i].ndisrupted) !=
 		    NG_OK) {

@@ -68,6 +68,13 @@ struct pol_ledger;
  * outlive the ledger. Caller frees with pol_ledger_destroy(). NULL on OOM.
  */
 struct pol_ledger *pol_ledger_create(const struct kube_snapshot *s);
+/**
+ * As pol_ledger_create(), but the Granted requests named in @ended (@nended intern ids, sorted
+ * ascending; borrowed for the call) hold nothing, as if they had been deleted: what-if
+ * simulations (policy/plan.h) end grants the snapshot still shows. NULL on OOM.
+ */
+struct pol_ledger *pol_ledger_create_without(const struct kube_snapshot *s, const uint32_t *ended,
+					     size_t nended);
 /** Frees @l and the scopes it cached. Accepts NULL. */
 void pol_ledger_destroy(struct pol_ledger *l);
 /**

@@ -1,13 +1,16 @@
 #include "server/admission.h"
 
+#include "common/arena.h"
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/intern.h"
 #include "common/json.h"
+#include "common/parse.h"
 #include "kube/records.h"
 #include "kube/one.h"
 #include "kube/snapshot.h"
 #include "policy/disruption.h"
+#include "policy/plan.h"
 #include "policy/validate.h"
 
 #include <stdio.h>
@@ -368,4 +371,256 @@ ng_status srv_evaluate(const char *body, size_t len, struct ng_arena *arena,
 		return st ? st : ng_buf_puts(out, "}\n");
 	}
 	return evaluation_answer(snap, &d, arena, out, ret_code, ret_granted, reterr);
+}
+
+/* ---- POST /v1/plan ---- */
+
+/* A plan's own memory: node lists and reasons, a few hundred bytes per wave. */
+#define PLAN_ARENA_BYTES (256u << 20)
+/* A selector as the string grammar: each key or value at most this long (a label key is at
+ * most 317 bytes, a value 63). */
+#define PLAN_SELECTOR_BYTES (64u * 1024u)
+
+/* Whether @s may go into a selector string as a key or value: the characters of label keys and
+ * values only, so that none of the grammar's own (",()!=") can be smuggled in. The grammar's
+ * parser checks the rest. */
+static bool label_chars(const char *s)
+{
+	if (!s || strlen(s) > 317)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '.' || *s == '-' || *s == '_' || *s == '/'))
+			return false;
+	return true;
+}
+
+/* A LabelSelector object @sel as the string grammar (kubectl -l) into @b, or a message in
+ * @why. matchLabels k: v is k=v; matchExpressions In/NotIn/Exists/DoesNotExist. */
+static bool selector_string(const cJSON *sel, struct ng_buf *b, char *why, size_t cap)
+{
+	if (!cJSON_IsObject(sel)) {
+		ng_fmt(why, cap, "nodeSelector: expected a LabelSelector object");
+		return false;
+	}
+	bool first = true;
+	ng_status st = NG_OK;
+	const cJSON *m;
+	cJSON_ArrayForEach(m, sel)
+	{
+		if (strcmp(m->string, "matchLabels") != 0 &&
+		    strcmp(m->string, "matchExpressions") != 0) {
+			ng_fmt(why, cap, "nodeSelector.%.40s: not a LabelSelector field",
+			       m->string);
+			return false;
+		}
+	}
+	const cJSON *labels = ng_json_get(sel, "matchLabels"), *kv;
+	if (labels && !cJSON_IsObject(labels)) {
+		ng_fmt(why, cap, "nodeSelector.matchLabels: expected an object");
+		return false;
+	}
+	cJSON_ArrayForEach(kv, labels)
+	{
+		if (!label_chars(kv->string) || !cJSON_IsString(kv) ||
+		    !label_chars(kv->valuestring)) {
+			ng_fmt(why, cap,
+			       "nodeSelector.matchLabels: \"%.63s\": not a label key and value",
+			       kv->string ? kv->string : "");
+			return false;
+		}
+		st =
+		    st ? st
+		       : ng_buf_printf(b, "%s%s=%s", first ? "" : ",", kv->string, kv->valuestring);
+		first = false;
+	}
+	const cJSON *exprs = ng_json_get(sel, "matchExpressions"), *e;
+	if (exprs && !cJSON_IsArray(exprs)) {
+		ng_fmt(why, cap, "nodeSelector.matchExpressions: expected an array");
+		return false;
+	}
+	cJSON_ArrayForEach(e, exprs)
+	{
+		const char *key = ng_json_str(e, "key"), *op = ng_json_str(e, "operator");
+		const cJSON *vals = ng_json_get(e, "values"), *v;
+		bool set = op && (strcmp(op, "In") == 0 || strcmp(op, "NotIn") == 0);
+		bool exists = op && (strcmp(op, "Exists") == 0 || strcmp(op, "DoesNotExist") == 0);
+		if (!label_chars(key) || (!set && !exists) || (set && !cJSON_IsArray(vals)) ||
+		    (exists && vals && cJSON_GetArraySize(vals) > 0)) {
+			ng_fmt(why, cap,
+			       "nodeSelector.matchExpressions: expected {key, operator: In, NotIn "
+			       "(with values), Exists or DoesNotExist}");
+			return false;
+		}
+		st = st ? st : ng_buf_puts(b, first ? "" : ",");
+		first = false;
+		if (exists) {
+			st = st ? st : ng_buf_printf(b, "%s%s", op[0] == 'D' ? "!" : "", key);
+			continue;
+		}
+		st = st ? st : ng_buf_printf(b, "%s %s (", key, op[0] == 'I' ? "in" : "notin");
+		bool vfirst = true;
+		cJSON_ArrayForEach(v, vals)
+		{
+			if (!cJSON_IsString(v) || !label_chars(v->valuestring)) {
+				ng_fmt(why, cap,
+				       "nodeSelector.matchExpressions: \"%s\": values are "
+				       "label values",
+				       key);
+				return false;
+			}
+			st = st ? st : ng_buf_printf(b, "%s%s", vfirst ? "" : ",", v->valuestring);
+			vfirst = false;
+		}
+		st = st ? st : ng_buf_puts(b, ")");
+	}
+	if (st != NG_OK) {
+		ng_fmt(why, cap, "nodeSelector: longer than %u bytes", PLAN_SELECTOR_BYTES);
+		return false;
+	}
+	return true;
+}
+
+/* What the body asks for, into @in (names from @arena, strings borrowed from the tree), or a
+ * message in @why. */
+static ng_status plan_request(const cJSON *in_json, const struct kube_snapshot *snap,
+			      int64_t now_wall_ms, struct ng_arena *arena,
+			      struct pol_plan_input *in, char *why, size_t cap)
+{
+	*in = (struct pol_plan_input){.start_wall_ms = now_wall_ms,
+				      .drain_ms = 300000,
+				      .type = "maintenance",
+				      .requestor = "nodegate-plan"};
+	const cJSON *m;
+	cJSON_ArrayForEach(m, in_json)
+	{
+		static const char *const known[] = {"nodes", "nodeSelector", "drainSeconds",
+						    "start", "type",         "requestor"};
+		bool ok = false;
+		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			ok |= strcmp(m->string, known[i]) == 0;
+		if (!ok) {
+			ng_fmt(why, cap,
+			       "unknown field \"%.40s\": a plan request has nodes, nodeSelector, "
+			       "drainSeconds, start, type and requestor",
+			       m->string);
+			return NG_EPARSE;
+		}
+	}
+	const cJSON *nodes = ng_json_get(in_json, "nodes"),
+		    *sel = ng_json_get(in_json, "nodeSelector");
+	if (!nodes == !sel) {
+		ng_fmt(why, cap,
+		       "give nodes (a list of node names) or nodeSelector (a LabelSelector)");
+		return NG_EPARSE;
+	}
+	const cJSON *v = ng_json_get(in_json, "drainSeconds");
+	int64_t drain_s = 300;
+	if (v && (!ng_json_int64(v, &drain_s) || drain_s < 1 || drain_s > 2592000)) {
+		ng_fmt(why, cap, "drainSeconds: expected an integer between 1 and 2592000");
+		return NG_EPARSE;
+	}
+	in->drain_ms = drain_s * 1000;
+	v = ng_json_get(in_json, "start");
+	if (v && (!cJSON_IsString(v) || ng_parse_rfc3339_ms(v->valuestring, strlen(v->valuestring),
+							    &in->start_wall_ms) != NG_OK)) {
+		ng_fmt(why, cap, "start: expected an RFC 3339 time, e.g. 2026-11-22T00:00:00Z");
+		return NG_EPARSE;
+	}
+	static const char *const strs[] = {"type", "requestor"};
+	for (size_t i = 0; i < 2; i++) {
+		v = ng_json_get(in_json, strs[i]);
+		if (v && (!cJSON_IsString(v) || strlen(v->valuestring) > 253)) {
+			ng_fmt(why, cap, "%s: expected a string of at most 253 bytes", strs[i]);
+			return NG_EPARSE;
+		}
+		if (v)
+			*(i ? &in->requestor : &in->type) = v->valuestring;
+	}
+	if (nodes) {
+		int n = cJSON_GetArraySize(nodes);
+		if (!cJSON_IsArray(nodes) || n > POL_PLAN_MAX_NODES) {
+			ng_fmt(why, cap, "nodes: expected a list of at most %d node names",
+			       POL_PLAN_MAX_NODES);
+			return NG_EPARSE;
+		}
+		const char **names = ng_arena_alloc(arena, ((size_t)n + 1) * sizeof(*names));
+		if (!names)
+			return NG_ENOMEM;
+		size_t k = 0;
+		cJSON_ArrayForEach(v, nodes)
+		{
+			if (!cJSON_IsString(v)) {
+				ng_fmt(why, cap, "nodes: expected node names");
+				return NG_EPARSE;
+			}
+			names[k++] = v->valuestring;
+		}
+		in->nodes = names;
+		in->nnodes = k;
+		return NG_OK;
+	}
+	struct ng_buf text;
+	ng_buf_init(&text, PLAN_SELECTOR_BYTES);
+	ng_status st = NG_EPARSE;
+	if (selector_string(sel, &text, why, cap)) {
+		struct ng_err e = {0};
+		const char **names = NULL;
+		size_t n = 0;
+		st = pol_plan_select(snap, text.data ? text.data : "", arena, &names, &n, &e);
+		if (st == NG_OK) {
+			in->nodes = names;
+			in->nnodes = n;
+		} else if (st != NG_ENOMEM) {
+			ng_fmt(why, cap, "nodeSelector: %s", e.msg);
+			st = NG_EPARSE;
+		}
+	}
+	ng_buf_finish(&text);
+	return st;
+}
+
+ng_status srv_plan(const char *body, size_t len, struct ng_arena *arena,
+		   const struct kube_snapshot *snap, int64_t now_wall_ms, struct ng_buf *out,
+		   int *ret_code, struct ng_err *reterr)
+{
+	cJSON *in_json = NULL;
+	ng_status st = ng_json_parse(body, len, arena, &in_json, reterr);
+	if (st != NG_OK)
+		return st;
+	char why[256] = "";
+	struct pol_plan_input in;
+	struct pol_plan p;
+	struct ng_arena *mem = ng_arena_create(PLAN_ARENA_BYTES);
+	if (!mem)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	if (!cJSON_IsObject(in_json)) {
+		ng_fmt(why, sizeof(why), "expected a plan request object");
+		st = NG_EPARSE;
+	} else {
+		st = plan_request(in_json, snap, now_wall_ms, mem, &in, why, sizeof(why));
+	}
+	if (st == NG_OK) {
+		st = pol_plan_run(snap, &in, mem, &p);
+		if (st == NG_ELIMIT)
+			ng_fmt(why, sizeof(why), "more than %d nodes", POL_PLAN_MAX_NODES);
+	}
+	if (st == NG_OK) {
+		*ret_code = 200;
+		st = pol_plan_json(snap, &in, &p, out);
+		if (st == NG_ELIMIT) {
+			ng_buf_reset(out);
+			ng_fmt(why, sizeof(why), "the plan is larger than the answer may be");
+		}
+	}
+	ng_arena_destroy(mem);
+	if (st == NG_ENOMEM)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	if (st == NG_OK)
+		return NG_OK;
+	printable_ascii(why);
+	*ret_code = 422;
+	st = ng_buf_puts(out, "{\"message\":");
+	st = st ? st : ng_buf_json_str(out, why, strlen(why));
+	return st ? st : ng_buf_puts(out, "}\n");
 }

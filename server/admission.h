@@ -82,4 +82,17 @@ NG_NODISCARD ng_status srv_evaluate(const char *body, size_t len, struct ng_aren
 				    struct ng_buf *out, int *ret_code, bool *ret_granted,
 				    struct ng_err *reterr);
 
+/**
+ * POST /v1/plan: the what-if planner (policy/plan.h) over @snap. The body is
+ * {"nodes": [names] | "nodeSelector": LabelSelector, "drainSeconds": N (1..2592000, default
+ * 300), "start": RFC 3339 (default @now_wall_ms), "type" (default "maintenance"), "requestor"
+ * (default "nodegate-plan")}; other members are refused. Appends the answer to @out and its
+ * HTTP status to @ret_code: 200 with the plan as pol_plan_json() writes it, 422 with {message}
+ * for a body that does not say what to plan. NG_EPARSE/NG_ELIMIT with @reterr when the body is
+ * not JSON (400), NG_ENOMEM. The plan's memory is its own (at most 256 MiB), freed on return.
+ */
+NG_NODISCARD ng_status srv_plan(const char *body, size_t len, struct ng_arena *arena,
+				const struct kube_snapshot *snap, int64_t now_wall_ms,
+				struct ng_buf *out, int *ret_code, struct ng_err *reterr);
+
 #endif

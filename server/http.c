@@ -35,6 +35,8 @@
 #define REVIEW_OUT_BYTES (64u * 1024u)
 /* An evaluation's answer lists every node and budget it touches: ~150 bytes per node. */
 #define EVALUATE_OUT_BYTES (8u * 1024u * 1024u)
+/* A plan's answer: a few dozen bytes per node plus its waves' reasons. */
+#define PLAN_OUT_BYTES (32u * 1024u * 1024u)
 
 enum route {
 	R_NONE,
@@ -44,6 +46,7 @@ enum route {
 	R_ND_STATUS,
 	R_ND_MUTATE,
 	R_EVALUATE,
+	R_PLAN,
 	R_HEALTHZ,
 	R_READYZ,
 	R_METRICS,
@@ -266,7 +269,8 @@ static enum route route_of(const char *url, const char **ret_method)
 		     {"/validate/nodedisruption", R_ND},
 		     {"/validate/nodedisruption-status", R_ND_STATUS},
 		     {"/mutate/nodedisruption", R_ND_MUTATE},
-		     {"/v1/evaluate", R_EVALUATE}};
+		     {"/v1/evaluate", R_EVALUATE},
+		     {"/v1/plan", R_PLAN}};
 	for (size_t i = 0; i < sizeof(posts) / sizeof(posts[0]); i++) {
 		if (strcmp(url, posts[i].path) == 0) {
 			*ret_method = "POST";
@@ -546,6 +550,36 @@ static enum MHD_Result serve_evaluate(struct srv *s, struct MHD_Connection *c, s
 		       MHD_RESPMEM_PERSISTENT);
 }
 
+/* POST /v1/plan: one at a time (s->planning): a plan of thousands of nodes holds its thread for
+ * seconds, and a second one would hold another. */
+static enum MHD_Result serve_plan(struct srv *s, struct MHD_Connection *c, struct req *r)
+{
+	if (atomic_exchange(&s->planning, true))
+		return respond_status(s, c, MHD_HTTP_TOO_MANY_REQUESTS,
+				      "a plan is being computed; try again when it ends", NULL);
+	struct ng_err err = {0};
+	int code = 0;
+	struct kube_snapshot *snap = kube_store_acquire(s->store);
+	ng_status st = srv_plan(r->body.data ? r->body.data : "", r->body.len, r->arena, snap,
+				ng_now_wall_ms(), &r->out, &code, &err);
+	kube_snapshot_release(snap);
+	atomic_store(&s->planning, false);
+	int64_t dur = ng_now_mono_us() - r->t0_us;
+	struct ng_logline l;
+	if (ng_log_begin(&l, st == NG_OK ? NG_LOG_INFO : NG_LOG_WARN, "srv", "plan")) {
+		ng_log_i64(&l, "code", st == NG_OK ? code : 400);
+		if (st != NG_OK)
+			ng_log_str(&l, "err", err.msg);
+		ng_log_i64(&l, "dur_us", dur);
+		ng_log_end(&l);
+	}
+	if (st != NG_OK)
+		return respond_status(s, c, st == NG_ENOMEM ? 500 : MHD_HTTP_BAD_REQUEST, err.msg,
+				      NULL);
+	return respond(c, (unsigned)code, "application/json", r->out.data, r->out.len,
+		       MHD_RESPMEM_PERSISTENT);
+}
+
 /* What a request's header block must not hold, checked before anything else: RFC 9112 asks a
  * server to reject a message with conflicting Content-Length values, or with both a length and
  * a transfer coding (a request smuggling vector behind proxies); a NUL byte is never valid in a
@@ -652,6 +686,7 @@ static const char *door_refuses(const struct srv_door *door, enum route route)
 			   ? NULL
 			   : "/metrics is served on the admin listener (--admin-listen)";
 	case R_EVALUATE:
+	case R_PLAN:
 	case R_DEBUG_CACHE:
 		return door->admin ? NULL
 				   : "served on the admin listener (--admin-listen), not on the "
@@ -728,7 +763,7 @@ static enum MHD_Result begin_request(struct srv_door *door, struct MHD_Connectio
 	unsigned code = refuse_caller(door, c, route, method, url, msg, sizeof(msg));
 	if (code)
 		return respond_status(s, c, code, msg, NULL);
-	if (route < R_EVICTION || route > R_EVALUATE)
+	if (route < R_EVICTION || route > R_PLAN)
 		return serve_get(s, c, route);
 	const char *ct =
 	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -755,7 +790,9 @@ static enum MHD_Result begin_request(struct srv_door *door, struct MHD_Connectio
 	r->verified = !door->admin && s->client_ca && client_verified(c);
 	r->t0_us = ng_now_mono_us();
 	/* An evaluation lists every node it touches: far more than a review's answer. */
-	r->out.cap = route == R_EVALUATE ? EVALUATE_OUT_BYTES : REVIEW_OUT_BYTES;
+	r->out.cap = route == R_PLAN       ? PLAN_OUT_BYTES
+		     : route == R_EVALUATE ? EVALUATE_OUT_BYTES
+					   : REVIEW_OUT_BYTES;
 	*con_cls = r;
 	return MHD_YES;
 }
@@ -792,6 +829,8 @@ enum MHD_Result srv_http_request(void *cls, struct MHD_Connection *c, const char
 				      "request body is larger than 3 MiB", NULL);
 	if (r->route == R_EVICTION)
 		return serve_eviction(s, c, r);
+	if (r->route == R_PLAN)
+		return serve_plan(s, c, r);
 	return r->route == R_EVALUATE ? serve_evaluate(s, c, r) : serve_object(s, c, r);
 }
 

@@ -2,7 +2,8 @@
  * struct and the request callbacks. Not for use outside server/.
  *
  * Ownership and threads as in server/server.h: the struct is written by srv_create() before any
- * daemon starts and read by the daemon threads afterwards; `ready` and `dumping` are atomics. */
+ * daemon starts and read by the daemon threads afterwards; `ready`, `dumping` and `planning`
+ * are atomics. */
 #ifndef NG_SERVER_INTERNAL_H
 #define NG_SERVER_INTERNAL_H
 
@@ -42,10 +43,11 @@ struct srv {
 	void *auto_request_ctx;
 	srv_authorize_fn admin_authorize;
 	void *admin_authorize_ctx;
-	bool client_ca;       /* the webhooks require a client certificate that verifies */
-	bool webhook_metrics; /* /metrics on the webhook listener too */
-	bool probes_only;     /* the admin listener serves the probes and /metrics only */
-	_Atomic bool dumping; /* a /debug/cache answer is being sent */
+	bool client_ca;        /* the webhooks require a client certificate that verifies */
+	bool webhook_metrics;  /* /metrics on the webhook listener too */
+	bool probes_only;      /* the admin listener serves the probes and /metrics only */
+	_Atomic bool dumping;  /* a /debug/cache answer is being sent */
+	_Atomic bool planning; /* a POST /v1/plan is being computed */
 	_Atomic bool ready;
 	struct tls_creds *creds_all; /* every pair loaded, newest first: freed with the server */
 };

@@ -35,7 +35,7 @@ class DoorsTest(E2ETest):
     """Deployed as documented: --client-ca set, side doors on the loopback admin listener."""
 
     def test_webhook_port_serves_no_side_door(self):
-        for method, path in (("GET", "/debug/cache"), ("POST", "/v1/evaluate")):
+        for method, path in (("GET", "/debug/cache"), ("POST", "/v1/evaluate"), ("POST", "/v1/plan")):
             status, data = self.ng.webhook(method, path, {} if method == "POST" else None)
             self.assertEqual(status, 404, path)
             self.assertIn("admin listener", json.loads(data)["message"])

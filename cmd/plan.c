@@ -1,0 +1,300 @@
+/* nodegate plan: the what-if planner (docs/planner.md) over snapshot files or a live cluster:
+ * exit 0 when every chosen node gets a wave, 1 when some never would, 2 on an error. */
+#include "cmd/cmd.h"
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/file.h"
+#include "common/intern.h"
+#include "common/parse.h"
+#include "kube/config.h"
+#include "kube/kube.h"
+#include "kube/watch.h"
+#include "policy/plan.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* A --node-file: a name per line, POL_PLAN_MAX_NODES of them at most (a node name is at most
+ * 253 bytes). */
+#define NODE_FILE_MAX_BYTES ((size_t)POL_PLAN_MAX_NODES * 256)
+/* How long --kubeconfig waits for the first full list of the cluster. */
+#define SYNC_TIMEOUT_MS 60000
+/* A plan's own memory: node lists, reasons, a few hundred bytes per wave. */
+#define PLAN_ARENA_BYTES (256u << 20)
+
+/* The cluster as the API server behind @path (NULL: $KUBECONFIG or in-cluster) lists it now. */
+static ng_status load_live(const char *path, struct kube_snapshot **ret, struct ng_err *reterr)
+{
+	struct kube_config kcfg;
+	ng_status st = kube_config_resolve(path, NULL, false, &kcfg, reterr);
+	if (st != NG_OK)
+		return st;
+	struct kube_store *store = kube_store_create();
+	struct kube_watch_config wc = {.cfg = &kcfg, .store = store, .batch_ms = 100};
+	struct kube_watch *w = store ? kube_watch_start(&wc, reterr) : NULL;
+	st = w ? NG_OK : store ? NG_EIO : ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	int64_t until_us = ng_now_mono_us() + (int64_t)SYNC_TIMEOUT_MS * 1000;
+	while (st == NG_OK && !kube_watch_synced(w)) {
+		if (ng_now_mono_us() > until_us) {
+			st = ng_err_set(reterr, NG_ETIMEDOUT, 0,
+					"the cluster was not listed within %d s",
+					SYNC_TIMEOUT_MS / 1000);
+			break;
+		}
+		struct timespec ts = {0, 20 * 1000 * 1000};
+		(void)nanosleep(&ts, NULL);
+	}
+	if (st == NG_OK)
+		*ret = kube_store_acquire(store);
+	kube_watch_stop(w);
+	kube_store_destroy(store);
+	kube_config_finish(&kcfg);
+	return st;
+}
+
+/* The names in --node-file's @body: one per line; blank lines and lines starting with # are
+ * skipped; surrounding spaces trimmed. Names point into @body, which is changed. */
+static ng_status node_file_names(char *body, size_t len, const char ***ret, size_t *ret_n,
+				 struct ng_err *reterr)
+{
+	size_t lines = 1;
+	for (size_t i = 0; i < len; i++)
+		lines += body[i] == '\n';
+	const char **v = malloc(lines * sizeof(*v));
+	if (!v)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	size_t n = 0;
+	char *p = body, *end = body + len;
+	while (p < end) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+		char *e = nl ? nl : end;
+		while (p < e && (*p == ' ' || *p == '\t' || *p == '\r'))
+			p++;
+		char *q = e;
+		while (q > p && (q[-1] == ' ' || q[-1] == '\t' || q[-1] == '\r'))
+			q--;
+		if (q > p && *p != '#') {
+			*q = '\0';
+			v[n++] = p;
+		}
+		p = e + 1;
+	}
+	if (n > POL_PLAN_MAX_NODES) {
+		free(v);
+		return ng_err_set(reterr, NG_ELIMIT, 0, "--node-file names %zu nodes; at most %d",
+				  n, POL_PLAN_MAX_NODES);
+	}
+	*ret = v;
+	*ret_n = n;
+	return NG_OK;
+}
+
+static void print_time(FILE *f, int64_t wall_ms)
+{
+	time_t t = (time_t)(wall_ms / 1000);
+	struct tm tm;
+	char buf[32];
+	if (gmtime_r(&t, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm))
+		(void)fputs(buf, f);
+}
+
+static void print_duration(FILE *f, int64_t ms)
+{
+	int64_t s = ms / 1000;
+	if (s >= 3600)
+		(void)fprintf(f, "%lldh%02lldm%02llds", (long long)(s / 3600),
+			      (long long)(s % 3600 / 60), (long long)(s % 60));
+	else if (s >= 60)
+		(void)fprintf(f, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
+	else
+		(void)fprintf(f, "%llds", (long long)s);
+}
+
+static void print_text(FILE *f, const struct kube_snapshot *s, const struct pol_plan_input *in,
+		       const struct pol_plan *p)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	size_t total = p->nplanned + p->nnever + p->nunplanned;
+	(void)fprintf(f, "Plan for %zu nodes from ", total);
+	print_time(f, in->start_wall_ms);
+	(void)fprintf(f, ", each held ");
+	print_duration(f, in->drain_ms);
+	(void)fprintf(f, " (type %s, requestor %s).\n", in->type, in->requestor);
+	(void)fprintf(f, "Assumes health hooks answer healthy and the alert gate lets grants "
+			 "through; Pending requests already in the cluster are not simulated.\n");
+	if (p->held_at_start)
+		(void)fprintf(f, "Granted requests holding nodes at the start: %zu.\n",
+			      p->held_at_start);
+	for (size_t i = 0; i < p->nwaves; i++) {
+		const struct pol_plan_wave *w = &p->waves[i];
+		(void)fprintf(f, "\nwave %zu at +", i + 1);
+		print_duration(f, w->start_wall_ms - in->start_wall_ms);
+		(void)fprintf(f, " (");
+		print_time(f, w->start_wall_ms);
+		(void)fprintf(f, "): %zu node%s:", w->nnodes, w->nnodes == 1 ? "" : "s");
+		for (size_t k = 0; k < w->nnodes; k++)
+			(void)fprintf(f, " %s", ng_intern_str(pool, w->nodes[k], NULL));
+		(void)fputc('\n', f);
+		if (w->waiting)
+			(void)fprintf(f, "  %zu waiting, held back by:\n", w->waiting);
+		for (size_t k = 0; k < w->nlimits; k++) {
+			const struct pol_plan_limit *l = &w->limits[k];
+			if (l->budget && l->ns != NG_INTERN_NONE)
+				(void)fprintf(f, "    %s %s/%s",
+					      l->kind == KUBE_RES_ADBS
+						  ? "ApplicationDisruptionBudget"
+						  : "PodDisruptionBudget",
+					      ng_intern_str(pool, l->ns, NULL),
+					      ng_intern_str(pool, l->name, NULL));
+			else if (l->budget)
+				(void)fprintf(f, "    NodeDisruptionBudget %s",
+					      ng_intern_str(pool, l->name, NULL));
+			else
+				(void)fprintf(f, "    another rule");
+			(void)fprintf(f, " (%zu): %s\n", l->waiting, l->reason);
+		}
+		if (w->more_limits)
+			(void)fprintf(f, "    and %zu more budgets\n", w->more_limits);
+	}
+	if (p->nnever)
+		(void)fprintf(f, "\nnever granted (%zu):\n", p->nnever);
+	for (size_t i = 0; i < p->nnever; i++)
+		(void)fprintf(f, "  %s: %s%s\n", p->never[i].name,
+			      p->never[i].rejected ? "rejected: " : "", p->never[i].reason);
+	if (p->nunplanned)
+		(void)fprintf(f, "\nnot planned: the plan stops after %d waves (%zu nodes left)\n",
+			      POL_PLAN_MAX_WAVES, p->nunplanned);
+	(void)fprintf(f, "\ntotal: %zu wave%s, %zu of %zu nodes, ", p->nwaves,
+		      p->nwaves == 1 ? "" : "s", p->nplanned, total);
+	print_duration(f, p->end_wall_ms - in->start_wall_ms);
+	(void)fprintf(f, ", ending ");
+	print_time(f, p->end_wall_ms);
+	(void)fputc('\n', f);
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	struct cmd_multi snaps = {0};
+	const char *kubeconfig = NULL, *selector = NULL, *node_file = NULL, *start_s = NULL;
+	const char *output = "text", *type = "maintenance", *requestor = "nodegate-plan";
+	int64_t drain_s = 300;
+	const struct cmd_opt opts[] = {
+	    {"snapshot", CMD_OPT_MULTI, &snaps, "FILE",
+	     "Cluster state: `kubectl get ... -o json` or `-o yaml` output, as for `nodegate "
+	     "check`. This or --kubeconfig.",
+	     0, 0},
+	    {"kubeconfig", CMD_OPT_STR, &kubeconfig, "FILE",
+	     "Plan on the live cluster this kubeconfig reaches (listed once, read only). This or "
+	     "--snapshot.",
+	     0, 0},
+	    {"nodes", CMD_OPT_STR, &selector, "SELECTOR",
+	     "The nodes to maintain: a label selector (kubectl -l syntax; \"\" selects every "
+	     "node). This or --node-file.",
+	     0, 0},
+	    {"node-file", CMD_OPT_STR, &node_file, "FILE",
+	     "The nodes to maintain: one name per line (# starts a comment line). This or --nodes.",
+	     0, 0},
+	    {"drain-seconds", CMD_OPT_INT, &drain_s, "N",
+	     "How long each granted request holds its node before it is deleted.", 1, 2592000},
+	    {"start", CMD_OPT_STR, &start_s, "TIME",
+	     "When the requests are created, RFC 3339 (e.g. 2026-11-22T00:00:00Z); default now.", 0,
+	     0},
+	    {"type", CMD_OPT_STR, &type, "TYPE",
+	     "The requests' spec.type (allowedTypes and budgets' supportedNodeDisruptionTypes "
+	     "apply).",
+	     0, 0},
+	    {"requestor", CMD_OPT_STR, &requestor, "NAME", "The requests' spec.requestor.", 0, 0},
+	    {"output", CMD_OPT_STR, &output, "FORMAT",
+	     "`text` for people, `json` for tools (docs/planner.md gives its shape).", 0, 0},
+	};
+	int rc = cmd_opts_parse("plan", opts, sizeof(opts) / sizeof(opts[0]), argc, argv);
+	if (rc != 0)
+		return rc > 0 ? 0 : 2;
+	if (!!snaps.n == !!kubeconfig || !!selector == !!node_file) {
+		(void)fprintf(stderr,
+			      "nodegate plan: give --snapshot FILE or --kubeconfig FILE, and "
+			      "--nodes SELECTOR or --node-file FILE\n");
+		return 2;
+	}
+	bool json = strcmp(output, "json") == 0;
+	if (!json && strcmp(output, "text") != 0) {
+		(void)fprintf(stderr, "nodegate plan: --output \"%s\": expected text or json\n",
+			      output);
+		return 2;
+	}
+	int64_t start_wall_ms = ng_now_wall_ms();
+	if (start_s && ng_parse_rfc3339_ms(start_s, strlen(start_s), &start_wall_ms) != NG_OK) {
+		(void)fprintf(stderr,
+			      "nodegate plan: --start \"%s\": expected an RFC 3339 time, e.g. "
+			      "2026-11-22T00:00:00Z\n",
+			      start_s);
+		return 2;
+	}
+	struct ng_err err = {0};
+	struct kube_snapshot *snap = NULL;
+	char *body = NULL;
+	size_t len = 0, nnames = 0;
+	const char **names = NULL, **file_names = NULL;
+	struct ng_arena *arena = ng_arena_create(PLAN_ARENA_BYTES);
+	struct ng_buf out;
+	ng_buf_init(&out, 256u << 20);
+	struct pol_plan plan;
+	struct pol_plan_input in = {.start_wall_ms = start_wall_ms,
+				    .drain_ms = drain_s * 1000,
+				    .type = type,
+				    .requestor = requestor};
+	ng_status st = arena ? NG_OK : ng_err_set(&err, NG_ENOMEM, 0, "out of memory");
+	if (st == NG_OK && node_file) {
+		st = ng_read_file(node_file, NODE_FILE_MAX_BYTES, "--node-file", false, &body, &len,
+				  &err);
+		st = st ? st : node_file_names(body, len, &file_names, &nnames, &err);
+		names = file_names;
+	}
+	/* The watch's progress lines are not the plan's business; its problems are. */
+	if (kubeconfig && cmd_set_log_level("warn") != 0)
+		st = ng_err_set(&err, NG_EINVAL, 0, "cannot set the log level");
+	if (st == NG_OK)
+		st = kubeconfig ? load_live(kubeconfig, &snap, &err)
+				: kube_snapshot_load_files(snaps.v, snaps.n, &snap, &err);
+	if (st == NG_OK && selector) {
+		struct ng_err e = {0};
+		st = pol_plan_select(snap, selector, arena, &names, &nnames, &e);
+		if (st != NG_OK)
+			(void)ng_err_set(&err, st, e.offset, "--nodes \"%s\": %s", selector, e.msg);
+	}
+	in.nodes = names;
+	in.nnodes = nnames;
+	if (st == NG_OK) {
+		st = pol_plan_run(snap, &in, arena, &plan);
+		if (st != NG_OK)
+			(void)ng_err_set(&err, st, 0, "%s",
+					 st == NG_ELIMIT ? "too many nodes" : "out of memory");
+	}
+	if (st == NG_OK && json) {
+		st = pol_plan_json(snap, &in, &plan, &out);
+		if (st != NG_OK)
+			(void)ng_err_set(&err, st, 0, "the plan does not fit in memory");
+	}
+	rc = 2;
+	if (st != NG_OK) {
+		(void)fprintf(stderr, "nodegate plan: %s\n",
+			      err.msg[0] ? err.msg : "out of memory");
+		goto out;
+	}
+	if (json)
+		(void)fputs(out.data, stdout);
+	else
+		print_text(stdout, snap, &in, &plan);
+	rc = plan.nnever || plan.nunplanned ? 1 : 0;
+out:
+	ng_buf_finish(&out);
+	ng_arena_destroy(arena);
+	free(file_names);
+	free(body);
+	kube_snapshot_release(snap);
+	return rc;
+}

@@ -1,0 +1,121 @@
+/* The what-if planner (docs/planner.md): rolling maintenance of chosen nodes simulated against
+ * every rule the gate applies, with the gate's own decision code. As if a maintenance tool
+ * created, at the start, one NodeDisruption per chosen node (retry enabled, no deadline) and
+ * deleted each one a fixed drain time after its grant, the gate's rounds are replayed on a
+ * simulated clock: rank the pending requests (pol_rank_pending()), decide them one at a time
+ * (pol_evaluate_disruption()) against a ledger of what is held, record each grant before the
+ * next decision. Health hooks answer healthy. Pure: no I/O.
+ *
+ * Ownership: every pointer argument is borrowed for the call. A plan's arrays and strings come
+ * from the caller's @arena, and its ids are the snapshot's: both must outlive the plan.
+ * Threads: any thread, on a snapshot the caller holds.
+ * Errors: NG_ENOMEM (an arena or the heap is full), NG_ELIMIT (over POL_PLAN_MAX_NODES). */
+#ifndef NG_POLICY_PLAN_H
+#define NG_POLICY_PLAN_H
+
+#include "common/status.h"
+#include "kube/kube.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ng_arena;
+struct ng_buf;
+
+/* Nodes one plan may simulate: 20 times the 5,000-node cluster nodegate is sized for. */
+#define POL_PLAN_MAX_NODES 100000
+/* Waves one plan may simulate: one node per wave over a 10,000-node cluster; the nodes a capped
+ * plan did not reach are listed as not planned. */
+#define POL_PLAN_MAX_WAVES 10000
+/* Budgets named per wave as having held requests back, the first ones met in rank order. */
+#define POL_PLAN_MAX_LIMITS 8
+/* Limits of a reason kept in a plan (a budget verdict's reason is under 320 bytes). */
+#define POL_PLAN_REASON_BYTES 320
+
+/* What to simulate. */
+struct pol_plan_input {
+	const char *const *nodes; /* the chosen nodes' names */
+	size_t nnodes;
+	int64_t start_wall_ms; /* when the requests are created: the simulated clock starts here */
+	int64_t drain_ms;      /* how long a granted request holds its node before it is deleted */
+	/* The synthetic requests' spec.type and spec.requestor (NULL: none). A string the
+	 * snapshot does not hold is in no allowedTypes or supportedNodeDisruptionTypes list. */
+	const char *type, *requestor;
+	size_t max_waves; /* waves to simulate at most: 0 or over POL_PLAN_MAX_WAVES means that */
+};
+
+/* Why requests waited in a wave's round: a budget (its first failing verdict), or, for a
+ * request no budget held back (the control-plane rule, a PodDisruptionBudget, do-not-disrupt,
+ * a paused gate), the decision's reason. */
+struct pol_plan_limit {
+	bool budget;             /* kind, ns, name name a budget */
+	enum kube_resource kind; /* KUBE_RES_NDBS, KUBE_RES_ADBS or KUBE_RES_PDBS */
+	uint32_t ns, name;       /* ns NG_INTERN_NONE for NodeDisruptionBudgets */
+	size_t waiting;          /* requests this limit was the first reason of */
+	const char *reason;      /* the first such request's reason; arena memory */
+};
+
+struct pol_plan_wave {
+	int64_t start_wall_ms;
+	const uint32_t *nodes; /* granted together, sorted by name; arena memory */
+	size_t nnodes;
+	struct pol_plan_limit *limits; /* at most POL_PLAN_MAX_LIMITS, by first met */
+	size_t nlimits;
+	size_t more_limits; /* further distinct limits not listed */
+	size_t waiting;     /* requests still waiting after the round */
+};
+
+/* A node the plan never grants. */
+struct pol_plan_never {
+	uint32_t node;      /* intern id; NG_INTERN_NONE when @name is not a node of the cluster */
+	const char *name;   /* the node's name; arena memory */
+	const char *reason; /* the gate's last reason; arena memory */
+	bool rejected;      /* the gate rejected the request (else it would wait forever) */
+};
+
+struct pol_plan {
+	struct pol_plan_wave *waves;
+	size_t nwaves;
+	struct pol_plan_never *never; /* sorted by name */
+	size_t nnever;
+	size_t nplanned;        /* nodes in some wave */
+	size_t nunplanned;      /* nodes not reached because POL_PLAN_MAX_WAVES was hit */
+	const char **unplanned; /* their names, sorted; arena memory */
+	bool truncated;         /* POL_PLAN_MAX_WAVES was hit */
+	int64_t end_wall_ms;    /* when the last wave's requests are deleted (start when none) */
+	size_t decisions;       /* decisions made (requests whose failing budgets did not change
+				 * since their last decision are not decided again) */
+	size_t rounds;          /* gate rounds simulated */
+	size_t held_at_start;   /* Granted requests of the snapshot holding nodes at the start */
+};
+
+/**
+ * Simulates @in over @s (see the top of this file) into @ret, whose arrays come from @arena.
+ * Nodes of @in that are not nodes of @s are listed in ret->never with "not a node of the
+ * cluster"; duplicates count once. Granted requests of @s hold their nodes until their
+ * spec.duration after status.grantedAt, or @in->drain_ms after it when they have no duration,
+ * and at least until the start. Pending requests of @s are not simulated. @ret is written only
+ * on success. NG_ELIMIT when @in->nnodes > POL_PLAN_MAX_NODES, NG_ENOMEM.
+ */
+NG_NODISCARD ng_status pol_plan_run(const struct kube_snapshot *s, const struct pol_plan_input *in,
+				    struct ng_arena *arena, struct pol_plan *ret);
+
+/**
+ * The names of @s's nodes that the label selector string @text (kubectl -l syntax; "" selects
+ * every node) selects, in node order, into *@ret_names (from @arena; the strings are @s's) and
+ * *@ret_n. NG_EPARSE with @reterr for a selector that does not parse, NG_ELIMIT when it selects
+ * more than POL_PLAN_MAX_NODES, NG_ENOMEM. Outputs are written only on success.
+ */
+NG_NODISCARD ng_status pol_plan_select(const struct kube_snapshot *s, const char *text,
+				       struct ng_arena *arena, const char ***ret_names,
+				       size_t *ret_n, struct ng_err *reterr);
+
+/**
+ * Appends @p (a plan of @s for @in) to @b as the JSON document docs/planner.md describes,
+ * followed by a newline. NG_ELIMIT/NG_ENOMEM from the buffer, which may then hold part of it.
+ */
+NG_NODISCARD ng_status pol_plan_json(const struct kube_snapshot *s, const struct pol_plan_input *in,
+				     const struct pol_plan *p, struct ng_buf *b);
+
+#endif
