@@ -190,7 +190,7 @@ static bool plan_write(struct gate *g, const struct kube_snapshot *s,
 	*ret = (struct gate_write){d, now_wall_ms, 0, nd->retry_count, h};
 	/* A request waiting for a maintenance window is decided again when it opens, retry or
 	 * not: sooner would change nothing, later would waste the window. */
-	if (pending && d->wake_wall_ms) {
+	if (pending && d->wake_wall_ms && (d->only_windows || !nd->retry)) {
 		if (retry_due || !w)
 			ret->retry_count++;
 		ret->next_retry_wall_ms = d->wake_wall_ms;
@@ -205,6 +205,9 @@ static bool plan_write(struct gate *g, const struct kube_snapshot *s,
 		    now_wall_ms +
 		    ng_jitter_ms(&g->rng, ng_backoff_ms(initial, max, ret->retry_count), 20, 20);
 	}
+	/* Held back by a budget whose window limits change before the retry: decided then. */
+	if (pending && d->wake_wall_ms && d->wake_wall_ms < ret->next_retry_wall_ms)
+		ret->next_retry_wall_ms = d->wake_wall_ms;
 	if (pending && retry_by_wall_ms &&
 	    (!ret->next_retry_wall_ms || ret->next_retry_wall_ms > retry_by_wall_ms))
 		ret->next_retry_wall_ms = retry_by_wall_ms;

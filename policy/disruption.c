@@ -117,8 +117,9 @@ struct bscope {
 	struct win {
 		bool deny; /* outside every window, and spec.outsideWindows is Deny */
 		const struct kube_int_or_string *limit; /* an open window's own limit, or NULL */
-		int64_t next_ms;                        /* when deny: the next opening; -1 none */
-		size_t which; /* the window open now, or the one opening next */
+		int64_t next_ms;                        /* when closed: the next opening; -1 none */
+		int64_t edge_ms; /* the next opening or closing of any window: limits change */
+		size_t which;    /* the window open now, or the one opening next */
 	} win;
 };
 
@@ -887,7 +888,7 @@ struct eval {
 	bool any_failed;
 	size_t nfailed, nclosed; /* failing verdicts; of them, budgets outside their windows */
 	int64_t now_ms;
-	int64_t wake_ms; /* the earliest opening of a window that fails a verdict; 0 none */
+	int64_t wake_ms; /* the next window edge of a budget whose verdict fails; 0 none */
 };
 
 static struct pol_budget_verdict *verdict(struct eval *e, enum kube_resource kind,
@@ -1187,26 +1188,36 @@ static ng_status check_topology(struct eval *e, struct pol_budget_verdict *v,
 
 /* ---- maintenance windows ---- */
 
+static void earliest(int64_t *at, int64_t t)
+{
+	if (t >= 0 && (*at < 0 || t < *at))
+		*at = t;
+}
+
 /* Where @b's windows stand at @now_ms: the first open window in spec order decides the limit;
  * outside all of them the budget denies (Deny) or applies its own limits (UseDefault). */
 static void windows_at(const struct kube_budget_common *b, int64_t now_ms, struct win *ret)
 {
-	*ret = (struct win){.next_ms = -1};
+	*ret = (struct win){.next_ms = -1, .edge_ms = -1};
+	bool open = false;
 	for (size_t i = 0; i < b->nwindows; i++) {
 		const struct kube_window *w = &b->windows[i];
 		struct ng_window_at at;
 		ng_window_at(&w->cron, w->tz, w->duration_ms, now_ms, &at);
-		if (at.open) {
-			*ret = (struct win){
-			    .limit = w->limit.set ? &w->limit : NULL, .next_ms = -1, .which = i};
-			return;
-		}
-		if (at.next_open_ms >= 0 && (ret->next_ms < 0 || at.next_open_ms < ret->next_ms)) {
+		earliest(&ret->edge_ms, at.open ? at.closes_ms : at.next_open_ms);
+		if (at.open && !open) {
+			open = true;
+			ret->limit = w->limit.set ? &w->limit : NULL;
+			ret->which = i;
+		} else if (!at.open && !open && at.next_open_ms >= 0 &&
+			   (ret->next_ms < 0 || at.next_open_ms < ret->next_ms)) {
 			ret->next_ms = at.next_open_ms;
 			ret->which = i;
 		}
 	}
-	ret->deny = b->nwindows && !b->outside_use_default;
+	if (open)
+		ret->next_ms = -1;
+	ret->deny = !open && b->nwindows && !b->outside_use_default;
 }
 
 static const struct win *scope_windows(struct bscope *sc, const struct kube_budget_common *b,
@@ -1218,6 +1229,14 @@ static const struct win *scope_windows(struct bscope *sc, const struct kube_budg
 		sc->win_ready = true;
 	}
 	return &sc->win;
+}
+
+/* A verdict of a budget with windows failed: its limits change at the next window edge, when
+ * the decision may change by the clock alone. */
+static void wake_at_edge(struct eval *e, const struct pol_budget_verdict *v, const struct win *w)
+{
+	if (w && !v->ok && w->edge_ms > e->now_ms && (!e->wake_ms || w->edge_ms < e->wake_ms))
+		e->wake_ms = w->edge_ms;
 }
 
 /* Fails @v because @b (named @what) is outside its windows, saying when the next one opens. */
@@ -1242,8 +1261,7 @@ static void fail_closed(struct eval *e, struct pol_budget_verdict *v, const char
 	       "%s is outside its maintenance windows; the next opens at %s (%s %s, schedule "
 	       "\"%s\")",
 	       what, at, local, str(e, x->zone), str(e, x->schedule));
-	if (!e->wake_ms || w->next_ms < e->wake_ms)
-		e->wake_ms = w->next_ms;
+	wake_at_edge(e, v, w);
 }
 
 /* @lim with an open window's own maximum in place of @base's. False (and @err) when it does
@@ -1315,7 +1333,10 @@ static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index
 	sc->lim = lim;
 	sc->lim_ok = !w;
 	check_counts(e, v, sc, &lim, added);
-	return v->ok && b->topology_key != NG_INTERN_NONE ? check_topology(e, v, b, sc) : NG_OK;
+	ng_status st =
+	    v->ok && b->topology_key != NG_INTERN_NONE ? check_topology(e, v, b, sc) : NG_OK;
+	wake_at_edge(e, v, w);
+	return st;
 bad:
 	fail_v(e, v);
 	ng_fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, err.msg);
@@ -1393,6 +1414,7 @@ static ng_status eval_adb(struct eval *e, const struct kube_adb *a, size_t index
 		/* Limits that depend on the time are not kept for the next request. */
 		if (w) {
 			check_counts(e, v, sc, &lim, added);
+			wake_at_edge(e, v, w);
 			return NG_OK;
 		}
 		sc->lim = lim;
@@ -1782,7 +1804,8 @@ static void step9_outcome(const struct eval *e, struct pol_gate_decision *d)
 	}
 	pol_decision_reason(d);
 	/* A request that only waits for a maintenance window waits, retry or not. */
-	d->outcome = e->nd->retry || e->nfailed == e->nclosed ? POL_GATE_PENDING : POL_GATE_REJECT;
+	d->only_windows = e->nfailed == e->nclosed;
+	d->outcome = e->nd->retry || d->only_windows ? POL_GATE_PENDING : POL_GATE_REJECT;
 	d->wake_wall_ms = e->wake_ms;
 }
 

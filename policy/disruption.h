@@ -136,9 +136,12 @@ struct pol_gate_decision {
 	char reason[POL_REASON_BYTES]; /* why, for a person: every failing budget (bounded, see
 					* pol_decision_reason()), the step that decided, or
 					* "granted" */
-	/* When the clock alone may change this decision: the earliest opening of a maintenance
-	 * window that a failing budget waits for (wall ms); 0 when none does. */
+	/* When the clock alone may change this decision: the next opening or closing of a
+	 * maintenance window of a failing budget, when its limits change (wall ms); 0 when none. */
 	int64_t wake_wall_ms;
+	/* Every failing budget fails only for being outside its windows: the request waits for
+	 * one to open (Pending, retry or not). */
+	bool only_windows;
 };
 
 /**

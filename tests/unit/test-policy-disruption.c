@@ -264,6 +264,7 @@ static void test_S01_windows_hold_requests_until_the_next_opening(void **state)
 	       "2026-11-30T21:00:00.000Z (2026-11-30T22:00 Europe/Paris, schedule \"0 22 * * "
 	       "1-5\")");
 	assert_int_equal(r.d.wake_wall_ms, MON_22H);
+	assert_true(r.d.only_windows);
 	done(&r);
 	const int64_t open[] = {MON_22H, MON_23H30, TUE_05H59};
 	for (size_t i = 0; i < sizeof(open) / sizeof(open[0]); i++) {
@@ -302,7 +303,9 @@ static void test_S02_window_limits_and_use_default(void **state)
 	r = decide(cluster(objs), "nd", NULL, MON_NOON);
 	expect(&r, POL_GATE_REJECT,
 	       "NodeDisruptionBudget pool: 0 of 1 in use; this request adds 2");
-	assert_int_equal(r.d.wake_wall_ms, 0);
+	/* Its limit changes when the window opens: that is when the decision may change. */
+	assert_int_equal(r.d.wake_wall_ms, MON_22H);
+	assert_false(r.d.only_windows);
 	done(&r);
 	/* A window's limit may be stricter than the budget's own. */
 	r = decide(
@@ -310,6 +313,7 @@ static void test_S02_window_limits_and_use_default(void **state)
 				    ",\"maxDisruptedNodes\":1") "}") "," ND("nd", ON_TEST1 "}")),
 	    "nd", NULL, MON_23H30);
 	expect(&r, POL_GATE_REJECT, "(limit 1 of 2 nodes)");
+	assert_int_equal(r.d.wake_wall_ms, TUE_06H); /* the window's limit ends as it closes */
 	done(&r);
 }
 
