@@ -19,6 +19,9 @@
 /* Failing budgets kept per waiting request: one of them still failing is enough to know the
  * request still waits, so a subset serves as well as the whole list. */
 #define PLAN_FAILING_KEPT 8
+/* Window edges the clock may jump to in a row, with nothing in flight, before the requests
+ * still waiting are called never granted (budgets whose windows never open together). */
+#define PLAN_IDLE_JUMPS 64
 
 enum req_state { REQ_WAIT, REQ_HELD, REQ_DONE, REQ_NEVER };
 
@@ -32,7 +35,8 @@ struct req {
 	uint32_t first;                      /* key of the first failing verdict, or NO_BUDGET */
 	size_t last_round;                   /* round of its last decision; 0: never decided */
 	int64_t until_wall_ms;               /* held: when it is deleted */
-	uint32_t *impacted;                  /* held: every budget its grant counted against */
+	int64_t wake_wall_ms; /* waiting: when a window edge may change its decision; 0 none */
+	uint32_t *impacted;   /* held: every budget its grant counted against */
 	size_t nimpacted;
 	char reason[POL_PLAN_REASON_BYTES]; /* its last decision's first reason */
 };
@@ -251,11 +255,11 @@ static void release_due(struct sim *m, size_t round, int64_t now)
  * it then has released nothing since, so it holds at least as many nodes now (grants only add)
  * and fails again. Not decided again, it keeps its reason. Without failing budgets (held back
  * by another rule), or after an end whose budgets are unknown, it is decided again. */
-static bool still_waits(const struct sim *m, const struct req *r)
+static bool still_waits(const struct sim *m, const struct req *r, int64_t now)
 {
-	/* Once a decision says when a time-dependent denial may change, a request whose failing
-	 * budgets include one is decided again from then on. */
-	if (!r->last_round || m->all_released > r->last_round)
+	/* A window edge of a budget that held it back has come: its limits changed. */
+	if (!r->last_round || m->all_released > r->last_round ||
+	    (r->wake_wall_ms && now >= r->wake_wall_ms))
 		return false;
 	for (uint8_t k = 0; k < r->nfailing; k++)
 		if (m->released[r->failing[k]] <= r->last_round)
@@ -407,7 +411,7 @@ static ng_status decide_round(struct sim *m, size_t round, int64_t now, bool all
 	st = st ? st : pol_rank_pending(m->s, &cfg, q, nq, m->scratch);
 	for (size_t i = 0; st == NG_OK && i < nq; i++) {
 		struct req *r = (struct req *)(uintptr_t)q[i]; /* the record is its first member */
-		if (!all && still_waits(m, r)) {
+		if (!all && still_waits(m, r, now)) {
 			note_limit(m, rl, r, round);
 			continue;
 		}
@@ -418,6 +422,7 @@ static ng_status decide_round(struct sim *m, size_t round, int64_t now, bool all
 			break;
 		m->p->decisions++;
 		r->last_round = round;
+		r->wake_wall_ms = d.outcome == POL_GATE_PENDING ? d.wake_wall_ms : 0;
 		if (d.outcome == POL_GATE_GRANT) {
 			/* Health hooks are assumed to answer healthy. */
 			st = pol_ledger_grant(l, r->nd.name, d.nodes, d.nnodes);
@@ -440,6 +445,19 @@ static ng_status decide_round(struct sim *m, size_t round, int64_t now, bool all
 	free(q);
 	pol_ledger_destroy(l);
 	return st;
+}
+
+/* The earliest window edge after @now at which a waiting request's decision may change; 0:
+ * none. */
+static int64_t next_wake(const struct sim *m, int64_t now)
+{
+	int64_t next = 0;
+	for (size_t i = 0; i < m->nr; i++) {
+		int64_t t = m->r[i].wake_wall_ms;
+		if (m->r[i].state == REQ_WAIT && t > now && (!next || t < next))
+			next = t;
+	}
+	return next;
 }
 
 /* The next end of a grant (0: none in flight); *@ret_waiting gets the requests waiting. */
@@ -484,10 +502,12 @@ ng_status pol_plan_run(const struct kube_snapshot *s, const struct pol_plan_inpu
 		st = NG_ENOMEM;
 	int64_t now = in->start_wall_ms;
 	size_t waiting = m.nr;
+	size_t idle = 0; /* rounds in a row with nothing granted and nothing in flight */
 	for (size_t round = 1; st == NG_OK && waiting; round++) {
 		release_due(&m, round, now);
 		if (p.nwaves == m.cap_waves)
 			break; /* capped: what is left is listed as not planned */
+		size_t waves = p.nwaves;
 		st = decide_round(&m, round, now, false);
 		p.rounds++;
 		int64_t next = next_end(&m, &waiting);
@@ -499,10 +519,16 @@ ng_status pol_plan_run(const struct kube_snapshot *s, const struct pol_plan_inpu
 			p.rounds++;
 			next = next_end(&m, &waiting);
 		}
+		idle = next || p.nwaves > waves ? 0 : idle + 1;
+		/* The clock jumps to the next window edge that may change a decision, if that
+		 * comes before the next end of a grant; with nothing in flight, at most
+		 * PLAN_IDLE_JUMPS times in a row. */
+		int64_t wake = next_wake(&m, now);
+		if (wake && (next ? wake < next : idle <= PLAN_IDLE_JUMPS))
+			next = wake;
 		if (st == NG_OK && waiting && !next) {
-			/* Nothing is in flight, so nothing will change: the waiting requests are
-			 * never granted. (When a decision says when a time-dependent denial may
-			 * change, the clock jumps there instead, if that is sooner than never.) */
+			/* Nothing is in flight and no window will change a decision: the waiting
+			 * requests are never granted. */
 			for (size_t i = 0; st == NG_OK && i < m.nr; i++)
 				if (m.r[i].state == REQ_WAIT) {
 					m.r[i].state = REQ_NEVER;

@@ -146,6 +146,47 @@ static void test_Q01_topology_limit_takes_one_zone_per_wave(void **state)
 	done(&r);
 }
 
+/* Q04: a budget's maintenance window (daily 12:00-12:12 UTC, one node at a time): the clock
+ * jumps to the opening, three 5-minute drains start inside the window, and the fourth waits
+ * for the next day's; budgets whose windows never meet leave their node never granted, and the
+ * plan still ends. */
+static void test_Q04_waves_wait_for_maintenance_windows(void **state)
+{
+	(void)state;
+	struct run r = plan(
+	    LIST(SIX_NODES "," NDB("noon", "{\"nodeSelector\":{\"matchLabels\":{\"pool\":\"a\"}},"
+					   "\"maxDisruptedNodes\":1,\"windows\":[{\"schedule\":"
+					   "\"0 12 * * *\",\"duration\":\"12m\"}]}")),
+	    (const char *const[]){"n0", "n1", "n2", "n3", NULL});
+	const int64_t opens = 3200000; /* 12:00:00Z, from 11:06:40Z */
+	assert_int_equal(r.p.nwaves, 4);
+	expect_wave(&r, 0, opens, "n0");
+	expect_wave(&r, 1, opens + DRAIN_MS, "n1");
+	expect_wave(&r, 2, opens + 2 * DRAIN_MS, "n2");
+	expect_wave(&r, 3, opens + 86400000, "n3");
+	assert_int_equal(r.p.nnever, 0);
+	done(&r);
+	r = plan(
+	    LIST(SIX_NODES "," NDB(
+		"night", "{\"nodeSelector\":{\"matchLabels\":{\"zone\":\"z0\"}},"
+			 "\"maxDisruptedNodes\":1,\"windows\":[{\"schedule\":\"0 1 * "
+			 "* *\",\"duration\":\"1h\"}]}") "," NDB("morning", "{\"nodeSelector\":{"
+									    "\"matchLabels\":{"
+									    "\"zone\":\"z0\"}},"
+									    "\"maxDisruptedNodes\":"
+									    "1,\"windows\":[{"
+									    "\"schedule\":\"0 5 "
+									    "* * *\",\"duration\":"
+									    "\"1h\"}]}")),
+	    (const char *const[]){"n0", "n1", NULL});
+	expect_wave(&r, 0, 0, "n1");
+	assert_int_equal(r.p.nwaves, 1);
+	assert_int_equal(r.p.nnever, 1);
+	assert_string_equal(r.p.never[0].name, "n0");
+	assert_non_null(strstr(r.p.never[0].reason, "outside its maintenance windows"));
+	done(&r);
+}
+
 static void test_Q01_nodes_never_granted_say_why_and_the_plan_ends(void **state)
 {
 	(void)state;
@@ -425,6 +466,7 @@ int main(void)
 	    cmocka_unit_test(test_Q01_ndb_of_two_over_six_nodes_makes_three_waves),
 	    cmocka_unit_test(test_Q01_adb_holds_its_application_nodes_apart),
 	    cmocka_unit_test(test_Q01_topology_limit_takes_one_zone_per_wave),
+	    cmocka_unit_test(test_Q04_waves_wait_for_maintenance_windows),
 	    cmocka_unit_test(test_Q01_nodes_never_granted_say_why_and_the_plan_ends),
 	    cmocka_unit_test(test_Q01_granted_request_holds_capacity_until_it_ends),
 	    cmocka_unit_test(test_Q01_granted_request_ends_its_duration_after_its_grant),
