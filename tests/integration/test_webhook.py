@@ -931,17 +931,19 @@ class LifecycleTest(unittest.TestCase):
         p = run("--help")
         self.assertEqual((p.returncode, p.stderr), (0, ""))
         listed = re.findall(r"^  ([a-z]+) +(\S.*)$", p.stdout.split("Commands:\n")[1], re.M)
-        self.assertEqual([c for c, _ in listed], ["serve", "drain", "check", "certs"], p.stdout)
+        self.assertEqual([c for c, _ in listed], ["serve", "drain", "check", "plan", "certs"], p.stdout)
         self.assertEqual(run("-h").stdout, p.stdout)
         self.assertEqual(run("help").stdout, p.stdout)
         bare = run()
         self.assertEqual(bare.returncode, 2)
         self.assertEqual(bare.stderr, p.stdout, "no command: the same overview, on stderr")
         # Each one's flags: serve's and drain's from the generated reference, certs' and
-        # check's as documented in certificates.md and gate.md.
+        # check's and plan's as documented in certificates.md, gate.md and planner.md.
         doc = run("--dump-config-doc").stdout
         want = {"certs": ["out", "service", "namespace", "dns", "ip", "days"],
-                "check": ["snapshot", "nd", "now"]}
+                "check": ["snapshot", "nd", "now"],
+                "plan": ["snapshot", "kubeconfig", "nodes", "node-file", "drain-seconds", "start", "type",
+                         "requestor", "output"]}
         for section in doc.split("\n## nodegate ")[1:]:
             want[section.split()[0]] = re.findall(r"^\| `--([a-z0-9-]+)", section, re.M)
         self.assertEqual(sorted(want), sorted(c for c, _ in listed))
@@ -957,7 +959,8 @@ class LifecycleTest(unittest.TestCase):
             self.assertEqual(got, flags + ["help"], cmd)
         # Help wins over a bad flag or variable before it; a flag's value is not help.
         for args in (["serve", "--threads", "x", "--help"], ["drain", "--bogus", "-h"],
-                     ["certs", "--days", "9999", "--help"], ["check", "--frob", "-h"]):
+                     ["certs", "--days", "9999", "--help"], ["check", "--frob", "-h"],
+                     ["plan", "--drain-seconds", "0", "--help"]):
             p = subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=30,
                                env=dict(os.environ, NG_THREADS="x"))
             self.assertEqual(p.returncode, 0, (args, p.stderr))
