@@ -166,12 +166,7 @@ static const struct kube_snapshot *cluster(void)
 	static struct kube_snapshot *s;
 	if (s)
 		return s;
-	struct kube_builder *b = kube_builder_create();
-	ng_fuzz_check(b != NULL);
-	for (size_t i = 0; i < sizeof(cluster_items) / sizeof(cluster_items[0]); i++)
-		ng_fuzz_check(kube_builder_add_json(b, cluster_items[i], strlen(cluster_items[i]),
-						    NULL) == NG_OK);
-	ng_fuzz_check(kube_builder_finish(b, &s) == NG_OK);
+	s = ng_fuzz_snapshot(cluster_items, sizeof(cluster_items) / sizeof(cluster_items[0]));
 	ng_fuzz_check(kube_snapshot_count(s, KUBE_RES_NODES) == 9 &&
 		      kube_snapshot_count(s, KUBE_RES_NDTS) == 2 &&
 		      kube_snapshot_count(s, KUBE_RES_NREMS) == 1);

@@ -7,6 +7,7 @@
 #include "common/jw.h"
 #include "common/limits.h"
 #include "kube/one.h"
+#include "kube/snapshot.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -1075,4 +1076,15 @@ bool ng_fuzz_same_pv(const struct kube_pv *a, const struct ng_intern *pa, const 
 				 &t->fields[k]);
 	}
 	return c.ok;
+}
+
+struct kube_snapshot *ng_fuzz_snapshot(const char *const *items, size_t n)
+{
+	struct kube_builder *b = kube_builder_create();
+	ng_fuzz_check(b != NULL);
+	for (size_t i = 0; i < n; i++)
+		ng_fuzz_check(kube_builder_add_json(b, items[i], strlen(items[i]), NULL) == NG_OK);
+	struct kube_snapshot *s = NULL;
+	ng_fuzz_check(kube_builder_finish(b, &s) == NG_OK);
+	return s;
 }

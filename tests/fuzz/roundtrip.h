@@ -59,6 +59,11 @@ ng_status ng_fuzz_decode_twice(enum kube_resource res, const struct cJSON *root,
 			       const uint8_t *data, size_t size, struct kube_one **ret_a,
 			       struct kube_one **ret_b, struct ng_err *err);
 
+struct kube_snapshot;
+/** A snapshot of the @n JSON objects @items (a target's fixed cluster), or the target aborts.
+ * The caller keeps it for the process's life. */
+struct kube_snapshot *ng_fuzz_snapshot(const char *const *items, size_t n);
+
 /** Decodes @out, an object an encoder wrote, as the next step of the invariant: it must decode,
  * as a @res object, or the target aborts with the reason and the object on stderr. The caller
  * compares the record returned and frees it. */
