@@ -26,7 +26,7 @@ import urllib.parse
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_live_cache import WAIT_S, eventually  # noqa: E402
 from test_gate import NDB_PATH, NGC_PATH, GateTest  # noqa: E402
-from test_hooks import (HookHandler, HookServer, VWC_PATH, make_ca, make_server_cert,  # noqa: E402
+from test_hooks import (HookHandler, HookServer, make_ca, make_server_cert,  # noqa: E402
                         pem_b64)
 
 SECRET = "SECRET-prometheus-text"  # in every answer's free text: must never reach status or Events
@@ -239,17 +239,7 @@ class AlertGateTest(GateTest):
         self.assertGreaterEqual(self.ng.metric("nodegate_alert_gate_errors_ignored_total"), 1)
 
     def test_F03_the_webhook_refuses_invalid_alert_gates(self):
-        ca = pem_b64(self.ng.cert)
-        self.create(VWC_PATH, {
-            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": "nodegate-budget"},
-            "webhooks": [{"name": "budget.nodegate.io", "admissionReviewVersions": ["v1"],
-                          "sideEffects": "None", "failurePolicy": "Fail",
-                          "clientConfig": {"url": f"https://127.0.0.1:{self.ng.port}/validate/budget",
-                                           "caBundle": ca},
-                          "rules": [{"apiGroups": ["nodegate.io"], "apiVersions": ["v1alpha1"],
-                                     "operations": ["CREATE", "UPDATE"],
-                                     "resources": ["nodegateconfigs"]}]}]})
+        self.ng.register_budget_webhook(["nodegateconfigs"])
         good = self.gate_spec()
         cases = [
             (dict(good, prometheusURL="http://127.0.0.1:9090"), "spec.alertGate.prometheusURL"),

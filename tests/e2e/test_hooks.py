@@ -528,19 +528,8 @@ class HookTest(GateTest):
         self.assertNotEqual(reqs[0]["outcome"], "complete", "nodegate read the whole 10 MiB")
 
     def test_H09_disallowed_host_is_denied_at_admission(self):
-        with open(self.ng.cert, "rb") as f:
-            ca = base64.b64encode(f.read()).decode()
-        self.create(VWC_PATH, {
-            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": "nodegate-budget"},
-            "webhooks": [{"name": "budget.nodegate.io", "admissionReviewVersions": ["v1"],
-                          "sideEffects": "None", "failurePolicy": "Fail",
-                          "clientConfig": {"url": f"https://127.0.0.1:{self.ng.port}/validate/budget",
-                                           "caBundle": ca},
-                          "rules": [{"apiGroups": ["nodegate.io"], "apiVersions": ["v1alpha1"],
-                                     "operations": ["CREATE", "UPDATE"],
-                                     "resources": ["applicationdisruptionbudgets", "nodedisruptionbudgets",
-                                                   "nodegateconfigs"]}]}]})
+        self.ng.register_budget_webhook(["applicationdisruptionbudgets", "nodedisruptionbudgets",
+                                         "nodegateconfigs"])
         # The policy itself passes the same webhook.
         self.ngc({"healthHooks": {"allowedHosts": ["hooks.example.com"]}})
         code, body, _ = self.api.api("POST", ADB_PATH, {

@@ -185,6 +185,21 @@ class Nodegate:
         code, body, _ = self.api.api("POST", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", cfg)
         assert code == 201, (code, body)
 
+    def register_budget_webhook(self, resources):
+        """nodegate as the validating webhook (/validate/budget) of the nodegate.io @resources."""
+        with open(self.cert, "rb") as f:
+            ca = base64.b64encode(f.read()).decode()
+        cfg = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+               "metadata": {"name": "nodegate-budget"},
+               "webhooks": [{"name": "budget.nodegate.io", "admissionReviewVersions": ["v1"],
+                             "sideEffects": "None", "failurePolicy": "Fail",
+                             "clientConfig": {"url": f"https://127.0.0.1:{self.port}/validate/budget",
+                                              "caBundle": ca},
+                             "rules": [{"apiGroups": ["nodegate.io"], "apiVersions": ["v1alpha1"],
+                                        "operations": ["CREATE", "UPDATE"], "resources": resources}]}]}
+        code, body, _ = self.api.api("POST", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", cfg)
+        assert code == 201, (code, body)
+
     def read_log(self):
         if not self.log.closed:
             self.log.flush()
