@@ -176,6 +176,35 @@ static void print_text(FILE *f, const struct kube_snapshot *s, const struct pol_
 	(void)fputc('\n', f);
 }
 
+/* The flags that go together or exclude each other, --output and --start read: false (said
+ * on stderr) when they do not agree. */
+static bool flags_agree(size_t nsnaps, const char *kubeconfig, const char *selector,
+			const char *node_file, const char *output, const char *start_s,
+			bool *ret_json, int64_t *ret_start_wall_ms)
+{
+	if (!!nsnaps == !!kubeconfig || !!selector == !!node_file) {
+		(void)fprintf(stderr,
+			      "nodegate plan: give --snapshot FILE or --kubeconfig FILE, and "
+			      "--nodes SELECTOR or --node-file FILE\n");
+		return false;
+	}
+	*ret_json = strcmp(output, "json") == 0;
+	if (!*ret_json && strcmp(output, "text") != 0) {
+		(void)fprintf(stderr, "nodegate plan: --output \"%s\": expected text or json\n",
+			      output);
+		return false;
+	}
+	*ret_start_wall_ms = ng_now_wall_ms();
+	if (start_s && ng_parse_rfc3339_ms(start_s, strlen(start_s), ret_start_wall_ms) != NG_OK) {
+		(void)fprintf(stderr,
+			      "nodegate plan: --start \"%s\": expected an RFC 3339 time, e.g. "
+			      "2026-11-22T00:00:00Z\n",
+			      start_s);
+		return false;
+	}
+	return true;
+}
+
 int cmd_plan(int argc, char **argv)
 {
 	struct cmd_multi snaps = {0};
@@ -214,26 +243,11 @@ int cmd_plan(int argc, char **argv)
 	int rc = cmd_opts_parse("plan", opts, sizeof(opts) / sizeof(opts[0]), argc, argv);
 	if (rc != 0)
 		return rc > 0 ? 0 : 2;
-	if (!!snaps.n == !!kubeconfig || !!selector == !!node_file) {
-		(void)fprintf(stderr,
-			      "nodegate plan: give --snapshot FILE or --kubeconfig FILE, and "
-			      "--nodes SELECTOR or --node-file FILE\n");
+	bool json;
+	int64_t start_wall_ms;
+	if (!flags_agree(snaps.n, kubeconfig, selector, node_file, output, start_s, &json,
+			 &start_wall_ms))
 		return 2;
-	}
-	bool json = strcmp(output, "json") == 0;
-	if (!json && strcmp(output, "text") != 0) {
-		(void)fprintf(stderr, "nodegate plan: --output \"%s\": expected text or json\n",
-			      output);
-		return 2;
-	}
-	int64_t start_wall_ms = ng_now_wall_ms();
-	if (start_s && ng_parse_rfc3339_ms(start_s, strlen(start_s), &start_wall_ms) != NG_OK) {
-		(void)fprintf(stderr,
-			      "nodegate plan: --start \"%s\": expected an RFC 3339 time, e.g. "
-			      "2026-11-22T00:00:00Z\n",
-			      start_s);
-		return 2;
-	}
 	struct ng_err err = {0};
 	struct kube_snapshot *snap = NULL;
 	char *body = NULL;
