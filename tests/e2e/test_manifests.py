@@ -59,6 +59,10 @@ BASE = {
     ("ClusterRole", "", "nodegate-drain"), ("ClusterRoleBinding", "", "nodegate-drain"),
     ("Role", NS, "nodegate-leader"), ("RoleBinding", NS, "nodegate-leader"),
     ("Role", NS, "nodegate-drain-jobs"), ("RoleBinding", NS, "nodegate-drain-jobs"),
+    # the users' roles (manifests/rbac/users), bound by nobody: tests/e2e/test_roles.py
+    ("ClusterRole", "", "nodegate-requestor"), ("ClusterRole", "", "nodegate-privileged-operation"),
+    ("ClusterRole", "", "nodegate-budget-owner"), ("ClusterRole", "", "nodegate-budget-viewer"),
+    ("ClusterRole", "", "nodegate-admin-rules"), ("ClusterRole", "", "nodegate-admin"),
     ("Deployment", NS, "nodegate"),
     ("Service", NS, "nodegate"),
     ("PodDisruptionBudget", NS, "nodegate"),
