@@ -84,6 +84,15 @@ struct gate_budget_written {
 	uint64_t hash;
 };
 
+/* One budget's gauges, as of the last budget status pass (nodegate_budget_*{kind,namespace,name}).
+ * Intern ids: the names are read from the snapshot /metrics renders against, which shows
+ * whether the budget still exists. */
+struct gate_budget_gauge {
+	uint8_t kind; /* enum kube_resource: KUBE_RES_NDBS or KUBE_RES_ADBS */
+	uint32_t ns, name;
+	int64_t allowed, current;
+};
+
 /* A grant written whose effect the cache does not show yet. */
 struct gate_inflight {
 	uint32_t name;
@@ -132,8 +141,9 @@ struct gate {
 	bool budgets_dirty;    /* the cache changed since budget status was last written */
 	bool budgets_more;     /* the last pass left statuses for the next (a few per pass) */
 	int64_t again_wall_ms; /* run a round at this time even when nothing changed; 0 = none */
-	pthread_mutex_t metrics_mu; /* guards the four below: written here, read by /metrics */
-	char *metrics_text;
+	pthread_mutex_t metrics_mu; /* guards the five below: written here, read by /metrics */
+	struct gate_budget_gauge *gauges;
+	size_t ngauges;
 	struct gate_hook_count *hc;
 	size_t nhc, caphc;
 	uint64_t hook_buckets[GATE_HOOK_BUCKETS + 1]; /* last is +Inf */
@@ -225,6 +235,13 @@ void gate_tend_finalizers(struct gate *g, const struct kube_snapshot *s, int64_t
 /** Writes every budget's status that changed since this replica last wrote it. */
 void gate_write_budget_status(struct gate *g, const struct kube_snapshot *s,
 			      struct pol_ledger *ledger, struct ng_arena *arena);
+
+/**
+ * Whether @s holds the budget of @kind (KUBE_RES_NDBS or KUBE_RES_ADBS) named @name in @ns
+ * (intern ids; @ns NG_INTERN_NONE for a NodeDisruptionBudget): a deleted budget's series are
+ * not rendered. Any thread.
+ */
+bool gate_budget_exists(const struct kube_snapshot *s, uint8_t kind, uint32_t ns, uint32_t name);
 
 /* gate_hooks.c */
 
