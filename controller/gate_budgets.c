@@ -169,35 +169,30 @@ void gate_write_budget_status(struct gate *g, const struct kube_snapshot *s,
 	publish_gauges(g, &gauges);
 }
 
-bool gate_budget_exists(const struct kube_snapshot *s, uint8_t kind, uint32_t ns, uint32_t name)
+ng_status gate_budgets_present(const struct kube_snapshot *s, struct ng_map *ret)
 {
-	size_t n = 0;
-	if (kind == KUBE_RES_NDBS) {
-		const struct kube_ndb *v = kube_snapshot_ndbs(s, &n);
-		for (size_t i = 0; i < n; i++)
-			if (v[i].b.name == name)
-				return true;
-		return false;
-	}
-	size_t nadbs;
-	const struct kube_adb *v = kube_snapshot_adbs(s, &nadbs);
-	const uint32_t *in_ns = kube_snapshot_adbs_in_ns(s, ns, &n);
-	for (size_t i = 0; i < n; i++)
-		if (in_ns[i] < nadbs && v[in_ns[i]].b.name == name)
-			return true;
-	return false;
+	size_t nn, na;
+	const struct kube_ndb *ndbs = kube_snapshot_ndbs(s, &nn);
+	const struct kube_adb *adbs = kube_snapshot_adbs(s, &na);
+	ng_status st = ng_map_init(ret, nn + na);
+	for (size_t i = 0; st == NG_OK && i < nn; i++)
+		ng_map_put(ret, gate_budget_key(NG_INTERN_NONE, ndbs[i].b.name), 0);
+	for (size_t i = 0; st == NG_OK && i < na; i++)
+		ng_map_put(ret, gate_budget_key(adbs[i].b.ns, adbs[i].b.name), 0);
+	return st;
 }
 
-/* One gauge family: a line per budget @s still holds (none without @s). */
+/* One gauge family: a line per budget in @present (none without @s). */
 static ng_status gauge_family(const struct gate *g, const struct kube_snapshot *s,
-			      const char *metric, const char *help, bool current,
-			      struct ng_buf *out)
+			      const struct ng_map *present, const char *metric, const char *help,
+			      bool current, struct ng_buf *out)
 {
 	ng_status st = ng_prom_header(out, metric, NG_PROM_GAUGE, help);
 	const struct ng_intern *pool = s ? kube_snapshot_pool(s) : NULL;
-	for (size_t i = 0; st == NG_OK && i < g->ngauges; i++) {
+	for (size_t i = 0; s && st == NG_OK && i < g->ngauges; i++) {
 		const struct gate_budget_gauge *b = &g->gauges[i];
-		if (!s || !gate_budget_exists(s, b->kind, b->ns, b->name))
+		uint32_t unused;
+		if (!ng_map_get(present, gate_budget_key(b->ns, b->name), &unused))
 			continue;
 		const struct ng_prom_label l[] = {{"kind", b->kind == KUBE_RES_NDBS
 							       ? "NodeDisruptionBudget"
@@ -216,13 +211,17 @@ ng_status gate_render_budget_metrics(const struct gate *cg, struct ng_buf *out)
 	 * that no longer leads shows none (its last pass is stale). */
 	struct kube_snapshot *s =
 	    g->cfg.store && gate_leading(g) ? kube_store_acquire(g->cfg.store) : NULL;
+	struct ng_map present = {0};
+	ng_status st = s ? gate_budgets_present(s, &present) : NG_OK;
 	pthread_mutex_lock(&g->metrics_mu);
-	ng_status st = gauge_family(g, s, "nodegate_budget_disruptions_allowed",
-				    "More nodes a budget allows to be disrupted now.", false, out);
 	st = st ? st
-		: gauge_family(g, s, "nodegate_budget_current_disruptions",
+		: gauge_family(g, s, &present, "nodegate_budget_disruptions_allowed",
+			       "More nodes a budget allows to be disrupted now.", false, out);
+	st = st ? st
+		: gauge_family(g, s, &present, "nodegate_budget_current_disruptions",
 			       "Nodes of a budget's scope disrupted now.", true, out);
 	pthread_mutex_unlock(&g->metrics_mu);
+	ng_map_finish(&present);
 	kube_snapshot_release(s);
 	return st;
 }

@@ -461,9 +461,10 @@ void gate_hooks_forget(struct gate *g)
 		job_drop(g, g->njobs - 1, false);
 }
 
-/* Drops the counts of budgets @s no longer holds: a deleted budget's series go. Under
- * metrics_mu. */
-static void drop_deleted_hook_counts(struct gate *g, const struct kube_snapshot *s)
+/* Drops the counts of budgets @s no longer holds (@present: gate_budgets_present()): a
+ * deleted budget's series go. Under metrics_mu. */
+static void drop_deleted_hook_counts(struct gate *g, const struct kube_snapshot *s,
+				     const struct ng_map *present)
 {
 	const struct ng_intern *pool = kube_snapshot_pool(s);
 	size_t k = 0;
@@ -471,8 +472,10 @@ static void drop_deleted_hook_counts(struct gate *g, const struct kube_snapshot 
 		const struct gate_hook_count *hc = &g->hc[i];
 		uint32_t ns = ng_intern_find(pool, hc->ns, strlen(hc->ns));
 		uint32_t name = ng_intern_find(pool, hc->name, strlen(hc->name));
+		uint32_t unused;
+		/* Hooks are ApplicationDisruptionBudgets': always in a namespace. */
 		if (ns != NG_INTERN_NONE && name != NG_INTERN_NONE &&
-		    gate_budget_exists(s, KUBE_RES_ADBS, ns, name))
+		    ng_map_get(present, gate_budget_key(ns, name), &unused))
 			g->hc[k++] = *hc;
 	}
 	g->nhc = k;
@@ -482,11 +485,12 @@ ng_status gate_render_hook_metrics(const struct gate *cg, bool objects, struct n
 {
 	struct gate *g = (struct gate *)(uintptr_t)cg;
 	struct kube_snapshot *s = objects && g->cfg.store ? kube_store_acquire(g->cfg.store) : NULL;
+	struct ng_map present = {0};
+	ng_status st = s ? gate_budgets_present(s, &present) : NG_OK;
 	pthread_mutex_lock(&g->metrics_mu);
-	if (s)
-		drop_deleted_hook_counts(g, s);
-	ng_status st = NG_OK;
-	if (objects)
+	if (s && st == NG_OK)
+		drop_deleted_hook_counts(g, s, &present);
+	if (objects && st == NG_OK)
 		st = ng_prom_header(out, "nodegate_health_hook_requests_total", NG_PROM_COUNTER,
 				    "Health hook calls by budget and result (ok, failed, timeout, "
 				    "error, denied).");
@@ -515,6 +519,7 @@ ng_status gate_render_hook_metrics(const struct gate *cg, bool objects, struct n
 		: ng_prom_u64(out, "nodegate_health_hook_requests_waiting", NULL, 0,
 			      atomic_load(&g->hooks_waiting));
 	pthread_mutex_unlock(&g->metrics_mu);
+	ng_map_finish(&present);
 	kube_snapshot_release(s);
 	return st;
 }

@@ -236,12 +236,19 @@ void gate_tend_finalizers(struct gate *g, const struct kube_snapshot *s, int64_t
 void gate_write_budget_status(struct gate *g, const struct kube_snapshot *s,
 			      struct pol_ledger *ledger, struct ng_arena *arena);
 
+/* A budget as a key of gate_budgets_present()'s set: @ns and @name intern ids (@ns
+ * NG_INTERN_NONE for a NodeDisruptionBudget, the one kind without a namespace). */
+static inline uint64_t gate_budget_key(uint32_t ns, uint32_t name)
+{
+	return (uint64_t)ns << 32 | name;
+}
+
 /**
- * Whether @s holds the budget of @kind (KUBE_RES_NDBS or KUBE_RES_ADBS) named @name in @ns
- * (intern ids; @ns NG_INTERN_NONE for a NodeDisruptionBudget): a deleted budget's series are
- * not rendered. Any thread.
+ * Fills @ret (a zeroed map the caller finishes) with gate_budget_key() of every budget @s
+ * holds, so a render names only budgets that exist: a deleted budget's series are gone. One
+ * pass over the budgets, whatever the number of series. NG_ENOMEM. Any thread.
  */
-bool gate_budget_exists(const struct kube_snapshot *s, uint8_t kind, uint32_t ns, uint32_t name);
+NG_NODISCARD ng_status gate_budgets_present(const struct kube_snapshot *s, struct ng_map *ret);
 
 /* gate_hooks.c */
 
