@@ -33,8 +33,10 @@ struct drainer {
 	struct srv *srv;
 };
 
-static ng_status render(struct ng_buf *out, void *ctx)
+/* The drainer's series name no cluster object (counts by reason, strategy, result). */
+static ng_status render(struct ng_buf *out, bool objects, void *ctx)
 {
+	(void)objects;
 	struct drainer *d = ctx;
 	return drain_render_metrics(d->drain, d->leader, out);
 }

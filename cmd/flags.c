@@ -111,7 +111,9 @@ static const struct flag serve_flags[] = {
      "and a SubjectAccessReview on the path, cached 10 s), `none`, or `auto` (none on a loopback "
      "address, kubernetes elsewhere). `none` on a non-loopback address is refused."},
     {"webhook-port-metrics", "NG_WEBHOOK_PORT_METRICS", F_BOOL, OFF(webhook_port_metrics), "true",
-     0, 1, "", "Serve /metrics on the webhook port too (it holds counts, no cluster data)."},
+     0, 1, "",
+     "Serve /metrics on the webhook port too: counts only, no cluster data (series naming "
+     "objects only to a client certificate --client-ca verifies)."},
     {"auto-request-per-minute", "NG_AUTO_REQUEST_PER_MINUTE", F_INT, OFF(auto_request_per_minute),
      "60", 1, 100000, "N",
      "With eviction.autoRequest: NodeDisruptions nodegate creates per minute at most (a burst of "

@@ -173,7 +173,7 @@ static enum srv_auth authorize_admin(void *ctx, const char *authorization, const
 	}
 }
 
-static ng_status render_controller(struct ng_buf *out, void *ctx)
+static ng_status render_controller(struct ng_buf *out, bool objects, void *ctx)
 {
 	const struct controller_metrics *cm = ctx;
 	int64_t not_after = atomic_load(&cm->cert_not_after);
@@ -188,8 +188,8 @@ static ng_status render_controller(struct ng_buf *out, void *ctx)
 	if (cm->autoreq)
 		st = st ? st : autoreq_render_metrics(cm->autoreq, out);
 	if (cm->remediate)
-		st = st ? st : remediate_render_metrics(cm->remediate, out);
-	return st ? st : gate_render_metrics(cm->gate, cm->leader, out);
+		st = st ? st : remediate_render_metrics(cm->remediate, objects, out);
+	return st ? st : gate_render_metrics(cm->gate, cm->leader, objects, out);
 }
 
 /* What the served certificate files were when last read: a change of either is a renewal. */

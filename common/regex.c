@@ -363,6 +363,25 @@ ng_status ng_regex_check(const char *pattern, size_t len, struct ng_err *reterr)
 	return st;
 }
 
+ng_status ng_regex_get_label_matcher(const char *pattern, size_t len, struct ng_regex **ret,
+				     struct ng_err *reterr)
+{
+	*ret = NULL;
+	const size_t max = NG_REGEX_MAX_BYTES - NG_REGEX_LABEL_MATCHER_EXTRA_BYTES;
+	if (len > max)
+		return ng_err_set(reterr, NG_ELIMIT, max, "is too long (%zu bytes; at most %zu)",
+				  len, max);
+	ng_status st = ng_regex_check(pattern, len, reterr);
+	if (st != NG_OK)
+		return st;
+	char wrapped[NG_REGEX_MAX_BYTES];
+	memcpy(wrapped, "^(?s:", 5);
+	if (len)
+		memcpy(wrapped + 5, pattern, len);
+	memcpy(wrapped + 5 + len, ")$", 2);
+	return ng_regex_get(wrapped, len + NG_REGEX_LABEL_MATCHER_EXTRA_BYTES, ret, reterr);
+}
+
 /* A pcre2_match() failure other than "no match" as an error. */
 static ng_status match_error(int rc, pcre2_match_data *md, struct ng_err *reterr)
 {

@@ -94,6 +94,21 @@ NG_NODISCARD ng_status ng_regex_check(const char *pattern, size_t len, struct ng
 NG_NODISCARD ng_status ng_regex_match(const struct ng_regex *re, const char *subject, size_t len,
 				      bool *ret_matched, struct ng_err *reterr);
 
+/* What ng_regex_get_label_matcher() adds around a pattern: "^(?s:" and ")$". */
+#define NG_REGEX_LABEL_MATCHER_EXTRA_BYTES 7u
+
+/**
+ * Looks up @pattern (@len bytes) as Prometheus matches a label value with it (`=~`): fully
+ * anchored, with `.` matching every character, newlines included. Prometheus 3 compiles a
+ * matcher as "^(?s:" pattern ")$" (model/labels/regexp.go, NewFastRegexMatcher), and so does
+ * this; `$` is the end of the subject (PCRE2_DOLLAR_ENDONLY, as in Go). @pattern must compile on
+ * its own as well, so that no pattern reaches outside the group (an unclosed \Q, a comment) and
+ * an error's offset is the pattern's own. NG_OK: *@ret as from ng_regex_get(). Errors as
+ * ng_regex_get(); NG_ELIMIT when @len is over NG_REGEX_MAX_BYTES minus the wrapping.
+ */
+NG_NODISCARD ng_status ng_regex_get_label_matcher(const char *pattern, size_t len,
+						  struct ng_regex **ret, struct ng_err *reterr);
+
 /** The text @re was compiled from (NUL-terminated, valid as long as the reference). */
 const char *ng_regex_pattern(const struct ng_regex *re, size_t *ret_len);
 

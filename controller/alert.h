@@ -9,6 +9,7 @@
 
 #include "common/status.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,11 @@ struct ng_regex;
 #define GATE_ALERT_NAMES 8
 /* Longest name kept, with its NUL: alert names are tens of bytes. */
 #define GATE_ALERT_NAME_BYTES 64
+
+/* Longest alert name matched: alert names are rule names, tens of bytes, and Prometheus sets
+ * no bound of its own. With it, one match stays far within the engine's bounds (the backtracking
+ * depth is two per character for `(a|b)*`). A longer name counts as matching. */
+#define GATE_ALERT_NAME_MAX_BYTES 1024u
 
 /* What an answer says. */
 struct gate_alert_answer {
@@ -39,10 +45,19 @@ enum gate_alert_question {
 };
 
 /**
+ * Whether a firing alert named @name (@len bytes, no NUL needed) counts under @re (borrowed,
+ * from ng_regex_get_label_matcher(): matched as Prometheus matches a label value, `.` matching
+ * newlines too). A name that cannot be matched safely counts, so the gate fails closed: longer
+ * than GATE_ALERT_NAME_MAX_BYTES, not valid UTF-8, or a match one of the engine's bounds stopped.
+ * Control characters are characters like any other, as in Prometheus. Pure; any thread.
+ */
+bool gate_alert_name_counts(const struct ng_regex *re, const char *name, size_t len);
+
+/**
  * Reads answer @buf (@len bytes, no NUL needed) to question @q into @ret. For GATE_ALERT_ALERTS,
- * @re (borrowed; the caller anchors it) picks the alerts that count: those with state "firing"
- * whose labels.alertname it matches; a match a bound stopped counts as a match (the gate fails
- * closed). NG_OK with @ret filled (nfiring 0: clear). Otherwise @ret is left alone and
+ * @re (borrowed, from ng_regex_get_label_matcher()) picks the alerts that count: those with
+ * state "firing" whose labels.alertname counts (gate_alert_name_counts()). NG_OK with @ret filled
+ * (nfiring 0: clear). Otherwise @ret is left alone and
  * *@reterr_word (may be NULL) is a fixed word: NG_ELIMIT "answer too large"; NG_EPARSE "answer
  * not JSON", "answer not understood" (not the shape Prometheus answers with, or a result that is
  * not a vector) or "Prometheus reported an error" (status not "success"); NG_ENOMEM "out of

@@ -588,7 +588,7 @@ void gate_destroy(struct gate *g)
 	free(g->inf);
 	free(g->w);
 	free(g->bw);
-	free(g->metrics_text);
+	free(g->gauges);
 	free(g->hc);
 	free(g->deny);
 	pthread_mutex_destroy(&g->metrics_mu);

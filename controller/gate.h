@@ -54,16 +54,21 @@ struct gate *gate_start(const struct gate_config *cfg, struct ng_err *reterr);
 void gate_get_stats(const struct gate *g, struct gate_stats *ret);
 struct ng_buf;
 /**
- * Appends nodegate_budget_disruptions_allowed and nodegate_budget_current_disruptions for every
- * budget, as of the last budget status pass (none while not leading). Any thread.
+ * Appends nodegate_budget_disruptions_allowed and nodegate_budget_current_disruptions{kind,
+ * namespace,name} for every budget, as of the last budget status pass, that the store's newest
+ * snapshot still holds: a deleted budget's series are gone at the next render. None while not
+ * leading, and none without a store (a gate driven by a test). Series that name cluster
+ * objects: for a listener that may show them. Any thread.
  */
 NG_NODISCARD ng_status gate_render_budget_metrics(const struct gate *g, struct ng_buf *out);
 /**
- * Appends nodegate_health_hook_requests_total{namespace,name,result}, the
- * nodegate_health_hook_duration_seconds histogram (the calls this replica made) and the
- * nodegate_health_hook_requests_waiting gauge. Any thread.
+ * Appends the nodegate_health_hook_duration_seconds histogram (the calls this replica made) and
+ * the nodegate_health_hook_requests_waiting gauge; with @objects, first
+ * nodegate_health_hook_requests_total{namespace,name,result}, whose rows of budgets the store's
+ * newest snapshot no longer holds are dropped first. Any thread.
  */
-NG_NODISCARD ng_status gate_render_hook_metrics(const struct gate *g, struct ng_buf *out);
+NG_NODISCARD ng_status gate_render_hook_metrics(const struct gate *g, bool objects,
+						struct ng_buf *out);
 /**
  * Appends the alert gate's series: nodegate_alert_gate_evaluations_total{result},
  * nodegate_alert_gate_firing, nodegate_alert_gate_errors_ignored_total. Any thread.
@@ -86,10 +91,13 @@ void gate_stop(struct gate *g);
  * Appends the gate's series to @out (caller-owned) in the Prometheus text format: nodegate_leader
  * (whether @leader holds the lease; 0 when @leader is NULL), nodegate_gate_decisions_total,
  * nodegate_gate_status_writes_total, the nodegate_decision_duration_seconds histogram, then
- * gate_render_budget_metrics() and gate_render_hook_metrics(). @g and @leader are borrowed; @g
- * NULL (no gate) appends nothing. NG_ELIMIT or NG_ENOMEM from the buffer. Any thread.
+ * gate_render_budget_metrics() (only with @objects), gate_render_hook_metrics() and the alert
+ * gate's. @objects: also the series labelled with cluster objects' names (budgets), for a
+ * listener whose callers may see them (docs/operations.md); without it, counts only. @g and
+ * @leader are borrowed; @g NULL (no gate) appends nothing. NG_ELIMIT or NG_ENOMEM from the
+ * buffer. Any thread.
  */
 NG_NODISCARD ng_status gate_render_metrics(const struct gate *g, const struct leader *leader,
-					   struct ng_buf *out);
+					   bool objects, struct ng_buf *out);
 
 #endif

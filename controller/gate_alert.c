@@ -109,6 +109,15 @@ static ng_status read_vector(const cJSON *data, struct gate_alert_answer *a)
 	return NG_OK;
 }
 
+bool gate_alert_name_counts(const struct ng_regex *re, const char *name, size_t len)
+{
+	if (len > GATE_ALERT_NAME_MAX_BYTES)
+		return true;
+	bool matched = false;
+	/* Undecided (not UTF-8, a bound stopped the match): counted, the gate fails closed. */
+	return ng_regex_match(re, name, len, &matched, NULL) != NG_OK || matched;
+}
+
 static ng_status read_alerts(const cJSON *data, const struct ng_regex *re,
 			     struct gate_alert_answer *a)
 {
@@ -122,11 +131,7 @@ static ng_status read_alerts(const cJSON *data, const struct ng_regex *re,
 		const char *name = ng_json_str(ng_json_get(e, "labels"), "alertname");
 		if (!state || strcmp(state, "firing") != 0 || !name)
 			continue;
-		bool matched = false;
-		/* Undecided (a bound stopped the match): counted, the gate fails closed. */
-		if (ng_regex_match(re, name, strlen(name), &matched, NULL) != NG_OK)
-			matched = true;
-		if (matched)
+		if (gate_alert_name_counts(re, name, strlen(name)))
 			add_name(a, name, strlen(name));
 	}
 	return NG_OK;
@@ -324,11 +329,8 @@ static struct gate_alert_job *job_start(struct gate *g, const struct kube_snapsh
 	j->s = kube_snapshot_ref((struct kube_snapshot *)(uintptr_t)s);
 	j->url = question_url(ag);
 	bool ok = j->url != NULL;
-	if (ok && ag->mode == KUBE_ALERT_REGEX) {
-		char anchored[KUBE_ALERT_REGEX_MAX + 8];
-		ng_fmt(anchored, sizeof(anchored), "^(?:%s)$", ag->expr);
-		ok = ng_regex_get(anchored, strlen(anchored), &j->re, NULL) == NG_OK;
-	}
+	if (ok && ag->mode == KUBE_ALERT_REGEX)
+		ok = ng_regex_get_label_matcher(ag->expr, strlen(ag->expr), &j->re, NULL) == NG_OK;
 	if (!ok || pthread_create(&j->thread, NULL, job_main, j) != 0) {
 		job_free(j);
 		return NULL;

@@ -16,8 +16,6 @@
 #define WATCHED_NAMES_CAP 1000
 /* One budget's status: 1,000 node names and its requests. */
 #define BODY_CAP_BYTES (1u << 20)
-/* The gauges of every budget: two lines each, for tens of thousands of budgets. */
-#define GAUGES_CAP_BYTES (8u << 20)
 
 static struct gate_budget_written *budget_slot(struct gate *g, uint8_t kind, uint32_t ns,
 					       uint32_t name)
@@ -87,21 +85,16 @@ static ng_status status_json(const struct budget_body *bb, struct ng_buf *out)
 	return ng_jw_finish(&w);
 }
 
-static ng_status metric_line(struct ng_buf *m, const char *metric, enum kube_resource kind,
-			     const char *ns, const char *name, int64_t v)
-{
-	const struct ng_prom_label l[] = {{"kind", kind == KUBE_RES_NDBS
-						       ? "NodeDisruptionBudget"
-						       : "ApplicationDisruptionBudget"},
-					  {"namespace", ns},
-					  {"name", name}};
-	return ng_prom_i64(m, metric, l, 3, v);
-}
+/* The gauges a budget status pass gathers, published at its end. */
+struct gauges {
+	struct gate_budget_gauge *v;
+	size_t n, cap;
+};
 
 /* One budget: its gauges, and its status when it changed. */
 static void one_budget(struct gate *g, const struct kube_snapshot *s, struct pol_ledger *ledger,
 		       enum kube_resource kind, size_t i, struct ng_arena *arena,
-		       struct ng_buf *allowed, struct ng_buf *current, size_t *writes_left)
+		       struct gauges *gauges, size_t *writes_left)
 {
 	const struct ng_intern *pool = kube_snapshot_pool(s);
 	size_t nn;
@@ -114,10 +107,13 @@ static void one_budget(struct gate *g, const struct kube_snapshot *s, struct pol
 		return;
 	const char *ns = c->ns == NG_INTERN_NONE ? NULL : ng_intern_str(pool, c->ns, NULL);
 	const char *nm = ng_intern_str(pool, c->name, NULL);
-	(void)metric_line(allowed, "nodegate_budget_disruptions_allowed", kind, ns ? ns : "", nm,
-			  bs.allowed);
-	(void)metric_line(current, "nodegate_budget_current_disruptions", kind, ns ? ns : "", nm,
-			  (int64_t)bs.current);
+	struct gate_budget_gauge *gp =
+	    ng_array_grow(gauges->v, &gauges->cap, gauges->n, sizeof(*gp));
+	if (gp) { /* else this budget has no gauges until the next pass */
+		gauges->v = gp;
+		gauges->v[gauges->n++] = (struct gate_budget_gauge){
+		    (uint8_t)kind, c->ns, c->name, bs.allowed, (int64_t)bs.current};
+	}
 	struct budget_body bb = {s, kind, &bs};
 	struct ng_buf status;
 	ng_buf_init(&status, BODY_CAP_BYTES);
@@ -144,54 +140,88 @@ static void one_budget(struct gate *g, const struct kube_snapshot *s, struct pol
 	ng_buf_finish(&status);
 }
 
-/* Swaps in the gauges /metrics shows. */
-static void publish_gauges(struct gate *g, const struct ng_buf *allowed,
-			   const struct ng_buf *current)
+/* Swaps in the gauges /metrics shows; takes @gauges' array. */
+static void publish_gauges(struct gate *g, struct gauges *gauges)
 {
-	struct ng_buf text;
-	ng_buf_init(&text, 2 * GAUGES_CAP_BYTES + 4096);
-	if (ng_prom_header(&text, "nodegate_budget_disruptions_allowed", NG_PROM_GAUGE,
-			   "More nodes a budget allows to be disrupted now.") == NG_OK &&
-	    ng_buf_append(&text, allowed->data ? allowed->data : "", allowed->len) == NG_OK &&
-	    ng_prom_header(&text, "nodegate_budget_current_disruptions", NG_PROM_GAUGE,
-			   "Nodes of a budget's scope disrupted now.") == NG_OK &&
-	    ng_buf_append(&text, current->data ? current->data : "", current->len) == NG_OK) {
-		char *p = ng_buf_take(&text, NULL);
-		pthread_mutex_lock(&g->metrics_mu);
-		char *old = g->metrics_text;
-		g->metrics_text = p;
-		pthread_mutex_unlock(&g->metrics_mu);
-		free(old);
-	}
-	ng_buf_finish(&text);
+	pthread_mutex_lock(&g->metrics_mu);
+	struct gate_budget_gauge *old = g->gauges;
+	g->gauges = gauges->v;
+	g->ngauges = gauges->n;
+	pthread_mutex_unlock(&g->metrics_mu);
+	free(old);
+	*gauges = (struct gauges){0};
 }
 
 void gate_write_budget_status(struct gate *g, const struct kube_snapshot *s,
 			      struct pol_ledger *ledger, struct ng_arena *arena)
 {
-	struct ng_buf allowed, current;
+	struct gauges gauges = {0};
 	/* A pass writes a few statuses at most, so decisions never wait behind a hundred of
 	 * them: the rest follow in passes a few milliseconds apart (gate_round()). */
 	size_t writes_left = BUDGET_WRITES_PER_PASS;
 	g->budgets_more = false;
-	ng_buf_init(&allowed, GAUGES_CAP_BYTES);
-	ng_buf_init(&current, GAUGES_CAP_BYTES);
 	for (int k = 0; k < 2 && !atomic_load(g->stop); k++) {
 		enum kube_resource kind = k ? KUBE_RES_ADBS : KUBE_RES_NDBS;
 		size_t n = kube_snapshot_count(s, kind);
 		for (size_t i = 0; i < n; i++)
-			one_budget(g, s, ledger, kind, i, arena, &allowed, &current, &writes_left);
+			one_budget(g, s, ledger, kind, i, arena, &gauges, &writes_left);
 	}
-	publish_gauges(g, &allowed, &current);
-	ng_buf_finish(&allowed);
-	ng_buf_finish(&current);
+	publish_gauges(g, &gauges);
+}
+
+ng_status gate_budgets_present(const struct kube_snapshot *s, struct ng_map *ret)
+{
+	size_t nn, na;
+	const struct kube_ndb *ndbs = kube_snapshot_ndbs(s, &nn);
+	const struct kube_adb *adbs = kube_snapshot_adbs(s, &na);
+	ng_status st = ng_map_init(ret, nn + na);
+	for (size_t i = 0; st == NG_OK && i < nn; i++)
+		ng_map_put(ret, gate_budget_key(NG_INTERN_NONE, ndbs[i].b.name), 0);
+	for (size_t i = 0; st == NG_OK && i < na; i++)
+		ng_map_put(ret, gate_budget_key(adbs[i].b.ns, adbs[i].b.name), 0);
+	return st;
+}
+
+/* One gauge family: a line per budget in @present (none without @s). */
+static ng_status gauge_family(const struct gate *g, const struct kube_snapshot *s,
+			      const struct ng_map *present, const char *metric, const char *help,
+			      bool current, struct ng_buf *out)
+{
+	ng_status st = ng_prom_header(out, metric, NG_PROM_GAUGE, help);
+	const struct ng_intern *pool = s ? kube_snapshot_pool(s) : NULL;
+	for (size_t i = 0; s && st == NG_OK && i < g->ngauges; i++) {
+		const struct gate_budget_gauge *b = &g->gauges[i];
+		uint32_t unused;
+		if (!ng_map_get(present, gate_budget_key(b->ns, b->name), &unused))
+			continue;
+		const struct ng_prom_label l[] = {{"kind", b->kind == KUBE_RES_NDBS
+							       ? "NodeDisruptionBudget"
+							       : "ApplicationDisruptionBudget"},
+						  {"namespace", ng_intern_str(pool, b->ns, NULL)},
+						  {"name", ng_intern_str(pool, b->name, NULL)}};
+		st = ng_prom_i64(out, metric, l, 3, current ? b->current : b->allowed);
+	}
+	return st;
 }
 
 ng_status gate_render_budget_metrics(const struct gate *cg, struct ng_buf *out)
 {
 	struct gate *g = (struct gate *)(uintptr_t)cg;
+	/* The newest snapshot, not the pass's: a budget deleted since has no series. A replica
+	 * that no longer leads shows none (its last pass is stale). */
+	struct kube_snapshot *s =
+	    g->cfg.store && gate_leading(g) ? kube_store_acquire(g->cfg.store) : NULL;
+	struct ng_map present = {0};
+	ng_status st = s ? gate_budgets_present(s, &present) : NG_OK;
 	pthread_mutex_lock(&g->metrics_mu);
-	ng_status st = g->metrics_text ? ng_buf_puts(out, g->metrics_text) : NG_OK;
+	st = st ? st
+		: gauge_family(g, s, &present, "nodegate_budget_disruptions_allowed",
+			       "More nodes a budget allows to be disrupted now.", false, out);
+	st = st ? st
+		: gauge_family(g, s, &present, "nodegate_budget_current_disruptions",
+			       "Nodes of a budget's scope disrupted now.", true, out);
 	pthread_mutex_unlock(&g->metrics_mu);
+	ng_map_finish(&present);
+	kube_snapshot_release(s);
 	return st;
 }

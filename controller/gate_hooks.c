@@ -461,15 +461,40 @@ void gate_hooks_forget(struct gate *g)
 		job_drop(g, g->njobs - 1, false);
 }
 
-ng_status gate_render_hook_metrics(const struct gate *cg, struct ng_buf *out)
+/* Drops the counts of budgets @s no longer holds (@present: gate_budgets_present()): a
+ * deleted budget's series go. Under metrics_mu. */
+static void drop_deleted_hook_counts(struct gate *g, const struct kube_snapshot *s,
+				     const struct ng_map *present)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	size_t k = 0;
+	for (size_t i = 0; i < g->nhc; i++) {
+		const struct gate_hook_count *hc = &g->hc[i];
+		uint32_t ns = ng_intern_find(pool, hc->ns, strlen(hc->ns));
+		uint32_t name = ng_intern_find(pool, hc->name, strlen(hc->name));
+		uint32_t unused;
+		/* Hooks are ApplicationDisruptionBudgets': always in a namespace. */
+		if (ns != NG_INTERN_NONE && name != NG_INTERN_NONE &&
+		    ng_map_get(present, gate_budget_key(ns, name), &unused))
+			g->hc[k++] = *hc;
+	}
+	g->nhc = k;
+}
+
+ng_status gate_render_hook_metrics(const struct gate *cg, bool objects, struct ng_buf *out)
 {
 	struct gate *g = (struct gate *)(uintptr_t)cg;
+	struct kube_snapshot *s = objects && g->cfg.store ? kube_store_acquire(g->cfg.store) : NULL;
+	struct ng_map present = {0};
+	ng_status st = s ? gate_budgets_present(s, &present) : NG_OK;
 	pthread_mutex_lock(&g->metrics_mu);
-	ng_status st =
-	    ng_prom_header(out, "nodegate_health_hook_requests_total", NG_PROM_COUNTER,
-			   "Health hook calls by budget and result (ok, failed, timeout, "
-			   "error, denied).");
-	for (size_t i = 0; st == NG_OK && i < g->nhc; i++) {
+	if (s && st == NG_OK)
+		drop_deleted_hook_counts(g, s, &present);
+	if (objects && st == NG_OK)
+		st = ng_prom_header(out, "nodegate_health_hook_requests_total", NG_PROM_COUNTER,
+				    "Health hook calls by budget and result (ok, failed, timeout, "
+				    "error, denied).");
+	for (size_t i = 0; objects && st == NG_OK && i < g->nhc; i++) {
 		const struct ng_prom_label l[] = {
 		    {"namespace", g->hc[i].ns},
 		    {"name", g->hc[i].name},
@@ -494,5 +519,7 @@ ng_status gate_render_hook_metrics(const struct gate *cg, struct ng_buf *out)
 		: ng_prom_u64(out, "nodegate_health_hook_requests_waiting", NULL, 0,
 			      atomic_load(&g->hooks_waiting));
 	pthread_mutex_unlock(&g->metrics_mu);
+	ng_map_finish(&present);
+	kube_snapshot_release(s);
 	return st;
 }

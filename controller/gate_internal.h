@@ -84,6 +84,15 @@ struct gate_budget_written {
 	uint64_t hash;
 };
 
+/* One budget's gauges, as of the last budget status pass (nodegate_budget_*{kind,namespace,name}).
+ * Intern ids: the names are read from the snapshot /metrics renders against, which shows
+ * whether the budget still exists. */
+struct gate_budget_gauge {
+	uint8_t kind; /* enum kube_resource: KUBE_RES_NDBS or KUBE_RES_ADBS */
+	uint32_t ns, name;
+	int64_t allowed, current;
+};
+
 /* A grant written whose effect the cache does not show yet. */
 struct gate_inflight {
 	uint32_t name;
@@ -132,8 +141,9 @@ struct gate {
 	bool budgets_dirty;    /* the cache changed since budget status was last written */
 	bool budgets_more;     /* the last pass left statuses for the next (a few per pass) */
 	int64_t again_wall_ms; /* run a round at this time even when nothing changed; 0 = none */
-	pthread_mutex_t metrics_mu; /* guards the four below: written here, read by /metrics */
-	char *metrics_text;
+	pthread_mutex_t metrics_mu; /* guards the five below: written here, read by /metrics */
+	struct gate_budget_gauge *gauges;
+	size_t ngauges;
 	struct gate_hook_count *hc;
 	size_t nhc, caphc;
 	uint64_t hook_buckets[GATE_HOOK_BUCKETS + 1]; /* last is +Inf */
@@ -225,6 +235,20 @@ void gate_tend_finalizers(struct gate *g, const struct kube_snapshot *s, int64_t
 /** Writes every budget's status that changed since this replica last wrote it. */
 void gate_write_budget_status(struct gate *g, const struct kube_snapshot *s,
 			      struct pol_ledger *ledger, struct ng_arena *arena);
+
+/* A budget as a key of gate_budgets_present()'s set: @ns and @name intern ids (@ns
+ * NG_INTERN_NONE for a NodeDisruptionBudget, the one kind without a namespace). */
+static inline uint64_t gate_budget_key(uint32_t ns, uint32_t name)
+{
+	return (uint64_t)ns << 32 | name;
+}
+
+/**
+ * Fills @ret (a zeroed map the caller finishes) with gate_budget_key() of every budget @s
+ * holds, so a render names only budgets that exist: a deleted budget's series are gone. One
+ * pass over the budgets, whatever the number of series. NG_ENOMEM. Any thread.
+ */
+NG_NODISCARD ng_status gate_budgets_present(const struct kube_snapshot *s, struct ng_map *ret);
 
 /* gate_hooks.c */
 

@@ -32,7 +32,8 @@ static ng_status render_counters(const struct gate_stats *gs, bool leading, stru
 	return st;
 }
 
-ng_status gate_render_metrics(const struct gate *g, const struct leader *leader, struct ng_buf *out)
+ng_status gate_render_metrics(const struct gate *g, const struct leader *leader, bool objects,
+			      struct ng_buf *out)
 {
 	if (!g)
 		return NG_OK;
@@ -52,7 +53,8 @@ ng_status gate_render_metrics(const struct gate *g, const struct leader *leader,
 				 "Time to decide one NodeDisruption (budgets, no I/O).");
 	st = st ? st : ng_prom_histogram(out, "nodegate_decision_duration_seconds", NULL, 0, &h);
 	st = st ? st : gate_render_latency_metrics(g, out);
-	st = st ? st : gate_render_budget_metrics(g, out);
-	st = st ? st : gate_render_hook_metrics(g, out);
+	if (objects)
+		st = st ? st : gate_render_budget_metrics(g, out);
+	st = st ? st : gate_render_hook_metrics(g, objects, out);
 	return st ? st : gate_render_alert_metrics(g, out);
 }

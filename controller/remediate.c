@@ -766,7 +766,7 @@ struct remediate *remediate_start(const struct remediate_config *cfg, struct ng_
 	return m;
 }
 
-ng_status remediate_render_metrics(const struct remediate *cm, struct ng_buf *out)
+ng_status remediate_render_metrics(const struct remediate *cm, bool objects, struct ng_buf *out)
 {
 	struct remediate *m = (struct remediate *)(uintptr_t)cm;
 	ng_status st =
@@ -789,7 +789,8 @@ ng_status remediate_render_metrics(const struct remediate *cm, struct ng_buf *ou
 	     "Requests of the NodeRemediation counted against maxConcurrent."},
 	    {"nodegate_remediation_storm", "1 while the NodeRemediation's storm guard holds."},
 	};
-	for (size_t g = 0; st == NG_OK && g < 3; g++) {
+	/* Labelled with the NodeRemediation's name: only where objects may be named. */
+	for (size_t g = 0; objects && st == NG_OK && g < 3; g++) {
 		st = ng_prom_header(out, gauges[g].name, NG_PROM_GAUGE, gauges[g].help);
 		if (!m)
 			continue;

@@ -17,6 +17,7 @@
 
 #include "common/status.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct kube_config;
@@ -42,11 +43,14 @@ struct remediate;
 struct remediate *remediate_start(const struct remediate_config *cfg, struct ng_err *reterr);
 
 /**
- * Appends nodegate_remediation_actions_total{action,result}, and per NodeRemediation as of its
- * last plan nodegate_remediation_unhealthy_nodes, nodegate_remediation_open_requests and
- * nodegate_remediation_storm. Any thread.
+ * Appends nodegate_remediation_actions_total{action,result}, and with @objects, per
+ * NodeRemediation as of its last plan (a deleted one is gone from the next plan),
+ * nodegate_remediation_unhealthy_nodes, nodegate_remediation_open_requests and
+ * nodegate_remediation_storm: labelled with the object's name, so only for a listener whose
+ * callers may see them. Any thread.
  */
-NG_NODISCARD ng_status remediate_render_metrics(const struct remediate *cm, struct ng_buf *out);
+NG_NODISCARD ng_status remediate_render_metrics(const struct remediate *cm, bool objects,
+						struct ng_buf *out);
 
 /** Stops and joins the thread, then frees @r. Accepts NULL. Main thread. */
 void remediate_stop(struct remediate *m);

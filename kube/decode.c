@@ -2086,8 +2086,8 @@ static ng_status decode_hook_policy(struct ctx *c, const cJSON *j, struct kube_h
 }
 
 /* spec.alertGate's scalar fields @j into @a, or why not into @why: timeoutSeconds, cacheSeconds,
- * failurePolicy, and exactly one of query and alertNameRegex (the regex compiled, anchored as
- * the gate matches it). */
+ * failurePolicy, and exactly one of query and alertNameRegex (the regex compiled as the gate
+ * matches it: ng_regex_get_label_matcher()). */
 static void alert_form(const cJSON *j, struct kube_alert_gate *a, char *why, size_t cap)
 {
 	const cJSON *to = ng_json_get(j, "timeoutSeconds"), *cs = ng_json_get(j, "cacheSeconds");
@@ -2124,14 +2124,13 @@ static void alert_form(const cJSON *j, struct kube_alert_gate *a, char *why, siz
 	a->mode = has_q ? KUBE_ALERT_QUERY : KUBE_ALERT_REGEX;
 	if (*why || !has_re)
 		return;
-	/* The pattern as written first, so that an error's offset is the user's; then anchored as
-	 * the gate matches it. */
-	char anchored[KUBE_ALERT_REGEX_MAX + 8];
+	/* Compiled as the gate matches alert names: as Prometheus matches a label value. */
+	struct ng_regex *compiled = NULL;
 	struct ng_err err = {0};
-	ng_fmt(anchored, sizeof(anchored), "^(?:%s)$", re->valuestring);
-	if (ng_regex_check(re->valuestring, strlen(re->valuestring), &err) != NG_OK ||
-	    ng_regex_check(anchored, strlen(anchored), &err) != NG_OK)
+	if (ng_regex_get_label_matcher(re->valuestring, strlen(re->valuestring), &compiled, &err) !=
+	    NG_OK)
 		ng_fmt(why, cap, "spec.alertGate.alertNameRegex: %.120s", err.msg);
+	ng_regex_put(compiled);
 }
 
 /* spec.alertGate.prometheusURL @url into @a->target (the arena's copy, without a trailing '/'),

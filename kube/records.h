@@ -468,8 +468,8 @@ enum kube_alert_mode {
 
 /* Longest alertGate.query: PromQL a person writes is a few hundred bytes. */
 #define KUBE_ALERT_QUERY_MAX 4096
-/* Longest alertGate.alertNameRegex: it is matched anchored, as ^(?:…)$, which must stay within
- * NG_REGEX_MAX_BYTES (1024). */
+/* Longest alertGate.alertNameRegex: it is matched as Prometheus matches a label value, as
+ * ^(?s:…)$, which must stay within NG_REGEX_MAX_BYTES (1024). */
 #define KUBE_ALERT_REGEX_MAX 1000
 
 struct kube_alert_gate {

@@ -374,7 +374,9 @@ static enum MHD_Result serve_dump(struct srv *s, struct MHD_Connection *c)
 	return ret;
 }
 
-static enum MHD_Result serve_metrics(struct srv *s, struct MHD_Connection *c)
+/* @objects: the caller may see series that name cluster objects (struct srv_config
+ * metrics_extra). */
+static enum MHD_Result serve_metrics(struct srv *s, struct MHD_Connection *c, bool objects)
 {
 	struct ng_buf b;
 	/* The exposition is a few KiB; 1 MiB leaves room for later per-budget series. */
@@ -385,7 +387,7 @@ static enum MHD_Result serve_metrics(struct srv *s, struct MHD_Connection *c)
 	if (st == NG_OK)
 		st = srv_conns_render_metrics(s->conns, &b);
 	if (st == NG_OK && s->metrics_extra)
-		st = s->metrics_extra(&b, s->metrics_ctx);
+		st = s->metrics_extra(&b, objects, s->metrics_ctx);
 	if (st != NG_OK) {
 		ng_buf_finish(&b);
 		return respond_status(s, c, 500, "rendering failed", NULL);
@@ -404,7 +406,8 @@ static enum MHD_Result serve_metrics(struct srv *s, struct MHD_Connection *c)
 	return ret;
 }
 
-static enum MHD_Result serve_get(struct srv *s, struct MHD_Connection *c, enum route route)
+static enum MHD_Result serve_get(struct srv *s, struct MHD_Connection *c, enum route route,
+				 bool objects)
 {
 	static const char ok[] = "ok\n";
 	static const char not_ready[] = "not ready\n";
@@ -419,7 +422,7 @@ static enum MHD_Result serve_get(struct srv *s, struct MHD_Connection *c, enum r
 			     : respond(c, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain", not_ready,
 				       sizeof(not_ready) - 1, MHD_RESPMEM_PERSISTENT);
 	}
-	return route == R_METRICS ? serve_metrics(s, c) : serve_dump(s, c);
+	return route == R_METRICS ? serve_metrics(s, c, objects) : serve_dump(s, c);
 }
 
 static void log_decision(const struct srv_admission *a, int64_t dur_us)
@@ -764,7 +767,7 @@ static enum MHD_Result begin_request(struct srv_door *door, struct MHD_Connectio
 	if (code)
 		return respond_status(s, c, code, msg, NULL);
 	if (route < R_EVICTION || route > R_PLAN)
-		return serve_get(s, c, route);
+		return serve_get(s, c, route, door->admin || (s->client_ca && client_verified(c)));
 	const char *ct =
 	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 	if (!content_type_json(ct))

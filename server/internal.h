@@ -37,7 +37,7 @@ struct srv {
 	const struct pol_eviction_config *eviction;
 	struct srv_object_config objects;
 	const struct kube_watch *watch;
-	ng_status (*metrics_extra)(struct ng_buf *out, void *ctx);
+	ng_status (*metrics_extra)(struct ng_buf *out, bool objects, void *ctx);
 	void *metrics_ctx;
 	void (*auto_request)(const char *node, const char *user, bool verified, void *ctx);
 	void *auto_request_ctx;

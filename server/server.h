@@ -62,8 +62,12 @@ struct srv_config {
 						 /metrics shows its series */
 	/* More /metrics series from layers the server does not know (the gate, the lease): called
 	 * on the scraping daemon thread, possibly on several at once, to append to @out (a buffer
-	 * the server owns); NULL for none. @metrics_ctx is borrowed and must outlive the server. */
-	ng_status (*metrics_extra)(struct ng_buf *out, void *ctx);
+	 * the server owns); NULL for none. @objects: the scrape may see series labelled with
+	 * cluster objects' names (budgets, NodeRemediations); true on the admin listener and on
+	 * the webhook port for a client whose certificate verified against client_ca_pem, false
+	 * for anyone else on the webhook port, who gets counts only (docs/operations.md). @ctx
+	 * is @metrics_ctx, borrowed, which must outlive the server. */
+	ng_status (*metrics_extra)(struct ng_buf *out, bool objects, void *ctx);
 	void *metrics_ctx;
 	/* Called on the admission thread for an eviction denied with autoRequest (never dryRun):
 	 * must only queue. @node and @user are valid for the call only: copy them to keep them.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""e2e: the alert gate (docs/gate.md "Alert gate", acceptance F01-F04). NodeGateConfig
+"""e2e: the alert gate (docs/gate.md "Alert gate", acceptance F01-F05). NodeGateConfig
 spec.alertGate names a Prometheus; before the gate grants anything it asks it, once per round at
 most and once per cacheSeconds, and while the answer says firing (or the question failed under
 failurePolicy Deny) every request that would be granted stays Pending with a reason naming the
@@ -209,6 +209,15 @@ class AlertGateTest(GateTest):
         self.assertLess(took, 2 + WAIT_S / 2,
                         "the end of an alert must let requests through within about cacheSeconds")
         self.assertEqual(self.ng.metric("nodegate_alert_gate_firing"), 0)
+
+    def test_F05_an_alert_name_with_a_newline_is_matched_as_prometheus_matches_it(self):
+        # Prometheus 3 matches a label value with "^(?s:" re ")$": "." matches a newline too.
+        # "Node.*" once stopped at the newline, and the firing alert let the grant through.
+        self.prom.mode = "firing"
+        self.prom.names = ["Node\nDown"]
+        self.ngc(self.gate_spec(alertNameRegex="Node.*"))
+        self.nd("f05", {"nodeNames": ["node1"]})
+        self.wait_message("f05", "alert gate: 1 alert firing: Node?Down")  # sanitized name
 
     def test_F02_a_failed_question_holds_under_deny_and_not_under_ignore(self):
         # A query: its samples, named by alertname, hold the grant...

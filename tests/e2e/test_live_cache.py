@@ -164,8 +164,10 @@ class Nodegate:
         status, body = self.admin("GET", "/debug/cache")
         return json.loads(body) if status == 200 else None
 
-    def metric(self, name):
-        _, body = self.get("/metrics")
+    def metric(self, name, admin=False):
+        """@name's value (name and labels as printed) on the webhook port's /metrics, or with
+        @admin on the admin listener's, which alone carries the series that name objects."""
+        _, body = self.admin("GET", "/metrics") if admin else self.get("/metrics")
         for line in body.decode().splitlines():
             if line.startswith(name + " "):
                 return float(line.split()[-1])

@@ -10,6 +10,7 @@ Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository)."""
 import http.client
 import json
 import os
+import ssl
 import sys
 import time
 import unittest
@@ -17,7 +18,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-from test_live_cache import E2ETest, ND_PATH, eventually, evict  # noqa: E402
+from test_live_cache import E2ETest, ND_PATH, Nodegate, eventually, evict  # noqa: E402
 from test_webhook import review  # noqa: E402
 
 NDB_PATH = "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets"
@@ -52,6 +53,51 @@ class DoorsTest(E2ETest):
         code, body, _ = evict(self.api, "pod1", dry_run=True)
         self.assertEqual(code, 429, body)
         self.assertIn("NodeDisruption", body["message"])
+
+
+    def scrape(self, door, cert=None):
+        """/metrics of @door ("admin" or "webhook"; on the webhook port with client certificate
+        @cert, a (crt, key) pair, if given)."""
+        if door == "admin":
+            status, body = self.ng.admin("GET", "/metrics")
+        else:
+            ctx = ssl.create_default_context(cafile=self.ng.cert)
+            if cert:
+                ctx.load_cert_chain(*cert)
+            status, body = Nodegate.call(http.client.HTTPSConnection(
+                "127.0.0.1", self.ng.port, context=ctx, timeout=20), "GET", "/metrics")
+        self.assertEqual(status, 200)
+        return body.decode()
+
+    def test_webhook_port_metrics_are_counts_only(self):
+        # Budgets whose names are cluster data: the admin listener names them, the webhook port
+        # (anyone on the pod network) does not; a deleted one's series go.
+        for path, obj in ((NDB_PATH, {"kind": "NodeDisruptionBudget", "metadata": {"name": "payroll-pool"},
+                                      "spec": {"nodeSelector": {"matchLabels": {"testselect": "test1"}},
+                                               "maxDisruptedNodes": 1}}),
+                          (ADB_PATH, {"kind": "ApplicationDisruptionBudget", "metadata": {"name": "payroll-db"},
+                                      "spec": {"podSelector": {"matchLabels": {"app": "web"}},
+                                               "maxDisruptions": 1}})):
+            code, body, _ = self.api.api("POST", path, {"apiVersion": "nodegate.io/v1alpha1", **obj})
+            self.assertEqual(code, 201, body)
+        text, _ = eventually(lambda: (lambda t: t if 'name="payroll-db"' in t and 'name="payroll-pool"' in t
+                                      else None)(self.scrape("admin")))
+        self.assertIsNotNone(text, "the admin listener's /metrics never named the budgets")
+        self.assertIn('nodegate_budget_disruptions_allowed{kind="ApplicationDisruptionBudget",'
+                      'namespace="default",name="payroll-db"}', text)
+        web = self.scrape("webhook")
+        self.assertIn("nodegate_gate_decisions_total", web)  # the counts are there
+        for word in ("payroll", "namespace=", "name=", "node=", "user=", "remediation=", "url="):
+            self.assertNotIn(word, web)
+        # A client whose certificate verified against --client-ca (only the API server's here)
+        # may see them on the webhook port too.
+        pair = tuple(os.path.join(self.tmp, "apiserver-client." + e) for e in ("pem", "key"))
+        self.assertIn('name="payroll-db"', self.scrape("webhook", cert=pair))
+        code, body, _ = self.api.api("DELETE", ADB_PATH + "/payroll-db")
+        self.assertIn(code, (200, 202), body)
+        gone, _ = eventually(lambda: "payroll-db" not in self.scrape("admin"))
+        self.assertTrue(gone, "a deleted budget's series stayed")
+        self.assertIn('name="payroll-pool"', self.scrape("admin"))
 
 
 class ForgedReviewTest(E2ETest):

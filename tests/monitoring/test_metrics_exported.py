@@ -5,7 +5,8 @@ tests/monitoring/alerts_test.yaml) name is one that nodegate exports.
 
 It starts the test API server with the drainer's fixture, a NodeDisruptionBudget, `nodegate
 serve` and `nodegate drain` as the drain e2e tests do (tests/e2e/test_drain.py's DrainTest),
-drains node1 once, and scrapes both /metrics. A name counts as exported when one of them
+drains node1 once, and scrapes serve's /metrics on both its listeners (the per-budget series are
+on the admin listener only) and drain's. A name counts as exported when one of them
 declares its family (`# TYPE`), or, for a name ending in _bucket, _sum or _count, when that
 family is a histogram. Families that have samples are also checked for the label names the
 expressions select on (`name{label=...}`).
@@ -109,13 +110,16 @@ def family_of(name, types):
 
 class MonitoringMetricsTest(test_drain.DrainTest):
     def scrape(self):
-        """Both processes' exposition, merged."""
+        """serve's webhook port, serve's admin listener and the drainer's exposition."""
         code, body = self.ng.get("/metrics")
         self.assertEqual(code, 200)
         serve = body.decode()
+        code, body = self.ng.admin("GET", "/metrics")
+        self.assertEqual(code, 200)
+        admin = body.decode()
         code, body = self.drainer.get("/metrics")
         self.assertEqual(code, 200)
-        return serve, body.decode()
+        return serve, admin, body.decode()
 
     def test_every_name_in_the_dashboard_and_rules_is_exported(self):
         # A budget (its gauges are per budget) and one drain, so most families have samples.
@@ -124,9 +128,17 @@ class MonitoringMetricsTest(test_drain.DrainTest):
                                "spec": {"nodeSelector": {"matchLabels": {}}, "maxDisruptedNodes": 3}})
         self.nd("m1", drain=test_drain.FORCE)
         self.wait_drained("m1")
-        serve, drain = self.scrape()
+        # The budget's gauges follow its status pass (at most every 500 ms).
+        test_drain.eventually(lambda: 'name="pool"' in self.ng.admin("GET", "/metrics")[1].decode())
+        serve, admin, drain = self.scrape()
+        # Series that name cluster objects are on the admin listener only: the webhook port
+        # (anyone on the pod network) carries counts (docs/operations.md "Scraping").
+        budget = 'nodegate_budget_disruptions_allowed{kind="NodeDisruptionBudget",namespace="",name="pool"}'
+        self.assertIn(budget, admin)
+        self.assertNotIn("nodegate_budget_", serve)
+        self.assertNotIn('name="pool"', serve)
         types, labels = {}, {}
-        for text in (serve, drain):
+        for text in (serve, admin, drain):
             t, lab = parse_exposition(text)
             types.update(t)
             for k, v in lab.items():
@@ -155,6 +167,9 @@ class MonitoringMetricsTest(test_drain.DrainTest):
         test_drain.log(f"{len(sources)} expressions, {len(used)} metric names, all exported"
                        if not missing else "")
         self.assertEqual(missing, [], "named but not exported by serve or drain")
+        # Every series a panel or rule names on the webhook port's scrape stays there.
+        on_admin_only = set(parse_exposition(admin)[0]) - set(parse_exposition(serve)[0])
+        self.assertTrue(on_admin_only, "the admin listener carries the per-object series")
         self.assertEqual(bad_labels, [], "selects on a label the series do not carry")
 
 

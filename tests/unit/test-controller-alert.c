@@ -17,7 +17,8 @@ static ng_status parse(enum gate_alert_question q, const char *text, const char 
 {
 	struct ng_regex *re = NULL;
 	if (regex)
-		assert_int_equal(ng_regex_get(regex, strlen(regex), &re, NULL), NG_OK);
+		assert_int_equal(ng_regex_get_label_matcher(regex, strlen(regex), &re, NULL),
+				 NG_OK);
 	ng_status st = gate_alert_parse(q, text, strlen(text), re, ret, ret_word);
 	ng_regex_put(re);
 	return st;
@@ -73,18 +74,16 @@ static void test_alerts_count_only_firing_ones_whose_name_matches(void **state)
 	    "{\"labels\":{\"alertname\":\"EtcdHighLatency\"},\"state\":\"firing\"},"
 	    "{\"labels\":{\"severity\":\"page\"},\"state\":\"firing\"},"
 	    "{\"labels\":{\"alertname\":\"Watchdog\"},\"state\":\"firing\"}]}}";
-	/* Anchored as the gate anchors it: NodeDownSoon does not match ^(?:NodeDown|Etcd.*)$. */
-	assert_int_equal(parse(GATE_ALERT_ALERTS, answer, "^(?:NodeDown|Etcd.*)$", &a, NULL),
-			 NG_OK);
+	/* Anchored as Prometheus anchors it: NodeDownSoon does not match NodeDown|Etcd.*. */
+	assert_int_equal(parse(GATE_ALERT_ALERTS, answer, "NodeDown|Etcd.*", &a, NULL), NG_OK);
 	assert_int_equal(a.nfiring, 2);
 	assert_string_equal(a.names[0], "NodeDown");
 	assert_string_equal(a.names[1], "EtcdHighLatency");
 	/* Nothing firing matches: clear. */
-	assert_int_equal(parse(GATE_ALERT_ALERTS, answer, "^(?:KubeAPIDown)$", &a, NULL), NG_OK);
+	assert_int_equal(parse(GATE_ALERT_ALERTS, answer, "KubeAPIDown", &a, NULL), NG_OK);
 	assert_int_equal(a.nfiring, 0);
 	assert_int_equal(parse(GATE_ALERT_ALERTS,
-			       "{\"status\":\"success\",\"data\":{\"alerts\":[]}}", "^(?:.*)$", &a,
-			       NULL),
+			       "{\"status\":\"success\",\"data\":{\"alerts\":[]}}", ".*", &a, NULL),
 			 NG_OK);
 	assert_int_equal(a.nfiring, 0);
 }
@@ -101,7 +100,7 @@ static void test_names_are_sanitized_and_bounded(void **state)
 	       "{\"labels\":{\"alertname\":\"Bad<script>\\t\\u00e9\"},\"state\":\"firing\"},"
 	       "{\"labels\":{\"alertname\":\"%s\"},\"state\":\"firing\"}]}}",
 	       longname);
-	assert_int_equal(parse(GATE_ALERT_ALERTS, answer, "^(?:.*)$", &a, NULL), NG_OK);
+	assert_int_equal(parse(GATE_ALERT_ALERTS, answer, ".*", &a, NULL), NG_OK);
 	assert_int_equal(a.nfiring, 2);
 	/* '<', '>', tab and each byte of é become '?'. */
 	assert_string_equal(a.names[0], "Bad?script????");
@@ -180,7 +179,7 @@ static void test_bad_answers_are_errors_in_fixed_words(void **state)
 		struct gate_alert_answer a;
 		memset(&a, 0xad, sizeof(a));
 		const char *word = NULL;
-		ng_status st = parse(cases[i].q, cases[i].text, "^(?:.*)$", &a, &word);
+		ng_status st = parse(cases[i].q, cases[i].text, ".*", &a, &word);
 		if (st != cases[i].st || !word || strcmp(word, cases[i].word) != 0)
 			fail_msg("case %zu: %s \"%s\"", i, ng_status_str(st), word ? word : "");
 		assert_int_equal(a.nfiring, 0xadadadad);
@@ -206,6 +205,99 @@ static void test_an_answer_over_the_bound_is_refused(void **state)
 	assert_string_equal(word, "answer too large");
 }
 
+/* One firing alert named @json_name (a JSON string's inside), asked with @regex. */
+static uint32_t firing_with(const char *json_name, const char *regex)
+{
+	char answer[4096];
+	ng_fmt(answer, sizeof(answer),
+	       "{\"status\":\"success\",\"data\":{\"alerts\":["
+	       "{\"labels\":{\"alertname\":\"%s\"},\"state\":\"firing\"}]}}",
+	       json_name);
+	struct gate_alert_answer a;
+	assert_int_equal(parse(GATE_ALERT_ALERTS, answer, regex, &a, NULL), NG_OK);
+	return a.nfiring;
+}
+
+/* Prometheus 3 matches a label value with "^(?s:" re ")$": `.` matches newlines. A firing alert
+ * whose name held a newline once slipped past `.*` (anchored as ^(?:.*)$ without (?s)). */
+static void test_alert_names_match_across_newlines(void **state)
+{
+	assert_int_equal(firing_with("Node\\nDown", ".*"), 1);
+	assert_int_equal(firing_with("Node\\nDown", "Node.*"), 1);
+	assert_int_equal(firing_with("Node\\r\\nDown", "Node.Down|Node..Down"), 1);
+	assert_int_equal(firing_with("\\n", ".+"), 1);
+	/* $ is the end of the name, not a line's: NodeDown does not match "NodeDown\n", as in
+	 * Prometheus (Go's $ without (?m)); .* does. */
+	assert_int_equal(firing_with("NodeDown\\n", "NodeDown"), 0);
+	assert_int_equal(firing_with("NodeDown\\n", "NodeDown.*"), 1);
+	/* Control characters are characters like any other. */
+	assert_int_equal(firing_with("Node\\u0001Down", "Node.Down"), 1);
+	assert_int_equal(firing_with("Node\\u0001Down", "NodeDown"), 0);
+}
+
+static void test_alert_names_match_whole(void **state)
+{
+	assert_int_equal(firing_with("KubeNodeDown", "Node.*"), 0);
+	assert_int_equal(firing_with("NodeDown", "Down"), 0);
+	assert_int_equal(firing_with("NodeDownSoon", "NodeDown"), 0);
+	/* An alternation is inside the anchors: each branch matches a whole name. */
+	assert_int_equal(firing_with("xNodeDown", "Etcd.*|NodeDown"), 0);
+	assert_int_equal(firing_with("EtcdHighLatency", "Etcd.*|NodeDown"), 1);
+	assert_int_equal(firing_with("NodeDown", "Etcd.*|NodeDown"), 1);
+	/* Anchors written by the user are redundant, as in Prometheus. */
+	assert_int_equal(firing_with("NodeDown", "^NodeDown$"), 1);
+	/* A pattern cannot reach outside the group: it must compile on its own. */
+	struct ng_regex *re = NULL;
+	assert_int_not_equal(ng_regex_get_label_matcher("\\Qx", 3, &re, NULL), NG_OK);
+	assert_null(re);
+	assert_int_not_equal(ng_regex_get_label_matcher("a)|(b", 5, &re, NULL), NG_OK);
+	assert_int_not_equal(ng_regex_get_label_matcher("(?x)a#", 6, &re, NULL), NG_OK);
+}
+
+static void test_names_that_cannot_be_matched_safely_count(void **state)
+{
+	struct ng_regex *re = NULL;
+	assert_int_equal(ng_regex_get_label_matcher("NodeDown", 8, &re, NULL), NG_OK);
+	assert_true(gate_alert_name_counts(re, "NodeDown", 8));
+	assert_false(gate_alert_name_counts(re, "EtcdDown", 8));
+	/* Not UTF-8: counted whatever the pattern (the JSON reader refuses such an answer
+	 * before, as an error for failurePolicy; this is the second line). */
+	assert_true(gate_alert_name_counts(re, "\xff\xfeNode", 6));
+	assert_true(gate_alert_name_counts(re, "Node\xc3", 5));
+	/* Over the length bound: counted without a match; at the bound, matched. */
+	char *name = malloc(GATE_ALERT_NAME_MAX_BYTES + 1);
+	assert_non_null(name);
+	memset(name, 'x', GATE_ALERT_NAME_MAX_BYTES + 1);
+	assert_false(gate_alert_name_counts(re, name, GATE_ALERT_NAME_MAX_BYTES));
+	assert_true(gate_alert_name_counts(re, name, GATE_ALERT_NAME_MAX_BYTES + 1));
+	ng_regex_put(re);
+	/* A match the engine's bounds stop: counted. */
+	assert_int_equal(ng_regex_get_label_matcher("(x|xx)*(y|z)", 12, &re, NULL), NG_OK);
+	bool matched = true;
+	assert_int_equal(ng_regex_match(re, name, 60, &matched, NULL), NG_ELIMIT);
+	assert_true(gate_alert_name_counts(re, name, 60));
+	ng_regex_put(re);
+	/* Through the answer: an overlong firing alert counts, named by its first bytes. */
+	char *answer = malloc(GATE_ALERT_NAME_MAX_BYTES + 256);
+	assert_non_null(answer);
+	ng_fmt(answer, GATE_ALERT_NAME_MAX_BYTES + 256,
+	       "{\"status\":\"success\",\"data\":{\"alerts\":[{\"labels\":{\"alertname\":\"%.*s\"},"
+	       "\"state\":\"firing\"}]}}",
+	       (int)(GATE_ALERT_NAME_MAX_BYTES + 1), name);
+	struct gate_alert_answer a;
+	assert_int_equal(parse(GATE_ALERT_ALERTS, answer, "NodeDown", &a, NULL), NG_OK);
+	assert_int_equal(a.nfiring, 1);
+	assert_memory_equal(a.names[0], "xxxx", 4);
+	free(answer);
+	free(name);
+	/* An answer with bytes that are not UTF-8 is an error, never "clear". */
+	const char bad[] = "{\"status\":\"success\",\"data\":{\"alerts\":[{\"labels\":"
+			   "{\"alertname\":\"\xff\"},\"state\":\"firing\"}]}}";
+	const char *word = NULL;
+	assert_int_equal(parse(GATE_ALERT_ALERTS, bad, "NodeDown", &a, &word), NG_EPARSE);
+	assert_string_equal(word, "answer not JSON");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -216,6 +308,9 @@ int main(void)
 	    cmocka_unit_test(test_a_reason_lists_as_many_names_as_fit_then_how_many_more),
 	    cmocka_unit_test(test_bad_answers_are_errors_in_fixed_words),
 	    cmocka_unit_test(test_an_answer_over_the_bound_is_refused),
+	    cmocka_unit_test(test_alert_names_match_across_newlines),
+	    cmocka_unit_test(test_alert_names_match_whole),
+	    cmocka_unit_test(test_names_that_cannot_be_matched_safely_count),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	ng_regex_teardown();

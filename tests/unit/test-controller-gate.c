@@ -828,9 +828,87 @@ test_alert_gate_is_asked_on_its_own_thread_only_when_something_would_be_granted(
 #undef ALERT_LOOPBACK
 }
 
+#define ADB_DB                                                                                     \
+	"{\"kind\":\"ApplicationDisruptionBudget\",\"apiVersion\":\"nodegate.io/v1alpha1\","       \
+	"\"metadata\":{\"name\":\"db\",\"namespace\":\"default\"},\"spec\":{\"podSelector\":{"     \
+	"\"matchLabels\":{\"app\":\"db\"}},\"maxDisruptions\":1}}"
+
+/* @g's /metrics series, with or without those that name cluster objects; caller frees. */
+static char *render(struct gate *g, bool objects)
+{
+	struct ng_buf b;
+	ng_buf_init(&b, 1u << 20);
+	assert_int_equal(gate_render_metrics(g, NULL, objects, &b), NG_OK);
+	return ng_buf_take(&b, NULL);
+}
+
+/* The budget gauges and hook counts name the budget: only where objects may be named (the admin
+ * listener), and only while the budget exists: deleted, its series are gone at the next scrape,
+ * before any round (security finding 7). */
+static void test_budget_series_name_only_budgets_that_exist_where_names_may_go(void **state)
+{
+	struct fx *fx = *state;
+	struct kube_store *store = kube_store_create();
+	assert_non_null(store);
+	struct gate_config gc = {.identity = "replica-a", .store = store};
+	struct gate *g = gate_create(&gc, fx->c);
+	assert_non_null(g);
+	kube_store_publish(store, ng_test_snapshot("{\"kind\":\"List\",\"items\":[" NODE(
+				      "n1", "a") "," NDB_MAX1 "," ADB_DB "]}"));
+	struct kube_snapshot *s = kube_store_acquire(store);
+	gate_round(g, s, true, NOW);
+	kube_snapshot_release(s);
+	static const char allowed[] =
+	    "nodegate_budget_disruptions_allowed{kind="
+	    "\"NodeDisruptionBudget\",namespace=\"\",name=\"pool-a\"} 1\n";
+	static const char current[] =
+	    "nodegate_budget_current_disruptions{kind="
+	    "\"NodeDisruptionBudget\",namespace=\"\",name=\"pool-a\"} 0\n";
+	/* Hook calls counted for ADB db and for a budget gone since. */
+	g->hc = calloc(2, sizeof(*g->hc));
+	assert_non_null(g->hc);
+	g->caphc = g->nhc = 2;
+	memcpy(g->hc[0].ns, "default", 8);
+	memcpy(g->hc[0].name, "db", 3);
+	g->hc[0].result = POL_HOOK_OK;
+	g->hc[0].n = 3;
+	memcpy(g->hc[1].ns, "default", 8);
+	memcpy(g->hc[1].name, "gone", 5);
+	g->hc[1].result = POL_HOOK_OK;
+	g->hc[1].n = 1;
+	char *text = render(g, true);
+	assert_non_null(strstr(text, allowed));
+	assert_non_null(strstr(text, current));
+	assert_non_null(strstr(text, "nodegate_health_hook_requests_total{namespace=\"default\","
+				     "name=\"db\",result=\"ok\"} 3\n"));
+	assert_null(strstr(text, "gone"));
+	free(text);
+	/* Counts only: no budget series, no name, but the gate's counters. */
+	text = render(g, false);
+	assert_null(strstr(text, "pool-a"));
+	assert_null(strstr(text, "nodegate_budget_"));
+	assert_null(strstr(text, "nodegate_health_hook_requests_total"));
+	assert_non_null(strstr(text, "nodegate_gate_decisions_total"));
+	assert_non_null(strstr(text, "nodegate_health_hook_requests_waiting"));
+	free(text);
+	/* Deleted: gone from the next render, no round in between. */
+	kube_store_publish(store,
+			   ng_test_snapshot("{\"kind\":\"List\",\"items\":[" NODE("n1", "a") "]}"));
+	text = render(g, true);
+	assert_null(strstr(text, "pool-a"));
+	assert_null(strstr(text, "name=\"db\""));
+	assert_non_null(strstr(text, "# TYPE nodegate_budget_disruptions_allowed gauge"));
+	free(text);
+	gate_destroy(g);
+	kube_store_destroy(store);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(
+		test_budget_series_name_only_budgets_that_exist_where_names_may_go, setup,
+		teardown),
 	    cmocka_unit_test_setup_teardown(test_grant_is_written_with_its_precondition, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_ledger_holds_a_grant_the_cache_does_not_show_yet,
