@@ -6,6 +6,7 @@
 #include "common/intern.h"
 #include "common/jw.h"
 #include "common/clock.h"
+#include "common/cron.h"
 #include "budgets/selector.h"
 #include "kube/snapshot.h"
 #include "policy/disruption.h"
@@ -22,6 +23,9 @@
 /* Window edges the clock may jump to in a row, with nothing in flight, before the requests
  * still waiting are called never granted (budgets whose windows never open together). */
 #define PLAN_IDLE_JUMPS 64
+/* Decisions between two looks at the clock of max_mono_us: a decision takes microseconds, a
+ * look tens of nanoseconds. */
+#define PLAN_CLOCK_EVERY 8
 
 enum req_state { REQ_WAIT, REQ_HELD, REQ_DONE, REQ_NEVER };
 
@@ -38,6 +42,15 @@ struct req {
 	int64_t wake_wall_ms; /* waiting: when a window edge may change its decision; 0 none */
 	uint32_t *impacted;   /* held: every budget its grant counted against */
 	size_t nimpacted;
+	/* Per budget with maintenance windows that failed it (up to PLAN_FAILING_KEPT): the
+	 * window states (window_bit()) it failed the request in since round since[k]. While the
+	 * budget releases nothing, its nodes held only grow, so it fails the request again in a
+	 * state it failed it in before; once it has failed it in every state, no window edge can
+	 * help and the request sleeps until the budget releases (its wake is cleared). */
+	uint32_t wkey[PLAN_FAILING_KEPT];
+	uint32_t wstates[PLAN_FAILING_KEPT];
+	size_t wsince[PLAN_FAILING_KEPT];
+	uint8_t nw;
 	char reason[POL_PLAN_REASON_BYTES]; /* its last decision's first reason */
 };
 
@@ -69,7 +82,57 @@ struct sim {
 	size_t nended;
 	struct pol_plan *p;
 	size_t cap_waves;
+	size_t *win_round;  /* per budget key: the round win_bit[] was computed for */
+	uint32_t *win_bit;  /* per budget key: its window state then (window_bit()) */
+	int64_t t0_mono_us; /* when the plan began, on the caps' clock */
+	unsigned clock_in;  /* decisions until the next look at the clock */
 };
+
+const char *pol_plan_stop_str(enum pol_plan_stop why)
+{
+	switch (why) {
+	case POL_PLAN_STOP_WAVES:
+		return "waves";
+	case POL_PLAN_STOP_ROUNDS:
+		return "rounds";
+	case POL_PLAN_STOP_DECISIONS:
+		return "decisions";
+	case POL_PLAN_STOP_TIME:
+		return "time";
+	default:
+		return NULL;
+	}
+}
+
+static int64_t caps_clock(const struct sim *m)
+{
+	return m->in->clock_mono_us ? m->in->clock_mono_us(m->in->clock_ctx) : ng_now_mono_us();
+}
+
+/* Whether the plan must stop (recording why at @now): before a round (@round) or before a
+ * decision. The clock is read before every round and every PLAN_CLOCK_EVERY decisions. */
+static bool must_stop(struct sim *m, bool round, int64_t now)
+{
+	const struct pol_plan_input *in = m->in;
+	struct pol_plan *p = m->p;
+	enum pol_plan_stop why = POL_PLAN_COMPLETE;
+	if (round && in->max_rounds && p->rounds >= in->max_rounds)
+		why = POL_PLAN_STOP_ROUNDS;
+	else if (!round && in->max_decisions && p->decisions >= in->max_decisions)
+		why = POL_PLAN_STOP_DECISIONS;
+	else if (in->max_mono_us && (round || m->clock_in == 0)) {
+		m->clock_in = PLAN_CLOCK_EVERY;
+		if (caps_clock(m) - m->t0_mono_us >= in->max_mono_us)
+			why = POL_PLAN_STOP_TIME;
+	}
+	if (!round && m->clock_in)
+		m->clock_in--;
+	if (why == POL_PLAN_COMPLETE)
+		return false;
+	p->stopped = why;
+	p->stopped_wall_ms = now;
+	return true;
+}
 
 static int cmp_u32(const void *a, const void *b)
 {
@@ -251,6 +314,87 @@ static void release_due(struct sim *m, size_t round, int64_t now)
 	}
 }
 
+/* The budget of key @key, with windows, as its common part; NULL for a PodDisruptionBudget or a
+ * budget without windows. */
+static const struct kube_budget_common *windowed(const struct sim *m, uint32_t key)
+{
+	size_t n;
+	const struct kube_budget_common *b = NULL;
+	if (key < m->nndb)
+		b = &kube_snapshot_ndbs(m->s, &n)[key].b;
+	else if (key < m->nndb + m->nadb)
+		b = &kube_snapshot_adbs(m->s, &n)[key - m->nndb].b;
+	return b && b->nwindows ? b : NULL;
+}
+
+/* Budget @b's window state at @now as a bit: bit 0 when no window is open, bit 1 + i when
+ * window i is the first open one in spec order (the one whose limits apply). Its limits, and so
+ * its verdict for a given set of held nodes, are a function of this state. Computed once per
+ * round per budget. */
+static uint32_t window_bit(struct sim *m, uint32_t key, const struct kube_budget_common *b,
+			   size_t round, int64_t now)
+{
+	if (m->win_round[key] == round)
+		return m->win_bit[key];
+	uint32_t bit = 1;
+	for (size_t i = 0; i < b->nwindows && i < 31; i++) {
+		struct ng_window_at at;
+		ng_window_at(&b->windows[i].cron, b->windows[i].tz, b->windows[i].duration_ms, now,
+			     &at);
+		if (at.open) {
+			bit = 1u << (i + 1);
+			break;
+		}
+	}
+	m->win_round[key] = round;
+	m->win_bit[key] = bit;
+	return bit;
+}
+
+/* Records that @r's decision at @now (round @round) failed on its budgets with windows, in
+ * their current window states. True when one of them has now failed it in every state it can
+ * be in since it last released a node: no window edge can change the decision before a release,
+ * so the request need not be woken at the edges. */
+static bool note_window_failures(struct sim *m, struct req *r, size_t round, int64_t now)
+{
+	bool sleeps = false;
+	for (uint8_t k = 0; k < r->nfailing; k++) {
+		uint32_t key = r->failing[k];
+		const struct kube_budget_common *b = windowed(m, key);
+		if (!b)
+			continue;
+		uint32_t bit = window_bit(m, key, b, round, now);
+		size_t j = 0, free_slot = PLAN_FAILING_KEPT;
+		for (; j < r->nw && r->wkey[j] != key; j++)
+			if (free_slot == PLAN_FAILING_KEPT &&
+			    (m->released[r->wkey[j]] > r->wsince[j] ||
+			     m->all_released > r->wsince[j]))
+				free_slot = j;
+		if (j == r->nw) {
+			if (r->nw < PLAN_FAILING_KEPT)
+				r->nw++;
+			else if (free_slot < PLAN_FAILING_KEPT)
+				j = free_slot;
+			else
+				continue; /* the memo is full of budgets still valid */
+			r->wkey[j] = key;
+			r->wstates[j] = 0;
+			r->wsince[j] = round;
+		}
+		/* A release since the entry began: what it saw no longer holds. */
+		if (m->released[key] > r->wsince[j] || m->all_released > r->wsince[j]) {
+			r->wstates[j] = 0;
+			r->wsince[j] = round;
+		}
+		r->wstates[j] |= bit;
+		size_t nstates = b->nwindows < 31 ? b->nwindows + 1u : 32u;
+		uint32_t all = nstates == 32 ? UINT32_MAX : (1u << nstates) - 1u;
+		if ((r->wstates[j] & all) == all)
+			sleeps = true;
+	}
+	return sleeps;
+}
+
 /* Whether @r, which waited after its last decision, still must: one of the budgets that failed
  * it then has released nothing since, so it holds at least as many nodes now (grants only add)
  * and fails again. Not decided again, it keeps its reason. Without failing budgets (held back
@@ -392,6 +536,7 @@ static ng_status add_wave(struct sim *m, const uint32_t *nodes, size_t n,
  * @all, requests known to wait still are decided too (for their reasons as of now). */
 static ng_status decide_round(struct sim *m, size_t round, int64_t now, bool all)
 {
+	m->p->rounds++;
 	struct pol_gate_config cfg;
 	pol_gate_config_from(m->s, &cfg);
 	struct pol_ledger *l = pol_ledger_create_without(m->s, m->ended, m->nended);
@@ -415,6 +560,11 @@ static ng_status decide_round(struct sim *m, size_t round, int64_t now, bool all
 			note_limit(m, rl, r, round);
 			continue;
 		}
+		if (must_stop(m, false, now)) {
+			/* Stopped mid-round: the requests not reached count as waiting. */
+			rl->waiting += nq - i;
+			break;
+		}
 		struct pol_gate_decision d;
 		ng_arena_reset(m->scratch);
 		st = pol_evaluate_disruption(m->s, &cfg, l, q[i], now, m->scratch, &d);
@@ -435,6 +585,8 @@ static ng_status decide_round(struct sim *m, size_t round, int64_t now, bool all
 				       d.reason, true);
 		} else {
 			keep_failure(m, r, &d);
+			if (note_window_failures(m, r, round, now))
+				r->wake_wall_ms = 0;
 			note_limit(m, rl, r, round);
 		}
 	}
@@ -489,8 +641,12 @@ ng_status pol_plan_run(const struct kube_snapshot *s, const struct pol_plan_inpu
 	(void)kube_snapshot_pdbs(s, &m.npdb);
 	m.released = calloc(m.nndb + m.nadb + m.npdb + 1, sizeof(*m.released));
 	m.seen = calloc(m.nndb + m.nadb + m.npdb + 1, sizeof(*m.seen));
+	m.win_round = calloc(m.nndb + m.nadb + m.npdb + 1, sizeof(*m.win_round));
+	m.win_bit = calloc(m.nndb + m.nadb + m.npdb + 1, sizeof(*m.win_bit));
 	m.scratch = ng_arena_create(PLAN_SCRATCH_BYTES);
-	ng_status st = m.released && m.seen && m.scratch ? NG_OK : NG_ENOMEM;
+	m.t0_mono_us = caps_clock(&m);
+	ng_status st =
+	    m.released && m.seen && m.win_round && m.win_bit && m.scratch ? NG_OK : NG_ENOMEM;
 	st = st ? st : make_requests(&m);
 	st = st ? st : held_at_start(&m);
 	m.cap_waves = in->max_waves && in->max_waves < POL_PLAN_MAX_WAVES ? in->max_waves
@@ -505,18 +661,28 @@ ng_status pol_plan_run(const struct kube_snapshot *s, const struct pol_plan_inpu
 	size_t idle = 0; /* rounds in a row with nothing granted and nothing in flight */
 	for (size_t round = 1; st == NG_OK && waiting; round++) {
 		release_due(&m, round, now);
-		if (p.nwaves == m.cap_waves)
-			break; /* capped: what is left is listed as not planned */
+		if (p.nwaves == m.cap_waves) {
+			/* Capped: what is left is listed as not planned. */
+			p.stopped = POL_PLAN_STOP_WAVES;
+			p.stopped_wall_ms = now;
+			break;
+		}
+		if (must_stop(&m, true, now))
+			break;
 		size_t waves = p.nwaves;
 		st = decide_round(&m, round, now, false);
-		p.rounds++;
+		if (p.stopped)
+			break;
 		int64_t next = next_end(&m, &waiting);
 		if (st == NG_OK && waiting && !next) {
 			/* Nothing in flight: decided once more, all of them, so that the reasons
 			 * are those of now (a request that was not decided again kept an older
 			 * one). */
+			if (must_stop(&m, true, now))
+				break;
 			st = decide_round(&m, ++round, now, true);
-			p.rounds++;
+			if (p.stopped)
+				break;
 			next = next_end(&m, &waiting);
 		}
 		idle = next || p.nwaves > waves ? 0 : idle + 1;
@@ -540,6 +706,11 @@ ng_status pol_plan_run(const struct kube_snapshot *s, const struct pol_plan_inpu
 			waiting = 0;
 		}
 		now = next ? next : now;
+	}
+	if (st == NG_OK && p.stopped) {
+		waiting = 0;
+		for (size_t i = 0; i < m.nr; i++)
+			waiting += m.r[i].state == REQ_WAIT;
 	}
 	if (st == NG_OK && waiting) {
 		p.truncated = true;
@@ -570,6 +741,8 @@ ng_status pol_plan_run(const struct kube_snapshot *s, const struct pol_plan_inpu
 	free(m.ended);
 	free(m.released);
 	free(m.seen);
+	free(m.win_round);
+	free(m.win_bit);
 	ng_arena_destroy(m.scratch);
 	return st;
 }
@@ -628,6 +801,17 @@ ng_status pol_plan_json(const struct kube_snapshot *s, const struct pol_plan_inp
 	ng_jw_time(&w, p->end_wall_ms);
 	ng_jw_ki64(&w, "totalSeconds", (p->end_wall_ms - in->start_wall_ms) / 1000);
 	ng_jw_kbool(&w, "truncated", p->truncated);
+	const char *why = p->truncated ? pol_plan_stop_str(p->stopped) : NULL;
+	ng_jw_key(&w, "stoppedBy");
+	if (why)
+		ng_jw_str(&w, why);
+	else
+		ng_jw_null(&w);
+	ng_jw_key(&w, "stoppedAt");
+	if (why)
+		ng_jw_time(&w, p->stopped_wall_ms);
+	else
+		ng_jw_null(&w);
 	ng_jw_ki64(&w, "rounds", (int64_t)p->rounds);
 	ng_jw_ki64(&w, "decisions", (int64_t)p->decisions);
 	ng_jw_obj_end(&w);

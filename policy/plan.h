@@ -9,7 +9,9 @@
  * Ownership: every pointer argument is borrowed for the call. A plan's arrays and strings come
  * from the caller's @arena, and its ids are the snapshot's: both must outlive the plan.
  * Threads: any thread, on a snapshot the caller holds.
- * Errors: NG_ENOMEM (an arena or the heap is full), NG_ELIMIT (over POL_PLAN_MAX_NODES). */
+ * Errors: NG_ENOMEM (an arena or the heap is full), NG_ELIMIT (over POL_PLAN_MAX_NODES). A plan
+ * that reaches one of its caps (waves, rounds, decisions, time) is not an error: it is answered
+ * truncated, saying which cap stopped it and where on the simulated clock. */
 #ifndef NG_POLICY_PLAN_H
 #define NG_POLICY_PLAN_H
 
@@ -33,6 +35,14 @@ struct ng_buf;
 /* Limits of a reason kept in a plan (a budget verdict's reason is under 320 bytes). */
 #define POL_PLAN_REASON_BYTES 320
 
+/* Default caps on one plan's work (docs/planner.md "Limits"). A plan of every node of the
+ * 5,000-node cluster of benchmarks.md B9 takes 9 rounds and 16,296 decisions in under 2 s;
+ * one node at a time over 5,000 nodes takes 5,000 rounds and 12.5 million decisions (about
+ * 6 s). Window edges may add two rounds per wave. */
+#define POL_PLAN_DEFAULT_MAX_ROUNDS 100000
+#define POL_PLAN_DEFAULT_MAX_DECISIONS 50000000
+#define POL_PLAN_DEFAULT_MAX_SECONDS 30
+
 /* What to simulate. */
 struct pol_plan_input {
 	const char *const *nodes; /* the chosen nodes' names */
@@ -43,7 +53,30 @@ struct pol_plan_input {
 	 * snapshot does not hold is in no allowedTypes or supportedNodeDisruptionTypes list. */
 	const char *type, *requestor;
 	size_t max_waves; /* waves to simulate at most: 0 or over POL_PLAN_MAX_WAVES means that */
+	/* Caps on the work; 0: none. The plan stops before the round or decision that would go
+	 * over, or once max_mono_us have passed since it began (read before each round and every
+	 * few decisions), and is answered truncated (struct pol_plan.stopped). */
+	size_t max_rounds;
+	size_t max_decisions;
+	int64_t max_mono_us;
+	/* The clock max_mono_us is measured on, in µs (NULL: ng_now_mono_us()); tests pass one of
+	 * their own so that a time cap is deterministic. Called with @clock_ctx. */
+	int64_t (*clock_mono_us)(void *clock_ctx);
+	void *clock_ctx;
 };
+
+/* What stopped a plan before every node was granted or known never to be. */
+enum pol_plan_stop {
+	POL_PLAN_COMPLETE,       /* nothing: the plan is whole */
+	POL_PLAN_STOP_WAVES,     /* max_waves (or POL_PLAN_MAX_WAVES) waves were planned */
+	POL_PLAN_STOP_ROUNDS,    /* max_rounds rounds were simulated */
+	POL_PLAN_STOP_DECISIONS, /* max_decisions decisions were made */
+	POL_PLAN_STOP_TIME,      /* max_mono_us passed */
+};
+
+/** "waves", "rounds", "decisions", "time" (the JSON's summary.stoppedBy), or NULL for
+ * POL_PLAN_COMPLETE: a static string. */
+const char *pol_plan_stop_str(enum pol_plan_stop why);
 
 /* Why requests waited in a wave's round: a budget (its first failing verdict), or, for a
  * request no budget held back (the control-plane rule, a PodDisruptionBudget, do-not-disrupt,
@@ -80,14 +113,19 @@ struct pol_plan {
 	struct pol_plan_never *never; /* sorted by name */
 	size_t nnever;
 	size_t nplanned;        /* nodes in some wave */
-	size_t nunplanned;      /* nodes not reached because POL_PLAN_MAX_WAVES was hit */
+	size_t nunplanned;      /* nodes still waiting when a cap stopped the plan */
 	const char **unplanned; /* their names, sorted; arena memory */
-	bool truncated;         /* POL_PLAN_MAX_WAVES was hit */
-	int64_t end_wall_ms;    /* when the last wave's requests are deleted (start when none) */
-	size_t decisions;       /* decisions made (requests whose failing budgets did not change
-				 * since their last decision are not decided again) */
-	size_t rounds;          /* gate rounds simulated */
-	size_t held_at_start;   /* Granted requests of the snapshot holding nodes at the start */
+	bool truncated;         /* a cap stopped the plan (stopped says which) */
+	enum pol_plan_stop stopped;
+	/* Truncated: the simulated time at which it stopped. A plan stopped by the decisions or
+	 * time cap in the middle of a round keeps that round's grants as its last wave, whose
+	 * waiting count then includes the requests the round did not reach. */
+	int64_t stopped_wall_ms;
+	int64_t end_wall_ms;  /* when the last wave's requests are deleted (start when none) */
+	size_t decisions;     /* decisions made (requests whose failing budgets did not change
+			       * since their last decision are not decided again) */
+	size_t rounds;        /* gate rounds simulated */
+	size_t held_at_start; /* Granted requests of the snapshot holding nodes at the start */
 };
 
 /**

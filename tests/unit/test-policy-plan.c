@@ -354,8 +354,167 @@ static void test_Q01_wave_cap_lists_the_nodes_not_planned(void **state)
 	ng_buf_init(&b, 1u << 20);
 	assert_int_equal(pol_plan_json(s, &in, &p, &b), NG_OK);
 	assert_non_null(strstr(b.data, "\"notPlanned\":[\"n4\",\"n5\"]"));
-	assert_non_null(strstr(b.data, "\"truncated\":true"));
+	assert_non_null(strstr(b.data, "\"truncated\":true,\"stoppedBy\":\"waves\""));
 	ng_buf_finish(&b);
+	ng_arena_destroy(arena);
+	kube_snapshot_release(s);
+}
+
+/* Finding 5 of the hostile review: 100 nodes under a budget of one at a time whose window opens
+ * every other minute, each held 30 days. Before window edges that free nothing were skipped,
+ * every edge before each release (43,200 of them) was a round of 99 decisions: hours of work.
+ * The budget has failed every waiting request both inside its window (1 of 1 in use) and
+ * outside it (closed) by the second edge, so the clock goes to the next release instead. */
+#define POOL_NODES 100
+static const int64_t MONTH_MS = 2592000000;
+
+static struct kube_snapshot *windowed_pool(const char ***ret_names)
+{
+	static char names[POOL_NODES][8];
+	static const char *v[POOL_NODES + 1];
+	struct ng_buf b;
+	ng_buf_init(&b, 1u << 20);
+	assert_int_equal(ng_buf_puts(&b, "{\"kind\":\"List\",\"items\":["), NG_OK);
+	for (int i = 0; i < POOL_NODES; i++) {
+		(void)snprintf(names[i], sizeof(names[i]), "n%03d", i);
+		v[i] = names[i];
+		assert_int_equal(
+		    ng_buf_printf(&b,
+				  "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":"
+				  "{\"name\":\"%s\",\"labels\":{\"pool\":\"a\"}},"
+				  "\"status\":{\"conditions\":[{\"type\":\"Ready\","
+				  "\"status\":\"True\"}]}},",
+				  names[i]),
+		    NG_OK);
+	}
+	v[POOL_NODES] = NULL;
+	assert_int_equal(
+	    ng_buf_puts(&b,
+			NDB("pool", "{\"nodeSelector\":{\"matchLabels\":{\"pool\":\"a\"}},"
+				    "\"maxDisruptedNodes\":1,\"windows\":[{\"schedule\":\"*/2 * "
+				    "* * *\",\"duration\":\"1m\"}]}") "]}"),
+	    NG_OK);
+	struct kube_snapshot *s = ng_test_snapshot(b.data);
+	ng_buf_finish(&b);
+	*ret_names = v;
+	return s;
+}
+
+static void test_Q05_window_edges_that_free_nothing_are_skipped(void **state)
+{
+	(void)state;
+	const char **names;
+	struct kube_snapshot *s = windowed_pool(&names);
+	struct ng_arena *arena = ng_arena_create(8u << 20);
+	struct pol_plan_input in = {.nodes = names,
+				    .nnodes = POOL_NODES,
+				    .start_wall_ms =
+					START_WALL_MS, /* 11:06:40Z: the window is open */
+				    .drain_ms = MONTH_MS,
+				    .max_rounds = 1000};
+	struct pol_plan p;
+	assert_int_equal(pol_plan_run(s, &in, arena, &p), NG_OK);
+	if (p.truncated)
+		fail_msg("stopped by %s after %zu rounds, %zu decisions",
+			 pol_plan_stop_str(p.stopped), p.rounds, p.decisions);
+	assert_int_equal(p.nwaves, POOL_NODES);
+	assert_int_equal(p.nplanned, POOL_NODES);
+	/* Each wave at a release, in the window (releases come at the same minute parity). */
+	assert_int_equal(p.waves[1].start_wall_ms, START_WALL_MS + MONTH_MS);
+	assert_int_equal(p.end_wall_ms, START_WALL_MS + POOL_NODES * MONTH_MS);
+	/* A round at each release and one at the window's closing after it. */
+	assert_true(p.rounds <= 2 * POOL_NODES + 2);
+	ng_arena_destroy(arena);
+	kube_snapshot_release(s);
+}
+
+/* The caps: a plan stopped by its rounds cap says so, where on the simulated clock, and lists
+ * the nodes it did not reach. */
+static void test_Q05_rounds_cap_truncates_and_says_where(void **state)
+{
+	(void)state;
+	const char **names;
+	struct kube_snapshot *s = windowed_pool(&names);
+	struct ng_arena *arena = ng_arena_create(8u << 20);
+	struct pol_plan_input in = {.nodes = names,
+				    .nnodes = POOL_NODES,
+				    .start_wall_ms = START_WALL_MS,
+				    .drain_ms = MONTH_MS,
+				    .type = "maintenance",
+				    .requestor = "nodegate-plan",
+				    .max_rounds = 5};
+	struct pol_plan p;
+	assert_int_equal(pol_plan_run(s, &in, arena, &p), NG_OK);
+	assert_true(p.truncated);
+	assert_int_equal(p.stopped, POL_PLAN_STOP_ROUNDS);
+	assert_int_equal(p.rounds, 5);
+	assert_true(p.nwaves >= 2);
+	assert_int_equal(p.nplanned + p.nunplanned, POOL_NODES);
+	assert_true(p.stopped_wall_ms > START_WALL_MS);
+	struct ng_buf b;
+	ng_buf_init(&b, 1u << 20);
+	assert_int_equal(pol_plan_json(s, &in, &p, &b), NG_OK);
+	assert_non_null(
+	    strstr(b.data, "\"truncated\":true,\"stoppedBy\":\"rounds\",\"stoppedAt\":\""));
+	ng_buf_finish(&b);
+	ng_arena_destroy(arena);
+	kube_snapshot_release(s);
+}
+
+/* The decisions cap stops in the middle of a round: its grants so far are the last wave. */
+static void test_Q05_decisions_cap_stops_mid_round(void **state)
+{
+	(void)state;
+	struct ng_arena *arena = ng_arena_create(1u << 20);
+	struct kube_snapshot *s = ng_test_snapshot(LIST(SIX_NODES "," NDB(
+	    "pool",
+	    "{\"nodeSelector\":{\"matchLabels\":{\"pool\":\"a\"}},\"maxDisruptedNodes\":2}")));
+	struct pol_plan_input in = {.nodes = ALL6,
+				    .nnodes = 6,
+				    .start_wall_ms = START_WALL_MS,
+				    .drain_ms = DRAIN_MS,
+				    .max_decisions = 3};
+	struct pol_plan p;
+	assert_int_equal(pol_plan_run(s, &in, arena, &p), NG_OK);
+	assert_true(p.truncated);
+	assert_int_equal(p.stopped, POL_PLAN_STOP_DECISIONS);
+	assert_int_equal(p.decisions, 3);
+	assert_int_equal(p.nwaves, 1);
+	assert_int_equal(p.waves[0].nnodes, 2);
+	assert_int_equal(p.waves[0].waiting, 4); /* n2 decided, n3-n5 not reached */
+	assert_int_equal(p.nunplanned, 4);
+	assert_int_equal(p.stopped_wall_ms, START_WALL_MS);
+	ng_arena_destroy(arena);
+	kube_snapshot_release(s);
+}
+
+/* A clock that moves 1 ms each time it is read: the time cap, deterministic. */
+static int64_t ticking_clock(void *ctx)
+{
+	int64_t *t = ctx;
+	return *t += 1000;
+}
+
+static void test_Q05_time_cap_stops_the_plan(void **state)
+{
+	(void)state;
+	const char **names;
+	struct kube_snapshot *s = windowed_pool(&names);
+	struct ng_arena *arena = ng_arena_create(8u << 20);
+	int64_t t = 0;
+	struct pol_plan_input in = {.nodes = names,
+				    .nnodes = POOL_NODES,
+				    .start_wall_ms = START_WALL_MS,
+				    .drain_ms = MONTH_MS,
+				    .max_mono_us = 10000,
+				    .clock_mono_us = ticking_clock,
+				    .clock_ctx = &t};
+	struct pol_plan p;
+	assert_int_equal(pol_plan_run(s, &in, arena, &p), NG_OK);
+	assert_true(p.truncated);
+	assert_int_equal(p.stopped, POL_PLAN_STOP_TIME);
+	assert_true(p.nunplanned > 0);
+	assert_int_equal(p.nplanned + p.nunplanned, POOL_NODES);
 	ng_arena_destroy(arena);
 	kube_snapshot_release(s);
 }
@@ -474,6 +633,10 @@ int main(void)
 	    cmocka_unit_test(test_Q01_control_plane_nodes_go_one_at_a_time_first),
 	    cmocka_unit_test(test_Q01_type_not_allowed_is_rejected_at_once),
 	    cmocka_unit_test(test_Q01_wave_cap_lists_the_nodes_not_planned),
+	    cmocka_unit_test(test_Q05_window_edges_that_free_nothing_are_skipped),
+	    cmocka_unit_test(test_Q05_rounds_cap_truncates_and_says_where),
+	    cmocka_unit_test(test_Q05_decisions_cap_stops_mid_round),
+	    cmocka_unit_test(test_Q05_time_cap_stops_the_plan),
 	    cmocka_unit_test(test_over_the_node_limit_is_refused_and_leaves_the_plan_alone),
 	    cmocka_unit_test(test_Q01_json_document_shape),
 	};
