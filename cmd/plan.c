@@ -1,5 +1,6 @@
 /* nodegate plan: the what-if planner (docs/planner.md) over snapshot files or a live cluster:
- * exit 0 when every chosen node gets a wave, 1 when some never would, 2 on an error. */
+ * exit 0 when every chosen node gets a wave, 1 when some never would, 2 on an error, 3 when the
+ * plan stopped at one of its limits (waves, --max-rounds, --max-decisions, --max-seconds). */
 #include "cmd/cmd.h"
 
 #include "common/arena.h"
@@ -165,15 +166,41 @@ static void print_text(FILE *f, const struct kube_snapshot *s, const struct pol_
 	for (size_t i = 0; i < p->nnever; i++)
 		(void)fprintf(f, "  %s: %s%s\n", p->never[i].name,
 			      p->never[i].rejected ? "rejected: " : "", p->never[i].reason);
-	if (p->nunplanned)
-		(void)fprintf(f, "\nnot planned: the plan stops after %d waves (%zu nodes left)\n",
-			      POL_PLAN_MAX_WAVES, p->nunplanned);
+	if (p->truncated) {
+		(void)fprintf(f, "\nnot planned (%zu): the plan stopped at its limit of ",
+			      p->nunplanned);
+		switch (p->stopped) {
+		case POL_PLAN_STOP_ROUNDS:
+			(void)fprintf(f, "%zu rounds (--max-rounds)", in->max_rounds);
+			break;
+		case POL_PLAN_STOP_DECISIONS:
+			(void)fprintf(f, "%zu decisions (--max-decisions)", in->max_decisions);
+			break;
+		case POL_PLAN_STOP_TIME:
+			(void)fprintf(f, "%lld s of computing (--max-seconds)",
+				      (long long)(in->max_mono_us / 1000000));
+			break;
+		default:
+			(void)fprintf(f, "%zu waves",
+				      in->max_waves ? in->max_waves : (size_t)POL_PLAN_MAX_WAVES);
+			break;
+		}
+		(void)fprintf(f, ", at +");
+		print_duration(f, p->stopped_wall_ms - in->start_wall_ms);
+		(void)fprintf(f, " (");
+		print_time(f, p->stopped_wall_ms);
+		(void)fprintf(f, ") on the simulated clock\n");
+		for (size_t i = 0; i < p->nunplanned; i++)
+			(void)fprintf(f, "%s%s", i % 10 ? " " : i ? "\n  " : "  ", p->unplanned[i]);
+		if (p->nunplanned)
+			(void)fputc('\n', f);
+	}
 	(void)fprintf(f, "\ntotal: %zu wave%s, %zu of %zu nodes, ", p->nwaves,
 		      p->nwaves == 1 ? "" : "s", p->nplanned, total);
 	print_duration(f, p->end_wall_ms - in->start_wall_ms);
 	(void)fprintf(f, ", ending ");
 	print_time(f, p->end_wall_ms);
-	(void)fputc('\n', f);
+	(void)fprintf(f, "%s\n", p->truncated ? " (truncated)" : "");
 }
 
 /* The flags that go together or exclude each other, --output and --start read: false (said
@@ -210,7 +237,9 @@ int cmd_plan(int argc, char **argv)
 	struct cmd_multi snaps = {0};
 	const char *kubeconfig = NULL, *selector = NULL, *node_file = NULL, *start_s = NULL;
 	const char *output = "text", *type = "maintenance", *requestor = "nodegate-plan";
-	int64_t drain_s = 300;
+	int64_t drain_s = 300, max_rounds = POL_PLAN_DEFAULT_MAX_ROUNDS;
+	int64_t max_decisions = POL_PLAN_DEFAULT_MAX_DECISIONS;
+	int64_t max_seconds = POL_PLAN_DEFAULT_MAX_SECONDS;
 	const struct cmd_opt opts[] = {
 	    {"snapshot", CMD_OPT_MULTI, &snaps, "FILE",
 	     "Cluster state: `kubectl get ... -o json` or `-o yaml` output, as for `nodegate "
@@ -239,6 +268,16 @@ int cmd_plan(int argc, char **argv)
 	    {"requestor", CMD_OPT_STR, &requestor, "NAME", "The requests' spec.requestor.", 0, 0},
 	    {"output", CMD_OPT_STR, &output, "FORMAT",
 	     "`text` for people, `json` for tools (docs/planner.md gives its shape).", 0, 0},
+	    {"max-rounds", CMD_OPT_INT, &max_rounds, "N",
+	     "Stop after this many simulated gate rounds and answer a truncated plan (exit 3); 0 = "
+	     "no limit.",
+	     0, 1000000000},
+	    {"max-decisions", CMD_OPT_INT, &max_decisions, "N",
+	     "Stop after this many decisions and answer a truncated plan (exit 3); 0 = no limit.",
+	     0, 10000000000},
+	    {"max-seconds", CMD_OPT_INT, &max_seconds, "N",
+	     "Stop after computing this long and answer a truncated plan (exit 3); 0 = no limit.",
+	     0, 86400},
 	};
 	int rc = cmd_opts_parse("plan", opts, sizeof(opts) / sizeof(opts[0]), argc, argv);
 	if (rc != 0)
@@ -260,7 +299,10 @@ int cmd_plan(int argc, char **argv)
 	struct pol_plan_input in = {.start_wall_ms = start_wall_ms,
 				    .drain_ms = drain_s * 1000,
 				    .type = type,
-				    .requestor = requestor};
+				    .requestor = requestor,
+				    .max_rounds = (size_t)max_rounds,
+				    .max_decisions = (size_t)max_decisions,
+				    .max_mono_us = max_seconds * 1000000};
 	ng_status st = arena ? NG_OK : ng_err_set(&err, NG_ENOMEM, 0, "out of memory");
 	if (st == NG_OK && node_file) {
 		st = ng_read_file(node_file, NODE_FILE_MAX_BYTES, "--node-file", false, &body, &len,
@@ -303,7 +345,7 @@ int cmd_plan(int argc, char **argv)
 		(void)fputs(out.data, stdout);
 	else
 		print_text(stdout, snap, &in, &plan);
-	rc = plan.nnever || plan.nunplanned ? 1 : 0;
+	rc = plan.truncated ? 3 : plan.nnever ? 1 : 0;
 out:
 	ng_buf_finish(&out);
 	ng_arena_destroy(arena);

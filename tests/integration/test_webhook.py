@@ -943,7 +943,7 @@ class LifecycleTest(unittest.TestCase):
         want = {"certs": ["out", "service", "namespace", "dns", "ip", "days"],
                 "check": ["snapshot", "nd", "now"],
                 "plan": ["snapshot", "kubeconfig", "nodes", "node-file", "drain-seconds", "start", "type",
-                         "requestor", "output"]}
+                         "requestor", "output", "max-rounds", "max-decisions", "max-seconds"]}
         for section in doc.split("\n## nodegate ")[1:]:
             want[section.split()[0]] = re.findall(r"^\| `--([a-z0-9-]+)", section, re.M)
         self.assertEqual(sorted(want), sorted(c for c, _ in listed))
