@@ -70,6 +70,11 @@ struct cmd_serve_config {
 	const char *lease_name;
 	const char *admin_listen;
 	const char *admin_auth;
+	struct cmd_multi admin_hosts;
+	int64_t admin_max_plans;
+	int64_t plan_max_rounds;
+	int64_t plan_max_decisions;
+	int64_t plan_max_seconds;
 	const char *client_ca;
 	int64_t webhook_port_metrics;
 	int64_t auto_request_per_minute;

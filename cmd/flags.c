@@ -110,6 +110,26 @@ static const struct flag serve_flags[] = {
      "Who may use the admin listener: `kubernetes` (a bearer token checked with a TokenReview "
      "and a SubjectAccessReview on the path, cached 10 s), `none`, or `auto` (none on a loopback "
      "address, kubernetes elsewhere). `none` on a non-loopback address is refused."},
+    {"admin-host", "NG_ADMIN_HOST", F_MULTI, OFF(admin_hosts), NULL, 0, 0, "NAME",
+     "A Host name the admin listener answers besides localhost, 127.0.0.1, [::1] and its own "
+     "address (the port is ignored); other Host headers get 421, so that a web page cannot "
+     "read it through DNS rebinding. Repeatable, or a comma-separated list. The check applies "
+     "on a loopback --admin-listen, and elsewhere once a name is given (there a bearer token "
+     "guards every side door)."},
+    {"admin-max-plans", "NG_ADMIN_MAX_PLANS", F_INT, OFF(admin_max_plans), "2", 1, 16, "N",
+     "POST /v1/plan computed at once on the admin listener, each on a thread of its own; more "
+     "get 429 with Retry-After."},
+    {"plan-max-rounds", "NG_PLAN_MAX_ROUNDS", F_INT, OFF(plan_max_rounds), "100000", 1, 1000000000,
+     "N",
+     "A POST /v1/plan stops after simulating this many gate rounds and answers a truncated "
+     "plan (summary.stoppedBy: rounds)."},
+    {"plan-max-decisions", "NG_PLAN_MAX_DECISIONS", F_INT, OFF(plan_max_decisions), "50000000", 1,
+     10000000000, "N",
+     "A POST /v1/plan stops after this many decisions and answers a truncated plan "
+     "(summary.stoppedBy: decisions)."},
+    {"plan-max-seconds", "NG_PLAN_MAX_SECONDS", F_INT, OFF(plan_max_seconds), "30", 1, 3600, "N",
+     "A POST /v1/plan stops after computing this long and answers a truncated plan "
+     "(summary.stoppedBy: time)."},
     {"webhook-port-metrics", "NG_WEBHOOK_PORT_METRICS", F_BOOL, OFF(webhook_port_metrics), "true",
      0, 1, "",
      "Serve /metrics on the webhook port too: counts only, no cluster data (series naming "

@@ -296,10 +296,38 @@ static bool loopback(const char *host)
 	return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0;
 }
 
-/* --admin-listen and --admin-auth. 0, or 2 after printing what is wrong. */
+/* Whether every name of --admin-host (each value a name or a comma-separated list) looks like
+ * a Host header's name: no blanks, no port, at most 253 bytes. 0, or 2 after printing. */
+static int check_admin_hosts(const struct cmd_multi *m)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		const char *p = m->v[i];
+		do {
+			size_t n = strcspn(p, ",");
+			bool ok = n > 0 && n <= 253;
+			for (size_t k = 0; ok && k < n; k++)
+				ok = p[k] > ' ' && p[k] < 0x7f && p[k] != '/' &&
+				     (p[k] != ':' || p[0] == '[');
+			if (!ok) {
+				(void)fprintf(stderr,
+					      "nodegate: --admin-host \"%s\": expected host names "
+					      "without a port (e.g. nodegate.example or "
+					      "a,b), [v6] for an IPv6 address\n",
+					      m->v[i]);
+				return 2;
+			}
+			p += n;
+		} while (*p++ == ',');
+	}
+	return 0;
+}
+
+/* --admin-listen, --admin-auth and --admin-host. 0, or 2 after printing what is wrong. */
 static int configure_admin(struct serve *s)
 {
 	const struct cmd_serve_config *c = &s->c;
+	if (check_admin_hosts(&c->admin_hosts) != 0)
+		return 2;
 	if (strcmp(c->admin_listen, "off") == 0)
 		return 0;
 	if (cmd_split_listen(c->admin_listen, s->admin_host, sizeof(s->admin_host),
@@ -576,6 +604,17 @@ static void server_config(struct serve *s)
 	    .admin_tls = s->admin_host[0] && !loopback(s->admin_host),
 	    .admin_authorize = s->auth ? authorize_admin : NULL,
 	    .admin_authorize_ctx = s->auth,
+	    /* On loopback (a port-forward, a sidecar) a web page could rebind its name to the
+	     * listener, which has no authentication there; elsewhere every side door wants a
+	     * bearer token, which a browser never sends on its own, and callers name the pod by
+	     * addresses nodegate cannot list: the check applies once names are given. */
+	    .admin_host_check = s->admin_host[0] && (loopback(s->admin_host) || c->admin_hosts.n),
+	    .admin_hosts = c->admin_hosts.v,
+	    .nadmin_hosts = c->admin_hosts.n,
+	    .admin_max_plans = (unsigned)c->admin_max_plans,
+	    .plan_caps = {.max_rounds = (size_t)c->plan_max_rounds,
+			  .max_decisions = (size_t)c->plan_max_decisions,
+			  .max_mono_us = c->plan_max_seconds * 1000000},
 	};
 }
 

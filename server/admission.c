@@ -581,8 +581,9 @@ static ng_status plan_request(const cJSON *in_json, const struct kube_snapshot *
 }
 
 ng_status srv_plan(const char *body, size_t len, struct ng_arena *arena,
-		   const struct kube_snapshot *snap, int64_t now_wall_ms, struct ng_buf *out,
-		   int *ret_code, struct ng_err *reterr)
+		   const struct kube_snapshot *snap, int64_t now_wall_ms,
+		   const struct srv_plan_caps *caps, struct ng_buf *out, int *ret_code,
+		   struct ng_err *reterr)
 {
 	cJSON *in_json = NULL;
 	ng_status st = ng_json_parse(body, len, arena, &in_json, reterr);
@@ -599,6 +600,13 @@ ng_status srv_plan(const char *body, size_t len, struct ng_arena *arena,
 		st = NG_EPARSE;
 	} else {
 		st = plan_request(in_json, snap, now_wall_ms, mem, &in, why, sizeof(why));
+	}
+	if (st == NG_OK && caps) {
+		in.max_rounds = caps->max_rounds;
+		in.max_decisions = caps->max_decisions;
+		in.max_mono_us = caps->max_mono_us;
+		in.clock_mono_us = caps->clock_mono_us;
+		in.clock_ctx = caps->clock_ctx;
 	}
 	if (st == NG_OK) {
 		st = pol_plan_run(snap, &in, mem, &p);

@@ -82,6 +82,17 @@ NG_NODISCARD ng_status srv_evaluate(const char *body, size_t len, struct ng_aren
 				    struct ng_buf *out, int *ret_code, bool *ret_granted,
 				    struct ng_err *reterr);
 
+/* Caps on one plan's work (struct pol_plan_input's max_rounds, max_decisions, max_mono_us);
+ * 0: none. A plan that reaches one is answered 200, truncated (docs/planner.md). With
+ * @clock_mono_us (NULL: the monotonic clock), the time cap reads that clock instead: the
+ * server's makes a plan stop at once when the server stops. */
+struct srv_plan_caps {
+	size_t max_rounds, max_decisions;
+	int64_t max_mono_us;
+	int64_t (*clock_mono_us)(void *clock_ctx);
+	void *clock_ctx;
+};
+
 /**
  * POST /v1/plan: the what-if planner (policy/plan.h) over @snap. The body is
  * {"nodes": [names] | "nodeSelector": LabelSelector, "drainSeconds": N (1..2592000, default
@@ -90,9 +101,11 @@ NG_NODISCARD ng_status srv_evaluate(const char *body, size_t len, struct ng_aren
  * HTTP status to @ret_code: 200 with the plan as pol_plan_json() writes it, 422 with {message}
  * for a body that does not say what to plan. NG_EPARSE/NG_ELIMIT with @reterr when the body is
  * not JSON (400), NG_ENOMEM. The plan's memory is its own (at most 256 MiB), freed on return.
+ * @caps (borrowed for the call; NULL: none) bound the plan's work.
  */
 NG_NODISCARD ng_status srv_plan(const char *body, size_t len, struct ng_arena *arena,
 				const struct kube_snapshot *snap, int64_t now_wall_ms,
-				struct ng_buf *out, int *ret_code, struct ng_err *reterr);
+				const struct srv_plan_caps *caps, struct ng_buf *out, int *ret_code,
+				struct ng_err *reterr);
 
 #endif

@@ -70,13 +70,13 @@ struct srv_conn_list {
 	pthread_mutex_t mu;
 	struct conn *head, *tail;
 	unsigned n;
+	unsigned shed_at; /* this long, the list sheds one connection per new one */
 	struct srv_conns *t;
 };
 
 struct srv_conns {
 	struct srv_conns_config cfg;
 	struct srv_conn_list lists[MAX_LISTS];
-	unsigned shed_at; /* a list this long sheds one connection per new one */
 	pthread_mutex_t addr_mu;
 	struct addr_count *addrs[ADDR_BUCKETS];
 	_Atomic uint64_t closed[R_COUNT];
@@ -226,7 +226,7 @@ static void addr_release(struct srv_conns *t, const struct addr_key *k)
  * client goes. List locked. */
 static void make_room(struct srv_conn_list *l)
 {
-	if (l->n < l->t->shed_at)
+	if (l->n < l->shed_at)
 		return;
 	for (struct conn *c = l->head; c; c = c->next) {
 		if (!c->closing && c->phase != PH_HANDLING) {
@@ -387,6 +387,15 @@ static void *sweeper_main(void *arg)
 	return NULL;
 }
 
+/* The length at which a list of @limit connections starts shedding: a reserve of 1/32 (1 to
+ * 64) below its limit, so the daemon never refuses at accept. */
+static unsigned shed_mark(unsigned limit)
+{
+	limit = limit ? limit : 1;
+	unsigned reserve = limit / 32 < 1 ? 1 : limit / 32 > 64 ? 64 : limit / 32;
+	return limit > reserve ? limit - reserve : 1;
+}
+
 struct srv_conns *srv_conns_create(const struct srv_conns_config *cfg, struct ng_err *reterr)
 {
 	struct srv_conns *t = calloc(1, sizeof(*t));
@@ -397,12 +406,12 @@ struct srv_conns *srv_conns_create(const struct srv_conns_config *cfg, struct ng
 	t->cfg = *cfg;
 	if (t->cfg.ndaemons < 1 || t->cfg.ndaemons > MAX_LISTS)
 		t->cfg.ndaemons = t->cfg.ndaemons < 1 ? 1 : MAX_LISTS;
-	unsigned limit = t->cfg.per_daemon_limit ? t->cfg.per_daemon_limit : 1;
-	unsigned reserve = limit / 32 < 1 ? 1 : limit / 32 > 64 ? 64 : limit / 32;
-	t->shed_at = limit > reserve ? limit - reserve : 1;
 	for (unsigned i = 0; i < MAX_LISTS; i++) {
+		bool last = i + 1 == t->cfg.ndaemons && t->cfg.last_daemon_limit;
 		pthread_mutex_init(&t->lists[i].mu, NULL);
 		t->lists[i].t = t;
+		t->lists[i].shed_at =
+		    shed_mark(last ? t->cfg.last_daemon_limit : t->cfg.per_daemon_limit);
 	}
 	pthread_mutex_init(&t->addr_mu, NULL);
 	pthread_mutex_init(&t->stop_mu, NULL);

@@ -38,6 +38,7 @@ struct srv_conns_config {
 	unsigned per_daemon_limit;  /* connections one daemon holds (its libmicrohttpd limit) */
 	unsigned per_address_limit; /* connections from one client address; 0 = none */
 	unsigned ndaemons;          /* lists to keep, one per daemon; 1..64 */
+	unsigned last_daemon_limit; /* the last daemon's limit when not 0 (the admin listener) */
 };
 
 struct srv_conns;

@@ -222,9 +222,10 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned code, const ch
 }
 
 /* Errors outside AdmissionReview get a Kubernetes-style Status body so a person (or the API
- * server's log) can read what was wrong. */
-static enum MHD_Result respond_status(struct srv *s, struct MHD_Connection *c, unsigned code,
-				      const char *msg, const char *allow)
+ * server's log) can read what was wrong; @header (NULL: none) with @value goes along (Allow,
+ * Retry-After). */
+static enum MHD_Result respond_status_with(struct srv *s, struct MHD_Connection *c, unsigned code,
+					   const char *msg, const char *header, const char *value)
 {
 	srv_metrics_http_error(s->metrics, (int)code);
 	struct ng_buf b;
@@ -248,12 +249,27 @@ static enum MHD_Result respond_status(struct srv *s, struct MHD_Connection *c, u
 	}
 	b.data = NULL;
 	(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	if (allow)
-		(void)MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+	if (header)
+		(void)MHD_add_response_header(resp, header, value);
 	srv_conns_event(c, SRV_CONN_QUEUED);
 	enum MHD_Result ret = MHD_queue_response(c, code, resp);
 	MHD_destroy_response(resp);
 	return ret;
+}
+
+static enum MHD_Result respond_status(struct srv *s, struct MHD_Connection *c, unsigned code,
+				      const char *msg, const char *allow)
+{
+	return respond_status_with(s, c, code, msg, allow ? MHD_HTTP_HEADER_ALLOW : NULL, allow);
+}
+
+/* 429 with Retry-After: the admin listener's one dump and its --admin-max-plans plans. */
+static enum MHD_Result too_many(struct srv *s, struct MHD_Connection *c, const char *msg)
+{
+	char after[16];
+	ng_fmt(after, sizeof(after), "%d", SRV_ADMIN_RETRY_AFTER_S);
+	return respond_status_with(s, c, MHD_HTTP_TOO_MANY_REQUESTS, msg,
+				   MHD_HTTP_HEADER_RETRY_AFTER, after);
 }
 
 static enum route route_of(const char *url, const char **ret_method)
@@ -349,8 +365,7 @@ static void dump_free(void *cls)
 static enum MHD_Result serve_dump(struct srv *s, struct MHD_Connection *c)
 {
 	if (atomic_exchange(&s->dumping, true))
-		return respond_status(s, c, MHD_HTTP_TOO_MANY_REQUESTS,
-				      "a cache dump is being sent; try again when it ends", NULL);
+		return too_many(s, c, "a cache dump is being sent; try again when it ends");
 	struct dump_stream *d = calloc(1, sizeof(*d));
 	struct MHD_Response *resp = NULL;
 	if (d) {
@@ -553,20 +568,25 @@ static enum MHD_Result serve_evaluate(struct srv *s, struct MHD_Connection *c, s
 		       MHD_RESPMEM_PERSISTENT);
 }
 
-/* POST /v1/plan: one at a time (s->planning): a plan of thousands of nodes holds its thread for
- * seconds, and a second one would hold another. */
+/* POST /v1/plan: at most --admin-max-plans at once (s->planning), each on its connection's own
+ * thread and within the caps: a plan of thousands of nodes holds a core for seconds. */
 static enum MHD_Result serve_plan(struct srv *s, struct MHD_Connection *c, struct req *r)
 {
-	if (atomic_exchange(&s->planning, true))
-		return respond_status(s, c, MHD_HTTP_TOO_MANY_REQUESTS,
-				      "a plan is being computed; try again when it ends", NULL);
+	if (atomic_fetch_add(&s->planning, 1) >= s->admin_max_plans) {
+		atomic_fetch_sub(&s->planning, 1);
+		char msg[96];
+		ng_fmt(msg, sizeof(msg),
+		       "%u plan%s being computed (--admin-max-plans); try again when one ends",
+		       s->admin_max_plans, s->admin_max_plans == 1 ? " is" : "s are");
+		return too_many(s, c, msg);
+	}
 	struct ng_err err = {0};
 	int code = 0;
 	struct kube_snapshot *snap = kube_store_acquire(s->store);
 	ng_status st = srv_plan(r->body.data ? r->body.data : "", r->body.len, r->arena, snap,
-				ng_now_wall_ms(), &r->out, &code, &err);
+				ng_now_wall_ms(), &s->plan_caps, &r->out, &code, &err);
 	kube_snapshot_release(snap);
-	atomic_store(&s->planning, false);
+	atomic_fetch_sub(&s->planning, 1);
 	int64_t dur = ng_now_mono_us() - r->t0_us;
 	struct ng_logline l;
 	if (ng_log_begin(&l, st == NG_OK ? NG_LOG_INFO : NG_LOG_WARN, "srv", "plan")) {
@@ -672,6 +692,51 @@ static bool client_verified(struct MHD_Connection *c)
 	return ok;
 }
 
+/* Whether the Host header's name @host (port and all) is @name (@n bytes), case aside. */
+static bool host_is(const char *host, size_t hlen, const char *name, size_t n)
+{
+	return hlen == n && strncasecmp(host, name, n) == 0;
+}
+
+/* The DNS rebinding guard (server.h, srv_config.admin_host_check): NULL when the admin request's
+ * Host names the listener, else why not (answered 421). A web page that rebinds its own name to
+ * 127.0.0.1 reaches a port-forward or a loopback listener with its own name in Host. */
+static const char *misdirected(const struct srv *s, struct MHD_Connection *c, char *msg, size_t cap)
+{
+	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	if (!host)
+		return "the admin listener answers only requests with a Host header (DNS "
+		       "rebinding guard)";
+	/* The name without the port: "[::1]:8081" is "[::1]", "localhost:8081" "localhost". */
+	size_t hlen = strlen(host);
+	const char *end = host[0] == '[' ? strchr(host, ']') : strrchr(host, ':');
+	if (host[0] == '[' && end)
+		hlen = (size_t)(end - host) + 1;
+	else if (host[0] != '[' && end && end == strchr(host, ':'))
+		hlen = (size_t)(end - host);
+	static const char *const local[] = {"localhost", "127.0.0.1", "[::1]"};
+	for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++)
+		if (host_is(host, hlen, local[i], strlen(local[i])))
+			return NULL;
+	if (s->admin_self[0] && host_is(host, hlen, s->admin_self, strlen(s->admin_self)))
+		return NULL;
+	for (size_t i = 0; i < s->nadmin_hosts; i++) {
+		for (const char *p = s->admin_hosts[i]; *p;) {
+			const char *comma = strchr(p, ',');
+			size_t n = comma ? (size_t)(comma - p) : strlen(p);
+			if (n && host_is(host, hlen, p, n))
+				return NULL;
+			p += n + (comma ? 1 : 0);
+		}
+	}
+	ng_fmt(msg, cap,
+	       "Host \"%.*s\" is not a name of the admin listener: it answers only localhost, "
+	       "127.0.0.1, [::1], its own address and the names of --admin-host (DNS rebinding "
+	       "guard)",
+	       (int)(hlen < 100 ? hlen : 100), host);
+	return msg;
+}
+
 /* Where each path is served: the webhooks on the webhook listener; the side doors (cache dump,
  * evaluate) on the admin listener only; /metrics on the admin listener and, unless turned
  * off, the webhook one; the probes on both. NULL when @door serves @route, else why not. */
@@ -749,6 +814,11 @@ static enum MHD_Result begin_request(struct srv_door *door, struct MHD_Connectio
 	const char *bad = bad_head(c, method);
 	if (bad)
 		return respond_status(s, c, MHD_HTTP_BAD_REQUEST, bad, NULL);
+	char hostmsg[256];
+	const char *elsewhere_host =
+	    door->admin && s->admin_host_check ? misdirected(s, c, hostmsg, sizeof(hostmsg)) : NULL;
+	if (elsewhere_host)
+		return respond_status(s, c, MHD_HTTP_MISDIRECTED_REQUEST, elsewhere_host, NULL);
 	const char *want;
 	enum route route = route_of(url, &want);
 	if (route == R_NONE)

@@ -2,8 +2,8 @@
  * struct and the request callbacks. Not for use outside server/.
  *
  * Ownership and threads as in server/server.h: the struct is written by srv_create() before any
- * daemon starts and read by the daemon threads afterwards; `ready`, `dumping` and `planning`
- * are atomics. */
+ * daemon starts and read by the daemon threads afterwards; `ready`, `dumping`, `planning` and
+ * `stopping` are atomics. */
 #ifndef NG_SERVER_INTERNAL_H
 #define NG_SERVER_INTERNAL_H
 
@@ -43,11 +43,18 @@ struct srv {
 	void *auto_request_ctx;
 	srv_authorize_fn admin_authorize;
 	void *admin_authorize_ctx;
-	bool client_ca;        /* the webhooks require a client certificate that verifies */
-	bool webhook_metrics;  /* /metrics on the webhook listener too */
-	bool probes_only;      /* the admin listener serves the probes and /metrics only */
-	_Atomic bool dumping;  /* a /debug/cache answer is being sent */
-	_Atomic bool planning; /* a POST /v1/plan is being computed */
+	bool admin_host_check;
+	const char *const *admin_hosts;
+	size_t nadmin_hosts;
+	char admin_self[72]; /* the admin listener's own address as a Host names it */
+	unsigned admin_max_plans;
+	struct srv_plan_caps plan_caps;
+	bool client_ca;            /* the webhooks require a client certificate that verifies */
+	bool webhook_metrics;      /* /metrics on the webhook listener too */
+	bool probes_only;          /* the admin listener serves the probes and /metrics only */
+	_Atomic bool dumping;      /* a /debug/cache answer is being sent */
+	_Atomic unsigned planning; /* POST /v1/plan being computed */
+	_Atomic bool stopping;     /* srv_destroy() has begun: plans stop at once */
 	_Atomic bool ready;
 	struct tls_creds *creds_all; /* every pair loaded, newest first: freed with the server */
 };

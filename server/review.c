@@ -201,6 +201,8 @@ const char *srv_status_reason(int32_t code)
 		return "RequestEntityTooLarge";
 	case 415:
 		return "UnsupportedMediaType";
+	case 421:
+		return "MisdirectedRequest";
 	case 422:
 		return "Invalid";
 	case 429:

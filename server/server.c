@@ -209,10 +209,12 @@ ng_status srv_set_certificate(struct srv *s, const char *cert_pem, const char *k
 }
 
 /* The options every daemon shares, then the TLS ones when @tls; @trust (a PEM bundle, or NULL)
- * makes the daemon ask for client certificates and verify them against it. */
+ * makes the daemon ask for client certificates and verify them against it. With
+ * @per_connection, a thread per connection (the admin listener: see server.h) instead of one
+ * epoll loop. */
 static struct MHD_Daemon *start_daemon(struct srv *s, unsigned i, int fd, struct srv_door *door,
 				       bool tls, const char *trust, unsigned limit,
-				       unsigned idle_timeout_s)
+				       unsigned idle_timeout_s, bool per_connection)
 {
 	struct MHD_OptionItem opts[16];
 	size_t n = 0;
@@ -234,8 +236,10 @@ static struct MHD_Daemon *start_daemon(struct srv *s, unsigned i, int fd, struct
 	}
 	OPT(MHD_OPTION_END, 0, NULL);
 #undef OPT
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-			 MHD_USE_ITC | MHD_USE_TURBO | (tls ? MHD_USE_TLS : 0);
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC |
+			 (tls ? MHD_USE_TLS : 0) |
+			 (per_connection ? MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL
+					 : MHD_USE_EPOLL | MHD_USE_TURBO);
 	/* A function pointer cannot sit in the item's object pointer: the certificate callback
 	 * goes as an argument (libmicrohttpd ignores it without MHD_USE_TLS). */
 	return MHD_start_daemon(flags, 0, NULL, NULL, srv_http_request, door, MHD_OPTION_ARRAY,
@@ -256,7 +260,7 @@ static ng_status start_webhook_daemons(struct srv *s, const struct srv_config *c
 		if (i == 0)
 			port = bound_port(fd);
 		s->daemons[i] = start_daemon(s, i, fd, &s->webhook_door, true, cfg->client_ca_pem,
-					     per, cfg->connection_timeout_s);
+					     per, cfg->connection_timeout_s, false);
 		if (!s->daemons[i])
 			return ng_err_set(reterr, NG_EIO, 0, "starting the HTTPS daemon failed");
 		s->ndaemons = i + 1;
@@ -265,8 +269,9 @@ static ng_status start_webhook_daemons(struct srv *s, const struct srv_config *c
 	return NG_OK;
 }
 
-/* The admin listener, when configured: one daemon, after the webhook ones. */
-static ng_status start_admin_daemon(struct srv *s, const struct srv_config *cfg, unsigned per,
+/* The admin listener, when configured: one daemon, after the webhook ones, a thread per
+ * connection. */
+static ng_status start_admin_daemon(struct srv *s, const struct srv_config *cfg,
 				    struct ng_err *reterr)
 {
 	if (!cfg->admin_host)
@@ -277,12 +282,21 @@ static ng_status start_admin_daemon(struct srv *s, const struct srv_config *cfg,
 		return reterr ? reterr->status : NG_EIO;
 	s->fds[i] = fd;
 	s->admin_port = bound_port(fd);
-	s->daemons[i] = start_daemon(s, i, fd, &s->admin_door, cfg->admin_tls, NULL, per,
-				     cfg->connection_timeout_s);
+	s->daemons[i] = start_daemon(s, i, fd, &s->admin_door, cfg->admin_tls, NULL,
+				     SRV_ADMIN_MAX_CONNECTIONS, cfg->connection_timeout_s, true);
 	if (!s->daemons[i])
 		return ng_err_set(reterr, NG_EIO, 0, "starting the admin listener failed");
 	s->ndaemons = i + 1;
 	return NG_OK;
+}
+
+/* The clock of a plan's time cap: the monotonic clock, or, once the server is stopping, one far
+ * ahead, so that a plan still running ends at its next look (server.h). */
+static int64_t plan_clock(void *ctx)
+{
+	const struct srv *s = ctx;
+	return atomic_load_explicit(&s->stopping, memory_order_relaxed) ? INT64_MAX / 2
+									: ng_now_mono_us();
 }
 
 static void copy_config(struct srv *s, const struct srv_config *cfg, struct kube_store *store)
@@ -301,6 +315,18 @@ static void copy_config(struct srv *s, const struct srv_config *cfg, struct kube
 	s->auto_request_ctx = cfg->auto_request_ctx;
 	s->admin_authorize = cfg->admin_authorize;
 	s->admin_authorize_ctx = cfg->admin_authorize_ctx;
+	s->admin_host_check = cfg->admin_host_check;
+	s->admin_hosts = cfg->admin_hosts;
+	s->nadmin_hosts = cfg->nadmin_hosts;
+	if (cfg->admin_host)
+		ng_fmt(s->admin_self, sizeof(s->admin_self),
+		       strchr(cfg->admin_host, ':') ? "[%.64s]" : "%.64s", cfg->admin_host);
+	s->admin_max_plans = cfg->admin_max_plans ? cfg->admin_max_plans : 1;
+	s->plan_caps = cfg->plan_caps;
+	if (!s->plan_caps.max_mono_us)
+		s->plan_caps.max_mono_us = INT64_MAX / 4; /* no cap, but stopping still stops */
+	s->plan_caps.clock_mono_us = plan_clock;
+	s->plan_caps.clock_ctx = s;
 	s->client_ca = cfg->client_ca_pem != NULL;
 	s->webhook_metrics = cfg->webhook_metrics;
 	s->probes_only = cfg->probes_only;
@@ -337,10 +363,11 @@ struct srv *srv_create(const struct srv_config *cfg, struct kube_store *store,
 	    .per_daemon_limit = per,
 	    .per_address_limit = cfg->max_connections_per_address,
 	    .ndaemons = n + (cfg->admin_host ? 1 : 0),
+	    .last_daemon_limit = cfg->admin_host ? SRV_ADMIN_MAX_CONNECTIONS : 0,
 	};
 	s->conns = srv_conns_create(&cc, reterr);
 	if (!s->conns || start_webhook_daemons(s, cfg, n, per, reterr) != NG_OK ||
-	    start_admin_daemon(s, cfg, per, reterr) != NG_OK)
+	    start_admin_daemon(s, cfg, reterr) != NG_OK)
 		goto fail;
 	atomic_store(&s->ready, true);
 	return s;
@@ -381,6 +408,7 @@ void srv_destroy(struct srv *s, int64_t grace_ms)
 	if (!s)
 		return;
 	atomic_store(&s->ready, false);
+	atomic_store(&s->stopping, true);
 	/* Stop accepting everywhere first; MHD hands the listen socket back to us. */
 	for (unsigned i = 0; i < s->ndaemons; i++)
 		(void)MHD_quiesce_daemon(s->daemons[i]);

@@ -10,7 +10,10 @@
  * thread at a time (nodegate: the main thread too); requests run on the server's own daemon
  * threads, one per srv_config.threads, which call the config's callbacks. srv_port() and
  * srv_set_ready() may be called from any thread. One server per process: the certificate
- * callback reads a process-wide pointer to the current pair. */
+ * callback reads a process-wide pointer to the current pair. The admin listener is one daemon
+ * with a thread per connection (at most SRV_ADMIN_MAX_CONNECTIONS), so a plan or a slow
+ * TokenReview holds only its own connection: the probes, /metrics and the other side doors
+ * answer meanwhile. */
 #ifndef NG_SERVER_SERVER_H
 #define NG_SERVER_SERVER_H
 
@@ -26,6 +29,14 @@ struct kube_store;
 struct ng_buf;
 struct kube_watch;
 
+/* Connections the admin listener holds at once, each with a thread of its own: the admin
+ * listener has few callers (port-forwards, a sidecar, Prometheus, a token-holding tool), and a
+ * thread each costs its stack. Near the limit, each new connection sheds the one that has
+ * waited longest on its client, as on the webhook port. */
+#define SRV_ADMIN_MAX_CONNECTIONS 64
+/* Retry-After of a 429 for a plan over --admin-max-plans, or a second cache dump. */
+#define SRV_ADMIN_RETRY_AFTER_S 5
+
 /* What an admin listener's authorizer answers (see srv_config.admin_authorize). */
 enum srv_auth {
 	SRV_AUTH_ALLOWED,
@@ -36,8 +47,9 @@ enum srv_auth {
 
 /* Decides one admin request: @authorization is the Authorization header (NULL when absent),
  * @verb the Kubernetes verb of the method ("get", "post"), @path the request path. Writes the
- * caller's name, when known, into @user (@usercap bytes) for the log. Runs on the admin
- * listener's thread and may block (a TokenReview, say): the webhooks never wait on it. */
+ * caller's name, when known, into @user (@usercap bytes) for the log. Runs on the thread of the
+ * admin connection, possibly on several at once, and may block (a TokenReview, say): neither
+ * the webhooks nor the admin listener's other connections wait on it. */
 typedef enum srv_auth (*srv_authorize_fn)(void *ctx, const char *authorization, const char *verb,
 					  const char *path, char *user, size_t usercap);
 
@@ -81,8 +93,8 @@ struct srv_config {
 	 * srv_create only); NULL = any client. */
 	const char *client_ca_pem;
 	bool webhook_metrics; /* serve /metrics on the webhook listener too */
-	/* The admin listener: /debug/cache, /v1/evaluate, /metrics, /healthz, /readyz, on one
-	 * thread of its own. NULL host = none (the side doors are then not served at all). */
+	/* The admin listener: /debug/cache, /v1/evaluate, /v1/plan, /metrics, /healthz, /readyz,
+	 * a thread per connection. NULL host = none (the side doors are then not served at all). */
 	const char *admin_host;
 	uint16_t admin_port; /* 0 picks a free port (see srv_admin_port) */
 	bool admin_tls;      /* HTTPS with the serving pair; else plain HTTP */
@@ -91,6 +103,18 @@ struct srv_config {
 	 * server. */
 	srv_authorize_fn admin_authorize;
 	void *admin_authorize_ctx;
+	/* DNS rebinding guard: when set, the admin listener answers only requests whose Host
+	 * header (port ignored, case-insensitive) is localhost, 127.0.0.1, [::1], admin_host
+	 * itself or a name of admin_hosts (each entry a name or a comma-separated list of names;
+	 * borrowed, must outlive the server), and 421 to any other. */
+	bool admin_host_check;
+	const char *const *admin_hosts;
+	size_t nadmin_hosts;
+	/* POST /v1/plan computed at once; more get 429 with Retry-After. 0 = 1. */
+	unsigned admin_max_plans;
+	/* Caps on each plan's work (copied). The server's clock replaces the time cap's, so that
+	 * a plan running when the server stops ends at once. */
+	struct srv_plan_caps plan_caps;
 	/* The admin listener serves only /healthz, /readyz and /metrics: a process without
 	 * webhooks (the drainer) sets listen_host NULL and this. */
 	bool probes_only;

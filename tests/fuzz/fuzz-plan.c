@@ -17,6 +17,7 @@
 #include "common/json.h"
 #include "common/limits.h"
 #include "kube/snapshot.h"
+#include "policy/plan.h"
 #include "server/admission.h"
 #include "tests/fuzz/roundtrip.h"
 
@@ -117,8 +118,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ng_buf_init(&out, 32u << 20);
 	struct ng_err err = {0};
 	int code = 0;
+	/* The server's default caps but time: a fuzzer's slowest input is stopped the same way. */
+	static const struct srv_plan_caps caps = {.max_rounds = POL_PLAN_DEFAULT_MAX_ROUNDS,
+						  .max_decisions = POL_PLAN_DEFAULT_MAX_DECISIONS};
 	ng_status st =
-	    srv_plan((const char *)data, size, arena, cluster(), NOW_MS, &out, &code, &err);
+	    srv_plan((const char *)data, size, arena, cluster(), NOW_MS, &caps, &out, &code, &err);
 	if (st != NG_OK) {
 		ng_fuzz_check((st == NG_EPARSE || st == NG_ELIMIT) && err.status == st);
 		ng_fuzz_check(ng_fuzz_message_ok(err.msg, data, size));

@@ -32,7 +32,7 @@ struct answer {
 	cJSON *doc;
 };
 
-static struct answer ask(const char *body)
+static struct answer ask_capped(const char *body, const struct srv_plan_caps *caps)
 {
 	struct kube_snapshot *s = ng_test_snapshot(CLUSTER);
 	struct ng_arena *arena = ng_arena_create(NG_REQUEST_ARENA_CAP_BYTES);
@@ -40,14 +40,19 @@ static struct answer ask(const char *body)
 	ng_buf_init(&out, 1u << 20);
 	struct ng_err err = {0};
 	struct answer a = {0};
-	assert_int_equal(srv_plan(body, strlen(body), arena, s, NOW_WALL_MS, &out, &a.code, &err),
-			 NG_OK);
+	assert_int_equal(
+	    srv_plan(body, strlen(body), arena, s, NOW_WALL_MS, caps, &out, &a.code, &err), NG_OK);
 	a.doc = cJSON_Parse(out.data);
 	assert_non_null(a.doc);
 	ng_buf_finish(&out);
 	ng_arena_destroy(arena);
 	kube_snapshot_release(s);
 	return a;
+}
+
+static struct answer ask(const char *body)
+{
+	return ask_capped(body, NULL);
 }
 
 /* The plan's nodes, wave after wave, as "n0 n1 | n2". */
@@ -154,12 +159,27 @@ static void test_body_that_is_not_json_is_an_error(void **state)
 	ng_buf_init(&out, 1u << 20);
 	struct ng_err err = {0};
 	int code = 0;
-	assert_int_equal(srv_plan("{\"nodes\":", 9, arena, s, NOW_WALL_MS, &out, &code, &err),
+	assert_int_equal(srv_plan("{\"nodes\":", 9, arena, s, NOW_WALL_MS, NULL, &out, &code, &err),
 			 NG_EPARSE);
 	assert_true(err.msg[0] != '\0');
 	ng_buf_finish(&out);
 	ng_arena_destroy(arena);
 	kube_snapshot_release(s);
+}
+
+/* The server's caps reach the plan: a plan stopped by one is a 200 that says so. */
+static void test_caps_truncate_the_answer(void **state)
+{
+	(void)state;
+	const struct srv_plan_caps caps = {.max_decisions = 1};
+	struct answer a = ask_capped("{\"nodes\":[\"n0\",\"n1\",\"n2\"]}", &caps);
+	assert_int_equal(a.code, 200);
+	const cJSON *sum = cJSON_GetObjectItem(a.doc, "summary");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(sum, "truncated")));
+	assert_string_equal(cJSON_GetObjectItem(sum, "stoppedBy")->valuestring, "decisions");
+	assert_int_equal(cJSON_GetObjectItem(sum, "decisions")->valueint, 1);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(a.doc, "notPlanned")), 2);
+	cJSON_Delete(a.doc);
 }
 
 int main(void)
@@ -169,6 +189,7 @@ int main(void)
 	    cmocka_unit_test(test_Q03_names_start_type_and_requestor),
 	    cmocka_unit_test(test_Q03_bad_bodies_are_422_saying_what_is_wrong),
 	    cmocka_unit_test(test_body_that_is_not_json_is_an_error),
+	    cmocka_unit_test(test_caps_truncate_the_answer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
