@@ -43,6 +43,7 @@ NDB_PATH = "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets"
 JOBS_PATH = "/apis/batch/v1/jobs"
 VA_PATH = "/apis/storage.k8s.io/v1/volumeattachments"
 SA_USER = "system:serviceaccount:nodegate:nodegate"
+OPERATION_NS = "nodegate-operations"  # --operation-namespace's default, created by rbac.json
 ANNOTATION = "nodegate.io/drain"
 FINALIZER = "nodegate.io/drain"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
@@ -821,7 +822,8 @@ class DrainScenarios(DrainTest):
         self.assertEqual(len(items), 1, [j["metadata"]["name"] for j in items])
         job = items[0]
         self.assertEqual(job["metadata"]["labels"].get("nodegate.io/node"), "node1", job["metadata"])
-        self.assertEqual(job["metadata"]["namespace"], "nodegate", "a template without namespace runs in --self-namespace")
+        self.assertEqual(job["metadata"]["namespace"], OPERATION_NS,
+                         "operation Jobs run in --operation-namespace, away from nodegate's Secrets")
         pod = job["spec"]["template"]["spec"]
         pinned = pod.get("nodeName") == "node1" or "node1" in json.dumps(pod.get("affinity") or {})
         self.assertTrue(pinned, f"the Job must be pinned to node1: {pod}")
@@ -907,6 +909,14 @@ class DrainScenarios(DrainTest):
         nd, _ = self.wait_reason("d16b", "Failed", status="False")
         self.assertIn("BackoffLimitExceeded", self.condition(nd)["message"])
         self.assertTrue(self.cordoned(), "a failed operation leaves the node cordoned")
+
+    def test_D16d_the_operation_namespace_is_never_nodegates_own(self):
+        kubeconfig = os.path.join(self.api.state, "kubeconfig-sa-nodegate-nodegate")
+        p = subprocess.run(WRAPPER + [BINARY, "drain", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0",
+                                      "--operation-namespace", "nodegate"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--operation-namespace \"nodegate\" is nodegate's own namespace", p.stderr)
 
     def set_node_status(self, boot_id, ready):
         self.patch("/api/v1/nodes/node1/status", {"status": {
