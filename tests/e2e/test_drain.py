@@ -832,6 +832,7 @@ class DrainScenarios(DrainTest):
         self.assertEqual(pod["containers"][0]["name"], "maintenance")
         self.assertEqual(pod.get("serviceAccountName"), "nodegate-operation",
                          "operation Jobs run as the drainer's operation ServiceAccount")
+        self.assertIs(pod.get("automountServiceAccountToken"), False, "an operation gets no token")
         return job
 
     # The tests play the Job controller. The API server validates Job status as v1.32 does
@@ -909,6 +910,18 @@ class DrainScenarios(DrainTest):
         nd, _ = self.wait_reason("d16b", "Failed", status="False")
         self.assertIn("BackoffLimitExceeded", self.condition(nd)["message"])
         self.assertTrue(self.cordoned(), "a failed operation leaves the node cordoned")
+
+    def test_D16c_an_operation_mounting_a_secret_is_never_created(self):
+        # no object webhook here: the drainer itself refuses (the webhook refuses it first)
+        tpl = json.loads(json.dumps(self.JOB_TEMPLATE))
+        tpl["metadata"] = {"namespace": "nodegate"}
+        tpl["spec"]["template"]["spec"]["volumes"] = [{"name": "ca", "secret": {"secretName": "nodegate-ca"}}]
+        self.nd("d16c", FORCE, operation={"jobTemplate": tpl})
+        nd, _ = self.wait_reason("d16c", "Failed", status="False")
+        msg = self.condition(nd)["message"]
+        self.assertIn("spec.template.spec.volumes[0].secret", msg)
+        code, body, _ = self.api.api("GET", f"{JOBS_PATH}?labelSelector=nodegate.io%2Frequest%3Dd16c")
+        self.assertEqual((code, body.get("items")), (200, []), "no Job was created")
 
     def test_D16d_the_operation_namespace_is_never_nodegates_own(self):
         kubeconfig = os.path.join(self.api.state, "kubeconfig-sa-nodegate-nodegate")
