@@ -81,6 +81,8 @@ INVENTORY = {
 # The webhooks as docs/eviction-webhook.md and docs/admission-webhooks.md register them:
 # (configuration kind, configuration name, webhook name) -> (path, rules, sideEffects).
 ND_RULE = {"apiGroups": ["nodegate.io"], "apiVersions": ["v1alpha1"]}
+# The kinds whose authors nodegate records (status too: a status write must not change them).
+AUTHORED = ["nodedisruptiontemplates", "noderemediations", "noderemediations/status"]
 WEBHOOKS = {
     ("ValidatingWebhookConfiguration", "nodegate-eviction", "eviction.nodegate.io"):
         ("/validate/eviction", [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
@@ -98,6 +100,12 @@ WEBHOOKS = {
     ("MutatingWebhookConfiguration", "nodegate-objects", "created-by.nodegate.io"):
         ("/mutate/nodedisruption", [dict(ND_RULE, operations=["CREATE"], resources=["nodedisruptions"],
                                          scope="Cluster")], "None"),
+    ("ValidatingWebhookConfiguration", "nodegate-objects", "authored.nodegate.io"):
+        ("/validate/authored", [dict(ND_RULE, operations=["CREATE", "UPDATE"], resources=AUTHORED,
+                                     scope="Cluster")], "None"),
+    ("MutatingWebhookConfiguration", "nodegate-objects", "author.nodegate.io"):
+        ("/mutate/author", [dict(ND_RULE, operations=["CREATE", "UPDATE"], resources=AUTHORED,
+                                 scope="Cluster")], "None"),
 }
 
 
