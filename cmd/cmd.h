@@ -87,6 +87,7 @@ struct cmd_serve_config {
 	const char *self_namespace;            /* drain only */
 	const char *self_selector;             /* drain only */
 	const char *operation_service_account; /* drain only */
+	const char *operation_namespace;       /* drain only */
 };
 
 /* The subcommands that take flags from the table. */

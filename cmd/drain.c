@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -41,6 +42,18 @@ static ng_status render(struct ng_buf *out, bool objects, void *ctx)
 	return drain_render_metrics(d->drain, d->leader, out);
 }
 
+/* A namespace name: a DNS-1123 label. */
+static bool dns_label(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}
+
 static int configure(struct drainer *d, int argc, char **argv)
 {
 	struct cmd_serve_config *c = &d->c;
@@ -56,11 +69,35 @@ static int configure(struct drainer *d, int argc, char **argv)
 		    c->listen);
 		return 2;
 	}
+	if (!dns_label(c->operation_namespace)) {
+		(void)fprintf(
+		    stderr,
+		    "nodegate: --operation-namespace \"%s\": expected a namespace name (a "
+		    "DNS-1123 label)\n",
+		    c->operation_namespace ? c->operation_namespace : "");
+		return 2;
+	}
 	struct ng_err kerr = {0};
 	if (kube_config_resolve(c->kubeconfig, c->kube_context, c->allow_insecure_kube_tls != 0,
 				&d->kcfg, &kerr) != NG_OK) {
 		(void)fprintf(stderr, "nodegate: finding the API server: %s\n", kerr.msg);
 		return 2;
+	}
+	/* An operation Job may mount any Secret of its namespace and run privileged: in
+	 * nodegate's own it could read the CA's key and nodegate's token. */
+	const char *own[2] = {c->self_namespace, d->kcfg.ns};
+	for (int i = 0; i < 2; i++) {
+		if (own[i] && strcmp(own[i], c->operation_namespace) == 0) {
+			(void)fprintf(stderr,
+				      "nodegate: --operation-namespace \"%s\" is nodegate's own "
+				      "namespace (%s): operation Jobs there could read nodegate's "
+				      "Secrets; give them a namespace of their own (default "
+				      "nodegate-operations)\n",
+				      c->operation_namespace,
+				      i == 0 ? "--self-namespace" : "the pod's or kubeconfig's");
+			kube_config_finish(&d->kcfg);
+			return 2;
+		}
 	}
 	return 0;
 }
@@ -92,7 +129,8 @@ static int start(struct drainer *d)
 				  .identity = d->identity,
 				  .self_namespace = d->c.self_namespace,
 				  .self_selector = d->c.self_selector,
-				  .operation_service_account = d->c.operation_service_account};
+				  .operation_service_account = d->c.operation_service_account,
+				  .operation_namespace = d->c.operation_namespace};
 	d->drain = d->leader ? drain_start(&dc, &err) : NULL;
 	if (!d->drain) {
 		(void)fprintf(stderr, "nodegate: %s\n", err.msg);

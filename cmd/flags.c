@@ -163,16 +163,19 @@ static const struct flag serve_flags[] = {
      "With --self-signed: label selector of the Validating and Mutating WebhookConfigurations "
      "whose caBundle nodegate writes; no other configuration is touched."},
     {"self-namespace", "NG_SELF_NAMESPACE", F_STR, OFF(self_namespace), "nodegate", 0, 0, "NS",
-     "nodegate's own namespace: its pods there that match --self-selector are never evicted, and "
-     "operation Jobs are created there."},
+     "nodegate's own namespace: its pods there that match --self-selector are never evicted."},
     {"self-selector", "NG_SELF_SELECTOR", F_STR, OFF(self_selector),
      "app.kubernetes.io/name=nodegate", 0, 0, "SELECTOR",
      "Label selector (kubectl -l syntax) of nodegate's own pods in --self-namespace."},
     {"operation-service-account", "NG_OPERATION_SERVICE_ACCOUNT", F_STR,
      OFF(operation_service_account), "nodegate-operation", 0, 0, "NAME",
-     "ServiceAccount in --self-namespace that operation Jobs run as (a request's jobTemplate "
-     "may not name one: that would lend its rights to whoever may create a request). Bind it "
-     "only what the operations need; by default it has no rights."},
+     "ServiceAccount in --operation-namespace that operation Jobs run as (a request's "
+     "jobTemplate may not name one: that would lend its rights to whoever may create a "
+     "request). It has no rights and its pods get no token."},
+    {"operation-namespace", "NG_OPERATION_NAMESPACE", F_STR, OFF(operation_namespace),
+     "nodegate-operations", 0, 0, "NS",
+     "Namespace the operation Jobs are created in. It must not be nodegate's own "
+     "(--self-namespace, or the pod's): an operation there could mount nodegate's Secrets."},
 };
 #undef OFF
 #define NFLAGS (sizeof(serve_flags) / sizeof(serve_flags[0]))
@@ -200,6 +203,7 @@ static const struct {
     {"self-namespace", NULL, NULL},
     {"self-selector", NULL, NULL},
     {"operation-service-account", NULL, NULL},
+    {"operation-namespace", NULL, NULL},
 };
 #define NDRAIN (sizeof(drain_flags) / sizeof(drain_flags[0]))
 

@@ -256,8 +256,9 @@ struct serve {
 	uint16_t admin_port;
 	bool admin_kube_auth; /* --admin-auth resolved: TokenReview + SubjectAccessReview */
 	struct kube_auth *auth;
-	char *client_ca; /* --client-ca, as read */
-	bool live;       /* watching an API server, not serving snapshot files */
+	struct kube_auth *authz; /* the object webhooks' SubjectAccessReviews (live only) */
+	char *client_ca;         /* --client-ca, as read */
+	bool live;               /* watching an API server, not serving snapshot files */
 	struct kube_config kcfg;
 	sigset_t signals; /* blocked in every thread; the main thread waits for them */
 	char *cert, *key; /* PEM, as read; the key is wiped once handed to the server */
@@ -591,7 +592,7 @@ static void server_config(struct serve *s)
 	    .max_connections_per_address = (unsigned)c->max_connections_per_address,
 	    .eviction = s->ev,
 	    .objects = {c->deciders.n ? c->deciders.v : default_deciders,
-			c->deciders.n ? c->deciders.n : 1},
+			c->deciders.n ? c->deciders.n : 1, s->authz},
 	    .watch = s->watch,
 	    .metrics_extra = render_controller,
 	    .metrics_ctx = &s->cm,
@@ -659,6 +660,14 @@ static int start_server(struct serve *s)
 		atomic_store(&s->cm.cert_not_after, exp); /* else GnuTLS judges the file below */
 	if (s->admin_kube_auth && !(s->auth = kube_auth_create(&s->kcfg, NULL, &err))) {
 		(void)fprintf(stderr, "nodegate: --admin-auth kubernetes: %s\n", err.msg);
+		return -1;
+	}
+	/* Who may ask for a privileged operation is the API server's to say, within a timeout
+	 * that leaves the webhook time to answer. Without one (snapshot files) nobody may. */
+	const struct kube_auth_options ao = {.timeout_ms = KUBE_AUTH_ADMISSION_TIMEOUT_MS};
+	if (s->live && !(s->authz = kube_auth_create(&s->kcfg, &ao, &err))) {
+		(void)fprintf(stderr, "nodegate: the object webhooks' access checks: %s\n",
+			      err.msg);
 		return -1;
 	}
 	server_config(s);
@@ -744,6 +753,7 @@ static void shut_down(struct serve *s)
 	selfsigned_stop(s->renewer); /* it hands pairs to the server */
 	srv_destroy(s->srv, s->c.shutdown_grace_seconds * 1000);
 	kube_auth_destroy(s->auth);
+	kube_auth_destroy(s->authz);
 	free(s->client_ca);
 	remediate_stop(s->remediate);
 	gate_stop(s->gate);

@@ -1117,7 +1117,7 @@ static void job_name(const struct req *r, const struct kube_node *n, char *out, 
 static bool operate(struct req *r, const struct kube_node *const *nodes, size_t nn)
 {
 	const char *tpl = r->x->operation.job_template;
-	const char *ns = r->d->cfg.self_namespace ? r->d->cfg.self_namespace : "default";
+	const char *ns = r->d->cfg.operation_namespace ? r->d->cfg.operation_namespace : "default";
 	size_t done = 0;
 	for (size_t i = 0; i < nn; i++) {
 		char name[64], why[320] = "";

@@ -36,6 +36,8 @@ struct drain_config {
 	const char *self_namespace;            /* nodegate's namespace: its pods there are never */
 	const char *self_selector;             /* evicted when they match this selector string */
 	const char *operation_service_account; /* operation Jobs' ServiceAccount (NULL: default) */
+	const char *operation_namespace;       /* where operation Jobs run (NULL: "default"); never
+						* nodegate's own, whose Secrets they could mount */
 };
 
 struct drain;

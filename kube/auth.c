@@ -696,6 +696,209 @@ enum kube_auth_result kube_auth_check(struct kube_auth *a, const char *authoriza
 	return r;
 }
 
+/* ---------------------------------------------------------------- resource checks */
+
+static bool digest_str(EVP_MD_CTX *ctx, const char *s)
+{
+	/* Each string with its NUL: no string holds one, so the sequence is unambiguous. */
+	return EVP_DigestUpdate(ctx, s ? s : "", strlen(s ? s : "") + 1) != 0;
+}
+
+static bool digest_list(EVP_MD_CTX *ctx, const char *const *v, size_t n)
+{
+	bool ok = EVP_DigestUpdate(ctx, &n, sizeof(n)) != 0;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = digest_str(ctx, v[i]);
+	return ok;
+}
+
+/* SHA-256 of the subject and the attributes. The leading "R" keeps these keys apart from the
+ * token checks' (whose first byte is a token character). */
+static ng_status resource_key(struct kube_auth *a, const struct kube_auth_subject *who,
+			      const struct kube_auth_resource *what, uint8_t key[KEY_BYTES],
+			      struct ng_err *err)
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	unsigned n = 0;
+	bool ok = ctx && EVP_DigestInit_ex(ctx, a->sha256, NULL) && digest_str(ctx, "R") &&
+		  digest_str(ctx, who->user) && digest_str(ctx, who->uid) &&
+		  digest_list(ctx, who->groups, who->ngroups) &&
+		  EVP_DigestUpdate(ctx, &who->nextra, sizeof(who->nextra));
+	for (size_t i = 0; ok && i < who->nextra; i++)
+		ok = digest_str(ctx, who->extra[i].key) &&
+		     digest_list(ctx, who->extra[i].values, who->extra[i].nvalues);
+	const char *const attrs[] = {what->verb,        what->group, what->resource,
+				     what->subresource, what->ns,    what->name};
+	for (size_t i = 0; ok && i < sizeof(attrs) / sizeof(attrs[0]); i++)
+		ok = digest_str(ctx, attrs[i]);
+	ok = ok && EVP_DigestFinal_ex(ctx, key, &n) && n == KEY_BYTES;
+	EVP_MD_CTX_free(ctx);
+	return ok ? NG_OK : ng_err_set(err, NG_ENOMEM, 0, "auth: SHA-256 failed");
+}
+
+static bool strs_printable(const char *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!v[i] || !printable(v[i]))
+			return false;
+	return true;
+}
+
+static ng_status check_subject(const struct kube_auth_subject *who,
+			       const struct kube_auth_resource *what, struct ng_err *err)
+{
+	bool ok = who->user && who->user[0] && printable(who->user) &&
+		  (!who->uid || printable(who->uid)) && who->ngroups <= KUBE_AUTH_MAX_GROUPS &&
+		  who->nextra <= KUBE_AUTH_MAX_GROUPS && strs_printable(who->groups, who->ngroups);
+	for (size_t i = 0; ok && i < who->nextra; i++)
+		ok = who->extra[i].key && printable(who->extra[i].key) &&
+		     who->extra[i].nvalues <= KUBE_AUTH_MAX_GROUPS &&
+		     strs_printable(who->extra[i].values, who->extra[i].nvalues);
+	if (!ok)
+		return ng_err_set(err, NG_EINVAL, 0,
+				  "auth: a user without a name, with more than %d groups or extra "
+				  "values, or with bytes outside printable ASCII",
+				  KUBE_AUTH_MAX_GROUPS);
+	ng_status st = check_attr("verb", what->verb, KUBE_AUTH_VERB_MAX_BYTES, err);
+	st = st ? st : check_attr("resource", what->resource, KUBE_AUTH_PATH_MAX_BYTES, err);
+	const char *const opt[] = {what->group, what->subresource, what->ns, what->name};
+	for (size_t i = 0; st == NG_OK && i < sizeof(opt) / sizeof(opt[0]); i++)
+		if (opt[i] && opt[i][0])
+			st = check_attr("attribute", opt[i], KUBE_AUTH_PATH_MAX_BYTES, err);
+	return st;
+}
+
+static void write_strs(struct ng_jw *w, const char *key, const char *const *v, size_t n)
+{
+	ng_jw_key(w, key);
+	ng_jw_arr(w);
+	for (size_t i = 0; i < n; i++)
+		ng_jw_str(w, v[i]);
+	ng_jw_arr_end(w);
+}
+
+static void opt_kstr(struct ng_jw *w, const char *key, const char *v)
+{
+	if (v && v[0])
+		ng_jw_kstr(w, key, v);
+}
+
+static ng_status resource_review_body(const struct kube_auth_subject *who,
+				      const struct kube_auth_resource *what, struct ng_buf *b)
+{
+	struct ng_jw w;
+	ng_jw_init(&w, b);
+	ng_jw_obj(&w);
+	ng_jw_kstr(&w, "apiVersion", "authorization.k8s.io/v1");
+	ng_jw_kstr(&w, "kind", "SubjectAccessReview");
+	ng_jw_key(&w, "spec");
+	ng_jw_obj(&w);
+	ng_jw_key(&w, "resourceAttributes");
+	ng_jw_obj(&w);
+	ng_jw_kstr(&w, "verb", what->verb);
+	opt_kstr(&w, "group", what->group);
+	ng_jw_kstr(&w, "resource", what->resource);
+	opt_kstr(&w, "subresource", what->subresource);
+	opt_kstr(&w, "namespace", what->ns);
+	opt_kstr(&w, "name", what->name);
+	ng_jw_obj_end(&w);
+	ng_jw_kstr(&w, "user", who->user);
+	if (who->ngroups)
+		write_strs(&w, "groups", who->groups, who->ngroups);
+	opt_kstr(&w, "uid", who->uid);
+	if (who->nextra) {
+		ng_jw_key(&w, "extra");
+		ng_jw_obj(&w);
+		for (size_t i = 0; i < who->nextra; i++)
+			write_strs(&w, who->extra[i].key, who->extra[i].values,
+				   who->extra[i].nvalues);
+		ng_jw_obj_end(&w);
+	}
+	ng_jw_obj_end(&w);
+	ng_jw_obj_end(&w);
+	return ng_jw_finish(&w);
+}
+
+/* "create nodedisruptions/privileged-operation in nodegate.io" into @out. */
+static void describe(const struct kube_auth_resource *what, char *out, size_t cap)
+{
+	bool sub = what->subresource && what->subresource[0];
+	bool grp = what->group && what->group[0];
+	ng_fmt(out, cap, "%.32s %.100s%s%.60s%s%.60s", what->verb, what->resource, sub ? "/" : "",
+	       sub ? what->subresource : "", grp ? " in API group " : "", grp ? what->group : "");
+}
+
+static enum kube_auth_result ask_resource(struct kube_auth *a, struct kube_client *c,
+					  const struct kube_auth_subject *who,
+					  const struct kube_auth_resource *what, struct ng_err *err)
+{
+	struct ng_buf body, resp;
+	ng_buf_init(&body, BODY_CAP_BYTES);
+	ng_buf_init(&resp, RESPONSE_CAP_BYTES);
+	cJSON *sar = NULL;
+	enum kube_auth_result r = KUBE_AUTH_ERROR;
+	ng_status st = resource_review_body(who, what, &body);
+	if (st != NG_OK)
+		(void)ng_err_set(err, st, 0, "SubjectAccessReview: body: %s", ng_status_str(st));
+	else if (post_review(a, c, REVIEW_ACCESS, &body, &resp, &sar, err) == NG_OK) {
+		char d[300];
+		describe(what, d, sizeof(d));
+		const cJSON *status = ng_json_get(sar, "status");
+		const cJSON *allowed = ng_json_get(status, "allowed");
+		const cJSON *denied = ng_json_get(status, "denied");
+		if ((allowed && !cJSON_IsBool(allowed)) || (denied && !cJSON_IsBool(denied)) ||
+		    (cJSON_IsTrue(allowed) && cJSON_IsTrue(denied)))
+			(void)ng_err_set(err, NG_EPARSE, 0,
+					 "SubjectAccessReview: status.allowed or denied: not a "
+					 "bool, or both true");
+		else if (cJSON_IsTrue(allowed))
+			r = KUBE_AUTH_ALLOWED;
+		else {
+			r = KUBE_AUTH_FORBIDDEN;
+			(void)ng_err_set(err, NG_EFORBIDDEN, 0, "User \"%.60s\" cannot %s",
+					 who->user, d);
+		}
+	}
+	cJSON_Delete(sar);
+	ng_buf_finish(&body);
+	ng_buf_finish(&resp);
+	return r;
+}
+
+enum kube_auth_result kube_auth_can(struct kube_auth *a, const struct kube_auth_subject *who,
+				    const struct kube_auth_resource *what, struct ng_err *err)
+{
+	uint8_t key[KEY_BYTES];
+	char name[KUBE_AUTH_USERNAME_MAX] = "";
+	enum kube_auth_result r = KUBE_AUTH_ERROR;
+	if (check_subject(who, what, err) != NG_OK || resource_key(a, who, what, key, err) != NG_OK)
+		goto out;
+	if (cache_get(a, key, &r, name)) {
+		ng_prom_add(&a->hits, 1);
+		if (r == KUBE_AUTH_FORBIDDEN) {
+			char d[300];
+			describe(what, d, sizeof(d));
+			(void)ng_err_set(err, NG_EFORBIDDEN, 0, "User \"%.60s\" cannot %s (cached)",
+					 who->user, d);
+		}
+		goto out;
+	}
+	unsigned i = 0;
+	struct kube_client *c = acquire(a, &i);
+	if (!c) {
+		(void)ng_err_set(err, NG_ETIMEDOUT, 0,
+				 "auth: %u checks asked the API server for longer than %lld ms",
+				 a->nclients, (long long)a->timeout_ms);
+		goto out;
+	}
+	r = ask_resource(a, c, who, what, err);
+	release(a, i);
+	cache_put(a, key, r, who->user);
+out:
+	ng_prom_add(&a->checks[r], 1);
+	return r;
+}
+
 /* ---------------------------------------------------------------- metrics */
 
 ng_status kube_auth_render_metrics(struct kube_auth *a, struct ng_buf *out)

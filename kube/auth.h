@@ -117,6 +117,42 @@ enum kube_auth_result kube_auth_check(struct kube_auth *a, const char *authoriza
 				      const char *verb, const char *path,
 				      struct kube_auth_user *ret_user, struct ng_err *err);
 
+/* A user as an AdmissionReview's userInfo gives it (every pointer borrowed for the call). */
+struct kube_auth_extra {
+	const char *key;
+	const char *const *values;
+	size_t nvalues;
+};
+struct kube_auth_subject {
+	const char *user; /* required */
+	const char *uid;  /* NULL or "": none */
+	const char *const *groups;
+	size_t ngroups; /* at most KUBE_AUTH_MAX_GROUPS */
+	const struct kube_auth_extra *extra;
+	size_t nextra; /* at most KUBE_AUTH_MAX_GROUPS keys */
+};
+
+/* What is asked (resourceAttributes); NULL or "" for a field not set. */
+struct kube_auth_resource {
+	const char *verb, *group, *resource, *subresource, *ns, *name;
+};
+
+/* The admission checks' timeout: the webhook answers within the API server's 5 s even after
+ * waiting for a free client. */
+#define KUBE_AUTH_ADMISSION_TIMEOUT_MS 2000
+
+/**
+ * May @who (borrowed) do @what (borrowed)? A SubjectAccessReview with resourceAttributes for
+ * exactly that user (name, uid, groups, extra), cached as kube_auth_check() caches (the key is
+ * a SHA-256 of every field of both): ALLOWED, FORBIDDEN (@err: "User \"alice\" cannot create
+ * resource ..."), or ERROR when the API server could not be asked (the reasons of
+ * kube_auth_check(); NG_EINVAL for a subject without a user, over the bounds above, or a
+ * field that is not printable ASCII). Never UNAUTHENTICATED: @who is already authenticated (the
+ * API server says so in the review). Any thread.
+ */
+enum kube_auth_result kube_auth_can(struct kube_auth *a, const struct kube_auth_subject *who,
+				    const struct kube_auth_resource *what, struct ng_err *err);
+
 /**
  * Appends the authenticator's series to @out: nodegate_auth_checks_total{result} (every
  * check), nodegate_auth_cache_hits_total, nodegate_auth_reviews_total{review, outcome} (requests

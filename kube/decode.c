@@ -1198,11 +1198,133 @@ static bool dns_label_ok(const char *s)
 	return true;
 }
 
+/* A container list @key of pod spec @ps: each container's securityContext that makes the pod
+ * privileged, written to @field (relative to the pod spec). */
+static bool privileged_container(const cJSON *ps, const char *key, char *field, size_t cap)
+{
+	const cJSON *cs = ng_json_get(ps, key);
+	size_t i = 0;
+	for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next, i++) {
+		const cJSON *sc = ng_json_get(c, "securityContext");
+		const cJSON *add = ng_json_get(ng_json_get(sc, "capabilities"), "add");
+		const char *what = cJSON_IsTrue(ng_json_get(sc, "privileged")) ? "privileged"
+				   : cJSON_IsTrue(ng_json_get(sc, "allowPrivilegeEscalation"))
+				       ? "allowPrivilegeEscalation"
+				   : cJSON_IsArray(add) && cJSON_GetArraySize(add) > 0
+				       ? "capabilities.add"
+				       : NULL;
+		if (what) {
+			ng_fmt(field, cap, "%s[%zu].securityContext.%s", key, i, what);
+			return true;
+		}
+	}
+	return false;
+}
+
+bool kube_pod_spec_privileged(const cJSON *ps, char *field, size_t cap)
+{
+	static const char *const host[] = {"hostPID", "hostNetwork", "hostIPC"};
+	for (size_t k = 0; k < sizeof(host) / sizeof(host[0]); k++) {
+		if (cJSON_IsTrue(ng_json_get(ps, host[k]))) {
+			ng_fmt(field, cap, "%s", host[k]);
+			return true;
+		}
+	}
+	const cJSON *vs = ng_json_get(ps, "volumes");
+	size_t i = 0;
+	for (const cJSON *v = cJSON_IsArray(vs) ? vs->child : NULL; v; v = v->next, i++) {
+		const cJSON *hp = ng_json_get(v, "hostPath");
+		if (hp && !cJSON_IsNull(hp)) {
+			ng_fmt(field, cap, "volumes[%zu].hostPath", i);
+			return true;
+		}
+	}
+	static const char *const lists[] = {"initContainers", "containers", "ephemeralContainers"};
+	for (size_t k = 0; k < sizeof(lists) / sizeof(lists[0]); k++)
+		if (privileged_container(ps, lists[k], field, cap))
+			return true;
+	return false;
+}
+
+/* A container list @key of pod spec @ps: an environment variable taken from a Secret. */
+static bool secret_env(const cJSON *ps, const char *key, char *field, size_t cap)
+{
+	const cJSON *cs = ng_json_get(ps, key);
+	size_t i = 0;
+	for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next, i++) {
+		const cJSON *env = ng_json_get(c, "env"), *from = ng_json_get(c, "envFrom");
+		size_t k = 0;
+		for (const cJSON *e = cJSON_IsArray(env) ? env->child : NULL; e; e = e->next, k++) {
+			const cJSON *ref = ng_json_get(ng_json_get(e, "valueFrom"), "secretKeyRef");
+			if (ref && !cJSON_IsNull(ref)) {
+				ng_fmt(field, cap, "%s[%zu].env[%zu].valueFrom.secretKeyRef", key,
+				       i, k);
+				return true;
+			}
+		}
+		k = 0;
+		for (const cJSON *e = cJSON_IsArray(from) ? from->child : NULL; e;
+		     e = e->next, k++) {
+			const cJSON *ref = ng_json_get(e, "secretRef");
+			if (ref && !cJSON_IsNull(ref)) {
+				ng_fmt(field, cap, "%s[%zu].envFrom[%zu].secretRef", key, i, k);
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+const char *kube_pod_spec_forbidden(const cJSON *ps, char *field, size_t cap)
+{
+	static const char secrets[] = "not allowed: an operation may not read Secrets";
+	static const char tokens[] = "not allowed: an operation gets no service account token";
+	if (cJSON_IsTrue(ng_json_get(ps, "automountServiceAccountToken"))) {
+		ng_fmt(field, cap, "automountServiceAccountToken");
+		return tokens;
+	}
+	const cJSON *vs = ng_json_get(ps, "volumes");
+	size_t i = 0;
+	for (const cJSON *v = cJSON_IsArray(vs) ? vs->child : NULL; v; v = v->next, i++) {
+		const cJSON *sec = ng_json_get(v, "secret");
+		if (sec && !cJSON_IsNull(sec)) {
+			ng_fmt(field, cap, "volumes[%zu].secret", i);
+			return secrets;
+		}
+		const cJSON *srcs = ng_json_get(ng_json_get(v, "projected"), "sources");
+		size_t k = 0;
+		for (const cJSON *p = cJSON_IsArray(srcs) ? srcs->child : NULL; p;
+		     p = p->next, k++) {
+			const cJSON *ps_sec = ng_json_get(p, "secret");
+			const cJSON *tok = ng_json_get(p, "serviceAccountToken");
+			if (ps_sec && !cJSON_IsNull(ps_sec)) {
+				ng_fmt(field, cap, "volumes[%zu].projected.sources[%zu].secret", i,
+				       k);
+				return secrets;
+			}
+			if (tok && !cJSON_IsNull(tok)) {
+				ng_fmt(field, cap,
+				       "volumes[%zu].projected.sources[%zu].serviceAccountToken", i,
+				       k);
+				return tokens;
+			}
+		}
+	}
+	static const char *const lists[] = {"initContainers", "containers", "ephemeralContainers"};
+	for (size_t k = 0; k < sizeof(lists) / sizeof(lists[0]); k++)
+		if (secret_env(ps, lists[k], field, cap))
+			return secrets;
+	return NULL;
+}
+
 /* What a Job needs of jobTemplate @jt (an object) to be created at all: spec.template.spec with
  * at least one container, each named (a DNS-1123 label) and with an image. The rest of the
  * template is the API server's to check when the drainer creates the Job; these are the
- * mistakes that would otherwise surface only then, after the node was drained. */
-static void nd_job_template(const cJSON *jt, struct ng_err *verr)
+ * mistakes that would otherwise surface only then, after the node was drained. Also what an
+ * operation may never hold (kube_pod_spec_forbidden()), and whether it is privileged (into
+ * @op->privileged, from @c's arena). */
+static ng_status nd_job_template(struct ctx *c, const cJSON *jt, struct kube_nd_operation *op,
+				 struct ng_err *verr)
 {
 	static const char *const path[] = {"spec", "template", "spec"};
 	char field[160] = "spec.operation.jobTemplate";
@@ -1215,7 +1337,7 @@ static void nd_job_template(const cJSON *jt, struct ng_err *verr)
 			break;
 		if (!cJSON_IsObject(o)) {
 			problem(verr, "%s: expected an object", field);
-			return;
+			return NG_OK;
 		}
 	}
 	/* The Job runs as the drainer's operation ServiceAccount: a template naming another
@@ -1232,26 +1354,37 @@ static void nd_job_template(const cJSON *jt, struct ng_err *verr)
 			    "the operation needs",
 			    sa[k]);
 	}
+	/* Secrets and tokens: what an operation could read beyond the node itself. */
+	char sub[112];
+	const char *why = cJSON_IsObject(o) ? kube_pod_spec_forbidden(o, sub, sizeof(sub)) : NULL;
+	if (why)
+		problem(verr, "spec.operation.jobTemplate.spec.template.spec.%s: %s", sub, why);
+	if (cJSON_IsObject(o) && kube_pod_spec_privileged(o, sub, sizeof(sub))) {
+		ng_fmt(field, sizeof(field), "spec.operation.jobTemplate.spec.template.spec.%s",
+		       sub);
+		if (!(op->privileged = ng_arena_strndup(c->arena, field, strlen(field))))
+			return fail(c, NG_ENOMEM, "spec.operation.jobTemplate", "out of memory");
+	}
 	const cJSON *cs = o && !cJSON_IsNull(o) ? ng_json_get(o, "containers") : NULL;
 	if (cs && !cJSON_IsNull(cs) && !cJSON_IsArray(cs)) {
 		problem(verr,
 			"spec.operation.jobTemplate.spec.template.spec.containers: expected an "
 			"array");
-		return;
+		return NG_OK;
 	}
 	if (!cJSON_IsArray(cs) || cJSON_GetArraySize(cs) == 0) {
 		problem(verr, "spec.operation.jobTemplate.spec.template.spec.containers: required: "
 			      "at least one container, with a name and an image");
-		return;
+		return NG_OK;
 	}
 	size_t i = 0;
-	for (const cJSON *c = cs->child; c; c = c->next, i++) {
-		const char *name = ng_json_str(c, "name"), *image = ng_json_str(c, "image");
+	for (const cJSON *ct = cs->child; ct; ct = ct->next, i++) {
+		const char *name = ng_json_str(ct, "name"), *image = ng_json_str(ct, "image");
 		ng_fmt(field, sizeof(field),
 		       "spec.operation.jobTemplate.spec.template.spec."
 		       "containers[%zu]",
 		       i);
-		if (!cJSON_IsObject(c))
+		if (!cJSON_IsObject(ct))
 			problem(verr, "%s: expected an object", field);
 		else if (!name || !*name)
 			problem(verr, "%s.name: required", field);
@@ -1263,8 +1396,9 @@ static void nd_job_template(const cJSON *jt, struct ng_err *verr)
 		else if (!image || !*image)
 			problem(verr, "%s.image: required", field);
 		if (verr->status != NG_OK)
-			return;
+			return NG_OK;
 	}
+	return NG_OK;
 }
 
 /* spec.operation into @op. */
@@ -1287,10 +1421,12 @@ static ng_status nd_operation(struct ctx *c, const cJSON *j, struct kube_nd_oper
 		problem(verr, "spec.operation.jobTemplate: expected an object");
 		return NG_OK;
 	}
-	nd_job_template(jt, verr);
+	ng_status st = nd_job_template(c, jt, op, verr);
+	if (st != NG_OK)
+		return st;
 	struct ng_buf b;
 	ng_buf_init(&b, NG_MAX_BODY_BYTES);
-	ng_status st = canonical_json(c, jt, &b);
+	st = canonical_json(c, jt, &b);
 	if (st == NG_OK && !(op->job_template = ng_arena_strndup(c->arena, b.data, b.len)))
 		st = NG_ENOMEM;
 	ng_buf_finish(&b);
@@ -2342,6 +2478,49 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 	return intern(c, verr.msg, &g->error);
 }
 
+/* The author annotations of @meta (KUBE_AUTHOR_ANNOTATION, KUBE_AUTHOR_GROUPS_ANNOTATION) into
+ * @a: no author unless both are there and the groups are a JSON array of at most
+ * KUBE_MAX_AUTHOR_GROUPS strings in at most KUBE_MAX_AUTHOR_GROUPS_BYTES. */
+static ng_status decode_author(struct ctx *c, const cJSON *meta, struct kube_author *a)
+{
+	a->name = NG_INTERN_NONE;
+	a->ngroups = 0;
+	a->groups = NULL;
+	const cJSON *ann = ng_json_get(meta, "annotations");
+	const char *by = ng_json_str(ann, KUBE_AUTHOR_ANNOTATION);
+	const char *gs = ng_json_str(ann, KUBE_AUTHOR_GROUPS_ANNOTATION);
+	size_t len = gs ? strnlen(gs, KUBE_MAX_AUTHOR_GROUPS_BYTES + 1) : 0;
+	if (!by || !*by || !gs || len > KUBE_MAX_AUTHOR_GROUPS_BYTES)
+		return NG_OK;
+	cJSON *root = NULL;
+	struct ng_err e = {0};
+	if (ng_json_parse(gs, len, NULL, &root, &e) != NG_OK || !cJSON_IsArray(root) ||
+	    cJSON_GetArraySize(root) > KUBE_MAX_AUTHOR_GROUPS) {
+		cJSON_Delete(root);
+		return NG_OK;
+	}
+	size_t n = (size_t)cJSON_GetArraySize(root), i = 0;
+	uint32_t *ids = n ? alloc(c, n * sizeof(*ids)) : NULL;
+	ng_status st =
+	    n && !ids ? fail(c, NG_ENOMEM, "metadata.annotations", "out of memory") : NG_OK;
+	for (const cJSON *g = root->child; st == NG_OK && g; g = g->next, i++) {
+		if (!cJSON_IsString(g)) {
+			cJSON_Delete(root);
+			return NG_OK;
+		}
+		st = intern(c, g->valuestring, &ids[i]);
+	}
+	cJSON_Delete(root);
+	st = st ? st : intern(c, by, &a->name);
+	if (st != NG_OK) {
+		a->name = NG_INTERN_NONE;
+		return st;
+	}
+	a->ngroups = (uint16_t)n;
+	a->groups = ids;
+	return NG_OK;
+}
+
 /* A NodeDisruptionTemplate: its spec kept whole (canonical JSON) for the requests, and checked
  * as a request's spec.drain and spec.operation are, so a broken template is reported on the
  * NodeRemediation instead of as a refused create per node. */
@@ -2366,6 +2545,8 @@ static ng_status decode_ndt(struct ctx *c, const cJSON *o, uint32_t name)
 	    prio <= INT32_MAX)
 		t->priority = (int32_t)prio;
 	t->retry = cJSON_IsTrue(ng_json_get(ng_json_get(spec, "retry"), "enabled"));
+	t->privileged = op.privileged;
+	st = st ? st : decode_author(c, ng_json_get(o, "metadata"), &t->author);
 	const char *type = ng_json_str(spec, "type"), *req = ng_json_str(spec, "requestor");
 	if (st == NG_OK && type)
 		st = intern(c, type, &t->type);
@@ -2531,6 +2712,7 @@ static ng_status decode_nrem(struct ctx *c, const cJSON *o, uint32_t name)
 	struct ng_err verr = {0};
 	const cJSON *spec = ng_json_get(o, "spec");
 	ng_status st = nrem_meta(c, ng_json_get(o, "metadata"), name, r, &verr);
+	st = st ? st : decode_author(c, ng_json_get(o, "metadata"), &r->author);
 	if (st == NG_OK && verr.status == NG_OK) {
 		st = kube_decode_selector(c->pool, c->arena, ng_json_get(spec, "nodeSelector"),
 					  "spec.nodeSelector", &r->node_selector, &verr);
@@ -2889,4 +3071,5 @@ ONE_ACCESSOR(kube_one_adb, struct kube_adb, KUBE_RES_ADBS, adb)
 ONE_ACCESSOR(kube_one_ndb, struct kube_ndb, KUBE_RES_NDBS, ndb)
 ONE_ACCESSOR(kube_one_ngc, struct kube_ngc, KUBE_RES_NGCS, ngc)
 ONE_ACCESSOR(kube_one_nrem, struct kube_nrem, KUBE_RES_NREMS, nrem)
+ONE_ACCESSOR(kube_one_ndt, struct kube_ndt, KUBE_RES_NDTS, ndt)
 #undef ONE_ACCESSOR

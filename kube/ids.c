@@ -163,6 +163,12 @@ static void ngc(kube_id_fn fn, void *ctx, const struct kube_ngc *g)
 	selector(fn, ctx, &g->protected_job_pods);
 }
 
+static void author(kube_id_fn fn, void *ctx, const struct kube_author *a)
+{
+	fn(ctx, a->name);
+	ids(fn, ctx, a->groups, a->ngroups);
+}
+
 static void nrem(kube_id_fn fn, void *ctx, const struct kube_nrem *r)
 {
 	fn(ctx, r->name);
@@ -178,6 +184,7 @@ static void nrem(kube_id_fn fn, void *ctx, const struct kube_nrem *r)
 		fn(ctx, r->last[i].node);
 		fn(ctx, r->last[i].request);
 	}
+	author(fn, ctx, &r->author);
 }
 
 void kube_record_ids(enum kube_resource r, const void *rec, kube_id_fn fn, void *ctx)
@@ -213,6 +220,7 @@ void kube_record_ids(enum kube_resource r, const void *rec, kube_id_fn fn, void 
 		fn(ctx, ((const struct kube_ndt *)rec)->error);
 		fn(ctx, ((const struct kube_ndt *)rec)->type);
 		fn(ctx, ((const struct kube_ndt *)rec)->requestor);
+		author(fn, ctx, &((const struct kube_ndt *)rec)->author);
 		break;
 	case KUBE_RES_NREMS:
 		nrem(fn, ctx, rec);

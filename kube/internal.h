@@ -287,4 +287,16 @@ NG_NODISCARD ng_status kube_lines_feed(struct kube_lines *l, const char *p, size
 NG_NODISCARD ng_status kube_parse_scratch(const char *buf, size_t len, struct ng_arena **ret_arena,
 					  struct cJSON **ret_root, struct ng_err *reterr);
 
+/* What an operation Job's pod spec @ps (a JobTemplateSpec's spec.template.spec, borrowed) may
+ * never hold, webhook or not: a Secret volume or projected source, a projected service account
+ * token, automountServiceAccountToken true, an env or envFrom from a Secret. NULL when none;
+ * else why, with the field relative to @ps written to @field (@cap bytes). Any thread. */
+const char *kube_pod_spec_forbidden(const struct cJSON *ps, char *field, size_t cap);
+
+/* Whether pod spec @ps (borrowed) is privileged: hostPID, hostNetwork, hostIPC, a hostPath
+ * volume, or an (init, ephemeral) container whose securityContext sets privileged or
+ * allowPrivilegeEscalation true or adds capabilities. The first such field, relative to @ps,
+ * goes to @field (@cap bytes). Any thread. */
+bool kube_pod_spec_privileged(const struct cJSON *ps, char *field, size_t cap);
+
 #endif

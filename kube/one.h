@@ -63,5 +63,6 @@ const struct kube_adb *kube_one_adb(const struct kube_one *one);
 const struct kube_ndb *kube_one_ndb(const struct kube_one *one);
 const struct kube_ngc *kube_one_ngc(const struct kube_one *one);
 const struct kube_nrem *kube_one_nrem(const struct kube_one *one);
+const struct kube_ndt *kube_one_ndt(const struct kube_one *one);
 
 #endif

@@ -277,6 +277,11 @@ struct kube_nd_operation {
 	 * object keys sorted, so equal templates are equal strings; NULL when absent. */
 	const char *job_template;
 	bool wait_for_reboot; /* default false */
+	/* The first field that makes the operation privileged (hostPID, hostNetwork, hostIPC, a
+	 * hostPath volume, or a container's securityContext privileged, allowPrivilegeEscalation
+	 * or capabilities.add), as "spec.template.spec.hostPID"; NULL when none. Only requestors
+	 * allowed `create` on nodedisruptions/privileged-operation may ask for one (admission). */
+	const char *privileged;
 };
 
 /* One status.disruptedDisruptionBudgets entry: a budget's verdict in the decision. */
@@ -520,6 +525,26 @@ struct kube_ngc {
 /* The label on a NodeDisruption a NodeRemediation created, valued with its name; the finalizer
  * that keeps a NodeRemediation until its requests are done. */
 #define KUBE_REMEDIATION_LABEL "nodegate.io/remediation"
+
+/* The annotations the author webhook (/mutate/author) writes on NodeDisruptionTemplates and
+ * NodeRemediations at create and at every change of their spec: the user's name, and the
+ * user's groups as a compact JSON array of strings. */
+#define KUBE_AUTHOR_ANNOTATION "nodegate.io/created-by"
+#define KUBE_AUTHOR_GROUPS_ANNOTATION "nodegate.io/created-by-groups"
+/* Groups recorded for an author: enough for any real user (a handful, OIDC users a few dozen);
+ * a user in more is refused rather than recorded with some dropped, since the groups are what
+ * the author's rights are checked with later. 8 KiB bounds the annotation. */
+#define KUBE_MAX_AUTHOR_GROUPS 256
+#define KUBE_MAX_AUTHOR_GROUPS_BYTES 8192
+
+/* Who wrote an object's spec, from its author annotations. @name is NG_INTERN_NONE when the
+ * annotations are absent or the groups annotation is not a JSON array of at most
+ * KUBE_MAX_AUTHOR_GROUPS strings (then no author is known: decide as for none). */
+struct kube_author {
+	uint32_t name; /* nodegate.io/created-by: intern id */
+	uint16_t ngroups;
+	const uint32_t *groups; /* nodegate.io/created-by-groups: intern ids, in their order */
+};
 #define KUBE_REMEDIATION_FINALIZER "nodegate.io/remediation"
 
 /* A NodeDisruptionTemplate: what a NodeRemediation's requests are made of. */
@@ -536,6 +561,9 @@ struct kube_ndt {
 	uint32_t type, requestor;
 	int32_t priority;
 	bool retry;
+	/* spec.operation's first privileged field (struct kube_nd_operation); NULL when none. */
+	const char *privileged;
+	struct kube_author author; /* who last wrote the spec */
 };
 
 /* One NodeRemediation spec.rule.conditions entry. */
@@ -580,6 +608,7 @@ struct kube_nrem {
 	int64_t storm_since_ms;
 	uint16_t nlast;
 	const struct kube_rem_last *last; /* status.lastRemediated */
+	struct kube_author author;        /* who last wrote the spec */
 };
 
 /* A policy/v1 PodDisruptionBudget: what NodeGateConfig respectPodDisruptionBudgets weighs a

@@ -8,6 +8,7 @@
 #include "common/jw.h"
 #include "common/log.h"
 #include "kube/client.h"
+#include "kube/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -368,7 +369,7 @@ static bool add_toleration(cJSON *list, const char *key, const char *value, cons
 	return ok && (!effect || cJSON_AddStringToObject(t, "effect", effect) != NULL);
 }
 
-/* The Job object of @j from the parsed template @tpl (changed in place). */
+/* The Job object of @j from the parsed template @tpl (changed in place). False on OOM. */
 static bool job_object(cJSON *tpl, const struct kube_job_spec *j)
 {
 	cJSON *meta = object_at(tpl, "metadata"), *spec = object_at(tpl, "spec");
@@ -394,6 +395,10 @@ static bool job_object(cJSON *tpl, const struct kube_job_spec *j)
 	cJSON_DeleteItemFromObjectCaseSensitive(pod_spec, "serviceAccount");
 	if (j->service_account &&
 	    !put(pod_spec, "serviceAccountName", cJSON_CreateString(j->service_account)))
+		return false;
+	/* Nor does it get a token to call the API server with (kube_create_job() refuses a
+	 * template that asks for one, or for a Secret). */
+	if (!put(pod_spec, "automountServiceAccountToken", cJSON_CreateFalse()))
 		return false;
 	/* Finished Jobs would pile up, one per node per maintenance: Kubernetes removes this one a
 	 * day after it finishes (time to read its logs) unless the template says otherwise. */
@@ -428,6 +433,20 @@ void kube_create_job(struct kube_client *c, const char *template_json,
 	    !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(tpl, "spec"))) {
 		cJSON_Delete(tpl);
 		(void)ng_err_set(&ret->err, NG_EPARSE, 0, "jobTemplate: not an object with a spec");
+		return;
+	}
+	/* The object webhook refuses these; a request admitted without it must not get them. */
+	char field[112];
+	const cJSON *ps = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tpl, "spec"),
+					     "template"),
+	    "spec");
+	const char *why =
+	    cJSON_IsObject(ps) ? kube_pod_spec_forbidden(ps, field, sizeof(field)) : NULL;
+	if (why) {
+		cJSON_Delete(tpl);
+		(void)ng_err_set(&ret->err, NG_EPARSE, 0, "jobTemplate: spec.template.spec.%s: %s",
+				 field, why);
 		return;
 	}
 	char *text = job_object(tpl, j) ? cJSON_PrintUnformatted(tpl) : NULL;

@@ -6,6 +6,7 @@
 #include "common/intern.h"
 #include "common/json.h"
 #include "common/parse.h"
+#include "kube/auth.h"
 #include "kube/records.h"
 #include "kube/one.h"
 #include "kube/snapshot.h"
@@ -13,6 +14,7 @@
 #include "policy/plan.h"
 #include "policy/validate.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -176,6 +178,212 @@ static bool decides(const struct srv_object_config *cfg, const char *user)
 	return false;
 }
 
+/* Denies @a with @code and the message "Kind name: ...". */
+static void refuse(struct srv_object_admission *a, const struct srv_review *r, int32_t code,
+		   const char *fmt, ...) NG_PRINTF(4, 5);
+static void refuse(struct srv_object_admission *a, const struct srv_review *r, int32_t code,
+		   const char *fmt, ...)
+{
+	char m[sizeof(a->message)];
+	va_list ap;
+	va_start(ap, fmt);
+	(void)vsnprintf(m, sizeof(m), fmt, ap);
+	va_end(ap);
+	a->allowed = false;
+	a->code = code;
+	ng_fmt(a->message, sizeof(a->message), "%s %s%s%s: %s", r->kind_kind, r->ns,
+	       *r->ns ? "/" : "", r->name, m);
+}
+
+/* Refuses a privileged operation (its first privileged field @field) unless the review's user
+ * may create nodedisruptions/privileged-operation, asked of the API server. */
+static void check_privileged(struct srv_object_admission *a, const struct srv_review *r,
+			     const struct srv_object_config *cfg, const char *field)
+{
+	static const struct kube_auth_resource what = {SRV_PRIVILEGED_VERB,
+						       SRV_PRIVILEGED_GROUP,
+						       SRV_PRIVILEGED_RESOURCE,
+						       SRV_PRIVILEGED_SUBRESOURCE,
+						       NULL,
+						       NULL};
+	static const char grant[] = "a privileged operation is allowed only to users RBAC allows "
+				    "verb create on nodedisruptions/privileged-operation in API "
+				    "group nodegate.io";
+	struct ng_err e = {0};
+	if (!cfg->authz) {
+		refuse(a, r, 403,
+		       "%s: %s, which could not be checked: nodegate runs without an API server",
+		       field, grant);
+		return;
+	}
+	if (!*r->username || r->user_over) {
+		refuse(a, r, 403, "%s: %s, which could not be checked: the request's user is %s",
+		       field, grant,
+		       *r->username ? "in too many groups to ask about" : "not named");
+		return;
+	}
+	enum kube_auth_result res = kube_auth_can(cfg->authz, &r->user, &what, &e);
+	if (res == KUBE_AUTH_ALLOWED)
+		return;
+	if (res == KUBE_AUTH_FORBIDDEN)
+		refuse(a, r, 403, "%s: %s: %s", field, grant, e.msg);
+	else
+		refuse(a, r, 403, "%s: %s, which could not be checked: %s", field, grant, e.msg);
+}
+
+/* The author groups annotation's value for the review's user: a compact JSON array, in the
+ * arena. NULL when the user's groups are over the bounds (KUBE_MAX_AUTHOR_GROUPS,
+ * KUBE_MAX_AUTHOR_GROUPS_BYTES, or not all known), or on ENOMEM (*@ret_st). */
+static const char *groups_json(const struct srv_review *r, struct ng_arena *arena,
+			       ng_status *ret_st)
+{
+	*ret_st = NG_OK;
+	if (r->user_over || r->user.ngroups > KUBE_MAX_AUTHOR_GROUPS)
+		return NULL;
+	struct ng_buf b;
+	ng_buf_init(&b, KUBE_MAX_AUTHOR_GROUPS_BYTES);
+	ng_status st = ng_buf_puts(&b, "[");
+	for (size_t i = 0; st == NG_OK && i < r->user.ngroups; i++) {
+		st = i ? ng_buf_puts(&b, ",") : NG_OK;
+		st = st ? st : ng_buf_json_str(&b, r->user.groups[i], strlen(r->user.groups[i]));
+	}
+	st = st ? st : ng_buf_puts(&b, "]");
+	const char *out = st == NG_OK ? ng_arena_strndup(arena, b.data, b.len) : NULL;
+	if (st == NG_OK && !out)
+		st = NG_ENOMEM;
+	ng_buf_finish(&b);
+	*ret_st = st == NG_ELIMIT ? NG_OK : st;
+	return out;
+}
+
+/* The author annotations the review's object must carry: the user's at create and at a change
+ * of spec (not through the status subresource), else the stored ones (NULL: absent). False,
+ * with the object refused, when the user cannot be recorded; NG_ENOMEM in *@ret_st. */
+static bool wanted_author(struct srv_object_admission *a, const struct srv_review *r,
+			  struct ng_arena *arena, const char **ret_author, const char **ret_groups,
+			  ng_status *ret_st)
+{
+	*ret_st = NG_OK;
+	bool create = strcmp(r->operation, "CREATE") == 0;
+	if (!create && (*r->sub_resource || !r->spec_changed)) {
+		*ret_author = r->old_author;
+		*ret_groups = r->old_author_groups;
+		return true;
+	}
+	if (!*r->username) {
+		refuse(a, r, 403, "metadata.annotations[%s]: the request names no user to record",
+		       KUBE_AUTHOR_ANNOTATION);
+		return false;
+	}
+	*ret_author = r->username;
+	*ret_groups = groups_json(r, arena, ret_st);
+	if (*ret_st != NG_OK)
+		return false;
+	if (!*ret_groups) {
+		refuse(a, r, 403,
+		       "metadata.annotations[%s]: user %.100s is in more groups than nodegate "
+		       "records for an author (%d, %d bytes as JSON); the author's rights are "
+		       "checked with them, so none is left out",
+		       KUBE_AUTHOR_GROUPS_ANNOTATION, r->username, KUBE_MAX_AUTHOR_GROUPS,
+		       KUBE_MAX_AUTHOR_GROUPS_BYTES);
+		return false;
+	}
+	return true;
+}
+
+static bool same(const char *x, const char *y)
+{
+	return (!x && !y) || (x && y && strcmp(x, y) == 0);
+}
+
+/* /validate/authored: the author annotations are what /mutate/author writes; a template is
+ * refused as a request with its spec would be, and its privileged operation as its user may. */
+static ng_status judge_authored(struct srv_object_admission *a, const struct srv_review *r,
+				struct ng_arena *arena, const struct srv_object_config *cfg)
+{
+	const char *author = NULL, *groups = NULL;
+	ng_status st;
+	if (!wanted_author(a, r, arena, &author, &groups, &st))
+		return st;
+	if (!same(author, r->author) || !same(groups, r->author_groups)) {
+		refuse(a, r, 403,
+		       "metadata.annotations: %s and %s record who wrote the spec; only "
+		       "nodegate's author webhook (/mutate/author) sets them",
+		       KUBE_AUTHOR_ANNOTATION, KUBE_AUTHOR_GROUPS_ANNOTATION);
+		return NG_OK;
+	}
+	/* A template's spec is judged when it is written: metadata changes of one stored before
+	 * these checks existed stay possible. */
+	if (strcmp(r->kind_kind, "NodeDisruptionTemplate") != 0 || *r->sub_resource ||
+	    !r->spec_changed)
+		return NG_OK;
+	if (!r->object) {
+		refuse(a, r, r->object_err.status == NG_ENOMEM ? 500 : 422, "%s",
+		       r->object_err.msg);
+		return NG_OK;
+	}
+	const struct kube_ndt *t = kube_one_ndt(r->object);
+	if (t && t->error != NG_INTERN_NONE) {
+		refuse(a, r, 422, "%s", ng_intern_str(kube_one_pool(r->object), t->error, NULL));
+		return NG_OK;
+	}
+	if (t && t->privileged)
+		check_privileged(a, r, cfg, t->privileged);
+	return NG_OK;
+}
+
+/* /mutate/author: the JSONPatch that sets the author annotations to what they must be. */
+static ng_status author_patch(struct srv_object_admission *a, const struct srv_review *r,
+			      struct ng_arena *arena, struct ng_buf *b)
+{
+	const char *want[2] = {NULL, NULL};
+	ng_status st;
+	if (!wanted_author(a, r, arena, &want[0], &want[1], &st))
+		return st;
+	const char *have[2] = {r->author, r->author_groups};
+	static const char *const keys[2] = {KUBE_AUTHOR_ANNOTATION, KUBE_AUTHOR_GROUPS_ANNOTATION};
+	static const char *const paths[2] = {
+	    "/metadata/annotations/nodegate.io~1created-by",
+	    "/metadata/annotations/nodegate.io~1created-by-groups"};
+	bool any = false;
+	st = NG_OK;
+	if (!r->object_has_annotations) {
+		if (!want[0] && !want[1])
+			return NG_OK; /* nothing stored, nothing there */
+		st = ng_buf_puts(b,
+				 "[{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":{");
+		for (int k = 0; st == NG_OK && k < 2; k++) {
+			if (!want[k])
+				continue;
+			st = k && want[0] ? ng_buf_puts(b, ",") : NG_OK;
+			st = st ? st : ng_buf_json_str(b, keys[k], strlen(keys[k]));
+			st = st ? st : ng_buf_puts(b, ":");
+			st = st ? st : ng_buf_json_str(b, want[k], strlen(want[k]));
+		}
+		st = st ? st : ng_buf_puts(b, "}}]");
+		a->patched = st == NG_OK;
+		return st;
+	}
+	for (int k = 0; st == NG_OK && k < 2; k++) {
+		if (same(want[k], have[k]))
+			continue;
+		st = ng_buf_puts(b, any ? ",{\"op\":" : "[{\"op\":");
+		st = st ? st : ng_buf_puts(b, want[k] ? "\"add\"" : "\"remove\"");
+		st = st ? st : ng_buf_puts(b, ",\"path\":");
+		st = st ? st : ng_buf_json_str(b, paths[k], strlen(paths[k]));
+		if (want[k]) {
+			st = st ? st : ng_buf_puts(b, ",\"value\":");
+			st = st ? st : ng_buf_json_str(b, want[k], strlen(want[k]));
+		}
+		st = st ? st : ng_buf_puts(b, "}");
+		any = true;
+	}
+	if (st == NG_OK && any)
+		st = ng_buf_puts(b, "]");
+	a->patched = st == NG_OK && any;
+	return st;
+}
+
 /* The object webhooks' checks: NG_OK, or why the request is refused. */
 static ng_status judge(enum srv_object_webhook wh, const struct srv_review *r,
 		       const struct kube_snapshot *snap, const struct srv_object_config *cfg,
@@ -223,11 +431,22 @@ ng_status srv_admit_object(enum srv_object_webhook wh, const char *body, size_t 
 	ng_status verdict = NG_OK;
 	struct ng_buf patch;
 	ng_buf_init(&patch, 64 * 1024);
-	if ((wh == SRV_OBJ_BUDGET && ours && !nd && (create || update) && !*sub) ||
+	bool authored = ours && (strcmp(r->kind_kind, "NodeDisruptionTemplate") == 0 ||
+				 strcmp(r->kind_kind, "NodeRemediation") == 0);
+	if ((wh == SRV_OBJ_BUDGET && ours && !nd && !authored && (create || update) && !*sub) ||
 	    (wh == SRV_OBJ_ND && nd && (create || update) && !*sub) ||
 	    (wh == SRV_OBJ_ND_STATUS && nd && update && strcmp(sub, "status") == 0))
 		verdict = judge(wh, r, snap, cfg, a.warning, sizeof(a.warning), &why);
-	else if (wh == SRV_OBJ_ND_MUTATE && nd && create && !*sub && *r->username) {
+	else if ((wh == SRV_OBJ_AUTHORED || wh == SRV_OBJ_AUTHOR_MUTATE) && authored &&
+		 (create || update) && (!*sub || strcmp(sub, "status") == 0)) {
+		st = wh == SRV_OBJ_AUTHORED ? judge_authored(&a, r, arena, cfg)
+					    : author_patch(&a, r, arena, &patch);
+		if (st != NG_OK) {
+			ng_buf_finish(&patch);
+			srv_review_finish(&a.review);
+			return ng_err_set(reterr, st, 0, "answering: %s", ng_status_str(st));
+		}
+	} else if (wh == SRV_OBJ_ND_MUTATE && nd && create && !*sub && *r->username) {
 		if ((st = created_by_patch(r, &patch)) != NG_OK) {
 			ng_buf_finish(&patch);
 			srv_review_finish(&a.review);
@@ -236,6 +455,17 @@ ng_status srv_admit_object(enum srv_object_webhook wh, const char *body, size_t 
 		}
 		a.patched = true;
 	}
+	/* A request that asks for a privileged operation (at create, or by changing it). */
+	const struct kube_nd *ndr =
+	    wh == SRV_OBJ_ND && verdict == NG_OK && nd && !*sub && (create || update)
+		? kube_one_nd(r->object)
+		: NULL;
+	const struct kube_nd *oldr = update ? kube_one_nd(r->old_object) : NULL;
+	const char *tpl = ndr && ndr->detail ? ndr->detail->operation.job_template : NULL;
+	const char *old_tpl = oldr && oldr->detail ? oldr->detail->operation.job_template : NULL;
+	if (ndr && ndr->detail && ndr->detail->operation.privileged &&
+	    (create || !old_tpl || strcmp(tpl, old_tpl) != 0))
+		check_privileged(&a, r, cfg, ndr->detail->operation.privileged);
 	if (verdict != NG_OK) {
 		a.allowed = false;
 		/* Forbidden to this user or by the policy: 403; anything else is invalid. */

@@ -9,6 +9,7 @@
 
 struct ng_arena;
 struct ng_buf;
+struct kube_auth;
 
 /* What one admission call decided, for the log line and metrics. */
 struct srv_admission {
@@ -35,12 +36,29 @@ enum srv_object_webhook {
 	SRV_OBJ_ND,        /* POST /validate/nodedisruption: CREATE/UPDATE */
 	SRV_OBJ_ND_STATUS, /* POST /validate/nodedisruption-status: UPDATE of .../status */
 	SRV_OBJ_ND_MUTATE, /* POST /mutate/nodedisruption: CREATE records the creator */
+	/* POST /validate/authored: NodeDisruptionTemplate and NodeRemediation CREATE/UPDATE (and
+	 * their status): the author annotations are the author webhook's; a template's spec as a
+	 * request's would be checked, its privileged operation as the user may. */
+	SRV_OBJ_AUTHORED,
+	/* POST /mutate/author: the same kinds; records the author at create and at each change
+	 * of spec, and keeps the recorded one otherwise. */
+	SRV_OBJ_AUTHOR_MUTATE,
 };
+
+/* What a requestor needs, checked by SubjectAccessReview, to ask for a privileged operation
+ * (struct kube_nd_operation.privileged) in a NodeDisruption or a NodeDisruptionTemplate. */
+#define SRV_PRIVILEGED_VERB "create"
+#define SRV_PRIVILEGED_GROUP "nodegate.io"
+#define SRV_PRIVILEGED_RESOURCE "nodedisruptions"
+#define SRV_PRIVILEGED_SUBRESOURCE "privileged-operation"
 
 struct srv_object_config {
 	/* Users who may change a NodeDisruption's decision (nodegate's service account). */
 	const char *const *deciders;
 	size_t ndeciders;
+	/* Asks the API server whether a user may ask for a privileged operation (borrowed; NULL
+	 * when nodegate runs without an API server: such operations are then refused). */
+	struct kube_auth *authz;
 };
 
 /* What one object admission call decided. */
@@ -48,7 +66,7 @@ struct srv_object_admission {
 	struct srv_review review; /* valid when the body decoded */
 	bool allowed;
 	int32_t code;      /* 422 (invalid) or 403 (forbidden) when denied */
-	bool patched;      /* SRV_OBJ_ND_MUTATE added the created-by annotation */
+	bool patched;      /* a mutating webhook answered with a patch */
 	char message[480]; /* why, when denied */
 	char warning[400]; /* "" when none */
 };

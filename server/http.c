@@ -45,6 +45,8 @@ enum route {
 	R_ND,
 	R_ND_STATUS,
 	R_ND_MUTATE,
+	R_AUTHORED,
+	R_AUTHOR_MUTATE,
 	R_EVALUATE,
 	R_PLAN,
 	R_HEALTHZ,
@@ -285,6 +287,8 @@ static enum route route_of(const char *url, const char **ret_method)
 		     {"/validate/nodedisruption", R_ND},
 		     {"/validate/nodedisruption-status", R_ND_STATUS},
 		     {"/mutate/nodedisruption", R_ND_MUTATE},
+		     {"/validate/authored", R_AUTHORED},
+		     {"/mutate/author", R_AUTHOR_MUTATE},
 		     {"/v1/evaluate", R_EVALUATE},
 		     {"/v1/plan", R_PLAN}};
 	for (size_t i = 0; i < sizeof(posts) / sizeof(posts[0]); i++) {
@@ -508,6 +512,8 @@ static const struct {
     {SRV_OBJ_ND, SRV_WH_ND, "nodedisruption"},
     {SRV_OBJ_ND_STATUS, SRV_WH_ND_STATUS, "nodedisruption-status"},
     {SRV_OBJ_ND_MUTATE, SRV_WH_ND_MUTATE, "nodedisruption-mutate"},
+    {SRV_OBJ_AUTHORED, SRV_WH_AUTHORED, "authored"},
+    {SRV_OBJ_AUTHOR_MUTATE, SRV_WH_AUTHOR_MUTATE, "author-mutate"},
 };
 
 static enum MHD_Result serve_object(struct srv *s, struct MHD_Connection *c, struct req *r)

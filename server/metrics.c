@@ -26,8 +26,8 @@ struct srv_metrics {
 };
 
 static const char *const wh_names[SRV_WH_COUNT] = {
-    "eviction", "budget", "nodedisruption", "nodedisruption-status", "nodedisruption-mutate",
-    "evaluate"};
+    "eviction", "budget",        "nodedisruption", "nodedisruption-status", "nodedisruption-mutate",
+    "authored", "author-mutate", "evaluate"};
 static const char *const out_names[SRV_OUT_COUNT] = {"allowed", "denied", "warned", "error"};
 
 struct srv_metrics *srv_metrics_create(void)

@@ -24,6 +24,8 @@ enum srv_webhook {
 	SRV_WH_ND,
 	SRV_WH_ND_STATUS,
 	SRV_WH_ND_MUTATE,
+	SRV_WH_AUTHORED,      /* POST /validate/authored */
+	SRV_WH_AUTHOR_MUTATE, /* POST /mutate/author */
 	SRV_WH_EVALUATE, /* POST /v1/evaluate: allowed = would be Granted, denied = would not */
 	SRV_WH_COUNT,
 };

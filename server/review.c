@@ -1,5 +1,6 @@
 #include "server/review.h"
 
+#include "common/arena.h"
 #include "common/buf.h"
 #include "common/json.h"
 #include "kube/records.h"
@@ -101,6 +102,69 @@ static ng_status request_fields(const cJSON *req, struct srv_review *r, struct n
 	return NG_OK;
 }
 
+/* A list of at most KUBE_AUTH_MAX_GROUPS strings @v (absent or null: none) into the arena. */
+static bool string_list(struct ng_arena *arena, const cJSON *v, const char *const **ret,
+			size_t *ret_n, bool *over)
+{
+	*ret = NULL;
+	*ret_n = 0;
+	if (!v || cJSON_IsNull(v))
+		return true;
+	int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : -1;
+	if (n < 0 || n > KUBE_AUTH_MAX_GROUPS) {
+		*over = true;
+		return true;
+	}
+	const char **out = n ? ng_arena_alloc(arena, (size_t)n * sizeof(*out)) : NULL;
+	if (n && !out)
+		return false;
+	size_t i = 0;
+	for (const cJSON *e = v->child; e; e = e->next) {
+		if (!cJSON_IsString(e)) {
+			*over = true;
+			return true;
+		}
+		out[i++] = e->valuestring;
+	}
+	*ret = out;
+	*ret_n = i;
+	return true;
+}
+
+/* request.userInfo's uid, groups and extra into @r->user (its name is r->username). */
+static ng_status user_info(const cJSON *req, struct ng_arena *arena, struct srv_review *r,
+			   struct ng_err *reterr)
+{
+	const cJSON *ui = ng_json_get(req, "userInfo");
+	struct kube_auth_subject *u = &r->user;
+	u->user = r->username;
+	const char *uid = ng_json_str(ui, "uid");
+	u->uid = uid ? uid : "";
+	if (!string_list(arena, ng_json_get(ui, "groups"), &u->groups, &u->ngroups, &r->user_over))
+		return ng_err_set(reterr, NG_ENOMEM, 0, "request.userInfo.groups: out of memory");
+	const cJSON *extra = ng_json_get(ui, "extra");
+	if (!extra || cJSON_IsNull(extra))
+		return NG_OK;
+	int n = cJSON_IsObject(extra) ? cJSON_GetArraySize(extra) : -1;
+	if (n < 0 || n > KUBE_AUTH_MAX_GROUPS) {
+		r->user_over = true;
+		return NG_OK;
+	}
+	struct kube_auth_extra *out = n ? ng_arena_alloc(arena, (size_t)n * sizeof(*out)) : NULL;
+	if (n && !out)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "request.userInfo.extra: out of memory");
+	size_t i = 0;
+	for (const cJSON *e = extra->child; e; e = e->next, i++) {
+		out[i].key = e->string;
+		if (!string_list(arena, e, &out[i].values, &out[i].nvalues, &r->user_over))
+			return ng_err_set(reterr, NG_ENOMEM, 0,
+					  "request.userInfo.extra: out of memory");
+	}
+	u->extra = out;
+	u->nextra = i;
+	return NG_OK;
+}
+
 /* @obj decoded into *@ret when it is one of nodegate's, or why not into @err. */
 static void decode_object(const cJSON *obj, struct kube_one **ret, struct ng_err *err)
 {
@@ -126,6 +190,15 @@ static ng_status request_objects(const cJSON *req, struct srv_review *r, struct 
 	r->object_ns = ns ? ns : "";
 	r->object_name = name ? name : "";
 	r->object_has_annotations = cJSON_IsObject(ng_json_get(meta, "annotations"));
+	const cJSON *ann = ng_json_get(meta, "annotations");
+	const cJSON *old_ann = ng_json_get(ng_json_get(old, "metadata"), "annotations");
+	r->author = ng_json_str(ann, KUBE_AUTHOR_ANNOTATION);
+	r->author_groups = ng_json_str(ann, KUBE_AUTHOR_GROUPS_ANNOTATION);
+	r->old_author = ng_json_str(old_ann, KUBE_AUTHOR_ANNOTATION);
+	r->old_author_groups = ng_json_str(old_ann, KUBE_AUTHOR_GROUPS_ANNOTATION);
+	const cJSON *spec = ng_json_get(obj, "spec"), *old_spec = ng_json_get(old, "spec");
+	r->spec_changed = strcmp(r->operation, "CREATE") == 0 || (!spec) != (!old_spec) ||
+			  (spec && !cJSON_Compare(spec, old_spec, true));
 	if (strcmp(r->kind_group, "nodegate.io") != 0)
 		return NG_OK;
 	if (r->has_object)
@@ -167,6 +240,7 @@ ng_status srv_review_decode(const char *buf, size_t len, struct ng_arena *arena,
 	struct srv_review r;
 	memset(&r, 0, sizeof(r));
 	if ((st = request_fields(req, &r, reterr)) != NG_OK ||
+	    (st = user_info(req, arena, &r, reterr)) != NG_OK ||
 	    (st = request_objects(req, &r, reterr)) != NG_OK)
 		return st;
 	*ret = r;

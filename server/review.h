@@ -5,6 +5,7 @@
 #define NG_SERVER_REVIEW_H
 
 #include "common/status.h"
+#include "kube/auth.h"
 #include "kube/one.h"
 
 #include <stdbool.h>
@@ -37,6 +38,18 @@ struct srv_review {
 	 * NG_EPARSE/NG_ELIMIT naming the field; NG_ENOMEM), else its status is NG_OK. */
 	struct kube_one *object, *old_object;
 	struct ng_err object_err, old_object_err;
+	/* request.userInfo as the subject of a SubjectAccessReview (user "" when absent; arrays
+	 * in the arena). @user_over: more than KUBE_AUTH_MAX_GROUPS groups, extra keys or values
+	 * of one key, or a value that is not a string: the user is not fully known, and must not
+	 * be asked about with some of it left out. */
+	struct kube_auth_subject user;
+	bool user_over;
+	/* CREATE: true. Otherwise whether request.object's spec differs from oldObject's as JSON
+	 * values (the order of keys aside; absent equals absent). */
+	bool spec_changed;
+	/* The author annotations (KUBE_AUTHOR_ANNOTATION, KUBE_AUTHOR_GROUPS_ANNOTATION) of
+	 * request.object and oldObject; NULL when absent or not a string. */
+	const char *author, *author_groups, *old_author, *old_author_groups;
 };
 
 /**

@@ -43,6 +43,7 @@ NDB_PATH = "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets"
 JOBS_PATH = "/apis/batch/v1/jobs"
 VA_PATH = "/apis/storage.k8s.io/v1/volumeattachments"
 SA_USER = "system:serviceaccount:nodegate:nodegate"
+OPERATION_NS = "nodegate-operations"  # --operation-namespace's default, created by rbac.json
 ANNOTATION = "nodegate.io/drain"
 FINALIZER = "nodegate.io/drain"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
@@ -821,7 +822,8 @@ class DrainScenarios(DrainTest):
         self.assertEqual(len(items), 1, [j["metadata"]["name"] for j in items])
         job = items[0]
         self.assertEqual(job["metadata"]["labels"].get("nodegate.io/node"), "node1", job["metadata"])
-        self.assertEqual(job["metadata"]["namespace"], "nodegate", "a template without namespace runs in --self-namespace")
+        self.assertEqual(job["metadata"]["namespace"], OPERATION_NS,
+                         "operation Jobs run in --operation-namespace, away from nodegate's Secrets")
         pod = job["spec"]["template"]["spec"]
         pinned = pod.get("nodeName") == "node1" or "node1" in json.dumps(pod.get("affinity") or {})
         self.assertTrue(pinned, f"the Job must be pinned to node1: {pod}")
@@ -830,6 +832,7 @@ class DrainScenarios(DrainTest):
         self.assertEqual(pod["containers"][0]["name"], "maintenance")
         self.assertEqual(pod.get("serviceAccountName"), "nodegate-operation",
                          "operation Jobs run as the drainer's operation ServiceAccount")
+        self.assertIs(pod.get("automountServiceAccountToken"), False, "an operation gets no token")
         return job
 
     # The tests play the Job controller. The API server validates Job status as v1.32 does
@@ -907,6 +910,26 @@ class DrainScenarios(DrainTest):
         nd, _ = self.wait_reason("d16b", "Failed", status="False")
         self.assertIn("BackoffLimitExceeded", self.condition(nd)["message"])
         self.assertTrue(self.cordoned(), "a failed operation leaves the node cordoned")
+
+    def test_D16c_an_operation_mounting_a_secret_is_never_created(self):
+        # no object webhook here: the drainer itself refuses (the webhook refuses it first)
+        tpl = json.loads(json.dumps(self.JOB_TEMPLATE))
+        tpl["metadata"] = {"namespace": "nodegate"}
+        tpl["spec"]["template"]["spec"]["volumes"] = [{"name": "ca", "secret": {"secretName": "nodegate-ca"}}]
+        self.nd("d16c", FORCE, operation={"jobTemplate": tpl})
+        nd, _ = self.wait_reason("d16c", "Failed", status="False")
+        msg = self.condition(nd)["message"]
+        self.assertIn("spec.template.spec.volumes[0].secret", msg)
+        code, body, _ = self.api.api("GET", f"{JOBS_PATH}?labelSelector=nodegate.io%2Frequest%3Dd16c")
+        self.assertEqual((code, body.get("items")), (200, []), "no Job was created")
+
+    def test_D16d_the_operation_namespace_is_never_nodegates_own(self):
+        kubeconfig = os.path.join(self.api.state, "kubeconfig-sa-nodegate-nodegate")
+        p = subprocess.run(WRAPPER + [BINARY, "drain", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0",
+                                      "--operation-namespace", "nodegate"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--operation-namespace \"nodegate\" is nodegate's own namespace", p.stderr)
 
     def set_node_status(self, boot_id, ready):
         self.patch("/api/v1/nodes/node1/status", {"status": {

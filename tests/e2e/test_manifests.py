@@ -36,6 +36,7 @@ MANIFESTS = os.path.join(ROOT, "manifests")
 OVERLAYS = ("default", "cert-manager")
 CERT_MANAGER_CRDS = os.path.join(ROOT, "tests", "e2e", "cert-manager-crds.json")
 NS = "nodegate"
+OPS = "nodegate-operations"  # the drainer's operation Jobs, away from nodegate's Secrets
 NAME_LABEL = {"app.kubernetes.io/name": "nodegate"}
 UID = 65532
 # kubectl's own behaviour, not ours: a PodDisruptionBudget's selector has patchStrategy
@@ -47,6 +48,7 @@ ALWAYS_PATCHED = {"PodDisruptionBudget"}
 # What each overlay renders, as (kind, namespace, name).
 BASE = {
     ("Namespace", "", NS),
+    ("Namespace", "", OPS),
     ("CustomResourceDefinition", "", "nodedisruptions.nodegate.io"),
     ("CustomResourceDefinition", "", "nodedisruptionbudgets.nodegate.io"),
     ("CustomResourceDefinition", "", "applicationdisruptionbudgets.nodegate.io"),
@@ -54,11 +56,11 @@ BASE = {
     ("CustomResourceDefinition", "", "noderemediations.nodegate.io"),
     ("CustomResourceDefinition", "", "nodedisruptiontemplates.nodegate.io"),
     ("ServiceAccount", NS, "nodegate"),
-    ("ServiceAccount", NS, "nodegate-operation"),  # operation Jobs run as it; no rights
+    ("ServiceAccount", OPS, "nodegate-operation"),  # operation Jobs run as it; no rights
     ("ClusterRole", "", "nodegate"), ("ClusterRoleBinding", "", "nodegate"),
     ("ClusterRole", "", "nodegate-drain"), ("ClusterRoleBinding", "", "nodegate-drain"),
     ("Role", NS, "nodegate-leader"), ("RoleBinding", NS, "nodegate-leader"),
-    ("Role", NS, "nodegate-drain-jobs"), ("RoleBinding", NS, "nodegate-drain-jobs"),
+    ("Role", OPS, "nodegate-drain-jobs"), ("RoleBinding", OPS, "nodegate-drain-jobs"),
     # the users' roles (manifests/rbac/users), bound by nobody: tests/e2e/test_roles.py
     ("ClusterRole", "", "nodegate-requestor"), ("ClusterRole", "", "nodegate-privileged-operation"),
     ("ClusterRole", "", "nodegate-budget-owner"), ("ClusterRole", "", "nodegate-budget-viewer"),
@@ -71,6 +73,8 @@ BASE = {
     ("ValidatingWebhookConfiguration", "", "nodegate-objects"),
     ("MutatingWebhookConfiguration", "", "nodegate-objects"),
 }
+OPERATIONS = {("ServiceAccount", OPS, "nodegate-operation"),
+              ("Role", OPS, "nodegate-drain-jobs"), ("RoleBinding", OPS, "nodegate-drain-jobs")}
 INVENTORY = {
     "default": BASE | {("Role", NS, "nodegate-ca"), ("RoleBinding", NS, "nodegate-ca"),
                        ("ClusterRole", "", "nodegate-webhook-ca"), ("ClusterRoleBinding", "", "nodegate-webhook-ca")},
@@ -81,6 +85,8 @@ INVENTORY = {
 # The webhooks as docs/eviction-webhook.md and docs/admission-webhooks.md register them:
 # (configuration kind, configuration name, webhook name) -> (path, rules, sideEffects).
 ND_RULE = {"apiGroups": ["nodegate.io"], "apiVersions": ["v1alpha1"]}
+# The kinds whose authors nodegate records (status too: a status write must not change them).
+AUTHORED = ["nodedisruptiontemplates", "noderemediations", "noderemediations/status"]
 WEBHOOKS = {
     ("ValidatingWebhookConfiguration", "nodegate-eviction", "eviction.nodegate.io"):
         ("/validate/eviction", [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
@@ -98,6 +104,12 @@ WEBHOOKS = {
     ("MutatingWebhookConfiguration", "nodegate-objects", "created-by.nodegate.io"):
         ("/mutate/nodedisruption", [dict(ND_RULE, operations=["CREATE"], resources=["nodedisruptions"],
                                          scope="Cluster")], "None"),
+    ("ValidatingWebhookConfiguration", "nodegate-objects", "authored.nodegate.io"):
+        ("/validate/authored", [dict(ND_RULE, operations=["CREATE", "UPDATE"], resources=AUTHORED,
+                                     scope="Cluster")], "None"),
+    ("MutatingWebhookConfiguration", "nodegate-objects", "author.nodegate.io"):
+        ("/mutate/author", [dict(ND_RULE, operations=["CREATE", "UPDATE"], resources=AUTHORED,
+                                 scope="Cluster")], "None"),
 }
 
 
@@ -211,9 +223,30 @@ class RenderTest(unittest.TestCase):
                     cluster_scoped = o["kind"] in ("Namespace", "CustomResourceDefinition") or \
                         o["kind"].startswith("Cluster") or o["kind"].endswith("WebhookConfiguration")
                     if not cluster_scoped:
-                        self.assertEqual(o["metadata"]["namespace"], NS, key(o))
+                        self.assertEqual(o["metadata"]["namespace"],
+                                         OPS if key(o) in OPERATIONS else NS, key(o))
                 ns = find(objs, "Namespace", NS)
                 self.assertEqual(ns["metadata"]["labels"].get("nodegate.io/exclude"), "true")
+
+    def test_operations_run_apart_from_nodegates_secrets(self):
+        """The drainer's Jobs run in a namespace of their own: a Job there cannot mount the CA's
+        key or nodegate's token. Pod Security lets a reboot (hostPID, privileged) run there."""
+        for overlay, objs in self.rendered():
+            with self.subTest(overlay=overlay):
+                labels = find(objs, "Namespace", OPS)["metadata"]["labels"]
+                self.assertEqual(labels.get("pod-security.kubernetes.io/enforce"), "privileged")
+                self.assertNotIn("nodegate.io/exclude", labels)  # budgets still cover its pods
+                drain = find(objs, "Deployment", "nodegate")["spec"]["template"]["spec"]["containers"][1]
+                self.assertEqual(self.args_of(drain).get("--operation-namespace"), OPS)
+                self.assertEqual(find(objs, "ServiceAccount", "nodegate-operation")
+                                 .get("automountServiceAccountToken"), False)
+                self.assertEqual(self.rules_of(objs, "Role", "nodegate-drain-jobs"),
+                                 [{"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "create"]}])
+                in_ops = {key(o) for o in objs if o["metadata"].get("namespace") == OPS}
+                self.assertEqual(in_ops, OPERATIONS)
+                # nothing nodegate keeps (the CA, the serving certificate) is issued there
+                self.assertEqual([key(o) for o in objs if o["kind"] in ("Certificate", "Issuer", "Secret")
+                                  and o["metadata"]["namespace"] == OPS], [])
 
     def test_deployment_pod_security_and_placement(self):
         for overlay, objs in self.rendered():
@@ -345,7 +378,8 @@ class RenderTest(unittest.TestCase):
                 for o in objs:
                     if o["kind"].endswith("Binding"):
                         self.assertEqual(o["subjects"], [sa], key(o))
-                        self.assertIn((o["roleRef"]["kind"], "" if o["kind"] == "ClusterRoleBinding" else NS,
+                        self.assertIn((o["roleRef"]["kind"],
+                                       "" if o["kind"] == "ClusterRoleBinding" else o["metadata"]["namespace"],
                                        o["roleRef"]["name"]), set(map(key, objs)), key(o))
                     if o["kind"] in ("Role", "ClusterRole"):
                         for r in o["rules"]:

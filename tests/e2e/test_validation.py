@@ -8,6 +8,7 @@ nodegate.
 
 Every wait is bounded (WAIT_S). Environment: NODEGATE (the binary), NG_SOURCE_ROOT."""
 import base64
+import json
 import os
 import sys
 import unittest
@@ -18,6 +19,34 @@ from test_gate import ADB_PATH, NDB_PATH, ON_TEST1, GateTest  # noqa: E402
 
 NG_USER = "system:serviceaccount:nodegate:nodegate"
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+NDT_PATH = "/apis/nodegate.io/v1alpha1/nodedisruptiontemplates"
+NREM_PATH = "/apis/nodegate.io/v1alpha1/noderemediations"
+AUTHORED = ["nodedisruptiontemplates", "noderemediations", "noderemediations/status"]
+BY, BY_GROUPS = "nodegate.io/created-by", "nodegate.io/created-by-groups"
+PRIVILEGED = "nodedisruptions/privileged-operation"
+
+
+def operation(**pod_spec):
+    """spec.operation with a one-container Job whose pod spec also holds @pod_spec."""
+    return {"jobTemplate": {"spec": {"template": {"spec": dict(
+        pod_spec, restartPolicy="Never", containers=[{"name": "reboot", "image": "busybox"}])}}}}
+
+
+def ndt_body(name, spec, annotations=None):
+    meta = {"name": name}
+    if annotations:
+        meta["annotations"] = annotations
+    return {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionTemplate", "metadata": meta, "spec": spec}
+
+
+def nrem_body(name, annotations=None):
+    meta = {"name": name}
+    if annotations:
+        meta["annotations"] = annotations
+    return {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeRemediation", "metadata": meta,
+            "spec": {"nodeSelector": {"matchLabels": {"pool": "none"}}, "templateName": "t",
+                     "rule": {"conditions": [{"type": "Ready", "status": "False"}]}}}
 
 
 def nd_body(name, spec, annotations=None):
@@ -51,12 +80,14 @@ class ValidationTest(GateTest):
                      ["nodedisruptions/status"], ["UPDATE"]),
                 hook("budget.nodegate.io", "/validate/budget",
                      ["applicationdisruptionbudgets", "nodedisruptionbudgets", "nodegateconfigs"],
-                     ["CREATE", "UPDATE"])]})
+                     ["CREATE", "UPDATE"]),
+                hook("authored.nodegate.io", "/validate/authored", AUTHORED, ["CREATE", "UPDATE"])]})
         self.create(f"{ADMISSION}/mutatingwebhookconfigurations", {
             "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
             "metadata": {"name": "nodegate-objects"},
             "webhooks": [hook("created-by.nodegate.io", "/mutate/nodedisruption", ["nodedisruptions"],
-                              ["CREATE"])]})
+                              ["CREATE"]),
+                         hook("author.nodegate.io", "/mutate/author", AUTHORED, ["CREATE", "UPDATE"])]})
 
     def denied(self, method, path, body, *fragments, code_range=(400, 500), user="admin",
                ctype="application/json"):
@@ -148,6 +179,93 @@ class ValidationTest(GateTest):
 
     def test_V10_empty_selector_is_denied(self):
         self.denied("POST", ND_PATH, nd_body("v10", {"nodeSelector": {}}), "would select every node")
+
+    def grant(self, name, user, rules):
+        self.create(f"{RBAC}/clusterroles", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                                             "metadata": {"name": name}, "rules": rules})
+        self.create(f"{RBAC}/clusterrolebindings", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"kind": "User", "name": user}]})
+
+    def alice_writes_nodegate_objects(self):
+        self.grant("v-alice", "alice", [{"apiGroups": ["nodegate.io"], "verbs": ["create", "update", "patch", "get"],
+                                         "resources": ["nodedisruptions", "nodedisruptiontemplates",
+                                                       "noderemediations", "noderemediations/status"]}])
+
+    def test_V11_operations_may_not_read_secrets_or_tokens(self):
+        for field, pod in (("volumes[0].secret", {"volumes": [{"name": "ca", "secret": {"secretName": "nodegate-ca"}}]}),
+                           ("volumes[0].projected.sources[0].serviceAccountToken",
+                            {"volumes": [{"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}}]}),
+                           ("automountServiceAccountToken", {"automountServiceAccountToken": True})):
+            _, msg = self.denied("POST", ND_PATH, nd_body("v11", {"nodeNames": ["node3"], "operation": operation(**pod)}),
+                                 "spec.operation.jobTemplate.spec.template.spec." + field, "not allowed",
+                                 code_range=(422, 423))
+            self.denied("POST", NDT_PATH, ndt_body("v11", {"operation": operation(**pod)}),
+                        "NodeDisruptionTemplate", "spec.operation.jobTemplate.spec.template.spec." + field,
+                        code_range=(422, 423))
+        print(f"\n  V11: {msg}", file=sys.stderr)
+
+    def test_V12_privileged_operations_need_their_own_permission(self):
+        self.alice_writes_nodegate_objects()
+        reboot = operation(hostPID=True)
+        _, msg = self.denied("POST", ND_PATH, nd_body("v12", {"nodeNames": ["node3"], "operation": reboot}),
+                             "spec.operation.jobTemplate.spec.template.spec.hostPID", PRIVILEGED,
+                             'User "alice" cannot create', code_range=(403, 404), user="alice")
+        print(f"\n  V12: {msg}", file=sys.stderr)
+        self.denied("POST", NDT_PATH, ndt_body("v12", {"operation": reboot}), PRIVILEGED,
+                    code_range=(403, 404), user="alice")
+        # An unprivileged operation needs no more than create.
+        code, body, _ = self.api.api("POST", NDT_PATH, ndt_body("v12-plain", {"operation": operation()}), user="alice")
+        self.assertEqual(code, 201, body)
+        # ... nor changing it into a privileged one.
+        self.denied("PATCH", f"{NDT_PATH}/v12-plain", {"spec": {"operation": reboot}}, PRIVILEGED,
+                    code_range=(403, 404), user="alice", ctype="application/merge-patch+json")
+        # admin (system:masters) may; alice may once a ClusterRole grants it (refusals are
+        # cached for 2 s).
+        self.create(ND_PATH, nd_body("v12-admin", {"nodeNames": ["node3"], "operation": reboot}))
+        self.grant("v-privileged", "alice", [{"apiGroups": ["nodegate.io"], "verbs": ["create"],
+                                               "resources": [PRIVILEGED]}])
+        ok, got = eventually(lambda: self.api.api("POST", ND_PATH, nd_body("v12", {
+            "nodeNames": ["node3"], "operation": reboot}), user="alice")[0] == 201, 10, 0.5)
+        self.assertTrue(ok, got)
+        code, body, _ = self.api.api("POST", NDT_PATH, ndt_body("v12", {"operation": reboot}), user="alice")
+        self.assertEqual(code, 201, body)
+
+    def test_V13_authors_of_templates_and_remediations_are_recorded(self):
+        self.alice_writes_nodegate_objects()
+        forged = {BY: "mallory", BY_GROUPS: '["system:masters"]', "team": "infra"}
+        code, t, _ = self.api.api("POST", NDT_PATH, ndt_body("v13", {"priority": 1}, forged), user="alice")
+        self.assertEqual(code, 201, t)
+        code, r, _ = self.api.api("POST", NREM_PATH, nrem_body("v13", forged), user="alice")
+        self.assertEqual(code, 201, r)
+        for obj in (t, r):
+            ann = obj["metadata"]["annotations"]
+            self.assertEqual(ann[BY], "alice")
+            groups = json.loads(ann[BY_GROUPS])
+            self.assertTrue(isinstance(groups, list) and "system:masters" not in groups, groups)
+            self.assertEqual(ann["team"], "infra")
+        # A change of spec records its author; a change of anything else keeps the recorded one.
+        code, body, _ = self.api.api("PATCH", f"{NDT_PATH}/v13", {"spec": {"priority": 2}},
+                                     ctype="application/merge-patch+json")
+        self.assertEqual((code, body["metadata"]["annotations"][BY]), (200, "admin"), body)
+        admin_groups = body["metadata"]["annotations"][BY_GROUPS]
+        self.assertIn("system:masters", json.loads(admin_groups))
+        for path in (f"{NDT_PATH}/v13", f"{NREM_PATH}/v13"):
+            code, body, _ = self.api.api("PATCH", path, {"metadata": {"annotations": {BY: "mallory", "x": "y"}}},
+                                         user="alice", ctype="application/merge-patch+json")
+            self.assertEqual(code, 200, body)
+            self.assertEqual(body["metadata"]["annotations"][BY], "admin" if "templates" in path else "alice")
+            code, body, _ = self.api.api("PATCH", path, {"metadata": {"annotations": {BY_GROUPS: None}}},
+                                         user="alice", ctype="application/merge-patch+json")
+            self.assertEqual(code, 200, body)
+            self.assertIn(BY_GROUPS, body["metadata"]["annotations"])
+        # A status write keeps them too.
+        code, body, _ = self.api.api("PATCH", f"{NREM_PATH}/v13/status",
+                                     {"metadata": {"annotations": {BY: "mallory"}}, "status": {"matchedNodes": 0}},
+                                     user="alice", ctype="application/merge-patch+json")
+        self.assertEqual(code, 200, body)
+        self.assertEqual(body["metadata"]["annotations"][BY], "alice", body["metadata"])
 
     def test_object_webhooks_are_counted(self):
         self.denied("POST", ND_PATH, nd_body("m", {"nodeSelector": {}}), "would select every node")

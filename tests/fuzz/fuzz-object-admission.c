@@ -61,12 +61,13 @@ static void decide(enum srv_object_webhook wh, const uint8_t *data, size_t size,
 	struct ng_buf out;
 	ng_buf_init(&out, NG_MAX_BODY_BYTES);
 	struct ng_err err = {0};
-	struct srv_object_config cfg = {deciders, 1};
+	struct srv_object_config cfg = {deciders, 1, NULL};
 	*ret_st =
 	    srv_admit_object(wh, (const char *)data, size, arena, cluster(), &cfg, &out, ret, &err);
 	if (*ret_st == NG_OK) {
 		check(out.len > 0 && strstr(out.data, "\"response\"") != NULL);
-		check(!ret->patched || (wh == SRV_OBJ_ND_MUTATE && ret->allowed));
+		check(!ret->patched ||
+		      ((wh == SRV_OBJ_ND_MUTATE || wh == SRV_OBJ_AUTHOR_MUTATE) && ret->allowed));
 		check(ret->patched == (strstr(out.data, "\"patchType\":\"JSONPatch\"") != NULL));
 	} else
 		check(err.msg[0] != '\0');
@@ -117,8 +118,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	evaluate(data, size);
 	one_object(data, size);
-	static const enum srv_object_webhook whs[] = {SRV_OBJ_BUDGET, SRV_OBJ_ND, SRV_OBJ_ND_STATUS,
-						      SRV_OBJ_ND_MUTATE};
+	static const enum srv_object_webhook whs[] = {SRV_OBJ_BUDGET,    SRV_OBJ_ND,
+						      SRV_OBJ_ND_STATUS, SRV_OBJ_ND_MUTATE,
+						      SRV_OBJ_AUTHORED,  SRV_OBJ_AUTHOR_MUTATE};
 	for (size_t w = 0; w < sizeof(whs) / sizeof(whs[0]); w++) {
 		struct srv_object_admission a, b;
 		ng_status st, st2;

@@ -554,6 +554,57 @@ static void test_concurrent_checks(void **state)
 	kube_auth_destroy(a);
 }
 
+/* A resource check of a user given whole (an admission review's userInfo): the body names the
+ * user, groups, uid, extra and the attributes; the answer is cached per user and attributes. */
+static void test_resource_check_for_a_given_user(void **state)
+{
+	struct fx *fx = *state;
+	static const char *const answers[] = {denied_sar, allowed_sar, allowed_sar, "{}"};
+	for (int i = 0; i < 4; i++)
+		fake_api_reply(&fx->api, &(struct fake_api_reply){.path_contains = SAR,
+								  .http = i == 3 ? 500 : 201,
+								  .body = answers[i],
+								  .times = 1});
+	static const char *const groups[] = {"ops", "system:authenticated"};
+	static const char *const scopes[] = {"a"};
+	const struct kube_auth_extra extra[] = {{"scopes", scopes, 1}};
+	const struct kube_auth_subject alice = {"alice", "u-1", groups, 2, extra, 1};
+	const struct kube_auth_resource what = {
+	    "create", "nodegate.io", "nodedisruptions", "privileged-operation", NULL, NULL};
+	struct ng_err err = {0};
+	assert_int_equal(kube_auth_can(fx->a, &alice, &what, &err), KUBE_AUTH_FORBIDDEN);
+	assert_non_null(strstr(err.msg,
+			       "User \"alice\" cannot create "
+			       "nodedisruptions/privileged-operation in API group nodegate.io"));
+	const struct fake_api_request *q = fake_api_find(&fx->api, "POST", SAR, 0);
+	assert_string_equal(
+	    q->body,
+	    "{\"apiVersion\":\"authorization.k8s.io/v1\",\"kind\":\"SubjectAccessReview\","
+	    "\"spec\":{\"resourceAttributes\":{\"verb\":\"create\",\"group\":\"nodegate.io\","
+	    "\"resource\":\"nodedisruptions\",\"subresource\":\"privileged-operation\"},"
+	    "\"user\":\"alice\",\"groups\":[\"ops\",\"system:authenticated\"],\"uid\":"
+	    "\"u-1\",\"extra\":{\"scopes\":[\"a\"]}}}");
+	/* Cached for the refused TTL: the same question is not asked again. */
+	assert_int_equal(kube_auth_can(fx->a, &alice, &what, &err), KUBE_AUTH_FORBIDDEN);
+	assert_non_null(strstr(err.msg, "(cached)"));
+	assert_int_equal(fake_api_count(&fx->api, NULL, SAR), 1);
+	/* Another group is another user: asked. */
+	const struct kube_auth_subject other = {"alice", "u-1", groups, 1, extra, 1};
+	assert_int_equal(kube_auth_can(fx->a, &other, &what, NULL), KUBE_AUTH_ALLOWED);
+	assert_int_equal(fake_api_count(&fx->api, NULL, SAR), 2);
+	/* The refusal expires: asked again, and now allowed. */
+	advance_ms(KUBE_AUTH_REFUSED_TTL_MS + 1);
+	assert_int_equal(kube_auth_can(fx->a, &alice, &what, &err), KUBE_AUTH_ALLOWED);
+	assert_int_equal(fake_api_count(&fx->api, NULL, SAR), 3);
+	/* The API server down: an error, never cached, never allowed. */
+	advance_ms(KUBE_AUTH_ALLOWED_TTL_MS + 1);
+	assert_int_equal(kube_auth_can(fx->a, &alice, &what, &err), KUBE_AUTH_ERROR);
+	/* A subject without a user is a caller bug. */
+	const struct kube_auth_subject nobody = {0};
+	assert_int_equal(kube_auth_can(fx->a, &nobody, &what, &err), KUBE_AUTH_ERROR);
+	assert_int_equal(err.status, NG_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -578,6 +629,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_cache_is_bounded, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_audience_is_sent_and_required, setup, teardown),
 	    cmocka_unit_test(test_options_are_checked),
+	    cmocka_unit_test_setup_teardown(test_resource_check_for_a_given_user, setup, teardown),
 	    cmocka_unit_test(test_concurrent_checks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -237,9 +237,30 @@ static void test_job_from_template(void **state)
 	/* A template's ServiceAccount never survives (the webhook refuses it before). */
 	assert_null(strstr(q->body, "\"serviceAccount\":"));
 	assert_null(strstr(q->body, "\"serviceAccountName\":\"nodegate\""));
+	/* No token, whatever the template says about it (a true is refused below). */
+	assert_non_null(strstr(q->body, "\"automountServiceAccountToken\":false"));
 	/* Not an object with a spec: refused before anything is sent. */
 	kube_create_job(fx->c, "[1]", &j, &r);
 	assert_int_equal(r.outcome, KUBE_WRITE_FAILED);
+	assert_null(fake_api_find(&fx->api, "POST", NULL, 2));
+	/* Secrets and tokens: refused before anything is sent, webhook or not. */
+	static const char *const bad[] = {
+	    "{\"spec\":{\"template\":{\"spec\":{\"volumes\":[{\"name\":\"s\",\"secret\":{"
+	    "\"secretName\":\"nodegate-ca\"}}],\"containers\":[{\"name\":\"c\"}]}}}}",
+	    "{\"spec\":{\"template\":{\"spec\":{\"automountServiceAccountToken\":true,"
+	    "\"containers\":[{\"name\":\"c\"}]}}}}",
+	    "{\"spec\":{\"template\":{\"spec\":{\"volumes\":[{\"name\":\"t\",\"projected\":{"
+	    "\"sources\":[{\"serviceAccountToken\":{\"path\":\"t\"}}]}}],\"containers\":[{"
+	    "\"name\":\"c\"}]}}}}",
+	};
+	static const char *const field[] = {"volumes[0].secret", "automountServiceAccountToken",
+					    "volumes[0].projected.sources[0].serviceAccountToken"};
+	for (size_t i = 0; i < 3; i++) {
+		kube_create_job(fx->c, bad[i], &j, &r);
+		assert_int_equal(r.outcome, KUBE_WRITE_FAILED);
+		assert_int_equal(r.err.status, NG_EPARSE);
+		assert_non_null(strstr(r.err.msg, field[i]));
+	}
 	assert_null(fake_api_find(&fx->api, "POST", NULL, 2));
 }
 

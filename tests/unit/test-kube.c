@@ -790,6 +790,139 @@ static void test_nd_drain_operation_requestors_and_creator(void **state)
 	kube_one_destroy(one);
 }
 
+/* Which fields make an operation privileged: the first one is named, for the refusal. */
+static void test_operation_privileged_fields(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *pod_spec, *field; /* NULL: not privileged */
+	} cases[] = {
+	    {"", NULL},
+	    {"\"hostPID\":false,\"hostNetwork\":false,", NULL},
+	    {"\"hostPID\":true,", "hostPID"},
+	    {"\"hostNetwork\":true,", "hostNetwork"},
+	    {"\"hostIPC\":true,", "hostIPC"},
+	    {"\"volumes\":[{\"name\":\"e\",\"emptyDir\":{}},{\"name\":\"r\",\"hostPath\":{"
+	     "\"path\":\"/\"}}],",
+	     "volumes[1].hostPath"},
+	    {"\"initContainers\":[{\"name\":\"i\",\"image\":\"x\",\"securityContext\":{"
+	     "\"privileged\":true}}],",
+	     "initContainers[0].securityContext.privileged"},
+	    {"\"ephemeralContainers\":[{\"name\":\"e\",\"image\":\"x\",\"securityContext\":{"
+	     "\"allowPrivilegeEscalation\":true}}],",
+	     "ephemeralContainers[0].securityContext.allowPrivilegeEscalation"},
+	    {"\"securityContext\":{\"runAsUser\":0},", NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char json[1024];
+		(void)snprintf(
+		    json, sizeof(json),
+		    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+		    "\"metadata\":{\"name\":\"nd\"},\"spec\":{\"nodeNames\":[\"n\"],"
+		    "\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{%s"
+		    "\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}}}}",
+		    cases[i].pod_spec);
+		struct kube_one *one = one_nd(json);
+		const char *got = kube_one_nd(one)->detail->operation.privileged;
+		if (!cases[i].field) {
+			assert_null(got);
+		} else {
+			char want[160];
+			(void)snprintf(want, sizeof(want),
+				       "spec.operation.jobTemplate.spec.template.spec.%s",
+				       cases[i].field);
+			assert_non_null(got);
+			assert_string_equal(got, want);
+		}
+		assert_int_equal(kube_one_nd(one)->detail->spec_error, NG_INTERN_NONE);
+		kube_one_destroy(one);
+	}
+	/* Capabilities added to a container, and in a template. */
+	struct kube_one *one = NULL;
+	struct ng_err err = {0};
+	const char *ndt =
+	    "{\"kind\":\"NodeDisruptionTemplate\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+	    "\"metadata\":{\"name\":\"t\"},\"spec\":{\"operation\":{\"jobTemplate\":{\"spec\":{"
+	    "\"template\":{\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"x\"},{\"name\":"
+	    "\"b\",\"image\":\"x\",\"securityContext\":{\"capabilities\":{\"drop\":[\"ALL\"],"
+	    "\"add\":[\"SYS_BOOT\"]}}}]}}}}}}}";
+	assert_int_equal(kube_one_parse(ndt, strlen(ndt), &one, &err), NG_OK);
+	assert_non_null(kube_one_ndt(one));
+	assert_string_equal(kube_one_ndt(one)->privileged,
+			    "spec.operation.jobTemplate.spec.template.spec.containers[1]."
+			    "securityContext.capabilities.add");
+	assert_int_equal(kube_one_ndt(one)->error, NG_INTERN_NONE);
+	kube_one_destroy(one);
+	/* A template mounting a Secret is refused as a request's would be. */
+	const char *bad =
+	    "{\"kind\":\"NodeDisruptionTemplate\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+	    "\"metadata\":{\"name\":\"t\"},\"spec\":{\"operation\":{\"jobTemplate\":{\"spec\":{"
+	    "\"template\":{\"spec\":{\"volumes\":[{\"name\":\"s\",\"secret\":{\"secretName\":"
+	    "\"nodegate-ca\"}}],\"containers\":[{\"name\":\"a\",\"image\":\"x\"}]}}}}}}}";
+	assert_int_equal(kube_one_parse(bad, strlen(bad), &one, &err), NG_OK);
+	assert_non_null(
+	    strstr(str_of(one, kube_one_ndt(one)->error),
+		   "spec.operation.jobTemplate.spec.template.spec.volumes[0].secret: not "
+		   "allowed"));
+	kube_one_destroy(one);
+}
+
+/* The author annotations of templates and remediations, read for remediation's check. */
+static void test_authors_of_templates_and_remediations(void **state)
+{
+	(void)state;
+	static const char *const objs[] = {
+	    "{\"kind\":\"NodeDisruptionTemplate\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+	    "\"metadata\":{\"name\":\"t\",\"annotations\":{%s}},\"spec\":{}}",
+	    "{\"kind\":\"NodeRemediation\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+	    "\"metadata\":{\"name\":\"r\",\"annotations\":{%s}},\"spec\":{\"nodeSelector\":{},"
+	    "\"rule\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]},"
+	    "\"templateName\":\"t\"}}",
+	};
+	static const struct {
+		const char *ann;
+		const char *author; /* NULL: none */
+		size_t ngroups;
+	} cases[] = {
+	    {"\"nodegate.io/created-by\":\"alice\",\"nodegate.io/created-by-groups\":"
+	     "\"[\\\"ops\\\",\\\"system:authenticated\\\"]\"",
+	     "alice", 2},
+	    {"\"nodegate.io/created-by\":\"bob\",\"nodegate.io/created-by-groups\":\"[]\"", "bob",
+	     0},
+	    {"\"nodegate.io/created-by\":\"bob\"", NULL, 0},
+	    {"\"nodegate.io/created-by\":\"bob\",\"nodegate.io/created-by-groups\":\"ops\"", NULL,
+	     0},
+	    {"\"nodegate.io/created-by\":\"bob\",\"nodegate.io/created-by-groups\":\"[1]\"", NULL,
+	     0},
+	    {"\"other\":\"x\"", NULL, 0},
+	};
+	for (size_t k = 0; k < 2; k++) {
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			char json[1024];
+			(void)snprintf(json, sizeof(json), objs[k], cases[i].ann);
+			struct kube_one *one = NULL;
+			struct ng_err err = {0};
+			if (kube_one_parse(json, strlen(json), &one, &err) != NG_OK)
+				fail_msg("%s: %s", json, err.msg);
+			const struct kube_author *a =
+			    k == 0 ? &kube_one_ndt(one)->author : &kube_one_nrem(one)->author;
+			if (!cases[i].author) {
+				assert_int_equal(a->name, NG_INTERN_NONE);
+				assert_int_equal(a->ngroups, 0);
+			} else {
+				assert_string_equal(str_of(one, a->name), cases[i].author);
+				assert_int_equal(a->ngroups, cases[i].ngroups);
+				if (cases[i].ngroups == 2) {
+					assert_string_equal(str_of(one, a->groups[0]), "ops");
+					assert_string_equal(str_of(one, a->groups[1]),
+							    "system:authenticated");
+				}
+			}
+			kube_one_destroy(one);
+		}
+	}
+}
+
 static void test_nd_malformed_drain_fields_name_the_field(void **state)
 {
 	static const struct {
@@ -826,6 +959,40 @@ static void test_nd_malformed_drain_fields_name_the_field(void **state)
 	     "\"serviceAccount\":\"nodegate\",\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}"
 	     "}",
 	     "spec.operation.jobTemplate.spec.template.spec.serviceAccount: not allowed"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"volumes\":[{\"name\":\"ca\",\"secret\":{\"secretName\":\"nodegate-ca\"}}],"
+	     "\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.volumes[0].secret: not allowed: an "
+	     "operation may not read Secrets"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"volumes\":[{\"name\":\"e\",\"emptyDir\":{}},{\"name\":\"p\",\"projected\":{"
+	     "\"sources\":[{\"configMap\":{\"name\":\"m\"}},{\"secret\":{\"name\":\"s\"}}]}}],"
+	     "\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.volumes[1].projected.sources[1].secret:"
+	     " "
+	     "not allowed"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"volumes\":[{\"name\":\"t\",\"projected\":{\"sources\":[{\"serviceAccountToken\":"
+	     "{\"path\":\"t\"}}]}}],\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.volumes[0].projected.sources[0]."
+	     "serviceAccountToken: not allowed: an operation gets no service account token"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"automountServiceAccountToken\":true,\"containers\":[{\"name\":\"c\",\"image\":"
+	     "\"x\"}]"
+	     "}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.automountServiceAccountToken: not "
+	     "allowed"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"env\":[{\"name\":\"K\","
+	     "\"valueFrom\":{\"secretKeyRef\":{\"name\":\"s\",\"key\":\"k\"}}}]}]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers[0].env[0].valueFrom."
+	     "secretKeyRef: not allowed"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"initContainers\":[{\"name\":\"i\",\"image\":\"x\",\"envFrom\":[{\"secretRef\":{"
+	     "\"name\":\"s\"}}]}],\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.initContainers[0].envFrom[0].secretRef:"
+	     " "
+	     "not allowed"},
 	    {"\"operation\":{\"jobTemplate\":\"x\"}", "spec.operation.jobTemplate: expected"},
 	    {"\"operation\":{\"jobTemplate\":{}}",
 	     "spec.operation.jobTemplate.spec.template.spec.containers: required: at least one "
@@ -874,7 +1041,7 @@ static void test_nd_malformed_drain_fields_name_the_field(void **state)
 	    {"\"duration\":\"m\"", "spec.duration: expected a duration"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char json[512];
+		char json[1024];
 		(void)snprintf(
 		    json, sizeof(json),
 		    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\","
@@ -1202,6 +1369,8 @@ int main(void)
 	    cmocka_unit_test(test_store_stress_live_cache_writer_and_readers),
 	    cmocka_unit_test(test_nd_drain_operation_requestors_and_creator),
 	    cmocka_unit_test(test_nd_malformed_drain_fields_name_the_field),
+	    cmocka_unit_test(test_operation_privileged_fields),
+	    cmocka_unit_test(test_authors_of_templates_and_remediations),
 	    cmocka_unit_test(test_kube_one_entry_points),
 	    cmocka_unit_test(test_ngc_selector_over_limit_is_invalid),
 	    cmocka_unit_test(test_dump_parts_concatenate_to_the_whole_dump),

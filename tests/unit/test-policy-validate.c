@@ -375,6 +375,40 @@ static void test_malformed_drain_fields_are_refused_naming_the_field(void **stat
 	     "\"serviceAccount\":\"nodegate\",\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}"
 	     "}",
 	     "spec.operation.jobTemplate.spec.template.spec.serviceAccount: not allowed"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"volumes\":[{\"name\":\"ca\",\"secret\":{\"secretName\":\"nodegate-ca\"}}],"
+	     "\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.volumes[0].secret: not allowed: an "
+	     "operation may not read Secrets"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"volumes\":[{\"name\":\"e\",\"emptyDir\":{}},{\"name\":\"p\",\"projected\":{"
+	     "\"sources\":[{\"configMap\":{\"name\":\"m\"}},{\"secret\":{\"name\":\"s\"}}]}}],"
+	     "\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.volumes[1].projected.sources[1].secret:"
+	     " "
+	     "not allowed"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"volumes\":[{\"name\":\"t\",\"projected\":{\"sources\":[{\"serviceAccountToken\":"
+	     "{\"path\":\"t\"}}]}}],\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.volumes[0].projected.sources[0]."
+	     "serviceAccountToken: not allowed: an operation gets no service account token"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"automountServiceAccountToken\":true,\"containers\":[{\"name\":\"c\",\"image\":"
+	     "\"x\"}]"
+	     "}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.automountServiceAccountToken: not "
+	     "allowed"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"env\":[{\"name\":\"K\","
+	     "\"valueFrom\":{\"secretKeyRef\":{\"name\":\"s\",\"key\":\"k\"}}}]}]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.containers[0].env[0].valueFrom."
+	     "secretKeyRef: not allowed"},
+	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+	     "\"initContainers\":[{\"name\":\"i\",\"image\":\"x\",\"envFrom\":[{\"secretRef\":{"
+	     "\"name\":\"s\"}}]}],\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}}",
+	     "spec.operation.jobTemplate.spec.template.spec.initContainers[0].envFrom[0].secretRef:"
+	     " "
+	     "not allowed"},
 	    {"\"operation\":{\"jobTemplate\":{}}",
 	     "spec.operation.jobTemplate.spec.template.spec.containers: required"},
 	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
@@ -397,7 +431,7 @@ static void test_malformed_drain_fields_are_refused_naming_the_field(void **stat
 	    {"\"duration\":\"soon\"", "spec.duration"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char json[512];
+		char json[1024];
 		(void)snprintf(json, sizeof(json), ND("x", "{\"nodeNames\":[\"node1\"],%s}"),
 			       cases[i].spec);
 		expect_nd(c, json, NULL, NG_EPARSE, cases[i].why, NULL);

@@ -7,6 +7,7 @@
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/json.h"
+#include "common/parse.h"
 #include "server/admission.h"
 #include "server/review.h"
 #include "kube/records.h"
@@ -14,6 +15,7 @@
 #include "tests/support/support.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define REVIEW(req)                                                                                \
@@ -281,6 +283,141 @@ static void test_non_eviction_review_is_allowed_with_warning(void **state)
 	ng_arena_destroy(a);
 }
 
+/* The object webhooks' new checks in-process, without an API server to ask (cfg.authz NULL). */
+#define OBJ_REQ(op, kind, user_info, obj, old)                                                     \
+	"{\"uid\":\"u\",\"kind\":{\"group\":\"nodegate.io\",\"version\":\"v1alpha1\",\"kind\":"    \
+	"\"" kind "\"},\"resource\":{\"group\":\"nodegate.io\",\"version\":\"v1alpha1\","          \
+	"\"resource\":\"x\"},"                                                                     \
+	"\"name\":\"t\",\"operation\":\"" op "\",\"userInfo\":" user_info ",\"object\":" obj       \
+	",\"oldObject\":" old "}"
+#define ALICE "{\"username\":\"alice\",\"groups\":[\"ops\",\"system:authenticated\"]}"
+#define NDT(ann, spec)                                                                             \
+	"{\"apiVersion\":\"nodegate.io/v1alpha1\",\"kind\":\"NodeDisruptionTemplate\","            \
+	"\"metadata\":{\"name\":\"t\"" ann "},\"spec\":" spec "}"
+#define PRIV_OP                                                                                    \
+	"{\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{\"hostPID\":true,"     \
+	"\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}}}"
+#define AUTHOR_ANN                                                                                 \
+	",\"annotations\":{\"nodegate.io/created-by\":\"alice\",\"nodegate.io/"                    \
+	"created-by-groups\":"                                                                     \
+	"\"[\\\"ops\\\",\\\"system:authenticated\\\"]\"}"
+
+static struct srv_object_admission admit(enum srv_object_webhook wh, const char *body,
+					 struct ng_buf *out)
+{
+	static const char *const deciders[] = {"system:serviceaccount:nodegate:nodegate"};
+	const struct srv_object_config cfg = {deciders, 1, NULL};
+	struct kube_snapshot *s = ng_test_snapshot(ng_fixture_f);
+	struct ng_arena *a = ng_arena_create(1u << 20);
+	struct srv_object_admission r;
+	struct ng_err err = {0};
+	ng_buf_reset(out);
+	assert_int_equal(srv_admit_object(wh, body, strlen(body), a, s, &cfg, out, &r, &err),
+			 NG_OK);
+	ng_arena_destroy(a);
+	kube_snapshot_release(s);
+	return r;
+}
+
+static void test_authors_are_recorded_and_kept(void **state)
+{
+	struct ng_buf out;
+	ng_buf_init(&out, 1u << 20);
+	/* Create: the user's name and groups, whatever the object says. */
+	struct srv_object_admission r = admit(
+	    SRV_OBJ_AUTHOR_MUTATE,
+	    REVIEW(OBJ_REQ("CREATE", "NodeDisruptionTemplate", ALICE,
+			   NDT(",\"annotations\":{\"nodegate.io/created-by\":\"mallory\"}", "{}"),
+			   "null")),
+	    &out);
+	assert_true(r.allowed && r.patched);
+	/* base64 of the JSONPatch: decode and look. */
+	struct cJSON *root = NULL;
+	struct ng_err err = {0};
+	assert_int_equal(ng_json_parse(out.data, out.len, NULL, &root, &err), NG_OK);
+	const char *b64 = ng_json_str(ng_json_get(root, "response"), "patch");
+	assert_non_null(b64);
+	char *dec = NULL;
+	size_t n = 0;
+	assert_int_equal(ng_base64_decode(b64, strlen(b64), &dec, &n), NG_OK);
+	assert_string_equal(
+	    dec, "[{\"op\":\"add\",\"path\":\"/metadata/annotations/nodegate.io~1created-by\","
+		 "\"value\":\"alice\"},{\"op\":\"add\",\"path\":\"/metadata/annotations/"
+		 "nodegate.io~1created-by-groups\",\"value\":\"[\\\"ops\\\",\\\"system:"
+		 "authenticated\\\"]\"}]");
+	free(dec);
+	cJSON_Delete(root);
+	/* An update that leaves the spec: the stored author stays, a forged one is put back. */
+	r = admit(SRV_OBJ_AUTHOR_MUTATE,
+		  REVIEW(OBJ_REQ("UPDATE", "NodeDisruptionTemplate", "{\"username\":\"mallory\"}",
+				 NDT(",\"annotations\":{\"nodegate.io/created-by\":\"mallory\","
+				     "\"nodegate.io/created-by-groups\":\"[\\\"ops\\\",\\\"system:"
+				     "authenticated\\\"]\"}",
+				     "{\"priority\":1}"),
+				 NDT(AUTHOR_ANN, "{\"priority\":1}"))),
+		  &out);
+	assert_true(r.allowed && r.patched);
+	/* ... and the validating webhook refuses what was not put back. */
+	r = admit(SRV_OBJ_AUTHORED,
+		  REVIEW(OBJ_REQ("UPDATE", "NodeDisruptionTemplate", "{\"username\":\"mallory\"}",
+				 NDT(",\"annotations\":{\"nodegate.io/created-by\":\"mallory\"}",
+				     "{\"priority\":1}"),
+				 NDT(AUTHOR_ANN, "{\"priority\":1}"))),
+		  &out);
+	assert_false(r.allowed);
+	assert_int_equal(r.code, 403);
+	assert_non_null(strstr(r.message, "only nodegate's author webhook"));
+	/* What the mutating webhook wrote passes. */
+	r = admit(SRV_OBJ_AUTHORED,
+		  REVIEW(OBJ_REQ("CREATE", "NodeDisruptionTemplate", ALICE, NDT(AUTHOR_ANN, "{}"),
+				 "null")),
+		  &out);
+	assert_true(r.allowed);
+	ng_buf_finish(&out);
+}
+
+static void test_privileged_operations_are_refused_when_nobody_can_be_asked(void **state)
+{
+	struct ng_buf out;
+	ng_buf_init(&out, 1u << 20);
+	struct srv_object_admission r =
+	    admit(SRV_OBJ_AUTHORED,
+		  REVIEW(OBJ_REQ("CREATE", "NodeDisruptionTemplate", ALICE,
+				 NDT(AUTHOR_ANN, PRIV_OP), "null")),
+		  &out);
+	assert_false(r.allowed);
+	assert_int_equal(r.code, 403);
+	assert_non_null(strstr(r.message, "spec.operation.jobTemplate.spec.template.spec.hostPID"));
+	assert_non_null(strstr(r.message, "nodedisruptions/privileged-operation"));
+	assert_non_null(strstr(r.message, "could not be checked"));
+	/* The same through the NodeDisruption webhook. */
+	r = admit(
+	    SRV_OBJ_ND,
+	    REVIEW(OBJ_REQ("CREATE", "NodeDisruption", ALICE,
+			   "{\"apiVersion\":\"nodegate.io/v1alpha1\",\"kind\":\"NodeDisruption\","
+			   "\"metadata\":{\"name\":\"t\"},\"spec\":{\"nodeNames\":[\"node1\"],"
+			   "\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
+			   "\"hostNetwork\":true,\"containers\":[{\"name\":\"c\",\"image\":"
+			   "\"x\"}]}}}}}}}",
+			   "null")),
+	    &out);
+	assert_false(r.allowed);
+	assert_non_null(strstr(r.message, "spec.hostNetwork"));
+	/* A template mounting a Secret is invalid (422) before any question of rights. */
+	r = admit(SRV_OBJ_AUTHORED,
+		  REVIEW(OBJ_REQ("CREATE", "NodeDisruptionTemplate", ALICE,
+				 NDT(AUTHOR_ANN,
+				     "{\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{"
+				     "\"spec\":{\"volumes\":[{\"name\":\"s\",\"secret\":{}}],"
+				     "\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}}}}}"),
+				 "null")),
+		  &out);
+	assert_false(r.allowed);
+	assert_int_equal(r.code, 422);
+	assert_non_null(strstr(r.message, "volumes[0].secret: not allowed"));
+	ng_buf_finish(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -292,6 +429,8 @@ int main(void)
 	    cmocka_unit_test(test_W01_pipeline_echoes_uid_and_decides),
 	    cmocka_unit_test(test_names_fall_back_to_the_eviction_object),
 	    cmocka_unit_test(test_non_eviction_review_is_allowed_with_warning),
+	    cmocka_unit_test(test_authors_are_recorded_and_kept),
+	    cmocka_unit_test(test_privileged_operations_are_refused_when_nobody_can_be_asked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
