@@ -9,8 +9,9 @@
  *   and fires (in UTC) within the horizon from every instant tried: on a whole minute, at or
  *   after the instant, at a minute the schedule names, and asking again from the firing gives
  *   it back;
- * - ng_window_at() agrees: open means opened <= now < closes with opened a firing; closed means
- *   the next opening is the next firing.
+ * - ng_window_at() agrees: open means opened <= now < closes (or closes -1: never) with opened
+ *   a firing; closed means the next opening is the next firing; either costs at most
+ *   NG_WINDOW_MAX_JUMPS + 2 searches.
  * Any broken invariant calls abort() so libFuzzer keeps the input. */
 #include "common/cron.h"
 #include "common/status.h"
@@ -98,7 +99,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			int64_t now = from[i];
 			ng_window_at(&c, utc, durations[k], now, &w);
 			if (w.open) {
-				check(w.opened_ms <= now && now < w.closes_ms);
+				check(w.opened_ms <= now &&
+				      (now < w.closes_ms || w.closes_ms == -1));
 				check(now - w.opened_ms < durations[k]);
 				check(ng_cron_next(&c, utc, w.opened_ms) == w.opened_ms);
 				check(w.next_open_ms == -1);
@@ -106,6 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				check(w.next_open_ms == next && w.next_open_ms > now);
 				check(w.opened_ms == -1 && w.closes_ms == -1);
 			}
+			check(w.searches <= NG_WINDOW_MAX_JUMPS + 2);
 		}
 	}
 	return 0;
