@@ -129,6 +129,10 @@ struct bscope {
 		int64_t next_ms;                        /* when closed: the next opening; -1 none */
 		int64_t edge_ms; /* the next opening or closing of any window: limits change */
 		size_t which;    /* the window open now, or the one opening next */
+		/* The open window's limit read (against the budget's scope), once per instant:
+		 * limit_read says max holds it. */
+		bool limit_read;
+		struct bud_int_or_percent max;
 	} win;
 };
 
@@ -1238,8 +1242,8 @@ static void windows_at(const struct kube_budget_common *b, int64_t now_ms, struc
 	ret->deny = !open && b->nwindows && !b->outside_use_default;
 }
 
-static const struct win *scope_windows(struct bscope *sc, const struct kube_budget_common *b,
-				       int64_t now_ms)
+static struct win *scope_windows(struct bscope *sc, const struct kube_budget_common *b,
+				 int64_t now_ms)
 {
 	if (!sc->win_ready || sc->win_at_ms != now_ms) {
 		windows_at(b, now_ms, &sc->win);
@@ -1282,15 +1286,24 @@ static void fail_closed(struct eval *e, struct pol_budget_verdict *v, const char
 	wake_at_edge(e, v, w);
 }
 
-/* @lim with an open window's own maximum in place of @base's. False (and @err) when it does
- * not read. */
-static bool window_limits(struct eval *e, const struct win *w, struct bud_limits *lim,
-			  const char *field, struct ng_err *err)
+/* @lim with an open window's own maximum in place of @base's, read once per instant (a limit
+ * that does not read is read again, for its message). False (and @err) when it does not
+ * read. */
+static bool window_limits(struct eval *e, struct win *w, struct bud_limits *lim, const char *field,
+			  struct ng_err *err)
 {
 	if (!w->limit)
 		return true;
 	lim->has_max = true;
-	return bud_int_or_percent_from(w->limit, e->pool, field, &lim->max, err) == NG_OK;
+	if (w->limit_read) {
+		lim->max = w->max;
+		return true;
+	}
+	if (bud_int_or_percent_from(w->limit, e->pool, field, &lim->max, err) != NG_OK)
+		return false;
+	w->max = lim->max;
+	w->limit_read = true;
+	return true;
 }
 
 static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index, int64_t added)
@@ -1312,44 +1325,46 @@ static ng_status eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index
 		       str(e, b->b.freeze_reason));
 		return NG_OK;
 	}
-	const struct win *w = b->b.nwindows ? scope_windows(sc, &b->b, e->now_ms) : NULL;
+	struct win *w = b->b.nwindows ? scope_windows(sc, &b->b, e->now_ms) : NULL;
 	if (w && w->deny && added > 0) {
 		fail_closed(e, v, what, &b->b, w);
 		return NG_OK;
 	}
-	if (sc->lim_ok && !w) {
-		check_counts(e, v, sc, &sc->lim, added);
-		return v->ok && b->topology_key != NG_INTERN_NONE ? check_topology(e, v, b, sc)
-								  : NG_OK;
-	}
-	struct bud_limits lim = {0};
 	struct ng_err err = {0};
-	if (b->max_disrupted.set) {
-		lim.has_max = true;
-		if (bud_int_or_percent_from(&b->max_disrupted, e->pool, "spec.maxDisruptedNodes",
-					    &lim.max, &err) != NG_OK)
+	if (!sc->lim_ok) {
+		struct bud_limits lim = {0};
+		if (b->max_disrupted.set) {
+			lim.has_max = true;
+			if (bud_int_or_percent_from(&b->max_disrupted, e->pool,
+						    "spec.maxDisruptedNodes", &lim.max,
+						    &err) != NG_OK)
+				goto bad;
+		}
+		if (b->min_undisrupted.set) {
+			lim.has_min = true;
+			if (bud_int_or_percent_from(&b->min_undisrupted, e->pool,
+						    "spec.minUndisruptedNodes", &lim.min,
+						    &err) != NG_OK)
+				goto bad;
+		}
+		if (!lim.has_max && !lim.has_min && b->topology_key == NG_INTERN_NONE) {
+			(void)ng_err_set(&err, NG_EPARSE, 0,
+					 "one of maxDisruptedNodes and minUndisruptedNodes is "
+					 "required");
 			goto bad;
-	}
-	if (b->min_undisrupted.set) {
-		lim.has_min = true;
-		if (bud_int_or_percent_from(&b->min_undisrupted, e->pool,
-					    "spec.minUndisruptedNodes", &lim.min, &err) != NG_OK)
+		}
+		if (b->max_per_domain.set &&
+		    bud_int_or_percent_from(&b->max_per_domain, e->pool,
+					    "spec.maxDisruptedNodesPerDomain",
+					    &(struct bud_int_or_percent){0}, &err) != NG_OK)
 			goto bad;
+		sc->lim = lim;
+		sc->lim_ok = true;
 	}
-	if (!lim.has_max && !lim.has_min && b->topology_key == NG_INTERN_NONE) {
-		(void)ng_err_set(&err, NG_EPARSE, 0,
-				 "one of maxDisruptedNodes and minUndisruptedNodes is required");
-		goto bad;
-	}
-	if (b->max_per_domain.set &&
-	    bud_int_or_percent_from(&b->max_per_domain, e->pool, "spec.maxDisruptedNodesPerDomain",
-				    &(struct bud_int_or_percent){0}, &err) != NG_OK)
-		goto bad;
-	/* Limits that depend on the time are not kept for the next request. */
+	/* An open window's maximum replaces the budget's own for this instant only. */
+	struct bud_limits lim = sc->lim;
 	if (w && !window_limits(e, w, &lim, "spec.windows.maxDisruptedNodes", &err))
 		goto bad;
-	sc->lim = lim;
-	sc->lim_ok = !w;
 	check_counts(e, v, sc, &lim, added);
 	ng_status st =
 	    v->ok && b->topology_key != NG_INTERN_NONE ? check_topology(e, v, b, sc) : NG_OK;
@@ -1445,30 +1460,29 @@ static ng_status eval_adb(struct eval *e, const struct kube_adb *a, size_t index
 		return NG_OK;
 	}
 	struct ng_err err = {0};
-	const struct win *w = a->b.nwindows ? scope_windows(sc, &a->b, e->now_ms) : NULL;
+	struct win *w = a->b.nwindows ? scope_windows(sc, &a->b, e->now_ms) : NULL;
 	if (w && w->deny && added > 0) {
 		fail_closed(e, v, what, &a->b, w);
 		return NG_OK;
 	}
-	if (!sc->lim_ok || w) {
+	if (!sc->lim_ok) {
 		struct bud_limits lim = {.has_max = true};
 		if (bud_int_or_percent_from(&a->max_disruptions, e->pool, "spec.maxDisruptions",
-					    &lim.max, &err) != NG_OK ||
-		    (w && !window_limits(e, w, &lim, "spec.windows.maxDisruptions", &err))) {
-			fail_v(e, v);
-			ng_fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, err.msg);
-			return NG_OK;
-		}
-		/* Limits that depend on the time are not kept for the next request. */
-		if (w) {
-			check_counts(e, v, sc, &lim, added);
-			wake_at_edge(e, v, w);
-			return NG_OK;
-		}
+					    &lim.max, &err) != NG_OK)
+			goto bad;
 		sc->lim = lim;
 		sc->lim_ok = true;
 	}
-	check_counts(e, v, sc, &sc->lim, added);
+	/* An open window's maximum replaces the budget's own for this instant only. */
+	struct bud_limits lim = sc->lim;
+	if (w && !window_limits(e, w, &lim, "spec.windows.maxDisruptions", &err))
+		goto bad;
+	check_counts(e, v, sc, &lim, added);
+	wake_at_edge(e, v, w);
+	return NG_OK;
+bad:
+	fail_v(e, v);
+	ng_fmt(v->reason, sizeof(v->reason), "%s is invalid: %s", what, err.msg);
 	return NG_OK;
 }
 
