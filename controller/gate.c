@@ -459,6 +459,7 @@ static void forget(struct gate *g)
 		gate_later_free(&g->later[--g->nlater]);
 	g->nw = 0;
 	g->nbw = 0;
+	ng_map_finish(&g->bw_by_key);
 	g->budgets_dirty = true;
 	ng_map_finish(&g->w_by_name);
 	while (g->ninf)
@@ -588,6 +589,7 @@ void gate_destroy(struct gate *g)
 	free(g->inf);
 	free(g->w);
 	free(g->bw);
+	ng_map_finish(&g->bw_by_key);
 	free(g->metrics_text);
 	free(g->hc);
 	free(g->deny);
