@@ -343,6 +343,41 @@ static void test_S03_application_budget_windows(void **state)
 	done(&r);
 }
 
+/* Security finding 6: a window that never closes ("* * * * *" for 744 h) is open, and a
+ * request its limit holds back has no window edge to wake at (merging firing by firing gave
+ * a made-up close 10,000 firings on); beside a window that does close, that one is the edge.
+ * A budget's 16 such windows and a window's own limit read once per instant give the same
+ * answers over many decisions of one ledger. */
+static void test_S06_a_window_that_never_closes_has_no_edge(void **state)
+{
+	(void)state;
+#define ALWAYS "{\"schedule\":\"* * * * *\",\"duration\":\"744h\",\"maxDisruptedNodes\":1}"
+	const char *objs = NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":2,\"windows\":[" ALWAYS
+						"]}") "," ND("nd", ON_TEST1 "}");
+	struct result r = decide(cluster(objs), "nd", NULL, MON_NOON);
+	expect(&r, POL_GATE_REJECT, "(limit 1 of 2 nodes)");
+	assert_int_equal(r.d.wake_wall_ms, 0);
+	done(&r);
+	r = decide(
+	    cluster(NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":2,\"windows\":[" ALWAYS "," ALWAYS
+					 "," ALWAYS "," ALWAYS "]}") "," ND("nd", ON_TEST1 "}")),
+	    "nd", NULL, MON_NOON);
+	expect(&r, POL_GATE_REJECT, "(limit 1 of 2 nodes)");
+	assert_int_equal(r.d.wake_wall_ms, 0);
+	done(&r);
+	/* Beside the weeknights' window (closed at noon, opening at 22:00), that opening is the
+	 * edge. */
+	r = decide(cluster(NDB("pool", ON_TEST1
+			       ",\"maxDisruptedNodes\":2,\"windows\":[" ALWAYS
+			       ",{\"schedule\":\"0 22 * * 1-5\",\"duration\":\"8h\","
+			       "\"timeZone\":\"Europe/Paris\"}]}") "," ND("nd", ON_TEST1 "}")),
+		   "nd", NULL, MON_NOON);
+	expect(&r, POL_GATE_REJECT, "(limit 1 of 2 nodes)");
+	assert_int_equal(r.d.wake_wall_ms, MON_22H);
+	done(&r);
+#undef ALWAYS
+}
+
 /* S04: a window opening at a wall time that a daylight saving change skips opens just after
  * the change, once: 02:30 in Paris on 2026-03-29 is 03:30 CEST, 01:30 UTC. */
 static void test_S04_window_opening_in_a_dst_gap(void **state)
@@ -1538,6 +1573,7 @@ int main(void)
 	    cmocka_unit_test(test_S01_windows_hold_requests_until_the_next_opening),
 	    cmocka_unit_test(test_S02_window_limits_and_use_default),
 	    cmocka_unit_test(test_S03_application_budget_windows),
+	    cmocka_unit_test(test_S06_a_window_that_never_closes_has_no_edge),
 	    cmocka_unit_test(test_S04_window_opening_in_a_dst_gap),
 	    cmocka_unit_test(test_G06_G07_deadline),
 	    cmocka_unit_test(test_G08_G09_overlap),
