@@ -19,7 +19,9 @@ budgets any namespace may create must not slow the gate for everyone): a namespa
 every node and HOSTILE ApplicationDisruptionBudgets over all of them, each with 16 always-open
 maintenance windows (`--hostile-adbs`, `--hostile-windows`), so every request touches each of
 them; its decision per request, its round's first decision (which computes the budgets' scopes
-and windows) and its status pass, each beside the same figure without them in the same run.
+and windows) and its status pass, each beside the same figure without them in the same run;
+and the decision per request with the same budgets over one node no request touches
+(`--hostile-nodes 1`: unrelated to every request).
 
 Usage: bench/decision.py [--quick|--smoke] [--runs N] [--gate-round PATH]"""
 import json
@@ -74,7 +76,7 @@ def main():
     nodes, ppn, adbs, ndbs, granted0, pending, rounds = s
     cmd = bl.command("decision.py", a)
     nhostile, nwindows = HOSTILE[bl.mode(a)]
-    results, hostile = [], []
+    results, hostile, unrelated = [], [], []
     legacy = False
     for r in range(a.runs):
         res, why = (None, "positional") if legacy else run_json(exe, s)
@@ -97,6 +99,15 @@ def main():
                        f"{h['decide_us_per_request']:.1f} us per request, first decision "
                        f"{h['first_decision_us']:.0f} us, status pass {h['status_pass_ms']:.3f} ms")
         hostile.append(h)
+        # The same budgets over one node no request touches: unrelated to every request.
+        u = None
+        if h is not None:
+            u, why = run_json(exe, s, ("--hostile-adbs", str(nhostile), "--hostile-windows", str(nwindows),
+                                       "--hostile-nodes", "1"))
+            if u is not None:
+                bl.log(f"  run {r + 1}, the same on a node no request touches: decide "
+                       f"{u['decide_us_per_request']:.1f} us per request")
+        unrelated.append(u)
     if legacy:
         what = f"{nodes} nodes, {pending} pending, racks of 20 with an NDB each"
     else:
@@ -129,6 +140,12 @@ def main():
             bl.row("B4", f"budget status pass, {beside}", hcol("status_pass_ms"), "ms", cmd,
                    reference=base("status_pass_ms"), reference_name="the same without them"),
         ]
+    if any(u is not None for u in unrelated):
+        rows.append(bl.row(
+            "B4", f"decision per request, the same {nhostile} hostile ADBs over one node no request touches",
+            [u["decide_us_per_request"] if u is not None else None for u in unrelated], "µs", cmd,
+            reference=[x["decide_us_per_request"] if u is not None else None for x, u in zip(results, unrelated)],
+            reference_name="the same without them"))
     bl.finish("B4", rows)
 
 

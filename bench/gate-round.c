@@ -19,11 +19,13 @@
  * with maxDisruptions 100 % (so none denies) and --hostile-windows W maintenance windows each,
  * always open: firings never further apart than the duration (every minute, every two minutes,
  * hourly, daily...), durations up to 744 h, in UTC and in two zones with daylight saving time.
+ * --hostile-nodes N puts its pods on the first N nodes only (node 0 is a control-plane node no
+ * pending request names): the budgets are then unrelated to the requests.
  *
  * Usage:
  *   bench-gate-round [--nodes N] [--pods-per-node N] [--adbs N] [--ndbs N] [--granted N]
  *                    [--pending N] [--rounds N] [--pool-wide | --no-pool-wide]
- *                    [--hostile-adbs N] [--hostile-windows N] [--json]
+ *                    [--hostile-adbs N] [--hostile-windows N] [--hostile-nodes N] [--json]
  *     defaults: 5000 nodes, 30 pods per node, 2000 ADBs, 250 NDBs, 500 granted, 1000 pending,
  *     3 rounds, pool-wide on, no hostile budgets (16 windows each when asked). --json: the last
  * line of stdout is
@@ -55,6 +57,7 @@
 struct scenario {
 	int64_t nodes, pods_per_node, adbs, ndbs, granted, pending, rounds;
 	int64_t hostile_adbs, hostile_windows;
+	int64_t hostile_nodes; /* its pods run on the first this many nodes; -1: every node */
 	bool pool_wide, json;
 	bool first_form; /* positional: the cluster of the first measurements */
 };
@@ -73,10 +76,12 @@ static int64_t num(const char *s, int64_t min, int64_t max)
 
 static void usage(void)
 {
-	(void)fprintf(stderr, "usage: bench-gate-round [--nodes N] [--pods-per-node N] [--adbs N] "
-			      "[--ndbs N] [--granted N] [--pending N] [--rounds N] [--pool-wide | "
-			      "--no-pool-wide] [--hostile-adbs N] [--hostile-windows N] [--json]\n"
-			      "       bench-gate-round [NODES] [PENDING] [ROUNDS]\n");
+	(void)fprintf(
+	    stderr, "usage: bench-gate-round [--nodes N] [--pods-per-node N] [--adbs N] "
+		    "[--ndbs N] [--granted N] [--pending N] [--rounds N] [--pool-wide | "
+		    "--no-pool-wide] [--hostile-adbs N] [--hostile-windows N] [--hostile-nodes N] "
+		    "[--json]\n"
+		    "       bench-gate-round [NODES] [PENDING] [ROUNDS]\n");
 	/* NOLINTNEXTLINE(concurrency-mt-unsafe): this benchmark has one thread */
 	exit(2);
 }
@@ -103,6 +108,7 @@ static void parse_args(int argc, char **argv, struct scenario *sc)
 				.pending = 1000,
 				.rounds = 3,
 				.hostile_windows = 16,
+				.hostile_nodes = -1,
 				.pool_wide = true};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -115,6 +121,7 @@ static void parse_args(int argc, char **argv, struct scenario *sc)
 			     : !strcmp(a, "--rounds")          ? &sc->rounds
 			     : !strcmp(a, "--hostile-adbs")    ? &sc->hostile_adbs
 			     : !strcmp(a, "--hostile-windows") ? &sc->hostile_windows
+			     : !strcmp(a, "--hostile-nodes")   ? &sc->hostile_nodes
 							       : NULL;
 		if (v) {
 			if (i + 1 == argc)
@@ -224,7 +231,9 @@ static struct kube_snapshot *generate(const struct scenario *sc)
 				   "\"20%%\"}}",
 				   (long long)a, (long long)(a % NAMESPACES), (long long)a);
 	/* The hostile namespace: a pod on every node, budgets over all of them with windows. */
-	for (int64_t i = 0; st == NG_OK && sc->hostile_adbs && i < sc->nodes; i++)
+	int64_t hostile_nodes =
+	    sc->hostile_nodes < 0 || sc->hostile_nodes > sc->nodes ? sc->nodes : sc->hostile_nodes;
+	for (int64_t i = 0; st == NG_OK && sc->hostile_adbs && i < hostile_nodes; i++)
 		st =
 		    ng_buf_printf(&b,
 				  ",{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
