@@ -8,7 +8,8 @@
  * - an accepted schedule has every field non-empty and within its range, parses the same twice,
  *   and fires (in UTC) within the horizon from every instant tried: on a whole minute, at or
  *   after the instant, at a minute the schedule names, and asking again from the firing gives
- *   it back;
+ *   it back; the last firing at or before the instant (ng_cron_prev()) is one, and the next
+ *   firing after it comes after the instant;
  * - ng_window_at() agrees: open means opened <= now < closes (or closes -1: never) with opened
  *   a firing; closed means the next opening is the next firing; either costs at most
  *   NG_WINDOW_MAX_JUMPS + 2 searches.
@@ -94,6 +95,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(names_minute(&c, next));
 		check(ng_cron_next(&c, utc, next) == next);
 		check(ng_cron_next(&c, utc, next - 1) == next || next - 1 < from[i]);
+		/* The last firing at or before: one, and nothing fires after it until then. */
+		int64_t prev = ng_cron_prev(&c, utc, from[i]);
+		check(prev != -1 && prev <= from[i] && names_minute(&c, prev));
+		check(ng_cron_next(&c, utc, prev) == prev &&
+		      ng_cron_next(&c, utc, prev + 1) > from[i]);
 		for (size_t k = 0; k < sizeof(durations) / sizeof(durations[0]); k++) {
 			struct ng_window_at w;
 			int64_t now = from[i];
