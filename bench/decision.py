@@ -13,7 +13,15 @@ exits non-zero) is run as `bench-gate-round NODES PENDING ROUNDS` and its text i
 then only NODES and PENDING apply.
 
 Rows: decision per request (target <= 20 us; reference: qsort per request), ranking (reference:
-qsort), requests granted.
+qsort), requests granted, the budget status pass that follows a round (every budget's status on
+the round's ledger). Then the same cluster with hostile budgets beside it (security finding 6:
+budgets any namespace may create must not slow the gate for everyone): a namespace with a pod on
+every node and HOSTILE ApplicationDisruptionBudgets over all of them, each with 16 always-open
+maintenance windows (`--hostile-adbs`, `--hostile-windows`), so every request touches each of
+them; its decision per request, its round's first decision (which computes the budgets' scopes
+and windows) and its status pass, each beside the same figure without them in the same run;
+and the decision per request with the same budgets over one node no request touches
+(`--hostile-nodes 1`: unrelated to every request).
 
 Usage: bench/decision.py [--quick|--smoke] [--runs N] [--gate-round PATH]"""
 import json
@@ -28,13 +36,15 @@ import benchlib as bl  # noqa: E402
 # nodes, pods per node, ADBs, NDBs, granted, pending, rounds
 SCALE = {"full": (5000, 30, 2000, 250, 500, 1000, 3), "quick": (5000, 30, 2000, 250, 500, 1000, 1),
          "smoke": (200, 2, 20, 10, 10, 50, 1)}
+# Hostile budgets beside the cluster, and windows each (the finding: 200 x 16).
+HOSTILE = {"full": (200, 16), "quick": (200, 16), "smoke": (20, 16)}
 
 
-def run_json(exe, s):
+def run_json(exe, s, extra=()):
     nodes, ppn, adbs, ndbs, granted, pending, rounds = s
     args = [exe, "--nodes", str(nodes), "--pods-per-node", str(ppn), "--adbs", str(adbs),
             "--ndbs", str(ndbs), "--granted", str(granted), "--pending", str(pending),
-            "--rounds", str(rounds), "--json"]
+            "--rounds", str(rounds), "--json", *extra]
     r = subprocess.run(args, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         return None, r.stderr.strip()
@@ -65,7 +75,8 @@ def main():
     s = SCALE[bl.mode(a)]
     nodes, ppn, adbs, ndbs, granted0, pending, rounds = s
     cmd = bl.command("decision.py", a)
-    results = []
+    nhostile, nwindows = HOSTILE[bl.mode(a)]
+    results, hostile, unrelated = [], [], []
     legacy = False
     for r in range(a.runs):
         res, why = (None, "positional") if legacy else run_json(exe, s)
@@ -79,6 +90,24 @@ def main():
         bl.log(f"  run {r + 1}: decide {res['decide_us_per_request']:.1f} us per request, rank "
                f"{res['rank_ms']:.3f} ms, qsort {res['qsort_ms']:.3f} ms, {res['granted']} granted")
         results.append(res)
+        # A build without --hostile-adbs (or without the status pass) leaves those rows empty.
+        h = None
+        if not legacy and "status_pass_ms" in res:
+            h, why = run_json(exe, s, ("--hostile-adbs", str(nhostile), "--hostile-windows", str(nwindows)))
+            if h is not None:
+                bl.log(f"  run {r + 1}, {nhostile} hostile budgets x {nwindows} windows: decide "
+                       f"{h['decide_us_per_request']:.1f} us per request, first decision "
+                       f"{h['first_decision_us']:.0f} us, status pass {h['status_pass_ms']:.3f} ms")
+        hostile.append(h)
+        # The same budgets over one node no request touches: unrelated to every request.
+        u = None
+        if h is not None:
+            u, why = run_json(exe, s, ("--hostile-adbs", str(nhostile), "--hostile-windows", str(nwindows),
+                                       "--hostile-nodes", "1"))
+            if u is not None:
+                bl.log(f"  run {r + 1}, the same on a node no request touches: decide "
+                       f"{u['decide_us_per_request']:.1f} us per request")
+        unrelated.append(u)
     if legacy:
         what = f"{nodes} nodes, {pending} pending, racks of 20 with an NDB each"
     else:
@@ -95,6 +124,28 @@ def main():
                reference=col("qsort_ms"), reference_name="qsort of the same requests by precomputed keys"),
         bl.row("B4", "requests granted in the round", col("granted"), "count", cmd),
     ]
+    if any(h is not None for h in hostile):
+        base = lambda k: [x.get(k) if h is not None else None for x, h in zip(results, hostile)]  # noqa: E731
+        hcol = lambda k: [h[k] if h is not None else None for h in hostile]  # noqa: E731
+        beside = f"{nhostile} hostile ADBs × {nwindows} always-open windows over every node beside it"
+        rows += [
+            bl.row("B4", "budget status pass after a round (every budget's status)",
+                   base("status_pass_ms"), "ms", cmd),
+            bl.row("B4", f"decision per request, {beside}", hcol("decide_us_per_request"), "µs", cmd,
+                   reference=base("decide_us_per_request"), reference_name="the same without them"),
+            bl.row("B4", f"first decision of a round (it computes every budget's scope and windows), {beside}",
+                   [v / 1000 if v is not None else None for v in hcol("first_decision_us")], "ms", cmd,
+                   reference=[v / 1000 if v is not None else None for v in base("first_decision_us")],
+                   reference_name="the same without them"),
+            bl.row("B4", f"budget status pass, {beside}", hcol("status_pass_ms"), "ms", cmd,
+                   reference=base("status_pass_ms"), reference_name="the same without them"),
+        ]
+    if any(u is not None for u in unrelated):
+        rows.append(bl.row(
+            "B4", f"decision per request, the same {nhostile} hostile ADBs over one node no request touches",
+            [u["decide_us_per_request"] if u is not None else None for u in unrelated], "µs", cmd,
+            reference=[x["decide_us_per_request"] if u is not None else None for x, u in zip(results, unrelated)],
+            reference_name="the same without them"))
     bl.finish("B4", rows)
 
 

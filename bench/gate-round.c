@@ -13,13 +13,27 @@
  * one more NodeDisruptionBudget selects every node (maxDisruptedNodes: 15 %), so every decision
  * has a budget over the whole cluster.
  *
+ * With --hostile-adbs H (security finding 6: budgets any namespace may create must not slow the
+ * gate for everyone), one more namespace, "hostile", runs a pod on every node and holds H
+ * ApplicationDisruptionBudgets selecting all of its pods (so every request touches each of them)
+ * with maxDisruptions 100 % (so none denies) and --hostile-windows W maintenance windows each,
+ * always open: firings never further apart than the duration (every minute, every two minutes,
+ * hourly, daily...), durations up to 744 h, in UTC and in two zones with daylight saving time.
+ * --hostile-nodes N puts its pods on the first N nodes only (node 0 is a control-plane node no
+ * pending request names): the budgets are then unrelated to the requests.
+ *
  * Usage:
  *   bench-gate-round [--nodes N] [--pods-per-node N] [--adbs N] [--ndbs N] [--granted N]
- *                    [--pending N] [--rounds N] [--pool-wide | --no-pool-wide] [--json]
+ *                    [--pending N] [--rounds N] [--pool-wide | --no-pool-wide]
+ *                    [--hostile-adbs N] [--hostile-windows N] [--hostile-nodes N] [--json]
  *     defaults: 5000 nodes, 30 pods per node, 2000 ADBs, 250 NDBs, 500 granted, 1000 pending,
- *     3 rounds, pool-wide on. --json: the last line of stdout is
- *     {"decide_us_per_request":X,"rank_ms":Y,"qsort_ms":Z,"granted":N,"decisions":M}, the
- *     medians over the rounds; "granted" counts the grants the round made.
+ *     3 rounds, pool-wide on, no hostile budgets (16 windows each when asked). --json: the last
+ * line of stdout is
+ *     {"decide_us_per_request":X,"rank_ms":Y,"qsort_ms":Z,"granted":N,"decisions":M,
+ *     "first_decision_us":F,"status_pass_ms":S}, the medians over the rounds; "granted"
+ *     counts the grants the round made, F is the round's first decision (it computes the
+ *     ledger's budget scopes and windows) and S the budget status pass after the round
+ *     (pol_budget_status of every budget on the round's ledger).
  *   bench-gate-round [NODES] [PENDING] [ROUNDS]
  *     the first form of this benchmark: no pods, no ADBs, nothing granted, no pool-wide budget,
  *     racks of 20, 5 rounds by default. */
@@ -42,6 +56,8 @@
 
 struct scenario {
 	int64_t nodes, pods_per_node, adbs, ndbs, granted, pending, rounds;
+	int64_t hostile_adbs, hostile_windows;
+	int64_t hostile_nodes; /* its pods run on the first this many nodes; -1: every node */
 	bool pool_wide, json;
 	bool first_form; /* positional: the cluster of the first measurements */
 };
@@ -60,10 +76,12 @@ static int64_t num(const char *s, int64_t min, int64_t max)
 
 static void usage(void)
 {
-	(void)fprintf(stderr, "usage: bench-gate-round [--nodes N] [--pods-per-node N] [--adbs N] "
-			      "[--ndbs N] [--granted N] [--pending N] [--rounds N] [--pool-wide | "
-			      "--no-pool-wide] [--json]\n"
-			      "       bench-gate-round [NODES] [PENDING] [ROUNDS]\n");
+	(void)fprintf(
+	    stderr, "usage: bench-gate-round [--nodes N] [--pods-per-node N] [--adbs N] "
+		    "[--ndbs N] [--granted N] [--pending N] [--rounds N] [--pool-wide | "
+		    "--no-pool-wide] [--hostile-adbs N] [--hostile-windows N] [--hostile-nodes N] "
+		    "[--json]\n"
+		    "       bench-gate-round [NODES] [PENDING] [ROUNDS]\n");
 	/* NOLINTNEXTLINE(concurrency-mt-unsafe): this benchmark has one thread */
 	exit(2);
 }
@@ -89,17 +107,22 @@ static void parse_args(int argc, char **argv, struct scenario *sc)
 				.granted = 500,
 				.pending = 1000,
 				.rounds = 3,
+				.hostile_windows = 16,
+				.hostile_nodes = -1,
 				.pool_wide = true};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		int64_t *v = !strcmp(a, "--nodes")           ? &sc->nodes
-			     : !strcmp(a, "--pods-per-node") ? &sc->pods_per_node
-			     : !strcmp(a, "--adbs")          ? &sc->adbs
-			     : !strcmp(a, "--ndbs")          ? &sc->ndbs
-			     : !strcmp(a, "--granted")       ? &sc->granted
-			     : !strcmp(a, "--pending")       ? &sc->pending
-			     : !strcmp(a, "--rounds")        ? &sc->rounds
-							     : NULL;
+		int64_t *v = !strcmp(a, "--nodes")             ? &sc->nodes
+			     : !strcmp(a, "--pods-per-node")   ? &sc->pods_per_node
+			     : !strcmp(a, "--adbs")            ? &sc->adbs
+			     : !strcmp(a, "--ndbs")            ? &sc->ndbs
+			     : !strcmp(a, "--granted")         ? &sc->granted
+			     : !strcmp(a, "--pending")         ? &sc->pending
+			     : !strcmp(a, "--rounds")          ? &sc->rounds
+			     : !strcmp(a, "--hostile-adbs")    ? &sc->hostile_adbs
+			     : !strcmp(a, "--hostile-windows") ? &sc->hostile_windows
+			     : !strcmp(a, "--hostile-nodes")   ? &sc->hostile_nodes
+							       : NULL;
 		if (v) {
 			if (i + 1 == argc)
 				usage();
@@ -132,6 +155,31 @@ static int64_t app_of(const struct scenario *sc, int64_t i, int64_t k)
 	int64_t napps = sc->adbs ? 2 * sc->adbs : 1;
 	return (i * sc->pods_per_node + k) % napps;
 }
+
+/* The hostile budgets' windows, each always open: its schedule never leaves a gap longer than
+ * its duration, daylight saving changes included (a zone's fall-back hour adds its length to a
+ * gap). Durations from 5 minutes to 744 hours. */
+static const struct hostile_window {
+	const char *schedule, *zone;
+	int64_t minutes;
+} hostile_kinds[] = {
+    {"* * * * *", "UTC", 744 * 60},
+    {"* * * * *", "Europe/Paris", 744 * 60},
+    {"*/2 * * * *", "America/New_York", 600 * 60},
+    {"@hourly", "Europe/Paris", 744 * 60},
+    {"0 * * * *", "UTC", 60},
+    {"*/5 * * * *", "UTC", 5},
+    {"0 0 * * *", "America/New_York", 744 * 60},
+    {"*/15 * * * *", "Europe/Paris", 700 * 60},
+    {"* * * * *", "America/New_York", 500 * 60},
+    {"30 * * * *", "UTC", 61},
+    {"0 */2 * * *", "Europe/Paris", 400 * 60},
+    {"@daily", "UTC", 24 * 60},
+    {"*/10 * * * *", "America/New_York", 300 * 60},
+    {"0 0 * * *", "Europe/Paris", 744 * 60},
+    {"*/3 * * * *", "UTC", 3},
+    {"0,30 * * * *", "Europe/Paris", 744 * 60},
+};
 
 static struct kube_snapshot *generate(const struct scenario *sc)
 {
@@ -182,6 +230,37 @@ static struct kube_snapshot *generate(const struct scenario *sc)
 				   "\"matchLabels\":{\"app\":\"a%lld\"}},\"maxDisruptions\":"
 				   "\"20%%\"}}",
 				   (long long)a, (long long)(a % NAMESPACES), (long long)a);
+	/* The hostile namespace: a pod on every node, budgets over all of them with windows. */
+	int64_t hostile_nodes =
+	    sc->hostile_nodes < 0 || sc->hostile_nodes > sc->nodes ? sc->nodes : sc->hostile_nodes;
+	for (int64_t i = 0; st == NG_OK && sc->hostile_adbs && i < hostile_nodes; i++)
+		st =
+		    ng_buf_printf(&b,
+				  ",{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
+				  "\"h%lld\",\"namespace\":\"hostile\",\"labels\":{\"app\":"
+				  "\"h\"}},\"spec\":{\"nodeName\":\"n%lld\"},\"status\":{"
+				  "\"phase\":\"Running\"}}",
+				  (long long)i, (long long)i);
+	for (int64_t a = 0; st == NG_OK && a < sc->hostile_adbs; a++) {
+		st = ng_buf_printf(&b,
+				   ",{\"kind\":\"ApplicationDisruptionBudget\",\"apiVersion\":"
+				   "\"nodegate.io/v1alpha1\",\"metadata\":{\"name\":\"h%lld\","
+				   "\"namespace\":\"hostile\"},\"spec\":{\"podSelector\":{},"
+				   "\"maxDisruptions\":\"100%%\",\"windows\":[",
+				   (long long)a);
+		for (int64_t w = 0; st == NG_OK && w < sc->hostile_windows; w++) {
+			const struct hostile_window *h =
+			    &hostile_kinds[(size_t)w %
+					   (sizeof(hostile_kinds) / sizeof(hostile_kinds[0]))];
+			/* Each budget's durations differ a little: no two windows are alike. */
+			int64_t min = h->minutes + (h->minutes >= 6000 ? -(a % 600) : 0);
+			st = ng_buf_printf(&b,
+					   "%s{\"schedule\":\"%s\",\"duration\":\"%lldm\","
+					   "\"timeZone\":\"%s\"}",
+					   w ? "," : "", h->schedule, (long long)min, h->zone);
+		}
+		st = st ? st : ng_buf_puts(&b, "]}}");
+	}
 	/* Granted requests hold one worker node each, spread evenly over the cluster. */
 	for (int64_t g = 0; st == NG_OK && g < sc->granted && workers > 0; g++) {
 		long long node = 3 + g * workers / (sc->granted ? sc->granted : 1);
@@ -287,10 +366,12 @@ int main(int argc, char **argv)
 	int64_t *rank_us = calloc((size_t)sc.rounds, sizeof(int64_t));
 	int64_t *ref_us = calloc((size_t)sc.rounds, sizeof(int64_t));
 	int64_t *decide_us = calloc((size_t)sc.rounds, sizeof(int64_t));
+	int64_t *first_us = calloc((size_t)sc.rounds, sizeof(int64_t));
+	int64_t *status_us = calloc((size_t)sc.rounds, sizeof(int64_t));
 	struct ng_arena *arena = ng_arena_create((size_t)1 << 30);
 	struct pol_ledger *l = NULL;
 	int rc = 1;
-	if (!q || !keys || !rank_us || !ref_us || !decide_us || !arena)
+	if (!q || !keys || !rank_us || !ref_us || !decide_us || !first_us || !status_us || !arena)
 		goto out;
 	size_t granted = 0;
 	/* Every answer of a round (outcome, reason, each verdict): two builds that print the same
@@ -319,12 +400,15 @@ int main(int argc, char **argv)
 		if (!l)
 			goto out;
 		granted = 0;
+		int64_t first_mono_us = 0;
 		for (size_t i = 0; i < n; i++) {
 			struct pol_gate_decision d;
 			ng_arena_reset(arena);
 			if (pol_evaluate_disruption(s, &cfg, l, q[i], NOW_WALL_MS, arena, &d) !=
 			    NG_OK)
 				goto out;
+			if (i == 0)
+				first_mono_us = ng_now_mono_us();
 			if (r == sc.rounds)
 				digest = answer_digest(digest, &d);
 			if (d.outcome == POL_GATE_GRANT) {
@@ -334,6 +418,18 @@ int main(int argc, char **argv)
 			}
 		}
 		int64_t t3_mono_us = ng_now_mono_us();
+		/* The budget status pass that follows a round in the gate (controller/
+		 * gate_budgets.c), on the round's ledger: every budget's status. */
+		for (int k = 0; k < 2; k++) {
+			enum kube_resource kind = k ? KUBE_RES_ADBS : KUBE_RES_NDBS;
+			for (size_t i = 0; i < kube_snapshot_count(s, kind); i++) {
+				struct pol_budget_status bs;
+				ng_arena_reset(arena);
+				if (pol_budget_status(s, l, kind, i, arena, &bs) != NG_OK)
+					goto out;
+			}
+		}
+		int64_t t4_mono_us = ng_now_mono_us();
 		pol_ledger_destroy(l);
 		l = NULL;
 		if (r == sc.rounds)
@@ -341,16 +437,22 @@ int main(int argc, char **argv)
 		ref_us[r] = t1_mono_us - t0_mono_us;
 		rank_us[r] = t2_mono_us - t1_mono_us;
 		decide_us[r] = t3_mono_us - t2_mono_us;
+		first_us[r] = first_mono_us - t2_mono_us;
+		status_us[r] = t4_mono_us - t3_mono_us;
 	}
 	struct stats ref = stats_of(ref_us, (size_t)sc.rounds);
 	struct stats rank = stats_of(rank_us, (size_t)sc.rounds);
 	struct stats dec = stats_of(decide_us, (size_t)sc.rounds);
+	struct stats first = stats_of(first_us, (size_t)sc.rounds);
+	struct stats status = stats_of(status_us, (size_t)sc.rounds);
 	double per = (double)dec.median / (double)(n ? n : 1);
 	(void)printf("nodes %lld, pods %lld, ADBs %lld, NDBs %lld%s, granted before %lld, "
-		     "pending %zu; median (min-max) of %lld rounds\n",
+		     "pending %zu, hostile ADBs %lld x %lld windows; median (min-max) of %lld "
+		     "rounds\n",
 		     (long long)sc.nodes, (long long)sc.nodes * sc.pods_per_node,
 		     (long long)sc.adbs, (long long)sc.ndbs, sc.pool_wide ? " + pool-wide" : "",
-		     (long long)sc.granted, n, (long long)sc.rounds);
+		     (long long)sc.granted, n, (long long)sc.hostile_adbs,
+		     (long long)(sc.hostile_adbs ? sc.hostile_windows : 0), (long long)sc.rounds);
 	(void)printf("rank:   %.3f ms (%.3f-%.3f); reference qsort of the keys: %.3f ms "
 		     "(%.3f-%.3f), ratio %.1f\n",
 		     (double)rank.median / 1e3, (double)rank.min / 1e3, (double)rank.max / 1e3,
@@ -359,15 +461,26 @@ int main(int argc, char **argv)
 	(void)printf("decide: %.3f ms for all %zu (%.1f us each; %.1f-%.1f), %zu granted\n",
 		     (double)dec.median / 1e3, n, per, (double)dec.min / (double)(n ? n : 1),
 		     (double)dec.max / (double)(n ? n : 1), granted);
+	(void)printf(
+	    "first decision of a round (the ledger's scopes and windows computed): %.1f us "
+	    "(%.1f-%.1f)\n",
+	    (double)first.median, (double)first.min, (double)first.max);
+	(void)printf("budget status pass (every budget): %.3f ms (%.3f-%.3f)\n",
+		     (double)status.median / 1e3, (double)status.min / 1e3,
+		     (double)status.max / 1e3);
 	(void)printf("answers: digest %016llx\n", (unsigned long long)digest);
 	if (sc.json)
 		(void)printf("{\"decide_us_per_request\":%.2f,\"rank_ms\":%.3f,\"qsort_ms\":%.3f,"
-			     "\"granted\":%zu,\"decisions\":%zu}\n",
-			     per, (double)rank.median / 1e3, (double)ref.median / 1e3, granted, n);
+			     "\"granted\":%zu,\"decisions\":%zu,\"first_decision_us\":%.1f,"
+			     "\"status_pass_ms\":%.3f}\n",
+			     per, (double)rank.median / 1e3, (double)ref.median / 1e3, granted, n,
+			     (double)first.median, (double)status.median / 1e3);
 	rc = 0;
 out:
 	pol_ledger_destroy(l);
 	ng_arena_destroy(arena);
+	free(status_us);
+	free(first_us);
 	free(decide_us);
 	free(ref_us);
 	free(rank_us);

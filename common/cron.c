@@ -306,6 +306,30 @@ static bool day_matches(const struct ng_cron *c, int64_t day)
 	return dom && dow;
 }
 
+/* A month the schedule leaves out is skipped whole: a yearly schedule ("0 0 29 2 *") looks at
+ * 29 days a year instead of 366. The first day of the month after @day's when @day's month is
+ * not one of @c's, else @day. */
+static int64_t skip_month_forward(const struct ng_cron *c, int64_t day)
+{
+	int64_t y;
+	unsigned m, d;
+	ng_civil_from_days(day, &y, &m, &d);
+	if (c->months & (1u << m))
+		return day;
+	return m == 12 ? ng_days_from_civil(y + 1, 1, 1) : ng_days_from_civil(y, m + 1, 1);
+}
+
+/* The last day of the month before @day's when @day's month is not one of @c's, else @day. */
+static int64_t skip_month_back(const struct ng_cron *c, int64_t day)
+{
+	int64_t y;
+	unsigned m, d;
+	ng_civil_from_days(day, &y, &m, &d);
+	if (c->months & (1u << m))
+		return day;
+	return ng_days_from_civil(y, m, 1) - 1;
+}
+
 int64_t ng_cron_next(const struct ng_cron *c, const struct ng_tz *tz, int64_t from_ms)
 {
 	if (from_ms < -CRON_LIMIT_MS || from_ms > CRON_LIMIT_MS)
@@ -325,6 +349,11 @@ int64_t ng_cron_next(const struct ng_cron *c, const struct ng_tz *tz, int64_t fr
 		int64_t d0 = day * 86400;
 		if (found && d0 - gmax >= best)
 			break;
+		int64_t skip = skip_month_forward(c, day);
+		if (skip != day) {
+			day = skip - 1;
+			continue;
+		}
 		if (!day_matches(c, day))
 			continue;
 		int32_t lmin, lmax;
@@ -355,9 +384,119 @@ out:
 	return found ? best * 1000 : -1;
 }
 
+int64_t ng_cron_prev(const struct ng_cron *c, const struct ng_tz *tz, int64_t from_ms)
+{
+	if (from_ms < -CRON_LIMIT_MS || from_ms > CRON_LIMIT_MS)
+		return -1;
+	/* The last whole second <= from. */
+	int64_t t1 = from_ms / 1000 - (from_ms % 1000 < 0);
+	int32_t gmin, gmax;
+	ng_tz_offset_range(tz, &gmin, &gmax);
+	/* ng_cron_next() backwards: a wall time W fires at W - o, so only W <= t1 + o can fire
+	 * at or before t1; the largest instant found is kept until no earlier W can beat it (a
+	 * day's wall times fire at d0 + 86400 - gmin at the latest). */
+	bool found = false;
+	int64_t best = -1;
+	int64_t last_day = (t1 + gmax) / 86400 - ((t1 + gmax) % 86400 < 0);
+	for (int64_t day = last_day; day >= last_day - NG_CRON_HORIZON_DAYS; day--) {
+		int64_t d0 = day * 86400;
+		if (found && d0 + 86400 - gmin <= best)
+			break;
+		int64_t skip = skip_month_back(c, day);
+		if (skip != day) {
+			day = skip + 1;
+			continue;
+		}
+		if (!day_matches(c, day))
+			continue;
+		int32_t lmin, lmax;
+		ng_tz_offset_range_in(tz, d0 - gmax - 1, d0 + 86400 - gmin + 1, &lmin, &lmax);
+		for (unsigned h = 24; h-- > 0;) {
+			if (!(c->hours & (UINT32_C(1) << h)))
+				continue;
+			int64_t hw = d0 + h * 3600;
+			if (hw - lmax > t1)
+				continue;
+			for (unsigned m = 60; m-- > 0;) {
+				if (!(c->minutes & (UINT64_C(1) << m)))
+					continue;
+				int64_t w = hw + m * 60;
+				if (w - lmax > t1)
+					continue;
+				/* This day's earlier wall times fire at w - lmin at the latest. */
+				if (found && w - lmin <= best)
+					goto next_day;
+				int64_t at = ng_tz_from_local(tz, w);
+				if (at <= t1 && (!found || at > best)) {
+					found = true;
+					best = at;
+				}
+			}
+		}
+	next_day:;
+	}
+	return found ? best * 1000 : -1;
+}
+
 static int64_t sat_add(int64_t a, int64_t b)
 {
 	return b > 0 && a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+/* The largest wall-clock gap, in minutes, between two firings in a row of a schedule that
+ * fires every day (the same minutes of every day, the last of one day to the first of the
+ * next); -1 when some day does not fire. */
+static int64_t daily_gap_min(const struct ng_cron *c)
+{
+	const uint32_t all_days = UINT32_C(0xfffffffe); /* 1-31 */
+	bool days = (c->days & all_days) == all_days, weekdays = (c->weekdays & 0x7f) == 0x7f;
+	bool every_day = (c->months & 0x1ffe) == 0x1ffe &&
+			 (!c->days_star && !c->weekdays_star ? days || weekdays : days && weekdays);
+	if (!every_day || !c->hours || !c->minutes)
+		return -1;
+	unsigned m_first = (unsigned)__builtin_ctzll(c->minutes);
+	unsigned m_last = 63u - (unsigned)__builtin_clzll(c->minutes);
+	int64_t gap = 0, prev = -1;
+	for (unsigned m = m_first + 1; m <= m_last; m++)
+		if (c->minutes & (UINT64_C(1) << m)) {
+			int64_t g = (int64_t)m - (prev < 0 ? m_first : prev);
+			gap = g > gap ? g : gap;
+			prev = m;
+		}
+	/* From an hour's last firing to the next firing hour's first, tomorrow's included. */
+	unsigned h_first = (unsigned)__builtin_ctz(c->hours);
+	int64_t h_prev = h_first;
+	for (unsigned h = h_first + 1; h <= 24; h++) {
+		if (h < 24 && !(c->hours & (UINT32_C(1) << h)))
+			continue;
+		int64_t next = h < 24 ? h : h_first + 24;
+		int64_t g = (next - h_prev) * 60 + m_first - m_last;
+		gap = g > gap ? g : gap;
+		h_prev = h;
+	}
+	return gap;
+}
+
+/* Whether every instant from @now_ms on is inside a window of @d ms: firings are never further
+ * apart than @d from then on. On the wall clock they are at most daily_gap_min() apart; on the
+ * real clock a gap also grows by what the clock is set back (a fall-back hour's wall times fire
+ * once, the first time), never by more than the range of the offsets in force from the firings
+ * before @now_ms on. Offsets the zone stated long ago (local mean time, wartime double summer
+ * time) do not count: Paris ranges over 2 h in its history, 1 h from 1977 on. */
+static bool always_open(const struct ng_cron *c, const struct ng_tz *tz, int64_t d, int64_t now_ms)
+{
+	int64_t gap_min = daily_gap_min(c);
+	if (gap_min < 0 || gap_min * 60 * 1000 > d)
+		return false;
+	int32_t gmin, gmax;
+	ng_tz_offset_range(tz, &gmin, &gmax);
+	if ((gap_min * 60 + ((int64_t)gmax - gmin)) * 1000 <= d)
+		return true;
+	/* Two days before the earliest firing that can hold now: its wall day, and the day
+	 * before it. */
+	int64_t from_s = (now_ms - d) / 1000 - 2 * 86400;
+	ng_tz_offset_range_in(tz, from_s, CRON_LIMIT_MS / 1000, &gmin, &gmax);
+	return (gap_min * 60 + ((int64_t)gmax - gmin)) * 1000 <= d;
 }
 
 void ng_window_at(const struct ng_cron *c, const struct ng_tz *tz, int64_t duration_ms,
@@ -365,26 +504,37 @@ void ng_window_at(const struct ng_cron *c, const struct ng_tz *tz, int64_t durat
 {
 	int64_t d = duration_ms < 1 ? 1 : duration_ms;
 	*ret = (struct ng_window_at){
-	    .open = false, .opened_ms = -1, .closes_ms = -1, .next_open_ms = -1};
+	    .open = false, .opened_ms = -1, .closes_ms = -1, .next_open_ms = -1, .searches = 0};
 	/* The earliest firing whose window [f, f + d) can hold now. */
 	int64_t lo = now_ms < -CRON_LIMIT_MS + d ? -CRON_LIMIT_MS : now_ms - d + 1;
 	int64_t f = ng_cron_next(c, tz, lo);
+	ret->searches++;
 	if (f == -1)
 		return;
 	if (f > now_ms) {
 		ret->next_open_ms = f;
 		return;
 	}
-	int64_t opened = f, end = sat_add(f, d);
-	for (unsigned i = 0; i < NG_WINDOW_MAX_MERGE && end < INT64_MAX; i++) {
-		int64_t g = ng_cron_next(c, tz, f + 1);
-		if (g == -1 || g > end)
-			break;
-		int64_t e = sat_add(g, d);
-		end = e > end ? e : end;
-		f = g;
-	}
 	ret->open = true;
-	ret->opened_ms = opened;
+	ret->opened_ms = f;
+	if (always_open(c, tz, d, now_ms))
+		return; /* never closes: closes_ms stays -1 */
+	/* Every window lasts d, so the latest firing <= end decides how far the windows that
+	 * overlap or touch reach: jump from one to the next instead of walking every firing.
+	 * Two jumps in a row cover more than d, so a span of any length costs the number of
+	 * durations it lasts, at most NG_WINDOW_MAX_JUMPS. */
+	int64_t last = ng_cron_prev(c, tz, now_ms);
+	ret->searches++;
+	if (last < f)
+		last = f; /* not for a zone ng_tz_from_local() reads exactly */
+	int64_t end = sat_add(last, d);
+	for (unsigned i = 0; i < NG_WINDOW_MAX_JUMPS && end < INT64_MAX; i++) {
+		int64_t g = ng_cron_prev(c, tz, end);
+		ret->searches++;
+		if (g <= last)
+			break;
+		last = g;
+		end = sat_add(g, d);
+	}
 	ret->closes_ms = end;
 }

@@ -15,9 +15,12 @@ struct ng_tz;
 /* How far ng_cron_next() looks: the sparsest schedule that parses (Feb 29 on a given weekday
  * set is OR'ed, so Feb 29 alone) fires at least every 8 years (2096 -> 2104). */
 #define NG_CRON_HORIZON_DAYS (8 * 366 + 2)
-/* Firings ng_window_at() merges into one open span: "* * * * *" with a long duration chains
- * every minute; 10,000 minutes is about a week of back-to-back firings. */
-#define NG_WINDOW_MAX_MERGE 10000u
+/* Jumps ng_window_at() makes along windows that overlap or touch: each jump goes to the latest
+ * firing before the span's end, so two jumps cover more than a duration and 32 cover 16
+ * durations or more (past that, closes_ms is where the span is known to reach). A schedule that
+ * never leaves a gap longer than the duration ("* * * * *" for 1h) is recognised first and
+ * costs no jump at all. */
+#define NG_WINDOW_MAX_JUMPS 32u
 
 /* A parsed schedule. */
 struct ng_cron {
@@ -55,20 +58,36 @@ NG_NODISCARD ng_status ng_cron_parse(const char *s, struct ng_cron *ret_cron,
  */
 int64_t ng_cron_next(const struct ng_cron *c, const struct ng_tz *tz, int64_t from_ms);
 
+/**
+ * The last instant (ms since the epoch) <= @from_ms at which @c fires on @tz's wall clock: the
+ * mirror of ng_cron_next(), with the same DST rules (a firing is the instant ng_cron_next()
+ * gives). @from_ms is rounded down to a whole second. -1 when nothing fires within
+ * NG_CRON_HORIZON_DAYS before it or @from_ms is beyond +-2^62.
+ */
+int64_t ng_cron_prev(const struct ng_cron *c, const struct ng_tz *tz, int64_t from_ms);
+
 /* Where an instant stands against a schedule's maintenance windows. */
 struct ng_window_at {
 	bool open;            /* @now_ms is inside a window */
 	int64_t opened_ms;    /* when open: the earliest firing whose window contains now */
 	int64_t closes_ms;    /* when open: when the span closes (overlapping or back-to-back
-			       * windows merge into one span) */
+			       * windows merge into one span); -1 when it never does */
 	int64_t next_open_ms; /* when closed: the next firing (> now); -1 none */
+	/* What the answer cost: ng_cron_next() and ng_cron_prev() searches made, at most
+	 * NG_WINDOW_MAX_JUMPS + 2 whatever the schedule and duration (tests count them). */
+	unsigned searches;
 };
 
 /**
  * Where @now_ms stands against the windows that @c opens on @tz's wall clock, each open for
  * @duration_ms (> 0; a smaller value counts as 1 ms) from its firing. Windows that overlap or
- * touch merge, up to NG_WINDOW_MAX_MERGE firings (past that, closes_ms is the end of the last
- * one merged). Fields that do not apply are -1.
+ * touch merge. A schedule whose firings are never further apart than the duration from now on
+ * (DST included: a fall-back hour fires once, so it widens a gap by an hour) is open at every
+ * instant from now on: closes_ms is -1. Otherwise the span is followed for at
+ * most NG_WINDOW_MAX_JUMPS jumps; past that, closes_ms is where it is known to reach so far
+ * (earlier than the real close, never later: the window is open until then). Bounded work
+ * whatever the schedule and duration: at most NG_WINDOW_MAX_JUMPS + 2 searches. Fields that
+ * do not apply are -1.
  */
 void ng_window_at(const struct ng_cron *c, const struct ng_tz *tz, int64_t duration_ms,
 		  int64_t now_ms, struct ng_window_at *ret);

@@ -459,6 +459,7 @@ static void forget(struct gate *g)
 		gate_later_free(&g->later[--g->nlater]);
 	g->nw = 0;
 	g->nbw = 0;
+	ng_map_finish(&g->bw_by_key);
 	g->budgets_dirty = true;
 	ng_map_finish(&g->w_by_name);
 	while (g->ninf)
@@ -589,6 +590,7 @@ void gate_destroy(struct gate *g)
 	free(g->w);
 	free(g->bw);
 	free(g->gauges);
+	ng_map_finish(&g->bw_by_key);
 	free(g->hc);
 	free(g->deny);
 	pthread_mutex_destroy(&g->metrics_mu);

@@ -17,16 +17,23 @@
 /* One budget's status: 1,000 node names and its requests. */
 #define BODY_CAP_BYTES (1u << 20)
 
+/* What was last written to a budget's status: found by (namespace, name), as a status pass
+ * asks once per budget (a linear search made a pass quadratic in the budgets any namespace may
+ * create). A NodeDisruptionBudget has no namespace and an ApplicationDisruptionBudget always
+ * has one, so the kind is checked, not keyed. */
 static struct gate_budget_written *budget_slot(struct gate *g, uint8_t kind, uint32_t ns,
 					       uint32_t name)
 {
-	for (size_t i = 0; i < g->nbw; i++)
-		if (g->bw[i].kind == kind && g->bw[i].ns == ns && g->bw[i].name == name)
-			return &g->bw[i];
+	uint64_t key = (uint64_t)ns << 32 | name;
+	uint32_t i;
+	if (ng_map_get(&g->bw_by_key, key, &i) && g->bw[i].kind == kind)
+		return &g->bw[i];
 	struct gate_budget_written *p = ng_array_grow(g->bw, &g->capbw, g->nbw, sizeof(*p));
 	if (!p)
 		return NULL;
 	g->bw = p;
+	if (ng_map_put_grow(&g->bw_by_key, key, (uint32_t)g->nbw) != NG_OK)
+		return NULL;
 	g->bw[g->nbw] = (struct gate_budget_written){kind, ns, name, 0};
 	return &g->bw[g->nbw++];
 }

@@ -137,6 +137,7 @@ struct gate {
 	size_t ninf, capinf;
 	struct gate_budget_written *bw;
 	size_t nbw, capbw;
+	struct ng_map bw_by_key; /* ns << 32 | name -> index into bw */
 	int64_t budgets_written_wall_ms;
 	bool budgets_dirty;    /* the cache changed since budget status was last written */
 	bool budgets_more;     /* the last pass left statuses for the next (a few per pass) */

@@ -1787,8 +1787,8 @@ static ng_status decode_windows(struct ctx *c, const cJSON *spec, const char *li
 	}
 	size_t n = (size_t)cJSON_GetArraySize(ws);
 	if (n > KUBE_MAX_WINDOWS) {
-		(void)ng_err_set(verr, NG_ELIMIT, 0, "spec.windows: more than %d windows",
-				 KUBE_MAX_WINDOWS);
+		(void)ng_err_set(verr, NG_ELIMIT, 0, "spec.windows: at most %d windows (%zu given)",
+				 KUBE_MAX_WINDOWS, n);
 		return NG_OK;
 	}
 	if (!n)
@@ -2025,7 +2025,10 @@ static ng_status decode_adb(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t
 					  "spec.maxDisruptions", &a->max_disruptions, &verr);
 	if (st == NG_ENOMEM)
 		return fail(c, st, "spec", "out of memory");
-	if (st == NG_OK && !a->pod_selector.present && !a->pvc_selector.present)
+	/* The selectors are not decoded after an earlier problem (a window's): that one is
+	 * the message. */
+	if (st == NG_OK && verr.status == NG_OK && !a->pod_selector.present &&
+	    !a->pvc_selector.present)
 		(void)ng_err_set(&verr, NG_EPARSE, 0,
 				 "spec: at least one of podSelector and pvcSelector is required");
 	if (verr.status != NG_OK) {

@@ -376,7 +376,10 @@ struct kube_window {
 	uint32_t schedule, zone; /* intern ids of the text, for reasons and round trips */
 };
 
-/* Most windows a budget may list. */
+/* Most windows a budget may list (the CRDs' maxItems says the same): any namespace may create
+ * an ApplicationDisruptionBudget, and every decision on its nodes computes where each of its
+ * windows stands (bounded work each, common/cron.h), so the count is bounded too. 16 is more
+ * than a weekly plan of one window a day and a few exceptions needs. */
 #define KUBE_MAX_WINDOWS 16
 
 /* Shared by ADB and NDB: a budget that failed validation stays in the cache as invalid so the

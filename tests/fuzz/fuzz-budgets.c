@@ -101,7 +101,8 @@ static void check_windows(const struct kube_one *one, const struct kube_budget_c
 		struct ng_window_at at;
 		ng_window_at(&w->cron, w->tz, w->duration_ms, now_ms, &at);
 		if (at.open)
-			ng_fuzz_check(at.opened_ms <= now_ms && at.closes_ms > now_ms);
+			ng_fuzz_check(at.opened_ms <= now_ms &&
+				      (at.closes_ms > now_ms || at.closes_ms == -1));
 		else
 			ng_fuzz_check(at.next_open_ms > now_ms);
 	}

@@ -8,9 +8,11 @@
  * - an accepted schedule has every field non-empty and within its range, parses the same twice,
  *   and fires (in UTC) within the horizon from every instant tried: on a whole minute, at or
  *   after the instant, at a minute the schedule names, and asking again from the firing gives
- *   it back;
- * - ng_window_at() agrees: open means opened <= now < closes with opened a firing; closed means
- *   the next opening is the next firing.
+ *   it back; the last firing at or before the instant (ng_cron_prev()) is one, and the next
+ *   firing after it comes after the instant;
+ * - ng_window_at() agrees: open means opened <= now < closes (or closes -1: never) with opened
+ *   a firing; closed means the next opening is the next firing; either costs at most
+ *   NG_WINDOW_MAX_JUMPS + 2 searches.
  * Any broken invariant calls abort() so libFuzzer keeps the input. */
 #include "common/cron.h"
 #include "common/status.h"
@@ -93,12 +95,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(names_minute(&c, next));
 		check(ng_cron_next(&c, utc, next) == next);
 		check(ng_cron_next(&c, utc, next - 1) == next || next - 1 < from[i]);
+		/* The last firing at or before: one, and nothing fires after it until then. */
+		int64_t prev = ng_cron_prev(&c, utc, from[i]);
+		check(prev != -1 && prev <= from[i] && names_minute(&c, prev));
+		check(ng_cron_next(&c, utc, prev) == prev &&
+		      ng_cron_next(&c, utc, prev + 1) > from[i]);
 		for (size_t k = 0; k < sizeof(durations) / sizeof(durations[0]); k++) {
 			struct ng_window_at w;
 			int64_t now = from[i];
 			ng_window_at(&c, utc, durations[k], now, &w);
 			if (w.open) {
-				check(w.opened_ms <= now && now < w.closes_ms);
+				check(w.opened_ms <= now &&
+				      (now < w.closes_ms || w.closes_ms == -1));
 				check(now - w.opened_ms < durations[k]);
 				check(ng_cron_next(&c, utc, w.opened_ms) == w.opened_ms);
 				check(w.next_open_ms == -1);
@@ -106,6 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				check(w.next_open_ms == next && w.next_open_ms > now);
 				check(w.opened_ms == -1 && w.closes_ms == -1);
 			}
+			check(w.searches <= NG_WINDOW_MAX_JUMPS + 2);
 		}
 	}
 	return 0;

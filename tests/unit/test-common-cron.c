@@ -349,13 +349,15 @@ static void test_windows(void **state)
 	assert_false(w.open);
 	assert_int_equal(w.next_open_ms, utc(2026, 6, 2, 12, 30));
 
-	/* Every minute for a day: the merging stops after NG_WINDOW_MAX_MERGE firings. */
+	/* Every minute for a day: open at every instant, recognised without following the
+	 * firings (Paris's fall-back hour is shorter than the day). */
 	c = cron("* * * * *");
 	int64_t now = utc(2026, 6, 1, 12, 0);
 	ng_window_at(&c, p, 24 * HOUR_MS, now, &w);
 	assert_true(w.open);
 	assert_int_equal(w.opened_ms, now - 24 * HOUR_MS + MIN_MS);
-	assert_int_equal(w.closes_ms, w.opened_ms + NG_WINDOW_MAX_MERGE * MIN_MS + 24 * HOUR_MS);
+	assert_int_equal(w.closes_ms, -1);
+	assert_int_equal(w.searches, 1);
 
 	/* Before 1970: instants are negative, and valid. */
 	c = cron("0 22 * * *");
@@ -373,6 +375,247 @@ static void test_windows(void **state)
 	ng_window_at(&c, p, h8, utc(2026, 3, 29, 4, 59), &w);
 	assert_true(w.open);
 	assert_int_equal(w.closes_ms, utc(2026, 3, 29, 5, 0));
+}
+
+/* Security finding 6: a window that is always open costs one search, however long it lasts
+ * and however often it fires; any other costs at most NG_WINDOW_MAX_JUMPS + 2. (Merging firing
+ * by firing, "* * * * *" for 744 h took 10,000 searches per window and instant.) */
+static void test_always_open_windows_cost_one_search(void **state)
+{
+	(void)state;
+	const struct ng_tz *u = zone("UTC"), *p = zone("Europe/Paris"),
+			   *ny = zone("America/New_York");
+	const int64_t now = utc(2026, 11, 30, 11, 0), h744 = 744 * HOUR_MS;
+	static const struct {
+		const char *schedule;
+		int64_t duration_ms;
+	} always[] = {
+	    {"* * * * *", 744 * HOUR_MS},
+	    {"* * * * *", MIN_MS},
+	    {"@hourly", HOUR_MS},
+	    {"0 * * * *", 2 * HOUR_MS},
+	    {"*/5 * * * *", 5 * MIN_MS},
+	    {"@daily", 24 * HOUR_MS},
+	    {"0,30 * * * *", 30 * MIN_MS},
+	    {"50 */2 * * *", 2 * HOUR_MS},
+	    {"0 0 1-31 * *", 24 * HOUR_MS},
+	    {"0 0 * * 0-6", 24 * HOUR_MS},
+	    {"0 0 * jan-dec 0,1,2,3,4,5,6", 24 * HOUR_MS},
+	};
+	for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++) {
+		struct ng_cron c = cron(always[i].schedule);
+		struct ng_window_at w;
+		ng_window_at(&c, u, always[i].duration_ms, now, &w);
+		if (!w.open || w.closes_ms != -1 || w.searches != 1)
+			fail_msg("\"%s\" for %lld ms: open %d, closes %lld, %u searches",
+				 always[i].schedule, (long long)always[i].duration_ms, w.open,
+				 (long long)w.closes_ms, w.searches);
+	}
+	/* In a zone with daylight saving time, the fall-back hour is a gap: "* * * * *" is
+	 * always open for 744 h there, not for one minute. */
+	struct ng_cron c = cron("* * * * *");
+	struct ng_window_at w;
+	ng_window_at(&c, p, h744, now, &w);
+	assert_true(w.open && w.closes_ms == -1 && w.searches == 1);
+	ng_window_at(&c, ny, h744, now, &w);
+	assert_true(w.open && w.closes_ms == -1 && w.searches == 1);
+	ng_window_at(&c, p, MIN_MS, now, &w);
+	assert_true(w.open);
+	assert_true(w.closes_ms > now);
+	assert_true(w.searches <= NG_WINDOW_MAX_JUMPS + 2);
+	/* Not every day fires: not always open, but bounded whatever the duration. */
+	c = cron("0 0 1 * *");
+	ng_window_at(&c, u, h744, now, &w);
+	assert_true(w.open);
+	assert_true(w.closes_ms > now);
+	assert_true(w.searches <= NG_WINDOW_MAX_JUMPS + 2);
+	c = cron("0 22 * * 1-5");
+	ng_window_at(&c, p, h744, now, &w);
+	assert_true(w.open && w.closes_ms > now && w.searches <= NG_WINDOW_MAX_JUMPS + 2);
+}
+
+/* @hourly for an hour in Paris is open every hour but one a year: the fall-back hour's wall
+ * times fire once, the first time, so its second hour is closed. Followed to the close from
+ * the day before; from months before, known open at least as far as the jumps reach. */
+static void test_window_spans_across_dst(void **state)
+{
+	(void)state;
+	const struct ng_tz *p = zone("Europe/Paris");
+	struct ng_cron c = cron("@hourly");
+	struct ng_window_at w;
+	/* Sunday 25 Oct 2026: 02:00 CEST is 00:00 UTC, 03:00 CET is 02:00 UTC. */
+	ng_window_at(&c, p, HOUR_MS, utc(2026, 10, 25, 0, 30), &w);
+	assert_true(w.open);
+	assert_int_equal(w.opened_ms, utc(2026, 10, 25, 0, 0));
+	assert_int_equal(w.closes_ms, utc(2026, 10, 25, 1, 0));
+	ng_window_at(&c, p, HOUR_MS, utc(2026, 10, 24, 12, 0), &w);
+	assert_true(w.open);
+	assert_int_equal(w.closes_ms, utc(2026, 10, 25, 1, 0));
+	ng_window_at(&c, p, HOUR_MS, utc(2026, 10, 25, 1, 0), &w);
+	assert_false(w.open);
+	assert_int_equal(w.next_open_ms, utc(2026, 10, 25, 2, 0));
+	ng_window_at(&c, p, HOUR_MS, utc(2026, 10, 25, 2, 0) - 1, &w);
+	assert_false(w.open);
+	/* Two hours each and the hours overlap across the fall back too: always open (the zone
+	 * has set its clocks back by an hour at most since 1977, by two in its history). */
+	ng_window_at(&c, p, 2 * HOUR_MS, utc(2026, 10, 25, 1, 30), &w);
+	assert_true(w.open);
+	assert_int_equal(w.closes_ms, -1);
+	/* From June the close is months away: open, and known to reach 32 hours or more. */
+	int64_t june = utc(2026, 6, 1, 12, 0);
+	ng_window_at(&c, p, HOUR_MS, june, &w);
+	assert_true(w.open);
+	assert_true(w.closes_ms >= june + 32 * HOUR_MS);
+	assert_true(w.closes_ms <= utc(2026, 10, 25, 1, 0));
+	assert_true(w.searches <= NG_WINDOW_MAX_JUMPS + 2);
+	/* The spring forward skips 02:00, which fires at 03:00 CEST with 03:00 itself: no gap,
+	 * the span goes on. */
+	ng_window_at(&c, p, HOUR_MS, utc(2026, 3, 29, 0, 30), &w);
+	assert_true(w.open);
+	assert_true(w.closes_ms > utc(2026, 3, 29, 2, 0));
+	/* New York falls back on 1 Nov 2026 at 06:00 UTC (02:00 EDT -> 01:00 EST): 01:00 EDT
+	 * (05:00 UTC) fires, 01:00 EST does not, 02:00 EST (07:00 UTC) does. */
+	const struct ng_tz *ny = zone("America/New_York");
+	ng_window_at(&c, ny, HOUR_MS, utc(2026, 11, 1, 5, 59), &w);
+	assert_true(w.open);
+	assert_int_equal(w.closes_ms, utc(2026, 11, 1, 6, 0));
+	ng_window_at(&c, ny, HOUR_MS, utc(2026, 11, 1, 6, 30), &w);
+	assert_false(w.open);
+	assert_int_equal(w.next_open_ms, utc(2026, 11, 1, 7, 0));
+}
+
+/* ng_cron_prev() mirrors ng_cron_next(): the firing it gives is one, and nothing fires
+ * between it and the instant asked about, across DST changes too. */
+static void test_prev(void **state)
+{
+	(void)state;
+	const char *zones[] = {"UTC", "Europe/Paris", "America/New_York", "Australia/Lord_Howe"};
+	const char *schedules[] = {"* * * * *",     "30 2 * * *",    "0 22 * * 1-5",
+				   "*/7 1-3 * * *", "0 0 29 2 *",    "15 2 * 3 0",
+				   "0 0 1 * *",     "59 23 31 12 *", "0,30 1,2 * * *"};
+	const int64_t around[] = {utc(2026, 3, 29, 0, 0), utc(2026, 10, 25, 0, 0),
+				  utc(2026, 3, 8, 6, 0),  utc(2026, 11, 1, 5, 0),
+				  utc(2026, 4, 4, 15, 0), utc(2026, 10, 3, 15, 0),
+				  utc(2028, 2, 29, 0, 0), -HOUR_MS};
+	for (size_t z = 0; z < sizeof(zones) / sizeof(zones[0]); z++)
+		for (size_t i = 0; i < sizeof(schedules) / sizeof(schedules[0]); i++) {
+			const struct ng_tz *tz = zone(zones[z]);
+			struct ng_cron c = cron(schedules[i]);
+			for (size_t a = 0; a < sizeof(around) / sizeof(around[0]); a++)
+				for (int64_t t = around[a] - 2 * HOUR_MS;
+				     t <= around[a] + 2 * HOUR_MS; t += 17 * MIN_MS + 1001) {
+					int64_t f = ng_cron_prev(&c, tz, t);
+					if (f == -1 || f > t || ng_cron_next(&c, tz, f) != f ||
+					    ng_cron_next(&c, tz, f + 1) <= t)
+						fail_msg("%s in %s, before %lld: %lld",
+							 schedules[i], zones[z], (long long)t,
+							 (long long)f);
+				}
+		}
+	const struct ng_tz *u = zone("UTC");
+	struct ng_cron c = cron("0 22 * * 1-5");
+	assert_int_equal(ng_cron_prev(&c, u, utc(2026, 11, 30, 12, 0)), utc(2026, 11, 27, 22, 0));
+	assert_int_equal(ng_cron_prev(&c, u, utc(2026, 11, 27, 22, 0)), utc(2026, 11, 27, 22, 0));
+	assert_int_equal(ng_cron_prev(&c, u, utc(2026, 11, 27, 22, 0) - 1),
+			 utc(2026, 11, 26, 22, 0));
+	assert_int_equal(ng_cron_prev(&c, u, INT64_MIN), -1);
+}
+
+/* The span ng_window_at() gives, against the spans merged firing by firing with
+ * ng_cron_next(): the same close; or, when the jumps ran out, a close the merging goes past
+ * (open at least that long); or, when it says the span never closes, 3,000 firings merged
+ * without a gap. */
+static void agrees_with_merging(const char *schedule, const char *zone_name, int64_t d, int64_t now)
+{
+	const struct ng_tz *tz = zone(zone_name);
+	struct ng_cron c = cron(schedule);
+	struct ng_window_at w;
+	ng_window_at(&c, tz, d, now, &w);
+	const unsigned cap = 3000;
+	int64_t f = ng_cron_next(&c, tz, now - d + 1);
+	bool open = f >= 0 && f <= now;
+	int64_t end = -1;
+	unsigned merged = 0;
+	if (open) {
+		/* Merged until the span ends, or (said never to close) for 3,000 firings, or past
+		 * the close it is said to have. */
+		end = f + d;
+		for (int64_t g = ng_cron_next(&c, tz, f + 1);
+		     g >= 0 && g <= end && (w.closes_ms == -1 ? merged < cap : end <= w.closes_ms);
+		     g = ng_cron_next(&c, tz, g + 1), merged++)
+			end = g + d > end ? g + d : end;
+	}
+	bool ok = w.open == open && w.searches <= NG_WINDOW_MAX_JUMPS + 2;
+	if (ok && open) {
+		ok = w.opened_ms == f && w.next_open_ms == -1;
+		if (w.closes_ms == -1)
+			ok = ok && merged == cap;
+		else if (w.closes_ms != end) /* the jumps ran out before the close */
+			ok = ok && w.closes_ms > now && w.closes_ms < end &&
+			     w.searches == NG_WINDOW_MAX_JUMPS + 2;
+	} else if (ok) {
+		ok = w.next_open_ms == f && w.closes_ms == -1;
+	}
+	if (!ok)
+		fail_msg("\"%s\" %s for %lld min at %lld: open %d (want %d), opened %lld (want "
+			 "%lld), closes %lld (want %lld), next %lld, %u searches",
+			 schedule, zone_name, (long long)(d / MIN_MS), (long long)now, w.open, open,
+			 (long long)w.opened_ms, (long long)f, (long long)w.closes_ms,
+			 (long long)end, (long long)w.next_open_ms, w.searches);
+}
+
+static void test_windows_agree_with_merging(void **state)
+{
+	(void)state;
+	const char *zones[] = {"UTC", "Europe/Paris", "America/New_York"};
+	const char *schedules[] = {"0 22 * * 1-5", "0 8,9 * * *",    "*/7 * * * *",
+				   "0 * * * *",    "30 1,2,3 * * *", "0 0 1 * *",
+				   "15 2 * * 0",   "0 0 29 2 *",     "0,1 * * * *"};
+	const int64_t durations[] = {MIN_MS,      59 * MIN_MS,  HOUR_MS,      61 * MIN_MS,
+				     8 * HOUR_MS, 25 * HOUR_MS, 744 * HOUR_MS};
+	/* Around both DST changes of Paris and New York in 2026, and a plain day. */
+	const int64_t around[] = {utc(2026, 3, 29, 1, 0), utc(2026, 10, 25, 1, 0),
+				  utc(2026, 3, 8, 7, 0), utc(2026, 11, 1, 6, 0),
+				  utc(2026, 6, 1, 12, 0)};
+	for (size_t z = 0; z < sizeof(zones) / sizeof(zones[0]); z++)
+		for (size_t i = 0; i < sizeof(schedules) / sizeof(schedules[0]); i++)
+			for (size_t k = 0; k < sizeof(durations) / sizeof(durations[0]); k++)
+				for (size_t a = 0; a < sizeof(around) / sizeof(around[0]); a++)
+					for (int64_t t = around[a] - 90 * MIN_MS;
+					     t <= around[a] + 90 * MIN_MS; t += 37 * MIN_MS)
+						agrees_with_merging(schedules[i], zones[z],
+								    durations[k], t);
+}
+
+/* Random schedules, durations and instants (2020-2040) in zones with unusual changes: a
+ * negative DST (Dublin), half an hour (Lord Howe), a skipped day (Apia), two hours (Troll),
+ * Ramadan changes (Casablanca): ng_window_at() agrees with merging firing by firing. */
+static void test_windows_agree_with_merging_anywhere(void **state)
+{
+	(void)state;
+	static const char *const zones[] = {
+	    "Europe/Dublin",     "Australia/Lord_Howe", "Pacific/Apia",     "Antarctica/Troll",
+	    "Africa/Casablanca", "America/Santiago",    "America/St_Johns", "Asia/Kolkata"};
+	static const char *const mins[] = {"*", "0", "30", "*/5", "*/7", "0,30", "59", "15-45/10"};
+	static const char *const hours[] = {"*", "*", "0", "2", "1-3", "*/2", "22", "0,12"};
+	static const char *const days[] = {"* * *",    "* * *",   "1 * *",    "29 * *",
+					   "* 3,10 *", "* * 1-5", "1-15 * 0", "* 2 *"};
+	static const int64_t minutes[] = {1,   30,  59,   60,   61,    90,
+					  120, 121, 1440, 1500, 10080, 44640};
+	uint64_t seed = 0x2545f4914f6cdd1dull;
+	for (int it = 0; it < 400; it++) {
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		char sched[64];
+		(void)snprintf(sched, sizeof(sched), "%s %s %s", mins[seed % 8],
+			       hours[(seed >> 3) % 8], days[(seed >> 6) % 8]);
+		int64_t d = minutes[(seed >> 9) % 12] * MIN_MS;
+		int64_t now = utc(2020, 1, 1, 0, 0) +
+			      (int64_t)((seed >> 13) % (20ull * 365 * 86400)) * 1000 +
+			      (int64_t)((seed >> 50) % 1000);
+		agrees_with_merging(sched, zones[(seed >> 60) % 8], d, now);
+	}
 }
 
 static void test_tz_get(void **state)
@@ -831,6 +1074,11 @@ int main(void)
 	    cmocka_unit_test(test_next_across_dst_paris),
 	    cmocka_unit_test(test_next_across_dst_new_york),
 	    cmocka_unit_test(test_windows),
+	    cmocka_unit_test(test_always_open_windows_cost_one_search),
+	    cmocka_unit_test(test_window_spans_across_dst),
+	    cmocka_unit_test(test_prev),
+	    cmocka_unit_test(test_windows_agree_with_merging),
+	    cmocka_unit_test(test_windows_agree_with_merging_anywhere),
 	    cmocka_unit_test(test_tz_get),
 	    cmocka_unit_test(test_tz_get_from_many_threads),
 	    cmocka_unit_test(test_utc_needs_no_file),

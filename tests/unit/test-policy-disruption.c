@@ -343,6 +343,41 @@ static void test_S03_application_budget_windows(void **state)
 	done(&r);
 }
 
+/* Security finding 6: a window that never closes ("* * * * *" for 744 h) is open, and a
+ * request its limit holds back has no window edge to wake at (merging firing by firing gave
+ * a made-up close 10,000 firings on); beside a window that does close, that one is the edge.
+ * A budget's 16 such windows and a window's own limit read once per instant give the same
+ * answers over many decisions of one ledger. */
+static void test_S06_a_window_that_never_closes_has_no_edge(void **state)
+{
+	(void)state;
+#define ALWAYS "{\"schedule\":\"* * * * *\",\"duration\":\"744h\",\"maxDisruptedNodes\":1}"
+	const char *objs = NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":2,\"windows\":[" ALWAYS
+						"]}") "," ND("nd", ON_TEST1 "}");
+	struct result r = decide(cluster(objs), "nd", NULL, MON_NOON);
+	expect(&r, POL_GATE_REJECT, "(limit 1 of 2 nodes)");
+	assert_int_equal(r.d.wake_wall_ms, 0);
+	done(&r);
+	r = decide(
+	    cluster(NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":2,\"windows\":[" ALWAYS "," ALWAYS
+					 "," ALWAYS "," ALWAYS "]}") "," ND("nd", ON_TEST1 "}")),
+	    "nd", NULL, MON_NOON);
+	expect(&r, POL_GATE_REJECT, "(limit 1 of 2 nodes)");
+	assert_int_equal(r.d.wake_wall_ms, 0);
+	done(&r);
+	/* Beside the weeknights' window (closed at noon, opening at 22:00), that opening is the
+	 * edge. */
+	r = decide(cluster(NDB("pool", ON_TEST1
+			       ",\"maxDisruptedNodes\":2,\"windows\":[" ALWAYS
+			       ",{\"schedule\":\"0 22 * * 1-5\",\"duration\":\"8h\","
+			       "\"timeZone\":\"Europe/Paris\"}]}") "," ND("nd", ON_TEST1 "}")),
+		   "nd", NULL, MON_NOON);
+	expect(&r, POL_GATE_REJECT, "(limit 1 of 2 nodes)");
+	assert_int_equal(r.d.wake_wall_ms, MON_22H);
+	done(&r);
+#undef ALWAYS
+}
+
 /* S04: a window opening at a wall time that a daylight saving change skips opens just after
  * the change, once: 02:30 in Paris on 2026-03-29 is 03:30 CEST, 01:30 UTC. */
 static void test_S04_window_opening_in_a_dst_gap(void **state)
@@ -1169,6 +1204,79 @@ static struct kube_snapshot *counted_cluster(void)
 	return s;
 }
 
+static int cmp_id(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* A budget's status lists the requests that touch its scope (found from the scope's nodes
+ * through one index of the requests by node): the same, in the same order, as testing every
+ * request's nodes against the scope, for every budget of a cluster with granted nodes that
+ * have no Node record and pods on such nodes, two statuses per budget from one ledger. */
+static void test_budget_status_lists_the_requests_touching_its_scope(void **state)
+{
+	(void)state;
+	struct kube_snapshot *s = counted_cluster();
+	struct pol_gate_config cfg;
+	pol_gate_config_from(s, &cfg);
+	struct pol_ledger *l = pol_ledger_create(s);
+	struct ng_arena *a = ng_arena_create(1u << 22), *b = ng_arena_create(1u << 22);
+	assert_non_null(l);
+	size_t nnd;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &nnd);
+	size_t listed = 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (int k = 0; k < 2; k++) {
+			enum kube_resource kind = k ? KUBE_RES_ADBS : KUBE_RES_NDBS;
+			for (size_t i = 0; i < kube_snapshot_count(s, kind); i++) {
+				struct pol_budget_status bs;
+				ng_arena_reset(a);
+				assert_int_equal(pol_budget_status(s, l, kind, i, a, &bs), NG_OK);
+				size_t want = 0;
+				for (size_t r = 0; r < nnd; r++) {
+					if (nds[r].state == KUBE_ND_REJECTED)
+						continue;
+					const uint32_t *nodes = nds[r].disrupted;
+					size_t n = nds[r].ndisrupted;
+					struct pol_gate_decision d;
+					if (nds[r].state != KUBE_ND_GRANTED) {
+						ng_arena_reset(b);
+						struct pol_ledger *x = pol_ledger_create(s);
+						assert_int_equal(
+						    pol_evaluate_disruption(s, &cfg, x, &nds[r],
+									    NOW_WALL_MS, b, &d),
+						    NG_OK);
+						pol_ledger_destroy(x);
+						nodes = d.nodes;
+						n = d.nnodes;
+					}
+					bool touches = false;
+					for (size_t j = 0; j < n && !touches; j++)
+						touches =
+						    bsearch(&nodes[j], bs.nodes, bs.watched,
+							    sizeof(*bs.nodes), cmp_id) != NULL;
+					if (!touches)
+						continue;
+					assert_true(want < bs.nnds);
+					assert_int_equal(bs.nd_names[want], nds[r].name);
+					assert_int_equal(bs.nd_states[want],
+							 nds[r].state == KUBE_ND_GRANTED
+							     ? KUBE_ND_GRANTED
+							     : KUBE_ND_PENDING);
+					want++;
+				}
+				assert_int_equal(bs.nnds, want);
+				listed += want;
+			}
+		}
+	assert_true(listed > 100);
+	ng_arena_destroy(a);
+	ng_arena_destroy(b);
+	pol_ledger_destroy(l);
+	kube_snapshot_release(s);
+}
+
 struct grant_rec {
 	uint32_t name;
 	uint32_t nodes[3];
@@ -1465,6 +1573,7 @@ int main(void)
 	    cmocka_unit_test(test_S01_windows_hold_requests_until_the_next_opening),
 	    cmocka_unit_test(test_S02_window_limits_and_use_default),
 	    cmocka_unit_test(test_S03_application_budget_windows),
+	    cmocka_unit_test(test_S06_a_window_that_never_closes_has_no_edge),
 	    cmocka_unit_test(test_S04_window_opening_in_a_dst_gap),
 	    cmocka_unit_test(test_G06_G07_deadline),
 	    cmocka_unit_test(test_G08_G09_overlap),
@@ -1486,6 +1595,7 @@ int main(void)
 	    cmocka_unit_test(test_ledger_never_grants_the_same_capacity_twice),
 	    cmocka_unit_test(test_one_ledger_per_round_decides_as_fresh_ledgers_do),
 	    cmocka_unit_test(test_ledger_counts_equal_counts_from_scratch_after_grants),
+	    cmocka_unit_test(test_budget_status_lists_the_requests_touching_its_scope),
 	    cmocka_unit_test(test_hook_spec_decodes_and_service_refs_resolve_to_cluster_dns),
 	    cmocka_unit_test(test_H09_hook_policy_hosts_schemes_credentials_and_services),
 	    cmocka_unit_test(test_H02_failed_hook_rejects_or_waits_and_names_the_hook),

@@ -157,6 +157,23 @@ static void test_S05_budget_windows_admission(void **state)
 			       "\"schedule\":\"0 2 * * sun\",\"duration\":\"3h\","
 			       "\"maxDisruptions\":-1}]}"),
 		      NG_EPARSE, "spec.windows[0].maxDisruptions: must be >= 0");
+	/* At most 16 windows, on both kinds (the CRDs' maxItems, for a webhook-less path). */
+#define W "{\"schedule\":\"* * * * *\",\"duration\":\"744h\"}"
+#define W4 W "," W "," W "," W
+	expect_budget(none, WIN_NDB(W4 "," W4 "," W4 "," W4), NG_OK, NULL);
+	expect_budget(none, WIN_NDB(W4 "," W4 "," W4 "," W4 "," W), NG_EPARSE,
+		      "spec.windows: at most 16 windows (17 given)");
+	expect_budget(none,
+		      ADB("a", "{\"podSelector\":{},\"maxDisruptions\":1,\"windows\":[" W4 "," W4
+			       "," W4 "," W4 "," W "]}"),
+		      NG_EPARSE, "spec.windows: at most 16 windows (17 given)");
+	/* An ApplicationDisruptionBudget's window that does not read is named as an NDB's. */
+	expect_budget(none,
+		      ADB("a", "{\"podSelector\":{},\"maxDisruptions\":1,\"windows\":[{"
+			       "\"schedule\":\"0 25 * * *\",\"duration\":\"1h\"}]}"),
+		      NG_EPARSE, "spec.windows[0].schedule: hour field \"25\"");
+#undef W4
+#undef W
 	kube_snapshot_release(none);
 }
 
