@@ -131,6 +131,7 @@ struct controller_metrics {
 	const struct leader *leader;
 	const struct autoreq *autoreq;
 	const struct remediate *remediate;
+	struct kube_auth *auth;         /* the access checks' counters */
 	_Atomic int64_t cert_not_after; /* the serving certificate's notAfter, Unix seconds; 0
 					   unknown */
 };
@@ -189,6 +190,8 @@ static ng_status render_controller(struct ng_buf *out, bool objects, void *ctx)
 		st = st ? st : autoreq_render_metrics(cm->autoreq, out);
 	if (cm->remediate)
 		st = st ? st : remediate_render_metrics(cm->remediate, objects, out);
+	if (cm->auth)
+		st = st ? st : kube_auth_render_metrics(cm->auth, out);
 	return st ? st : gate_render_metrics(cm->gate, cm->leader, objects, out);
 }
 
@@ -254,9 +257,9 @@ struct serve {
 	uint16_t port;
 	char admin_host[64]; /* "" when --admin-listen off */
 	uint16_t admin_port;
-	bool admin_kube_auth; /* --admin-auth resolved: TokenReview + SubjectAccessReview */
-	struct kube_auth *auth;
-	struct kube_auth *authz; /* the object webhooks' SubjectAccessReviews (live only) */
+	bool admin_kube_auth;    /* --admin-auth resolved: TokenReview + SubjectAccessReview */
+	struct kube_auth *auth;  /* the admin listener's callers: authz, or NULL (--admin-auth) */
+	struct kube_auth *authz; /* every access check (live only): access_checks() */
 	char *client_ca;         /* --client-ca, as read */
 	bool live;               /* watching an API server, not serving snapshot files */
 	struct kube_config kcfg;
@@ -518,6 +521,31 @@ static int load_or_watch_cache(struct serve *s)
 }
 
 /* The Lease and the gate, which decides only while this replica holds it. 0 or -1. */
+/* The one authenticator of a live serve (made on first use): the admin listener's callers
+ * (--admin-auth kubernetes), the object webhooks' privileged operations and remediation's
+ * authors all ask the API server through it, with one cache, one bound on requests in flight
+ * and one set of nodegate_auth_* series. Its timeout leaves a webhook time to answer within the
+ * API server's 5 s. NULL with @err when it cannot be made. */
+static struct kube_auth *access_checks(struct serve *s, struct ng_err *err)
+{
+	const struct kube_auth_options ao = {.timeout_ms = KUBE_AUTH_ADMISSION_TIMEOUT_MS};
+	if (!s->authz)
+		s->authz = kube_auth_create(&s->kcfg, &ao, err);
+	s->cm.auth = s->authz;
+	return s->authz;
+}
+
+/* Whether a remediation's author may create the requests nodegate would create for it. */
+static enum kube_auth_result remediation_may(void *ctx, const struct kube_auth_subject *who,
+					     const char *subresource, struct ng_err *err)
+{
+	const struct kube_auth_resource what = {.verb = SRV_PRIVILEGED_VERB,
+						.group = SRV_PRIVILEGED_GROUP,
+						.resource = SRV_PRIVILEGED_RESOURCE,
+						.subresource = subresource};
+	return kube_auth_can(ctx, who, &what, err);
+}
+
 static int start_gate(struct serve *s)
 {
 	cmd_identity(s->c.identity, s->identity, sizeof(s->identity));
@@ -535,8 +563,15 @@ static int start_gate(struct serve *s)
 				 .leader = s->leader,
 				 .identity = s->identity};
 	s->gate = s->leader ? gate_start(&gc, &err) : NULL;
-	/* Remediation creates the requests the gate decides: it runs where the gate does. */
+	/* Remediation creates the requests the gate decides: it runs where the gate does, and
+	 * with its authors' rights, which the API server judges. */
+	if (!access_checks(s, &err)) {
+		(void)fprintf(stderr, "nodegate: the access checks: %s\n", err.msg);
+		return -1;
+	}
 	struct remediate_config rc = {.kube = &s->kcfg,
+				      .may = remediation_may,
+				      .may_ctx = s->authz,
 				      .store = s->store,
 				      .watch = s->watch,
 				      .leader = s->leader,
@@ -658,18 +693,14 @@ static int start_server(struct serve *s)
 	struct ng_err err = {0};
 	if (cert_not_after(s->cert, &exp, &err) == NG_OK)
 		atomic_store(&s->cm.cert_not_after, exp); /* else GnuTLS judges the file below */
-	if (s->admin_kube_auth && !(s->auth = kube_auth_create(&s->kcfg, NULL, &err))) {
-		(void)fprintf(stderr, "nodegate: --admin-auth kubernetes: %s\n", err.msg);
+	/* Who may use the admin listener off loopback, and who may ask for a privileged
+	 * operation, are the API server's to say. Without one (snapshot files) nobody may ask for
+	 * a privileged operation. */
+	if (s->live && !access_checks(s, &err)) {
+		(void)fprintf(stderr, "nodegate: the access checks: %s\n", err.msg);
 		return -1;
 	}
-	/* Who may ask for a privileged operation is the API server's to say, within a timeout
-	 * that leaves the webhook time to answer. Without one (snapshot files) nobody may. */
-	const struct kube_auth_options ao = {.timeout_ms = KUBE_AUTH_ADMISSION_TIMEOUT_MS};
-	if (s->live && !(s->authz = kube_auth_create(&s->kcfg, &ao, &err))) {
-		(void)fprintf(stderr, "nodegate: the object webhooks' access checks: %s\n",
-			      err.msg);
-		return -1;
-	}
+	s->auth = s->admin_kube_auth ? s->authz : NULL;
 	server_config(s);
 	raise_open_file_limit(s->c.max_connections);
 	s->srv = srv_create(&s->sc, s->store, &err);
@@ -752,7 +783,6 @@ static void shut_down(struct serve *s)
 {
 	selfsigned_stop(s->renewer); /* it hands pairs to the server */
 	srv_destroy(s->srv, s->c.shutdown_grace_seconds * 1000);
-	kube_auth_destroy(s->auth);
 	kube_auth_destroy(s->authz);
 	free(s->client_ca);
 	remediate_stop(s->remediate);

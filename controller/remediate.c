@@ -36,6 +36,9 @@
 #define REFUSED_BACKOFF_MS 30000
 /* A write that got no answer (or a 5xx) is tried again this soon, changes or not. */
 #define FAILED_RETRY_MS 5000
+/* An author RBAC refuses is asked about again this soon: a new RoleBinding changes nothing
+ * nodegate watches. */
+#define AUTH_RECHECK_MS 10000
 
 enum action { A_CREATE, A_DELETE, A_STATUS, A_FINALIZER, A_COUNT };
 static const char *const action_names[A_COUNT] = {"create", "delete", "status", "finalizer"};
@@ -86,6 +89,7 @@ struct remediate {
 	uint64_t serials[READS];
 	int64_t due_mono_us;
 	bool retry_soon; /* a write of the last pass failed without an answer */
+	bool auth_wait;  /* an author of the last pass was refused */
 	_Atomic uint64_t counts[A_COUNT][OUTCOMES];
 };
 
@@ -169,6 +173,12 @@ static void remember_creation(struct remediate *m, const char *name, const char 
 	c->at_mono_ms = now_mono_ms();
 }
 
+/* Whether a remediation may act for its authors (authorize()). */
+enum auth { AUTH_OK, AUTH_NO_AUTHOR, AUTH_FORBIDDEN, AUTH_UNAVAILABLE };
+/* Its Ready reason when it may not. */
+static const char *const auth_reasons[] = {"Watching", "AuthorUnknown", "Unauthorized",
+					   "AuthorizationUnavailable"};
+
 /* One step's view of one NodeRemediation. */
 struct job {
 	struct remediate *m;
@@ -180,6 +190,8 @@ struct job {
 	struct kube_ref ref;
 	struct pol_rem_plan plan;
 	int64_t now;
+	enum auth auth;
+	char auth_msg[512];
 };
 
 static const char *str(const struct job *j, uint32_t id)
@@ -193,6 +205,84 @@ static void event(struct job *j, const char *reason, const char *type, const cha
 	struct kube_write_result wr;
 	kube_create_event(j->m->client, &ev, &wr);
 	kube_write_log("remediation", "event not recorded", &j->ref, &wr);
+}
+
+/* ---- whose rights ---- */
+
+/* Asks whether @a, the author of @kind @name, may create requests (and, when the template's
+ * operation is privileged, privileged ones); false with j->auth and j->auth_msg when not. */
+static bool author_may(struct job *j, const char *kind, const char *name,
+		       const struct kube_author *a)
+{
+	if (a->name == NG_INTERN_NONE) {
+		j->auth = AUTH_NO_AUTHOR;
+		ng_fmt(j->auth_msg, sizeof(j->auth_msg),
+		       "%s %s has no recorded author (annotation " KUBE_AUTHOR_ANNOTATION
+		       ", written by nodegate's webhook when its spec changes): no request is "
+		       "created until its spec is written with the webhook installed",
+		       kind, name);
+		return false;
+	}
+	const char **groups = ng_arena_alloc(j->m->arena, (a->ngroups + 1u) * sizeof(*groups));
+	if (!groups) {
+		j->auth = AUTH_UNAVAILABLE;
+		ng_fmt(j->auth_msg, sizeof(j->auth_msg), "%s %s: out of memory", kind, name);
+		return false;
+	}
+	for (uint16_t i = 0; i < a->ngroups; i++)
+		groups[i] = str(j, a->groups[i]);
+	const struct kube_auth_subject subj = {
+	    .user = str(j, a->name), .groups = groups, .ngroups = a->ngroups};
+	const char *privileged = j->plan.tmpl->privileged;
+	const char *const subs[2] = {NULL, "privileged-operation"};
+	for (int k = 0; k < (privileged ? 2 : 1); k++) {
+		struct ng_err err = {0};
+		enum kube_auth_result r =
+		    j->m->cfg.may ? j->m->cfg.may(j->m->cfg.may_ctx, &subj, subs[k], &err)
+				  : KUBE_AUTH_ERROR;
+		if (r == KUBE_AUTH_ALLOWED)
+			continue;
+		char what[200];
+		if (k)
+			ng_fmt(
+			    what, sizeof(what),
+			    "create nodedisruptions/privileged-operation (the template's operation "
+			    "is privileged: %s)",
+			    privileged);
+		else
+			ng_fmt(what, sizeof(what), "create nodedisruptions");
+		if (r == KUBE_AUTH_FORBIDDEN) {
+			j->auth = AUTH_FORBIDDEN;
+			j->m->auth_wait = true;
+			ng_fmt(
+			    j->auth_msg, sizeof(j->auth_msg),
+			    "%s %s: its author %s may not %s: no request is created on its behalf",
+			    kind, name, subj.user, what);
+		} else {
+			j->auth = AUTH_UNAVAILABLE;
+			j->m->retry_soon = true;
+			ng_fmt(j->auth_msg, sizeof(j->auth_msg),
+			       "%s %s: whether its author %s may %s could not be checked (%s): no "
+			       "request is created until it is",
+			       kind, name, subj.user, what,
+			       j->m->cfg.may ? err.msg : "no authorizer");
+		}
+		return false;
+	}
+	return true;
+}
+
+/* Whether the remediation may create requests now: a remediation acts with its author's rights
+ * and its template's author's, never nodegate's own. Asked only when it could create one. */
+static void authorize(struct job *j)
+{
+	j->auth = AUTH_OK;
+	const struct pol_rem_plan *p = &j->plan;
+	if (j->rec->deleting || j->rec->invalid || !p->tmpl || p->problem[0])
+		return;
+	if (author_may(j, "NodeRemediation", j->name, &j->rec->author))
+		(void)author_may(j, "NodeDisruptionTemplate", str(j, p->tmpl->name),
+				 &p->tmpl->author);
 }
 
 /* ---- the request ---- */
@@ -369,8 +459,12 @@ static void status_conditions(struct ng_jw *w, struct job *j)
 		reason = "TemplateNotFound";
 	else if (p->problem[0])
 		reason = "TemplateInvalid";
+	else if (j->auth != AUTH_OK)
+		reason = auth_reasons[j->auth];
 	if (p->problem[0])
 		ng_fmt(msg, sizeof(msg), "%s", p->problem);
+	else if (j->auth != AUTH_OK)
+		ng_fmt(msg, sizeof(msg), "%s", j->auth_msg);
 	else if (j->rec->deleting)
 		ng_fmt(msg, sizeof(msg), "being deleted: open requests finish, none starts");
 	else
@@ -558,8 +652,9 @@ static bool write_status(struct job *j)
 		       p->loops, (long long)(j->rec->cooldown_ms / 1000));
 		event(j, "RemediationLoop", "Warning", msg);
 	}
-	if (p->problem[0] && strcmp(ready_before, j->tr->c.reason[C_READY]) != 0)
-		event(j, j->tr->c.reason[C_READY], "Warning", p->problem);
+	if (strcmp(ready_before, j->tr->c.reason[C_READY]) != 0 && (p->problem[0] || j->auth))
+		event(j, j->tr->c.reason[C_READY], "Warning",
+		      p->problem[0] ? p->problem : j->auth_msg);
 	return true;
 }
 
@@ -603,7 +698,8 @@ static void act(struct job *j)
 	for (size_t i = 0; i < p->n; i++)
 		if (p->nodes[i].action == POL_REM_DONE || p->nodes[i].action == POL_REM_DELETE)
 			delete_request(j, &p->nodes[i]);
-	if (j->tr->refused_until_mono_ms > now_mono_ms() || creation_in_flight(j->m, j->s, j->name))
+	if (j->auth != AUTH_OK || j->tr->refused_until_mono_ms > now_mono_ms() ||
+	    creation_in_flight(j->m, j->s, j->name))
 		return;
 	for (size_t i = 0; i < p->n; i++)
 		if (p->nodes[i].action == POL_REM_CREATE && !create(j, &p->nodes[i]))
@@ -640,6 +736,7 @@ static void one(struct remediate *m, const struct kube_snapshot *s, const struct
 		return;
 	}
 	publish_metrics(&j);
+	authorize(&j);
 	if (j.plan.next_ms && (!*next_wall || j.plan.next_ms < *next_wall))
 		*next_wall = j.plan.next_ms;
 	/* Progress goes to status before the requests change: a repair is recorded
@@ -684,6 +781,8 @@ static int64_t next_due(const struct remediate *m, int64_t next_wall, int64_t no
 		due_ms = now_ms + CREATION_WAIT_MS;
 	if (m->retry_soon && (!due_ms || due_ms > now_ms + FAILED_RETRY_MS))
 		due_ms = now_ms + FAILED_RETRY_MS;
+	if (m->auth_wait && (!due_ms || due_ms > now_ms + AUTH_RECHECK_MS))
+		due_ms = now_ms + AUTH_RECHECK_MS;
 	for (size_t i = 0; i < m->nt; i++) {
 		int64_t r = m->t[i].refused_until_mono_ms;
 		if (r > now_ms && (!due_ms || r < due_ms))
@@ -709,7 +808,7 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 		return m->due_mono_us ? m->due_mono_us : KUBE_RUNTIME_IDLE;
 	}
 	int64_t now = ng_now_wall_ms();
-	m->retry_soon = false;
+	m->retry_soon = m->auth_wait = false;
 	int64_t next_wall = remediate_pass(m, s, now);
 	kube_snapshot_release(s);
 	m->passed = true;

@@ -17,7 +17,10 @@
 
 #include "common/status.h"
 
+#include "kube/auth.h"
+
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct kube_config;
@@ -26,8 +29,21 @@ struct kube_watch;
 struct leader;
 struct ng_buf;
 
+/* Whether @who (the author of a NodeRemediation or NodeDisruptionTemplate, as the author webhook
+ * recorded it: user and groups) may `create` nodegate.io `nodedisruptions` (@subresource NULL)
+ * or `nodedisruptions/<subresource>` ("privileged-operation"). serve answers with a
+ * SubjectAccessReview (kube_auth_can(), cached). KUBE_AUTH_ALLOWED, KUBE_AUTH_FORBIDDEN (@err
+ * says why) or KUBE_AUTH_ERROR when the API server could not be asked. Called on the
+ * controller's thread. */
+typedef enum kube_auth_result (*remediate_may_fn)(void *ctx, const struct kube_auth_subject *who,
+						  const char *subresource, struct ng_err *err);
+
 struct remediate_config {
 	const struct kube_config *kube; /* borrowed */
+	/* The authors' rights: a remediation creates a request only while both its author and its
+	 * template's author may create it (docs/remediation.md). NULL: no request is created. */
+	remediate_may_fn may;
+	void *may_ctx;
 	struct kube_store *store;       /* borrowed: the cache the watch keeps current */
 	const struct kube_watch *watch; /* borrowed: nothing is done before it has synced */
 	struct leader *leader;          /* borrowed: the gate's; NULL: always act */

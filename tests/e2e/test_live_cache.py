@@ -34,6 +34,7 @@ from ktestapi.testing import ServerProcess  # noqa: E402
 # --admin-auth kubernetes needs (AdminAuthTest), then every CRD of manifests/crds (serve and
 # drain watch all of nodegate's kinds, the remediation ones included).
 CRDS = [os.path.join(ROOT, "manifests", "rbac", "rbac.json"),
+        os.path.join(ROOT, "manifests", "rbac", "users", "users.json"),
         os.path.join(ROOT, "manifests", "rbac", "admin-auth", "admin-auth.json")] + sorted(
     glob.glob(os.path.join(ROOT, "manifests", "crds", "*.json")))
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixture-f.json")
@@ -201,6 +202,26 @@ class Nodegate:
                                         "operations": ["CREATE", "UPDATE"], "resources": resources}]}]}
         code, body, _ = self.api.api("POST", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", cfg)
         assert code == 201, (code, body)
+
+    def register_author_webhook(self):
+        """nodegate as the webhook that records who writes NodeDisruptionTemplates and
+        NodeRemediations (/mutate/author) and checks it (/validate/authored), as
+        manifests/base/webhooks.yaml registers it: a remediation acts with its authors' rights."""
+        with open(self.cert, "rb") as f:
+            ca = base64.b64encode(f.read()).decode()
+        rules = [{"apiGroups": ["nodegate.io"], "apiVersions": ["v1alpha1"], "operations": ["CREATE", "UPDATE"],
+                  "resources": ["nodedisruptiontemplates", "noderemediations", "noderemediations/status"]}]
+        for kind, name, path in (("Mutating", "author.nodegate.io", "/mutate/author"),
+                                 ("Validating", "authored.nodegate.io", "/validate/authored")):
+            cfg = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind + "WebhookConfiguration",
+                   "metadata": {"name": "nodegate-author"},
+                   "webhooks": [{"name": name, "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                                 "failurePolicy": "Fail", "timeoutSeconds": 5,
+                                 "clientConfig": {"url": f"https://127.0.0.1:{self.port}{path}", "caBundle": ca},
+                                 "rules": rules}]}
+            code, body, _ = self.api.api(
+                "POST", f"/apis/admissionregistration.k8s.io/v1/{kind.lower()}webhookconfigurations", cfg)
+            assert code == 201, (code, body)
 
     def read_log(self):
         if not self.log.closed:

@@ -173,6 +173,7 @@ class RbacAudit(test_drain.DrainTest):
                                    "metadata": {"name": "default"}, "spec": spec})
             self.ng = Nodegate(self.api, self.tmp, client_ca=ca, extra_args=["--admin-auth", "kubernetes"])
             self.ng.register_webhook()
+            self.ng.register_author_webhook()
             self.drainer = Drainer(self.api, self.tmp)
         except BaseException:
             self.abandon_setup()

@@ -129,6 +129,7 @@ class RemediationTest(DrainTest):
                                    "metadata": {"name": "default"}, "spec": spec})
             self.ng = Nodegate(self.api, self.tmp, client_ca=self.client_ca, extra_args=self.SERVE_ARGS)
             self.ng.register_webhook()
+            self.ng.register_author_webhook()
             self.drainer = Drainer(self.api, self.tmp)
             self.nds = Watch(self.api, ND_PATH)
         except BaseException:
@@ -454,6 +455,11 @@ class RemediationTest(DrainTest):
         code, body, _ = self.api.api("DELETE", f"{WEBHOOKS_PATH}/nodegate")
         self.assertIn(code, (200, 404), body)
         self.ng.register_webhook()
+        for kind in ("validating", "mutating"):
+            code, body, _ = self.api.api(
+                "DELETE", f"/apis/admissionregistration.k8s.io/v1/{kind}webhookconfigurations/nodegate-author")
+            self.assertIn(code, (200, 404), body)
+        self.ng.register_author_webhook()
 
 
 class RemediationScenarios(RemediationTest):
@@ -539,6 +545,52 @@ class RemediationScenarios(RemediationTest):
         self.assertTrue(rem_rvs and del_rvs, (rem_rvs, del_rvs))
         self.assertLess(min(rem_rvs), min(del_rvs), "lastRemediated must be in status before the request is deleted")
         log(f"r201: events on r201: {[(e.get('reason'), e.get('message')) for e in self.events('r201', 'NodeRemediation')]}")
+
+    # -- R210 ----------------------------------------------------------------------------------------
+    def test_R210_a_remediation_acts_with_its_authors_rights_not_nodegates(self):
+        # tina may write templates and remediations, but RBAC refuses her NodeDisruptions.
+        rbac = "/apis/rbac.authorization.k8s.io/v1"
+        self.create(f"{rbac}/clusterroles", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "repairs"},
+            "rules": [{"apiGroups": ["nodegate.io"], "resources": ["nodedisruptiontemplates", "noderemediations"],
+                       "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}]})
+
+        def bind(role):
+            self.create(f"{rbac}/clusterrolebindings", {
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": f"tina-{role}"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "tina"}]})
+        bind("repairs")
+        as_tina = {"Impersonate-User": "tina", "Impersonate-Group": "system:authenticated"}
+        code, body, _ = self.api.api("POST", ND_PATH, {
+            "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption", "metadata": {"name": "tina-direct"},
+            "spec": {"nodeNames": [self.NODES[0]]}}, headers=as_tina)
+        self.assertEqual(code, 403, body)
+        for path, obj in ((NDT_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionTemplate",
+                                      "metadata": {"name": "tina-tpl"},
+                                      "spec": {"type": "remediation", "drain": {"force": True}}}),
+                          (NREM_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeRemediation",
+                                       "metadata": {"name": "r210"},
+                                       "spec": {"nodeSelector": POOL, "templateName": "tina-tpl",
+                                                "rule": {"conditions": [{"type": SICK, "status": "True"}]}}})):
+            code, body, _ = self.api.api("POST", path, obj, headers=as_tina)
+            self.assertEqual(code, 201, body)
+            self.assertEqual(body["metadata"]["annotations"]["nodegate.io/created-by"], "tina", body["metadata"])
+        node = self.NODES[0]
+        self.sick(node)
+        c = self.wait_rem_condition("r210", "Ready", "False", "Unauthorized")
+        log(f"r210: Ready False: {c.get('message')!r}")
+        self.assertIn("its author tina may not create nodedisruptions", c.get("message", ""))
+        self.assertTrue(self.stays(lambda: not self.rem_nds("r210"), 1.0),
+                        "nodegate created a request for an author RBAC refuses:" + self.describe_rem("r210"))
+        self.assertIn("Unauthorized", [e.get("reason") for e in self.events("r210", "NodeRemediation")])
+        # Given the requestor's role, her remediation repairs: within the 10 s re-check.
+        t0 = time.monotonic()
+        bind("nodegate-requestor")
+        nd = self.wait_request("r210", node, timeout=2 * WAIT_S)
+        log(f"r210: request {nd['metadata']['name']} created {time.monotonic() - t0:.2f} s after the binding")
+        self.wait_rem_condition("r210", "Ready", "True", "Watching")
 
     # -- R202 ----------------------------------------------------------------------------------------
     def test_R202_max_concurrent_one_repairs_three_nodes_one_after_another(self):

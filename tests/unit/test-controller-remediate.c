@@ -11,6 +11,7 @@
 
 #include "common/json.h"
 #include "common/arena.h"
+#include "common/buf.h"
 #include "controller/remediate_internal.h"
 #include "kube/client.h"
 #include "kube/snapshot.h"
@@ -22,11 +23,23 @@
 /* 2026-11-27T12:00:00Z */
 #define NOW 1795780800000LL
 
-#define TEMPLATE                                                                                   \
+/* The author annotations the webhook writes: @user in the groups ops and system:authenticated. */
+#define AUTHOR(user)                                                                               \
+	"\"annotations\":{\"nodegate.io/created-by\":\"" user "\",\"nodegate.io/created-by-"       \
+	"groups\":\"[\\\"ops\\\",\\\"system:authenticated\\\"]\"}"
+/* The template "reboot" written by @user, with @operation spliced into its spec. */
+#define TEMPLATE_BY(user, operation)                                                               \
 	"{\"kind\":\"NodeDisruptionTemplate\",\"apiVersion\":\"nodegate.io/"                       \
 	"v1alpha1\",\"metadata\":"                                                                 \
-	"{\"name\":\"reboot\"},\"spec\":{\"type\":\"reboot\",\"retry\":{\"enabled\":true},"        \
-	"\"drain\":{\"force\":true}}}"
+	"{\"name\":\"reboot\"," AUTHOR(                                                            \
+	    user) "},\"spec\":{\"type\":\"reboot\",\"retry\":{"                                    \
+		  "\"enabled\":true},\"drain\":{\"force\":true}" operation "}}"
+#define TEMPLATE TEMPLATE_BY("tmpl-author", "")
+/* A reboot: a privileged, hostPID Job. */
+#define REBOOT                                                                                     \
+	",\"operation\":{\"waitForReboot\":true,\"jobTemplate\":{\"spec\":{\"template\":{"         \
+	"\"spec\":{\"restartPolicy\":\"Never\",\"hostPID\":true,\"containers\":[{\"name\":"        \
+	"\"reboot\",\"image\":\"tools:1\",\"securityContext\":{\"privileged\":true}}]}}}}}"
 #define SICK_NODE(name)                                                                            \
 	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name                  \
 	"\",\"labels\":{"                                                                          \
@@ -37,10 +50,13 @@
 	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name                  \
 	"\",\"labels\":{"                                                                          \
 	"\"pool\":\"w\"}},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"
-/* The remediation "fix" at resourceVersion @rv, @meta and @status spliced in. */
-#define NREM(rv, meta, status)                                                                     \
+/* The remediation "fix" written by rem-author at resourceVersion @rv, @meta and @status spliced
+ * in; NREM_AS for another @author annotation (or none: ""). */
+#define NREM(rv, meta, status) NREM_AS("," AUTHOR("rem-author"), rv, meta, status)
+#define NREM_AS(author, rv, meta, status)                                                          \
 	"{\"kind\":\"NodeRemediation\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"     \
-	"\"name\":\"fix\",\"uid\":\"uid-fix\",\"resourceVersion\":\"" rv "\"" meta "},\"spec\":{"  \
+	"\"name\":\"fix\",\"uid\":\"uid-fix\",\"resourceVersion\":\"" rv "\"" meta author "},"     \
+	"\"spec\":{"                                                                               \
 	"\"nodeSelector\":{\"matchLabels\":{\"pool\":\"w\"}},\"rule\":{\"conditions\":[{\"type\":" \
 	"\"example.com/Sick\",\"status\":\"True\"}]},\"templateName\":\"reboot\","                 \
 	"\"maxConcurrent\":1}" status "}"
@@ -55,10 +71,43 @@
 	"\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"" phase "\"}]}}"
 #define LIST(...) "{\"kind\":\"List\",\"items\":[" __VA_ARGS__ "]}"
 
+/* The SubjectAccessReviews the controller asks, answered from a list of refusals. */
+struct authz {
+	const char *deny_user, *deny_sub; /* refused: this user (NULL: nobody) for this
+					     subresource ("": creating requests at all) */
+	bool unavailable;                 /* every question fails */
+	char asked[16][128];              /* "user groups... subresource", in order */
+	size_t nasked;
+};
+
+static enum kube_auth_result may(void *ctx, const struct kube_auth_subject *s,
+				 const char *subresource, struct ng_err *err)
+{
+	struct authz *a = ctx;
+	if (a->nasked < 16) {
+		char *q = a->asked[a->nasked++];
+		ng_fmt(q, 128, "%s", s->user);
+		for (size_t i = 0; i < s->ngroups; i++)
+			ng_fmt(q + strlen(q), 128 - strlen(q), " %s", s->groups[i]);
+		ng_fmt(q + strlen(q), 128 - strlen(q), " %s", subresource ? subresource : "-");
+	}
+	if (a->unavailable) {
+		(void)ng_err_set(err, NG_ETIMEDOUT, 0, "SubjectAccessReview: timed out");
+		return KUBE_AUTH_ERROR;
+	}
+	if (a->deny_user && strcmp(s->user, a->deny_user) == 0 &&
+	    strcmp(subresource ? subresource : "", a->deny_sub) == 0) {
+		(void)ng_err_set(err, NG_EFORBIDDEN, 0, "forbidden");
+		return KUBE_AUTH_FORBIDDEN;
+	}
+	return KUBE_AUTH_ALLOWED;
+}
+
 struct fx {
 	struct fake_api api;
 	struct kube_client *c;
 	struct remediate *m;
+	struct authz authz;
 };
 
 static int setup(void **state)
@@ -66,7 +115,8 @@ static int setup(void **state)
 	static struct fx fx;
 	fake_api_init(&fx.api);
 	fx.c = fake_api_client(&fx.api);
-	struct remediate_config rc = {.identity = "serve-a"};
+	memset(&fx.authz, 0, sizeof(fx.authz));
+	struct remediate_config rc = {.identity = "serve-a", .may = may, .may_ctx = &fx.authz};
 	struct ng_err err = {0};
 	fx.m = remediate_create(&rc, fx.c, &err);
 	assert_non_null(fx.m);
@@ -226,6 +276,115 @@ static void test_the_next_due_time_is_returned(void **state)
 	assert_int_equal(fake_api_count(&fx->api, "POST", "/nodedisruptions"), 0);
 }
 
+/* The status patch of the last pass, parsed into @a: its Ready condition. */
+static const cJSON *ready(struct fx *fx, struct ng_arena *a)
+{
+	const struct fake_api_request *st =
+	    fake_api_find(&fx->api, "PATCH", "/noderemediations/fix/status", 0);
+	assert_non_null(st);
+	const cJSON *c = ng_json_get(ng_json_get(parse(st->body, a), "status"), "conditions");
+	for (const cJSON *x = c ? c->child : NULL; x; x = x->next)
+		if (strcmp(ng_json_str(x, "type"), "Ready") == 0)
+			return x;
+	fail_msg("no Ready condition");
+	return NULL;
+}
+
+/* Nothing is created, and Ready is False with @reason and a message holding @msg; a Warning
+ * Event of that reason when Ready has just become so. */
+static void assert_held_as(struct fx *fx, const char *reason, const char *msg, bool new_reason)
+{
+	assert_int_equal(fake_api_count(&fx->api, "POST", "/nodedisruptions"), 0);
+	struct ng_arena *a = ng_arena_create(1u << 20);
+	const cJSON *r = ready(fx, a);
+	assert_string_equal(ng_json_str(r, "status"), "False");
+	assert_string_equal(ng_json_str(r, "reason"), reason);
+	if (!strstr(ng_json_str(r, "message"), msg))
+		fail_msg("message %s lacks %s", ng_json_str(r, "message"), msg);
+	ng_arena_destroy(a);
+	const struct fake_api_request *ev = fake_api_find(&fx->api, "POST", "/events", 0);
+	if (!new_reason) {
+		assert_null(ev);
+		return;
+	}
+	assert_non_null(ev);
+	assert_non_null(strstr(ev->body, reason));
+	assert_non_null(strstr(ev->body, "Warning"));
+}
+
+static void assert_held(struct fx *fx, const char *reason, const char *msg)
+{
+	assert_held_as(fx, reason, msg, true);
+}
+
+static void test_the_authors_are_asked_with_their_groups(void **state)
+{
+	struct fx *fx = *state;
+	(void)pass(fx, LIST(TEMPLATE "," SICK_NODE("n1") "," NREM("6", FIN, "")));
+	assert_int_equal(fake_api_count(&fx->api, "POST", "/nodedisruptions"), 1);
+	assert_int_equal(fx->authz.nasked, 2);
+	assert_string_equal(fx->authz.asked[0], "rem-author ops system:authenticated -");
+	assert_string_equal(fx->authz.asked[1], "tmpl-author ops system:authenticated -");
+}
+
+static void test_a_remediation_without_an_author_creates_nothing(void **state)
+{
+	struct fx *fx = *state;
+	(void)pass(fx, LIST(TEMPLATE "," SICK_NODE("n1") "," NREM_AS("", "6", FIN, "")));
+	assert_held(fx, "AuthorUnknown", "NodeRemediation fix has no recorded author");
+	assert_int_equal(fx->authz.nasked, 0);
+}
+
+static void test_an_author_without_the_right_creates_nothing(void **state)
+{
+	struct fx *fx = *state;
+	/* The remediation's author may not create requests: the one RBAC refused
+	 * `create nodedisruptions` gets nothing through nodegate either. */
+	fx->authz.deny_user = "rem-author";
+	fx->authz.deny_sub = "";
+	(void)pass(fx, LIST(TEMPLATE "," SICK_NODE("n1") "," NREM("6", FIN, "")));
+	assert_held(fx, "Unauthorized",
+		    "NodeRemediation fix: its author rem-author may not create nodedisruptions");
+	/* The template's author, likewise. */
+	fake_api_clear(&fx->api);
+	fx->authz.deny_user = "tmpl-author";
+	(void)pass(fx, LIST(TEMPLATE "," SICK_NODE("n1") "," NREM("7", FIN, "")));
+	assert_held_as(fx, "Unauthorized", "NodeDisruptionTemplate reboot: its author tmpl-author",
+		       false);
+	/* Granted the right (or the author replaced): the next pass creates the request. */
+	fake_api_clear(&fx->api);
+	fx->authz.deny_user = NULL;
+	(void)pass(fx, LIST(TEMPLATE "," SICK_NODE("n1") "," NREM("8", FIN, "")));
+	assert_int_equal(fake_api_count(&fx->api, "POST", "/nodedisruptions"), 1);
+}
+
+static void test_a_privileged_operation_needs_its_own_right(void **state)
+{
+	struct fx *fx = *state;
+	const char *cluster =
+	    LIST(TEMPLATE_BY("tmpl-author", REBOOT) "," SICK_NODE("n1") "," NREM("6", FIN, ""));
+	fx->authz.deny_user = "rem-author";
+	fx->authz.deny_sub = "privileged-operation";
+	(void)pass(fx, cluster);
+	assert_held(fx, "Unauthorized",
+		    "may not create nodedisruptions/privileged-operation (the template's operation "
+		    "is privileged: ");
+	assert_string_equal(fx->authz.asked[1],
+			    "rem-author ops system:authenticated privileged-operation");
+	fake_api_clear(&fx->api);
+	fx->authz.deny_user = NULL;
+	(void)pass(fx, cluster);
+	assert_int_equal(fake_api_count(&fx->api, "POST", "/nodedisruptions"), 1);
+}
+
+static void test_an_unanswered_check_creates_nothing_and_retries(void **state)
+{
+	struct fx *fx = *state;
+	fx->authz.unavailable = true;
+	(void)pass(fx, LIST(TEMPLATE "," SICK_NODE("n1") "," NREM("6", FIN, "")));
+	assert_held(fx, "AuthorizationUnavailable", "could not be checked (SubjectAccessReview");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -237,6 +396,16 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(
 		test_a_deleted_remediation_lets_go_once_its_requests_are_gone, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_the_next_due_time_is_returned, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_the_authors_are_asked_with_their_groups, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_a_remediation_without_an_author_creates_nothing,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_an_author_without_the_right_creates_nothing, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_a_privileged_operation_needs_its_own_right, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_an_unanswered_check_creates_nothing_and_retries,
+					    setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
