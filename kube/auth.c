@@ -906,7 +906,8 @@ ng_status kube_auth_render_metrics(struct kube_auth *a, struct ng_buf *out)
 	static const char *const reviews[] = {"tokenreview", "subjectaccessreview"};
 	static const char *const outcomes[] = {"ok", "failed"};
 	ng_status st = ng_prom_header(out, "nodegate_auth_checks_total", NG_PROM_COUNTER,
-				      "Callers of the admin endpoints checked, by result.");
+				      "Access checks (the admin endpoints' callers, privileged "
+				      "operations, remediation authors), by result.");
 	for (int r = 0; st == NG_OK && r < KUBE_AUTH_RESULT_COUNT; r++) {
 		const struct ng_prom_label l[] = {
 		    {"result", kube_auth_result_str((enum kube_auth_result)r)}};
