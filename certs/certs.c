@@ -1,6 +1,7 @@
 #include "certs/certs.h"
 
 #include "common/buf.h"
+#include "common/parse.h"
 
 #include <openssl/bio.h>
 #include <openssl/bn.h>
@@ -15,18 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* A DNS-1123 label: what Service and namespace names are. */
-static bool dns_label(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-	if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-			return false;
-	return true;
-}
 
 static char *bio_string(BIO *b)
 {
@@ -177,7 +166,7 @@ static ng_status issue(const struct cert_request *r, X509 *ca, EVP_PKEY *ca_key,
 		       char **ret_cert, char **ret_key, struct ng_err *reterr)
 {
 	*ret_cert = *ret_key = NULL;
-	if (!dns_label(r->service) || !dns_label(r->ns))
+	if (!ng_dns_label(r->service) || !ng_dns_label(r->ns))
 		return ng_err_set(reterr, NG_EINVAL, 0,
 				  "service and namespace must be DNS labels (lower-case letters, "
 				  "digits and '-', at most 63)");

@@ -3,6 +3,7 @@
 #include "cmd/cmd.h"
 #include "common/buf.h"
 #include "common/log.h"
+#include "common/parse.h"
 #include "common/regex.h"
 #include "common/status.h"
 #include "controller/drain.h"
@@ -42,18 +43,6 @@ static ng_status render(struct ng_buf *out, bool objects, void *ctx)
 	return drain_render_metrics(d->drain, d->leader, out);
 }
 
-/* A namespace name: a DNS-1123 label. */
-static bool dns_label(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-	if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-			return false;
-	return true;
-}
-
 static int configure(struct drainer *d, int argc, char **argv)
 {
 	struct cmd_serve_config *c = &d->c;
@@ -69,7 +58,7 @@ static int configure(struct drainer *d, int argc, char **argv)
 		    c->listen);
 		return 2;
 	}
-	if (!dns_label(c->operation_namespace)) {
+	if (!ng_dns_label(c->operation_namespace)) {
 		(void)fprintf(
 		    stderr,
 		    "nodegate: --operation-namespace \"%s\": expected a namespace name (a "

@@ -96,3 +96,14 @@ fail:
 	free(out);
 	return NG_EPARSE;
 }
+
+bool ng_dns_label(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}

@@ -1,9 +1,11 @@
-/* Bounded number parsing: the only place strtoll may appear (STYLE.md B5). */
+/* Bounded number parsing (the only place strtoll may appear, STYLE.md B5) and the name grammars
+ * flags and objects share. */
 #ifndef NG_COMMON_PARSE_H
 #define NG_COMMON_PARSE_H
 
 #include "common/status.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,5 +24,11 @@ NG_NODISCARD ng_status ng_parse_i64(const char *s, size_t len, int64_t min, int6
  * NUL-terminated buffer of *@ret_len bytes (at most 3/4 of @len). NG_EPARSE, NG_ENOMEM.
  */
 NG_NODISCARD ng_status ng_base64_decode(const char *s, size_t len, char **ret, size_t *ret_len);
+
+/**
+ * Whether @s is a DNS-1123 label, what namespace, Service and container names are: 1 to 63
+ * lower-case alphanumerics or '-', neither first nor last a '-'. False for NULL.
+ */
+bool ng_dns_label(const char *s);
 
 #endif

@@ -5,14 +5,14 @@
 
 #include "common/arena.h"
 #include "common/buf.h"
+#include "common/clock.h"
+#include "common/cron.h"
 #include "common/intern.h"
 #include "common/json.h"
 #include "common/limits.h"
-#include "common/clock.h"
-#include "common/cron.h"
-#include "common/tz.h"
 #include "common/parse.h"
 #include "common/regex.h"
+#include "common/tz.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -1185,19 +1185,6 @@ static ng_status nd_drain(struct ctx *c, const cJSON *j, struct kube_nd_drain *d
 	return st;
 }
 
-/* A DNS-1123 label (a container's name): lower-case alphanumerics and '-', starting and ending
- * alphanumeric, at most 63 bytes. */
-static bool dns_label_ok(const char *s)
-{
-	size_t len = strlen(s);
-	if (len == 0 || len > 63 || s[0] == '-' || s[len - 1] == '-')
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-			return false;
-	return true;
-}
-
 /* A container list @key of pod spec @ps: each container's securityContext that makes the pod
  * privileged, written to @field (relative to the pod spec). */
 static bool privileged_container(const cJSON *ps, const char *key, char *field, size_t cap)
@@ -1388,7 +1375,7 @@ static ng_status nd_job_template(struct ctx *c, const cJSON *jt, struct kube_nd_
 			problem(verr, "%s: expected an object", field);
 		else if (!name || !*name)
 			problem(verr, "%s.name: required", field);
-		else if (!dns_label_ok(name))
+		else if (!ng_dns_label(name))
 			problem(verr,
 				"%s.name: '%.63s' is not a DNS-1123 label (at most 63 lower case "
 				"alphanumerics or '-', starting and ending alphanumeric)",
