@@ -533,10 +533,9 @@ static ng_status access_review_body(const struct who *u, const char *verb, const
 
 /* A SubjectAccessReview's status, as the API server's webhook authorizer reads one: allowed
  * and denied together is an error, allowed is ALLOWED, anything else (denied, no opinion) is
- * FORBIDDEN. */
+ * FORBIDDEN, with "forbidden: User "@name" cannot @what" and the reviewer's reason in @err. */
 static enum kube_auth_result decode_access_review(const cJSON *root, const char *name,
-						  const char *verb, const char *path,
-						  struct ng_err *err)
+						  const char *what, struct ng_err *err)
 {
 	const cJSON *status = ng_json_get(root, "status");
 	const cJSON *allowed = ng_json_get(status, "allowed");
@@ -555,8 +554,8 @@ static enum kube_auth_result decode_access_review(const cJSON *root, const char 
 	const char *reason = ng_json_str(status, "reason");
 	const char *eval = ng_json_str(status, "evaluationError");
 	(void)ng_err_set(err, NG_EFORBIDDEN, 0,
-			 "forbidden: User \"%.100s\" cannot %s path \"%.60s\"%s%.80s%s%.60s", name,
-			 verb, path, reason && reason[0] ? ": " : "", reason ? reason : "",
+			 "forbidden: User \"%.100s\" cannot %.200s%s%.80s%s%.60s", name, what,
+			 reason && reason[0] ? ": " : "", reason ? reason : "",
 			 eval && eval[0] ? "; evaluation error: " : "", eval ? eval : "");
 	return KUBE_AUTH_FORBIDDEN;
 }
@@ -633,8 +632,11 @@ static enum kube_auth_result ask(struct kube_auth *a, struct kube_client *c, con
 		if (st != NG_OK)
 			(void)ng_err_set(err, st, 0, "SubjectAccessReview: body: %s",
 					 ng_status_str(st));
-		else if (post_review(a, c, REVIEW_ACCESS, &body, &resp, &sar, err) == NG_OK)
-			r = decode_access_review(sar, name, verb, path, err);
+		else if (post_review(a, c, REVIEW_ACCESS, &body, &resp, &sar, err) == NG_OK) {
+			char what[KUBE_AUTH_VERB_MAX_BYTES + 80];
+			ng_fmt(what, sizeof(what), "%s path \"%.60s\"", verb, path);
+			r = decode_access_review(sar, name, what, err);
+		}
 	}
 	drop_tree(tr);
 	cJSON_Delete(sar);
@@ -843,21 +845,7 @@ static enum kube_auth_result ask_resource(struct kube_auth *a, struct kube_clien
 	else if (post_review(a, c, REVIEW_ACCESS, &body, &resp, &sar, err) == NG_OK) {
 		char d[300];
 		describe(what, d, sizeof(d));
-		const cJSON *status = ng_json_get(sar, "status");
-		const cJSON *allowed = ng_json_get(status, "allowed");
-		const cJSON *denied = ng_json_get(status, "denied");
-		if ((allowed && !cJSON_IsBool(allowed)) || (denied && !cJSON_IsBool(denied)) ||
-		    (cJSON_IsTrue(allowed) && cJSON_IsTrue(denied)))
-			(void)ng_err_set(err, NG_EPARSE, 0,
-					 "SubjectAccessReview: status.allowed or denied: not a "
-					 "bool, or both true");
-		else if (cJSON_IsTrue(allowed))
-			r = KUBE_AUTH_ALLOWED;
-		else {
-			r = KUBE_AUTH_FORBIDDEN;
-			(void)ng_err_set(err, NG_EFORBIDDEN, 0, "User \"%.60s\" cannot %s",
-					 who->user, d);
-		}
+		r = decode_access_review(sar, who->user, d, err);
 	}
 	cJSON_Delete(sar);
 	ng_buf_finish(&body);
