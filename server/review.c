@@ -119,7 +119,7 @@ static bool string_list(struct ng_arena *arena, const cJSON *v, const char *cons
 	if (n && !out)
 		return false;
 	size_t i = 0;
-	for (const cJSON *e = v->child; e; e = e->next) {
+	for (const cJSON *e = v->child; e && i < (size_t)n; e = e->next) {
 		if (!cJSON_IsString(e)) {
 			*over = true;
 			return true;
@@ -154,7 +154,7 @@ static ng_status user_info(const cJSON *req, struct ng_arena *arena, struct srv_
 	if (n && !out)
 		return ng_err_set(reterr, NG_ENOMEM, 0, "request.userInfo.extra: out of memory");
 	size_t i = 0;
-	for (const cJSON *e = extra->child; e; e = e->next, i++) {
+	for (const cJSON *e = extra->child; e && i < (size_t)n; e = e->next, i++) {
 		out[i].key = e->string;
 		if (!string_list(arena, e, &out[i].values, &out[i].nvalues, &r->user_over))
 			return ng_err_set(reterr, NG_ENOMEM, 0,
