@@ -329,6 +329,7 @@ struct dump_stream {
 	struct ng_buf part;
 	size_t off;
 	bool done;
+	bool released; /* the snapshot and the one-dump slot given back (dump_release()) */
 };
 
 /* What one pull of the dump renders: the stream stays this small whatever the cache's size. */
@@ -336,18 +337,35 @@ struct dump_stream {
 /* An item is written whole after the budget: a pod's labels and annotations are bounded. */
 #define DUMP_PART_CAP (16u * 1024u * 1024u)
 
+/* Gives back the snapshot and the one-dump slot, once. Done when the last part is handed over,
+ * before the chunked answer's end is sent: a client that reads the whole answer and asks again
+ * at once never finds the slot still taken by the answer it has already read. */
+static void dump_release(struct dump_stream *d)
+{
+	if (d->released)
+		return;
+	d->released = true;
+	kube_snapshot_release(d->snap);
+	d->snap = NULL;
+	atomic_store(&d->s->dumping, false);
+}
+
 static ssize_t dump_read(void *cls, uint64_t pos, char *out, size_t max)
 {
 	(void)pos;
 	struct dump_stream *d = cls;
 	while (d->off == d->part.len) {
-		if (d->done)
+		if (d->done || d->released) {
+			dump_release(d);
 			return MHD_CONTENT_READER_END_OF_STREAM;
+		}
 		ng_buf_reset(&d->part);
 		d->off = 0;
 		if (kube_snapshot_dump_json_part(d->snap, &d->cur, &d->part, DUMP_PART_BYTES,
-						 &d->done) != NG_OK)
+						 &d->done) != NG_OK) {
+			dump_release(d);
 			return MHD_CONTENT_READER_END_WITH_ERROR;
+		}
 	}
 	/* The client is reading: its send deadline starts again. */
 	srv_conns_event(d->c, SRV_CONN_QUEUED);
@@ -360,9 +378,8 @@ static ssize_t dump_read(void *cls, uint64_t pos, char *out, size_t max)
 static void dump_free(void *cls)
 {
 	struct dump_stream *d = cls;
-	kube_snapshot_release(d->snap);
+	dump_release(d);
 	ng_buf_finish(&d->part);
-	atomic_store(&d->s->dumping, false);
 	free(d);
 }
 

@@ -314,6 +314,13 @@ class AdminListenerTest(unittest.TestCase):
             self.assertEqual(status, 421, (host, data))
             self.assertNotIn(b"n00001", data)
 
+    def test_dumps_asked_one_after_another_are_never_refused(self):
+        """One dump at a time is sent, but a client that has read a whole dump and asks again
+        at once (a script polling the cache) is never told one is still being sent: the slot
+        is given back before the answer's last bytes go out."""
+        refused = [i for i in range(40) if self.get("/debug/cache")[0] != 200]
+        self.assertEqual(refused, [], "dumps asked after the previous one was read were refused")
+
     def test_plans_run_beside_the_probes_and_one_over_the_limit_gets_429(self):
         """Finding 4: while two plans run (each for PLAN_SECONDS, its time cap), the probes,
         /metrics and /v1/evaluate answer at once, and a third plan gets 429 with Retry-After."""
