@@ -17,3 +17,15 @@ ng_install_deps() {
 	$sudo apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
 }
+
+# The test API server checks objects against upstream's own definitions (Kubernetes v1.32's
+# OpenAPI types and a CEL implementation), taken from the npm registry at the versions
+# tests/apiserver/upstream/package-lock.json pins. Installs Node.js from Debian if it is missing.
+ng_install_upstream_definitions() {
+	local dir="tests/apiserver/upstream"
+	command -v npm >/dev/null || ng_install_deps nodejs npm || return 1
+	cmp -s "$dir/package-lock.json" "$dir/node_modules/.ng-installed-lock" 2>/dev/null && return 0
+	echo "== installing upstream definitions (npm ci in $dir)"
+	(cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null &&
+		cp package-lock.json node_modules/.ng-installed-lock)
+}
