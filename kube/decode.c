@@ -109,6 +109,14 @@ static ng_status decode_labels(struct ctx *c, const cJSON *j, const char *field,
 	return NG_OK;
 }
 
+const char *kube_exempt_entry_problem(const char *s)
+{
+	if (strcmp(s, "*") == 0)
+		return "\"*\" alone would exempt every user: name a user or group, or a prefix "
+		       "followed by '*' (e.g. system:serviceaccount:kube-system:*)";
+	return NULL;
+}
+
 /* Array of strings -> array of intern ids. */
 static ng_status decode_str_array(struct ctx *c, const cJSON *j, const char *field, size_t max,
 				  const uint32_t **ret, uint16_t *ret_n)
@@ -2440,6 +2448,15 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 	}
 	if (st != NG_OK)
 		return st;
+	/* Checked here, not by the CRD alone: a config that reaches the cache some other way (a
+	 * snapshot file, an older CRD) must not exempt everyone either. */
+	for (size_t i = 0; i < g->nexempt && verr.status == NG_OK; i++) {
+		const char *e = ng_intern_str(c->pool, g->exempt_users[i], NULL);
+		const char *why = kube_exempt_entry_problem(e);
+		if (why)
+			(void)ng_err_set(&verr, NG_EPARSE, 0, "spec.eviction.exemptUsers[%zu]: %s",
+					 i, why);
+	}
 	if ((st = decode_hook_policy(c, ng_json_get(spec, "healthHooks"), &g->hooks, &verr)) !=
 	    NG_OK)
 		return st;
