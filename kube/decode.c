@@ -2440,6 +2440,20 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 	g->respect_pdbs = cJSON_IsTrue(ng_json_get(spec, "respectPodDisruptionBudgets"));
 	const cJSON *users = ng_json_get(ev, "exemptUsers");
 	g->has_exempt_users = users && !cJSON_IsNull(users);
+	/* "*" alone is checked here, not by the CRD alone: a config that reaches the cache some
+	 * other way (a snapshot file, an older CRD) must not exempt everyone either. Checked
+	 * before the list is interned, so a refused config leaves no string without a record. */
+	size_t idx = 0;
+	for (const cJSON *e = cJSON_IsArray(users) ? users->child : NULL; e; e = e->next, idx++) {
+		const char *why =
+		    cJSON_IsString(e) ? kube_exempt_entry_problem(e->valuestring) : NULL;
+		if (why) {
+			(void)ng_err_set(&verr, NG_EPARSE, 0, "spec.eviction.exemptUsers[%zu]: %s",
+					 idx, why);
+			users = NULL;
+			break;
+		}
+	}
 	ng_status st = decode_str_array(c, users, "spec.eviction.exemptUsers", NG_MAX_LABELS,
 					&g->exempt_users, &g->nexempt);
 	if (st == NG_EPARSE || st == NG_ELIMIT) {
@@ -2448,15 +2462,6 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 	}
 	if (st != NG_OK)
 		return st;
-	/* Checked here, not by the CRD alone: a config that reaches the cache some other way (a
-	 * snapshot file, an older CRD) must not exempt everyone either. */
-	for (size_t i = 0; i < g->nexempt && verr.status == NG_OK; i++) {
-		const char *e = ng_intern_str(c->pool, g->exempt_users[i], NULL);
-		const char *why = kube_exempt_entry_problem(e);
-		if (why)
-			(void)ng_err_set(&verr, NG_EPARSE, 0, "spec.eviction.exemptUsers[%zu]: %s",
-					 i, why);
-	}
 	if ((st = decode_hook_policy(c, ng_json_get(spec, "healthHooks"), &g->hooks, &verr)) !=
 	    NG_OK)
 		return st;
