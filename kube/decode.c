@@ -432,6 +432,16 @@ static bool node_req(struct ctx *c, const cJSON *e, bool field, struct kube_requ
 	if (field && (strcmp(key, "metadata.name") != 0 ||
 		      (op != KUBE_OP_IN && op != KUBE_OP_NOTIN) || nv != 1))
 		return false;
+	/* A label requirement's key and values must be a label key and label values, as
+	 * component-helpers' node selector parses them (labels.NewRequirement): an invalid one
+	 * makes its term match no node, though the term's operator and value count are fine. So a
+	 * Gt/Lt value is digits only: "-1" reads as an integer but is no label value. */
+	if (!field && kube_label_key_problem(key, strlen(key)))
+		return false;
+	for (const cJSON *ve = field || !nv ? NULL : vals->child; ve; ve = ve->next)
+		if (!cJSON_IsString(ve) ||
+		    kube_label_value_problem(ve->valuestring, strlen(ve->valuestring)))
+			return false;
 	uint32_t *v = nv ? alloc(c, nv * sizeof(*v)) : NULL;
 	if (nv && !v) {
 		*st = fail(c, NG_ENOMEM, "spec.nodeAffinity", "out of memory");
