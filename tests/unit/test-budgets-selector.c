@@ -541,7 +541,7 @@ static void test_node_affinity_table(void **state)
  * staging/src/k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity_test.go:
  * TestNodeSelectorMatch (4 of 5 cases: "nil node" has no counterpart, a PV is matched against
  * a node), TestNodeSelectorRequirementsAsSelector (6 cases) and
- * TestPodMatchesNodeSelectorAndAffinityTerms (17 of its 23 cases: the other 6 are about a pod's
+ * TestPodMatchesNodeSelectorAndAffinityTerms (18 of its 27 cases: the other 9 are about a pod's
  * spec.nodeSelector or a pod without required affinity, which a PersistentVolume has no
  * counterpart of; a PV without affinity pins nothing).
  *
