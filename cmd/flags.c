@@ -63,7 +63,9 @@ static const struct flag serve_flags[] = {
     {"eviction-mode", "NG_EVICTION_MODE", F_STR, OFF(eviction_mode), "Enforce", 0, 0, "MODE",
      "Enforce (deny protected evictions with 429), Warn (allow with a warning) or Off."},
     {"exempt-user", "NG_EXEMPT_USER", F_MULTI, OFF(exempt_users), NULL, 0, 0, "NAME",
-     "A username whose evictions are always allowed. Repeatable."},
+     "A user or group whose evictions are always allowed (userInfo.username or one of "
+     "userInfo.groups); a trailing * matches by prefix, e.g. system:serviceaccount:kube-system:*. "
+     "\"*\" alone is refused. Repeatable."},
     {"decider-user", "NG_DECIDER_USER", F_MULTI, OFF(deciders), NULL, 0, 0, "NAME",
      "A username that may change a NodeDisruption's decision (status.state, disruptedNodes, "
      "grantedAt, disruptedDisruptionBudgets) where /validate/nodedisruption-status is "

@@ -379,6 +379,14 @@ static int configure(struct serve *s, int argc, char **argv)
 	    .nexempt = c->exempt_users.n,
 	    .retry_after_seconds = (int32_t)c->retry_after_seconds,
 	};
+	for (size_t i = 0; i < c->exempt_users.n; i++) {
+		const char *why = kube_exempt_entry_problem(c->exempt_users.v[i]);
+		if (why) {
+			(void)fprintf(stderr, "nodegate: --exempt-user \"%s\": %s\n",
+				      c->exempt_users.v[i], why);
+			return 2;
+		}
+	}
 	if (pol_eviction_mode_parse(c->eviction_mode, &s->ev.mode) != NG_OK) {
 		(void)fprintf(stderr,
 			      "nodegate: --eviction-mode \"%s\": use Enforce, Warn or Off\n",

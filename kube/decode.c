@@ -109,6 +109,14 @@ static ng_status decode_labels(struct ctx *c, const cJSON *j, const char *field,
 	return NG_OK;
 }
 
+const char *kube_exempt_entry_problem(const char *s)
+{
+	if (strcmp(s, "*") == 0)
+		return "\"*\" alone would exempt every user: name a user or group, or a prefix "
+		       "followed by '*' (e.g. system:serviceaccount:kube-system:*)";
+	return NULL;
+}
+
 /* Array of strings -> array of intern ids. */
 static ng_status decode_str_array(struct ctx *c, const cJSON *j, const char *field, size_t max,
 				  const uint32_t **ret, uint16_t *ret_n)
@@ -424,6 +432,16 @@ static bool node_req(struct ctx *c, const cJSON *e, bool field, struct kube_requ
 	if (field && (strcmp(key, "metadata.name") != 0 ||
 		      (op != KUBE_OP_IN && op != KUBE_OP_NOTIN) || nv != 1))
 		return false;
+	/* A label requirement's key and values must be a label key and label values, as
+	 * component-helpers' node selector parses them (labels.NewRequirement): an invalid one
+	 * makes its term match no node, though the term's operator and value count are fine. So a
+	 * Gt/Lt value is digits only: "-1" reads as an integer but is no label value. */
+	if (!field && kube_label_key_problem(key, strlen(key)))
+		return false;
+	for (const cJSON *ve = field || !nv ? NULL : vals->child; ve; ve = ve->next)
+		if (!cJSON_IsString(ve) ||
+		    kube_label_value_problem(ve->valuestring, strlen(ve->valuestring)))
+			return false;
 	uint32_t *v = nv ? alloc(c, nv * sizeof(*v)) : NULL;
 	if (nv && !v) {
 		*st = fail(c, NG_ENOMEM, "spec.nodeAffinity", "out of memory");
@@ -2432,6 +2450,20 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 	g->respect_pdbs = cJSON_IsTrue(ng_json_get(spec, "respectPodDisruptionBudgets"));
 	const cJSON *users = ng_json_get(ev, "exemptUsers");
 	g->has_exempt_users = users && !cJSON_IsNull(users);
+	/* "*" alone is checked here, not by the CRD alone: a config that reaches the cache some
+	 * other way (a snapshot file, an older CRD) must not exempt everyone either. Checked
+	 * before the list is interned, so a refused config leaves no string without a record. */
+	size_t idx = 0;
+	for (const cJSON *e = cJSON_IsArray(users) ? users->child : NULL; e; e = e->next, idx++) {
+		const char *why =
+		    cJSON_IsString(e) ? kube_exempt_entry_problem(e->valuestring) : NULL;
+		if (why) {
+			(void)ng_err_set(&verr, NG_EPARSE, 0, "spec.eviction.exemptUsers[%zu]: %s",
+					 idx, why);
+			users = NULL;
+			break;
+		}
+	}
 	ng_status st = decode_str_array(c, users, "spec.eviction.exemptUsers", NG_MAX_LABELS,
 					&g->exempt_users, &g->nexempt);
 	if (st == NG_EPARSE || st == NG_ELIMIT) {

@@ -509,7 +509,9 @@ struct kube_ngc {
 	const uint32_t *allowed_types; /* spec.allowedTypes; none = any type */
 	uint8_t eviction_mode;         /* enum kube_eviction_mode */
 	bool auto_request;             /* spec.eviction.autoRequest (default false) */
-	bool has_exempt_users;         /* spec.eviction.exemptUsers is present (possibly empty) */
+	/* spec.eviction.exemptUsers is present (possibly empty): user or group names, a trailing
+	 * '*' matching by prefix (kube_exempt_entry_problem() says which entries are refused). */
+	bool has_exempt_users;
 	uint16_t nexempt;
 	const uint32_t *exempt_users;
 	struct kube_hook_policy hooks; /* spec.healthHooks */
@@ -654,5 +656,12 @@ const char *kube_resource_name(enum kube_resource r);
 const char *kube_label_key_problem(const char *s, size_t len);
 /** Checks label value syntax (empty, or up to 63 characters). NULL when valid. */
 const char *kube_label_value_problem(const char *s, size_t len);
+
+/**
+ * Checks one exemptUsers entry (NodeGateConfig spec.eviction.exemptUsers, --exempt-user): a
+ * user or group name, or a prefix of one ending in '*'. Returns NULL when valid, else a constant
+ * message: "*" alone is refused, since it would exempt every user from the eviction guard.
+ */
+const char *kube_exempt_entry_problem(const char *s);
 
 #endif

@@ -32,7 +32,10 @@ const char *pol_eviction_mode_str(enum pol_eviction_mode m);
  * immutable while the server runs. */
 struct pol_eviction_config {
 	enum pol_eviction_mode mode;
-	const char *const *exempt_users; /* exact usernames */
+	/* Each entry matches userInfo.username or any of userInfo.groups: exactly, or by prefix
+	 * when it ends in '*' ("system:serviceaccount:kube-system:*"). "*" alone is refused where
+	 * entries come in (kube_exempt_entry_allowed()) and never matches here. */
+	const char *const *exempt_users;
 	size_t nexempt;
 	int32_t retry_after_seconds; /* > 0 */
 	/* Denials can ask for their node (NodeGateConfig eviction.autoRequest): false where
@@ -45,7 +48,11 @@ struct pol_eviction_request {
 	const char *ns, *name; /* the pod: ns_len and name_len bytes, no NUL needed */
 	size_t ns_len, name_len;
 	const char *username; /* userInfo.username, NUL-terminated; may be NULL */
-	int64_t now_wall_ms;  /* when it is decided: do-not-disrupt durations end */
+	/* userInfo.groups, NUL-terminated each; none when the review carried more than
+	 * KUBE_AUTH_MAX_GROUPS (then only the username can make the requester exempt). */
+	const char *const *groups;
+	size_t ngroups;
+	int64_t now_wall_ms; /* when it is decided: do-not-disrupt durations end */
 };
 
 /* Why the answer is what it is: a stable token for logs and metrics. */

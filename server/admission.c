@@ -52,6 +52,8 @@ ng_status srv_admit_eviction(const char *body, size_t len, struct ng_arena *aren
 		    .name = name,
 		    .name_len = strlen(name),
 		    .username = r->username,
+		    .groups = r->user.groups,
+		    .ngroups = r->user.ngroups,
 		    .now_wall_ms = ng_now_wall_ms(),
 		};
 		a.review.ns = ns;

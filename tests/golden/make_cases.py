@@ -41,7 +41,8 @@ FIXTURE = [node("node1", "test1"), node("node2", "test1"), node("node3", "test2"
             "spec": {"podSelector": {"matchLabels": {"app": "db"}}, "maxDisruptions": 1}}]
 
 
-def review(name, ns="default", user="alice", uid="705ab4f5-6393-11e8-b7cc-42010a800002", dry=False):
+def review(name, ns="default", user="alice", uid="705ab4f5-6393-11e8-b7cc-42010a800002", dry=False,
+           groups=("system:authenticated",)):
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
         "uid": uid,
         "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
@@ -50,7 +51,7 @@ def review(name, ns="default", user="alice", uid="705ab4f5-6393-11e8-b7cc-42010a
         "requestResource": {"group": "", "version": "v1", "resource": "pods"},
         "requestSubResource": "eviction",
         "name": name, "namespace": ns, "operation": "CREATE",
-        "userInfo": {"username": user, "uid": "1234", "groups": ["system:authenticated"]},
+        "userInfo": {"username": user, "uid": "1234", "groups": list(groups)},
         "object": {"kind": "Eviction", "apiVersion": "policy/v1",
                    "metadata": {"name": name, "namespace": ns, "creationTimestamp": None},
                    "deleteOptions": {}},
@@ -121,6 +122,34 @@ case("E09_nodegateconfig_exempt_list_replaces_flags.json",
      "When NodeGateConfig lists exempt users, a user exempt only by flag is not exempt.",
      [NGC({"eviction": {"exemptUsers": ["someone-else"]}})], review("pod1", user="ops-admin"),
      {"allowed": False, "code": 429}, config={"mode": "Enforce", "exemptUsers": ["ops-admin"]})
+case("E09_exempt_group_from_nodegateconfig.json",
+     "An exempt entry naming a group exempts its members: a kube-system service account (a "
+     "descheduler) by the group system:serviceaccounts:kube-system.",
+     [NGC({"eviction": {"exemptUsers": ["system:serviceaccounts:kube-system"]}})],
+     review("pod1", user="system:serviceaccount:kube-system:descheduler",
+            groups=("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated")),
+     {"allowed": True, "reason": "exempt"})
+case("E09_exempt_group_other_namespace_denied.json",
+     "A service account of another namespace is not in system:serviceaccounts:kube-system: denied.",
+     [NGC({"eviction": {"exemptUsers": ["system:serviceaccounts:kube-system"]}})],
+     review("pod1", user="system:serviceaccount:default:descheduler",
+            groups=("system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated")),
+     {"allowed": False, "code": 429})
+case("E09_exempt_prefix_flag.json",
+     "An exempt entry ending in * matches by prefix: a VPA updater in kube-system is exempt.",
+     [], review("pod1", user="system:serviceaccount:kube-system:vpa-updater"),
+     {"allowed": True, "reason": "exempt"},
+     config={"mode": "Enforce", "exemptUsers": ["system:serviceaccount:kube-system:*"]})
+case("E09_exempt_prefix_is_whole.json",
+     "The prefix is everything before the *: kube-system-2 is another namespace, denied.",
+     [], review("pod1", user="system:serviceaccount:kube-system-2:vpa-updater"),
+     {"allowed": False, "code": 429},
+     config={"mode": "Enforce", "exemptUsers": ["system:serviceaccount:kube-system:*"]})
+case("E09_nodegateconfig_star_alone_enforces.json",
+     "NodeGateConfig exemptUsers with * alone is refused (it would exempt everyone): the config is "
+     "invalid and enforces, exempting no one.",
+     [NGC({"eviction": {"mode": "Warn", "exemptUsers": ["*"]}})], review("pod1"),
+     {"allowed": False, "code": 429})
 case("E06_invalid_nodegateconfig_enforces.json",
      "A NodeGateConfig with an unknown eviction mode never loosens the guard: Enforce.",
      [NGC({"eviction": {"mode": "Sometimes"}})], review("pod1"),

@@ -46,12 +46,12 @@ def make_cert(d):
     return os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
 
 
-def review(name, ns="default", uid="uid-1", user="alice"):
+def review(name, ns="default", uid="uid-1", user="alice", groups=("system:authenticated",)):
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
         "uid": uid, "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
         "resource": {"group": "", "version": "v1", "resource": "pods"}, "subResource": "eviction",
         "name": name, "namespace": ns, "operation": "CREATE",
-        "userInfo": {"username": user, "groups": ["system:authenticated"]},
+        "userInfo": {"username": user, "groups": list(groups)},
         "object": {"kind": "Eviction", "apiVersion": "policy/v1",
                    "metadata": {"name": name, "namespace": ns}},
         "dryRun": False}}
@@ -530,6 +530,48 @@ class LifecycleTest(unittest.TestCase):
             self.assertEqual(body["response"]["status"]["details"]["retryAfterSeconds"], 3)
         finally:
             self.assertEqual(srv.stop(), 0)
+
+    def test_E09_exempt_groups_and_prefixes_over_https(self):
+        # A descheduler or a VPA updater evicting one pod is no node disruption: exempt the
+        # kube-system service accounts by their group, and VPA's by a username prefix.
+        ngc = os.path.join(self.tmp, "ngc.json")
+        with open(ngc, "w", encoding="utf-8") as f:
+            json.dump({"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig",
+                       "metadata": {"name": "default"},
+                       "spec": {"eviction": {"exemptUsers": [
+                           "system:serviceaccounts:kube-system",
+                           "system:serviceaccount:vpa:*"]}}}, f)
+        srv = Server(self.tmp, ["--snapshot", ngc])
+        try:
+            sa = ("system:serviceaccounts", "system:serviceaccounts:kube-system",
+                  "system:authenticated")
+            _, body = srv.evict("pod1", uid="by-group",
+                                user="system:serviceaccount:kube-system:descheduler", groups=sa)
+            self.assertTrue(body["response"]["allowed"], body)
+            _, body = srv.evict("pod1", uid="by-prefix",
+                                user="system:serviceaccount:vpa:vpa-updater")
+            self.assertTrue(body["response"]["allowed"], body)
+            other = ("system:serviceaccounts", "system:serviceaccounts:default",
+                     "system:authenticated")
+            _, body = srv.evict("pod1", uid="other",
+                                user="system:serviceaccount:default:descheduler", groups=other)
+            self.assertFalse(body["response"]["allowed"], body)
+            self.assertEqual(body["response"]["status"]["code"], 429)
+            _, body = srv.evict("pod1", uid="alice")
+            self.assertFalse(body["response"]["allowed"], body)
+            reasons = [l.get("reason") for l in srv.log_lines() if l.get("uid") in (
+                "by-group", "by-prefix")]
+            self.assertEqual(reasons, ["exempt", "exempt"])
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_E09_exempt_user_star_alone_is_refused(self):
+        p = subprocess.run(WRAPPER + [BINARY, "serve", "--snapshot",
+                                      os.path.join(ROOT, "examples", "demo-cluster.json"),
+                                      "--exempt-user", "*"],
+                           capture_output=True, text=True, timeout=30 * SLOW)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn('--exempt-user "*": "*" alone would exempt every user', p.stderr)
 
     def check(self, *files, nd):
         path = os.path.join(self.tmp, "nd.json")

@@ -109,6 +109,15 @@ const struct ng_selector_case ng_selector_cases[] = {
     {"x16=" A254, NULL, "TestRequirementConstructor: a 254-byte value"},
     {"x17=a b", NULL, "TestRequirementConstructor: the value 'a b'"},
     {"x18 unsupportedOp a", NULL, "TestRequirementConstructor: an unknown operator"},
+    /* TestToString: the strings a selector prints must parse back to it */
+    {"x in (abc,def),y notin (jkl),z", "x In (abc,def); y NotIn (jkl); z Exists", "TestToString"},
+    {"x notin (abc,def),y!=jkl,!z", "x NotIn (abc,def); y NotIn (jkl); z DoesNotExist",
+     "TestToString"},
+    {"x in (abc,def),", NULL, "TestToString: the trailing ','"},
+    {"x notin (abc),y in (jkl,mno),z notin ()", "x NotIn (abc); y In (jkl,mno); z NotIn ()",
+     "TestToString"},
+    {"x=abc,y==jkl,z!=a,z", "x In (abc); y In (jkl); z Exists; z NotIn (a)", "TestToString"},
+    {"x>2,y<8,z", "x Gt 2; y Lt 8; z Exists", "TestToString"},
     /* TestParseOperator: each operator after a key */
     {"a in (b)", "a In (b)", "TestParseOperator"},
     {"a=b", "a In (b)", "TestParseOperator"},

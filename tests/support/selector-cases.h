@@ -1,7 +1,11 @@
 /* Label selector strings and what Kubernetes makes of them, for the selector's own tests and the
- * NodeDisruption webhook's. The cases are those of apimachinery's pkg/labels tests
- * (TestSelectorParse, TestSetSelectorParser, TestRequirementConstructor, TestParseOperator,
- * TestLexer, ...), restated as strings, plus the places nodegate's parser once read otherwise. */
+ * NodeDisruption webhook's. The cases are restated from kubernetes/kubernetes
+ * staging/src/k8s.io/apimachinery/pkg/labels/selector_test.go (TestSelectorParse,
+ * TestDeterministicParse, TestSelectorMatches, TestEverything, TestSetMatches, TestLexer,
+ * TestLexerSequence, TestParserLookahead, TestRequirementConstructor, TestToString,
+ * TestRequirementSelectorMatching, TestSetSelectorParser, TestParseOperator,
+ * TestValidatedSelectorFromSet), each row naming its test function in @from, as strings, plus
+ * the places nodegate's parser once read otherwise. */
 #ifndef NG_TESTS_SUPPORT_SELECTOR_CASES_H
 #define NG_TESTS_SUPPORT_SELECTOR_CASES_H
 

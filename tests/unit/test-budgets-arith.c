@@ -5,6 +5,8 @@
 #include <cmocka.h>
 
 #include "budgets/budgets.h"
+#include "common/intern.h"
+#include "kube/records.h"
 
 #include <string.h>
 
@@ -75,14 +77,99 @@ static void test_limits_in_node_counts(void **state)
 	assert_int_equal(c.allowed, 0);
 }
 
+/* An IntOrString as the API server hands it: an integer, or a string (@s non-NULL). */
+static ng_status from(struct ng_intern *pool, const char *s, int64_t i,
+		      struct bud_int_or_percent *ret)
+{
+	struct kube_int_or_string v = {.set = true, .is_str = s != NULL, .i = i};
+	if (s)
+		assert_int_equal(ng_intern_add(pool, s, strlen(s), &v.str), NG_OK);
+	return bud_int_or_percent_from(&v, pool, "spec.x", ret, NULL);
+}
+
+/* Restated from kubernetes/kubernetes staging/src/k8s.io/apimachinery/pkg/util/intstr/
+ * intstr_test.go TestGetIntFromIntOrPercent (GetScaledValueFromIntOrPercent), 7 of its 8 cases,
+ * and TestGetIntFromIntOrString (getIntOrPercentValueSafely), its 9 cases: a string is a
+ * percentage or an error, and a percentage scales up. nodegate scales only rounding up, as the
+ * disruption controller does for minAvailable and maxUnavailable, so the round-down case ("90%"
+ * of 95 down to 85) has no counterpart. Total 0 where the table leaves it unset. The rows after
+ * the restated ones are nodegate's own: its budgets refuse what the API's validation of an
+ * IntOrString percentage refuses (a sign, over 100%). */
+static const struct intstr_case {
+	const char *str; /* NULL: the integer @i */
+	int64_t i, total;
+	bool ok;
+	int64_t scaled; /* rounding up; when ok */
+} intstr_cases[] = {
+    /* TestGetIntFromIntOrPercent */
+    {NULL, 123, 0, true, 123},
+    {"90%", 0, 100, true, 90},
+    {"90%", 0, 95, true, 86},
+    {"%", 0, 0, false, 0},
+    {"90#", 0, 0, false, 0},
+    {"#%", 0, 0, false, 0},
+    {"90", 0, 0, false, 0},
+    /* TestGetIntFromIntOrString */
+    {NULL, 200, 0, true, 200},
+    {"200", 0, 0, false, 0},
+    {"30%0", 0, 0, false, 0},
+    {"40%", 0, 0, true, 0},
+    {"%", 0, 0, false, 0},
+    {"a%", 0, 0, false, 0},
+    {"a", 0, 0, false, 0},
+    {"40#", 0, 0, false, 0},
+    {"40%%", 0, 0, false, 0},
+    /* nodegate's own */
+    {"10", 0, 10, false, 0},
+    {"abc%", 0, 10, false, 0},
+    {"-10%", 0, 10, false, 0},
+    {"+10%", 0, 10, false, 0},
+    {"101%", 0, 10, false, 0},
+    {NULL, -1, 10, false, 0},
+    {"0%", 0, 10, true, 0},
+    {"100%", 0, 7, true, 7},
+    {"1%", 0, 1, true, 1},
+    {"33%", 0, 10, true, 4},
+    {"50%", 0, 5, true, 3},
+};
+
+static void test_int_or_percent_agrees_with_intstr(void **state)
+{
+	(void)state;
+	struct ng_intern *pool = ng_intern_create();
+	assert_non_null(pool);
+	for (size_t i = 0; i < sizeof(intstr_cases) / sizeof(intstr_cases[0]); i++) {
+		const struct intstr_case *k = &intstr_cases[i];
+		struct bud_int_or_percent v = {.is_percent = true, .value = 0xad};
+		ng_status st = from(pool, k->str, k->i, &v);
+		if ((st == NG_OK) != k->ok)
+			fail_msg("case %zu (%s): status %s", i, k->str ? k->str : "int",
+				 ng_status_str(st));
+		if (!k->ok) {
+			/* A refused value leaves the output alone. */
+			assert_true(v.is_percent);
+			assert_int_equal(v.value, 0xad);
+			continue;
+		}
+		if (bud_int_or_percent_scaled(&v, k->total) != k->scaled)
+			fail_msg("case %zu (%s of %lld): %lld, want %lld", i,
+				 k->str ? k->str : "int", (long long)k->total,
+				 (long long)bud_int_or_percent_scaled(&v, k->total),
+				 (long long)k->scaled);
+	}
+	ng_intern_destroy(pool);
+}
+
 int main(void)
 {
 	enum { NCASES = sizeof(cases) / sizeof(cases[0]) };
-	struct CMUnitTest tests[NCASES + 1];
+	struct CMUnitTest tests[NCASES + 2];
 	for (size_t i = 0; i < NCASES; i++)
 		tests[i] = (struct CMUnitTest){.name = cases[i].id,
 					       .test_func = test_budget_arithmetic_row,
 					       .initial_state = &cases[i]};
 	tests[NCASES] = (struct CMUnitTest)cmocka_unit_test(test_limits_in_node_counts);
-	return _cmocka_run_group_tests("budgets-arith", tests, NCASES + 1, NULL, NULL);
+	tests[NCASES + 1] =
+	    (struct CMUnitTest)cmocka_unit_test(test_int_or_percent_agrees_with_intstr);
+	return _cmocka_run_group_tests("budgets-arith", tests, NCASES + 2, NULL, NULL);
 }

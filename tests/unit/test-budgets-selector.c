@@ -537,6 +537,213 @@ static void test_node_affinity_table(void **state)
 	kube_snapshot_release(s);
 }
 
+/* Node affinity against Kubernetes' own tables, restated from kubernetes/kubernetes
+ * staging/src/k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity_test.go:
+ * TestNodeSelectorMatch (4 of 5 cases: "nil node" has no counterpart, a PV is matched against
+ * a node), TestNodeSelectorRequirementsAsSelector (6 cases) and
+ * TestPodMatchesNodeSelectorAndAffinityTerms (18 of its 27 cases: the other 9 are about a pod's
+ * spec.nodeSelector or a pod without required affinity, which a PersistentVolume has no
+ * counterpart of; a PV without affinity pins nothing).
+ *
+ * A PV is matched as the volume binder matches it (component-helpers' MatchNodeSelectorTerms,
+ * the lazy-error node selector): a term that does not parse (unknown operator, wrong value
+ * count, Gt/Lt on a non-integer, an invalid label key or value, a field other than
+ * metadata.name) matches no node, and the other terms still count. TestNodeSelectorMatch's
+ * "invalid field selector and label selector" is refused whole by the strict NewNodeSelector;
+ * here its two invalid terms are marked invalid and its valid one still matches. @invalid is a
+ * bit per term that must decode as invalid. */
+static const struct affinity_upstream_case {
+	const char *name;
+	const char *terms;  /* the nodeSelectorTerms JSON value */
+	const char *node;   /* metadata.name */
+	const char *labels; /* metadata.labels members */
+	unsigned invalid;
+	bool pinned;
+} affinity_upstream[] = {
+    /* TestNodeSelectorMatch */
+    {"invalid field selector and label selector (node without the label)",
+     "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"host_1\","
+     "\"host_2\"]}]},{\"matchExpressions\":[{\"key\":\"label_1\",\"operator\":\"In\",\"values\":"
+     "[\"label_1_val\"]}],\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\","
+     "\"values\":[\"host_1\"]}]},{\"matchExpressions\":[{\"key\":\"invalid key\",\"operator\":"
+     "\"In\",\"values\":[\"label_value\"]}]}]",
+     "host_1", "", 5, false},
+    {"invalid field selector and label selector (node with the label)",
+     "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"host_1\","
+     "\"host_2\"]}]},{\"matchExpressions\":[{\"key\":\"label_1\",\"operator\":\"In\",\"values\":"
+     "[\"label_1_val\"]}],\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\","
+     "\"values\":[\"host_1\"]}]},{\"matchExpressions\":[{\"key\":\"invalid key\",\"operator\":"
+     "\"In\",\"values\":[\"label_value\"]}]}]",
+     "host_1", "\"label_1\":\"label_1_val\"", 5, true},
+    {"node matches field selector, but not labels",
+     "[{\"matchExpressions\":[{\"key\":\"label_1\",\"operator\":\"In\",\"values\":"
+     "[\"label_1_val\"]}],\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\","
+     "\"values\":[\"host_1\"]}]}]",
+     "host_1", "", 0, false},
+    {"node matches field selector and label selector",
+     "[{\"matchExpressions\":[{\"key\":\"label_1\",\"operator\":\"In\",\"values\":"
+     "[\"label_1_val\"]}],\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\","
+     "\"values\":[\"host_1\"]}]}]",
+     "host_1", "\"label_1\":\"label_1_val\"", 0, true},
+    {"second term matches",
+     "[{\"matchExpressions\":[{\"key\":\"label_1\",\"operator\":\"In\",\"values\":"
+     "[\"label_1_val\"]}]},{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\","
+     "\"values\":[\"host_1\"]}]}]",
+     "host_1", "", 0, true},
+    /* TestNodeSelectorRequirementsAsSelector (no requirements selects nothing) */
+    {"requirements nil", "[{\"matchExpressions\":null}]", "n1", "\"foo\":\"bar\"", 0, false},
+    {"requirements empty", "[{\"matchExpressions\":[]}]", "n1", "\"foo\":\"bar\"", 0, false},
+    {"foo in (baz,bar)",
+     "[{\"matchExpressions\":[{\"key\":\"foo\",\"operator\":\"In\",\"values\":[\"bar\","
+     "\"baz\"]}]}]",
+     "n1", "\"foo\":\"baz\"", 0, true},
+    {"Exists with values is an error",
+     "[{\"matchExpressions\":[{\"key\":\"foo\",\"operator\":\"Exists\",\"values\":[\"bar\","
+     "\"baz\"]}]}]",
+     "n1", "\"foo\":\"bar\"", 1, false},
+    {"foo>1", "[{\"matchExpressions\":[{\"key\":\"foo\",\"operator\":\"Gt\",\"values\":[\"1\"]}]}]",
+     "n1", "\"foo\":\"2\"", 0, true},
+    {"bar<7", "[{\"matchExpressions\":[{\"key\":\"bar\",\"operator\":\"Lt\",\"values\":[\"7\"]}]}]",
+     "n1", "\"bar\":\"7\"", 0, false},
+    /* TestPodMatchesNodeSelectorAndAffinityTerms */
+    {"In operator that matches the existing node",
+     "[{\"matchExpressions\":[{\"key\":\"foo\",\"operator\":\"In\",\"values\":[\"bar\","
+     "\"value2\"]}]}]",
+     "n1", "\"foo\":\"bar\"", 0, true},
+    {"Gt operator that matches the existing node",
+     "[{\"matchExpressions\":[{\"key\":\"kernel-version\",\"operator\":\"Gt\",\"values\":"
+     "[\"0204\"]}]}]",
+     "n1", "\"kernel-version\":\"0206\"", 0, true},
+    {"NotIn operator that matches the existing node",
+     "[{\"matchExpressions\":[{\"key\":\"mem-type\",\"operator\":\"NotIn\",\"values\":[\"DDR\","
+     "\"DDR2\"]}]}]",
+     "n1", "\"mem-type\":\"DDR3\"", 0, true},
+    {"Exists operator that matches the existing node",
+     "[{\"matchExpressions\":[{\"key\":\"GPU\",\"operator\":\"Exists\"}]}]", "n1",
+     "\"GPU\":\"NVIDIA-GRID-K1\"", 0, true},
+    {"affinity that doesn't match node's labels",
+     "[{\"matchExpressions\":[{\"key\":\"foo\",\"operator\":\"In\",\"values\":[\"value1\","
+     "\"value2\"]}]}]",
+     "n1", "\"foo\":\"bar\"", 0, false},
+    {"nil []NodeSelectorTerm", "null", "n1", "\"foo\":\"bar\"", 0, false},
+    {"empty []NodeSelectorTerm", "[]", "n1", "\"foo\":\"bar\"", 0, false},
+    {"empty MatchExpressions", "[{\"matchExpressions\":[]}]", "n1", "\"foo\":\"bar\"", 0, false},
+    {"multiple matchExpressions ANDed that matches",
+     "[{\"matchExpressions\":[{\"key\":\"GPU\",\"operator\":\"Exists\"},{\"key\":\"GPU\","
+     "\"operator\":\"NotIn\",\"values\":[\"AMD\",\"INTER\"]}]}]",
+     "n1", "\"GPU\":\"NVIDIA-GRID-K1\"", 0, true},
+    {"multiple matchExpressions ANDed that doesn't match",
+     "[{\"matchExpressions\":[{\"key\":\"GPU\",\"operator\":\"Exists\"},{\"key\":\"GPU\","
+     "\"operator\":\"In\",\"values\":[\"AMD\",\"INTER\"]}]}]",
+     "n1", "\"GPU\":\"NVIDIA-GRID-K1\"", 0, false},
+    {"multiple NodeSelectorTerms ORed",
+     "[{\"matchExpressions\":[{\"key\":\"foo\",\"operator\":\"In\",\"values\":[\"bar\","
+     "\"value2\"]}]},{\"matchExpressions\":[{\"key\":\"diffkey\",\"operator\":\"In\",\"values\":"
+     "[\"wrong\",\"value2\"]}]}]",
+     "n1", "\"foo\":\"bar\"", 0, true},
+    {"invalid value in Affinity term",
+     "[{\"matchExpressions\":[{\"key\":\"foo\",\"operator\":\"NotIn\",\"values\":[\"invalid "
+     "value: ___@#$%^\"]}]}]",
+     "n1", "\"foo\":\"bar\"", 1, false},
+    {"matchFields In that matches the existing node",
+     "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":"
+     "[\"node_1\"]}]}]",
+     "node_1", "", 0, true},
+    {"matchFields In that does not match the existing node",
+     "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":"
+     "[\"node_1\"]}]}]",
+     "node_2", "", 0, false},
+    {"two terms: matchFields does not match, but matchExpressions matches",
+     "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":"
+     "[\"node_1\"]}]},{\"matchExpressions\":[{\"key\":\"foo\",\"operator\":\"In\",\"values\":"
+     "[\"bar\"]}]}]",
+     "node_2", "\"foo\":\"bar\"", 0, true},
+    {"one term: matchFields does not match, but matchExpressions matches",
+     "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":"
+     "[\"node_1\"]}],\"matchExpressions\":[{\"key\":\"foo\",\"operator\":\"In\",\"values\":"
+     "[\"bar\"]}]}]",
+     "node_2", "\"foo\":\"bar\"", 0, false},
+    {"one term: both matchFields and matchExpressions match",
+     "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":"
+     "[\"node_1\"]}],\"matchExpressions\":[{\"key\":\"foo\",\"operator\":\"In\",\"values\":"
+     "[\"bar\"]}]}]",
+     "node_1", "\"foo\":\"bar\"", 0, true},
+    {"two terms: both matchFields and matchExpressions do not match",
+     "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":"
+     "[\"node_1\"]}]},{\"matchExpressions\":[{\"key\":\"foo\",\"operator\":\"In\",\"values\":"
+     "[\"not-match-to-bar\"]}]}]",
+     "node_2", "\"foo\":\"bar\"", 0, false},
+    /* nodegate's own: what the same parser refuses, each term alone (pins nothing). */
+    {"unknown operator",
+     "[{\"matchExpressions\":[{\"key\":\"foo\",\"operator\":\"Near\","
+     "\"values\":[\"bar\"]}]}]",
+     "n1", "\"foo\":\"bar\"", 1, false},
+    {"Gt on a non-integer",
+     "[{\"matchExpressions\":[{\"key\":\"foo\",\"operator\":\"Gt\","
+     "\"values\":[\"one\"]}]}]",
+     "n1", "\"foo\":\"2\"", 1, false},
+    {"Gt with two values",
+     "[{\"matchExpressions\":[{\"key\":\"foo\",\"operator\":\"Gt\","
+     "\"values\":[\"1\",\"2\"]}]}]",
+     "n1", "\"foo\":\"3\"", 1, false},
+    /* "-1" parses as an integer but is no label value */
+    {"Gt on a negative number",
+     "[{\"matchExpressions\":[{\"key\":\"foo\",\"operator\":\"Gt\","
+     "\"values\":[\"-1\"]}]}]",
+     "n1", "\"foo\":\"3\"", 1, false},
+    {"In without values",
+     "[{\"matchExpressions\":[{\"key\":\"foo\",\"operator\":\"In\","
+     "\"values\":[]}]}]",
+     "n1", "\"foo\":\"bar\"", 1, false},
+    {"invalid key prefix",
+     "[{\"matchExpressions\":[{\"key\":\"-x/foo\",\"operator\":"
+     "\"Exists\"}]}]",
+     "n1", "\"foo\":\"bar\"", 1, false},
+    {"matchFields on another field",
+     "[{\"matchFields\":[{\"key\":\"metadata.uid\","
+     "\"operator\":\"NotIn\",\"values\":[\"x\"]}]}]",
+     "n1", "", 1, false},
+    {"matchFields with Exists",
+     "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
+     "\"Exists\"}]}]",
+     "n1", "", 1, false},
+    {"matchFields NotIn",
+     "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"NotIn\","
+     "\"values\":[\"n2\"]}]}]",
+     "n1", "", 0, true},
+};
+
+static void test_node_affinity_agrees_with_nodeaffinity(void **state)
+{
+	(void)state;
+	char json[4096];
+	for (size_t c = 0; c < sizeof(affinity_upstream) / sizeof(affinity_upstream[0]); c++) {
+		const struct affinity_upstream_case *k = &affinity_upstream[c];
+		int n =
+		    snprintf(json, sizeof(json),
+			     "{\"kind\":\"List\",\"items\":[{\"apiVersion\":\"v1\",\"kind\":"
+			     "\"Node\",\"metadata\":{\"name\":\"%s\",\"labels\":{%s}}},"
+			     "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolume\",\"metadata\":"
+			     "{\"name\":\"pv\"},\"spec\":{\"nodeAffinity\":{\"required\":{"
+			     "\"nodeSelectorTerms\":%s}}}}]}",
+			     k->node, k->labels, k->terms);
+		assert_true(n > 0 && (size_t)n < sizeof(json));
+		struct kube_snapshot *s = ng_test_snapshot(json);
+		const struct kube_pv *pv = kube_snapshot_find_pv(s, ng_test_id(s, "pv"));
+		const struct kube_node *node = kube_snapshot_find_node(s, ng_test_id(s, k->node));
+		assert_non_null(pv);
+		assert_non_null(node);
+		unsigned invalid = 0;
+		for (uint16_t t = 0; t < pv->affinity.nterms && t < 8; t++)
+			invalid |= pv->affinity.terms[t].invalid ? 1u << t : 0;
+		if (invalid != k->invalid)
+			fail_msg("%s: invalid terms %#x, want %#x", k->name, invalid, k->invalid);
+		if (bud_pv_pins_node(s, pv, node) != k->pinned)
+			fail_msg("%s: %s", k->name, k->pinned ? "not pinned" : "pinned");
+		kube_snapshot_release(s);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -550,6 +757,7 @@ int main(void)
 	    cmocka_unit_test(test_kubernetes_lexer_cases),
 	    cmocka_unit_test(test_nul_byte_is_refused),
 	    cmocka_unit_test(test_node_affinity_table),
+	    cmocka_unit_test(test_node_affinity_agrees_with_nodeaffinity),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -285,11 +285,151 @@ static void test_E09_exempt_user_allowed(void **state)
 				       "system:serviceaccount:kube-system:cluster-autoscaler");
 	assert_true(d.allowed);
 	assert_int_equal(d.reason, POL_R_EXEMPT);
-	/* Exact names only: a prefix is not an exemption. */
+	/* An exact entry: a prefix of it is not an exemption. */
 	d = decide(s, &cfg, "default", "pod1", "system:serviceaccount:kube-system:cluster");
 	assert_false(d.allowed);
 	d = decide(s, &cfg, "default", "pod1", NULL);
 	assert_false(d.allowed);
+	kube_snapshot_release(s);
+}
+
+/* exemptUsers entries against a requester's username and groups: exact names, a trailing '*'
+ * as a prefix, '*' elsewhere an ordinary character, "*" alone and "" matching no one. */
+static const struct exempt_case {
+	const char *entry, *user, *groups[3];
+	bool exempt;
+} exempt_cases[] = {
+    {"system:serviceaccount:kube-system:descheduler",
+     "system:serviceaccount:kube-system:descheduler",
+     {NULL},
+     true},
+    {"system:serviceaccounts:kube-system",
+     "system:serviceaccount:kube-system:descheduler",
+     {"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"},
+     true},
+    {"system:serviceaccounts:kube-system",
+     "system:serviceaccount:default:app",
+     {"system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"},
+     false},
+    {"system:serviceaccount:kube-system:*",
+     "system:serviceaccount:kube-system:vpa-updater",
+     {"system:authenticated"},
+     true},
+    /* The prefix is what precedes the '*', whole: no namespace "kube-system-2". */
+    {"system:serviceaccount:kube-system:*", "system:serviceaccount:kube-system-2:x", {NULL}, false},
+    {"system:serviceaccount:kube-system:*", "system:serviceaccount:kube-system:", {NULL}, true},
+    {"vpa-*", "alice", {"vpa-updaters"}, true},
+    {"vpa-*", "alice", {"vp"}, false},
+    /* Exact entries stay exact: neither a prefix nor an extension of the name matches. */
+    {"system:serviceaccount:kube-system:cluster-autoscaler",
+     "system:serviceaccount:kube-system:cluster",
+     {NULL},
+     false},
+    {"system:serviceaccount:kube-system:cluster",
+     "system:serviceaccount:kube-system:cluster-autoscaler",
+     {NULL},
+     false},
+    /* A '*' not at the end is an ordinary character. */
+    {"ops*admin", "ops-admin", {NULL}, false},
+    {"ops*admin", "ops*admin", {NULL}, true},
+    {"*", "alice", {"system:authenticated"}, false},
+    {"", "", {""}, false},
+    {"alice", NULL, {"alice"}, true},
+    {"alice", NULL, {NULL}, false},
+};
+
+static size_t ngroups(const struct exempt_case *c)
+{
+	size_t n = 0;
+	while (n < 3 && c->groups[n])
+		n++;
+	return n;
+}
+
+static void test_E09_exempt_entries_match_user_or_group(void **state)
+{
+	(void)state;
+	struct kube_snapshot *s = snap("");
+	for (size_t i = 0; i < sizeof(exempt_cases) / sizeof(exempt_cases[0]); i++) {
+		const struct exempt_case *c = &exempt_cases[i];
+		const char *users[] = {c->entry};
+		struct pol_eviction_config cfg = {.mode = POL_EVICTION_ENFORCE,
+						  .exempt_users = users,
+						  .nexempt = 1,
+						  .retry_after_seconds = 10};
+		struct pol_eviction_request r = {.ns = "default",
+						 .ns_len = 7,
+						 .name = "pod1",
+						 .name_len = 4,
+						 .username = c->user,
+						 .groups = c->groups,
+						 .ngroups = ngroups(c)};
+		struct pol_decision d;
+		pol_decide_eviction(s, &cfg, &r, &d);
+		if (d.allowed != c->exempt)
+			fail_msg("case %zu: entry \"%s\", user \"%s\": exempt %d, want %d", i,
+				 c->entry, c->user ? c->user : "(none)", d.allowed, c->exempt);
+		if (c->exempt)
+			assert_int_equal(d.reason, POL_R_EXEMPT);
+	}
+	kube_snapshot_release(s);
+}
+
+#define NGC_EXEMPT(list)                                                                           \
+	"{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
+	"\"name\":\"default\"},\"spec\":{\"eviction\":{\"exemptUsers\":[" list "]}}}"
+
+/* The same matching through NodeGateConfig spec.eviction.exemptUsers (interned entries). */
+static void test_E09_nodegateconfig_exempts_groups_and_prefixes(void **state)
+{
+	(void)state;
+	struct kube_snapshot *s =
+	    snap(NGC_EXEMPT("\"system:serviceaccounts:kube-system\",\"descheduler-*\""));
+	const char *ks[] = {"system:serviceaccounts", "system:serviceaccounts:kube-system"};
+	const char *other[] = {"system:serviceaccounts", "system:serviceaccounts:default"};
+	struct pol_eviction_request r = {.ns = "default",
+					 .ns_len = 7,
+					 .name = "pod1",
+					 .name_len = 4,
+					 .username =
+					     "system:serviceaccount:kube-system:vpa-updater",
+					 .groups = ks,
+					 .ngroups = 2};
+	struct pol_decision d;
+	pol_decide_eviction(s, &enforce, &r, &d);
+	assert_true(d.allowed);
+	assert_int_equal(d.reason, POL_R_EXEMPT);
+	r.username = "descheduler-7";
+	r.groups = other;
+	pol_decide_eviction(s, &enforce, &r, &d);
+	assert_true(d.allowed);
+	r.username = "system:serviceaccount:default:app";
+	pol_decide_eviction(s, &enforce, &r, &d);
+	assert_false(d.allowed);
+	assert_int_equal(d.code, 429);
+	kube_snapshot_release(s);
+}
+
+/* "*" alone in NodeGateConfig is refused: the config is invalid and enforces, exempting no one
+ * (not even the flag's users, which it would otherwise replace). */
+static void test_E09_nodegateconfig_star_alone_is_invalid(void **state)
+{
+	(void)state;
+	assert_non_null(kube_exempt_entry_problem("*"));
+	assert_null(kube_exempt_entry_problem("system:serviceaccount:kube-system:*"));
+	assert_null(kube_exempt_entry_problem("ops*"));
+	struct kube_snapshot *s = snap(NGC_EXEMPT("\"ops\",\"*\""));
+	const struct kube_ngc *ngc = kube_snapshot_config(s);
+	assert_non_null(ngc);
+	assert_true(ngc->invalid);
+	const char *users[] = {"alice"};
+	struct pol_eviction_config cfg = {.mode = POL_EVICTION_WARN,
+					  .exempt_users = users,
+					  .nexempt = 1,
+					  .retry_after_seconds = 10};
+	struct pol_decision d = decide(s, &cfg, "default", "pod1", "ops");
+	assert_false(d.allowed);
+	assert_int_equal(d.code, 429);
 	kube_snapshot_release(s);
 }
 
@@ -415,6 +555,9 @@ int main(void)
 	    cmocka_unit_test(test_E05_unknown_pod_allowed),
 	    cmocka_unit_test(test_E06_warn_mode_allows_with_warning),
 	    cmocka_unit_test(test_E09_exempt_user_allowed),
+	    cmocka_unit_test(test_E09_exempt_entries_match_user_or_group),
+	    cmocka_unit_test(test_E09_nodegateconfig_exempts_groups_and_prefixes),
+	    cmocka_unit_test(test_E09_nodegateconfig_star_alone_is_invalid),
 	    cmocka_unit_test(test_E07_E08_auto_request_only_for_enforced_denials),
 	    cmocka_unit_test(test_E10_protected_through_pvc_denied),
 	    cmocka_unit_test(test_finished_terminating_unscheduled_allowed),

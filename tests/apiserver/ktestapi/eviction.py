@@ -3,14 +3,20 @@
 compute_pdb_status mirrors pkg/controller/disruption: expected pods come from the pods'
 controllers' scale (ReplicaSet / Deployment / StatefulSet / ReplicationController
 spec.replicas) when maxUnavailable or a percentage minAvailable is used, and from the pod
-count for an integer minAvailable. Healthy = Ready condition True, not terminating and not
-in status.disruptedPods (an eviction recorded less than 2 minutes ago).
+count for an integer minAvailable; with neither set, 0. Pods without a controller are
+"unmanaged": left out of the scale, not an error. Healthy = Ready condition True, not
+terminating and not in status.disruptedPods (an eviction recorded less than 2 minutes ago).
+disruptionsAllowed is 0 while no pod is expected. A selector that does not parse, or a
+controller that cannot be found, fails the sync as the controller's failSafe does: the last
+counts and observedGeneration stay, disruptionsAllowed becomes 0, the condition says SyncFailed.
+A policy/v1 selector {} selects every pod of the namespace; an absent one none.
+tests/apiserver/test_pdb_table.py restates the controller's own tests against this.
 """
 import datetime
 import math
 import re
 
-from .selection import label_selector_from_obj
+from .selection import label_selector_from_obj, valid_label_key, valid_label_value
 
 DISRUPTED_POD_TTL = 120
 
@@ -38,15 +44,19 @@ def scaled(v, total, round_up):
 
 
 def pdb_pods(store, pdb):
-    """Pods (in the PDB's namespace) its selector matches; an empty selector matches none."""
-    spec = pdb.get("spec") or {}
-    sel = spec.get("selector")
-    if not sel or (not sel.get("matchLabels") and not sel.get("matchExpressions")):
+    """Pods (in the PDB's namespace) its selector matches: an absent selector matches none, {}
+    every pod. Raises ValueError when the selector does not parse."""
+    sel = (pdb.get("spec") or {}).get("selector")
+    if sel is None:
         return []
-    try:
-        s = label_selector_from_obj(sel)
-    except ValueError:
-        return []
+    # As metav1.LabelSelectorAsSelector: keys and matchLabels values must be label syntax.
+    for k, v in (sel.get("matchLabels") or {}).items():
+        if not valid_label_key(k) or not valid_label_value(str(v)):
+            raise ValueError("invalid label selector: matchLabels %s=%s" % (k, v))
+    for e in sel.get("matchExpressions") or []:
+        if not valid_label_key(str(e.get("key"))):
+            raise ValueError("invalid label selector: key %r" % e.get("key"))
+    s = label_selector_from_obj(sel)
     ns = pdb["metadata"].get("namespace")
     items, _, _, _ = store.list("/pods", ns=ns, pred=lambda p: s.matches((p.get("metadata") or {}).get("labels")))
     return items
@@ -60,13 +70,14 @@ def _controller_ref(obj):
 
 
 def expected_scale(store, pods):
-    """Sum of spec.replicas over the pods' distinct controllers. Raises ValueError if a pod has none."""
+    """Sum of spec.replicas over the pods' distinct controllers; pods without a controller are
+    left out. Raises ValueError when a pod's controller is not found."""
     seen = {}
     for p in pods:
         ns = p["metadata"].get("namespace")
         ref = _controller_ref(p)
         if ref is None:
-            raise ValueError('found no controller ref for pod "%s"' % p["metadata"]["name"])
+            continue
         kind = ref.get("kind")
         ctl = None
         if kind == "ReplicaSet":
@@ -94,19 +105,9 @@ def compute_pdb_status(store, pdb, now=None):
     now = now or _now()
     spec = pdb.get("spec") or {}
     old = pdb.get("status") or {}
-    pods = pdb_pods(store, pdb)
-    disrupted = {}
-    for name, ts in (old.get("disruptedPods") or {}).items():
-        try:
-            t = datetime.datetime.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
-        except ValueError:
-            continue
-        if (now - t).total_seconds() < DISRUPTED_POD_TTL and any(
-                p["metadata"]["name"] == name and not p["metadata"].get("deletionTimestamp") for p in pods):
-            disrupted[name] = ts
-    failed = None
     try:
-        if "maxUnavailable" in spec and spec["maxUnavailable"] is not None:
+        pods = pdb_pods(store, pdb)
+        if spec.get("maxUnavailable") is not None:
             expected = expected_scale(store, pods)
             mu = scaled(spec["maxUnavailable"], expected, True)
             desired = max(0, expected - mu)
@@ -117,35 +118,57 @@ def compute_pdb_status(store, pdb, now=None):
             expected = expected_scale(store, pods)
             desired = scaled(spec["minAvailable"], expected, True)
         else:
-            expected = expected_scale(store, pods)
-            desired = expected
+            expected, desired = 0, 0
     except ValueError as e:
-        failed = str(e)
-        expected, desired = 0, 0
+        return _fail_safe(old, str(e), now)
+    disrupted = {}
+    for name, ts in (old.get("disruptedPods") or {}).items():
+        try:
+            t = datetime.datetime.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
+        except ValueError:
+            continue
+        if (now - t).total_seconds() < DISRUPTED_POD_TTL and any(
+                p["metadata"]["name"] == name and not p["metadata"].get("deletionTimestamp") for p in pods):
+            disrupted[name] = ts
     healthy = 0
     for p in pods:
         if p["metadata"].get("deletionTimestamp") or p["metadata"]["name"] in disrupted:
             continue
         if pod_ready(p):
             healthy += 1
-    allowed = 0 if failed else max(0, healthy - desired)
+    # No pod expected: a budget whose first pods have just appeared is safe until counted.
+    allowed = max(0, healthy - desired) if expected > 0 else 0
     gen = pdb["metadata"].get("generation", 1)
-    prev_cond = next((c for c in old.get("conditions") or [] if c.get("type") == "DisruptionAllowed"), None)
-    if failed:
-        cstatus, reason, msg = "False", "SyncFailed", failed
-    elif allowed > 0:
-        cstatus, reason, msg = "True", "SufficientPods", ""
+    if allowed > 0:
+        cstatus, reason = "True", "SufficientPods"
     else:
-        cstatus, reason, msg = "False", "InsufficientPods", ""
-    ltt = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-    if prev_cond and prev_cond.get("status") == cstatus:
-        ltt = prev_cond.get("lastTransitionTime", ltt)
+        cstatus, reason = "False", "InsufficientPods"
     st = {"observedGeneration": gen, "disruptionsAllowed": allowed, "currentHealthy": healthy,
           "desiredHealthy": desired, "expectedPods": expected,
-          "conditions": [{"type": "DisruptionAllowed", "status": cstatus, "reason": reason, "message": msg,
-                          "observedGeneration": gen, "lastTransitionTime": ltt}]}
+          "conditions": [_condition(old, cstatus, reason, "", gen, now)]}
     if disrupted:
         st["disruptedPods"] = disrupted
+    return st
+
+
+def _condition(old, cstatus, reason, msg, gen, now):
+    prev = next((c for c in old.get("conditions") or [] if c.get("type") == "DisruptionAllowed"), None)
+    ltt = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if prev and prev.get("status") == cstatus:
+        ltt = prev.get("lastTransitionTime", ltt)
+    return {"type": "DisruptionAllowed", "status": cstatus, "reason": reason, "message": msg,
+            "observedGeneration": gen, "lastTransitionTime": ltt}
+
+
+def _fail_safe(old, msg, now):
+    """The controller's failSafe: the last status with disruptionsAllowed 0 and SyncFailed."""
+    gen = old.get("observedGeneration", 0)
+    st = {"observedGeneration": gen, "disruptionsAllowed": 0,
+          "currentHealthy": old.get("currentHealthy", 0), "desiredHealthy": old.get("desiredHealthy", 0),
+          "expectedPods": old.get("expectedPods", 0),
+          "conditions": [_condition(old, "False", "SyncFailed", msg, gen, now)]}
+    if old.get("disruptedPods"):
+        st["disruptedPods"] = old["disruptedPods"]
     return st
 
 
@@ -155,8 +178,9 @@ def matching_pdbs(store, pod):
     out = []
     items, _, _, _ = store.list("policy/poddisruptionbudgets", ns=ns)
     for pdb in items:
+        # As the eviction handler: an absent selector matches nothing, {} every pod.
         sel = (pdb.get("spec") or {}).get("selector")
-        if not sel or (not sel.get("matchLabels") and not sel.get("matchExpressions")):
+        if sel is None:
             continue
         try:
             if label_selector_from_obj(sel).matches(labels):
