@@ -20,10 +20,15 @@ import shutil
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ktestapi.testing import ServerProcess          # noqa: E402
+from ktestapi import testing                        # noqa: E402
 from ktestapi.certs import make_ca, make_leaf       # noqa: E402
 from ktestapi import selection as selectors, patch, yamlish, ssa     # noqa: E402
 from ktestapi.errors import APIError                # noqa: E402
 from ktestapi.store import Store, Expired           # noqa: E402
+
+# This suite sends what a real server refuses or drops on purpose; the audit has its own tests
+# (AuditTest), which turn it on explicitly.
+testing.AUDIT_DEFAULT = False
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

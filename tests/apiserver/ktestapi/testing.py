@@ -20,11 +20,25 @@ import time
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 APISERVER = os.path.join(HERE, "apiserver.py")
 
+# Whether stop() audits by default (see ServerProcess). Only the server's own test suite, whose
+# point is to send what a real server refuses or drops, turns it off.
+AUDIT_DEFAULT = True
+
+
+class AuditFailure(AssertionError):
+    pass
+
 
 class ServerProcess:
     def __init__(self, fixtures=(), generate=None, kubelet="immediate", extra_args=(), start_timeout=30,
-                 workdir=None, authz_log=None):
-        """workdir: use (and keep) this directory instead of a fresh temporary one, e.g. to
+                 workdir=None, authz_log=None, audit=None, audit_expect=()):
+        """audit: on stop() (and at the end of a `with` block), ask the server for its audit
+        (GET /_control/audit: every stored object re-checked against upstream's definitions or
+        its CRD schema, and every unknown field it dropped with a warning) and raise AuditFailure
+        listing the findings. On by default (AUDIT_DEFAULT).
+        audit_expect: field paths (e.g. "spec.foo", as in the Warning) a test sends on purpose;
+        dropped fields with exactly these paths are not findings.
+        workdir: use (and keep) this directory instead of a fresh temporary one, e.g. to
         restart a server with --persist on the same state dir.
         authz_log: a file to which the server appends one JSON line per authorization decision
         (--authz-log; read them back with authz_decisions()). Without it the server still
@@ -38,13 +52,16 @@ class ServerProcess:
         self.start_timeout = start_timeout
         self.proc = None
         self.dir = None
+        self.audit_on_stop = AUDIT_DEFAULT if audit is None else audit
+        self.audit_expect = set(audit_expect)
 
     def __enter__(self):
         self.start()
         return self
 
-    def __exit__(self, *exc):
-        self.stop()
+    def __exit__(self, exc_type, *exc):
+        # an exception already on its way out wins; findings then only go to stderr
+        self.stop(audit=None if exc_type is None else "report")
 
     def start(self):
         self.dir = self.workdir or tempfile.mkdtemp(prefix="ktestapi-")
@@ -87,7 +104,35 @@ class ServerProcess:
         except OSError:
             return ""
 
-    def stop(self):
+    def audit(self):
+        """The findings of GET /_control/audit as lines of text (expected drops left out)."""
+        code, body, _ = self.control("audit", method="GET")
+        if code != 200:
+            return ["audit request failed: %s %s" % (code, body)]
+        out = []
+        for f in body.get("invalid", []):
+            out.append("stored %s %s/%s: %s" % (f["resource"], f.get("namespace") or "", f.get("name"), f["problem"]))
+        for d in body.get("dropped", []):
+            if d["field"] in self.audit_expect:
+                continue
+            out.append('dropped unknown field "%s" of %s %s %s/%s (%s %s by %s)' % (
+                d["field"], d["apiVersion"], d["kind"], d.get("namespace") or "", d.get("name") or "",
+                d.get("verb"), d.get("path"), d.get("user")))
+        return out
+
+    def reset_audit(self):
+        """Forget the dropped fields recorded so far (after a test that sent them on purpose)."""
+        self.control("audit", method="DELETE")
+
+    def stop(self, audit=None):
+        """Stop the server; audit first (see __init__): audit=None follows the constructor,
+        False skips it, "report" only prints the findings."""
+        findings = []
+        if audit is not False and self.audit_on_stop and self.proc is not None and self.proc.poll() is None:
+            try:
+                findings = self.audit()
+            except (OSError, ValueError, http.client.HTTPException) as e:
+                findings = ["audit request failed: %s" % e]
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -100,6 +145,12 @@ class ServerProcess:
             self.log.close()
         if self.dir and not self.workdir and not os.environ.get("KTESTAPI_KEEP"):
             shutil.rmtree(self.dir, ignore_errors=True)
+        if findings:
+            msg = "test API server audit: %d finding(s):\n  %s" % (len(findings), "\n  ".join(findings))
+            if audit == "report":
+                sys.stderr.write(msg + "\n")
+            else:
+                raise AuditFailure(msg)
 
     def authz_decisions(self, user=None):
         """The decisions recorded in authz_log so far (dicts, in order), only @user's if given."""
