@@ -370,12 +370,15 @@ class Cluster:
                                 % (info.kind, info.version, info.kind, res.error))
         return res
 
-    def _decode_served(self, info, obj):
-        """Kinds whose served version differs from the stored one (events.k8s.io Events) are
-        decoded as served before conversion. Returns the unknown fields removed."""
-        if info.group != "events.k8s.io":
-            return []
-        return self._decode(info, obj, upstream.model_for(info.group, info.version, info.kind)).unknown
+    def _decode_body(self, info, obj):
+        """Decode a request body as served (events.k8s.io Events before their conversion),
+        before defaulting, as kube-apiserver decodes before anything else: type errors are 400s,
+        nulls and unknown fields go. Returns the unknown fields removed."""
+        if info.group == "events.k8s.io":
+            model = upstream.model_for(info.group, info.version, info.kind)
+        else:
+            model = self.storage_model(info)
+        return self._decode(info, obj, model).unknown
 
     def _unknown_fields(self, info, unknown, field_validation, obj=None):
         """Strict: 400; Warn: warnings (recorded for audit()); Ignore: nothing."""
@@ -541,7 +544,7 @@ class Cluster:
                   "selfLink"):
             md.pop(k, None)
         body_mf = md.pop("managedFields", None)
-        served_unknown = self._decode_served(info, obj)
+        served_unknown = self._decode_body(info, obj)
         obj = convert_in(info, obj)
         self._defaults(info, obj, None)
         self._reset_status_for_create(info, obj)
@@ -624,7 +627,7 @@ class Cluster:
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise E.conflict(info.plural, info.group, name)
         body_mf = md.get("managedFields")
-        served_unknown = self._decode_served(info, obj)
+        served_unknown = self._decode_body(info, obj)
         obj = convert_in(info, obj)
         obj["apiVersion"] = old.get("apiVersion", info.api_version)
         obj["kind"] = info.kind
@@ -635,7 +638,7 @@ class Cluster:
                                 **({"dryRun": ["All"]} if dry_run else {})})
         new, warnings = self.admission.mutate(a)
         if subresource == "status":
-            causes, w2 = self._validate(info, new, old, "Ignore", served_unknown)
+            causes, w2 = self._validate(info, new, old, field_validation, served_unknown)
             if info.rkey == "batch/jobs":
                 causes += validate_job_status_update(new, old)
         else:

@@ -321,6 +321,10 @@ def _struct(model, value, path, stack, res, in_status):
             del value[k]
             continue
         t, fmt = fields[k]
+        if value[k] is None:
+            # nil slice/map/pointer (omitted when encoded) or a zero value left alone
+            del value[k]
+            continue
         _value(model, k, t, fmt, value[k], _join(path, k), stack + [k], res,
                in_status or (path == "" and k == "status"))
     if not in_status:
