@@ -3498,6 +3498,16 @@ class UpstreamDefinitionsTest(ServerTestCase):
 
 
 class AuditTest(unittest.TestCase):
+    def test_server_refuses_to_start_without_the_definitions(self):
+        import subprocess
+        with tempfile.TemporaryDirectory() as d:
+            r = subprocess.run([sys.executable, os.path.join(HERE, "apiserver.py"), "--port", "0", "--state-dir", d],
+                               env=dict(os.environ, KTESTAPI_UPSTREAM=os.path.join(d, "nothing")),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"upstream definitions missing", r.stderr)
+        self.assertIn(b"run `. scripts/deps.sh; ng_install_upstream_definitions`", r.stderr)
+
     def test_audit_lists_dropped_fields_and_stop_fails_on_them(self):
         srv = ServerProcess(audit=True)
         srv.start()

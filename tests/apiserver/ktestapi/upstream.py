@@ -19,7 +19,9 @@ import re
 import tempfile
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PKG_DIR = os.path.join(HERE, "upstream", "node_modules", "@kubernetes", "client-node")
+# $KTESTAPI_UPSTREAM: another copy of the package (the server's own tests point it at nothing)
+PKG_DIR = os.environ.get("KTESTAPI_UPSTREAM") or os.path.join(HERE, "upstream", "node_modules", "@kubernetes",
+                                                              "client-node")
 MODELS_DIR = os.path.join(PKG_DIR, "dist", "gen", "models")
 INSTALL_HINT = ("upstream definitions missing (%s): run `. scripts/deps.sh; ng_install_upstream_definitions` "
                 "in the repository root" % MODELS_DIR)
