@@ -121,6 +121,14 @@ class ServerProcess:
                 d.get("verb"), d.get("path"), d.get("user")))
         return out
 
+    def check_audit(self):
+        """For a server shared by several tests: raise AuditFailure on findings so far, and
+        start the record of dropped fields afresh for the next test."""
+        findings = self.audit()
+        self.reset_audit()
+        if findings:
+            raise AuditFailure("test API server audit: %d finding(s):\n  %s" % (len(findings), "\n  ".join(findings)))
+
     def reset_audit(self):
         """Forget the dropped fields recorded so far (after a test that sent them on purpose)."""
         self.control("audit", method="DELETE")
