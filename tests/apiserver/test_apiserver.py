@@ -3530,6 +3530,26 @@ class AuditTest(unittest.TestCase):
         with ServerProcess(audit=True, audit_expect=["date"]) as srv:
             srv.api("POST", "/api/v1/namespaces/default/configmaps", cm)
 
+    def test_audit_lists_refused_writes(self):
+        srv = ServerProcess(audit=True)
+        srv.start()
+        try:
+            job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "default"},
+                   "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"image": "i"}]}}}}
+            code, _, _ = srv.api("POST", "/apis/batch/v1/namespaces/default/jobs", job)
+            self.assertEqual(code, 422)
+            code, _, _ = srv.api("POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
+                                 {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s"}, "dta": {}})
+            self.assertEqual(code, 400)
+            findings = srv.audit()
+            self.assertEqual(len(findings), 2, findings)
+            self.assertIn("refused batch/v1 Job default/j (POST /apis/batch/v1/namespaces/default/jobs by admin): "
+                          "spec.template.spec.containers[0].name: Required value", findings)
+            srv.reset_audit()
+            self.assertEqual(srv.audit(), [])
+        finally:
+            srv.stop()
+
     def test_audit_rechecks_stored_objects(self):
         with tempfile.TemporaryDirectory() as d:
             fx = os.path.join(d, "f.json")

@@ -120,6 +120,7 @@ class Cluster:
         self.gc_queue = set()            # uids of deleted owners whose dependents need collecting
         self.gc_owners = set()           # (rkey, uid) of owners in foreground/orphan deletion
         self.dropped = []                # unknown fields dropped with a warning (see audit())
+        self.refused = []                # writes the decoder or the upstream definitions refused
         self.dropped_lock = threading.Lock()
         self.ctl = threading.Thread(target=self._controllers, name="controllers", daemon=True)
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
@@ -360,15 +361,30 @@ class Cluster:
             return upstream.model_for("", "v1", "Event")
         return upstream.model_for(info.group, info.version, info.kind)
 
-    @staticmethod
-    def _decode(info, obj, model):
+    def _decode(self, info, obj, model):
         """Decode `obj` as the Go type `model` would (built-ins; only metadata for custom
         resources): a type error is a 400; unknown fields are removed. Returns the upstream.Result."""
         res = upstream.check(model, obj) if model else upstream.check_metadata(obj)
         if res.error:
-            raise E.bad_request('%s in version "%s" cannot be handled as a %s: %s'
-                                % (info.kind, info.version, info.kind, res.error))
+            msg = '%s in version "%s" cannot be handled as a %s: %s' % (info.kind, info.version, info.kind,
+                                                                        res.error)
+            self._record("refused", info, obj, None, msg)
+            raise E.bad_request(msg)
         return res
+
+    def _record(self, what, info, obj, field, message=None):
+        """Note for audit() a field dropped with a warning or a write refused by the decoder or
+        the upstream definitions, with the request that sent it."""
+        ctx = getattr(REQUEST, "ctx", None) or {}
+        md = (obj or {}).get("metadata") if isinstance(obj, dict) else None
+        md = md if isinstance(md, dict) else {}
+        e = {"user": ctx.get("user"), "verb": ctx.get("verb"), "path": ctx.get("path"),
+             "apiVersion": info.api_version, "kind": info.kind,
+             "namespace": md.get("namespace"), "name": md.get("name"), "field": field}
+        if message is not None:
+            e["message"] = message
+        with self.dropped_lock:
+            (self.dropped if what == "dropped" else self.refused).append(e)
 
     def _decode_body(self, info, obj):
         """Decode a request body as served (events.k8s.io Events before their conversion),
@@ -385,17 +401,15 @@ class Cluster:
         if not unknown:
             return []
         if field_validation == "Strict":
-            raise E.bad_request('%s in version "%s" cannot be handled as a %s: strict decoding error: %s' % (
-                info.kind, info.version, info.kind, ", ".join('unknown field "%s"' % u for u in unknown)))
+            msg = '%s in version "%s" cannot be handled as a %s: strict decoding error: %s' % (
+                info.kind, info.version, info.kind, ", ".join('unknown field "%s"' % u for u in unknown))
+            for u in unknown:
+                self._record("refused", info, obj, u, msg)
+            raise E.bad_request(msg)
         if field_validation == "Ignore":
             return []
-        ctx = getattr(REQUEST, "ctx", None) or {}
-        md = (obj or {}).get("metadata") or {}
-        with self.dropped_lock:
-            for u in unknown:
-                self.dropped.append({"user": ctx.get("user"), "verb": ctx.get("verb"), "path": ctx.get("path"),
-                                     "apiVersion": info.api_version, "kind": info.kind,
-                                     "namespace": md.get("namespace"), "name": md.get("name"), "field": u})
+        for u in unknown:
+            self._record("dropped", info, obj, u)
         return ['unknown field "%s"' % u for u in unknown]
 
     def audit(self, reset=False):
@@ -435,10 +449,11 @@ class Cluster:
             for p in problems:
                 invalid.append(dict(where, problem=p))
         with self.dropped_lock:
-            dropped = list(self.dropped)
+            dropped, refused = list(self.dropped), list(self.refused)
             if reset:
                 self.dropped.clear()
-        return {"invalid": invalid, "dropped": dropped}
+                self.refused.clear()
+        return {"invalid": invalid, "dropped": dropped, "refused": refused}
 
     def _validate(self, info, obj, old, field_validation="Warn", served_unknown=()):
         """Return (causes, warnings) for the object; CR schema pruning happens here too."""
@@ -450,7 +465,10 @@ class Cluster:
             warnings += self._unknown_fields(info, unknown, field_validation, obj)
             causes += validate_builtin(info.rkey, obj, old)
             have = {c[1] for c in causes}
-            causes += [("FieldValueRequired", p, "Required value") for p in res.required if p not in have]
+            for p in res.required:
+                if p not in have:
+                    causes.append(("FieldValueRequired", p, "Required value"))
+                    self._record("refused", info, obj, p, "%s: Required value" % p)
         else:
             sch = (info.crd.get("schema") or {}).get("openAPIV3Schema") or {}
             pruned = prune(sch, obj, root=True)

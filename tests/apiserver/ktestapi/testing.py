@@ -36,8 +36,11 @@ class ServerProcess:
         (GET /_control/audit: every stored object re-checked against upstream's definitions or
         its CRD schema, and every unknown field it dropped with a warning) and raise AuditFailure
         listing the findings. On by default (AUDIT_DEFAULT).
+        The audit also lists writes the decoder or the upstream definitions refused (type errors,
+        unknown fields under fieldValidation=Strict, missing required fields): a client that
+        gets such a 400/422 may log it and carry on, and the test would never know.
         audit_expect: field paths (e.g. "spec.foo", as in the Warning) a test sends on purpose;
-        dropped fields with exactly these paths are not findings.
+        dropped fields with exactly these paths, and refusals naming them, are not findings.
         workdir: use (and keep) this directory instead of a fresh temporary one, e.g. to
         restart a server with --persist on the same state dir.
         authz_log: a file to which the server appends one JSON line per authorization decision
@@ -119,6 +122,12 @@ class ServerProcess:
             out.append('dropped unknown field "%s" of %s %s %s/%s (%s %s by %s)' % (
                 d["field"], d["apiVersion"], d["kind"], d.get("namespace") or "", d.get("name") or "",
                 d.get("verb"), d.get("path"), d.get("user")))
+        for d in body.get("refused", []):
+            if d.get("field") in self.audit_expect or any(x in d["message"] for x in self.audit_expect):
+                continue
+            out.append('refused %s %s %s/%s (%s %s by %s): %s' % (
+                d["apiVersion"], d["kind"], d.get("namespace") or "", d.get("name") or "",
+                d.get("verb"), d.get("path"), d.get("user"), d["message"]))
         return out
 
     def check_audit(self):
@@ -130,7 +139,7 @@ class ServerProcess:
             raise AuditFailure("test API server audit: %d finding(s):\n  %s" % (len(findings), "\n  ".join(findings)))
 
     def reset_audit(self):
-        """Forget the dropped fields recorded so far (after a test that sent them on purpose)."""
+        """Forget the dropped fields and refused writes recorded so far."""
         self.control("audit", method="DELETE")
 
     def stop(self, audit=None):
