@@ -28,6 +28,7 @@ from ktestapi.api import Cluster, User            # noqa: E402
 from ktestapi.certs import make_ca, make_leaf     # noqa: E402
 from ktestapi.server import APIServer, AuthzLog, Faults  # noqa: E402
 from ktestapi import fixtures                     # noqa: E402
+from ktestapi import upstream                     # noqa: E402
 from ktestapi.authz import Authorizer             # noqa: E402
 
 USERS = [
@@ -118,6 +119,11 @@ def main(argv=None):
                          "test run leaves no server behind)")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args(argv)
+    try:
+        upstream.load()
+    except upstream.Missing as e:
+        sys.stderr.write("apiserver: %s\n" % e)
+        return 2
 
     d = os.path.abspath(a.state_dir)
     os.makedirs(d, exist_ok=True)

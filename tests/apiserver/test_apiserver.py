@@ -20,10 +20,15 @@ import shutil
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ktestapi.testing import ServerProcess          # noqa: E402
+from ktestapi import testing                        # noqa: E402
 from ktestapi.certs import make_ca, make_leaf       # noqa: E402
 from ktestapi import selection as selectors, patch, yamlish, ssa     # noqa: E402
 from ktestapi.errors import APIError                # noqa: E402
 from ktestapi.store import Store, Expired           # noqa: E402
+
+# This suite sends what a real server refuses or drops on purpose; the audit has its own tests
+# (AuditTest), which turn it on explicitly.
+testing.AUDIT_DEFAULT = False
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -3365,6 +3370,197 @@ class TestBigCluster(unittest.TestCase):
             took = time.monotonic() - t1
             sys.stderr.write("\n[big] start+generate %.1fs; paginated list of %d pods in %.1fs\n" % (started, total, took))
             self.assertEqual(total, 150000)
+
+
+def deployment(name, replicas=1):
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}}
+
+
+class UpstreamDefinitionsTest(ServerTestCase):
+    """Built-in kinds are decoded against Kubernetes v1.32's own OpenAPI models."""
+
+    DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+
+    def test_nested_unknown_field_warn_strict_ignore(self):
+        d = deployment("deep-unknown")
+        d["spec"]["template"]["spec"]["foo"] = 1
+        d["spec"]["template"]["spec"]["containers"][0]["securityContext"] = {"runAsUser": 1, "runAsUsr": 2}
+        code, body, _ = self.api("POST", self.DEPLOYMENTS + "?fieldValidation=Strict", d)
+        self.assertEqual(code, 400, body)
+        self.assertEqual(body["message"], 'Deployment in version "v1" cannot be handled as a Deployment: strict '
+                         'decoding error: unknown field "spec.template.spec.containers[0].securityContext.runAsUsr", '
+                         'unknown field "spec.template.spec.foo"')
+        code, body, resp = self.api("POST", self.DEPLOYMENTS, d)
+        self.assertEqual(code, 201, body)
+        self.assertEqual(resp.headers.get_all("Warning"),
+                         ['299 - "unknown field \\"spec.template.spec.containers[0].securityContext.runAsUsr\\""',
+                          '299 - "unknown field \\"spec.template.spec.foo\\""'])
+        self.assertNotIn("foo", body["spec"]["template"]["spec"])
+        self.assertEqual(body["spec"]["template"]["spec"]["containers"][0]["securityContext"], {"runAsUser": 1})
+        code, body, resp = self.api("PATCH", self.DEPLOYMENTS + "/deep-unknown?fieldValidation=Ignore",
+                                    {"spec": {"template": {"spec": {"bar": 1}}}}, "application/merge-patch+json")
+        self.assertEqual((code, resp.getheader("Warning")), (200, None))
+        # unknown fields inside maps of structs and lists of lists are found too
+        code, body, _ = self.api("POST", "/api/v1/namespaces/default/pods?fieldValidation=Strict", dict(
+            pod("deep-aff"), spec={"containers": [{"name": "c", "image": "i"}], "affinity": {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "k", "operator": "In", "values": ["v"], "valuse": []}]}]}}}}))
+        self.assertEqual(code, 400)
+        self.assertIn('unknown field "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.'
+                      'nodeSelectorTerms[0].matchExpressions[0].valuse"', body["message"])
+
+    def test_kubectl_apply_validate_strict_refuses_a_nested_unknown_field(self):
+        d = deployment("kubectl-strict")
+        d["spec"]["template"]["spec"]["foo"] = "x"
+        rc, out, err = self.kubectl("apply", "--validate=strict", "-f", "-", input=json.dumps(d))
+        self.assertNotEqual(rc, 0)
+        self.assertIn('strict decoding error: unknown field "spec.template.spec.foo"', err)
+        rc, out, err = self.kubectl("apply", "--validate=warn", "-f", "-", input=json.dumps(d))
+        self.assertEqual(rc, 0, err)
+        self.assertIn('Warning: unknown field "spec.template.spec.foo"', err)
+
+    def test_type_error_deep_inside_a_pod(self):
+        p = pod("deep-type")
+        p["spec"]["containers"][0]["ports"] = [{"containerPort": "80"}]
+        code, body, _ = self.api("POST", "/api/v1/namespaces/default/pods", p)
+        self.assertEqual(code, 400)
+        self.assertEqual(body["message"], 'Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal '
+                         'string into Go struct field ContainerPort.spec.containers.ports.containerPort of type int32')
+        p["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+        p["spec"]["containers"][0]["resources"] = {"limits": {"cpu": 1, "memory": "1Gi"}}  # quantities: numbers too
+        p["spec"]["containers"][0]["livenessProbe"] = {"httpGet": {"port": "http"}}      # int or string
+        self.ok("POST", "/api/v1/namespaces/default/pods", p)
+        p = pod("deep-type2")
+        p["spec"]["tolerations"] = [{"key": "k", "tolerationSeconds": 1.5}]
+        code, body, _ = self.api("POST", "/api/v1/namespaces/default/pods", p)
+        self.assertIn("json: cannot unmarshal number 1.5 into Go struct field Toleration.spec.tolerations."
+                      "tolerationSeconds of type int64", body["message"])
+        p["spec"]["tolerations"] = None        # null is nil for slices, pointers and maps
+        p["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "lots"}}
+        code, body, _ = self.api("POST", "/api/v1/namespaces/default/pods", p)
+        self.assertEqual(code, 400)
+        self.assertIn("quantities must match the regular expression", body["message"])
+
+    def test_int32_out_of_range_bad_date_and_bad_base64(self):
+        d = deployment("range", replicas=1 << 31)
+        code, body, _ = self.api("POST", self.DEPLOYMENTS, d)
+        self.assertEqual(code, 400)
+        self.assertEqual(body["message"], 'Deployment in version "v1" cannot be handled as a Deployment: json: '
+                         'cannot unmarshal number 2147483648 into Go struct field DeploymentSpec.spec.replicas of '
+                         'type int32')
+        ev = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e1", "namespace": "default"},
+              "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"}, "reason": "R",
+              "firstTimestamp": "yesterday"}
+        code, body, _ = self.api("POST", "/api/v1/namespaces/default/events", ev)
+        self.assertEqual(code, 400)
+        self.assertEqual(body["message"], 'Event in version "v1" cannot be handled as a Event: parsing time '
+                         '"yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006"')
+        ev["firstTimestamp"] = "2026-13-01T00:00:00Z"
+        code, body, _ = self.api("POST", "/api/v1/namespaces/default/events", ev)
+        self.assertIn('parsing time "2026-13-01T00:00:00Z": month out of range', body["message"])
+        ev["firstTimestamp"] = "2026-11-01T00:00:00+01:00"
+        self.ok("POST", "/api/v1/namespaces/default/events", ev)
+        sec = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "b64", "namespace": "default"},
+               "data": {"k": "not base64!"}}
+        code, body, _ = self.api("POST", "/api/v1/namespaces/default/secrets", sec)
+        self.assertEqual(code, 400)
+        self.assertIn("illegal base64 data at input byte 3", body["message"])
+
+    def test_events_k8s_io_fields_are_its_own(self):
+        ev = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e2", "namespace": "default"},
+              "eventTime": "2026-11-01T00:00:00.000000Z", "reason": "R", "action": "A",
+              "reportingController": "x.io/c", "reportingInstance": "i",
+              "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}, "message": "core's name"}
+        code, body, _ = self.api("POST", "/apis/events.k8s.io/v1/namespaces/default/events?fieldValidation=Strict",
+                                 ev)
+        self.assertEqual(code, 400)
+        self.assertIn('strict decoding error: unknown field "message"', body["message"])
+        ev["note"] = ev.pop("message")
+        ev["eventTime"] = "2026-11-01T00:00:00Z"   # MicroTime needs six fraction digits
+        code, body, _ = self.api("POST", "/apis/events.k8s.io/v1/namespaces/default/events", ev)
+        self.assertEqual(code, 400)
+        self.assertIn('cannot parse "Z" as ".000000"', body["message"])
+
+    def test_required_field_missing_in_a_job_template_container(self):
+        job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "noname", "namespace": "default"},
+               "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"image": "busybox"}]}}}}
+        code, body, _ = self.api("POST", "/apis/batch/v1/namespaces/default/jobs", job)
+        self.assertEqual((code, body["reason"]), (422, "Invalid"))
+        self.assertIn({"reason": "FieldValueRequired", "message": "Required value",
+                       "field": "spec.template.spec.containers[0].name"}, body["details"]["causes"])
+        # status fields are not required (the Go types decode them as zero values)
+        n = node("no-cond-status")
+        n["status"]["conditions"] = [{"type": "Ready"}]
+        self.ok("POST", "/api/v1/nodes", n)
+
+
+class AuditTest(unittest.TestCase):
+    def test_server_refuses_to_start_without_the_definitions(self):
+        import subprocess
+        with tempfile.TemporaryDirectory() as d:
+            r = subprocess.run([sys.executable, os.path.join(HERE, "apiserver.py"), "--port", "0", "--state-dir", d],
+                               env=dict(os.environ, KTESTAPI_UPSTREAM=os.path.join(d, "nothing")),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"upstream definitions missing", r.stderr)
+        self.assertIn(b"run `. scripts/deps.sh; ng_install_upstream_definitions`", r.stderr)
+
+    def test_audit_lists_dropped_fields_and_stop_fails_on_them(self):
+        srv = ServerProcess(audit=True)
+        srv.start()
+        try:
+            cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "default"},
+                  "data": {}, "date": {"k": "v"}}
+            code, _, _ = srv.api("POST", "/api/v1/namespaces/default/configmaps", cm, user="admin")
+            self.assertEqual(code, 201)
+            code, body, _ = srv.control("audit", method="GET")
+            self.assertEqual(body["invalid"], [])
+            self.assertEqual(body["dropped"], [{"user": "admin", "verb": "POST", "apiVersion": "v1",
+                                                "path": "/api/v1/namespaces/default/configmaps", "kind": "ConfigMap",
+                                                "namespace": "default", "name": "a", "field": "date"}])
+        finally:
+            with self.assertRaises(testing.AuditFailure) as cm_:
+                srv.stop()
+        self.assertIn('dropped unknown field "date" of v1 ConfigMap default/a (POST '
+                      '/api/v1/namespaces/default/configmaps by admin)', str(cm_.exception))
+        # a test that sends the field on purpose names it; nothing else is excused
+        with ServerProcess(audit=True, audit_expect=["date"]) as srv:
+            srv.api("POST", "/api/v1/namespaces/default/configmaps", cm)
+
+    def test_audit_lists_refused_writes(self):
+        srv = ServerProcess(audit=True)
+        srv.start()
+        try:
+            job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "default"},
+                   "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"image": "i"}]}}}}
+            code, _, _ = srv.api("POST", "/apis/batch/v1/namespaces/default/jobs", job)
+            self.assertEqual(code, 422)
+            code, _, _ = srv.api("POST", "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
+                                 {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s"}, "dta": {}})
+            self.assertEqual(code, 400)
+            findings = srv.audit()
+            self.assertEqual(len(findings), 2, findings)
+            self.assertIn("refused batch/v1 Job default/j (POST /apis/batch/v1/namespaces/default/jobs by admin): "
+                          "spec.template.spec.containers[0].name: Required value", findings)
+            srv.reset_audit()
+            self.assertEqual(srv.audit(), [])
+        finally:
+            srv.stop()
+
+    def test_audit_rechecks_stored_objects(self):
+        with tempfile.TemporaryDirectory() as d:
+            fx = os.path.join(d, "f.json")
+            with open(fx, "w") as f:
+                json.dump({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+                           "spec": {"containers": [{"name": "c", "image": "i", "imagee": "j"}]}}, f)
+            srv = ServerProcess(fixtures=[fx], audit=True)
+            srv.start()
+            self.assertIn('stored /pods default/p: unknown field "spec.containers[0].imagee"', srv.audit())
+            with self.assertRaises(testing.AuditFailure):
+                srv.stop()
 
 
 if __name__ == "__main__":

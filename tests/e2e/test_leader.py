@@ -147,6 +147,7 @@ class LeaderElection(unittest.TestCase):
                 problems.append("%s sanitizer report:\n%s" % (d.identity, err[-3000:]))
         shutil.rmtree(self.tmp, ignore_errors=True)
         self.assertEqual(problems, [])
+        self.srv.check_audit()   # the server is the class's: each test answers for its own writes
 
     def start(self, tag):
         d = Driver(self.srv, self.tmp, self.name, tag)

@@ -321,10 +321,12 @@ class E2ETest(unittest.TestCase):
     def tearDown(self):
         rc = self.ng.stop()
         log = self.ng.read_log() if rc != 0 or os.environ.get("NG_SHOW_LOG") or has_failed(self) else ""
-        self.api.stop()
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        if log:
-            print("\n--- nodegate log (tail) ---\n" + log, file=sys.stderr)
+        try:
+            self.api.stop()   # audits the server: fails the test on anything it refused or dropped
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            if log:
+                print("\n--- nodegate log (tail) ---\n" + log, file=sys.stderr)
         self.assertEqual(rc, 0, "nodegate did not exit cleanly")
 
     def converged(self):

@@ -69,6 +69,9 @@ class RolesTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.api.stop()
 
+    def tearDown(self):
+        self.api.check_audit()   # the server is the class's: each test answers for its own writes
+
     @classmethod
     def ok(cls, method, path, body):
         code, out, _ = cls.api.api(method, path, json.dumps(body).encode())

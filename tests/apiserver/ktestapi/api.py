@@ -30,13 +30,14 @@ import uuid
 
 from . import errors as E
 from . import ssa
+from . import upstream
 from .admission import Attributes, Dispatcher
 from .eviction import compute_pdb_status, matching_pdbs, pod_ready
 from .resources import Registry, convert_in, convert_out
 from .selection import parse_label_selector, parse_field_selector
-from .store import Store, Expired, make_key
+from .store import Store, Expired, make_key, REQUEST
 from .validation import (validate_meta, validate_builtin, apply_defaults, prune, validate_schema,
-                         drop_unknown_fields, decode_error, validate_job_status_update)
+                         validate_job_status_update)
 
 GEN_RKEYS = {"apps/deployments", "apps/replicasets", "apps/statefulsets", "apps/daemonsets", "batch/jobs",
              "batch/cronjobs", "policy/poddisruptionbudgets", "apiextensions.k8s.io/customresourcedefinitions",
@@ -118,6 +119,9 @@ class Cluster:
         self.dirty_nodes = set()
         self.gc_queue = set()            # uids of deleted owners whose dependents need collecting
         self.gc_owners = set()           # (rkey, uid) of owners in foreground/orphan deletion
+        self.dropped = []                # unknown fields dropped with a warning (see audit())
+        self.refused = []                # writes the decoder or the upstream definitions refused
+        self.dropped_lock = threading.Lock()
         self.ctl = threading.Thread(target=self._controllers, name="controllers", daemon=True)
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.create_internal("/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -348,34 +352,128 @@ class Cluster:
                 if rk == "policy/poddisruptionbudgets":
                     obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
 
-    def _validate(self, info, obj, old, field_validation="Warn"):
+    @staticmethod
+    def storage_model(info):
+        """The upstream model objects of `info` are stored as (None for custom resources)."""
+        if info.crd is not None:
+            return None
+        if info.group == "events.k8s.io":
+            return upstream.model_for("", "v1", "Event")
+        return upstream.model_for(info.group, info.version, info.kind)
+
+    def _decode(self, info, obj, model):
+        """Decode `obj` as the Go type `model` would (built-ins; only metadata for custom
+        resources): a type error is a 400; unknown fields are removed. Returns the upstream.Result."""
+        res = upstream.check(model, obj) if model else upstream.check_metadata(obj)
+        if res.error:
+            msg = '%s in version "%s" cannot be handled as a %s: %s' % (info.kind, info.version, info.kind,
+                                                                        res.error)
+            self._record("refused", info, obj, None, msg)
+            raise E.bad_request(msg)
+        return res
+
+    def _record(self, what, info, obj, field, message=None):
+        """Note for audit() a field dropped with a warning or a write refused by the decoder or
+        the upstream definitions, with the request that sent it."""
+        ctx = getattr(REQUEST, "ctx", None) or {}
+        md = (obj or {}).get("metadata") if isinstance(obj, dict) else None
+        md = md if isinstance(md, dict) else {}
+        e = {"user": ctx.get("user"), "verb": ctx.get("verb"), "path": ctx.get("path"),
+             "apiVersion": info.api_version, "kind": info.kind,
+             "namespace": md.get("namespace"), "name": md.get("name"), "field": field}
+        if message is not None:
+            e["message"] = message
+        with self.dropped_lock:
+            (self.dropped if what == "dropped" else self.refused).append(e)
+
+    def _decode_body(self, info, obj):
+        """Decode a request body as served (events.k8s.io Events before their conversion),
+        before defaulting, as kube-apiserver decodes before anything else: type errors are 400s,
+        nulls and unknown fields go. Returns the unknown fields removed."""
+        if info.group == "events.k8s.io":
+            model = upstream.model_for(info.group, info.version, info.kind)
+        else:
+            model = self.storage_model(info)
+        return self._decode(info, obj, model).unknown
+
+    def _unknown_fields(self, info, unknown, field_validation, obj=None):
+        """Strict: 400; Warn: warnings (recorded for audit()); Ignore: nothing."""
+        if not unknown:
+            return []
+        if field_validation == "Strict":
+            msg = '%s in version "%s" cannot be handled as a %s: strict decoding error: %s' % (
+                info.kind, info.version, info.kind, ", ".join('unknown field "%s"' % u for u in unknown))
+            for u in unknown:
+                self._record("refused", info, obj, u, msg)
+            raise E.bad_request(msg)
+        if field_validation == "Ignore":
+            return []
+        for u in unknown:
+            self._record("dropped", info, obj, u)
+        return ['unknown field "%s"' % u for u in unknown]
+
+    def audit(self, reset=False):
+        """Re-check every stored object against its definitions (upstream models for built-ins,
+        the CRD's structural schema for custom resources) and list the unknown fields dropped
+        with a warning since start (or the last reset). Returns {"invalid": [...], "dropped": [...]}."""
+        invalid = []
+        with self.store.lock:
+            objs = [(rkey, o) for rkey, t in sorted(self.store.tables.items()) for o in t.objs.values()]
+        for rkey, o in objs:
+            o = copy.deepcopy(o)
+            md = o.get("metadata") or {}
+            where = {"resource": rkey, "namespace": md.get("namespace"), "name": md.get("name")}
+            info = self.registry.by_kind(o.get("apiVersion") or "", o.get("kind") or "")
+            if info is None:
+                info = self.registry.by_rkey(rkey)
+            if info is None:
+                invalid.append(dict(where, problem="no kind serves this object"))
+                continue
+            if info.crd is None:
+                model = self.storage_model(info)
+                if model is None:
+                    continue
+                res = upstream.check(model, o)
+                problems = ([res.error] if res.error else []) + \
+                    ['unknown field "%s"' % u for u in res.unknown] + \
+                    ["%s: Required value" % r for r in res.required]
+            else:
+                res = upstream.check_metadata(o)
+                sch = (info.crd.get("schema") or {}).get("openAPIV3Schema") or {}
+                pruned = prune(sch, o, root=True)
+                problems = ([res.error] if res.error else []) + \
+                    ['unknown field "%s"' % u for u in res.unknown + _diff_fields(o, pruned)]
+                errs = []
+                validate_schema(sch, pruned, "", errs, root=True)
+                problems += ["%s: %s" % (f, m) for _, f, m in errs]
+            for p in problems:
+                invalid.append(dict(where, problem=p))
+        with self.dropped_lock:
+            dropped, refused = list(self.dropped), list(self.refused)
+            if reset:
+                self.dropped.clear()
+                self.refused.clear()
+        return {"invalid": invalid, "dropped": dropped, "refused": refused}
+
+    def _validate(self, info, obj, old, field_validation="Warn", served_unknown=()):
         """Return (causes, warnings) for the object; CR schema pruning happens here too."""
         causes = validate_meta(info.rkey, obj)
         warnings = []
-        derr = decode_error(info.rkey, obj)
-        if derr:
-            raise E.bad_request('%s in version "%s" cannot be handled as a %s: %s'
-                                % (info.kind, info.version, info.kind, derr))
-        unknown = drop_unknown_fields(info.rkey, obj, custom=info.crd is not None)
+        res = self._decode(info, obj, self.storage_model(info))
+        unknown = list(served_unknown) + res.unknown
         if info.crd is None:
-            if unknown:
-                if field_validation == "Strict":
-                    raise E.bad_request('%s in version "%s" cannot be handled as a %s: strict decoding error: %s' % (
-                        info.kind, info.version, info.kind, ", ".join('unknown field "%s"' % u for u in unknown)))
-                if field_validation != "Ignore":
-                    warnings += ['unknown field "%s"' % u for u in unknown]
+            warnings += self._unknown_fields(info, unknown, field_validation, obj)
             causes += validate_builtin(info.rkey, obj, old)
+            have = {c[1] for c in causes}
+            for p in res.required:
+                if p not in have:
+                    causes.append(("FieldValueRequired", p, "Required value"))
+                    self._record("refused", info, obj, p, "%s: Required value" % p)
         else:
             sch = (info.crd.get("schema") or {}).get("openAPIV3Schema") or {}
             pruned = prune(sch, obj, root=True)
             unknown = unknown + _diff_fields(obj, pruned)
-            if unknown:
-                if field_validation == "Strict":
-                    raise E.bad_request('%s in version "%s" cannot be handled as a %s: strict decoding error: %s' % (
-                        info.kind, info.version, info.kind,
-                        ", ".join('unknown field "%s"' % u for u in unknown)))
-                if field_validation != "Ignore":
-                    warnings += ['unknown field "%s"' % u for u in unknown]
+            warnings += self._unknown_fields(info, unknown, field_validation, obj)
             obj.clear()
             obj.update(pruned)
             validate_schema(sch, obj, "", causes, root=True)
@@ -464,6 +562,7 @@ class Cluster:
                   "selfLink"):
             md.pop(k, None)
         body_mf = md.pop("managedFields", None)
+        served_unknown = self._decode_body(info, obj)
         obj = convert_in(info, obj)
         self._defaults(info, obj, None)
         self._reset_status_for_create(info, obj)
@@ -481,7 +580,7 @@ class Cluster:
                                 **({"fieldManager": field_manager} if field_manager else {}),
                                 **({"dryRun": ["All"]} if dry_run else {})})
         obj, warnings = self.admission.mutate(a)
-        causes, w2 = self._validate(info, obj, None, field_validation)
+        causes, w2 = self._validate(info, obj, None, field_validation, served_unknown)
         warnings += w2
         if causes:
             raise E.invalid(info.kind, info.group, md.get("name", ""), causes)
@@ -546,6 +645,7 @@ class Cluster:
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise E.conflict(info.plural, info.group, name)
         body_mf = md.get("managedFields")
+        served_unknown = self._decode_body(info, obj)
         obj = convert_in(info, obj)
         obj["apiVersion"] = old.get("apiVersion", info.api_version)
         obj["kind"] = info.kind
@@ -556,11 +656,11 @@ class Cluster:
                                 **({"dryRun": ["All"]} if dry_run else {})})
         new, warnings = self.admission.mutate(a)
         if subresource == "status":
-            causes, w2 = self._validate(info, new, old, "Ignore")
+            causes, w2 = self._validate(info, new, old, field_validation, served_unknown)
             if info.rkey == "batch/jobs":
                 causes += validate_job_status_update(new, old)
         else:
-            causes, w2 = self._validate(info, new, old, field_validation)
+            causes, w2 = self._validate(info, new, old, field_validation, served_unknown)
         warnings += w2
         if old["metadata"].get("deletionTimestamp"):
             added = [f for f in new["metadata"].get("finalizers") or [] if f not in (old["metadata"].get("finalizers") or [])]
@@ -673,7 +773,10 @@ class Cluster:
                              % (gvk, gvk))
         # the Go types (built-ins) or the structural schema (custom resources) must know every field
         probe = copy.deepcopy(cfg)
-        unknown = drop_unknown_fields(info.rkey, probe, custom=info.crd is not None)
+        model = self.storage_model(info)
+        if info.group == "events.k8s.io":
+            model = upstream.model_for(info.group, info.version, info.kind)
+        unknown = upstream.check(model, probe).unknown if model else upstream.check_metadata(probe).unknown
         if info.crd is not None:
             sch = (info.crd.get("schema") or {}).get("openAPIV3Schema") or {}
             unknown += _diff_fields(probe, prune(sch, probe, root=True))

@@ -877,6 +877,10 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             threading.Thread(target=hook, args=(float(body.get("downSeconds", 1)),), daemon=True).start()
             return
+        elif op == "audit" and method == "GET":
+            return self._send(200, cl.audit())
+        elif op == "audit" and method == "DELETE":
+            cl.audit(reset=True)
         elif op == "state" and method == "GET":
             with cl.store.lock:
                 return self._send(200, {"resourceVersion": str(cl.store.rv), "compactedRV": cl.store.compacted_rv,
