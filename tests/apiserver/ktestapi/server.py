@@ -877,6 +877,10 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             threading.Thread(target=hook, args=(float(body.get("downSeconds", 1)),), daemon=True).start()
             return
+        elif op == "cel" and method == "GET":
+            from . import cel
+            pr = cel.process()
+            return self._send(200, {"pid": pr.pid, "starts": pr.starts})
         elif op == "state" and method == "GET":
             with cl.store.lock:
                 return self._send(200, {"resourceVersion": str(cl.store.rv), "compactedRV": cl.store.compacted_rv,
