@@ -193,6 +193,47 @@ function referencesOldSelf(expr) {
   return /\boldSelf\b/.test(expr.replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'/g, '""'))
 }
 
+// ---- the parts of Kubernetes' CEL libraries (lists, regex, strings) cel-js does not have
+function cmp(a, b) { return a < b ? -1 : a > b ? 1 : 0 }
+function emptyErr(name) { throw new Error(`${name} called on empty list`) }
+const K8S_FUNCTIONS = []
+for (const t of ['int', 'double', 'string', 'uint']) {
+  K8S_FUNCTIONS.push([`list<${t}>.isSorted(): bool`, (l) => l.every((x, i) => i === 0 || cmp(l[i - 1], x) <= 0)])
+  K8S_FUNCTIONS.push([`list<${t}>.min(): ${t}`, (l) => l.length ? l.reduce((a, b) => (cmp(b, a) < 0 ? b : a)) : emptyErr('min')])
+  K8S_FUNCTIONS.push([`list<${t}>.max(): ${t}`, (l) => l.length ? l.reduce((a, b) => (cmp(b, a) > 0 ? b : a)) : emptyErr('max')])
+  K8S_FUNCTIONS.push([`list<${t}>.indexOf(${t}): int`, (l, v) => BigInt(l.findIndex((x) => deepEqual(x, v)))])
+  K8S_FUNCTIONS.push([`list<${t}>.lastIndexOf(${t}): int`, (l, v) => {
+    for (let i = l.length - 1; i >= 0; i--) if (deepEqual(l[i], v)) return BigInt(i)
+    return -1n
+  }])
+}
+K8S_FUNCTIONS.push(['list<int>.sum(): int', (l) => l.reduce((a, b) => a + b, 0n)])
+K8S_FUNCTIONS.push(['list<double>.sum(): double', (l) => l.reduce((a, b) => a + b, 0)])
+K8S_FUNCTIONS.push(['string.find(string): string', (s, re) => { const m = new RegExp(re, 'u').exec(s); return m ? m[0] : '' }])
+K8S_FUNCTIONS.push(['string.findAll(string): list<string>', (s, re) => [...s.matchAll(new RegExp(re, 'gu'))].map((m) => m[0])])
+K8S_FUNCTIONS.push(['string.findAll(string, int): list<string>', (s, re, n) =>
+  [...s.matchAll(new RegExp(re, 'gu'))].map((m) => m[0]).slice(0, n < 0n ? undefined : Number(n))])
+K8S_FUNCTIONS.push(['string.replace(string, string): string', (s, a, b) => s.split(a).join(b)])
+K8S_FUNCTIONS.push(['string.replace(string, string, int): string', (s, a, b, n) => {
+  if (n < 0n) return s.split(a).join(b)
+  let out = s; let from = 0
+  for (let i = 0n; i < n; i++) {
+    const j = out.indexOf(a, from)
+    if (j < 0) break
+    out = out.slice(0, j) + b + out.slice(j + a.length); from = j + b.length
+  }
+  return out
+}])
+K8S_FUNCTIONS.push(['list<string>.join(): string', (l) => l.join('')])
+K8S_FUNCTIONS.push(['list<string>.join(string): string', (l, sep) => l.join(sep)])
+
+function withK8sLibraries(env) {
+  for (const [sig, fn] of K8S_FUNCTIONS) {
+    try { env = env.registerFunction(sig, fn) } catch (e) { /* cel-js has it already */ }
+  }
+  return env
+}
+
 // ---- compile every rule of a schema
 function compileSchema(schema) {
   const typer = new Typer()
@@ -209,7 +250,7 @@ function compileSchema(schema) {
   }
   visit(schema, [], true)
   const classes = new Map()
-  let base = new Environment({unlistedVariablesAreDyn: false, homogeneousAggregateLiterals: false})
+  let base = withK8sLibraries(new Environment({unlistedVariablesAreDyn: false, homogeneousAggregateLiterals: false}))
   // children are registered before the objects that use them
   for (const obj of [...typer.objects].reverse()) {
     const C = {[obj.id]: class {}}[obj.id]
