@@ -3101,6 +3101,20 @@ class TestCelAndCRDChecks(ServerTestCase):
         self.assertEqual(out["message"], 'Sizemap.cel.example.io "b" is invalid: spec: Invalid value: "object": '
                                          'failed rule: size(self.sel.matchLabels) > 0 || size(self.l) > 0')
 
+    def test_rules_calling_unimplemented_kubernetes_libraries_are_accepted_unchecked(self):
+        crd = _rule_crd("quantities", {"type": "object", "properties": {"q": {"type": "string"},
+                                                                         "l": {"type": "array", "items": {"type": "integer"}}},
+                                       "x-kubernetes-validations": [
+                                           {"rule": "quantity(self.q).isGreaterThan(quantity('0'))"},
+                                           {"rule": "self.l.isSorted() && self.l.sum() < 10", "message": "sorted, small"}]})
+        self.create_crd(crd)
+        base = "/apis/cel.example.io/v1/quantities"
+        self.ok("POST", base, {"apiVersion": "cel.example.io/v1", "kind": "Quantitie", "metadata": {"name": "a"},
+                               "spec": {"q": "-1", "l": [1, 2]}})
+        out = self.refused("POST", base, {"apiVersion": "cel.example.io/v1", "kind": "Quantitie",
+                                          "metadata": {"name": "b"}, "spec": {"q": "1", "l": [2, 1]}})
+        self.assertIn('spec: Invalid value: "object": sorted, small', out["message"])
+
     def test_structural_schema_and_extension_rules_at_create_and_update(self):
         crd = _rule_crd("structs", {"type": "object", "properties": {
             "a": {"properties": {"x": {"type": "string"}}},

@@ -189,6 +189,14 @@ function celErrorText(err, expr, names) {
   return `ERROR: <input>:${line}:${col + 1}: ${goMessage(err, names)}\n | ${src}\n | ${'.'.repeat(col)}^`
 }
 
+// Kubernetes libraries not implemented here: a rule that calls them is accepted unchecked
+// (a real cluster compiles it) and not evaluated, rather than refused
+const UNSUPPORTED = /(?:^|[^\w])(quantity|isQuantity|url|isURL|ip|isIP|cidr|isCIDR|semver|isSemver|format|authorizer|optional|of)\s*\(/
+
+function usesUnsupported(expr) {
+  return UNSUPPORTED.test(expr.replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'/g, '""'))
+}
+
 function referencesOldSelf(expr) {
   return /\boldSelf\b/.test(expr.replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'/g, '""'))
 }
@@ -276,7 +284,9 @@ function compileSchema(schema) {
       }
       let res
       try { res = env.check(rule) } catch (e) { res = {valid: false, error: e} }
-      if (!res.valid) {
+      if (!res.valid && usesUnsupported(rule)) {
+        entry.unsupported = true
+      } else if (!res.valid) {
         errors.push([path, i, 'rule', 'compilation failed: ' + celErrorText(res.error, rule, names)])
       } else if (res.type !== 'bool' && res.type !== 'dyn') {
         errors.push([path, i, 'rule', 'compilation failed: cel expression must evaluate to a bool'])
@@ -288,7 +298,8 @@ function compileSchema(schema) {
         } else {
           let mr
           try { mr = env.check(me) } catch (e) { mr = {valid: false, error: e} }
-          if (!mr.valid) errors.push([path, i, 'messageExpression', 'messageExpression compilation failed: ' + celErrorText(mr.error, me, names)])
+          if (!mr.valid && usesUnsupported(me)) entry.msgOk = false
+          else if (!mr.valid) errors.push([path, i, 'messageExpression', 'messageExpression compilation failed: ' + celErrorText(mr.error, me, names)])
           else if (mr.type !== 'string' && mr.type !== 'dyn') errors.push([path, i, 'messageExpression', 'must evaluate to a string'])
           else if (referencesOldSelf(me) && !entry.transition) errors.push([path, i, 'messageExpression', 'messageExpression compilation failed: ERROR: <input>: oldSelf may only be used in messageExpression when the rule uses it'])
           else entry.msgOk = true
