@@ -8,6 +8,7 @@ apiextensions type: one schema shared by all versions is `spec.validation.openAP
 per-version schemas are `spec.versions[i].schema.openAPIV3Schema`. Estimated CEL cost is not
 computed."""
 import json
+import re
 
 from . import cel
 from .validation import validate_schema, prune
@@ -134,9 +135,9 @@ def _structural(s, path, errs, root, junctor, in_pu, metadata_root=False):
                 errs.append(("FieldValueInvalid", path + ".default", "Invalid value: \"null\": must not be null"))
             elif d is not None:
                 sub = []
-                validate_schema(s, d, "", sub)
+                validate_schema(s, d, _data_path(path), sub)
                 for reason, field, msg in sub:
-                    errs.append((reason, path + ".default" + ("." + field if field else ""), msg))
+                    errs.append((reason, path + ".default", msg))
                 if isinstance(d, dict) and prune(s, d) != d:
                     errs.append(("FieldValueInvalid", path + ".default", "Invalid value: %s: must not have unknown fields"
                                  % _q(d)))
@@ -232,6 +233,14 @@ def _structural(s, path, errs, root, junctor, in_pu, metadata_root=False):
             _structural(sub, "%s.%s[%d]" % (path, key, i), errs, False, True, cpu)
     if isinstance(s.get("not"), dict):
         _structural(s["not"], path + ".not", errs, False, True, cpu)
+
+
+def _data_path(schema_path):
+    """The object path a schema path describes (spec.x for ...properties[spec].properties[x])."""
+    tail = schema_path.split("openAPIV3Schema", 1)[-1]
+    out = re.sub(r"\.properties\[([^\]]*)\]", r".\1", tail)
+    out = out.replace(".additionalProperties", "[*]").replace(".items", "[*]")
+    return out.lstrip(".")
 
 
 def _field_path_ok(s, fp):
