@@ -3259,18 +3259,31 @@ class TestCelAndCRDChecks(ServerTestCase):
         self.assertIn('The NodeGateConfig "cluster" is invalid: <nil>: Invalid value: "object": the NodeGateConfig is '
                       'a singleton named default', err)
 
-    def test_a_dead_evaluator_is_restarted_once(self):
+    def test_a_dead_evaluator_is_restarted_once_then_writes_fail_with_500(self):
         crd = _rule_crd("restarts", {"type": "object", "properties": {"n": {"type": "integer"}},
                                      "x-kubernetes-validations": [{"rule": "self.n > 0"}]})
-        self.create_crd(crd)
-        base = "/apis/cel.example.io/v1/restarts"
-        self.ok("POST", base, {"apiVersion": "cel.example.io/v1", "kind": "Restart", "metadata": {"name": "a"},
-                               "spec": {"n": 1}})
-        pid = self.srv.control("cel", method="GET")[1]["pid"]
-        os.kill(pid, 9)
-        self.refused("POST", base, {"apiVersion": "cel.example.io/v1", "kind": "Restart", "metadata": {"name": "b"},
-                                    "spec": {"n": 0}})
-        self.assertNotEqual(self.srv.control("cel", method="GET")[1]["pid"], pid)
+        with ServerProcess() as srv:
+            self.assertIsNone(srv.control("cel", method="GET")[1]["pid"])   # not started until needed
+            code, body, _ = srv.api("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+            self.assertEqual(code, 201, body)
+            base = "/apis/cel.example.io/v1/restarts"
+
+            def create(name, n):
+                return srv.api("POST", base, {"apiVersion": "cel.example.io/v1", "kind": "Restart",
+                                              "metadata": {"name": name}, "spec": {"n": n}})
+            self.assertEqual(create("a", 1)[0], 201)
+            pid = srv.control("cel", method="GET")[1]["pid"]
+            os.kill(pid, 9)
+            code, body, _ = create("b", 0)
+            self.assertEqual(code, 422, body)
+            st = srv.control("cel", method="GET")[1]
+            self.assertNotEqual(st["pid"], pid)
+            self.assertEqual(st["starts"], 2)
+            os.kill(st["pid"], 9)
+            code, body, _ = create("c", 0)
+            self.assertEqual(code, 500, body)
+            self.assertIn("CEL validation rules cannot be evaluated", body["message"])
+            self.assertEqual(create("d", 5)[0], 500)   # never stored unchecked
 
 
 class TestRepositoryCRDs(unittest.TestCase):
