@@ -236,6 +236,8 @@ def main(argv=None):
         save(cluster.store, state_file)
     cluster.store.closed = True
     cluster.store.drop_watches()
+    from ktestapi import cel
+    cel.process().close()   # the CEL evaluator ends with the server
     with lock:
         state["server"].shutdown()
         state["server"].server_close()

@@ -3042,6 +3042,255 @@ REPO_CRDS = os.path.join(HERE, "..", "..", "manifests", "crds")
 
 
 @unittest.skipUnless(os.path.isdir(REPO_CRDS), "manifests/crds not present")
+def _rule_crd(plural, spec_schema, kind=None, group="cel.example.io", root_rules=None, status=False):
+    kind = kind or plural[:-1].capitalize()
+    root = {"type": "object", "properties": {"spec": spec_schema}}
+    if status:
+        root["properties"]["status"] = {"type": "object", "properties": {"phase": {"type": "string"}}}
+    if root_rules:
+        root["x-kubernetes-validations"] = root_rules
+    v = {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": root}}
+    if status:
+        v["subresources"] = {"status": {}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "%s.%s" % (plural, group)},
+            "spec": {"group": group, "scope": "Cluster", "names": {"plural": plural, "kind": kind},
+                     "versions": [v]}}
+
+
+class TestCelAndCRDChecks(ServerTestCase):
+    """CRDs checked as apiextensions-apiserver does; x-kubernetes-validations evaluated on writes."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        for f in sorted(os.listdir(REPO_CRDS)):
+            if f.endswith(".json"):
+                with open(os.path.join(REPO_CRDS, f)) as fh:
+                    code, body, _ = cls.srv.api("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                                                json.load(fh))
+                assert code == 201, (f, body)
+
+    def create_crd(self, crd, expect=201):
+        code, body, _ = self.api("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        self.assertEqual(code, expect, body)
+        return body
+
+    def refused(self, method, path, body, ctype="application/json"):
+        code, out, _ = self.api(method, path, body, ctype)
+        self.assertEqual(code, 422, out)
+        return out
+
+    def test_size_on_an_object_is_refused_at_create_with_the_compile_error(self):
+        sel = {"type": "object", "properties": {"matchLabels": {"type": "object",
+                                                               "additionalProperties": {"type": "string"}}}}
+        crd = _rule_crd("sizeobjs", {"type": "object", "properties": {"sel": sel},
+                                     "x-kubernetes-validations": [{"rule": "has(self.sel)"},
+                                                                  {"rule": "size(self.sel) > 0"}]})
+        out = self.create_crd(crd, 422)
+        cause = out["details"]["causes"][0]
+        self.assertEqual(cause["field"], "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule")
+        self.assertIn('Invalid value: apiextensions.ValidationRule{Rule:"size(self.sel) > 0", Message:""', cause["message"])
+        self.assertRegex(cause["message"], r"compilation failed: ERROR: <input>:1:5: found no matching overload for "
+                                           r"'size' applied to '\(selfType\d+\.sel\)'\n \| size\(self\.sel\) > 0\n \| \.\.\.\.\^")
+        self.assertEqual(self.api("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/sizeobjs.cel.example.io")[0], 404)
+        # on a map and on a list size() has overloads
+        crd = _rule_crd("sizemaps", {"type": "object", "properties": {"sel": sel, "l": {"type": "array", "items": {"type": "string"}}},
+                                     "x-kubernetes-validations": [{"rule": "size(self.sel.matchLabels) > 0 || size(self.l) > 0"}]})
+        self.create_crd(crd)
+        base = "/apis/cel.example.io/v1/sizemaps"
+        self.ok("POST", base, {"apiVersion": "cel.example.io/v1", "kind": "Sizemap", "metadata": {"name": "a"},
+                               "spec": {"sel": {"matchLabels": {"x": "y"}}, "l": []}})
+        out = self.refused("POST", base, {"apiVersion": "cel.example.io/v1", "kind": "Sizemap", "metadata": {"name": "b"},
+                                          "spec": {"sel": {"matchLabels": {}}, "l": []}})
+        self.assertEqual(out["message"], 'Sizemap.cel.example.io "b" is invalid: spec: Invalid value: "object": '
+                                         'failed rule: size(self.sel.matchLabels) > 0 || size(self.l) > 0')
+
+    def test_rules_calling_unimplemented_kubernetes_libraries_are_accepted_unchecked(self):
+        crd = _rule_crd("quantities", {"type": "object", "properties": {"q": {"type": "string"},
+                                                                         "l": {"type": "array", "items": {"type": "integer"}}},
+                                       "x-kubernetes-validations": [
+                                           {"rule": "quantity(self.q).isGreaterThan(quantity('0'))"},
+                                           {"rule": "self.l.isSorted() && self.l.sum() < 10", "message": "sorted, small"}]})
+        self.create_crd(crd)
+        base = "/apis/cel.example.io/v1/quantities"
+        self.ok("POST", base, {"apiVersion": "cel.example.io/v1", "kind": "Quantitie", "metadata": {"name": "a"},
+                               "spec": {"q": "-1", "l": [1, 2]}})
+        out = self.refused("POST", base, {"apiVersion": "cel.example.io/v1", "kind": "Quantitie",
+                                          "metadata": {"name": "b"}, "spec": {"q": "1", "l": [2, 1]}})
+        self.assertIn('spec: Invalid value: "object": sorted, small', out["message"])
+
+    def test_structural_schema_and_extension_rules_at_create_and_update(self):
+        crd = _rule_crd("structs", {"type": "object", "properties": {
+            "a": {"properties": {"x": {"type": "string"}}},
+            "b": {"type": "object", "properties": {"x": {"type": "string"}}, "additionalProperties": {"type": "string"}},
+            "c": {"type": "array"},
+            "d": {"type": "array", "x-kubernetes-list-type": "map", "items": {"type": "object", "properties": {
+                "k": {"type": "string"}}}},
+            "e": {"type": "string", "x-kubernetes-map-type": "atomic"},
+            "f": {"type": "integer", "default": "three"},
+            "g": {"$ref": "#/definitions/x"}}})
+        out = self.create_crd(crd, 422)
+        got = {(c["field"], c["message"]) for c in out["details"]["causes"]}
+        p = "spec.validation.openAPIV3Schema.properties[spec].properties"
+        for want in [(p + "[a].type", "Required value: must not be empty for specified object fields"),
+                     (p + "[b].additionalProperties", "Forbidden: additionalProperties and properties are mutual exclusive"),
+                     (p + "[c].items", "Required value: must be specified"),
+                     (p + "[d].x-kubernetes-list-map-keys", "Required value: must not be empty if x-kubernetes-list-type is map"),
+                     (p + "[e].x-kubernetes-map-type", 'Invalid value: "atomic": must only be used if type is object'),
+                     (p + "[g].$ref", "Forbidden: $ref is not supported")]:
+            self.assertIn(want, got)
+        self.assertTrue(any(f == p + "[f].default" and "must be of type integer" in m for f, m in got), got)
+        meta = _rule_crd("metas", {"type": "object"})
+        meta["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["metadata"] = {
+            "type": "object", "properties": {"labels": {"type": "object"}}}
+        out = self.create_crd(meta, 422)
+        self.assertEqual(out["details"]["causes"][0]["field"], "spec.validation.openAPIV3Schema.properties[metadata]")
+        # an update is checked too
+        good = self.create_crd(_rule_crd("upds", {"type": "object", "properties": {"n": {"type": "integer"}}}))
+        good["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = [
+            {"rule": "self.n == 'x'", "reason": "Wrong"}]
+        out = self.refused("PUT", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/upds.cel.example.io", good)
+        got = {c["field"]: c["message"] for c in out["details"]["causes"]}
+        xv = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0]"
+        self.assertIn("found no matching overload for '_==_' applied to '(int, string)'", got[xv + ".rule"])
+        self.assertTrue(got[xv + ".reason"].startswith('Unsupported value: "Wrong"'))
+
+    def nd(self, name, spec):
+        return {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption", "metadata": {"name": name}, "spec": spec}
+
+    def test_nodedisruption_rules(self):
+        base = "/apis/nodegate.io/v1alpha1/nodedisruptions"
+        empty = "an empty nodeSelector would select every node"
+        for i, sel in enumerate([{"matchLabels": {}}, {}, {"matchExpressions": []}]):
+            out = self.refused("POST", base, self.nd("empty-%d" % i, {"type": "maintenance", "nodeSelector": sel}))
+            self.assertIn('spec: Invalid value: "object": ' + empty, out["message"])
+        self.ok("POST", base, self.nd("sel", {"type": "maintenance", "nodeSelector": {"matchLabels": {"pool": "a"}}}))
+        self.ok("POST", base, self.nd("expr", {"type": "maintenance", "nodeSelector": {"matchExpressions": [
+            {"key": "pool", "operator": "In", "values": ["a"]}]}}))
+        self.ok("POST", base, self.nd("names", {"type": "maintenance", "nodeNames": ["n1"]}))
+        out = self.refused("POST", base, self.nd("both", {"type": "maintenance", "nodeNames": ["n1"],
+                                                          "nodeSelector": {"matchLabels": {"a": "b"}}}))
+        self.assertIn("exactly one of nodeSelector and nodeNames is required", out["message"])
+        self.refused("POST", base, self.nd("neither", {"type": "maintenance"}))
+        # a merge patch that empties the selector is refused like a create
+        out = self.refused("PATCH", base + "/sel", {"spec": {"nodeSelector": {"matchLabels": {"pool": None}}}},
+                           "application/merge-patch+json")
+        self.assertIn(empty, out["message"])
+
+    def test_nodegateconfig_is_a_singleton_named_default(self):
+        base = "/apis/nodegate.io/v1alpha1/nodegateconfigs"
+        cfg = {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig", "metadata": {"name": "other"}, "spec": {}}
+        out = self.refused("POST", base, cfg)
+        self.assertEqual(out["message"], 'NodeGateConfig.nodegate.io "other" is invalid: <nil>: Invalid value: "object": '
+                                         'the NodeGateConfig is a singleton named default')
+        cfg["metadata"]["name"] = "default"
+        self.ok("POST", base, cfg)
+        cfg = self.ok("GET", base + "/default")
+        cfg["spec"]["alertGate"] = {"query": "up == 0", "alertNameRegex": "x"}
+        out = self.refused("PUT", base + "/default", cfg)
+        self.assertIn("spec.alertGate: Invalid value: \"object\": exactly one of query and alertNameRegex is required",
+                      out["message"])
+
+    def test_noderemediation_name_is_at_most_63_characters(self):
+        crd = self.ok("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/noderemediations.nodegate.io")
+        v = crd["spec"]["versions"][0]["name"]
+        base = "/apis/nodegate.io/%s/noderemediations" % v
+        sch = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        spec = {k: None for k in sch.get("required", [])}
+        for k in spec:
+            t = sch["properties"][k].get("type")
+            spec[k] = {"string": "x", "integer": 1, "boolean": True, "array": [], "object": {}}.get(t, "x")
+        rem = {"apiVersion": "nodegate.io/" + v, "kind": "NodeRemediation", "metadata": {"name": "r" * 64}, "spec": spec}
+        code, out, _ = self.api("POST", base, rem)
+        self.assertEqual(code, 422, out)
+        self.assertIn("<nil>: Invalid value: \"object\": the name of a NodeRemediation is at most 63 characters", out["message"])
+        rem["metadata"]["name"] = "r" * 63
+        code, out2, _ = self.api("POST", base, rem)
+        self.assertNotIn("at most 63 characters", json.dumps(out2))
+
+    def test_budget_rules(self):
+        base = "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets"
+        nb = {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget", "metadata": {"name": "b"},
+              "spec": {"nodeSelector": {"matchLabels": {"a": "b"}}}}
+        out = self.refused("POST", base, nb)
+        self.assertIn("at least one of maxDisruptedNodes, minUndisruptedNodes and topologyKey is required", out["message"])
+        nb["spec"]["topologyKey"] = "zone"
+        out = self.refused("POST", base, nb)
+        self.assertIn("topologyKey goes with maxDisruptedDomains", out["message"])
+        nb["spec"]["maxDisruptedDomains"] = 1
+        self.ok("POST", base, nb)
+        adb = {"apiVersion": "nodegate.io/v1alpha1", "kind": "ApplicationDisruptionBudget",
+               "metadata": {"name": "a", "namespace": "default"}, "spec": {}}
+        out = self.refused("POST", "/apis/nodegate.io/v1alpha1/namespaces/default/applicationdisruptionbudgets", adb)
+        self.assertIn("at least one of podSelector and pvcSelector is required", out["message"])
+
+    def test_transition_rule_message_expression_and_status_writes(self):
+        spec = {"type": "object", "properties": {"size": {"type": "integer"}, "name": {"type": "string"}},
+                "x-kubernetes-validations": [
+                    {"rule": "self.size >= oldSelf.size", "message": "size may not shrink"},
+                    {"rule": "self.name.startsWith('ok')", "messageExpression": "'name ' + self.name + ' must start with ok'"},
+                    {"rule": "self.size < 100", "messageExpression": "'too big: ' + string(self.size)",
+                     "fieldPath": ".size", "reason": "FieldValueForbidden"}]}
+        self.create_crd(_rule_crd("grows", spec, status=True,
+                                  root_rules=[{"rule": "!has(self.status) || self.status.phase != 'bad'",
+                                               "message": "bad phase"}]))
+        base = "/apis/cel.example.io/v1/grows"
+        obj = {"apiVersion": "cel.example.io/v1", "kind": "Grow", "metadata": {"name": "g"},
+               "spec": {"size": 5, "name": "ok-1"}}
+        self.ok("POST", base, obj)
+        out = self.refused("PATCH", base + "/g", {"spec": {"size": 3}}, "application/merge-patch+json")
+        self.assertIn('spec: Invalid value: "object": size may not shrink', out["message"])
+        self.ok("PATCH", base + "/g", {"spec": {"size": 7}}, "application/merge-patch+json")
+        out = self.refused("PATCH", base + "/g", {"spec": {"name": "nope", "size": 200}}, "application/merge-patch+json")
+        causes = {(c["reason"], c["field"], c["message"]) for c in out["details"]["causes"]}
+        self.assertIn(("FieldValueInvalid", "spec", 'Invalid value: "object": name nope must start with ok'), causes)
+        self.assertIn(("FieldValueForbidden", "spec.size", "Forbidden: too big: 200"), causes)
+        # the status subresource goes through the same rules
+        out = self.refused("PATCH", base + "/g/status", {"status": {"phase": "bad"}}, "application/merge-patch+json")
+        self.assertIn("<nil>: Invalid value: \"object\": bad phase", out["message"])
+        self.ok("PATCH", base + "/g/status", {"status": {"phase": "good"}}, "application/merge-patch+json")
+        # server-side apply too
+        code, out, _ = self.api("PATCH", base + "/g?fieldManager=t&force=true",
+                                json.dumps({"apiVersion": "cel.example.io/v1", "kind": "Grow", "metadata": {"name": "g"},
+                                            "spec": {"size": 1, "name": "ok"}}), "application/apply-patch+yaml")
+        self.assertEqual(code, 422, out)
+        self.assertIn("size may not shrink", out["message"])
+
+    def test_kubectl_apply_of_a_bad_resource_shows_the_message(self):
+        y = ("apiVersion: nodegate.io/v1alpha1\nkind: NodeGateConfig\nmetadata:\n  name: cluster\nspec: {}\n")
+        rc, out, err = self.kubectl("apply", "-f", "-", input=y)
+        self.assertNotEqual(rc, 0)
+        self.assertIn('The NodeGateConfig "cluster" is invalid: <nil>: Invalid value: "object": the NodeGateConfig is '
+                      'a singleton named default', err)
+
+    def test_a_dead_evaluator_is_restarted_once_then_writes_fail_with_500(self):
+        crd = _rule_crd("restarts", {"type": "object", "properties": {"n": {"type": "integer"}},
+                                     "x-kubernetes-validations": [{"rule": "self.n > 0"}]})
+        with ServerProcess() as srv:
+            self.assertIsNone(srv.control("cel", method="GET")[1]["pid"])   # not started until needed
+            code, body, _ = srv.api("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+            self.assertEqual(code, 201, body)
+            base = "/apis/cel.example.io/v1/restarts"
+
+            def create(name, n):
+                return srv.api("POST", base, {"apiVersion": "cel.example.io/v1", "kind": "Restart",
+                                              "metadata": {"name": name}, "spec": {"n": n}})
+            self.assertEqual(create("a", 1)[0], 201)
+            pid = srv.control("cel", method="GET")[1]["pid"]
+            os.kill(pid, 9)
+            code, body, _ = create("b", 0)
+            self.assertEqual(code, 422, body)
+            st = srv.control("cel", method="GET")[1]
+            self.assertNotEqual(st["pid"], pid)
+            self.assertEqual(st["starts"], 2)
+            os.kill(st["pid"], 9)
+            code, body, _ = create("c", 0)
+            self.assertEqual(code, 500, body)
+            self.assertIn("CEL validation rules cannot be evaluated", body["message"])
+            self.assertEqual(create("d", 5)[0], 500)   # never stored unchecked
+
+
 class TestRepositoryCRDs(unittest.TestCase):
     def test_nodegate_crds_load_as_fixtures_and_serve_their_kinds(self):
         files = sorted(os.path.join(REPO_CRDS, f) for f in os.listdir(REPO_CRDS) if f.endswith(".json"))

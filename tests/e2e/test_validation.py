@@ -164,7 +164,8 @@ class ValidationTest(GateTest):
                     "spec.maxDisruptions")
         self.denied("POST", NDB_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget",
                                        "metadata": {"name": "v07"}, "spec": {"nodeSelector": ON_TEST1["nodeSelector"]}},
-                    "one of maxDisruptedNodes and minUndisruptedNodes is required")
+                    "spec: Invalid value: \"object\": at least one of maxDisruptedNodes, minUndisruptedNodes and "
+                    "topologyKey is required")
         self.denied("POST", ADB_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "ApplicationDisruptionBudget",
                                        "metadata": {"name": "v08", "namespace": "default"},
                                        "spec": {"podSelector": {}, "maxDisruptions": 1,
@@ -268,7 +269,9 @@ class ValidationTest(GateTest):
         self.assertEqual(body["metadata"]["annotations"][BY], "alice", body["metadata"])
 
     def test_object_webhooks_are_counted(self):
-        self.denied("POST", ND_PATH, nd_body("m", {"nodeSelector": {}}), "would select every node")
+        # a request the CRD's own rules let through (an empty selector they refuse before any webhook)
+        self.denied("POST", ND_PATH, nd_body("m", {"nodeNames": ["node3"], "drain": {
+            "podEvictionFilters": [{"byResourceNameRegex": "nvidia.com/gpu-("}]}}), "does not compile")
         self.create(ND_PATH, nd_body("m2", {"nodeNames": ["node3"]}))
         _, text = self.ng.get("/metrics")
         text = text.decode()

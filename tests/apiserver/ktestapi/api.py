@@ -36,6 +36,7 @@ from .eviction import compute_pdb_status, matching_pdbs, pod_ready
 from .resources import Registry, convert_in, convert_out
 from .selection import parse_label_selector, parse_field_selector
 from .store import Store, Expired, make_key, REQUEST
+from . import cel, crdcheck
 from .validation import (validate_meta, validate_builtin, apply_defaults, prune, validate_schema,
                          validate_job_status_update)
 
@@ -469,6 +470,11 @@ class Cluster:
                 if p not in have:
                     causes.append(("FieldValueRequired", p, "Required value"))
                     self._record("refused", info, obj, p, "%s: Required value" % p)
+            if info.rkey == "apiextensions.k8s.io/customresourcedefinitions" and not causes:
+                try:
+                    causes += crdcheck.check(obj)
+                except cel.CelUnavailable as e:
+                    raise cel.internal_error(e)
         else:
             sch = (info.crd.get("schema") or {}).get("openAPIV3Schema") or {}
             pruned = prune(sch, obj, root=True)
@@ -477,7 +483,21 @@ class Cluster:
             obj.clear()
             obj.update(pruned)
             validate_schema(sch, obj, "", causes, root=True)
+            causes += self._validate_rules(sch, obj, old, causes)
         return causes, warnings
+
+    @staticmethod
+    def _validate_rules(sch, obj, old, causes):
+        """x-kubernetes-validations of a custom resource (after defaulting, pruning and the schema)."""
+        if not cel.has_rules_cached(sch):
+            return []
+        if any(c[0] == "FieldValueTypeInvalid" for c in causes):
+            return [("FieldValueInvalid", "<nil>", 'Invalid value: "null": some validation rules were not checked '
+                     'because the object was invalid; correct the existing errors to complete validation')]
+        try:
+            return [(r, f or "<nil>", m) for r, f, m in cel.process().validate(sch, obj, old)]
+        except cel.CelUnavailable as e:
+            raise cel.internal_error(e)
 
     # ------------------------------------------------------------------ read
     def get(self, info, ns, name):

@@ -881,6 +881,10 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, cl.audit())
         elif op == "audit" and method == "DELETE":
             cl.audit(reset=True)
+        elif op == "cel" and method == "GET":
+            from . import cel
+            pr = cel.process()
+            return self._send(200, {"pid": pr.pid, "starts": pr.starts})
         elif op == "state" and method == "GET":
             with cl.store.lock:
                 return self._send(200, {"resourceVersion": str(cl.store.rv), "compactedRV": cl.store.compacted_rv,
