@@ -3949,3 +3949,19 @@ class TestKindRules(ServerTestCase):
                      'Unsupported value: "Never": supported values: "AlwaysAllow", "IfHealthyBudget"')
         self.accepted(P, {"metadata": {"name": "kr-b2"}, "spec": {"minAvailable": 1, "selector": {},
                                                                   "unhealthyPodEvictionPolicy": "AlwaysAllow"}})
+
+    def test_event(self):
+        core = "/api/v1/namespaces/kube-public/events"
+        self.refused(core, {"metadata": {"name": "kr-e1"}, "involvedObject": {"kind": "Node", "name": "n1"},
+                            "reason": "R", "message": "m"},
+                     "involvedObject.namespace", 'Invalid value: "": does not match event.namespace')
+        self.accepted("/api/v1/namespaces/default/events", {
+            "metadata": {"name": "kr-e2"}, "involvedObject": {"kind": "Node", "name": "n1"}, "reason": "R",
+            "type": "Normal", "source": {"component": "c"}, "count": 1})
+        v1 = "/apis/events.k8s.io/v1/namespaces/default/events"
+        ev = {"metadata": {"name": "kr-e3"}, "regarding": {"kind": "Node", "name": "n1"}, "reason": "R",
+              "action": "A", "type": "Normal", "reportingController": "x.io/c", "reportingInstance": "i"}
+        self.refused(v1, ev, "eventTime", "Required value")
+        ev["eventTime"] = "2026-11-28T05:00:00.000000Z"
+        self.refused(v1, dict(ev, type="Info"), "type", 'Invalid value: "": has invalid value: Info')
+        self.accepted(v1, ev)

@@ -420,3 +420,67 @@ def check(rkey, obj, old):
               "unhealthyPodEvictionPolicy")
         return errs
     return []
+
+
+QUALIFIED_NAME_MSG = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+                      "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+                      "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+EVENT_LIMIT = 128
+NOTE_LIMIT = 1024
+
+
+def event_create(ev, events_v1):
+    """core/validation/events.go: ValidateEventCreate on the stored (core) form. legacyValidateEvent
+    applies to every request; the strict rules only to events.k8s.io/v1 requests. Paths are the
+    core field names, as upstream validates the internal type."""
+    from .selection import valid_label_key
+    errs = []
+    ns = (ev.get("metadata") or {}).get("namespace", "")
+    inv = ev.get("involvedObject") or {}
+    ins = inv.get("namespace", "")
+    mismatch = ("FieldValueInvalid", "involvedObject.namespace",
+                "Invalid value: %s: does not match event.namespace" % _q(ins))
+    if not ev.get("eventTime"):
+        if not ins:
+            if ns not in ("", "default"):
+                errs.append(mismatch)
+        elif ns != ins:
+            errs.append(mismatch)
+    else:
+        if not ins and ns not in ("default", "kube-system"):
+            errs.append(mismatch)
+        rc_field = "reportingController" if events_v1 else "reportingComponent"
+        rc = ev.get("reportingComponent") or ""
+        if not rc:
+            errs.append(required(rc_field))
+        elif not valid_label_key(rc):
+            errs.append(invalid(rc_field, rc, QUALIFIED_NAME_MSG))
+        for f in ("reportingInstance", "action", "reason"):
+            v = ev.get(f) or ""
+            if not v:
+                errs.append(required(f))
+            if len(v) > EVENT_LIMIT:
+                errs.append(invalid(f, "", "can have at most %d characters" % EVENT_LIMIT))
+        if len(ev.get("message") or "") > NOTE_LIMIT:
+            errs.append(invalid("message", "", "can have at most %d characters" % NOTE_LIMIT))
+    if not events_v1:
+        return errs
+    series = ev.get("series")
+    if isinstance(series, dict):
+        if (series.get("count") or 0) < 2:
+            errs.append(invalid("series.count", "", "should be at least 2"))
+        if not series.get("lastObservedTime"):
+            errs.append(required("series.lastObservedTime"))
+    if not ev.get("eventTime"):
+        errs.append(required("eventTime"))
+    if ev.get("type") not in ("Normal", "Warning"):
+        errs.append(invalid("type", "", "has invalid value: %s" % (ev.get("type") or "")))
+    for f in ("firstTimestamp", "lastTimestamp"):
+        if ev.get(f):
+            errs.append(invalid(f, "", "needs to be unset"))
+    if ev.get("count"):
+        errs.append(invalid("count", "", "needs to be unset"))
+    src = ev.get("source") or {}
+    if src.get("component") or src.get("host"):
+        errs.append(invalid("source", "", "needs to be unset"))
+    return errs
