@@ -449,12 +449,13 @@ def event_create(ev, events_v1):
     else:
         if not ins and ns not in ("default", "kube-system"):
             errs.append(mismatch)
-        rc_field = "reportingController" if events_v1 else "reportingComponent"
+        # core v1's reportingComponent is the internal ReportingController; upstream names the latter
         rc = ev.get("reportingComponent") or ""
         if not rc:
-            errs.append(required(rc_field))
-        elif not valid_label_key(rc):
-            errs.append(invalid(rc_field, rc, QUALIFIED_NAME_MSG))
+            errs.append(required("reportingController"))
+            errs.append(invalid("reportingController", rc, "name part must be non-empty"))
+        if not valid_label_key(rc):
+            errs.append(invalid("reportingController", rc, QUALIFIED_NAME_MSG))
         for f in ("reportingInstance", "action", "reason"):
             v = ev.get(f) or ""
             if not v:
