@@ -106,6 +106,9 @@ def pod_spec(spec, path):
     _enum(errs, spec, "restartPolicy", path + ".restartPolicy", "restartPolicy")
     _enum(errs, spec, "dnsPolicy", path + ".dnsPolicy", "dnsPolicy")
     _enum(errs, spec, "preemptionPolicy", path + ".preemptionPolicy", "preemptionPolicy")
+    ads = spec.get("activeDeadlineSeconds")
+    if isinstance(ads, int) and not 1 <= ads <= 2147483647:
+        errs.append(invalid(path + ".activeDeadlineSeconds", ads, "must be between 1 and 2147483647, inclusive"))
     for lst in ("initContainers", "containers"):
         for i, c in enumerate(spec.get(lst) or []):
             if not isinstance(c, dict):
