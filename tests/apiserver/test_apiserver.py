@@ -3814,3 +3814,154 @@ class AuditTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestKindRules(ServerTestCase):
+    """Per-kind enums and rules restated from kube-apiserver's pkg/apis/*/validation (ktestapi/kindcheck.py)."""
+
+    def refused(self, path, obj, field, message):
+        code, body, _ = self.api("POST", path, obj)
+        self.assertEqual(code, 422, body)
+        causes = [(c["field"], c["message"]) for c in body["details"]["causes"]]
+        self.assertIn((field, message), causes)
+
+    def accepted(self, path, obj):
+        self.ok("POST", path, obj)
+
+    @staticmethod
+    def pod_spec(**kw):
+        s = {"containers": [{"name": "c", "image": "busybox:1"}]}
+        s.update(kw)
+        return s
+
+    def test_pod(self):
+        P = "/api/v1/namespaces/default/pods"
+        self.refused(P, {"metadata": {"name": "kr-p1"}, "spec": self.pod_spec(restartPolicy="Sometimes")},
+                     "spec.restartPolicy", 'Unsupported value: "Sometimes": supported values: "Always", "Never", "OnFailure"')
+        self.refused(P, {"metadata": {"name": "kr-p2"}, "spec": self.pod_spec(
+            tolerations=[{"key": "k", "operator": "Exists", "value": "v"}])},
+            "spec.tolerations[0].operator", "Invalid value: core.Toleration{Key:\"k\", Operator:\"Exists\", "
+            "Value:\"v\", Effect:\"\", TolerationSeconds:(*int64)(nil)}: value must be empty when `operator` is 'Exists'")
+        self.refused(P, {"metadata": {"name": "kr-p3"}, "spec": {"containers": [
+            {"name": "C", "image": "x:1", "ports": [{"containerPort": 1, "protocol": "tcp"}]}]}},
+            "spec.containers[0].ports[0].protocol", 'Unsupported value: "tcp": supported values: "SCTP", "TCP", "UDP"')
+        self.accepted(P, {"metadata": {"name": "kr-p4"}, "spec": self.pod_spec(
+            restartPolicy="Never", dnsPolicy="Default",
+            tolerations=[{"key": "k", "operator": "Exists", "effect": "NoSchedule"}])})
+
+    def test_job(self):
+        P = "/apis/batch/v1/namespaces/default/jobs"
+        tmpl = {"metadata": {"labels": {"a": "b"}}, "spec": self.pod_spec(restartPolicy="Always")}
+        self.refused(P, {"metadata": {"name": "kr-j1"}, "spec": {"template": tmpl}},
+                     "spec.template.spec.restartPolicy",
+                     'Unsupported value: "Always": supported values: "OnFailure", "Never"')
+        tmpl = {"metadata": {"labels": {"a": "b"}}, "spec": self.pod_spec(restartPolicy="Never")}
+        self.refused(P, {"metadata": {"name": "kr-j2"}, "spec": {"template": tmpl, "backoffLimit": -1}},
+                     "spec.backoffLimit", "Invalid value: -1: must be greater than or equal to 0")
+        self.accepted(P, {"metadata": {"name": "kr-j3"}, "spec": {"template": tmpl, "backoffLimit": 0}})
+
+    def test_deployment(self):
+        P = "/apis/apps/v1/namespaces/default/deployments"
+        tmpl = {"metadata": {"labels": {"app": "x"}}, "spec": self.pod_spec()}
+        self.refused(P, {"metadata": {"name": "kr-d1"}, "spec": {"selector": {"matchLabels": {"app": "y"}},
+                                                                 "template": tmpl}},
+                     "spec.template.metadata.labels",
+                     'Invalid value: map[string]string{"app":"x"}: `selector` does not match template `labels`')
+        self.refused(P, {"metadata": {"name": "kr-d2"}, "spec": {"selector": {"matchLabels": {"app": "x"}},
+                                                                 "template": tmpl, "strategy": {"type": "Fast"}}},
+                     "spec.strategy.type", 'Unsupported value: "Fast": supported values: "Recreate", "RollingUpdate"')
+        self.accepted(P, {"metadata": {"name": "kr-d3"}, "spec": {"selector": {"matchLabels": {"app": "x"}},
+                                                                  "template": tmpl}})
+
+    def test_lease(self):
+        P = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+        self.refused(P, {"metadata": {"name": "kr-l1"}, "spec": {"leaseDurationSeconds": 0}},
+                     "spec.leaseDurationSeconds", "Invalid value: 0: must be greater than 0")
+        self.accepted(P, {"metadata": {"name": "kr-l2"}, "spec": {"leaseDurationSeconds": 15, "leaseTransitions": 0}})
+
+    def test_secret(self):
+        P = "/api/v1/namespaces/default/secrets"
+        self.refused(P, {"metadata": {"name": "kr-s1"}, "type": "kubernetes.io/tls", "data": {"tls.crt": ""}},
+                     "data[tls.key]", "Required value")
+        self.refused(P, {"metadata": {"name": "kr-s2"}, "data": {"a b": ""}}, "data[a b]",
+                     "Invalid value: \"a b\": a valid config key must consist of alphanumeric characters, '-', '_' "
+                     "or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
+                     "'[-._a-zA-Z0-9]+')")
+        self.accepted(P, {"metadata": {"name": "kr-s3"}, "immutable": True, "data": {"a": "eA=="}})
+        code, body, _ = self.api("PATCH", P + "/kr-s3", {"data": {"a": "eQ=="}}, "application/merge-patch+json")
+        self.assertEqual(code, 422, body)
+        self.assertIn(("data", "Forbidden: field is immutable when `immutable` is set"),
+                      [(c["field"], c["message"]) for c in body["details"]["causes"]])
+
+    def test_service(self):
+        P = "/api/v1/namespaces/default/services"
+        self.refused(P, {"metadata": {"name": "kr-v1"}, "spec": {"type": "Internal", "ports": [{"port": 80}]}},
+                     "spec.type", 'Unsupported value: "Internal": supported values: "ClusterIP", "ExternalName", '
+                     '"LoadBalancer", "NodePort"')
+        self.refused(P, {"metadata": {"name": "kr-v2"}, "spec": {"ports": [{"port": 80, "name": "a"}, {"port": 81}]}},
+                     "spec.ports[1].name", "Required value")
+        self.accepted(P, {"metadata": {"name": "kr-v3"}, "spec": {"ports": [{"port": 80, "name": "a"},
+                                                                           {"port": 81, "name": "b"}]}})
+
+    def test_network_policy(self):
+        P = "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies"
+        self.refused(P, {"metadata": {"name": "kr-n1"}, "spec": {"podSelector": {}, "policyTypes": ["ingress"]}},
+                     "spec.policyTypes[0]", 'Unsupported value: "ingress": supported values: "Egress", "Ingress"')
+        self.accepted(P, {"metadata": {"name": "kr-n2"}, "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}})
+
+    def test_rbac(self):
+        G = "/apis/rbac.authorization.k8s.io/v1"
+        self.refused(G + "/namespaces/default/roles", {"metadata": {"name": "kr-r1"}, "rules": [
+            {"apiGroups": [""], "resources": ["pods"], "verbs": []}]},
+            "rules[0].verbs", "Required value: verbs must contain at least one value")
+        self.accepted(G + "/namespaces/default/roles", {"metadata": {"name": "kr-r2"}, "rules": [
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]})
+        ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"}
+        self.refused(G + "/clusterrolebindings", {"metadata": {"name": "kr-b1"}, "roleRef": ref},
+                     "roleRef.kind", 'Unsupported value: "Role": supported values: "ClusterRole"')
+        self.refused(G + "/clusterrolebindings", {"metadata": {"name": "kr-b2"}, "roleRef": dict(ref, kind="ClusterRole"),
+                                                   "subjects": [{"kind": "ServiceAccount", "name": "sa"}]},
+                     "subjects[0].namespace", "Required value")
+        self.accepted(G + "/namespaces/default/rolebindings", {"metadata": {"name": "kr-b3"}, "roleRef": ref,
+                                                               "subjects": [{"kind": "User", "name": "bob"}]})
+        code, body, _ = self.api("PATCH", G + "/namespaces/default/rolebindings/kr-b3", {"roleRef": {"name": "s"}},
+                                 "application/merge-patch+json")
+        self.assertEqual(code, 422, body)
+        self.assertIn("cannot change roleRef", body["message"])
+
+    def test_webhook_configuration(self):
+        P = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+        hook = {"name": "a.b.c", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                "clientConfig": {"url": "https://127.0.0.1:1/"},
+                "rules": [{"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}]}
+        self.refused(P, {"metadata": {"name": "kr-w1"}, "webhooks": [dict(hook, reinvocationPolicy="Always")]},
+                     "webhooks[0].reinvocationPolicy", 'Unsupported value: "Always": supported values: "IfNeeded", "Never"')
+        bad = dict(hook, rules=[dict(hook["rules"][0], operations=["EVICT"])])
+        self.refused(P, {"metadata": {"name": "kr-w2"}, "webhooks": [bad]}, "webhooks[0].rules[0].operations[0]",
+                     'Unsupported value: "EVICT": supported values: "*", "CONNECT", "CREATE", "DELETE", "UPDATE"')
+        self.accepted(P, {"metadata": {"name": "kr-w3"}, "webhooks": [dict(hook, matchPolicy="Exact")]})
+
+    def test_pdb(self):
+        P = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
+        self.refused(P, {"metadata": {"name": "kr-b1"}, "spec": {"minAvailable": 1, "selector": {},
+                                                                 "unhealthyPodEvictionPolicy": "Never"}},
+                     "spec.unhealthyPodEvictionPolicy",
+                     'Unsupported value: "Never": supported values: "AlwaysAllow", "IfHealthyBudget"')
+        self.accepted(P, {"metadata": {"name": "kr-b2"}, "spec": {"minAvailable": 1, "selector": {},
+                                                                  "unhealthyPodEvictionPolicy": "AlwaysAllow"}})
+
+    def test_event(self):
+        core = "/api/v1/namespaces/kube-public/events"
+        self.refused(core, {"metadata": {"name": "kr-e1"}, "involvedObject": {"kind": "Node", "name": "n1"},
+                            "reason": "R", "message": "m"},
+                     "involvedObject.namespace", 'Invalid value: "": does not match event.namespace')
+        self.accepted("/api/v1/namespaces/default/events", {
+            "metadata": {"name": "kr-e2"}, "involvedObject": {"kind": "Node", "name": "n1"}, "reason": "R",
+            "type": "Normal", "source": {"component": "c"}, "count": 1})
+        v1 = "/apis/events.k8s.io/v1/namespaces/default/events"
+        ev = {"metadata": {"name": "kr-e3"}, "regarding": {"kind": "Node", "name": "n1"}, "reason": "R",
+              "action": "A", "type": "Normal", "reportingController": "x.io/c", "reportingInstance": "i"}
+        self.refused(v1, ev, "eventTime", "Required value")
+        ev["eventTime"] = "2026-11-28T05:00:00.000000Z"
+        self.refused(v1, dict(ev, type="Info"), "type", 'Invalid value: "": has invalid value: Info')
+        self.accepted(v1, ev)

@@ -37,6 +37,7 @@ from .resources import Registry, convert_in, convert_out
 from .selection import parse_label_selector, parse_field_selector
 from .store import Store, Expired, make_key, REQUEST
 from . import cel, crdcheck
+from . import kindcheck
 from .validation import (validate_meta, validate_builtin, apply_defaults, prune, validate_schema,
                          validate_job_status_update)
 
@@ -465,6 +466,8 @@ class Cluster:
         if info.crd is None:
             warnings += self._unknown_fields(info, unknown, field_validation, obj)
             causes += validate_builtin(info.rkey, obj, old)
+            if info.rkey == "/events" and old is None:
+                causes += kindcheck.event_create(obj, info.group == "events.k8s.io")
             have = {c[1] for c in causes}
             for p in res.required:
                 if p not in have:

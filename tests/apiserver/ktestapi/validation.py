@@ -12,6 +12,7 @@ import copy
 import datetime
 import re
 
+from . import kindcheck
 from .selection import valid_label_key, valid_label_value, label_selector_from_obj
 
 DNS1123_SUBDOMAIN = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
@@ -204,6 +205,7 @@ def validate_builtin(rkey, obj, old=None):
         errs += validate_taints((spec or {}).get("taints"), "spec.taints")
     elif rkey == "storage.k8s.io/volumeattachments":
         errs += validate_volume_attachment(obj, old)
+    errs += kindcheck.check(rkey, obj, old)
     return errs
 
 
