@@ -9,12 +9,14 @@ import base64
 import http.server
 import json
 import os
+import signal
 import ssl
 import sys
 import tempfile
 import threading
 import time
 import unittest
+from unittest import mock
 import shutil
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -3289,6 +3291,29 @@ class TestCelAndCRDChecks(ServerTestCase):
             self.assertEqual(code, 500, body)
             self.assertIn("CEL validation rules cannot be evaluated", body["message"])
             self.assertEqual(create("d", 5)[0], 500)   # never stored unchecked
+
+    def test_an_evaluator_that_does_not_answer_is_replaced(self):
+        crd = _rule_crd("stalls", {"type": "object", "properties": {"n": {"type": "integer"}},
+                                   "x-kubernetes-validations": [{"rule": "self.n > 0"}]})
+        with mock.patch.dict(os.environ, {"KTESTAPI_CEL_TIMEOUT": "1"}), ServerProcess() as srv:
+            code, body, _ = srv.api("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+            self.assertEqual(code, 201, body)
+            base = "/apis/cel.example.io/v1/stalls"
+
+            def create(name, n):
+                return srv.api("POST", base, {"apiVersion": "cel.example.io/v1", "kind": "Stall",
+                                              "metadata": {"name": name}, "spec": {"n": n}})
+            self.assertEqual(create("a", 1)[0], 201)
+            pid = srv.control("cel", method="GET")[1]["pid"]
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                code, body, _ = create("b", 0)   # answered by a new process, rules still applied
+            finally:
+                os.kill(pid, signal.SIGKILL)
+            self.assertEqual(code, 422, body)
+            st = srv.control("cel", method="GET")[1]
+            self.assertNotEqual(st["pid"], pid)
+            self.assertEqual(st["starts"], 2)
 
 
 class TestRepositoryCRDs(unittest.TestCase):

@@ -9,6 +9,7 @@ import atexit
 import hashlib
 import json
 import os
+import select
 import shutil
 import subprocess
 import threading
@@ -18,6 +19,9 @@ from . import errors as E
 _HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER_JS = os.path.join(os.path.dirname(_HERE), "upstream", "cel-server.mjs")
 LIBRARY = os.path.join(os.path.dirname(_HERE), "upstream", "node_modules", "@marcbachmann", "cel-js")
+# How long one answer may take: a compile of a whole CRD is milliseconds; a process that does
+# not answer in this time is killed (and restarted once, as if it had died).
+ANSWER_TIMEOUT_S = float(os.environ.get("KTESTAPI_CEL_TIMEOUT") or 20)
 
 
 def has_rules(schema):
@@ -82,11 +86,14 @@ class CelProcess:
             try:
                 self._proc.stdin.write(json.dumps(req) + "\n")
                 self._proc.stdin.flush()
-                line = self._proc.stdout.readline()
+                # one request outstanding at a time: the reader holds no buffered answer here
+                ready, _, _ = select.select([self._proc.stdout], [], [], ANSWER_TIMEOUT_S)
+                line = self._proc.stdout.readline() if ready else ""
             except (OSError, ValueError):
                 line = ""
             if not line:
-                self._failed = "CEL evaluator process exited"
+                self._failed = ("CEL evaluator process exited" if self._proc.poll() is not None else
+                                "CEL evaluator did not answer within %g s" % ANSWER_TIMEOUT_S)
                 try:
                     self._proc.kill()
                 except OSError:
