@@ -2251,6 +2251,24 @@ class TestEvictionAndPDB(ServerTestCase):
         self.assertTrue(body["message"].startswith('Operation cannot be fulfilled on Pod "a0": the UID in the '
                                                    'precondition (other) does not match the UID in record'), body["message"])
 
+    def test_eviction_body_is_decoded_as_the_go_type(self):
+        base = "/api/v1/namespaces/%s/pods/a0/eviction" % self.ns
+        bad = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "a0"},
+               "deleteOptions": {"gracePeriodSeconds": "30"}}
+        code, body, _ = self.api("POST", base, bad)
+        self.assertEqual(code, 400, body)
+        self.assertEqual(body["message"], 'Eviction in version "v1" cannot be handled as a Eviction: json: cannot '
+                         'unmarshal string into Go struct field DeleteOptions.deleteOptions.gracePeriodSeconds of '
+                         'type int64')
+        typo = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "a0"},
+                "deleteOptions": {"gracePeriod": 0}}
+        code, body, _ = self.api("POST", base + "?fieldValidation=Strict", typo)
+        self.assertEqual(code, 400, body)
+        self.assertIn('strict decoding error: unknown field "deleteOptions.gracePeriod"', body["message"])
+        code, body, headers = self.api("POST", base + "?dryRun=All", typo)
+        self.assertEqual(code, 201, body)
+        self.assertEqual(headers.getheader("Warning"), '299 - "unknown field \\"deleteOptions.gracePeriod\\""')
+
     def test_eviction_name_mismatch_is_400(self):
         code, _, _ = self.evict("a0", body={"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "other"}})
         self.assertEqual(code, 400)

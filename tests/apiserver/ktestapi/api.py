@@ -1108,7 +1108,7 @@ class Cluster:
                 "items": deleted}
 
     # ------------------------------------------------------------------ eviction
-    def evict(self, ns, name, body, user, dry_run=False):
+    def evict(self, ns, name, body, user, dry_run=False, field_validation="Warn"):
         """POST pods/<name>/eviction. Returns (201, Status, warnings)."""
         pods = self.registry.by_rkey("/pods")
         if not isinstance(body, dict) or body.get("kind") not in ("Eviction", None):
@@ -1117,6 +1117,11 @@ class Cluster:
         if av not in ("policy/v1", "policy/v1beta1"):
             raise E.bad_request("the API version in the data (%s) does not match the expected API version (policy/v1)" % av)
         ev = copy.deepcopy(body)
+        # decoded as the Go type policy/v1 Eviction is: type errors are 400s, unknown fields
+        # (deleteOptions' among them) dropped with a warning or refused under Strict
+        einfo = _EvictionInfo(av.split("/")[1])
+        warnings = self._unknown_fields(einfo, self._decode(einfo, ev, upstream.model_for("policy", "v1", "Eviction"))
+                                        .unknown, field_validation, ev)
         emd = ev.setdefault("metadata", {})
         if emd.get("name") and emd["name"] != name:
             raise E.bad_request("name in URL does not match name in Eviction object")
@@ -1137,7 +1142,7 @@ class Cluster:
                        kind={"group": "policy", "version": "v1", "kind": "Eviction"},
                        options={"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1",
                                 **({"dryRun": ["All"]} if dry_run else {})})
-        warnings = self.admission.validate(a)
+        warnings += self.admission.validate(a)
         key = make_key(ns, name)
         pod = self.store.get("/pods", key)
         if pod is None:
@@ -1360,6 +1365,16 @@ class Cluster:
                     new["status"] = st
                     self._commit("policy/poddisruptionbudgets", make_key(cur["metadata"]["namespace"], cur["metadata"]["name"]),
                                  new, "MODIFIED")
+
+
+class _EvictionInfo:
+    """What the decoder's messages and the audit's records name for a pods/eviction body."""
+    kind = "Eviction"
+    group = "policy"
+
+    def __init__(self, version):
+        self.version = version
+        self.api_version = "policy/" + version
 
 
 def _decode_apply_body(body):

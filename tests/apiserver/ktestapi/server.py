@@ -181,6 +181,13 @@ def _field_manager_causes(fm):
     return []
 
 
+def warning_header(warnings):
+    """The Warning headers of an answer (code 299, the text as an escaped quoted-string)."""
+    if not warnings:
+        return {}
+    return {"Warning": ['299 - "%s"' % w.replace('\\', '\\\\').replace('"', '\\"') for w in warnings]}
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "ktestapi"
@@ -212,9 +219,7 @@ class Handler(BaseHTTPRequestHandler):
         h = dict(err.headers)
         if err.retry_after() is not None:
             h["Retry-After"] = str(err.retry_after())
-        w = warnings if warnings is not None else getattr(err, "warnings", None)
-        if w:
-            h["Warning"] = ['299 - "%s"' % x.replace('"', '\\"') for x in w]
+        h.update(warning_header(warnings if warnings is not None else getattr(err, "warnings", None)))
         self._send(err.code, err.status(), h)
 
     def _read_body(self):
@@ -513,9 +518,7 @@ class Handler(BaseHTTPRequestHandler):
                              "application/yaml, application/vnd.kubernetes.protobuf")
 
     def _respond_obj(self, info, code, obj, warnings=None, query=None):
-        h = {}
-        if warnings:
-            h["Warning"] = ['299 - "%s"' % w.replace('"', '\\"') for w in warnings]
+        h = warning_header(warnings)
         if self._wants_table() and obj.get("kind") not in ("Status",):
             inc = _q(query or {}, "includeObject", "Metadata")
             obj = to_table(info, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")}, inc)
@@ -555,9 +558,8 @@ class Handler(BaseHTTPRequestHandler):
         if method == "POST":
             if name and sub == "eviction":
                 body = self._json_body(raw)
-                code, st, w = cl.evict(ns, name, body, user, dry)
-                h = {"Warning": ['299 - "%s"' % x for x in w]} if w else None
-                return self._send(code, st, h)
+                code, st, w = cl.evict(ns, name, body, user, dry, fv)
+                return self._send(code, st, warning_header(w))
             if name or (info.namespaced and ns is None):
                 raise E.method_not_allowed()
             body = self._json_body(raw)
@@ -606,8 +608,7 @@ class Handler(BaseHTTPRequestHandler):
             body = self._json_body(raw) or {}
             dry = dry or _body_dry_run(body)
             code, out, w = cl.delete(info, ns, name, _delete_opts(body, query), user, dry)
-            h = {"Warning": ['299 - "%s"' % x for x in w]} if w else None
-            return self._send(code, out, h)
+            return self._send(code, out, warning_header(w))
         raise E.method_not_allowed()
 
     # The audiences of tokens reviewed without spec.audiences: kube-apiserver's --api-audiences,
