@@ -2391,6 +2391,25 @@ static ng_status decode_ngc_drain(struct ctx *c, const cJSON *d, struct kube_ngc
 	return NG_OK;
 }
 
+/* NodeGateConfig spec.eviction.exemptUsers holds no entry kube_exempt_entry_problem refuses
+ * ("*" alone); else @verr says which. Checked here, not by the CRD alone: a config that reaches
+ * the cache some other way (a snapshot file, an older CRD) must not exempt everyone either, and
+ * before the list is interned, so a refused config leaves no string without a record. */
+static bool exempt_entries_valid(const cJSON *users, struct ng_err *verr)
+{
+	size_t idx = 0;
+	for (const cJSON *e = cJSON_IsArray(users) ? users->child : NULL; e; e = e->next, idx++) {
+		const char *why =
+		    cJSON_IsString(e) ? kube_exempt_entry_problem(e->valuestring) : NULL;
+		if (why) {
+			(void)ng_err_set(verr, NG_EPARSE, 0, "spec.eviction.exemptUsers[%zu]: %s",
+					 idx, why);
+			return false;
+		}
+	}
+	return true;
+}
+
 static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 {
 	struct kube_ngc *g = record(c, KUBE_RES_NGCS);
@@ -2450,20 +2469,8 @@ static ng_status decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 	g->respect_pdbs = cJSON_IsTrue(ng_json_get(spec, "respectPodDisruptionBudgets"));
 	const cJSON *users = ng_json_get(ev, "exemptUsers");
 	g->has_exempt_users = users && !cJSON_IsNull(users);
-	/* "*" alone is checked here, not by the CRD alone: a config that reaches the cache some
-	 * other way (a snapshot file, an older CRD) must not exempt everyone either. Checked
-	 * before the list is interned, so a refused config leaves no string without a record. */
-	size_t idx = 0;
-	for (const cJSON *e = cJSON_IsArray(users) ? users->child : NULL; e; e = e->next, idx++) {
-		const char *why =
-		    cJSON_IsString(e) ? kube_exempt_entry_problem(e->valuestring) : NULL;
-		if (why) {
-			(void)ng_err_set(&verr, NG_EPARSE, 0, "spec.eviction.exemptUsers[%zu]: %s",
-					 idx, why);
-			users = NULL;
-			break;
-		}
-	}
+	if (!exempt_entries_valid(users, &verr))
+		users = NULL;
 	ng_status st = decode_str_array(c, users, "spec.eviction.exemptUsers", NG_MAX_LABELS,
 					&g->exempt_users, &g->nexempt);
 	if (st == NG_EPARSE || st == NG_ELIMIT) {
