@@ -3284,18 +3284,24 @@ class TestCelAndCRDChecks(ServerTestCase):
         self.assertIn('The NodeGateConfig "cluster" is invalid: <nil>: Invalid value: "object": the NodeGateConfig is '
                       'a singleton named default', err)
 
+    def positive_n_kind(self, srv, plural):
+        """Register a kind whose spec.n must be positive (one CEL rule); returns create(name, n)."""
+        crd = _rule_crd(plural, {"type": "object", "properties": {"n": {"type": "integer"}},
+                                 "x-kubernetes-validations": [{"rule": "self.n > 0"}]})
+        code, body, _ = srv.api("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        self.assertEqual(code, 201, body)
+        kind = crd["spec"]["names"]["kind"]
+
+        def create(name, n):
+            return srv.api("POST", "/apis/cel.example.io/v1/" + plural,
+                           {"apiVersion": "cel.example.io/v1", "kind": kind, "metadata": {"name": name},
+                            "spec": {"n": n}})
+        return create
+
     def test_a_dead_evaluator_is_restarted_once_then_writes_fail_with_500(self):
-        crd = _rule_crd("restarts", {"type": "object", "properties": {"n": {"type": "integer"}},
-                                     "x-kubernetes-validations": [{"rule": "self.n > 0"}]})
         with ServerProcess() as srv:
             self.assertIsNone(srv.control("cel", method="GET")[1]["pid"])   # not started until needed
-            code, body, _ = srv.api("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-            self.assertEqual(code, 201, body)
-            base = "/apis/cel.example.io/v1/restarts"
-
-            def create(name, n):
-                return srv.api("POST", base, {"apiVersion": "cel.example.io/v1", "kind": "Restart",
-                                              "metadata": {"name": name}, "spec": {"n": n}})
+            create = self.positive_n_kind(srv, "restarts")
             self.assertEqual(create("a", 1)[0], 201)
             pid = srv.control("cel", method="GET")[1]["pid"]
             os.kill(pid, 9)
@@ -3311,23 +3317,18 @@ class TestCelAndCRDChecks(ServerTestCase):
             self.assertEqual(create("d", 5)[0], 500)   # never stored unchecked
 
     def test_an_evaluator_that_does_not_answer_is_replaced(self):
-        crd = _rule_crd("stalls", {"type": "object", "properties": {"n": {"type": "integer"}},
-                                   "x-kubernetes-validations": [{"rule": "self.n > 0"}]})
         with mock.patch.dict(os.environ, {"KTESTAPI_CEL_TIMEOUT": "1"}), ServerProcess() as srv:
-            code, body, _ = srv.api("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-            self.assertEqual(code, 201, body)
-            base = "/apis/cel.example.io/v1/stalls"
-
-            def create(name, n):
-                return srv.api("POST", base, {"apiVersion": "cel.example.io/v1", "kind": "Stall",
-                                              "metadata": {"name": name}, "spec": {"n": n}})
+            create = self.positive_n_kind(srv, "stalls")
             self.assertEqual(create("a", 1)[0], 201)
             pid = srv.control("cel", method="GET")[1]["pid"]
             os.kill(pid, signal.SIGSTOP)
             try:
                 code, body, _ = create("b", 0)   # answered by a new process, rules still applied
             finally:
-                os.kill(pid, signal.SIGKILL)
+                try:
+                    os.kill(pid, signal.SIGKILL)   # the server has killed it already, unless it failed
+                except ProcessLookupError:
+                    pass
             self.assertEqual(code, 422, body)
             st = srv.control("cel", method="GET")[1]
             self.assertNotEqual(st["pid"], pid)
