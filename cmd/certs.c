@@ -45,22 +45,22 @@ int cmd_certs(int argc, char **argv)
 	struct cert_request r = {.service = "nodegate", .ns = "nodegate"};
 	const struct cmd_opt opts[] = {
 	    {"out", CMD_OPT_STR, &out, "DIR", "Directory to write the four files into. Required.",
-	     0, 0},
+	     0, 0, NULL, NULL},
 	    {"service", CMD_OPT_STR, &r.service, "NAME",
 	     "The webhook's Service: the certificate names NAME, NAME.NS, NAME.NS.svc and "
 	     "NAME.NS.svc.cluster.local.",
-	     0, 0},
-	    {"namespace", CMD_OPT_STR, &r.ns, "NS", "The Service's namespace.", 0, 0},
+	     0, 0, NULL, NULL},
+	    {"namespace", CMD_OPT_STR, &r.ns, "NS", "The Service's namespace.", 0, 0, NULL, NULL},
 	    {"dns", CMD_OPT_MULTI, &dns, "NAME",
 	     "Another DNS name for the certificate. A value that is an IPv4 or IPv6 address is "
 	     "written as an IP SAN, as --ip does.",
-	     0, 0},
+	     0, 0, NULL, NULL},
 	    {"ip", CMD_OPT_MULTI, &ips, "ADDR",
 	     "An IPv4 or IPv6 address for the certificate (an IP SAN): for a webhook registered by "
 	     "URL with an address, since TLS clients match an address only against IP SANs.",
-	     0, 0},
+	     0, 0, NULL, NULL},
 	    {"days", CMD_OPT_INT, &days, "N", "Validity of the CA and the certificate.", 1,
-	     CERT_MAX_DAYS},
+	     CERT_MAX_DAYS, NULL, NULL},
 	};
 	int rc = cmd_opts_parse("certs", opts, sizeof(opts) / sizeof(opts[0]), argc, argv);
 	if (rc != 0)

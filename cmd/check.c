@@ -46,16 +46,16 @@ int cmd_check(int argc, char **argv)
 	     "Cluster state: `kubectl get ... -o json` or `-o yaml` output (a List of mixed kinds, "
 	     "a ...List, or one object). Later files replace objects of the same identity. "
 	     "Required.",
-	     0, 0},
+	     0, 0, NULL, NULL},
 	    {"nd", CMD_OPT_STR, &nd, "FILE",
 	     "The NodeDisruption to decide, or a NodeRemediation to explain (which pool nodes "
 	     "are unhealthy, which would get a request, and the decision on each), as JSON or "
 	     "YAML. Required.",
-	     0, 0},
+	     0, 0, NULL, NULL},
 	    {"now", CMD_OPT_STR, &now_s, "TIME",
 	     "Decide as of this RFC 3339 time (e.g. 2026-11-22T00:00:00Z) instead of now, for "
 	     "retry.deadline.",
-	     0, 0},
+	     0, 0, NULL, NULL},
 	};
 	int rc = cmd_opts_parse("check", opts, sizeof(opts) / sizeof(opts[0]), argc, argv);
 	if (rc != 0)

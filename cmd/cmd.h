@@ -25,20 +25,27 @@ struct cmd_multi {
 	size_t n;
 };
 
-/* A flag of a subcommand without a configuration table of its own (certs, check). */
+/* Flags one subcommand takes at most. */
+#define CMD_MAX_OPTS 64
+
+/* A row of a subcommand's flag table, as cmd_opts_parse() reads it. */
 enum cmd_opt_type {
 	CMD_OPT_STR,   /* dst: const char ** */
 	CMD_OPT_INT,   /* dst: int64_t *, within min..max */
 	CMD_OPT_MULTI, /* dst: struct cmd_multi *, repeatable */
+	CMD_OPT_BOOL,  /* dst: int64_t *, 0 or 1; "--name" alone is true */
 };
 
 struct cmd_opt {
 	const char *name; /* without the leading "--" */
 	enum cmd_opt_type type;
-	void *dst;       /* borrowed; holds the default before parsing (shown by --help) */
+	void *dst;       /* borrowed; holds the default before parsing */
 	const char *arg; /* the value's placeholder in --help: "DIR" */
 	const char *doc; /* one paragraph for --help */
 	int64_t min, max;
+	const char *env; /* NG_...: read when the flag is not given; NULL for none */
+	const char *def; /* with env: the default as --help shows it (NULL for none); without env,
+			    --help shows dst's value */
 };
 
 /* nodegate serve's configuration: one field per entry of the flag table (cmd/flags.c). Integer
@@ -98,20 +105,23 @@ enum cmd_kind {
 
 /**
  * Fills @c (caller storage) from the flag table's defaults, then the environment variables,
- * then @argc/@argv (serve's arguments, after the subcommand), each overriding the one before.
- * @argv is borrowed and must outlive @c. Returns 0, or -1 after printing the error (@c is then
- * partly filled and must not be used). `--help` or `-h` prints @cmd's usage and flags to
- * stdout and exits the process with 0.
+ * then @argc/@argv (serve's arguments, after the subcommand), each overriding the one before,
+ * through cmd_opts_parse(). @argv is borrowed and must outlive @c. Returns 0, or -1 after
+ * printing the error (@c is then partly filled and must not be used). `--help` or `-h` prints
+ * @cmd's usage and flags to stdout and exits the process with 0.
  */
 int cmd_flags_parse(enum cmd_kind cmd, int argc, char **argv, struct cmd_serve_config *c);
 
 /**
- * Parses @argc/@argv (borrowed; the arguments after subcommand @cmd, e.g. "certs") against
- * @opts (@n entries): "--name VALUE" or "--name=VALUE". Every refusal says which flag and why,
- * an integer's its range ("--days \"3651\": must be an integer between 1 and 3650"). Returns 0;
- * 1 after printing @cmd's usage and flags to stdout for --help or -h (exit with 0, nothing
- * parsed); or -1 after printing the error to stderr (the @dst of flags read so far are
- * written).
+ * The one flag parser of every subcommand. Parses @argc/@argv (borrowed; the arguments after
+ * subcommand @cmd, e.g. "certs") against the table @opts (@n entries, at most CMD_MAX_OPTS):
+ * "--name VALUE" or "--name=VALUE" ("--name" alone for a boolean); a flag with an environment
+ * variable not given on the command line is read from it first. Every refusal starts with
+ * "nodegate @cmd" (and the variable, for a value from the environment) and says which flag and
+ * why, an integer's its range ("nodegate certs: --days \"3651\": must be an integer between 1
+ * and 3650"). Returns 0; 1 after printing @cmd's usage and flags to stdout for --help or -h,
+ * wherever they are but not as a flag's value (exit with 0, nothing parsed); or -1 after
+ * printing the error to stderr (the @dst of flags read so far are written).
  */
 int cmd_opts_parse(const char *cmd, const struct cmd_opt *opts, size_t n, int argc, char **argv);
 

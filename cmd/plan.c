@@ -115,6 +115,70 @@ static void print_duration(FILE *f, int64_t ms)
 		(void)fprintf(f, "%llds", (long long)s);
 }
 
+/* Wave @n (from 1) of a text plan: when, its nodes, and what held back those waiting. */
+static void print_wave(FILE *f, const struct ng_intern *pool, const struct pol_plan_input *in,
+		       const struct pol_plan_wave *w, size_t n)
+{
+	(void)fprintf(f, "\nwave %zu at +", n);
+	print_duration(f, w->start_wall_ms - in->start_wall_ms);
+	(void)fprintf(f, " (");
+	print_time(f, w->start_wall_ms);
+	(void)fprintf(f, "): %zu node%s:", w->nnodes, w->nnodes == 1 ? "" : "s");
+	for (size_t k = 0; k < w->nnodes; k++)
+		(void)fprintf(f, " %s", ng_intern_str(pool, w->nodes[k], NULL));
+	(void)fputc('\n', f);
+	if (w->waiting)
+		(void)fprintf(f, "  %zu waiting, held back by:\n", w->waiting);
+	for (size_t k = 0; k < w->nlimits; k++) {
+		const struct pol_plan_limit *l = &w->limits[k];
+		if (l->budget && l->ns != NG_INTERN_NONE)
+			(void)fprintf(f, "    %s %s/%s",
+				      l->kind == KUBE_RES_ADBS ? "ApplicationDisruptionBudget"
+							       : "PodDisruptionBudget",
+				      ng_intern_str(pool, l->ns, NULL),
+				      ng_intern_str(pool, l->name, NULL));
+		else if (l->budget)
+			(void)fprintf(f, "    NodeDisruptionBudget %s",
+				      ng_intern_str(pool, l->name, NULL));
+		else
+			(void)fprintf(f, "    another rule");
+		(void)fprintf(f, " (%zu): %s\n", l->waiting, l->reason);
+	}
+	if (w->more_limits)
+		(void)fprintf(f, "    and %zu more budgets\n", w->more_limits);
+}
+
+/* The nodes a truncated plan did not reach, and the limit that stopped it. */
+static void print_unplanned(FILE *f, const struct pol_plan_input *in, const struct pol_plan *p)
+{
+	(void)fprintf(f, "\nnot planned (%zu): the plan stopped at its limit of ", p->nunplanned);
+	switch (p->stopped) {
+	case POL_PLAN_STOP_ROUNDS:
+		(void)fprintf(f, "%zu rounds (--max-rounds)", in->max_rounds);
+		break;
+	case POL_PLAN_STOP_DECISIONS:
+		(void)fprintf(f, "%zu decisions (--max-decisions)", in->max_decisions);
+		break;
+	case POL_PLAN_STOP_TIME:
+		(void)fprintf(f, "%lld s of computing (--max-seconds)",
+			      (long long)(in->max_mono_us / 1000000));
+		break;
+	default:
+		(void)fprintf(f, "%zu waves",
+			      in->max_waves ? in->max_waves : (size_t)POL_PLAN_MAX_WAVES);
+		break;
+	}
+	(void)fprintf(f, ", at +");
+	print_duration(f, p->stopped_wall_ms - in->start_wall_ms);
+	(void)fprintf(f, " (");
+	print_time(f, p->stopped_wall_ms);
+	(void)fprintf(f, ") on the simulated clock\n");
+	for (size_t i = 0; i < p->nunplanned; i++)
+		(void)fprintf(f, "%s%s", i % 10 ? " " : i ? "\n  " : "  ", p->unplanned[i]);
+	if (p->nunplanned)
+		(void)fputc('\n', f);
+}
+
 static void print_text(FILE *f, const struct kube_snapshot *s, const struct pol_plan_input *in,
 		       const struct pol_plan *p)
 {
@@ -130,71 +194,15 @@ static void print_text(FILE *f, const struct kube_snapshot *s, const struct pol_
 	if (p->held_at_start)
 		(void)fprintf(f, "Granted requests holding nodes at the start: %zu.\n",
 			      p->held_at_start);
-	for (size_t i = 0; i < p->nwaves; i++) {
-		const struct pol_plan_wave *w = &p->waves[i];
-		(void)fprintf(f, "\nwave %zu at +", i + 1);
-		print_duration(f, w->start_wall_ms - in->start_wall_ms);
-		(void)fprintf(f, " (");
-		print_time(f, w->start_wall_ms);
-		(void)fprintf(f, "): %zu node%s:", w->nnodes, w->nnodes == 1 ? "" : "s");
-		for (size_t k = 0; k < w->nnodes; k++)
-			(void)fprintf(f, " %s", ng_intern_str(pool, w->nodes[k], NULL));
-		(void)fputc('\n', f);
-		if (w->waiting)
-			(void)fprintf(f, "  %zu waiting, held back by:\n", w->waiting);
-		for (size_t k = 0; k < w->nlimits; k++) {
-			const struct pol_plan_limit *l = &w->limits[k];
-			if (l->budget && l->ns != NG_INTERN_NONE)
-				(void)fprintf(f, "    %s %s/%s",
-					      l->kind == KUBE_RES_ADBS
-						  ? "ApplicationDisruptionBudget"
-						  : "PodDisruptionBudget",
-					      ng_intern_str(pool, l->ns, NULL),
-					      ng_intern_str(pool, l->name, NULL));
-			else if (l->budget)
-				(void)fprintf(f, "    NodeDisruptionBudget %s",
-					      ng_intern_str(pool, l->name, NULL));
-			else
-				(void)fprintf(f, "    another rule");
-			(void)fprintf(f, " (%zu): %s\n", l->waiting, l->reason);
-		}
-		if (w->more_limits)
-			(void)fprintf(f, "    and %zu more budgets\n", w->more_limits);
-	}
+	for (size_t i = 0; i < p->nwaves; i++)
+		print_wave(f, pool, in, &p->waves[i], i + 1);
 	if (p->nnever)
 		(void)fprintf(f, "\nnever granted (%zu):\n", p->nnever);
 	for (size_t i = 0; i < p->nnever; i++)
 		(void)fprintf(f, "  %s: %s%s\n", p->never[i].name,
 			      p->never[i].rejected ? "rejected: " : "", p->never[i].reason);
-	if (p->truncated) {
-		(void)fprintf(f, "\nnot planned (%zu): the plan stopped at its limit of ",
-			      p->nunplanned);
-		switch (p->stopped) {
-		case POL_PLAN_STOP_ROUNDS:
-			(void)fprintf(f, "%zu rounds (--max-rounds)", in->max_rounds);
-			break;
-		case POL_PLAN_STOP_DECISIONS:
-			(void)fprintf(f, "%zu decisions (--max-decisions)", in->max_decisions);
-			break;
-		case POL_PLAN_STOP_TIME:
-			(void)fprintf(f, "%lld s of computing (--max-seconds)",
-				      (long long)(in->max_mono_us / 1000000));
-			break;
-		default:
-			(void)fprintf(f, "%zu waves",
-				      in->max_waves ? in->max_waves : (size_t)POL_PLAN_MAX_WAVES);
-			break;
-		}
-		(void)fprintf(f, ", at +");
-		print_duration(f, p->stopped_wall_ms - in->start_wall_ms);
-		(void)fprintf(f, " (");
-		print_time(f, p->stopped_wall_ms);
-		(void)fprintf(f, ") on the simulated clock\n");
-		for (size_t i = 0; i < p->nunplanned; i++)
-			(void)fprintf(f, "%s%s", i % 10 ? " " : i ? "\n  " : "  ", p->unplanned[i]);
-		if (p->nunplanned)
-			(void)fputc('\n', f);
-	}
+	if (p->truncated)
+		print_unplanned(f, in, p);
 	(void)fprintf(f, "\ntotal: %zu wave%s, %zu of %zu nodes, ", p->nwaves,
 		      p->nwaves == 1 ? "" : "s", p->nplanned, total);
 	print_duration(f, p->end_wall_ms - in->start_wall_ms);
@@ -232,125 +240,167 @@ static bool flags_agree(size_t nsnaps, const char *kubeconfig, const char *selec
 	return true;
 }
 
-int cmd_plan(int argc, char **argv)
+/* nodegate plan's command line, read. */
+struct plan_args {
+	struct cmd_multi snaps;
+	const char *kubeconfig, *selector, *node_file, *start_s, *output, *type, *requestor;
+	int64_t drain_s, max_rounds, max_decisions, max_seconds;
+	bool json;
+	int64_t start_wall_ms;
+};
+
+/* Fills @a from @argv: 0, 1 after --help, or -1 after saying on stderr what is wrong. */
+static int parse_args(int argc, char **argv, struct plan_args *a)
 {
-	struct cmd_multi snaps = {0};
-	const char *kubeconfig = NULL, *selector = NULL, *node_file = NULL, *start_s = NULL;
-	const char *output = "text", *type = "maintenance", *requestor = "nodegate-plan";
-	int64_t drain_s = 300, max_rounds = POL_PLAN_DEFAULT_MAX_ROUNDS;
-	int64_t max_decisions = POL_PLAN_DEFAULT_MAX_DECISIONS;
-	int64_t max_seconds = POL_PLAN_DEFAULT_MAX_SECONDS;
+	*a = (struct plan_args){.output = "text",
+				.type = "maintenance",
+				.requestor = "nodegate-plan",
+				.drain_s = 300,
+				.max_rounds = POL_PLAN_DEFAULT_MAX_ROUNDS,
+				.max_decisions = POL_PLAN_DEFAULT_MAX_DECISIONS,
+				.max_seconds = POL_PLAN_DEFAULT_MAX_SECONDS};
 	const struct cmd_opt opts[] = {
-	    {"snapshot", CMD_OPT_MULTI, &snaps, "FILE",
+	    {"snapshot", CMD_OPT_MULTI, &a->snaps, "FILE",
 	     "Cluster state: `kubectl get ... -o json` or `-o yaml` output, as for `nodegate "
 	     "check`. This or --kubeconfig.",
-	     0, 0},
-	    {"kubeconfig", CMD_OPT_STR, &kubeconfig, "FILE",
+	     0, 0, NULL, NULL},
+	    {"kubeconfig", CMD_OPT_STR, &a->kubeconfig, "FILE",
 	     "Plan on the live cluster this kubeconfig reaches (listed once, read only). This or "
 	     "--snapshot.",
-	     0, 0},
-	    {"nodes", CMD_OPT_STR, &selector, "SELECTOR",
+	     0, 0, NULL, NULL},
+	    {"nodes", CMD_OPT_STR, &a->selector, "SELECTOR",
 	     "The nodes to maintain: a label selector (kubectl -l syntax; \"\" selects every "
 	     "node). This or --node-file.",
-	     0, 0},
-	    {"node-file", CMD_OPT_STR, &node_file, "FILE",
+	     0, 0, NULL, NULL},
+	    {"node-file", CMD_OPT_STR, &a->node_file, "FILE",
 	     "The nodes to maintain: one name per line (# starts a comment line). This or --nodes.",
-	     0, 0},
-	    {"drain-seconds", CMD_OPT_INT, &drain_s, "N",
-	     "How long each granted request holds its node before it is deleted.", 1, 2592000},
-	    {"start", CMD_OPT_STR, &start_s, "TIME",
+	     0, 0, NULL, NULL},
+	    {"drain-seconds", CMD_OPT_INT, &a->drain_s, "N",
+	     "How long each granted request holds its node before it is deleted.", 1, 2592000, NULL,
+	     NULL},
+	    {"start", CMD_OPT_STR, &a->start_s, "TIME",
 	     "When the requests are created, RFC 3339 (e.g. 2026-11-22T00:00:00Z); default now.", 0,
-	     0},
-	    {"type", CMD_OPT_STR, &type, "TYPE",
+	     0, NULL, NULL},
+	    {"type", CMD_OPT_STR, &a->type, "TYPE",
 	     "The requests' spec.type (allowedTypes and budgets' supportedNodeDisruptionTypes "
 	     "apply).",
-	     0, 0},
-	    {"requestor", CMD_OPT_STR, &requestor, "NAME", "The requests' spec.requestor.", 0, 0},
-	    {"output", CMD_OPT_STR, &output, "FORMAT",
-	     "`text` for people, `json` for tools (docs/planner.md gives its shape).", 0, 0},
-	    {"max-rounds", CMD_OPT_INT, &max_rounds, "N",
+	     0, 0, NULL, NULL},
+	    {"requestor", CMD_OPT_STR, &a->requestor, "NAME", "The requests' spec.requestor.", 0, 0,
+	     NULL, NULL},
+	    {"output", CMD_OPT_STR, &a->output, "FORMAT",
+	     "`text` for people, `json` for tools (docs/planner.md gives its shape).", 0, 0, NULL,
+	     NULL},
+	    {"max-rounds", CMD_OPT_INT, &a->max_rounds, "N",
 	     "Stop after this many simulated gate rounds and answer a truncated plan (exit 3); 0 = "
 	     "no limit.",
-	     0, 1000000000},
-	    {"max-decisions", CMD_OPT_INT, &max_decisions, "N",
+	     0, 1000000000, NULL, NULL},
+	    {"max-decisions", CMD_OPT_INT, &a->max_decisions, "N",
 	     "Stop after this many decisions and answer a truncated plan (exit 3); 0 = no limit.",
-	     0, 10000000000},
-	    {"max-seconds", CMD_OPT_INT, &max_seconds, "N",
+	     0, 10000000000, NULL, NULL},
+	    {"max-seconds", CMD_OPT_INT, &a->max_seconds, "N",
 	     "Stop after computing this long and answer a truncated plan (exit 3); 0 = no limit.",
-	     0, 86400},
+	     0, 86400, NULL, NULL},
 	};
 	int rc = cmd_opts_parse("plan", opts, sizeof(opts) / sizeof(opts[0]), argc, argv);
 	if (rc != 0)
+		return rc;
+	return flags_agree(a->snaps.n, a->kubeconfig, a->selector, a->node_file, a->output,
+			   a->start_s, &a->json, &a->start_wall_ms)
+		   ? 0
+		   : -1;
+}
+
+/* What one run of nodegate plan holds until it returns. */
+struct plan_run {
+	struct ng_arena *arena;
+	struct kube_snapshot *snap;
+	char *body;
+	const char **file_names;
+	const char **names;
+	size_t nnames;
+};
+
+/* The cluster and the chosen nodes of @a into @r. */
+static ng_status load_input(const struct plan_args *a, struct plan_run *r, struct ng_err *err)
+{
+	ng_status st = r->arena ? NG_OK : ng_err_set(err, NG_ENOMEM, 0, "out of memory");
+	if (st == NG_OK && a->node_file) {
+		size_t len = 0;
+		st = ng_read_file(a->node_file, NODE_FILE_MAX_BYTES, "--node-file", false, &r->body,
+				  &len, err);
+		st = st ? st : node_file_names(r->body, len, &r->file_names, &r->nnames, err);
+		r->names = r->file_names;
+	}
+	/* The watch's progress lines are not the plan's business; its problems are. */
+	if (a->kubeconfig && cmd_set_log_level("warn") != 0)
+		st = ng_err_set(err, NG_EINVAL, 0, "cannot set the log level");
+	if (st == NG_OK)
+		st = a->kubeconfig
+			 ? load_live(a->kubeconfig, &r->snap, err)
+			 : kube_snapshot_load_files(a->snaps.v, a->snaps.n, &r->snap, err);
+	if (st == NG_OK && a->selector) {
+		struct ng_err e = {0};
+		st = pol_plan_select(r->snap, a->selector, r->arena, &r->names, &r->nnames, &e);
+		if (st != NG_OK)
+			(void)ng_err_set(err, st, e.offset, "--nodes \"%s\": %s", a->selector,
+					 e.msg);
+	}
+	return st;
+}
+
+/* Plans @in on @r's cluster into @plan, and writes it into @out when @a asks for JSON. */
+static ng_status compute(const struct plan_args *a, struct plan_run *r, struct pol_plan_input *in,
+			 struct pol_plan *plan, struct ng_buf *out, struct ng_err *err)
+{
+	in->nodes = r->names;
+	in->nnodes = r->nnames;
+	ng_status st = pol_plan_run(r->snap, in, r->arena, plan);
+	if (st != NG_OK)
+		return ng_err_set(err, st, 0, "%s",
+				  st == NG_ELIMIT ? "too many nodes" : "out of memory");
+	if (a->json) {
+		st = pol_plan_json(r->snap, in, plan, out);
+		if (st != NG_OK)
+			(void)ng_err_set(err, st, 0, "the plan does not fit in memory");
+	}
+	return st;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	struct plan_args a;
+	int rc = parse_args(argc, argv, &a);
+	if (rc != 0)
 		return rc > 0 ? 0 : 2;
-	bool json;
-	int64_t start_wall_ms;
-	if (!flags_agree(snaps.n, kubeconfig, selector, node_file, output, start_s, &json,
-			 &start_wall_ms))
-		return 2;
 	struct ng_err err = {0};
-	struct kube_snapshot *snap = NULL;
-	char *body = NULL;
-	size_t len = 0, nnames = 0;
-	const char **names = NULL, **file_names = NULL;
-	struct ng_arena *arena = ng_arena_create(PLAN_ARENA_BYTES);
+	struct plan_run r = {.arena = ng_arena_create(PLAN_ARENA_BYTES)};
 	struct ng_buf out;
 	ng_buf_init(&out, 256u << 20);
 	struct pol_plan plan;
-	struct pol_plan_input in = {.start_wall_ms = start_wall_ms,
-				    .drain_ms = drain_s * 1000,
-				    .type = type,
-				    .requestor = requestor,
-				    .max_rounds = (size_t)max_rounds,
-				    .max_decisions = (size_t)max_decisions,
-				    .max_mono_us = max_seconds * 1000000};
-	ng_status st = arena ? NG_OK : ng_err_set(&err, NG_ENOMEM, 0, "out of memory");
-	if (st == NG_OK && node_file) {
-		st = ng_read_file(node_file, NODE_FILE_MAX_BYTES, "--node-file", false, &body, &len,
-				  &err);
-		st = st ? st : node_file_names(body, len, &file_names, &nnames, &err);
-		names = file_names;
-	}
-	/* The watch's progress lines are not the plan's business; its problems are. */
-	if (kubeconfig && cmd_set_log_level("warn") != 0)
-		st = ng_err_set(&err, NG_EINVAL, 0, "cannot set the log level");
+	struct pol_plan_input in = {.start_wall_ms = a.start_wall_ms,
+				    .drain_ms = a.drain_s * 1000,
+				    .type = a.type,
+				    .requestor = a.requestor,
+				    .max_rounds = (size_t)a.max_rounds,
+				    .max_decisions = (size_t)a.max_decisions,
+				    .max_mono_us = a.max_seconds * 1000000};
+	ng_status st = load_input(&a, &r, &err);
 	if (st == NG_OK)
-		st = kubeconfig ? load_live(kubeconfig, &snap, &err)
-				: kube_snapshot_load_files(snaps.v, snaps.n, &snap, &err);
-	if (st == NG_OK && selector) {
-		struct ng_err e = {0};
-		st = pol_plan_select(snap, selector, arena, &names, &nnames, &e);
-		if (st != NG_OK)
-			(void)ng_err_set(&err, st, e.offset, "--nodes \"%s\": %s", selector, e.msg);
-	}
-	in.nodes = names;
-	in.nnodes = nnames;
-	if (st == NG_OK) {
-		st = pol_plan_run(snap, &in, arena, &plan);
-		if (st != NG_OK)
-			(void)ng_err_set(&err, st, 0, "%s",
-					 st == NG_ELIMIT ? "too many nodes" : "out of memory");
-	}
-	if (st == NG_OK && json) {
-		st = pol_plan_json(snap, &in, &plan, &out);
-		if (st != NG_OK)
-			(void)ng_err_set(&err, st, 0, "the plan does not fit in memory");
-	}
+		st = compute(&a, &r, &in, &plan, &out, &err);
 	rc = 2;
-	if (st != NG_OK) {
+	if (st != NG_OK)
 		(void)fprintf(stderr, "nodegate plan: %s\n",
 			      err.msg[0] ? err.msg : "out of memory");
-		goto out;
-	}
-	if (json)
+	else if (a.json)
 		(void)fputs(out.data, stdout);
 	else
-		print_text(stdout, snap, &in, &plan);
-	rc = plan.truncated ? 3 : plan.nnever ? 1 : 0;
-out:
+		print_text(stdout, r.snap, &in, &plan);
+	if (st == NG_OK)
+		rc = plan.truncated ? 3 : plan.nnever ? 1 : 0;
 	ng_buf_finish(&out);
-	ng_arena_destroy(arena);
-	free(file_names);
-	free(body);
-	kube_snapshot_release(snap);
+	ng_arena_destroy(r.arena);
+	free(r.file_names);
+	free(r.body);
+	kube_snapshot_release(r.snap);
 	return rc;
 }

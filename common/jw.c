@@ -134,10 +134,31 @@ void ng_jw_time_ms(struct ng_jw *w, int64_t wall_ms)
 	ng_jw_strn(w, ts, ng_format_rfc3339_ms(wall_ms, ts));
 }
 
+void ng_jw_base64(struct ng_jw *w, const void *data, size_t len)
+{
+	sep(w);
+	put(w, "\"", 1);
+	if (w->st == NG_OK)
+		w->st = ng_buf_base64(w->b, data, len);
+	put(w, "\"", 1);
+}
+
 void ng_jw_raw(struct ng_jw *w, const char *json, size_t len)
 {
 	sep(w);
 	put(w, json, len);
+}
+
+struct ng_buf *ng_jw_value_buf(struct ng_jw *w)
+{
+	sep(w);
+	return w->st == NG_OK ? w->b : NULL;
+}
+
+void ng_jw_fail(struct ng_jw *w, ng_status st)
+{
+	if (w->st == NG_OK)
+		w->st = st;
 }
 
 void ng_jw_kstr(struct ng_jw *w, const char *key, const char *s)

@@ -52,8 +52,19 @@ void ng_jw_time(struct ng_jw *w, int64_t wall_ms);
  * to a second early once read back.
  */
 void ng_jw_time_ms(struct ng_jw *w, int64_t wall_ms);
+/** @len bytes at @data (borrowed) as a base64 string (a JSON patch in an AdmissionReview). */
+void ng_jw_base64(struct ng_jw *w, const void *data, size_t len);
 /** @json (borrowed) inserted as one value, unchecked: it must be valid JSON. */
 void ng_jw_raw(struct ng_jw *w, const char *json, size_t len);
+
+/**
+ * For a value that another encoder appends to the writer's buffer itself (one that writes into
+ * an ng_buf): writes the separator the value needs and returns the buffer, or NULL after an
+ * earlier error (then skip the encoder). Hand its result to ng_jw_fail().
+ */
+struct ng_buf *ng_jw_value_buf(struct ng_jw *w);
+/** Records @st as the writer's error unless one is recorded already; NG_OK records nothing. */
+void ng_jw_fail(struct ng_jw *w, ng_status st);
 
 /** Key and value in one call. */
 void ng_jw_kstr(struct ng_jw *w, const char *key, const char *s);

@@ -496,43 +496,125 @@ static size_t block_size(const struct tzif_hdr *h, size_t tsize)
 	       (size_t)h->leapcnt * (tsize + 4) + h->isstdcnt + h->isutcnt;
 }
 
+/* The header that describes the data block nodegate reads (the 64-bit one of version 2 and
+ * later) into @h, and the size of its times into *@ret_tsize; @r is left at the block. */
+static ng_status locate_block(struct rd *r, struct tzif_hdr *h, size_t *ret_tsize,
+			      struct ng_err *reterr)
+{
+	ng_status st = read_header(r, h, reterr);
+	if (st != NG_OK)
+		return st;
+	*ret_tsize = 4;
+	if (h->version >= '2') {
+		/* Skip the 32-bit block to the 64-bit one. */
+		size_t skip = block_size(h, 4);
+		if (r->len - r->pos < skip)
+			return ng_err_set(reterr, NG_EPARSE, r->len, "truncated (version 1 data)");
+		r->pos += skip;
+		uint8_t v1 = h->version;
+		st = read_header(r, h, reterr);
+		if (st != NG_OK)
+			return st;
+		if (h->version != v1)
+			return ng_err_set(reterr, NG_EPARSE, r->pos - 40,
+					  "the two headers state different versions");
+		*ret_tsize = 8;
+	}
+	if (h->leapcnt > 0)
+		/* Their transition times count leap seconds (up to 27 s off POSIX time), and
+		 * nodegate's clock is POSIX time. */
+		return ng_err_set(reterr, NG_EPARSE, r->pos - 16,
+				  "a zone with leap seconds (right/...) is not supported: use the "
+				  "zone without right/");
+	if (r->len - r->pos < block_size(h, *ret_tsize))
+		return ng_err_set(reterr, NG_EPARSE, r->len, "truncated (data block)");
+	return NG_OK;
+}
+
+/* The transition times and their type indexes of the block at @r into @trans and @tidx. */
+static ng_status read_transitions(const struct rd *r, const struct tzif_hdr *h, size_t tsize,
+				  int64_t *trans, uint8_t *tidx, struct ng_err *reterr)
+{
+	const uint8_t *times = r->p + r->pos;
+	const uint8_t *idx = times + (size_t)h->timecnt * tsize;
+	for (uint32_t i = 0; i < h->timecnt; i++) {
+		trans[i] = tsize == 8 ? be64(times + 8 * (size_t)i)
+				      : (int64_t)(int32_t)be32(times + 4 * (size_t)i);
+		if (i > 0 && trans[i] <= trans[i - 1])
+			return ng_err_set(reterr, NG_EPARSE, (size_t)(times - r->p) + i * tsize,
+					  "transition %u is not after the one before", i);
+		tidx[i] = idx[i];
+		if (idx[i] >= h->typecnt)
+			return ng_err_set(reterr, NG_EPARSE, (size_t)(idx - r->p) + i,
+					  "transition %u names type %u of %u", i, idx[i],
+					  h->typecnt);
+	}
+	return NG_OK;
+}
+
+/* The UTC offsets of the local time types of the block at @r into @utoff, and their range into
+ * @tz. */
+static ng_status read_types(const struct rd *r, const struct tzif_hdr *h, size_t tsize,
+			    int32_t *utoff, struct ng_tz *tz, struct ng_err *reterr)
+{
+	const uint8_t *types = r->p + r->pos + (size_t)h->timecnt * tsize + h->timecnt;
+	tz->min_off = INT32_MAX;
+	tz->max_off = INT32_MIN;
+	for (uint32_t i = 0; i < h->typecnt; i++) {
+		const uint8_t *t = types + 6 * (size_t)i;
+		int32_t off = (int32_t)be32(t);
+		if (off < -NG_TZ_MAX_OFFSET_S || off > NG_TZ_MAX_OFFSET_S)
+			return ng_err_set(reterr, NG_EPARSE, (size_t)(t - r->p),
+					  "type %u: UTC offset %d out of range", i, off);
+		if (t[4] > 1 || t[5] >= h->charcnt)
+			return ng_err_set(reterr, NG_EPARSE, (size_t)(t - r->p) + 4,
+					  "type %u: bad DST flag or abbreviation index", i);
+		utoff[i] = off;
+		/* Types no transition uses (other than type 0, used before the first) state
+		 * nothing in force, but counting them only widens the range. */
+		tz->min_off = off < tz->min_off ? off : tz->min_off;
+		tz->max_off = off > tz->max_off ? off : tz->max_off;
+	}
+	return NG_OK;
+}
+
+/* The TZ string after the 64-bit block, at @footer_at of @r, into @tz: the rule for times
+ * after the last transition. */
+static ng_status read_footer(const struct rd *r, size_t footer_at, struct ng_tz *tz,
+			     struct ng_err *reterr)
+{
+	if (footer_at >= r->len || r->p[footer_at] != '\n')
+		return ng_err_set(reterr, NG_EPARSE, footer_at, "footer missing");
+	const char *fs = (const char *)r->p + footer_at + 1;
+	size_t avail = r->len - footer_at - 1;
+	const char *nl =
+	    memchr(fs, '\n', avail < NG_TZ_MAX_FOOTER + 1 ? avail : NG_TZ_MAX_FOOTER + 1);
+	if (!nl)
+		return ng_err_set(reterr, NG_EPARSE, footer_at, "footer unterminated or too long");
+	size_t flen = (size_t)(nl - fs);
+	if (flen > 0 && !parse_footer(fs, flen, tz))
+		return ng_err_set(reterr, NG_EPARSE, footer_at + 1, "bad TZ string in the footer");
+	if (!tz->has_rule)
+		return NG_OK;
+	int32_t o[2] = {tz->std_off, tz->rule_dst ? tz->dst_off : tz->std_off};
+	for (int k = 0; k < 2; k++) {
+		if (o[k] < -NG_TZ_MAX_OFFSET_S || o[k] > NG_TZ_MAX_OFFSET_S)
+			return ng_err_set(reterr, NG_EPARSE, footer_at + 1,
+					  "footer: UTC offset out of range");
+		tz->min_off = o[k] < tz->min_off ? o[k] : tz->min_off;
+		tz->max_off = o[k] > tz->max_off ? o[k] : tz->max_off;
+	}
+	return NG_OK;
+}
+
 ng_status ng_tz_parse(const void *data, size_t len, struct ng_tz **ret_tz, struct ng_err *reterr)
 {
 	struct rd r = {data, len, 0};
 	struct tzif_hdr h;
-	ng_status st = read_header(&r, &h, reterr);
+	size_t tsize;
+	ng_status st = locate_block(&r, &h, &tsize, reterr);
 	if (st != NG_OK)
 		return st;
-	size_t tsize = 4;
-	if (h.version >= '2') {
-		/* Skip the 32-bit block to the 64-bit one. */
-		size_t skip = block_size(&h, 4);
-		if (r.len - r.pos < skip)
-			return ng_err_set(reterr, NG_EPARSE, r.len, "truncated (version 1 data)");
-		r.pos += skip;
-		uint8_t v1 = h.version;
-		st = read_header(&r, &h, reterr);
-		if (st != NG_OK)
-			return st;
-		if (h.version != v1)
-			return ng_err_set(reterr, NG_EPARSE, r.pos - 40,
-					  "the two headers state different versions");
-		tsize = 8;
-	}
-	if (h.leapcnt > 0)
-		/* Their transition times count leap seconds (up to 27 s off POSIX time), and
-		 * nodegate's clock is POSIX time. */
-		return ng_err_set(reterr, NG_EPARSE, r.pos - 16,
-				  "a zone with leap seconds (right/...) is not supported: use the "
-				  "zone without right/");
-	size_t need = block_size(&h, tsize);
-	if (r.len - r.pos < need)
-		return ng_err_set(reterr, NG_EPARSE, r.len, "truncated (data block)");
-	const uint8_t *times = r.p + r.pos;
-	const uint8_t *idx = times + (size_t)h.timecnt * tsize;
-	const uint8_t *types = idx + h.timecnt;
-	size_t footer_at = r.pos + need;
-
 	size_t bytes =
 	    sizeof(struct ng_tz) + (size_t)h.timecnt * 8 + (size_t)h.typecnt * 4 + h.timecnt;
 	struct ng_tz *tz = calloc(1, bytes);
@@ -540,88 +622,23 @@ ng_status ng_tz_parse(const void *data, size_t len, struct ng_tz **ret_tz, struc
 		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
 	int64_t *trans = (int64_t *)(tz + 1);
 	int32_t *utoff = (int32_t *)(trans + h.timecnt);
-	uint8_t *tidx = (uint8_t *)(utoff + h.typecnt);
 	tz->ntrans = h.timecnt;
 	tz->ntypes = h.typecnt;
 	tz->trans = trans;
 	tz->utoff = utoff;
+	uint8_t *tidx = (uint8_t *)(utoff + h.typecnt);
 	tz->idx = tidx;
-
-	for (uint32_t i = 0; i < h.timecnt; i++) {
-		trans[i] = tsize == 8 ? be64(times + 8 * (size_t)i)
-				      : (int64_t)(int32_t)be32(times + 4 * (size_t)i);
-		if (i > 0 && trans[i] <= trans[i - 1]) {
-			st = ng_err_set(reterr, NG_EPARSE, (size_t)(times - r.p) + i * tsize,
-					"transition %u is not after the one before", i);
-			goto out;
-		}
-		tidx[i] = idx[i];
-		if (idx[i] >= h.typecnt) {
-			st = ng_err_set(reterr, NG_EPARSE, (size_t)(idx - r.p) + i,
-					"transition %u names type %u of %u", i, idx[i], h.typecnt);
-			goto out;
-		}
-	}
-	tz->min_off = INT32_MAX;
-	tz->max_off = INT32_MIN;
-	for (uint32_t i = 0; i < h.typecnt; i++) {
-		const uint8_t *t = types + 6 * (size_t)i;
-		int32_t off = (int32_t)be32(t);
-		if (off < -NG_TZ_MAX_OFFSET_S || off > NG_TZ_MAX_OFFSET_S) {
-			st = ng_err_set(reterr, NG_EPARSE, (size_t)(t - r.p),
-					"type %u: UTC offset %d out of range", i, off);
-			goto out;
-		}
-		if (t[4] > 1 || t[5] >= h.charcnt) {
-			st = ng_err_set(reterr, NG_EPARSE, (size_t)(t - r.p) + 4,
-					"type %u: bad DST flag or abbreviation index", i);
-			goto out;
-		}
-		utoff[i] = off;
-		/* Types no transition uses (other than type 0, used before the first) state
-		 * nothing in force, but counting them only widens the range. */
-		tz->min_off = off < tz->min_off ? off : tz->min_off;
-		tz->max_off = off > tz->max_off ? off : tz->max_off;
-	}
-
-	if (tsize == 8) {
-		if (footer_at >= r.len || r.p[footer_at] != '\n') {
-			st = ng_err_set(reterr, NG_EPARSE, footer_at, "footer missing");
-			goto out;
-		}
-		const char *fs = (const char *)r.p + footer_at + 1;
-		size_t avail = r.len - footer_at - 1;
-		const char *nl =
-		    memchr(fs, '\n', avail < NG_TZ_MAX_FOOTER + 1 ? avail : NG_TZ_MAX_FOOTER + 1);
-		if (!nl) {
-			st = ng_err_set(reterr, NG_EPARSE, footer_at,
-					"footer unterminated or too long");
-			goto out;
-		}
-		size_t flen = (size_t)(nl - fs);
-		if (flen > 0 && !parse_footer(fs, flen, tz)) {
-			st = ng_err_set(reterr, NG_EPARSE, footer_at + 1,
-					"bad TZ string in the footer");
-			goto out;
-		}
-		if (tz->has_rule) {
-			int32_t o[2] = {tz->std_off, tz->rule_dst ? tz->dst_off : tz->std_off};
-			for (int k = 0; k < 2; k++) {
-				if (o[k] < -NG_TZ_MAX_OFFSET_S || o[k] > NG_TZ_MAX_OFFSET_S) {
-					st = ng_err_set(reterr, NG_EPARSE, footer_at + 1,
-							"footer: UTC offset out of range");
-					goto out;
-				}
-				tz->min_off = o[k] < tz->min_off ? o[k] : tz->min_off;
-				tz->max_off = o[k] > tz->max_off ? o[k] : tz->max_off;
-			}
-		}
+	st = read_transitions(&r, &h, tsize, trans, tidx, reterr);
+	if (st == NG_OK)
+		st = read_types(&r, &h, tsize, utoff, tz, reterr);
+	if (st == NG_OK && tsize == 8)
+		st = read_footer(&r, r.pos + block_size(&h, tsize), tz, reterr);
+	if (st != NG_OK) {
+		free(tz);
+		return st;
 	}
 	*ret_tz = tz;
-	tz = NULL;
-out:
-	free(tz);
-	return st;
+	return NG_OK;
 }
 
 void ng_tz_free(struct ng_tz *tz)

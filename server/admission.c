@@ -5,6 +5,7 @@
 #include "common/clock.h"
 #include "common/intern.h"
 #include "common/json.h"
+#include "common/jw.h"
 #include "common/parse.h"
 #include "kube/auth.h"
 #include "kube/records.h"
@@ -80,23 +81,40 @@ static void printable_ascii(char *s)
 			*s = '?';
 }
 
+/* The answer {"message":@msg} and a newline, of a request that cannot be answered otherwise. */
+static ng_status message_answer(const char *msg, struct ng_buf *out)
+{
+	struct ng_jw w;
+	ng_jw_init(&w, out);
+	ng_jw_obj(&w);
+	ng_jw_kstr(&w, "message", msg);
+	ng_jw_obj_end(&w);
+	ng_status st = ng_jw_finish(&w);
+	return st ? st : ng_buf_puts(out, "\n");
+}
+
 /* The JSONPatch recording who created the request: the annotation nodegate.io/created-by, set
  * to the authenticated user whatever the request says. */
 static ng_status created_by_patch(const struct srv_review *r, struct ng_buf *b)
 {
-	ng_status st;
+	struct ng_jw w;
+	ng_jw_init(&w, b);
+	ng_jw_arr(&w);
+	ng_jw_obj(&w);
+	ng_jw_kstr(&w, "op", "add");
 	if (r->object_has_annotations) {
-		st = ng_buf_puts(b, "[{\"op\":\"add\",\"path\":\"/metadata/annotations/"
-				    "nodegate.io~1created-by\",\"value\":");
-		st = st ? st : ng_buf_json_str(b, r->username, strlen(r->username));
+		ng_jw_kstr(&w, "path", "/metadata/annotations/nodegate.io~1created-by");
+		ng_jw_kstr(&w, "value", r->username);
 	} else {
-		st =
-		    ng_buf_puts(b, "[{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":{"
-				   "\"nodegate.io/created-by\":");
-		st = st ? st : ng_buf_json_str(b, r->username, strlen(r->username));
-		st = st ? st : ng_buf_puts(b, "}");
+		ng_jw_kstr(&w, "path", "/metadata/annotations");
+		ng_jw_key(&w, "value");
+		ng_jw_obj(&w);
+		ng_jw_kstr(&w, "nodegate.io/created-by", r->username);
+		ng_jw_obj_end(&w);
 	}
-	return st ? st : ng_buf_puts(b, "}]");
+	ng_jw_obj_end(&w);
+	ng_jw_arr_end(&w);
+	return ng_jw_finish(&w);
 }
 
 /* The 200 answer of a dry run for decision @d. */
@@ -112,49 +130,48 @@ static ng_status evaluation_answer(const struct kube_snapshot *snap,
 	const char **names = pol_node_names_sorted(snap, d, arena);
 	if (!names)
 		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
-	st = ng_buf_puts(out, "{\"state\":");
-	st = st ? st : ng_buf_json_str(out, state, strlen(state));
-	st = st ? st : ng_buf_puts(out, ",\"reason\":");
-	st = st ? st : ng_buf_json_str(out, d->reason, strlen(d->reason));
+	struct ng_jw w;
+	ng_jw_init(&w, out);
+	ng_jw_obj(&w);
+	ng_jw_kstr(&w, "state", state);
+	ng_jw_kstr(&w, "reason", d->reason);
 	if (d->wake_wall_ms) { /* waiting for a maintenance window: when it opens */
-		char at[32];
-		size_t n = ng_format_rfc3339_ms(d->wake_wall_ms, at);
-		st = st ? st : ng_buf_puts(out, ",\"windowOpensAt\":");
-		st = st ? st : ng_buf_json_str(out, at, n);
+		ng_jw_key(&w, "windowOpensAt");
+		ng_jw_time_ms(&w, d->wake_wall_ms);
 	}
-	st = st ? st : ng_buf_puts(out, ",\"disruptedNodes\":[");
-	for (size_t i = 0; st == NG_OK && i < d->nnodes; i++) {
-		st = i ? ng_buf_puts(out, ",") : NG_OK;
-		st = st ? st : ng_buf_json_str(out, names[i], strlen(names[i]));
-	}
-	st = st ? st : ng_buf_puts(out, "],\"disruptedDisruptionBudgets\":");
-	st = st ? st : pol_verdicts_json(snap, d->verdicts, d->nverdicts, out);
+	ng_jw_key(&w, "disruptedNodes");
+	ng_jw_arr(&w);
+	for (size_t i = 0; i < d->nnodes; i++)
+		ng_jw_str(&w, names[i]);
+	ng_jw_arr_end(&w);
+	ng_jw_key(&w, "disruptedDisruptionBudgets");
+	struct ng_buf *vb = ng_jw_value_buf(&w);
+	if (vb)
+		ng_jw_fail(&w, pol_verdicts_json(snap, d->verdicts, d->nverdicts, vb));
 	/* A grant still waits on these (not called by a dry run). */
-	st = st ? st : ng_buf_puts(out, ",\"healthHooks\":[");
+	ng_jw_key(&w, "healthHooks");
+	ng_jw_arr(&w);
 	size_t nadb;
 	const struct kube_adb *adbs = kube_snapshot_adbs(snap, &nadb);
 	const struct ng_intern *pool = kube_snapshot_pool(snap);
-	bool first = true;
-	for (size_t i = 0; st == NG_OK && d->outcome == POL_GATE_GRANT && i < d->nverdicts; i++) {
+	for (size_t i = 0; d->outcome == POL_GATE_GRANT && i < d->nverdicts; i++) {
 		const struct pol_budget_verdict *v = &d->verdicts[i];
 		if (v->kind != KUBE_RES_ADBS || v->index >= nadb || !adbs[v->index].hook.present)
 			continue;
-		const char *ns = ng_intern_str(pool, v->ns, NULL);
-		const char *name = ng_intern_str(pool, v->name, NULL);
-		st = ng_buf_puts(out, first ? "{\"namespace\":" : ",{\"namespace\":");
-		st = st ? st : ng_buf_json_str(out, ns, strlen(ns));
-		st = st ? st : ng_buf_puts(out, ",\"name\":");
-		st = st ? st : ng_buf_json_str(out, name, strlen(name));
-		st = st ? st : ng_buf_puts(out, "}");
-		first = false;
+		ng_jw_obj(&w);
+		ng_jw_kstr(&w, "namespace", ng_intern_str(pool, v->ns, NULL));
+		ng_jw_kstr(&w, "name", ng_intern_str(pool, v->name, NULL));
+		ng_jw_obj_end(&w);
 	}
-	st = st ? st : ng_buf_puts(out, "]");
+	ng_jw_arr_end(&w);
 	/* Nor is Prometheus asked: a grant would still wait on NodeGateConfig alertGate. */
 	const struct kube_ngc *ngc = kube_snapshot_config(snap);
 	if (d->outcome == POL_GATE_GRANT && ngc && !ngc->invalid &&
 	    ngc->alert.mode != KUBE_ALERT_NONE)
-		st = st ? st : ng_buf_puts(out, ",\"alertGate\":\"not evaluated in a dry run\"");
-	st = st ? st : ng_buf_puts(out, "}\n");
+		ng_jw_kstr(&w, "alertGate", "not evaluated in a dry run");
+	ng_jw_obj_end(&w);
+	st = ng_jw_finish(&w);
+	st = st ? st : ng_buf_puts(out, "\n");
 	if (st != NG_OK)
 		return ng_err_set(reterr, st, 0, "encoding the answer: %s", ng_status_str(st));
 	return NG_OK;
@@ -244,12 +261,13 @@ static const char *groups_json(const struct srv_review *r, struct ng_arena *aren
 		return NULL;
 	struct ng_buf b;
 	ng_buf_init(&b, KUBE_MAX_AUTHOR_GROUPS_BYTES);
-	ng_status st = ng_buf_puts(&b, "[");
-	for (size_t i = 0; st == NG_OK && i < r->user.ngroups; i++) {
-		st = i ? ng_buf_puts(&b, ",") : NG_OK;
-		st = st ? st : ng_buf_json_str(&b, r->user.groups[i], strlen(r->user.groups[i]));
-	}
-	st = st ? st : ng_buf_puts(&b, "]");
+	struct ng_jw w;
+	ng_jw_init(&w, &b);
+	ng_jw_arr(&w);
+	for (size_t i = 0; i < r->user.ngroups; i++)
+		ng_jw_str(&w, r->user.groups[i]);
+	ng_jw_arr_end(&w);
+	ng_status st = ng_jw_finish(&w);
 	const char *out = st == NG_OK ? ng_arena_strndup(arena, b.data, b.len) : NULL;
 	if (st == NG_OK && !out)
 		st = NG_ENOMEM;
@@ -352,36 +370,42 @@ static ng_status author_patch(struct srv_object_admission *a, const struct srv_r
 	if (!r->object_has_annotations) {
 		if (!want[0] && !want[1])
 			return NG_OK; /* nothing stored, nothing there */
-		st = ng_buf_puts(b,
-				 "[{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":{");
-		for (int k = 0; st == NG_OK && k < 2; k++) {
-			if (!want[k])
-				continue;
-			st = k && want[0] ? ng_buf_puts(b, ",") : NG_OK;
-			st = st ? st : ng_buf_json_str(b, keys[k], strlen(keys[k]));
-			st = st ? st : ng_buf_puts(b, ":");
-			st = st ? st : ng_buf_json_str(b, want[k], strlen(want[k]));
-		}
-		st = st ? st : ng_buf_puts(b, "}}]");
+		struct ng_jw w;
+		ng_jw_init(&w, b);
+		ng_jw_arr(&w);
+		ng_jw_obj(&w);
+		ng_jw_kstr(&w, "op", "add");
+		ng_jw_kstr(&w, "path", "/metadata/annotations");
+		ng_jw_key(&w, "value");
+		ng_jw_obj(&w);
+		for (int k = 0; k < 2; k++)
+			if (want[k])
+				ng_jw_kstr(&w, keys[k], want[k]);
+		ng_jw_obj_end(&w);
+		ng_jw_obj_end(&w);
+		ng_jw_arr_end(&w);
+		st = ng_jw_finish(&w);
 		a->patched = st == NG_OK;
 		return st;
 	}
-	for (int k = 0; st == NG_OK && k < 2; k++) {
+	struct ng_jw w;
+	ng_jw_init(&w, b);
+	for (int k = 0; k < 2; k++) {
 		if (same(want[k], have[k]))
 			continue;
-		st = ng_buf_puts(b, any ? ",{\"op\":" : "[{\"op\":");
-		st = st ? st : ng_buf_puts(b, want[k] ? "\"add\"" : "\"remove\"");
-		st = st ? st : ng_buf_puts(b, ",\"path\":");
-		st = st ? st : ng_buf_json_str(b, paths[k], strlen(paths[k]));
-		if (want[k]) {
-			st = st ? st : ng_buf_puts(b, ",\"value\":");
-			st = st ? st : ng_buf_json_str(b, want[k], strlen(want[k]));
-		}
-		st = st ? st : ng_buf_puts(b, "}");
+		if (!any)
+			ng_jw_arr(&w);
+		ng_jw_obj(&w);
+		ng_jw_kstr(&w, "op", want[k] ? "add" : "remove");
+		ng_jw_kstr(&w, "path", paths[k]);
+		if (want[k])
+			ng_jw_kstr(&w, "value", want[k]);
+		ng_jw_obj_end(&w);
 		any = true;
 	}
-	if (st == NG_OK && any)
-		st = ng_buf_puts(b, "]");
+	if (any)
+		ng_jw_arr_end(&w);
+	st = ng_jw_finish(&w);
 	a->patched = st == NG_OK && any;
 	return st;
 }
@@ -499,28 +523,27 @@ static ng_status explained_node(const struct kube_snapshot *snap, const struct p
 {
 	const struct ng_intern *pool = kube_snapshot_pool(snap);
 	const char *node = ng_intern_str(pool, e->node, NULL), *act = pol_rem_action_str(e->action);
-	ng_status st = ng_buf_puts(out, "{\"node\":");
-	st = st ? st : ng_buf_json_str(out, node, strlen(node));
-	st = st ? st : ng_buf_puts(out, ",\"action\":");
-	st = st ? st : ng_buf_json_str(out, act, strlen(act));
-	st = st ? st : ng_buf_puts(out, ",\"reason\":");
-	st = st ? st : ng_buf_json_str(out, e->reason, strlen(e->reason));
-	if (e->request) {
-		const char *req = ng_intern_str(pool, e->request->name, NULL);
-		st = st ? st : ng_buf_puts(out, ",\"request\":");
-		st = st ? st : ng_buf_json_str(out, req, strlen(req));
-	}
+	struct ng_jw w;
+	ng_jw_init(&w, out);
+	ng_jw_obj(&w);
+	ng_jw_kstr(&w, "node", node);
+	ng_jw_kstr(&w, "action", act);
+	ng_jw_kstr(&w, "reason", e->reason);
+	if (e->request)
+		ng_jw_kstr(&w, "request", ng_intern_str(pool, e->request->name, NULL));
 	if (e->action == POL_REM_CREATE) {
-		const char *state = pol_gate_outcome_str(d->outcome);
-		st = st ? st : ng_buf_puts(out, ",\"decision\":{\"state\":");
-		st = st ? st : ng_buf_json_str(out, state, strlen(state));
-		st = st ? st : ng_buf_puts(out, ",\"reason\":");
-		st = st ? st : ng_buf_json_str(out, d->reason, strlen(d->reason));
-		st = st ? st : ng_buf_puts(out, ",\"disruptedDisruptionBudgets\":");
-		st = st ? st : pol_verdicts_json(snap, d->verdicts, d->nverdicts, out);
-		st = st ? st : ng_buf_puts(out, "}");
+		ng_jw_key(&w, "decision");
+		ng_jw_obj(&w);
+		ng_jw_kstr(&w, "state", pol_gate_outcome_str(d->outcome));
+		ng_jw_kstr(&w, "reason", d->reason);
+		ng_jw_key(&w, "disruptedDisruptionBudgets");
+		struct ng_buf *vb = ng_jw_value_buf(&w);
+		if (vb)
+			ng_jw_fail(&w, pol_verdicts_json(snap, d->verdicts, d->nverdicts, vb));
+		ng_jw_obj_end(&w);
 	}
-	return st ? st : ng_buf_puts(out, "}");
+	ng_jw_obj_end(&w);
+	return ng_jw_finish(&w);
 }
 
 /* POST /v1/evaluate of a NodeRemediation: its plan, each request it would create decided. */
@@ -541,29 +564,34 @@ static ng_status explain_remediation(const cJSON *in, struct ng_arena *arena,
 	if (st != NG_OK) {
 		printable_ascii(why.msg);
 		*ret_code = 422;
-		st = ng_buf_puts(out, "{\"message\":");
-		st = st ? st : ng_buf_json_str(out, why.msg, strlen(why.msg));
-		return st ? st : ng_buf_puts(out, "}\n");
+		return message_answer(why.msg, out);
 	}
 	*ret_code = 200;
 	const struct pol_rem_plan *p = &x.plan;
-	st = ng_buf_printf(
-	    out,
-	    "{\"kind\":\"NodeRemediation\",\"matchedNodes\":%zu,\"unhealthyNodes\":%zu,"
-	    "\"maxConcurrent\":%lld,\"storm\":%s,",
-	    p->matched, p->unhealthy, (long long)p->max_concurrent, p->storm ? "true" : "false");
-	if (st == NG_OK && p->max_unhealthy >= 0)
-		st = ng_buf_printf(out, "\"maxUnhealthy\":%lld,", (long long)p->max_unhealthy);
-	st = st ? st : ng_buf_puts(out, "\"problem\":");
-	st = st ? st : ng_buf_json_str(out, p->problem, strlen(p->problem));
-	st = st ? st : ng_buf_puts(out, ",\"nodes\":[");
-	for (size_t i = 0; st == NG_OK && i < p->n; i++) {
-		st = i ? ng_buf_puts(out, ",") : NG_OK;
-		st = st ? st : explained_node(snap, &p->nodes[i], &x.decisions[i], out);
+	struct ng_jw w;
+	ng_jw_init(&w, out);
+	ng_jw_obj(&w);
+	ng_jw_kstr(&w, "kind", "NodeRemediation");
+	ng_jw_ki64(&w, "matchedNodes", (int64_t)p->matched);
+	ng_jw_ki64(&w, "unhealthyNodes", (int64_t)p->unhealthy);
+	ng_jw_ki64(&w, "maxConcurrent", p->max_concurrent);
+	ng_jw_kbool(&w, "storm", p->storm);
+	if (p->max_unhealthy >= 0)
+		ng_jw_ki64(&w, "maxUnhealthy", p->max_unhealthy);
+	ng_jw_kstr(&w, "problem", p->problem);
+	ng_jw_key(&w, "nodes");
+	ng_jw_arr(&w);
+	for (size_t i = 0; w.st == NG_OK && i < p->n; i++) {
+		struct ng_buf *vb = ng_jw_value_buf(&w);
+		if (vb)
+			ng_jw_fail(&w, explained_node(snap, &p->nodes[i], &x.decisions[i], vb));
 		*ret_granted |= p->nodes[i].action == POL_REM_CREATE &&
 				x.decisions[i].outcome == POL_GATE_GRANT;
 	}
-	st = st ? st : ng_buf_puts(out, "]}\n");
+	ng_jw_arr_end(&w);
+	ng_jw_obj_end(&w);
+	st = ng_jw_finish(&w);
+	st = st ? st : ng_buf_puts(out, "\n");
 	if (st != NG_OK)
 		return ng_err_set(reterr, st, 0, "encoding the answer: %s", ng_status_str(st));
 	return NG_OK;
@@ -598,9 +626,7 @@ ng_status srv_evaluate(const char *body, size_t len, struct ng_arena *arena,
 	if (st != NG_OK) {
 		printable_ascii(why.msg);
 		*ret_code = st == NG_EFORBIDDEN ? 403 : 422;
-		st = ng_buf_puts(out, "{\"message\":");
-		st = st ? st : ng_buf_json_str(out, why.msg, strlen(why.msg));
-		return st ? st : ng_buf_puts(out, "}\n");
+		return message_answer(why.msg, out);
 	}
 	return evaluation_answer(snap, &d, arena, out, ret_code, ret_granted, reterr);
 }
@@ -627,6 +653,82 @@ static bool label_chars(const char *s)
 	return true;
 }
 
+/* matchLabels of the LabelSelector @sel appended to @b as "k=v,..." (*@first: nothing written
+ * yet); false with a message in @why. *@st holds the first append error. */
+static bool selector_labels(const cJSON *sel, struct ng_buf *b, bool *first, ng_status *st,
+			    char *why, size_t cap)
+{
+	const cJSON *labels = ng_json_get(sel, "matchLabels"), *kv;
+	if (labels && !cJSON_IsObject(labels)) {
+		ng_fmt(why, cap, "nodeSelector.matchLabels: expected an object");
+		return false;
+	}
+	cJSON_ArrayForEach(kv, labels)
+	{
+		if (!label_chars(kv->string) || !cJSON_IsString(kv) ||
+		    !label_chars(kv->valuestring)) {
+			ng_fmt(why, cap,
+			       "nodeSelector.matchLabels: \"%.63s\": not a label key and value",
+			       kv->string ? kv->string : "");
+			return false;
+		}
+		*st = *st ? *st
+			  : ng_buf_printf(b, "%s%s=%s", *first ? "" : ",", kv->string,
+					  kv->valuestring);
+		*first = false;
+	}
+	return true;
+}
+
+/* matchExpressions of the LabelSelector @sel appended to @b in the string grammar, as
+ * selector_labels(). */
+static bool selector_expressions(const cJSON *sel, struct ng_buf *b, bool *first, ng_status *st,
+				 char *why, size_t cap)
+{
+	const cJSON *exprs = ng_json_get(sel, "matchExpressions"), *e;
+	if (exprs && !cJSON_IsArray(exprs)) {
+		ng_fmt(why, cap, "nodeSelector.matchExpressions: expected an array");
+		return false;
+	}
+	cJSON_ArrayForEach(e, exprs)
+	{
+		const char *key = ng_json_str(e, "key"), *op = ng_json_str(e, "operator");
+		const cJSON *vals = ng_json_get(e, "values"), *v;
+		bool set = op && (strcmp(op, "In") == 0 || strcmp(op, "NotIn") == 0);
+		bool exists = op && (strcmp(op, "Exists") == 0 || strcmp(op, "DoesNotExist") == 0);
+		if (!label_chars(key) || (!set && !exists) || (set && !cJSON_IsArray(vals)) ||
+		    (exists && vals && cJSON_GetArraySize(vals) > 0)) {
+			ng_fmt(why, cap,
+			       "nodeSelector.matchExpressions: expected {key, operator: In, NotIn "
+			       "(with values), Exists or DoesNotExist}");
+			return false;
+		}
+		*st = *st ? *st : ng_buf_puts(b, *first ? "" : ",");
+		*first = false;
+		if (exists) {
+			*st = *st ? *st : ng_buf_printf(b, "%s%s", op[0] == 'D' ? "!" : "", key);
+			continue;
+		}
+		*st = *st ? *st : ng_buf_printf(b, "%s %s (", key, op[0] == 'I' ? "in" : "notin");
+		bool vfirst = true;
+		cJSON_ArrayForEach(v, vals)
+		{
+			if (!cJSON_IsString(v) || !label_chars(v->valuestring)) {
+				ng_fmt(why, cap,
+				       "nodeSelector.matchExpressions: \"%s\": values are "
+				       "label values",
+				       key);
+				return false;
+			}
+			*st =
+			    *st ? *st : ng_buf_printf(b, "%s%s", vfirst ? "" : ",", v->valuestring);
+			vfirst = false;
+		}
+		*st = *st ? *st : ng_buf_puts(b, ")");
+	}
+	return true;
+}
+
 /* A LabelSelector object @sel as the string grammar (kubectl -l) into @b, or a message in
  * @why. matchLabels k: v is k=v; matchExpressions In/NotIn/Exists/DoesNotExist. */
 static bool selector_string(const cJSON *sel, struct ng_buf *b, char *why, size_t cap)
@@ -647,65 +749,9 @@ static bool selector_string(const cJSON *sel, struct ng_buf *b, char *why, size_
 			return false;
 		}
 	}
-	const cJSON *labels = ng_json_get(sel, "matchLabels"), *kv;
-	if (labels && !cJSON_IsObject(labels)) {
-		ng_fmt(why, cap, "nodeSelector.matchLabels: expected an object");
+	if (!selector_labels(sel, b, &first, &st, why, cap) ||
+	    !selector_expressions(sel, b, &first, &st, why, cap))
 		return false;
-	}
-	cJSON_ArrayForEach(kv, labels)
-	{
-		if (!label_chars(kv->string) || !cJSON_IsString(kv) ||
-		    !label_chars(kv->valuestring)) {
-			ng_fmt(why, cap,
-			       "nodeSelector.matchLabels: \"%.63s\": not a label key and value",
-			       kv->string ? kv->string : "");
-			return false;
-		}
-		st =
-		    st ? st
-		       : ng_buf_printf(b, "%s%s=%s", first ? "" : ",", kv->string, kv->valuestring);
-		first = false;
-	}
-	const cJSON *exprs = ng_json_get(sel, "matchExpressions"), *e;
-	if (exprs && !cJSON_IsArray(exprs)) {
-		ng_fmt(why, cap, "nodeSelector.matchExpressions: expected an array");
-		return false;
-	}
-	cJSON_ArrayForEach(e, exprs)
-	{
-		const char *key = ng_json_str(e, "key"), *op = ng_json_str(e, "operator");
-		const cJSON *vals = ng_json_get(e, "values"), *v;
-		bool set = op && (strcmp(op, "In") == 0 || strcmp(op, "NotIn") == 0);
-		bool exists = op && (strcmp(op, "Exists") == 0 || strcmp(op, "DoesNotExist") == 0);
-		if (!label_chars(key) || (!set && !exists) || (set && !cJSON_IsArray(vals)) ||
-		    (exists && vals && cJSON_GetArraySize(vals) > 0)) {
-			ng_fmt(why, cap,
-			       "nodeSelector.matchExpressions: expected {key, operator: In, NotIn "
-			       "(with values), Exists or DoesNotExist}");
-			return false;
-		}
-		st = st ? st : ng_buf_puts(b, first ? "" : ",");
-		first = false;
-		if (exists) {
-			st = st ? st : ng_buf_printf(b, "%s%s", op[0] == 'D' ? "!" : "", key);
-			continue;
-		}
-		st = st ? st : ng_buf_printf(b, "%s %s (", key, op[0] == 'I' ? "in" : "notin");
-		bool vfirst = true;
-		cJSON_ArrayForEach(v, vals)
-		{
-			if (!cJSON_IsString(v) || !label_chars(v->valuestring)) {
-				ng_fmt(why, cap,
-				       "nodeSelector.matchExpressions: \"%s\": values are "
-				       "label values",
-				       key);
-				return false;
-			}
-			st = st ? st : ng_buf_printf(b, "%s%s", vfirst ? "" : ",", v->valuestring);
-			vfirst = false;
-		}
-		st = st ? st : ng_buf_puts(b, ")");
-	}
 	if (st != NG_OK) {
 		ng_fmt(why, cap, "nodeSelector: longer than %u bytes", PLAN_SELECTOR_BYTES);
 		return false;
@@ -713,21 +759,14 @@ static bool selector_string(const cJSON *sel, struct ng_buf *b, char *why, size_
 	return true;
 }
 
-/* What the body asks for, into @in (names from @arena, strings borrowed from the tree), or a
- * message in @why. */
-static ng_status plan_request(const cJSON *in_json, const struct kube_snapshot *snap,
-			      int64_t now_wall_ms, struct ng_arena *arena,
-			      struct pol_plan_input *in, char *why, size_t cap)
+/* Whether every member of the plan request @in_json is one it may have; else a message in @why. */
+static bool known_fields(const cJSON *in_json, char *why, size_t cap)
 {
-	*in = (struct pol_plan_input){.start_wall_ms = now_wall_ms,
-				      .drain_ms = 300000,
-				      .type = "maintenance",
-				      .requestor = "nodegate-plan"};
+	static const char *const known[] = {"nodes", "nodeSelector", "drainSeconds",
+					    "start", "type",         "requestor"};
 	const cJSON *m;
 	cJSON_ArrayForEach(m, in_json)
 	{
-		static const char *const known[] = {"nodes", "nodeSelector", "drainSeconds",
-						    "start", "type",         "requestor"};
 		bool ok = false;
 		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 			ok |= strcmp(m->string, known[i]) == 0;
@@ -736,62 +775,74 @@ static ng_status plan_request(const cJSON *in_json, const struct kube_snapshot *
 			       "unknown field \"%.40s\": a plan request has nodes, nodeSelector, "
 			       "drainSeconds, start, type and requestor",
 			       m->string);
-			return NG_EPARSE;
+			return false;
 		}
 	}
-	const cJSON *nodes = ng_json_get(in_json, "nodes"),
-		    *sel = ng_json_get(in_json, "nodeSelector");
-	if (!nodes == !sel) {
-		ng_fmt(why, cap,
-		       "give nodes (a list of node names) or nodeSelector (a LabelSelector)");
-		return NG_EPARSE;
-	}
+	return true;
+}
+
+/* drainSeconds, start, type and requestor of @in_json into @in; false with a message in @why. */
+static bool plan_settings(const cJSON *in_json, struct pol_plan_input *in, char *why, size_t cap)
+{
 	const cJSON *v = ng_json_get(in_json, "drainSeconds");
 	int64_t drain_s = 300;
 	if (v && (!ng_json_int64(v, &drain_s) || drain_s < 1 || drain_s > 2592000)) {
 		ng_fmt(why, cap, "drainSeconds: expected an integer between 1 and 2592000");
-		return NG_EPARSE;
+		return false;
 	}
 	in->drain_ms = drain_s * 1000;
 	v = ng_json_get(in_json, "start");
 	if (v && (!cJSON_IsString(v) || ng_parse_rfc3339_ms(v->valuestring, strlen(v->valuestring),
 							    &in->start_wall_ms) != NG_OK)) {
 		ng_fmt(why, cap, "start: expected an RFC 3339 time, e.g. 2026-11-22T00:00:00Z");
-		return NG_EPARSE;
+		return false;
 	}
 	static const char *const strs[] = {"type", "requestor"};
 	for (size_t i = 0; i < 2; i++) {
 		v = ng_json_get(in_json, strs[i]);
 		if (v && (!cJSON_IsString(v) || strlen(v->valuestring) > 253)) {
 			ng_fmt(why, cap, "%s: expected a string of at most 253 bytes", strs[i]);
-			return NG_EPARSE;
+			return false;
 		}
 		if (v)
 			*(i ? &in->requestor : &in->type) = v->valuestring;
 	}
-	if (nodes) {
-		int n = cJSON_GetArraySize(nodes);
-		if (!cJSON_IsArray(nodes) || n > POL_PLAN_MAX_NODES) {
-			ng_fmt(why, cap, "nodes: expected a list of at most %d node names",
-			       POL_PLAN_MAX_NODES);
+	return true;
+}
+
+/* The node names listed in @nodes into @in (the array from @arena). */
+static ng_status plan_listed_nodes(const cJSON *nodes, struct ng_arena *arena,
+				   struct pol_plan_input *in, char *why, size_t cap)
+{
+	int n = cJSON_GetArraySize(nodes);
+	if (!cJSON_IsArray(nodes) || n > POL_PLAN_MAX_NODES) {
+		ng_fmt(why, cap, "nodes: expected a list of at most %d node names",
+		       POL_PLAN_MAX_NODES);
+		return NG_EPARSE;
+	}
+	const char **names = ng_arena_alloc(arena, ((size_t)n + 1) * sizeof(*names));
+	if (!names)
+		return NG_ENOMEM;
+	size_t k = 0;
+	const cJSON *v;
+	cJSON_ArrayForEach(v, nodes)
+	{
+		if (!cJSON_IsString(v)) {
+			ng_fmt(why, cap, "nodes: expected node names");
 			return NG_EPARSE;
 		}
-		const char **names = ng_arena_alloc(arena, ((size_t)n + 1) * sizeof(*names));
-		if (!names)
-			return NG_ENOMEM;
-		size_t k = 0;
-		cJSON_ArrayForEach(v, nodes)
-		{
-			if (!cJSON_IsString(v)) {
-				ng_fmt(why, cap, "nodes: expected node names");
-				return NG_EPARSE;
-			}
-			names[k++] = v->valuestring;
-		}
-		in->nodes = names;
-		in->nnodes = k;
-		return NG_OK;
+		names[k++] = v->valuestring;
 	}
+	in->nodes = names;
+	in->nnodes = k;
+	return NG_OK;
+}
+
+/* The nodes of @snap the LabelSelector @sel selects into @in (the array from @arena). */
+static ng_status plan_selected_nodes(const cJSON *sel, const struct kube_snapshot *snap,
+				     struct ng_arena *arena, struct pol_plan_input *in, char *why,
+				     size_t cap)
+{
 	struct ng_buf text;
 	ng_buf_init(&text, PLAN_SELECTOR_BYTES);
 	ng_status st = NG_EPARSE;
@@ -810,6 +861,31 @@ static ng_status plan_request(const cJSON *in_json, const struct kube_snapshot *
 	}
 	ng_buf_finish(&text);
 	return st;
+}
+
+/* What the body asks for, into @in (names from @arena, strings borrowed from the tree), or a
+ * message in @why. */
+static ng_status plan_request(const cJSON *in_json, const struct kube_snapshot *snap,
+			      int64_t now_wall_ms, struct ng_arena *arena,
+			      struct pol_plan_input *in, char *why, size_t cap)
+{
+	*in = (struct pol_plan_input){.start_wall_ms = now_wall_ms,
+				      .drain_ms = 300000,
+				      .type = "maintenance",
+				      .requestor = "nodegate-plan"};
+	if (!known_fields(in_json, why, cap))
+		return NG_EPARSE;
+	const cJSON *nodes = ng_json_get(in_json, "nodes"),
+		    *sel = ng_json_get(in_json, "nodeSelector");
+	if (!nodes == !sel) {
+		ng_fmt(why, cap,
+		       "give nodes (a list of node names) or nodeSelector (a LabelSelector)");
+		return NG_EPARSE;
+	}
+	if (!plan_settings(in_json, in, why, cap))
+		return NG_EPARSE;
+	return nodes ? plan_listed_nodes(nodes, arena, in, why, cap)
+		     : plan_selected_nodes(sel, snap, arena, in, why, cap);
 }
 
 ng_status srv_plan(const char *body, size_t len, struct ng_arena *arena,
@@ -860,7 +936,5 @@ ng_status srv_plan(const char *body, size_t len, struct ng_arena *arena,
 		return NG_OK;
 	printable_ascii(why);
 	*ret_code = 422;
-	st = ng_buf_puts(out, "{\"message\":");
-	st = st ? st : ng_buf_json_str(out, why, strlen(why));
-	return st ? st : ng_buf_puts(out, "}\n");
+	return message_answer(why, out);
 }

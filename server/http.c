@@ -5,6 +5,7 @@
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/clock.h"
+#include "common/jw.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/parse.h"
@@ -232,13 +233,19 @@ static enum MHD_Result respond_status_with(struct srv *s, struct MHD_Connection 
 	srv_metrics_http_error(s->metrics, (int)code);
 	struct ng_buf b;
 	ng_buf_init(&b, 4096);
-	ng_status st = ng_buf_puts(&b, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":"
-				       "\"Failure\",\"message\":");
+	struct ng_jw w;
+	ng_jw_init(&w, &b);
+	ng_jw_obj(&w);
+	ng_jw_kstr(&w, "kind", "Status");
+	ng_jw_kstr(&w, "apiVersion", "v1");
+	ng_jw_kstr(&w, "status", "Failure");
+	ng_jw_kstr(&w, "message", msg);
+	ng_jw_kstr(&w, "reason", srv_status_reason((int32_t)code));
+	ng_jw_ki64(&w, "code", code);
+	ng_jw_obj_end(&w);
+	ng_status st = ng_jw_finish(&w);
 	if (st == NG_OK)
-		st = ng_buf_json_str(&b, msg, strlen(msg));
-	if (st == NG_OK)
-		st = ng_buf_printf(&b, ",\"reason\":\"%s\",\"code\":%u}\n",
-				   srv_status_reason((int32_t)code), code);
+		st = ng_buf_puts(&b, "\n");
 	if (st != NG_OK) {
 		ng_buf_finish(&b);
 		return MHD_NO;

@@ -3,6 +3,7 @@
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/json.h"
+#include "common/jw.h"
 #include "kube/records.h"
 #include "kube/one.h"
 
@@ -295,51 +296,42 @@ const char *srv_status_reason(int32_t code)
 ng_status srv_review_encode(const char *uid, const struct srv_review_response *resp,
 			    struct ng_buf *out)
 {
-	ng_status st = ng_buf_puts(out, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":"
-					"\"AdmissionReview\",\"response\":{\"uid\":");
-	if (st == NG_OK)
-		st = ng_buf_json_str(out, uid, strlen(uid));
-	if (st == NG_OK)
-		st = ng_buf_puts(out, resp->allowed ? ",\"allowed\":true" : ",\"allowed\":false");
-	if (st == NG_OK && !resp->allowed) {
-		const char *msg = resp->message ? resp->message : "";
-		st = ng_buf_puts(out, ",\"status\":{\"status\":\"Failure\",\"code\":");
-		if (st == NG_OK)
-			st = ng_buf_i64(out, resp->code);
-		if (st == NG_OK)
-			st = ng_buf_puts(out, ",\"reason\":");
-		if (st == NG_OK)
-			st = ng_buf_json_str(out, srv_status_reason(resp->code),
-					     strlen(srv_status_reason(resp->code)));
-		if (st == NG_OK)
-			st = ng_buf_puts(out, ",\"message\":");
-		if (st == NG_OK)
-			st = ng_buf_json_str(out, msg, strlen(msg));
-		if (st == NG_OK && resp->retry_after_seconds > 0) {
-			st = ng_buf_puts(out, ",\"details\":{\"retryAfterSeconds\":");
-			if (st == NG_OK)
-				st = ng_buf_i64(out, resp->retry_after_seconds);
-			if (st == NG_OK)
-				st = ng_buf_puts(out, "}");
+	struct ng_jw w;
+	ng_jw_init(&w, out);
+	ng_jw_obj(&w);
+	ng_jw_kstr(&w, "apiVersion", "admission.k8s.io/v1");
+	ng_jw_kstr(&w, "kind", "AdmissionReview");
+	ng_jw_key(&w, "response");
+	ng_jw_obj(&w);
+	ng_jw_kstr(&w, "uid", uid);
+	ng_jw_kbool(&w, "allowed", resp->allowed);
+	if (!resp->allowed) {
+		ng_jw_key(&w, "status");
+		ng_jw_obj(&w);
+		ng_jw_kstr(&w, "status", "Failure");
+		ng_jw_ki64(&w, "code", resp->code);
+		ng_jw_kstr(&w, "reason", srv_status_reason(resp->code));
+		ng_jw_kstr(&w, "message", resp->message ? resp->message : "");
+		if (resp->retry_after_seconds > 0) {
+			ng_jw_key(&w, "details");
+			ng_jw_obj(&w);
+			ng_jw_ki64(&w, "retryAfterSeconds", resp->retry_after_seconds);
+			ng_jw_obj_end(&w);
 		}
-		if (st == NG_OK)
-			st = ng_buf_puts(out, "}");
+		ng_jw_obj_end(&w);
 	}
-	if (st == NG_OK && resp->allowed && resp->patch) {
-		st = ng_buf_puts(out, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
-		if (st == NG_OK)
-			st = ng_buf_base64(out, resp->patch, strlen(resp->patch));
-		if (st == NG_OK)
-			st = ng_buf_puts(out, "\"");
+	if (resp->allowed && resp->patch) {
+		ng_jw_kstr(&w, "patchType", "JSONPatch");
+		ng_jw_key(&w, "patch");
+		ng_jw_base64(&w, resp->patch, strlen(resp->patch));
 	}
-	if (st == NG_OK && resp->warning && *resp->warning) {
-		st = ng_buf_puts(out, ",\"warnings\":[");
-		if (st == NG_OK)
-			st = ng_buf_json_str(out, resp->warning, strlen(resp->warning));
-		if (st == NG_OK)
-			st = ng_buf_puts(out, "]");
+	if (resp->warning && *resp->warning) {
+		ng_jw_key(&w, "warnings");
+		ng_jw_arr(&w);
+		ng_jw_str(&w, resp->warning);
+		ng_jw_arr_end(&w);
 	}
-	if (st == NG_OK)
-		st = ng_buf_puts(out, "}}");
-	return st;
+	ng_jw_obj_end(&w);
+	ng_jw_obj_end(&w);
+	return ng_jw_finish(&w);
 }

@@ -966,6 +966,53 @@ class LifecycleTest(unittest.TestCase):
             self.assertEqual(p.returncode, 2, args)
             self.assertIn(msg, p.stderr)
 
+    def test_every_subcommand_parses_flags_the_same_way(self):
+        """One parser for every subcommand: the same refusal of an unknown flag, a stray
+        argument and a missing value, an integer's range named, and an environment variable
+        read when its flag is not given (and overridden when it is)."""
+        run = lambda *a, env=None: subprocess.run([BINARY, *a], capture_output=True, text=True,
+                                                  timeout=30, env=env)
+        for cmd in ("serve", "drain", "check", "plan", "certs"):
+            p = run(cmd, "--frob", "1")
+            self.assertEqual((p.returncode, p.stdout), (2, ""), cmd)
+            self.assertEqual(p.stderr, f'nodegate {cmd}: unknown flag "--frob" '
+                                       f"(see nodegate {cmd} --help)\n")
+            p = run(cmd, "stray")
+            self.assertEqual(p.returncode, 2, cmd)
+            self.assertEqual(p.stderr, f'nodegate {cmd}: unexpected argument "stray" '
+                                       f"(see nodegate {cmd} --help)\n")
+        for args, want in ((["serve", "--threads"], "nodegate serve: --threads needs a value (N)\n"),
+                           (["drain", "--lease-name"],
+                            "nodegate drain: --lease-name needs a value (NAME)\n"),
+                           (["plan", "--start"], "nodegate plan: --start needs a value (TIME)\n"),
+                           (["serve", "--threads=65"],
+                            'nodegate serve: --threads "65": must be an integer between 0 and 64\n'),
+                           (["drain", "--watch-batch-ms", "0"],
+                            'nodegate drain: --watch-batch-ms "0": must be an integer between '
+                            "1 and 10000\n"),
+                           (["plan", "--max-seconds=-1"],
+                            'nodegate plan: --max-seconds "-1": must be an integer between 0 and '
+                            "86400\n"),
+                           (["serve", "--gate=maybe"],
+                            'nodegate serve: --gate "maybe": expected true or false\n')):
+            p = run(*args)
+            self.assertEqual((p.returncode, p.stderr), (2, want), args)
+        for cmd in ("serve", "drain"):
+            env = dict(os.environ, NG_WATCH_BATCH_MS="0")
+            p = run(cmd, env=env)
+            self.assertEqual(p.returncode, 2, cmd)
+            self.assertEqual(p.stderr, f'nodegate {cmd}: NG_WATCH_BATCH_MS: --watch-batch-ms "0": '
+                                       "must be an integer between 1 and 10000\n")
+            # A flag on the command line wins over its variable: the bad value is never read.
+            p = run(cmd, "--watch-batch-ms", "x", env=env)
+            self.assertEqual(p.stderr, f'nodegate {cmd}: --watch-batch-ms "x": must be an '
+                                       "integer between 1 and 10000\n")
+        # The variable is read: serve with NG_TLS_CERT and NG_TLS_KEY set gets past "required".
+        p = run("serve", "--snapshot", os.path.join(self.tmp, "missing.json"),
+                env=dict(os.environ, NG_TLS_CERT="c", NG_TLS_KEY="k", NG_LISTEN="127.0.0.1:0"))
+        self.assertNotIn("are required", p.stderr)
+        self.assertNotEqual(p.returncode, 0)
+
     def test_every_subcommand_has_its_own_help(self):
         """`nodegate --help` lists each subcommand on one line, and each answers --help and -h
         with its usage and every flag it takes, exit 0 (certs and check used to refuse it)."""

@@ -75,6 +75,60 @@ static void test_writer_errors_are_sticky(void **state)
 	ng_buf_finish(&b);
 }
 
+static void test_writer_base64(void **state)
+{
+	struct ng_buf b;
+	ng_buf_init(&b, 4096);
+	struct ng_jw w;
+	ng_jw_init(&w, &b);
+	ng_jw_arr(&w);
+	ng_jw_base64(&w, "[{\"op\":\"add\"}]", 14);
+	ng_jw_base64(&w, "", 0);
+	ng_jw_base64(&w, "ab", 2);
+	ng_jw_arr_end(&w);
+	assert_int_equal(ng_jw_finish(&w), NG_OK);
+	assert_string_equal(b.data, "[\"W3sib3AiOiJhZGQifV0=\",\"\",\"YWI=\"]");
+	ng_buf_finish(&b);
+	/* Over the cap: the error sticks like any other value's. */
+	ng_buf_init(&b, 8);
+	ng_jw_init(&w, &b);
+	ng_jw_base64(&w, "0123456789", 10);
+	assert_int_equal(ng_jw_finish(&w), NG_ELIMIT);
+	ng_buf_finish(&b);
+}
+
+static void test_writer_value_from_another_encoder(void **state)
+{
+	struct ng_buf b;
+	ng_buf_init(&b, 4096);
+	struct ng_jw w;
+	ng_jw_init(&w, &b);
+	ng_jw_obj(&w);
+	ng_jw_kstr(&w, "a", "x");
+	ng_jw_key(&w, "v");
+	ng_jw_fail(&w, ng_buf_puts(ng_jw_value_buf(&w), "[1,2]"));
+	ng_jw_ki64(&w, "n", 3);
+	ng_jw_key(&w, "list");
+	ng_jw_arr(&w);
+	ng_jw_fail(&w, ng_buf_puts(ng_jw_value_buf(&w), "{}"));
+	ng_jw_fail(&w, ng_buf_puts(ng_jw_value_buf(&w), "{}"));
+	ng_jw_arr_end(&w);
+	ng_jw_obj_end(&w);
+	assert_int_equal(ng_jw_finish(&w), NG_OK);
+	assert_string_equal(b.data, "{\"a\":\"x\",\"v\":[1,2],\"n\":3,\"list\":[{},{}]}");
+	/* The encoder's error sticks; after an error there is no buffer to write into. */
+	ng_buf_reset(&b);
+	ng_jw_init(&w, &b);
+	ng_jw_arr(&w);
+	assert_non_null(ng_jw_value_buf(&w));
+	ng_jw_fail(&w, NG_ELIMIT);
+	ng_jw_fail(&w, NG_ENOMEM);
+	assert_null(ng_jw_value_buf(&w));
+	ng_jw_arr_end(&w);
+	assert_int_equal(ng_jw_finish(&w), NG_ELIMIT);
+	ng_buf_finish(&b);
+}
+
 static void test_backoff_doubles_to_the_cap(void **state)
 {
 	assert_int_equal(ng_backoff_ms(5000, 300000, 0), 5000);
@@ -117,6 +171,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_writer_commas_and_escapes),
 	    cmocka_unit_test(test_writer_errors_are_sticky),
+	    cmocka_unit_test(test_writer_base64),
+	    cmocka_unit_test(test_writer_value_from_another_encoder),
 	    cmocka_unit_test(test_backoff_doubles_to_the_cap),
 	    cmocka_unit_test(test_jitter_stays_in_its_band_and_spreads),
 	};
