@@ -758,12 +758,10 @@ static bool waiting_for_pods(struct req *r, const struct kube_node *const *nodes
 	if (!waiting)
 		return false;
 	int64_t since = r->was == POL_PH_WAITING && r->ready ? r->ready->since_ms : r->now_ms;
-	if (dr->wait_timeout_s > 0) {
-		int64_t end = since + dr->wait_timeout_s * 1000;
-		if (r->now_ms >= end)
-			return false;
-		soon(r, r->now_mono_ms + (end - r->now_ms));
-	}
+	if (pol_drain_timed_out(since, dr->wait_timeout_s, r->now_ms))
+		return false;
+	if (dr->wait_timeout_s > 0)
+		soon(r, r->now_mono_ms + (since + dr->wait_timeout_s * 1000 - r->now_ms));
 	r->phase = POL_PH_WAITING;
 	ng_fmt(r->msg, sizeof(r->msg), "waiting for %zu pod(s) to complete: %s", waiting, names);
 	(void)write_status(r);
@@ -1014,7 +1012,7 @@ static size_t volumes_attached(struct req *r, const struct kube_node *const *nod
 static bool drain_pods(struct req *r, const struct kube_node *const *nodes, size_t nn)
 {
 	const struct kube_nd_drain *dr = &r->x->drain;
-	if (r->ds.backoff_until_ms > r->now_ms) {
+	if (pol_drain_backing_off(r->ds.backoff_until_ms, r->now_ms)) {
 		/* Still backing off: keep the message of the failed attempt. */
 		soon(r, r->now_mono_ms + (r->ds.backoff_until_ms - r->now_ms));
 		return false;
@@ -1045,7 +1043,7 @@ static bool drain_pods(struct req *r, const struct kube_node *const *nodes, size
 	if (r->ds.remaining == 0 && attached == 0)
 		return true;
 	const char *sep = *refusal ? "; " : "";
-	if (dr->timeout_s > 0 && r->now_ms >= r->ds.attempt_started_ms + dr->timeout_s * 1000) {
+	if (pol_drain_timed_out(r->ds.attempt_started_ms, dr->timeout_s, r->now_ms)) {
 		char why[900];
 		if (r->ds.remaining)
 			ng_fmt(why, sizeof(why),

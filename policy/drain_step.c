@@ -95,6 +95,16 @@ size_t pol_drain_rebooted(const struct kube_node *const *nodes, size_t n)
 	return done;
 }
 
+bool pol_drain_timed_out(int64_t start_ms, int64_t timeout_s, int64_t now_ms)
+{
+	return timeout_s > 0 && now_ms >= start_ms + timeout_s * 1000;
+}
+
+bool pol_drain_backing_off(int64_t until_ms, int64_t now_ms)
+{
+	return until_ms > now_ms;
+}
+
 enum pol_drain_job pol_drain_job_next(enum kube_job_state js, enum pol_drain_phase was,
 				      bool has_ready, int64_t since_ms, int64_t now_ms)
 {

@@ -86,6 +86,15 @@ struct pol_drain_action pol_drain_next(const struct pol_drain_facts *f);
 /** How many of @nodes (@n) came back: Ready, noted, with a boot ID other than the noted one. */
 size_t pol_drain_rebooted(const struct kube_node *const *nodes, size_t n);
 
+/**
+ * Whether a wait begun at @start_ms with a timeout of @timeout_s (<= 0: none) is over at @now_ms:
+ * waitForPods from entering WaitingForPods, an attempt's timeout from its start.
+ */
+bool pol_drain_timed_out(int64_t start_ms, int64_t timeout_s, int64_t now_ms);
+
+/** Whether a failed attempt is still backing off at @now_ms (@until_ms; 0: it is not). */
+bool pol_drain_backing_off(int64_t until_ms, int64_t now_ms);
+
 /* What one node's operation Job calls for. */
 enum pol_drain_job { POL_JOB_DONE, POL_JOB_FAILED, POL_JOB_CREATE, POL_JOB_WAIT };
 

@@ -313,6 +313,19 @@ static void test_a_failed_attempt_backs_off_doubling_to_the_cap_plus_jitter(void
 			 INT64_MAX);
 }
 
+static void test_waits_time_out_and_a_backoff_ends(void **state)
+{
+	(void)state;
+	/* waitForPods of 60s entered a minute ago: over; a second earlier it was not. */
+	assert_true(pol_drain_timed_out(NOW - 60000, 60, NOW));
+	assert_false(pol_drain_timed_out(NOW - 59999, 60, NOW));
+	/* No timeout: never over. */
+	assert_false(pol_drain_timed_out(NOW - 86400000, 0, NOW));
+	assert_false(pol_drain_backing_off(0, NOW));
+	assert_true(pol_drain_backing_off(NOW + 1, NOW));
+	assert_false(pol_drain_backing_off(NOW, NOW));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +345,7 @@ int main(void)
 	    cmocka_unit_test(test_which_pods_go),
 	    cmocka_unit_test(test_pods_that_would_not_come_back_stop_the_drain_unless_allowed),
 	    cmocka_unit_test(test_a_failed_attempt_backs_off_doubling_to_the_cap_plus_jitter),
+	    cmocka_unit_test(test_waits_time_out_and_a_backoff_ends),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
