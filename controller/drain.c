@@ -1,8 +1,9 @@
 /* The drainer (controller/drain.h, docs/drainer.md): one pass over every request per step. Each
  * request's place in the sequence is its Ready condition's reason; each node's is the
- * annotation nodegate.io/drain. Deciding which pods go is policy/drain.c's; this file reads the
- * snapshot, writes through kube/write and keeps only what a restart may forget (which pods were
- * asked to leave a moment ago). */
+ * annotation nodegate.io/drain. Deciding which pods go is policy/drain.c's, and what comes next
+ * in the sequence policy/drain_step.c's; this file gathers the facts, reads the snapshot, writes
+ * through kube/write and keeps only what a restart may forget (which pods were asked to leave a
+ * moment ago). */
 #include "controller/drain_internal.h"
 
 #include "budgets/selector.h"
@@ -23,6 +24,7 @@
 #include "kube/snapshot.h"
 #include "kube/write.h"
 #include "policy/drain.h"
+#include "policy/drain_step.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,32 +46,6 @@
 #define BACKOFF_JITTER_MS 300000
 /* Pods named in a message before "and N more". */
 #define MSG_PODS 8
-
-/* Where a request is, in order; the Ready condition's reason names it. */
-enum phase {
-	PH_NONE,
-	PH_CORDONING,
-	PH_WAITING,
-	PH_DRAINING,
-	PH_DRAINED,
-	PH_OPERATING,
-	PH_REBOOTING,
-	PH_COMPLETED,
-	PH_FAILED,
-	PH_REQUESTOR_FAILED,
-	PH_COUNT,
-};
-
-static const char *const reasons[PH_COUNT] = {
-    "",          "Cordoning", "WaitingForPods", "Draining", "Drained",
-    "Operating", "Rebooting", "Completed",      "Failed",   "RequestorFailed",
-};
-
-/* Ready is True once the pods are gone. */
-static bool phase_ready(enum phase p)
-{
-	return p >= PH_DRAINED && p <= PH_COMPLETED;
-}
 
 /* Failure reasons of nodegate_drain_failures_total. */
 enum failure { F_BLOCKED, F_HELD, F_TIMEOUT, F_SPEC, F_OPERATION, F_COUNT };
@@ -122,10 +98,10 @@ struct req {
 	int64_t now_ms, now_mono_ms;
 	int64_t *next_mono_ms;
 	const struct kube_condition *ready; /* the current Ready condition; NULL: none */
-	enum phase was;                     /* its reason as a phase */
+	enum pol_drain_phase was;           /* its reason as a phase */
 	bool began;                         /* this step starts a drain attempt */
 	/* The status this step wants. */
-	enum phase phase;
+	enum pol_drain_phase phase;
 	char msg[1024];
 	struct kube_nd_drain_status ds;
 	/* Namespaces whose protection this step has read (one GET each, not one per pod). */
@@ -206,14 +182,6 @@ static const struct kube_condition *condition(const struct kube_nd_detail *x, co
 		if (strcmp(x->conditions[i].type, type) == 0)
 			return &x->conditions[i];
 	return NULL;
-}
-
-static enum phase phase_of(const struct kube_condition *c)
-{
-	for (int p = 1; c && p < PH_COUNT; p++)
-		if (strcmp(c->reason, reasons[p]) == 0)
-			return (enum phase)p;
-	return PH_NONE;
 }
 
 static bool has_finalizer(const struct req *r)
@@ -323,7 +291,7 @@ static void status_body(struct ng_jw *w, void *ctx)
 	ng_jw_obj(w);
 	ng_jw_kstr(w, "type", "Ready");
 	ng_jw_kstr(w, "status", sb->ready_true ? "True" : "False");
-	ng_jw_kstr(w, "reason", reasons[r->phase]);
+	ng_jw_kstr(w, "reason", pol_drain_phase_reason(r->phase));
 	ng_jw_kstr(w, "message", r->msg);
 	ng_jw_key(w, "lastTransitionTime");
 	ng_jw_time(w, sb->since_ms);
@@ -355,8 +323,10 @@ static bool write_status(struct req *r)
 {
 	const struct kube_nd_drain_status *old = &r->x->drain_status;
 	struct kube_nd_drain_status *ds = &r->ds;
-	ds->progress = phase_ready(r->phase) ? 100 : ds->total ? ds->evicted * 100 / ds->total : 0;
-	bool ready_true = phase_ready(r->phase);
+	ds->progress = pol_drain_phase_ready(r->phase) ? 100
+		       : ds->total                     ? ds->evicted * 100 / ds->total
+						       : 0;
+	bool ready_true = pol_drain_phase_ready(r->phase);
 	const struct kube_condition *c = r->ready;
 	bool same = c && c->status == (ready_true ? KUBE_COND_TRUE : KUBE_COND_FALSE) &&
 		    r->was == r->phase && strcmp(c->message, r->msg) == 0 &&
@@ -376,19 +346,20 @@ static bool write_status(struct req *r)
 		r->began = false;
 	}
 	if (r->was != r->phase) {
-		logline(r, reasons[r->phase], NULL, r->msg);
-		static const char *const ev[PH_COUNT] = {[PH_DRAINED] = "Drained",
-							 [PH_OPERATING] = "Operating",
-							 [PH_COMPLETED] = "Completed",
-							 [PH_FAILED] = "Failed",
-							 [PH_REQUESTOR_FAILED] = "RequestorFailed"};
+		logline(r, pol_drain_phase_reason(r->phase), NULL, r->msg);
+		static const char *const ev[POL_PH_COUNT] = {[POL_PH_DRAINED] = "Drained",
+							     [POL_PH_OPERATING] = "Operating",
+							     [POL_PH_COMPLETED] = "Completed",
+							     [POL_PH_FAILED] = "Failed",
+							     [POL_PH_REQUESTOR_FAILED] =
+								 "RequestorFailed"};
 		if (ev[r->phase])
-			event(r, ev[r->phase], r->phase == PH_FAILED ? "Warning" : "Normal",
+			event(r, ev[r->phase], r->phase == POL_PH_FAILED ? "Warning" : "Normal",
 			      r->msg);
-		if (r->phase == PH_DRAINED && r->x->granted_ms > 0)
+		if (r->phase == POL_PH_DRAINED && r->x->granted_ms > 0)
 			ng_prom_hist_observe_us(&r->d->duration,
 						(r->now_ms - r->x->granted_ms) * 1000);
-		if (r->phase == PH_DRAINED)
+		if (r->phase == POL_PH_DRAINED)
 			for (uint16_t i = 0; i < r->nd->ndisrupted; i++) {
 				const struct kube_node *n =
 				    kube_snapshot_find_node(r->s, r->nd->disrupted[i]);
@@ -413,7 +384,7 @@ static void fail_attempt(struct req *r, enum failure f, const char *why)
 	int64_t wait = pol_drain_backoff_ms(r->ds.attempts, base, max, draw);
 	r->ds.backoff_until_ms = r->now_ms + wait;
 	r->ds.attempt_started_ms = 0;
-	r->phase = PH_DRAINING;
+	r->phase = POL_PH_DRAINING;
 	ng_fmt(r->msg, sizeof(r->msg), "attempt %lld failed: %s; next attempt in %llds",
 	       (long long)r->ds.attempts, why, (long long)((wait + 999) / 1000));
 	if (write_status(r)) {
@@ -763,7 +734,7 @@ static void list_more(char *buf, size_t cap, size_t k)
 static bool waiting_for_pods(struct req *r, const struct kube_node *const *nodes, size_t nn)
 {
 	const struct kube_nd_drain *dr = &r->x->drain;
-	if (!dr->has_wait || r->was > PH_WAITING)
+	if (!dr->has_wait || r->was > POL_PH_WAITING)
 		return false;
 	struct kube_selector sel = {true, 0, NULL};
 	struct ng_err err = {0};
@@ -786,14 +757,12 @@ static bool waiting_for_pods(struct req *r, const struct kube_node *const *nodes
 	list_more(names, sizeof(names), waiting);
 	if (!waiting)
 		return false;
-	int64_t since = r->was == PH_WAITING && r->ready ? r->ready->since_ms : r->now_ms;
-	if (dr->wait_timeout_s > 0) {
-		int64_t end = since + dr->wait_timeout_s * 1000;
-		if (r->now_ms >= end)
-			return false;
-		soon(r, r->now_mono_ms + (end - r->now_ms));
-	}
-	r->phase = PH_WAITING;
+	int64_t since = r->was == POL_PH_WAITING && r->ready ? r->ready->since_ms : r->now_ms;
+	if (pol_drain_timed_out(since, dr->wait_timeout_s, r->now_ms))
+		return false;
+	if (dr->wait_timeout_s > 0)
+		soon(r, r->now_mono_ms + (since + dr->wait_timeout_s * 1000 - r->now_ms));
+	r->phase = POL_PH_WAITING;
 	ng_fmt(r->msg, sizeof(r->msg), "waiting for %zu pod(s) to complete: %s", waiting, names);
 	(void)write_status(r);
 	return true;
@@ -1043,7 +1012,7 @@ static size_t volumes_attached(struct req *r, const struct kube_node *const *nod
 static bool drain_pods(struct req *r, const struct kube_node *const *nodes, size_t nn)
 {
 	const struct kube_nd_drain *dr = &r->x->drain;
-	if (r->ds.backoff_until_ms > r->now_ms) {
+	if (pol_drain_backing_off(r->ds.backoff_until_ms, r->now_ms)) {
 		/* Still backing off: keep the message of the failed attempt. */
 		soon(r, r->now_mono_ms + (r->ds.backoff_until_ms - r->now_ms));
 		return false;
@@ -1056,7 +1025,7 @@ static bool drain_pods(struct req *r, const struct kube_node *const *nodes, size
 	struct pol_drain_rules rules;
 	struct kube_selector sel, self;
 	if (!drain_rules(r, &rules, &sel, &self)) {
-		r->phase = PH_FAILED;
+		r->phase = POL_PH_FAILED;
 		ng_prom_add(&r->d->failures[F_SPEC], 1);
 		(void)write_status(r);
 		return false;
@@ -1074,7 +1043,7 @@ static bool drain_pods(struct req *r, const struct kube_node *const *nodes, size
 	if (r->ds.remaining == 0 && attached == 0)
 		return true;
 	const char *sep = *refusal ? "; " : "";
-	if (dr->timeout_s > 0 && r->now_ms >= r->ds.attempt_started_ms + dr->timeout_s * 1000) {
+	if (pol_drain_timed_out(r->ds.attempt_started_ms, dr->timeout_s, r->now_ms)) {
 		char why[900];
 		if (r->ds.remaining)
 			ng_fmt(why, sizeof(why),
@@ -1091,7 +1060,7 @@ static bool drain_pods(struct req *r, const struct kube_node *const *nodes, size
 	if (dr->timeout_s > 0)
 		soon(r, r->now_mono_ms +
 			    (r->ds.attempt_started_ms + dr->timeout_s * 1000 - r->now_ms));
-	r->phase = PH_DRAINING;
+	r->phase = POL_PH_DRAINING;
 	if (r->ds.remaining)
 		ng_fmt(r->msg, sizeof(r->msg),
 		       "attempt %lld: waiting for %lld pod(s) to go: %s%s%s",
@@ -1113,10 +1082,49 @@ static void job_name(const struct req *r, const struct kube_node *n, char *out, 
 	(void)snprintf(out, cap, "nodegate-op-%016llx", (unsigned long long)h);
 }
 
+/* Creates node @n's operation Job @ns/@name from operation.jobTemplate. False when it cannot
+ * be created at all: the request then failed, and its status says so. */
+static bool create_job(struct req *r, const struct kube_node *n, const char *ns, const char *name)
+{
+	const char *node = str(r, n->name);
+	bool short_name = strlen(r->name) <= 63;
+	const char *keys[2] = {"nodegate.io/node", "nodegate.io/request"};
+	const char *vals[2] = {node, r->name};
+	const struct kube_nd_drain *dr = &r->x->drain;
+	struct kube_taint_spec t = {str(r, dr->taint.key),
+				    dr->taint.val == NG_INTERN_NONE ? NULL : str(r, dr->taint.val),
+				    str(r, dr->taint.effect)};
+	const struct kube_job_spec j = {ns,
+					name,
+					node,
+					keys,
+					vals,
+					short_name ? 2u : 1u,
+					dr->has_taint ? &t : NULL,
+					dr->has_taint ? 1u : 0u,
+					r->d->cfg.operation_service_account};
+	struct kube_write_result w;
+	kube_create_job(r->d->client, r->x->operation.job_template, &j, &w);
+	const struct kube_ref ref = {KUBE_KIND_JOB, ns, name};
+	if (w.outcome != KUBE_WRITE_CONFLICT)
+		count_write(r->d, &w, "operation Job not created", &ref);
+	if (w.outcome == KUBE_WRITE_OK)
+		logline(r, "operation Job created", node, name);
+	else if (w.outcome == KUBE_WRITE_REFUSED ||
+		 (w.outcome == KUBE_WRITE_FAILED && w.http == 0 && w.err.status == NG_EPARSE)) {
+		r->phase = POL_PH_FAILED;
+		ng_prom_add(&r->d->failures[F_OPERATION], 1);
+		ng_fmt(r->msg, sizeof(r->msg),
+		       "operation Job for node %s could not be created: %.300s", node, w.err.msg);
+		(void)write_status(r);
+		return false;
+	}
+	return true;
+}
+
 /* operation.jobTemplate: one Job per node. True when every Job completed. */
 static bool operate(struct req *r, const struct kube_node *const *nodes, size_t nn)
 {
-	const char *tpl = r->x->operation.job_template;
 	const char *ns = r->d->cfg.operation_namespace ? r->d->cfg.operation_namespace : "default";
 	size_t done = 0;
 	for (size_t i = 0; i < nn; i++) {
@@ -1128,163 +1136,93 @@ static bool operate(struct req *r, const struct kube_node *const *nodes, size_t 
 			soon(r, r->now_mono_ms + POLL_MS);
 			return false;
 		}
-		if (js == KUBE_JOB_COMPLETE) {
+		switch (pol_drain_job_next(js, r->was, r->ready != NULL,
+					   r->ready ? r->ready->since_ms : 0, r->now_ms)) {
+		case POL_JOB_DONE:
 			done++;
-			continue;
-		}
-		if (js == KUBE_JOB_FAILED || (js == KUBE_JOB_ABSENT && r->was == PH_OPERATING &&
-					      r->ready && r->now_ms - r->ready->since_ms > 60000)) {
-			r->phase = PH_FAILED;
+			break;
+		case POL_JOB_FAILED:
+			r->phase = POL_PH_FAILED;
 			ng_prom_add(&r->d->failures[F_OPERATION], 1);
 			ng_fmt(r->msg, sizeof(r->msg), "operation Job %s/%s on node %s failed: %s",
 			       ns, name, str(r, nodes[i]->name),
 			       js == KUBE_JOB_FAILED ? why : "the Job was deleted");
 			(void)write_status(r);
 			return false;
-		}
-		if (js == KUBE_JOB_ABSENT) {
-			const char *node = str(r, nodes[i]->name);
-			bool short_name = strlen(r->name) <= 63;
-			const char *keys[2] = {"nodegate.io/node", "nodegate.io/request"};
-			const char *vals[2] = {node, r->name};
-			const struct kube_nd_drain *dr = &r->x->drain;
-			struct kube_taint_spec t = {
-			    str(r, dr->taint.key),
-			    dr->taint.val == NG_INTERN_NONE ? NULL : str(r, dr->taint.val),
-			    str(r, dr->taint.effect)};
-			const struct kube_job_spec j = {ns,
-							name,
-							node,
-							keys,
-							vals,
-							short_name ? 2u : 1u,
-							dr->has_taint ? &t : NULL,
-							dr->has_taint ? 1u : 0u,
-							r->d->cfg.operation_service_account};
-			struct kube_write_result w;
-			kube_create_job(r->d->client, tpl, &j, &w);
-			const struct kube_ref ref = {KUBE_KIND_JOB, ns, name};
-			if (w.outcome != KUBE_WRITE_CONFLICT)
-				count_write(r->d, &w, "operation Job not created", &ref);
-			if (w.outcome == KUBE_WRITE_OK)
-				logline(r, "operation Job created", node, name);
-			else if (w.outcome == KUBE_WRITE_REFUSED ||
-				 (w.outcome == KUBE_WRITE_FAILED && w.http == 0 &&
-				  w.err.status == NG_EPARSE)) {
-				r->phase = PH_FAILED;
-				ng_prom_add(&r->d->failures[F_OPERATION], 1);
-				ng_fmt(r->msg, sizeof(r->msg),
-				       "operation Job for node %s could not be created: %.300s",
-				       node, w.err.msg);
-				(void)write_status(r);
+		case POL_JOB_CREATE:
+			if (!create_job(r, nodes[i], ns, name))
 				return false;
-			}
+			break;
+		case POL_JOB_WAIT:
+			break;
 		}
 	}
 	if (done == nn)
 		return true;
-	r->phase = PH_OPERATING;
+	r->phase = POL_PH_OPERATING;
 	ng_fmt(r->msg, sizeof(r->msg), "%zu of %zu operation Job(s) completed", done, nn);
 	(void)write_status(r);
 	soon(r, r->now_mono_ms + POLL_MS);
 	return false;
 }
 
-/* operation.waitForReboot: true once every node reports a new boot ID and Ready. */
-static bool rebooted(struct req *r, const struct kube_node *const *nodes, size_t nn)
-{
-	size_t done = 0;
-	for (size_t i = 0; i < nn; i++) {
-		const struct kube_node *n = nodes[i];
-		if ((n->flags & KUBE_NODE_READY) && n->note.present && *n->boot_id &&
-		    strcmp(n->boot_id, n->note.boot_id) != 0)
-			done++;
-	}
-	if (done == nn)
-		return true;
-	r->phase = PH_REBOOTING;
-	ng_fmt(r->msg, sizeof(r->msg), "%zu of %zu node(s) rebooted and Ready", done, nn);
-	(void)write_status(r);
-	return false;
-}
-
-/* A Granted request that asks for a drain or an operation, one step further. */
-static void advance(struct req *r)
+/* What the sequence needs to know of @r before it has done anything this step. */
+static struct pol_drain_facts facts_of(const struct req *r)
 {
 	const struct kube_nd_detail *x = r->x;
-	if (x->spec_error != NG_INTERN_NONE) {
-		r->phase = PH_FAILED;
-		ng_fmt(r->msg, sizeof(r->msg), "%s", str(r, x->spec_error));
-		(void)write_status(r);
-		return;
-	}
-	if (!has_finalizer(r)) {
-		/* Before any node is touched: a deleted request is never left with one. */
-		(void)set_finalizer(r, true);
-		return;
-	}
-	const struct kube_node **nodes;
-	size_t nn = request_nodes(r, &nodes);
-	bool all_held = true;
-	for (size_t i = 0; i < nn; i++)
-		if (!hold_node(r, nodes[i]))
-			all_held = false;
-	if (!all_held) {
-		r->phase = r->was >= PH_CORDONING && r->was <= PH_DRAINING ? r->was : PH_CORDONING;
-		if (r->phase == PH_CORDONING && !*r->msg)
-			ng_fmt(r->msg, sizeof(r->msg), "cordoning %zu node(s)", nn);
-		if (r->phase == PH_CORDONING)
-			(void)write_status(r);
-		return;
-	}
 	const struct kube_condition *rf = condition(x, "RequestorFailed");
-	if (rf && rf->status == KUBE_COND_TRUE) {
-		r->phase = PH_REQUESTOR_FAILED;
-		ng_fmt(r->msg, sizeof(r->msg),
-		       "the requestor reported a failure (%s); the node(s) stay cordoned until "
-		       "the condition is cleared",
-		       *rf->message ? rf->message : rf->reason);
-		(void)write_status(r);
-		return;
-	}
-	enum phase at = r->was == PH_REQUESTOR_FAILED ? PH_DRAINING : r->was;
-	if (at == PH_FAILED || at == PH_COMPLETED)
-		return;
-	if (at < PH_DRAINED) {
-		if (!x->drain.present) {
-			/* An operation without a drain: the node is only cordoned. */
-		} else if (waiting_for_pods(r, nodes, nn) || !drain_pods(r, nodes, nn)) {
-			return;
-		}
-		r->phase = PH_DRAINED;
-		r->ds.evicted = r->ds.total;
-		r->ds.remaining = 0;
-		r->ds.backoff_until_ms = 0;
-		r->ds.attempt_started_ms = 0;
-		ng_fmt(r->msg, sizeof(r->msg), "%zu node(s) drained", nn);
-		if (!write_status(r))
-			return;
-		forget_chosen(r->d, r->name);
-		r->was = PH_DRAINED;
-	}
-	if (!x->operation.present)
-		return;
-	if (x->operation.job_template && r->was <= PH_OPERATING && !operate(r, nodes, nn))
-		return;
-	if (x->operation.wait_for_reboot && !rebooted(r, nodes, nn))
-		return;
-	r->phase = PH_COMPLETED;
-	ng_fmt(r->msg, sizeof(r->msg), "operation completed on %zu node(s)", nn);
-	(void)write_status(r);
+	return (struct pol_drain_facts){.gone = r->nd->deleting || r->nd->state != KUBE_ND_GRANTED,
+					.has_finalizer = has_finalizer(r),
+					.held_by_others = r->nd->additional_requestors,
+					.requestor_failed = rf && rf->status == KUBE_COND_TRUE,
+					.spec_error = x->spec_error != NG_INTERN_NONE,
+					.wants_drain = x->drain.present,
+					.wants_operation = x->operation.present,
+					.job_template = x->operation.job_template != NULL,
+					.wait_for_reboot = x->operation.wait_for_reboot,
+					.was = r->was};
+}
+
+/* Holds every node of the request; what the sequence learns from it goes into @f. */
+static void hold_nodes(struct req *r, struct pol_drain_facts *f, const struct kube_node ***nodes,
+		       size_t *nn)
+{
+	*nn = request_nodes(r, nodes);
+	bool all_held = true;
+	for (size_t i = 0; i < *nn; i++)
+		if (!hold_node(r, (*nodes)[i]))
+			all_held = false;
+	f->held = all_held ? POL_FACT_YES : POL_FACT_NO;
+	f->nodes = *nn;
+	f->rebooted = pol_drain_rebooted(*nodes, *nn);
+}
+
+/* Sets @a's phase; the message is already in r->msg. Whether the status was written. */
+static bool set_status(struct req *r, const struct pol_drain_action *a)
+{
+	r->phase = a->phase;
+	return write_status(r);
+}
+
+/* The pods of the request's nodes are gone: status Drained. False when it was not written. */
+static bool mark_drained(struct req *r, const struct pol_drain_action *a, size_t nn)
+{
+	r->ds.evicted = r->ds.total;
+	r->ds.remaining = 0;
+	r->ds.backoff_until_ms = 0;
+	r->ds.attempt_started_ms = 0;
+	ng_fmt(r->msg, sizeof(r->msg), "%zu node(s) drained", nn);
+	if (!set_status(r, a))
+		return false;
+	forget_chosen(r->d, r->name);
+	r->was = POL_PH_DRAINED;
+	return true;
 }
 
 /* A request being deleted (or no longer Granted): its nodes back, then its finalizer off. */
 static void give_back(struct req *r)
 {
 	const struct kube_nd_detail *x = r->x;
-	const struct kube_condition *rf = x ? condition(x, "RequestorFailed") : NULL;
-	if (r->nd->additional_requestors || (rf && rf->status == KUBE_COND_TRUE))
-		return; /* held: the finalizer stays, and so does the cordon */
 	size_t nn;
 	const struct kube_node *nodes = kube_snapshot_nodes(r->s, &nn);
 	bool all = true;
@@ -1304,6 +1242,68 @@ static void give_back(struct req *r)
 		if (r->nd->deleting)
 			event(r, "Released", "Normal", "the drainer gave the node(s) back");
 	}
+}
+
+/* A Granted request asks for a drain or an operation: does @a. True when the sequence goes on. */
+static bool perform(struct req *r, const struct pol_drain_action *a, struct pol_drain_facts *f,
+		    const struct kube_node ***nodes, size_t *nn)
+{
+	const struct kube_condition *rf;
+	switch (a->what) {
+	case POL_DO_FAIL_SPEC:
+		ng_fmt(r->msg, sizeof(r->msg), "%s", str(r, r->x->spec_error));
+		(void)set_status(r, a);
+		return false;
+	case POL_DO_ADD_FINALIZER: /* before any node is touched: a deleted request never has one */
+		(void)set_finalizer(r, true);
+		return false;
+	case POL_DO_HOLD_NODES:
+		hold_nodes(r, f, nodes, nn);
+		return true;
+	case POL_DO_STILL_HOLDING:
+		r->phase = a->phase;
+		if (r->phase == POL_PH_CORDONING && !*r->msg)
+			ng_fmt(r->msg, sizeof(r->msg), "cordoning %zu node(s)", *nn);
+		if (r->phase == POL_PH_CORDONING)
+			(void)write_status(r);
+		return false;
+	case POL_DO_REQUESTOR_FAILED:
+		rf = condition(r->x, "RequestorFailed");
+		ng_fmt(r->msg, sizeof(r->msg),
+		       "the requestor reported a failure (%s); the node(s) stay cordoned until "
+		       "the condition is cleared",
+		       *rf->message ? rf->message : rf->reason);
+		(void)set_status(r, a);
+		return false;
+	case POL_DO_DRAIN:
+		f->drained = waiting_for_pods(r, *nodes, *nn) || !drain_pods(r, *nodes, *nn)
+				 ? POL_FACT_NO
+				 : POL_FACT_YES;
+		return true;
+	case POL_DO_MARK_DRAINED:
+		if (!mark_drained(r, a, *nn))
+			return false;
+		f->was = POL_PH_DRAINED;
+		return true;
+	case POL_DO_OPERATE:
+		f->operated = operate(r, *nodes, *nn) ? POL_FACT_YES : POL_FACT_NO;
+		return true;
+	case POL_DO_WAIT_REBOOT:
+		ng_fmt(r->msg, sizeof(r->msg), "%zu of %zu node(s) rebooted and Ready", f->rebooted,
+		       *nn);
+		(void)set_status(r, a);
+		return false;
+	case POL_DO_COMPLETE:
+		ng_fmt(r->msg, sizeof(r->msg), "operation completed on %zu node(s)", *nn);
+		(void)set_status(r, a);
+		return false;
+	case POL_DO_GIVE_BACK:
+		give_back(r);
+		return false;
+	case POL_DO_NOTHING:
+		return false;
+	}
+	return false;
 }
 
 static void one_request(struct drain *d, const struct kube_snapshot *s, const struct kube_nd *nd,
@@ -1329,21 +1329,21 @@ static void one_request(struct drain *d, const struct kube_snapshot *s, const st
 		soon(&r, r.now_mono_ms + POLL_MS); /* the watch has not brought our write yet */
 		return;
 	}
-	bool wants = r.x->drain.present || r.x->operation.present;
-	if (nd->deleting || nd->state != KUBE_ND_GRANTED) {
-		if (has_finalizer(&r))
-			give_back(&r);
-		return;
-	}
-	if (!wants)
-		return;
 	r.ready = condition(r.x, "Ready");
-	r.was = phase_of(r.ready);
+	r.was = pol_drain_phase_of(r.ready ? r.ready->reason : NULL);
 	r.phase = r.was;
 	r.ds = r.x->drain_status;
 	if (r.ready)
 		ng_fmt(r.msg, sizeof(r.msg), "%s", r.ready->message);
-	advance(&r);
+	/* Gather, ask policy/drain_step what comes next, do it, and ask again. */
+	struct pol_drain_facts f = facts_of(&r);
+	const struct kube_node **nodes = NULL;
+	size_t nn = 0;
+	for (;;) {
+		struct pol_drain_action a = pol_drain_next(&f);
+		if (!perform(&r, &a, &f, &nodes, &nn))
+			return;
+	}
 }
 
 /* Notes naming requests that no longer exist (their finalizer was removed by hand): those

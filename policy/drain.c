@@ -3,6 +3,7 @@
 
 #include "budgets/selector.h"
 #include "common/arena.h"
+#include "common/backoff.h"
 #include "common/intern.h"
 #include "common/regex.h"
 
@@ -104,11 +105,11 @@ ng_status pol_selector_for_pool(const char *text, const struct ng_intern *pool,
 int64_t pol_drain_backoff_ms(int64_t attempts, int64_t base_ms, int64_t max_ms,
 			     int64_t jitter_draw_ms)
 {
-	int64_t wait = base_ms < 0 ? 0 : base_ms;
-	for (int64_t i = 1; i < attempts && wait < max_ms; i++)
-		wait = wait > INT64_MAX / 2 ? INT64_MAX : wait * 2;
-	if (wait > max_ms)
-		wait = max_ms;
+	/* Attempt 1 waits base: one doubling fewer than ng_backoff_ms counts. */
+	int64_t doublings = attempts < 1 ? 0 : attempts - 1;
+	if (doublings > (int64_t)UINT32_MAX)
+		doublings = (int64_t)UINT32_MAX;
+	int64_t wait = ng_backoff_ms(base_ms < 0 ? 0 : base_ms, max_ms, (uint32_t)doublings);
 	return wait + (jitter_draw_ms > 0 ? jitter_draw_ms : 0);
 }
 
