@@ -3,6 +3,7 @@
  * the helpers every family of kinds shares (kube/decode_internal.h), the dispatch by kind, and
  * objects decoded on their own (kube/one.h); the families are kube/decode_*.c. */
 #include "kube/decode_internal.h"
+#include "kube/kinds.h"
 #include "kube/one.h"
 #include "kube/internal.h"
 
@@ -27,13 +28,13 @@
 
 /* Messages start with where the object came from ("items[3] (Pod default/web-1): "), except for
  * an object decoded on its own (kube_one_*), whose caller knows which object it is. */
-ng_status kd_fail(struct ctx *c, ng_status st, const char *field, const char *what)
+ng_status kd_fail(struct kd_ctx *c, ng_status st, const char *field, const char *what)
 {
 	return ng_err_set(c->err, st, 0, "%s%s%s: %s", c->where, *c->where ? ": " : "", field,
 			  what);
 }
 
-ng_status kd_intern(struct ctx *c, const char *s, uint32_t *ret)
+ng_status kd_intern(struct kd_ctx *c, const char *s, uint32_t *ret)
 {
 	ng_status st = ng_intern_add(c->pool, s, strlen(s), ret);
 	if (st != NG_OK)
@@ -41,19 +42,19 @@ ng_status kd_intern(struct ctx *c, const char *s, uint32_t *ret)
 	return NG_OK;
 }
 
-void *kd_alloc(struct ctx *c, size_t n)
+void *kd_alloc(struct kd_ctx *c, size_t n)
 {
 	return n ? ng_arena_alloc(c->arena, n) : NULL;
 }
 
 /* @s (NULL: "") copied into the record's arena; NULL on OOM. */
-const char *kd_dup_or_empty(struct ctx *c, const char *s)
+const char *kd_dup_or_empty(struct kd_ctx *c, const char *s)
 {
 	return ng_arena_strndup(c->arena, s ? s : "", s ? strlen(s) : 0);
 }
 
 /* Optional string field: absent or null -> NG_INTERN_NONE; wrong type -> error. */
-ng_status kd_opt_str(struct ctx *c, const cJSON *obj, const char *key, const char *field,
+ng_status kd_opt_str(struct kd_ctx *c, const cJSON *obj, const char *key, const char *field,
 		     uint32_t *ret)
 {
 	const cJSON *v = ng_json_get(obj, key);
@@ -72,7 +73,7 @@ static int cmp_label(const void *a, const void *b)
 	return x->key < y->key ? -1 : x->key > y->key;
 }
 
-ng_status kd_decode_labels(struct ctx *c, const cJSON *j, const char *field,
+ng_status kd_decode_labels(struct kd_ctx *c, const cJSON *j, const char *field,
 			   const struct kube_label **ret, uint16_t *ret_n)
 {
 	*ret = NULL;
@@ -113,7 +114,7 @@ const char *kube_exempt_entry_problem(const char *s)
 }
 
 /* Array of strings -> array of intern ids. */
-ng_status kd_decode_str_array(struct ctx *c, const cJSON *j, const char *field, size_t max,
+ng_status kd_decode_str_array(struct kd_ctx *c, const cJSON *j, const char *field, size_t max,
 			      const uint32_t **ret, uint16_t *ret_n)
 {
 	*ret = NULL;
@@ -142,7 +143,7 @@ ng_status kd_decode_str_array(struct ctx *c, const cJSON *j, const char *field, 
 }
 
 /* The record being decoded, zeroed. */
-void *kd_record(struct ctx *c, enum kube_resource r)
+void *kd_record(struct kd_ctx *c, enum kube_resource r)
 {
 	c->obj->res = r;
 	memset(&c->obj->rec, 0, sizeof(c->obj->rec));
@@ -159,7 +160,7 @@ uint8_t kd_cond_status(const char *s)
 
 /* Room in the record's arena for the first @max items of @arr (none unless it is an array), of
  * @size bytes each; *@ret_n gets how many. NULL with *@ret_n > 0 is out of memory. */
-void *kd_items_room(struct ctx *c, const cJSON *arr, size_t max, size_t size, size_t *ret_n)
+void *kd_items_room(struct kd_ctx *c, const cJSON *arr, size_t max, size_t size, size_t *ret_n)
 {
 	size_t n = cJSON_IsArray(arr) ? (size_t)cJSON_GetArraySize(arr) : 0;
 	*ret_n = n < max ? n : max;
@@ -196,7 +197,7 @@ int64_t kd_opt_seconds(const cJSON *obj, const char *key, const char *field, str
 
 /* Optional string @key of @obj copied into the record's arena: NULL when absent, null or not a
  * string of at most @max bytes (then a problem saying it expected @what). Only OOM fails. */
-ng_status kd_opt_text(struct ctx *c, const cJSON *obj, const char *key, const char *field,
+ng_status kd_opt_text(struct kd_ctx *c, const cJSON *obj, const char *key, const char *field,
 		      const char *what, size_t max, const char **ret, struct ng_err *verr)
 {
 	const cJSON *v = ng_json_get(obj, key);
@@ -220,7 +221,7 @@ static int cmp_member(const void *a, const void *b)
 /* Appends @v as compact JSON with every object's keys sorted: two equal values (keys are unique:
  * ng_json_parse() refuses duplicates) give equal text. Depth is bounded by the parser's. */
 /* NOLINTNEXTLINE(misc-no-recursion): depth <= NG_MAX_JSON_DEPTH (parser) */
-ng_status kd_canonical_json(struct ctx *c, const cJSON *v, struct ng_buf *b)
+ng_status kd_canonical_json(struct kd_ctx *c, const cJSON *v, struct ng_buf *b)
 {
 	if (cJSON_IsString(v))
 		return ng_buf_json_str(b, v->valuestring, strlen(v->valuestring));
@@ -302,7 +303,7 @@ int64_t kd_opt_time_ms(const cJSON *obj, const char *key)
 	return ms;
 }
 
-ng_status kd_decode_int_or_string(struct ctx *c, const cJSON *j, const char *field,
+ng_status kd_decode_int_or_string(struct kd_ctx *c, const cJSON *j, const char *field,
 				  struct kube_int_or_string *ret, struct ng_err *verr)
 {
 	memset(ret, 0, sizeof(*ret));
@@ -319,91 +320,6 @@ ng_status kd_decode_int_or_string(struct ctx *c, const cJSON *j, const char *fie
 	return NG_OK;
 }
 
-static bool is_nodegate(const char *api_version)
-{
-	return api_version && strncmp(api_version, "nodegate.io/", 12) == 0;
-}
-
-static const char *const kinds[KUBE_RES_COUNT] = {
-    "Node",
-    "Pod",
-    "PersistentVolumeClaim",
-    "PersistentVolume",
-    "NodeDisruption",
-    "ApplicationDisruptionBudget",
-    "NodeDisruptionBudget",
-    "NodeGateConfig",
-    "NodeDisruptionTemplate",
-    "NodeRemediation",
-    "PodDisruptionBudget",
-};
-
-static bool namespaced(enum kube_resource r)
-{
-	return r == KUBE_RES_PODS || r == KUBE_RES_PVCS || r == KUBE_RES_ADBS || r == KUBE_RES_PDBS;
-}
-
-/* Copies a pod's side data (decoded in scratch) into one exactly sized block, tagged as such.
- * NULL on OOM. */
-static void *compact_pod(struct kube_pod *p)
-{
-	size_t nl = (size_t)p->nlabels * sizeof(*p->labels);
-	size_t nc = (size_t)p->nclaims * sizeof(*p->claims);
-	size_t nr = (size_t)p->nrequests * sizeof(*p->requests);
-	size_t nn = strlen(p->name) + 1;
-	char *block = malloc(nl + nc + nr + nn);
-	if (!block)
-		return NULL;
-	char *at = block;
-	if (nl)
-		memcpy(at, p->labels, nl);
-	p->labels = nl ? (const struct kube_label *)(void *)at : NULL;
-	at += nl;
-	if (nc)
-		memcpy(at, p->claims, nc);
-	p->claims = nc ? (const uint32_t *)(void *)at : NULL;
-	at += nc;
-	if (nr)
-		memcpy(at, p->requests, nr);
-	p->requests = nr ? (const uint32_t *)(void *)at : NULL;
-	at += nr;
-	memcpy(at, p->name, nn);
-	p->name = at;
-	return (void *)((uintptr_t)block | KUBE_SIDE_BLOCK);
-}
-
-/* The record of kind @res from @obj, whose name (interned unless a pod's) and namespace are
- * decoded already. */
-static ng_status decode_record(struct ctx *c, enum kube_resource res, const cJSON *obj,
-			       const char *name, uint32_t name_id, uint32_t ns_id)
-{
-	const cJSON *meta = ng_json_get(obj, "metadata");
-	switch (res) {
-	case KUBE_RES_NODES:
-		return kd_decode_node(c, obj, name_id, meta);
-	case KUBE_RES_PODS:
-		return kd_decode_pod(c, obj, ns_id, name, meta);
-	case KUBE_RES_PVCS:
-		return kd_decode_pvc(c, obj, ns_id, name_id, meta);
-	case KUBE_RES_PVS:
-		return kd_decode_pv(c, obj, name_id);
-	case KUBE_RES_NDS:
-		return kd_decode_nd(c, obj, name_id);
-	case KUBE_RES_ADBS:
-		return kd_decode_adb(c, obj, ns_id, name_id);
-	case KUBE_RES_NDBS:
-		return kd_decode_ndb(c, obj, name_id);
-	case KUBE_RES_NDTS:
-		return kd_decode_ndt(c, obj, name_id);
-	case KUBE_RES_NREMS:
-		return kd_decode_nrem(c, obj, name_id);
-	case KUBE_RES_PDBS:
-		return kd_decode_pdb(c, obj, ns_id, name_id);
-	default:
-		return kd_decode_ngc(c, obj, name_id);
-	}
-}
-
 /* kube_decode_as(); @where NULL for an object decoded on its own (messages without a prefix),
  * and with @name_optional a missing metadata.name decodes as NG_INTERN_NONE. */
 static ng_status decode_as(struct ng_intern *pool, struct ng_arena *scratch, enum kube_resource res,
@@ -411,7 +327,7 @@ static ng_status decode_as(struct ng_intern *pool, struct ng_arena *scratch, enu
 			   struct kube_object *ret, struct ng_err *reterr)
 {
 	struct kube_object out;
-	struct ctx c = {.obj = &out, .pool = pool, .err = reterr, .where = where ? where : ""};
+	struct kd_ctx c = {.obj = &out, .pool = pool, .err = reterr, .where = where ? where : ""};
 	char label[200] = "";
 	const char *sep = where ? ": " : "";
 	if (!cJSON_IsObject(obj))
@@ -419,21 +335,22 @@ static ng_status decode_as(struct ng_intern *pool, struct ng_arena *scratch, enu
 	const cJSON *meta = ng_json_get(obj, "metadata");
 	const char *name = ng_json_str(meta, "name");
 	const char *ns = ng_json_str(meta, "namespace");
-	const char *kind = kinds[res];
+	const struct kube_kind *k = &kube_kinds[res];
+	const char *kind = k->kind;
 	if ((!name && !name_optional) || (name && !*name))
 		return where ? ng_err_set(reterr, NG_EPARSE, 0, "%s (%s): metadata.name: required",
 					  where, kind)
 			     : ng_err_set(reterr, NG_EPARSE, 0, "metadata.name: required");
 	/* Objects written by hand may leave the namespace out; kubectl would use "default". */
-	if (namespaced(res) && (!ns || !*ns))
+	if (k->namespaced && (!ns || !*ns))
 		ns = "default";
 	if (where)
 		(void)snprintf(label, sizeof(label), "%s (%s %s%s%.100s)", where, kind,
-			       namespaced(res) ? ns : "", namespaced(res) ? "/" : "", name);
+			       k->namespaced ? ns : "", k->namespaced ? "/" : "", name);
 	c.where = label;
 	/* Pods (the many) are decoded in scratch and copied into one exact block; the few other
 	 * objects keep an arena, whose nested selectors would be tedious to copy. */
-	bool compact = res == KUBE_RES_PODS && scratch;
+	bool compact = k->compact && scratch;
 	if (compact)
 		ng_arena_reset(scratch);
 	c.arena = compact ? scratch : ng_arena_create_sized(SIZE_MAX, 1024);
@@ -442,14 +359,15 @@ static ng_status decode_as(struct ng_intern *pool, struct ng_arena *scratch, enu
 				  sep);
 	uint32_t name_id = NG_INTERN_NONE, ns_id = NG_INTERN_NONE;
 	ng_status st = NG_OK;
-	if (res != KUBE_RES_PODS && name)
+	if (!k->compact && name)
 		st = kd_intern(&c, name, &name_id);
-	if (st == NG_OK && namespaced(res))
+	if (st == NG_OK && k->namespaced)
 		st = kd_intern(&c, ns, &ns_id);
+	struct kd_id id = {.name = name ? name : "", .name_id = name_id, .ns_id = ns_id};
 	if (st == NG_OK)
-		st = decode_record(&c, res, obj, name ? name : "", name_id, ns_id);
+		st = k->decode(&c, obj, &id);
 	if (st == NG_OK && compact) {
-		out.side = compact_pod(&out.rec.pod);
+		out.side = k->compact(&out.rec);
 		if (!out.side)
 			st = ng_err_set(reterr, NG_ENOMEM, 0, "%s%sout of memory",
 					where ? where : "", sep);
@@ -472,22 +390,27 @@ ng_status kube_decode_as(struct ng_intern *pool, struct ng_arena *scratch, enum 
 	return decode_as(pool, scratch, res, obj, where, false, ret, reterr);
 }
 
+/* Whether @api (an object's apiVersion) is one @k reads: its group and version, or any version
+ * of its group for nodegate's own kinds. */
+static bool api_matches(const struct kube_kind *k, const char *api)
+{
+	size_t glen = strlen(k->group);
+	if (!api)
+		return false;
+	if (glen && (strncmp(api, k->group, glen) != 0 || api[glen] != '/'))
+		return false;
+	const char *version = glen ? api + glen + 1 : api;
+	return k->any_version || strcmp(version, k->version) == 0;
+}
+
 /* The kind @obj's kind and apiVersion name among those kept, or KUBE_RES_COUNT. */
 static enum kube_resource resource_of(const cJSON *obj)
 {
 	const char *kind = ng_json_str(obj, "kind");
 	const char *api = ng_json_str(obj, "apiVersion");
-	bool core = api && strcmp(api, "v1") == 0;
-	for (int r = 0; kind && r < KUBE_RES_COUNT; r++) {
-		if (strcmp(kind, kinds[r]) != 0)
-			continue;
-		bool ours = r >= KUBE_RES_NDS && r != KUBE_RES_PDBS;
-		bool match = r == KUBE_RES_PDBS ? api && strcmp(api, "policy/v1") == 0
-			     : ours             ? is_nodegate(api)
-						: core;
-		if (match)
+	for (int r = 0; kind && r < KUBE_RES_COUNT; r++)
+		if (strcmp(kind, kube_kinds[r].kind) == 0 && api_matches(&kube_kinds[r], api))
 			return (enum kube_resource)r;
-	}
 	return KUBE_RES_COUNT;
 }
 
@@ -505,11 +428,6 @@ ng_status kube_decode_object(struct ng_intern *pool, struct ng_arena *scratch, c
 }
 
 /* ---- one object on its own ---- */
-
-struct kube_one {
-	struct ng_intern *pool;
-	struct kube_object obj;
-};
 
 ng_status kube_one_decode_as(enum kube_resource res, const cJSON *obj, unsigned flags,
 			     struct kube_one **ret_one, struct ng_err *reterr)
@@ -596,15 +514,7 @@ const struct ng_intern *kube_one_pool(const struct kube_one *one)
 	return one->pool;
 }
 
-#define ONE_ACCESSOR(fn, type, kind, member)                                                       \
-	const type *fn(const struct kube_one *one)                                                 \
-	{                                                                                          \
-		return one && one->obj.res == (kind) ? &one->obj.rec.member : NULL;                \
-	}
-ONE_ACCESSOR(kube_one_nd, struct kube_nd, KUBE_RES_NDS, nd)
-ONE_ACCESSOR(kube_one_adb, struct kube_adb, KUBE_RES_ADBS, adb)
-ONE_ACCESSOR(kube_one_ndb, struct kube_ndb, KUBE_RES_NDBS, ndb)
-ONE_ACCESSOR(kube_one_ngc, struct kube_ngc, KUBE_RES_NGCS, ngc)
-ONE_ACCESSOR(kube_one_nrem, struct kube_nrem, KUBE_RES_NREMS, nrem)
-ONE_ACCESSOR(kube_one_ndt, struct kube_ndt, KUBE_RES_NDTS, ndt)
-#undef ONE_ACCESSOR
+const void *kd_one_record(const struct kube_one *one, enum kube_resource res)
+{
+	return one && one->obj.res == res ? &one->obj.rec : NULL;
+}

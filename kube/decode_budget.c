@@ -1,5 +1,6 @@
 /* Budgets: ApplicationDisruptionBudget and NodeDisruptionBudget, their windows and hooks. */
 #include "kube/decode_internal.h"
+#include "kube/one.h"
 
 #include "kube/internal.h"
 
@@ -27,7 +28,7 @@
 
 /* spec.windows[@i] @j into @w; @limit_field is the kind's limit (maxDisruptedNodes or
  * maxDisruptions). Problems go to @verr. */
-static ng_status decode_window(struct ctx *c, const cJSON *j, size_t i, const char *limit_field,
+static ng_status decode_window(struct kd_ctx *c, const cJSON *j, size_t i, const char *limit_field,
 			       struct kube_window *w, struct ng_err *verr)
 {
 	struct ng_err e = {0};
@@ -84,7 +85,7 @@ static ng_status decode_window(struct ctx *c, const cJSON *j, size_t i, const ch
 }
 
 /* spec.windows and spec.outsideWindows into @b. */
-static ng_status decode_windows(struct ctx *c, const cJSON *spec, const char *limit_field,
+static ng_status decode_windows(struct kd_ctx *c, const cJSON *spec, const char *limit_field,
 				struct kube_budget_common *b, struct ng_err *verr)
 {
 	const cJSON *ws = ng_json_get(spec, "windows"), *out = ng_json_get(spec, "outsideWindows");
@@ -129,7 +130,7 @@ static ng_status decode_windows(struct ctx *c, const cJSON *spec, const char *li
 
 /* Fields every budget has. Validation problems go to @verr and make the budget invalid;
  * only OOM fails the load. */
-static ng_status decode_budget_common(struct ctx *c, const cJSON *o, const cJSON *spec,
+static ng_status decode_budget_common(struct kd_ctx *c, const cJSON *o, const cJSON *spec,
 				      const char *limit_field, struct kube_budget_common *b,
 				      struct ng_err *verr)
 {
@@ -154,7 +155,7 @@ static ng_status decode_budget_common(struct ctx *c, const cJSON *o, const cJSON
 	return verr->status == NG_OK ? decode_windows(c, spec, limit_field, b, verr) : NG_OK;
 }
 
-static ng_status finish_budget(struct ctx *c, struct kube_budget_common *b, struct ng_err *verr)
+static ng_status finish_budget(struct kd_ctx *c, struct kube_budget_common *b, struct ng_err *verr)
 {
 	if (verr->status == NG_OK)
 		return NG_OK;
@@ -226,7 +227,7 @@ static char *arena_lower(struct ng_arena *a, const char *s, size_t len)
 
 /* The scheme, host and credentials of URL @url into @h (the arena's), or why it is not a URL.
  * Only OOM fails. */
-ng_status kd_hook_parts(struct ctx *c, const char *url, const char *field, struct kube_hook *h,
+ng_status kd_hook_parts(struct kd_ctx *c, const char *url, const char *field, struct kube_hook *h,
 			char *why, size_t cap)
 {
 	CURLU *u = curl_url();
@@ -257,7 +258,7 @@ out:
 }
 
 /* spec.healthHook.caBundle @ca decoded into @h's arena copy, or why not. Only OOM fails. */
-ng_status kd_hook_ca(struct ctx *c, const cJSON *ca, const char *field, struct kube_hook *h,
+ng_status kd_hook_ca(struct kd_ctx *c, const cJSON *ca, const char *field, struct kube_hook *h,
 		     char *why, size_t cap)
 {
 	char *pem;
@@ -279,7 +280,7 @@ ng_status kd_hook_ca(struct ctx *c, const cJSON *ca, const char *field, struct k
 
 /* spec.healthHook into @h. A hook that cannot be called gets @h->error and fails closed when
  * its budget is impacted; the budget's scope stays readable. Only OOM fails. */
-static ng_status decode_hook(struct ctx *c, const cJSON *j, struct kube_hook *h)
+static ng_status decode_hook(struct kd_ctx *c, const cJSON *j, struct kube_hook *h)
 {
 	char why[256] = "";
 	memset(h, 0, sizeof(*h));
@@ -317,8 +318,9 @@ static ng_status decode_hook(struct ctx *c, const cJSON *j, struct kube_hook *h)
 	return NG_OK;
 }
 
-ng_status kd_decode_adb(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t name)
+ng_status kd_decode_adb(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
 {
+	uint32_t ns = id->ns_id, name = id->name_id;
 	struct kube_adb *a = kd_record(c, KUBE_RES_ADBS);
 	a->b.ns = ns;
 	a->b.name = name;
@@ -357,7 +359,7 @@ ng_status kd_decode_adb(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t nam
 
 /* spec.topologyKey with spec.maxDisruptedDomains and spec.maxDisruptedNodesPerDomain: the key a
  * label key, each limit needing it, and it needing one of them. */
-static ng_status ndb_topology(struct ctx *c, const cJSON *spec, struct kube_ndb *n,
+static ng_status ndb_topology(struct kd_ctx *c, const cJSON *spec, struct kube_ndb *n,
 			      struct ng_err *verr)
 {
 	n->topology_key = NG_INTERN_NONE;
@@ -397,8 +399,9 @@ static ng_status ndb_topology(struct ctx *c, const cJSON *spec, struct kube_ndb 
 	return kd_intern(c, key->valuestring, &n->topology_key);
 }
 
-ng_status kd_decode_ndb(struct ctx *c, const cJSON *o, uint32_t name)
+ng_status kd_decode_ndb(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
 {
+	uint32_t name = id->name_id;
 	struct kube_ndb *n = kd_record(c, KUBE_RES_NDBS);
 	n->b.ns = NG_INTERN_NONE;
 	n->b.name = name;
@@ -463,4 +466,14 @@ ng_status kd_decode_ndb(struct ctx *c, const cJSON *o, uint32_t name)
 	if (verr.status != NG_OK)
 		memset(&n->node_selector, 0, sizeof(n->node_selector));
 	return finish_budget(c, &n->b, &verr);
+}
+
+const struct kube_adb *kube_one_adb(const struct kube_one *one)
+{
+	return kd_one_record(one, KUBE_RES_ADBS);
+}
+
+const struct kube_ndb *kube_one_ndb(const struct kube_one *one)
+{
+	return kd_one_record(one, KUBE_RES_NDBS);
 }

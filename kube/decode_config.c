@@ -1,5 +1,6 @@
 /* NodeGateConfig, NodeDisruptionTemplate and NodeRemediation. */
 #include "kube/decode_internal.h"
+#include "kube/one.h"
 
 #include "kube/internal.h"
 
@@ -47,7 +48,7 @@ static bool parse_cidr(const char *s, struct kube_cidr *ret)
 }
 
 /* spec.healthHooks; problems go to @verr (the config is then invalid). */
-static ng_status decode_hook_policy(struct ctx *c, const cJSON *j, struct kube_hook_policy *p,
+static ng_status decode_hook_policy(struct kd_ctx *c, const cJSON *j, struct kube_hook_policy *p,
 				    struct ng_err *verr)
 {
 	p->allow_service_refs = !cJSON_IsFalse(ng_json_get(j, "allowServiceRefs"));
@@ -145,7 +146,7 @@ static void alert_form(const cJSON *j, struct kube_alert_gate *a, char *why, siz
 
 /* spec.alertGate.prometheusURL @url into @a->target (the arena's copy, without a trailing '/'),
  * or why not: an https URL without credentials, query or fragment. Only OOM fails. */
-static ng_status alert_url(struct ctx *c, const cJSON *url, struct kube_alert_gate *a, char *why,
+static ng_status alert_url(struct kd_ctx *c, const cJSON *url, struct kube_alert_gate *a, char *why,
 			   size_t cap)
 {
 	static const char field[] = "spec.alertGate.prometheusURL";
@@ -178,7 +179,7 @@ static ng_status alert_url(struct ctx *c, const cJSON *url, struct kube_alert_ga
 
 /* spec.alertGate @j into @a; a problem goes to @verr (the config is then invalid and @a stays
  * NONE). Only OOM fails. */
-static ng_status decode_alert_gate(struct ctx *c, const cJSON *j, struct kube_alert_gate *a,
+static ng_status decode_alert_gate(struct kd_ctx *c, const cJSON *j, struct kube_alert_gate *a,
 				   struct ng_err *verr)
 {
 	char why[160] = "";
@@ -219,7 +220,7 @@ static ng_status decode_alert_gate(struct ctx *c, const cJSON *j, struct kube_al
 
 /* NodeGateConfig spec.drain: protected namespaces and Job pods, the attempts' backoff. A
  * problem goes to @verr (the config is then invalid); only OOM fails. */
-static ng_status decode_ngc_drain(struct ctx *c, const cJSON *d, struct kube_ngc *g,
+static ng_status decode_ngc_drain(struct kd_ctx *c, const cJSON *d, struct kube_ngc *g,
 				  struct ng_err *verr)
 {
 	static const char *const skeys[2] = {"protectedNamespaces", "protectedJobPods"};
@@ -276,8 +277,9 @@ static bool exempt_entries_valid(const cJSON *users, struct ng_err *verr)
 	return true;
 }
 
-ng_status kd_decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
+ng_status kd_decode_ngc(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
 {
+	uint32_t name = id->name_id;
 	struct kube_ngc *g = kd_record(c, KUBE_RES_NGCS);
 	g->name = name;
 	const cJSON *spec = ng_json_get(o, "spec");
@@ -377,7 +379,7 @@ ng_status kd_decode_ngc(struct ctx *c, const cJSON *o, uint32_t name)
 /* The author annotations of @meta (KUBE_AUTHOR_ANNOTATION, KUBE_AUTHOR_GROUPS_ANNOTATION) into
  * @a: no author unless both are there and the groups are a JSON array of at most
  * KUBE_MAX_AUTHOR_GROUPS strings in at most KUBE_MAX_AUTHOR_GROUPS_BYTES. */
-static ng_status decode_author(struct ctx *c, const cJSON *meta, struct kube_author *a)
+static ng_status decode_author(struct kd_ctx *c, const cJSON *meta, struct kube_author *a)
 {
 	a->name = NG_INTERN_NONE;
 	a->ngroups = 0;
@@ -420,8 +422,9 @@ static ng_status decode_author(struct ctx *c, const cJSON *meta, struct kube_aut
 /* A NodeDisruptionTemplate: its spec kept whole (canonical JSON) for the requests, and checked
  * as a request's spec.drain and spec.operation are, so a broken template is reported on the
  * NodeRemediation instead of as a refused create per node. */
-ng_status kd_decode_ndt(struct ctx *c, const cJSON *o, uint32_t name)
+ng_status kd_decode_ndt(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
 {
+	uint32_t name = id->name_id;
 	struct kube_ndt *t = kd_record(c, KUBE_RES_NDTS);
 	t->name = name;
 	t->error = t->type = t->requestor = NG_INTERN_NONE;
@@ -462,7 +465,7 @@ ng_status kd_decode_ndt(struct ctx *c, const cJSON *o, uint32_t name)
 
 /* spec.rule.conditions: 1..KUBE_MAX_REM_CONDITIONS of {type, status True|False|Unknown,
  * forSeconds >= 0}. */
-static ng_status nrem_conditions(struct ctx *c, const cJSON *rule, struct kube_nrem *r,
+static ng_status nrem_conditions(struct kd_ctx *c, const cJSON *rule, struct kube_nrem *r,
 				 struct ng_err *verr)
 {
 	const cJSON *conds = ng_json_get(rule, "conditions");
@@ -510,7 +513,7 @@ static ng_status nrem_conditions(struct ctx *c, const cJSON *rule, struct kube_n
 
 /* status.lastRemediated and status.storm, read back: the cooldown and the storm's start
  * survive a restart. Entries of the wrong shape are skipped (status is nodegate's). */
-static ng_status nrem_status(struct ctx *c, const cJSON *status, struct kube_nrem *r)
+static ng_status nrem_status(struct kd_ctx *c, const cJSON *status, struct kube_nrem *r)
 {
 	const cJSON *storm = ng_json_get(status, "storm");
 	r->storm = cJSON_IsTrue(ng_json_get(storm, "active"));
@@ -541,7 +544,7 @@ static ng_status nrem_status(struct ctx *c, const cJSON *status, struct kube_nre
 }
 
 /* metadata of a NodeRemediation: uid, resourceVersion, deletion and finalizers. */
-static ng_status nrem_meta(struct ctx *c, const cJSON *meta, uint32_t name, struct kube_nrem *r,
+static ng_status nrem_meta(struct kd_ctx *c, const cJSON *meta, uint32_t name, struct kube_nrem *r,
 			   struct ng_err *verr)
 {
 	r->uid = kd_dup_or_empty(c, ng_json_str(meta, "uid"));
@@ -590,7 +593,7 @@ static void nrem_count(const struct kube_int_or_string *v, const char *field,
 /* kd_decode_int_or_string() for a NodeRemediation: a value that is neither an integer nor a
  * string makes the remediation invalid (the first problem in @verr says why); only the pool and
  * memory fail the decode. */
-static ng_status nrem_int_or_string(struct ctx *c, const cJSON *j, const char *field,
+static ng_status nrem_int_or_string(struct kd_ctx *c, const cJSON *j, const char *field,
 				    struct kube_int_or_string *ret, struct ng_err *verr)
 {
 	struct ng_err e = {0};
@@ -601,8 +604,9 @@ static ng_status nrem_int_or_string(struct ctx *c, const cJSON *j, const char *f
 	return NG_OK;
 }
 
-ng_status kd_decode_nrem(struct ctx *c, const cJSON *o, uint32_t name)
+ng_status kd_decode_nrem(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
 {
+	uint32_t name = id->name_id;
 	struct kube_nrem *r = kd_record(c, KUBE_RES_NREMS);
 	r->name = name;
 	r->error = r->template_name = NG_INTERN_NONE;
@@ -651,4 +655,19 @@ ng_status kd_decode_nrem(struct ctx *c, const cJSON *o, uint32_t name)
 		return NG_OK;
 	r->invalid = true;
 	return kd_intern(c, verr.msg, &r->error);
+}
+
+const struct kube_ngc *kube_one_ngc(const struct kube_one *one)
+{
+	return kd_one_record(one, KUBE_RES_NGCS);
+}
+
+const struct kube_nrem *kube_one_nrem(const struct kube_one *one)
+{
+	return kd_one_record(one, KUBE_RES_NREMS);
+}
+
+const struct kube_ndt *kube_one_ndt(const struct kube_one *one)
+{
+	return kd_one_record(one, KUBE_RES_NDTS);
 }

@@ -30,7 +30,7 @@
 
 /* The note's "taints" (absent: none): [{key, effect}] with strings, at most NG_MAX_NOTE_TAINTS;
  * anything else marks the note invalid. */
-static ng_status drain_note_taints(struct ctx *c, const cJSON *j, struct kube_drain_note *note)
+static ng_status drain_note_taints(struct kd_ctx *c, const cJSON *j, struct kube_drain_note *note)
 {
 	if (!j)
 		return NG_OK;
@@ -62,7 +62,7 @@ static ng_status drain_note_taints(struct ctx *c, const cJSON *j, struct kube_dr
 
 /* The annotation nodegate.io/drain (struct kube_drain_note). One that does not parse is marked
  * invalid, never an error: the node stays in the cache. */
-static ng_status drain_note(struct ctx *c, const char *text, struct kube_drain_note *note)
+static ng_status drain_note(struct kd_ctx *c, const char *text, struct kube_drain_note *note)
 {
 	note->present = true;
 	note->boot_id = "";
@@ -124,7 +124,8 @@ static int64_t dnd_until(const cJSON *meta, int64_t since_ms, bool *ret_invalid)
 }
 
 /* What the drainer reads of a node besides the gate's fields. */
-static ng_status node_extra(struct ctx *c, const cJSON *o, const cJSON *meta, struct kube_node *n)
+static ng_status node_extra(struct kd_ctx *c, const cJSON *o, const cJSON *meta,
+			    struct kube_node *n)
 {
 	const cJSON *info = ng_json_path(o, (const char *const[]){"status", "nodeInfo", NULL});
 	n->boot_id = kd_dup_or_empty(c, ng_json_str(info, "bootID"));
@@ -145,7 +146,7 @@ static ng_status node_extra(struct ctx *c, const cJSON *o, const cJSON *meta, st
 /* status.conditions: Ready sets KUBE_NODE_READY; every entry with a type is kept for
  * NodeRemediation rules (at most KUBE_MAX_NODE_CONDITIONS, the first ones). Entries of the wrong
  * shape are skipped: a node's status is the kubelet's. */
-static ng_status node_conditions(struct ctx *c, const cJSON *o, struct kube_node *n)
+static ng_status node_conditions(struct kd_ctx *c, const cJSON *o, struct kube_node *n)
 {
 	const cJSON *conds = ng_json_path(o, (const char *const[]){"status", "conditions", NULL});
 	size_t cap;
@@ -174,8 +175,10 @@ static ng_status node_conditions(struct ctx *c, const cJSON *o, struct kube_node
 	return NG_OK;
 }
 
-ng_status kd_decode_node(struct ctx *c, const cJSON *o, uint32_t name, const cJSON *meta)
+ng_status kd_decode_node(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
 {
+	uint32_t name = id->name_id;
+	const cJSON *meta = ng_json_get(o, "metadata");
 	struct kube_node *n = kd_record(c, KUBE_RES_NODES);
 	n->name = name;
 	uint16_t nl;
@@ -228,7 +231,7 @@ static uint8_t pod_phase(const char *s)
 }
 
 /* The controller's kind (and whether it is a DaemonSet) from metadata.ownerReferences. */
-static ng_status pod_owner(struct ctx *c, const cJSON *meta, struct kube_pod *p)
+static ng_status pod_owner(struct kd_ctx *c, const cJSON *meta, struct kube_pod *p)
 {
 	const cJSON *owners = ng_json_get(meta, "ownerReferences");
 	for (const cJSON *e = cJSON_IsArray(owners) ? owners->child : NULL; e; e = e->next) {
@@ -248,7 +251,7 @@ static ng_status pod_owner(struct ctx *c, const cJSON *meta, struct kube_pod *p)
 }
 
 /* The PVC claim names of spec.volumes, bounded. */
-static ng_status pod_claims(struct ctx *c, const cJSON *spec, struct kube_pod *p)
+static ng_status pod_claims(struct kd_ctx *c, const cJSON *spec, struct kube_pod *p)
 {
 	const cJSON *vols = ng_json_get(spec, "volumes");
 	size_t nclaims = 0;
@@ -276,7 +279,7 @@ static ng_status pod_claims(struct ctx *c, const cJSON *spec, struct kube_pod *p
 }
 
 /* The distinct resource names of spec.containers' requests and limits, bounded. */
-static ng_status pod_requests(struct ctx *c, const cJSON *spec, struct kube_pod *p)
+static ng_status pod_requests(struct kd_ctx *c, const cJSON *spec, struct kube_pod *p)
 {
 	static const char *const paths[2][3] = {{"resources", "requests", NULL},
 						{"resources", "limits", NULL}};
@@ -316,9 +319,11 @@ static ng_status pod_requests(struct ctx *c, const cJSON *spec, struct kube_pod 
 	return NG_OK;
 }
 
-ng_status kd_decode_pod(struct ctx *c, const cJSON *o, uint32_t ns, const char *name,
-			const cJSON *meta)
+ng_status kd_decode_pod(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
 {
+	uint32_t ns = id->ns_id;
+	const char *name = id->name;
+	const cJSON *meta = ng_json_get(o, "metadata");
 	struct kube_pod *p = kd_record(c, KUBE_RES_PODS);
 	p->ns = ns;
 	p->name = ng_arena_strndup(c->arena, name, strlen(name));
@@ -355,9 +360,10 @@ ng_status kd_decode_pod(struct ctx *c, const cJSON *o, uint32_t ns, const char *
 	return pod_requests(c, spec, p);
 }
 
-ng_status kd_decode_pvc(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t name,
-			const cJSON *meta)
+ng_status kd_decode_pvc(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
 {
+	uint32_t ns = id->ns_id, name = id->name_id;
+	const cJSON *meta = ng_json_get(o, "metadata");
 	struct kube_pvc *v = kd_record(c, KUBE_RES_PVCS);
 	v->ns = ns;
 	v->name = name;
@@ -375,8 +381,9 @@ ng_status kd_decode_pvc(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t nam
 	return NG_OK;
 }
 
-ng_status kd_decode_pv(struct ctx *c, const cJSON *o, uint32_t name)
+ng_status kd_decode_pv(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
 {
+	uint32_t name = id->name_id;
 	struct kube_pv *v = kd_record(c, KUBE_RES_PVS);
 	v->name = name;
 	return kd_decode_node_selector(c, ng_json_get(ng_json_get(o, "spec"), "nodeAffinity"),
@@ -385,8 +392,9 @@ ng_status kd_decode_pv(struct ctx *c, const cJSON *o, uint32_t name)
 
 /* A PodDisruptionBudget: its selector and status. A selector that does not read makes it
  * invalid: it then covers every pod of its namespace and allows nothing. */
-ng_status kd_decode_pdb(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t name)
+ng_status kd_decode_pdb(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
 {
+	uint32_t ns = id->ns_id, name = id->name_id;
 	struct kube_pdb *p = kd_record(c, KUBE_RES_PDBS);
 	p->ns = ns;
 	p->name = name;
@@ -409,4 +417,34 @@ ng_status kd_decode_pdb(struct ctx *c, const cJSON *o, uint32_t ns, uint32_t nam
 	if (p->invalid || !p->has_status || p->disruptions_allowed < 0)
 		p->disruptions_allowed = 0;
 	return NG_OK;
+}
+
+/* Copies a pod's side data (decoded in scratch) into one exactly sized block, tagged as such.
+ * NULL on OOM. */
+void *kd_compact_pod(void *rec)
+{
+	struct kube_pod *p = rec;
+	size_t nl = (size_t)p->nlabels * sizeof(*p->labels);
+	size_t nc = (size_t)p->nclaims * sizeof(*p->claims);
+	size_t nr = (size_t)p->nrequests * sizeof(*p->requests);
+	size_t nn = strlen(p->name) + 1;
+	char *block = malloc(nl + nc + nr + nn);
+	if (!block)
+		return NULL;
+	char *at = block;
+	if (nl)
+		memcpy(at, p->labels, nl);
+	p->labels = nl ? (const struct kube_label *)(void *)at : NULL;
+	at += nl;
+	if (nc)
+		memcpy(at, p->claims, nc);
+	p->claims = nc ? (const uint32_t *)(void *)at : NULL;
+	at += nc;
+	if (nr)
+		memcpy(at, p->requests, nr);
+	p->requests = nr ? (const uint32_t *)(void *)at : NULL;
+	at += nr;
+	memcpy(at, p->name, nn);
+	p->name = at;
+	return (void *)((uintptr_t)block | KUBE_SIDE_BLOCK);
 }

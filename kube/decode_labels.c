@@ -288,7 +288,7 @@ ng_status kube_decode_selector(struct ng_intern *pool, struct ng_arena *arena, c
 }
 
 /* Node-selector requirements: never an error, an invalid one marks its term invalid. */
-static bool node_req(struct ctx *c, const cJSON *e, bool field, struct kube_requirement *r,
+static bool node_req(struct kd_ctx *c, const cJSON *e, bool field, struct kube_requirement *r,
 		     ng_status *st)
 {
 	memset(r, 0, sizeof(*r));
@@ -345,7 +345,7 @@ static bool node_req(struct ctx *c, const cJSON *e, bool field, struct kube_requ
 	return true;
 }
 
-ng_status kd_decode_node_selector(struct ctx *c, const cJSON *j, struct kube_node_selector *ret)
+ng_status kd_decode_node_selector(struct kd_ctx *c, const cJSON *j, struct kube_node_selector *ret)
 {
 	memset(ret, 0, sizeof(*ret));
 	const cJSON *terms = ng_json_get(ng_json_get(j, "required"), "nodeSelectorTerms");

@@ -1,5 +1,6 @@
 /* NodeDisruption: spec, drain, operation, and the status read back. */
 #include "kube/decode_internal.h"
+#include "kube/one.h"
 
 #include "kube/internal.h"
 
@@ -53,7 +54,7 @@ static bool opt_bool(const cJSON *obj, const char *key, const char *field, bool 
 }
 
 /* spec.drain.taint into @dr. */
-static ng_status nd_taint(struct ctx *c, const cJSON *t, struct kube_nd_drain *dr,
+static ng_status nd_taint(struct kd_ctx *c, const cJSON *t, struct kube_nd_drain *dr,
 			  struct ng_err *verr)
 {
 	static const char *const effects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
@@ -92,7 +93,7 @@ static ng_status nd_taint(struct ctx *c, const cJSON *t, struct kube_nd_drain *d
 }
 
 /* spec.drain.podEvictionFilters into @dr. */
-static ng_status nd_filters(struct ctx *c, const cJSON *f, struct kube_nd_drain *dr,
+static ng_status nd_filters(struct kd_ctx *c, const cJSON *f, struct kube_nd_drain *dr,
 			    struct ng_err *verr)
 {
 	if (!f || cJSON_IsNull(f))
@@ -146,7 +147,8 @@ static uint8_t nd_strategy(const cJSON *drain, struct ng_err *verr)
 
 /* spec.drain into @dr, defaults when absent. The label selector strings are checked in the
  * order admission reports them: podSelector, waitForPodCompletion, the filters. */
-ng_status kd_nd_drain(struct ctx *c, const cJSON *j, struct kube_nd_drain *dr, struct ng_err *verr)
+ng_status kd_nd_drain(struct kd_ctx *c, const cJSON *j, struct kube_nd_drain *dr,
+		      struct ng_err *verr)
 {
 	dr->cordon = true;
 	dr->wait_for_volume_detach = true;
@@ -312,7 +314,7 @@ const char *kube_pod_spec_forbidden(const cJSON *ps, char *field, size_t cap)
  * mistakes that would otherwise surface only then, after the node was drained. Also what an
  * operation may never hold (kube_pod_spec_forbidden()), and whether it is privileged (into
  * @op->privileged, from @c's arena). */
-static ng_status nd_job_template(struct ctx *c, const cJSON *jt, struct kube_nd_operation *op,
+static ng_status nd_job_template(struct kd_ctx *c, const cJSON *jt, struct kube_nd_operation *op,
 				 struct ng_err *verr)
 {
 	static const char *const path[] = {"spec", "template", "spec"};
@@ -393,7 +395,7 @@ static ng_status nd_job_template(struct ctx *c, const cJSON *jt, struct kube_nd_
 }
 
 /* spec.operation into @op. */
-ng_status kd_nd_operation(struct ctx *c, const cJSON *j, struct kube_nd_operation *op,
+ng_status kd_nd_operation(struct kd_ctx *c, const cJSON *j, struct kube_nd_operation *op,
 			  struct ng_err *verr)
 {
 	if (!j || cJSON_IsNull(j))
@@ -427,7 +429,7 @@ ng_status kd_nd_operation(struct ctx *c, const cJSON *j, struct kube_nd_operatio
 }
 
 /* spec.additionalRequestors, spec.startDate and spec.duration into @x. */
-static ng_status nd_more(struct ctx *c, const cJSON *spec, struct kube_nd_detail *x,
+static ng_status nd_more(struct kd_ctx *c, const cJSON *spec, struct kube_nd_detail *x,
 			 struct ng_err *verr)
 {
 	const cJSON *more = ng_json_get(spec, "additionalRequestors");
@@ -459,7 +461,7 @@ static ng_status nd_more(struct ctx *c, const cJSON *spec, struct kube_nd_detail
 
 /* status.grantedAt and status.disruptedDisruptionBudgets into @x (the gate writes them; what
  * is not of the expected type reads as absent). */
-static ng_status nd_verdicts(struct ctx *c, const cJSON *status, struct kube_nd_detail *x)
+static ng_status nd_verdicts(struct kd_ctx *c, const cJSON *status, struct kube_nd_detail *x)
 {
 	const char *granted = ng_json_str(status, "grantedAt");
 	if (granted && ng_parse_rfc3339_ms(granted, strlen(granted), &x->granted_ms) != NG_OK)
@@ -498,7 +500,7 @@ static ng_status nd_verdicts(struct ctx *c, const cJSON *status, struct kube_nd_
 
 /* status.conditions and status.drain: what the drainer wrote, and the requestor's
  * RequestorFailed. Entries of the wrong shape are skipped: status is nodegate's to rewrite. */
-static ng_status nd_progress(struct ctx *c, const cJSON *status, struct kube_nd_detail *x)
+static ng_status nd_progress(struct kd_ctx *c, const cJSON *status, struct kube_nd_detail *x)
 {
 	const cJSON *conds = ng_json_get(status, "conditions");
 	size_t n = cJSON_IsArray(conds) ? (size_t)cJSON_GetArraySize(conds) : 0;
@@ -541,7 +543,7 @@ static ng_status nd_progress(struct ctx *c, const cJSON *status, struct kube_nd_
 }
 
 /* The fields only admission and the drainer read (struct kube_nd_detail). */
-static ng_status nd_detail(struct ctx *c, const cJSON *o, struct kube_nd *d)
+static ng_status nd_detail(struct kd_ctx *c, const cJSON *o, struct kube_nd *d)
 {
 	struct kube_nd_detail *x = kd_alloc(c, sizeof(*x));
 	if (!x)
@@ -576,7 +578,7 @@ static ng_status nd_detail(struct ctx *c, const cJSON *o, struct kube_nd *d)
 
 /* spec.nodeSelector: an invalid one selects nothing; the validating webhook rejects it, and
  * the gate reports it. Only OOM fails. */
-static ng_status nd_selector(struct ctx *c, const cJSON *spec, struct kube_nd *d)
+static ng_status nd_selector(struct kd_ctx *c, const cJSON *spec, struct kube_nd *d)
 {
 	struct ng_err serr = {0};
 	ng_status st = kube_decode_selector(c->pool, c->arena, ng_json_get(spec, "nodeSelector"),
@@ -592,7 +594,8 @@ static ng_status nd_selector(struct ctx *c, const cJSON *spec, struct kube_nd *d
 
 /* What the gate reads of spec: type, requestor, priority, nodeNames (and the decision's nodes),
  * the selector, retry. */
-static ng_status nd_spec(struct ctx *c, const cJSON *spec, const cJSON *status, struct kube_nd *d)
+static ng_status nd_spec(struct kd_ctx *c, const cJSON *spec, const cJSON *status,
+			 struct kube_nd *d)
 {
 	ng_status st;
 	if ((st = kd_opt_str(c, spec, "type", "spec.type", &d->type)) != NG_OK ||
@@ -624,7 +627,8 @@ static ng_status nd_spec(struct ctx *c, const cJSON *spec, const cJSON *status, 
 }
 
 /* What the gate reads of metadata and status besides the decision's nodes. */
-static ng_status nd_meta(struct ctx *c, const cJSON *meta, const cJSON *status, struct kube_nd *d)
+static ng_status nd_meta(struct kd_ctx *c, const cJSON *meta, const cJSON *status,
+			 struct kube_nd *d)
 {
 	const char *created = ng_json_str(meta, "creationTimestamp");
 	if (created && ng_parse_rfc3339_ms(created, strlen(created), &d->created_ms) != NG_OK)
@@ -662,8 +666,9 @@ static ng_status nd_meta(struct ctx *c, const cJSON *meta, const cJSON *status, 
 	return NG_OK;
 }
 
-ng_status kd_decode_nd(struct ctx *c, const cJSON *o, uint32_t name)
+ng_status kd_decode_nd(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
 {
+	uint32_t name = id->name_id;
 	struct kube_nd *d = kd_record(c, KUBE_RES_NDS);
 	d->name = name;
 	d->read_mono_us = ng_now_mono_us();
@@ -673,4 +678,9 @@ ng_status kd_decode_nd(struct ctx *c, const cJSON *o, uint32_t name)
 	ng_status st = nd_spec(c, spec, status, d);
 	st = st ? st : nd_meta(c, ng_json_get(o, "metadata"), status, d);
 	return st ? st : nd_detail(c, o, d);
+}
+
+const struct kube_nd *kube_one_nd(const struct kube_one *one)
+{
+	return kd_one_record(one, KUBE_RES_NDS);
 }

@@ -2,6 +2,7 @@
  * with the API server's. Written in pieces (the document's head, each section's opening, each
  * object, each section's closing, the tail) so the server can stream it from a cursor instead of
  * holding tens of MB: one writer serves both the whole dump and its parts. */
+#include "kube/kinds.h"
 #include "kube/kube.h"
 
 #include "common/buf.h"
@@ -10,25 +11,25 @@
 #include <stdint.h>
 #include <string.h>
 
-struct out {
+struct kube_dump_out {
 	struct ng_buf *b;
 	const struct ng_intern *pool;
 	ng_status st;
 };
 
-static void put(struct out *o, const char *s)
+static void put(struct kube_dump_out *o, const char *s)
 {
 	if (o->st == NG_OK)
 		o->st = ng_buf_puts(o->b, s);
 }
 
-static void str(struct out *o, const char *s)
+static void str(struct kube_dump_out *o, const char *s)
 {
 	if (o->st == NG_OK)
 		o->st = ng_buf_json_str(o->b, s, strlen(s));
 }
 
-static void id(struct out *o, uint32_t v)
+static void id(struct kube_dump_out *o, uint32_t v)
 {
 	if (v == NG_INTERN_NONE) {
 		put(o, "null");
@@ -40,14 +41,14 @@ static void id(struct out *o, uint32_t v)
 		o->st = ng_buf_json_str(o->b, s, len);
 }
 
-static void field(struct out *o, const char *key)
+static void field(struct kube_dump_out *o, const char *key)
 {
 	put(o, ",\"");
 	put(o, key);
 	put(o, "\":");
 }
 
-static void labels(struct out *o, const struct kube_label *l, size_t n)
+static void labels(struct kube_dump_out *o, const struct kube_label *l, size_t n)
 {
 	field(o, "labels");
 	put(o, "{");
@@ -61,7 +62,7 @@ static void labels(struct out *o, const struct kube_label *l, size_t n)
 	put(o, "}");
 }
 
-static void ids(struct out *o, const char *key, const uint32_t *v, size_t n)
+static void ids(struct kube_dump_out *o, const char *key, const uint32_t *v, size_t n)
 {
 	field(o, key);
 	put(o, "[");
@@ -73,24 +74,23 @@ static void ids(struct out *o, const char *key, const uint32_t *v, size_t n)
 	put(o, "]");
 }
 
-static void boolean(struct out *o, const char *key, bool v)
+static void boolean(struct kube_dump_out *o, const char *key, bool v)
 {
 	field(o, key);
 	put(o, v ? "true" : "false");
 }
 
 /* Each resource is an array of objects; @first_key opens every object. */
-static void open_item(struct out *o, size_t i, const char *first_key)
+static void open_item(struct kube_dump_out *o, size_t i, const char *first_key)
 {
 	put(o, i ? ",{\"" : "{\"");
 	put(o, first_key);
 	put(o, "\":");
 }
 
-/* One writer per resource: object @i of its table, written whole. */
-typedef void dump_item_fn(struct out *o, const struct kube_snapshot *s, size_t i);
+/* One writer per resource (its row's dump): object @i of its table, written whole. */
 
-static void dump_node(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_node(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
 	const struct kube_node *node = &kube_snapshot_nodes(s, &n)[i];
@@ -102,7 +102,7 @@ static void dump_node(struct out *o, const struct kube_snapshot *s, size_t i)
 	put(o, "}");
 }
 
-static void dump_pod(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_pod(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	static const char *const phases[] = {"Pending", "Running", "Succeeded", "Failed",
 					     "Unknown"};
@@ -126,7 +126,7 @@ static void dump_pod(struct out *o, const struct kube_snapshot *s, size_t i)
 	put(o, "}");
 }
 
-static void dump_pvc(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_pvc(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
 	const struct kube_pvc *pvc = &kube_snapshot_pvcs(s, &n)[i];
@@ -144,7 +144,7 @@ static void dump_pvc(struct out *o, const struct kube_snapshot *s, size_t i)
 	put(o, "}");
 }
 
-static void dump_pv(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_pv(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
 	const struct kube_pv *pv = &kube_snapshot_pvs(s, &n)[i];
@@ -154,7 +154,7 @@ static void dump_pv(struct out *o, const struct kube_snapshot *s, size_t i)
 	put(o, "}");
 }
 
-static void dump_nd(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_nd(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	static const char *const states[] = {"", "Pending", "Granted", "Rejected"};
 	size_t n;
@@ -168,7 +168,7 @@ static void dump_nd(struct out *o, const struct kube_snapshot *s, size_t i)
 	put(o, "}");
 }
 
-static void dump_adb(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_adb(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
 	const struct kube_adb *adb = &kube_snapshot_adbs(s, &n)[i];
@@ -184,7 +184,7 @@ static void dump_adb(struct out *o, const struct kube_snapshot *s, size_t i)
 	put(o, "}");
 }
 
-static void dump_ndb(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_ndb(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
 	const struct kube_ndb *ndb = &kube_snapshot_ndbs(s, &n)[i];
@@ -194,7 +194,7 @@ static void dump_ndb(struct out *o, const struct kube_snapshot *s, size_t i)
 	put(o, "}");
 }
 
-static void dump_ngc(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_ngc(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	static const char *const modes[] = {"", "Enforce", "Warn", "Off"};
 	size_t n;
@@ -223,7 +223,7 @@ static void dump_ngc(struct out *o, const struct kube_snapshot *s, size_t i)
 	put(o, "}");
 }
 
-static void dump_ndt(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_ndt(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
 	const struct kube_ndt *t = &kube_snapshot_ndts(s, &n)[i];
@@ -234,7 +234,7 @@ static void dump_ndt(struct out *o, const struct kube_snapshot *s, size_t i)
 	put(o, "}");
 }
 
-static void dump_nrem(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_nrem(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
 	const struct kube_nrem *r = &kube_snapshot_nrems(s, &n)[i];
@@ -252,7 +252,7 @@ static void dump_nrem(struct out *o, const struct kube_snapshot *s, size_t i)
 	put(o, "}");
 }
 
-static void dump_pdb(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_pdb(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
 	const struct kube_pdb *p = &kube_snapshot_pdbs(s, &n)[i];
@@ -267,25 +267,9 @@ static void dump_pdb(struct out *o, const struct kube_snapshot *s, size_t i)
 	put(o, "}");
 }
 
-/* Resources in the order the JSON has always listed them: each an array under @key. */
-static const struct {
-	const char *key;
-	enum kube_resource res;
-	dump_item_fn *item;
-} sections[] = {
-    {"nodes", KUBE_RES_NODES, dump_node},
-    {"pods", KUBE_RES_PODS, dump_pod},
-    {"persistentvolumeclaims", KUBE_RES_PVCS, dump_pvc},
-    {"persistentvolumes", KUBE_RES_PVS, dump_pv},
-    {"nodedisruptions", KUBE_RES_NDS, dump_nd},
-    {"applicationdisruptionbudgets", KUBE_RES_ADBS, dump_adb},
-    {"nodedisruptionbudgets", KUBE_RES_NDBS, dump_ndb},
-    {"nodegateconfigs", KUBE_RES_NGCS, dump_ngc},
-    {"nodedisruptiontemplates", KUBE_RES_NDTS, dump_ndt},
-    {"noderemediations", KUBE_RES_NREMS, dump_nrem},
-    {"poddisruptionbudgets", KUBE_RES_PDBS, dump_pdb},
-};
-#define NSECTIONS ((int)(sizeof(sections) / sizeof(sections[0])))
+/* Resources in the order the JSON has always listed them (the rows' order): each an array
+ * under its plural. */
+#define NSECTIONS KUBE_RES_COUNT
 
 /* The cursor's stages, in document order: a zeroed cursor is at DUMP_START. */
 enum {
@@ -300,7 +284,7 @@ enum {
  * Writes the one piece @cur is at and returns where the next begins, or @cur unchanged when
  * @o failed (the piece may then be written in part).
  */
-static struct kube_dump_cursor step(struct out *o, const struct kube_snapshot *s,
+static struct kube_dump_cursor step(struct kube_dump_out *o, const struct kube_snapshot *s,
 				    struct kube_dump_cursor cur)
 {
 	struct kube_dump_cursor next = cur;
@@ -312,14 +296,14 @@ static struct kube_dump_cursor step(struct out *o, const struct kube_snapshot *s
 		next = (struct kube_dump_cursor){.section = 0, .item = 0, .stage = DUMP_OPEN};
 		break;
 	case DUMP_OPEN:
-		field(o, sections[cur.section].key);
+		field(o, kube_kinds[cur.section].plural);
 		put(o, "[");
 		next.stage = DUMP_ITEMS;
 		next.item = 0;
 		break;
 	case DUMP_ITEMS:
-		if (cur.item < kube_snapshot_count(s, sections[cur.section].res)) {
-			sections[cur.section].item(o, s, cur.item);
+		if (cur.item < kube_snapshot_count(s, (enum kube_resource)cur.section)) {
+			kube_kinds[cur.section].dump(o, s, cur.item);
 			next.item++;
 			break;
 		}
@@ -349,7 +333,7 @@ ng_status kube_snapshot_dump_json_part(const struct kube_snapshot *s, struct kub
 	*ret_done = false;
 	if (!cursor_valid(cur))
 		return NG_EINVAL;
-	struct out o = {.b = b, .pool = kube_snapshot_pool(s), .st = NG_OK};
+	struct kube_dump_out o = {.b = b, .pool = kube_snapshot_pool(s), .st = NG_OK};
 	/* At least one piece per call, so a caller always makes progress. */
 	while (cur->stage != DUMP_DONE) {
 		size_t mark = b->len;

@@ -627,6 +627,7 @@ struct kube_pdb {
 	int64_t disruptions_allowed, current_healthy, desired_healthy, expected_pods;
 };
 
+/* The cached kinds: each has a row in kube/kinds.c (path, scope, decoder, key, dump, ...). */
 enum kube_resource {
 	KUBE_RES_NODES,
 	KUBE_RES_PODS,
@@ -641,10 +642,6 @@ enum kube_resource {
 	KUBE_RES_PDBS,  /* policy/v1 PodDisruptionBudgets */
 	KUBE_RES_COUNT,
 };
-
-/* Kinds a cluster may not serve yet (their CRDs came with remediation): a list answered 404 is
- * an empty table, listed again every minute, instead of a cache that never syncs. */
-#define KUBE_RES_OPTIONAL ((1u << KUBE_RES_NDTS) | (1u << KUBE_RES_NREMS))
 
 /** Name of @r as the metrics label `resource` spells it ("pods", "nodedisruptions", ...). */
 const char *kube_resource_name(enum kube_resource r);

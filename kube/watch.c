@@ -14,7 +14,7 @@
 #include "common/log.h"
 #include "common/prom.h"
 #include "kube/client.h"
-#include "kube/internal.h"
+#include "kube/kinds.h"
 
 #include <curl/curl.h>
 #include <stdatomic.h>
@@ -39,20 +39,6 @@
 
 const char *const kube_watch_event_names[4] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK"};
 
-static const char *const paths[KUBE_RES_COUNT] = {
-    "/api/v1/nodes",
-    "/api/v1/pods",
-    "/api/v1/persistentvolumeclaims",
-    "/api/v1/persistentvolumes",
-    "/apis/nodegate.io/v1alpha1/nodedisruptions",
-    "/apis/nodegate.io/v1alpha1/applicationdisruptionbudgets",
-    "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets",
-    "/apis/nodegate.io/v1alpha1/nodegateconfigs",
-    "/apis/nodegate.io/v1alpha1/nodedisruptiontemplates",
-    "/apis/nodegate.io/v1alpha1/noderemediations",
-    "/apis/policy/v1/poddisruptionbudgets",
-};
-
 enum istate {
 	ST_LIST,  /* list (again) when due */
 	ST_WATCH, /* start a watch from rv when due */
@@ -63,6 +49,7 @@ enum istate {
 struct informer {
 	struct kube_watch *w;
 	enum kube_resource res;
+	char path[KUBE_KIND_PATH_MAX]; /* its row's list and watch path */
 	enum istate state;
 	int64_t due_ms; /* monotonic */
 	int64_t backoff_ms;
@@ -98,6 +85,9 @@ struct kube_watch {
 	struct kube_cache *cache;
 	CURLM *multi;
 	struct informer inf[KUBE_RES_COUNT];
+	/* Kinds published as soon as they change (rows urgent: nodegate's own objects, few and
+	 * small, and a NodeDisruption waits for its answer); the others once per batch window. */
+	unsigned urgent;
 	int64_t dirty_since_ms;  /* monotonic; 0: nothing pending */
 	int64_t last_publish_ms; /* monotonic */
 	_Atomic uint64_t publishes;
@@ -139,12 +129,6 @@ static void retry_later(struct informer *in, enum istate st, const char *what, c
 	}
 }
 
-/* nodegate's own objects: few, small tables, and a NodeDisruption waits for its answer. They
- * are published as soon as they change; the high-volume kinds once per batch window. */
-#define URGENT                                                                                     \
-	((1u << KUBE_RES_NDS) | (1u << KUBE_RES_ADBS) | (1u << KUBE_RES_NDBS) |                    \
-	 (1u << KUBE_RES_NGCS) | (1u << KUBE_RES_NDTS) | (1u << KUBE_RES_NREMS))
-
 static void publish_mask(struct kube_watch *w, unsigned mask)
 {
 	struct kube_snapshot *s = NULL;
@@ -161,7 +145,7 @@ static void publish_mask(struct kube_watch *w, unsigned mask)
 	inc(&w->publishes);
 	if (!kube_cache_dirty(w->cache))
 		w->dirty_since_ms = 0;
-	if (mask & ~URGENT)
+	if (mask & ~w->urgent)
 		w->last_publish_ms = now_mono_ms();
 }
 
@@ -243,7 +227,7 @@ static void start_page(struct informer *in)
 		list_failed(in, "out of memory");
 		return;
 	}
-	int n = snprintf(path, sizeof(path), "%s?limit=%d%s%s", paths[in->res], LIST_LIMIT,
+	int n = snprintf(path, sizeof(path), "%s?limit=%d%s%s", in->path, LIST_LIMIT,
 			 esc ? "&continue=" : "", esc ? esc : "");
 	curl_free(esc);
 	if (n < 0 || (size_t)n >= sizeof(path)) {
@@ -323,7 +307,7 @@ static void finish_list(struct informer *in)
 	}
 }
 
-/* How often a kind the API server does not serve (KUBE_RES_OPTIONAL) is listed again, to notice
+/* How often a kind the API server does not serve (its row optional) is listed again, to notice
  * its CRD being installed. */
 #define NOT_SERVED_RELIST_MS 60000
 
@@ -385,7 +369,7 @@ static void end_page(struct informer *in, CURLcode res)
 			start_page(in);
 		return;
 	}
-	if (http == 404 && (KUBE_RES_OPTIONAL & (1u << in->res))) {
+	if (http == 404 && kube_kinds[in->res].optional) {
 		not_served(in);
 		return;
 	}
@@ -604,7 +588,7 @@ static void start_watch(struct informer *in)
 	int secs = WATCH_MIN_S + (int)(ng_rng_next(w->rng) % WATCH_SPREAD_S);
 	(void)snprintf(path, sizeof(path),
 		       "%s?watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d",
-		       paths[in->res], in->rv, secs);
+		       in->path, in->rv, secs);
 	struct ng_err err = {0};
 	in->h = curl_easy_init();
 	if (!in->h) {
@@ -729,8 +713,8 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 	int64_t publish_at = w->last_publish_ms + w->cfg.batch_ms;
 	if (w->dirty_since_ms && now_mono >= publish_at)
 		publish(w);
-	else if (kube_cache_dirty_mask(w->cache) & URGENT)
-		publish_mask(w, URGENT);
+	else if (kube_cache_dirty_mask(w->cache) & w->urgent)
+		publish_mask(w, w->urgent);
 	if (w->dirty_since_ms && publish_at < next_due)
 		next_due = publish_at;
 	int64_t wait = next_due - now_mono_ms();
@@ -780,6 +764,9 @@ struct kube_watch *kube_watch_start(const struct kube_watch_config *cfg, struct 
 		struct informer *in = &w->inf[r];
 		in->w = w;
 		in->res = (enum kube_resource)r;
+		kube_kind_path(in->res, in->path, sizeof(in->path));
+		if (kube_kinds[r].urgent)
+			w->urgent |= 1u << r;
 		in->state = ST_LIST;
 		kube_lines_init(&in->lines, EVENT_CAP);
 		in->arena = ng_arena_create(4 * (size_t)EVENT_CAP);
