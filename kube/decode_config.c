@@ -277,15 +277,23 @@ static bool exempt_entries_valid(const cJSON *users, struct ng_err *verr)
 	return true;
 }
 
-ng_status kd_decode_ngc(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
+ng_status kube_eviction_mode_parse(const char *s, enum kube_eviction_mode *ret)
 {
-	uint32_t name = id->name_id;
-	struct kube_ngc *g = kd_record(c, KUBE_RES_NGCS);
-	g->name = name;
-	const cJSON *spec = ng_json_get(o, "spec");
-	const cJSON *ev = ng_json_get(spec, "eviction");
-	const char *mode = ng_json_str(ev, "mode");
-	struct ng_err verr = {0};
+	if (strcmp(s, "Enforce") == 0)
+		*ret = KUBE_EVICTION_ENFORCE;
+	else if (strcmp(s, "Warn") == 0)
+		*ret = KUBE_EVICTION_WARN;
+	else if (strcmp(s, "Off") == 0)
+		*ret = KUBE_EVICTION_OFF;
+	else
+		return NG_EPARSE;
+	return NG_OK;
+}
+
+/* spec.paused, the request rules, spec.controlPlane and spec.retry of a NodeGateConfig. */
+static ng_status ngc_control(struct kd_ctx *c, const cJSON *spec, struct kube_ngc *g,
+			     struct ng_err *verr)
+{
 	g->paused = cJSON_IsTrue(ng_json_get(spec, "paused"));
 	g->reject_empty = !cJSON_IsFalse(ng_json_get(spec, "rejectEmptyDisruptions"));
 	g->reject_overlapping = cJSON_IsTrue(ng_json_get(spec, "rejectOverlappingDisruptions"));
@@ -295,7 +303,7 @@ ng_status kd_decode_ngc(struct kd_ctx *c, const cJSON *o, const struct kd_id *id
 	if (cpsel && !cJSON_IsNull(cpsel)) {
 		ng_status sst =
 		    kube_decode_selector(c->pool, c->arena, cpsel, "spec.controlPlane.selector",
-					 &g->control_plane_selector, &verr);
+					 &g->control_plane_selector, verr);
 		if (sst == NG_ENOMEM)
 			return kd_fail(c, sst, "spec.controlPlane.selector", "out of memory");
 	}
@@ -309,24 +317,33 @@ ng_status kd_decode_ngc(struct kd_ctx *c, const cJSON *o, const struct kd_id *id
 			continue;
 		/* A day bounds a retry interval; more is a typo. */
 		if (!ng_json_int64(v, &secs) || secs < 1 || secs > 86400)
-			(void)ng_err_set(&verr, NG_EPARSE, 0,
+			(void)ng_err_set(verr, NG_EPARSE, 0,
 					 "spec.retry.%s: must be an integer of seconds in 1..86400",
 					 rkeys[k]);
 		else
 			*rvals[k] = secs * 1000;
 	}
-	if (!mode)
-		g->eviction_mode = KUBE_EVICTION_UNSET;
-	else if (strcmp(mode, "Enforce") == 0)
-		g->eviction_mode = KUBE_EVICTION_ENFORCE;
-	else if (strcmp(mode, "Warn") == 0)
-		g->eviction_mode = KUBE_EVICTION_WARN;
-	else if (strcmp(mode, "Off") == 0)
-		g->eviction_mode = KUBE_EVICTION_OFF;
-	else
+	return NG_OK;
+}
+
+ng_status kd_decode_ngc(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
+{
+	uint32_t name = id->name_id;
+	struct kube_ngc *g = kd_record(c, KUBE_RES_NGCS);
+	g->name = name;
+	const cJSON *spec = ng_json_get(o, "spec");
+	const cJSON *ev = ng_json_get(spec, "eviction");
+	const char *mode = ng_json_str(ev, "mode");
+	struct ng_err verr = {0};
+	ng_status cst = ngc_control(c, spec, g, &verr);
+	if (cst != NG_OK)
+		return cst;
+	enum kube_eviction_mode em = KUBE_EVICTION_UNSET;
+	if (mode && kube_eviction_mode_parse(mode, &em) != NG_OK)
 		(void)ng_err_set(&verr, NG_EPARSE, 0,
 				 "spec.eviction.mode: \"%.40s\" is not one of Enforce, Warn, Off",
 				 mode);
+	g->eviction_mode = (uint8_t)em;
 	ng_status tst =
 	    kd_decode_str_array(c, ng_json_get(spec, "allowedTypes"), "spec.allowedTypes",
 				NG_MAX_LABELS, &g->allowed_types, &g->nallowed_types);

@@ -449,6 +449,13 @@ enum kube_eviction_mode {
 	KUBE_EVICTION_OFF,
 };
 
+/**
+ * Parses an eviction mode as the wire spells it (NUL-terminated "Enforce", "Warn" or "Off"):
+ * NodeGateConfig spec.eviction.mode and, through pol_eviction_mode_parse(), --eviction-mode.
+ * NG_OK and writes @ret (never KUBE_EVICTION_UNSET), else NG_EPARSE and @ret is untouched.
+ */
+NG_NODISCARD ng_status kube_eviction_mode_parse(const char *s, enum kube_eviction_mode *ret);
+
 /* One CIDR of NodeGateConfig healthHooks.allowedCIDRs: @bits leading bits of @addr. */
 struct kube_cidr {
 	uint8_t family; /* 4 or 6 */
