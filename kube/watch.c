@@ -78,6 +78,8 @@ struct informer {
 };
 
 struct kube_watch {
+	/* First: what a runtime given this watch waits on (kube/runtime.h). */
+	struct kube_runtime_gate gate;
 	struct kube_watch_config cfg;
 	struct kube_runtime *rt;    /* the watch thread */
 	struct kube_client *client; /* the runtime's */
@@ -339,23 +341,17 @@ static void not_served(struct informer *in)
 	in->not_served = true;
 }
 
-/* A page request finished (@res: curl's result). */
-static void end_page(struct informer *in, CURLcode res)
+/* Whether a finished page request (@res: curl's result, @http its status) brought a page to
+ * read; when not, what it brought is handled here (a failure, a restart, a kind not served). */
+static bool page_answered(struct informer *in, CURLcode res, long http)
 {
 	struct kube_watch *w = in->w;
-	long http = 0;
-	(void)curl_easy_getinfo(in->h, CURLINFO_RESPONSE_CODE, &http);
-	(void)curl_multi_remove_handle(w->multi, in->h);
-	curl_easy_cleanup(in->h);
-	curl_slist_free_all(in->hdrs);
-	in->h = NULL;
-	in->hdrs = NULL;
 	char msg[256];
 	if (res != CURLE_OK || atomic_load(w->stop)) {
 		(void)snprintf(msg, sizeof(msg), "%s",
 			       in->broken ? "list page too large" : curl_easy_strerror(res));
 		list_failed(in, msg);
-		return;
+		return false;
 	}
 	if (http == 410 && in->list_attempt == 0) {
 		/* An expired continue token: the list restarts once from the top. */
@@ -367,11 +363,11 @@ static void end_page(struct informer *in, CURLcode res)
 			list_failed(in, "out of memory");
 		else
 			start_page(in);
-		return;
+		return false;
 	}
 	if (http == 404 && kube_kinds[in->res].optional) {
 		not_served(in);
-		return;
+		return false;
 	}
 	in->not_served = false;
 	if (http != 200) {
@@ -381,8 +377,52 @@ static void end_page(struct informer *in, CURLcode res)
 		status_message(in->page.data ? in->page.data : "", in->page.len, sm, sizeof(sm));
 		(void)snprintf(msg, sizeof(msg), "HTTP %ld: %s", http, sm);
 		list_failed(in, msg);
-		return;
+		return false;
 	}
+	return true;
+}
+
+/* Decodes a page's @items into the list's stage, skipping (and counting) those that do not
+ * decode. False when out of memory, the list then failed. */
+static bool stage_items(struct informer *in, const cJSON *items)
+{
+	struct kube_watch *w = in->w;
+	struct ng_intern *pool = kube_cache_pool(w->cache);
+	for (const cJSON *e = cJSON_IsArray(items) ? items->child : NULL; e; e = e->next) {
+		struct kube_object obj;
+		struct ng_err derr = {0};
+		if (kube_decode_as(pool, kube_cache_scratch(w->cache), in->res, e, "list item",
+				   &obj, &derr) != NG_OK) {
+			inc(&in->decode_errors);
+			struct ng_logline l;
+			if (ng_log_begin(&l, NG_LOG_WARN, "kube", "object skipped")) {
+				ng_log_str(&l, "resource", kube_resource_name(in->res));
+				ng_log_str(&l, "err", derr.msg);
+				ng_log_end(&l);
+			}
+			continue;
+		}
+		if (kube_stage_add(in->stage, &obj) != NG_OK) {
+			list_failed(in, "out of memory");
+			return false;
+		}
+	}
+	return true;
+}
+
+/* A page request finished (@res: curl's result). */
+static void end_page(struct informer *in, CURLcode res)
+{
+	struct kube_watch *w = in->w;
+	long http = 0;
+	(void)curl_easy_getinfo(in->h, CURLINFO_RESPONSE_CODE, &http);
+	(void)curl_multi_remove_handle(w->multi, in->h);
+	curl_easy_cleanup(in->h);
+	curl_slist_free_all(in->hdrs);
+	in->h = NULL;
+	in->hdrs = NULL;
+	if (!page_answered(in, res, http))
+		return;
 	ng_arena_reset(in->page_arena);
 	cJSON *root = NULL;
 	struct ng_err err = {0};
@@ -412,27 +452,7 @@ static void end_page(struct informer *in, CURLcode res)
 		if (in->state != ST_LISTING)
 			return; /* failed and cleaned up */
 	}
-	struct ng_intern *pool = kube_cache_pool(w->cache);
-	for (const cJSON *e = cJSON_IsArray(items) ? items->child : NULL; e; e = e->next) {
-		struct kube_object obj;
-		struct ng_err derr = {0};
-		if (kube_decode_as(pool, kube_cache_scratch(w->cache), in->res, e, "list item",
-				   &obj, &derr) != NG_OK) {
-			inc(&in->decode_errors);
-			struct ng_logline l;
-			if (ng_log_begin(&l, NG_LOG_WARN, "kube", "object skipped")) {
-				ng_log_str(&l, "resource", kube_resource_name(in->res));
-				ng_log_str(&l, "err", derr.msg);
-				ng_log_end(&l);
-			}
-			continue;
-		}
-		if (kube_stage_add(in->stage, &obj) != NG_OK) {
-			list_failed(in, "out of memory");
-			return;
-		}
-	}
-	if (!in->cont[0])
+	if (stage_items(in, items) && !in->cont[0])
 		finish_list(in);
 }
 
@@ -730,6 +750,11 @@ static void interrupt(void *ctx)
 		(void)curl_multi_wakeup(w->multi);
 }
 
+static bool gate_ready(const struct kube_runtime_gate *g)
+{
+	return kube_watch_synced((const struct kube_watch *)(const void *)g);
+}
+
 struct kube_watch *kube_watch_start(const struct kube_watch_config *cfg, struct ng_err *reterr)
 {
 	struct kube_watch *w = calloc(1, sizeof(*w));
@@ -737,6 +762,7 @@ struct kube_watch *kube_watch_start(const struct kube_watch_config *cfg, struct 
 		(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
 		return NULL;
 	}
+	w->gate.ready = gate_ready;
 	w->cfg = *cfg;
 	if (w->cfg.batch_ms <= 0)
 		w->cfg.batch_ms = 100;
