@@ -1,5 +1,6 @@
 /* Decoding internals shared by kube/decode*.c (one file per family of kinds): the decoding
- * context and the helpers every family uses. Not for use outside those files.
+ * context and the helpers every family uses (prefix kd_, each described where it is defined).
+ * Not for use outside those files.
  * Threads: whoever decodes; a context belongs to one decode call. */
 #ifndef NG_KUBE_DECODE_INTERNAL_H
 #define NG_KUBE_DECODE_INTERNAL_H
@@ -39,7 +40,7 @@ struct kd_ctx {
 	struct ng_err *err;
 };
 
-/* decode.c */
+/* decode.c: errors, interning, arenas, common field shapes and the record being decoded. */
 ng_status kd_fail(struct kd_ctx *c, ng_status st, const char *field, const char *what);
 ng_status kd_intern(struct kd_ctx *c, const char *s, uint32_t *ret);
 void *kd_alloc(struct kd_ctx *c, size_t n);
@@ -63,9 +64,12 @@ int64_t kd_opt_time_ms(const cJSON *obj, const char *key);
 ng_status kd_decode_int_or_string(struct kd_ctx *c, const cJSON *j, const char *field,
 				  struct kube_int_or_string *ret, struct ng_err *verr);
 
-/* decode_labels.c */
+/* decode_labels.c: used by the budgets (hook hosts) and the core kinds (PV affinity). */
 bool kd_dns_subdomain_ok(const char *s, size_t len);
 ng_status kd_decode_node_selector(struct kd_ctx *c, const cJSON *j, struct kube_node_selector *ret);
+
+/* Each kind's decoder, its row's decode (kube/kinds.c): fills the record kd_record() gives,
+ * with the object's identity in @id. */
 
 /* decode_core.c */
 ng_status kd_decode_node(struct kd_ctx *c, const cJSON *o, const struct kd_id *id);
