@@ -10,6 +10,13 @@ void ng_jw_init(struct ng_jw *w, struct ng_buf *b)
 	*w = (struct ng_jw){.b = b};
 }
 
+void ng_jw_resume(struct ng_jw *w, struct ng_buf *b, uint32_t depth, uint64_t nonempty)
+{
+	*w = (struct ng_jw){.b = b, .depth = depth, .nonempty = nonempty};
+	if (depth > NG_JW_MAX_DEPTH)
+		w->st = NG_ELIMIT;
+}
+
 static void put(struct ng_jw *w, const char *s, size_t len)
 {
 	if (w->st == NG_OK)

@@ -29,6 +29,14 @@ struct ng_jw {
 /** Starts writing at the end of @b (borrowed for the writer's life). */
 void ng_jw_init(struct ng_jw *w, struct ng_buf *b);
 
+/**
+ * Resumes a document written in pieces (each piece into @b, which may differ): as ng_jw_init()
+ * with @depth containers open, those whose bit is set in @nonempty (bit d: the container at
+ * depth d + 1) holding a member already, so the next member starts with a comma. A piece that
+ * leaves containers open reads its error from @w->st, not ng_jw_finish().
+ */
+void ng_jw_resume(struct ng_jw *w, struct ng_buf *b, uint32_t depth, uint64_t nonempty);
+
 /** `{` / `}` and `[` / `]`. Nesting deeper than NG_JW_MAX_DEPTH fails with NG_ELIMIT. */
 void ng_jw_obj(struct ng_jw *w);
 void ng_jw_obj_end(struct ng_jw *w);

@@ -2,113 +2,102 @@
  * with the API server's. Written in pieces (the document's head, each section's opening, each
  * object, each section's closing, the tail) so the server can stream it from a cursor instead of
  * holding tens of MB: one writer serves both the whole dump and its parts. */
+#include "kube/kinds.h"
 #include "kube/kube.h"
 
 #include "common/buf.h"
+#include "common/jw.h"
 #include "common/intern.h"
 
 #include <stdint.h>
 #include <string.h>
 
-struct out {
+struct kube_dump_out {
+	struct ng_jw w; /* resumed at each piece's place in the document */
 	struct ng_buf *b;
 	const struct ng_intern *pool;
-	ng_status st;
 };
 
-static void put(struct out *o, const char *s)
+static void str(struct kube_dump_out *o, const char *s)
 {
-	if (o->st == NG_OK)
-		o->st = ng_buf_puts(o->b, s);
+	ng_jw_str(&o->w, s);
 }
 
-static void str(struct out *o, const char *s)
-{
-	if (o->st == NG_OK)
-		o->st = ng_buf_json_str(o->b, s, strlen(s));
-}
-
-static void id(struct out *o, uint32_t v)
+static void id(struct kube_dump_out *o, uint32_t v)
 {
 	if (v == NG_INTERN_NONE) {
-		put(o, "null");
+		ng_jw_null(&o->w);
 		return;
 	}
 	size_t len;
 	const char *s = ng_intern_str(o->pool, v, &len);
-	if (o->st == NG_OK)
-		o->st = ng_buf_json_str(o->b, s, len);
+	ng_jw_strn(&o->w, s, len);
 }
 
-static void field(struct out *o, const char *key)
+static void field(struct kube_dump_out *o, const char *key)
 {
-	put(o, ",\"");
-	put(o, key);
-	put(o, "\":");
+	ng_jw_key(&o->w, key);
 }
 
-static void labels(struct out *o, const struct kube_label *l, size_t n)
+static void labels(struct kube_dump_out *o, const struct kube_label *l, size_t n)
 {
 	field(o, "labels");
-	put(o, "{");
+	ng_jw_obj(&o->w);
 	for (size_t i = 0; i < n; i++) {
-		if (i)
-			put(o, ",");
-		id(o, l[i].key);
-		put(o, ":");
+		ng_jw_key(&o->w, ng_intern_str(o->pool, l[i].key, NULL));
 		id(o, l[i].val);
 	}
-	put(o, "}");
+	ng_jw_obj_end(&o->w);
 }
 
-static void ids(struct out *o, const char *key, const uint32_t *v, size_t n)
+static void ids(struct kube_dump_out *o, const char *key, const uint32_t *v, size_t n)
 {
 	field(o, key);
-	put(o, "[");
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			put(o, ",");
+	ng_jw_arr(&o->w);
+	for (size_t i = 0; i < n; i++)
 		id(o, v[i]);
-	}
-	put(o, "]");
+	ng_jw_arr_end(&o->w);
 }
 
-static void boolean(struct out *o, const char *key, bool v)
+static void boolean(struct kube_dump_out *o, const char *key, bool v)
 {
-	field(o, key);
-	put(o, v ? "true" : "false");
+	ng_jw_kbool(&o->w, key, v);
 }
 
-/* Each resource is an array of objects; @first_key opens every object. */
-static void open_item(struct out *o, size_t i, const char *first_key)
+/* Each resource is an array of objects; @first_key opens every object (the piece's resumed
+ * writer puts the comma before every object but the first). */
+static void open_item(struct kube_dump_out *o, const char *first_key)
 {
-	put(o, i ? ",{\"" : "{\"");
-	put(o, first_key);
-	put(o, "\":");
+	ng_jw_obj(&o->w);
+	field(o, first_key);
 }
 
-/* One writer per resource: object @i of its table, written whole. */
-typedef void dump_item_fn(struct out *o, const struct kube_snapshot *s, size_t i);
+static void close_item(struct kube_dump_out *o)
+{
+	ng_jw_obj_end(&o->w);
+}
 
-static void dump_node(struct out *o, const struct kube_snapshot *s, size_t i)
+/* One writer per resource (its row's dump): object @i of its table, written whole. */
+
+void kube_dump_node(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
 	const struct kube_node *node = &kube_snapshot_nodes(s, &n)[i];
-	open_item(o, i, "name");
+	open_item(o, "name");
 	id(o, node->name);
 	boolean(o, "ready", node->flags & KUBE_NODE_READY);
 	boolean(o, "unschedulable", node->flags & KUBE_NODE_UNSCHEDULABLE);
 	labels(o, node->labels, node->nlabels);
-	put(o, "}");
+	close_item(o);
 }
 
-static void dump_pod(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_pod(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	static const char *const phases[] = {"Pending", "Running", "Succeeded", "Failed",
 					     "Unknown"};
 	size_t n;
 	const struct kube_pod *p = &kube_snapshot_pods(s, &n)[i];
-	open_item(o, i, "namespace");
+	open_item(o, "namespace");
 	id(o, p->ns);
 	field(o, "name");
 	str(o, p->name);
@@ -123,14 +112,14 @@ static void dump_pod(struct out *o, const struct kube_snapshot *s, size_t i)
 	boolean(o, "terminating", p->flags & KUBE_POD_TERMINATING);
 	ids(o, "claims", p->claims, p->nclaims);
 	labels(o, p->labels, p->nlabels);
-	put(o, "}");
+	close_item(o);
 }
 
-static void dump_pvc(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_pvc(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
 	const struct kube_pvc *pvc = &kube_snapshot_pvcs(s, &n)[i];
-	open_item(o, i, "namespace");
+	open_item(o, "namespace");
 	id(o, pvc->ns);
 	field(o, "name");
 	id(o, pvc->name);
@@ -141,38 +130,38 @@ static void dump_pvc(struct out *o, const struct kube_snapshot *s, size_t i)
 	       : pvc->phase == KUBE_PVC_LOST ? "Lost"
 					     : "Pending");
 	labels(o, pvc->labels, pvc->nlabels);
-	put(o, "}");
+	close_item(o);
 }
 
-static void dump_pv(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_pv(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
 	const struct kube_pv *pv = &kube_snapshot_pvs(s, &n)[i];
-	open_item(o, i, "name");
+	open_item(o, "name");
 	id(o, pv->name);
 	boolean(o, "nodeAffinity", pv->affinity.present);
-	put(o, "}");
+	close_item(o);
 }
 
-static void dump_nd(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_nd(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	static const char *const states[] = {"", "Pending", "Granted", "Rejected"};
 	size_t n;
 	const struct kube_nd *nd = &kube_snapshot_nds(s, &n)[i];
-	open_item(o, i, "name");
+	open_item(o, "name");
 	id(o, nd->name);
 	field(o, "state");
 	str(o, states[nd->state < 4 ? nd->state : 0]);
 	ids(o, "nodeNames", nd->node_names, nd->nnode_names);
 	ids(o, "disruptedNodes", nd->disrupted, nd->ndisrupted);
-	put(o, "}");
+	close_item(o);
 }
 
-static void dump_adb(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_adb(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
 	const struct kube_adb *adb = &kube_snapshot_adbs(s, &n)[i];
-	open_item(o, i, "namespace");
+	open_item(o, "namespace");
 	id(o, adb->b.ns);
 	field(o, "name");
 	id(o, adb->b.name);
@@ -181,25 +170,25 @@ static void dump_adb(struct out *o, const struct kube_snapshot *s, size_t i)
 		field(o, "error");
 		id(o, adb->b.error);
 	}
-	put(o, "}");
+	close_item(o);
 }
 
-static void dump_ndb(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_ndb(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
 	const struct kube_ndb *ndb = &kube_snapshot_ndbs(s, &n)[i];
-	open_item(o, i, "name");
+	open_item(o, "name");
 	id(o, ndb->b.name);
 	boolean(o, "invalid", ndb->b.invalid);
-	put(o, "}");
+	close_item(o);
 }
 
-static void dump_ngc(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_ngc(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	static const char *const modes[] = {"", "Enforce", "Warn", "Off"};
 	size_t n;
 	const struct kube_ngc *ngc = &kube_snapshot_ngcs(s, &n)[i];
-	open_item(o, i, "name");
+	open_item(o, "name");
 	id(o, ngc->name);
 	boolean(o, "invalid", ngc->invalid);
 	boolean(o, "paused", ngc->paused);
@@ -208,37 +197,36 @@ static void dump_ngc(struct out *o, const struct kube_snapshot *s, size_t i)
 	ids(o, "exemptUsers", ngc->exempt_users, ngc->nexempt);
 	const struct kube_alert_gate *ag = &ngc->alert;
 	if (ag->mode != KUBE_ALERT_NONE) {
-		char nums[96];
 		field(o, "alertGate");
-		put(o, "{\"prometheusURL\":");
-		str(o, ag->target.url);
-		put(o, ag->mode == KUBE_ALERT_QUERY ? ",\"query\":" : ",\"alertNameRegex\":");
-		str(o, ag->expr);
-		ng_fmt(nums, sizeof(nums), ",\"timeoutSeconds\":%d,\"cacheSeconds\":%d",
-		       (int)ag->target.timeout_s, (int)ag->cache_s);
-		put(o, nums);
-		put(o, ag->fail_open ? ",\"failurePolicy\":\"Ignore\"}"
-				     : ",\"failurePolicy\":\"Deny\"}");
+		ng_jw_obj(&o->w);
+		ng_jw_kstr(&o->w, "prometheusURL", ag->target.url);
+		ng_jw_kstr(&o->w, ag->mode == KUBE_ALERT_QUERY ? "query" : "alertNameRegex",
+			   ag->expr);
+		ng_jw_ki64(&o->w, "timeoutSeconds", (int)ag->target.timeout_s);
+		ng_jw_ki64(&o->w, "cacheSeconds", (int)ag->cache_s);
+		ng_jw_kstr(&o->w, "failurePolicy", ag->fail_open ? "Ignore" : "Deny");
+		ng_jw_obj_end(&o->w);
 	}
-	put(o, "}");
+	close_item(o);
 }
 
-static void dump_ndt(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_ndt(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
 	const struct kube_ndt *t = &kube_snapshot_ndts(s, &n)[i];
-	open_item(o, i, "name");
+	open_item(o, "name");
 	id(o, t->name);
 	field(o, "spec");
-	put(o, t->spec_json ? t->spec_json : "{}");
-	put(o, "}");
+	const char *spec = t->spec_json ? t->spec_json : "{}";
+	ng_jw_raw(&o->w, spec, strlen(spec));
+	close_item(o);
 }
 
-static void dump_nrem(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_nrem(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
 	const struct kube_nrem *r = &kube_snapshot_nrems(s, &n)[i];
-	open_item(o, i, "name");
+	open_item(o, "name");
 	id(o, r->name);
 	boolean(o, "invalid", r->invalid);
 	if (r->invalid) {
@@ -249,43 +237,25 @@ static void dump_nrem(struct out *o, const struct kube_snapshot *s, size_t i)
 	id(o, r->template_name);
 	boolean(o, "deleting", r->deleting);
 	boolean(o, "storm", r->storm);
-	put(o, "}");
+	close_item(o);
 }
 
-static void dump_pdb(struct out *o, const struct kube_snapshot *s, size_t i)
+void kube_dump_pdb(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
 {
 	size_t n;
 	const struct kube_pdb *p = &kube_snapshot_pdbs(s, &n)[i];
-	open_item(o, i, "namespace");
+	open_item(o, "namespace");
 	id(o, p->ns);
 	field(o, "name");
 	id(o, p->name);
 	boolean(o, "invalid", p->invalid);
-	field(o, "disruptionsAllowed");
-	if (o->st == NG_OK)
-		o->st = ng_buf_i64(o->b, p->disruptions_allowed);
-	put(o, "}");
+	ng_jw_ki64(&o->w, "disruptionsAllowed", p->disruptions_allowed);
+	close_item(o);
 }
 
-/* Resources in the order the JSON has always listed them: each an array under @key. */
-static const struct {
-	const char *key;
-	enum kube_resource res;
-	dump_item_fn *item;
-} sections[] = {
-    {"nodes", KUBE_RES_NODES, dump_node},
-    {"pods", KUBE_RES_PODS, dump_pod},
-    {"persistentvolumeclaims", KUBE_RES_PVCS, dump_pvc},
-    {"persistentvolumes", KUBE_RES_PVS, dump_pv},
-    {"nodedisruptions", KUBE_RES_NDS, dump_nd},
-    {"applicationdisruptionbudgets", KUBE_RES_ADBS, dump_adb},
-    {"nodedisruptionbudgets", KUBE_RES_NDBS, dump_ndb},
-    {"nodegateconfigs", KUBE_RES_NGCS, dump_ngc},
-    {"nodedisruptiontemplates", KUBE_RES_NDTS, dump_ndt},
-    {"noderemediations", KUBE_RES_NREMS, dump_nrem},
-    {"poddisruptionbudgets", KUBE_RES_PDBS, dump_pdb},
-};
-#define NSECTIONS ((int)(sizeof(sections) / sizeof(sections[0])))
+/* Resources in the order the JSON has always listed them (the rows' order): each an array
+ * under its plural. */
+#define NSECTIONS KUBE_RES_COUNT
 
 /* The cursor's stages, in document order: a zeroed cursor is at DUMP_START. */
 enum {
@@ -300,40 +270,46 @@ enum {
  * Writes the one piece @cur is at and returns where the next begins, or @cur unchanged when
  * @o failed (the piece may then be written in part).
  */
-static struct kube_dump_cursor step(struct out *o, const struct kube_snapshot *s,
+static struct kube_dump_cursor step(struct kube_dump_out *o, const struct kube_snapshot *s,
 				    struct kube_dump_cursor cur)
 {
 	struct kube_dump_cursor next = cur;
+	struct ng_jw *w = &o->w;
 	switch (cur.stage) {
 	case DUMP_START:
-		put(o, "{\"generation\":");
-		if (o->st == NG_OK)
-			o->st = ng_buf_i64(o->b, (int64_t)kube_snapshot_generation(s));
+		ng_jw_resume(w, o->b, 0, 0);
+		ng_jw_obj(w);
+		ng_jw_ki64(w, "generation", (int64_t)kube_snapshot_generation(s));
 		next = (struct kube_dump_cursor){.section = 0, .item = 0, .stage = DUMP_OPEN};
 		break;
-	case DUMP_OPEN:
-		field(o, sections[cur.section].key);
-		put(o, "[");
+	case DUMP_OPEN: /* inside the document, after "generation" */
+		ng_jw_resume(w, o->b, 1, 1);
+		field(o, kube_kinds[cur.section].plural);
+		ng_jw_arr(w);
 		next.stage = DUMP_ITEMS;
 		next.item = 0;
 		break;
-	case DUMP_ITEMS:
-		if (cur.item < kube_snapshot_count(s, sections[cur.section].res)) {
-			sections[cur.section].item(o, s, cur.item);
+	case DUMP_ITEMS: /* inside the section's array, after @item objects */
+		ng_jw_resume(w, o->b, 2, cur.item ? 3 : 1);
+		if (cur.item < kube_snapshot_count(s, (enum kube_resource)cur.section)) {
+			kube_kinds[cur.section].dump(o, s, cur.item);
 			next.item++;
 			break;
 		}
-		put(o, "]");
+		ng_jw_arr_end(w);
 		next.section++;
 		next.item = 0;
 		next.stage = next.section < NSECTIONS ? DUMP_OPEN : DUMP_END;
 		break;
 	default: /* DUMP_END */
-		put(o, "}\n");
+		ng_jw_resume(w, o->b, 1, 1);
+		ng_jw_obj_end(w);
+		if (w->st == NG_OK)
+			w->st = ng_buf_puts(o->b, "\n");
 		next.stage = DUMP_DONE;
 		break;
 	}
-	return o->st == NG_OK ? next : cur;
+	return w->st == NG_OK ? next : cur;
 }
 
 static bool cursor_valid(const struct kube_dump_cursor *cur)
@@ -349,17 +325,17 @@ ng_status kube_snapshot_dump_json_part(const struct kube_snapshot *s, struct kub
 	*ret_done = false;
 	if (!cursor_valid(cur))
 		return NG_EINVAL;
-	struct out o = {.b = b, .pool = kube_snapshot_pool(s), .st = NG_OK};
+	struct kube_dump_out o = {.b = b, .pool = kube_snapshot_pool(s)};
 	/* At least one piece per call, so a caller always makes progress. */
 	while (cur->stage != DUMP_DONE) {
 		size_t mark = b->len;
 		*cur = step(&o, s, *cur);
-		if (o.st != NG_OK) {
+		if (o.w.st != NG_OK) {
 			/* Drop the partial piece: @b ends where the cursor stands. */
 			b->len = mark;
 			if (b->data)
 				b->data[mark] = '\0';
-			return o.st;
+			return o.w.st;
 		}
 		if (b->len >= budget)
 			break;

@@ -2,7 +2,7 @@
  * missed here would name "" in the next pool, so a field of kube/records.h that holds an id
  * must be visited here. tests/unit/test-kube-intern.c checks, over every fixture of the
  * repository, that decoding an object interns no string this walk does not visit. */
-#include "kube/internal.h"
+#include "kube/kinds.h"
 
 #include "common/intern.h"
 
@@ -70,8 +70,9 @@ static void budget(kube_id_fn fn, void *ctx, const struct kube_budget_common *b)
 	}
 }
 
-static void node(kube_id_fn fn, void *ctx, const struct kube_node *n)
+void kube_ids_node(const void *rec, kube_id_fn fn, void *ctx)
 {
+	const struct kube_node *n = rec;
 	fn(ctx, n->name);
 	labels(fn, ctx, n->labels, n->nlabels);
 	taints(fn, ctx, n->taints, n->ntaints);
@@ -81,8 +82,9 @@ static void node(kube_id_fn fn, void *ctx, const struct kube_node *n)
 		fn(ctx, n->conditions[i].type);
 }
 
-static void pod(kube_id_fn fn, void *ctx, const struct kube_pod *p)
+void kube_ids_pod(const void *rec, kube_id_fn fn, void *ctx)
 {
+	const struct kube_pod *p = rec;
 	fn(ctx, p->ns);
 	fn(ctx, p->node);
 	fn(ctx, p->owner_kind);
@@ -91,16 +93,18 @@ static void pod(kube_id_fn fn, void *ctx, const struct kube_pod *p)
 	ids(fn, ctx, p->requests, p->nrequests);
 }
 
-static void pvc(kube_id_fn fn, void *ctx, const struct kube_pvc *v)
+void kube_ids_pvc(const void *rec, kube_id_fn fn, void *ctx)
 {
+	const struct kube_pvc *v = rec;
 	fn(ctx, v->ns);
 	fn(ctx, v->name);
 	fn(ctx, v->volume);
 	labels(fn, ctx, v->labels, v->nlabels);
 }
 
-static void nd(kube_id_fn fn, void *ctx, const struct kube_nd *d)
+void kube_ids_nd(const void *rec, kube_id_fn fn, void *ctx)
 {
+	const struct kube_nd *d = rec;
 	fn(ctx, d->name);
 	fn(ctx, d->type);
 	fn(ctx, d->requestor);
@@ -126,8 +130,9 @@ static void nd(kube_id_fn fn, void *ctx, const struct kube_nd *d)
 	}
 }
 
-static void adb(kube_id_fn fn, void *ctx, const struct kube_adb *a)
+void kube_ids_adb(const void *rec, kube_id_fn fn, void *ctx)
 {
+	const struct kube_adb *a = rec;
 	budget(fn, ctx, &a->b);
 	fn(ctx, a->hook.error);
 	selector(fn, ctx, &a->pod_selector);
@@ -135,8 +140,9 @@ static void adb(kube_id_fn fn, void *ctx, const struct kube_adb *a)
 	int_or_string(fn, ctx, &a->max_disruptions);
 }
 
-static void ndb(kube_id_fn fn, void *ctx, const struct kube_ndb *b)
+void kube_ids_ndb(const void *rec, kube_id_fn fn, void *ctx)
 {
+	const struct kube_ndb *b = rec;
 	fn(ctx, b->topology_key);
 	int_or_string(fn, ctx, &b->max_per_domain);
 	budget(fn, ctx, &b->b);
@@ -150,8 +156,9 @@ static void ndb(kube_id_fn fn, void *ctx, const struct kube_ndb *b)
 	}
 }
 
-static void ngc(kube_id_fn fn, void *ctx, const struct kube_ngc *g)
+void kube_ids_ngc(const void *rec, kube_id_fn fn, void *ctx)
 {
+	const struct kube_ngc *g = rec;
 	fn(ctx, g->name);
 	fn(ctx, g->error);
 	selector(fn, ctx, &g->control_plane_selector);
@@ -169,8 +176,9 @@ static void author(kube_id_fn fn, void *ctx, const struct kube_author *a)
 	ids(fn, ctx, a->groups, a->ngroups);
 }
 
-static void nrem(kube_id_fn fn, void *ctx, const struct kube_nrem *r)
+void kube_ids_nrem(const void *rec, kube_id_fn fn, void *ctx)
 {
+	const struct kube_nrem *r = rec;
 	fn(ctx, r->name);
 	ids(fn, ctx, r->finalizers, r->nfinalizers);
 	fn(ctx, r->error);
@@ -187,50 +195,33 @@ static void nrem(kube_id_fn fn, void *ctx, const struct kube_nrem *r)
 	author(fn, ctx, &r->author);
 }
 
+void kube_ids_pv(const void *rec, kube_id_fn fn, void *ctx)
+{
+	const struct kube_pv *v = rec;
+	fn(ctx, v->name);
+	node_selector(fn, ctx, &v->affinity);
+}
+
+void kube_ids_ndt(const void *rec, kube_id_fn fn, void *ctx)
+{
+	const struct kube_ndt *t = rec;
+	fn(ctx, t->name);
+	fn(ctx, t->error);
+	fn(ctx, t->type);
+	fn(ctx, t->requestor);
+	author(fn, ctx, &t->author);
+}
+
+void kube_ids_pdb(const void *rec, kube_id_fn fn, void *ctx)
+{
+	const struct kube_pdb *p = rec;
+	fn(ctx, p->ns);
+	fn(ctx, p->name);
+	selector(fn, ctx, &p->selector);
+}
+
 void kube_record_ids(enum kube_resource r, const void *rec, kube_id_fn fn, void *ctx)
 {
-	switch (r) {
-	case KUBE_RES_NODES:
-		node(fn, ctx, rec);
-		break;
-	case KUBE_RES_PODS:
-		pod(fn, ctx, rec);
-		break;
-	case KUBE_RES_PVCS:
-		pvc(fn, ctx, rec);
-		break;
-	case KUBE_RES_PVS:
-		fn(ctx, ((const struct kube_pv *)rec)->name);
-		node_selector(fn, ctx, &((const struct kube_pv *)rec)->affinity);
-		break;
-	case KUBE_RES_NDS:
-		nd(fn, ctx, rec);
-		break;
-	case KUBE_RES_ADBS:
-		adb(fn, ctx, rec);
-		break;
-	case KUBE_RES_NDBS:
-		ndb(fn, ctx, rec);
-		break;
-	case KUBE_RES_NGCS:
-		ngc(fn, ctx, rec);
-		break;
-	case KUBE_RES_NDTS:
-		fn(ctx, ((const struct kube_ndt *)rec)->name);
-		fn(ctx, ((const struct kube_ndt *)rec)->error);
-		fn(ctx, ((const struct kube_ndt *)rec)->type);
-		fn(ctx, ((const struct kube_ndt *)rec)->requestor);
-		author(fn, ctx, &((const struct kube_ndt *)rec)->author);
-		break;
-	case KUBE_RES_NREMS:
-		nrem(fn, ctx, rec);
-		break;
-	case KUBE_RES_PDBS:
-		fn(ctx, ((const struct kube_pdb *)rec)->ns);
-		fn(ctx, ((const struct kube_pdb *)rec)->name);
-		selector(fn, ctx, &((const struct kube_pdb *)rec)->selector);
-		break;
-	case KUBE_RES_COUNT:
-		break;
-	}
+	if (r < KUBE_RES_COUNT)
+		kube_kinds[r].ids(rec, fn, ctx);
 }

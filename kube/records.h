@@ -449,6 +449,13 @@ enum kube_eviction_mode {
 	KUBE_EVICTION_OFF,
 };
 
+/**
+ * Parses an eviction mode as the wire spells it (NUL-terminated "Enforce", "Warn" or "Off"):
+ * NodeGateConfig spec.eviction.mode and, through pol_eviction_mode_parse(), --eviction-mode.
+ * NG_OK and writes @ret (never KUBE_EVICTION_UNSET), else NG_EPARSE and @ret is untouched.
+ */
+NG_NODISCARD ng_status kube_eviction_mode_parse(const char *s, enum kube_eviction_mode *ret);
+
 /* One CIDR of NodeGateConfig healthHooks.allowedCIDRs: @bits leading bits of @addr. */
 struct kube_cidr {
 	uint8_t family; /* 4 or 6 */
@@ -627,6 +634,7 @@ struct kube_pdb {
 	int64_t disruptions_allowed, current_healthy, desired_healthy, expected_pods;
 };
 
+/* The cached kinds: each has a row in kube/kinds.c (path, scope, decoder, key, dump, ...). */
 enum kube_resource {
 	KUBE_RES_NODES,
 	KUBE_RES_PODS,
@@ -641,10 +649,6 @@ enum kube_resource {
 	KUBE_RES_PDBS,  /* policy/v1 PodDisruptionBudgets */
 	KUBE_RES_COUNT,
 };
-
-/* Kinds a cluster may not serve yet (their CRDs came with remediation): a list answered 404 is
- * an empty table, listed again every minute, instead of a cache that never syncs. */
-#define KUBE_RES_OPTIONAL ((1u << KUBE_RES_NDTS) | (1u << KUBE_RES_NREMS))
 
 /** Name of @r as the metrics label `resource` spells it ("pods", "nodedisruptions", ...). */
 const char *kube_resource_name(enum kube_resource r);

@@ -5,7 +5,6 @@
 #include "common/clock.h"
 #include "kube/client.h"
 #include "kube/kube.h"
-#include "kube/watch.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -90,11 +89,19 @@ static void wait_until(struct kube_runtime *rt, int64_t deadline_us)
 	pthread_mutex_unlock(&rt->mu);
 }
 
+/* The gate a watch begins with (kube_runtime_gate): a pointer to a struct converts to a pointer
+ * to its first member, so the runtime asks without knowing the watch. */
+static bool watch_ready(const struct kube_watch *w)
+{
+	const struct kube_runtime_gate *g = (const struct kube_runtime_gate *)(const void *)w;
+	return g->ready(g);
+}
+
 static void *run(void *arg)
 {
 	struct kube_runtime *rt = arg;
 	while (!atomic_load(&rt->stop)) {
-		if (rt->cfg.watch && !kube_watch_synced(rt->cfg.watch)) {
+		if (rt->cfg.watch && !watch_ready(rt->cfg.watch)) {
 			wait_until(rt, ng_now_mono_us() + SYNC_POLL_US);
 			continue;
 		}

@@ -38,11 +38,20 @@ struct kube_runtime;
 #define KUBE_RUNTIME_AGAIN INT64_MIN
 #define KUBE_RUNTIME_IDLE INT64_MAX
 
+/* What a runtime waits for before its first step, so that it does not depend on what provides
+ * it: whether @g's source is ready (a watch: every kind listed). Any thread. A struct kube_watch
+ * begins with one (kube/watch.c), so the watch a runtime is given is one. */
+struct kube_runtime_gate {
+	bool (*ready)(const struct kube_runtime_gate *g);
+};
+
 struct kube_runtime_config {
 	const char *name;               /* "gate": the thread's name and the logs' component */
 	const struct kube_config *kube; /* borrowed, read by create only; NULL: no client */
 	struct kube_store *store;       /* borrowed, must outlive the runtime; NULL: no wake-ups */
-	const struct kube_watch *watch; /* borrowed, must outlive it; NULL: run at once */
+	/* borrowed, must outlive it; NULL: run at once. Waited for through the
+	 * struct kube_runtime_gate it begins with. */
+	const struct kube_watch *watch;
 	/* One pass of the controller, on the runtime's thread. Returns when to run again at the
 	 * latest: KUBE_RUNTIME_AGAIN, KUBE_RUNTIME_IDLE or a monotonic deadline in µs. A step
 	 * that blocks elsewhere (curl_multi_poll) must return when interrupt() is called. */

@@ -14,24 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *kube_resource_name(enum kube_resource r)
-{
-	static const char *const names[KUBE_RES_COUNT] = {
-	    "nodes",
-	    "pods",
-	    "persistentvolumeclaims",
-	    "persistentvolumes",
-	    "nodedisruptions",
-	    "applicationdisruptionbudgets",
-	    "nodedisruptionbudgets",
-	    "nodegateconfigs",
-	    "nodedisruptiontemplates",
-	    "noderemediations",
-	    "poddisruptionbudgets",
-	};
-	return r < KUBE_RES_COUNT ? names[r] : "unknown";
-}
-
 struct kube_snapshot *kube_snapshot_ref(struct kube_snapshot *s)
 {
 	atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
@@ -191,123 +173,9 @@ size_t kube_snapshot_count(const struct kube_snapshot *s, enum kube_resource r)
 	return r < KUBE_RES_COUNT ? s->t[r]->n : 0;
 }
 
-#define ACCESSOR(fn, type, res)                                                                    \
-	const type *fn(const struct kube_snapshot *s, size_t *ret_n)                               \
-	{                                                                                          \
-		*ret_n = s->t[res]->n;                                                             \
-		return s->t[res]->recs;                                                            \
-	}
-ACCESSOR(kube_snapshot_nodes, struct kube_node, KUBE_RES_NODES)
-ACCESSOR(kube_snapshot_pods, struct kube_pod, KUBE_RES_PODS)
-ACCESSOR(kube_snapshot_pvcs, struct kube_pvc, KUBE_RES_PVCS)
-ACCESSOR(kube_snapshot_pvs, struct kube_pv, KUBE_RES_PVS)
-ACCESSOR(kube_snapshot_nds, struct kube_nd, KUBE_RES_NDS)
-ACCESSOR(kube_snapshot_adbs, struct kube_adb, KUBE_RES_ADBS)
-ACCESSOR(kube_snapshot_ndbs, struct kube_ndb, KUBE_RES_NDBS)
-ACCESSOR(kube_snapshot_ngcs, struct kube_ngc, KUBE_RES_NGCS)
-ACCESSOR(kube_snapshot_ndts, struct kube_ndt, KUBE_RES_NDTS)
-ACCESSOR(kube_snapshot_nrems, struct kube_nrem, KUBE_RES_NREMS)
-ACCESSOR(kube_snapshot_pdbs, struct kube_pdb, KUBE_RES_PDBS)
-#undef ACCESSOR
-
-static const void *find_by_key(const struct kube_table *t, uint64_t key)
-{
-	uint32_t i;
-	return ng_map_get(&t->by_key, key, &i)
-		   ? (const char *)t->recs + i * kube_record_size(t->res)
-		   : NULL;
-}
-
-const struct kube_ngc *kube_snapshot_config(const struct kube_snapshot *s)
-{
-	uint32_t id = ng_intern_find(s->pool->in, "default", 7);
-	return id == NG_INTERN_NONE ? NULL : find_by_key(s->t[KUBE_RES_NGCS], id);
-}
-
 uint64_t kube_snapshot_table_serial(const struct kube_snapshot *s, enum kube_resource r)
 {
 	return r < KUBE_RES_COUNT ? s->t[r]->serial : 0;
-}
-
-const struct kube_ndt *kube_snapshot_find_ndt(const struct kube_snapshot *s, uint32_t name)
-{
-	return name == NG_INTERN_NONE ? NULL : find_by_key(s->t[KUBE_RES_NDTS], name);
-}
-
-const uint32_t *kube_snapshot_nodes_with_label(const struct kube_snapshot *s, uint32_t key,
-					       uint32_t val, size_t *ret_n)
-{
-	const struct kube_index *ix = &s->t[KUBE_RES_NODES]->idx_a;
-	uint32_t r;
-	if (key == NG_INTERN_NONE || val == NG_INTERN_NONE || !ix->ranges ||
-	    !ng_map_get(&ix->map, kube_key2(key, val), &r)) {
-		*ret_n = 0;
-		return NULL;
-	}
-	*ret_n = ix->ranges[r].count;
-	return ix->items + ix->ranges[r].start;
-}
-
-const struct kube_node *kube_snapshot_find_node(const struct kube_snapshot *s, uint32_t name)
-{
-	return name == NG_INTERN_NONE ? NULL : find_by_key(s->t[KUBE_RES_NODES], name);
-}
-
-const struct kube_pod *kube_snapshot_find_pod_str(const struct kube_snapshot *s, const char *ns,
-						  size_t ns_len, const char *name, size_t name_len)
-{
-	uint32_t ns_id = ng_intern_find(s->pool->in, ns, ns_len);
-	if (ns_id == NG_INTERN_NONE)
-		return NULL;
-	const struct kube_table *t = s->t[KUBE_RES_PODS];
-	const struct kube_pod *pods = t->recs;
-	uint32_t i;
-	for (uint64_t k = kube_pod_key(ns_id, name, name_len); ng_map_get(&t->by_key, k, &i); k++)
-		if (pods[i].ns == ns_id && strncmp(pods[i].name, name, name_len) == 0 &&
-		    pods[i].name[name_len] == '\0')
-			return &pods[i];
-	return NULL;
-}
-
-const struct kube_pvc *kube_snapshot_find_pvc(const struct kube_snapshot *s, uint32_t ns,
-					      uint32_t name)
-{
-	if (ns == NG_INTERN_NONE || name == NG_INTERN_NONE)
-		return NULL;
-	return find_by_key(s->t[KUBE_RES_PVCS], kube_key2(ns, name));
-}
-
-const struct kube_pv *kube_snapshot_find_pv(const struct kube_snapshot *s, uint32_t name)
-{
-	return name == NG_INTERN_NONE ? NULL : find_by_key(s->t[KUBE_RES_PVS], name);
-}
-
-const uint32_t *kube_snapshot_pods_on_node(const struct kube_snapshot *s, uint32_t node,
-					   size_t *ret_n)
-{
-	return kube_index_get(&s->t[KUBE_RES_PODS]->idx_a, node, ret_n);
-}
-
-const uint32_t *kube_snapshot_pods_in_ns(const struct kube_snapshot *s, uint32_t ns, size_t *ret_n)
-{
-	return kube_index_get(&s->t[KUBE_RES_PODS]->idx_b, ns, ret_n);
-}
-
-const uint32_t *kube_snapshot_adbs_in_ns(const struct kube_snapshot *s, uint32_t ns, size_t *ret_n)
-{
-	return kube_index_get(&s->t[KUBE_RES_ADBS]->idx_a, ns, ret_n);
-}
-
-const uint32_t *kube_snapshot_pdbs_in_ns(const struct kube_snapshot *s, uint32_t ns, size_t *ret_n)
-{
-	return kube_index_get(&s->t[KUBE_RES_PDBS]->idx_a, ns, ret_n);
-}
-
-const struct kube_nd *kube_snapshot_node_grant(const struct kube_snapshot *s, uint32_t node)
-{
-	const struct kube_table *t = s->t[KUBE_RES_NDS];
-	uint32_t i;
-	return ng_map_get(&t->grant, node, &i) ? &((const struct kube_nd *)t->recs)[i] : NULL;
 }
 
 bool kube_labels_get(const struct kube_label *labels, size_t n, uint32_t key, uint32_t *ret_val)

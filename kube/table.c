@@ -1,38 +1,16 @@
 /* Immutable per-resource tables, their indexes, and the retire chain that frees side data. */
-#include "kube/internal.h"
+#include "kube/kinds.h"
 
 #include "common/arena.h"
 #include "common/intern.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 size_t kube_record_size(enum kube_resource r)
 {
-	switch (r) {
-	case KUBE_RES_NODES:
-		return sizeof(struct kube_node);
-	case KUBE_RES_PODS:
-		return sizeof(struct kube_pod);
-	case KUBE_RES_PVCS:
-		return sizeof(struct kube_pvc);
-	case KUBE_RES_PVS:
-		return sizeof(struct kube_pv);
-	case KUBE_RES_NDS:
-		return sizeof(struct kube_nd);
-	case KUBE_RES_ADBS:
-		return sizeof(struct kube_adb);
-	case KUBE_RES_NDBS:
-		return sizeof(struct kube_ndb);
-	case KUBE_RES_NDTS:
-		return sizeof(struct kube_ndt);
-	case KUBE_RES_NREMS:
-		return sizeof(struct kube_nrem);
-	case KUBE_RES_PDBS:
-		return sizeof(struct kube_pdb);
-	default:
-		return sizeof(struct kube_ngc);
-	}
+	return kube_kinds[r].size;
 }
 
 uint64_t kube_pod_key(uint32_t ns, const char *name, size_t len)
@@ -46,40 +24,13 @@ uint64_t kube_pod_key(uint32_t ns, const char *name, size_t len)
 
 uint64_t kube_record_key(enum kube_resource r, const void *rec)
 {
-	const union kube_record *u = rec;
-	switch (r) {
-	case KUBE_RES_NODES:
-		return u->node.name;
-	case KUBE_RES_PODS:
-		return kube_pod_key(u->pod.ns, u->pod.name, strlen(u->pod.name));
-	case KUBE_RES_PVCS:
-		return kube_key2(u->pvc.ns, u->pvc.name);
-	case KUBE_RES_PVS:
-		return u->pv.name;
-	case KUBE_RES_NDS:
-		return u->nd.name;
-	case KUBE_RES_ADBS:
-		return kube_key2(u->adb.b.ns, u->adb.b.name);
-	case KUBE_RES_NDBS:
-		return u->ndb.b.name;
-	case KUBE_RES_NDTS:
-		return u->ndt.name;
-	case KUBE_RES_NREMS:
-		return u->nrem.name;
-	case KUBE_RES_PDBS:
-		return kube_key2(u->pdb.ns, u->pdb.name);
-	default:
-		return u->ngc.name;
-	}
+	return kube_kinds[r].key(rec);
 }
 
 bool kube_record_same(enum kube_resource r, const void *a, const void *b)
 {
-	if (r == KUBE_RES_PODS) {
-		const struct kube_pod *x = a, *y = b;
-		return x->ns == y->ns && strcmp(x->name, y->name) == 0;
-	}
-	return kube_record_key(r, a) == kube_record_key(r, b);
+	const struct kube_kind *k = &kube_kinds[r];
+	return k->same ? k->same(a, b) : k->key(a) == k->key(b);
 }
 
 /* ---- retire chain ---- */
@@ -321,61 +272,75 @@ static ng_status build_indexes(struct kube_table *t, const struct ng_intern *poo
 			k++; /* a different pod with an equal hash (callers never add duplicates) */
 		ng_map_put(&t->by_key, k, (uint32_t)i);
 	}
-	if (t->res == KUBE_RES_NODES)
-		return build_label_index(t);
-	if (t->res != KUBE_RES_PODS && t->res != KUBE_RES_ADBS && t->res != KUBE_RES_NDS &&
-	    t->res != KUBE_RES_PDBS)
-		return NG_OK;
-	if (t->res == KUBE_RES_NDS) {
-		const struct kube_nd *nds = t->recs;
-		size_t ngranted = 0;
-		for (size_t i = 0; i < t->n; i++)
-			if (nds[i].state == KUBE_ND_GRANTED)
-				ngranted += nds[i].ndisrupted;
-		if ((st = ng_map_init(&t->grant, ngranted)) != NG_OK)
-			return st;
-		/* The first Granted request by name wins, so answers are stable. */
-		for (size_t i = 0; i < t->n; i++) {
-			const struct kube_nd *d = &nds[i];
-			/* A request being deleted no longer covers its nodes. */
-			if (d->state != KUBE_ND_GRANTED || d->deleting)
+	kube_index_fn *index = kube_kinds[t->res].index;
+	return index ? index(t, pool) : NG_OK;
+}
+
+ng_status kube_index_node_labels(struct kube_table *t, const struct ng_intern *pool)
+{
+	(void)pool;
+	return build_label_index(t);
+}
+
+/* The first Granted request by name wins, so answers are stable. */
+ng_status kube_index_nd_grants(struct kube_table *t, const struct ng_intern *pool)
+{
+	const struct kube_nd *nds = t->recs;
+	size_t ngranted = 0;
+	for (size_t i = 0; i < t->n; i++)
+		if (nds[i].state == KUBE_ND_GRANTED)
+			ngranted += nds[i].ndisrupted;
+	ng_status st = ng_map_init(&t->grant, ngranted);
+	if (st != NG_OK)
+		return st;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct kube_nd *d = &nds[i];
+		/* A request being deleted no longer covers its nodes. */
+		if (d->state != KUBE_ND_GRANTED || d->deleting)
+			continue;
+		for (size_t k = 0; k < d->ndisrupted; k++) {
+			uint32_t prev;
+			if (ng_map_get(&t->grant, d->disrupted[k], &prev) &&
+			    strcmp(ng_intern_str(pool, nds[prev].name, NULL),
+				   ng_intern_str(pool, d->name, NULL)) < 0)
 				continue;
-			for (size_t k = 0; k < d->ndisrupted; k++) {
-				uint32_t prev;
-				if (ng_map_get(&t->grant, d->disrupted[k], &prev) &&
-				    strcmp(ng_intern_str(pool, nds[prev].name, NULL),
-					   ng_intern_str(pool, d->name, NULL)) < 0)
-					continue;
-				ng_map_put(&t->grant, d->disrupted[k], (uint32_t)i);
-			}
+			ng_map_put(&t->grant, d->disrupted[k], (uint32_t)i);
 		}
-		return NG_OK;
 	}
+	return NG_OK;
+}
+
+/* @ix over the uint32 at @offset of each record of @t (a node or namespace id). */
+static ng_status index_field(struct kube_table *t, struct kube_index *ix, size_t offset)
+{
 	uint32_t *keys = calloc(t->n + 1, sizeof(*keys));
 	if (!keys)
 		return NG_ENOMEM;
-	if (t->res == KUBE_RES_PODS) {
-		const struct kube_pod *pods = t->recs;
-		for (size_t i = 0; i < t->n; i++)
-			keys[i] = pods[i].node;
-		st = build_index(&t->idx_a, keys, t->n);
-		for (size_t i = 0; st == NG_OK && i < t->n; i++)
-			keys[i] = pods[i].ns;
-		if (st == NG_OK)
-			st = build_index(&t->idx_b, keys, t->n);
-	} else if (t->res == KUBE_RES_PDBS) {
-		const struct kube_pdb *pdbs = t->recs;
-		for (size_t i = 0; i < t->n; i++)
-			keys[i] = pdbs[i].ns;
-		st = build_index(&t->idx_a, keys, t->n);
-	} else {
-		const struct kube_adb *adbs = t->recs;
-		for (size_t i = 0; i < t->n; i++)
-			keys[i] = adbs[i].b.ns;
-		st = build_index(&t->idx_a, keys, t->n);
-	}
+	size_t size = kube_kinds[t->res].size;
+	for (size_t i = 0; i < t->n; i++)
+		memcpy(&keys[i], (const char *)t->recs + i * size + offset, sizeof(keys[i]));
+	ng_status st = build_index(ix, keys, t->n);
 	free(keys);
 	return st;
+}
+
+ng_status kube_index_pods(struct kube_table *t, const struct ng_intern *pool)
+{
+	(void)pool;
+	ng_status st = index_field(t, &t->idx_a, offsetof(struct kube_pod, node));
+	return st != NG_OK ? st : index_field(t, &t->idx_b, offsetof(struct kube_pod, ns));
+}
+
+ng_status kube_index_adbs(struct kube_table *t, const struct ng_intern *pool)
+{
+	(void)pool;
+	return index_field(t, &t->idx_a, offsetof(struct kube_adb, b.ns));
+}
+
+ng_status kube_index_pdbs(struct kube_table *t, const struct ng_intern *pool)
+{
+	(void)pool;
+	return index_field(t, &t->idx_a, offsetof(struct kube_pdb, ns));
 }
 
 static struct kube_table *build(enum kube_resource res, void *recs, void **sides, size_t n,

@@ -14,7 +14,7 @@
 #include "common/log.h"
 #include "common/prom.h"
 #include "kube/client.h"
-#include "kube/internal.h"
+#include "kube/kinds.h"
 
 #include <curl/curl.h>
 #include <stdatomic.h>
@@ -39,20 +39,6 @@
 
 const char *const kube_watch_event_names[4] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK"};
 
-static const char *const paths[KUBE_RES_COUNT] = {
-    "/api/v1/nodes",
-    "/api/v1/pods",
-    "/api/v1/persistentvolumeclaims",
-    "/api/v1/persistentvolumes",
-    "/apis/nodegate.io/v1alpha1/nodedisruptions",
-    "/apis/nodegate.io/v1alpha1/applicationdisruptionbudgets",
-    "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets",
-    "/apis/nodegate.io/v1alpha1/nodegateconfigs",
-    "/apis/nodegate.io/v1alpha1/nodedisruptiontemplates",
-    "/apis/nodegate.io/v1alpha1/noderemediations",
-    "/apis/policy/v1/poddisruptionbudgets",
-};
-
 enum istate {
 	ST_LIST,  /* list (again) when due */
 	ST_WATCH, /* start a watch from rv when due */
@@ -63,6 +49,7 @@ enum istate {
 struct informer {
 	struct kube_watch *w;
 	enum kube_resource res;
+	char path[KUBE_KIND_PATH_MAX]; /* its row's list and watch path */
 	enum istate state;
 	int64_t due_ms; /* monotonic */
 	int64_t backoff_ms;
@@ -91,6 +78,8 @@ struct informer {
 };
 
 struct kube_watch {
+	/* First: what a runtime given this watch waits on (kube/runtime.h). */
+	struct kube_runtime_gate gate;
 	struct kube_watch_config cfg;
 	struct kube_runtime *rt;    /* the watch thread */
 	struct kube_client *client; /* the runtime's */
@@ -98,6 +87,9 @@ struct kube_watch {
 	struct kube_cache *cache;
 	CURLM *multi;
 	struct informer inf[KUBE_RES_COUNT];
+	/* Kinds published as soon as they change (rows urgent: nodegate's own objects, few and
+	 * small, and a NodeDisruption waits for its answer); the others once per batch window. */
+	unsigned urgent;
 	int64_t dirty_since_ms;  /* monotonic; 0: nothing pending */
 	int64_t last_publish_ms; /* monotonic */
 	_Atomic uint64_t publishes;
@@ -139,12 +131,6 @@ static void retry_later(struct informer *in, enum istate st, const char *what, c
 	}
 }
 
-/* nodegate's own objects: few, small tables, and a NodeDisruption waits for its answer. They
- * are published as soon as they change; the high-volume kinds once per batch window. */
-#define URGENT                                                                                     \
-	((1u << KUBE_RES_NDS) | (1u << KUBE_RES_ADBS) | (1u << KUBE_RES_NDBS) |                    \
-	 (1u << KUBE_RES_NGCS) | (1u << KUBE_RES_NDTS) | (1u << KUBE_RES_NREMS))
-
 static void publish_mask(struct kube_watch *w, unsigned mask)
 {
 	struct kube_snapshot *s = NULL;
@@ -161,7 +147,7 @@ static void publish_mask(struct kube_watch *w, unsigned mask)
 	inc(&w->publishes);
 	if (!kube_cache_dirty(w->cache))
 		w->dirty_since_ms = 0;
-	if (mask & ~URGENT)
+	if (mask & ~w->urgent)
 		w->last_publish_ms = now_mono_ms();
 }
 
@@ -243,7 +229,7 @@ static void start_page(struct informer *in)
 		list_failed(in, "out of memory");
 		return;
 	}
-	int n = snprintf(path, sizeof(path), "%s?limit=%d%s%s", paths[in->res], LIST_LIMIT,
+	int n = snprintf(path, sizeof(path), "%s?limit=%d%s%s", in->path, LIST_LIMIT,
 			 esc ? "&continue=" : "", esc ? esc : "");
 	curl_free(esc);
 	if (n < 0 || (size_t)n >= sizeof(path)) {
@@ -323,7 +309,7 @@ static void finish_list(struct informer *in)
 	}
 }
 
-/* How often a kind the API server does not serve (KUBE_RES_OPTIONAL) is listed again, to notice
+/* How often a kind the API server does not serve (its row optional) is listed again, to notice
  * its CRD being installed. */
 #define NOT_SERVED_RELIST_MS 60000
 
@@ -355,23 +341,17 @@ static void not_served(struct informer *in)
 	in->not_served = true;
 }
 
-/* A page request finished (@res: curl's result). */
-static void end_page(struct informer *in, CURLcode res)
+/* Whether a finished page request (@res: curl's result, @http its status) brought a page to
+ * read; when not, what it brought is handled here (a failure, a restart, a kind not served). */
+static bool page_answered(struct informer *in, CURLcode res, long http)
 {
 	struct kube_watch *w = in->w;
-	long http = 0;
-	(void)curl_easy_getinfo(in->h, CURLINFO_RESPONSE_CODE, &http);
-	(void)curl_multi_remove_handle(w->multi, in->h);
-	curl_easy_cleanup(in->h);
-	curl_slist_free_all(in->hdrs);
-	in->h = NULL;
-	in->hdrs = NULL;
 	char msg[256];
 	if (res != CURLE_OK || atomic_load(w->stop)) {
 		(void)snprintf(msg, sizeof(msg), "%s",
 			       in->broken ? "list page too large" : curl_easy_strerror(res));
 		list_failed(in, msg);
-		return;
+		return false;
 	}
 	if (http == 410 && in->list_attempt == 0) {
 		/* An expired continue token: the list restarts once from the top. */
@@ -383,11 +363,11 @@ static void end_page(struct informer *in, CURLcode res)
 			list_failed(in, "out of memory");
 		else
 			start_page(in);
-		return;
+		return false;
 	}
-	if (http == 404 && (KUBE_RES_OPTIONAL & (1u << in->res))) {
+	if (http == 404 && kube_kinds[in->res].optional) {
 		not_served(in);
-		return;
+		return false;
 	}
 	in->not_served = false;
 	if (http != 200) {
@@ -397,8 +377,52 @@ static void end_page(struct informer *in, CURLcode res)
 		status_message(in->page.data ? in->page.data : "", in->page.len, sm, sizeof(sm));
 		(void)snprintf(msg, sizeof(msg), "HTTP %ld: %s", http, sm);
 		list_failed(in, msg);
-		return;
+		return false;
 	}
+	return true;
+}
+
+/* Decodes a page's @items into the list's stage, skipping (and counting) those that do not
+ * decode. False when out of memory, the list then failed. */
+static bool stage_items(struct informer *in, const cJSON *items)
+{
+	struct kube_watch *w = in->w;
+	struct ng_intern *pool = kube_cache_pool(w->cache);
+	for (const cJSON *e = cJSON_IsArray(items) ? items->child : NULL; e; e = e->next) {
+		struct kube_object obj;
+		struct ng_err derr = {0};
+		if (kube_decode_as(pool, kube_cache_scratch(w->cache), in->res, e, "list item",
+				   &obj, &derr) != NG_OK) {
+			inc(&in->decode_errors);
+			struct ng_logline l;
+			if (ng_log_begin(&l, NG_LOG_WARN, "kube", "object skipped")) {
+				ng_log_str(&l, "resource", kube_resource_name(in->res));
+				ng_log_str(&l, "err", derr.msg);
+				ng_log_end(&l);
+			}
+			continue;
+		}
+		if (kube_stage_add(in->stage, &obj) != NG_OK) {
+			list_failed(in, "out of memory");
+			return false;
+		}
+	}
+	return true;
+}
+
+/* A page request finished (@res: curl's result). */
+static void end_page(struct informer *in, CURLcode res)
+{
+	struct kube_watch *w = in->w;
+	long http = 0;
+	(void)curl_easy_getinfo(in->h, CURLINFO_RESPONSE_CODE, &http);
+	(void)curl_multi_remove_handle(w->multi, in->h);
+	curl_easy_cleanup(in->h);
+	curl_slist_free_all(in->hdrs);
+	in->h = NULL;
+	in->hdrs = NULL;
+	if (!page_answered(in, res, http))
+		return;
 	ng_arena_reset(in->page_arena);
 	cJSON *root = NULL;
 	struct ng_err err = {0};
@@ -428,27 +452,7 @@ static void end_page(struct informer *in, CURLcode res)
 		if (in->state != ST_LISTING)
 			return; /* failed and cleaned up */
 	}
-	struct ng_intern *pool = kube_cache_pool(w->cache);
-	for (const cJSON *e = cJSON_IsArray(items) ? items->child : NULL; e; e = e->next) {
-		struct kube_object obj;
-		struct ng_err derr = {0};
-		if (kube_decode_as(pool, kube_cache_scratch(w->cache), in->res, e, "list item",
-				   &obj, &derr) != NG_OK) {
-			inc(&in->decode_errors);
-			struct ng_logline l;
-			if (ng_log_begin(&l, NG_LOG_WARN, "kube", "object skipped")) {
-				ng_log_str(&l, "resource", kube_resource_name(in->res));
-				ng_log_str(&l, "err", derr.msg);
-				ng_log_end(&l);
-			}
-			continue;
-		}
-		if (kube_stage_add(in->stage, &obj) != NG_OK) {
-			list_failed(in, "out of memory");
-			return;
-		}
-	}
-	if (!in->cont[0])
+	if (stage_items(in, items) && !in->cont[0])
 		finish_list(in);
 }
 
@@ -604,7 +608,7 @@ static void start_watch(struct informer *in)
 	int secs = WATCH_MIN_S + (int)(ng_rng_next(w->rng) % WATCH_SPREAD_S);
 	(void)snprintf(path, sizeof(path),
 		       "%s?watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d",
-		       paths[in->res], in->rv, secs);
+		       in->path, in->rv, secs);
 	struct ng_err err = {0};
 	in->h = curl_easy_init();
 	if (!in->h) {
@@ -729,8 +733,8 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 	int64_t publish_at = w->last_publish_ms + w->cfg.batch_ms;
 	if (w->dirty_since_ms && now_mono >= publish_at)
 		publish(w);
-	else if (kube_cache_dirty_mask(w->cache) & URGENT)
-		publish_mask(w, URGENT);
+	else if (kube_cache_dirty_mask(w->cache) & w->urgent)
+		publish_mask(w, w->urgent);
 	if (w->dirty_since_ms && publish_at < next_due)
 		next_due = publish_at;
 	int64_t wait = next_due - now_mono_ms();
@@ -746,6 +750,11 @@ static void interrupt(void *ctx)
 		(void)curl_multi_wakeup(w->multi);
 }
 
+static bool gate_ready(const struct kube_runtime_gate *g)
+{
+	return kube_watch_synced((const struct kube_watch *)(const void *)g);
+}
+
 struct kube_watch *kube_watch_start(const struct kube_watch_config *cfg, struct ng_err *reterr)
 {
 	struct kube_watch *w = calloc(1, sizeof(*w));
@@ -753,6 +762,7 @@ struct kube_watch *kube_watch_start(const struct kube_watch_config *cfg, struct 
 		(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
 		return NULL;
 	}
+	w->gate.ready = gate_ready;
 	w->cfg = *cfg;
 	if (w->cfg.batch_ms <= 0)
 		w->cfg.batch_ms = 100;
@@ -780,6 +790,9 @@ struct kube_watch *kube_watch_start(const struct kube_watch_config *cfg, struct 
 		struct informer *in = &w->inf[r];
 		in->w = w;
 		in->res = (enum kube_resource)r;
+		kube_kind_path(in->res, in->path, sizeof(in->path));
+		if (kube_kinds[r].urgent)
+			w->urgent |= 1u << r;
 		in->state = ST_LIST;
 		kube_lines_init(&in->lines, EVENT_CAP);
 		in->arena = ng_arena_create(4 * (size_t)EVENT_CAP);

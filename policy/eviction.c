@@ -12,14 +12,12 @@
 
 ng_status pol_eviction_mode_parse(const char *s, enum pol_eviction_mode *ret)
 {
-	if (strcmp(s, "Enforce") == 0)
-		*ret = POL_EVICTION_ENFORCE;
-	else if (strcmp(s, "Warn") == 0)
-		*ret = POL_EVICTION_WARN;
-	else if (strcmp(s, "Off") == 0)
-		*ret = POL_EVICTION_OFF;
-	else
+	enum kube_eviction_mode m;
+	if (kube_eviction_mode_parse(s, &m) != NG_OK)
 		return NG_EPARSE;
+	*ret = m == KUBE_EVICTION_WARN  ? POL_EVICTION_WARN
+	       : m == KUBE_EVICTION_OFF ? POL_EVICTION_OFF
+					: POL_EVICTION_ENFORCE;
 	return NG_OK;
 }
 

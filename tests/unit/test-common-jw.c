@@ -129,6 +129,33 @@ static void test_writer_value_from_another_encoder(void **state)
 	ng_buf_finish(&b);
 }
 
+/* A document written in three pieces reads as one written whole. */
+static void test_writer_resumes_a_document_in_pieces(void **state)
+{
+	struct ng_buf b;
+	ng_buf_init(&b, 4096);
+	struct ng_jw w;
+	ng_jw_init(&w, &b);
+	ng_jw_obj(&w);
+	ng_jw_ki64(&w, "n", 1);
+	ng_jw_key(&w, "items");
+	ng_jw_arr(&w);
+	assert_int_equal(w.st, NG_OK);
+	ng_jw_resume(&w, &b, 2, 1); /* the array is empty so far */
+	ng_jw_i64(&w, 7);
+	ng_jw_resume(&w, &b, 2, 3); /* it holds a member now */
+	ng_jw_obj(&w);
+	ng_jw_kbool(&w, "x", true);
+	ng_jw_obj_end(&w);
+	ng_jw_arr_end(&w);
+	ng_jw_obj_end(&w);
+	assert_int_equal(ng_jw_finish(&w), NG_OK);
+	assert_string_equal(b.data, "{\"n\":1,\"items\":[7,{\"x\":true}]}");
+	ng_jw_resume(&w, &b, NG_JW_MAX_DEPTH + 1, 0);
+	assert_int_equal(w.st, NG_ELIMIT);
+	ng_buf_finish(&b);
+}
+
 static void test_backoff_doubles_to_the_cap(void **state)
 {
 	assert_int_equal(ng_backoff_ms(5000, 300000, 0), 5000);
@@ -173,6 +200,7 @@ int main(void)
 	    cmocka_unit_test(test_writer_errors_are_sticky),
 	    cmocka_unit_test(test_writer_base64),
 	    cmocka_unit_test(test_writer_value_from_another_encoder),
+	    cmocka_unit_test(test_writer_resumes_a_document_in_pieces),
 	    cmocka_unit_test(test_backoff_doubles_to_the_cap),
 	    cmocka_unit_test(test_jitter_stays_in_its_band_and_spreads),
 	};

@@ -1,0 +1,479 @@
+/* Budgets: ApplicationDisruptionBudget and NodeDisruptionBudget, their windows and hooks. */
+#include "kube/decode_internal.h"
+#include "kube/one.h"
+
+#include "kube/internal.h"
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/cron.h"
+#include "common/intern.h"
+#include "common/json.h"
+#include "common/limits.h"
+#include "common/parse.h"
+#include "common/regex.h"
+#include "common/tz.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The longest maintenance window: a month. */
+#define WINDOW_MAX_MS (31LL * 24 * 3600 * 1000)
+
+/* spec.windows[@i] @j into @w; @limit_field is the kind's limit (maxDisruptedNodes or
+ * maxDisruptions). Problems go to @verr. */
+static ng_status decode_window(struct kd_ctx *c, const cJSON *j, size_t i, const char *limit_field,
+			       struct kube_window *w, struct ng_err *verr)
+{
+	struct ng_err e = {0};
+	const char *sched = ng_json_str(j, "schedule"), *zone = ng_json_str(j, "timeZone");
+	const cJSON *dur = ng_json_get(j, "duration"), *tz = ng_json_get(j, "timeZone");
+	if (!cJSON_IsObject(j)) {
+		kd_problem(verr, "spec.windows[%zu]: expected an object", i);
+		return NG_OK;
+	}
+	if (!sched) {
+		kd_problem(verr,
+			   "spec.windows[%zu].schedule: required (a cron schedule such as "
+			   "\"0 22 * * 1-5\")",
+			   i);
+		return NG_OK;
+	}
+	if (ng_cron_parse(sched, &w->cron, &e) != NG_OK) {
+		kd_problem(verr, "spec.windows[%zu].%s", i, e.msg);
+		return NG_OK;
+	}
+	if (!cJSON_IsString(dur) || !kd_parse_duration_ms(dur->valuestring, &w->duration_ms) ||
+	    w->duration_ms < 60000 || w->duration_ms > WINDOW_MAX_MS) {
+		kd_problem(
+		    verr,
+		    "spec.windows[%zu].duration: expected a duration from 1m to 744h, such as "
+		    "8h or 90m",
+		    i);
+		return NG_OK;
+	}
+	if (tz && !cJSON_IsNull(tz) && !zone) {
+		kd_problem(verr,
+			   "spec.windows[%zu].timeZone: expected a zone name such as "
+			   "Europe/Paris",
+			   i);
+		return NG_OK;
+	}
+	if (!zone)
+		zone = "UTC";
+	ng_status st = ng_tz_get(zone, &w->tz, &e);
+	if (st == NG_ENOMEM)
+		return st;
+	if (st != NG_OK) {
+		kd_problem(verr, "spec.windows[%zu].timeZone: %s", i, e.msg);
+		return NG_OK;
+	}
+	char field[64];
+	ng_fmt(field, sizeof(field), "spec.windows[%zu].%s", i, limit_field);
+	if ((st = kd_decode_int_or_string(c, ng_json_get(j, limit_field), field, &w->limit,
+					  verr)) != NG_OK)
+		return st;
+	if ((st = kd_intern(c, sched, &w->schedule)) != NG_OK)
+		return st;
+	return kd_intern(c, zone, &w->zone);
+}
+
+/* spec.windows and spec.outsideWindows into @b. */
+static ng_status decode_windows(struct kd_ctx *c, const cJSON *spec, const char *limit_field,
+				struct kube_budget_common *b, struct ng_err *verr)
+{
+	const cJSON *ws = ng_json_get(spec, "windows"), *out = ng_json_get(spec, "outsideWindows");
+	if (out && !cJSON_IsNull(out)) {
+		const char *v = cJSON_IsString(out) ? out->valuestring : "";
+		b->outside_use_default = strcmp(v, "UseDefault") == 0;
+		if (!b->outside_use_default && strcmp(v, "Deny") != 0) {
+			kd_problem(verr, "spec.outsideWindows: must be Deny or UseDefault");
+			return NG_OK;
+		}
+	}
+	if (!ws || cJSON_IsNull(ws))
+		return NG_OK;
+	if (!cJSON_IsArray(ws)) {
+		kd_problem(verr, "spec.windows: expected an array");
+		return NG_OK;
+	}
+	size_t n = (size_t)cJSON_GetArraySize(ws);
+	if (n > KUBE_MAX_WINDOWS) {
+		(void)ng_err_set(verr, NG_ELIMIT, 0, "spec.windows: at most %d windows (%zu given)",
+				 KUBE_MAX_WINDOWS, n);
+		return NG_OK;
+	}
+	if (!n)
+		return NG_OK;
+	struct kube_window *w = kd_alloc(c, n * sizeof(*w));
+	if (!w)
+		return kd_fail(c, NG_ENOMEM, "spec.windows", "out of memory");
+	memset(w, 0, n * sizeof(*w));
+	size_t i = 0;
+	for (const cJSON *e = ws->child; e && verr->status == NG_OK; e = e->next, i++) {
+		ng_status st = decode_window(c, e, i, limit_field, &w[i], verr);
+		if (st != NG_OK)
+			return st;
+	}
+	if (verr->status != NG_OK)
+		return NG_OK;
+	b->windows = w;
+	b->nwindows = (uint16_t)n;
+	return NG_OK;
+}
+
+/* Fields every budget has. Validation problems go to @verr and make the budget invalid;
+ * only OOM fails the load. */
+static ng_status decode_budget_common(struct kd_ctx *c, const cJSON *o, const cJSON *spec,
+				      const char *limit_field, struct kube_budget_common *b,
+				      struct ng_err *verr)
+{
+	if (!(b->uid = kd_dup_or_empty(c, ng_json_str(ng_json_get(o, "metadata"), "uid"))))
+		return kd_fail(c, NG_ENOMEM, "metadata.uid", "out of memory");
+	const cJSON *types = ng_json_get(spec, "supportedNodeDisruptionTypes");
+	ng_status st = kd_decode_str_array(c, types, "spec.supportedNodeDisruptionTypes",
+					   NG_MAX_LABELS, &b->types, &b->ntypes);
+	if (st == NG_EPARSE || st == NG_ELIMIT) {
+		*verr = *c->err;
+		st = NG_OK;
+	}
+	if (st != NG_OK)
+		return st;
+	const cJSON *fr = ng_json_get(spec, "freeze");
+	if (cJSON_IsTrue(ng_json_get(fr, "enabled"))) {
+		b->frozen = true;
+		const char *reason = ng_json_str(fr, "reason");
+		if ((st = kd_intern(c, reason ? reason : "", &b->freeze_reason)) != NG_OK)
+			return st;
+	}
+	return verr->status == NG_OK ? decode_windows(c, spec, limit_field, b, verr) : NG_OK;
+}
+
+static ng_status finish_budget(struct kd_ctx *c, struct kube_budget_common *b, struct ng_err *verr)
+{
+	if (verr->status == NG_OK)
+		return NG_OK;
+	b->invalid = true;
+	return kd_intern(c, verr->msg, &b->error);
+}
+
+/* What is checked before the URL: the shape of spec.healthHook @j and timeoutSeconds (into
+ * *@secs). Why not into @why (@cap bytes), left "" when fine. */
+static void hook_form(const cJSON *j, int64_t *secs, char *why, size_t cap)
+{
+	const cJSON *url = ng_json_get(j, "url");
+	const cJSON *svc = ng_json_get(j, "service");
+	bool has_url = url && !cJSON_IsNull(url), has_svc = svc && !cJSON_IsNull(svc);
+	const cJSON *to = ng_json_get(j, "timeoutSeconds");
+	const cJSON *ca = ng_json_get(j, "caBundle");
+	if (!cJSON_IsObject(j))
+		ng_fmt(why, cap, "spec.healthHook: expected an object");
+	else if (has_url == has_svc)
+		ng_fmt(why, cap, "spec.healthHook: exactly one of url and service is required");
+	else if (to && !cJSON_IsNull(to) && (!ng_json_int64(to, secs) || *secs < 1 || *secs > 25))
+		ng_fmt(why, cap, "spec.healthHook.timeoutSeconds: must be 1..25");
+	else if (ca && !cJSON_IsNull(ca) && !cJSON_IsString(ca))
+		ng_fmt(why, cap, "spec.healthHook.caBundle: expected a base64 string");
+}
+
+/* spec.healthHook.url @url copied into @buf (HOOK_URL_MAX + 1 bytes), or why not. */
+static void hook_url(const cJSON *url, char *buf, char *why, size_t cap)
+{
+	if (!cJSON_IsString(url) || !*url->valuestring)
+		ng_fmt(why, cap, "spec.healthHook.url: expected a non-empty string");
+	else if (strlen(url->valuestring) > HOOK_URL_MAX)
+		ng_fmt(why, cap, "spec.healthHook.url: longer than %d bytes", HOOK_URL_MAX);
+	else
+		ng_fmt(buf, HOOK_URL_MAX + 1, "%s", url->valuestring);
+}
+
+/* spec.healthHook.service @svc as the URL of its cluster DNS name in @buf, or why not. */
+static void hook_service(const cJSON *svc, char *buf, char *why, size_t cap)
+{
+	const char *ns = ng_json_str(svc, "namespace"), *name = ng_json_str(svc, "name");
+	const char *path = ng_json_str(svc, "path");
+	const cJSON *port = ng_json_get(svc, "port");
+	int64_t p = 443;
+	if (!ns || !kd_dns_subdomain_ok(ns, strlen(ns)) || strlen(ns) > 63 || strchr(ns, '.'))
+		ng_fmt(why, cap, "spec.healthHook.service.namespace: must be a namespace name");
+	else if (!name || !kd_dns_subdomain_ok(name, strlen(name)) || strlen(name) > 63 ||
+		 strchr(name, '.'))
+		ng_fmt(why, cap, "spec.healthHook.service.name: must be a Service name");
+	else if (port && !cJSON_IsNull(port) && (!ng_json_int64(port, &p) || p < 1 || p > 65535))
+		ng_fmt(why, cap, "spec.healthHook.service.port: must be 1..65535");
+	else if (path && (path[0] != '/' || strlen(path) > 1024 || strpbrk(path, " \t\r\n?#")))
+		ng_fmt(why, cap,
+		       "spec.healthHook.service.path: must start with '/' and hold no spaces, '?' "
+		       "or '#' (at most 1024 bytes)");
+	else
+		ng_fmt(buf, HOOK_URL_MAX + 1, "https://%s.%s.svc:%d%s", name, ns, (int)p,
+		       path ? path : "/");
+}
+
+static char *arena_lower(struct ng_arena *a, const char *s, size_t len)
+{
+	char *out = ng_arena_strndup(a, s, len);
+	for (char *p = out; p && *p; p++)
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
+	return out;
+}
+
+/* The scheme, host and credentials of URL @url into @h (the arena's), or why it is not a URL.
+ * Only OOM fails. */
+ng_status kd_hook_parts(struct kd_ctx *c, const char *url, const char *field, struct kube_hook *h,
+			char *why, size_t cap)
+{
+	CURLU *u = curl_url();
+	if (!u)
+		return kd_fail(c, NG_ENOMEM, field, "out of memory");
+	char *scheme = NULL, *host = NULL, *user = NULL;
+	ng_status st = NG_OK;
+	if (curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host) {
+		ng_fmt(why, cap, "%s: \"%.100s\" is not a URL", field, url);
+		goto out;
+	}
+	h->userinfo = curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK;
+	/* An IPv6 literal comes back bracketed; allowedHosts globs are written without. */
+	size_t hl = strlen(host);
+	bool bracketed = host[0] == '[' && hl > 2 && host[hl - 1] == ']';
+	h->scheme = arena_lower(c->arena, scheme, strlen(scheme));
+	h->host = arena_lower(c->arena, host + bracketed, hl - 2 * bracketed);
+	if (!h->scheme || !h->host)
+		st = kd_fail(c, NG_ENOMEM, field, "out of memory");
+out:
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(user);
+	curl_url_cleanup(u);
+	return st;
+}
+
+/* spec.healthHook.caBundle @ca decoded into @h's arena copy, or why not. Only OOM fails. */
+ng_status kd_hook_ca(struct kd_ctx *c, const cJSON *ca, const char *field, struct kube_hook *h,
+		     char *why, size_t cap)
+{
+	char *pem;
+	size_t n;
+	ng_status st = ng_base64_decode(ca->valuestring, strlen(ca->valuestring), &pem, &n);
+	if (st == NG_ENOMEM)
+		return kd_fail(c, st, field, "out of memory");
+	if (st != NG_OK || n > HOOK_CA_MAX || !strstr(pem, "-----BEGIN CERTIFICATE-----"))
+		ng_fmt(why, cap, "%s: must be base64 of PEM certificates (at most %u bytes)", field,
+		       HOOK_CA_MAX);
+	else if (!(h->ca = ng_arena_strndup(c->arena, pem, n)))
+		st = NG_ENOMEM;
+	h->nca = h->ca ? n : 0;
+	free(pem);
+	if (st == NG_ENOMEM)
+		return kd_fail(c, st, field, "out of memory");
+	return NG_OK;
+}
+
+/* spec.healthHook into @h. A hook that cannot be called gets @h->error and fails closed when
+ * its budget is impacted; the budget's scope stays readable. Only OOM fails. */
+static ng_status decode_hook(struct kd_ctx *c, const cJSON *j, struct kube_hook *h)
+{
+	char why[256] = "";
+	memset(h, 0, sizeof(*h));
+	h->error = NG_INTERN_NONE;
+	if (!j || cJSON_IsNull(j))
+		return NG_OK;
+	h->present = true;
+	int64_t secs = 5;
+	hook_form(j, &secs, why, sizeof(why));
+	h->timeout_s = (int32_t)secs;
+	const cJSON *url = ng_json_get(j, "url");
+	const cJSON *ca = ng_json_get(j, "caBundle");
+	char buf[HOOK_URL_MAX + 1];
+	if (!*why && url && !cJSON_IsNull(url)) {
+		hook_url(url, buf, why, sizeof(why));
+	} else if (!*why) {
+		hook_service(ng_json_get(j, "service"), buf, why, sizeof(why));
+		h->service = true;
+	}
+	ng_status st = NG_OK;
+	if (!*why && cJSON_IsString(ca) && *ca->valuestring)
+		st = kd_hook_ca(c, ca, "spec.healthHook.caBundle", h, why, sizeof(why));
+	if (st == NG_OK && !*why)
+		st = kd_hook_parts(c, buf, "spec.healthHook.url", h, why, sizeof(why));
+	if (st != NG_OK)
+		return st;
+	if (*why) {
+		h->ca = NULL;
+		h->nca = 0;
+		h->scheme = h->host = NULL;
+		return kd_intern(c, why, &h->error);
+	}
+	if (!(h->url = ng_arena_strndup(c->arena, buf, strlen(buf))))
+		return kd_fail(c, NG_ENOMEM, "spec.healthHook", "out of memory");
+	return NG_OK;
+}
+
+ng_status kd_decode_adb(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
+{
+	uint32_t ns = id->ns_id, name = id->name_id;
+	struct kube_adb *a = kd_record(c, KUBE_RES_ADBS);
+	a->b.ns = ns;
+	a->b.name = name;
+	struct ng_err verr = {0};
+	const cJSON *spec = ng_json_get(o, "spec");
+	ng_status st = decode_budget_common(c, o, spec, "maxDisruptions", &a->b, &verr);
+	if (st != NG_OK)
+		return st;
+	if (verr.status == NG_OK)
+		st = kube_decode_selector(c->pool, c->arena, ng_json_get(spec, "podSelector"),
+					  "spec.podSelector", &a->pod_selector, &verr);
+	if (st == NG_OK)
+		st = kube_decode_selector(c->pool, c->arena, ng_json_get(spec, "pvcSelector"),
+					  "spec.pvcSelector", &a->pvc_selector, &verr);
+	if (st == NG_OK)
+		st = kd_decode_int_or_string(c, ng_json_get(spec, "maxDisruptions"),
+					     "spec.maxDisruptions", &a->max_disruptions, &verr);
+	if (st == NG_ENOMEM)
+		return kd_fail(c, st, "spec", "out of memory");
+	/* The selectors are not decoded after an earlier problem (a window's): that one is
+	 * the message. */
+	if (st == NG_OK && verr.status == NG_OK && !a->pod_selector.present &&
+	    !a->pvc_selector.present)
+		(void)ng_err_set(&verr, NG_EPARSE, 0,
+				 "spec: at least one of podSelector and pvcSelector is required");
+	if (verr.status != NG_OK) {
+		memset(&a->pod_selector, 0, sizeof(a->pod_selector));
+		memset(&a->pvc_selector, 0, sizeof(a->pvc_selector));
+	}
+	if (st == NG_OK || st == NG_EPARSE || st == NG_ELIMIT)
+		st = decode_hook(c, ng_json_get(spec, "healthHook"), &a->hook);
+	if (st != NG_OK)
+		return st;
+	return finish_budget(c, &a->b, &verr);
+}
+
+/* spec.topologyKey with spec.maxDisruptedDomains and spec.maxDisruptedNodesPerDomain: the key a
+ * label key, each limit needing it, and it needing one of them. */
+static ng_status ndb_topology(struct kd_ctx *c, const cJSON *spec, struct kube_ndb *n,
+			      struct ng_err *verr)
+{
+	n->topology_key = NG_INTERN_NONE;
+	n->max_domains = -1;
+	const cJSON *key = ng_json_get(spec, "topologyKey");
+	const cJSON *dom = ng_json_get(spec, "maxDisruptedDomains");
+	ng_status st =
+	    kd_decode_int_or_string(c, ng_json_get(spec, "maxDisruptedNodesPerDomain"),
+				    "spec.maxDisruptedNodesPerDomain", &n->max_per_domain, verr);
+	if (st != NG_OK || verr->status != NG_OK)
+		return st;
+	if (dom && !cJSON_IsNull(dom) &&
+	    (!ng_json_int64(dom, &n->max_domains) || n->max_domains < 0 ||
+	     n->max_domains > 1000000)) {
+		kd_problem(verr, "spec.maxDisruptedDomains: expected an integer 0..1000000");
+		return NG_OK;
+	}
+	bool limits = n->max_domains >= 0 || n->max_per_domain.set;
+	if (!key || cJSON_IsNull(key)) {
+		if (limits)
+			kd_problem(verr, "spec.topologyKey: required with maxDisruptedDomains or "
+					 "maxDisruptedNodesPerDomain");
+		return NG_OK;
+	}
+	const char *why = cJSON_IsString(key)
+			      ? kube_label_key_problem(key->valuestring, strlen(key->valuestring))
+			      : "expected a label key";
+	if (why) {
+		kd_problem(verr, "spec.topologyKey: %s", why);
+		return NG_OK;
+	}
+	if (!limits) {
+		kd_problem(verr, "spec.topologyKey: needs maxDisruptedDomains or "
+				 "maxDisruptedNodesPerDomain");
+		return NG_OK;
+	}
+	return kd_intern(c, key->valuestring, &n->topology_key);
+}
+
+ng_status kd_decode_ndb(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
+{
+	uint32_t name = id->name_id;
+	struct kube_ndb *n = kd_record(c, KUBE_RES_NDBS);
+	n->b.ns = NG_INTERN_NONE;
+	n->b.name = name;
+	struct ng_err verr = {0};
+	const cJSON *spec = ng_json_get(o, "spec");
+	ng_status st = decode_budget_common(c, o, spec, "maxDisruptedNodes", &n->b, &verr);
+	if (st != NG_OK)
+		return st;
+	if (verr.status == NG_OK)
+		st = kube_decode_selector(c->pool, c->arena, ng_json_get(spec, "nodeSelector"),
+					  "spec.nodeSelector", &n->node_selector, &verr);
+	if (st == NG_OK)
+		st = kd_decode_int_or_string(c, ng_json_get(spec, "maxDisruptedNodes"),
+					     "spec.maxDisruptedNodes", &n->max_disrupted, &verr);
+	if (st == NG_OK)
+		st =
+		    kd_decode_int_or_string(c, ng_json_get(spec, "minUndisruptedNodes"),
+					    "spec.minUndisruptedNodes", &n->min_undisrupted, &verr);
+	if (st == NG_OK)
+		st = ndb_topology(c, spec, n, &verr);
+	if (st == NG_ENOMEM)
+		return kd_fail(c, st, "spec", "out of memory");
+	const cJSON *cu = ng_json_get(spec, "countUnavailableNodes");
+	n->count_unavailable = !cJSON_IsFalse(cu);
+	const cJSON *tt = ng_json_get(spec, "taintTargets");
+	if (tt && !cJSON_IsNull(tt) && !cJSON_IsArray(tt) && verr.status == NG_OK)
+		(void)ng_err_set(&verr, NG_EPARSE, 0, "spec.taintTargets: expected an array");
+	size_t nt = cJSON_IsArray(tt) ? (size_t)cJSON_GetArraySize(tt) : 0;
+	if (nt > NG_MAX_LABELS && verr.status == NG_OK)
+		(void)ng_err_set(&verr, NG_ELIMIT, 0, "spec.taintTargets: too many entries");
+	if (nt && verr.status == NG_OK) {
+		struct kube_taint_target *t = kd_alloc(c, nt * sizeof(*t));
+		if (!t)
+			return kd_fail(c, NG_ENOMEM, "spec.taintTargets", "out of memory");
+		size_t i = 0;
+		for (const cJSON *e = tt->child; e && verr.status == NG_OK; e = e->next, i++) {
+			const char *op = ng_json_str(e, "operator");
+			t[i].exists = op && strcmp(op, "Exists") == 0;
+			if (op && !t[i].exists && strcmp(op, "Equal") != 0)
+				(void)ng_err_set(
+				    &verr, NG_EPARSE, 0,
+				    "spec.taintTargets[%zu].operator: must be Equal or Exists", i);
+			if (!ng_json_str(e, "key"))
+				(void)ng_err_set(&verr, NG_EPARSE, 0,
+						 "spec.taintTargets[%zu].key: required", i);
+			if (verr.status != NG_OK)
+				break;
+			if ((st = kd_opt_str(c, e, "key", "spec.taintTargets.key", &t[i].key)) !=
+				NG_OK ||
+			    (st = kd_opt_str(c, e, "value", "spec.taintTargets.value",
+					     &t[i].val)) != NG_OK ||
+			    (st = kd_opt_str(c, e, "effect", "spec.taintTargets.effect",
+					     &t[i].effect)) != NG_OK) {
+				if (st == NG_ENOMEM)
+					return st;
+				verr = *c->err;
+			}
+		}
+		n->taint_targets = t;
+		n->ntargets = (uint16_t)nt;
+	}
+	if (verr.status != NG_OK)
+		memset(&n->node_selector, 0, sizeof(n->node_selector));
+	return finish_budget(c, &n->b, &verr);
+}
+
+const struct kube_adb *kube_one_adb(const struct kube_one *one)
+{
+	return kd_one_record(one, KUBE_RES_ADBS);
+}
+
+const struct kube_ndb *kube_one_ndb(const struct kube_one *one)
+{
+	return kd_one_record(one, KUBE_RES_NDBS);
+}

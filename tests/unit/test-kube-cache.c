@@ -1,0 +1,279 @@
+/* kube/cache.c: the live cache, its incremental changes, stages and publishing. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/intern.h"
+#include "common/json.h"
+#include "common/limits.h"
+#include "kube/one.h"
+#include "kube/internal.h"
+#include "tests/support/support.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void apply(struct kube_cache *c, const char *json, bool del)
+{
+	struct ng_arena *a = ng_arena_create(1u << 20);
+	cJSON *root = NULL;
+	struct ng_err err = {0};
+	assert_int_equal(ng_json_parse(json, strlen(json), a, &root, &err), NG_OK);
+	struct kube_object obj;
+	assert_int_equal(
+	    kube_decode_object(kube_cache_pool(c), kube_cache_scratch(c), root, "test", &obj, &err),
+	    NG_OK);
+	if (del)
+		assert_int_equal(kube_cache_delete(c, &obj), NG_OK);
+	else
+		assert_int_equal(kube_cache_upsert(c, &obj), NG_OK);
+	ng_arena_destroy(a);
+}
+
+#define POD_ON(name, node, app)                                                                    \
+	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name                   \
+	"\",\"namespace\":\"d\",\"labels\":{\"app\":\"" app "\"}},\"spec\":{\"nodeName\":\"" node  \
+	"\"}}"
+
+#define NODE_NAMED(name)                                                                           \
+	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name "\"}}"
+
+static struct kube_snapshot *publish(struct kube_cache *c)
+{
+	struct kube_snapshot *s = NULL;
+	assert_int_equal(kube_cache_publish(c, &s), NG_OK);
+	return s;
+}
+
+static void test_cache_publishes_changes_and_shares_unchanged_tables(void **state)
+{
+	struct kube_cache *c = kube_cache_create();
+	apply(c, POD_ON("a", "n1", "db"), false);
+	apply(c, POD_ON("b", "n1", "web"), false);
+	apply(c, NODE_NAMED("n1"), false);
+	assert_true(kube_cache_dirty(c));
+	struct kube_snapshot *s1 = publish(c);
+	assert_false(kube_cache_dirty(c));
+	assert_int_equal(kube_snapshot_count(s1, KUBE_RES_PODS), 2);
+	assert_int_equal(kube_snapshot_generation(s1), 1);
+	/* A pod moves, one is deleted, one is added; nodes do not change. */
+	apply(c, POD_ON("a", "n2", "db"), false);
+	apply(c, POD_ON("b", "n1", "web"), true);
+	apply(c, POD_ON("c", "n2", "db"), false);
+	struct kube_snapshot *s2 = publish(c);
+	assert_int_equal(kube_snapshot_count(s2, KUBE_RES_PODS), 2);
+	assert_ptr_equal(s1->t[KUBE_RES_NODES], s2->t[KUBE_RES_NODES]);
+	assert_ptr_not_equal(s1->t[KUBE_RES_PODS], s2->t[KUBE_RES_PODS]);
+	/* The old snapshot is untouched: readers keep their point in time. */
+	const struct kube_pod *a1 = kube_snapshot_find_pod_str(s1, "d", 1, "a", 1);
+	const struct kube_pod *a2 = kube_snapshot_find_pod_str(s2, "d", 1, "a", 1);
+	assert_int_equal(a1->node, ng_test_id(s1, "n1"));
+	assert_int_equal(a2->node, ng_test_id(s2, "n2"));
+	assert_non_null(kube_snapshot_find_pod_str(s1, "d", 1, "b", 1));
+	assert_null(kube_snapshot_find_pod_str(s2, "d", 1, "b", 1));
+	assert_non_null(kube_snapshot_find_pod_str(s2, "d", 1, "c", 1));
+	size_t n;
+	assert_non_null(kube_snapshot_pods_on_node(s2, ng_test_id(s2, "n2"), &n));
+	assert_int_equal(n, 2);
+	assert_null(kube_snapshot_pods_on_node(s2, ng_test_id(s2, "n1"), &n));
+	/* Releasing in any order frees everything (ASan/LSan check this). */
+	kube_snapshot_release(s1);
+	struct kube_snapshot *s3 = publish(c); /* nothing pending: shares every table */
+	assert_ptr_equal(s3->t[KUBE_RES_PODS], s2->t[KUBE_RES_PODS]);
+	kube_cache_destroy(c);
+	assert_string_equal(kube_snapshot_find_pod_str(s3, "d", 1, "c", 1)->name, "c");
+	kube_snapshot_release(s2);
+	kube_snapshot_release(s3);
+}
+
+static void test_cache_later_change_in_a_batch_wins(void **state)
+{
+	struct kube_cache *c = kube_cache_create();
+	apply(c, POD_ON("a", "n1", "db"), false);
+	apply(c, POD_ON("a", "n2", "db"), false);
+	apply(c, POD_ON("a", "n3", "db"), false);
+	apply(c, POD_ON("gone", "n3", "db"), false);
+	apply(c, POD_ON("gone", "n3", "db"), true);
+	struct kube_snapshot *s = publish(c);
+	assert_int_equal(kube_snapshot_count(s, KUBE_RES_PODS), 1);
+	assert_int_equal(kube_snapshot_find_pod_str(s, "d", 1, "a", 1)->node, ng_test_id(s, "n3"));
+	/* Deleting what never existed is harmless. */
+	apply(c, POD_ON("never", "n3", "db"), true);
+	kube_snapshot_release(s);
+	s = publish(c);
+	assert_int_equal(kube_snapshot_count(s, KUBE_RES_PODS), 1);
+	kube_snapshot_release(s);
+	kube_cache_destroy(c);
+}
+
+static void test_cache_reset_replaces_and_discard_restores(void **state)
+{
+	struct kube_cache *c = kube_cache_create();
+	apply(c, POD_ON("a", "n1", "db"), false);
+	apply(c, POD_ON("b", "n1", "db"), false);
+	struct kube_snapshot *s1 = publish(c);
+	/* A relist that fails half-way changes nothing. */
+	kube_cache_reset(c, KUBE_RES_PODS);
+	apply(c, POD_ON("x", "n9", "db"), false);
+	kube_cache_discard(c, KUBE_RES_PODS);
+	assert_false(kube_cache_dirty(c));
+	/* A relist that completes replaces everything. */
+	kube_cache_reset(c, KUBE_RES_PODS);
+	apply(c, POD_ON("b", "n2", "db"), false);
+	apply(c, POD_ON("c", "n2", "db"), false);
+	struct kube_snapshot *s2 = publish(c);
+	assert_int_equal(kube_snapshot_count(s2, KUBE_RES_PODS), 2);
+	assert_null(kube_snapshot_find_pod_str(s2, "d", 1, "a", 1));
+	assert_int_equal(kube_snapshot_find_pod_str(s2, "d", 1, "b", 1)->node,
+			 ng_test_id(s2, "n2"));
+	assert_int_equal(kube_snapshot_count(s1, KUBE_RES_PODS), 2);
+	kube_snapshot_release(s2);
+	kube_cache_destroy(c);
+	kube_snapshot_release(s1);
+}
+
+static void stage(struct kube_cache *c, struct kube_stage *st, const char *json)
+{
+	struct ng_arena *a = ng_arena_create(1u << 20);
+	cJSON *root = NULL;
+	struct ng_err err = {0};
+	assert_int_equal(ng_json_parse(json, strlen(json), a, &root, &err), NG_OK);
+	struct kube_object obj;
+	assert_int_equal(
+	    kube_decode_object(kube_cache_pool(c), kube_cache_scratch(c), root, "test", &obj, &err),
+	    NG_OK);
+	assert_int_equal(kube_stage_add(st, &obj), NG_OK);
+	ng_arena_destroy(a);
+}
+
+static void test_cache_stage_replaces_a_resource_in_one_step(void **state)
+{
+	struct kube_cache *c = kube_cache_create();
+	apply(c, POD_ON("a", "n1", "db"), false);
+	apply(c, POD_ON("b", "n1", "db"), false);
+	struct kube_snapshot *s1 = publish(c);
+	/* A list in progress: the changes of other resources still publish, without it. */
+	struct kube_stage *st = kube_stage_create(c, KUBE_RES_PODS);
+	stage(c, st, POD_ON("b", "n2", "db"));
+	stage(c, st, POD_ON("c", "n2", "db"));
+	stage(c, st, POD_ON("b", "n3", "db")); /* listed twice: the later one wins */
+	assert_int_equal(kube_stage_count(st), 2);
+	apply(c, POD_ON("x", "n9", "db"), false); /* a pod change before the list ends */
+	assert_int_equal(kube_cache_replace(c, st), NG_OK);
+	kube_stage_destroy(st);
+	/* An empty list empties the resource. */
+	struct kube_stage *empty = kube_stage_create(c, KUBE_RES_PVCS);
+	assert_int_equal(kube_cache_replace(c, empty), NG_OK);
+	kube_stage_destroy(empty);
+	assert_false(kube_cache_dirty(c)); /* the list superseded the pending pod change */
+	struct kube_snapshot *s2 = NULL;
+	assert_int_equal(kube_cache_publish_some(c, 0, &s2), NG_OK);
+	assert_int_equal(kube_snapshot_count(s2, KUBE_RES_PODS), 2);
+	assert_null(kube_snapshot_find_pod_str(s2, "d", 1, "a", 1));
+	assert_null(kube_snapshot_find_pod_str(s2, "d", 1, "x", 1));
+	assert_int_equal(kube_snapshot_find_pod_str(s2, "d", 1, "b", 1)->node,
+			 ng_test_id(s2, "n3"));
+	assert_int_equal(kube_snapshot_find_pod_str(s2, "d", 1, "c", 1)->node,
+			 ng_test_id(s2, "n2"));
+	size_t n = 0;
+	kube_snapshot_pods_on_node(s2, ng_test_id(s2, "n2"), &n);
+	assert_int_equal(n, 1);
+	/* The older snapshot still reads the replaced pods (their side data retired with it). */
+	assert_int_equal(kube_snapshot_count(s1, KUBE_RES_PODS), 2);
+	assert_string_equal(kube_snapshot_find_pod_str(s1, "d", 1, "a", 1)->name, "a");
+	/* Later changes apply on top of the replaced table. */
+	apply(c, POD_ON("c", "n1", "db"), true);
+	struct kube_snapshot *s3 = publish(c);
+	assert_int_equal(kube_snapshot_count(s3, KUBE_RES_PODS), 1);
+	kube_snapshot_release(s3);
+	kube_snapshot_release(s2);
+	kube_cache_destroy(c);
+	kube_snapshot_release(s1);
+	/* A stage dropped half-way frees what it holds. */
+	c = kube_cache_create();
+	st = kube_stage_create(c, KUBE_RES_PODS);
+	stage(c, st, POD_ON("d", "n2", "db"));
+	kube_stage_destroy(st);
+	kube_cache_destroy(c);
+}
+
+struct live_stress {
+	struct kube_store *store;
+	_Atomic bool done;
+};
+
+static void *live_reader(void *arg)
+{
+	struct live_stress *st = arg;
+	while (!atomic_load(&st->done)) {
+		struct kube_snapshot *s = kube_store_acquire(st->store);
+		/* Invariant the writer keeps: every pod named p<i> sits on node n<i % 7>, and the
+		 * by-node index agrees with the records. */
+		size_t n;
+		const struct kube_pod *pods = kube_snapshot_pods(s, &n);
+		for (size_t i = 0; i < n; i++) {
+			const char *name = pods[i].name;
+			if (name[0] != 'p')
+				abort();
+			size_t m;
+			const uint32_t *on = kube_snapshot_pods_on_node(s, pods[i].node, &m);
+			bool found = false;
+			for (size_t k = 0; k < m; k++)
+				found = found || on[k] == i;
+			if (!found ||
+			    kube_snapshot_find_pod_str(s, "d", 1, name, strlen(name)) != &pods[i])
+				abort();
+		}
+		kube_snapshot_release(s);
+	}
+	return NULL;
+}
+
+static void test_store_stress_live_cache_writer_and_readers(void **state)
+{
+	struct live_stress st = {.store = kube_store_create()};
+	pthread_t t[3];
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, live_reader, &st), 0);
+	struct kube_cache *c = kube_cache_create();
+	char json[256];
+	unsigned seed = 42;
+	for (int round = 0; round < 300; round++) {
+		for (int k = 0; k < 20; k++) {
+			int i = rand_r(&seed) % 200;
+			(void)snprintf(json, sizeof(json),
+				       "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{"
+				       "\"name\":\"p%d\",\"namespace\":\"d\",\"labels\":{\"r\":"
+				       "\"%d\"}},\"spec\":{\"nodeName\":\"n%d\"}}",
+				       i, round, i % 7);
+			apply(c, json, rand_r(&seed) % 4 == 0);
+		}
+		if (round % 50 == 49)
+			kube_cache_reset(c, KUBE_RES_PODS); /* an occasional relist */
+		kube_store_publish(st.store, publish(c));
+	}
+	atomic_store(&st.done, true);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	kube_cache_destroy(c);
+	kube_store_destroy(st.store);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_cache_publishes_changes_and_shares_unchanged_tables),
+	    cmocka_unit_test(test_cache_later_change_in_a_batch_wins),
+	    cmocka_unit_test(test_cache_reset_replaces_and_discard_restores),
+	    cmocka_unit_test(test_cache_stage_replaces_a_resource_in_one_step),
+	    cmocka_unit_test(test_store_stress_live_cache_writer_and_readers),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

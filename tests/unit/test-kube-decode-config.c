@@ -1,0 +1,125 @@
+/* kube/decode_config.c: templates, remediations and NodeGateConfig. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "common/intern.h"
+#include "common/json.h"
+#include "common/limits.h"
+#include "kube/one.h"
+#include "kube/internal.h"
+#include "tests/support/support.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *str_of(const struct kube_one *one, uint32_t id)
+{
+	return ng_intern_str(kube_one_pool(one), id, NULL);
+}
+
+/* The author annotations of templates and remediations, read for remediation's check. */
+static void test_authors_of_templates_and_remediations(void **state)
+{
+	(void)state;
+	static const char *const objs[] = {
+	    "{\"kind\":\"NodeDisruptionTemplate\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+	    "\"metadata\":{\"name\":\"t\",\"annotations\":{%s}},\"spec\":{}}",
+	    "{\"kind\":\"NodeRemediation\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+	    "\"metadata\":{\"name\":\"r\",\"annotations\":{%s}},\"spec\":{\"nodeSelector\":{},"
+	    "\"rule\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]},"
+	    "\"templateName\":\"t\"}}",
+	};
+	static const struct {
+		const char *ann;
+		const char *author; /* NULL: none */
+		size_t ngroups;
+	} cases[] = {
+	    {"\"nodegate.io/created-by\":\"alice\",\"nodegate.io/created-by-groups\":"
+	     "\"[\\\"ops\\\",\\\"system:authenticated\\\"]\"",
+	     "alice", 2},
+	    {"\"nodegate.io/created-by\":\"bob\",\"nodegate.io/created-by-groups\":\"[]\"", "bob",
+	     0},
+	    {"\"nodegate.io/created-by\":\"bob\"", NULL, 0},
+	    {"\"nodegate.io/created-by\":\"bob\",\"nodegate.io/created-by-groups\":\"ops\"", NULL,
+	     0},
+	    {"\"nodegate.io/created-by\":\"bob\",\"nodegate.io/created-by-groups\":\"[1]\"", NULL,
+	     0},
+	    {"\"other\":\"x\"", NULL, 0},
+	};
+	for (size_t k = 0; k < 2; k++) {
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			char json[1024];
+			(void)snprintf(json, sizeof(json), objs[k], cases[i].ann);
+			struct kube_one *one = NULL;
+			struct ng_err err = {0};
+			if (kube_one_parse(json, strlen(json), &one, &err) != NG_OK)
+				fail_msg("%s: %s", json, err.msg);
+			const struct kube_author *a =
+			    k == 0 ? &kube_one_ndt(one)->author : &kube_one_nrem(one)->author;
+			if (!cases[i].author) {
+				assert_int_equal(a->name, NG_INTERN_NONE);
+				assert_int_equal(a->ngroups, 0);
+			} else {
+				assert_string_equal(str_of(one, a->name), cases[i].author);
+				assert_int_equal(a->ngroups, cases[i].ngroups);
+				if (cases[i].ngroups == 2) {
+					assert_string_equal(str_of(one, a->groups[0]), "ops");
+					assert_string_equal(str_of(one, a->groups[1]),
+							    "system:authenticated");
+				}
+			}
+			kube_one_destroy(one);
+		}
+	}
+}
+
+/* A NodeGateConfig selector over the limit of requirements makes the config invalid, as a
+ * malformed one does; it was refused as unreadable (NG_ELIMIT, with no message), so the cache
+ * dropped the config and its healthHooks and eviction policy with it. */
+static void test_ngc_selector_over_limit_is_invalid(void **state)
+{
+	static const char *const where[] = {"\"drain\":{\"protectedNamespaces\"",
+					    "\"drain\":{\"protectedJobPods\"",
+					    "\"controlPlane\":{\"selector\""};
+	for (size_t k = 0; k < sizeof(where) / sizeof(where[0]); k++) {
+		struct ng_buf b;
+		ng_buf_init(&b, 1u << 20);
+		assert_int_equal(ng_buf_printf(&b,
+					       "{\"kind\":\"NodeGateConfig\",\"apiVersion\":"
+					       "\"nodegate.io/v1alpha1\",\"metadata\":{\"name\":"
+					       "\"default\"},\"spec\":{\"eviction\":{\"mode\":"
+					       "\"Off\"},%s:{\"matchLabels\":{",
+					       where[k]),
+				 NG_OK);
+		for (int i = 0; i <= NG_MAX_SELECTOR_TERMS; i++)
+			assert_int_equal(ng_buf_printf(&b, "%s\"k%d\":\"v\"", i ? "," : "", i),
+					 NG_OK);
+		assert_int_equal(ng_buf_puts(&b, "}}}}}"), NG_OK);
+		struct kube_one *one = NULL;
+		struct ng_err err = {0};
+		assert_int_equal(kube_one_parse(b.data, b.len, &one, &err), NG_OK);
+		const struct kube_ngc *g = kube_one_ngc(one);
+		assert_true(g->invalid);
+		assert_int_equal(g->eviction_mode, KUBE_EVICTION_ENFORCE);
+		assert_non_null(strstr(str_of(one, g->error), "more than 64 requirements"));
+		kube_one_destroy(one);
+		ng_buf_finish(&b);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_authors_of_templates_and_remediations),
+	    cmocka_unit_test(test_ngc_selector_over_limit_is_invalid),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
