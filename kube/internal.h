@@ -10,6 +10,7 @@
 #ifndef NG_KUBE_INTERNAL_H
 #define NG_KUBE_INTERNAL_H
 
+#include "kube/one.h"
 #include "kube/snapshot.h"
 
 #include "common/buf.h"
@@ -243,14 +244,6 @@ NG_NODISCARD ng_status kube_cache_publish(struct kube_cache *c, struct kube_snap
  */
 NG_NODISCARD ng_status kube_cache_publish_some(struct kube_cache *c, unsigned mask,
 					       struct kube_snapshot **ret_snap);
-
-/**
- * Decodes a metav1.LabelSelector (JSON null or absent: a null selector). Validates operators,
- * value counts and label syntax. @field names it in messages.
- */
-NG_NODISCARD ng_status kube_decode_selector(struct ng_intern *pool, struct ng_arena *arena,
-					    const struct cJSON *j, const char *field,
-					    struct kube_selector *ret_sel, struct ng_err *reterr);
 
 /* The framing of a watch stream (kube/watch.c): newline-delimited JSON events, which need not
  * line up with the HTTP chunks that carry them. Caller storage; one thread. */

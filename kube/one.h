@@ -13,6 +13,7 @@
 #include "kube/records.h"
 
 struct cJSON;
+struct ng_arena;
 struct ng_intern;
 
 struct kube_one;
@@ -64,5 +65,16 @@ const struct kube_ndb *kube_one_ndb(const struct kube_one *one);
 const struct kube_ngc *kube_one_ngc(const struct kube_one *one);
 const struct kube_nrem *kube_one_nrem(const struct kube_one *one);
 const struct kube_ndt *kube_one_ndt(const struct kube_one *one);
+
+/**
+ * Decodes a metav1.LabelSelector @j (JSON null or absent: a null selector) into *@ret_sel, its
+ * keys and values interned in @pool and its arrays from @arena (both the caller's), exactly as
+ * every kind's decoder reads one: operators, value counts and label syntax are checked, and
+ * @field names it in messages ("spec.nodeSelector.matchLabels: ..."). NG_EPARSE/NG_ELIMIT with
+ * @reterr, NG_ENOMEM. *@ret_sel is written only on success.
+ */
+NG_NODISCARD ng_status kube_decode_selector(struct ng_intern *pool, struct ng_arena *arena,
+					    const struct cJSON *j, const char *field,
+					    struct kube_selector *ret_sel, struct ng_err *reterr);
 
 #endif

@@ -69,6 +69,30 @@ static uint32_t remap(const struct ng_intern *from, const struct ng_intern *to, 
 	return s ? ng_intern_find(to, s, len) : NG_INTERN_NONE;
 }
 
+ng_status pol_selector_to_pool(const struct kube_selector *sel, const struct ng_intern *from,
+			       const struct ng_intern *to, struct ng_arena *arena,
+			       struct kube_selector *ret, struct ng_err *reterr)
+{
+	struct kube_requirement *reqs =
+	    sel->nreqs ? ng_arena_alloc(arena, sel->nreqs * sizeof(*reqs)) : NULL;
+	if (sel->nreqs && !reqs)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	for (uint16_t i = 0; i < sel->nreqs; i++) {
+		const struct kube_requirement *q = &sel->reqs[i];
+		uint32_t *vals =
+		    q->nvalues ? ng_arena_alloc(arena, q->nvalues * sizeof(*vals)) : NULL;
+		if (q->nvalues && !vals)
+			return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+		for (uint16_t v = 0; v < q->nvalues; v++)
+			vals[v] = remap(from, to, q->values[v]);
+		reqs[i] = *q;
+		reqs[i].key = remap(from, to, q->key);
+		reqs[i].values = vals;
+	}
+	*ret = (struct kube_selector){sel->present, sel->nreqs, reqs};
+	return NG_OK;
+}
+
 ng_status pol_selector_for_pool(const char *text, const struct ng_intern *pool,
 				struct ng_arena *arena, struct kube_selector *ret,
 				struct ng_err *reterr)
@@ -78,27 +102,11 @@ ng_status pol_selector_for_pool(const char *text, const struct ng_intern *pool,
 		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
 	struct kube_selector sel;
 	ng_status st = bud_selector_parse(text, strlen(text), own, arena, &sel, reterr);
-	struct kube_requirement *reqs =
-	    st == NG_OK && sel.nreqs ? ng_arena_alloc(arena, sel.nreqs * sizeof(*reqs)) : NULL;
-	if (st == NG_OK && sel.nreqs && !reqs)
-		st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
-	for (uint16_t i = 0; st == NG_OK && i < sel.nreqs; i++) {
-		const struct kube_requirement *q = &sel.reqs[i];
-		uint32_t *vals =
-		    q->nvalues ? ng_arena_alloc(arena, q->nvalues * sizeof(*vals)) : NULL;
-		if (q->nvalues && !vals) {
-			st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
-			break;
-		}
-		for (uint16_t v = 0; v < q->nvalues; v++)
-			vals[v] = remap(own, pool, q->values[v]);
-		reqs[i] = *q;
-		reqs[i].key = remap(own, pool, q->key);
-		reqs[i].values = vals;
-	}
+	if (st == NG_OK)
+		st = pol_selector_to_pool(&sel, own, pool, arena, ret, reterr);
 	ng_intern_destroy(own);
 	if (st == NG_OK)
-		*ret = (struct kube_selector){true, sel.nreqs, reqs};
+		ret->present = true; /* "" selects every node */
 	return st;
 }
 

@@ -51,6 +51,17 @@ enum pol_drain_pod pol_drain_classify(const struct ng_intern *pool, const struct
 				      const struct pol_drain_rules *r);
 
 /**
+ * @sel (ids of @from) as a selector over records of @to, adding nothing to @to: keys and values
+ * @to does not hold become NG_INTERN_NONE, which no label carries (so `a=x` with an unknown x
+ * matches nothing and `a!=x` everything that lacks it or has another value). Arrays in @arena;
+ * *@ret is written only on success. NG_ENOMEM with @reterr.
+ */
+NG_NODISCARD ng_status pol_selector_to_pool(const struct kube_selector *sel,
+					    const struct ng_intern *from,
+					    const struct ng_intern *to, struct ng_arena *arena,
+					    struct kube_selector *ret, struct ng_err *reterr);
+
+/**
  * Parses the label selector string @text (kubectl -l syntax) for matching against records of
  * @pool without adding to it: keys and values @pool does not hold become NG_INTERN_NONE, which
  * no label carries, so `a=x` with an unknown x matches nothing and `a!=x` everything that

@@ -862,18 +862,23 @@ ng_status pol_plan_json(const struct kube_snapshot *s, const struct pol_plan_inp
 ng_status pol_plan_select(const struct kube_snapshot *s, const char *text, struct ng_arena *arena,
 			  const char ***ret_names, size_t *ret_n, struct ng_err *reterr)
 {
-	const struct ng_intern *pool = kube_snapshot_pool(s);
 	struct kube_selector sel;
-	ng_status st = pol_selector_for_pool(text, pool, arena, &sel, reterr);
-	if (st != NG_OK)
-		return st;
+	ng_status st = pol_selector_for_pool(text, kube_snapshot_pool(s), arena, &sel, reterr);
+	return st ? st : pol_plan_select_nodes(s, &sel, arena, ret_names, ret_n, reterr);
+}
+
+ng_status pol_plan_select_nodes(const struct kube_snapshot *s, const struct kube_selector *sel,
+				struct ng_arena *arena, const char ***ret_names, size_t *ret_n,
+				struct ng_err *reterr)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
 	size_t n, k = 0;
 	const struct kube_node *nodes = kube_snapshot_nodes(s, &n);
 	const char **v = ng_arena_alloc(arena, (n ? n : 1) * sizeof(*v));
 	if (!v)
 		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
 	for (size_t i = 0; i < n; i++)
-		if (bud_selector_matches(&sel, nodes[i].labels, nodes[i].nlabels, pool))
+		if (bud_selector_matches(sel, nodes[i].labels, nodes[i].nlabels, pool))
 			v[k++] = ng_intern_str(pool, nodes[i].name, NULL);
 	if (k > POL_PLAN_MAX_NODES)
 		return ng_err_set(reterr, NG_ELIMIT, 0,

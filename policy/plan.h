@@ -150,6 +150,14 @@ NG_NODISCARD ng_status pol_plan_select(const struct kube_snapshot *s, const char
 				       size_t *ret_n, struct ng_err *reterr);
 
 /**
+ * As pol_plan_select() for a selector already decoded over @s's pool (pol_selector_to_pool()).
+ */
+NG_NODISCARD ng_status pol_plan_select_nodes(const struct kube_snapshot *s,
+					     const struct kube_selector *sel,
+					     struct ng_arena *arena, const char ***ret_names,
+					     size_t *ret_n, struct ng_err *reterr);
+
+/**
  * Appends @p (a plan of @s for @in) to @b as the JSON document docs/planner.md describes,
  * followed by a newline. NG_ELIMIT/NG_ENOMEM from the buffer, which may then hold part of it.
  */

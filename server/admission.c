@@ -12,6 +12,7 @@
 #include "kube/one.h"
 #include "kube/snapshot.h"
 #include "policy/disruption.h"
+#include "policy/drain.h"
 #include "policy/plan.h"
 #include "policy/validate.h"
 
@@ -635,110 +636,14 @@ ng_status srv_evaluate(const char *body, size_t len, struct ng_arena *arena,
 
 /* A plan's own memory: node lists and reasons, a few hundred bytes per wave. */
 #define PLAN_ARENA_BYTES (256u << 20)
-/* A selector as the string grammar: each key or value at most this long (a label key is at
- * most 317 bytes, a value 63). */
-#define PLAN_SELECTOR_BYTES (64u * 1024u)
-
-/* Whether @s may go into a selector string as a key or value: the characters of label keys and
- * values only, so that none of the grammar's own (",()!=") can be smuggled in. The grammar's
- * parser checks the rest. */
-static bool label_chars(const char *s)
-{
-	if (!s || strlen(s) > 317)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '.' || *s == '-' || *s == '_' || *s == '/'))
-			return false;
-	return true;
-}
-
-/* matchLabels of the LabelSelector @sel appended to @b as "k=v,..." (*@first: nothing written
- * yet); false with a message in @why. *@st holds the first append error. */
-static bool selector_labels(const cJSON *sel, struct ng_buf *b, bool *first, ng_status *st,
-			    char *why, size_t cap)
-{
-	const cJSON *labels = ng_json_get(sel, "matchLabels"), *kv;
-	if (labels && !cJSON_IsObject(labels)) {
-		ng_fmt(why, cap, "nodeSelector.matchLabels: expected an object");
-		return false;
-	}
-	cJSON_ArrayForEach(kv, labels)
-	{
-		if (!label_chars(kv->string) || !cJSON_IsString(kv) ||
-		    !label_chars(kv->valuestring)) {
-			ng_fmt(why, cap,
-			       "nodeSelector.matchLabels: \"%.63s\": not a label key and value",
-			       kv->string ? kv->string : "");
-			return false;
-		}
-		*st = *st ? *st
-			  : ng_buf_printf(b, "%s%s=%s", *first ? "" : ",", kv->string,
-					  kv->valuestring);
-		*first = false;
-	}
-	return true;
-}
-
-/* matchExpressions of the LabelSelector @sel appended to @b in the string grammar, as
- * selector_labels(). */
-static bool selector_expressions(const cJSON *sel, struct ng_buf *b, bool *first, ng_status *st,
-				 char *why, size_t cap)
-{
-	const cJSON *exprs = ng_json_get(sel, "matchExpressions"), *e;
-	if (exprs && !cJSON_IsArray(exprs)) {
-		ng_fmt(why, cap, "nodeSelector.matchExpressions: expected an array");
-		return false;
-	}
-	cJSON_ArrayForEach(e, exprs)
-	{
-		const char *key = ng_json_str(e, "key"), *op = ng_json_str(e, "operator");
-		const cJSON *vals = ng_json_get(e, "values"), *v;
-		bool set = op && (strcmp(op, "In") == 0 || strcmp(op, "NotIn") == 0);
-		bool exists = op && (strcmp(op, "Exists") == 0 || strcmp(op, "DoesNotExist") == 0);
-		if (!label_chars(key) || (!set && !exists) || (set && !cJSON_IsArray(vals)) ||
-		    (exists && vals && cJSON_GetArraySize(vals) > 0)) {
-			ng_fmt(why, cap,
-			       "nodeSelector.matchExpressions: expected {key, operator: In, NotIn "
-			       "(with values), Exists or DoesNotExist}");
-			return false;
-		}
-		*st = *st ? *st : ng_buf_puts(b, *first ? "" : ",");
-		*first = false;
-		if (exists) {
-			*st = *st ? *st : ng_buf_printf(b, "%s%s", op[0] == 'D' ? "!" : "", key);
-			continue;
-		}
-		*st = *st ? *st : ng_buf_printf(b, "%s %s (", key, op[0] == 'I' ? "in" : "notin");
-		bool vfirst = true;
-		cJSON_ArrayForEach(v, vals)
-		{
-			if (!cJSON_IsString(v) || !label_chars(v->valuestring)) {
-				ng_fmt(why, cap,
-				       "nodeSelector.matchExpressions: \"%s\": values are "
-				       "label values",
-				       key);
-				return false;
-			}
-			*st =
-			    *st ? *st : ng_buf_printf(b, "%s%s", vfirst ? "" : ",", v->valuestring);
-			vfirst = false;
-		}
-		*st = *st ? *st : ng_buf_puts(b, ")");
-	}
-	return true;
-}
-
-/* A LabelSelector object @sel as the string grammar (kubectl -l) into @b, or a message in
- * @why. matchLabels k: v is k=v; matchExpressions In/NotIn/Exists/DoesNotExist. */
-static bool selector_string(const cJSON *sel, struct ng_buf *b, char *why, size_t cap)
+/* Whether @sel is a LabelSelector object with only its own members; else a message in @why.
+ * What the members hold is kube_decode_selector()'s to check. */
+static bool selector_shape(const cJSON *sel, char *why, size_t cap)
 {
 	if (!cJSON_IsObject(sel)) {
 		ng_fmt(why, cap, "nodeSelector: expected a LabelSelector object");
 		return false;
 	}
-	bool first = true;
-	ng_status st = NG_OK;
 	const cJSON *m;
 	cJSON_ArrayForEach(m, sel)
 	{
@@ -748,13 +653,6 @@ static bool selector_string(const cJSON *sel, struct ng_buf *b, char *why, size_
 			       m->string);
 			return false;
 		}
-	}
-	if (!selector_labels(sel, b, &first, &st, why, cap) ||
-	    !selector_expressions(sel, b, &first, &st, why, cap))
-		return false;
-	if (st != NG_OK) {
-		ng_fmt(why, cap, "nodeSelector: longer than %u bytes", PLAN_SELECTOR_BYTES);
-		return false;
 	}
 	return true;
 }
@@ -838,28 +736,39 @@ static ng_status plan_listed_nodes(const cJSON *nodes, struct ng_arena *arena,
 	return NG_OK;
 }
 
-/* The nodes of @snap the LabelSelector @sel selects into @in (the array from @arena). */
+/* The nodes of @snap the LabelSelector @sel selects into @in (the array from @arena). The
+ * selector is decoded once, as the kinds' decoders read one, over a pool of its own, then
+ * matched against the snapshot's labels. */
 static ng_status plan_selected_nodes(const cJSON *sel, const struct kube_snapshot *snap,
 				     struct ng_arena *arena, struct pol_plan_input *in, char *why,
 				     size_t cap)
 {
-	struct ng_buf text;
-	ng_buf_init(&text, PLAN_SELECTOR_BYTES);
-	ng_status st = NG_EPARSE;
-	if (selector_string(sel, &text, why, cap)) {
-		struct ng_err e = {0};
-		const char **names = NULL;
-		size_t n = 0;
-		st = pol_plan_select(snap, text.data ? text.data : "", arena, &names, &n, &e);
-		if (st == NG_OK) {
-			in->nodes = names;
-			in->nnodes = n;
-		} else if (st != NG_ENOMEM) {
+	if (!selector_shape(sel, why, cap))
+		return NG_EPARSE;
+	struct ng_intern *own = ng_intern_create();
+	if (!own)
+		return NG_ENOMEM;
+	struct ng_err e = {0};
+	struct kube_selector decoded, over_snap;
+	const char **names = NULL;
+	size_t n = 0;
+	ng_status st = kube_decode_selector(own, arena, sel, "nodeSelector", &decoded, &e);
+	if (st == NG_OK)
+		st = pol_selector_to_pool(&decoded, own, kube_snapshot_pool(snap), arena,
+					  &over_snap, &e);
+	ng_intern_destroy(own);
+	if (st == NG_OK)
+		st = pol_plan_select_nodes(snap, &over_snap, arena, &names, &n, &e);
+	if (st == NG_OK) {
+		in->nodes = names;
+		in->nnodes = n;
+	} else if (st != NG_ENOMEM) {
+		if (strncmp(e.msg, "nodeSelector", 12) == 0)
+			ng_fmt(why, cap, "%s", e.msg);
+		else
 			ng_fmt(why, cap, "nodeSelector: %s", e.msg);
-			st = NG_EPARSE;
-		}
+		st = NG_EPARSE;
 	}
-	ng_buf_finish(&text);
 	return st;
 }
 

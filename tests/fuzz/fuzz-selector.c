@@ -26,6 +26,7 @@
 #include "common/limits.h"
 #include "common/status.h"
 #include "kube/internal.h"
+#include "kube/one.h"
 #include "kube/records.h"
 #include "tests/fuzz/roundtrip.h"
 

@@ -136,6 +136,9 @@ static void test_Q03_bad_bodies_are_422_saying_what_is_wrong(void **state)
 	     "\"values\":[\"1\"]}]}}",
 	     "matchExpressions"},
 	    {"{\"nodeSelector\":{\"nodeNames\":[]}}", "not a LabelSelector field"},
+	    /* Checked as the API server checks a LabelSelector, not only for the characters. */
+	    {"{\"nodeSelector\":{\"matchLabels\":{\"-a\":\"b\"}}}", "nodeSelector.matchLabels"},
+	    {"{\"nodeSelector\":{\"matchLabels\":{\"a\":\"-b\"}}}", "nodeSelector.matchLabels"},
 	    {"[]", "expected a plan request object"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
