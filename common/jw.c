@@ -150,6 +150,20 @@ void ng_jw_base64(struct ng_jw *w, const void *data, size_t len)
 	put(w, "\"", 1);
 }
 
+void ng_jw_obj_extend(struct ng_jw *w, const char *obj_json, size_t len)
+{
+	open_c(w, "{");
+	if (len < 2 || obj_json[0] != '{' || obj_json[len - 1] != '}') {
+		if (w->st == NG_OK)
+			w->st = NG_EINVAL;
+		return;
+	}
+	if (len == 2 || w->st != NG_OK)
+		return;
+	put(w, obj_json + 1, len - 2);
+	w->nonempty |= 1ull << (w->depth - 1);
+}
+
 void ng_jw_raw(struct ng_jw *w, const char *json, size_t len)
 {
 	sep(w);

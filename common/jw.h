@@ -62,6 +62,13 @@ void ng_jw_time(struct ng_jw *w, int64_t wall_ms);
 void ng_jw_time_ms(struct ng_jw *w, int64_t wall_ms);
 /** @len bytes at @data (borrowed) as a base64 string (a JSON patch in an AdmissionReview). */
 void ng_jw_base64(struct ng_jw *w, const void *data, size_t len);
+/**
+ * Opens an object whose first members are those of @obj_json (@len bytes, borrowed, unchecked:
+ * compact JSON of an object, "{}" included; anything not between braces is NG_EINVAL); the caller
+ * adds members and closes it with ng_jw_obj_end(). For a canonical object nodegate extends (a
+ * template's spec).
+ */
+void ng_jw_obj_extend(struct ng_jw *w, const char *obj_json, size_t len);
 /** @json (borrowed) inserted as one value, unchecked: it must be valid JSON. */
 void ng_jw_raw(struct ng_jw *w, const char *json, size_t len);
 

@@ -298,26 +298,18 @@ static void request_spec(struct ng_jw *w, const struct request_body *rb)
 {
 	const struct kube_ndt *t = rb->j->plan.tmpl;
 	const char *spec = t->spec_json ? t->spec_json : "{}";
-	size_t len = strlen(spec);
-	struct ng_buf b;
-	ng_buf_init(&b, len + 1024);
-	ng_status st = ng_buf_append(&b, spec, len - 1); /* without its '}' */
-	st = st ? st : ng_buf_puts(&b, len > 2 ? ",\"nodeNames\":[" : "\"nodeNames\":[");
-	st = st ? st : ng_buf_json_str(&b, rb->node, strlen(rb->node));
-	st = st ? st : ng_buf_puts(&b, "]");
-	if (st == NG_OK && t->requestor == NG_INTERN_NONE) {
+	ng_jw_key(w, "spec");
+	ng_jw_obj_extend(w, spec, strlen(spec));
+	ng_jw_key(w, "nodeNames");
+	ng_jw_arr(w);
+	ng_jw_str(w, rb->node);
+	ng_jw_arr_end(w);
+	if (t->requestor == NG_INTERN_NONE) {
 		char requestor[128];
 		ng_fmt(requestor, sizeof(requestor), "%s.noderemediation", rb->j->name);
-		st = ng_buf_puts(&b, ",\"requestor\":");
-		st = st ? st : ng_buf_json_str(&b, requestor, strlen(requestor));
+		ng_jw_kstr(w, "requestor", requestor);
 	}
-	st = st ? st : ng_buf_puts(&b, "}");
-	ng_jw_key(w, "spec");
-	if (st == NG_OK)
-		ng_jw_raw(w, b.data, b.len);
-	else
-		ng_jw_null(w); /* refused by the API server, reported as any refusal */
-	ng_buf_finish(&b);
+	ng_jw_obj_end(w);
 }
 
 static void request_body(struct ng_jw *w, void *ctx)

@@ -129,6 +129,34 @@ static void test_writer_value_from_another_encoder(void **state)
 	ng_buf_finish(&b);
 }
 
+/* An object extended with members of its own: commas only where members meet. */
+static void test_writer_extends_an_object(void **state)
+{
+	struct ng_buf b;
+	ng_buf_init(&b, 4096);
+	struct ng_jw w;
+	ng_jw_init(&w, &b);
+	ng_jw_arr(&w);
+	ng_jw_obj_extend(&w, "{\"a\":1,\"b\":[2]}", 15);
+	ng_jw_kstr(&w, "c", "x");
+	ng_jw_obj_end(&w);
+	ng_jw_obj_extend(&w, "{}", 2);
+	ng_jw_kstr(&w, "c", "y");
+	ng_jw_obj_end(&w);
+	ng_jw_obj_extend(&w, "{}", 2);
+	ng_jw_obj_end(&w);
+	ng_jw_arr_end(&w);
+	assert_int_equal(ng_jw_finish(&w), NG_OK);
+	assert_string_equal(b.data, "[{\"a\":1,\"b\":[2],\"c\":\"x\"},{\"c\":\"y\"},{}]");
+	/* Not an object: the error sticks. */
+	ng_buf_reset(&b);
+	ng_jw_init(&w, &b);
+	ng_jw_obj_extend(&w, "[1]", 3);
+	ng_jw_obj_end(&w);
+	assert_int_equal(ng_jw_finish(&w), NG_EINVAL);
+	ng_buf_finish(&b);
+}
+
 /* A document written in three pieces reads as one written whole. */
 static void test_writer_resumes_a_document_in_pieces(void **state)
 {
@@ -201,6 +229,7 @@ int main(void)
 	    cmocka_unit_test(test_writer_base64),
 	    cmocka_unit_test(test_writer_value_from_another_encoder),
 	    cmocka_unit_test(test_writer_resumes_a_document_in_pieces),
+	    cmocka_unit_test(test_writer_extends_an_object),
 	    cmocka_unit_test(test_backoff_doubles_to_the_cap),
 	    cmocka_unit_test(test_jitter_stays_in_its_band_and_spreads),
 	};
