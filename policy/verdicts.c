@@ -1,6 +1,8 @@
 /* Output of the decision: its reason, budget statuses and verdicts as JSON. */
 #include "policy/disruption_internal.h"
 
+#include "common/jw.h"
+
 void pol_decision_reason(struct pol_gate_decision *d)
 {
 	/* Room kept for the tail while more failures follow: " | and " + 20 digits + the rest. */
@@ -215,30 +217,33 @@ ng_status pol_verdicts_json(const struct kube_snapshot *s, const struct pol_budg
 			    size_t n, struct ng_buf *b)
 {
 	const struct ng_intern *pool = kube_snapshot_pool(s);
-	ng_status st = ng_buf_puts(b, "[");
-	for (size_t i = 0; st == NG_OK && i < n; i++) {
+	struct ng_jw w;
+	ng_jw_init(&w, b);
+	ng_jw_arr(&w);
+	for (size_t i = 0; i < n; i++) {
+		size_t len;
 		const char *kind = v[i].kind == KUBE_RES_NDBS   ? "NodeDisruptionBudget"
 				   : v[i].kind == KUBE_RES_PDBS ? "PodDisruptionBudget"
 								: "ApplicationDisruptionBudget";
-		st = ng_buf_puts(b, i ? ",{\"reference\":{\"kind\":" : "{\"reference\":{\"kind\":");
-		st = st ? st : ng_buf_json_str(b, kind, strlen(kind));
-		if (st == NG_OK && v[i].ns != NG_INTERN_NONE) {
-			size_t len;
+		ng_jw_obj(&w);
+		ng_jw_key(&w, "reference");
+		ng_jw_obj(&w);
+		ng_jw_kstr(&w, "kind", kind);
+		if (v[i].ns != NG_INTERN_NONE) {
 			const char *ns = ng_intern_str(pool, v[i].ns, &len);
-			st = ng_buf_puts(b, ",\"namespace\":");
-			st = st ? st : ng_buf_json_str(b, ns, len);
+			ng_jw_key(&w, "namespace");
+			ng_jw_strn(&w, ns, len);
 		}
-		size_t len;
 		const char *name = ng_intern_str(pool, v[i].name, &len);
-		st = st ? st : ng_buf_puts(b, ",\"name\":");
-		st = st ? st : ng_buf_json_str(b, name, len);
-		st = st ? st
-			: ng_buf_puts(b, v[i].ok ? "},\"ok\":true,\"reason\":"
-						 : "},\"ok\":false,\"reason\":");
-		st = st ? st : ng_buf_json_str(b, v[i].reason, strlen(v[i].reason));
-		st = st ? st : ng_buf_puts(b, "}");
+		ng_jw_key(&w, "name");
+		ng_jw_strn(&w, name, len);
+		ng_jw_obj_end(&w);
+		ng_jw_kbool(&w, "ok", v[i].ok);
+		ng_jw_kstr(&w, "reason", v[i].reason);
+		ng_jw_obj_end(&w);
 	}
-	return st ? st : ng_buf_puts(b, "]");
+	ng_jw_arr_end(&w);
+	return ng_jw_finish(&w);
 }
 
 static int cmp_str(const void *a, const void *b)
