@@ -6,6 +6,9 @@
  * (pol_rank_pending), scopes.c (budget scopes and their index), budget_eval.c (per-budget
  * evaluation), disruption.c (the decision steps), verdicts.c (reasons, budget statuses, JSON).
  *
+ * Functions named pd_* are shared between the parts and documented at their definitions; the
+ * small helpers of the hot loops are static inline here, so splitting the files costs no call.
+ *
  * Ownership and threads: as policy/disruption.h says; a ledger, its scopes (in its arena) and an
  * eval belong to one thread at a time. */
 #ifndef NG_POLICY_DISRUPTION_INTERNAL_H
@@ -166,6 +169,7 @@ static inline bool node_unavailable(const struct kube_node *n, const struct kube
 	return false;
 }
 
+/* One request being decided (disruption.c): its nodes, and the verdicts budget_eval.c adds. */
 struct eval {
 	const struct kube_snapshot *s;
 	const struct ng_intern *pool;
