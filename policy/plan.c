@@ -629,6 +629,131 @@ static int64_t next_end(const struct sim *m, size_t *ret_waiting)
 	return next;
 }
 
+/* Allocates what the simulation keeps per budget, its requests and its waves. */
+static ng_status sim_start(struct sim *m)
+{
+	const struct kube_snapshot *s = m->s;
+	const struct pol_plan_input *in = m->in;
+	(void)kube_snapshot_ndbs(s, &m->nndb);
+	(void)kube_snapshot_adbs(s, &m->nadb);
+	(void)kube_snapshot_pdbs(s, &m->npdb);
+	m->released = calloc(m->nndb + m->nadb + m->npdb + 1, sizeof(*m->released));
+	m->seen = calloc(m->nndb + m->nadb + m->npdb + 1, sizeof(*m->seen));
+	m->win_round = calloc(m->nndb + m->nadb + m->npdb + 1, sizeof(*m->win_round));
+	m->win_bit = calloc(m->nndb + m->nadb + m->npdb + 1, sizeof(*m->win_bit));
+	m->scratch = ng_arena_create(PLAN_SCRATCH_BYTES);
+	m->t0_mono_us = caps_clock(m);
+	ng_status st =
+	    m->released && m->seen && m->win_round && m->win_bit && m->scratch ? NG_OK : NG_ENOMEM;
+	st = st ? st : make_requests(m);
+	st = st ? st : held_at_start(m);
+	m->cap_waves = in->max_waves && in->max_waves < POL_PLAN_MAX_WAVES ? in->max_waves
+									   : POL_PLAN_MAX_WAVES;
+	if (m->cap_waves > m->nr)
+		m->cap_waves = m->nr;
+	m->p->waves = st ? NULL : ng_arena_alloc(m->out, (m->cap_waves + 1) * sizeof(*m->p->waves));
+	if (st == NG_OK && !m->p->waves)
+		st = NG_ENOMEM;
+	return st;
+}
+
+/* Nothing is in flight and no window will change a decision: the waiting requests are never
+ * granted. */
+static ng_status never_granted_all(struct sim *m)
+{
+	ng_status st = NG_OK;
+	for (size_t i = 0; st == NG_OK && i < m->nr; i++)
+		if (m->r[i].state == REQ_WAIT) {
+			m->r[i].state = REQ_NEVER;
+			st = add_never(m, m->r[i].node,
+				       ng_intern_str(kube_snapshot_pool(m->s), m->r[i].node, NULL),
+				       m->r[i].reason, false);
+		}
+	return st;
+}
+
+/* The gate's rounds, from the plan's start until nothing waits or the plan stops;
+ * *@ret_waiting gets the requests still waiting. */
+static ng_status run_rounds(struct sim *m, size_t *ret_waiting)
+{
+	struct pol_plan *p = m->p;
+	ng_status st = NG_OK;
+	int64_t now = m->in->start_wall_ms;
+	size_t waiting = m->nr;
+	size_t idle = 0; /* rounds in a row with nothing granted and nothing in flight */
+	for (size_t round = 1; st == NG_OK && waiting; round++) {
+		release_due(m, round, now);
+		if (p->nwaves == m->cap_waves) {
+			/* Capped: what is left is listed as not planned. */
+			p->stopped = POL_PLAN_STOP_WAVES;
+			p->stopped_wall_ms = now;
+			break;
+		}
+		if (must_stop(m, true, now))
+			break;
+		size_t waves = p->nwaves;
+		st = decide_round(m, round, now, false);
+		if (p->stopped)
+			break;
+		int64_t next = next_end(m, &waiting);
+		if (st == NG_OK && waiting && !next) {
+			/* Nothing in flight: decided once more, all of them, so that the reasons
+			 * are those of now (a request that was not decided again kept an older
+			 * one). */
+			if (must_stop(m, true, now))
+				break;
+			st = decide_round(m, ++round, now, true);
+			if (p->stopped)
+				break;
+			next = next_end(m, &waiting);
+		}
+		idle = next || p->nwaves > waves ? 0 : idle + 1;
+		/* The clock jumps to the next window edge that may change a decision, if that
+		 * comes before the next end of a grant; with nothing in flight, at most
+		 * PLAN_IDLE_JUMPS times in a row. */
+		int64_t wake = next_wake(m, now);
+		if (wake && (next ? wake < next : idle <= PLAN_IDLE_JUMPS))
+			next = wake;
+		if (st == NG_OK && waiting && !next) {
+			st = never_granted_all(m);
+			waiting = 0;
+		}
+		now = next ? next : now;
+	}
+	*ret_waiting = waiting;
+	return st;
+}
+
+/* The requests still waiting (@waiting of them), listed as not planned, sorted. */
+static ng_status list_unplanned(struct sim *m, size_t waiting)
+{
+	struct pol_plan *p = m->p;
+	p->truncated = true;
+	p->unplanned = ng_arena_alloc(m->out, waiting * sizeof(*p->unplanned));
+	if (!p->unplanned)
+		return NG_ENOMEM;
+	for (size_t i = 0; i < m->nr; i++)
+		if (m->r[i].state == REQ_WAIT)
+			p->unplanned[p->nunplanned++] =
+			    ng_intern_str(kube_snapshot_pool(m->s), m->r[i].node, NULL);
+	qsort(p->unplanned, p->nunplanned, sizeof(*p->unplanned), cmp_str);
+	return NG_OK;
+}
+
+static void sim_free(struct sim *m)
+{
+	for (size_t i = 0; m->r && i < m->nr; i++)
+		free(m->r[i].impacted);
+	free(m->r);
+	free(m->h0);
+	free(m->ended);
+	free(m->released);
+	free(m->seen);
+	free(m->win_round);
+	free(m->win_bit);
+	ng_arena_destroy(m->scratch);
+}
+
 ng_status pol_plan_run(const struct kube_snapshot *s, const struct pol_plan_input *in,
 		       struct ng_arena *arena, struct pol_plan *ret)
 {
@@ -636,94 +761,17 @@ ng_status pol_plan_run(const struct kube_snapshot *s, const struct pol_plan_inpu
 		return NG_ELIMIT;
 	struct pol_plan p = {0};
 	struct sim m = {.s = s, .in = in, .out = arena, .p = &p};
-	(void)kube_snapshot_ndbs(s, &m.nndb);
-	(void)kube_snapshot_adbs(s, &m.nadb);
-	(void)kube_snapshot_pdbs(s, &m.npdb);
-	m.released = calloc(m.nndb + m.nadb + m.npdb + 1, sizeof(*m.released));
-	m.seen = calloc(m.nndb + m.nadb + m.npdb + 1, sizeof(*m.seen));
-	m.win_round = calloc(m.nndb + m.nadb + m.npdb + 1, sizeof(*m.win_round));
-	m.win_bit = calloc(m.nndb + m.nadb + m.npdb + 1, sizeof(*m.win_bit));
-	m.scratch = ng_arena_create(PLAN_SCRATCH_BYTES);
-	m.t0_mono_us = caps_clock(&m);
-	ng_status st =
-	    m.released && m.seen && m.win_round && m.win_bit && m.scratch ? NG_OK : NG_ENOMEM;
-	st = st ? st : make_requests(&m);
-	st = st ? st : held_at_start(&m);
-	m.cap_waves = in->max_waves && in->max_waves < POL_PLAN_MAX_WAVES ? in->max_waves
-									  : POL_PLAN_MAX_WAVES;
-	if (m.cap_waves > m.nr)
-		m.cap_waves = m.nr;
-	p.waves = st ? NULL : ng_arena_alloc(arena, (m.cap_waves + 1) * sizeof(*p.waves));
-	if (st == NG_OK && !p.waves)
-		st = NG_ENOMEM;
-	int64_t now = in->start_wall_ms;
+	ng_status st = sim_start(&m);
 	size_t waiting = m.nr;
-	size_t idle = 0; /* rounds in a row with nothing granted and nothing in flight */
-	for (size_t round = 1; st == NG_OK && waiting; round++) {
-		release_due(&m, round, now);
-		if (p.nwaves == m.cap_waves) {
-			/* Capped: what is left is listed as not planned. */
-			p.stopped = POL_PLAN_STOP_WAVES;
-			p.stopped_wall_ms = now;
-			break;
-		}
-		if (must_stop(&m, true, now))
-			break;
-		size_t waves = p.nwaves;
-		st = decide_round(&m, round, now, false);
-		if (p.stopped)
-			break;
-		int64_t next = next_end(&m, &waiting);
-		if (st == NG_OK && waiting && !next) {
-			/* Nothing in flight: decided once more, all of them, so that the reasons
-			 * are those of now (a request that was not decided again kept an older
-			 * one). */
-			if (must_stop(&m, true, now))
-				break;
-			st = decide_round(&m, ++round, now, true);
-			if (p.stopped)
-				break;
-			next = next_end(&m, &waiting);
-		}
-		idle = next || p.nwaves > waves ? 0 : idle + 1;
-		/* The clock jumps to the next window edge that may change a decision, if that
-		 * comes before the next end of a grant; with nothing in flight, at most
-		 * PLAN_IDLE_JUMPS times in a row. */
-		int64_t wake = next_wake(&m, now);
-		if (wake && (next ? wake < next : idle <= PLAN_IDLE_JUMPS))
-			next = wake;
-		if (st == NG_OK && waiting && !next) {
-			/* Nothing is in flight and no window will change a decision: the waiting
-			 * requests are never granted. */
-			for (size_t i = 0; st == NG_OK && i < m.nr; i++)
-				if (m.r[i].state == REQ_WAIT) {
-					m.r[i].state = REQ_NEVER;
-					st = add_never(
-					    &m, m.r[i].node,
-					    ng_intern_str(kube_snapshot_pool(s), m.r[i].node, NULL),
-					    m.r[i].reason, false);
-				}
-			waiting = 0;
-		}
-		now = next ? next : now;
-	}
+	if (st == NG_OK)
+		st = run_rounds(&m, &waiting);
 	if (st == NG_OK && p.stopped) {
 		waiting = 0;
 		for (size_t i = 0; i < m.nr; i++)
 			waiting += m.r[i].state == REQ_WAIT;
 	}
-	if (st == NG_OK && waiting) {
-		p.truncated = true;
-		p.unplanned = ng_arena_alloc(arena, waiting * sizeof(*p.unplanned));
-		if (!p.unplanned)
-			st = NG_ENOMEM;
-		for (size_t i = 0; st == NG_OK && i < m.nr; i++)
-			if (m.r[i].state == REQ_WAIT)
-				p.unplanned[p.nunplanned++] =
-				    ng_intern_str(kube_snapshot_pool(s), m.r[i].node, NULL);
-		if (st == NG_OK)
-			qsort(p.unplanned, p.nunplanned, sizeof(*p.unplanned), cmp_str);
-	}
+	if (st == NG_OK && waiting)
+		st = list_unplanned(&m, waiting);
 	if (st == NG_OK) {
 		qsort(p.never, p.nnever, sizeof(*p.never), cmp_never);
 		p.end_wall_ms = in->start_wall_ms;
@@ -734,16 +782,7 @@ ng_status pol_plan_run(const struct kube_snapshot *s, const struct pol_plan_inpu
 		}
 		*ret = p;
 	}
-	for (size_t i = 0; m.r && i < m.nr; i++)
-		free(m.r[i].impacted);
-	free(m.r);
-	free(m.h0);
-	free(m.ended);
-	free(m.released);
-	free(m.seen);
-	free(m.win_round);
-	free(m.win_bit);
-	ng_arena_destroy(m.scratch);
+	sim_free(&m);
 	return st;
 }
 
@@ -770,6 +809,61 @@ static void json_limit(struct ng_jw *w, const struct ng_intern *pool,
 	ng_jw_obj_end(w);
 }
 
+/* The plan's "summary" member. */
+static void json_summary(struct ng_jw *w, const struct pol_plan_input *in, const struct pol_plan *p)
+{
+	ng_jw_key(w, "summary");
+	ng_jw_obj(w);
+	ng_jw_ki64(w, "nodes", (int64_t)(p->nplanned + p->nnever + p->nunplanned));
+	ng_jw_ki64(w, "planned", (int64_t)p->nplanned);
+	ng_jw_ki64(w, "neverGranted", (int64_t)p->nnever);
+	ng_jw_ki64(w, "notPlanned", (int64_t)p->nunplanned);
+	ng_jw_ki64(w, "waves", (int64_t)p->nwaves);
+	ng_jw_ki64(w, "heldAtStart", (int64_t)p->held_at_start);
+	ng_jw_key(w, "end");
+	ng_jw_time(w, p->end_wall_ms);
+	ng_jw_ki64(w, "totalSeconds", (p->end_wall_ms - in->start_wall_ms) / 1000);
+	ng_jw_kbool(w, "truncated", p->truncated);
+	const char *why = p->truncated ? pol_plan_stop_str(p->stopped) : NULL;
+	ng_jw_key(w, "stoppedBy");
+	if (why)
+		ng_jw_str(w, why);
+	else
+		ng_jw_null(w);
+	ng_jw_key(w, "stoppedAt");
+	if (why)
+		ng_jw_time(w, p->stopped_wall_ms);
+	else
+		ng_jw_null(w);
+	ng_jw_ki64(w, "rounds", (int64_t)p->rounds);
+	ng_jw_ki64(w, "decisions", (int64_t)p->decisions);
+	ng_jw_obj_end(w);
+}
+
+/* Wave @i, @v, as an element of "waves". */
+static void json_wave(struct ng_jw *w, const struct ng_intern *pool,
+		      const struct pol_plan_input *in, const struct pol_plan_wave *v, size_t i)
+{
+	ng_jw_obj(w);
+	ng_jw_ki64(w, "wave", (int64_t)i + 1);
+	ng_jw_key(w, "start");
+	ng_jw_time(w, v->start_wall_ms);
+	ng_jw_ki64(w, "offsetSeconds", (v->start_wall_ms - in->start_wall_ms) / 1000);
+	ng_jw_key(w, "nodes");
+	ng_jw_arr(w);
+	for (size_t k = 0; k < v->nnodes; k++)
+		ng_jw_str(w, ng_intern_str(pool, v->nodes[k], NULL));
+	ng_jw_arr_end(w);
+	ng_jw_ki64(w, "waiting", (int64_t)v->waiting);
+	ng_jw_key(w, "limitedBy");
+	ng_jw_arr(w);
+	for (size_t k = 0; k < v->nlimits; k++)
+		json_limit(w, pool, &v->limits[k]);
+	ng_jw_arr_end(w);
+	ng_jw_ki64(w, "moreLimits", (int64_t)v->more_limits);
+	ng_jw_obj_end(w);
+}
+
 ng_status pol_plan_json(const struct kube_snapshot *s, const struct pol_plan_input *in,
 			const struct pol_plan *p, struct ng_buf *b)
 {
@@ -789,54 +883,11 @@ ng_status pol_plan_json(const struct kube_snapshot *s, const struct pol_plan_inp
 	ng_jw_str(&w, "Pending requests already in the cluster are not simulated");
 	ng_jw_str(&w, "nodes, pods and budgets stay as the snapshot shows them");
 	ng_jw_arr_end(&w);
-	ng_jw_key(&w, "summary");
-	ng_jw_obj(&w);
-	ng_jw_ki64(&w, "nodes", (int64_t)(p->nplanned + p->nnever + p->nunplanned));
-	ng_jw_ki64(&w, "planned", (int64_t)p->nplanned);
-	ng_jw_ki64(&w, "neverGranted", (int64_t)p->nnever);
-	ng_jw_ki64(&w, "notPlanned", (int64_t)p->nunplanned);
-	ng_jw_ki64(&w, "waves", (int64_t)p->nwaves);
-	ng_jw_ki64(&w, "heldAtStart", (int64_t)p->held_at_start);
-	ng_jw_key(&w, "end");
-	ng_jw_time(&w, p->end_wall_ms);
-	ng_jw_ki64(&w, "totalSeconds", (p->end_wall_ms - in->start_wall_ms) / 1000);
-	ng_jw_kbool(&w, "truncated", p->truncated);
-	const char *why = p->truncated ? pol_plan_stop_str(p->stopped) : NULL;
-	ng_jw_key(&w, "stoppedBy");
-	if (why)
-		ng_jw_str(&w, why);
-	else
-		ng_jw_null(&w);
-	ng_jw_key(&w, "stoppedAt");
-	if (why)
-		ng_jw_time(&w, p->stopped_wall_ms);
-	else
-		ng_jw_null(&w);
-	ng_jw_ki64(&w, "rounds", (int64_t)p->rounds);
-	ng_jw_ki64(&w, "decisions", (int64_t)p->decisions);
-	ng_jw_obj_end(&w);
+	json_summary(&w, in, p);
 	ng_jw_key(&w, "waves");
 	ng_jw_arr(&w);
 	for (size_t i = 0; i < p->nwaves; i++) {
-		const struct pol_plan_wave *v = &p->waves[i];
-		ng_jw_obj(&w);
-		ng_jw_ki64(&w, "wave", (int64_t)i + 1);
-		ng_jw_key(&w, "start");
-		ng_jw_time(&w, v->start_wall_ms);
-		ng_jw_ki64(&w, "offsetSeconds", (v->start_wall_ms - in->start_wall_ms) / 1000);
-		ng_jw_key(&w, "nodes");
-		ng_jw_arr(&w);
-		for (size_t k = 0; k < v->nnodes; k++)
-			ng_jw_str(&w, ng_intern_str(pool, v->nodes[k], NULL));
-		ng_jw_arr_end(&w);
-		ng_jw_ki64(&w, "waiting", (int64_t)v->waiting);
-		ng_jw_key(&w, "limitedBy");
-		ng_jw_arr(&w);
-		for (size_t k = 0; k < v->nlimits; k++)
-			json_limit(&w, pool, &v->limits[k]);
-		ng_jw_arr_end(&w);
-		ng_jw_ki64(&w, "moreLimits", (int64_t)v->more_limits);
-		ng_jw_obj_end(&w);
+		json_wave(&w, pool, in, &p->waves[i], i);
 	}
 	ng_jw_arr_end(&w);
 	ng_jw_key(&w, "neverGranted");

@@ -1,0 +1,212 @@
+/* The grant ledger: which request holds each node, and held nodes by control-plane class. */
+#include "policy/disruption_internal.h"
+
+bool pol_ledger_held_at(const struct pol_ledger *l, size_t i)
+{
+	return i < l->nnodes && l->held[i];
+}
+
+uint32_t pol_ledger_holder(const struct pol_ledger *l, uint32_t node)
+{
+	uint32_t h;
+	return ng_map_get(&l->holders, node, &h) ? h : NG_INTERN_NONE;
+}
+
+struct pol_ledger *pol_ledger_create(const struct kube_snapshot *s)
+{
+	return pol_ledger_create_without(s, NULL, 0);
+}
+
+struct pol_ledger *pol_ledger_create_without(const struct kube_snapshot *s, const uint32_t *ended,
+					     size_t nended)
+{
+	struct pol_ledger *l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->nodes = kube_snapshot_nodes(s, &l->nnodes);
+	l->held = calloc(l->nnodes ? l->nnodes : 1, 1);
+	l->s = s;
+	if (!l->held) {
+		free(l);
+		return NULL;
+	}
+	size_t n;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	for (size_t i = 0; i < n; i++) {
+		/* Deleting a Granted request releases its nodes at once (DESIGN.md §4). */
+		if (nds[i].state != KUBE_ND_GRANTED || nds[i].deleting ||
+		    (nended && bsearch(&nds[i].name, ended, nended, sizeof(*ended), cmp_u32)))
+			continue;
+		if (pol_ledger_grant(l, nds[i].name, nds[i].disrupted, nds[i].ndisrupted) !=
+		    NG_OK) {
+			pol_ledger_destroy(l);
+			return NULL;
+		}
+	}
+	return l;
+}
+
+void pol_ledger_destroy(struct pol_ledger *l)
+{
+	if (!l)
+		return;
+	ng_map_finish(&l->holders);
+	ng_map_finish(&l->ndb_by_label);
+	ng_map_finish(&l->holder_cp);
+	ng_map_finish(&l->holder_other);
+	ng_map_finish(&l->nd_by_node);
+	free(l->nd_links);
+	free(l->nd_seen);
+	free(l->held);
+	ng_arena_destroy(l->arena);
+	free(l);
+}
+
+static bool is_control_plane_node(const struct kube_snapshot *s, const struct kube_selector *sel,
+				  uint32_t key, const struct kube_node *n);
+static ng_status count_held_class(struct pol_ledger *l, uint32_t holder, bool cp);
+
+ng_status pol_ledger_grant(struct pol_ledger *l, uint32_t nd_name, const uint32_t *nodes, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t h;
+		if (ng_map_get(&l->holders, nodes[i], &h))
+			continue; /* the first holder stays */
+		if (ng_map_put_grow(&l->holders, nodes[i], nd_name) != NG_OK)
+			return NG_ENOMEM;
+		const struct kube_node *k = kube_snapshot_find_node(l->s, nodes[i]);
+		if (k) {
+			size_t at = (size_t)(k - l->nodes);
+			l->held[at] = 1;
+			if (l->cp_ready &&
+			    count_held_class(
+				l, nd_name, is_control_plane_node(l->s, l->cp_sel, l->cp_key, k)) !=
+				NG_OK)
+				return NG_ENOMEM;
+			pd_ndb_counts_grant(l, at);
+		}
+		pd_adb_counts_grant(l, nodes[i], k);
+	}
+	return NG_OK;
+}
+
+/* ---- control-plane classes, a request's nodes ---- */
+
+struct cp_match pd_control_plane_match(const struct kube_snapshot *s,
+				       const struct pol_gate_config *cfg)
+{
+	static const char key[] = "node-role.kubernetes.io/control-plane";
+	return (struct cp_match){
+	    .sel = cfg->control_plane_selector,
+	    .key = ng_intern_find(kube_snapshot_pool(s), key, sizeof(key) - 1),
+	};
+}
+
+static bool is_control_plane_node(const struct kube_snapshot *s, const struct kube_selector *sel,
+				  uint32_t key, const struct kube_node *n)
+{
+	uint32_t v;
+	if (sel)
+		return bud_selector_matches(sel, n->labels, n->nlabels, kube_snapshot_pool(s));
+	return key != NG_INTERN_NONE && kube_labels_get(n->labels, n->nlabels, key, &v);
+}
+
+bool pd_is_control_plane(const struct kube_snapshot *s, const struct cp_match *m, uint32_t node)
+{
+	const struct kube_node *n = kube_snapshot_find_node(s, node);
+	return n && is_control_plane_node(s, m->sel, m->key, n);
+}
+
+/* One more held node of @holder, control-plane (@cp) or not. */
+static ng_status count_held_class(struct pol_ledger *l, uint32_t holder, bool cp)
+{
+	struct ng_map *m = cp ? &l->holder_cp : &l->holder_other;
+	uint32_t c = 0;
+	(void)ng_map_get(m, holder, &c);
+	if (ng_map_put_grow(m, holder, c + 1) != NG_OK)
+		return NG_ENOMEM;
+	*(cp ? &l->held_cp : &l->held_other) += 1;
+	return NG_OK;
+}
+
+/* Counts the held nodes by class for @m, once (again only when asked with another @m); grants
+ * keep the counts from then on. */
+ng_status pd_held_classes(struct pol_ledger *l, const struct cp_match *m)
+{
+	if (l->cp_ready && l->cp_sel == m->sel && l->cp_key == m->key)
+		return NG_OK;
+	ng_map_finish(&l->holder_cp);
+	ng_map_finish(&l->holder_other);
+	memset(&l->holder_cp, 0, sizeof(l->holder_cp));
+	memset(&l->holder_other, 0, sizeof(l->holder_other));
+	l->held_cp = l->held_other = 0;
+	l->cp_ready = false;
+	for (size_t i = 0; i < l->nnodes; i++) {
+		if (!l->held[i])
+			continue;
+		uint32_t h = pol_ledger_holder(l, l->nodes[i].name);
+		if (count_held_class(
+			l, h, is_control_plane_node(l->s, m->sel, m->key, &l->nodes[i])) != NG_OK)
+			return NG_ENOMEM;
+	}
+	l->cp_sel = m->sel;
+	l->cp_key = m->key;
+	l->cp_ready = true;
+	return NG_OK;
+}
+
+/* A requirement of @sel that only objects labelled key=value for one of its values can meet
+ * (an In, which matchLabels is): those objects are found in a label index, and only they are
+ * matched. NULL when there is none. An object has one value per key, so it is found once per
+ * time its value is listed (callers drop repeats). */
+const struct kube_requirement *pd_in_requirement(const struct kube_selector *sel)
+{
+	for (uint16_t i = 0; sel->present && i < sel->nreqs; i++)
+		if (sel->reqs[i].op == KUBE_OP_IN)
+			return &sel->reqs[i];
+	return NULL;
+}
+
+/* The request's nodes: spec.nodeNames that exist, or the nodes its selector matches. */
+ng_status pd_resolve_nodes(const struct kube_snapshot *s, const struct kube_nd *nd,
+			   struct ng_arena *arena, uint32_t **ret, size_t *ret_n)
+{
+	size_t nall;
+	const struct kube_node *nodes = kube_snapshot_nodes(s, &nall);
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	size_t cap = nd->nnode_names > nall ? nd->nnode_names : nall;
+	uint32_t *out = ng_arena_alloc(arena, (cap ? cap : 1) * sizeof(*out));
+	if (!out)
+		return NG_ENOMEM;
+	size_t n = 0;
+	if (nd->nnode_names) {
+		for (size_t i = 0; i < nd->nnode_names; i++)
+			if (kube_snapshot_find_node(s, nd->node_names[i]))
+				out[n++] = nd->node_names[i];
+	} else if (nd->node_selector.present && nd->node_selector.nreqs > 0) {
+		/* An empty selector would take every node: the validating webhook denies it and
+		 * the gate selects nothing for it (a null selector matches nothing, too). */
+		const struct kube_requirement *in = pd_in_requirement(&nd->node_selector);
+		for (uint16_t v = 0; in && v < in->nvalues; v++) {
+			size_t nc;
+			const uint32_t *c =
+			    kube_snapshot_nodes_with_label(s, in->key, in->values[v], &nc);
+			for (size_t j = 0; j < nc; j++)
+				if (bud_selector_matches(&nd->node_selector, nodes[c[j]].labels,
+							 nodes[c[j]].nlabels, pool))
+					out[n++] = nodes[c[j]].name;
+		}
+		for (size_t i = 0; !in && i < nall; i++)
+			if (bud_selector_matches(&nd->node_selector, nodes[i].labels,
+						 nodes[i].nlabels, pool))
+				out[n++] = nodes[i].name;
+	}
+	qsort(out, n, sizeof(*out), cmp_u32);
+	size_t u = 0;
+	for (size_t i = 0; i < n; i++)
+		if (u == 0 || out[i] != out[u - 1])
+			out[u++] = out[i];
+	*ret = out;
+	*ret_n = u;
+	return NG_OK;
+}

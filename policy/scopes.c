@@ -1,0 +1,421 @@
+/* Budget scopes: which nodes each budget covers, counted and indexed once per ledger. */
+#include "policy/disruption_internal.h"
+
+/* Whether value @k of @r already appeared earlier in it: a repeat finds nothing new. */
+static bool repeated_value(const struct kube_requirement *r, uint16_t k)
+{
+	for (uint16_t j = 0; j < k; j++)
+		if (r->values[j] == r->values[k])
+			return true;
+	return false;
+}
+
+static uint64_t label_key(uint32_t key, uint32_t val)
+{
+	return (uint64_t)key << 32 | val;
+}
+
+/* Adds @budget to the list of label @lk in @m (links from @links, *@nlinks used so far). */
+static ng_status link_budget(struct ng_map *m, struct budget_link *links, size_t *nlinks,
+			     uint64_t lk, uint32_t budget)
+{
+	uint32_t head = UINT32_MAX;
+	(void)ng_map_get(m, lk, &head);
+	links[*nlinks] = (struct budget_link){budget, head};
+	if (ng_map_put_grow(m, lk, (uint32_t)*nlinks) != NG_OK)
+		return NG_ENOMEM;
+	(*nlinks)++;
+	return NG_OK;
+}
+
+ng_status pd_scopes_init(struct pol_ledger *l)
+{
+	if (l->scopes_ok)
+		return NG_OK;
+	if (l->arena) /* a failed first try: start again */
+		ng_arena_destroy(l->arena);
+	ng_map_finish(&l->ndb_by_label);
+	memset(&l->ndb_by_label, 0, sizeof(l->ndb_by_label));
+	l->nndb_scan = l->nndb_invalid = l->nadb_invalid = 0;
+	size_t nndb, nadb;
+	const struct kube_ndb *ndbs = kube_snapshot_ndbs(l->s, &nndb);
+	const struct kube_adb *adbs = kube_snapshot_adbs(l->s, &nadb);
+	size_t nb = nndb + nadb, nlinks = 0;
+	/* Small chunks come from the heap and are reused round after round. */
+	l->arena = ng_arena_create_sized(SIZE_MAX, 64u << 10);
+	l->ndb = l->arena ? ng_arena_alloc(l->arena, (nb ? nb : 1) * sizeof(*l->ndb)) : NULL;
+	for (size_t k = 0; l->ndb && k < nndb; k++) {
+		const struct kube_requirement *in = pd_in_requirement(&ndbs[k].node_selector);
+		nlinks += in ? in->nvalues : 0;
+	}
+	l->ndb_links =
+	    l->ndb ? ng_arena_alloc(l->arena, (nlinks ? nlinks : 1) * sizeof(*l->ndb_links)) : NULL;
+	if (!l->ndb_links)
+		return NG_ENOMEM;
+	l->ndb_scan = ng_arena_alloc(l->arena, (nndb ? nndb : 1) * sizeof(*l->ndb_scan));
+	l->ndb_invalid = ng_arena_alloc(l->arena, (nndb ? nndb : 1) * sizeof(*l->ndb_invalid));
+	l->adb_invalid = ng_arena_alloc(l->arena, (nadb ? nadb : 1) * sizeof(*l->adb_invalid));
+	if (!l->ndb_scan || !l->ndb_invalid || !l->adb_invalid)
+		return NG_ENOMEM;
+	memset(l->ndb, 0, (nb ? nb : 1) * sizeof(*l->ndb));
+	l->nndb = nndb;
+	l->nadb = nadb;
+	l->adb = l->ndb + l->nndb;
+	nlinks = 0;
+	for (size_t k = 0; k < nndb; k++) {
+		const struct kube_requirement *in = pd_in_requirement(&ndbs[k].node_selector);
+		if (ndbs[k].b.invalid) {
+			l->ndb_invalid[l->nndb_invalid++] = (uint32_t)k;
+			continue;
+		}
+		if (!in) {
+			l->ndb_scan[l->nndb_scan++] = (uint32_t)k;
+			continue;
+		}
+		for (uint16_t v = 0; v < in->nvalues; v++)
+			if (!repeated_value(in, v) &&
+			    link_budget(&l->ndb_by_label, l->ndb_links, &nlinks,
+					label_key(in->key, in->values[v]), (uint32_t)k) != NG_OK)
+				return NG_ENOMEM;
+	}
+	for (size_t k = 0; k < nadb; k++)
+		if (adbs[k].b.invalid)
+			l->adb_invalid[l->nadb_invalid++] = (uint32_t)k;
+	l->scopes_ok = true;
+	return NG_OK;
+}
+
+/* Calls @fn for every valid NodeDisruptionBudget whose pool holds node @i: those requiring
+ * one of the node's labels, and those without an In requirement, each matched against the
+ * node. Stops when @fn fails. */
+ng_status pd_ndbs_of_node(struct pol_ledger *l, size_t i,
+			  ng_status (*fn)(struct pol_ledger *l, size_t ndb, size_t node, void *arg),
+			  void *arg)
+{
+	size_t nb;
+	const struct kube_ndb *ndbs = kube_snapshot_ndbs(l->s, &nb);
+	const struct ng_intern *pool = kube_snapshot_pool(l->s);
+	const struct kube_node *node = &l->nodes[i];
+	ng_status st = NG_OK;
+	for (uint32_t j = 0; st == NG_OK && j < node->nlabels; j++) {
+		uint32_t at;
+		if (!ng_map_get(&l->ndb_by_label,
+				label_key(node->labels[j].key, node->labels[j].val), &at))
+			continue;
+		for (; st == NG_OK && at != UINT32_MAX; at = l->ndb_links[at].next) {
+			uint32_t k = l->ndb_links[at].budget;
+			if (bud_selector_matches(&ndbs[k].node_selector, node->labels,
+						 node->nlabels, pool))
+				st = fn(l, k, i, arg);
+		}
+	}
+	for (size_t j = 0; st == NG_OK && j < l->nndb_scan; j++) {
+		uint32_t k = l->ndb_scan[j];
+		if (bud_selector_matches(&ndbs[k].node_selector, node->labels, node->nlabels, pool))
+			st = fn(l, k, i, arg);
+	}
+	return st;
+}
+
+/* A node newly held: one more disrupted node in every computed pool holding it, unless the
+ * pool counted it already as unavailable. */
+static ng_status ndb_count_one(struct pol_ledger *l, size_t k, size_t i, void *arg)
+{
+	(void)arg;
+	size_t nb;
+	const struct kube_ndb *b = &kube_snapshot_ndbs(l->s, &nb)[k];
+	if (l->ndb[k].ready && !(b->count_unavailable && node_unavailable(&l->nodes[i], b)))
+		l->ndb[k].disrupted++;
+	return NG_OK;
+}
+
+void pd_ndb_counts_grant(struct pol_ledger *l, size_t i)
+{
+	if (l->scopes_ok)
+		(void)pd_ndbs_of_node(l, i, ndb_count_one, NULL);
+}
+
+/* NodeDisruptionBudget @k's pool: its nodes, which are unavailable, and how many disrupted.
+ * A selector with an In requirement is matched against the nodes carrying one of its values
+ * only (the snapshot's label index), others against every node. */
+ng_status pd_ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret)
+{
+	if (pd_scopes_init(l) != NG_OK)
+		return NG_ENOMEM;
+	struct bscope *sc = &l->ndb[k];
+	*ret = sc;
+	if (sc->ready)
+		return NG_OK;
+	size_t nb;
+	const struct kube_ndb *b = &kube_snapshot_ndbs(l->s, &nb)[k];
+	const struct ng_intern *pool = kube_snapshot_pool(l->s);
+	const struct kube_requirement *in = pd_in_requirement(&b->node_selector);
+	size_t ncand = 0;
+	for (uint16_t v = 0; in && v < in->nvalues; v++) {
+		size_t nc;
+		(void)kube_snapshot_nodes_with_label(l->s, in->key, in->values[v], &nc);
+		ncand += nc;
+	}
+	size_t cap = in ? ncand : l->nnodes;
+	uint32_t *cand = ng_arena_alloc(l->arena, (cap ? cap : 1) * sizeof(*cand));
+	uint32_t *names = ng_arena_alloc(l->arena, (cap ? cap : 1) * sizeof(*names));
+	uint32_t *idx = ng_arena_alloc(l->arena, (cap ? cap : 1) * sizeof(*idx));
+	uint8_t *unavail = ng_arena_alloc(l->arena, cap ? cap : 1);
+	if (!cand || !names || !idx || !unavail)
+		return NG_ENOMEM;
+	size_t nc = 0;
+	for (uint16_t v = 0; in && v < in->nvalues; v++) {
+		size_t m;
+		const uint32_t *c =
+		    kube_snapshot_nodes_with_label(l->s, in->key, in->values[v], &m);
+		if (m)
+			memcpy(cand + nc, c, m * sizeof(*c));
+		nc += m;
+	}
+	if (in) { /* in node order, as a scan would find them, each once */
+		qsort(cand, nc, sizeof(*cand), cmp_u32);
+		size_t u = 0;
+		for (size_t j = 0; j < nc; j++)
+			if (u == 0 || cand[j] != cand[u - 1])
+				cand[u++] = cand[j];
+		nc = u;
+	} else {
+		for (size_t i = 0; i < l->nnodes; i++)
+			cand[i] = (uint32_t)i;
+		nc = l->nnodes;
+	}
+	size_t n = 0, nun = 0, dis = 0;
+	for (size_t j = 0; !b->b.invalid && j < nc; j++) {
+		const struct kube_node *node = &l->nodes[cand[j]];
+		if (!bud_selector_matches(&b->node_selector, node->labels, node->nlabels, pool))
+			continue;
+		unavail[n] = node_unavailable(node, b);
+		nun += unavail[n];
+		dis += l->held[cand[j]] || (b->count_unavailable && unavail[n]);
+		idx[n] = cand[j];
+		names[n++] = node->name;
+	}
+	*sc = (struct bscope){.names = names,
+			      .idx = idx,
+			      .unavail = unavail,
+			      .n = n,
+			      .unavailable = nun,
+			      .disrupted = dis,
+			      .lost_pvc = NG_INTERN_NONE,
+			      .ready = true};
+	return NG_OK;
+}
+
+/* A node newly held (@k its record, NULL when the snapshot has no such node): one more
+ * disrupted node in every ADB watching it. */
+void pd_adb_counts_grant(struct pol_ledger *l, uint32_t node, const struct kube_node *k)
+{
+	if (!l->adb_indexed)
+		return;
+	if (k) {
+		size_t at = (size_t)(k - l->nodes);
+		for (uint32_t j = l->by_node_off[at]; j < l->by_node_off[at + 1]; j++)
+			l->adb[l->by_node[j]].disrupted++;
+		return;
+	}
+	/* A pod on a node the cache does not know is watched too; rare, so looked for. */
+	for (size_t a = 0; a < l->nadb; a++)
+		if (in_sorted(l->adb[a].names, l->adb[a].n, node))
+			l->adb[a].disrupted++;
+}
+
+/* Whether ADB @a's scope can be computed from the pods' labels alone: a podSelector with an
+ * In requirement, and no pvcSelector (whose claims and volumes bud_adb_scope() follows). */
+static const struct kube_requirement *adb_by_labels(const struct kube_adb *a)
+{
+	if (a->b.invalid || a->pvc_selector.present)
+		return NULL;
+	return pd_in_requirement(&a->pod_selector);
+}
+
+/* The pairs (budget << 32 | node) of every running pod an ADB of @by_label selects (its labels
+ * looked up in @by_label, whose lists are in @links), in *@ret_pairs (heap; NULL when none). */
+static ng_status adb_pod_pairs(const struct pol_ledger *l, const struct kube_adb *adbs,
+			       const struct ng_map *by_label, const struct budget_link *links,
+			       uint64_t **ret_pairs, size_t *ret_n)
+{
+	size_t npods, npairs = 0, cap_pairs = 0;
+	const struct kube_pod *pods = kube_snapshot_pods(l->s, &npods);
+	uint64_t *pairs = NULL;
+	ng_status st = NG_OK;
+	for (size_t p = 0; st == NG_OK && p < npods; p++) {
+		const struct kube_pod *pod = &pods[p];
+		if (pod->node == NG_INTERN_NONE || pod->phase == KUBE_POD_SUCCEEDED ||
+		    pod->phase == KUBE_POD_FAILED)
+			continue;
+		for (uint32_t j = 0; st == NG_OK && j < pod->nlabels; j++) {
+			uint32_t at;
+			if (!ng_map_get(by_label, label_key(pod->labels[j].key, pod->labels[j].val),
+					&at))
+				continue;
+			for (; st == NG_OK && at != UINT32_MAX; at = links[at].next) {
+				uint32_t k = links[at].budget;
+				if (adbs[k].b.ns != pod->ns ||
+				    !bud_adb_selects_pod(l->s, &adbs[k], pod))
+					continue;
+				if (npairs == cap_pairs) {
+					size_t c = cap_pairs ? 2 * cap_pairs : 1024;
+					uint64_t *g = realloc(pairs, c * sizeof(*g));
+					if (!g) {
+						st = NG_ENOMEM;
+						break;
+					}
+					pairs = g;
+					cap_pairs = c;
+				}
+				pairs[npairs++] = (uint64_t)k << 32 | pod->node;
+			}
+		}
+	}
+	*ret_pairs = pairs;
+	*ret_n = npairs;
+	return st;
+}
+
+/* The scopes of the ADBs adb_by_labels() takes, from @pairs: grouped by budget (counts,
+ * offsets, then each budget's nodes), sorted, unique. */
+static ng_status adb_scopes_from_pairs(struct pol_ledger *l, const struct kube_adb *adbs, size_t na,
+				       const uint64_t *pairs, size_t npairs)
+{
+	ng_status st = NG_OK;
+	uint32_t *off = calloc(na + 1, sizeof(*off));
+	uint32_t *nodes =
+	    off ? ng_arena_alloc(l->arena, (npairs ? npairs : 1) * sizeof(*nodes)) : NULL;
+	if (!off || !nodes)
+		st = NG_ENOMEM;
+	for (size_t j = 0; st == NG_OK && j < npairs; j++)
+		off[(pairs[j] >> 32) + 1]++;
+	for (size_t k = 0; st == NG_OK && k < na; k++)
+		off[k + 1] += off[k];
+	for (size_t j = 0; st == NG_OK && j < npairs; j++)
+		nodes[off[pairs[j] >> 32]++] = (uint32_t)pairs[j];
+	for (size_t k = na; st == NG_OK && k > 0; k--)
+		off[k] = off[k - 1];
+	if (off)
+		off[0] = 0;
+	for (size_t k = 0; st == NG_OK && k < na; k++) {
+		if (!adb_by_labels(&adbs[k]))
+			continue;
+		uint32_t *v = nodes + off[k];
+		size_t n = off[k + 1] - off[k], u = 0;
+		qsort(v, n, sizeof(*v), cmp_u32);
+		for (size_t j = 0; j < n; j++)
+			if (u == 0 || v[j] != v[u - 1])
+				v[u++] = v[j];
+		l->adb[k] =
+		    (struct bscope){.names = v, .n = u, .lost_pvc = NG_INTERN_NONE, .ready = true};
+	}
+	free(off);
+	return st;
+}
+
+/* The watched nodes of the ADBs adb_by_labels() takes, in one walk over the pods: a pod's
+ * labels name the ADBs that may select it ((key, value) -> ADBs requiring it), and only those
+ * are matched. The same pods as bud_adb_scope() finds (scheduled, not finished, of the
+ * budget's namespace, selected), so the same nodes, sorted by id, each once. */
+static ng_status adb_scopes_by_labels(struct pol_ledger *l)
+{
+	size_t na;
+	const struct kube_adb *adbs = kube_snapshot_adbs(l->s, &na);
+	struct ng_map by_label = {0};
+	size_t nlinks = 0, npairs = 0;
+	for (size_t k = 0; k < na; k++) {
+		const struct kube_requirement *in = adb_by_labels(&adbs[k]);
+		nlinks += in ? in->nvalues : 0;
+	}
+	if (nlinks == 0)
+		return NG_OK;
+	struct budget_link *links = calloc(nlinks, sizeof(*links));
+	uint64_t *pairs = NULL; /* budget << 32 | node */
+	ng_status st = links ? NG_OK : NG_ENOMEM;
+	nlinks = 0;
+	for (size_t k = 0; st == NG_OK && k < na; k++) {
+		const struct kube_requirement *in = adb_by_labels(&adbs[k]);
+		for (uint16_t v = 0; st == NG_OK && in && v < in->nvalues; v++)
+			if (!repeated_value(in, v))
+				st = link_budget(&by_label, links, &nlinks,
+						 label_key(in->key, in->values[v]), (uint32_t)k);
+	}
+	if (st == NG_OK)
+		st = adb_pod_pairs(l, adbs, &by_label, links, &pairs, &npairs);
+	if (st == NG_OK)
+		st = adb_scopes_from_pairs(l, adbs, na, pairs, npairs);
+	free(pairs);
+	free(links);
+	ng_map_finish(&by_label);
+	return st;
+}
+
+/* Every ApplicationDisruptionBudget's watched nodes, how many are held, and node -> the ADBs
+ * watching it: which ADBs a request touches is only known from their scopes, so all are
+ * computed together. */
+ng_status pd_adb_index(struct pol_ledger *l)
+{
+	if (pd_scopes_init(l) != NG_OK)
+		return NG_ENOMEM;
+	if (l->adb_indexed)
+		return NG_OK;
+	size_t na;
+	const struct kube_adb *adbs = kube_snapshot_adbs(l->s, &na);
+	if (adb_scopes_by_labels(l) != NG_OK)
+		return NG_ENOMEM;
+	for (size_t k = 0; k < l->nadb; k++) {
+		struct bud_adb_scope sc;
+		if (l->adb[k].ready)
+			continue;
+		l->adb[k] = (struct bscope){.lost_pvc = NG_INTERN_NONE, .ready = true};
+		if (adbs[k].b.invalid)
+			continue;
+		if (bud_adb_scope(l->s, &adbs[k], l->arena, &sc) != NG_OK)
+			return NG_ENOMEM;
+		l->adb[k].names = sc.nodes;
+		l->adb[k].n = sc.nnodes;
+		l->adb[k].lost_pvc = sc.lost_pvc;
+	}
+	/* Count per node, prefix sums, then fill through a cursor per node; the held nodes of
+	 * each scope are counted on the way. */
+	l->by_node_off = ng_arena_alloc(l->arena, (l->nnodes + 1) * sizeof(*l->by_node_off));
+	uint32_t *cur = ng_arena_alloc(l->arena, (l->nnodes ? l->nnodes : 1) * sizeof(*cur));
+	if (!l->by_node_off || !cur)
+		return NG_ENOMEM;
+	memset(l->by_node_off, 0, (l->nnodes + 1) * sizeof(*l->by_node_off));
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t k = 0; k < l->nadb; k++) {
+			for (size_t j = 0; j < l->adb[k].n; j++) {
+				const struct kube_node *node =
+				    kube_snapshot_find_node(l->s, l->adb[k].names[j]);
+				if (!node) {
+					/* a pod on a node the cache does not know */
+					if (pass == 0 && pol_ledger_holder(l, l->adb[k].names[j]) !=
+							     NG_INTERN_NONE)
+						l->adb[k].disrupted++;
+					continue;
+				}
+				size_t i = (size_t)(node - l->nodes);
+				if (pass == 0) {
+					l->by_node_off[i + 1]++;
+					l->adb[k].disrupted += l->held[i];
+				} else {
+					l->by_node[cur[i]++] = (uint32_t)k;
+				}
+			}
+		}
+		if (pass == 1)
+			break;
+		for (size_t i = 0; i < l->nnodes; i++) {
+			l->by_node_off[i + 1] += l->by_node_off[i];
+			cur[i] = l->by_node_off[i];
+		}
+		size_t total = l->by_node_off[l->nnodes];
+		l->by_node = ng_arena_alloc(l->arena, (total ? total : 1) * sizeof(*l->by_node));
+		if (!l->by_node)
+			return NG_ENOMEM;
+	}
+	l->adb_indexed = true;
+	return NG_OK;
+}

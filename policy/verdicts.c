@@ -1,0 +1,264 @@
+/* Output of the decision: its reason, budget statuses and verdicts as JSON. */
+#include "policy/disruption_internal.h"
+
+#include "common/jw.h"
+
+void pol_decision_reason(struct pol_gate_decision *d)
+{
+	/* Room kept for the tail while more failures follow: " | and " + 20 digits + the rest. */
+	static const char tail[] = " more (status.disruptedDisruptionBudgets lists each)";
+	const size_t reserve = sizeof(" | and ") - 1 + 20 + sizeof(tail);
+	size_t nfail = 0;
+	for (size_t i = 0; i < d->nverdicts; i++)
+		nfail += !d->verdicts[i].ok;
+	if (nfail == 0)
+		return;
+	size_t len = 0, k = 0;
+	d->reason[0] = '\0';
+	if (nfail > 1)
+		ng_fmt(d->reason, sizeof(d->reason), "%zu budgets fail: ", nfail);
+	len = strlen(d->reason);
+	for (size_t i = 0; i < d->nverdicts; i++) {
+		const char *r = d->verdicts[i].reason;
+		if (d->verdicts[i].ok)
+			continue;
+		size_t need = (k ? 3 : 0) + strlen(r) + (k + 1 < nfail ? reserve : 0);
+		if (k > 0 && len + need >= sizeof(d->reason)) {
+			ng_fmt(d->reason + len, sizeof(d->reason) - len, " | and %zu%s", nfail - k,
+			       tail);
+			return;
+		}
+		ng_fmt(d->reason + len, sizeof(d->reason) - len, "%s%s", k ? " | " : "", r);
+		len += strlen(d->reason + len);
+		k++;
+	}
+}
+
+/* ---- budget status ---- */
+
+/* The scope of a budget from the ledger's index, copied (the caller sorts it), with which of
+ * its nodes are disrupted, the limits, and whether the budget is readable. */
+static ng_status scope_of(const struct kube_snapshot *s, struct pol_ledger *ledger,
+			  enum kube_resource kind, size_t index, struct ng_arena *arena,
+			  uint32_t **ret_nodes, uint8_t **ret_dis, size_t *ret_n,
+			  size_t *ret_unavail, struct bud_limits *ret_lim, bool *ret_invalid)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	struct ng_err err = {0};
+	memset(ret_lim, 0, sizeof(*ret_lim));
+	bool ndb = kind == KUBE_RES_NDBS;
+	const struct bscope *sc;
+	if (ndb ? pd_ndb_scope(ledger, index, &sc) != NG_OK : pd_adb_index(ledger) != NG_OK)
+		return NG_ENOMEM;
+	if (!ndb)
+		sc = &ledger->adb[index];
+	uint32_t *scope = ng_arena_alloc(arena, (sc->n ? sc->n : 1) * sizeof(*scope));
+	uint8_t *dis = ng_arena_alloc(arena, sc->n ? sc->n : 1);
+	if (!scope || !dis)
+		return NG_ENOMEM;
+	size_t nb;
+	const struct kube_ndb *b = ndb ? &kube_snapshot_ndbs(s, &nb)[index] : NULL;
+	if (sc->n) /* an invalid or empty scope has no array */
+		memcpy(scope, sc->names, sc->n * sizeof(*scope));
+	for (size_t k = 0; k < sc->n; k++)
+		dis[k] = b ? pol_ledger_held_at(ledger, sc->idx[k]) ||
+				 (b->count_unavailable && sc->unavail[k])
+			   : pol_ledger_holder(ledger, sc->names[k]) != NG_INTERN_NONE;
+	*ret_unavail = ndb ? sc->unavailable : 0;
+	if (b) {
+		*ret_invalid = b->b.invalid;
+		if (b->max_disrupted.set) {
+			ret_lim->has_max = true;
+			*ret_invalid |= bud_int_or_percent_from(&b->max_disrupted, pool, "max",
+								&ret_lim->max, &err) != NG_OK;
+		}
+		if (b->min_undisrupted.set) {
+			ret_lim->has_min = true;
+			*ret_invalid |= bud_int_or_percent_from(&b->min_undisrupted, pool, "min",
+								&ret_lim->min, &err) != NG_OK;
+		}
+	} else {
+		size_t na;
+		const struct kube_adb *a = &kube_snapshot_adbs(s, &na)[index];
+		*ret_invalid = a->b.invalid;
+		if (!a->b.invalid) {
+			ret_lim->has_max = true;
+			*ret_invalid |= bud_int_or_percent_from(&a->max_disruptions, pool, "max",
+								&ret_lim->max, &err) != NG_OK;
+		}
+	}
+	*ret_nodes = scope;
+	*ret_dis = dis;
+	*ret_n = sc->n;
+	return NG_OK;
+}
+
+/* ledger->nd_by_node, once: every request that is not Rejected under each of its nodes (a
+ * Granted one's status.disruptedNodes, another's nodes as the gate would resolve them). */
+static ng_status nd_index(const struct kube_snapshot *s, struct pol_ledger *l,
+			  struct ng_arena *arena)
+{
+	if (l->nd_indexed)
+		return NG_OK;
+	size_t nnd, nlinks = 0, cap = 64;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &nnd);
+	struct budget_link *links = malloc(cap * sizeof(*links));
+	uint32_t *seen = calloc(nnd ? nnd : 1, sizeof(*seen));
+	ng_status st = links && seen ? ng_map_init(&l->nd_by_node, 64) : NG_ENOMEM;
+	for (size_t i = 0; st == NG_OK && i < nnd; i++) {
+		if (nds[i].state == KUBE_ND_REJECTED)
+			continue;
+		const uint32_t *nodes = nds[i].disrupted;
+		size_t n = nds[i].ndisrupted;
+		uint32_t *resolved;
+		if (nds[i].state != KUBE_ND_GRANTED) {
+			ng_arena_reset(arena);
+			if ((st = pd_resolve_nodes(s, &nds[i], arena, &resolved, &n)) != NG_OK)
+				break;
+			nodes = resolved;
+		}
+		for (size_t k = 0; st == NG_OK && k < n; k++) {
+			if (nlinks == cap) {
+				struct budget_link *more =
+				    ng_array_grow(links, &cap, nlinks, sizeof(*links));
+				if (!more) {
+					st = NG_ENOMEM;
+					break;
+				}
+				links = more;
+			}
+			uint32_t head = UINT32_MAX;
+			(void)ng_map_get(&l->nd_by_node, nodes[k], &head);
+			links[nlinks] = (struct budget_link){(uint32_t)i, head};
+			st = ng_map_put_grow(&l->nd_by_node, nodes[k], (uint32_t)nlinks++);
+		}
+	}
+	if (st != NG_OK) {
+		free(links);
+		free(seen);
+		ng_map_finish(&l->nd_by_node);
+		memset(&l->nd_by_node, 0, sizeof(l->nd_by_node));
+		return st;
+	}
+	l->nd_links = links;
+	l->nd_seen = seen;
+	l->nd_indexed = true;
+	return NG_OK;
+}
+
+ng_status pol_budget_status(const struct kube_snapshot *s, struct pol_ledger *ledger,
+			    enum kube_resource kind, size_t index, struct ng_arena *arena,
+			    struct pol_budget_status *ret)
+{
+	struct pol_budget_status st = {0};
+	uint32_t *scope;
+	uint8_t *dis;
+	struct bud_limits lim;
+	if (scope_of(s, ledger, kind, index, arena, &scope, &dis, &st.watched, &st.unavailable,
+		     &lim, &st.invalid) != NG_OK)
+		return NG_ENOMEM;
+	for (size_t i = 0; i < st.watched; i++)
+		st.current += dis[i];
+	if (!st.invalid) {
+		struct bud_check c;
+		bud_check_limits(&lim, (int64_t)st.watched, (int64_t)st.current, 0, &c);
+		st.allowed = c.allowed;
+	}
+	qsort(scope, st.watched, sizeof(*scope), cmp_u32);
+	st.nodes = scope;
+	/* Requests touching the scope, as status.disruptions lists them (in the snapshot's
+	 * order): found from the scope's nodes, so a budget costs its own scope. */
+	size_t nnd;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &nnd);
+	uint32_t *names = ng_arena_alloc(arena, (nnd ? nnd : 1) * sizeof(*names));
+	uint8_t *states = ng_arena_alloc(arena, nnd ? nnd : 1);
+	if (!names || !states)
+		return NG_ENOMEM;
+	/* The index resolves requests in an arena of its own making: @arena holds the scope. */
+	struct ng_arena *scratch =
+	    ledger->nd_indexed ? NULL : ng_arena_create_sized(SIZE_MAX, 64u << 10);
+	ng_status ist = ledger->nd_indexed ? NG_OK
+			: scratch          ? nd_index(s, ledger, scratch)
+					   : NG_ENOMEM;
+	ng_arena_destroy(scratch);
+	if (ist != NG_OK)
+		return ist;
+	if (++ledger->nd_gen == 0) { /* wrapped: no mark may look current */
+		memset(ledger->nd_seen, 0, (nnd ? nnd : 1) * sizeof(*ledger->nd_seen));
+		ledger->nd_gen = 1;
+	}
+	uint32_t *hit = names; /* request indexes first, then their names in place */
+	size_t nhit = 0;
+	for (size_t k = 0; k < st.watched; k++) {
+		uint32_t link = UINT32_MAX;
+		(void)ng_map_get(&ledger->nd_by_node, scope[k], &link);
+		for (; link != UINT32_MAX; link = ledger->nd_links[link].next) {
+			uint32_t i = ledger->nd_links[link].budget;
+			if (ledger->nd_seen[i] == ledger->nd_gen)
+				continue;
+			ledger->nd_seen[i] = ledger->nd_gen;
+			hit[nhit++] = i;
+		}
+	}
+	qsort(hit, nhit, sizeof(*hit), cmp_u32);
+	for (size_t j = 0; j < nhit; j++) {
+		const struct kube_nd *nd = &nds[hit[j]];
+		names[st.nnds] = nd->name;
+		states[st.nnds++] =
+		    nd->state == KUBE_ND_GRANTED ? KUBE_ND_GRANTED : KUBE_ND_PENDING;
+	}
+	st.nd_names = names;
+	st.nd_states = states;
+	*ret = st;
+	return NG_OK;
+}
+
+ng_status pol_verdicts_json(const struct kube_snapshot *s, const struct pol_budget_verdict *v,
+			    size_t n, struct ng_buf *b)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	struct ng_jw w;
+	ng_jw_init(&w, b);
+	ng_jw_arr(&w);
+	for (size_t i = 0; i < n; i++) {
+		size_t len;
+		const char *kind = v[i].kind == KUBE_RES_NDBS   ? "NodeDisruptionBudget"
+				   : v[i].kind == KUBE_RES_PDBS ? "PodDisruptionBudget"
+								: "ApplicationDisruptionBudget";
+		ng_jw_obj(&w);
+		ng_jw_key(&w, "reference");
+		ng_jw_obj(&w);
+		ng_jw_kstr(&w, "kind", kind);
+		if (v[i].ns != NG_INTERN_NONE) {
+			const char *ns = ng_intern_str(pool, v[i].ns, &len);
+			ng_jw_key(&w, "namespace");
+			ng_jw_strn(&w, ns, len);
+		}
+		const char *name = ng_intern_str(pool, v[i].name, &len);
+		ng_jw_key(&w, "name");
+		ng_jw_strn(&w, name, len);
+		ng_jw_obj_end(&w);
+		ng_jw_kbool(&w, "ok", v[i].ok);
+		ng_jw_kstr(&w, "reason", v[i].reason);
+		ng_jw_obj_end(&w);
+	}
+	ng_jw_arr_end(&w);
+	return ng_jw_finish(&w);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+const char **pol_node_names_sorted(const struct kube_snapshot *s, const struct pol_gate_decision *d,
+				   struct ng_arena *arena)
+{
+	const char **names = ng_arena_alloc(arena, (d->nnodes ? d->nnodes : 1) * sizeof(*names));
+	if (!names)
+		return NULL;
+	for (size_t i = 0; i < d->nnodes; i++)
+		names[i] = ng_intern_str(kube_snapshot_pool(s), d->nodes[i], NULL);
+	qsort(names, d->nnodes, sizeof(*names), cmp_str);
+	return names;
+}

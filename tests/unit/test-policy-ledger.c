@@ -1,0 +1,443 @@
+/* policy/ledger and budget statuses: the ledger that keeps a grant from being given twice, its
+ * counts against counts from scratch, and what a budget's status lists, over fixture F
+ * (policy-gate-fixture.h). */
+#include "tests/unit/policy-gate-fixture.h"
+
+static void test_ledger_never_grants_the_same_capacity_twice(void **state)
+{
+	struct kube_snapshot *s = cluster(NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":1}") "," ND(
+	    "a", "{\"nodeNames\":[\"node1\"]}") "," ND("b", "{\"nodeNames\":[\"node2\"]}"));
+	struct pol_gate_config cfg;
+	pol_gate_config_from(s, &cfg);
+	struct pol_ledger *l = pol_ledger_create(s);
+	struct ng_arena *a = ng_arena_create(1u << 20);
+	size_t n;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	struct pol_gate_decision d;
+	/* Both look grantable against the (stale) snapshot, but the first grant goes into the
+	 * ledger before the second is evaluated. */
+	assert_int_equal(pol_evaluate_disruption(s, &cfg, l, &nds[0], NOW_WALL_MS, a, &d), NG_OK);
+	assert_int_equal(d.outcome, POL_GATE_GRANT);
+	assert_int_equal(pol_ledger_grant(l, nds[0].name, d.nodes, d.nnodes), NG_OK);
+	assert_int_equal(pol_ledger_holder(l, ng_test_id(s, "node1")), ng_test_id(s, "a"));
+	size_t nnodes;
+	const struct kube_node *nodes = kube_snapshot_nodes(s, &nnodes);
+	for (size_t i = 0; i < nnodes; i++) /* the per-index view agrees with the holders */
+		assert_int_equal(pol_ledger_held_at(l, i),
+				 pol_ledger_holder(l, nodes[i].name) != NG_INTERN_NONE);
+	assert_false(pol_ledger_held_at(l, nnodes)); /* out of range: not held */
+	assert_int_equal(pol_evaluate_disruption(s, &cfg, l, &nds[1], NOW_WALL_MS, a, &d), NG_OK);
+	assert_int_equal(d.outcome, POL_GATE_REJECT);
+	assert_non_null(strstr(d.reason, "1 of 1 in use"));
+	ng_arena_destroy(a);
+	pol_ledger_destroy(l);
+	kube_snapshot_release(s);
+}
+
+/* One ledger serves a whole round: budget scopes are computed once and reused, while grants made
+ * during the round still count. Each decision must equal the one a fresh ledger, holding the
+ * same grants, makes. Two overlapping pools, an application on node1 and node2, a pool by
+ * selector and requests by name and by selector. */
+static void test_one_ledger_per_round_decides_as_fresh_ledgers_do(void **state)
+{
+	/* clang-format off */
+	struct kube_snapshot *s = cluster(
+	    POD("pod2", "node2", "db") ","
+	    NDB("test1", ON_TEST1 ",\"maxDisruptedNodes\":1}") ","
+	    NDB("all", "{\"nodeSelector\":{\"matchExpressions\":[{\"key\":\"testselect\","
+		       "\"operator\":\"Exists\"}]},\"maxDisruptedNodes\":2}") ","
+	    ADB("db", "{\"podSelector\":{\"matchLabels\":{\"app\":\"db\"}},\"maxDisruptions\":1}") ","
+	    ND("a", "{\"nodeNames\":[\"node3\"]}") ","
+	    ND("b", "{\"nodeNames\":[\"node1\"]}") ","
+	    ND("c", "{\"nodeSelector\":{\"matchLabels\":{\"testselect\":\"test1\"}}}") ","
+	    ND("d", "{\"nodeNames\":[\"node2\"]}"));
+	/* clang-format on */
+	static const char *const order[] = {"a", "b", "c", "d"};
+	static const enum pol_gate_outcome want[] = {POL_GATE_GRANT, POL_GATE_GRANT,
+						     POL_GATE_REJECT, POL_GATE_REJECT};
+	struct pol_gate_config cfg;
+	pol_gate_config_from(s, &cfg);
+	struct pol_ledger *round = pol_ledger_create(s);
+	struct ng_arena *a = ng_arena_create(1u << 20), *b = ng_arena_create(1u << 20);
+	size_t n;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	const struct kube_nd *granted[4] = {0};
+	size_t ng = 0;
+	for (size_t k = 0; k < 4; k++) {
+		const struct kube_nd *nd = NULL;
+		for (size_t i = 0; i < n; i++)
+			if (nds[i].name == ng_test_id(s, order[k]))
+				nd = &nds[i];
+		assert_non_null(nd);
+		struct pol_gate_decision d, fresh_d;
+		ng_arena_reset(a);
+		ng_arena_reset(b);
+		assert_int_equal(pol_evaluate_disruption(s, &cfg, round, nd, NOW_WALL_MS, a, &d),
+				 NG_OK);
+		struct pol_ledger *fresh = pol_ledger_create(s);
+		for (size_t g = 0; g < ng; g++)
+			assert_int_equal(pol_ledger_grant(fresh, granted[g]->name,
+							  granted[g]->node_names,
+							  granted[g]->nnode_names),
+					 NG_OK);
+		assert_int_equal(
+		    pol_evaluate_disruption(s, &cfg, fresh, nd, NOW_WALL_MS, b, &fresh_d), NG_OK);
+		pol_ledger_destroy(fresh);
+		if (d.outcome != want[k] || fresh_d.outcome != d.outcome ||
+		    strcmp(d.reason, fresh_d.reason) != 0 || d.nverdicts != fresh_d.nverdicts)
+			fail_msg("%s: %s \"%s\" (fresh ledger: %s \"%s\"), expected %s", order[k],
+				 pol_gate_outcome_str(d.outcome), d.reason,
+				 pol_gate_outcome_str(fresh_d.outcome), fresh_d.reason,
+				 pol_gate_outcome_str(want[k]));
+		for (size_t v = 0; v < d.nverdicts; v++)
+			assert_string_equal(d.verdicts[v].reason, fresh_d.verdicts[v].reason);
+		if (d.outcome == POL_GATE_GRANT) {
+			/* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): asserted above */
+			assert_int_equal(pol_ledger_grant(round, nd->name, d.nodes, d.nnodes),
+					 NG_OK);
+			granted[ng++] = nd;
+		}
+	}
+	/* Budget status from the same ledger: "test1" holds node1 of its two nodes. */
+	struct pol_budget_status bs;
+	ng_arena_reset(a);
+	assert_int_equal(pol_budget_status(s, round, KUBE_RES_NDBS, 0, a, &bs), NG_OK);
+	assert_int_equal(bs.watched, 2);
+	assert_int_equal(bs.current, 1);
+	assert_int_equal(bs.allowed, 0);
+	ng_arena_destroy(a);
+	ng_arena_destroy(b);
+	pol_ledger_destroy(round);
+	kube_snapshot_release(s);
+}
+
+/* ---- the ledger's incremental counts ---- */
+
+static uint32_t rnd(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return (uint32_t)(*x >> 16);
+}
+
+/* A cluster with every kind of scope: 60 nodes in racks of 10 and 3 zones (some NotReady,
+ * cordoned or tainted, one control-plane), 4 pods a node of 12 apps (and two on nodes the
+ * cache does not know, one finished), ADBs by matchLabels, by an In of two values, by Exists
+ * only and by pvcSelector, NDBs by rack, by zone In, pool-wide, by Exists without counting
+ * unavailable nodes and with a taint target; one request per node, three by rack, two of
+ * two nodes, and a Granted one holding a node and a second unknown one. */
+static struct kube_snapshot *counted_cluster(void)
+{
+	struct ng_buf b;
+	ng_buf_init(&b, 1u << 24);
+	ng_status st = ng_buf_puts(&b, "{\"kind\":\"List\",\"items\":[");
+	for (int i = 0; st == NG_OK && i < 60; i++)
+		st = ng_buf_printf(
+		    &b,
+		    "%s{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"n%d\","
+		    "\"labels\":{\"rack\":\"r%d\",\"zone\":\"z%d\"%s}},\"spec\":{%s%s},"
+		    "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
+		    i ? "," : "", i, i / 10, i % 3,
+		    i == 0 ? ",\"node-role.kubernetes.io/control-plane\":\"\"" : "",
+		    i % 13 == 7 ? "\"unschedulable\":true" : "",
+		    i % 7 == 3 ? (i % 13 == 7 ? ",\"taints\":[{\"key\":\"maint\",\"effect\":"
+						"\"NoSchedule\"}]"
+					      : "\"taints\":[{\"key\":\"maint\",\"effect\":"
+						"\"NoSchedule\"}]")
+			       : "",
+		    i % 11 == 5 ? "False" : "True");
+	for (int i = 0; st == NG_OK && i < 60; i++)
+		for (int k = 0; st == NG_OK && k < 4; k++)
+			st = ng_buf_printf(
+			    &b,
+			    ",{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
+			    "\"p%d-%d\",\"namespace\":\"default\",\"labels\":{\"app\":\"a%d\"}},"
+			    "\"spec\":{\"nodeName\":\"n%d\"%s},\"status\":{\"phase\":\"%s\"}}",
+			    i, k, (i * 4 + k * 7) % 12, i,
+			    k == 3 && i % 9 == 0
+				? ",\"volumes\":[{\"name\":\"d\",\"persistentVolumeClaim\":{"
+				  "\"claimName\":\"data\"}}]"
+				: "",
+			    i == 9 && k == 0 ? "Succeeded" : "Running");
+	st = st ? st
+		: ng_buf_puts(
+		      &b,
+		      ",{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"lost\","
+		      "\"namespace\":\"default\",\"labels\":{\"app\":\"a1\"}},\"spec\":{"
+		      "\"nodeName\":\"ghost\"}},"
+		      "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"lost2\","
+		      "\"namespace\":\"default\",\"labels\":{\"app\":\"a3\"}},\"spec\":{"
+		      "\"nodeName\":\"ghost2\"}},"
+		      "{\"kind\":\"PersistentVolumeClaim\",\"apiVersion\":\"v1\",\"metadata\":{"
+		      "\"name\":\"data\",\"namespace\":\"default\",\"labels\":{\"keep\":\"yes\"}},"
+		      "\"spec\":{},\"status\":{\"phase\":\"Bound\"}}");
+	for (int a = 0; st == NG_OK && a < 8; a++)
+		st = ng_buf_printf(&b,
+				   "," ADB("m%d",
+					   "{\"podSelector\":{\"matchLabels\":{\"app\":\"a%d\"}},"
+					   "\"maxDisruptions\":%s}"),
+				   a, a, a % 2 ? "\"50%\"" : "3");
+	st = st ? st
+		: ng_buf_puts(&b,
+			      "," ADB("two",
+				      "{\"podSelector\":{\"matchExpressions\":[{\"key\":\"app\","
+				      "\"operator\":\"In\",\"values\":[\"a8\",\"a9\",\"a8\"]}]},"
+				      "\"maxDisruptions\":4}") "," ADB("any",
+								       "{\"podSelector\":{"
+								       "\"matchExpressions\":[{"
+								       "\"key\":\"app\","
+								       "\"operator\":"
+								       "\"Exists\"}]},"
+								       "\"maxDisruptions\":\"30%"
+								       "\"}") "," ADB("claims",
+										      "{\"pvcSelect"
+										      "or\":{"
+										      "\"matchLabel"
+										      "s\":{"
+										      "\"keep\":"
+										      "\"yes\"}},"
+										      "\"maxDisrupt"
+										      "ions\":1}"));
+	for (int r = 0; st == NG_OK && r < 6; r++)
+		st = ng_buf_printf(&b,
+				   "," NDB("rack%d", "{\"nodeSelector\":{\"matchLabels\":{\"rack\":"
+						     "\"r%d\"}},\"maxDisruptedNodes\":\"50%%\"}"),
+				   r, r);
+	st =
+	    st ? st
+	       : ng_buf_puts(
+		     &b,
+		     "," NDB(
+			 "zones",
+			 "{\"nodeSelector\":{\"matchExpressions\":[{\"key\":\"zone\","
+			 "\"operator\":\"In\",\"values\":[\"z0\",\"z1\"]}]},"
+			 "\"minUndisruptedNodes\":\"60%\"}") "," NDB("pool",
+								     "{\"nodeSelector\":{},"
+								     "\"maxDisruptedNodes\":\"40%"
+								     "\"}") "," NDB("zoned",
+										    "{\"nodeSelecto"
+										    "r\":{"
+										    "\"matchExpress"
+										    "ions\":[{"
+										    "\"key\":"
+										    "\"zone\","
+										    "\"operator\":"
+										    "\"Exists\"}]},"
+										    "\"maxDisrupted"
+										    "Nodes\":20,"
+										    "\"countUnavail"
+										    "ableNodes\":"
+										    "false}") "," NDB("tainted",
+												      "{\"nodeSelector\":{\"matchLabels\":{\"zone\":\"z2\"}},"
+												      "\"maxDisruptedNodes\":6,\"taintTargets\":[{\"key\":\"maint\","
+												      "\"operator\":\"Exists\"}]}") ","
+																    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+																    "\"metadata\":{\"name\":\"held\"},\"spec\":{\"nodeNames\":[\"n12\"]},"
+																    "\"status\":{\"state\":\"Granted\",\"disruptedNodes\":[\"n12\",\"ghost2\"]}}");
+	for (int i = 0; st == NG_OK && i < 60; i++)
+		st = ng_buf_printf(&b, "," ND("q%d", "{\"nodeNames\":[\"n%d\"]}"), i, i);
+	for (int r = 1; st == NG_OK && r < 4; r++)
+		st = ng_buf_printf(
+		    &b,
+		    "," ND("rack-%d", "{\"nodeSelector\":{\"matchLabels\":{\"rack\":\"r%d\"}}}"), r,
+		    r);
+	st = st ? st
+		: ng_buf_puts(&b, "," ND("pair1", "{\"nodeNames\":[\"n21\",\"n44\"]}") "," ND(
+				      "pair2", "{\"nodeNames\":[\"n3\",\"n36\"]}") "]}");
+	assert_int_equal(st, NG_OK);
+	struct kube_builder *k = kube_builder_create();
+	struct kube_snapshot *s = NULL;
+	struct ng_err err = {0};
+	assert_non_null(k);
+	if (kube_builder_add_json(k, b.data, b.len, &err) != NG_OK)
+		fail_msg("cluster: %s", err.msg);
+	assert_int_equal(kube_builder_finish(k, &s), NG_OK);
+	ng_buf_finish(&b);
+	return s;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* A budget's status lists the requests that touch its scope (found from the scope's nodes
+ * through one index of the requests by node): the same, in the same order, as testing every
+ * request's nodes against the scope, for every budget of a cluster with granted nodes that
+ * have no Node record and pods on such nodes, two statuses per budget from one ledger. */
+static void test_budget_status_lists_the_requests_touching_its_scope(void **state)
+{
+	(void)state;
+	struct kube_snapshot *s = counted_cluster();
+	struct pol_gate_config cfg;
+	pol_gate_config_from(s, &cfg);
+	struct pol_ledger *l = pol_ledger_create(s);
+	struct ng_arena *a = ng_arena_create(1u << 22), *b = ng_arena_create(1u << 22);
+	assert_non_null(l);
+	size_t nnd;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &nnd);
+	size_t listed = 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (int k = 0; k < 2; k++) {
+			enum kube_resource kind = k ? KUBE_RES_ADBS : KUBE_RES_NDBS;
+			for (size_t i = 0; i < kube_snapshot_count(s, kind); i++) {
+				struct pol_budget_status bs;
+				ng_arena_reset(a);
+				assert_int_equal(pol_budget_status(s, l, kind, i, a, &bs), NG_OK);
+				size_t want = 0;
+				for (size_t r = 0; r < nnd; r++) {
+					if (nds[r].state == KUBE_ND_REJECTED)
+						continue;
+					const uint32_t *nodes = nds[r].disrupted;
+					size_t n = nds[r].ndisrupted;
+					struct pol_gate_decision d;
+					if (nds[r].state != KUBE_ND_GRANTED) {
+						ng_arena_reset(b);
+						struct pol_ledger *x = pol_ledger_create(s);
+						assert_int_equal(
+						    pol_evaluate_disruption(s, &cfg, x, &nds[r],
+									    NOW_WALL_MS, b, &d),
+						    NG_OK);
+						pol_ledger_destroy(x);
+						nodes = d.nodes;
+						n = d.nnodes;
+					}
+					bool touches = false;
+					for (size_t j = 0; j < n && !touches; j++)
+						touches =
+						    bsearch(&nodes[j], bs.nodes, bs.watched,
+							    sizeof(*bs.nodes), cmp_id) != NULL;
+					if (!touches)
+						continue;
+					assert_true(want < bs.nnds);
+					assert_int_equal(bs.nd_names[want], nds[r].name);
+					assert_int_equal(bs.nd_states[want],
+							 nds[r].state == KUBE_ND_GRANTED
+							     ? KUBE_ND_GRANTED
+							     : KUBE_ND_PENDING);
+					want++;
+				}
+				assert_int_equal(bs.nnds, want);
+				listed += want;
+			}
+		}
+	assert_true(listed > 100);
+	ng_arena_destroy(a);
+	ng_arena_destroy(b);
+	pol_ledger_destroy(l);
+	kube_snapshot_release(s);
+}
+
+struct grant_rec {
+	uint32_t name;
+	uint32_t nodes[3];
+	size_t n;
+};
+
+/* After any sequence of grants, a ledger that computed its scopes first and counted the
+ * grants as they came decides every request exactly as a fresh ledger given the same grants,
+ * and each verdict's count of disrupted nodes equals the one pol_budget_status() recounts from
+ * the scope's nodes. */
+static void test_ledger_counts_equal_counts_from_scratch_after_grants(void **state)
+{
+	struct kube_snapshot *s = counted_cluster();
+	struct pol_gate_config cfg;
+	pol_gate_config_from(s, &cfg);
+	size_t n, nnodes;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	const struct kube_node *nodes = kube_snapshot_nodes(s, &nnodes);
+	struct pol_ledger *round = pol_ledger_create(s);
+	struct ng_arena *a = ng_arena_create(1u << 22), *b = ng_arena_create(1u << 22);
+	struct grant_rec grants[80];
+	size_t ng = 0;
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	assert_non_null(round);
+	assert_true(n > 0);
+	for (int step = 0; step < 70; step++) {
+		/* Every request decided by both ledgers (the first pass computes every scope of
+		 * the round ledger before any grant). */
+		struct pol_ledger *fresh = pol_ledger_create(s);
+		assert_non_null(fresh);
+		for (size_t g = 0; g < ng; g++)
+			assert_int_equal(
+			    pol_ledger_grant(fresh, grants[g].name, grants[g].nodes, grants[g].n),
+			    NG_OK);
+		for (size_t i = 0; i < n; i++) {
+			if (nds[i].state == KUBE_ND_GRANTED)
+				continue;
+			struct pol_gate_decision d, f;
+			ng_arena_reset(a);
+			ng_arena_reset(b);
+			assert_int_equal(
+			    pol_evaluate_disruption(s, &cfg, round, &nds[i], NOW_WALL_MS, a, &d),
+			    NG_OK);
+			assert_int_equal(
+			    pol_evaluate_disruption(s, &cfg, fresh, &nds[i], NOW_WALL_MS, b, &f),
+			    NG_OK);
+			if (d.outcome != f.outcome || strcmp(d.reason, f.reason) != 0 ||
+			    d.nverdicts != f.nverdicts)
+				fail_msg("step %d, %s: %s \"%s\", fresh ledger %s \"%s\"", step,
+					 ng_intern_str(kube_snapshot_pool(s), nds[i].name, NULL),
+					 pol_gate_outcome_str(d.outcome), d.reason,
+					 pol_gate_outcome_str(f.outcome), f.reason);
+			for (size_t v = 0; v < d.nverdicts; v++) {
+				const struct pol_budget_verdict *x = &d.verdicts[v];
+				assert_int_equal(x->index, f.verdicts[v].index);
+				assert_int_equal(x->current, f.verdicts[v].current);
+				assert_int_equal(x->allowed, f.verdicts[v].allowed);
+				assert_string_equal(x->reason, f.verdicts[v].reason);
+				struct pol_budget_status bs;
+				assert_int_equal(
+				    pol_budget_status(s, fresh, x->kind, x->index, b, &bs), NG_OK);
+				if (x->ok || strstr(x->reason, " in use"))
+					assert_int_equal(x->current, (int64_t)bs.current);
+			}
+		}
+		pol_ledger_destroy(fresh);
+		if (ng == sizeof(grants) / sizeof(grants[0]))
+			break;
+		/* The next grant: a request granted as the gate would, or any nodes (the unknown
+		 * one, control-plane, held ones too) recorded for any request. */
+		struct grant_rec *g = &grants[ng];
+		/* NOLINTNEXTLINE(clang-analyzer-core.DivideZero): n > 0 is asserted above */
+		const struct kube_nd *nd = &nds[rnd(&seed) % n];
+		g->name = nd->name;
+		if (rnd(&seed) % 2) {
+			struct pol_gate_decision d;
+			ng_arena_reset(a);
+			assert_int_equal(
+			    pol_evaluate_disruption(s, &cfg, round, nd, NOW_WALL_MS, a, &d), NG_OK);
+			if (d.outcome != POL_GATE_GRANT || d.nnodes > 3)
+				continue;
+			memcpy(g->nodes, d.nodes, d.nnodes * sizeof(*d.nodes));
+			g->n = d.nnodes;
+		} else {
+			g->n = 1 + rnd(&seed) % 3;
+			for (size_t j = 0; j < g->n; j++)
+				g->nodes[j] = rnd(&seed) % 8 == 0 ? ng_test_id(s, "ghost")
+								  : nodes[rnd(&seed) % nnodes].name;
+		}
+		assert_int_equal(pol_ledger_grant(round, g->name, g->nodes, g->n), NG_OK);
+		ng++;
+	}
+	assert_true(ng > 20);
+	ng_arena_destroy(a);
+	ng_arena_destroy(b);
+	pol_ledger_destroy(round);
+	kube_snapshot_release(s);
+}
+
+/* ---- step 8: health hooks ---- */
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_ledger_never_grants_the_same_capacity_twice),
+	    cmocka_unit_test(test_one_ledger_per_round_decides_as_fresh_ledgers_do),
+	    cmocka_unit_test(test_budget_status_lists_the_requests_touching_its_scope),
+	    cmocka_unit_test(test_ledger_counts_equal_counts_from_scratch_after_grants),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
