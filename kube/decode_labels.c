@@ -267,9 +267,13 @@ ng_status kube_decode_selector(struct ng_intern *pool, struct ng_arena *arena, c
 	if (nml + nme > NG_MAX_SELECTOR_TERMS)
 		return ng_err_set(reterr, NG_ELIMIT, 0, "%s: more than %d requirements", field,
 				  NG_MAX_SELECTOR_TERMS);
-	struct kube_requirement *reqs =
-	    nml + nme ? ng_arena_alloc(arena, (nml + nme) * sizeof(*reqs)) : NULL;
-	if (nml + nme && !reqs)
+	sel.present = true;
+	if (nml + nme == 0) { /* {}: every object */
+		*ret_sel = sel;
+		return NG_OK;
+	}
+	struct kube_requirement *reqs = ng_arena_alloc(arena, (nml + nme) * sizeof(*reqs));
+	if (!reqs)
 		return ng_err_set(reterr, NG_ENOMEM, 0, "%s: out of memory", field);
 	size_t n = 0;
 	ng_status st = NG_OK;
@@ -280,7 +284,6 @@ ng_status kube_decode_selector(struct ng_intern *pool, struct ng_arena *arena, c
 		st = match_expression(pool, arena, e, field, idx, &reqs[n++], reterr);
 	if (st != NG_OK)
 		return st;
-	sel.present = true;
 	sel.nreqs = (uint16_t)n;
 	sel.reqs = reqs;
 	*ret_sel = sel;
