@@ -32,16 +32,6 @@ const double gate_decision_buckets_s[8] = {0.00001, 0.00005, 0.0001, 0.0005,
 
 static const _Atomic bool never_stop = false;
 
-void gate_count(_Atomic uint64_t *c, uint64_t by)
-{
-	ng_prom_add(c, by);
-}
-
-bool gate_leading(const struct gate *g)
-{
-	return !g->cfg.leader || leader_is_leader(g->cfg.leader);
-}
-
 struct gate_written *gate_written_get(struct gate *g, uint32_t name)
 {
 	uint32_t i;
@@ -90,23 +80,13 @@ void gate_inflight_add(struct gate *g, uint32_t name, const uint32_t *nodes, siz
 	e->until_wall_ms = now_wall_ms + INFLIGHT_MS;
 }
 
-const struct kube_nd *gate_find_nd(const struct kube_snapshot *s, uint32_t name)
-{
-	size_t n;
-	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
-	for (size_t i = 0; i < n; i++)
-		if (nds[i].name == name)
-			return &nds[i];
-	return NULL;
-}
-
 /* Grants written but not yet in the cache still hold their nodes. Names are intern ids, which
  * stay comparable across snapshots (a rebuilt pool keeps the ids of the strings in use). */
 static ng_status ledger_add_inflight(struct gate *g, const struct kube_snapshot *s,
 				     struct pol_ledger *l, int64_t now_wall_ms)
 {
 	for (size_t i = 0; i < g->ninf;) {
-		const struct kube_nd *nd = gate_find_nd(s, g->inf[i].name);
+		const struct kube_nd *nd = kube_snapshot_find_nd(s, g->inf[i].name);
 		if (!nd || nd->deleting || nd->state == KUBE_ND_GRANTED ||
 		    now_wall_ms > g->inf[i].until_wall_ms) {
 			inflight_drop(g, i);
@@ -124,10 +104,10 @@ static ng_status ledger_add_inflight(struct gate *g, const struct kube_snapshot 
 
 static void time_decision(struct gate *g, uint64_t us)
 {
-	gate_count(&g->decision_us_sum, us);
+	ng_prom_add(&g->decision_us_sum, us);
 	for (int i = 0; i < 8; i++)
 		if ((double)us / 1e6 <= gate_decision_buckets_s[i]) {
-			gate_count(&g->buckets[i], 1);
+			ng_prom_add(&g->buckets[i], 1);
 			break;
 		}
 }
@@ -226,7 +206,7 @@ static bool after_write(struct gate *g, struct pol_ledger *ledger, const struct 
 {
 	const struct pol_gate_decision *d = wr->d;
 	bool cont = true;
-	gate_count(&g->writes, 1);
+	ng_prom_add(&g->writes, 1);
 	struct gate_written *w = gate_written_put(g, nd->name);
 	if (w) {
 		w->outcome = (uint8_t)d->outcome;
@@ -272,10 +252,10 @@ static bool write_decision(struct gate *g, const struct kube_snapshot *s, struct
 	if (o == KUBE_WRITE_OK)
 		return after_write(g, ledger, nd, name, wr, hooks_called, us);
 	if (o == KUBE_WRITE_CONFLICT) {
-		gate_count(&g->conflicts, 1);
+		ng_prom_add(&g->conflicts, 1);
 		return false;
 	}
-	gate_count(&g->errors, 1);
+	ng_prom_add(&g->errors, 1);
 	/* The write may have happened: a grant we cannot confirm holds its nodes until the cache
 	 * says otherwise, so capacity is never counted twice. */
 	if (wr->d->outcome == POL_GATE_GRANT && o == KUBE_WRITE_FAILED)
@@ -303,7 +283,7 @@ static bool decide_one(struct gate *g, const struct kube_snapshot *s,
 	struct pol_gate_decision d;
 	int64_t t0_us = ng_now_mono_us();
 	if (pol_evaluate_disruption(s, cfg, ledger, nd, now_wall_ms, arena, &d) != NG_OK) {
-		gate_count(&g->errors, 1);
+		ng_prom_add(&g->errors, 1);
 		return true;
 	}
 	uint64_t us = (uint64_t)(ng_now_mono_us() - t0_us);
@@ -344,7 +324,7 @@ static bool decide_one(struct gate *g, const struct kube_snapshot *s,
 		if (!gate_leading(g))
 			return false;
 	}
-	gate_count(&g->decisions[d.outcome], 1);
+	ng_prom_add(&g->decisions[d.outcome], 1);
 	struct gate_write wr;
 	if (!plan_write(g, s, cfg, gate_written_get(g, nd->name), nd, &d, now_wall_ms,
 			retry_by_wall_ms, &wr))
@@ -405,7 +385,7 @@ void gate_round(struct gate *g, const struct kube_snapshot *s, bool changed, int
 	struct ng_arena *arena = ng_arena_create(ROUND_ARENA_BYTES);
 	if (!ledger || !arena || ledger_add_inflight(g, s, ledger, now_wall_ms) != NG_OK ||
 	    gate_hooks_hold(g, s, ledger) != NG_OK) {
-		gate_count(&g->errors, 1);
+		ng_prom_add(&g->errors, 1);
 		goto out;
 	}
 	/* Events and hook results wait until the round's decisions are written. */

@@ -354,10 +354,10 @@ static void job_drop(struct gate *g)
 
 static void count_result(struct gate *g, enum alert_result r, bool fail_open)
 {
-	gate_count(&g->alert_evals[r], 1);
+	ng_prom_add(&g->alert_evals[r], 1);
 	atomic_store(&g->alert_firing, r == ALERT_FIRING ? 1u : 0u);
 	if (r == ALERT_ERROR && fail_open)
-		gate_count(&g->alert_ignored, 1);
+		ng_prom_add(&g->alert_ignored, 1);
 }
 
 /* Keeps the answer of @j (ended) for its cacheSeconds, with the reason a held request gives. */
@@ -457,7 +457,7 @@ enum gate_alert_step gate_alert_check(struct gate *g, const struct kube_snapshot
 		if (j && j->key != key)
 			job_drop(g); /* asked under a config that changed since */
 		if (!g->alert_job && !(g->alert_job = job_start(g, s, ag, key))) {
-			gate_count(&g->errors, 1);
+			ng_prom_add(&g->errors, 1);
 			g->again_wall_ms = now_wall_ms + ALERT_AGAIN_MS;
 		}
 		return GATE_ALERT_WAIT;

@@ -140,7 +140,7 @@ static void one_budget(struct gate *g, const struct kube_snapshot *s, struct pol
 		if (r.outcome == KUBE_WRITE_OK && w)
 			w->hash = h;
 		else if (r.outcome != KUBE_WRITE_GONE && r.outcome != KUBE_WRITE_OK)
-			gate_count(&g->errors, 1); /* gone meanwhile: nothing to do */
+			ng_prom_add(&g->errors, 1); /* gone meanwhile: nothing to do */
 		if (r.outcome != KUBE_WRITE_GONE)
 			kube_write_log("gate", "budget status not written", &ref, &r);
 	}

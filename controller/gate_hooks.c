@@ -86,40 +86,6 @@ static void count_hook(struct gate *g, const char *ns, const char *name,
 	pthread_mutex_unlock(&g->metrics_mu);
 }
 
-struct hook_result {
-	const struct pol_hook_call *c;
-	int64_t now_wall_ms;
-};
-
-static void hook_result_body(struct ng_jw *w, void *ctx)
-{
-	const struct hook_result *hr = ctx;
-	ng_jw_key(w, "lastHookResult");
-	ng_jw_obj(w);
-	ng_jw_key(w, "time");
-	ng_jw_time(w, hr->now_wall_ms);
-	ng_jw_kbool(w, "ok", hr->c->result == POL_HOOK_OK);
-	ng_jw_ki64(w, "code", hr->c->code);
-	ng_jw_kstr(w, "message", hr->c->message);
-	ng_jw_ki64(w, "durationMs", hr->c->duration_ms);
-	ng_jw_obj_end(w);
-}
-
-void gate_write_hook_result(struct gate *g, const char *ns, const char *name,
-			    const struct pol_hook_call *c, int64_t now_wall_ms)
-{
-	struct hook_result hr = {c, now_wall_ms};
-	const struct kube_ref ref = {KUBE_KIND_ADB, ns, name};
-	struct kube_write_result r;
-	kube_patch_status(g->client, &ref, NULL, hook_result_body, &hr, &r);
-	if (r.outcome == KUBE_WRITE_OK)
-		gate_count(&g->writes, 1);
-	else if (r.outcome != KUBE_WRITE_GONE) /* deleted meanwhile: nothing to record */
-		gate_count(&g->errors, 1);
-	if (r.outcome != KUBE_WRITE_GONE)
-		kube_write_log("gate", "hook result not written", &ref, &r);
-}
-
 /* One hook's answer: metrics, the budget's status.lastHookResult, a log line, and a HookFailed
  * Event on the budget when it failed. */
 static void record_hook(struct gate *g, const struct kube_snapshot *s, const char *nd,
@@ -373,7 +339,7 @@ enum gate_hooks_step gate_hooks_step(struct gate *g, const struct kube_snapshot 
 	size_t n;
 	size_t ji = job_find(g, nd->name);
 	if (pol_hooks_prepare(s, d, &hp, arena, &calls, &n) != NG_OK) {
-		gate_count(&g->errors, 1);
+		ng_prom_add(&g->errors, 1);
 		return GATE_HOOKS_AGAIN;
 	}
 	if (ji != SIZE_MAX) {
@@ -400,11 +366,11 @@ enum gate_hooks_step gate_hooks_step(struct gate *g, const struct kube_snapshot 
 	size_t len = 0;
 	char *body = hook_body(g, s, name, d, arena, &len);
 	if (!body) {
-		gate_count(&g->errors, 1);
+		ng_prom_add(&g->errors, 1);
 		return GATE_HOOKS_AGAIN;
 	}
 	if (!job_start(g, s, nd, name, d, &hp, calls, n, body, len)) {
-		gate_count(&g->errors, 1);
+		ng_prom_add(&g->errors, 1);
 		return GATE_HOOKS_AGAIN;
 	}
 	/* Its share is held from now on: the rest of this round cannot take it. */
@@ -420,7 +386,7 @@ ng_status gate_hooks_hold(struct gate *g, const struct kube_snapshot *s, struct 
 {
 	for (size_t i = 0; i < g->njobs;) {
 		struct gate_hook_job *j = g->jobs[i];
-		const struct kube_nd *nd = gate_find_nd(s, j->name);
+		const struct kube_nd *nd = kube_snapshot_find_nd(s, j->name);
 		if (!nd || nd->deleting ||
 		    (nd->state != KUBE_ND_PENDING && nd->state != KUBE_ND_UNKNOWN)) {
 			job_drop(g, i, true); /* gone or decided elsewhere: nothing waits on it */

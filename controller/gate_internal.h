@@ -21,6 +21,7 @@
 #include "common/map.h"
 #include "common/prom.h"
 #include "controller/gate.h"
+#include "controller/leader.h"
 #include "kube/kube.h"
 #include "kube/write.h"
 #include "policy/disruption.h"
@@ -172,6 +173,12 @@ struct gate {
 	_Atomic uint64_t alert_evals[3], alert_ignored, alert_firing;
 };
 
+/* Whether this replica writes: no leader configured, or it holds the Lease. */
+static inline bool gate_leading(const struct gate *g)
+{
+	return !g->cfg.leader || leader_is_leader(g->cfg.leader);
+}
+
 /* gate.c */
 
 /**
@@ -185,12 +192,8 @@ void gate_destroy(struct gate *g);
  * @changed, else only retries that fell due), tend finalizers, write budget status when due.
  */
 void gate_round(struct gate *g, const struct kube_snapshot *s, bool changed, int64_t now_wall_ms);
-bool gate_leading(const struct gate *g);
-void gate_count(_Atomic uint64_t *c, uint64_t by);
 struct gate_written *gate_written_get(struct gate *g, uint32_t name);
 struct gate_written *gate_written_put(struct gate *g, uint32_t name);
-/** Request @name of @s, or NULL. */
-const struct kube_nd *gate_find_nd(const struct kube_snapshot *s, uint32_t name);
 void gate_inflight_add(struct gate *g, uint32_t name, const uint32_t *nodes, size_t n,
 		       int64_t now_wall_ms);
 
@@ -230,6 +233,11 @@ void gate_later_free(struct gate_later *l);
 bool gate_defer(struct gate *g, const struct gate_later *l);
 /** Adds the finalizer to decided requests, releases deleted ones (DESIGN.md §4). */
 void gate_tend_finalizers(struct gate *g, const struct kube_snapshot *s, int64_t now_wall_ms);
+
+/** Writes @c (a call to a hook of ApplicationDisruptionBudget @ns/@name) as that budget's
+ * status.lastHookResult dated @now_wall_ms. */
+void gate_write_hook_result(struct gate *g, const char *ns, const char *name,
+			    const struct pol_hook_call *c, int64_t now_wall_ms);
 
 /* gate_budgets.c */
 
@@ -285,10 +293,6 @@ NG_NODISCARD ng_status gate_hooks_hold(struct gate *g, const struct kube_snapsho
 bool gate_hooks_out(const struct gate *g, uint32_t name);
 /** Whether request @name's hooks have answered and wait for its decision (decided first). */
 bool gate_hooks_answered(const struct gate *g, uint32_t name);
-/** Writes @c (a call to a hook of ApplicationDisruptionBudget @ns/@name) as that budget's
- * status.lastHookResult dated @now_wall_ms. */
-void gate_write_hook_result(struct gate *g, const char *ns, const char *name,
-			    const struct pol_hook_call *c, int64_t now_wall_ms);
 /** Drops request @name's hooks, recording what they answered: its decision no longer needs
  * them (it is not a grant now). */
 void gate_hooks_drop(struct gate *g, uint32_t name);

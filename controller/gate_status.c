@@ -227,7 +227,7 @@ static void set_finalizer(struct gate *g, const struct kube_snapshot *s, const s
 	const struct ng_intern *pool = kube_snapshot_pool(s);
 	const char **cur = ng_arena_alloc(arena, (nd->nfinalizers + 1u) * sizeof(*cur));
 	if (!cur) {
-		gate_count(&g->errors, 1);
+		ng_prom_add(&g->errors, 1);
 		return;
 	}
 	for (uint16_t i = 0; i < nd->nfinalizers; i++)
@@ -237,11 +237,11 @@ static void set_finalizer(struct gate *g, const struct kube_snapshot *s, const s
 	kube_set_finalizer(g->client, &ref, nd->rv, cur, nd->nfinalizers, GATE_FINALIZER, present,
 			   &r);
 	if (r.outcome == KUBE_WRITE_OK)
-		gate_count(&g->writes, 1);
+		ng_prom_add(&g->writes, 1);
 	else if (r.outcome == KUBE_WRITE_CONFLICT || r.outcome == KUBE_WRITE_GONE)
-		gate_count(&g->conflicts, 1); /* changed or gone meanwhile */
+		ng_prom_add(&g->conflicts, 1); /* changed or gone meanwhile */
 	else
-		gate_count(&g->errors, 1);
+		ng_prom_add(&g->errors, 1);
 	kube_write_log("gate", "finalizer not written", &ref, &r);
 }
 
@@ -271,4 +271,39 @@ void gate_tend_finalizers(struct gate *g, const struct kube_snapshot *s, int64_t
 		}
 	}
 	ng_arena_destroy(arena);
+}
+
+/* A health hook's answer as its budget's status.lastHookResult. */
+struct hook_result {
+	const struct pol_hook_call *c;
+	int64_t now_wall_ms;
+};
+
+static void hook_result_body(struct ng_jw *w, void *ctx)
+{
+	const struct hook_result *hr = ctx;
+	ng_jw_key(w, "lastHookResult");
+	ng_jw_obj(w);
+	ng_jw_key(w, "time");
+	ng_jw_time(w, hr->now_wall_ms);
+	ng_jw_kbool(w, "ok", hr->c->result == POL_HOOK_OK);
+	ng_jw_ki64(w, "code", hr->c->code);
+	ng_jw_kstr(w, "message", hr->c->message);
+	ng_jw_ki64(w, "durationMs", hr->c->duration_ms);
+	ng_jw_obj_end(w);
+}
+
+void gate_write_hook_result(struct gate *g, const char *ns, const char *name,
+			    const struct pol_hook_call *c, int64_t now_wall_ms)
+{
+	struct hook_result hr = {c, now_wall_ms};
+	const struct kube_ref ref = {KUBE_KIND_ADB, ns, name};
+	struct kube_write_result r;
+	kube_patch_status(g->client, &ref, NULL, hook_result_body, &hr, &r);
+	if (r.outcome == KUBE_WRITE_OK)
+		ng_prom_add(&g->writes, 1);
+	else if (r.outcome != KUBE_WRITE_GONE) /* deleted meanwhile: nothing to record */
+		ng_prom_add(&g->errors, 1);
+	if (r.outcome != KUBE_WRITE_GONE)
+		kube_write_log("gate", "hook result not written", &ref, &r);
 }

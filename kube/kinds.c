@@ -285,6 +285,11 @@ const struct kube_ngc *kube_snapshot_config(const struct kube_snapshot *s)
 	return id == NG_INTERN_NONE ? NULL : find_by_key(s->t[KUBE_RES_NGCS], id);
 }
 
+const struct kube_nd *kube_snapshot_find_nd(const struct kube_snapshot *s, uint32_t name)
+{
+	return name == NG_INTERN_NONE ? NULL : find_by_key(s->t[KUBE_RES_NDS], name);
+}
+
 const struct kube_ndt *kube_snapshot_find_ndt(const struct kube_snapshot *s, uint32_t name)
 {
 	return name == NG_INTERN_NONE ? NULL : find_by_key(s->t[KUBE_RES_NDTS], name);

@@ -47,6 +47,8 @@ const struct kube_ngc *kube_snapshot_ngcs(const struct kube_snapshot *s, size_t 
 const struct kube_ndt *kube_snapshot_ndts(const struct kube_snapshot *s, size_t *ret_n);
 const struct kube_nrem *kube_snapshot_nrems(const struct kube_snapshot *s, size_t *ret_n);
 const struct kube_pdb *kube_snapshot_pdbs(const struct kube_snapshot *s, size_t *ret_n);
+/** The NodeDisruption named @name (intern id), or NULL. */
+const struct kube_nd *kube_snapshot_find_nd(const struct kube_snapshot *s, uint32_t name);
 /** The NodeDisruptionTemplate named @name (intern id), or NULL. */
 const struct kube_ndt *kube_snapshot_find_ndt(const struct kube_snapshot *s, uint32_t name);
 /** The NodeGateConfig named "default", or NULL (defaults apply). */
