@@ -12,6 +12,7 @@
 #include "common/memo.h"
 #include "common/prom.h"
 #include "controller/leader.h"
+#include "controller/scaffold.h"
 #include "kube/kube.h"
 #include "kube/runtime.h"
 #include "kube/write.h"
@@ -805,11 +806,6 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 	return m->due_mono_us ? m->due_mono_us : KUBE_RUNTIME_IDLE;
 }
 
-static void wake(void *ctx)
-{
-	kube_runtime_wake(ctx);
-}
-
 struct remediate *remediate_create(const struct remediate_config *cfg, struct kube_client *client,
 				   struct ng_err *reterr)
 {
@@ -832,22 +828,16 @@ struct remediate *remediate_start(const struct remediate_config *cfg, struct ng_
 	struct remediate *m = remediate_create(cfg, NULL, reterr);
 	if (!m)
 		return NULL;
-	const struct kube_runtime_config rc = {.name = "remediation",
-					       .kube = cfg->kube,
-					       .store = cfg->store,
-					       .watch = cfg->watch,
-					       .step = step,
-					       .ctx = m};
-	m->rt = kube_runtime_create(&rc, reterr);
-	if (m->rt) {
+	const struct scaffold_config sc = {.name = "remediation",
+					   .kube = cfg->kube,
+					   .store = cfg->store,
+					   .watch = cfg->watch,
+					   .leader = cfg->leader,
+					   .step = step,
+					   .ctx = m};
+	m->rt = scaffold_create(&sc, reterr);
+	if (m->rt)
 		m->client = kube_runtime_client(m->rt);
-		if (cfg->leader && leader_watch(cfg->leader, wake, m->rt) != NG_OK) {
-			(void)ng_err_set(reterr, NG_ELIMIT, 0,
-					 "the leader has no room for a watcher");
-			kube_runtime_destroy(m->rt);
-			m->rt = NULL;
-		}
-	}
 	if (!m->rt || kube_runtime_start(m->rt, reterr) != NG_OK) {
 		remediate_stop(m);
 		return NULL;
@@ -900,9 +890,7 @@ void remediate_stop(struct remediate *m)
 {
 	if (!m)
 		return;
-	if (m->cfg.leader && m->rt)
-		leader_watch(m->cfg.leader, NULL, m->rt);
-	kube_runtime_destroy(m->rt);
+	scaffold_stop(m->rt, m->cfg.leader);
 	ng_buf_finish(&m->body);
 	ng_arena_destroy(m->arena);
 	pthread_mutex_destroy(&m->mu);
