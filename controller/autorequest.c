@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/prom.h"
 #include "common/jw.h"
+#include "controller/scaffold.h"
 #include "kube/kube.h"
 #include "kube/runtime.h"
 #include "kube/write.h"
@@ -270,9 +271,9 @@ struct autoreq *autoreq_start(const struct autoreq_config *cfg, struct ng_err *r
 	a->tokens = a->cfg.per_minute;
 	a->refilled_us = ng_now_mono_us();
 	pthread_mutex_init(&a->mu, NULL);
-	const struct kube_runtime_config rc = {
+	const struct scaffold_config sc = {
 	    .name = "autorequest", .kube = cfg->kube, .step = step, .ctx = a};
-	a->rt = kube_runtime_create(&rc, reterr);
+	a->rt = scaffold_create(&sc, reterr);
 	if (!a->rt || kube_runtime_start(a->rt, reterr) != NG_OK) {
 		autoreq_stop(a);
 		return NULL;
@@ -283,22 +284,20 @@ struct autoreq *autoreq_start(const struct autoreq_config *cfg, struct ng_err *r
 ng_status autoreq_render_metrics(const struct autoreq *ca, struct ng_buf *out)
 {
 	struct autoreq *a = (struct autoreq *)(uintptr_t)ca;
-	ng_status st = ng_prom_header(out, "nodegate_auto_requests_total", NG_PROM_COUNTER,
-				      "NodeDisruptions requested for denied evictions "
-				      "(eviction.autoRequest), by result.");
-	for (int r = 0; st == NG_OK && a && r < R_COUNT; r++) {
-		const struct ng_prom_label l[] = {{"result", result_names[r]}};
-		st = ng_prom_u64(out, "nodegate_auto_requests_total", l, 1,
-				 ng_prom_get(&a->counts[r]));
-	}
-	return st;
+	_Atomic uint64_t *counts[R_COUNT];
+	for (int r = 0; a && r < R_COUNT; r++)
+		counts[r] = &a->counts[r];
+	return scaffold_render_counters(out, "nodegate_auto_requests_total",
+					"NodeDisruptions requested for denied evictions "
+					"(eviction.autoRequest), by result.",
+					"result", result_names, counts, a ? R_COUNT : 0);
 }
 
 void autoreq_stop(struct autoreq *a)
 {
 	if (!a)
 		return;
-	kube_runtime_destroy(a->rt);
+	scaffold_stop(a->rt, NULL);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
 }

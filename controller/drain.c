@@ -1428,11 +1428,6 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 	return next * 1000;
 }
 
-static void wake(void *rt)
-{
-	kube_runtime_wake(rt);
-}
-
 struct drain *drain_create(const struct drain_config *cfg, struct kube_client *client,
 			   struct ng_err *reterr)
 {
@@ -1469,18 +1464,16 @@ struct drain *drain_start(const struct drain_config *cfg, struct ng_err *reterr)
 	struct drain *d = drain_create(cfg, NULL, reterr);
 	if (!d)
 		return NULL;
-	const struct kube_runtime_config rc = {.name = "drain",
-					       .kube = cfg->kube,
-					       .store = cfg->store,
-					       .watch = cfg->watch,
-					       .step = step,
-					       .ctx = d};
-	d->rt = kube_runtime_create(&rc, reterr);
-	if (d->rt) {
+	const struct scaffold_config sc = {.name = "drain",
+					   .kube = cfg->kube,
+					   .store = cfg->store,
+					   .watch = cfg->watch,
+					   .leader = cfg->leader,
+					   .step = step,
+					   .ctx = d};
+	d->rt = scaffold_create(&sc, reterr);
+	if (d->rt)
 		d->client = kube_runtime_client(d->rt);
-		if (cfg->leader)
-			leader_watch(cfg->leader, wake, d->rt); /* the first: room */
-	}
 	if (!d->rt || kube_runtime_start(d->rt, reterr) != NG_OK) {
 		drain_stop(d);
 		return NULL;
@@ -1492,41 +1485,23 @@ void drain_stop(struct drain *d)
 {
 	if (!d)
 		return;
-	if (d->cfg.leader && d->rt)
-		leader_watch(d->cfg.leader, NULL, d->rt);
-	kube_runtime_destroy(d->rt);
+	scaffold_stop(d->rt, d->cfg.leader);
 	free(d->asked);
 	free(d->chosen);
 	free(d);
-}
-
-/* One counter family with one label: @n series @label=@values[i] counting *@counters[i]. */
-static ng_status counter_family(struct ng_buf *out, const char *name, const char *help,
-				const char *label, const char *const *values,
-				_Atomic uint64_t *const *counters, size_t n)
-{
-	ng_status st = ng_prom_header(out, name, NG_PROM_COUNTER, help);
-	for (size_t i = 0; st == NG_OK && i < n; i++) {
-		const struct ng_prom_label l[] = {{label, values[i]}};
-		st = ng_prom_u64(out, name, l, 1, ng_prom_get(counters[i]));
-	}
-	return st;
 }
 
 ng_status drain_render_metrics(struct drain *d, const struct leader *leader, struct ng_buf *out)
 {
 	if (!d)
 		return NG_OK;
-	ng_status st = ng_prom_header(out, "nodegate_leader", NG_PROM_GAUGE,
-				      "1 while this replica holds the drainer's lease.");
-	st = st ? st
-		: ng_prom_u64(out, "nodegate_leader", NULL, 0,
-			      leader && leader_is_leader(leader) ? 1 : 0);
+	ng_status st =
+	    scaffold_render_leader(out, "1 while this replica holds the drainer's lease.", leader);
 	_Atomic uint64_t *evicted[3] = {&d->evicted[0], &d->evicted[1], &d->evicted[2]};
 	st = st ? st
-		: counter_family(out, "nodegate_drain_pods_evicted_total",
-				 "Pods the drainer evicted or deleted, by how.", "strategy",
-				 strategy_names, evicted, 3);
+		: scaffold_render_counters(out, "nodegate_drain_pods_evicted_total",
+					   "Pods the drainer evicted or deleted, by how.",
+					   "strategy", strategy_names, evicted, 3);
 	st = st ? st
 		: ng_prom_header(
 		      out, "nodegate_drain_attempts_total", NG_PROM_COUNTER,
@@ -1538,8 +1513,9 @@ ng_status drain_render_metrics(struct drain *d, const struct leader *leader, str
 	for (int i = 0; i < F_COUNT; i++)
 		failures[i] = &d->failures[i];
 	st = st ? st
-		: counter_family(out, "nodegate_drain_failures_total", "Drain failures, by reason.",
-				 "reason", failure_names, failures, F_COUNT);
+		: scaffold_render_counters(out, "nodegate_drain_failures_total",
+					   "Drain failures, by reason.", "reason", failure_names,
+					   failures, F_COUNT);
 	st = st ? st
 		: ng_prom_header(out, "nodegate_drain_nodes_held", NG_PROM_GAUGE,
 				 "Nodes the drainer holds (annotation nodegate.io/drain).");
@@ -1549,9 +1525,9 @@ ng_status drain_render_metrics(struct drain *d, const struct leader *leader, str
 	static const char *const results[3] = {"ok", "conflict", "error"};
 	_Atomic uint64_t *writes[3] = {&d->writes, &d->conflicts, &d->errors};
 	st = st ? st
-		: counter_family(out, "nodegate_drain_writes_total",
-				 "The drainer's writes to the API server, by result.", "result",
-				 results, writes, 3);
+		: scaffold_render_counters(out, "nodegate_drain_writes_total",
+					   "The drainer's writes to the API server, by result.",
+					   "result", results, writes, 3);
 	st = st ? st
 		: ng_prom_header(out, "nodegate_drain_duration_seconds", NG_PROM_HISTOGRAM,
 				 "From grant to Drained, per request.");

@@ -7,6 +7,7 @@
 #define NG_CONTROLLER_DRAIN_INTERNAL_H
 
 #include "controller/drain.h"
+#include "controller/scaffold.h"
 
 #include <stdint.h>
 

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/prom.h"
 #include "controller/leader.h"
+#include "controller/scaffold.h"
 #include "kube/runtime.h"
 #include "kube/watch.h"
 
@@ -505,11 +506,6 @@ struct gate *gate_create(const struct gate_config *cfg, struct kube_client *clie
 	return g;
 }
 
-static void wake(void *rt)
-{
-	kube_runtime_wake(rt);
-}
-
 struct gate *gate_start(const struct gate_config *cfg, struct ng_err *reterr)
 {
 	struct gate *g = gate_create(cfg, NULL);
@@ -517,21 +513,20 @@ struct gate *gate_start(const struct gate_config *cfg, struct ng_err *reterr)
 		(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
 		return NULL;
 	}
-	const struct kube_runtime_config rc = {.name = "gate",
-					       .kube = cfg->kube,
-					       .store = cfg->store,
-					       .watch = cfg->watch,
-					       .step = step,
-					       .ctx = g};
-	g->rt = kube_runtime_create(&rc, reterr);
+	const struct scaffold_config sc = {.name = "gate",
+					   .kube = cfg->kube,
+					   .store = cfg->store,
+					   .watch = cfg->watch,
+					   .leader = cfg->leader,
+					   .step = step,
+					   .ctx = g};
+	g->rt = scaffold_create(&sc, reterr);
 	if (g->rt) {
 		g->client = kube_runtime_client(g->rt);
 		pthread_mutex_lock(&g->wake_mu);
 		g->wake_rt = g->rt;
 		pthread_mutex_unlock(&g->wake_mu);
 		g->stop = kube_runtime_stop_flag(g->rt);
-		if (cfg->leader) /* gained or lost: a step at once, no polling */
-			leader_watch(cfg->leader, wake, g->rt); /* the first: room */
 	}
 	if (!g->rt || kube_runtime_start(g->rt, reterr) != NG_OK) {
 		gate_stop(g);
@@ -583,12 +578,10 @@ void gate_stop(struct gate *g)
 {
 	if (!g)
 		return;
-	if (g->cfg.leader && g->rt)
-		leader_watch(g->cfg.leader, NULL, g->rt);
 	/* A hook's thread that ends from now on wakes no one: the runtime is going. */
 	pthread_mutex_lock(&g->wake_mu);
 	g->wake_rt = NULL;
 	pthread_mutex_unlock(&g->wake_mu);
-	kube_runtime_destroy(g->rt); /* joins the thread: nothing below races with a round */
+	scaffold_stop(g->rt, g->cfg.leader); /* joins the thread: nothing below races a round */
 	gate_destroy(g);
 }

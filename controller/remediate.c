@@ -9,8 +9,10 @@
 #include "common/jw.h"
 #include "common/log.h"
 #include "common/map.h"
+#include "common/memo.h"
 #include "common/prom.h"
 #include "controller/leader.h"
+#include "controller/scaffold.h"
 #include "kube/kube.h"
 #include "kube/runtime.h"
 #include "kube/write.h"
@@ -66,12 +68,6 @@ struct tracked {
 	bool storm;
 };
 
-struct creation {
-	char name[254];
-	char rem[64];
-	int64_t at_mono_ms;
-};
-
 struct remediate {
 	struct remediate_config cfg;
 	struct kube_runtime *rt;
@@ -81,8 +77,9 @@ struct remediate {
 	pthread_mutex_t mu; /* guards t's metric fields and nt for the metrics reader */
 	struct tracked *t;
 	size_t nt, capt;
-	struct creation made[CREATION_CAP];
-	size_t nmade;
+	/* Requests created and not yet seen in the cache: key the request's name, group its
+	 * remediation's (name_key()). Runtime thread only. */
+	struct ng_memo made;
 	/* Runtime thread only: what the last pass read (table serials) and when it asked to run
 	 * again (monotonic µs, 0: only on a change). */
 	bool passed;
@@ -138,39 +135,32 @@ static void untrack_unseen(struct remediate *m)
 	pthread_mutex_unlock(&m->mu);
 }
 
+static uint64_t name_key(const char *name)
+{
+	return ng_fnv1a64(NG_FNV64_INIT, name, strlen(name));
+}
+
 /* Creations the cache shows now, or made too long ago, are forgotten; true when one of @rem's
  * is still on its way. */
 static bool creation_in_flight(struct remediate *m, const struct kube_snapshot *s, const char *rem)
 {
+	if (!m->made.n)
+		return false;
 	const struct ng_intern *pool = kube_snapshot_pool(s);
 	size_t nnd;
 	const struct kube_nd *nds = kube_snapshot_nds(s, &nnd);
-	int64_t now = now_mono_ms();
-	bool waiting = false;
-	size_t k = 0;
-	for (size_t i = 0; i < m->nmade; i++) {
-		const struct creation *c = &m->made[i];
-		uint32_t id = ng_intern_find(pool, c->name, strlen(c->name));
-		bool seen = false;
-		for (size_t j = 0; id != NG_INTERN_NONE && j < nnd && !seen; j++)
-			seen = nds[j].name == id;
-		if (seen || now - c->at_mono_ms > CREATION_WAIT_MS)
-			continue;
-		waiting |= strcmp(c->rem, rem) == 0;
-		m->made[k++] = *c;
+	for (size_t j = 0; j < nnd && m->made.n; j++) {
+		size_t len;
+		const char *name = ng_intern_str(pool, nds[j].name, &len);
+		ng_memo_forget(&m->made, ng_fnv1a64(NG_FNV64_INIT, name, len));
 	}
-	m->nmade = k;
-	return waiting;
+	return ng_memo_has_group(&m->made, name_key(rem), now_mono_ms());
 }
 
 static void remember_creation(struct remediate *m, const char *name, const char *rem)
 {
-	if (m->nmade == CREATION_CAP)
-		memmove(m->made, m->made + 1, (CREATION_CAP - 1) * sizeof(m->made[0]));
-	struct creation *c = &m->made[m->nmade < CREATION_CAP ? m->nmade++ : CREATION_CAP - 1];
-	ng_fmt(c->name, sizeof(c->name), "%s", name);
-	ng_fmt(c->rem, sizeof(c->rem), "%s", rem);
-	c->at_mono_ms = now_mono_ms();
+	ng_memo_put_group(&m->made, name_key(name), name_key(rem),
+			  now_mono_ms() + CREATION_WAIT_MS + 1);
 }
 
 /* Whether a remediation may act for its authors (authorize()). */
@@ -769,7 +759,7 @@ static int64_t next_due(const struct remediate *m, int64_t next_wall, int64_t no
 	int64_t now_ms = now_mono_ms(), due_ms = 0;
 	if (next_wall)
 		due_ms = now_ms + (next_wall > now_wall ? next_wall - now_wall : 0) + 50;
-	if (m->nmade && (!due_ms || due_ms > now_ms + CREATION_WAIT_MS))
+	if (m->made.n && (!due_ms || due_ms > now_ms + CREATION_WAIT_MS))
 		due_ms = now_ms + CREATION_WAIT_MS;
 	if (m->retry_soon && (!due_ms || due_ms > now_ms + FAILED_RETRY_MS))
 		due_ms = now_ms + FAILED_RETRY_MS;
@@ -788,7 +778,7 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 	struct remediate *m = ctx;
 	(void)rt;
 	if (m->cfg.leader && !leader_is_leader(m->cfg.leader)) {
-		m->nmade = 0;
+		ng_memo_clear(&m->made);
 		m->passed = false;        /* a new term starts with a pass */
 		return KUBE_RUNTIME_IDLE; /* the leader's watch wakes this thread */
 	}
@@ -808,11 +798,6 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 	return m->due_mono_us ? m->due_mono_us : KUBE_RUNTIME_IDLE;
 }
 
-static void wake(void *ctx)
-{
-	kube_runtime_wake(ctx);
-}
-
 struct remediate *remediate_create(const struct remediate_config *cfg, struct kube_client *client,
 				   struct ng_err *reterr)
 {
@@ -825,6 +810,7 @@ struct remediate *remediate_create(const struct remediate_config *cfg, struct ku
 	m->cfg = *cfg;
 	m->client = client;
 	ng_buf_init(&m->body, STATUS_CAP);
+	ng_memo_init(&m->made, CREATION_CAP);
 	pthread_mutex_init(&m->mu, NULL);
 	return m;
 }
@@ -834,22 +820,16 @@ struct remediate *remediate_start(const struct remediate_config *cfg, struct ng_
 	struct remediate *m = remediate_create(cfg, NULL, reterr);
 	if (!m)
 		return NULL;
-	const struct kube_runtime_config rc = {.name = "remediation",
-					       .kube = cfg->kube,
-					       .store = cfg->store,
-					       .watch = cfg->watch,
-					       .step = step,
-					       .ctx = m};
-	m->rt = kube_runtime_create(&rc, reterr);
-	if (m->rt) {
+	const struct scaffold_config sc = {.name = "remediation",
+					   .kube = cfg->kube,
+					   .store = cfg->store,
+					   .watch = cfg->watch,
+					   .leader = cfg->leader,
+					   .step = step,
+					   .ctx = m};
+	m->rt = scaffold_create(&sc, reterr);
+	if (m->rt)
 		m->client = kube_runtime_client(m->rt);
-		if (cfg->leader && leader_watch(cfg->leader, wake, m->rt) != NG_OK) {
-			(void)ng_err_set(reterr, NG_ELIMIT, 0,
-					 "the leader has no room for a watcher");
-			kube_runtime_destroy(m->rt);
-			m->rt = NULL;
-		}
-	}
 	if (!m->rt || kube_runtime_start(m->rt, reterr) != NG_OK) {
 		remediate_stop(m);
 		return NULL;
@@ -902,12 +882,11 @@ void remediate_stop(struct remediate *m)
 {
 	if (!m)
 		return;
-	if (m->cfg.leader && m->rt)
-		leader_watch(m->cfg.leader, NULL, m->rt);
-	kube_runtime_destroy(m->rt);
+	scaffold_stop(m->rt, m->cfg.leader);
 	ng_buf_finish(&m->body);
 	ng_arena_destroy(m->arena);
 	pthread_mutex_destroy(&m->mu);
 	free(m->t);
+	ng_memo_free(&m->made);
 	free(m);
 }

@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "common/jw.h"
 #include "common/log.h"
+#include "controller/scaffold.h"
 #include "kube/lookup.h"
 #include "kube/runtime.h"
 #include "kube/write.h"
@@ -334,9 +335,9 @@ struct selfsigned *selfsigned_start(const struct selfsigned_config *cfg,
 	s->cfg = *cfg;
 	int64_t now_s = ng_now_wall_ms() / 1000;
 	s->renew_at_s = now_s + (first->not_after - now_s) * 2 / 3;
-	const struct kube_runtime_config rc = {
+	const struct scaffold_config sc = {
 	    .name = "certs", .kube = cfg->kube, .step = step, .ctx = s};
-	s->rt = kube_runtime_create(&rc, reterr);
+	s->rt = scaffold_create(&sc, reterr);
 	if (!s->rt || kube_runtime_start(s->rt, reterr) != NG_OK) {
 		selfsigned_stop(s);
 		return NULL;
@@ -348,7 +349,7 @@ void selfsigned_stop(struct selfsigned *s)
 {
 	if (!s)
 		return;
-	kube_runtime_destroy(s->rt);
+	scaffold_stop(s->rt, NULL);
 	free(s->ca_pem);
 	free(s);
 }
