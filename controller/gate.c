@@ -103,16 +103,6 @@ static ng_status ledger_add_inflight(struct gate *g, const struct kube_snapshot 
 
 /* ---- one decision: evaluate (steps 1-7, 9), ask the hooks (8), plan the write, write ---- */
 
-static void time_decision(struct gate *g, uint64_t us)
-{
-	ng_prom_add(&g->decision_us_sum, us);
-	for (int i = 0; i < 8; i++)
-		if ((double)us / 1e6 <= gate_decision_buckets_s[i]) {
-			ng_prom_add(&g->buckets[i], 1);
-			break;
-		}
-}
-
 /* Hooks are not asked twice about one version of a request: not while the cache still shows
  * the version this replica already decided (its write is on the way), and after a failure
  * not before the retry falls due, whatever else changes. */
@@ -288,7 +278,7 @@ static bool decide_one(struct gate *g, const struct kube_snapshot *s,
 		return true;
 	}
 	uint64_t us = (uint64_t)(ng_now_mono_us() - t0_us);
-	time_decision(g, us);
+	ng_prom_hist_observe_us(&g->decision_duration, (int64_t)us);
 	bool hooks_called = false;
 	int64_t retry_by_wall_ms = 0;
 	/* The alert gate before the hooks: no hook is asked while it holds grants. */
@@ -494,6 +484,8 @@ struct gate *gate_create(const struct gate_config *cfg, struct kube_client *clie
 	pthread_mutex_init(&g->metrics_mu, NULL);
 	pthread_mutex_init(&g->wake_mu, NULL);
 	gate_grant_latency_init(g);
+	ng_prom_hist_init(&g->decision_duration, gate_decision_buckets_s, 8);
+	gate_hooks_init(g);
 	if (g->cfg.retry_initial_ms <= 0)
 		g->cfg.retry_initial_ms = 5000;
 	if (g->cfg.retry_max_ms <= 0)
@@ -544,9 +536,10 @@ void gate_get_stats(const struct gate *cg, struct gate_stats *ret)
 	ret->writes = ng_prom_get(&g->writes);
 	ret->conflicts = ng_prom_get(&g->conflicts);
 	ret->errors = ng_prom_get(&g->errors);
-	ret->decision_us_sum = ng_prom_get(&g->decision_us_sum);
+	ret->decision_count = ng_prom_get(&g->decision_duration.count);
+	ret->decision_us_sum = ng_prom_get(&g->decision_duration.sum_us);
 	for (int i = 0; i < 8; i++)
-		ret->decision_buckets[i] = ng_prom_get(&g->buckets[i]);
+		ret->decision_buckets[i] = ng_prom_get(&g->decision_duration.buckets[i]);
 }
 
 void gate_destroy(struct gate *g)

@@ -35,6 +35,8 @@ struct gate_stats {
 	uint64_t writes;          /* status writes that succeeded */
 	uint64_t conflicts;       /* 409: the object changed under us; decided again */
 	uint64_t errors;          /* other failed writes */
+	uint64_t decision_count;  /* evaluations timed (a request waiting on hooks or the alert
+				   * gate is evaluated again before it counts as a decision) */
 	uint64_t decision_us_sum; /* time inside pol_evaluate_disruption */
 	uint64_t decision_buckets[8];
 };

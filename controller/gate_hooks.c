@@ -21,6 +21,11 @@
 static const double hook_buckets_s[GATE_HOOK_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1,
 							 0.25,  0.5,  1,     5,    25};
 
+void gate_hooks_init(struct gate *g)
+{
+	ng_prom_hist_init(&g->hook_duration, hook_buckets_s, GATE_HOOK_BUCKETS);
+}
+
 /* The body every hook of a decision gets: the request as the API server has it, with
  * status.disruptedNodes filled. malloc'ed (caller frees); NULL when it cannot be read. */
 static char *hook_body(struct gate *g, const struct kube_snapshot *s, const char *name,
@@ -75,14 +80,8 @@ static void count_hook(struct gate *g, const char *ns, const char *name,
 	}
 	if (hc)
 		hc->n++;
-	if (c->result != POL_HOOK_DENIED) {
-		double secs = (double)c->duration_ms / 1000.0;
-		int i = 0;
-		while (i < GATE_HOOK_BUCKETS && secs > hook_buckets_s[i])
-			i++;
-		g->hook_buckets[i]++;
-		g->hook_seconds_sum += secs;
-	}
+	if (c->result != POL_HOOK_DENIED)
+		ng_prom_hist_observe_us(&g->hook_duration, c->duration_ms * 1000);
 	pthread_mutex_unlock(&g->metrics_mu);
 }
 
@@ -467,15 +466,12 @@ ng_status gate_render_hook_metrics(const struct gate *cg, bool objects, struct n
 		    {"result", pol_hook_result_str((enum pol_hook_result)g->hc[i].result)}};
 		st = ng_prom_u64(out, "nodegate_health_hook_requests_total", l, 3, g->hc[i].n);
 	}
-	uint64_t count = 0;
-	for (int i = 0; i <= GATE_HOOK_BUCKETS; i++)
-		count += g->hook_buckets[i];
-	const struct ng_prom_hist_data h = {hook_buckets_s, g->hook_buckets, GATE_HOOK_BUCKETS,
-					    count, g->hook_seconds_sum};
 	st = st ? st
 		: ng_prom_header(out, "nodegate_health_hook_duration_seconds", NG_PROM_HISTOGRAM,
 				 "How long health hook calls took.");
-	st = st ? st : ng_prom_histogram(out, "nodegate_health_hook_duration_seconds", NULL, 0, &h);
+	st = st ? st
+		: ng_prom_hist_render(out, "nodegate_health_hook_duration_seconds", NULL, 0,
+				      &g->hook_duration);
 	st = st ? st
 		: ng_prom_header(
 		      out, "nodegate_health_hook_requests_waiting", NG_PROM_GAUGE,

@@ -143,13 +143,13 @@ struct gate {
 	bool budgets_dirty;    /* the cache changed since budget status was last written */
 	bool budgets_more;     /* the last pass left statuses for the next (a few per pass) */
 	int64_t again_wall_ms; /* run a round at this time even when nothing changed; 0 = none */
-	pthread_mutex_t metrics_mu; /* guards the five below: written here, read by /metrics */
+	pthread_mutex_t metrics_mu; /* guards the three below: written here, read by /metrics */
 	struct gate_budget_gauge *gauges;
 	size_t ngauges;
 	struct gate_hook_count *hc;
 	size_t nhc, caphc;
-	uint64_t hook_buckets[GATE_HOOK_BUCKETS + 1]; /* last is +Inf */
-	double hook_seconds_sum;
+	/* nodegate_health_hook_duration_seconds: the calls this replica made (not the denied). */
+	struct ng_prom_hist hook_duration;
 	/* nodegate_gate_grant_latency_seconds: a new request granted at its first decision, from
 	 * the watch reading it to the status write being sent. */
 	struct ng_prom_hist grant_latency;
@@ -165,7 +165,9 @@ struct gate {
 	_Atomic uint64_t hooks_waiting; /* njobs, for /metrics */
 	pthread_mutex_t wake_mu; /* guards wake_rt: a job's thread wakes the gate through it */
 	struct kube_runtime *wake_rt;
-	_Atomic uint64_t decisions[3], writes, conflicts, errors, decision_us_sum, buckets[8];
+	_Atomic uint64_t decisions[3], writes, conflicts, errors;
+	/* nodegate_decision_duration_seconds: every evaluation of a request, timed. */
+	struct ng_prom_hist decision_duration;
 	/* The alert gate (gate_alert.c): gate thread only, but for the atomics. */
 	struct gate_alert_job *alert_job; /* the question in flight, or answered and not read */
 	struct gate_alert_last alert;
@@ -260,6 +262,9 @@ static inline uint64_t gate_budget_key(uint32_t ns, uint32_t name)
 NG_NODISCARD ng_status gate_budgets_present(const struct kube_snapshot *s, struct ng_map *ret);
 
 /* gate_hooks.c */
+
+/** Sets up the hooks' metrics of a new gate (before its thread starts). */
+void gate_hooks_init(struct gate *g);
 
 /* What step 8 did for a decision that passed every capacity check. */
 enum gate_hooks_step {

@@ -40,12 +40,12 @@ ng_status gate_render_metrics(const struct gate *g, const struct leader *leader,
 	struct gate_stats gs;
 	gate_get_stats(g, &gs);
 	ng_status st = render_counters(&gs, leader && leader_is_leader(leader), out);
-	/* Every decision is timed, also those above the last bound. */
+	/* Every evaluation is timed, also those above the last bound. */
 	struct ng_prom_hist_data h = {
 	    .bounds = gate_decision_buckets_s,
 	    .buckets = gs.decision_buckets,
 	    .nbounds = sizeof(gate_decision_buckets_s) / sizeof(gate_decision_buckets_s[0]),
-	    .count = gs.decisions[0] + gs.decisions[1] + gs.decisions[2],
+	    .count = gs.decision_count,
 	    .sum = (double)gs.decision_us_sum / 1e6,
 	};
 	st = st ? st

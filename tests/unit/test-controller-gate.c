@@ -109,6 +109,12 @@ static void test_grant_is_written_with_its_precondition(void **state)
 	gate_get_stats(fx->g, &st);
 	assert_int_equal(st.decisions[POL_GATE_GRANT], 1);
 	assert_int_equal(st.conflicts + st.errors, 0);
+	/* The decision histogram counts what it timed: its buckets never exceed its count. */
+	uint64_t in_buckets = 0;
+	for (int i = 0; i < 8; i++)
+		in_buckets += st.decision_buckets[i];
+	assert_int_equal(st.decision_count, 1);
+	assert_true(in_buckets <= st.decision_count);
 }
 
 static void test_ledger_holds_a_grant_the_cache_does_not_show_yet(void **state)
