@@ -211,6 +211,7 @@ static const char *const result_names[3] = {"clear", "firing", "error"};
  * reference keeps the config it asks under; the deny list is the gate's, which joins the thread
  * before freeing it. */
 struct gate_alert_job {
+	struct gate_job t;       /* first: the thread that asks */
 	uint64_t key;            /* the config it asks under (alert_key()) */
 	struct kube_snapshot *s; /* a reference of the job's own */
 	const struct kube_alert_gate *ag;
@@ -219,9 +220,6 @@ struct gate_alert_job {
 	size_t ndeny;
 	struct ng_regex *re; /* alertNameRegex anchored; NULL for a query */
 	char *url;
-	struct gate *g;
-	pthread_t thread;
-	_Atomic bool done, cancel;
 	/* What the thread found. */
 	enum alert_result result;
 	struct gate_alert_answer answer;
@@ -248,8 +246,8 @@ static void ask(struct gate_alert_job *j)
 	ng_buf_init(&body, GATE_ALERT_MAX_BYTES);
 	long code = 0;
 	const char *word = NULL;
-	ng_status st = gate_http_get(j->url, &j->ag->target, &j->hp, j->deny, j->ndeny, &j->cancel,
-				     &body, &code, &word);
+	ng_status st = gate_http_get(j->url, &j->ag->target, &j->hp, j->deny, j->ndeny,
+				     &j->t.cancel, &body, &code, &word);
 	j->code = code;
 	if (st == NG_OK && (code < 200 || code > 299)) {
 		static const char *const words[] = {"HTTP status 3xx", "HTTP status 4xx",
@@ -266,18 +264,11 @@ static void ask(struct gate_alert_job *j)
 	j->result = st != NG_OK ? ALERT_ERROR : j->answer.nfiring ? ALERT_FIRING : ALERT_CLEAR;
 }
 
-static void *job_main(void *arg)
+static void job_run(struct gate_job *t)
 {
-	struct gate_alert_job *j = arg;
+	struct gate_alert_job *j = (struct gate_alert_job *)t;
 	ask(j);
 	j->end_mono_us = ng_now_mono_us();
-	struct gate *g = j->g;
-	atomic_store(&j->done, true);
-	atomic_store(&g->alert_answered, true);
-	pthread_mutex_lock(&g->wake_mu);
-	kube_runtime_wake(g->wake_rt); /* NULL once the gate stops, or in a test */
-	pthread_mutex_unlock(&g->wake_mu);
-	return NULL;
 }
 
 static void job_free(struct gate_alert_job *j)
@@ -324,14 +315,13 @@ static struct gate_alert_job *job_start(struct gate *g, const struct kube_snapsh
 	pol_hook_policy_from(s, &j->hp);
 	j->deny = g->deny;
 	j->ndeny = g->ndeny;
-	j->g = g;
 	j->t0_mono_us = ng_now_mono_us();
 	j->s = kube_snapshot_ref((struct kube_snapshot *)(uintptr_t)s);
 	j->url = question_url(ag);
 	bool ok = j->url != NULL;
 	if (ok && ag->mode == KUBE_ALERT_REGEX)
 		ok = ng_regex_get_label_matcher(ag->expr, strlen(ag->expr), &j->re, NULL) == NG_OK;
-	if (!ok || pthread_create(&j->thread, NULL, job_main, j) != 0) {
+	if (!ok || !gate_job_start(&j->t, g, &g->alert_answered, job_run)) {
 		job_free(j);
 		return NULL;
 	}
@@ -345,8 +335,7 @@ static void job_drop(struct gate *g)
 	if (!j)
 		return;
 	g->alert_job = NULL;
-	atomic_store(&j->cancel, true);
-	(void)pthread_join(j->thread, NULL);
+	gate_job_stop(&j->t);
 	job_free(j);
 }
 
@@ -433,7 +422,7 @@ enum gate_alert_step gate_alert_check(struct gate *g, const struct kube_snapshot
 	}
 	uint64_t key = alert_key(ag);
 	struct gate_alert_job *j = g->alert_job;
-	if (j && atomic_load(&j->done)) {
+	if (j && gate_job_done(&j->t)) {
 		if (j->key == key)
 			keep_answer(g, j);
 		job_drop(g);

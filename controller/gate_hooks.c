@@ -144,8 +144,9 @@ static bool cancel_if_denied(struct pol_hook_call *calls, size_t n)
  * or lives longer than it: the snapshot reference keeps the budgets, hooks and policy the calls
  * point into; the deny list is the gate's, which joins every job before freeing it. */
 struct gate_hook_job {
-	uint32_t name; /* the request (intern id; stable across snapshots) */
-	char *nd;      /* its name, for logs and Events */
+	struct gate_job t; /* first: the thread that calls the hooks */
+	uint32_t name;     /* the request (intern id; stable across snapshots) */
+	char *nd;          /* its name, for logs and Events */
 	uint32_t *nodes;
 	size_t nnodes;
 	struct kube_snapshot *s; /* a reference of the job's own */
@@ -156,26 +157,15 @@ struct gate_hook_job {
 	size_t len;
 	const struct kube_cidr *deny;
 	size_t ndeny;
-	struct gate *g;
-	pthread_t thread;
-	_Atomic bool done;   /* the thread has ended its calls */
-	_Atomic bool cancel; /* stop the calls: their answers will not be used */
-	bool held;           /* held in this round's ledger: not decided before the next */
+	bool held; /* held in this round's ledger: not decided before the next */
 	ng_status st;
 };
 
-static void *job_main(void *arg)
+static void job_run(struct gate_job *t)
 {
-	struct gate_hook_job *j = arg;
+	struct gate_hook_job *j = (struct gate_hook_job *)t;
 	j->st =
-	    gate_hooks_call(j->calls, j->n, &j->hp, j->deny, j->ndeny, j->body, j->len, &j->cancel);
-	struct gate *g = j->g;
-	atomic_store(&j->done, true);
-	atomic_store(&g->hooks_answered, true);
-	pthread_mutex_lock(&g->wake_mu);
-	kube_runtime_wake(g->wake_rt); /* NULL once the gate stops, or in a test */
-	pthread_mutex_unlock(&g->wake_mu);
-	return NULL;
+	    gate_hooks_call(j->calls, j->n, &j->hp, j->deny, j->ndeny, j->body, j->len, &t->cancel);
 }
 
 static size_t job_find(const struct gate *g, uint32_t name)
@@ -193,10 +183,9 @@ static void job_drop(struct gate *g, size_t i, bool record)
 	struct gate_hook_job *j = g->jobs[i];
 	g->jobs[i] = g->jobs[--g->njobs];
 	atomic_store(&g->hooks_waiting, g->njobs);
-	if (!atomic_load(&j->done))
+	if (!gate_job_done(&j->t))
 		record = false;
-	atomic_store(&j->cancel, true);
-	(void)pthread_join(j->thread, NULL);
+	gate_job_stop(&j->t);
 	for (size_t k = 0; record && j->st == NG_OK && k < j->n; k++)
 		if (j->calls[k].result != POL_HOOK_CANCELLED &&
 		    j->calls[k].result != POL_HOOK_PENDING)
@@ -245,9 +234,8 @@ job_start(struct gate *g, const struct kube_snapshot *s, const struct kube_nd *n
 	j->len = len;
 	j->deny = g->deny;
 	j->ndeny = g->ndeny;
-	j->g = g;
 	j->s = kube_snapshot_ref((struct kube_snapshot *)(uintptr_t)s);
-	if (pthread_create(&j->thread, NULL, job_main, j) != 0) {
+	if (!gate_job_start(&j->t, g, &g->hooks_answered, job_run)) {
 		kube_snapshot_release(j->s);
 		free(j->nd);
 		free(j->nodes);
@@ -343,7 +331,7 @@ enum gate_hooks_step gate_hooks_step(struct gate *g, const struct kube_snapshot 
 	}
 	if (ji != SIZE_MAX) {
 		struct gate_hook_job *j = g->jobs[ji];
-		if (j->held || !atomic_load(&j->done))
+		if (j->held || !gate_job_done(&j->t))
 			return GATE_HOOKS_WAIT; /* still out: the request is not decided meanwhile
 						 */
 		bool answers = n && job_answers(j, s, d, calls, n);
@@ -391,7 +379,7 @@ ng_status gate_hooks_hold(struct gate *g, const struct kube_snapshot *s, struct 
 			job_drop(g, i, true); /* gone or decided elsewhere: nothing waits on it */
 			continue;
 		}
-		j->held = !atomic_load(&j->done);
+		j->held = !gate_job_done(&j->t);
 		if (j->held && pol_ledger_grant(ledger, j->name, j->nodes, j->nnodes) != NG_OK)
 			return NG_ENOMEM;
 		i++;
@@ -408,7 +396,7 @@ bool gate_hooks_out(const struct gate *g, uint32_t name)
 bool gate_hooks_answered(const struct gate *g, uint32_t name)
 {
 	size_t i = job_find(g, name);
-	return i != SIZE_MAX && !g->jobs[i]->held && atomic_load(&g->jobs[i]->done);
+	return i != SIZE_MAX && !g->jobs[i]->held && gate_job_done(&g->jobs[i]->t);
 }
 
 void gate_hooks_drop(struct gate *g, uint32_t name)
@@ -421,7 +409,8 @@ void gate_hooks_drop(struct gate *g, uint32_t name)
 void gate_hooks_forget(struct gate *g)
 {
 	for (size_t i = 0; i < g->njobs; i++)
-		atomic_store(&g->jobs[i]->cancel, true); /* all stop at once, then each is joined */
+		atomic_store(&g->jobs[i]->t.cancel,
+			     true); /* all stop at once, then each is joined */
 	while (g->njobs)
 		job_drop(g, g->njobs - 1, false);
 }

@@ -120,6 +120,27 @@ struct gate_hook_count {
 	uint64_t n;
 };
 
+/* Work the gate runs on a thread of its own (gate_job.c): the health-hook calls of one request,
+ * the alert gate's question. Embedded first in the job's own struct. The thread runs @run, then
+ * sets @done and *@answered and wakes the gate's runtime; the gate's thread reads the job's
+ * results only once gate_job_done() says so, and ends every job with gate_job_stop(). */
+struct gate_job {
+	struct gate *g;
+	void (*run)(struct gate_job *t); /* on the job's thread; reads @cancel to stop early */
+	_Atomic bool *answered;          /* the gate's flag: some job ended since it last looked */
+	pthread_t thread;
+	_Atomic bool done;   /* @run has returned */
+	_Atomic bool cancel; /* stop: the answers will not be used */
+};
+
+/** Starts @run on a new thread; false when no thread could be had (nothing was started). */
+bool gate_job_start(struct gate_job *t, struct gate *g, _Atomic bool *answered,
+		    void (*run)(struct gate_job *t));
+/** Whether the job's @run has returned (its results may be read). */
+bool gate_job_done(struct gate_job *t);
+/** Asks the job to stop and joins its thread. */
+void gate_job_stop(struct gate_job *t);
+
 struct gate {
 	struct gate_config cfg;
 	struct kube_runtime *rt;    /* NULL when a test drives the rounds */
