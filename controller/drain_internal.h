@@ -128,7 +128,7 @@ const char *str(const struct req *r, uint32_t id);
 void soon(struct req *r, int64_t at_mono_ms);
 /* One log line about the request (@node and @detail may be NULL). */
 void logline(const struct req *r, const char *msg, const char *node, const char *detail);
-/* Counts write @w (@what to @ref) in the drainer's metrics and logs a failure. */
+/* Counts write @w (@what to @ref) in the drainer's metrics; logs it unless it was a conflict. */
 void count_write(struct drain *d, const struct kube_write_result *w, const char *what,
 		 const struct kube_ref *ref);
 /* An Event on the request. */
@@ -153,7 +153,8 @@ uint64_t node_key(const struct req *r, const struct kube_node *n);
 bool node_written(struct req *r, const struct kube_node *n);
 
 /* controller/drain.c: the status. */
-/* Writes the status the request's step built (r->phase, r->msg, r->ds); true when written. */
+/* Writes the status @r built (r->phase, r->msg, r->ds) when it differs from what the request
+ * shows, with the Events and metrics of a phase change. Whether the request is as @r says now. */
 bool write_status(struct req *r);
 /* The attempt failed for reason @f: counts it, backs off, says @why. */
 void fail_attempt(struct req *r, enum failure f, const char *why);
@@ -161,10 +162,11 @@ void fail_attempt(struct req *r, enum failure f, const char *why);
 /* controller/drain_nodes.c */
 /* Holds node @n for the request; true when it is held as asked now. */
 bool hold_node(struct req *r, const struct kube_node *n);
-/* Gives node @n back for request @holder (detail @x); true when given back. */
+/* Gives node @n back from holder @holder (its request @x, NULL when gone); true when nothing
+ * was left to do or the API server just took the patch that gives it back. */
 bool release_node(struct req *r, const struct kube_node *n, uint32_t holder,
 		  const struct kube_nd_detail *x);
-/* Adds or removes the request's finalizer. */
+/* Adds or removes the drainer's finalizer, conditional on the version read. */
 enum kube_write_outcome set_finalizer(struct req *r, bool present);
 /* The nodes of the request that exist, in @ret (arena); their count. */
 size_t request_nodes(struct req *r, const struct kube_node ***ret);
@@ -172,9 +174,10 @@ size_t request_nodes(struct req *r, const struct kube_node ***ret);
 /* controller/drain_pods.c */
 /* Whether the request waits for pods on its @nodes (@nn) to leave on their own. */
 bool waiting_for_pods(struct req *r, const struct kube_node *const *nodes, size_t nn);
-/* Forgets the pods counted for request @name (it is Drained or gone). */
+/* Forgets the most pods the attempts of request @name chose (it is Drained, or given back). */
 void forget_chosen(struct drain *d, const char *name);
-/* Evicts or deletes the pods that must leave @nodes (@nn); true when none is left. */
+/* The attempt's evictions and waits on @nodes (@nn): true when the pods are gone (and the
+ * volumes detached). */
 bool drain_pods(struct req *r, const struct kube_node *const *nodes, size_t nn);
 
 #endif

@@ -56,20 +56,8 @@ bool waiting_for_pods(struct req *r, const struct kube_node *const *nodes, size_
 	if (dr->wait_pod_selector &&
 	    pol_selector_for_pool(dr->wait_pod_selector, r->pool, r->arena, &sel, &err) != NG_OK)
 		return false; /* refused by the webhook; checked with the spec */
-	size_t np, waiting = 0;
-	const struct kube_pod *pods = kube_snapshot_pods(r->s, &np);
-	char names[512] = "";
-	for (size_t i = 0; i < nn; i++) {
-		size_t k;
-		const uint32_t *idx = kube_snapshot_pods_on_node(r->s, nodes[i]->name, &k);
-		for (size_t j = 0; j < k; j++) {
-			const struct kube_pod *p = &pods[idx[j]];
-			if (pol_pod_active(p) &&
-			    bud_selector_matches(&sel, p->labels, p->nlabels, r->pool))
-				list_pod(r, names, sizeof(names), waiting++, p, NULL);
-		}
-	}
-	list_more(names, sizeof(names), waiting);
+	char msg[sizeof(r->msg)];
+	size_t waiting = pol_drain_waiting(r->s, nodes, nn, &sel, msg, sizeof(msg));
 	if (!waiting)
 		return false;
 	int64_t since = r->was == POL_PH_WAITING && r->ready ? r->ready->since_ms : r->now_ms;
@@ -78,7 +66,7 @@ bool waiting_for_pods(struct req *r, const struct kube_node *const *nodes, size_
 	if (dr->wait_timeout_s > 0)
 		soon(r, r->now_mono_ms + (since + dr->wait_timeout_s * 1000 - r->now_ms));
 	r->phase = POL_PH_WAITING;
-	ng_fmt(r->msg, sizeof(r->msg), "waiting for %zu pod(s) to complete: %s", waiting, names);
+	memcpy(r->msg, msg, sizeof(r->msg));
 	(void)write_status(r);
 	return true;
 }
