@@ -1,18 +1,32 @@
-/* The drainer's round without its runtime, for its unit test (tests/unit/test-controller-drain.c)
- * and controller/drain.c itself: a drainer made with a given kube client, and one round of it
- * against a given snapshot at given times. Nothing else includes this.
+/* The drainer's insides, shared by its files and its unit test: controller/drain.c (the step,
+ * the status, the small things and the memo of what was asked a moment ago),
+ * controller/drain_nodes.c (holding and releasing nodes: cordon, taints, the nodegate.io/drain
+ * note, the request's finalizer) and controller/drain_pods.c (waiting for pods, choosing them,
+ * evicting or deleting them, volumes); tests/unit/test-controller-drain.c drives one round
+ * against a snapshot: a drainer made with a given kube client, and one round of it at given
+ * times. Nothing else includes this.
  *
- * Threads: a drainer made here is driven from one thread, the test's. */
+ * Threads: everything here runs on the drainer's thread (its runtime's step), or on the test's
+ * for a drainer made by drain_create(). */
 #ifndef NG_CONTROLLER_DRAIN_INTERNAL_H
 #define NG_CONTROLLER_DRAIN_INTERNAL_H
 
+#include "common/backoff.h"
+#include "common/prom.h"
 #include "controller/drain.h"
 #include "controller/scaffold.h"
+#include "kube/records.h"
+#include "kube/write.h"
+#include "policy/drain_step.h"
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct kube_client;
 struct kube_snapshot;
+struct ng_arena;
+struct ng_intern;
 
 /**
  * A drainer with no runtime thread, writing through @client (borrowed). @cfg's store, watch
@@ -29,5 +43,142 @@ struct drain *drain_create(const struct drain_config *cfg, struct kube_client *c
  */
 int64_t drain_round(struct drain *d, const struct kube_snapshot *s, int64_t now_wall_ms,
 		    int64_t now_mono_ms);
+
+/* ---- shared by drain.c, drain_nodes.c and drain_pods.c ---- */
+/* One step's scratch: selectors, names, patch bodies. */
+#define STEP_ARENA_BYTES (16u << 20)
+/* Jobs, VolumeAttachments and reboots are not in the cache: they are looked at this often. */
+#define POLL_MS 2000
+/* Without a publish, a step runs at least this often (backoffs and timeouts set sooner). */
+#define IDLE_MS 30000
+/* An eviction or delete that was answered is not repeated for this long: the cache shows the
+ * pod terminating or gone well before. A 429 waits for the answer's Retry-After instead. */
+#define ASKED_MS 15000
+#define DEFAULT_RETRY_AFTER_S 5
+/* NodeGateConfig spec.drain.backoff defaults (DESIGN.md §3.4), in ms. */
+#define BACKOFF_BASE_MS 300000
+#define BACKOFF_MAX_MS 1200000
+#define BACKOFF_JITTER_MS 300000
+/* Pods named in a message before "and N more". */
+#define MSG_PODS 8
+
+/* Failure reasons of nodegate_drain_failures_total. */
+enum failure { F_BLOCKED, F_HELD, F_TIMEOUT, F_SPEC, F_OPERATION, F_COUNT };
+
+struct asked {
+	uint64_t key; /* hash of namespace/name */
+	int64_t until_mono_ms;
+};
+
+struct chosen {
+	uint64_t key; /* hash of the request's name */
+	int64_t pods;
+};
+
+struct drain {
+	struct drain_config cfg;
+	struct kube_runtime *rt;
+	struct kube_client *client;
+	struct ng_rng rng;
+	struct asked *asked;
+	size_t nasked, capasked;
+	/* The most pods the current attempts chose, per request, so totalPods survives a status
+	 * write lost to a conflict while pods were already leaving; forgotten once Drained. */
+	struct chosen *chosen;
+	size_t nchosen, capchosen;
+	_Atomic uint64_t evicted[4]; /* by enum kube_drain_strategy */
+	_Atomic uint64_t attempts;
+	_Atomic uint64_t failures[F_COUNT];
+	_Atomic uint64_t nodes_held;
+	_Atomic uint64_t writes, conflicts, errors;
+	struct ng_prom_hist duration;
+};
+
+/* One request in one step: what was read, and the status being built. */
+struct req {
+	struct drain *d;
+	const struct kube_snapshot *s;
+	const struct ng_intern *pool;
+	const struct kube_ngc *ngc; /* NULL: defaults */
+	const struct kube_nd *nd;
+	const struct kube_nd_detail *x;
+	const char *name;
+	struct ng_arena *arena;
+	int64_t now_ms, now_mono_ms;
+	int64_t *next_mono_ms;
+	const struct kube_condition *ready; /* the current Ready condition; NULL: none */
+	enum pol_drain_phase was;           /* its reason as a phase */
+	bool began;                         /* this step starts a drain attempt */
+	/* The status this step wants. */
+	enum pol_drain_phase phase;
+	char msg[1024];
+	struct kube_nd_drain_status ds;
+	/* Namespaces whose protection this step has read (one GET each, not one per pod). */
+	uint32_t ns_seen[16];
+	bool ns_protected[16];
+	size_t nns;
+};
+
+/* nodegate_drain_evictions_total's strategy labels, by enum kube_drain_strategy. */
+extern const char *const strategy_names[4];
+
+/* controller/drain.c: the small things. */
+/* The string @id of the snapshot's pool. */
+const char *str(const struct req *r, uint32_t id);
+/* The request's step comes back by @at_mono_ms at the latest. */
+void soon(struct req *r, int64_t at_mono_ms);
+/* One log line about the request (@node and @detail may be NULL). */
+void logline(const struct req *r, const char *msg, const char *node, const char *detail);
+/* Counts write @w (@what to @ref) in the drainer's metrics; logs it unless it was a conflict. */
+void count_write(struct drain *d, const struct kube_write_result *w, const char *what,
+		 const struct kube_ref *ref);
+/* An Event on the request. */
+void event(struct req *r, const char *reason, const char *type, const char *msg);
+/* An Event on node @n. */
+void node_event(struct req *r, const struct kube_node *n, const char *reason, const char *msg);
+/* Whether note @n lists request @name as a holder. */
+bool note_holds(const struct kube_drain_note *n, uint32_t name);
+/* Whether node @n carries taint @t (key, value and effect). */
+bool node_has_taint(const struct kube_node *n, const struct kube_taint *t);
+/* Pod @p as a key of the asked table. */
+uint64_t pod_key(const struct req *r, const struct kube_pod *p);
+
+/* controller/drain.c: what was asked a moment ago (kept in memory only). */
+bool asked_recently(struct drain *d, uint64_t key, int64_t now_mono_ms);
+void mark_asked(struct drain *d, uint64_t key, int64_t until_mono_ms);
+/* After a status write @w: the request's version is remembered as written over. */
+void nd_written(struct req *r, const struct kube_write_result *w);
+/* Node @n as a key of the asked table (its version included). */
+uint64_t node_key(const struct req *r, const struct kube_node *n);
+/* Whether node @n is in a version this drainer has written over; the step comes back soon. */
+bool node_written(struct req *r, const struct kube_node *n);
+
+/* controller/drain.c: the status. */
+/* Writes the status @r built (r->phase, r->msg, r->ds) when it differs from what the request
+ * shows, with the Events and metrics of a phase change. Whether the request is as @r says now. */
+bool write_status(struct req *r);
+/* The attempt failed for reason @f: counts it, backs off, says @why. */
+void fail_attempt(struct req *r, enum failure f, const char *why);
+
+/* controller/drain_nodes.c */
+/* Holds node @n for the request; true when it is held as asked now. */
+bool hold_node(struct req *r, const struct kube_node *n);
+/* Gives node @n back from holder @holder (its request @x, NULL when gone); true when nothing
+ * was left to do or the API server just took the patch that gives it back. */
+bool release_node(struct req *r, const struct kube_node *n, uint32_t holder,
+		  const struct kube_nd_detail *x);
+/* Adds or removes the drainer's finalizer, conditional on the version read. */
+enum kube_write_outcome set_finalizer(struct req *r, bool present);
+/* The nodes of the request that exist, in @ret (arena); their count. */
+size_t request_nodes(struct req *r, const struct kube_node ***ret);
+
+/* controller/drain_pods.c */
+/* Whether the request waits for pods on its @nodes (@nn) to leave on their own. */
+bool waiting_for_pods(struct req *r, const struct kube_node *const *nodes, size_t nn);
+/* Forgets the most pods the attempts of request @name chose (it is Drained, or given back). */
+void forget_chosen(struct drain *d, const char *name);
+/* The attempt's evictions and waits on @nodes (@nn): true when the pods are gone (and the
+ * volumes detached). */
+bool drain_pods(struct req *r, const struct kube_node *const *nodes, size_t nn);
 
 #endif

@@ -4,9 +4,12 @@
 #include "budgets/selector.h"
 #include "common/arena.h"
 #include "common/backoff.h"
+#include "common/buf.h"
 #include "common/intern.h"
 #include "common/regex.h"
+#include "kube/snapshot.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const char *pol_drain_pod_str(enum pol_drain_pod c)
@@ -130,4 +133,43 @@ bool pol_drain_protected_job(const struct ng_intern *pool, const struct kube_pod
 	return sel && sel->present && kind && strcmp(kind, "Job") == 0 &&
 	       p->phase == KUBE_POD_RUNNING &&
 	       bud_selector_matches(sel, p->labels, p->nlabels, pool);
+}
+
+/* Appends "ns/name" of @p to @buf (@cap) as the @k-th of a list, "and N more" past
+ * POL_DRAIN_MSG_PODS. */
+static void list_pod(const struct ng_intern *pool, char *buf, size_t cap, size_t k,
+		     const struct kube_pod *p)
+{
+	size_t len = strlen(buf);
+	const char *ns = p->ns == NG_INTERN_NONE ? NULL : ng_intern_str(pool, p->ns, NULL);
+	if (k < POL_DRAIN_MSG_PODS)
+		(void)snprintf(buf + len, cap - len, "%s%s/%s", k ? ", " : "", ns ? ns : "",
+			       p->name);
+}
+
+size_t pol_drain_waiting(const struct kube_snapshot *s, const struct kube_node *const *nodes,
+			 size_t nn, const struct kube_selector *sel, char *msg, size_t cap)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	size_t np, waiting = 0;
+	const struct kube_pod *pods = kube_snapshot_pods(s, &np);
+	char names[512] = "";
+	for (size_t i = 0; i < nn; i++) {
+		size_t k;
+		const uint32_t *idx = kube_snapshot_pods_on_node(s, nodes[i]->name, &k);
+		for (size_t j = 0; j < k; j++) {
+			const struct kube_pod *p = &pods[idx[j]];
+			if (pol_pod_active(p) &&
+			    (!sel || bud_selector_matches(sel, p->labels, p->nlabels, pool)))
+				list_pod(pool, names, sizeof(names), waiting++, p);
+		}
+	}
+	if (waiting > POL_DRAIN_MSG_PODS) {
+		size_t len = strlen(names);
+		(void)snprintf(names + len, sizeof(names) - len, " and %zu more",
+			       waiting - POL_DRAIN_MSG_PODS);
+	}
+	if (waiting)
+		ng_fmt(msg, cap, "waiting for %zu pod(s) to complete: %s", waiting, names);
+	return waiting;
 }

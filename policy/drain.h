@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct kube_snapshot;
 struct ng_arena;
 struct ng_intern;
 struct ng_regex;
@@ -85,5 +86,16 @@ bool pol_drain_protected_job(const struct ng_intern *pool, const struct kube_pod
 
 /** Whether @p is still running or waiting to (not Succeeded or Failed). */
 bool pol_pod_active(const struct kube_pod *p);
+
+/** Pods named in a waiting message before "and N more". */
+#define POL_DRAIN_MSG_PODS 8
+
+/**
+ * waitForPodCompletion's pods: those on @nodes (@nn, of @s) still active and matched by @sel
+ * (NULL: every pod). Their number; when there are any, @msg (@cap) says "waiting for N pod(s)
+ * to complete: ns/a, ns/b" naming the first POL_DRAIN_MSG_PODS, then "and K more".
+ */
+size_t pol_drain_waiting(const struct kube_snapshot *s, const struct kube_node *const *nodes,
+			 size_t nn, const struct kube_selector *sel, char *msg, size_t cap);
 
 #endif

@@ -13,6 +13,7 @@
 #include "policy/drain_step.h"
 #include "tests/support/support.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* 2025-11-24T16:00:00Z */
@@ -250,6 +251,47 @@ static const char pods_json[] =
 															  "Running") "]}";
 /* clang-format on */
 
+/* clang-format off */
+#define BATCH(name) POD(name, "default", OWNER("Job") APP("batch"), "", "Running") ","
+static const char waiting_json[] =
+    "{\"kind\":\"List\",\"items\":[" NODE("n1", "boot-1", "boot-1") ","
+    BATCH("b0") BATCH("b1") BATCH("b2") BATCH("b3") BATCH("b4") BATCH("b5") BATCH("b6")
+    BATCH("b7") BATCH("b8")
+    POD("b9", "default", OWNER("Job") APP("batch"), "", "Succeeded") ","
+    POD("web", "default", OWNER("ReplicaSet") APP("web"), "", "Running") "]}";
+/* clang-format on */
+
+/* waitForPodCompletion's message: " and N more" past eight names. */
+static void test_waiting_names_the_active_matching_pods(void **state)
+{
+	(void)state;
+	struct kube_snapshot *s = ng_test_snapshot(waiting_json);
+	const struct kube_node *n1 = kube_snapshot_find_node(s, ng_test_id(s, "n1"));
+	assert_non_null(n1);
+	struct ng_arena *arena = ng_arena_create(1u << 16);
+	assert_non_null(arena);
+	struct kube_selector batch;
+	struct ng_err err = {0};
+	assert_int_equal(
+	    pol_selector_for_pool("app=batch", kube_snapshot_pool(s), arena, &batch, &err), NG_OK);
+	char msg[1024] = "";
+	/* b9 finished, web is not selected */
+	assert_int_equal(pol_drain_waiting(s, &n1, 1, &batch, msg, sizeof(msg)), 9);
+	assert_string_equal(msg, "waiting for 9 pod(s) to complete: default/b0, default/b1, "
+				 "default/b2, default/b3, default/b4, default/b5, default/b6, "
+				 "default/b7 and 1 more");
+	assert_int_equal(pol_drain_waiting(s, &n1, 1, NULL, msg, sizeof(msg)), 10);
+	assert_int_equal(pol_drain_waiting(s, &n1, 0, NULL, msg, sizeof(msg)), 0);
+	struct kube_selector none;
+	assert_int_equal(
+	    pol_selector_for_pool("app=none", kube_snapshot_pool(s), arena, &none, &err), NG_OK);
+	(void)snprintf(msg, sizeof(msg), "unchanged");
+	assert_int_equal(pol_drain_waiting(s, &n1, 1, &none, msg, sizeof(msg)), 0);
+	assert_string_equal(msg, "unchanged");
+	ng_arena_destroy(arena);
+	kube_snapshot_release(s);
+}
+
 /* How a drain with @force and @delete_empty_dir treats pod default/@name (or nodegate/…). */
 static enum pol_drain_pod classify(const char *ns, const char *name, bool force, bool empty_dir)
 {
@@ -346,6 +388,7 @@ int main(void)
 	    cmocka_unit_test(test_pods_that_would_not_come_back_stop_the_drain_unless_allowed),
 	    cmocka_unit_test(test_a_failed_attempt_backs_off_doubling_to_the_cap_plus_jitter),
 	    cmocka_unit_test(test_waits_time_out_and_a_backoff_ends),
+	    cmocka_unit_test(test_waiting_names_the_active_matching_pods),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

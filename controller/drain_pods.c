@@ -1,0 +1,379 @@
+/* The drainer's pods (docs/drainer.md "Which pods go", "How they go"): waiting for pods to leave
+ * on their own, choosing those that must go (policy/drain.c decides), evicting or deleting them,
+ * and waiting for their volumes to detach. Runs on the drainer's thread; the shared state is
+ * controller/drain_internal.h's. */
+#include "controller/drain_internal.h"
+
+#include "budgets/selector.h"
+#include "common/arena.h"
+#include "common/backoff.h"
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/intern.h"
+#include "common/jw.h"
+#include "common/log.h"
+#include "common/map.h"
+#include "common/prom.h"
+#include "common/regex.h"
+#include "controller/leader.h"
+#include "kube/lookup.h"
+#include "kube/records.h"
+#include "kube/runtime.h"
+#include "kube/snapshot.h"
+#include "kube/write.h"
+#include "policy/drain.h"
+#include "policy/drain_step.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Appends "ns/name" of @p to @buf (@cap) as the @k-th of a list, "and N more" past MSG_PODS. */
+static void list_pod(const struct req *r, char *buf, size_t cap, size_t k, const struct kube_pod *p,
+		     const char *why)
+{
+	size_t len = strlen(buf);
+	if (k < MSG_PODS)
+		(void)snprintf(buf + len, cap - len, "%s%s/%s%s", k ? ", " : "", str(r, p->ns),
+			       p->name, why ? why : "");
+}
+
+static void list_more(char *buf, size_t cap, size_t k)
+{
+	size_t len = strlen(buf);
+	if (k > MSG_PODS)
+		(void)snprintf(buf + len, cap - len, " and %zu more", k - MSG_PODS);
+}
+
+/* waitForPodCompletion: true while it still waits. */
+bool waiting_for_pods(struct req *r, const struct kube_node *const *nodes, size_t nn)
+{
+	const struct kube_nd_drain *dr = &r->x->drain;
+	if (!dr->has_wait || r->was > POL_PH_WAITING)
+		return false;
+	struct kube_selector sel = {true, 0, NULL};
+	struct ng_err err = {0};
+	if (dr->wait_pod_selector &&
+	    pol_selector_for_pool(dr->wait_pod_selector, r->pool, r->arena, &sel, &err) != NG_OK)
+		return false; /* refused by the webhook; checked with the spec */
+	char msg[sizeof(r->msg)];
+	size_t waiting = pol_drain_waiting(r->s, nodes, nn, &sel, msg, sizeof(msg));
+	if (!waiting)
+		return false;
+	int64_t since = r->was == POL_PH_WAITING && r->ready ? r->ready->since_ms : r->now_ms;
+	if (pol_drain_timed_out(since, dr->wait_timeout_s, r->now_ms))
+		return false;
+	if (dr->wait_timeout_s > 0)
+		soon(r, r->now_mono_ms + (since + dr->wait_timeout_s * 1000 - r->now_ms));
+	r->phase = POL_PH_WAITING;
+	memcpy(r->msg, msg, sizeof(r->msg));
+	(void)write_status(r);
+	return true;
+}
+
+/* Compiles the drain's filters and selector into @rules. False with @r->msg on a bad spec. */
+static bool drain_rules(struct req *r, struct pol_drain_rules *rules, struct kube_selector *sel,
+			struct kube_selector *self)
+{
+	const struct kube_nd_drain *dr = &r->x->drain;
+	struct drain *d = r->d;
+	struct ng_err err = {0};
+	memset(rules, 0, sizeof(*rules));
+	rules->force = dr->force;
+	rules->delete_empty_dir = dr->delete_empty_dir;
+	rules->self_ns = d->cfg.self_namespace ? ng_intern_find(r->pool, d->cfg.self_namespace,
+								strlen(d->cfg.self_namespace))
+					       : NG_INTERN_NONE;
+	if (d->cfg.self_selector &&
+	    pol_selector_for_pool(d->cfg.self_selector, r->pool, r->arena, self, &err) == NG_OK)
+		rules->self_selector = self;
+	if (dr->pod_selector) {
+		if (pol_selector_for_pool(dr->pod_selector, r->pool, r->arena, sel, &err) !=
+		    NG_OK) {
+			ng_fmt(r->msg, sizeof(r->msg), "spec.drain.podSelector: %s", err.msg);
+			return false;
+		}
+		rules->pod_selector = sel;
+	}
+	struct ng_regex **f =
+	    dr->nfilters ? ng_arena_alloc(r->arena, dr->nfilters * sizeof(*f)) : NULL;
+	if (dr->nfilters && !f)
+		return false;
+	for (uint16_t i = 0; i < dr->nfilters; i++) {
+		const char *re = dr->filters[i].by_resource_name_regex;
+		if (ng_regex_get(re ? re : "", re ? strlen(re) : 0, &f[i], &err) != NG_OK) {
+			for (uint16_t k = 0; k < i; k++)
+				ng_regex_put(f[k]);
+			ng_fmt(r->msg, sizeof(r->msg),
+			       "spec.drain.podEvictionFilters[%u].byResourceNameRegex %s", i,
+			       err.msg);
+			return false;
+		}
+	}
+	rules->filters = f;
+	rules->nfilters = dr->nfilters;
+	return true;
+}
+
+static void put_rules(struct pol_drain_rules *rules)
+{
+	for (size_t i = 0; i < rules->nfilters; i++)
+		ng_regex_put(rules->filters[i]);
+}
+
+/* Whether pod @p's namespace is protected (NodeGateConfig drain.protectedNamespaces). A
+ * namespace that cannot be read counts as protected: the Eviction API is the safe way. */
+static bool ns_protected(struct req *r, const struct kube_pod *p)
+{
+	const struct kube_selector *sel = r->ngc ? &r->ngc->protected_namespaces : NULL;
+	if (!sel || !sel->present)
+		return false;
+	for (size_t i = 0; i < r->nns; i++)
+		if (r->ns_seen[i] == p->ns)
+			return r->ns_protected[i];
+	const struct kube_label *labels;
+	uint16_t n;
+	struct ng_err err = {0};
+	bool protected = kube_get_namespace_labels(r->d->client, str(r, p->ns), r->pool, r->arena,
+						   &labels, &n, &err) != NG_OK ||
+			 bud_selector_matches(sel, labels, n, r->pool);
+	if (r->nns < sizeof(r->ns_seen) / sizeof(r->ns_seen[0])) {
+		r->ns_seen[r->nns] = p->ns;
+		r->ns_protected[r->nns++] = protected;
+	}
+	return protected;
+}
+
+/* Asks pod @p to leave by the drain's strategy. Returns whether it was answered yes. */
+static bool evict_one(struct req *r, const struct kube_pod *p, uint64_t key, char *refusal,
+		      size_t cap)
+{
+	struct drain *d = r->d;
+	uint8_t strategy = r->x->drain.strategy;
+	const char *ns = str(r, p->ns);
+	struct kube_write_result w;
+	int64_t retry_s = 0;
+	bool use_eviction = strategy == KUBE_DRAIN_EVICT || ns_protected(r, p);
+	if (use_eviction) {
+		kube_evict_pod(d->client, ns, p->name, &retry_s, &w);
+	} else {
+		const struct kube_ref ref = {KUBE_KIND_POD, ns, p->name};
+		kube_delete(d->client, &ref, strategy == KUBE_DRAIN_FORCE_DELETE ? 0 : -1, &w);
+	}
+	if (w.outcome == KUBE_WRITE_OK || w.outcome == KUBE_WRITE_GONE) {
+		mark_asked(d, key, r->now_mono_ms + ASKED_MS);
+		if (w.outcome == KUBE_WRITE_OK) {
+			ng_prom_add(&d->evicted[use_eviction ? KUBE_DRAIN_EVICT : strategy], 1);
+			char what[300];
+			ng_fmt(what, sizeof(what), "%s/%s by %s", ns, p->name,
+			       use_eviction ? "eviction" : strategy_names[strategy]);
+			logline(r, "evicted", str(r, p->node), what);
+		}
+		return w.outcome == KUBE_WRITE_OK;
+	}
+	int64_t wait_ms = (w.http == 429 ? (retry_s > 0 ? retry_s : DEFAULT_RETRY_AFTER_S)
+					 : DEFAULT_RETRY_AFTER_S) *
+			  1000;
+	mark_asked(d, key, r->now_mono_ms + wait_ms);
+	soon(r, r->now_mono_ms + wait_ms);
+	if (!*refusal)
+		ng_fmt(refusal, cap, "%s/%s: %s", ns, p->name,
+		       w.http == 429 ? "eviction refused for now (429)" : w.err.msg);
+	if (w.http != 429)
+		count_write(d, &w, "pod not evicted",
+			    &(struct kube_ref){KUBE_KIND_POD, ns, p->name});
+	return false;
+}
+
+/* First pass of an attempt: pods that stop it before anything is evicted (kubectl's blocking
+ * rule, protected Job pods). True when the attempt failed for them (already written). */
+static bool attempt_stopped(struct req *r, const struct kube_node *const *nodes, size_t nn,
+			    const struct pol_drain_rules *rules)
+{
+	size_t np;
+	const struct kube_pod *pods = kube_snapshot_pods(r->s, &np);
+	char blocked[600] = "", held[400] = "";
+	size_t nblocked = 0, nheld = 0;
+	const struct kube_selector *jobs = r->ngc ? &r->ngc->protected_job_pods : NULL;
+	for (size_t i = 0; i < nn; i++) {
+		size_t k;
+		const uint32_t *idx = kube_snapshot_pods_on_node(r->s, nodes[i]->name, &k);
+		for (size_t j = 0; j < k; j++) {
+			const struct kube_pod *p = &pods[idx[j]];
+			enum pol_drain_pod c = pol_drain_classify(r->pool, p, rules);
+			/* Nothing is evicted with strategy None: nothing can be lost. */
+			if ((c == POL_DRAIN_BLOCK_NO_CONTROLLER || c == POL_DRAIN_BLOCK_EMPTYDIR) &&
+			    r->x->drain.strategy != KUBE_DRAIN_NONE)
+				list_pod(r, blocked, sizeof(blocked), nblocked++, p,
+					 c == POL_DRAIN_BLOCK_NO_CONTROLLER
+					     ? " has no controller (set force)"
+					     : " uses emptyDir (set deleteEmptyDir)");
+			else if (c == POL_DRAIN_EVICT && pol_drain_protected_job(r->pool, p, jobs))
+				list_pod(r, held, sizeof(held), nheld++, p, NULL);
+		}
+	}
+	if (!nblocked && !nheld)
+		return false;
+	list_more(blocked, sizeof(blocked), nblocked);
+	list_more(held, sizeof(held), nheld);
+	char why[1100];
+	if (nblocked)
+		ng_fmt(why, sizeof(why), "cannot drain: %s", blocked);
+	else
+		ng_fmt(why, sizeof(why), "held back by running Job pod %s", held);
+	fail_attempt(r, nblocked ? F_BLOCKED : F_HELD, why);
+	return true;
+}
+
+/* Second pass: asks each chosen pod that is not yet leaving to go. Returns how many chosen pods
+ * are still there, named in @remaining; the first refusal is in @refusal. */
+static size_t ask_to_leave(struct req *r, const struct kube_node *const *nodes, size_t nn,
+			   const struct pol_drain_rules *rules, char *remaining, size_t cap,
+			   char *refusal, size_t refusal_cap)
+{
+	size_t np, left = 0;
+	const struct kube_pod *pods = kube_snapshot_pods(r->s, &np);
+	for (size_t i = 0; i < nn; i++) {
+		size_t k;
+		const uint32_t *idx = kube_snapshot_pods_on_node(r->s, nodes[i]->name, &k);
+		for (size_t j = 0; j < k; j++) {
+			const struct kube_pod *p = &pods[idx[j]];
+			if (pol_drain_classify(r->pool, p, rules) != POL_DRAIN_EVICT)
+				continue;
+			uint64_t key = pod_key(r, p);
+			if (r->x->drain.strategy != KUBE_DRAIN_NONE &&
+			    !(p->flags & KUBE_POD_TERMINATING) &&
+			    !asked_recently(r->d, key, r->now_mono_ms))
+				(void)evict_one(r, p, key, refusal, refusal_cap);
+			list_pod(r, remaining, cap, left++, p, NULL);
+		}
+	}
+	list_more(remaining, cap, left);
+	return left;
+}
+
+/* The request's entry in the chosen-pod counts (added when @add); NULL when none, or on OOM
+ * (only the count is lost then). */
+static struct chosen *chosen_of(struct drain *d, const char *name, bool add)
+{
+	uint64_t key = ng_fnv1a64(NG_FNV64_INIT, name, strlen(name));
+	for (size_t i = 0; i < d->nchosen; i++)
+		if (d->chosen[i].key == key)
+			return &d->chosen[i];
+	struct chosen *c =
+	    add ? ng_array_grow(d->chosen, &d->capchosen, d->nchosen, sizeof(*c)) : NULL;
+	if (!c)
+		return NULL;
+	d->chosen = c;
+	d->chosen[d->nchosen] = (struct chosen){key, 0};
+	return &d->chosen[d->nchosen++];
+}
+
+void forget_chosen(struct drain *d, const char *name)
+{
+	struct chosen *c = chosen_of(d, name, false);
+	if (c)
+		*c = d->chosen[--d->nchosen];
+}
+
+/* status.drain's counts from the pods left: totalPods is the most the attempts chose,
+ * evictedPods those gone since. */
+static void count_pods(struct req *r, size_t left)
+{
+	struct chosen *c = chosen_of(r->d, r->name, true);
+	if (c && c->pods > r->ds.total)
+		r->ds.total = c->pods;
+	if (r->ds.total < (int64_t)left)
+		r->ds.total = (int64_t)left;
+	if (c)
+		c->pods = r->ds.total;
+	r->ds.evicted = r->ds.total - (int64_t)left;
+	r->ds.remaining = r->x->drain.skip_waiting_for_eviction ? 0 : (int64_t)left;
+}
+
+/* VolumeAttachments still naming the nodes (one that cannot be read counts as attached). */
+static size_t volumes_attached(struct req *r, const struct kube_node *const *nodes, size_t nn)
+{
+	const struct kube_nd_drain *dr = &r->x->drain;
+	size_t attached = 0;
+	if (!dr->wait_for_volume_detach || dr->strategy == KUBE_DRAIN_NONE)
+		return 0;
+	for (size_t i = 0; i < nn; i++) {
+		size_t n = 0;
+		struct ng_err err = {0};
+		if (kube_count_volume_attachments(r->d->client, str(r, nodes[i]->name), &n, &err) !=
+		    NG_OK)
+			n = 1;
+		attached += n;
+	}
+	if (attached)
+		soon(r, r->now_mono_ms + POLL_MS);
+	return attached;
+}
+
+/* The attempt's evictions and waits. True when the pods are gone (and the volumes detached). */
+bool drain_pods(struct req *r, const struct kube_node *const *nodes, size_t nn)
+{
+	const struct kube_nd_drain *dr = &r->x->drain;
+	if (pol_drain_backing_off(r->ds.backoff_until_ms, r->now_ms)) {
+		/* Still backing off: keep the message of the failed attempt. */
+		soon(r, r->now_mono_ms + (r->ds.backoff_until_ms - r->now_ms));
+		return false;
+	}
+	r->ds.backoff_until_ms = 0;
+	if (!r->ds.attempt_started_ms) {
+		r->ds.attempt_started_ms = r->now_ms;
+		r->began = true;
+	}
+	struct pol_drain_rules rules;
+	struct kube_selector sel, self;
+	if (!drain_rules(r, &rules, &sel, &self)) {
+		r->phase = POL_PH_FAILED;
+		ng_prom_add(&r->d->failures[F_SPEC], 1);
+		(void)write_status(r);
+		return false;
+	}
+	char remaining[400] = "", refusal[300] = "";
+	bool stopped = attempt_stopped(r, nodes, nn, &rules);
+	size_t left = stopped ? 0
+			      : ask_to_leave(r, nodes, nn, &rules, remaining, sizeof(remaining),
+					     refusal, sizeof(refusal));
+	put_rules(&rules);
+	if (stopped)
+		return false;
+	count_pods(r, left);
+	size_t attached = r->ds.remaining ? 0 : volumes_attached(r, nodes, nn);
+	if (r->ds.remaining == 0 && attached == 0)
+		return true;
+	const char *sep = *refusal ? "; " : "";
+	if (pol_drain_timed_out(r->ds.attempt_started_ms, dr->timeout_s, r->now_ms)) {
+		char why[900];
+		if (r->ds.remaining)
+			ng_fmt(why, sizeof(why),
+			       "timed out after %llds with %lld pod(s) left: %s%s%s",
+			       (long long)dr->timeout_s, (long long)r->ds.remaining, remaining, sep,
+			       refusal);
+		else
+			ng_fmt(why, sizeof(why),
+			       "timed out after %llds waiting for %zu volume attachment(s)",
+			       (long long)dr->timeout_s, attached);
+		fail_attempt(r, F_TIMEOUT, why);
+		return false;
+	}
+	if (dr->timeout_s > 0)
+		soon(r, r->now_mono_ms +
+			    (r->ds.attempt_started_ms + dr->timeout_s * 1000 - r->now_ms));
+	r->phase = POL_PH_DRAINING;
+	if (r->ds.remaining)
+		ng_fmt(r->msg, sizeof(r->msg),
+		       "attempt %lld: waiting for %lld pod(s) to go: %s%s%s",
+		       (long long)r->ds.attempts + 1, (long long)r->ds.remaining, remaining, sep,
+		       refusal);
+	else
+		ng_fmt(r->msg, sizeof(r->msg), "waiting for %zu volume attachment(s) to detach",
+		       attached);
+	(void)write_status(r);
+	return false;
+}
+
+/* The operation Job's name for one node: stable, short enough for a label value. */
