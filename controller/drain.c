@@ -141,30 +141,6 @@ uint64_t pod_key(const struct req *r, const struct kube_pod *p)
 	return ng_fnv1a64(h, p->name, strlen(p->name));
 }
 
-/* Whether pod @key was asked to leave less than its hold ago; forgets expired entries. */
-bool asked_recently(struct drain *d, uint64_t key, int64_t now_mono_ms)
-{
-	for (size_t i = 0; i < d->nasked;) {
-		if (d->asked[i].until_mono_ms <= now_mono_ms) {
-			d->asked[i] = d->asked[--d->nasked];
-			continue;
-		}
-		if (d->asked[i].key == key)
-			return true;
-		i++;
-	}
-	return false;
-}
-
-void mark_asked(struct drain *d, uint64_t key, int64_t until_mono_ms)
-{
-	struct asked *a = ng_array_grow(d->asked, &d->capasked, d->nasked, sizeof(*a));
-	if (!a)
-		return; /* only costs a repeated request */
-	d->asked = a;
-	d->asked[d->nasked++] = (struct asked){key, until_mono_ms};
-}
-
 /* The version of the request this drainer has written over, as a key of the asked table: a step
  * that still sees it would only write again and be refused with a conflict. */
 static uint64_t nd_key(const struct req *r)
@@ -179,7 +155,7 @@ static uint64_t nd_key(const struct req *r)
 void nd_written(struct req *r, const struct kube_write_result *w)
 {
 	if ((w->outcome == KUBE_WRITE_OK && w->http) || w->outcome == KUBE_WRITE_CONFLICT)
-		mark_asked(r->d, nd_key(r), r->now_mono_ms + ASKED_MS);
+		ng_memo_put(&r->d->asked, nd_key(r), r->now_mono_ms + ASKED_MS);
 }
 
 /* ---- status ---- */
@@ -336,7 +312,7 @@ uint64_t node_key(const struct req *r, const struct kube_node *n)
  * 409): the cache has not caught up; the step comes back once the watch has the new one. */
 bool node_written(struct req *r, const struct kube_node *n)
 {
-	if (!asked_recently(r->d, node_key(r, n), r->now_mono_ms))
+	if (!ng_memo_has(&r->d->asked, node_key(r, n), r->now_mono_ms))
 		return false;
 	soon(r, r->now_mono_ms + POLL_MS);
 	return true;
@@ -593,7 +569,7 @@ static void one_request(struct drain *d, const struct kube_snapshot *s, const st
 	r.name = str(&r, nd->name);
 	if (!r.x)
 		return;
-	if (asked_recently(d, nd_key(&r), r.now_mono_ms)) {
+	if (ng_memo_has(&d->asked, nd_key(&r), r.now_mono_ms)) {
 		soon(&r, r.now_mono_ms + POLL_MS); /* the watch has not brought our write yet */
 		return;
 	}
@@ -706,6 +682,7 @@ struct drain *drain_create(const struct drain_config *cfg, struct kube_client *c
 	}
 	d->cfg = *cfg;
 	d->client = client;
+	ng_memo_init(&d->asked, ASKED_MAX);
 	ng_rng_seed(&d->rng, cfg->identity ? cfg->identity : "drain");
 	ng_prom_hist_init(&d->duration, duration_buckets_s,
 			  sizeof(duration_buckets_s) / sizeof(duration_buckets_s[0]));
@@ -754,7 +731,7 @@ void drain_stop(struct drain *d)
 	if (!d)
 		return;
 	scaffold_stop(d->rt, d->cfg.leader);
-	free(d->asked);
+	ng_memo_free(&d->asked);
 	free(d->chosen);
 	free(d);
 }

@@ -12,6 +12,7 @@
 #define NG_CONTROLLER_DRAIN_INTERNAL_H
 
 #include "common/backoff.h"
+#include "common/memo.h"
 #include "common/prom.h"
 #include "controller/drain.h"
 #include "controller/scaffold.h"
@@ -54,6 +55,8 @@ int64_t drain_round(struct drain *d, const struct kube_snapshot *s, int64_t now_
 /* An eviction or delete that was answered is not repeated for this long: the cache shows the
  * pod terminating or gone well before. A 429 waits for the answer's Retry-After instead. */
 #define ASKED_MS 15000
+/* Entries of the asked memo: far more pods than a wave asks to leave within ASKED_MS. */
+#define ASKED_MAX 65536
 #define DEFAULT_RETRY_AFTER_S 5
 /* NodeGateConfig spec.drain.backoff defaults (DESIGN.md §3.4), in ms. */
 #define BACKOFF_BASE_MS 300000
@@ -65,11 +68,6 @@ int64_t drain_round(struct drain *d, const struct kube_snapshot *s, int64_t now_
 /* Failure reasons of nodegate_drain_failures_total. */
 enum failure { F_BLOCKED, F_HELD, F_TIMEOUT, F_SPEC, F_OPERATION, F_COUNT };
 
-struct asked {
-	uint64_t key; /* hash of namespace/name */
-	int64_t until_mono_ms;
-};
-
 struct chosen {
 	uint64_t key; /* hash of the request's name */
 	int64_t pods;
@@ -80,8 +78,9 @@ struct drain {
 	struct kube_runtime *rt;
 	struct kube_client *client;
 	struct ng_rng rng;
-	struct asked *asked;
-	size_t nasked, capasked;
+	/* What this drainer wrote a moment ago and its cache may not show yet: pods asked to leave
+	 * (hash of namespace/name), versions of requests and nodes written over. */
+	struct ng_memo asked;
 	/* The most pods the current attempts chose, per request, so totalPods survives a status
 	 * write lost to a conflict while pods were already leaving; forgotten once Drained. */
 	struct chosen *chosen;
@@ -143,9 +142,7 @@ bool node_has_taint(const struct kube_node *n, const struct kube_taint *t);
 /* Pod @p as a key of the asked table. */
 uint64_t pod_key(const struct req *r, const struct kube_pod *p);
 
-/* controller/drain.c: what was asked a moment ago (kept in memory only). */
-bool asked_recently(struct drain *d, uint64_t key, int64_t now_mono_ms);
-void mark_asked(struct drain *d, uint64_t key, int64_t until_mono_ms);
+/* controller/drain.c: keys of the asked memo (d->asked, common/memo.h; in memory only). */
 /* After a status write @w: the request's version is remembered as written over. */
 void nd_written(struct req *r, const struct kube_write_result *w);
 /* Node @n as a key of the asked table (its version included). */

@@ -122,7 +122,7 @@ static bool send_node_patch(struct req *r, const struct kube_node *n, struct kub
 		kube_apply_json_patch(r->d->client, &ref, p, &w);
 	count_write(r->d, &w, what, &ref);
 	if (w.outcome == KUBE_WRITE_OK || w.outcome == KUBE_WRITE_CONFLICT)
-		mark_asked(r->d, node_key(r, n), r->now_mono_ms + ASKED_MS);
+		ng_memo_put(&r->d->asked, node_key(r, n), r->now_mono_ms + ASKED_MS);
 	return w.outcome == KUBE_WRITE_OK;
 }
 

@@ -161,7 +161,7 @@ static bool evict_one(struct req *r, const struct kube_pod *p, uint64_t key, cha
 		kube_delete(d->client, &ref, strategy == KUBE_DRAIN_FORCE_DELETE ? 0 : -1, &w);
 	}
 	if (w.outcome == KUBE_WRITE_OK || w.outcome == KUBE_WRITE_GONE) {
-		mark_asked(d, key, r->now_mono_ms + ASKED_MS);
+		ng_memo_put(&d->asked, key, r->now_mono_ms + ASKED_MS);
 		if (w.outcome == KUBE_WRITE_OK) {
 			ng_prom_add(&d->evicted[use_eviction ? KUBE_DRAIN_EVICT : strategy], 1);
 			char what[300];
@@ -174,7 +174,7 @@ static bool evict_one(struct req *r, const struct kube_pod *p, uint64_t key, cha
 	int64_t wait_ms = (w.http == 429 ? (retry_s > 0 ? retry_s : DEFAULT_RETRY_AFTER_S)
 					 : DEFAULT_RETRY_AFTER_S) *
 			  1000;
-	mark_asked(d, key, r->now_mono_ms + wait_ms);
+	ng_memo_put(&d->asked, key, r->now_mono_ms + wait_ms);
 	soon(r, r->now_mono_ms + wait_ms);
 	if (!*refusal)
 		ng_fmt(refusal, cap, "%s/%s: %s", ns, p->name,
@@ -243,7 +243,7 @@ static size_t ask_to_leave(struct req *r, const struct kube_node *const *nodes, 
 			uint64_t key = pod_key(r, p);
 			if (r->x->drain.strategy != KUBE_DRAIN_NONE &&
 			    !(p->flags & KUBE_POD_TERMINATING) &&
-			    !asked_recently(r->d, key, r->now_mono_ms))
+			    !ng_memo_has(&r->d->asked, key, r->now_mono_ms))
 				(void)evict_one(r, p, key, refusal, refusal_cap);
 			list_pod(r, remaining, cap, left++, p, NULL);
 		}
