@@ -1,6 +1,7 @@
 /* nodegate drain: the drainer sidecar (controller/drain.h) with its own cache, lease and a plain
  * HTTP listener for the probes and /metrics. It takes no TLS flags: it serves nothing else. */
 #include "cmd/cmd.h"
+#include "cmd/controllers.h"
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/parse.h"
@@ -33,14 +34,15 @@ struct drainer {
 	struct drain *drain;
 	struct srv_config sc;
 	struct srv *srv;
+	struct cmd_wiring wiring; /* the rows below, on this drainer */
 };
 
-/* The drainer's series name no cluster object (counts by reason, strategy, result). */
+/* The series of every row (the drainer's name no cluster object: counts by reason, strategy,
+ * result). */
 static ng_status render(struct ng_buf *out, bool objects, void *ctx)
 {
-	(void)objects;
-	struct drainer *d = ctx;
-	return drain_render_metrics(d->drain, d->leader, out);
+	const struct drainer *d = ctx;
+	return cmd_wiring_render(&d->wiring, NULL, 0, out, objects);
 }
 
 static int configure(struct drainer *d, int argc, char **argv)
@@ -91,8 +93,8 @@ static int configure(struct drainer *d, int argc, char **argv)
 	return 0;
 }
 
-/* The cache, the lease and the drainer. 0, or -1 after printing why. */
-static int start(struct drainer *d)
+/* The cache the drainer and the probes read. 0, or -1 after printing why. */
+static int start_cache(struct drainer *d)
 {
 	struct ng_err err = {0};
 	d->store = kube_store_create();
@@ -103,6 +105,13 @@ static int start(struct drainer *d)
 		(void)fprintf(stderr, "nodegate: %s\n", err.msg[0] ? err.msg : "out of memory");
 		return -1;
 	}
+	return 0;
+}
+
+static int start_lease(void *ctx)
+{
+	struct drainer *d = ctx;
+	struct ng_err err = {0};
 	cmd_identity(d->c.identity, d->identity, sizeof(d->identity));
 	struct leader_config lc = {
 	    .kube = &d->kcfg,
@@ -111,6 +120,24 @@ static int start(struct drainer *d)
 	    .identity = d->identity,
 	};
 	d->leader = leader_start(&lc, &err);
+	if (!d->leader) {
+		(void)fprintf(stderr, "nodegate: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static void stop_lease(void *ctx)
+{
+	struct drainer *d = ctx;
+	leader_stop(d->leader);
+	d->leader = NULL;
+}
+
+static int start_drainer(void *ctx)
+{
+	struct drainer *d = ctx;
+	struct ng_err err = {0};
 	struct drain_config dc = {.kube = &d->kcfg,
 				  .store = d->store,
 				  .watch = d->watch,
@@ -120,11 +147,33 @@ static int start(struct drainer *d)
 				  .self_selector = d->c.self_selector,
 				  .operation_service_account = d->c.operation_service_account,
 				  .operation_namespace = d->c.operation_namespace};
-	d->drain = d->leader ? drain_start(&dc, &err) : NULL;
+	d->drain = drain_start(&dc, &err);
 	if (!d->drain) {
 		(void)fprintf(stderr, "nodegate: %s\n", err.msg);
 		return -1;
 	}
+	return 0;
+}
+
+static void stop_drainer(void *ctx)
+{
+	struct drainer *d = ctx;
+	drain_stop(d->drain);
+	d->drain = NULL;
+}
+
+static ng_status render_drainer(struct ng_buf *out, bool objects, const void *ctx)
+{
+	(void)objects;
+	const struct drainer *d = ctx;
+	return drain_render_metrics(d->drain, d->leader, out);
+}
+
+/* The probes' and /metrics' plain HTTP listener; writes --port-file and logs "draining". */
+static int start_listener(void *ctx)
+{
+	struct drainer *d = ctx;
+	struct ng_err err = {0};
 	d->sc = (struct srv_config){
 	    .max_connections = 64,
 	    .connection_timeout_s = 120,
@@ -159,6 +208,21 @@ static int start(struct drainer *d)
 	return 0;
 }
 
+static void stop_listener(void *ctx)
+{
+	struct drainer *d = ctx;
+	srv_destroy(d->srv, d->c.shutdown_grace_seconds * 1000);
+	d->srv = NULL;
+}
+
+/* What the drainer runs, in start order; stopped in reverse (readers before what they read:
+ * the listener, the drainer, the lease). */
+static const struct cmd_controller drain_rows[] = {
+    {.name = "lease", .start = start_lease, .stop = stop_lease},
+    {.name = "drainer", .start = start_drainer, .stop = stop_drainer, .render = render_drainer},
+    {.name = "listener", .start = start_listener, .stop = stop_listener},
+};
+
 int cmd_drain(int argc, char **argv)
 {
 	struct drainer d = {0};
@@ -171,7 +235,9 @@ int cmd_drain(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &d.signals, NULL);
 	(void)signal(SIGPIPE, SIG_IGN);
 	rc = 1;
-	if (start(&d) == 0) {
+	d.wiring = (struct cmd_wiring){
+	    .rows = drain_rows, .n = sizeof(drain_rows) / sizeof(drain_rows[0]), .ctx = &d};
+	if (start_cache(&d) == 0 && cmd_wiring_start(&d.wiring) == 0) {
 		int sig = 0;
 		while (sigwait(&d.signals, &sig) != 0)
 			;
@@ -182,10 +248,8 @@ int cmd_drain(int argc, char **argv)
 		}
 		rc = 0;
 	}
-	/* Readers before what they read: the listener, the drainer, the lease, the cache. */
-	srv_destroy(d.srv, d.c.shutdown_grace_seconds * 1000);
-	drain_stop(d.drain);
-	leader_stop(d.leader);
+	/* Readers before what they read: the rows, then the cache. */
+	cmd_wiring_stop(&d.wiring);
 	kube_watch_stop(d.watch);
 	kube_store_destroy(d.store);
 	ng_regex_teardown();

@@ -1,6 +1,7 @@
 /* nodegate serve: configure from the flags, fill the cache (snapshot files or a watch), start
  * the controllers and the HTTPS server, then wait for signals on the main thread. */
 #include "cmd/cmd.h"
+#include "cmd/controllers.h"
 
 #include "certs/certs.h"
 #include "common/buf.h"
@@ -125,17 +126,6 @@ int cmd_write_port_file(const char *path, uint16_t port)
 	return rename(tmp, path);
 }
 
-/* The gate's and the lease's series for /metrics: the server does not know those layers. */
-struct controller_metrics {
-	const struct gate *gate;
-	const struct leader *leader;
-	const struct autoreq *autoreq;
-	const struct remediate *remediate;
-	struct kube_auth *auth;         /* the access checks' counters */
-	_Atomic int64_t cert_not_after; /* the serving certificate's notAfter, Unix seconds; 0
-					   unknown */
-};
-
 /* The eviction webhook's autoRequest hook: queued, never waited on. */
 static void submit_auto_request(const char *node, const char *user, bool verified, void *ctx)
 {
@@ -172,27 +162,6 @@ static enum srv_auth authorize_admin(void *ctx, const char *authorization, const
 	default:
 		return SRV_AUTH_UNAVAILABLE;
 	}
-}
-
-static ng_status render_controller(struct ng_buf *out, bool objects, void *ctx)
-{
-	const struct controller_metrics *cm = ctx;
-	int64_t not_after = atomic_load(&cm->cert_not_after);
-	ng_status st = NG_OK;
-	if (not_after) {
-		static const char *const name = "nodegate_certificate_expiry_timestamp_seconds";
-		st = ng_prom_header(
-		    out, name, NG_PROM_GAUGE,
-		    "When the serving certificate expires (notAfter, Unix seconds).");
-		st = st ? st : ng_prom_i64(out, name, NULL, 0, not_after);
-	}
-	if (cm->autoreq)
-		st = st ? st : autoreq_render_metrics(cm->autoreq, out);
-	if (cm->remediate)
-		st = st ? st : remediate_render_metrics(cm->remediate, objects, out);
-	if (cm->auth)
-		st = st ? st : kube_auth_render_metrics(cm->auth, out);
-	return st ? st : gate_render_metrics(cm->gate, cm->leader, objects, out);
 }
 
 /* What the served certificate files were when last read: a change of either is a renewal. */
@@ -248,8 +217,8 @@ static void reload_certificate(const struct cmd_serve_config *c, struct srv *srv
 	free(cert);
 }
 
-/* Everything serve runs, in start order. Lives on cmd_serve's stack: the server, gate and
- * lease borrow parts of it (flags, identity, metrics) until shut_down() stops them. */
+/* Everything serve runs. Lives on cmd_serve's stack: the server, gate and lease borrow parts
+ * of it (flags, identity, metrics) until shut_down() stops them. */
 struct serve {
 	struct cmd_serve_config c;
 	struct pol_eviction_config ev;
@@ -271,8 +240,10 @@ struct serve {
 	struct leader *leader;
 	struct gate *gate;
 	struct remediate *remediate;
-	char identity[300]; /* this replica in the Lease and in events: hostname_pid */
-	struct controller_metrics cm;
+	char identity[300];             /* this replica in the Lease and in events: hostname_pid */
+	_Atomic int64_t cert_not_after; /* the serving certificate's notAfter, Unix seconds; 0
+					   unknown */
+	struct cmd_wiring wiring;       /* serve_rows, on this serve */
 	struct tls_files tls;
 	struct srv_config sc; /* srv_create keeps a pointer to sc.eviction: must outlive srv */
 	struct srv *srv;
@@ -450,7 +421,7 @@ static void install_certificate(void *ctx, const char *cert, const char *key, in
 	struct serve *s = ctx;
 	struct ng_err err = {0};
 	if (srv_set_certificate(s->srv, cert, key, &err) == NG_OK) {
-		atomic_store(&s->cm.cert_not_after, not_after);
+		atomic_store(&s->cert_not_after, not_after);
 		return;
 	}
 	struct ng_logline l;
@@ -528,19 +499,36 @@ static int load_or_watch_cache(struct serve *s)
 	return 0;
 }
 
-/* The Lease and the gate, which decides only while this replica holds it. 0 or -1. */
-/* The one authenticator of a live serve (made on first use): the admin listener's callers
- * (--admin-auth kubernetes), the object webhooks' privileged operations and remediation's
- * authors all ask the API server through it, with one cache, one bound on requests in flight
- * and one set of nodegate_auth_* series. Its timeout leaves a webhook time to answer within the
- * API server's 5 s. NULL with @err when it cannot be made. */
-static struct kube_auth *access_checks(struct serve *s, struct ng_err *err)
+/* The one authenticator of a live serve: the admin listener's callers (--admin-auth
+ * kubernetes), the object webhooks' privileged operations and remediation's authors all ask
+ * the API server through it, with one cache, one bound on requests in flight and one set of
+ * nodegate_auth_* series. Its timeout leaves a webhook time to answer within the API server's
+ * 5 s. 0, or -1 after printing why. */
+static int start_access_checks(void *ctx)
 {
+	struct serve *s = ctx;
 	const struct kube_auth_options ao = {.timeout_ms = KUBE_AUTH_ADMISSION_TIMEOUT_MS};
-	if (!s->authz)
-		s->authz = kube_auth_create(&s->kcfg, &ao, err);
-	s->cm.auth = s->authz;
-	return s->authz;
+	struct ng_err err = {0};
+	s->authz = kube_auth_create(&s->kcfg, &ao, &err);
+	if (!s->authz) {
+		(void)fprintf(stderr, "nodegate: the access checks: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static void stop_access_checks(void *ctx)
+{
+	struct serve *s = ctx;
+	kube_auth_destroy(s->authz);
+	s->authz = NULL;
+}
+
+static ng_status render_access_checks(struct ng_buf *out, bool objects, const void *ctx)
+{
+	(void)objects;
+	const struct serve *s = ctx;
+	return s->authz ? kube_auth_render_metrics(s->authz, out) : NG_OK;
 }
 
 /* Whether a remediation's author may create the requests nodegate would create for it. */
@@ -554,49 +542,28 @@ static enum kube_auth_result remediation_may(void *ctx, const struct kube_auth_s
 	return kube_auth_can(ctx, who, &what, err);
 }
 
-static int start_gate(struct serve *s)
+/* The controllers run only with a live cache; the lease, the gate and remediation (which
+ * creates the requests the gate decides, so runs where the gate does) unless --gate=false. */
+static bool live(const void *ctx)
 {
-	cmd_identity(s->c.identity, s->identity, sizeof(s->identity));
-	struct leader_config lc = {
-	    .kube = &s->kcfg,
-	    .ns = s->c.lease_namespace ? s->c.lease_namespace : s->kcfg.ns,
-	    .name = s->c.lease_name,
-	    .identity = s->identity,
-	};
-	struct ng_err err = {0};
-	s->leader = leader_start(&lc, &err);
-	struct gate_config gc = {.kube = &s->kcfg,
-				 .store = s->store,
-				 .watch = s->watch,
-				 .leader = s->leader,
-				 .identity = s->identity};
-	s->gate = s->leader ? gate_start(&gc, &err) : NULL;
-	/* Remediation creates the requests the gate decides: it runs where the gate does, and
-	 * with its authors' rights, which the API server judges. */
-	if (!access_checks(s, &err)) {
-		(void)fprintf(stderr, "nodegate: the access checks: %s\n", err.msg);
-		return -1;
-	}
-	struct remediate_config rc = {.kube = &s->kcfg,
-				      .may = remediation_may,
-				      .may_ctx = s->authz,
-				      .store = s->store,
-				      .watch = s->watch,
-				      .leader = s->leader,
-				      .identity = s->identity};
-	s->remediate = s->gate ? remediate_start(&rc, &err) : NULL;
-	if (!s->remediate) {
-		(void)fprintf(stderr, "nodegate: %s\n", err.msg);
-		return -1;
-	}
-	return 0;
+	return ((const struct serve *)ctx)->live;
 }
 
-/* With a live cache: the autoRequest queue, and unless --gate=false the gate. 0 or -1. */
-static int start_controllers(struct serve *s)
+static bool gated(const void *ctx)
 {
-	if (!s->live)
-		return 0;
+	const struct serve *s = ctx;
+	return s->live && s->c.gate;
+}
+
+static bool self_signed(const void *ctx)
+{
+	return ((const struct serve *)ctx)->c.self_signed != 0;
+}
+
+/* The autoRequest queue; logs that the cache watches the API server. */
+static int start_autoreq(void *ctx)
+{
+	struct serve *s = ctx;
 	struct autoreq_config ac = {.kube = &s->kcfg,
 				    .store = s->store,
 				    .per_minute = (unsigned)s->c.auto_request_per_minute};
@@ -612,7 +579,151 @@ static int start_controllers(struct serve *s)
 		ng_log_str(&l, "source", s->kcfg.source);
 		ng_log_end(&l);
 	}
-	return s->c.gate ? start_gate(s) : 0;
+	return 0;
+}
+
+static void stop_autoreq(void *ctx)
+{
+	struct serve *s = ctx;
+	autoreq_stop(s->autoreq);
+	s->autoreq = NULL;
+}
+
+static ng_status render_autoreq(struct ng_buf *out, bool objects, const void *ctx)
+{
+	(void)objects;
+	const struct serve *s = ctx;
+	return s->autoreq ? autoreq_render_metrics(s->autoreq, out) : NG_OK;
+}
+
+/* The Lease: the gate and remediation decide only while this replica holds it. */
+static int start_lease(void *ctx)
+{
+	struct serve *s = ctx;
+	cmd_identity(s->c.identity, s->identity, sizeof(s->identity));
+	struct leader_config lc = {
+	    .kube = &s->kcfg,
+	    .ns = s->c.lease_namespace ? s->c.lease_namespace : s->kcfg.ns,
+	    .name = s->c.lease_name,
+	    .identity = s->identity,
+	};
+	struct ng_err err = {0};
+	s->leader = leader_start(&lc, &err);
+	if (!s->leader) {
+		(void)fprintf(stderr, "nodegate: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static void stop_lease(void *ctx)
+{
+	struct serve *s = ctx;
+	leader_stop(s->leader); /* releases the lease for a quick takeover */
+	s->leader = NULL;
+}
+
+static int start_gate(void *ctx)
+{
+	struct serve *s = ctx;
+	struct gate_config gc = {.kube = &s->kcfg,
+				 .store = s->store,
+				 .watch = s->watch,
+				 .leader = s->leader,
+				 .identity = s->identity};
+	struct ng_err err = {0};
+	s->gate = gate_start(&gc, &err);
+	if (!s->gate) {
+		(void)fprintf(stderr, "nodegate: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static void stop_gate(void *ctx)
+{
+	struct serve *s = ctx;
+	gate_stop(s->gate);
+	s->gate = NULL;
+}
+
+/* The gate's series and the lease's gauge, also without either (snapshot files, --gate=false). */
+static ng_status render_gate(struct ng_buf *out, bool objects, const void *ctx)
+{
+	const struct serve *s = ctx;
+	return gate_render_metrics(s->gate, s->leader, objects, out);
+}
+
+/* Remediation, with its authors' rights, which the API server judges. */
+static int start_remediate(void *ctx)
+{
+	struct serve *s = ctx;
+	struct remediate_config rc = {.kube = &s->kcfg,
+				      .may = remediation_may,
+				      .may_ctx = s->authz,
+				      .store = s->store,
+				      .watch = s->watch,
+				      .leader = s->leader,
+				      .identity = s->identity};
+	struct ng_err err = {0};
+	s->remediate = remediate_start(&rc, &err);
+	if (!s->remediate) {
+		(void)fprintf(stderr, "nodegate: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static void stop_remediate(void *ctx)
+{
+	struct serve *s = ctx;
+	remediate_stop(s->remediate);
+	s->remediate = NULL;
+}
+
+static ng_status render_remediate(struct ng_buf *out, bool objects, const void *ctx)
+{
+	const struct serve *s = ctx;
+	return s->remediate ? remediate_render_metrics(s->remediate, objects, out) : NG_OK;
+}
+
+/* The serving certificate's notAfter, once known. */
+static ng_status render_certificate(struct ng_buf *out, bool objects, const void *ctx)
+{
+	(void)objects;
+	const struct serve *s = ctx;
+	int64_t not_after = atomic_load(&s->cert_not_after);
+	if (!not_after)
+		return NG_OK;
+	static const char *const name = "nodegate_certificate_expiry_timestamp_seconds";
+	ng_status st =
+	    ng_prom_header(out, name, NG_PROM_GAUGE,
+			   "When the serving certificate expires (notAfter, Unix seconds).");
+	return st ? st : ng_prom_i64(out, name, NULL, 0, not_after);
+}
+
+/* serve_rows' indexes. */
+enum serve_row {
+	ROW_AUTOREQ,
+	ROW_LEASE,
+	ROW_GATE,
+	ROW_ACCESS_CHECKS,
+	ROW_REMEDIATE,
+	ROW_SERVER,
+	ROW_RENEWER,
+	ROW_COUNT
+};
+
+/* /metrics lists the rows' series in this order, which predates the table's start order. */
+static const uint8_t serve_metrics_order[] = {ROW_SERVER, ROW_AUTOREQ, ROW_REMEDIATE,
+					      ROW_ACCESS_CHECKS, ROW_GATE};
+
+/* The series of the layers the server does not know: every row's. */
+static ng_status render_rows(struct ng_buf *out, bool objects, void *ctx)
+{
+	const struct serve *s = ctx;
+	return cmd_wiring_render(&s->wiring, serve_metrics_order, sizeof(serve_metrics_order), out,
+				 objects);
 }
 
 /* The server's settings: the flags, the cache's watch and the controllers' hooks. */
@@ -637,8 +748,8 @@ static void server_config(struct serve *s)
 	    .objects = {c->deciders.n ? c->deciders.v : default_deciders,
 			c->deciders.n ? c->deciders.n : 1, s->authz},
 	    .watch = s->watch,
-	    .metrics_extra = render_controller,
-	    .metrics_ctx = &s->cm,
+	    .metrics_extra = render_rows,
+	    .metrics_ctx = s,
 	    .auto_request = s->autoreq ? submit_auto_request : NULL,
 	    .auto_request_ctx = s->autoreq,
 	    .client_ca_pem = s->client_ca,
@@ -689,25 +800,18 @@ static void raise_open_file_limit(int64_t max_connections)
 }
 
 /* Binds and serves; writes --port-file and logs "serving". 0 or -1 (logged or printed). */
-static int start_server(struct serve *s)
+static int start_server(void *ctx)
 {
-	s->cm.gate = s->gate;
-	s->cm.leader = s->leader;
-	s->cm.autoreq = s->autoreq;
-	s->cm.remediate = s->remediate;
+	struct serve *s = ctx;
 	if (!s->c.self_signed)
 		tls_files_changed(&s->c, &s->tls); /* remembers what is being served */
 	int64_t exp = 0;
 	struct ng_err err = {0};
 	if (cert_not_after(s->cert, &exp, &err) == NG_OK)
-		atomic_store(&s->cm.cert_not_after, exp); /* else GnuTLS judges the file below */
+		atomic_store(&s->cert_not_after, exp); /* else GnuTLS judges the file below */
 	/* Who may use the admin listener off loopback, and who may ask for a privileged
-	 * operation, are the API server's to say. Without one (snapshot files) nobody may ask for
-	 * a privileged operation. */
-	if (s->live && !access_checks(s, &err)) {
-		(void)fprintf(stderr, "nodegate: the access checks: %s\n", err.msg);
-		return -1;
-	}
+	 * operation, are the API server's to say (the access checks' row). Without one (snapshot
+	 * files) nobody may ask for a privileged operation. */
 	s->auth = s->admin_kube_auth ? s->authz : NULL;
 	server_config(s);
 	raise_open_file_limit(s->c.max_connections);
@@ -741,12 +845,70 @@ static int start_server(struct serve *s)
 		ng_log_bool(&l, "self_signed", s->c.self_signed != 0);
 		ng_log_end(&l);
 	}
-	if (s->c.self_signed && !(s->renewer = selfsigned_start(&s->ssc, &s->first, &err))) {
+	return 0;
+}
+
+static void stop_server(void *ctx)
+{
+	struct serve *s = ctx;
+	srv_destroy(s->srv, s->c.shutdown_grace_seconds * 1000);
+	s->srv = NULL;
+}
+
+/* --self-signed: renews the serving pair and hands it to the server. */
+static int start_renewer(void *ctx)
+{
+	struct serve *s = ctx;
+	struct ng_err err = {0};
+	s->renewer = selfsigned_start(&s->ssc, &s->first, &err);
+	if (!s->renewer) {
 		(void)fprintf(stderr, "nodegate: --self-signed: %s\n", err.msg);
 		return -1;
 	}
 	return 0;
 }
+
+static void stop_renewer(void *ctx)
+{
+	struct serve *s = ctx;
+	selfsigned_stop(s->renewer);
+	s->renewer = NULL;
+}
+
+/* What serve runs, in start order; stopped in reverse, readers before what they read (the
+ * renewer hands pairs to the server, the server asks the gate and the access checks, the
+ * controllers follow the lease). */
+static const struct cmd_controller serve_rows[ROW_COUNT] = {
+    [ROW_AUTOREQ] = {.name = "autorequest",
+		     .enabled = live,
+		     .start = start_autoreq,
+		     .stop = stop_autoreq,
+		     .render = render_autoreq},
+    [ROW_LEASE] = {.name = "lease", .enabled = gated, .start = start_lease, .stop = stop_lease},
+    [ROW_GATE] = {.name = "gate",
+		  .enabled = gated,
+		  .start = start_gate,
+		  .stop = stop_gate,
+		  .render = render_gate},
+    [ROW_ACCESS_CHECKS] = {.name = "access checks",
+			   .enabled = live,
+			   .start = start_access_checks,
+			   .stop = stop_access_checks,
+			   .render = render_access_checks},
+    [ROW_REMEDIATE] = {.name = "remediation",
+		       .enabled = gated,
+		       .start = start_remediate,
+		       .stop = stop_remediate,
+		       .render = render_remediate},
+    [ROW_SERVER] = {.name = "server",
+		    .start = start_server,
+		    .stop = stop_server,
+		    .render = render_certificate},
+    [ROW_RENEWER] = {.name = "renewer",
+		     .enabled = self_signed,
+		     .start = start_renewer,
+		     .stop = stop_renewer},
+};
 
 /* Until SIGTERM or SIGINT: SIGHUP and --tls-reload-seconds reload the serving pair, and SIGHUP
  * reloads the snapshot files (a live cache needs no reload). */
@@ -761,12 +923,12 @@ static void wait_for_signals(struct serve *s)
 		if (sig < 0) {
 			if (errno == EAGAIN && files && c->tls_reload_seconds &&
 			    tls_files_changed(c, &s->tls))
-				reload_certificate(c, s->srv, &s->cm.cert_not_after);
+				reload_certificate(c, s->srv, &s->cert_not_after);
 			continue;
 		}
 		if (sig == SIGHUP && files) {
 			(void)tls_files_changed(c, &s->tls);
-			reload_certificate(c, s->srv, &s->cm.cert_not_after);
+			reload_certificate(c, s->srv, &s->cert_not_after);
 		}
 		if (sig == SIGHUP && s->live)
 			continue; /* the watch keeps the cache current */
@@ -786,17 +948,11 @@ static void wait_for_signals(struct serve *s)
 	}
 }
 
-/* Stops whatever started, readers before what they read. */
+/* Stops whatever started, readers before what they read: the rows, then the cache. */
 static void shut_down(struct serve *s)
 {
-	selfsigned_stop(s->renewer); /* it hands pairs to the server */
-	srv_destroy(s->srv, s->c.shutdown_grace_seconds * 1000);
-	kube_auth_destroy(s->authz);
+	cmd_wiring_stop(&s->wiring);
 	free(s->client_ca);
-	remediate_stop(s->remediate);
-	gate_stop(s->gate);
-	autoreq_stop(s->autoreq);
-	leader_stop(s->leader); /* releases the lease for a quick takeover */
 	kube_watch_stop(s->watch);
 	kube_store_destroy(s->store);
 	ng_regex_teardown(); /* the compiled drain filters, now nothing can match them */
@@ -814,8 +970,9 @@ int cmd_serve(int argc, char **argv)
 		return rc;
 	block_signals(&s);
 	rc = 1;
-	if (open_store(&s) == 0 && load_or_watch_cache(&s) == 0 && start_controllers(&s) == 0 &&
-	    start_server(&s) == 0) {
+	s.wiring = (struct cmd_wiring){.rows = serve_rows, .n = ROW_COUNT, .ctx = &s};
+	if (open_store(&s) == 0 && load_or_watch_cache(&s) == 0 &&
+	    cmd_wiring_start(&s.wiring) == 0) {
 		wait_for_signals(&s);
 		rc = 0;
 	}
