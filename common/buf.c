@@ -109,9 +109,42 @@ ng_status ng_buf_i64(struct ng_buf *b, int64_t v)
 	return ng_buf_append(b, tmp, (size_t)n);
 }
 
+/* Whether @len bytes at @u need no escape in a JSON string (printable ASCII but '"' and '\\'). */
+static bool json_plain(const unsigned char *u, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (u[i] < 0x20 || u[i] >= 0x80 || u[i] == '"' || u[i] == '\\')
+			return false;
+	return true;
+}
+
+ng_status ng_buf_json_str_tail(struct ng_buf *b, const char *s, size_t len, const char *tail,
+			       size_t ntail)
+{
+	if (!json_plain((const unsigned char *)s, len)) {
+		ng_status st = ng_buf_json_str(b, s, len);
+		return st ? st : ng_buf_append(b, tail, ntail);
+	}
+	/* The common case, names and words: one reservation, one copy. */
+	ng_status st = reserve(b, len + 2 + ntail);
+	if (st != NG_OK)
+		return st;
+	char *d = b->data + b->len;
+	d[0] = '"';
+	memcpy(d + 1, s, len);
+	d[len + 1] = '"';
+	if (ntail)
+		memcpy(d + len + 2, tail, ntail);
+	b->len += len + 2 + ntail;
+	b->data[b->len] = '\0';
+	return NG_OK;
+}
+
 ng_status ng_buf_json_str(struct ng_buf *b, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
+	if (json_plain((const unsigned char *)s, len))
+		return ng_buf_json_str_tail(b, s, len, "", 0);
 	size_t start = b->len;
 	ng_status st = ng_buf_append(b, "\"", 1);
 	const unsigned char *u = (const unsigned char *)s;

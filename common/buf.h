@@ -38,6 +38,10 @@ NG_NODISCARD ng_status ng_buf_i64(struct ng_buf *b, int64_t v);
  * and any byte < 0x20. Invalid UTF-8 is replaced by U+FFFD so the output is always valid JSON.
  */
 NG_NODISCARD ng_status ng_buf_json_str(struct ng_buf *b, const char *s, size_t len);
+/** As ng_buf_json_str() followed by @ntail bytes of @tail (a key's ':' or nothing), in one
+ * append when @s needs no escape. */
+NG_NODISCARD ng_status ng_buf_json_str_tail(struct ng_buf *b, const char *s, size_t len,
+					    const char *tail, size_t ntail);
 /** Appends @len bytes at @p as standard base64 with padding (no line breaks). */
 NG_NODISCARD ng_status ng_buf_base64(struct ng_buf *b, const void *p, size_t len);
 

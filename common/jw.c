@@ -86,8 +86,7 @@ void ng_jw_key(struct ng_jw *w, const char *key)
 {
 	sep(w);
 	if (w->st == NG_OK)
-		w->st = ng_buf_json_str(w->b, key, strlen(key));
-	put(w, ":", 1);
+		w->st = ng_buf_json_str_tail(w->b, key, strlen(key), ":", 1);
 	w->after_key = true;
 }
 

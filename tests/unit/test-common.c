@@ -101,6 +101,12 @@ static void test_buf_json_string_escaping(void **state)
 		ng_buf_init(&b, 1024);
 		assert_int_equal(ng_buf_json_str(&b, cases[i].in, cases[i].len), NG_OK);
 		assert_string_equal(b.data, cases[i].out);
+		/* With a tail (a key's ':'), plain or escaped: the same string, then the tail. */
+		ng_buf_reset(&b);
+		assert_int_equal(ng_buf_json_str_tail(&b, cases[i].in, cases[i].len, ":", 1), NG_OK);
+		assert_int_equal(b.len, strlen(cases[i].out) + 1);
+		assert_memory_equal(b.data, cases[i].out, b.len - 1);
+		assert_int_equal(b.data[b.len - 1], ':');
 		ng_buf_finish(&b);
 	}
 	/* Over the cap: nothing of the string is left behind. */
@@ -108,6 +114,8 @@ static void test_buf_json_string_escaping(void **state)
 	ng_buf_init(&b, 6);
 	assert_int_equal(ng_buf_puts(&b, "x"), NG_OK);
 	assert_int_equal(ng_buf_json_str(&b, "abcdefgh", 8), NG_ELIMIT);
+	assert_string_equal(b.data, "x");
+	assert_int_equal(ng_buf_json_str_tail(&b, "abc", 3, ":", 1), NG_ELIMIT);
 	assert_string_equal(b.data, "x");
 	ng_buf_finish(&b);
 }
