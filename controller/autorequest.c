@@ -1,4 +1,5 @@
 #include "controller/autorequest.h"
+#include "controller/autorequest_internal.h"
 
 #include "budgets/selector.h"
 #include "common/buf.h"
@@ -35,8 +36,9 @@ static const char *const result_names[R_COUNT] = {"created", "exists", "dropped"
 
 struct autoreq {
 	struct autoreq_config cfg;
-	struct kube_runtime *rt;
-	pthread_mutex_t mu; /* guards the queue: submitted by admission threads */
+	struct kube_runtime *rt;    /* NULL when made by autoreq_create() */
+	struct kube_client *client; /* the runtime's, or the one given to autoreq_create() */
+	pthread_mutex_t mu;         /* guards the queue: submitted by admission threads */
 	struct item q[QUEUE_CAP];
 	size_t head, n;
 	/* The rate limit: a token bucket of per_minute tokens, refilled continuously. Runtime
@@ -193,7 +195,7 @@ static void create(struct autoreq *a, const struct item *it)
 	struct request_body rb = {it, name, requestor};
 	struct kube_write_result wr;
 	const struct kube_ref nds = {KUBE_KIND_ND, NULL, NULL};
-	kube_create(kube_runtime_client(a->rt), &nds, request_body, &rb, &wr);
+	kube_create(a->client, &nds, request_body, &rb, &wr);
 	enum result r = wr.outcome == KUBE_WRITE_OK ? R_CREATED
 			: wr.outcome == KUBE_WRITE_CONFLICT
 			    ? R_EXISTS /* another replica was first */
@@ -233,9 +235,8 @@ static int64_t take_token(struct autoreq *a)
 }
 
 /* One request per step: the oldest queued node, when the rate allows. */
-static int64_t step(struct kube_runtime *rt, void *ctx)
+int64_t autoreq_step(struct autoreq *a)
 {
-	struct autoreq *a = ctx;
 	pthread_mutex_lock(&a->mu);
 	if (a->n == 0) {
 		pthread_mutex_unlock(&a->mu);
@@ -258,7 +259,14 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 	return more ? KUBE_RUNTIME_AGAIN : KUBE_RUNTIME_IDLE;
 }
 
-struct autoreq *autoreq_start(const struct autoreq_config *cfg, struct ng_err *reterr)
+static int64_t step(struct kube_runtime *rt, void *ctx)
+{
+	(void)rt;
+	return autoreq_step(ctx);
+}
+
+struct autoreq *autoreq_create(const struct autoreq_config *cfg, struct kube_client *client,
+			       struct ng_err *reterr)
 {
 	struct autoreq *a = calloc(1, sizeof(*a));
 	if (!a) {
@@ -266,14 +274,25 @@ struct autoreq *autoreq_start(const struct autoreq_config *cfg, struct ng_err *r
 		return NULL;
 	}
 	a->cfg = *cfg;
+	a->client = client;
 	if (!a->cfg.per_minute)
 		a->cfg.per_minute = 60;
 	a->tokens = a->cfg.per_minute;
 	a->refilled_us = ng_now_mono_us();
 	pthread_mutex_init(&a->mu, NULL);
+	return a;
+}
+
+struct autoreq *autoreq_start(const struct autoreq_config *cfg, struct ng_err *reterr)
+{
+	struct autoreq *a = autoreq_create(cfg, NULL, reterr);
+	if (!a)
+		return NULL;
 	const struct scaffold_config sc = {
 	    .name = "autorequest", .kube = cfg->kube, .step = step, .ctx = a};
 	a->rt = scaffold_create(&sc, reterr);
+	if (a->rt)
+		a->client = kube_runtime_client(a->rt);
 	if (!a->rt || kube_runtime_start(a->rt, reterr) != NG_OK) {
 		autoreq_stop(a);
 		return NULL;

@@ -1,5 +1,6 @@
 /* serve --self-signed (controller/selfsigned.h). */
 #include "controller/selfsigned.h"
+#include "controller/selfsigned_internal.h"
 
 #include "certs/certs.h"
 #include "common/buf.h"
@@ -201,9 +202,10 @@ ng_status selfsigned_bootstrap(const struct selfsigned_config *cfg, struct kube_
 
 struct selfsigned {
 	struct selfsigned_config cfg;
-	struct kube_runtime *rt;
-	char *ca_pem;       /* the CA the current serving certificate is from */
-	int64_t renew_at_s; /* Unix seconds */
+	struct kube_runtime *rt;    /* NULL when made by selfsigned_create() */
+	struct kube_client *client; /* the runtime's, or the one given to selfsigned_create() */
+	char *ca_pem;               /* the CA the current serving certificate is from */
+	int64_t renew_at_s;         /* Unix seconds */
 };
 
 /* A webhook configuration whose caBundles need the CA. */
@@ -280,10 +282,9 @@ static void patch_bundles(struct selfsigned *s, struct kube_client *c)
 	ng_buf_finish(&want);
 }
 
-static int64_t step(struct kube_runtime *rt, void *ctx)
+int64_t selfsigned_step(struct selfsigned *s)
 {
-	struct selfsigned *s = ctx;
-	struct kube_client *c = kube_runtime_client(rt);
+	struct kube_client *c = s->client;
 	int64_t now_s = ng_now_wall_ms() / 1000;
 	int64_t next_s = now_s + PATCH_EVERY_S;
 	struct ca ca = {0};
@@ -323,8 +324,15 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 	return ng_now_mono_us() + (next_s - now_s) * 1000000;
 }
 
-struct selfsigned *selfsigned_start(const struct selfsigned_config *cfg,
-				    const struct selfsigned_first *first, struct ng_err *reterr)
+static int64_t step(struct kube_runtime *rt, void *ctx)
+{
+	(void)rt;
+	return selfsigned_step(ctx);
+}
+
+struct selfsigned *selfsigned_create(const struct selfsigned_config *cfg,
+				     const struct selfsigned_first *first,
+				     struct kube_client *client, struct ng_err *reterr)
 {
 	struct selfsigned *s = calloc(1, sizeof(*s));
 	if (!s || !(s->ca_pem = strdup(first->ca_pem))) {
@@ -335,9 +343,21 @@ struct selfsigned *selfsigned_start(const struct selfsigned_config *cfg,
 	s->cfg = *cfg;
 	int64_t now_s = ng_now_wall_ms() / 1000;
 	s->renew_at_s = now_s + (first->not_after - now_s) * 2 / 3;
+	s->client = client;
+	return s;
+}
+
+struct selfsigned *selfsigned_start(const struct selfsigned_config *cfg,
+				    const struct selfsigned_first *first, struct ng_err *reterr)
+{
+	struct selfsigned *s = selfsigned_create(cfg, first, NULL, reterr);
+	if (!s)
+		return NULL;
 	const struct scaffold_config sc = {
 	    .name = "certs", .kube = cfg->kube, .step = step, .ctx = s};
 	s->rt = scaffold_create(&sc, reterr);
+	if (s->rt)
+		s->client = kube_runtime_client(s->rt);
 	if (!s->rt || kube_runtime_start(s->rt, reterr) != NG_OK) {
 		selfsigned_stop(s);
 		return NULL;
