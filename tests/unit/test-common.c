@@ -103,7 +103,8 @@ static void test_buf_json_string_escaping(void **state)
 		assert_string_equal(b.data, cases[i].out);
 		/* With a tail (a key's ':'), plain or escaped: the same string, then the tail. */
 		ng_buf_reset(&b);
-		assert_int_equal(ng_buf_json_str_tail(&b, cases[i].in, cases[i].len, ":", 1), NG_OK);
+		assert_int_equal(ng_buf_json_str_tail(&b, cases[i].in, cases[i].len, ":", 1),
+				 NG_OK);
 		assert_int_equal(b.len, strlen(cases[i].out) + 1);
 		assert_memory_equal(b.data, cases[i].out, b.len - 1);
 		assert_int_equal(b.data[b.len - 1], ':');
