@@ -118,14 +118,10 @@ static bool json_plain(const unsigned char *u, size_t len)
 	return true;
 }
 
-ng_status ng_buf_json_str_tail(struct ng_buf *b, const char *s, size_t len, const char *tail,
-			       size_t ntail)
+/* @s (plain: json_plain()) quoted, then @ntail bytes of @tail: one reservation, one copy. */
+static ng_status put_plain(struct ng_buf *b, const char *s, size_t len, const char *tail,
+			   size_t ntail)
 {
-	if (!json_plain((const unsigned char *)s, len)) {
-		ng_status st = ng_buf_json_str(b, s, len);
-		return st ? st : ng_buf_append(b, tail, ntail);
-	}
-	/* The common case, names and words: one reservation, one copy. */
 	ng_status st = reserve(b, len + 2 + ntail);
 	if (st != NG_OK)
 		return st;
@@ -140,11 +136,21 @@ ng_status ng_buf_json_str_tail(struct ng_buf *b, const char *s, size_t len, cons
 	return NG_OK;
 }
 
+ng_status ng_buf_json_str_tail(struct ng_buf *b, const char *s, size_t len, const char *tail,
+			       size_t ntail)
+{
+	/* The common case, names and words, in one append. */
+	if (json_plain((const unsigned char *)s, len))
+		return put_plain(b, s, len, tail, ntail);
+	ng_status st = ng_buf_json_str(b, s, len);
+	return st ? st : ng_buf_append(b, tail, ntail);
+}
+
 ng_status ng_buf_json_str(struct ng_buf *b, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
 	if (json_plain((const unsigned char *)s, len))
-		return ng_buf_json_str_tail(b, s, len, "", 0);
+		return put_plain(b, s, len, "", 0);
 	size_t start = b->len;
 	ng_status st = ng_buf_append(b, "\"", 1);
 	const unsigned char *u = (const unsigned char *)s;
