@@ -108,8 +108,6 @@ ng_status pol_selector_for_pool(const char *text, const struct ng_intern *pool,
 	if (st == NG_OK)
 		st = pol_selector_to_pool(&sel, own, pool, arena, ret, reterr);
 	ng_intern_destroy(own);
-	if (st == NG_OK)
-		ret->present = true; /* "" selects every node */
 	return st;
 }
 
