@@ -28,23 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Appends "ns/name" of @p to @buf (@cap) as the @k-th of a list, "and N more" past MSG_PODS. */
-static void list_pod(const struct req *r, char *buf, size_t cap, size_t k, const struct kube_pod *p,
-		     const char *why)
-{
-	size_t len = strlen(buf);
-	if (k < MSG_PODS)
-		(void)snprintf(buf + len, cap - len, "%s%s/%s%s", k ? ", " : "", str(r, p->ns),
-			       p->name, why ? why : "");
-}
-
-static void list_more(char *buf, size_t cap, size_t k)
-{
-	size_t len = strlen(buf);
-	if (k > MSG_PODS)
-		(void)snprintf(buf + len, cap - len, " and %zu more", k - MSG_PODS);
-}
-
 /* waitForPodCompletion: true while it still waits. */
 bool waiting_for_pods(struct req *r, const struct kube_node *const *nodes, size_t nn)
 {
@@ -177,79 +160,28 @@ static bool evict_one(struct req *r, const struct kube_pod *p, uint64_t key, cha
 	ng_memo_put(&d->asked, key, r->now_mono_ms + wait_ms);
 	soon(r, r->now_mono_ms + wait_ms);
 	if (!*refusal)
-		ng_fmt(refusal, cap, "%s/%s: %s", ns, p->name,
-		       w.http == 429 ? "eviction refused for now (429)" : w.err.msg);
+		ng_fmt(refusal, cap, "%s/%s: %s%s", ns, p->name,
+		       w.http == 429 ? "eviction refused for now (429): " : "", w.err.msg);
 	if (w.http != 429)
 		count_write(d, &w, "pod not evicted",
 			    &(struct kube_ref){KUBE_KIND_POD, ns, p->name});
 	return false;
 }
 
-/* First pass of an attempt: pods that stop it before anything is evicted (kubectl's blocking
- * rule, protected Job pods). True when the attempt failed for them (already written). */
-static bool attempt_stopped(struct req *r, const struct kube_node *const *nodes, size_t nn,
-			    const struct pol_drain_rules *rules)
+/* Asks each chosen pod of @sv that is not yet leaving, and was not asked a moment ago, to go.
+ * The first refusal is in @refusal. */
+static void ask_to_leave(struct req *r, const struct pol_drain_survey *sv, char *refusal,
+			 size_t refusal_cap)
 {
-	size_t np;
-	const struct kube_pod *pods = kube_snapshot_pods(r->s, &np);
-	char blocked[600] = "", held[400] = "";
-	size_t nblocked = 0, nheld = 0;
-	const struct kube_selector *jobs = r->ngc ? &r->ngc->protected_job_pods : NULL;
-	for (size_t i = 0; i < nn; i++) {
-		size_t k;
-		const uint32_t *idx = kube_snapshot_pods_on_node(r->s, nodes[i]->name, &k);
-		for (size_t j = 0; j < k; j++) {
-			const struct kube_pod *p = &pods[idx[j]];
-			enum pol_drain_pod c = pol_drain_classify(r->pool, p, rules);
-			/* Nothing is evicted with strategy None: nothing can be lost. */
-			if ((c == POL_DRAIN_BLOCK_NO_CONTROLLER || c == POL_DRAIN_BLOCK_EMPTYDIR) &&
-			    r->x->drain.strategy != KUBE_DRAIN_NONE)
-				list_pod(r, blocked, sizeof(blocked), nblocked++, p,
-					 c == POL_DRAIN_BLOCK_NO_CONTROLLER
-					     ? " has no controller (set force)"
-					     : " uses emptyDir (set deleteEmptyDir)");
-			else if (c == POL_DRAIN_EVICT && pol_drain_protected_job(r->pool, p, jobs))
-				list_pod(r, held, sizeof(held), nheld++, p, NULL);
-		}
+	if (r->x->drain.strategy == KUBE_DRAIN_NONE)
+		return;
+	for (size_t i = 0; i < sv->nchosen; i++) {
+		const struct kube_pod *p = sv->chosen[i];
+		uint64_t key = pod_key(r, p);
+		if (!(p->flags & KUBE_POD_TERMINATING) &&
+		    !ng_memo_has(&r->d->asked, key, r->now_mono_ms))
+			(void)evict_one(r, p, key, refusal, refusal_cap);
 	}
-	if (!nblocked && !nheld)
-		return false;
-	list_more(blocked, sizeof(blocked), nblocked);
-	list_more(held, sizeof(held), nheld);
-	char why[1100];
-	if (nblocked)
-		ng_fmt(why, sizeof(why), "cannot drain: %s", blocked);
-	else
-		ng_fmt(why, sizeof(why), "held back by running Job pod %s", held);
-	fail_attempt(r, nblocked ? F_BLOCKED : F_HELD, why);
-	return true;
-}
-
-/* Second pass: asks each chosen pod that is not yet leaving to go. Returns how many chosen pods
- * are still there, named in @remaining; the first refusal is in @refusal. */
-static size_t ask_to_leave(struct req *r, const struct kube_node *const *nodes, size_t nn,
-			   const struct pol_drain_rules *rules, char *remaining, size_t cap,
-			   char *refusal, size_t refusal_cap)
-{
-	size_t np, left = 0;
-	const struct kube_pod *pods = kube_snapshot_pods(r->s, &np);
-	for (size_t i = 0; i < nn; i++) {
-		size_t k;
-		const uint32_t *idx = kube_snapshot_pods_on_node(r->s, nodes[i]->name, &k);
-		for (size_t j = 0; j < k; j++) {
-			const struct kube_pod *p = &pods[idx[j]];
-			if (pol_drain_classify(r->pool, p, rules) != POL_DRAIN_EVICT)
-				continue;
-			uint64_t key = pod_key(r, p);
-			if (r->x->drain.strategy != KUBE_DRAIN_NONE &&
-			    !(p->flags & KUBE_POD_TERMINATING) &&
-			    !ng_memo_has(&r->d->asked, key, r->now_mono_ms))
-				(void)evict_one(r, p, key, refusal, refusal_cap);
-			list_pod(r, remaining, cap, left++, p, NULL);
-		}
-	}
-	list_more(remaining, cap, left);
-	return left;
 }
 
 /* The request's entry in the chosen-pod counts (added when @add); NULL when none, or on OOM
@@ -311,10 +243,52 @@ static size_t volumes_attached(struct req *r, const struct kube_node *const *nod
 	return attached;
 }
 
-/* The attempt's evictions and waits. True when the pods are gone (and the volumes detached). */
-bool drain_pods(struct req *r, const struct kube_node *const *nodes, size_t nn)
+/* After the asks of an attempt: its counts, the volumes, the timeout and the message naming
+ * what each pod left waits for (@sv) and the first refusal. True when the pods are gone (and
+ * the volumes detached). */
+static bool attempt_waits(struct req *r, const struct kube_node *const *nodes, size_t nn,
+			  const struct pol_drain_survey *sv, const char *refusal)
 {
 	const struct kube_nd_drain *dr = &r->x->drain;
+	count_pods(r, sv->nchosen);
+	size_t attached = r->ds.remaining ? 0 : volumes_attached(r, nodes, nn);
+	if (r->ds.remaining == 0 && attached == 0)
+		return true;
+	const char *sep = *refusal ? "; " : "";
+	if (pol_drain_timed_out(r->ds.attempt_started_ms, dr->timeout_s, r->now_ms)) {
+		char why[sizeof(r->msg)];
+		if (r->ds.remaining)
+			ng_fmt(why, sizeof(why),
+			       "timed out after %llds with %lld pod(s) left: %s%s%s",
+			       (long long)dr->timeout_s, (long long)r->ds.remaining, sv->left, sep,
+			       refusal);
+		else
+			ng_fmt(why, sizeof(why),
+			       "timed out after %llds waiting for %zu volume attachment(s)",
+			       (long long)dr->timeout_s, attached);
+		fail_attempt(r, F_TIMEOUT, why);
+		return false;
+	}
+	if (dr->timeout_s > 0)
+		soon(r, r->now_mono_ms +
+			    (r->ds.attempt_started_ms + dr->timeout_s * 1000 - r->now_ms));
+	r->phase = POL_PH_DRAINING;
+	if (r->ds.remaining)
+		ng_fmt(r->msg, sizeof(r->msg),
+		       "attempt %lld: waiting for %lld pod(s) to go: %s%s%s",
+		       (long long)r->ds.attempts + 1, (long long)r->ds.remaining, sv->left, sep,
+		       refusal);
+	else
+		ng_fmt(r->msg, sizeof(r->msg), "waiting for %zu volume attachment(s) to detach",
+		       attached);
+	(void)write_status(r);
+	return false;
+}
+
+/* The attempt's evictions and waits: policy surveys the pods, then the drainer asks those
+ * chosen to go. True when the pods are gone (and the volumes detached). */
+bool drain_pods(struct req *r, const struct kube_node *const *nodes, size_t nn)
+{
 	if (pol_drain_backing_off(r->ds.backoff_until_ms, r->now_ms)) {
 		/* Still backing off: keep the message of the failed attempt. */
 		soon(r, r->now_mono_ms + (r->ds.backoff_until_ms - r->now_ms));
@@ -333,47 +307,23 @@ bool drain_pods(struct req *r, const struct kube_node *const *nodes, size_t nn)
 		(void)write_status(r);
 		return false;
 	}
-	char remaining[400] = "", refusal[300] = "";
-	bool stopped = attempt_stopped(r, nodes, nn, &rules);
-	size_t left = stopped ? 0
-			      : ask_to_leave(r, nodes, nn, &rules, remaining, sizeof(remaining),
-					     refusal, sizeof(refusal));
+	const struct pol_drain_context cx = {&rules, r->x->drain.strategy != KUBE_DRAIN_NONE,
+					     r->ngc ? &r->ngc->protected_job_pods : NULL, r->nd,
+					     r->now_ms};
+	struct pol_drain_survey *sv = ng_arena_alloc(r->arena, sizeof(*sv));
+	bool ok = sv && pol_drain_survey(r->s, nodes, nn, &cx, r->arena, sv) == NG_OK;
 	put_rules(&rules);
-	if (stopped)
-		return false;
-	count_pods(r, left);
-	size_t attached = r->ds.remaining ? 0 : volumes_attached(r, nodes, nn);
-	if (r->ds.remaining == 0 && attached == 0)
-		return true;
-	const char *sep = *refusal ? "; " : "";
-	if (pol_drain_timed_out(r->ds.attempt_started_ms, dr->timeout_s, r->now_ms)) {
-		char why[900];
-		if (r->ds.remaining)
-			ng_fmt(why, sizeof(why),
-			       "timed out after %llds with %lld pod(s) left: %s%s%s",
-			       (long long)dr->timeout_s, (long long)r->ds.remaining, remaining, sep,
-			       refusal);
-		else
-			ng_fmt(why, sizeof(why),
-			       "timed out after %llds waiting for %zu volume attachment(s)",
-			       (long long)dr->timeout_s, attached);
-		fail_attempt(r, F_TIMEOUT, why);
+	if (!ok) {
+		soon(r, r->now_mono_ms + POLL_MS); /* out of memory: try again shortly */
 		return false;
 	}
-	if (dr->timeout_s > 0)
-		soon(r, r->now_mono_ms +
-			    (r->ds.attempt_started_ms + dr->timeout_s * 1000 - r->now_ms));
-	r->phase = POL_PH_DRAINING;
-	if (r->ds.remaining)
-		ng_fmt(r->msg, sizeof(r->msg),
-		       "attempt %lld: waiting for %lld pod(s) to go: %s%s%s",
-		       (long long)r->ds.attempts + 1, (long long)r->ds.remaining, remaining, sep,
-		       refusal);
-	else
-		ng_fmt(r->msg, sizeof(r->msg), "waiting for %zu volume attachment(s) to detach",
-		       attached);
-	(void)write_status(r);
-	return false;
+	if (*sv->stop) {
+		fail_attempt(r, sv->nblocked ? F_BLOCKED : F_HELD, sv->stop);
+		return false;
+	}
+	char refusal[300] = "";
+	ask_to_leave(r, sv, refusal, sizeof(refusal));
+	return attempt_waits(r, nodes, nn, sv, refusal);
 }
 
 /* The operation Job's name for one node: stable, short enough for a label value. */

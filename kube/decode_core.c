@@ -319,6 +319,19 @@ static ng_status pod_requests(struct kd_ctx *c, const cJSON *spec, struct kube_p
 	return NG_OK;
 }
 
+/* The first of metadata.finalizers: the drainer names it for a pod that does not go. */
+static ng_status pod_finalizer(struct kd_ctx *c, const cJSON *meta, struct kube_pod *p)
+{
+	p->finalizer = NG_INTERN_NONE;
+	const cJSON *fins = ng_json_get(meta, "finalizers");
+	const cJSON *first = cJSON_IsArray(fins) ? fins->child : NULL;
+	if (!first || !cJSON_IsString(first))
+		return NG_OK;
+	if (first->next)
+		p->flags |= KUBE_POD_MORE_FINALIZERS;
+	return kd_intern(c, first->valuestring, &p->finalizer);
+}
+
 ng_status kd_decode_pod(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
 {
 	uint32_t ns = id->ns_id;
@@ -344,6 +357,8 @@ ng_status kd_decode_pod(struct kd_ctx *c, const cJSON *o, const struct kd_id *id
 	const cJSON *del = ng_json_get(meta, "deletionTimestamp");
 	if (del && !cJSON_IsNull(del))
 		p->flags |= KUBE_POD_TERMINATING;
+	if ((st = pod_finalizer(c, meta, p)) != NG_OK)
+		return st;
 	const cJSON *pconds = ng_json_get(ng_json_get(o, "status"), "conditions");
 	for (const cJSON *e = cJSON_IsArray(pconds) ? pconds->child : NULL; e; e = e->next) {
 		const char *t = ng_json_str(e, "type"), *v = ng_json_str(e, "status");

@@ -88,6 +88,7 @@ void kube_ids_pod(const void *rec, kube_id_fn fn, void *ctx)
 	fn(ctx, p->ns);
 	fn(ctx, p->node);
 	fn(ctx, p->owner_kind);
+	fn(ctx, p->finalizer);
 	labels(fn, ctx, p->labels, p->nlabels);
 	ids(fn, ctx, p->claims, p->nclaims);
 	ids(fn, ctx, p->requests, p->nrequests);

@@ -178,6 +178,7 @@ enum kube_pod_flag {
 	KUBE_POD_EMPTYDIR = 1u << 3,    /* has an emptyDir volume (its data dies with the pod) */
 	KUBE_POD_DND_INVALID = 1u << 4, /* do-not-disrupt annotation unreadable: protects */
 	KUBE_POD_READY = 1u << 5,       /* condition Ready=True: healthy, as a PDB counts it */
+	KUBE_POD_MORE_FINALIZERS = 1u << 6, /* metadata.finalizers has more than @finalizer */
 };
 
 struct kube_pod {
@@ -188,6 +189,9 @@ struct kube_pod {
 	uint8_t phase;       /* enum kube_pod_phase */
 	uint8_t flags;       /* enum kube_pod_flag */
 	uint16_t nlabels, nclaims, nrequests;
+	/* The first of metadata.finalizers (what keeps a terminating pod), NG_INTERN_NONE when
+	 * none: fits the padding before @labels. */
+	uint32_t finalizer;
 	const struct kube_label *labels; /* sorted by key id */
 	const uint32_t *claims;          /* PVC names (in ns) mounted by the pod */
 	/* The distinct resource names of the containers' requests and limits: what drain

@@ -281,16 +281,30 @@ void kube_create(struct kube_client *c, const struct kube_ref *collection, kube_
 }
 
 /* details.retryAfterSeconds of a Status answer; 0 when absent or unreadable. */
-static int64_t retry_after_s(const struct ng_buf *resp)
+/* A refused eviction's Status answer: its details.retryAfterSeconds (0 when none) and, into
+ * @ret->err, its message and its first cause's ("Cannot evict pod as it would violate the pod's
+ * disruption budget. (The disruption budget db needs 2 healthy pods and has 2 currently)", or
+ * the words of the admission webhook that denied it) in place of the raw answer. */
+static int64_t read_refusal(const struct ng_buf *resp, struct kube_write_result *ret)
 {
 	struct ng_arena *a = resp->len ? ng_arena_create((64u << 10) + 8 * resp->len) : NULL;
 	cJSON *root = NULL;
 	int64_t secs = 0;
-	if (a && ng_json_parse(resp->data, resp->len, a, &root, NULL) == NG_OK &&
-	    (!ng_json_int64(ng_json_get(ng_json_get(root, "details"), "retryAfterSeconds"),
-			    &secs) ||
-	     secs < 0))
+	if (!a || ng_json_parse(resp->data, resp->len, a, &root, NULL) != NG_OK) {
+		ng_arena_destroy(a);
+		return 0;
+	}
+	const cJSON *details = ng_json_get(root, "details");
+	if (!ng_json_int64(ng_json_get(details, "retryAfterSeconds"), &secs) || secs < 0)
 		secs = 0;
+	const char *msg = ng_json_str(root, "message");
+	const cJSON *causes = ng_json_get(details, "causes");
+	const char *cause =
+	    cJSON_IsArray(causes) && causes->child ? ng_json_str(causes->child, "message") : NULL;
+	if (msg && cause)
+		(void)ng_err_set(&ret->err, NG_EKUBE, 0, "%.120s (%.120s)", msg, cause);
+	else if (msg)
+		(void)ng_err_set(&ret->err, NG_EKUBE, 0, "%.240s", msg);
 	ng_arena_destroy(a);
 	return secs;
 }
@@ -315,7 +329,9 @@ void kube_evict_pod(struct kube_client *c, const char *ns, const char *name,
 	const struct kube_ref ref = {KUBE_KIND_POD, ns, name};
 	send_timed(c, "POST", &ref, "eviction", "application/json", ng_jw_finish(&w), &b,
 		   KUBE_WRITE_TIMEOUT_MS, &resp, ret);
-	*ret_retry_after_s = ret->http == 429 ? retry_after_s(&resp) : 0;
+	*ret_retry_after_s = ret->outcome == KUBE_WRITE_REFUSED ? read_refusal(&resp, ret) : 0;
+	if (ret->http != 429)
+		*ret_retry_after_s = 0;
 	ng_buf_finish(&resp);
 	ng_buf_finish(&b);
 }

@@ -149,7 +149,8 @@ void kube_send_object(struct kube_client *c, const char *method, const struct ku
 /**
  * Asks the Eviction API to evict pod @ns/@name (POST pods/@name/eviction, policy/v1). A 429 (a
  * PodDisruptionBudget or a webhook said "not now") is KUBE_WRITE_REFUSED with http 429 and
- * *@ret_retry_after_s the answer's details.retryAfterSeconds (0 when it names none).
+ * *@ret_retry_after_s the answer's details.retryAfterSeconds (0 when it names none). A refusal
+ * (4xx) carries the answer's message and its first cause's in @ret->err, not the raw answer.
  */
 void kube_evict_pod(struct kube_client *c, const char *ns, const char *name,
 		    int64_t *ret_retry_after_s, struct kube_write_result *ret);

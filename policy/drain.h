@@ -98,4 +98,48 @@ bool pol_pod_active(const struct kube_pod *p);
 size_t pol_drain_waiting(const struct kube_snapshot *s, const struct kube_node *const *nodes,
 			 size_t nn, const struct kube_selector *sel, char *msg, size_t cap);
 
+/* What the survey of an attempt needs besides the snapshot. */
+struct pol_drain_context {
+	const struct pol_drain_rules *rules;
+	bool evicts; /* the strategy asks pods to go (not None): blocking pods stop the attempt */
+	const struct kube_selector *protected_jobs; /* NodeGateConfig protectedJobPods; NULL */
+	const struct kube_nd *nd;                   /* the request (its type may override
+						       do-not-disrupt); NULL */
+	int64_t now_wall_ms;
+};
+
+/* An attempt's pods, as the drainer sees them before it asks anyone to go. */
+struct pol_drain_survey {
+	size_t nblocked, nheld;
+	char blocked[700]; /* "ns/a has no controller (set force), ..." */
+	char held[400];    /* running Job pods NodeGateConfig protectedJobPods holds */
+	/* Why the attempt stops before anything is asked ("cannot drain: ...", "held back by
+	 * running Job pod ..."); "" when it goes on. */
+	char stop[1200];
+	/* The pods the drain chooses (POL_DRAIN_EVICT) still on the nodes, in @arena, and their
+	 * list for a message: "ns/a (PodDisruptionBudget ns/x allows 0 disruptions: ...), ns/b". */
+	const struct kube_pod **chosen;
+	size_t nchosen, cap;
+	char left[900];
+};
+
+/**
+ * The pods on @nodes (@nn, of @s) under @cx: those that stop the attempt (kubectl's blocking
+ * rule unless nothing is evicted, then protected Job pods) and those it chooses, each named
+ * with what holds it (pol_drain_pod_blocker()). NG_ENOMEM.
+ */
+NG_NODISCARD ng_status pol_drain_survey(const struct kube_snapshot *s,
+					const struct kube_node *const *nodes, size_t nn,
+					const struct pol_drain_context *cx, struct ng_arena *arena,
+					struct pol_drain_survey *ret);
+
+/**
+ * What holds chosen pod @p of @s that has not gone, as " (why)" into @buf (@cap), "" when
+ * nothing is known to: terminating with a finalizer (named), do-not-disrupt on the pod or its
+ * node (unless @nd's type overrides it), or a PodDisruptionBudget of its namespace that
+ * selects it, counts it healthy and allows no disruption (named, with its counts).
+ */
+void pol_drain_pod_blocker(const struct kube_snapshot *s, const struct kube_nd *nd,
+			   const struct kube_pod *p, int64_t now_wall_ms, char *buf, size_t cap);
+
 #endif

@@ -650,6 +650,8 @@ class DrainScenarios(DrainTest):
         log(f"{name}: 2 failed attempts after {waited:.1f} s; Ready {c.get('reason')}: {c.get('message')!r}")
         self.assertEqual(c["status"], "False", c)
         self.assertNotEqual(c["reason"], "Drained", c)
+        self.assertIn("default/web-1 (PodDisruptionBudget default/web allows 0 disruptions", c["message"],
+                      "the wait must name the PodDisruptionBudget that holds the pod")
         self.assertTrue(self.present(WEB), "the PDB-protected pod must not be removed")
         self.assertTrue(self.cordoned(), "the node stays cordoned")
         tries = [ok for p, ok in self.drainer_evictions() if p == WEB]

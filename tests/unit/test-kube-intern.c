@@ -301,6 +301,8 @@ static const char EXTRA[] =
     "\"spec\":{\"taints\":[{\"key\":\"x-taint\",\"value\":\"x-taint-value\","
     "\"effect\":\"NoSchedule\"}]},\"status\":{\"conditions\":[{\"type\":\"x-condition\","
     "\"status\":\"True\"}]}},"
+    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"x-pod\","
+    "\"namespace\":\"x-pod-ns\",\"finalizers\":[\"x-pod-fin\",\"x-other\"]}},"
     "{\"kind\":\"NodeDisruptionTemplate\",\"apiVersion\":\"nodegate.io/v1alpha1\","
     "\"metadata\":{\"name\":\"x-ndt\"},\"spec\":{\"type\":\"x-ndt-type\",\"requestor\":"
     "\"x-ndt-requestor\",\"drain\":{\"evictionStrategy\":\"Sideways\"}}},"
@@ -424,7 +426,7 @@ static void test_record_ids_visit_every_interned_string(void **state)
 	assert_int_equal(ng_json_parse(EXTRA, strlen(EXTRA), a, &root, &err), NG_OK);
 	size_t before = objects;
 	walk(root, "EXTRA");
-	assert_int_equal(objects - before, 8);
+	assert_int_equal(objects - before, 9);
 	ng_arena_destroy(a);
 	print_message("# %zu objects checked\n", objects);
 	for (int r = 0; r < KUBE_RES_COUNT; r++) {
