@@ -335,7 +335,7 @@ static ng_status decode_as(struct ng_intern *pool, struct ng_arena *scratch, enu
 	const cJSON *meta = ng_json_get(obj, "metadata");
 	const char *name = ng_json_str(meta, "name");
 	const char *ns = ng_json_str(meta, "namespace");
-	const struct kube_kind *k = &kube_kinds[res];
+	const struct kube_kind_row *k = &kube_kinds[res];
 	const char *kind = k->kind;
 	if ((!name && !name_optional) || (name && !*name))
 		return where ? ng_err_set(reterr, NG_EPARSE, 0, "%s (%s): metadata.name: required",
@@ -392,7 +392,7 @@ ng_status kube_decode_as(struct ng_intern *pool, struct ng_arena *scratch, enum 
 
 /* Whether @api (an object's apiVersion) is one @k reads: its group and version, or any version
  * of its group for nodegate's own kinds. */
-static bool api_matches(const struct kube_kind *k, const char *api)
+static bool api_matches(const struct kube_kind_row *k, const char *api)
 {
 	size_t glen = strlen(k->group);
 	if (!api)

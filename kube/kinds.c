@@ -78,7 +78,7 @@ static bool same_pod(const void *a, const void *b)
 
 /* ---- the rows ---- */
 
-const struct kube_kind kube_kinds[KUBE_RES_COUNT] = {
+const struct kube_kind_row kube_kinds[KUBE_RES_COUNT] = {
     [KUBE_RES_NODES] =
 	{
 	    .group = "",
@@ -91,6 +91,7 @@ const struct kube_kind kube_kinds[KUBE_RES_COUNT] = {
 	    .decode = kd_decode_node,
 	    .index = kube_index_node_labels,
 	    .dump = kube_dump_node,
+	    .write = KUBE_KIND_NODE,
 	},
     [KUBE_RES_PODS] =
 	{
@@ -107,6 +108,7 @@ const struct kube_kind kube_kinds[KUBE_RES_COUNT] = {
 	    .decode = kd_decode_pod,
 	    .index = kube_index_pods,
 	    .dump = kube_dump_pod,
+	    .write = KUBE_KIND_POD,
 	},
     [KUBE_RES_PVCS] =
 	{
@@ -147,6 +149,7 @@ const struct kube_kind kube_kinds[KUBE_RES_COUNT] = {
 	    .decode = kd_decode_nd,
 	    .index = kube_index_nd_grants,
 	    .dump = kube_dump_nd,
+	    .write = KUBE_KIND_ND,
 	},
     [KUBE_RES_ADBS] =
 	{
@@ -163,6 +166,7 @@ const struct kube_kind kube_kinds[KUBE_RES_COUNT] = {
 	    .decode = kd_decode_adb,
 	    .index = kube_index_adbs,
 	    .dump = kube_dump_adb,
+	    .write = KUBE_KIND_ADB,
 	},
     [KUBE_RES_NDBS] =
 	{
@@ -177,6 +181,7 @@ const struct kube_kind kube_kinds[KUBE_RES_COUNT] = {
 	    .ids = kube_ids_ndb,
 	    .decode = kd_decode_ndb,
 	    .dump = kube_dump_ndb,
+	    .write = KUBE_KIND_NDB,
 	},
     [KUBE_RES_NGCS] =
 	{
@@ -191,6 +196,7 @@ const struct kube_kind kube_kinds[KUBE_RES_COUNT] = {
 	    .ids = kube_ids_ngc,
 	    .decode = kd_decode_ngc,
 	    .dump = kube_dump_ngc,
+	    .write = KUBE_KIND_NGC,
 	},
     [KUBE_RES_NDTS] =
 	{
@@ -221,6 +227,7 @@ const struct kube_kind kube_kinds[KUBE_RES_COUNT] = {
 	    .ids = kube_ids_nrem,
 	    .decode = kd_decode_nrem,
 	    .dump = kube_dump_nrem,
+	    .write = KUBE_KIND_NREM,
 	},
     [KUBE_RES_PDBS] =
 	{
@@ -238,6 +245,14 @@ const struct kube_kind kube_kinds[KUBE_RES_COUNT] = {
 	},
 };
 
+const struct kube_kind_row *kube_kind_of_write(enum kube_kind k)
+{
+	for (size_t r = 0; k != KUBE_KIND_NONE && r < KUBE_RES_COUNT; r++)
+		if (kube_kinds[r].write == k)
+			return &kube_kinds[r];
+	return NULL;
+}
+
 const char *kube_resource_name(enum kube_resource r)
 {
 	return r < KUBE_RES_COUNT ? kube_kinds[r].plural : "unknown";
@@ -245,7 +260,7 @@ const char *kube_resource_name(enum kube_resource r)
 
 void kube_kind_path(enum kube_resource r, char *buf, size_t cap)
 {
-	const struct kube_kind *k = &kube_kinds[r];
+	const struct kube_kind_row *k = &kube_kinds[r];
 	(void)snprintf(buf, cap, "%s%s/%s/%s", *k->group ? "/apis/" : "/api", k->group, k->version,
 		       k->plural);
 }

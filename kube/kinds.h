@@ -9,6 +9,7 @@
 #define NG_KUBE_KINDS_H
 
 #include "kube/internal.h"
+#include "kube/write.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -31,7 +32,7 @@ typedef void kube_ids_fn(const void *rec, kube_id_fn fn, void *ctx);
 /* Writes record @i of a snapshot's table of the kind as one JSON object (kube/dump.c). */
 typedef void kube_dump_fn(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i);
 
-struct kube_kind {
+struct kube_kind_row {
 	const char *group;   /* API group: "" for the core group */
 	const char *version; /* "v1", "v1alpha1" */
 	const char *plural;  /* "pods": path, metrics label `resource`, /debug/cache section */
@@ -49,9 +50,15 @@ struct kube_kind {
 	kube_compact_fn *compact; /* NULL: the record keeps an arena and an interned name */
 	kube_index_fn *index;     /* NULL: no index beyond the identity key */
 	kube_dump_fn *dump;       /* its /debug/cache object (kube/dump.c) */
+	/* How kube/write.h names it in a struct kube_ref; its paths and apiVersion come from this
+	 * row. KUBE_KIND_NONE: nodegate never writes it. */
+	enum kube_kind write;
 };
 
-extern const struct kube_kind kube_kinds[KUBE_RES_COUNT];
+/** The row whose write target is @k; NULL for a kind nodegate writes without caching it. */
+const struct kube_kind_row *kube_kind_of_write(enum kube_kind k);
+
+extern const struct kube_kind_row kube_kinds[KUBE_RES_COUNT];
 
 /* Longest list/watch path a row gives. */
 #define KUBE_KIND_PATH_MAX 160

@@ -29,7 +29,7 @@ uint64_t kube_record_key(enum kube_resource r, const void *rec)
 
 bool kube_record_same(enum kube_resource r, const void *a, const void *b)
 {
-	const struct kube_kind *k = &kube_kinds[r];
+	const struct kube_kind_row *k = &kube_kinds[r];
 	return k->same ? k->same(a, b) : k->key(a) == k->key(b);
 }
 

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "kube/client.h"
 #include "kube/internal.h"
+#include "kube/kinds.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,32 +20,43 @@
 /* The answer is read only for its status and, on failure, its message. */
 #define RESPONSE_CAP_BYTES (1u << 20)
 
-static const struct {
-	const char *name, *prefix, *plural;
-	bool namespaced;
-} kinds[KUBE_KIND_COUNT] = {
-    [KUBE_KIND_NODE] = {"Node", "/api/v1", "nodes", false},
-    [KUBE_KIND_POD] = {"Pod", "/api/v1", "pods", true},
-    [KUBE_KIND_EVENT] = {"Event", "/api/v1", "events", true},
-    [KUBE_KIND_LEASE] = {"Lease", "/apis/coordination.k8s.io/v1", "leases", true},
-    [KUBE_KIND_ND] = {"NodeDisruption", "/apis/nodegate.io/v1alpha1", "nodedisruptions", false},
-    [KUBE_KIND_NDB] = {"NodeDisruptionBudget", "/apis/nodegate.io/v1alpha1",
-		       "nodedisruptionbudgets", false},
-    [KUBE_KIND_ADB] = {"ApplicationDisruptionBudget", "/apis/nodegate.io/v1alpha1",
-		       "applicationdisruptionbudgets", true},
-    [KUBE_KIND_NGC] = {"NodeGateConfig", "/apis/nodegate.io/v1alpha1", "nodegateconfigs", false},
-    [KUBE_KIND_NREM] = {"NodeRemediation", "/apis/nodegate.io/v1alpha1", "noderemediations", false},
-    [KUBE_KIND_JOB] = {"Job", "/apis/batch/v1", "jobs", true},
-    [KUBE_KIND_SECRET] = {"Secret", "/api/v1", "secrets", true},
-    [KUBE_KIND_VWC] = {"ValidatingWebhookConfiguration", "/apis/admissionregistration.k8s.io/v1",
-		       "validatingwebhookconfigurations", false},
-    [KUBE_KIND_MWC] = {"MutatingWebhookConfiguration", "/apis/admissionregistration.k8s.io/v1",
-		       "mutatingwebhookconfigurations", false},
+/* The kinds nodegate writes without caching them; a cached kind it writes is its kube_kinds[]
+ * row (its `write`), so each kind's API facts are in one place. */
+static const struct kube_kind_row uncached[KUBE_KIND_COUNT] = {
+    [KUBE_KIND_EVENT] =
+	{.group = "", .version = "v1", .plural = "events", .kind = "Event", .namespaced = true},
+    [KUBE_KIND_LEASE] = {.group = "coordination.k8s.io",
+			 .version = "v1",
+			 .plural = "leases",
+			 .kind = "Lease",
+			 .namespaced = true},
+    [KUBE_KIND_JOB] =
+	{.group = "batch", .version = "v1", .plural = "jobs", .kind = "Job", .namespaced = true},
+    [KUBE_KIND_SECRET] =
+	{.group = "", .version = "v1", .plural = "secrets", .kind = "Secret", .namespaced = true},
+    [KUBE_KIND_VWC] = {.group = "admissionregistration.k8s.io",
+		       .version = "v1",
+		       .plural = "validatingwebhookconfigurations",
+		       .kind = "ValidatingWebhookConfiguration"},
+    [KUBE_KIND_MWC] = {.group = "admissionregistration.k8s.io",
+		       .version = "v1",
+		       .plural = "mutatingwebhookconfigurations",
+		       .kind = "MutatingWebhookConfiguration"},
 };
+
+/* The API facts of @k: its cached row or its entry above; NULL for none. */
+static const struct kube_kind_row *api_of(enum kube_kind k)
+{
+	if (k <= KUBE_KIND_NONE || k >= KUBE_KIND_COUNT)
+		return NULL;
+	const struct kube_kind_row *row = kube_kind_of_write(k);
+	return row ? row : uncached[k].kind ? &uncached[k] : NULL;
+}
 
 const char *kube_kind_name(enum kube_kind k)
 {
-	return k < KUBE_KIND_COUNT ? kinds[k].name : "?";
+	const struct kube_kind_row *a = api_of(k);
+	return a ? a->kind : "?";
 }
 
 const char *kube_write_outcome_str(enum kube_write_outcome o)
@@ -55,13 +67,14 @@ const char *kube_write_outcome_str(enum kube_write_outcome o)
 
 ng_status kube_ref_path(const struct kube_ref *ref, const char *sub, char *out, size_t cap)
 {
-	if (ref->kind >= KUBE_KIND_COUNT || (kinds[ref->kind].namespaced && !ref->ns))
+	const struct kube_kind_row *a = api_of(ref->kind);
+	if (!a || (a->namespaced && !ref->ns))
 		return NG_EINVAL;
-	bool ns = kinds[ref->kind].namespaced;
-	int n = snprintf(out, cap, "%s%s%s/%s%s%s%s%s", kinds[ref->kind].prefix,
-			 ns ? "/namespaces/" : "", ns ? ref->ns : "", kinds[ref->kind].plural,
-			 ref->name ? "/" : "", ref->name ? ref->name : "", sub ? "/" : "",
-			 sub ? sub : "");
+	bool ns = a->namespaced;
+	int n = snprintf(out, cap, "%s%s/%s%s%s/%s%s%s%s%s", *a->group ? "/apis/" : "/api",
+			 a->group, a->version, ns ? "/namespaces/" : "", ns ? ref->ns : "",
+			 a->plural, ref->name ? "/" : "", ref->name ? ref->name : "",
+			 sub ? "/" : "", sub ? sub : "");
 	return n < 0 || (size_t)n >= cap ? NG_ELIMIT : NG_OK;
 }
 
@@ -224,10 +237,11 @@ static void event_body(struct ng_jw *w, const struct kube_event *ev)
 	ng_jw_obj_end(w);
 	ng_jw_key(w, "involvedObject");
 	ng_jw_obj(w);
-	ng_jw_kstr(w, "apiVersion",
-		   strcmp(kinds[ev->about.kind].prefix, "/api/v1") == 0
-		       ? "v1"
-		       : kinds[ev->about.kind].prefix + sizeof("/apis/") - 1);
+	const struct kube_kind_row *a = api_of(ev->about.kind);
+	char api_version[128];
+	ng_fmt(api_version, sizeof(api_version), "%s%s%s", a ? a->group : "",
+	       a && *a->group ? "/" : "", a ? a->version : "");
+	ng_jw_kstr(w, "apiVersion", api_version);
 	ng_jw_kstr(w, "kind", kube_kind_name(ev->about.kind));
 	if (ev->about.ns)
 		ng_jw_kstr(w, "namespace", ev->about.ns);

@@ -27,6 +27,7 @@ struct ng_jw;
 
 /* The kinds nodegate writes. */
 enum kube_kind {
+	KUBE_KIND_NONE, /* not written: the write target of a cached kind nodegate only reads */
 	KUBE_KIND_NODE,
 	KUBE_KIND_POD,
 	KUBE_KIND_EVENT,

@@ -277,6 +277,24 @@ static void test_paths(void **state)
 	assert_int_equal(kube_ref_path(&no_ns, NULL, path, sizeof(path)), NG_EINVAL);
 	const struct kube_ref lease = {KUBE_KIND_LEASE, "nodegate", "a-very-long-lease-name-x"};
 	assert_int_equal(kube_ref_path(&lease, NULL, path, 32), NG_ELIMIT);
+	/* a cached kind's path comes from its cache row, a written-only kind's from write.c */
+	const struct kube_ref nd = {KUBE_KIND_ND, NULL, "m1"};
+	assert_int_equal(kube_ref_path(&nd, "status", path, sizeof(path)), NG_OK);
+	assert_string_equal(path, "/apis/nodegate.io/v1alpha1/nodedisruptions/m1/status");
+	const struct kube_ref job = {KUBE_KIND_JOB, "ops", NULL};
+	assert_int_equal(kube_ref_path(&job, NULL, path, sizeof(path)), NG_OK);
+	assert_string_equal(path, "/apis/batch/v1/namespaces/ops/jobs");
+	/* a reference that names no kind has no path */
+	const struct kube_ref none = {KUBE_KIND_NONE, "default", "x"};
+	assert_int_equal(kube_ref_path(&none, NULL, path, sizeof(path)), NG_EINVAL);
+	assert_string_equal(kube_kind_name(KUBE_KIND_NONE), "?");
+	/* every kind nodegate writes has a name and a path */
+	for (int k = KUBE_KIND_NONE + 1; k < KUBE_KIND_COUNT; k++) {
+		const struct kube_ref any = {(enum kube_kind)k, "ns", "x"};
+		char long_path[128];
+		assert_string_not_equal(kube_kind_name((enum kube_kind)k), "?");
+		assert_int_equal(kube_ref_path(&any, NULL, long_path, sizeof(long_path)), NG_OK);
+	}
 }
 
 int main(void)
