@@ -249,15 +249,16 @@ bool write_status(struct req *r)
 	}
 	if (r->was != r->phase) {
 		logline(r, pol_drain_phase_reason(r->phase), NULL, r->msg);
-		static const char *const ev[POL_PH_COUNT] = {[POL_PH_DRAINED] = "Drained",
-							     [POL_PH_OPERATING] = "Operating",
-							     [POL_PH_COMPLETED] = "Completed",
-							     [POL_PH_FAILED] = "Failed",
-							     [POL_PH_REQUESTOR_FAILED] =
-								 "RequestorFailed"};
+		static const char *const ev[POL_PH_COUNT] = {
+		    [POL_PH_DRAINED] = "Drained",
+		    [POL_PH_OPERATING] = "Operating",
+		    [POL_PH_COMPLETED] = "Completed",
+		    [POL_PH_FAILED] = "Failed",
+		    [POL_PH_REQUESTOR_FAILED] = "RequestorFailed",
+		    [POL_PH_QUARANTINED] = "DrainDeadlineExceeded"};
+		bool bad = r->phase == POL_PH_FAILED || r->phase == POL_PH_QUARANTINED;
 		if (ev[r->phase])
-			event(r, ev[r->phase], r->phase == POL_PH_FAILED ? "Warning" : "Normal",
-			      r->msg);
+			event(r, ev[r->phase], bad ? "Warning" : "Normal", r->msg);
 		if (r->phase == POL_PH_DRAINED && r->x->granted_ms > 0)
 			ng_prom_hist_observe_us(&r->d->duration,
 						(r->now_ms - r->x->granted_ms) * 1000);
@@ -410,8 +411,20 @@ static bool operate(struct req *r, const struct kube_node *const *nodes, size_t 
 	return false;
 }
 
+/* Whether @r's drain deadline calls for quarantine now; a drain that may still reach it wakes
+ * the drainer when it passes. */
+static bool quarantine_due(struct req *r)
+{
+	if (r->x->drain.on_deadline != KUBE_ON_DEADLINE_QUARANTINE || pol_drain_phase_ready(r->was))
+		return false;
+	int64_t at = pol_drain_deadline_ms(r->x, r->ngc);
+	if (at > r->now_ms)
+		soon(r, r->now_mono_ms + (at - r->now_ms));
+	return at > 0 && at <= r->now_ms;
+}
+
 /* What the sequence needs to know of @r before it has done anything this step. */
-static struct pol_drain_facts facts_of(const struct req *r)
+static struct pol_drain_facts facts_of(struct req *r)
 {
 	const struct kube_nd_detail *x = r->x;
 	const struct kube_condition *rf = condition(x, "RequestorFailed");
@@ -424,6 +437,7 @@ static struct pol_drain_facts facts_of(const struct req *r)
 					.wants_operation = x->operation.present,
 					.job_template = x->operation.job_template != NULL,
 					.wait_for_reboot = x->operation.wait_for_reboot,
+					.quarantine_due = quarantine_due(r),
 					.was = r->was};
 }
 
@@ -488,6 +502,31 @@ static void give_back(struct req *r)
 	}
 }
 
+/* The drain deadline passed with onDeadline Quarantine: every node labelled, then the request
+ * fails with reason DrainDeadlineExceeded. The nodes stay cordoned (docs/drainer.md). */
+static void quarantine(struct req *r, const struct pol_drain_action *a,
+		       const struct kube_node *const *nodes, size_t nn)
+{
+	bool all = true;
+	for (size_t i = 0; i < nn; i++)
+		if (!quarantine_node(r, nodes[i]))
+			all = false;
+	if (!all) {
+		soon(r, r->now_mono_ms + POLL_MS);
+		return;
+	}
+	int64_t secs = r->x->drain.deadline_s >= 0 ? r->x->drain.deadline_s
+						   : (r->ngc ? r->ngc->drain_deadline_s : 0);
+	char was[sizeof(r->msg)];
+	ng_fmt(was, sizeof(was), "%s", *r->msg ? r->msg : "no progress");
+	ng_fmt(r->msg, sizeof(r->msg),
+	       "drain deadline of %llds passed with the drain unfinished (%s): %zu node(s) stay "
+	       "cordoned and labelled " DRAIN_QUARANTINE_LABEL "; delete the request, then "
+	       "remove the label from each node to give it back",
+	       (long long)secs, was, nn);
+	(void)set_status(r, a);
+}
+
 /* A Granted request asks for a drain or an operation: does @a. True when the sequence goes on. */
 static bool perform(struct req *r, const struct pol_drain_action *a, struct pol_drain_facts *f,
 		    const struct kube_node ***nodes, size_t *nn)
@@ -540,6 +579,9 @@ static bool perform(struct req *r, const struct pol_drain_action *a, struct pol_
 	case POL_DO_COMPLETE:
 		ng_fmt(r->msg, sizeof(r->msg), "operation completed on %zu node(s)", *nn);
 		(void)set_status(r, a);
+		return false;
+	case POL_DO_QUARANTINE:
+		quarantine(r, a, *nodes, *nn);
 		return false;
 	case POL_DO_GIVE_BACK:
 		give_back(r);

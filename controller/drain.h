@@ -26,6 +26,10 @@ struct ng_buf;
 #define DRAIN_FINALIZER "nodegate.io/drain"
 /* The node annotation that records what the drainer must give back (struct kube_drain_note). */
 #define DRAIN_NOTE_ANNOTATION "nodegate.io/drain"
+/* On a node a drain left past its deadline with onDeadline Quarantine: the request (its name, or
+ * for a name longer than a label value, its first 54 characters, "-" and 8 hex digits of its
+ * hash). The node stays cordoned while it is there; a person removes it to give the node back. */
+#define DRAIN_QUARANTINE_LABEL "nodegate.io/quarantined"
 
 struct drain_config {
 	const struct kube_config *kube;        /* borrowed; must outlive the drainer */

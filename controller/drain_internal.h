@@ -168,6 +168,9 @@ bool release_node(struct req *r, const struct kube_node *n, uint32_t holder,
 enum kube_write_outcome set_finalizer(struct req *r, bool present);
 /* The nodes of the request that exist, in @ret (arena); their count. */
 size_t request_nodes(struct req *r, const struct kube_node ***ret);
+/* Labels node @n quarantined for the request (DRAIN_QUARANTINE_LABEL). True when it is (the cache
+ * shows it, or the API server just took the patch). */
+bool quarantine_node(struct req *r, const struct kube_node *n);
 
 /* controller/drain_pods.c */
 /* Whether the request waits for pods on its @nodes (@nn) to leave on their own. */

@@ -222,6 +222,55 @@ static bool taint_shared(const struct req *r, const struct kube_node *n, uint32_
 	return false;
 }
 
+/* DRAIN_QUARANTINE_LABEL's value for request @name, into @buf (at least 64 bytes). */
+static void quarantine_value(const char *name, char *buf, size_t cap)
+{
+	size_t len = strlen(name);
+	if (len <= 63)
+		ng_fmt(buf, cap, "%s", name);
+	else
+		ng_fmt(buf, cap, "%.54s-%08x", name,
+		       (unsigned)(ng_fnv1a64(NG_FNV64_INIT, name, len) & 0xffffffffu));
+}
+
+/* Whether @n carries DRAIN_QUARANTINE_LABEL for holder @holder: then nothing gives it back. */
+static bool quarantined_for(const struct req *r, const struct kube_node *n, uint32_t holder)
+{
+	uint32_t key =
+	    ng_intern_find(r->pool, DRAIN_QUARANTINE_LABEL, sizeof(DRAIN_QUARANTINE_LABEL) - 1);
+	uint32_t val;
+	if (key == NG_INTERN_NONE || !kube_labels_get(n->labels, n->nlabels, key, &val))
+		return false;
+	char want[64];
+	quarantine_value(str(r, holder), want, sizeof(want));
+	return strcmp(str(r, val), want) == 0;
+}
+
+bool quarantine_node(struct req *r, const struct kube_node *n)
+{
+	if (quarantined_for(r, n, r->nd->name))
+		return true;
+	if (node_written(r, n))
+		return false;
+	char value[64];
+	quarantine_value(r->name, value, sizeof(value));
+	struct kube_json_patch *p = kube_json_patch_create(n->rv);
+	if (p)
+		kube_json_patch_label(p, DRAIN_QUARANTINE_LABEL, value, n->nlabels > 0);
+	bool ok = send_node_patch(r, n, p, "node not labelled quarantined");
+	kube_json_patch_destroy(p);
+	if (ok) {
+		logline(r, "quarantined", str(r, n->name), value);
+		char msg[300];
+		ng_fmt(msg, sizeof(msg),
+		       "drain deadline passed: node %s stays cordoned; remove "
+		       "label " DRAIN_QUARANTINE_LABEL " to give it back once the request is gone",
+		       str(r, n->name));
+		node_event(r, n, "DrainDeadlineExceeded", msg);
+	}
+	return ok;
+}
+
 /* Gives node @n back from holder @holder (its request @x, NULL when gone): the holder leaves
  * the note; its taint goes unless another holder adds it too; the last holder out uncordons the
  * node if nodegate cordoned it, and removes the note. True when nothing was left to do or the
@@ -229,7 +278,8 @@ static bool taint_shared(const struct req *r, const struct kube_node *n, uint32_
 bool release_node(struct req *r, const struct kube_node *n, uint32_t holder,
 		  const struct kube_nd_detail *x)
 {
-	if (!note_holds(&n->note, holder))
+	/* Quarantined: cordon and note stay until a person removes the label. */
+	if (!note_holds(&n->note, holder) || quarantined_for(r, n, holder))
 		return true;
 	if (node_written(r, n))
 		return false;

@@ -236,6 +236,17 @@ static ng_status decode_ngc_drain(struct kd_ctx *c, const cJSON *d, struct kube_
 		if (st == NG_ENOMEM)
 			return kd_fail(c, st, field, "out of memory");
 	}
+	const cJSON *dl = ng_json_get(d, "deadlineSeconds");
+	g->drain_deadline_s = -1;
+	/* A year bounds a drain; more is a typo. */
+	if (dl && !cJSON_IsNull(dl) &&
+	    (!ng_json_int64(dl, &g->drain_deadline_s) || g->drain_deadline_s < 1 ||
+	     g->drain_deadline_s > 31536000)) {
+		g->drain_deadline_s = -1;
+		(void)ng_err_set(verr, NG_EPARSE, 0,
+				 "spec.drain.deadlineSeconds: must be an integer of seconds in "
+				 "1..31536000");
+	}
 	const cJSON *b = ng_json_get(d, "backoff");
 	static const char *const bkeys[3] = {"base", "max", "jitter"};
 	int64_t *bvals[3] = {&g->drain_backoff_base_ms, &g->drain_backoff_max_ms,

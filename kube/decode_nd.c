@@ -145,6 +145,21 @@ static uint8_t nd_strategy(const cJSON *drain, struct ng_err *verr)
 	return KUBE_DRAIN_EVICT;
 }
 
+/* spec.drain.onDeadline; Retry when absent. */
+static uint8_t nd_on_deadline(const cJSON *j, struct ng_err *verr)
+{
+	static const char *const names[] = {"Retry", "Quarantine"};
+	static const uint8_t values[] = {KUBE_ON_DEADLINE_RETRY, KUBE_ON_DEADLINE_QUARANTINE};
+	const cJSON *v = ng_json_get(j, "onDeadline");
+	if (!v || cJSON_IsNull(v))
+		return KUBE_ON_DEADLINE_RETRY;
+	for (uint8_t i = 0; cJSON_IsString(v) && i < 2; i++)
+		if (strcmp(v->valuestring, names[i]) == 0)
+			return values[i];
+	kd_problem(verr, "spec.drain.onDeadline: must be one of Retry, Quarantine");
+	return KUBE_ON_DEADLINE_RETRY;
+}
+
 /* spec.drain into @dr, defaults when absent. The label selector strings are checked in the
  * order admission reports them: podSelector, waitForPodCompletion, the filters. */
 ng_status kd_nd_drain(struct kd_ctx *c, const cJSON *j, struct kube_nd_drain *dr,
@@ -153,6 +168,7 @@ ng_status kd_nd_drain(struct kd_ctx *c, const cJSON *j, struct kube_nd_drain *dr
 	dr->cordon = true;
 	dr->wait_for_volume_detach = true;
 	dr->timeout_s = -1;
+	dr->deadline_s = -1;
 	dr->wait_timeout_s = -1;
 	dr->strategy = KUBE_DRAIN_EVICT;
 	if (!j || cJSON_IsNull(j))
@@ -186,6 +202,8 @@ ng_status kd_nd_drain(struct kd_ctx *c, const cJSON *j, struct kube_nd_drain *dr
 	dr->wait_for_volume_detach =
 	    opt_bool(j, "waitForVolumeDetach", "spec.drain.waitForVolumeDetach", true, verr);
 	dr->timeout_s = kd_opt_seconds(j, "timeoutSeconds", "spec.drain.timeoutSeconds", verr);
+	dr->deadline_s = kd_opt_seconds(j, "deadlineSeconds", "spec.drain.deadlineSeconds", verr);
+	dr->on_deadline = nd_on_deadline(j, verr);
 	return st;
 }
 

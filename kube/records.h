@@ -272,6 +272,17 @@ struct kube_nd_drain {
 	bool skip_waiting_for_eviction;             /* default false */
 	bool wait_for_volume_detach;                /* default true */
 	int64_t timeout_s; /* timeoutSeconds (per attempt); -1 when absent */
+	/* deadlineSeconds: the whole drain, from the grant, across attempts; -1 when absent (the
+	 * NodeGateConfig default applies), 0: none. */
+	int64_t deadline_s;
+	uint8_t on_deadline; /* enum kube_drain_on_deadline (onDeadline) */
+};
+
+/* spec.drain.onDeadline: what a drain not finished by its deadline does. */
+enum kube_drain_on_deadline {
+	KUBE_ON_DEADLINE_RETRY,      /* go on trying, as without a deadline */
+	KUBE_ON_DEADLINE_QUARANTINE, /* the drainer labels the nodes, keeps them cordoned and
+					fails the request */
 };
 
 /* spec.operation (DESIGN.md §3.1): read by the drainer only. */
@@ -534,6 +545,7 @@ struct kube_ngc {
 	 * Eviction API whatever the strategy (never deleted past a PodDisruptionBudget); running
 	 * Job pods matching protected_job_pods hold a drain back. Not present: none. */
 	struct kube_selector protected_namespaces, protected_job_pods;
+	int64_t drain_deadline_s; /* spec.drain.deadlineSeconds: requests' default; -1: none */
 	int64_t drain_backoff_base_ms, drain_backoff_max_ms,
 	    drain_backoff_jitter_ms; /* -1: default */
 };

@@ -122,6 +122,16 @@ int64_t pol_drain_backoff_ms(int64_t attempts, int64_t base_ms, int64_t max_ms,
 	return wait + (jitter_draw_ms > 0 ? jitter_draw_ms : 0);
 }
 
+int64_t pol_drain_deadline_ms(const struct kube_nd_detail *x, const struct kube_ngc *ngc)
+{
+	int64_t secs = x->drain.deadline_s;
+	if (secs < 0)
+		secs = ngc && !ngc->invalid ? ngc->drain_deadline_s : -1;
+	if (!x->drain.present || secs <= 0 || x->granted_ms <= 0)
+		return 0;
+	return x->granted_ms + secs * 1000;
+}
+
 bool pol_drain_protected_job(const struct ng_intern *pool, const struct kube_pod *p,
 			     const struct kube_selector *sel)
 {

@@ -80,6 +80,14 @@ NG_NODISCARD ng_status pol_selector_for_pool(const char *text, const struct ng_i
 int64_t pol_drain_backoff_ms(int64_t attempts, int64_t base_ms, int64_t max_ms,
 			     int64_t jitter_draw_ms);
 
+/**
+ * When request @x's drain deadline passes, in wall ms: status.grantedAt plus
+ * spec.drain.deadlineSeconds, or plus NodeGateConfig @ngc (NULL: none) drain.deadlineSeconds when
+ * the request sets none. 0 when it has no deadline: no drain, 0 set on the request, no default,
+ * or not granted yet.
+ */
+int64_t pol_drain_deadline_ms(const struct kube_nd_detail *x, const struct kube_ngc *ngc);
+
 /** Whether @p is a running Job pod matching @sel (NodeGateConfig protectedJobPods). */
 bool pol_drain_protected_job(const struct ng_intern *pool, const struct kube_pod *p,
 			     const struct kube_selector *sel);

@@ -4,8 +4,17 @@
 #include <string.h>
 
 static const char *const reasons[POL_PH_COUNT] = {
-    "",          "Cordoning", "WaitingForPods", "Draining", "Drained",
-    "Operating", "Rebooting", "Completed",      "Failed",   "RequestorFailed",
+    "",
+    "Cordoning",
+    "WaitingForPods",
+    "Draining",
+    "Drained",
+    "Operating",
+    "Rebooting",
+    "Completed",
+    "Failed",
+    "RequestorFailed",
+    "DrainDeadlineExceeded",
 };
 
 const char *pol_drain_phase_reason(enum pol_drain_phase p)
@@ -19,6 +28,11 @@ enum pol_drain_phase pol_drain_phase_of(const char *reason)
 		if (strcmp(reason, reasons[p]) == 0)
 			return (enum pol_drain_phase)p;
 	return POL_PH_NONE;
+}
+
+bool pol_drain_phase_failed(enum pol_drain_phase p)
+{
+	return p == POL_PH_FAILED || p == POL_PH_QUARANTINED;
 }
 
 bool pol_drain_phase_ready(enum pol_drain_phase p)
@@ -38,8 +52,11 @@ static struct pol_drain_action after_hold(const struct pol_drain_facts *f)
 		return act(POL_DO_REQUESTOR_FAILED, POL_PH_REQUESTOR_FAILED);
 	/* A cleared RequestorFailed resumes where the pods are decided again. */
 	enum pol_drain_phase at = f->was == POL_PH_REQUESTOR_FAILED ? POL_PH_DRAINING : f->was;
-	if (at == POL_PH_FAILED || at == POL_PH_COMPLETED)
+	if (pol_drain_phase_failed(at) || at == POL_PH_COMPLETED)
 		return act(POL_DO_NOTHING, POL_PH_NONE);
+	/* Past its deadline, a drain that has not finished keeps its nodes for a person. */
+	if (at < POL_PH_DRAINED && f->wants_drain && f->quarantine_due)
+		return act(POL_DO_QUARANTINE, POL_PH_QUARANTINED);
 	if (at < POL_PH_DRAINED) {
 		if (f->wants_drain && f->drained == POL_FACT_UNKNOWN)
 			return act(POL_DO_DRAIN, POL_PH_NONE);

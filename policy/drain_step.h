@@ -26,6 +26,7 @@ enum pol_drain_phase {
 	POL_PH_COMPLETED,
 	POL_PH_FAILED,
 	POL_PH_REQUESTOR_FAILED,
+	POL_PH_QUARANTINED, /* reason DrainDeadlineExceeded: the nodes stay cordoned, labelled */
 	POL_PH_COUNT,
 };
 
@@ -34,6 +35,9 @@ const char *pol_drain_phase_reason(enum pol_drain_phase p);
 
 /** The phase whose reason is @reason (NULL: none); POL_PH_NONE for any other. */
 enum pol_drain_phase pol_drain_phase_of(const char *reason);
+
+/** Whether @p ended the request without its work done (Failed, DrainDeadlineExceeded). */
+bool pol_drain_phase_failed(enum pol_drain_phase p);
 
 /** Whether Ready is True in @p: the pods are gone (Drained to Completed). */
 bool pol_drain_phase_ready(enum pol_drain_phase p);
@@ -52,6 +56,7 @@ struct pol_drain_facts {
 	bool wants_operation;         /* spec.operation */
 	bool job_template;            /* spec.operation.jobTemplate */
 	bool wait_for_reboot;         /* spec.operation.waitForReboot */
+	bool quarantine_due;          /* the drain deadline passed and onDeadline is Quarantine */
 	enum pol_drain_phase was;     /* where the status says it is */
 	enum pol_drain_fact held;     /* every node cordoned, tainted and noted */
 	enum pol_drain_fact drained;  /* no pod left to move (the drain step said so) */
@@ -73,6 +78,7 @@ enum pol_drain_do {
 	POL_DO_OPERATE,          /* create or watch the operation Jobs (sets .operated) */
 	POL_DO_WAIT_REBOOT,      /* status Rebooting, .rebooted of .nodes */
 	POL_DO_COMPLETE,         /* status Completed */
+	POL_DO_QUARANTINE, /* label the held nodes quarantined; status DrainDeadlineExceeded */
 };
 
 struct pol_drain_action {

@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "common/intern.h"
 #include "common/map.h"
+#include "policy/drain_step.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,7 +160,7 @@ static void judge_request(const struct kube_nrem *r, struct pol_rem_plan *p, str
 	bool no_operation = !nd->detail || !nd->detail->operation.present;
 	bool completed = strcmp(e->phase, "Completed") == 0 ||
 			 (no_operation && strcmp(e->phase, "Drained") == 0);
-	bool finished = completed || strcmp(e->phase, "Failed") == 0;
+	bool finished = completed || pol_drain_phase_failed(pol_drain_phase_of(e->phase));
 	e->action = POL_REM_ACTIVE;
 	if (nd->deleting) {
 		ng_fmt(e->reason, sizeof(e->reason), "request being deleted");

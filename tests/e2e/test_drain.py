@@ -670,6 +670,31 @@ class DrainScenarios(DrainTest):
         self.nd("d07b", {"evictionStrategy": "Delete", "podSelector": "app=web", "timeoutSeconds": 3})
         self.assert_pdb_backoff("d07b")
 
+    def test_L05_a_drain_past_its_deadline_quarantines_its_node_until_a_person_gives_it_back(self):
+        self.web_pdb()
+        self.nd("l05", {"podSelector": "app=web", "deadlineSeconds": 2, "onDeadline": "Quarantine"})
+        nd, took = self.wait_reason("l05", "DrainDeadlineExceeded", timeout=2 + WAIT_S)
+        c = self.condition(nd)
+        log(f"l05: DrainDeadlineExceeded {took:.1f} s after creation (deadlineSeconds 2): {c.get('message')!r}")
+        self.assertEqual(c["status"], "False", c)
+        self.assertIn("PodDisruptionBudget default/web", c["message"], "the message keeps what held the drain")
+        self.assert_event("l05", "DrainDeadlineExceeded")
+        labels = self.node()["metadata"].get("labels") or {}
+        self.assertEqual(labels.get("nodegate.io/quarantined"), "l05", labels)
+        self.assertTrue(self.cordoned())
+        self.assertTrue(self.present(WEB), "the PDB-protected pod must not be removed")
+        # The request can go; the node stays cordoned and noted while it carries the label.
+        self.delete_nd("l05")
+        self.wait_gone("l05")
+        time.sleep(0.5)
+        self.assertTrue(self.cordoned(), "a quarantined node stays cordoned after its request is gone")
+        self.assertIsNotNone(self.annotation(), "the note stays with the quarantine")
+        # A person removes the label: the drainer gives the node back.
+        self.patch("/api/v1/nodes/node1", {"metadata": {"labels": {"nodegate.io/quarantined": None}}})
+        ok, waited = eventually(lambda: not self.cordoned() and self.annotation() is None, WAIT_S, 0.05)
+        self.assertTrue(ok, "removing the label must give the node back:" + self.describe("l05"))
+        log(f"l05: label removed -> node uncordoned in {waited:.2f} s")
+
     @drain_setup(ngc_drain={"protectedNamespaces": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}})
     def test_D08_delete_strategy_deletes_past_the_pdb_outside_protected_namespaces(self):
         self.web_pdb()

@@ -368,6 +368,62 @@ static void test_waits_time_out_and_a_backoff_ends(void **state)
 	assert_false(pol_drain_backing_off(NOW, NOW));
 }
 
+/* onDeadline Quarantine past the drain deadline: an unfinished drain stops where it is, with
+ * reason DrainDeadlineExceeded, and stays there; a finished one is not touched. */
+static void test_a_drain_past_its_deadline_is_quarantined_only_while_unfinished(void **state)
+{
+	(void)state;
+	struct pol_drain_facts f = drain_request(POL_PH_DRAINING);
+	f.held = POL_FACT_YES;
+	f.quarantine_due = true;
+	struct pol_drain_action a = pol_drain_next(&f);
+	assert_int_equal(a.what, POL_DO_QUARANTINE);
+	assert_string_equal(reason_of(a), "DrainDeadlineExceeded");
+	assert_true(pol_drain_phase_failed(a.phase));
+	assert_false(pol_drain_phase_ready(a.phase));
+	assert_int_equal(pol_drain_phase_of("DrainDeadlineExceeded"), POL_PH_QUARANTINED);
+	f.was = POL_PH_QUARANTINED;
+	assert_int_equal(pol_drain_next(&f).what, POL_DO_NOTHING);
+	f.was = POL_PH_DRAINED;
+	f.wants_operation = true;
+	f.job_template = true;
+	assert_int_equal(pol_drain_next(&f).what, POL_DO_OPERATE);
+	/* deleted: the nodes go back through the release path, which leaves labelled ones */
+	f.was = POL_PH_QUARANTINED;
+	f.gone = true;
+	assert_int_equal(pol_drain_next(&f).what, POL_DO_GIVE_BACK);
+}
+
+/* The deadline counts from the grant: the request's own, else the NodeGateConfig default; an
+ * explicit 0 means none, and an ungranted request has none yet. */
+static void test_the_drain_deadline_counts_from_the_grant(void **state)
+{
+	(void)state;
+	struct kube_nd_detail x;
+	memset(&x, 0, sizeof(x));
+	x.drain.present = true;
+	x.drain.deadline_s = 60;
+	x.granted_ms = NOW;
+	struct kube_ngc g;
+	memset(&g, 0, sizeof(g));
+	g.drain_deadline_s = 600;
+	assert_int_equal(pol_drain_deadline_ms(&x, &g), NOW + 60000);
+	x.drain.deadline_s = -1;
+	assert_int_equal(pol_drain_deadline_ms(&x, &g), NOW + 600000);
+	assert_int_equal(pol_drain_deadline_ms(&x, NULL), 0);
+	g.invalid = true; /* an invalid config is the defaults: no deadline */
+	assert_int_equal(pol_drain_deadline_ms(&x, &g), 0);
+	g.invalid = false;
+	x.drain.deadline_s = 0;
+	assert_int_equal(pol_drain_deadline_ms(&x, &g), 0);
+	x.drain.deadline_s = 60;
+	x.granted_ms = 0;
+	assert_int_equal(pol_drain_deadline_ms(&x, &g), 0);
+	x.granted_ms = NOW;
+	x.drain.present = false;
+	assert_int_equal(pol_drain_deadline_ms(&x, &g), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,6 +445,8 @@ int main(void)
 	    cmocka_unit_test(test_a_failed_attempt_backs_off_doubling_to_the_cap_plus_jitter),
 	    cmocka_unit_test(test_waits_time_out_and_a_backoff_ends),
 	    cmocka_unit_test(test_waiting_names_the_active_matching_pods),
+	    cmocka_unit_test(test_a_drain_past_its_deadline_is_quarantined_only_while_unfinished),
+	    cmocka_unit_test(test_the_drain_deadline_counts_from_the_grant),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
