@@ -47,7 +47,8 @@ static void test_nd_drain_operation_requestors_and_creator(void **state)
 	    "\"evictionStrategy\":\"ForceDelete\",\"podSelector\":\"app in (a,b)\","
 	    "\"podEvictionFilters\":[{\"byResourceNameRegex\":\"nvidia.com/.*\"},{}],"
 	    "\"force\":true,\"deleteEmptyDir\":true,\"timeoutSeconds\":30,"
-	    "\"skipWaitingForEviction\":true,\"waitForVolumeDetach\":false},"
+	    "\"skipWaitingForEviction\":true,\"waitForVolumeDetach\":false,"
+	    "\"deadlineSeconds\":900,\"onDeadline\":\"Quarantine\"},"
 	    "\"operation\":{\"waitForReboot\":true,\"jobTemplate\":{\"spec\":{\"b\":[1,2.5,"
 	    "true,null],\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"
 	    "\"busybox\"}]}},\"a\":\"x\"}}},\"additionalRequestors\":[\"drainer\",\"ops\"]},"
@@ -77,6 +78,8 @@ static void test_nd_drain_operation_requestors_and_creator(void **state)
 	assert_true(d->force && d->delete_empty_dir && d->skip_waiting_for_eviction);
 	assert_false(d->wait_for_volume_detach);
 	assert_int_equal(d->timeout_s, 30);
+	assert_int_equal(d->deadline_s, 900);
+	assert_int_equal(d->on_deadline, KUBE_ON_DEADLINE_QUARANTINE);
 	assert_true(x->operation.present && x->operation.wait_for_reboot);
 	/* Keys sorted: equal templates are equal strings. */
 	assert_string_equal(
@@ -100,6 +103,7 @@ static void test_nd_drain_operation_requestors_and_creator(void **state)
 	assert_true(!x->drain.present && x->drain.cordon && x->drain.wait_for_volume_detach);
 	assert_int_equal(x->drain.strategy, KUBE_DRAIN_EVICT);
 	assert_true(x->drain.timeout_s == -1 && x->drain.wait_timeout_s == -1);
+	assert_true(x->drain.deadline_s == -1 && x->drain.on_deadline == KUBE_ON_DEADLINE_RETRY);
 	assert_true(!x->operation.present && !x->operation.job_template);
 	assert_true(x->created_by == NG_INTERN_NONE && x->duration_ms == -1);
 	assert_int_equal(x->nmore_requestors, 0);
@@ -210,6 +214,10 @@ static void test_nd_malformed_drain_fields_name_the_field(void **state)
 	     "spec.drain.timeoutSeconds: expected a non-negative integer"},
 	    {"\"drain\":{\"waitForVolumeDetach\":\"no\"}", "spec.drain.waitForVolumeDetach"},
 	    {"\"drain\":{\"skipWaitingForEviction\":0}", "spec.drain.skipWaitingForEviction"},
+	    {"\"drain\":{\"deadlineSeconds\":-5}",
+	     "spec.drain.deadlineSeconds: expected a non-negative integer"},
+	    {"\"drain\":{\"onDeadline\":\"Panic\"}",
+	     "spec.drain.onDeadline: must be one of Retry, Quarantine"},
 	    {"\"operation\":[]", "spec.operation: expected an object"},
 	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
 	     "\"serviceAccountName\":\"nodegate\",\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]"
