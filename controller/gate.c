@@ -139,7 +139,8 @@ static uint64_t decision_hash(const struct ng_intern *pool, const struct pol_gat
 			if (*c < '0' || *c > '9')
 				h = ng_fnv1a64(h, c, 1);
 	}
-	if (!failing || d->outcome != POL_GATE_PENDING)
+	/* A request that can never fit has no retry to refresh its figures: they are news. */
+	if (!failing || d->outcome != POL_GATE_PENDING || d->unsatisfiable)
 		h = ng_fnv1a64(h, d->reason, strlen(d->reason));
 	return ng_fnv1a64(h, &d->outcome, sizeof(d->outcome));
 }
@@ -159,6 +160,14 @@ static bool plan_write(struct gate *g, const struct kube_snapshot *s,
 	    nd->state != KUBE_ND_UNKNOWN)
 		return false;
 	*ret = (struct gate_write){d, now_wall_ms, 0, nd->retry_count, h};
+	if (pending && d->unsatisfiable) {
+		/* Retrying changes nothing: a change of a budget or of the nodes (a new snapshot)
+		 * decides it again. Only its deadline, if any, is a time to look again. */
+		if (!w)
+			ret->retry_count++;
+		ret->next_retry_wall_ms = nd->deadline_ms ? nd->deadline_ms + 1 : 0;
+		return true;
+	}
 	/* A request waiting for a maintenance window is decided again when it opens, retry or
 	 * not: sooner would change nothing, later would waste the window. */
 	if (pending && d->wake_wall_ms && (d->only_windows || !nd->retry)) {
@@ -226,6 +235,7 @@ static bool after_write(struct gate *g, struct pol_ledger *ledger, const struct 
 		gate_event_nd(g, nd, name,
 			      d->outcome == POL_GATE_GRANT    ? "Granted"
 			      : d->outcome == POL_GATE_REJECT ? "Rejected"
+			      : d->unsatisfiable              ? "Unsatisfiable"
 							      : "Retrying",
 			      d->outcome == POL_GATE_GRANT ? "Normal" : "Warning", d->reason,
 			      wr->now_wall_ms);

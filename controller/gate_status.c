@@ -16,11 +16,40 @@
 
 struct status_body {
 	const struct kube_snapshot *s;
+	const struct kube_nd *nd;
 	const struct gate_write *wr;
 	const char **names; /* the decision's nodes, sorted */
 	const char *verdicts;
 	size_t nverdicts;
 };
+
+/* Condition Unsatisfiable: True while a budget can never allow the request, False once a
+ * request that was so fits again; absent from requests that never were (no noise on every
+ * status). Its lastTransitionTime stays while its status does. */
+static void unsatisfiable_condition(struct ng_jw *w, const struct status_body *sb)
+{
+	const struct pol_gate_decision *d = sb->wr->d;
+	const struct kube_nd_detail *x = sb->nd->detail;
+	const struct kube_condition *was = NULL;
+	for (uint16_t i = 0; x && i < x->nconditions && !was; i++)
+		if (strcmp(x->conditions[i].type, "Unsatisfiable") == 0)
+			was = &x->conditions[i];
+	if (!d->unsatisfiable && !was)
+		return;
+	uint8_t now = d->unsatisfiable ? KUBE_COND_TRUE : KUBE_COND_FALSE;
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "type", "Unsatisfiable");
+	ng_jw_kstr(w, "status", d->unsatisfiable ? "True" : "False");
+	ng_jw_kstr(w, "reason", d->unsatisfiable ? "ExceedsBudget" : "WithinBudgets");
+	ng_jw_kstr(w, "message",
+		   d->unsatisfiable ? d->reason
+				    : "no budget's limit is below what the request "
+				      "needs");
+	ng_jw_key(w, "lastTransitionTime");
+	ng_jw_time(w, was && was->status == now && was->since_ms ? was->since_ms
+								 : sb->wr->now_wall_ms);
+	ng_jw_obj_end(w);
+}
 
 static void status_body(struct ng_jw *w, void *ctx)
 {
@@ -55,6 +84,7 @@ static void status_body(struct ng_jw *w, void *ctx)
 	ng_jw_key(w, "lastTransitionTime");
 	ng_jw_time(w, sb->wr->now_wall_ms);
 	ng_jw_obj_end(w);
+	unsatisfiable_condition(w, sb);
 	ng_jw_arr_end(w);
 }
 
@@ -70,7 +100,7 @@ enum kube_write_outcome gate_write_status(struct gate *g, const struct kube_snap
 	if (!names || pol_verdicts_json(s, wr->d->verdicts, wr->d->nverdicts, &verdicts) != NG_OK) {
 		(void)ng_err_set(&r.err, NG_ENOMEM, 0, "status body: out of memory");
 	} else {
-		struct status_body sb = {s, wr, names, verdicts.data, verdicts.len};
+		struct status_body sb = {s, nd, wr, names, verdicts.data, verdicts.len};
 		const struct kube_ref ref = {KUBE_KIND_ND, NULL, name};
 		if (wr->d->outcome == POL_GATE_GRANT && nd->state == KUBE_ND_UNKNOWN &&
 		    nd->read_mono_us)

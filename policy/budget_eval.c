@@ -109,6 +109,135 @@ static void check_counts(struct eval *e, struct pol_budget_verdict *v, const str
 	}
 }
 
+/* ---- requests that can never fit ---- */
+
+/* The largest maximum a budget can ever have, over its scope now. */
+struct largest {
+	int64_t max;                     /* a node count; -1 when some state has no maximum */
+	struct bud_int_or_percent given; /* as the spec gives it */
+	int window;                      /* the window whose limit it is; -1: the budget's own */
+};
+
+/* The largest maximum @b can ever have over a scope of @n nodes: each window's own, and the
+ * budget's own @own where it applies (without windows, outside them with UseDefault, inside a
+ * window that sets none). On a tie, the budget's own. False when a window's limit does not
+ * read: the budget is then decided as it is, not called impossible. */
+static bool largest_max(const struct eval *e, const struct kube_budget_common *b,
+			const struct bud_limits *own, int64_t n, struct largest *ret)
+{
+	bool own_applies = b->nwindows == 0 || b->outside_use_default;
+	struct largest l = {.max = -2, .window = -1};
+	for (size_t i = 0; i < b->nwindows && i < KUBE_MAX_WINDOWS; i++) {
+		struct bud_int_or_percent x;
+		if (!b->windows[i].limit.set) {
+			own_applies = true;
+			continue;
+		}
+		if (bud_int_or_percent_from(&b->windows[i].limit, e->pool, "", &x, NULL) != NG_OK)
+			return false;
+		int64_t m = bud_int_or_percent_scaled(&x, n);
+		if (m > l.max)
+			l = (struct largest){m, x, (int)i};
+	}
+	if (own_applies && !own->has_max)
+		l.max = -1; /* no maximum where the budget's own limits apply */
+	else if (own_applies && bud_int_or_percent_scaled(&own->max, n) >= l.max)
+		l = (struct largest){bud_int_or_percent_scaled(&own->max, n), own->max, -1};
+	*ret = l;
+	return true;
+}
+
+static void put_nodes(struct line *b, int64_t n)
+{
+	put_i(b, n);
+	if (n == 1)
+		PUT_LIT(b, " node");
+	else
+		PUT_LIT(b, " nodes");
+}
+
+/* "needs N node(s) of <what>, which ": how every such reason begins. */
+static void put_needs(struct line *b, const struct bscope *sc, int64_t need)
+{
+	PUT_LIT(b, "needs ");
+	put_nodes(b, need);
+	PUT_LIT(b, " of ");
+	put_n(b, sc->what, sc->what_len);
+	PUT_LIT(b, ", which ");
+}
+
+/* The end of such a reason: " or split the request" when it would help. */
+static void put_split(struct line *b, int64_t need)
+{
+	if (need > 1)
+		PUT_LIT(b, " or split the request");
+}
+
+static void mark_never(struct eval *e, struct pol_budget_verdict *v)
+{
+	if (!v->never) {
+		v->never = true;
+		e->nnever++;
+	}
+}
+
+/* Failed verdict @v of budget @b (scope @sc, its own limits @own): when the request's @own_n
+ * nodes of the scope alone are over the largest maximum the budget can ever have, or leave
+ * fewer than its minimum, nothing that happens elsewhere lets it through. Then @v says so,
+ * with the numbers and what would make it fit; @field names the maximum
+ * ("maxDisruptedNodes", "maxDisruptions"). */
+static void check_never(struct eval *e, struct pol_budget_verdict *v, const struct bscope *sc,
+			const struct kube_budget_common *b, const struct bud_limits *own,
+			int64_t own_n, const char *field)
+{
+	int64_t n = (int64_t)sc->n;
+	struct largest l;
+	struct line out = {v->reason, sizeof(v->reason), 0};
+	if (!v->ok && own_n > 0 && largest_max(e, b, own, n, &l) && l.max >= 0 && own_n > l.max) {
+		put_needs(&out, sc, own_n);
+		PUT_LIT(&out, "allows at most ");
+		put_i(&out, l.max);
+		if (l.given.is_percent) {
+			PUT_LIT(&out, " (");
+			put_i(&out, l.given.value);
+			PUT_LIT(&out, "% of ");
+			put_nodes(&out, n);
+			PUT_LIT(&out, ")");
+		}
+		if (l.window >= 0) {
+			PUT_LIT(&out, " in its window ");
+			put_i(&out, l.window);
+			PUT_LIT(&out, " (schedule \"");
+			put_s(&out, str(e, b->windows[l.window].schedule));
+			PUT_LIT(&out, "\"), the largest limit it has");
+		}
+		PUT_LIT(&out, ": raise ");
+		if (l.window >= 0) {
+			PUT_LIT(&out, "windows[");
+			put_i(&out, l.window);
+			PUT_LIT(&out, "].");
+		}
+		put_s(&out, field);
+		PUT_LIT(&out, " to ");
+		put_i(&out, own_n);
+		put_split(&out, own_n);
+		mark_never(e, v);
+		return;
+	}
+	int64_t min = own->has_min ? bud_int_or_percent_scaled(&own->min, n) : -1;
+	if (v->ok || own_n <= 0 || min < 0 || n - own_n >= min)
+		return;
+	put_needs(&out, sc, own_n);
+	PUT_LIT(&out, "keeps at least ");
+	put_i(&out, min);
+	PUT_LIT(&out, " of its ");
+	put_nodes(&out, n);
+	PUT_LIT(&out, " undisrupted: lower minUndisruptedNodes to ");
+	put_i(&out, n - own_n);
+	put_split(&out, own_n);
+	mark_never(e, v);
+}
+
 /* @sc's "what", made once: @kind then @ns/@name (@ns NG_INTERN_NONE: @name alone), cut as
  * the verdicts' 120 (NDB) or 160 (ADB) bytes would cut it. NULL when @arena is full. */
 static const char *scope_what(struct eval *e, struct bscope *sc, const char *kind, uint32_t ns,
@@ -148,7 +277,7 @@ ng_status pd_touch_add(struct touches *t, uint32_t budget, bool adds)
 		t->v = g;
 		t->cap = c;
 	}
-	t->v[t->n++] = (struct touch){budget, adds};
+	t->v[t->n++] = (struct touch){budget, adds, 1};
 	return NG_OK;
 }
 
@@ -159,9 +288,10 @@ void pd_touches_group(struct touches *t)
 		qsort(t->v, t->n, sizeof(*t->v), cmp_touch);
 	size_t u = 0;
 	for (size_t i = 0; i < t->n; i++) {
-		if (u && t->v[u - 1].budget == t->v[i].budget)
+		if (u && t->v[u - 1].budget == t->v[i].budget) {
 			t->v[u - 1].added += t->v[i].added;
-		else
+			t->v[u - 1].own += t->v[i].own;
+		} else
 			t->v[u++] = t->v[i];
 	}
 	t->n = u;
@@ -188,14 +318,13 @@ ng_status pd_eval_ndb_invalid(struct eval *e, const struct kube_ndb *b, size_t i
 	return NG_OK;
 }
 
-/* A valid NodeDisruptionBudget whose pool holds @added undisrupted nodes of the request (and
- * maybe disrupted ones: then @added is 0). */
 /* One topology domain of a budget's scope: its nodes, those disrupted now, and after the
  * request. */
 struct domain {
 	uint32_t value; /* the label's value id; NG_INTERN_NONE for nodes without the label */
 	int64_t nodes, before, after;
-	bool touched; /* the request has a node in it */
+	int64_t asked; /* the request's nodes in it */
+	bool touched;  /* the request has a node in it */
 };
 
 /* The domains of scope @sc (an NDB's, with @b's topologyKey) into @ret (arena memory); how many
@@ -228,12 +357,51 @@ static ng_status domains_of(const struct eval *e, const struct kube_ndb *b, cons
 		d[slot].nodes++;
 		d[slot].before += was;
 		d[slot].after += was || asked;
+		d[slot].asked += asked;
 		d[slot].touched |= asked;
 	}
 	ng_map_finish(&at);
 	*ret = d;
 	*ret_n = nd;
 	return NG_OK;
+}
+
+/* Failed verdict @v of NDB @b on its topology limits, with @sc's domains @d (@nd of them) and
+ * its maxDisruptedNodesPerDomain @per (NULL: none): whether the request alone touches more
+ * domains than the budget allows, or more nodes of one domain. Windows do not change these
+ * limits, so then it never fits (check_never()). */
+static void topology_never(struct eval *e, struct pol_budget_verdict *v, const struct kube_ndb *b,
+			   const struct bscope *sc, const struct domain *d, size_t nd,
+			   const struct bud_int_or_percent *per)
+{
+	int64_t own = 0;
+	for (size_t i = 0; i < nd; i++)
+		own += d[i].asked > 0;
+	const char *key = str(e, b->topology_key);
+	if (b->max_domains >= 0 && own > b->max_domains) {
+		ng_fmt(v->reason, sizeof(v->reason),
+		       "needs nodes in %lld %s domains of %.*s, which allows at most %lld: raise "
+		       "maxDisruptedDomains to %lld or split the request",
+		       (long long)own, key, (int)sc->what_len, sc->what, (long long)b->max_domains,
+		       (long long)own);
+		mark_never(e, v);
+		return;
+	}
+	for (size_t i = 0; per && i < nd; i++) {
+		int64_t limit = bud_int_or_percent_scaled(per, d[i].nodes);
+		if (d[i].asked <= limit)
+			continue;
+		ng_fmt(v->reason, sizeof(v->reason),
+		       "needs %lld nodes of %s=%s of %.*s, which allows at most %lld of its %lld "
+		       "nodes per domain: raise maxDisruptedNodesPerDomain to %lld or split the "
+		       "request",
+		       (long long)d[i].asked, key,
+		       d[i].value == NG_INTERN_NONE ? "(none)" : str(e, d[i].value),
+		       (int)sc->what_len, sc->what, (long long)limit, (long long)d[i].nodes,
+		       (long long)d[i].asked);
+		mark_never(e, v);
+		return;
+	}
 }
 
 /* The topology limits of NDB @b on its scope @sc: at most maxDisruptedDomains domains with a
@@ -275,6 +443,8 @@ static ng_status check_topology(struct eval *e, struct pol_budget_verdict *v,
 		    (long long)d[i].before, (long long)d[i].nodes,
 		    (long long)(d[i].after - d[i].before), (long long)limit);
 	}
+	if (!v->ok)
+		topology_never(e, v, b, sc, d, nd, has_per ? &per : NULL);
 	free(d);
 	return NG_OK;
 }
@@ -377,7 +547,42 @@ static bool window_limits(struct eval *e, struct win *w, struct bud_limits *lim,
 	return true;
 }
 
-ng_status pd_eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index, int64_t added)
+/* @sc->lim from NDB @b's spec, once per ledger. False (and @err) when a limit does not read. */
+static bool ndb_limits(struct eval *e, const struct kube_ndb *b, struct bscope *sc,
+		       struct ng_err *err)
+{
+	if (sc->lim_ok)
+		return true;
+	struct bud_limits lim = {0};
+	if (b->max_disrupted.set) {
+		lim.has_max = true;
+		if (bud_int_or_percent_from(&b->max_disrupted, e->pool, "spec.maxDisruptedNodes",
+					    &lim.max, err) != NG_OK)
+			return false;
+	}
+	if (b->min_undisrupted.set) {
+		lim.has_min = true;
+		if (bud_int_or_percent_from(&b->min_undisrupted, e->pool,
+					    "spec.minUndisruptedNodes", &lim.min, err) != NG_OK)
+			return false;
+	}
+	if (!lim.has_max && !lim.has_min && b->topology_key == NG_INTERN_NONE) {
+		(void)ng_err_set(err, NG_EPARSE, 0,
+				 "one of maxDisruptedNodes and minUndisruptedNodes is required");
+		return false;
+	}
+	if (b->max_per_domain.set &&
+	    bud_int_or_percent_from(&b->max_per_domain, e->pool, "spec.maxDisruptedNodesPerDomain",
+				    &(struct bud_int_or_percent){0}, err) != NG_OK)
+		return false;
+	sc->lim = lim;
+	sc->lim_ok = true;
+	return true;
+}
+
+/* A valid NodeDisruptionBudget whose pool holds @t->own nodes of the request, @t->added of them
+ * not disrupted yet (what the request adds). */
+ng_status pd_eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index, const struct touch *t)
 {
 	if (!type_applies(&b->b, e->nd->type))
 		return NG_OK;
@@ -396,47 +601,23 @@ ng_status pd_eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index, in
 		       str(e, b->b.freeze_reason));
 		return NG_OK;
 	}
+	struct ng_err err = {0};
 	struct win *w = b->b.nwindows ? scope_windows(sc, &b->b, e->now_ms) : NULL;
-	if (w && w->deny && added > 0) {
+	if (w && w->deny && t->added > 0) {
 		fail_closed(e, v, what, &b->b, w);
+		/* Waiting for a window is no use if no window would let it through. */
+		if (ndb_limits(e, b, sc, &err))
+			check_never(e, v, sc, &b->b, &sc->lim, t->own, "maxDisruptedNodes");
 		return NG_OK;
 	}
-	struct ng_err err = {0};
-	if (!sc->lim_ok) {
-		struct bud_limits lim = {0};
-		if (b->max_disrupted.set) {
-			lim.has_max = true;
-			if (bud_int_or_percent_from(&b->max_disrupted, e->pool,
-						    "spec.maxDisruptedNodes", &lim.max,
-						    &err) != NG_OK)
-				goto bad;
-		}
-		if (b->min_undisrupted.set) {
-			lim.has_min = true;
-			if (bud_int_or_percent_from(&b->min_undisrupted, e->pool,
-						    "spec.minUndisruptedNodes", &lim.min,
-						    &err) != NG_OK)
-				goto bad;
-		}
-		if (!lim.has_max && !lim.has_min && b->topology_key == NG_INTERN_NONE) {
-			(void)ng_err_set(&err, NG_EPARSE, 0,
-					 "one of maxDisruptedNodes and minUndisruptedNodes is "
-					 "required");
-			goto bad;
-		}
-		if (b->max_per_domain.set &&
-		    bud_int_or_percent_from(&b->max_per_domain, e->pool,
-					    "spec.maxDisruptedNodesPerDomain",
-					    &(struct bud_int_or_percent){0}, &err) != NG_OK)
-			goto bad;
-		sc->lim = lim;
-		sc->lim_ok = true;
-	}
+	if (!ndb_limits(e, b, sc, &err))
+		goto bad;
 	/* An open window's maximum replaces the budget's own for this instant only. */
 	struct bud_limits lim = sc->lim;
 	if (w && !window_limits(e, w, &lim, "spec.windows.maxDisruptedNodes", &err))
 		goto bad;
-	check_counts(e, v, sc, &lim, added);
+	check_counts(e, v, sc, &lim, t->added);
+	check_never(e, v, sc, &b->b, &sc->lim, t->own, "maxDisruptedNodes");
 	ng_status st =
 	    v->ok && b->topology_key != NG_INTERN_NONE ? check_topology(e, v, b, sc) : NG_OK;
 	wake_at_edge(e, v, w);
@@ -505,9 +686,24 @@ ng_status pd_eval_adb_invalid(struct eval *e, const struct kube_adb *a, size_t i
 	return NG_OK;
 }
 
-/* A valid ApplicationDisruptionBudget watching @added undisrupted nodes of the request (and
- * maybe disrupted ones). */
-ng_status pd_eval_adb(struct eval *e, const struct kube_adb *a, size_t index, int64_t added)
+/* @sc->lim from ADB @a's spec, once per ledger. False (and @err) when it does not read. */
+static bool adb_limits(struct eval *e, const struct kube_adb *a, struct bscope *sc,
+		       struct ng_err *err)
+{
+	if (sc->lim_ok)
+		return true;
+	struct bud_limits lim = {.has_max = true};
+	if (bud_int_or_percent_from(&a->max_disruptions, e->pool, "spec.maxDisruptions", &lim.max,
+				    err) != NG_OK)
+		return false;
+	sc->lim = lim;
+	sc->lim_ok = true;
+	return true;
+}
+
+/* A valid ApplicationDisruptionBudget watching @t->own nodes of the request, @t->added of them
+ * not disrupted yet. */
+ng_status pd_eval_adb(struct eval *e, const struct kube_adb *a, size_t index, const struct touch *t)
 {
 	if (!type_applies(&a->b, e->nd->type))
 		return NG_OK;
@@ -532,23 +728,20 @@ ng_status pd_eval_adb(struct eval *e, const struct kube_adb *a, size_t index, in
 	}
 	struct ng_err err = {0};
 	struct win *w = a->b.nwindows ? scope_windows(sc, &a->b, e->now_ms) : NULL;
-	if (w && w->deny && added > 0) {
+	if (w && w->deny && t->added > 0) {
 		fail_closed(e, v, what, &a->b, w);
+		if (adb_limits(e, a, sc, &err))
+			check_never(e, v, sc, &a->b, &sc->lim, t->own, "maxDisruptions");
 		return NG_OK;
 	}
-	if (!sc->lim_ok) {
-		struct bud_limits lim = {.has_max = true};
-		if (bud_int_or_percent_from(&a->max_disruptions, e->pool, "spec.maxDisruptions",
-					    &lim.max, &err) != NG_OK)
-			goto bad;
-		sc->lim = lim;
-		sc->lim_ok = true;
-	}
+	if (!adb_limits(e, a, sc, &err))
+		goto bad;
 	/* An open window's maximum replaces the budget's own for this instant only. */
 	struct bud_limits lim = sc->lim;
 	if (w && !window_limits(e, w, &lim, "spec.windows.maxDisruptions", &err))
 		goto bad;
-	check_counts(e, v, sc, &lim, added);
+	check_counts(e, v, sc, &lim, t->added);
+	check_never(e, v, sc, &a->b, &sc->lim, t->own, "maxDisruptions");
 	wake_at_edge(e, v, w);
 	return NG_OK;
 bad:

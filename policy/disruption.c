@@ -215,7 +215,7 @@ static ng_status step7_budgets(struct eval *e, struct ng_arena *arena)
 			st = pd_eval_ndb_invalid(e, &ndbs[l->ndb_invalid[j]], l->ndb_invalid[j]);
 			j++;
 		} else {
-			st = pd_eval_ndb(e, &ndbs[tn.v[i].budget], tn.v[i].budget, tn.v[i].added);
+			st = pd_eval_ndb(e, &ndbs[tn.v[i].budget], tn.v[i].budget, &tn.v[i]);
 			i++;
 		}
 	}
@@ -224,7 +224,7 @@ static ng_status step7_budgets(struct eval *e, struct ng_arena *arena)
 			st = pd_eval_adb_invalid(e, &adbs[l->adb_invalid[j]], l->adb_invalid[j]);
 			j++;
 		} else {
-			st = pd_eval_adb(e, &adbs[ta.v[i].budget], ta.v[i].budget, ta.v[i].added);
+			st = pd_eval_adb(e, &adbs[ta.v[i].budget], ta.v[i].budget, &ta.v[i]);
 			i++;
 		}
 	}
@@ -235,8 +235,6 @@ static ng_status step7_budgets(struct eval *e, struct ng_arena *arena)
 	return st;
 }
 
-/* Step 9: no failure → Granted; otherwise Pending with retry (step 1 already rejected a
- * request past its deadline), else Rejected. The reason names every failing budget. */
 /* Whether pod @p is one a drain moves, and one a PodDisruptionBudget counts as healthy. */
 static bool pdb_counts(const struct kube_pod *p)
 {
@@ -362,6 +360,9 @@ static ng_status step7b_pdbs(struct eval *e, const struct pol_gate_config *cfg,
 	return NG_OK;
 }
 
+/* Step 9: no failure → Granted; otherwise Pending with retry (step 1 already rejected a
+ * request past its deadline), else Rejected. The reason names every failing budget, or, when
+ * some budget can never allow the request, those budgets only. */
 static void step9_outcome(const struct eval *e, struct pol_gate_decision *d)
 {
 	d->verdicts = e->v;
@@ -371,7 +372,14 @@ static void step9_outcome(const struct eval *e, struct pol_gate_decision *d)
 		ng_fmt(d->reason, sizeof(d->reason), "granted");
 		return;
 	}
+	d->unsatisfiable = e->nnever > 0;
 	pol_decision_reason(d);
+	if (d->unsatisfiable) {
+		/* No window and no release elsewhere lets it through: nothing to wait for but a
+		 * change of the budgets or of the nodes. */
+		d->outcome = e->nd->retry ? POL_GATE_PENDING : POL_GATE_REJECT;
+		return;
+	}
 	/* A request that only waits for a maintenance window waits, retry or not. */
 	d->only_windows = e->nfailed == e->nclosed;
 	d->outcome = e->nd->retry || d->only_windows ? POL_GATE_PENDING : POL_GATE_REJECT;

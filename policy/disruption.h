@@ -121,8 +121,13 @@ struct pol_budget_verdict {
 	uint32_t ns, name;       /* ns NG_INTERN_NONE for NodeDisruptionBudgets */
 	uint32_t index;          /* the budget's index in the snapshot's NDBs or ADBs */
 	bool ok;
-	int64_t allowed;  /* more scope nodes the budget allows now (status.disruptionsAllowed) */
-	int64_t current;  /* scope nodes disrupted before this request */
+	int64_t allowed; /* more scope nodes the budget allows now (status.disruptionsAllowed) */
+	int64_t current; /* scope nodes disrupted before this request */
+	/* Failed, and would fail with nothing else disrupted at any time: the request's own
+	 * nodes in the scope are over the largest limit the budget can ever have (its own or
+	 * any window's), or leave fewer than its minimum. The reason then says so, and what
+	 * would make it fit. */
+	bool never;
 	char reason[320]; /* a failed health hook's reason quotes its answer */
 };
 
@@ -142,13 +147,20 @@ struct pol_gate_decision {
 	/* Every failing budget fails only for being outside its windows: the request waits for
 	 * one to open (Pending, retry or not). */
 	bool only_windows;
+	/* A budget can never allow the request, whatever else is disrupted and whatever its
+	 * windows (a verdict with never set): Rejected without retry; with retry Pending, with
+	 * the reason naming only such budgets, and no window to wait for (wake_wall_ms 0). Only
+	 * a change of a budget or of the nodes can change this decision. */
+	bool unsatisfiable;
 };
 
 /**
  * Writes @d->reason from @d's failing verdicts: one failure is its verdict's reason; several
  * are "N budgets fail: R1 | R2 | ..." in the order status.disruptedDisruptionBudgets lists
  * them, as many as fit in POL_REASON_BYTES, then "| and K more (status.disruptedDisruptionBudgets
- * lists each)". The first failure always fits whole. Leaves the reason alone when none failed.
+ * lists each)". The first failure always fits whole. When @d->unsatisfiable, only the verdicts
+ * that can never pass are named ("N budgets can never allow it: ..."): the others may pass
+ * later, those never will. Leaves the reason alone when none failed.
  */
 void pol_decision_reason(struct pol_gate_decision *d);
 

@@ -182,6 +182,7 @@ struct eval {
 	size_t nv, capv;
 	bool any_failed;
 	size_t nfailed, nclosed; /* failing verdicts; of them, budgets outside their windows */
+	size_t nnever;           /* failing verdicts that can never pass (verdict.never) */
 	int64_t now_ms;
 	int64_t wake_ms; /* the next window edge of a budget whose verdict fails; 0 none */
 	struct ng_arena *arena;
@@ -197,10 +198,11 @@ static inline const char *str(const struct eval *e, uint32_t id)
 	return ng_intern_str(e->pool, id, NULL);
 }
 
-/* A budget the request touches: its index, and how many of the request's nodes in its scope
- * are not disrupted yet (what the request adds: a node counts once). */
+/* A budget the request touches: its index, how many of the request's nodes in its scope are
+ * not disrupted yet (what the request adds: a node counts once), and how many there are in all
+ * (what it would add with nothing else disrupted). */
 struct touch {
-	uint32_t budget, added;
+	uint32_t budget, added, own;
 };
 
 /* A growing list of touches (heap). */
@@ -236,8 +238,10 @@ ng_status pd_touch_add(struct touches *t, uint32_t budget, bool adds);
 void pd_touches_group(struct touches *t);
 ng_status pd_ndb_touch(struct pol_ledger *l, size_t k, size_t i, void *arg);
 ng_status pd_eval_ndb_invalid(struct eval *e, const struct kube_ndb *b, size_t index);
-ng_status pd_eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index, int64_t added);
+ng_status pd_eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index,
+		      const struct touch *t);
 ng_status pd_eval_adb_invalid(struct eval *e, const struct kube_adb *a, size_t index);
-ng_status pd_eval_adb(struct eval *e, const struct kube_adb *a, size_t index, int64_t added);
+ng_status pd_eval_adb(struct eval *e, const struct kube_adb *a, size_t index,
+		      const struct touch *t);
 
 #endif

@@ -178,13 +178,14 @@ static uint32_t verdict_key(const struct sim *m, const struct pol_budget_verdict
 }
 
 static ng_status add_never(struct sim *m, uint32_t node, const char *name, const char *reason,
-			   bool rejected)
+			   bool rejected, bool unsatisfiable)
 {
 	struct pol_plan_never *n = &m->p->never[m->p->nnever];
 	n->node = node;
 	n->name = name;
 	n->reason = ng_arena_strndup(m->out, reason, strlen(reason));
 	n->rejected = rejected;
+	n->unsatisfiable = unsatisfiable;
 	if (!n->reason)
 		return NG_ENOMEM;
 	m->p->nnever++;
@@ -223,7 +224,8 @@ static ng_status make_requests(struct sim *m)
 		if (i && strcmp(unknown[i], unknown[i - 1]) == 0)
 			continue;
 		const char *copy = ng_arena_strndup(m->out, unknown[i], strlen(unknown[i]));
-		st = copy ? add_never(m, NG_INTERN_NONE, copy, "not a node of the cluster", true)
+		st = copy ? add_never(m, NG_INTERN_NONE, copy, "not a node of the cluster", true,
+				      false)
 			  : NG_ENOMEM;
 	}
 	free(unknown);
@@ -578,11 +580,13 @@ static ng_status decide_round(struct sim *m, size_t round, int64_t now, bool all
 			st = pol_ledger_grant(l, r->nd.name, d.nodes, d.nnodes);
 			st = st ? st : hold(m, r, &d, now);
 			granted[ng++] = r->node;
-		} else if (d.outcome == POL_GATE_REJECT) {
+		} else if (d.outcome == POL_GATE_REJECT || d.unsatisfiable) {
+			/* Budgets do not change in a plan: one that can never allow the request
+			 * never will, and nothing needs to be waited for to know it. */
 			r->state = REQ_NEVER;
 			st = add_never(m, r->node,
 				       ng_intern_str(kube_snapshot_pool(m->s), r->node, NULL),
-				       d.reason, true);
+				       d.reason, d.outcome == POL_GATE_REJECT, d.unsatisfiable);
 		} else {
 			keep_failure(m, r, &d);
 			if (note_window_failures(m, r, round, now))
@@ -667,7 +671,7 @@ static ng_status never_granted_all(struct sim *m)
 			m->r[i].state = REQ_NEVER;
 			st = add_never(m, m->r[i].node,
 				       ng_intern_str(kube_snapshot_pool(m->s), m->r[i].node, NULL),
-				       m->r[i].reason, false);
+				       m->r[i].reason, false, false);
 		}
 	return st;
 }
@@ -897,6 +901,8 @@ ng_status pol_plan_json(const struct kube_snapshot *s, const struct pol_plan_inp
 		ng_jw_kstr(&w, "node", p->never[i].name);
 		ng_jw_kstr(&w, "reason", p->never[i].reason);
 		ng_jw_kbool(&w, "rejected", p->never[i].rejected);
+		if (p->never[i].unsatisfiable)
+			ng_jw_kbool(&w, "unsatisfiable", true);
 		ng_jw_obj_end(&w);
 	}
 	ng_jw_arr_end(&w);

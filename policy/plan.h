@@ -105,6 +105,7 @@ struct pol_plan_never {
 	const char *name;   /* the node's name; arena memory */
 	const char *reason; /* the gate's last reason; arena memory */
 	bool rejected;      /* the gate rejected the request (else it would wait forever) */
+	bool unsatisfiable; /* a budget can never allow it, whatever else ends (known at once) */
 };
 
 struct pol_plan {

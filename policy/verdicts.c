@@ -3,6 +3,13 @@
 
 #include "common/jw.h"
 
+/* Whether verdict @v is named in @d's reason: it fails, and when the request can never fit, it
+ * is one of the budgets that never allow it. */
+static bool named(const struct pol_gate_decision *d, const struct pol_budget_verdict *v)
+{
+	return !v->ok && (!d->unsatisfiable || v->never);
+}
+
 void pol_decision_reason(struct pol_gate_decision *d)
 {
 	/* Room kept for the tail while more failures follow: " | and " + 20 digits + the rest. */
@@ -10,17 +17,19 @@ void pol_decision_reason(struct pol_gate_decision *d)
 	const size_t reserve = sizeof(" | and ") - 1 + 20 + sizeof(tail);
 	size_t nfail = 0;
 	for (size_t i = 0; i < d->nverdicts; i++)
-		nfail += !d->verdicts[i].ok;
+		nfail += named(d, &d->verdicts[i]);
 	if (nfail == 0)
 		return;
 	size_t len = 0, k = 0;
 	d->reason[0] = '\0';
 	if (nfail > 1)
-		ng_fmt(d->reason, sizeof(d->reason), "%zu budgets fail: ", nfail);
+		ng_fmt(d->reason, sizeof(d->reason),
+		       d->unsatisfiable ? "%zu budgets can never allow it: " : "%zu budgets fail: ",
+		       nfail);
 	len = strlen(d->reason);
 	for (size_t i = 0; i < d->nverdicts; i++) {
 		const char *r = d->verdicts[i].reason;
-		if (d->verdicts[i].ok)
+		if (!named(d, &d->verdicts[i]))
 			continue;
 		size_t need = (k ? 3 : 0) + strlen(r) + (k + 1 < nfail ? reserve : 0);
 		if (k > 0 && len + need >= sizeof(d->reason)) {

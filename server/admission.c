@@ -136,6 +136,9 @@ static ng_status evaluation_answer(const struct kube_snapshot *snap,
 	ng_jw_obj(&w);
 	ng_jw_kstr(&w, "state", state);
 	ng_jw_kstr(&w, "reason", d->reason);
+	/* No budget change yet would let it through: waiting or retrying is no use. */
+	if (d->unsatisfiable)
+		ng_jw_kbool(&w, "unsatisfiable", true);
 	if (d->wake_wall_ms) { /* waiting for a maintenance window: when it opens */
 		ng_jw_key(&w, "windowOpensAt");
 		ng_jw_time_ms(&w, d->wake_wall_ms);

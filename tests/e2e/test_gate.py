@@ -107,6 +107,7 @@ class GateTest(E2ETest):
         code, d = self.evaluate({"spec": ON_TEST1})
         self.assertEqual((code, d["state"]), (200, "Rejected"))
         self.assertIn("NodeDisruptionBudget pool", d["disruptedDisruptionBudgets"][0]["reason"])
+        self.assertTrue(d.get("unsatisfiable"), d)  # two nodes under a budget of one, ever
         # It asked for nothing: no request exists.
         code, body, _ = self.api.api("GET", ND_PATH)
         self.assertEqual(body["items"], [])
@@ -132,8 +133,15 @@ class GateTest(E2ETest):
         self.assertEqual(len(entries), 1)
         self.assertEqual(entries[0]["reference"], {"kind": "NodeDisruptionBudget", "name": "pool"})
         self.assertFalse(entries[0]["ok"])
-        self.assertIn("limit 0 of 2", entries[0]["reason"])
-        self.nd("g05", dict(ON_TEST1, retry={"enabled": True}))
+        self.assertIn("which allows at most 0", entries[0]["reason"])
+        # G05 with a budget that is full (held by another grant), not one the request can never
+        # fit (L06): it waits on its backoff.
+        code, body, _ = self.api.api("PATCH", f"{NDB_PATH}/pool", {"spec": {"maxDisruptedNodes": 1}},
+                                     ctype="application/merge-patch+json")
+        self.assertEqual(code, 200, body)
+        self.nd("g05-holder", {"nodeNames": ["node1"]})
+        self.wait_state("g05-holder", "Granted")
+        self.nd("g05", {"nodeNames": ["node2"], "retry": {"enabled": True}})
         st, _ = self.wait_state("g05", "Pending")
         self.assertTrue(st.get("nextRetryDate"))
         t0 = time.monotonic()
@@ -143,6 +151,44 @@ class GateTest(E2ETest):
         self.wait_state("g05", "Granted")
         print(f"\n  budget raised -> Granted in {time.monotonic() - t0:.3f} s (event-driven)",
               file=sys.stderr)
+
+    def test_L06_a_request_that_can_never_fit_says_so(self):
+        """L06: two nodes under a budget of one. Without retry: Rejected at once, saying so.
+        With retry: Pending with Unsatisfiable=True and no nextRetryDate, not rewritten while
+        nothing changes (retries every second would be, here); the budget raised to 2, it is
+        Granted and Unsatisfiable turns False."""
+        want = ("needs 2 nodes of NodeDisruptionBudget pool, which allows at most 1: "
+                "raise maxDisruptedNodes to 2 or split the request")
+
+        def unsatisfiable(st):
+            return [c for c in st.get("conditions", []) if c["type"] == "Unsatisfiable"]
+        self.create(NGC_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig",
+                               "metadata": {"name": "default"},
+                               "spec": {"retry": {"initialIntervalSeconds": 1, "maxIntervalSeconds": 1}}})
+        self.ndb("pool", dict(ON_TEST1, maxDisruptedNodes=1))
+        ok, _ = eventually(lambda: self.ng.cache()["nodegateconfigs"] and self.ng.cache()["nodedisruptionbudgets"])
+        self.assertTrue(ok)
+        self.nd("l06-once", ON_TEST1)
+        st, _ = self.wait_state("l06-once", "Rejected")
+        self.assertEqual(st["conditions"][0]["message"], want)
+        self.assertEqual([(c["status"], c["reason"]) for c in unsatisfiable(st)], [("True", "ExceedsBudget")])
+        self.nd("l06", dict(ON_TEST1, retry={"enabled": True}))
+        st, _ = self.wait_state("l06", "Pending")
+        cond = unsatisfiable(st)
+        self.assertEqual([(c["status"], c["reason"], c["message"]) for c in cond], [("True", "ExceedsBudget", want)])
+        self.assertFalse(st.get("nextRetryDate"), st)
+        ok, _ = eventually(lambda: any(e["reason"] == "Unsatisfiable" for e in self.events("l06")))
+        self.assertTrue(ok, "an Unsatisfiable event must be recorded")
+        rv = self.api.api("GET", f"{ND_PATH}/l06")[1]["metadata"]["resourceVersion"]
+        time.sleep(2)
+        self.assertEqual(self.api.api("GET", f"{ND_PATH}/l06")[1]["metadata"]["resourceVersion"], rv,
+                         "an unsatisfiable request must not be retried")
+        code, body, _ = self.api.api("PATCH", f"{NDB_PATH}/pool", {"spec": {"maxDisruptedNodes": 2}},
+                                     ctype="application/merge-patch+json")
+        self.assertEqual(code, 200, body)
+        st, took = self.wait_state("l06", "Granted")
+        self.assertEqual([(c["status"], c["reason"]) for c in unsatisfiable(st)], [("False", "WithinBudgets")])
+        print(f"\n  budget raised -> Granted in {took:.3f} s", file=sys.stderr)
 
     def test_N04_do_not_disrupt_holds_evictions_and_requests_until_removed(self):
         """N04: pod1 (node1) annotated nodegate.io/do-not-disrupt through the API: its eviction is

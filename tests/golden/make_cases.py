@@ -229,10 +229,12 @@ def control_plane(name):
 
 
 def gate_case(file, description, extra_objects, request, state, nodes, reason, failed=None,
-              fixture=None):
+              fixture=None, never=None):
     expect = {"state": state, "disruptedNodes": nodes, "reasonContains": reason}
     if failed is not None:
         expect["failedBudgets"] = failed
+    if never is not None:
+        expect["unsatisfiable"] = never
     items = copy.deepcopy(GATE_FIXTURE if fixture is None else fixture) + extra_objects
     doc = {"description": description,
            "cluster": {"apiVersion": "v1", "kind": "List", "items": items},
@@ -311,16 +313,18 @@ gate_case("R05_control_plane_waits_for_workers.json",
 
 # Step 7 and 9: NodeDisruptionBudgets.
 gate_case("G04_ndb_max_int_rejected.json",
-          "NDB on test1 with maxDisruptedNodes 0, no retry: Rejected naming the budget and its limit.",
+          "NDB on test1 with maxDisruptedNodes 0, no retry: Rejected naming the budget and its limit, "
+          "which the request can never fit.",
           [ndb("test1", dict(TEST1, maxDisruptedNodes=0))], nd("nd", TEST1),
           "Rejected", ["node1", "node2"],
-          ["NodeDisruptionBudget test1", "this request adds 2 (limit 0 of 2 nodes)"],
-          failed=["NodeDisruptionBudget test1"])
+          ["needs 2 nodes of NodeDisruptionBudget test1, which allows at most 0: raise "
+           "maxDisruptedNodes to 2 or split the request"],
+          failed=["NodeDisruptionBudget test1"], never=True)
 gate_case("G05_ndb_max_int_retry_pending.json",
           "As G04 with retry enabled and no deadline: Pending with the same reason.",
           [ndb("test1", dict(TEST1, maxDisruptedNodes=0))], nd("nd", dict(TEST1, **RETRY)),
-          "Pending", ["node1", "node2"], ["NodeDisruptionBudget test1", "limit 0 of 2 nodes"],
-          failed=["NodeDisruptionBudget test1"])
+          "Pending", ["node1", "node2"], ["NodeDisruptionBudget test1, which allows at most 0"],
+          failed=["NodeDisruptionBudget test1"], never=True)
 gate_case("M07_ndb_max_percent_granted.json",
           "NDB over all 3 nodes with maxDisruptedNodes 50%: ceil(1.5) = 2, so test1's 2 nodes are Granted.",
           [ndb("all", {"nodeSelector": {}, "maxDisruptedNodes": "50%"})], nd("nd", TEST1),
@@ -328,12 +332,17 @@ gate_case("M07_ndb_max_percent_granted.json",
 gate_case("M07_ndb_max_percent_rejected.json",
           "NDB over all 3 nodes with maxDisruptedNodes 10%: ceil(0.3) = 1, so test1's 2 nodes are Rejected.",
           [ndb("all", {"nodeSelector": {}, "maxDisruptedNodes": "10%"})], nd("nd", TEST1),
-          "Rejected", ["node1", "node2"], ["limit 1 of 3 nodes"], failed=["NodeDisruptionBudget all"])
+          "Rejected", ["node1", "node2"],
+          ["needs 2 nodes of NodeDisruptionBudget all, which allows at most 1 (10% of 3 nodes): "
+           "raise maxDisruptedNodes to 2 or split the request"],
+          failed=["NodeDisruptionBudget all"], never=True)
 gate_case("M08_ndb_min_undisrupted_rejected.json",
           "NDB over all 3 nodes with minUndisruptedNodes 50%: 2 must stay, test1's 2 nodes would leave 1.",
           [ndb("all", {"nodeSelector": {}, "minUndisruptedNodes": "50%"})], nd("nd", TEST1),
-          "Rejected", ["node1", "node2"], ["2 of 3 nodes must stay undisrupted; 1 would remain"],
-          failed=["NodeDisruptionBudget all"])
+          "Rejected", ["node1", "node2"],
+          ["needs 2 nodes of NodeDisruptionBudget all, which keeps at least 2 of its 3 nodes "
+           "undisrupted: lower minUndisruptedNodes to 1 or split the request"],
+          failed=["NodeDisruptionBudget all"], never=True)
 gate_case("M08_ndb_min_undisrupted_granted.json",
           "As the rejected M08 case, but one node: 2 remain, enough.",
           [ndb("all", {"nodeSelector": {}, "minUndisruptedNodes": "50%"})],
@@ -381,15 +390,16 @@ gate_case("A07_adb_request_on_two_app_nodes_costs_two.json",
           "ADB max 1 with db pods on node1 and node2: one request on test1 costs two and is Rejected.",
           two_db_pods + [adb("db", dict(DB_PODS, maxDisruptions=1))], nd("nd", TEST1),
           "Rejected", ["node1", "node2"],
-          ["ApplicationDisruptionBudget default/db: 0 of 1 in use; this request adds 2"],
-          failed=["ApplicationDisruptionBudget default/db"])
+          ["needs 2 nodes of ApplicationDisruptionBudget default/db, which allows at most 1: "
+           "raise maxDisruptions to 2 or split the request"],
+          failed=["ApplicationDisruptionBudget default/db"], never=True)
 gate_case("A08_adb_one_of_one_in_use_rejected.json",
           "As A07 with node1 granted to x: a request on node2 is Rejected with 1 of 1 in use.",
           two_db_pods + [adb("db", dict(DB_PODS, maxDisruptions=1)),
                          nd("x", {"nodeNames": ["node1"]}, "Granted", ["node1"])],
           nd("nd", {"nodeNames": ["node2"]}), "Rejected", ["node2"],
           ["ApplicationDisruptionBudget default/db", "1 of 1 in use"],
-          failed=["ApplicationDisruptionBudget default/db"])
+          failed=["ApplicationDisruptionBudget default/db"], never=False)
 gate_case("A01_adb_pvc_on_local_pv_watches_its_node.json",
           "ADB max 0 selecting only a PVC bound to node3's local PV: its node affinity makes node3 watched, so node3 is Rejected.",
           [{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
@@ -397,7 +407,8 @@ gate_case("A01_adb_pvc_on_local_pv_watches_its_node.json",
             "spec": {"volumeName": "node3-pv-local"}, "status": {"phase": "Bound"}},
            adb("data", {"pvcSelector": {"matchLabels": {"app": "db"}}, "maxDisruptions": 0})],
           nd("nd", {"nodeNames": ["node3"]}), "Rejected", ["node3"],
-          ["ApplicationDisruptionBudget default/data", "limit 0 of 1 nodes"],
+          ["needs 1 node of ApplicationDisruptionBudget default/data, which allows at most 0: "
+           "raise maxDisruptions to 1"],
           failed=["ApplicationDisruptionBudget default/data"])
 gate_case("A04_adb_lost_pvc_rejected.json",
           "An ADB selecting a PVC in phase Lost fails every request on its watched nodes, naming the PVC.",
@@ -445,28 +456,56 @@ gate_case("invalid_adb_spares_other_nodes.json",
           "The invalid ADB of the previous case holds back no node without pods of its namespace: node3 is Granted.",
           [adb("broken", {"maxDisruptions": 1})], nd("nd", {"nodeNames": ["node3"]}),
           "Granted", ["node3"], ["granted"], failed=[])
-SEVERAL = [ndb("test1", dict(TEST1, maxDisruptedNodes=0)),
-           ndb("all", {"nodeSelector": {}, "maxDisruptedNodes": 1}),
-           ndb("elsewhere", {"nodeSelector": {"matchLabels": {"testselect": "test2"}}, "maxDisruptedNodes": 0}),
-           adb("db", dict(DB_PODS, maxDisruptions=0))]
+# Budgets full because x holds node2: a request for node1 fits once x is done.
+SEVERAL = two_db_pods + [nd("x", {"nodeNames": ["node2"]}, "Granted", ["node2"]),
+                         ndb("test1", dict(TEST1, maxDisruptedNodes=1)),
+                         ndb("all", {"nodeSelector": {}, "maxDisruptedNodes": 1}),
+                         ndb("elsewhere", {"nodeSelector": {"matchLabels": {"testselect": "test2"}},
+                                           "maxDisruptedNodes": 0}),
+                         adb("db", dict(DB_PODS, maxDisruptions=1))]
 SEVERAL_REASON = ["3 budgets fail: ",
-                  "NodeDisruptionBudget test1: 0 of 0 in use; this request adds 2 (limit 0 of 2 nodes)",
-                  " | NodeDisruptionBudget all: 0 of 1 in use; this request adds 2 (limit 1 of 3 nodes)",
-                  " | ApplicationDisruptionBudget default/db: 0 of 0 in use; this request adds 1 (limit 0 of 1 nodes)"]
+                  "NodeDisruptionBudget test1: 1 of 1 in use; this request adds 1 (limit 1 of 2 nodes)",
+                  " | NodeDisruptionBudget all: 1 of 1 in use; this request adds 1 (limit 1 of 3 nodes)",
+                  " | ApplicationDisruptionBudget default/db: 1 of 1 in use; this request adds 1 (limit 1 of 2 nodes)"]
 SEVERAL_FAILED = ["NodeDisruptionBudget test1", "NodeDisruptionBudget all",
                   "ApplicationDisruptionBudget default/db"]
 gate_case("several_failing_budgets_all_listed.json",
-          "Two NDBs and an ADB all fail: every one is listed, and the reason names each.",
-          SEVERAL, nd("nd", TEST1), "Rejected", ["node1", "node2"], SEVERAL_REASON,
-          failed=SEVERAL_FAILED)
+          "Two NDBs and an ADB, full while x holds node2, all fail: every one is listed, and the reason names each.",
+          SEVERAL, nd("nd", {"nodeNames": ["node1"]}), "Rejected", ["node1"], SEVERAL_REASON,
+          failed=SEVERAL_FAILED, never=False)
 gate_case("several_failing_budgets_pending_names_each.json",
           "The same request with retry waits: its condition names each failing budget, not only the first.",
-          SEVERAL, nd("nd", dict(TEST1, **RETRY)), "Pending", ["node1", "node2"], SEVERAL_REASON,
-          failed=SEVERAL_FAILED)
-gate_case("many_failing_budgets_named_within_a_bound.json",
-          "Thirty failing NDBs: the reason names the first ones whole, then says how many more, within 1 KiB.",
-          [ndb(f"pool-{i:02d}", dict(TEST1, maxDisruptedNodes=0)) for i in range(30)],
+          SEVERAL, nd("nd", {"nodeNames": ["node1"], **RETRY}), "Pending", ["node1"], SEVERAL_REASON,
+          failed=SEVERAL_FAILED, never=False)
+NEVER = [ndb("test1", dict(TEST1, maxDisruptedNodes=0)),
+         ndb("all", {"nodeSelector": {}, "maxDisruptedNodes": 1}),
+         adb("db", dict(DB_PODS, maxDisruptions=0))]
+gate_case("several_budgets_never_allow_it_names_each.json",
+          "Two NDBs and an ADB whose limits test1's 2 nodes exceed with nothing else disrupted: the request "
+          "can never fit, and the reason names each budget and what would make it fit.",
+          NEVER, nd("nd", dict(TEST1, **RETRY)), "Pending", ["node1", "node2"],
+          ["3 budgets can never allow it: needs 2 nodes of NodeDisruptionBudget test1, which allows at most 0: "
+           "raise maxDisruptedNodes to 2 or split the request",
+           " | needs 2 nodes of NodeDisruptionBudget all, which allows at most 1: raise maxDisruptedNodes to 2 "
+           "or split the request",
+           " | needs 1 node of ApplicationDisruptionBudget default/db, which allows at most 0: raise "
+           "maxDisruptions to 1"],
+          failed=SEVERAL_FAILED, never=True)
+gate_case("never_fits_names_only_what_never_allows_it.json",
+          "A full budget (x holds node3) and one test1's 2 nodes exceed: only the one that can never allow it is named.",
+          [nd("x", {"nodeNames": ["node3"]}, "Granted", ["node3"]),
+           ndb("all", {"nodeSelector": {}, "maxDisruptedNodes": 2}),
+           ndb("test1", dict(TEST1, maxDisruptedNodes=1))],
           nd("nd", dict(TEST1, **RETRY)), "Pending", ["node1", "node2"],
-          ["30 budgets fail: NodeDisruptionBudget pool-00: 0 of 0 in use; this request adds 2 (limit 0 of 2 nodes)",
+          ["needs 2 nodes of NodeDisruptionBudget test1, which allows at most 1: raise maxDisruptedNodes to 2 "
+           "or split the request"],
+          failed=["NodeDisruptionBudget all", "NodeDisruptionBudget test1"], never=True)
+gate_case("many_failing_budgets_named_within_a_bound.json",
+          "Thirty full NDBs (x holds node2): the reason names the first ones whole, then says how many more, "
+          "within 1 KiB.",
+          [nd("x", {"nodeNames": ["node2"]}, "Granted", ["node2"])] +
+          [ndb(f"pool-{i:02d}", dict(TEST1, maxDisruptedNodes=1)) for i in range(30)],
+          nd("nd", {"nodeNames": ["node1"], **RETRY}), "Pending", ["node1"],
+          ["30 budgets fail: NodeDisruptionBudget pool-00: 1 of 1 in use; this request adds 1 (limit 1 of 2 nodes)",
            " | NodeDisruptionBudget pool-01: ", " more (status.disruptedDisruptionBudgets lists each)"],
           failed=[f"NodeDisruptionBudget pool-{i:02d}" for i in range(30)])

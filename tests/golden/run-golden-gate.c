@@ -8,7 +8,8 @@
  * Case keys: description, cluster, nodeDisruption, now (RFC 3339), expect: {state ("Granted",
  * "Pending", "Rejected"), disruptedNodes (exact, sorted), reasonContains (substrings of the
  * reason), failedBudgets (optional: exactly the failing budgets, as "NodeDisruptionBudget NAME"
- * or "ApplicationDisruptionBudget NS/NAME")}. Usage: run-golden-gate CASE.json */
+ * or "ApplicationDisruptionBudget NS/NAME"), unsatisfiable (optional: whether some budget can
+ * never allow the request)}. Usage: run-golden-gate CASE.json */
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/clock.h"
@@ -149,6 +150,10 @@ static void compare(const struct kube_snapshot *s, const struct pol_gate_decisio
 	const cJSON *failed = ng_json_get(expect, "failedBudgets");
 	if (cJSON_IsArray(failed))
 		check_failed_budgets(s, d, failed);
+	const cJSON *never = ng_json_get(expect, "unsatisfiable");
+	if (cJSON_IsBool(never))
+		check(cJSON_IsTrue(never) == d->unsatisfiable, "unsatisfiable",
+		      d->unsatisfiable ? "true" : "false");
 	if (failures) {
 		struct ng_buf b;
 		ng_buf_init(&b, 1u << 20);

@@ -592,14 +592,14 @@ class LifecycleTest(unittest.TestCase):
         self.assertEqual((d["state"], d["disruptedNodes"]), ("Granted", ["node1"]))
         self.assertEqual(d["disruptedDisruptionBudgets"][0]["reference"],
                          {"kind": "ApplicationDisruptionBudget", "namespace": "default", "name": "db"})
-        # The same request next to a Granted one on node1 and a pool budget at zero: every
+        # The same request next to a Granted one on node1 and a pool budget of one, full: every
         # failing budget is listed, and the exit status says "not granted".
         more = os.path.join(self.tmp, "more.json")
         with open(more, "w", encoding="utf-8") as f:
             json.dump({"kind": "List", "items": [
                 {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget",
                  "metadata": {"name": "pool"},
-                 "spec": {"nodeSelector": {"matchLabels": {"testselect": "test1"}}, "maxDisruptedNodes": 0}},
+                 "spec": {"nodeSelector": {"matchLabels": {"testselect": "test1"}}, "maxDisruptedNodes": 1}},
                 {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption", "metadata": {"name": "held"},
                  "spec": {"nodeNames": ["node1"]},
                  "status": {"state": "Granted", "disruptedNodes": ["node1"]}}]}, f)
@@ -610,10 +610,18 @@ class LifecycleTest(unittest.TestCase):
         self.assertEqual(d["state"], "Rejected")
         failed = sorted(e["reference"]["name"] for e in d["disruptedDisruptionBudgets"] if not e["ok"])
         self.assertEqual(failed, ["pool"])
-        self.assertIn("limit 0 of 2", d["reason"])
+        self.assertIn("1 of 1 in use; this request adds 1 (limit 1 of 2 nodes)", d["reason"])
+        self.assertNotIn("unsatisfiable", d)
         # With retry it would wait instead.
         rc, out, _ = self.check(fixture, more, nd={"spec": {"nodeNames": ["node2"], "retry": {"enabled": True}}})
         self.assertEqual((rc, json.loads(out)["state"]), (1, "Pending"))
+        # L06: both nodes can never fit a budget of one: the answer says so, and what would.
+        rc, out, _ = self.check(fixture, more, nd={"spec": {"nodeNames": ["node1", "node2"],
+                                                            "retry": {"enabled": True}}})
+        d = json.loads(out)
+        self.assertEqual((rc, d["state"], d.get("unsatisfiable")), (1, "Pending", True))
+        self.assertEqual(d["reason"], "needs 2 nodes of NodeDisruptionBudget pool, which allows at most 1: "
+                                      "raise maxDisruptedNodes to 2 or split the request")
         # A request the webhook would refuse is not decided: exit 2 with why.
         rc, out, err = self.check(fixture, nd={"spec": {"nodeSelector": {}}})
         self.assertEqual(rc, 2)

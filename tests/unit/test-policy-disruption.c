@@ -203,11 +203,15 @@ static void test_S01_windows_hold_requests_until_the_next_opening(void **state)
 	expect(&r, POL_GATE_PENDING, "the next opens at 2026-12-01T21:00:00.000Z");
 	assert_int_equal(r.d.wake_wall_ms, TUE_22H);
 	done(&r);
-	/* A request the budget would refuse anyway is refused as before, and still told when the
-	 * window opens. */
+	/* A request another budget refuses (full: node2 is granted) is refused as before, and
+	 * still told when the window opens. */
 	r = decide(
 	    cluster(NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":1," WEEKNIGHTS("") "}") "," ND(
-		"nd", ON_TEST1 "}") "," NDB("zero", ON_TEST1 ",\"maxDisruptedNodes\":0}")),
+		"nd", "{\"nodeNames\":[\"node1\"]}") "," NDB("full", ON_TEST1
+							     ",\"maxDisruptedNodes\":"
+							     "1}") "," GRANTED("held", "[\"nod"
+										       "e2\""
+										       "]")),
 	    "nd", NULL, MON_NOON);
 	expect(&r, POL_GATE_REJECT, "2 budgets fail");
 	assert_int_equal(r.d.wake_wall_ms, MON_22H);
@@ -233,10 +237,11 @@ static void test_S02_window_limits_and_use_default(void **state)
 	assert_int_equal(r.d.wake_wall_ms, MON_22H);
 	assert_false(r.d.only_windows);
 	done(&r);
-	/* A window's limit may be stricter than the budget's own. */
+	/* A window's limit may be stricter than the budget's own (which applies outside). */
 	r = decide(
-	    cluster(NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":2," WEEKNIGHTS(
-				    ",\"maxDisruptedNodes\":1") "}") "," ND("nd", ON_TEST1 "}")),
+	    cluster(NDB("pool", ON_TEST1
+			",\"maxDisruptedNodes\":2,\"outsideWindows\":\"UseDefault\"," WEEKNIGHTS(
+			    ",\"maxDisruptedNodes\":1") "}") "," ND("nd", ON_TEST1 "}")),
 	    "nd", NULL, MON_23H30);
 	expect(&r, POL_GATE_REJECT, "(limit 1 of 2 nodes)");
 	assert_int_equal(r.d.wake_wall_ms, TUE_06H); /* the window's limit ends as it closes */
@@ -278,16 +283,19 @@ static void test_S06_a_window_that_never_closes_has_no_edge(void **state)
 {
 	(void)state;
 #define ALWAYS "{\"schedule\":\"* * * * *\",\"duration\":\"744h\",\"maxDisruptedNodes\":1}"
-	const char *objs = NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":2,\"windows\":[" ALWAYS
-						"]}") "," ND("nd", ON_TEST1 "}");
+/* The budget's own limit applies outside its windows: the request could fit there. */
+#define OWN ",\"outsideWindows\":\"UseDefault\""
+	const char *objs =
+	    NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":2" OWN ",\"windows\":[" ALWAYS
+				 "]}") "," ND("nd", ON_TEST1 "}");
 	struct result r = decide(cluster(objs), "nd", NULL, MON_NOON);
 	expect(&r, POL_GATE_REJECT, "(limit 1 of 2 nodes)");
 	assert_int_equal(r.d.wake_wall_ms, 0);
 	done(&r);
-	r = decide(
-	    cluster(NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":2,\"windows\":[" ALWAYS "," ALWAYS
-					 "," ALWAYS "," ALWAYS "]}") "," ND("nd", ON_TEST1 "}")),
-	    "nd", NULL, MON_NOON);
+	r = decide(cluster(NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":2" OWN
+						",\"windows\":[" ALWAYS "," ALWAYS "," ALWAYS
+						"," ALWAYS "]}") "," ND("nd", ON_TEST1 "}")),
+		   "nd", NULL, MON_NOON);
 	expect(&r, POL_GATE_REJECT, "(limit 1 of 2 nodes)");
 	assert_int_equal(r.d.wake_wall_ms, 0);
 	done(&r);
@@ -334,7 +342,12 @@ static void test_G04_G05_budget_full_rejects_or_waits(void **state)
 	assert_int_equal(r.d.nverdicts, 1);
 	assert_false(r.d.verdicts[0].ok);
 	assert_int_equal(r.d.verdicts[0].kind, KUBE_RES_NDBS);
-	assert_non_null(strstr(r.d.verdicts[0].reason, "limit 0 of 2"));
+	/* Its two nodes are over the budget's limit whatever else happens: it says so. */
+	assert_string_equal(
+	    r.d.verdicts[0].reason,
+	    "needs 2 nodes of NodeDisruptionBudget pool, which allows at most 0: raise "
+	    "maxDisruptedNodes to 2 or split the request");
+	assert_true(r.d.unsatisfiable);
 	done(&r);
 	r = decide(cluster(NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":0}") "," ND(
 		       "nd", ON_TEST1 ",\"retry\":{\"enabled\":true}}")),
@@ -560,19 +573,22 @@ static void test_A09_frozen_budget(void **state)
 	done(&r);
 }
 
+/* Budgets full because node2 is granted: a request for node1 could fit once it is released. */
+#define HELD_NODE2 GRANTED("held", "[\"node2\"]")
+#define ON_NODE1 "{\"nodeNames\":[\"node1\"]"
+
 static void test_every_failing_budget_is_listed(void **state)
 {
 	char buf[2048];
 	(void)snprintf(
 	    buf, sizeof(buf),
-	    "%s," NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":1}") "," NDB(
-		"all", "{\"nodeSelector\":{},\"minUndisruptedNodes\":\"100%%\"}") "," ND("nd",
-											 ON_TEST1
-											 "}"),
+	    "%s," HELD_NODE2 "," NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":1}") "," NDB(
+		"all", "{\"nodeSelector\":{},\"maxDisruptedNodes\":1}") "," ND("nd", ON_NODE1 "}"),
 	    two_app_nodes);
 	struct result r = decide(cluster(buf), "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, NULL);
 	assert_int_equal(r.d.nverdicts, 3);
+	assert_false(r.d.unsatisfiable);
 	/* The reason (the condition's message) names each, not only the first. */
 	char want[POL_REASON_BYTES];
 	ng_fmt(want, sizeof(want), "3 budgets fail: %s | %s | %s", r.d.verdicts[0].reason,
@@ -583,20 +599,20 @@ static void test_every_failing_budget_is_listed(void **state)
 	done(&r);
 	/* The same for a Pending request; a passing budget is not named. */
 	(void)snprintf(buf, sizeof(buf),
-		       NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":0}") "," NDB(
+		       HELD_NODE2 "," NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":1}") "," NDB(
 			   "fits", ON_TEST1
 			   ",\"maxDisruptedNodes\":2}") "," NDB("all", "{\"nodeSelector\":{},"
 								       "\"maxDisruptedNodes\":"
-								       "1}") "," ND("nd", ON_TEST1
+								       "1}") "," ND("nd", ON_NODE1
 										    ",\"retry\":{"
 										    "\"enabled\":"
 										    "true}}"));
 	r = decide(cluster(buf), "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_PENDING, "2 budgets fail: NodeDisruptionBudget ");
-	assert_non_null(strstr(r.d.reason, "NodeDisruptionBudget pool: 0 of 0 in use; this "
-					   "request adds 2 (limit 0 of 2 nodes)"));
-	assert_non_null(strstr(r.d.reason, "NodeDisruptionBudget all: 0 of 1 in use; this "
-					   "request adds 2 (limit 1 of 3 nodes)"));
+	assert_non_null(strstr(r.d.reason, "NodeDisruptionBudget pool: 1 of 1 in use; this "
+					   "request adds 1 (limit 1 of 2 nodes)"));
+	assert_non_null(strstr(r.d.reason, "NodeDisruptionBudget all: 1 of 1 in use; this "
+					   "request adds 1 (limit 1 of 3 nodes)"));
 	assert_null(strstr(r.d.reason, "fits"));
 	done(&r);
 }
@@ -609,8 +625,9 @@ static void test_many_failing_budgets_are_named_within_a_bound(void **state)
 	size_t len = 0;
 	for (int i = 0; i < N; i++)
 		len += (size_t)snprintf(
-		    buf + len, 256, NDB("pool-%02d", ON_TEST1 ",\"maxDisruptedNodes\":0}") ",", i);
-	(void)snprintf(buf + len, 512, ND("nd", ON_TEST1 ",\"retry\":{\"enabled\":true}}"));
+		    buf + len, 256, NDB("pool-%02d", ON_TEST1 ",\"maxDisruptedNodes\":1}") ",", i);
+	(void)snprintf(buf + len, 512,
+		       HELD_NODE2 "," ND("nd", ON_NODE1 ",\"retry\":{\"enabled\":true}}"));
 	struct result r = decide(cluster(buf), "nd", NULL, NOW_WALL_MS);
 	free(buf);
 	expect(&r, POL_GATE_PENDING, "40 budgets fail: ");

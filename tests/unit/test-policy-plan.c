@@ -212,8 +212,10 @@ static void test_Q01_nodes_never_granted_say_why_and_the_plan_ends(void **state)
 	assert_string_equal(r.p.never[1].name, "n4");
 	assert_false(r.p.never[1].rejected);
 	assert_non_null(strstr(r.p.never[1].reason, "datacenter move"));
+	assert_false(r.p.never[1].unsatisfiable); /* a freeze ends */
 	assert_string_equal(r.p.never[2].name, "n5");
 	assert_non_null(strstr(r.p.never[2].reason, "zero"));
+	assert_true(r.p.never[2].unsatisfiable); /* known at once */
 	/* The plan ends with the last wave, not with the nodes that never go. */
 	assert_int_equal(r.p.end_wall_ms, START_WALL_MS + DRAIN_MS);
 	done(&r);
@@ -593,14 +595,15 @@ static void test_Q01_json_document_shape(void **state)
 	assert_int_equal(cJSON_GetArraySize(get(w1, "nodes")), 2);
 	assert_string_equal(cJSON_GetArrayItem(get(w1, "nodes"), 0)->valuestring, "n0");
 	assert_string_equal(cJSON_GetArrayItem(get(w1, "nodes"), 1)->valuestring, "n1");
-	assert_int_equal(get(w1, "waiting")->valueint, 2);
+	/* n3 waits; n5, which "zero" can never allow, is known never granted at once. */
+	assert_int_equal(get(w1, "waiting")->valueint, 1);
 	const cJSON *lim = get(w1, "limitedBy");
-	assert_int_equal(cJSON_GetArraySize(lim), 1); /* n5 too: "pool" is its first failure */
+	assert_int_equal(cJSON_GetArraySize(lim), 1);
 	const cJSON *l0 = cJSON_GetArrayItem(lim, 0);
 	assert_string_equal(get(get(l0, "reference"), "kind")->valuestring, "NodeDisruptionBudget");
 	assert_string_equal(get(get(l0, "reference"), "name")->valuestring, "pool");
 	assert_null(cJSON_GetObjectItemCaseSensitive(get(l0, "reference"), "namespace"));
-	assert_int_equal(get(l0, "waiting")->valueint, 2);
+	assert_int_equal(get(l0, "waiting")->valueint, 1);
 	assert_true(cJSON_IsString(get(l0, "reason")));
 	assert_int_equal(get(w1, "moreLimits")->valueint, 0);
 	assert_int_equal(get(w2, "offsetSeconds")->valueint, 300);
@@ -608,11 +611,12 @@ static void test_Q01_json_document_shape(void **state)
 	const cJSON *never = get(doc, "neverGranted");
 	assert_int_equal(cJSON_GetArraySize(never), 1);
 	assert_string_equal(get(cJSON_GetArrayItem(never, 0), "node")->valuestring, "n5");
-	/* Its reason is as of the end: "pool" has room then, "zero" never does. */
+	/* Its reason names "zero" only: "pool" is full for now, "zero" never has room. */
 	const char *why = get(cJSON_GetArrayItem(never, 0), "reason")->valuestring;
-	assert_non_null(strstr(why, "zero"));
-	assert_null(strstr(why, "pool"));
+	assert_string_equal(why, "needs 1 node of NodeDisruptionBudget zero, which allows at most "
+				 "0: raise maxDisruptedNodes to 1");
 	assert_true(cJSON_IsFalse(get(cJSON_GetArrayItem(never, 0), "rejected")));
+	assert_true(cJSON_IsTrue(get(cJSON_GetArrayItem(never, 0), "unsatisfiable")));
 	assert_int_equal(cJSON_GetArraySize(get(doc, "notPlanned")), 0);
 	cJSON_Delete(doc);
 	ng_buf_finish(&b);
