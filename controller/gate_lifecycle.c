@@ -119,6 +119,8 @@ static void end_one(struct gate *g, const struct kube_snapshot *s, const struct 
 		}
 		end_events(g, s, e, name, now_wall_ms);
 	}
+	if (!gate_leading(g))
+		return; /* the lease was lost meanwhile: the next leader ends it */
 	const struct kube_ref ref = {KUBE_KIND_ND, NULL, name};
 	struct kube_write_result r;
 	kube_delete_uid(g->client, &ref, nd->uid, &r);

@@ -2,6 +2,7 @@
 #include "policy/lifecycle.h"
 
 #include "common/arena.h"
+#include "common/intern.h"
 #include "kube/kube.h"
 
 #include <string.h>
@@ -11,11 +12,19 @@ const char *pol_end_reason_str(enum pol_end_reason r)
 	return r == POL_END_DEADLINE ? "DeadlineExceeded" : "TTLAfterCompletionExpired";
 }
 
+/* Whether @ngc's defaults apply to @nd: not to the requests of a NodeRemediation, which ends
+ * them itself (it records a repair before it deletes, and keeps a node that is still unhealthy
+ * cordoned on purpose). */
+static bool defaults_apply(const struct kube_nd *nd)
+{
+	return !nd->detail || nd->detail->remediation == NG_INTERN_NONE;
+}
+
 int64_t pol_grant_expires_ms(const struct kube_nd *nd, const struct kube_ngc *ngc,
 			     int64_t granted_wall_ms)
 {
 	int64_t s = nd->detail ? nd->detail->active_deadline_s : -1;
-	if (s < 0 && ngc && ngc->has_default_deadline)
+	if (s < 0 && ngc && ngc->has_default_deadline && defaults_apply(nd))
 		s = ngc->default_deadline_s;
 	return s > 0 && granted_wall_ms > 0 ? granted_wall_ms + s * 1000 : 0;
 }
@@ -46,7 +55,7 @@ static int64_t ttl_due_ms(const struct kube_nd *nd, const struct kube_ngc *ngc, 
 	if (!ready || ready->status != KUBE_COND_TRUE || strcmp(ready->reason, "Completed") != 0)
 		return 0;
 	int64_t s = nd->detail->ttl_after_completion_s;
-	if (s < 0 && ngc && ngc->has_default_ttl)
+	if (s < 0 && ngc && ngc->has_default_ttl && defaults_apply(nd))
 		s = ngc->default_ttl_s;
 	if (s < 0)
 		return 0;

@@ -33,8 +33,9 @@ const char *pol_end_reason_str(enum pol_end_reason r);
 /**
  * When the grant of @nd, granted at @granted_wall_ms, passes its deadline: its
  * spec.activeDeadlineSeconds, else @ngc's lifecycle.defaultActiveDeadlineSeconds (@ngc NULL:
- * none); 0 when it has none (0 seconds, absent, or @granted_wall_ms <= 0). What the gate writes
- * as status.expiresAt.
+ * none; never for a request a NodeRemediation created, which ends its requests itself); 0 when
+ * it has none (0 seconds, absent, or @granted_wall_ms <= 0). What the gate writes as
+ * status.expiresAt. The TTL's default is skipped for the same requests.
  */
 int64_t pol_grant_expires_ms(const struct kube_nd *nd, const struct kube_ngc *ngc,
 			     int64_t granted_wall_ms);

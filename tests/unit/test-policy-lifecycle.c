@@ -110,6 +110,29 @@ static void test_config_default_applies_unless_the_request_says_zero(void **stat
 	finish(&r);
 }
 
+static void test_defaults_leave_a_remediations_requests_alone(void **state)
+{
+	(void)state;
+	/* NodeRemediation ends its requests itself: neither default applies, own fields do. */
+	/* clang-format off */
+	struct run r = run(
+	    NGC("{\"lifecycle\":{\"defaultActiveDeadlineSeconds\":10,"
+		"\"defaultTTLSecondsAfterCompletion\":0}}") ","
+	    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"rem\",\"labels\":{\"nodegate.io/remediation\":\"kernel\"}},\"spec\":{"
+	    "\"nodeNames\":[\"node1\"]},\"status\":{\"state\":\"Granted\",\"disruptedNodes\":"
+	    "[\"node1\"],\"grantedAt\":" AGO_60 READY("True", "Completed", AGO_5) "}},"
+	    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"rem-own\",\"labels\":{\"nodegate.io/remediation\":\"kernel\"}},\"spec\":{"
+	    "\"nodeNames\":[\"node2\"],\"activeDeadlineSeconds\":30},\"status\":{\"state\":"
+	    "\"Granted\",\"disruptedNodes\":[\"node2\"],\"grantedAt\":" AGO_60 "}}");
+	/* clang-format on */
+	assert_int_equal(r.l.nends, 1);
+	assert_int_equal(end_of(&r, "rem-own")->reason, POL_END_DEADLINE);
+	assert_null(end_of(&r, "rem"));
+	finish(&r);
+}
+
 static void test_a_changed_default_rewrites_expires_at(void **state)
 {
 	(void)state;
@@ -232,6 +255,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_deadline_counts_from_granted_at),
 	    cmocka_unit_test(test_config_default_applies_unless_the_request_says_zero),
+	    cmocka_unit_test(test_defaults_leave_a_remediations_requests_alone),
 	    cmocka_unit_test(test_a_changed_default_rewrites_expires_at),
 	    cmocka_unit_test(test_ttl_after_completion),
 	    cmocka_unit_test(test_no_default_ttl_keeps_completed_requests),
