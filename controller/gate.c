@@ -159,7 +159,10 @@ static bool plan_write(struct gate *g, const struct kube_snapshot *s,
 	if (w && w->outcome == d->outcome && w->reason_hash == h && !retry_due &&
 	    nd->state != KUBE_ND_UNKNOWN)
 		return false;
-	*ret = (struct gate_write){d, now_wall_ms, 0, nd->retry_count, h};
+	*ret = (struct gate_write){d, now_wall_ms, 0, nd->retry_count, h, 0};
+	if (d->outcome == POL_GATE_GRANT)
+		ret->expires_wall_ms =
+		    pol_grant_expires_ms(nd, kube_snapshot_config(s), now_wall_ms);
 	if (pending && d->unsatisfiable) {
 		/* Retrying changes nothing: a change of a budget or of the nodes (a new snapshot)
 		 * decides it again. Only its deadline, if any, is a time to look again. */
@@ -395,6 +398,9 @@ void gate_round(struct gate *g, const struct kube_snapshot *s, bool changed, int
 	if (changed && gate_leading(g))
 		gate_tend_finalizers(g, s, now_wall_ms);
 	gate_flush_later(g);
+	/* After the decisions: ending a grant frees nothing in this round's ledger. */
+	if (gate_leading(g))
+		gate_end_grants(g, s, now_wall_ms, arena);
 	g->budgets_dirty |= changed;
 	if (g->budgets_dirty && now_wall_ms - g->budgets_written_wall_ms >= BUDGET_STATUS_MS &&
 	    gate_leading(g)) {
@@ -423,6 +429,9 @@ static int64_t next_due_wall_ms(const struct gate *g)
 	for (size_t i = 0; i < g->ninf; i++)
 		if (!due || g->inf[i].until_wall_ms < due)
 			due = g->inf[i].until_wall_ms;
+	/* The next grant to end: the gate wakes when it is due, not by polling. */
+	if (g->lifecycle_next_wall_ms && (!due || g->lifecycle_next_wall_ms < due))
+		due = g->lifecycle_next_wall_ms;
 	if (g->budgets_dirty) {
 		int64_t b = g->budgets_written_wall_ms + BUDGET_STATUS_MS;
 		if (!due || b < due)
@@ -436,6 +445,7 @@ static void forget(struct gate *g)
 {
 	gate_hooks_forget(g);
 	gate_alert_forget(g);
+	gate_lifecycle_forget(g);
 	while (g->nlater) /* a new term writes only what it decides itself */
 		gate_later_free(&g->later[--g->nlater]);
 	g->nw = 0;
@@ -546,6 +556,8 @@ void gate_get_stats(const struct gate *cg, struct gate_stats *ret)
 	ret->writes = ng_prom_get(&g->writes);
 	ret->conflicts = ng_prom_get(&g->conflicts);
 	ret->errors = ng_prom_get(&g->errors);
+	for (int i = 0; i < POL_END_COUNT; i++)
+		ret->ended[i] = ng_prom_get(&g->ends[i]);
 	ret->decision_count = ng_prom_get(&g->decision_duration.count);
 	ret->decision_us_sum = ng_prom_get(&g->decision_duration.sum_us);
 	for (int i = 0; i < 8; i++)
@@ -571,6 +583,7 @@ void gate_destroy(struct gate *g)
 	ng_map_finish(&g->bw_by_key);
 	free(g->hc);
 	free(g->deny);
+	free(g->ended);
 	pthread_mutex_destroy(&g->metrics_mu);
 	pthread_mutex_destroy(&g->wake_mu);
 	ng_map_finish(&g->w_by_name);

@@ -39,6 +39,7 @@ struct gate_stats {
 				   * gate is evaluated again before it counts as a decision) */
 	uint64_t decision_us_sum; /* time inside pol_evaluate_disruption */
 	uint64_t decision_buckets[8];
+	uint64_t ended[2]; /* requests the gate deleted, by enum pol_end_reason */
 };
 
 /** Upper bounds of gate_stats.decision_buckets, in seconds. */

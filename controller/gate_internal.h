@@ -11,6 +11,8 @@
  *   gate_alert.c    NodeGateConfig alertGate: asked on a thread of its own before any grant,
  *                   its answer kept for cacheSeconds; the reading of Prometheus's answers
  *   gate_hookaddr.c the addresses hooks may not reach: the API server's, nodegate's own
+ *   gate_lifecycle.c the ends of grants: deadline and TTL after completion (Events, delete),
+ *                   status.expiresAt kept up to date
  *
  * Threads: everything here runs on the gate's runtime thread (or a test's), except the
  * metrics renderers, which take metrics_mu. */
@@ -26,6 +28,7 @@
 #include "kube/write.h"
 #include "policy/disruption.h"
 #include "policy/hook.h"
+#include "policy/lifecycle.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -76,6 +79,15 @@ struct gate_written {
 	/* Its last decision waits on the alert gate's question: while that is out its retry is
 	 * not due (the answer starts a round). */
 	bool alert_wait;
+};
+
+/* A request this term ended (gate_lifecycle.c), so its Events are recorded once: by name and
+ * uid (a request created again under the name is another). */
+struct gate_ended {
+	uint32_t name;
+	uint64_t uid;          /* FNV-1a of metadata.uid */
+	bool deleted;          /* the delete was answered: the cache shows it soon */
+	int64_t retry_wall_ms; /* a failed delete is tried again then */
 };
 
 /* What this replica last wrote to a budget's status. */
@@ -194,6 +206,11 @@ struct gate {
 	struct gate_alert_last alert;
 	_Atomic bool alert_answered; /* the question ended since the last step looked */
 	_Atomic uint64_t alert_evals[3], alert_ignored, alert_firing;
+	/* The ends of grants (gate_lifecycle.c): gate thread only, but for the counters. */
+	struct gate_ended *ended;
+	size_t nended, capended;
+	int64_t lifecycle_next_wall_ms; /* the next end due (or a failed one's retry); 0: none */
+	_Atomic uint64_t ends[POL_END_COUNT]; /* nodegate_requests_ended_total{reason} */
 };
 
 /* Whether this replica writes: no leader configured, or it holds the Lease. */
@@ -228,7 +245,8 @@ struct gate_write {
 	int64_t now_wall_ms;
 	int64_t next_retry_wall_ms; /* 0: none */
 	uint32_t retry_count;
-	uint64_t hash; /* what it says, as gate_written.reason_hash keeps it */
+	uint64_t hash;           /* what it says, as gate_written.reason_hash keeps it */
+	int64_t expires_wall_ms; /* a grant's status.expiresAt; 0: none */
 };
 
 /** Writes @wr for @nd; the outcome says whether the round may go on. */
@@ -261,6 +279,21 @@ void gate_tend_finalizers(struct gate *g, const struct kube_snapshot *s, int64_t
  * status.lastHookResult dated @now_wall_ms. */
 void gate_write_hook_result(struct gate *g, const char *ns, const char *name,
 			    const struct pol_hook_call *c, int64_t now_wall_ms);
+
+/* gate_lifecycle.c */
+
+/**
+ * Ends the Granted requests of @s whose deadline or TTL after completion has passed at
+ * @now_wall_ms (policy/lifecycle.h): an Event on the request and on each of its nodes (once per
+ * term), then a DELETE with preconditions.uid (a 404 or 409 ends it too); a failed delete is
+ * tried again a second later. Rewrites a stale status.expiresAt (a few per round). Sets
+ * lifecycle_next_wall_ms to the next end due. @arena is the round's, reset here. Leader only:
+ * stops when the lease is lost.
+ */
+void gate_end_grants(struct gate *g, const struct kube_snapshot *s, int64_t now_wall_ms,
+		     struct ng_arena *arena);
+/** Forgets the ends recorded this term (a new term, or the gate stopping). */
+void gate_lifecycle_forget(struct gate *g);
 
 /* gate_budgets.c */
 

@@ -73,6 +73,10 @@ static void status_body(struct ng_jw *w, void *ctx)
 	if (d->outcome == POL_GATE_GRANT) {
 		ng_jw_key(w, "grantedAt");
 		ng_jw_time_ms(w, sb->wr->now_wall_ms);
+		if (sb->wr->expires_wall_ms) {
+			ng_jw_key(w, "expiresAt");
+			ng_jw_time_ms(w, sb->wr->expires_wall_ms);
+		}
 	}
 	ng_jw_key(w, "conditions");
 	ng_jw_arr(w);

@@ -269,6 +269,31 @@ static ng_status decode_ngc_drain(struct kd_ctx *c, const cJSON *d, struct kube_
 	return NG_OK;
 }
 
+/* NodeGateConfig spec.lifecycle: the defaults of requests that set no deadline or TTL. A problem
+ * goes to @verr (the config is then invalid). */
+static void decode_ngc_lifecycle(const cJSON *l, struct kube_ngc *g, struct ng_err *verr)
+{
+	static const char *const keys[2] = {"defaultActiveDeadlineSeconds",
+					    "defaultTTLSecondsAfterCompletion"};
+	int64_t *vals[2] = {&g->default_deadline_s, &g->default_ttl_s};
+	bool *has[2] = {&g->has_default_deadline, &g->has_default_ttl};
+	for (int k = 0; k < 2; k++) {
+		const cJSON *v = ng_json_get(l, keys[k]);
+		int64_t secs;
+		if (!v || cJSON_IsNull(v))
+			continue;
+		if (!ng_json_int64(v, &secs) || secs < 0 || secs > KUBE_MAX_LIFECYCLE_S) {
+			(void)ng_err_set(
+			    verr, NG_EPARSE, 0,
+			    "spec.lifecycle.%s: must be an integer of seconds in 0..%d", keys[k],
+			    KUBE_MAX_LIFECYCLE_S);
+		} else {
+			*vals[k] = secs;
+			*has[k] = true;
+		}
+	}
+}
+
 /* NodeGateConfig spec.eviction.exemptUsers holds no entry kube_exempt_entry_problem refuses
  * ("*" alone); else @verr says which. Checked here, not by the CRD alone: a config that reaches
  * the cache some other way (a snapshot file, an older CRD) must not exempt everyone either, and
@@ -390,6 +415,7 @@ ng_status kd_decode_ngc(struct kd_ctx *c, const cJSON *o, const struct kd_id *id
 		return st;
 	if ((st = decode_ngc_drain(c, ng_json_get(spec, "drain"), g, &verr)) != NG_OK)
 		return st;
+	decode_ngc_lifecycle(ng_json_get(spec, "lifecycle"), g, &verr);
 	if ((st = decode_alert_gate(c, ng_json_get(spec, "alertGate"), &g->alert, &verr)) != NG_OK)
 		return st;
 	if (verr.status == NG_OK)
@@ -401,6 +427,8 @@ ng_status kd_decode_ngc(struct kd_ctx *c, const cJSON *o, const struct kd_id *id
 	g->auto_request = false;
 	g->has_exempt_users = false;
 	g->nexempt = 0;
+	/* Nor does it end requests by defaults it could not read. */
+	g->has_default_deadline = g->has_default_ttl = false;
 	return kd_intern(c, verr.msg, &g->error);
 }
 

@@ -446,7 +446,23 @@ ng_status kd_nd_operation(struct kd_ctx *c, const cJSON *j, struct kube_nd_opera
 	return NG_OK;
 }
 
-/* spec.additionalRequestors, spec.startDate and spec.duration into @x. */
+/* Optional spec.@key, seconds in 0..KUBE_MAX_LIFECYCLE_S; -1 when absent or malformed (then a
+ * problem naming the field). */
+static int64_t lifecycle_seconds(const cJSON *spec, const char *key, struct ng_err *verr)
+{
+	const cJSON *v = ng_json_get(spec, key);
+	int64_t secs;
+	if (!v || cJSON_IsNull(v))
+		return -1;
+	if (!ng_json_int64(v, &secs) || secs < 0 || secs > KUBE_MAX_LIFECYCLE_S) {
+		kd_problem(verr, "spec.%s: expected an integer of seconds in 0..%d", key,
+			   KUBE_MAX_LIFECYCLE_S);
+		return -1;
+	}
+	return secs;
+}
+
+/* spec.additionalRequestors, spec.startDate, spec.duration and the lifecycle's seconds into @x. */
 static ng_status nd_more(struct kd_ctx *c, const cJSON *spec, struct kube_nd_detail *x,
 			 struct ng_err *verr)
 {
@@ -474,16 +490,19 @@ static ng_status nd_more(struct kd_ctx *c, const cJSON *spec, struct kube_nd_det
 	if (dur && !cJSON_IsNull(dur) &&
 	    (!cJSON_IsString(dur) || !kd_parse_duration_ms(dur->valuestring, &x->duration_ms)))
 		kd_problem(verr, "spec.duration: expected a duration such as 90m or 1h30m");
+	x->active_deadline_s = lifecycle_seconds(spec, "activeDeadlineSeconds", verr);
+	x->ttl_after_completion_s = lifecycle_seconds(spec, "ttlSecondsAfterCompletion", verr);
 	return st;
 }
 
-/* status.grantedAt and status.disruptedDisruptionBudgets into @x (the gate writes them; what
- * is not of the expected type reads as absent). */
+/* status.grantedAt, status.expiresAt and status.disruptedDisruptionBudgets into @x (the gate
+ * writes them; what is not of the expected type reads as absent). */
 static ng_status nd_verdicts(struct kd_ctx *c, const cJSON *status, struct kube_nd_detail *x)
 {
 	const char *granted = ng_json_str(status, "grantedAt");
 	if (granted && ng_parse_rfc3339_ms(granted, strlen(granted), &x->granted_ms) != NG_OK)
 		x->granted_ms = -1;
+	x->expires_ms = kd_opt_time_ms(status, "expiresAt");
 	const cJSON *dbs = ng_json_get(status, "disruptedDisruptionBudgets");
 	size_t n = cJSON_IsArray(dbs) ? (size_t)cJSON_GetArraySize(dbs) : 0;
 	if (n > KUBE_MAX_ND_LIST)
@@ -568,6 +587,7 @@ static ng_status nd_detail(struct kd_ctx *c, const cJSON *o, struct kube_nd *d)
 		return kd_fail(c, NG_ENOMEM, "spec", "out of memory");
 	memset(x, 0, sizeof(*x));
 	x->spec_error = x->created_by = NG_INTERN_NONE;
+	x->active_deadline_s = x->ttl_after_completion_s = -1;
 	d->detail = x;
 	const cJSON *spec = ng_json_get(o, "spec");
 	const cJSON *sel = ng_json_get(spec, "nodeSelector");

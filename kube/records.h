@@ -331,15 +331,20 @@ struct kube_nd_detail {
 	struct kube_nd_operation operation;
 	uint16_t nmore_requestors;
 	const uint32_t *more_requestors; /* spec.additionalRequestors */
-	/* Intern id of why spec.drain, spec.operation, spec.additionalRequestors, spec.startDate or
-	 * spec.duration is malformed (the first problem, naming the field); NG_INTERN_NONE when
-	 * fine. Such a request stays readable for the gate, which never reads them; admission
+	/* Intern id of why spec.drain, spec.operation, spec.additionalRequestors, spec.startDate,
+	 * spec.duration, spec.activeDeadlineSeconds or spec.ttlSecondsAfterCompletion is malformed
+	 * (the first problem, naming the field); NG_INTERN_NONE when fine. Such a request stays
+	 * readable for the gate, which reads only the last two (malformed: absent); admission
 	 * refuses it and a drainer must not act on it. */
 	uint32_t spec_error;
 	uint32_t created_by;  /* annotation nodegate.io/created-by; NG_INTERN_NONE when absent */
 	uint32_t remediation; /* label nodegate.io/remediation: the NodeRemediation that created
 			       * the request; NG_INTERN_NONE when absent */
 	int64_t granted_ms;   /* status.grantedAt; 0 when absent, -1 when not a time */
+	/* spec.activeDeadlineSeconds and spec.ttlSecondsAfterCompletion (0..KUBE_MAX_LIFECYCLE_S);
+	 * -1 when absent or malformed (then spec_error names the field). */
+	int64_t active_deadline_s, ttl_after_completion_s;
+	int64_t expires_ms; /* status.expiresAt; 0 when absent or not a time */
 	uint16_t nverdicts;
 	const struct kube_nd_verdict *verdicts; /* status.disruptedDisruptionBudgets */
 	uint16_t nconditions;
@@ -378,6 +383,11 @@ struct kube_nd {
 	 * records made by hand (tests, benchmarks). */
 	const struct kube_nd_detail *detail;
 };
+
+/* The most seconds a NodeDisruption's spec.activeDeadlineSeconds or ttlSecondsAfterCompletion
+ * and NodeGateConfig's lifecycle defaults may say: ten years is past any maintenance (more is a
+ * typo), and keeps the milliseconds they become far from overflowing. */
+#define KUBE_MAX_LIFECYCLE_S 315360000
 
 /* One entry of a budget's spec.windows: the schedule opens a maintenance window on the zone's
  * wall clock and it stays open for the duration; inside it, @limit (spec.windows[].
@@ -548,6 +558,11 @@ struct kube_ngc {
 	int64_t drain_deadline_s; /* spec.drain.deadlineSeconds: requests' default; -1: none */
 	int64_t drain_backoff_base_ms, drain_backoff_max_ms,
 	    drain_backoff_jitter_ms; /* -1: default */
+	/* spec.lifecycle.defaultActiveDeadlineSeconds and defaultTTLSecondsAfterCompletion, for
+	 * requests that set none (0..KUBE_MAX_LIFECYCLE_S), each when its has_ is set (a zeroed
+	 * record has none: a TTL of 0 would end requests at once). */
+	bool has_default_deadline, has_default_ttl;
+	int64_t default_deadline_s, default_ttl_s;
 };
 
 /* The label on a NodeDisruption a NodeRemediation created, valued with its name; the finalizer

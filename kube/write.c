@@ -350,8 +350,9 @@ void kube_evict_pod(struct kube_client *c, const char *ns, const char *name,
 	ng_buf_finish(&b);
 }
 
-void kube_delete(struct kube_client *c, const struct kube_ref *ref, int64_t grace_s,
-		 struct kube_write_result *ret)
+/* DELETE of @ref with DeleteOptions: @grace_s (< 0: none), @uid (NULL: no precondition). */
+static void delete_with(struct kube_client *c, const struct kube_ref *ref, int64_t grace_s,
+			const char *uid, struct kube_write_result *ret)
 {
 	struct ng_buf b;
 	ng_buf_init(&b, 4096);
@@ -364,9 +365,27 @@ void kube_delete(struct kube_client *c, const struct kube_ref *ref, int64_t grac
 		ng_jw_ki64(&w, "gracePeriodSeconds", grace_s);
 	if (ref->kind == KUBE_KIND_JOB)
 		ng_jw_kstr(&w, "propagationPolicy", "Background");
+	if (uid) {
+		ng_jw_key(&w, "preconditions");
+		ng_jw_obj(&w);
+		ng_jw_kstr(&w, "uid", uid);
+		ng_jw_obj_end(&w);
+	}
 	ng_jw_obj_end(&w);
 	send_write(c, "DELETE", ref, NULL, "application/json", ng_jw_finish(&w), &b, ret);
 	ng_buf_finish(&b);
+}
+
+void kube_delete(struct kube_client *c, const struct kube_ref *ref, int64_t grace_s,
+		 struct kube_write_result *ret)
+{
+	delete_with(c, ref, grace_s, NULL, ret);
+}
+
+void kube_delete_uid(struct kube_client *c, const struct kube_ref *ref, const char *uid,
+		     struct kube_write_result *ret)
+{
+	delete_with(c, ref, -1, uid, ret);
 }
 
 /* Sets @obj[@key] to @v, replacing what was there. False on OOM. */

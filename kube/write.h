@@ -163,6 +163,14 @@ void kube_evict_pod(struct kube_client *c, const char *ns, const char *name,
 void kube_delete(struct kube_client *c, const struct kube_ref *ref, int64_t grace_s,
 		 struct kube_write_result *ret);
 
+/**
+ * DELETE of @ref only if it is still the object whose metadata.uid is @uid (DeleteOptions
+ * preconditions.uid): an object deleted and created again under the same name is another
+ * object, and its delete is KUBE_WRITE_CONFLICT (409). Already gone is KUBE_WRITE_GONE.
+ */
+void kube_delete_uid(struct kube_client *c, const struct kube_ref *ref, const char *uid,
+		     struct kube_write_result *ret);
+
 /* The Job a drain's operation runs on one node (NodeDisruption spec.operation.jobTemplate). */
 struct kube_job_spec {
 	const char *ns, *name, *node; /* where it is created, its name, the node it is pinned to */

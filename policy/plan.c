@@ -11,6 +11,7 @@
 #include "kube/snapshot.h"
 #include "policy/disruption.h"
 #include "policy/drain.h"
+#include "policy/lifecycle.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -259,7 +260,8 @@ static ng_status make_requests(struct sim *m)
 }
 
 /* The snapshot's Granted requests: each holds its nodes until its spec.duration after its
- * grant, or the drain time when it has none, and at least until the start. */
+ * grant, or the drain time when it has none, or its deadline when that comes sooner, and at
+ * least until the start. */
 static ng_status held_at_start(struct sim *m)
 {
 	size_t n;
@@ -277,6 +279,11 @@ static ng_status held_at_start(struct sim *m)
 		/* A duration of centuries ends with the times a status can say. */
 		int64_t until =
 		    hold > NG_RFC3339_MAX_MS - granted ? NG_RFC3339_MAX_MS : granted + hold;
+		/* Its deadline ends it sooner: the gate deletes it then (policy/lifecycle.h). */
+		int64_t expires =
+		    pol_grant_expires_ms(&nds[i], kube_snapshot_config(m->s), granted);
+		if (expires && expires < until)
+			until = expires;
 		m->h0[m->nh0++] = (struct held0){
 		    nds[i].name, until > m->in->start_wall_ms ? until : m->in->start_wall_ms,
 		    false};

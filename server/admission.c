@@ -13,6 +13,7 @@
 #include "kube/snapshot.h"
 #include "policy/disruption.h"
 #include "policy/drain.h"
+#include "policy/lifecycle.h"
 #include "policy/plan.h"
 #include "policy/validate.h"
 
@@ -118,11 +119,11 @@ static ng_status created_by_patch(const struct srv_review *r, struct ng_buf *b)
 	return ng_jw_finish(&w);
 }
 
-/* The 200 answer of a dry run for decision @d. */
+/* The 200 answer of a dry run for decision @d; a grant's deadline at @expires_ms (0: none). */
 static ng_status evaluation_answer(const struct kube_snapshot *snap,
-				   const struct pol_gate_decision *d, struct ng_arena *arena,
-				   struct ng_buf *out, int *ret_code, bool *ret_granted,
-				   struct ng_err *reterr)
+				   const struct pol_gate_decision *d, int64_t expires_ms,
+				   struct ng_arena *arena, struct ng_buf *out, int *ret_code,
+				   bool *ret_granted, struct ng_err *reterr)
 {
 	ng_status st;
 	*ret_code = 200;
@@ -142,6 +143,10 @@ static ng_status evaluation_answer(const struct kube_snapshot *snap,
 	if (d->wake_wall_ms) { /* waiting for a maintenance window: when it opens */
 		ng_jw_key(&w, "windowOpensAt");
 		ng_jw_time_ms(&w, d->wake_wall_ms);
+	}
+	if (expires_ms) { /* granted now, its deadline would pass then */
+		ng_jw_key(&w, "expiresAt");
+		ng_jw_time_ms(&w, expires_ms);
 	}
 	ng_jw_key(&w, "disruptedNodes");
 	ng_jw_arr(&w);
@@ -624,15 +629,19 @@ ng_status srv_evaluate(const char *body, size_t len, struct ng_arena *arena,
 	struct pol_gate_decision d;
 	struct ng_err why = {0};
 	st = kube_one_decode_as(KUBE_RES_NDS, in, KUBE_ONE_NAME_OPTIONAL, &one, &why);
+	int64_t expires_ms = 0;
 	if (st == NG_OK)
 		st = pol_evaluate_object(snap, one, now_wall_ms, arena, &d, &why);
+	if (st == NG_OK && d.outcome == POL_GATE_GRANT)
+		expires_ms =
+		    pol_grant_expires_ms(kube_one_nd(one), kube_snapshot_config(snap), now_wall_ms);
 	kube_one_destroy(one);
 	if (st != NG_OK) {
 		printable_ascii(why.msg);
 		*ret_code = st == NG_EFORBIDDEN ? 403 : 422;
 		return message_answer(why.msg, out);
 	}
-	return evaluation_answer(snap, &d, arena, out, ret_code, ret_granted, reterr);
+	return evaluation_answer(snap, &d, expires_ms, arena, out, ret_code, ret_granted, reterr);
 }
 
 /* ---- POST /v1/plan ---- */

@@ -928,6 +928,22 @@ class DrainScenarios(DrainTest):
         self.assert_event("d16", "Operating")
         self.assert_event("d16", "Completed")
 
+    def test_L02_ttl_after_completion_gives_the_node_back(self):
+        self.nd("l02", FORCE, operation={"jobTemplate": self.JOB_TEMPLATE}, ttlSecondsAfterCompletion=1)
+        self.wait_reason("l02", "Operating", status="True")
+        self.assert_cordoned_by("l02")
+        self.finish_job(self.operation_job("l02"), "Complete", "CompletionsReached")
+        self.wait_reason("l02", "Completed", status="True")
+        t0 = time.monotonic()
+        # A second after Completed the gate deletes it; the drainer gives node1 back.
+        self.wait_gone("l02")
+        self.assert_released()
+        log(f"l02: Completed -> gone and node1 uncordoned in {time.monotonic() - t0:.2f} s")
+        self.assert_event("l02", "TTLAfterCompletionExpired")
+        ok, _ = eventually(lambda: any(e.get("reason") == "TTLAfterCompletionExpired"
+                                       for e in self.events("node1", kind="Node")), WAIT_S, 0.1)
+        self.assertTrue(ok, "no TTLAfterCompletionExpired Event on node1")
+
     def test_D16b_failed_operation_job_fails_the_request_with_its_reason(self):
         self.nd("d16b", FORCE, operation={"jobTemplate": self.JOB_TEMPLATE})
         self.wait_reason("d16b", "Operating")

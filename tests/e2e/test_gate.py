@@ -332,6 +332,67 @@ class GateTest(E2ETest):
         ok, _ = eventually(lambda: any(e["reason"] == "Released" for e in self.events("first")))
         self.assertTrue(ok, "no Released Event for the deleted grant")
 
+    # -- L01, L03: a grant ends at its deadline ------------------------------------------------
+    @staticmethod
+    def ms(rfc3339):
+        """Milliseconds since the epoch of an RFC 3339 UTC time as nodegate writes it."""
+        from datetime import datetime
+        return round(datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp() * 1000)
+
+    def gone(self, name):
+        ok, _ = eventually(lambda: self.api.api("GET", f"{ND_PATH}/{name}")[0] == 404)
+        self.assertTrue(ok, f"{name} was never deleted: {self.status(name)}")
+
+    def assert_ended(self, name, node):
+        """The DeadlineExceeded Events on request @name and on its @node."""
+        for about in (name, node):
+            ok, _ = eventually(lambda: any(e["reason"] == "DeadlineExceeded" for e in self.events(about)))
+            self.assertTrue(ok, f"no DeadlineExceeded Event on {about}: {[e['reason'] for e in self.events(about)]}")
+
+    def test_L01_deadline_ends_a_grant(self):
+        self.ndb("pool", dict(ON_TEST1, maxDisruptedNodes=1))
+        self.nd("l01", {"nodeNames": ["node1"], "activeDeadlineSeconds": 2})
+        st, _ = self.wait_state("l01", "Granted")
+        self.assertEqual(self.ms(st["expiresAt"]) - self.ms(st["grantedAt"]), 2000, st)
+        # A second request waits on the budget's only place...
+        self.nd("l01-next", {"nodeNames": ["node2"], "retry": {"enabled": True}})
+        st, _ = self.wait_state("l01-next", "Pending")
+        self.assertIn("1 of 1 in use", st["disruptedDisruptionBudgets"][0]["reason"])
+        # ...until the deadline ends the first grant: Events, delete, release.
+        t0 = time.monotonic()
+        self.gone("l01")
+        print(f"\n  expiresAt -> deleted {time.monotonic() - t0:.3f} s after Pending was seen",
+              file=sys.stderr)
+        self.assert_ended("l01", "node1")
+        self.wait_state("l01-next", "Granted")
+        self.assertNotIn("expiresAt", self.status("l01-next"))
+        self.assertEqual(self.ng.metric('nodegate_requests_ended_total{reason="DeadlineExceeded"}'), 1)
+
+    def test_L03_config_default_deadline(self):
+        self.create(NGC_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig",
+                               "metadata": {"name": "default"},
+                               "spec": {"lifecycle": {"defaultActiveDeadlineSeconds": 3600}}})
+        ok, _ = eventually(lambda: self.ng.cache() and self.ng.cache()["nodegateconfigs"])
+        self.nd("l03-default", {"nodeNames": ["node1"]})
+        self.nd("l03-zero", {"nodeNames": ["node3"], "activeDeadlineSeconds": 0})
+        st, _ = self.wait_state("l03-default", "Granted")
+        self.assertEqual(self.ms(st["expiresAt"]) - self.ms(st["grantedAt"]), 3600 * 1000, st)
+        st, _ = self.wait_state("l03-zero", "Granted")
+        self.assertNotIn("expiresAt", st)
+        # A shorter default applies to the Granted request that sets none, at once: its grant is
+        # older than a second.
+        time.sleep(1)
+        code, _, _ = self.api.api("PATCH", f"{NGC_PATH}/default",
+                                  {"spec": {"lifecycle": {"defaultActiveDeadlineSeconds": 1}}},
+                                  ctype="application/merge-patch+json")
+        self.assertEqual(code, 200)
+        self.gone("l03-default")
+        self.assert_ended("l03-default", "node1")
+        # An explicit 0 keeps the request, whatever the default.
+        st = self.state_is("l03-zero", "Granted")
+        self.assertIsNotNone(st, self.status("l03-zero"))
+        self.assertNotIn("expiresAt", st)
+
     def budget_status(self, path):
         code, body, _ = self.api.api("GET", path)
         return body.get("status", {}) if code == 200 else {}

@@ -8,6 +8,8 @@ independent checker watches NodeDisruptions on the API server and, at every tran
 Granted, recomputes each budget's disrupted nodes from the Granted requests it has seen; any
 excess is a violation. Budgets are only ever loosened during a run, so a request granted under
 an older, tighter budget can never look like an excess. Loops are bounded in count and time.
+Some requests carry a deadline of 1-3 s: at the end of a run no Granted request is older than
+its deadline (with a few seconds for a lease changing hands).
 
 The run with hooks adds an ApplicationDisruptionBudget (maxDisruptions 1) over the pods of each
 pair of nodes, each with a health hook that is slow, fails or times out at random: while one
@@ -139,10 +141,39 @@ class SafetyTest(unittest.TestCase):
             "spec": {"nodeSelector": selector, "maxDisruptedNodes": mx, "countUnavailableNodes": False}})
         self.assertEqual(code, 201, body)
 
-    def nd(self, name, nodes, retry=True):
+    def nd(self, name, nodes, retry=True, deadline=None):
+        spec = {"nodeNames": nodes, "retry": {"enabled": retry}}
+        if deadline is not None:
+            spec["activeDeadlineSeconds"] = deadline
         return self.api.api("POST", ND_PATH, {
             "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption",
-            "metadata": {"name": name}, "spec": {"nodeNames": nodes, "retry": {"enabled": retry}}})[0]
+            "metadata": {"name": name}, "spec": spec})[0]
+
+    # A grant outlives its deadline by at most this much at the end of a run: the lease may
+    # still be changing hands after the last kill (the new leader ends what is due at once).
+    DEADLINE_SLACK_S = 5
+
+    def assert_no_grant_past_its_deadline(self):
+        """No Granted request (not being deleted) is older than its activeDeadlineSeconds."""
+        from datetime import datetime, timezone
+        now = datetime.now(timezone.utc).timestamp()
+        code, body, _ = self.api.api("GET", ND_PATH)
+        self.assertEqual(code, 200, body)
+        late = []
+        for o in body.get("items", []):
+            st, dl = o.get("status", {}), o["spec"].get("activeDeadlineSeconds")
+            if not dl or o["metadata"].get("deletionTimestamp"):
+                continue
+            if st.get("state") != "Granted":
+                continue
+            granted = datetime.fromisoformat(st["grantedAt"].replace("Z", "+00:00")).timestamp()
+            if now > granted + dl + self.DEADLINE_SLACK_S:
+                late.append(f"{o['metadata']['name']} granted {now - granted:.1f} s ago, deadline {dl} s")
+        code, body, _ = self.api.api("GET", "/api/v1/namespaces/default/events")
+        ended = sum(1 for e in body.get("items", []) if e.get("reason") == "DeadlineExceeded"
+                    and e.get("involvedObject", {}).get("kind") == "NodeDisruption")
+        print(f"  grants ended by their deadline: {ended}", file=sys.stderr)
+        self.assertEqual(late, [])
 
     def leader(self):
         for r in self.replicas:
@@ -190,7 +221,7 @@ class SafetyTest(unittest.TestCase):
 
     def run_randomized(self, checker, rnd, ops, seconds, prefix="r"):
         """@ops random operations within @seconds: requests created (one or two nodes, most
-        retrying) and deleted, nodes turning NotReady and back, watches dropped, 409s on status
+        retrying, some with a deadline of 1-3 s) and deleted, nodes turning NotReady and back, watches dropped, 409s on status
         writes, budgets loosened, and up to three leader kills a quarter of the run apart.
         Returns the number of kills."""
         names = []
@@ -202,7 +233,11 @@ class SafetyTest(unittest.TestCase):
             op = rnd.random()
             if op < 0.45:
                 nodes = rnd.sample(NODES, rnd.choice([1, 1, 1, 2]))
-                if self.nd(f"{prefix}-{i:04d}", nodes, retry=rnd.random() < 0.7) == 201:
+                # A third of the requests end by themselves, one to three seconds after their
+                # grant: the gate deletes them, and the run's budgets see their nodes free.
+                ends_after = rnd.choice([None, None, None, None, 1, 2, 3])
+                if self.nd(f"{prefix}-{i:04d}", nodes, retry=rnd.random() < 0.7,
+                           deadline=ends_after) == 201:
                     names.append(f"{prefix}-{i:04d}")
             elif op < 0.75 and names:
                 self.api.api("DELETE", f"{ND_PATH}/{names.pop(rnd.randrange(len(names)))}")
@@ -260,6 +295,7 @@ class SafetyTest(unittest.TestCase):
               file=sys.stderr)
         self.assertEqual(checker.violations, [])
         self.assertGreater(checker.grants, 10, "the run must actually grant")
+        self.assert_no_grant_past_its_deadline()
         # The third kill may find the lease still changing hands near the end of a run.
         self.assertGreaterEqual(kills, 2, "the leader must have been killed at least twice")
 
@@ -312,6 +348,7 @@ class SafetyTest(unittest.TestCase):
             self.assertEqual(checker.violations, [])
             self.assertGreater(checker.grants, 10, "the run must actually grant")
             self.assertGreater(len(calls), 20, "the run must actually call hooks")
+            self.assert_no_grant_past_its_deadline()
         finally:
             hooks.stop()
 

@@ -1,7 +1,8 @@
 /* libFuzzer target for the NodeDisruption decoder (STYLE.md B12 "Fuzz"): kube/decode.c's
  * spec (type, requestor, priority, nodeNames, nodeSelector, retry), spec.drain (selectors,
  * filters, taint, strategy, timeouts), spec.operation with its jobTemplate, additionalRequestors,
- * startDate, duration, metadata, and the status the gate and the drainer read back.
+ * startDate, duration, activeDeadlineSeconds, ttlSecondsAfterCompletion, metadata, and the status
+ * the gate and the drainer read back (expiresAt among it).
  *
  * The input is parsed as JSON and decoded as a NodeDisruption whatever its kind says
  * (kube_one_decode_as()). Invariants, each abort()ing when broken:
@@ -16,7 +17,9 @@
  * - a jobTemplate is stored in canonical form: decoded again from its stored text, it is stored
  *   as the same text;
  * - the reason of the first failing budget kept for the gate is "" or the reason of a verdict
- *   that is not ok. */
+ *   that is not ok;
+ * - activeDeadlineSeconds and ttlSecondsAfterCompletion are -1 (absent or refused, then with a
+ *   spec problem when present) or in 0..KUBE_MAX_LIFECYCLE_S. */
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/intern.h"
@@ -73,6 +76,9 @@ static void check_record(const struct kube_one *one, const uint8_t *data, size_t
 		reason_found =
 		    !x->verdicts[i].ok && strcmp(x->verdicts[i].reason, nd->status_reason) == 0;
 	ng_fuzz_check(reason_found);
+	ng_fuzz_check(x->active_deadline_s >= -1 && x->active_deadline_s <= KUBE_MAX_LIFECYCLE_S);
+	ng_fuzz_check(x->ttl_after_completion_s >= -1 &&
+		      x->ttl_after_completion_s <= KUBE_MAX_LIFECYCLE_S);
 	if (x->operation.job_template)
 		check_job_template(x->operation.job_template);
 }

@@ -2,7 +2,7 @@
  * paused, rejectEmptyDisruptions, rejectOverlappingDisruptions, controlPlane (serial, selector),
  * retry intervals, allowedTypes, eviction (mode, autoRequest, exemptUsers), healthHooks
  * (allowedHosts, allowedCIDRs, allowServiceRefs, allowHTTP, maxResponseBytes), drain
- * (protectedNamespaces, protectedJobPods, backoff) and alertGate.
+ * (protectedNamespaces, protectedJobPods, backoff), alertGate and lifecycle.
  *
  * The input is parsed as JSON and decoded as a NodeGateConfig whatever its kind says
  * (kube_one_decode_as()). Invariants, each abort()ing when broken:
@@ -11,10 +11,12 @@
  *   field is wrong) and is refused only without a name or without memory, with a readable
  *   message;
  * - an invalid config never loosens the eviction guard: mode Enforce, no autoRequest, no
- *   exempt users; its reason is a readable message;
+ *   exempt users, and ends no request by its lifecycle defaults; its reason is a readable
+ *   message;
  * - the values a valid config holds are in their documented ranges (retry 1..86400 s, backoff
  *   0..86400 s, maxResponseBytes 1..16 MiB, CIDR prefixes within their family, an alertGate
- *   https without credentials, query or fragment, timeout 1..30 s, cache 1..300 s);
+ *   https without credentials, query or fragment, timeout 1..30 s, cache 1..300 s, lifecycle
+ *   defaults 0..KUBE_MAX_LIFECYCLE_S);
  * - decode -> encode -> decode is stable for a valid config: written back (tests/fuzz/
  *   roundtrip.c, through kube_one_parse()) it decodes to an equal record. */
 #include "common/arena.h"
@@ -53,6 +55,10 @@ static void check_valid(const struct kube_ngc *g)
 			      (c->family == 6 && c->bits <= 128));
 	}
 	ng_fuzz_check(g->has_exempt_users || g->nexempt == 0);
+	ng_fuzz_check(!g->has_default_deadline || (g->default_deadline_s >= 0 &&
+						   g->default_deadline_s <= KUBE_MAX_LIFECYCLE_S));
+	ng_fuzz_check(!g->has_default_ttl ||
+		      (g->default_ttl_s >= 0 && g->default_ttl_s <= KUBE_MAX_LIFECYCLE_S));
 	/* alertGate: a valid one is https with a URL and a question, in its ranges. */
 	const struct kube_alert_gate *a = &g->alert;
 	ng_fuzz_check(a->mode <= KUBE_ALERT_REGEX);
@@ -100,7 +106,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ng_fuzz_check(ng_fuzz_same_ngc(g, kube_one_pool(a), kube_one_ngc(b), kube_one_pool(b)));
 	if (g->invalid) {
 		ng_fuzz_check(g->eviction_mode == KUBE_EVICTION_ENFORCE && !g->auto_request &&
-			      !g->has_exempt_users && g->nexempt == 0);
+			      !g->has_exempt_users && g->nexempt == 0 && !g->has_default_deadline &&
+			      !g->has_default_ttl);
 		ng_fuzz_check(ng_fuzz_message_ok(ng_intern_str(kube_one_pool(a), g->error, NULL),
 						 data, size));
 	} else {

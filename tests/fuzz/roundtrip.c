@@ -242,6 +242,10 @@ static void nd_spec(struct ng_jw *w, const struct kube_nd *nd, const struct ng_i
 			(void)snprintf(d, sizeof(d), "%lldms", (long long)x->duration_ms);
 			ng_jw_kstr(w, "duration", d);
 		}
+		if (x->active_deadline_s >= 0)
+			ng_jw_ki64(w, "activeDeadlineSeconds", x->active_deadline_s);
+		if (x->ttl_after_completion_s >= 0)
+			ng_jw_ki64(w, "ttlSecondsAfterCompletion", x->ttl_after_completion_s);
 		if (x->drain.present)
 			nd_drain(w, &x->drain, pool);
 		if (x->operation.present) {
@@ -277,6 +281,8 @@ static void nd_status(struct ng_jw *w, const struct kube_nd *nd, const struct ng
 		ng_jw_kstr(w, "grantedAt", "not a time");
 	else if (x->granted_ms)
 		ktime(w, "grantedAt", x->granted_ms);
+	if (x->expires_ms)
+		ktime(w, "expiresAt", x->expires_ms);
 	ng_jw_key(w, "disruptedDisruptionBudgets");
 	ng_jw_arr(w);
 	for (uint16_t i = 0; i < x->nverdicts; i++) {
@@ -608,6 +614,13 @@ ng_status ng_fuzz_encode_ngc(const struct kube_ngc *g, const struct ng_intern *p
 	if (g->retry_max_ms)
 		ng_jw_ki64(&w, "maxIntervalSeconds", g->retry_max_ms / 1000);
 	ng_jw_obj_end(&w);
+	ng_jw_key(&w, "lifecycle");
+	ng_jw_obj(&w);
+	if (g->has_default_deadline)
+		ng_jw_ki64(&w, "defaultActiveDeadlineSeconds", g->default_deadline_s);
+	if (g->has_default_ttl)
+		ng_jw_ki64(&w, "defaultTTLSecondsAfterCompletion", g->default_ttl_s);
+	ng_jw_obj_end(&w);
 	if (g->nallowed_types)
 		kids(&w, pool, "allowedTypes", g->allowed_types, g->nallowed_types);
 	if (g->ndnd_override)
@@ -799,6 +812,9 @@ static void same_detail_spec(struct cmp *c, const struct kube_nd_detail *a,
 {
 	same_i64(c, "spec.startDate", ng_fuzz_time_written(a->start_ms), b->start_ms);
 	same_i64(c, "spec.duration", a->duration_ms, b->duration_ms);
+	same_i64(c, "spec.activeDeadlineSeconds", a->active_deadline_s, b->active_deadline_s);
+	same_i64(c, "spec.ttlSecondsAfterCompletion", a->ttl_after_completion_s,
+		 b->ttl_after_completion_s);
 	same_drain(c, &a->drain, &b->drain);
 	same_i64(c, "spec.operation", a->operation.present, b->operation.present);
 	same_i64(c, "spec.operation.waitForReboot", a->operation.wait_for_reboot,
@@ -815,6 +831,7 @@ static void same_status(struct cmp *c, const struct kube_nd_detail *a,
 {
 	same_i64(c, "status.grantedAt",
 		 a->granted_ms == -1 ? -1 : ng_fuzz_time_written(a->granted_ms), b->granted_ms);
+	same_i64(c, "status.expiresAt", ng_fuzz_time_written(a->expires_ms), b->expires_ms);
 	if (a->nverdicts != b->nverdicts)
 		differ(c, "status.disruptedDisruptionBudgets");
 	for (uint16_t i = 0; c->ok && i < a->nverdicts; i++) {
@@ -1040,6 +1057,12 @@ bool ng_fuzz_same_ngc(const struct kube_ngc *a, const struct ng_intern *pa,
 	same_i64(&c, "spec.drain.backoff.max", a->drain_backoff_max_ms, b->drain_backoff_max_ms);
 	same_i64(&c, "spec.drain.backoff.jitter", a->drain_backoff_jitter_ms,
 		 b->drain_backoff_jitter_ms);
+	same_i64(&c, "spec.lifecycle.defaultActiveDeadlineSeconds",
+		 a->has_default_deadline ? a->default_deadline_s : -1,
+		 b->has_default_deadline ? b->default_deadline_s : -1);
+	same_i64(&c, "spec.lifecycle.defaultTTLSecondsAfterCompletion",
+		 a->has_default_ttl ? a->default_ttl_s : -1,
+		 b->has_default_ttl ? b->default_ttl_s : -1);
 	const struct kube_alert_gate *p = &a->alert, *q = &b->alert;
 	same_i64(&c, "spec.alertGate (mode)", p->mode, q->mode);
 	same_str(&c, "spec.alertGate.query/alertNameRegex", p->expr, q->expr);

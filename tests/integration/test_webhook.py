@@ -592,6 +592,10 @@ class LifecycleTest(unittest.TestCase):
         self.assertEqual((d["state"], d["disruptedNodes"]), ("Granted", ["node1"]))
         self.assertEqual(d["disruptedDisruptionBudgets"][0]["reference"],
                          {"kind": "ApplicationDisruptionBudget", "namespace": "default", "name": "db"})
+        self.assertNotIn("expiresAt", d)  # no deadline
+        # With a deadline, the grant says when it would end (granted at --now).
+        rc, out, err = self.check(fixture, nd={"spec": {"nodeNames": ["node1"], "activeDeadlineSeconds": 90}})
+        self.assertEqual((rc, json.loads(out).get("expiresAt")), (0, "2026-11-22T00:01:30.000Z"), err)
         # The same request next to a Granted one on node1 and a pool budget of one, full: every
         # failing budget is listed, and the exit status says "not granted".
         more = os.path.join(self.tmp, "more.json")

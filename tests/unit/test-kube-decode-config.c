@@ -115,11 +115,56 @@ static void test_ngc_selector_over_limit_is_invalid(void **state)
 	}
 }
 
+/* spec.lifecycle: each default present or not (a TTL of 0 is a value); one out of range makes
+ * the config invalid, naming the field, and keeps neither. */
+static void test_ngc_lifecycle_defaults(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *lifecycle, *error;
+		bool has_deadline, has_ttl;
+		int64_t deadline_s, ttl_s;
+	} cases[] = {
+	    {"{}", NULL, false, false, 0, 0},
+	    {"{\"defaultActiveDeadlineSeconds\":3600}", NULL, true, false, 3600, 0},
+	    {"{\"defaultTTLSecondsAfterCompletion\":0}", NULL, false, true, 0, 0},
+	    {"{\"defaultActiveDeadlineSeconds\":-5,\"defaultTTLSecondsAfterCompletion\":9}",
+	     "spec.lifecycle.defaultActiveDeadlineSeconds: must be an integer of seconds in "
+	     "0..315360000",
+	     false, false, 0, 0},
+	    {"{\"defaultTTLSecondsAfterCompletion\":\"1m\"}",
+	     "spec.lifecycle.defaultTTLSecondsAfterCompletion: must be", false, false, 0, 0},
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		char json[512];
+		(void)snprintf(
+		    json, sizeof(json),
+		    "{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+		    "\"metadata\":{\"name\":\"default\"},\"spec\":{\"lifecycle\":%s}}",
+		    cases[k].lifecycle);
+		struct kube_one *one = NULL;
+		struct ng_err err = {0};
+		assert_int_equal(kube_one_parse(json, strlen(json), &one, &err), NG_OK);
+		const struct kube_ngc *g = kube_one_ngc(one);
+		assert_int_equal(g->invalid, cases[k].error != NULL);
+		if (cases[k].error)
+			assert_non_null(strstr(str_of(one, g->error), cases[k].error));
+		assert_int_equal(g->has_default_deadline, cases[k].has_deadline);
+		assert_int_equal(g->has_default_ttl, cases[k].has_ttl);
+		if (g->has_default_deadline)
+			assert_int_equal(g->default_deadline_s, cases[k].deadline_s);
+		if (g->has_default_ttl)
+			assert_int_equal(g->default_ttl_s, cases[k].ttl_s);
+		kube_one_destroy(one);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_authors_of_templates_and_remediations),
 	    cmocka_unit_test(test_ngc_selector_over_limit_is_invalid),
+	    cmocka_unit_test(test_ngc_lifecycle_defaults),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

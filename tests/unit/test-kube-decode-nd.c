@@ -193,6 +193,11 @@ static void test_nd_malformed_drain_fields_name_the_field(void **state)
 		const char *spec, *why;
 	} cases[] = {
 	    {"\"drain\":7", "spec.drain: expected an object"},
+	    {"\"activeDeadlineSeconds\":-1",
+	     "spec.activeDeadlineSeconds: expected an integer of seconds in 0..315360000"},
+	    {"\"activeDeadlineSeconds\":\"1h\"", "spec.activeDeadlineSeconds: expected"},
+	    {"\"ttlSecondsAfterCompletion\":315360001",
+	     "spec.ttlSecondsAfterCompletion: expected an integer of seconds in 0..315360000"},
 	    {"\"drain\":{\"podSelector\":3}", "spec.drain.podSelector: expected a label selector"},
 	    {"\"drain\":{\"waitForPodCompletion\":{\"podSelector\":[]}}",
 	     "spec.drain.waitForPodCompletion.podSelector: expected a label selector string"},
@@ -325,11 +330,37 @@ static void test_nd_malformed_drain_fields_name_the_field(void **state)
 	}
 }
 
+/* spec.activeDeadlineSeconds, spec.ttlSecondsAfterCompletion and status.expiresAt; absent
+ * reads as -1 (0 is a value: no deadline, or at once). */
+static void test_nd_lifecycle_fields(void **state)
+{
+	(void)state;
+	struct kube_one *one = one_nd(
+	    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"nd\"},\"spec\":{\"nodeNames\":[\"n1\"],\"activeDeadlineSeconds\":0,"
+	    "\"ttlSecondsAfterCompletion\":600},\"status\":{\"state\":\"Granted\","
+	    "\"grantedAt\":\"2026-01-02T03:05:00Z\",\"expiresAt\":\"2026-01-02T04:05:00.250Z\"}}");
+	const struct kube_nd_detail *x = kube_one_nd(one)->detail;
+	assert_int_equal(x->spec_error, NG_INTERN_NONE);
+	assert_int_equal(x->active_deadline_s, 0);
+	assert_int_equal(x->ttl_after_completion_s, 600);
+	assert_int_equal(x->expires_ms - x->granted_ms, 3600250);
+	kube_one_destroy(one);
+	one = one_nd("{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+		     "\"metadata\":{\"name\":\"nd\"},\"spec\":{\"nodeNames\":[\"n1\"]}}");
+	x = kube_one_nd(one)->detail;
+	assert_int_equal(x->active_deadline_s, -1);
+	assert_int_equal(x->ttl_after_completion_s, -1);
+	assert_int_equal(x->expires_ms, 0);
+	kube_one_destroy(one);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_nd_drain_operation_requestors_and_creator),
 	    cmocka_unit_test(test_nd_malformed_drain_fields_name_the_field),
+	    cmocka_unit_test(test_nd_lifecycle_fields),
 	    cmocka_unit_test(test_operation_privileged_fields),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

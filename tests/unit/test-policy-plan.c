@@ -267,6 +267,30 @@ static void test_Q01_granted_request_ends_its_duration_after_its_grant(void **st
 	done(&r);
 }
 
+static void test_Q01_granted_request_ends_at_its_deadline_when_sooner(void **state)
+{
+	(void)state;
+	/* "old" would hold n5 for 5 minutes, but its 2-minute deadline from its grant, 2 minutes
+	 * before the start, has passed: the gate ends it, so the first wave starts at once. */
+	struct run r = plan(
+	    LIST(SIX_NODES "," NDB(
+		"pool",
+		"{\"nodeSelector\":{\"matchLabels\":{\"pool\":\"a\"}},"
+		"\"maxDisruptedNodes\":1}") ","
+					    "{\"kind\":\"NodeDisruption\",\"apiVersion\":"
+					    "\"nodegate.io/v1alpha1\",\"metadata\":"
+					    "{\"name\":\"old\"},\"spec\":{\"nodeNames\":[\"n5\"],"
+					    "\"duration\":\"5m\","
+					    "\"activeDeadlineSeconds\":120},\"status\":{\"state\":"
+					    "\"Granted\",\"disruptedNodes\":"
+					    "[\"n5\"],\"grantedAt\":\"2026-11-18T11:04:40Z\"}}"),
+	    (const char *const[]){"n0", NULL});
+	assert_int_equal(r.p.held_at_start, 1);
+	assert_int_equal(r.p.nwaves, 1);
+	expect_wave(&r, 0, 0, "n0");
+	done(&r);
+}
+
 /* A Running, Ready pod of app=cache on @node. */
 #define CACHE_POD(name, node)                                                                      \
 	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name                   \
@@ -633,6 +657,7 @@ int main(void)
 	    cmocka_unit_test(test_Q01_nodes_never_granted_say_why_and_the_plan_ends),
 	    cmocka_unit_test(test_Q01_granted_request_holds_capacity_until_it_ends),
 	    cmocka_unit_test(test_Q01_granted_request_ends_its_duration_after_its_grant),
+	    cmocka_unit_test(test_Q01_granted_request_ends_at_its_deadline_when_sooner),
 	    cmocka_unit_test(test_Q01_pod_disruption_budget_holds_nodes_apart_when_respected),
 	    cmocka_unit_test(test_Q01_control_plane_nodes_go_one_at_a_time_first),
 	    cmocka_unit_test(test_Q01_type_not_allowed_is_rejected_at_once),

@@ -1,0 +1,112 @@
+/* How a grant ends without its requestor (policy/lifecycle.h). */
+#include "policy/lifecycle.h"
+
+#include "common/arena.h"
+#include "common/intern.h"
+#include "kube/kube.h"
+
+#include <string.h>
+
+const char *pol_end_reason_str(enum pol_end_reason r)
+{
+	return r == POL_END_DEADLINE ? "DeadlineExceeded" : "TTLAfterCompletionExpired";
+}
+
+/* Whether @ngc's defaults apply to @nd: not to the requests of a NodeRemediation, which ends
+ * them itself (it records a repair before it deletes, and keeps a node that is still unhealthy
+ * cordoned on purpose). */
+static bool defaults_apply(const struct kube_nd *nd)
+{
+	return !nd->detail || nd->detail->remediation == NG_INTERN_NONE;
+}
+
+int64_t pol_grant_expires_ms(const struct kube_nd *nd, const struct kube_ngc *ngc,
+			     int64_t granted_wall_ms)
+{
+	int64_t s = nd->detail ? nd->detail->active_deadline_s : -1;
+	if (s < 0 && ngc && ngc->has_default_deadline && defaults_apply(nd))
+		s = ngc->default_deadline_s;
+	return s > 0 && granted_wall_ms > 0 ? granted_wall_ms + s * 1000 : 0;
+}
+
+/* The request's condition of type @type, or NULL. */
+static const struct kube_condition *condition(const struct kube_nd_detail *x, const char *type)
+{
+	for (uint16_t i = 0; i < x->nconditions; i++)
+		if (strcmp(x->conditions[i].type, type) == 0)
+			return &x->conditions[i];
+	return NULL;
+}
+
+/* Whether the request's nodes are kept for a person: its drain Failed, or its requestor says
+ * it failed. */
+static bool kept(const struct kube_nd_detail *x)
+{
+	const struct kube_condition *ready = condition(x, "Ready");
+	const struct kube_condition *rf = condition(x, "RequestorFailed");
+	return (ready && strcmp(ready->reason, "Failed") == 0) ||
+	       (rf && rf->status == KUBE_COND_TRUE);
+}
+
+/* When the TTL after completion of @nd ends it; 0: never (not Completed, or no TTL). */
+static int64_t ttl_due_ms(const struct kube_nd *nd, const struct kube_ngc *ngc, int64_t now_wall_ms)
+{
+	const struct kube_condition *ready = condition(nd->detail, "Ready");
+	if (!ready || ready->status != KUBE_COND_TRUE || strcmp(ready->reason, "Completed") != 0)
+		return 0;
+	int64_t s = nd->detail->ttl_after_completion_s;
+	if (s < 0 && ngc && ngc->has_default_ttl && defaults_apply(nd))
+		s = ngc->default_ttl_s;
+	if (s < 0)
+		return 0;
+	/* Completed without a time (a status written by hand): its TTL has run already. */
+	return ready->since_ms > 0 ? ready->since_ms + s * 1000 : now_wall_ms;
+}
+
+/* Looks at one Granted request: records an end, a stale expiresAt, or the next due time. */
+static void look(const struct kube_nd *nd, const struct kube_ngc *ngc, int64_t now_wall_ms,
+		 struct pol_lifecycle *l)
+{
+	const struct kube_nd_detail *x = nd->detail;
+	int64_t expires = pol_grant_expires_ms(nd, ngc, x->granted_ms);
+	if (x->expires_ms != expires)
+		l->stale[l->nstale++] = (struct pol_expiry){nd, expires};
+	if (kept(x))
+		return;
+	int64_t ttl = ttl_due_ms(nd, ngc, now_wall_ms);
+	int64_t due = expires;
+	enum pol_end_reason why = POL_END_DEADLINE;
+	if (ttl && (!due || ttl < due)) {
+		due = ttl;
+		why = POL_END_TTL;
+	}
+	if (!due)
+		return;
+	if (due <= now_wall_ms)
+		l->ends[l->nends++] = (struct pol_end){nd, why, due};
+	else if (!l->next_wall_ms || due < l->next_wall_ms)
+		l->next_wall_ms = due;
+}
+
+ng_status pol_lifecycle_ends(const struct kube_snapshot *s, int64_t now_wall_ms,
+			     struct ng_arena *arena, struct pol_lifecycle *ret)
+{
+	size_t n;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	const struct kube_ngc *ngc = kube_snapshot_config(s);
+	if (ngc && ngc->invalid)
+		ngc = NULL;
+	struct pol_lifecycle l = {0};
+	l.ends = ng_arena_alloc(arena, (n ? n : 1) * sizeof(*l.ends));
+	l.stale = ng_arena_alloc(arena, (n ? n : 1) * sizeof(*l.stale));
+	if (!l.ends || !l.stale)
+		return NG_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct kube_nd *nd = &nds[i];
+		if (nd->deleting || nd->state != KUBE_ND_GRANTED || !nd->detail)
+			continue;
+		look(nd, ngc, now_wall_ms, &l);
+	}
+	*ret = l;
+	return NG_OK;
+}

@@ -1,0 +1,78 @@
+/* How a grant ends without its requestor (docs/gate.md "How a maintenance ends"), pure: from a
+ * snapshot and the time, which Granted requests end now and why (their deadline passed, or
+ * their TTL after completion), which show a stale status.expiresAt, and when the next end is
+ * due. controller/gate_lifecycle.c records the Events and deletes; nothing here writes.
+ *
+ * Ownership: everything passed in is borrowed for the call; results live in the caller's arena
+ * and point into the snapshot, which must outlive them. Threads: any, on a snapshot the caller
+ * holds. */
+#ifndef NG_POLICY_LIFECYCLE_H
+#define NG_POLICY_LIFECYCLE_H
+
+#include "common/status.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct kube_nd;
+struct kube_ngc;
+struct kube_snapshot;
+struct ng_arena;
+
+/* Why a request ends. */
+enum pol_end_reason {
+	POL_END_DEADLINE, /* spec.activeDeadlineSeconds (or the config's default) passed */
+	POL_END_TTL,      /* spec.ttlSecondsAfterCompletion (or the default) after Completed */
+	POL_END_COUNT,
+};
+
+/** The Event reason of @r: "DeadlineExceeded", "TTLAfterCompletionExpired" (static). */
+const char *pol_end_reason_str(enum pol_end_reason r);
+
+/**
+ * When the grant of @nd, granted at @granted_wall_ms, passes its deadline: its
+ * spec.activeDeadlineSeconds, else @ngc's lifecycle.defaultActiveDeadlineSeconds (@ngc NULL:
+ * none; never for a request a NodeRemediation created, which ends its requests itself); 0 when
+ * it has none (0 seconds, absent, or @granted_wall_ms <= 0). What the gate writes as
+ * status.expiresAt. The TTL's default is skipped for the same requests.
+ */
+int64_t pol_grant_expires_ms(const struct kube_nd *nd, const struct kube_ngc *ngc,
+			     int64_t granted_wall_ms);
+
+/* A request that ends now. */
+struct pol_end {
+	const struct kube_nd *nd;
+	enum pol_end_reason reason;
+	int64_t due_wall_ms; /* when it fell due */
+};
+
+/* A Granted request whose status.expiresAt is not its deadline (the spec or the config's
+ * default changed since it was written). */
+struct pol_expiry {
+	const struct kube_nd *nd;
+	int64_t expires_wall_ms; /* what status.expiresAt should say; 0: remove it */
+};
+
+struct pol_lifecycle {
+	struct pol_end *ends; /* in the snapshot's order */
+	size_t nends;
+	struct pol_expiry *stale;
+	size_t nstale;
+	int64_t next_wall_ms; /* the earliest end not yet due; 0: none */
+};
+
+/**
+ * Looks at every Granted request of @s that is not being deleted at @now_wall_ms, with the
+ * snapshot's NodeGateConfig defaults (an invalid config has none). A request ends when its
+ * deadline has passed (from status.grantedAt) or its TTL after completion has (from the
+ * lastTransitionTime of its Ready condition with reason Completed; without one, at once),
+ * whichever falls due first. A request whose drain Failed or whose RequestorFailed condition
+ * is True never ends here: its nodes stay cordoned, so deleting it would let budgets count
+ * them free. Requests not yet Granted, Rejected ones and those being deleted are not looked at.
+ * Fills *@ret (arrays from @arena). NG_ENOMEM (then @ret is untouched).
+ */
+NG_NODISCARD ng_status pol_lifecycle_ends(const struct kube_snapshot *s, int64_t now_wall_ms,
+					  struct ng_arena *arena, struct pol_lifecycle *ret);
+
+#endif
