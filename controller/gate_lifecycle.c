@@ -76,16 +76,16 @@ static void end_events(struct gate *g, const struct kube_snapshot *s, const stru
 	char at[32], msg[320];
 	ng_format_rfc3339_ms(e->due_wall_ms, at);
 	const char *reason = pol_end_reason_str(e->reason);
-	if (e->reason == POL_END_DEADLINE)
-		ng_fmt(msg, sizeof(msg),
-		       "the grant's deadline passed at %s: nodegate deletes the request and its %u "
-		       "node(s) are given back",
-		       at, nd->ndisrupted);
-	else
-		ng_fmt(msg, sizeof(msg),
-		       "Completed, and its TTL after completion passed at %s: nodegate deletes the "
-		       "request and its %u node(s) are given back",
-		       at, nd->ndisrupted);
+	static const char *const why[POL_END_COUNT] = {
+	    "the grant's deadline passed at %s",
+	    "Completed, and its TTL after completion passed at %s",
+	    "its drain did not finish by its deadline, %s (drain.onDeadline Release)",
+	    "every node of its grant is deleted (seen at %s)"};
+	char what[200];
+	ng_fmt(what, sizeof(what), why[e->reason], at);
+	ng_fmt(msg, sizeof(msg),
+	       "%s: nodegate deletes the request and its %u node(s) are given back", what,
+	       nd->ndisrupted);
 	const struct kube_ref ref = {KUBE_KIND_ND, NULL, name};
 	event_on(g, &ref, nd->uid, reason, msg, now_wall_ms);
 	ng_fmt(msg, sizeof(msg), "NodeDisruption %s ended (%s at %s): the node is given back", name,
@@ -144,33 +144,56 @@ static void end_one(struct gate *g, const struct kube_snapshot *s, const struct 
 	}
 }
 
+/* What a restamp writes: status.expiresAt and status.deletedNodes of one request. */
+struct restamp_ctx {
+	const struct pol_expiry *x;
+	const struct ng_intern *pool;
+};
+
 static void expires_body(struct ng_jw *w, void *ctx)
 {
-	const int64_t *expires = ctx;
-	ng_jw_key(w, "expiresAt");
-	if (*expires)
-		ng_jw_time_ms(w, *expires);
-	else
+	const struct restamp_ctx *c = ctx;
+	const struct pol_expiry *x = c->x;
+	if (x->expires_stale) {
+		ng_jw_key(w, "expiresAt");
+		if (x->expires_wall_ms)
+			ng_jw_time_ms(w, x->expires_wall_ms);
+		else
+			ng_jw_null(w);
+	}
+	if (!x->deleted_stale)
+		return;
+	ng_jw_key(w, "deletedNodes");
+	if (!x->ndeleted) {
 		ng_jw_null(w);
+		return;
+	}
+	ng_jw_arr(w);
+	for (uint16_t i = 0; i < x->ndeleted; i++) {
+		const char *node = ng_intern_str(c->pool, x->deleted[i], NULL);
+		ng_jw_str(w, node ? node : "");
+	}
+	ng_jw_arr_end(w);
 }
 
-/* Rewrites status.expiresAt of @x->nd, conditional on the version it was read at. */
+/* Rewrites status.expiresAt and status.deletedNodes of @x->nd, conditional on the version it was
+ * read at. */
 static void restamp(struct gate *g, const struct kube_snapshot *s, const struct pol_expiry *x)
 {
 	const char *name = ng_intern_str(kube_snapshot_pool(s), x->nd->name, NULL);
 	if (!name)
 		return;
 	const struct kube_ref ref = {KUBE_KIND_ND, NULL, name};
-	int64_t expires = x->expires_wall_ms;
+	struct restamp_ctx c = {x, kube_snapshot_pool(s)};
 	struct kube_write_result r;
-	kube_patch_status(g->client, &ref, x->nd->rv, expires_body, &expires, &r);
+	kube_patch_status(g->client, &ref, x->nd->rv, expires_body, &c, &r);
 	if (r.outcome == KUBE_WRITE_OK)
 		ng_prom_add(&g->writes, 1);
 	else if (r.outcome == KUBE_WRITE_CONFLICT || r.outcome == KUBE_WRITE_GONE)
 		ng_prom_add(&g->conflicts, 1); /* changed meanwhile: looked at again */
 	else
 		ng_prom_add(&g->errors, 1);
-	kube_write_log("gate", "expiresAt not written", &ref, &r);
+	kube_write_log("gate", "expiresAt and deletedNodes not written", &ref, &r);
 }
 
 /* The earlier of @a and @b, 0 being none. */

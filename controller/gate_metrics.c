@@ -4,6 +4,9 @@
 
 #include "common/prom.h"
 #include "controller/leader.h"
+#include "policy/lifecycle.h"
+
+_Static_assert(GATE_END_REASONS == POL_END_COUNT, "gate_stats.ended has a slot per end reason");
 
 /* Labels of gate_stats.decisions, indexed by enum pol_gate_outcome. */
 static const char *const outcome_names[3] = {"Granted", "Rejected", "Pending"};
@@ -29,14 +32,14 @@ static ng_status render_counters(const struct gate_stats *gs, bool leading, stru
 		const struct ng_prom_label l[] = {{"result", results[i]}};
 		st = ng_prom_u64(out, "nodegate_gate_status_writes_total", l, 1, writes[i]);
 	}
-	/* Labels of gate_stats.ended: the Events' reasons (policy/lifecycle.h). */
-	static const char *const ends[2] = {"DeadlineExceeded", "TTLAfterCompletionExpired"};
 	st = st ? st
 		: ng_prom_header(out, "nodegate_requests_ended_total", NG_PROM_COUNTER,
 				 "NodeDisruptions the gate deleted because their grant ended, by "
 				 "reason.");
-	for (int i = 0; st == NG_OK && i < 2; i++) {
-		const struct ng_prom_label l[] = {{"reason", ends[i]}};
+	for (int i = 0; st == NG_OK && i < POL_END_COUNT; i++) {
+		/* Labelled by the Events' reasons (policy/lifecycle.h). */
+		const struct ng_prom_label l[] = {
+		    {"reason", pol_end_reason_str((enum pol_end_reason)i)}};
 		st = ng_prom_u64(out, "nodegate_requests_ended_total", l, 1, gs->ended[i]);
 	}
 	return st;

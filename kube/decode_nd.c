@@ -148,15 +148,14 @@ static uint8_t nd_strategy(const cJSON *drain, struct ng_err *verr)
 /* spec.drain.onDeadline; Retry when absent. */
 static uint8_t nd_on_deadline(const cJSON *j, struct ng_err *verr)
 {
-	static const char *const names[] = {"Retry", "Quarantine"};
-	static const uint8_t values[] = {KUBE_ON_DEADLINE_RETRY, KUBE_ON_DEADLINE_QUARANTINE};
+	static const char *const names[] = {"Retry", "Release", "Quarantine"};
 	const cJSON *v = ng_json_get(j, "onDeadline");
 	if (!v || cJSON_IsNull(v))
 		return KUBE_ON_DEADLINE_RETRY;
-	for (uint8_t i = 0; cJSON_IsString(v) && i < 2; i++)
+	for (uint8_t i = 0; cJSON_IsString(v) && i < 3; i++)
 		if (strcmp(v->valuestring, names[i]) == 0)
-			return values[i];
-	kd_problem(verr, "spec.drain.onDeadline: must be one of Retry, Quarantine");
+			return i;
+	kd_problem(verr, "spec.drain.onDeadline: must be one of Retry, Release, Quarantine");
 	return KUBE_ON_DEADLINE_RETRY;
 }
 
@@ -503,6 +502,11 @@ static ng_status nd_verdicts(struct kd_ctx *c, const cJSON *status, struct kube_
 	if (granted && ng_parse_rfc3339_ms(granted, strlen(granted), &x->granted_ms) != NG_OK)
 		x->granted_ms = -1;
 	x->expires_ms = kd_opt_time_ms(status, "expiresAt");
+	ng_status st =
+	    kd_decode_str_array(c, ng_json_get(status, "deletedNodes"), "status.deletedNodes",
+				KUBE_MAX_ND_LIST, &x->deleted_nodes, &x->ndeleted_nodes);
+	if (st != NG_OK)
+		return st;
 	const cJSON *dbs = ng_json_get(status, "disruptedDisruptionBudgets");
 	size_t n = cJSON_IsArray(dbs) ? (size_t)cJSON_GetArraySize(dbs) : 0;
 	if (n > KUBE_MAX_ND_LIST)
@@ -519,7 +523,7 @@ static ng_status nd_verdicts(struct kd_ctx *c, const cJSON *status, struct kube_
 		struct kube_nd_verdict *v = &out[i];
 		v->kind = v->ns = v->name = NG_INTERN_NONE;
 		v->ok = cJSON_IsTrue(ng_json_get(e, "ok"));
-		ng_status st = kind ? kd_intern(c, kind, &v->kind) : NG_OK;
+		st = kind ? kd_intern(c, kind, &v->kind) : NG_OK;
 		st = st == NG_OK && ns ? kd_intern(c, ns, &v->ns) : st;
 		st = st == NG_OK && name ? kd_intern(c, name, &v->name) : st;
 		if (st != NG_OK)

@@ -121,6 +121,7 @@ void kube_ids_nd(const void *rec, kube_id_fn fn, void *ctx)
 	fn(ctx, x->drain.taint.val);
 	fn(ctx, x->drain.taint.effect);
 	ids(fn, ctx, x->more_requestors, x->nmore_requestors);
+	ids(fn, ctx, x->deleted_nodes, x->ndeleted_nodes);
 	fn(ctx, x->spec_error);
 	fn(ctx, x->created_by);
 	fn(ctx, x->remediation);

@@ -281,6 +281,7 @@ struct kube_nd_drain {
 /* spec.drain.onDeadline: what a drain not finished by its deadline does. */
 enum kube_drain_on_deadline {
 	KUBE_ON_DEADLINE_RETRY,      /* go on trying, as without a deadline */
+	KUBE_ON_DEADLINE_RELEASE,    /* the gate ends the request: the nodes are given back */
 	KUBE_ON_DEADLINE_QUARANTINE, /* the drainer labels the nodes, keeps them cordoned and
 					fails the request */
 };
@@ -345,6 +346,8 @@ struct kube_nd_detail {
 	 * -1 when absent or malformed (then spec_error names the field). */
 	int64_t active_deadline_s, ttl_after_completion_s;
 	int64_t expires_ms; /* status.expiresAt; 0 when absent or not a time */
+	uint16_t ndeleted_nodes;
+	const uint32_t *deleted_nodes; /* status.deletedNodes: granted nodes since deleted */
 	uint16_t nverdicts;
 	const struct kube_nd_verdict *verdicts; /* status.disruptedDisruptionBudgets */
 	uint16_t nconditions;

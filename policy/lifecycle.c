@@ -4,12 +4,17 @@
 #include "common/arena.h"
 #include "common/intern.h"
 #include "kube/kube.h"
+#include "policy/drain.h"
+#include "policy/drain_step.h"
 
 #include <string.h>
 
 const char *pol_end_reason_str(enum pol_end_reason r)
 {
-	return r == POL_END_DEADLINE ? "DeadlineExceeded" : "TTLAfterCompletionExpired";
+	static const char *const names[POL_END_COUNT] = {"DeadlineExceeded",
+							 "TTLAfterCompletionExpired",
+							 "DrainDeadlineExceeded", "NodesDeleted"};
+	return (unsigned)r < POL_END_COUNT ? names[r] : "?";
 }
 
 /* Whether @ngc's defaults apply to @nd: not to the requests of a NodeRemediation, which ends
@@ -38,14 +43,45 @@ static const struct kube_condition *condition(const struct kube_nd_detail *x, co
 	return NULL;
 }
 
-/* Whether the request's nodes are kept for a person: its drain Failed, or its requestor says
- * it failed. */
+/* Whether the request's nodes are kept for a person: its drain Failed (or was quarantined past
+ * its deadline), or its requestor says it failed. */
 static bool kept(const struct kube_nd_detail *x)
 {
 	const struct kube_condition *ready = condition(x, "Ready");
 	const struct kube_condition *rf = condition(x, "RequestorFailed");
-	return (ready && strcmp(ready->reason, "Failed") == 0) ||
+	return (ready && pol_drain_phase_failed(pol_drain_phase_of(ready->reason))) ||
 	       (rf && rf->status == KUBE_COND_TRUE);
+}
+
+/* When drain.onDeadline Release ends @nd: its drain deadline, while its drain has not reached
+ * Drained; 0: never. */
+static int64_t drain_release_due_ms(const struct kube_nd *nd, const struct kube_ngc *ngc)
+{
+	const struct kube_nd_detail *x = nd->detail;
+	const struct kube_condition *ready = condition(x, "Ready");
+	if (x->drain.on_deadline != KUBE_ON_DEADLINE_RELEASE ||
+	    (ready && pol_drain_phase_ready(pol_drain_phase_of(ready->reason))))
+		return 0;
+	return pol_drain_deadline_ms(x, ngc);
+}
+
+/* The nodes of @nd's grant that @s no longer holds, into @l's arena-backed list; their number. */
+static uint16_t deleted_nodes(const struct kube_snapshot *s, const struct kube_nd *nd,
+			      struct ng_arena *arena, const uint32_t **ret)
+{
+	uint32_t *gone =
+	    nd->ndisrupted ? ng_arena_alloc(arena, nd->ndisrupted * sizeof(*gone)) : NULL;
+	uint16_t n = 0;
+	for (uint16_t i = 0; gone && i < nd->ndisrupted; i++)
+		if (!kube_snapshot_find_node(s, nd->disrupted[i]))
+			gone[n++] = nd->disrupted[i];
+	*ret = gone;
+	return n;
+}
+
+static bool same_ids(const uint32_t *a, uint16_t na, const uint32_t *b, uint16_t nb)
+{
+	return na == nb && (!na || memcmp(a, b, na * sizeof(*a)) == 0);
 }
 
 /* When the TTL after completion of @nd ends it; 0: never (not Completed, or no TTL). */
@@ -63,23 +99,45 @@ static int64_t ttl_due_ms(const struct kube_nd *nd, const struct kube_ngc *ngc, 
 	return ready->since_ms > 0 ? ready->since_ms + s * 1000 : now_wall_ms;
 }
 
-/* Looks at one Granted request: records an end, a stale expiresAt, or the next due time. */
-static void look(const struct kube_nd *nd, const struct kube_ngc *ngc, int64_t now_wall_ms,
+/* Keeps the earlier of the due time @*due (0: none) and @at for reason @r. */
+static void sooner(int64_t *due, enum pol_end_reason *why, int64_t at, enum pol_end_reason r)
+{
+	if (at && (!*due || at < *due)) {
+		*due = at;
+		*why = r;
+	}
+}
+
+/* Looks at one Granted request: records an end, a stale status, or the next due time. */
+static void look(const struct kube_snapshot *s, const struct kube_nd *nd,
+		 const struct kube_ngc *ngc, int64_t now_wall_ms, struct ng_arena *arena,
 		 struct pol_lifecycle *l)
 {
 	const struct kube_nd_detail *x = nd->detail;
 	int64_t expires = pol_grant_expires_ms(nd, ngc, x->granted_ms);
-	if (x->expires_ms != expires)
-		l->stale[l->nstale++] = (struct pol_expiry){nd, expires};
-	if (kept(x))
+	const uint32_t *gone;
+	uint16_t ngone = deleted_nodes(s, nd, arena, &gone);
+	/* All gone: it ends, and there is no point naming them first. */
+	bool all_gone = nd->ndisrupted && ngone == nd->ndisrupted;
+	if (all_gone)
+		ngone = 0;
+	bool expires_stale = x->expires_ms != expires;
+	bool deleted_stale = !same_ids(gone, ngone, x->deleted_nodes, x->ndeleted_nodes);
+	if (expires_stale || deleted_stale)
+		l->stale[l->nstale++] = (struct pol_expiry){
+		    nd, expires, ngone ? gone : NULL, ngone, expires_stale, deleted_stale};
+	/* Nothing is left to keep when every node is gone: budgets count none of them. */
+	if (kept(x) && !all_gone)
 		return;
-	int64_t ttl = ttl_due_ms(nd, ngc, now_wall_ms);
-	int64_t due = expires;
+	int64_t due = 0;
 	enum pol_end_reason why = POL_END_DEADLINE;
-	if (ttl && (!due || ttl < due)) {
-		due = ttl;
-		why = POL_END_TTL;
+	if (!kept(x)) {
+		sooner(&due, &why, expires, POL_END_DEADLINE);
+		sooner(&due, &why, ttl_due_ms(nd, ngc, now_wall_ms), POL_END_TTL);
+		sooner(&due, &why, drain_release_due_ms(nd, ngc), POL_END_DRAIN_DEADLINE);
 	}
+	if (all_gone)
+		sooner(&due, &why, now_wall_ms, POL_END_NODES_DELETED);
 	if (!due)
 		return;
 	if (due <= now_wall_ms)
@@ -105,7 +163,7 @@ ng_status pol_lifecycle_ends(const struct kube_snapshot *s, int64_t now_wall_ms,
 		const struct kube_nd *nd = &nds[i];
 		if (nd->deleting || nd->state != KUBE_ND_GRANTED || !nd->detail)
 			continue;
-		look(nd, ngc, now_wall_ms, &l);
+		look(s, nd, ngc, now_wall_ms, arena, &l);
 	}
 	*ret = l;
 	return NG_OK;

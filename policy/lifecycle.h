@@ -24,10 +24,15 @@ struct ng_arena;
 enum pol_end_reason {
 	POL_END_DEADLINE, /* spec.activeDeadlineSeconds (or the config's default) passed */
 	POL_END_TTL,      /* spec.ttlSecondsAfterCompletion (or the default) after Completed */
+	/* spec.drain.deadlineSeconds (or the config's default) passed before Drained, with
+	 * spec.drain.onDeadline Release */
+	POL_END_DRAIN_DEADLINE,
+	POL_END_NODES_DELETED, /* every node it was granted is deleted */
 	POL_END_COUNT,
 };
 
-/** The Event reason of @r: "DeadlineExceeded", "TTLAfterCompletionExpired" (static). */
+/** The Event reason of @r: "DeadlineExceeded", "TTLAfterCompletionExpired",
+ * "DrainDeadlineExceeded", "NodesDeleted" (static). */
 const char *pol_end_reason_str(enum pol_end_reason r);
 
 /**
@@ -48,10 +53,15 @@ struct pol_end {
 };
 
 /* A Granted request whose status.expiresAt is not its deadline (the spec or the config's
- * default changed since it was written). */
+ * default changed since it was written), or whose status.deletedNodes does not name the nodes
+ * of its grant that are deleted. */
 struct pol_expiry {
 	const struct kube_nd *nd;
 	int64_t expires_wall_ms; /* what status.expiresAt should say; 0: remove it */
+	const uint32_t *deleted; /* what status.deletedNodes should say (ids, in the request's
+				    order; NULL and 0: remove it) */
+	uint16_t ndeleted;
+	bool expires_stale, deleted_stale; /* which of the two is to be written */
 };
 
 struct pol_lifecycle {

@@ -670,6 +670,21 @@ class DrainScenarios(DrainTest):
         self.nd("d07b", {"evictionStrategy": "Delete", "podSelector": "app=web", "timeoutSeconds": 3})
         self.assert_pdb_backoff("d07b")
 
+    def test_L04_a_drain_past_its_deadline_with_release_gives_the_node_back(self):
+        self.web_pdb()
+        self.nd("l04", {"podSelector": "app=web", "deadlineSeconds": 2, "onDeadline": "Release"})
+        self.wait_reason("l04", "Draining")
+        t0 = time.monotonic()
+        self.wait_gone("l04", timeout=2 + WAIT_S)
+        log(f"l04: Draining -> ended and gone {time.monotonic() - t0:.2f} s later (deadlineSeconds 2)")
+        ok, _ = eventually(lambda: not self.cordoned() and self.annotation() is None, WAIT_S, 0.05)
+        self.assertTrue(ok, "the release path must give the node back:" + self.describe("l04"))
+        reasons = [e.get("reason") for e in self.events("l04")]
+        self.assertIn("DrainDeadlineExceeded", reasons)
+        node_reasons = [e.get("reason") for e in self.events("node1", "Node")]
+        self.assertIn("DrainDeadlineExceeded", node_reasons)
+        self.assertTrue(self.present(WEB), "the PDB-protected pod must not be removed")
+
     def test_L05_a_drain_past_its_deadline_quarantines_its_node_until_a_person_gives_it_back(self):
         self.web_pdb()
         self.nd("l05", {"podSelector": "app=web", "deadlineSeconds": 2, "onDeadline": "Quarantine"})

@@ -368,6 +368,30 @@ class GateTest(E2ETest):
         self.assertNotIn("expiresAt", self.status("l01-next"))
         self.assertEqual(self.ng.metric('nodegate_requests_ended_total{reason="DeadlineExceeded"}'), 1)
 
+    def test_L08_deleted_nodes_leave_budgets_and_end_their_requests(self):
+        # A third node of the pool, so that a request can wait on the pool's budget.
+        node4 = json.loads(json.dumps(self.api.api("GET", "/api/v1/nodes/node2")[1]))
+        node4["metadata"] = {"name": "node4", "labels": dict(node4["metadata"]["labels"],
+                                                             **{"kubernetes.io/hostname": "node4"})}
+        self.create("/api/v1/nodes", node4)
+        self.ndb("pool", dict(ON_TEST1, maxDisruptedNodes=2))
+        self.nd("l08", {"nodeNames": ["node1", "node2"]})
+        self.wait_state("l08", "Granted")
+        self.nd("l08-next", {"nodeNames": ["node4"], "retry": {"enabled": True}})
+        st, _ = self.wait_state("l08-next", "Pending")
+        self.assertIn("2 of 2 in use", json.dumps(st["disruptedDisruptionBudgets"]))
+        # node2 is deleted: the grant names it, and the budget counts it no more.
+        self.assertEqual(self.api.api("DELETE", "/api/v1/nodes/node2")[0], 200)
+        ok, _ = eventually(lambda: self.status("l08").get("deletedNodes") == ["node2"])
+        self.assertTrue(ok, f"status.deletedNodes must name node2: {self.status('l08')}")
+        self.wait_state("l08-next", "Granted")
+        # node1 goes too: nothing is left of the grant, and the request ends.
+        self.assertEqual(self.api.api("DELETE", "/api/v1/nodes/node1")[0], 200)
+        self.gone("l08")
+        ok, _ = eventually(lambda: any(e["reason"] == "NodesDeleted" for e in self.events("l08")))
+        self.assertTrue(ok, f"no NodesDeleted Event: {[e['reason'] for e in self.events('l08')]}")
+        self.assertEqual(self.ng.metric('nodegate_requests_ended_total{reason="NodesDeleted"}'), 1)
+
     def test_L03_config_default_deadline(self):
         self.create(NGC_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig",
                                "metadata": {"name": "default"},

@@ -178,6 +178,10 @@ static void nd_drain(struct ng_jw *w, const struct kube_nd_drain *d, const struc
 	ng_jw_kstr(w, "evictionStrategy", strategies[d->strategy < 4 ? d->strategy : 0]);
 	if (d->timeout_s >= 0)
 		ng_jw_ki64(w, "timeoutSeconds", d->timeout_s);
+	if (d->deadline_s >= 0)
+		ng_jw_ki64(w, "deadlineSeconds", d->deadline_s);
+	static const char *const on_deadline[] = {"Retry", "Release", "Quarantine"};
+	ng_jw_kstr(w, "onDeadline", on_deadline[d->on_deadline < 3 ? d->on_deadline : 0]);
 	if (d->pod_selector)
 		ng_jw_kstr(w, "podSelector", d->pod_selector);
 	if (d->has_wait) {
@@ -557,6 +561,8 @@ static void ngc_drain(struct ng_jw *w, const struct kube_ngc *g, const struct ng
 	ng_jw_obj(w);
 	ksel(w, "protectedNamespaces", &g->protected_namespaces, pool);
 	ksel(w, "protectedJobPods", &g->protected_job_pods, pool);
+	if (g->drain_deadline_s >= 0)
+		ng_jw_ki64(w, "deadlineSeconds", g->drain_deadline_s);
 	ng_jw_key(w, "backoff");
 	ng_jw_obj(w);
 	for (int k = 0; k < 3; k++)
@@ -787,6 +793,8 @@ static void same_drain(struct cmp *c, const struct kube_nd_drain *a, const struc
 		 b->wait_for_volume_detach);
 	same_i64(c, "spec.drain.evictionStrategy", a->strategy, b->strategy);
 	same_i64(c, "spec.drain.timeoutSeconds", a->timeout_s, b->timeout_s);
+	same_i64(c, "spec.drain.deadlineSeconds", a->deadline_s, b->deadline_s);
+	same_i64(c, "spec.drain.onDeadline", a->on_deadline, b->on_deadline);
 	same_str(c, "spec.drain.podSelector", a->pod_selector, b->pod_selector);
 	same_i64(c, "spec.drain.waitForPodCompletion", a->has_wait, b->has_wait);
 	same_str(c, "spec.drain.waitForPodCompletion.podSelector", a->wait_pod_selector,
@@ -1053,6 +1061,7 @@ bool ng_fuzz_same_ngc(const struct kube_ngc *a, const struct ng_intern *pa,
 	same_sel(&c, "spec.drain.protectedNamespaces", &a->protected_namespaces,
 		 &b->protected_namespaces);
 	same_sel(&c, "spec.drain.protectedJobPods", &a->protected_job_pods, &b->protected_job_pods);
+	same_i64(&c, "spec.drain.deadlineSeconds", a->drain_deadline_s, b->drain_deadline_s);
 	same_i64(&c, "spec.drain.backoff.base", a->drain_backoff_base_ms, b->drain_backoff_base_ms);
 	same_i64(&c, "spec.drain.backoff.max", a->drain_backoff_max_ms, b->drain_backoff_max_ms);
 	same_i64(&c, "spec.drain.backoff.jitter", a->drain_backoff_jitter_ms,

@@ -159,12 +159,47 @@ static void test_ngc_lifecycle_defaults(void **state)
 	}
 }
 
+/* spec.drain.deadlineSeconds: requests' default drain deadline, 1..31536000; out of range makes
+ * the config invalid, naming the field. */
+static void test_ngc_drain_deadline(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *drain, *error;
+		int64_t deadline_s;
+	} cases[] = {
+	    {"{}", NULL, -1},
+	    {"{\"deadlineSeconds\":900}", NULL, 900},
+	    {"{\"deadlineSeconds\":0}",
+	     "spec.drain.deadlineSeconds: must be an integer of seconds in 1..31536000", -1},
+	    {"{\"deadlineSeconds\":\"15m\"}", "spec.drain.deadlineSeconds: must be", -1},
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		char json[512];
+		(void)snprintf(
+		    json, sizeof(json),
+		    "{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+		    "\"metadata\":{\"name\":\"default\"},\"spec\":{\"drain\":%s}}",
+		    cases[k].drain);
+		struct kube_one *one = NULL;
+		struct ng_err err = {0};
+		assert_int_equal(kube_one_parse(json, strlen(json), &one, &err), NG_OK);
+		const struct kube_ngc *g = kube_one_ngc(one);
+		assert_int_equal(g->invalid, cases[k].error != NULL);
+		if (cases[k].error)
+			assert_non_null(strstr(str_of(one, g->error), cases[k].error));
+		assert_int_equal(g->drain_deadline_s, cases[k].deadline_s);
+		kube_one_destroy(one);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_authors_of_templates_and_remediations),
 	    cmocka_unit_test(test_ngc_selector_over_limit_is_invalid),
 	    cmocka_unit_test(test_ngc_lifecycle_defaults),
+	    cmocka_unit_test(test_ngc_drain_deadline),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -222,7 +222,7 @@ static void test_nd_malformed_drain_fields_name_the_field(void **state)
 	    {"\"drain\":{\"deadlineSeconds\":-5}",
 	     "spec.drain.deadlineSeconds: expected a non-negative integer"},
 	    {"\"drain\":{\"onDeadline\":\"Panic\"}",
-	     "spec.drain.onDeadline: must be one of Retry, Quarantine"},
+	     "spec.drain.onDeadline: must be one of Retry, Release, Quarantine"},
 	    {"\"operation\":[]", "spec.operation: expected an object"},
 	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
 	     "\"serviceAccountName\":\"nodegate\",\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]"

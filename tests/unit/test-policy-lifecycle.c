@@ -250,6 +250,71 @@ static void test_expires_at_of_a_grant(void **state)
 	kube_snapshot_release(s);
 }
 
+#define RELEASE_AFTER(secs) ",\"drain\":{\"deadlineSeconds\":" secs ",\"onDeadline\":\"Release\"}"
+
+/* drain.onDeadline Release: a drain not Drained by its deadline ends the request; a drained one,
+ * one that retries and one already quarantined are left alone. */
+static void test_a_drain_past_its_deadline_with_release_ends_the_request(void **state)
+{
+	(void)state;
+	/* clang-format off */
+	struct run r = run(
+	    GR("rel", RELEASE_AFTER("30"), AGO_60, READY("False", "Draining", AGO_60)) ","
+	    GR("drained", RELEASE_AFTER("30"), AGO_60, READY("True", "Drained", AGO_5)) ","
+	    GR("retry", ",\"drain\":{\"deadlineSeconds\":30}", AGO_60,
+	       READY("False", "Draining", AGO_60)) ","
+	    GR("quarantined", RELEASE_AFTER("30"), AGO_60,
+	       READY("False", "DrainDeadlineExceeded", AGO_5)) ","
+	    GR("soon", RELEASE_AFTER("120"), AGO_60, READY("False", "Draining", AGO_60)));
+	/* clang-format on */
+	assert_int_equal(r.l.nends, 1);
+	const struct pol_end *e = end_of(&r, "rel");
+	assert_non_null(e);
+	assert_int_equal(e->reason, POL_END_DRAIN_DEADLINE);
+	assert_int_equal(e->due_wall_ms, NOW - 30000);
+	assert_string_equal(pol_end_reason_str(e->reason), "DrainDeadlineExceeded");
+	assert_int_equal(r.l.next_wall_ms, NOW + 60000);
+	finish(&r);
+}
+
+/* A Granted request of @name on nodes @nodes (a JSON array) with @status members. */
+#define GRN(name, nodes, status)                                                                   \
+	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
+	"\"name\":\"" name "\",\"uid\":\"uid-" name "\"},\"spec\":{\"nodeNames\":" nodes "},"      \
+	"\"status\":{\"state\":\"Granted\",\"disruptedNodes\":" nodes                              \
+	",\"grantedAt\":" AGO_60 status "}}"
+
+/* Deleted nodes: a grant all of whose nodes are gone ends (even a Failed one: nothing is left
+ * to keep); one with some gone names them in status.deletedNodes, once. */
+static void test_a_grant_whose_nodes_are_deleted(void **state)
+{
+	(void)state;
+	/* clang-format off */
+	struct run r = run(
+	    GRN("all", "[\"gone-a\",\"gone-b\"]", "") ","
+	    GRN("failed", "[\"gone-a\"]", READY("False", "Failed", AGO_5)) ","
+	    GRN("some", "[\"node1\",\"gone-c\"]", "") ","
+	    GRN("named", "[\"node2\",\"gone-d\"]", ",\"deletedNodes\":[\"gone-d\"]") ","
+	    GRN("back", "[\"node3\"]", ",\"deletedNodes\":[\"node3\"]"));
+	/* clang-format on */
+	assert_int_equal(r.l.nends, 2);
+	assert_int_equal(end_of(&r, "all")->reason, POL_END_NODES_DELETED);
+	assert_int_equal(end_of(&r, "all")->due_wall_ms, NOW);
+	assert_int_equal(end_of(&r, "failed")->reason, POL_END_NODES_DELETED);
+	assert_string_equal(pol_end_reason_str(POL_END_NODES_DELETED), "NodesDeleted");
+	const struct pol_expiry *x = stale_of(&r, "some");
+	assert_non_null(x);
+	assert_true(x->deleted_stale && !x->expires_stale);
+	assert_int_equal(x->ndeleted, 1);
+	assert_int_equal(x->deleted[0], ng_test_id(r.s, "gone-c"));
+	assert_null(stale_of(&r, "named"));
+	/* a node listed as deleted that is back (recreated): the list is emptied */
+	x = stale_of(&r, "back");
+	assert_non_null(x);
+	assert_true(x->deleted_stale && x->ndeleted == 0);
+	finish(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -263,6 +328,8 @@ int main(void)
 	    cmocka_unit_test(test_pending_rejected_and_deleting_are_not_looked_at),
 	    cmocka_unit_test(test_an_invalid_config_ends_nothing_by_its_defaults),
 	    cmocka_unit_test(test_expires_at_of_a_grant),
+	    cmocka_unit_test(test_a_drain_past_its_deadline_with_release_ends_the_request),
+	    cmocka_unit_test(test_a_grant_whose_nodes_are_deleted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
