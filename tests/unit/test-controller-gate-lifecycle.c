@@ -13,6 +13,7 @@
 #include "kube/client.h"
 #include "tests/support/fake-api.h"
 #include "tests/support/support.h"
+#include "tests/unit/controller-gate-fixture.h"
 
 #include <string.h>
 
@@ -33,38 +34,10 @@
 	"[\"n1\"],\"grantedAt\":\"2025-11-24T15:59:00Z\"" status "}}"
 #define CLUSTER(...) "{\"kind\":\"List\",\"items\":[" NODE("n1") "," __VA_ARGS__ "]}"
 
-struct fx {
-	struct fake_api api;
-	struct kube_client *c;
-	struct gate *g;
-};
-
-static int setup(void **state)
+/* One round over @json, which the cache just published. */
+static void round_at(struct fx *fx, const char *json, int64_t now_wall_ms)
 {
-	static struct fx fx;
-	fake_api_init(&fx.api);
-	fx.c = fake_api_client(&fx.api);
-	struct gate_config gc = {.identity = "replica-a"};
-	fx.g = gate_create(&gc, fx.c);
-	assert_non_null(fx.g);
-	*state = &fx;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *fx = *state;
-	gate_destroy(fx->g);
-	kube_client_destroy(fx->c);
-	fake_api_finish(&fx->api);
-	return 0;
-}
-
-static void round_on(struct fx *fx, const char *json, int64_t now_wall_ms)
-{
-	struct kube_snapshot *s = ng_test_snapshot(json);
-	gate_round(fx->g, s, true, now_wall_ms);
-	kube_snapshot_release(s);
+	round_on(fx, json, true, now_wall_ms);
 }
 
 /* The index of the first recorded request matching, or FAKE_API_MAX. */
@@ -83,7 +56,7 @@ static size_t index_of(const struct fx *fx, const char *method, const char *path
 static void test_a_grant_carries_its_expiry(void **state)
 {
 	struct fx *fx = *state;
-	round_on(
+	round_at(
 	    fx,
 	    CLUSTER("{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\","
 		    "\"metadata\":{\"name\":\"m1\",\"uid\":\"u-m1\",\"resourceVersion\":\"3\"},"
@@ -103,7 +76,7 @@ static void test_a_passed_deadline_ends_the_request_once(void **state)
 	struct fx *fx = *state;
 	const char *c = CLUSTER(GRANTED("m1", ",\"activeDeadlineSeconds\":30",
 					",\"expiresAt\":\"2025-11-24T15:59:30Z\""));
-	round_on(fx, c, NOW);
+	round_at(fx, c, NOW);
 	size_t on_nd = index_of(fx, "POST", "/events", "\"reason\":\"DeadlineExceeded\"");
 	size_t on_node = index_of(fx, "POST", "/events", "\"kind\":\"Node\"");
 	size_t del = index_of(fx, "DELETE", "/nodedisruptions/m1", NULL);
@@ -117,7 +90,7 @@ static void test_a_passed_deadline_ends_the_request_once(void **state)
 	assert_int_equal(st.ended[POL_END_DEADLINE], 1);
 	/* The cache is behind: the same snapshot again writes nothing more. */
 	fake_api_clear(&fx->api);
-	round_on(fx, c, NOW + 100);
+	round_at(fx, c, NOW + 100);
 	assert_int_equal(fake_api_count(&fx->api, "POST", "/events"), 0);
 	assert_int_equal(fake_api_count(&fx->api, "DELETE", NULL), 0);
 }
@@ -129,13 +102,13 @@ static void test_a_failed_delete_is_tried_again_without_new_events(void **state)
 	fake_api_reply(&fx->api, &fail);
 	const char *c = CLUSTER(GRANTED("m1", ",\"activeDeadlineSeconds\":30",
 					",\"expiresAt\":\"2025-11-24T15:59:30Z\""));
-	round_on(fx, c, NOW);
+	round_at(fx, c, NOW);
 	assert_int_equal(fake_api_count(&fx->api, "DELETE", NULL), 1);
 	assert_int_equal(fx->g->lifecycle_next_wall_ms, NOW + 1000); /* the retry wakes the gate */
 	fake_api_clear(&fx->api);
-	round_on(fx, c, NOW + 500); /* not yet */
+	round_at(fx, c, NOW + 500); /* not yet */
 	assert_int_equal(fake_api_count(&fx->api, "DELETE", NULL), 0);
-	round_on(fx, c, NOW + 1000);
+	round_at(fx, c, NOW + 1000);
 	assert_int_equal(fake_api_count(&fx->api, "DELETE", NULL), 1);
 	assert_int_equal(fake_api_count(&fx->api, "POST", "/events"), 0);
 }
@@ -148,14 +121,14 @@ static void test_a_request_created_again_under_the_name_is_not_ended(void **stat
 	fake_api_reply(&fx->api, &conflict);
 	const char *c = CLUSTER(GRANTED("m1", ",\"activeDeadlineSeconds\":30",
 					",\"expiresAt\":\"2025-11-24T15:59:30Z\""));
-	round_on(fx, c, NOW);
+	round_at(fx, c, NOW);
 	assert_int_equal(fake_api_count(&fx->api, "DELETE", NULL), 1);
 	assert_int_equal(fx->g->lifecycle_next_wall_ms, 0);
 	fake_api_clear(&fx->api);
-	round_on(fx, c, NOW + 2000);
+	round_at(fx, c, NOW + 2000);
 	assert_int_equal(fake_api_count(&fx->api, "DELETE", NULL), 0);
 	/* The new object (another uid) is looked at afresh: its own deadline counts. */
-	round_on(
+	round_at(
 	    fx,
 	    CLUSTER("{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\","
 		    "\"metadata\":{\"name\":\"m1\",\"uid\":\"u-new\",\"resourceVersion\":\"9\"},"
@@ -169,7 +142,7 @@ static void test_ttl_and_stale_expiry(void **state)
 {
 	struct fx *fx = *state;
 	/* clang-format off */
-	round_on(fx, CLUSTER(
+	round_at(fx, CLUSTER(
 	    GRANTED("done", ",\"ttlSecondsAfterCompletion\":0",
 		    ",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":"
 		    "\"Completed\",\"lastTransitionTime\":\"2025-11-24T15:59:50Z\"}]") ","

@@ -12,6 +12,7 @@
 #include "kube/client.h"
 #include "tests/support/fake-api.h"
 #include "tests/support/support.h"
+#include "tests/unit/controller-gate-fixture.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,40 +46,6 @@
 	"\"Granted\",\"status\":\"False\",\"reason\":\"Pending\",\"message\":\"" NEVER_MSG         \
 	"\"},{\"type\":\"Unsatisfiable\",\"status\":\"True\",\"reason\":\"ExceedsBudget\","        \
 	"\"message\":\"" NEVER_MSG "\",\"lastTransitionTime\":\"2025-11-24T16:00:00Z\"}]}"
-
-struct fx {
-	struct fake_api api;
-	struct kube_client *c;
-	struct gate *g;
-};
-
-static int setup(void **state)
-{
-	static struct fx fx;
-	fake_api_init(&fx.api);
-	fx.c = fake_api_client(&fx.api);
-	struct gate_config gc = {.identity = "replica-a"};
-	fx.g = gate_create(&gc, fx.c);
-	assert_non_null(fx.g);
-	*state = &fx;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *fx = *state;
-	gate_destroy(fx->g);
-	kube_client_destroy(fx->c);
-	fake_api_finish(&fx->api);
-	return 0;
-}
-
-static void round_on(struct fx *fx, const char *json, bool changed, int64_t now_wall_ms)
-{
-	struct kube_snapshot *s = ng_test_snapshot(json);
-	gate_round(fx->g, s, changed, now_wall_ms);
-	kube_snapshot_release(s);
-}
 
 static const char *m1_status(struct fx *fx)
 {

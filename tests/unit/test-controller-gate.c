@@ -14,6 +14,7 @@
 #include "kube/config.h"
 #include "tests/support/fake-api.h"
 #include "tests/support/support.h"
+#include "tests/unit/controller-gate-fixture.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -43,40 +44,6 @@
 #define CLUSTER(...)                                                                               \
 	"{\"kind\":\"List\",\"items\":[" NODE("n1", "a") "," NODE("n2", "a") "," NODE(             \
 	    "n3", "b") "," NDB_MAX1 "," __VA_ARGS__ "]}"
-
-struct fx {
-	struct fake_api api;
-	struct kube_client *c;
-	struct gate *g;
-};
-
-static int setup(void **state)
-{
-	static struct fx fx;
-	fake_api_init(&fx.api);
-	fx.c = fake_api_client(&fx.api);
-	struct gate_config gc = {.identity = "replica-a"};
-	fx.g = gate_create(&gc, fx.c);
-	assert_non_null(fx.g);
-	*state = &fx;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *fx = *state;
-	gate_destroy(fx->g);
-	kube_client_destroy(fx->c);
-	fake_api_finish(&fx->api);
-	return 0;
-}
-
-static void round_on(struct fx *fx, const char *json, bool changed, int64_t now_wall_ms)
-{
-	struct kube_snapshot *s = ng_test_snapshot(json);
-	gate_round(fx->g, s, changed, now_wall_ms);
-	kube_snapshot_release(s);
-}
 
 static const char *status_body(struct fx *fx, const char *nd, size_t i)
 {
