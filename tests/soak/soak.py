@@ -9,7 +9,8 @@ two `nodegate drain` replicas, all as nodegate's service account. Meanwhile:
   load       eviction reviews at RATE/s to the webhook (tests/soak/loadclient.py, its own process)
   requestors two maintenance tools rolling through every node (one request per node, with
              drain, deleted once Drained), and an autoscaler taking one or two nodes for a few
-             seconds without drain
+             seconds without drain, its requests with a deadline of a few seconds and half of
+             the granted ones forgotten (their deadline must end them)
   churn      pods created and deleted, nodes going NotReady and back, budgets edited, evictions
              of random pods through the API server by an operator
   faults     one every PERIOD seconds, kinds in turn: watches dropped, 410 Gone (history
@@ -27,6 +28,8 @@ Environment: NODEGATE (the binary; default build-release/cmd/nodegate)."""
 import argparse
 import base64
 import collections
+import datetime
+import http.client
 import json
 import os
 import random
@@ -56,6 +59,9 @@ FAR = "2099-01-01T00:00:00Z"
 FAULTS = ["watch-drop", "gone-410", "conflict-409", "error-500", "apiserver-restart",
           "gate-leader-kill", "drain-leader-kill", "hook-timeout", "cert-rotation"]
 MERGE = "application/merge-patch+json"
+# How long past its deadline a Granted request may still be seen (a gate leader killed just then
+# is replaced within its lease).
+DEADLINE_SLACK_S = 20
 
 
 def log(msg):
@@ -353,6 +359,8 @@ class Soak:
         self.faults = collections.Counter()
         self.ops = collections.Counter()
         self.errors = collections.Counter()
+        self.overdue = {}      # request -> seconds past its status.expiresAt, at most
+        self.expired = set()   # requests seen past their status.expiresAt
         self.lock = threading.Lock()
         self.pods = []          # ns/name of pods this run created or was generated with (not all live)
         self.live_nds = {}      # name -> (requestor, object) as last listed
@@ -365,7 +373,8 @@ class Soak:
         try:
             code, out, _ = self.api.api(method, path, body, ctype=ctype, user=user, timeout=15)
             return code, out
-        except OSError as e:
+        except (OSError, http.client.HTTPException) as e:
+            # HTTPException: an answer cut short, as by the API server's restart fault.
             return 0, str(e)
 
     def counted(self, what, code, ok=(200, 201)):
@@ -462,13 +471,32 @@ class Soak:
                     live[o["metadata"]["name"]] = o
                 with self.lock:
                     self.live_nds = live
+                self.watch_deadlines(live)
             time.sleep(0.5)
 
-    def create_nd(self, name, requestor, nodes, drain, retry=True, typ="maintenance"):
+    def watch_deadlines(self, live):
+        """A Granted request past its status.expiresAt must be ended by the gate (deleted) within
+        DEADLINE_SLACK_S: a new leader after a kill takes a few seconds to act."""
+        now = time.time()
+        for name, o in live.items():
+            st = o.get("status") or {}
+            if st.get("state") != "Granted" or not st.get("expiresAt") or o["metadata"].get("deletionTimestamp"):
+                continue
+            past = now - datetime.datetime.fromisoformat(st["expiresAt"].replace("Z", "+00:00")).timestamp()
+            if past > 0:
+                self.expired.add(name)
+            if past > DEADLINE_SLACK_S:
+                self.overdue[name] = max(self.overdue.get(name, 0), round(past, 1))
+
+    def create_nd(self, name, requestor, nodes, drain, retry=True, typ="maintenance", deadline_s=None):
         spec = {"nodeNames": nodes, "requestor": requestor, "type": typ,
                 "retry": {"enabled": retry, "deadline": FAR}}
         if drain:
-            spec["drain"] = {"force": True, "deleteEmptyDir": True, "timeoutSeconds": 30}
+            # A drain stuck for a minute gives its node back (the gate ends the request).
+            spec["drain"] = {"force": True, "deleteEmptyDir": True, "timeoutSeconds": 30,
+                             "deadlineSeconds": 60, "onDeadline": "Release"}
+        if deadline_s:
+            spec["activeDeadlineSeconds"] = deadline_s
         code, out = self.call("POST", ND_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption",
                                                 "metadata": {"name": name}, "spec": spec}, user="admin")
         self.counted("request created", code, (201,))
@@ -526,7 +554,8 @@ class Soak:
 
     def autoscaler(self):
         """Takes one or two nodes without drain for a few seconds, gives them back; deletes what is
-        rejected or still pending after 30 s."""
+        rejected or still pending after 30 s. Every request has a deadline of a few seconds, and
+        half of the granted ones are forgotten: their deadline must end them."""
         mine = {}
         k = 0
         while not self.stop.is_set():
@@ -542,6 +571,9 @@ class Soak:
                 age = time.monotonic() - t0
                 if o["metadata"].get("deletionTimestamp"):
                     continue
+                forgotten = hold < 4  # a tool that gave up: only the grant's deadline ends it
+                if st == "Granted" and forgotten and not self.quiesce.is_set():
+                    continue
                 if st == "Rejected" or (st == "Granted" and age > hold) or age > 30 or self.quiesce.is_set():
                     self.delete_nd(name)
             if len(mine) < 4 and not self.quiesce.is_set():
@@ -549,7 +581,7 @@ class Soak:
                 name = f"autoscaler-{k:05d}"
                 nodes = self.rnd.sample(self.nodes, self.rnd.choice([1, 1, 2]))
                 if self.create_nd(name, "autoscaler", nodes, drain=False, retry=self.rnd.random() < 0.5,
-                                  typ="scale-down"):
+                                  typ="scale-down", deadline_s=self.rnd.randint(3, 8)):
                     mine[name] = (time.monotonic(), self.rnd.uniform(2, 6))
             time.sleep(0.5)
 
@@ -878,6 +910,11 @@ class Soak:
             problems.append("nothing was granted or drained")
         if not settled:
             problems.append("requests or cordons still there 180 s after the end")
+        rows.append(("grants seen past their deadline (each must end)", len(self.expired)))
+        for name, past in sorted(self.overdue.items()):
+            problems.append(f"{name} still Granted {past} s past its status.expiresAt")
+        if not self.expired:
+            problems.append("no grant reached its deadline: the deadlines were not exercised")
         r, pr = rss_rows(self.serve + self.drain)
         rows += r
         problems += pr
