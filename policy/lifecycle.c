@@ -117,10 +117,14 @@ static void look(const struct kube_snapshot *s, const struct kube_nd *nd,
 	int64_t expires = pol_grant_expires_ms(nd, ngc, x->granted_ms);
 	const uint32_t *gone;
 	uint16_t ngone = deleted_nodes(s, nd, arena, &gone);
-	/* All gone: it ends, and there is no point naming them first. */
-	bool all_gone = nd->ndisrupted && ngone == nd->ndisrupted;
-	if (all_gone)
+	/* All gone, as a status written from an earlier snapshot already says: one snapshot alone
+	 * never ends a grant, and one without any node is believed about none. */
+	size_t nnodes;
+	(void)kube_snapshot_nodes(s, &nnodes);
+	if (!nnodes)
 		ngone = 0;
+	bool all_gone = nd->ndisrupted && ngone == nd->ndisrupted &&
+			same_ids(gone, ngone, x->deleted_nodes, x->ndeleted_nodes);
 	bool expires_stale = x->expires_ms != expires;
 	bool deleted_stale = !same_ids(gone, ngone, x->deleted_nodes, x->ndeleted_nodes);
 	if (expires_stale || deleted_stale)

@@ -77,9 +77,14 @@ struct pol_lifecycle {
  * snapshot's NodeGateConfig defaults (an invalid config has none). A request ends when its
  * deadline has passed (from status.grantedAt) or its TTL after completion has (from the
  * lastTransitionTime of its Ready condition with reason Completed; without one, at once),
- * whichever falls due first. A request whose drain Failed or whose RequestorFailed condition
- * is True never ends here: its nodes stay cordoned, so deleting it would let budgets count
- * them free. Requests not yet Granted, Rejected ones and those being deleted are not looked at.
+ * or its drain deadline has with drain.onDeadline Release before its drain reached Drained,
+ * whichever falls due first. A request whose drain Failed (or was quarantined) or whose
+ * RequestorFailed condition is True does not end so: its nodes stay cordoned, so deleting it
+ * would let budgets count them free. Any Granted request ends when every node of its grant is
+ * gone from @s and its status.deletedNodes, written from an earlier snapshot, already names
+ * them all (a snapshot without any node is believed about none); some gone are listed as
+ * stale status. Requests not yet Granted, Rejected ones and those being deleted are not looked
+ * at.
  * Fills *@ret (arrays from @arena). NG_ENOMEM (then @ret is untouched).
  */
 NG_NODISCARD ng_status pol_lifecycle_ends(const struct kube_snapshot *s, int64_t now_wall_ms,

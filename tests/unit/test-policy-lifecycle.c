@@ -284,20 +284,25 @@ static void test_a_drain_past_its_deadline_with_release_ends_the_request(void **
 	"\"status\":{\"state\":\"Granted\",\"disruptedNodes\":" nodes                              \
 	",\"grantedAt\":" AGO_60 status "}}"
 
-/* Deleted nodes: a grant all of whose nodes are gone ends (even a Failed one: nothing is left
- * to keep); one with some gone names them in status.deletedNodes, once. */
+/* Deleted nodes: a grant with some gone names them in status.deletedNodes, once; one all of whose
+ * nodes are gone names them all first, and ends once its status says so (even a Failed one:
+ * nothing is left to keep). */
 static void test_a_grant_whose_nodes_are_deleted(void **state)
 {
 	(void)state;
 	/* clang-format off */
 	struct run r = run(
-	    GRN("all", "[\"gone-a\",\"gone-b\"]", "") ","
-	    GRN("failed", "[\"gone-a\"]", READY("False", "Failed", AGO_5)) ","
+	    GRN("first", "[\"gone-a\",\"gone-b\"]", "") ","
+	    GRN("all", "[\"gone-a\",\"gone-b\"]", ",\"deletedNodes\":[\"gone-a\",\"gone-b\"]") ","
+	    GRN("failed", "[\"gone-a\"]", ",\"deletedNodes\":[\"gone-a\"]"
+		READY("False", "Failed", AGO_5)) ","
 	    GRN("some", "[\"node1\",\"gone-c\"]", "") ","
 	    GRN("named", "[\"node2\",\"gone-d\"]", ",\"deletedNodes\":[\"gone-d\"]") ","
 	    GRN("back", "[\"node3\"]", ",\"deletedNodes\":[\"node3\"]"));
 	/* clang-format on */
 	assert_int_equal(r.l.nends, 2);
+	assert_null(end_of(&r, "first"));
+	assert_int_equal(stale_of(&r, "first")->ndeleted, 2);
 	assert_int_equal(end_of(&r, "all")->reason, POL_END_NODES_DELETED);
 	assert_int_equal(end_of(&r, "all")->due_wall_ms, NOW);
 	assert_int_equal(end_of(&r, "failed")->reason, POL_END_NODES_DELETED);
