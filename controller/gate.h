@@ -11,6 +11,7 @@
 #define NG_CONTROLLER_GATE_H
 
 #include "common/status.h"
+#include "policy/lifecycle.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -39,7 +40,7 @@ struct gate_stats {
 				   * gate is evaluated again before it counts as a decision) */
 	uint64_t decision_us_sum; /* time inside pol_evaluate_disruption */
 	uint64_t decision_buckets[8];
-	uint64_t ended[2]; /* requests the gate deleted, by enum pol_end_reason */
+	uint64_t ended[POL_END_COUNT]; /* requests the gate deleted, by enum pol_end_reason */
 };
 
 /** Upper bounds of gate_stats.decision_buckets, in seconds. */

@@ -30,13 +30,13 @@ static ng_status render_counters(const struct gate_stats *gs, bool leading, stru
 		st = ng_prom_u64(out, "nodegate_gate_status_writes_total", l, 1, writes[i]);
 	}
 	/* Labels of gate_stats.ended: the Events' reasons (policy/lifecycle.h). */
-	static const char *const ends[2] = {"DeadlineExceeded", "TTLAfterCompletionExpired"};
 	st = st ? st
 		: ng_prom_header(out, "nodegate_requests_ended_total", NG_PROM_COUNTER,
 				 "NodeDisruptions the gate deleted because their grant ended, by "
 				 "reason.");
-	for (int i = 0; st == NG_OK && i < 2; i++) {
-		const struct ng_prom_label l[] = {{"reason", ends[i]}};
+	for (int i = 0; st == NG_OK && i < POL_END_COUNT; i++) {
+		const struct ng_prom_label l[] = {
+		    {"reason", pol_end_reason_str((enum pol_end_reason)i)}};
 		st = ng_prom_u64(out, "nodegate_requests_ended_total", l, 1, gs->ended[i]);
 	}
 	return st;
