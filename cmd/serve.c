@@ -132,6 +132,12 @@ static void submit_auto_request(const char *node, const char *user, bool verifie
 	autoreq_submit(ctx, node, user, verified);
 }
 
+/* The eviction webhook's record of a use of an autoRequest request: queued likewise. */
+static void used_auto_request(const char *node, void *ctx)
+{
+	autoreq_used(ctx, node);
+}
+
 /* The admin listener's authorizer with --admin-auth kubernetes: a TokenReview and a
  * SubjectAccessReview, cached. Refusals are logged with who and why. */
 static enum srv_auth authorize_admin(void *ctx, const char *authorization, const char *verb,
@@ -751,6 +757,7 @@ static void server_config(struct serve *s)
 	    .metrics_extra = render_rows,
 	    .metrics_ctx = s,
 	    .auto_request = s->autoreq ? submit_auto_request : NULL,
+	    .auto_request_used = s->autoreq ? used_auto_request : NULL,
 	    .auto_request_ctx = s->autoreq,
 	    .client_ca_pem = s->client_ca,
 	    .webhook_metrics = c->webhook_port_metrics != 0,

@@ -6,12 +6,14 @@
 #include "common/clock.h"
 #include "common/intern.h"
 #include "common/log.h"
+#include "common/map.h"
 #include "common/prom.h"
 #include "common/jw.h"
 #include "controller/scaffold.h"
 #include "kube/kube.h"
 #include "kube/runtime.h"
 #include "kube/write.h"
+#include "policy/lifecycle.h"
 #include "policy/policy.h"
 
 #include <pthread.h>
@@ -24,15 +26,29 @@
  * needs one request. 256 distinct nodes waiting is far beyond a burst. */
 #define QUEUE_CAP 256
 
+/* Uses recorded at most: once per request per max(USE_EVERY_MIN_MS, idle / 4). */
+#define USE_EVERY_MIN_MS 15000
+/* Requests whose recorded use is remembered (the oldest is forgotten first). */
+#define MEMO_CAP 256
+
 struct item {
 	char node[254];
 	char user[256];
 	bool verified;
+	bool create; /* a denial: create the request when there is none; else only a use */
 };
 
-enum result { R_CREATED, R_EXISTS, R_DROPPED, R_UNKNOWN_NODE, R_ERROR, R_COUNT };
-static const char *const result_names[R_COUNT] = {"created", "exists", "dropped", "unknown_node",
-						  "error"};
+/* What this replica last wrote on request @name (uid hash @uid). */
+struct memo {
+	char name[254];
+	uint64_t uid;
+	int64_t used_wall_ms; /* the nodegate.io/last-used it wrote; 0: none */
+	bool cordoned;        /* it wrote nodegate.io/node-cordoned */
+};
+
+enum result { R_CREATED, R_EXISTS, R_DROPPED, R_UNKNOWN_NODE, R_ERROR, R_USED, R_COUNT };
+static const char *const result_names[R_COUNT] = {"created",      "exists", "dropped",
+						  "unknown_node", "error",  "used"};
 
 struct autoreq {
 	struct autoreq_config cfg;
@@ -45,6 +61,7 @@ struct autoreq {
 	 * thread only. */
 	double tokens;
 	int64_t refilled_us;
+	struct memo memo[MEMO_CAP]; /* runtime thread only */
 	_Atomic uint64_t counts[R_COUNT];
 };
 
@@ -53,28 +70,46 @@ static void count(struct autoreq *a, enum result r)
 	ng_prom_add(&a->counts[r], 1);
 }
 
-void autoreq_submit(struct autoreq *a, const char *node, const char *user, bool verified)
+/* Queues @node once: a denial (@create) upgrades a use already queued. */
+static void enqueue(struct autoreq *a, const char *node, const char *user, bool verified,
+		    bool create)
 {
 	if (!a || !node || !*node)
 		return;
 	pthread_mutex_lock(&a->mu);
-	bool queued = false;
-	for (size_t i = 0; i < a->n && !queued; i++)
-		queued = strcmp(a->q[(a->head + i) % QUEUE_CAP].node, node) == 0;
+	struct item *it = NULL;
+	for (size_t i = 0; i < a->n && !it; i++)
+		if (strcmp(a->q[(a->head + i) % QUEUE_CAP].node, node) == 0)
+			it = &a->q[(a->head + i) % QUEUE_CAP];
+	bool queued = it != NULL;
 	if (!queued && a->n == QUEUE_CAP) {
 		pthread_mutex_unlock(&a->mu);
 		count(a, R_DROPPED);
 		return;
 	}
 	if (!queued) {
-		struct item *it = &a->q[(a->head + a->n++) % QUEUE_CAP];
+		it = &a->q[(a->head + a->n++) % QUEUE_CAP];
 		ng_fmt(it->node, sizeof(it->node), "%s", node);
+		it->create = false;
+	}
+	if (create && !it->create) {
 		ng_fmt(it->user, sizeof(it->user), "%s", user ? user : "");
 		it->verified = verified;
+		it->create = true;
 	}
 	pthread_mutex_unlock(&a->mu);
 	if (!queued)
 		kube_runtime_wake(a->rt);
+}
+
+void autoreq_submit(struct autoreq *a, const char *node, const char *user, bool verified)
+{
+	enqueue(a, node, user, verified, true);
+}
+
+void autoreq_used(struct autoreq *a, const char *node)
+{
+	enqueue(a, node, NULL, false, false);
 }
 
 /* Whether a request that is not Rejected already names or selects @node, or the request this
@@ -104,11 +139,11 @@ static bool already_requested(const struct kube_snapshot *s, const char *node, c
 	return false;
 }
 
-/* Only a node in the cache is asked for: a review names any node it likes. */
-static bool node_known(const struct kube_snapshot *s, const char *node)
+/* Only a node in the cache is asked for: a review names any node it likes. Its record, or NULL. */
+static const struct kube_node *node_known(const struct kube_snapshot *s, const char *node)
 {
 	uint32_t id = ng_intern_find(kube_snapshot_pool(s), node, strlen(node));
-	return id != NG_INTERN_NONE && kube_snapshot_find_node(s, id) != NULL;
+	return id == NG_INTERN_NONE ? NULL : kube_snapshot_find_node(s, id);
 }
 
 /* spec.requestor is a DNS subdomain: "system:serviceaccount:ns:name" becomes
@@ -136,6 +171,7 @@ static void requestor_of(const char *user, char *out, size_t cap)
 struct request_body {
 	const struct item *it;
 	const char *name, *requestor;
+	bool cordoned; /* the node is cordoned as the request is created */
 };
 
 /* The Pending NodeDisruption of a denied eviction's node, on the evicting user's behalf. */
@@ -158,6 +194,8 @@ static void request_body(struct ng_jw *w, void *ctx)
 		   rb->it->verified ? "nodegate.io/requested-by"
 				    : "nodegate.io/requested-by-unverified",
 		   rb->it->user);
+	if (rb->cordoned)
+		ng_jw_kstr(w, KUBE_NODE_CORDONED_ANNOTATION, "true");
 	ng_jw_obj_end(w);
 	ng_jw_obj_end(w);
 	ng_jw_key(w, "spec");
@@ -180,11 +218,12 @@ static void create(struct autoreq *a, const struct item *it)
 	char name[254], requestor[254];
 	pol_auto_request_name(it->node, name, sizeof(name));
 	struct kube_snapshot *s = kube_store_acquire(a->cfg.store);
-	bool known = node_known(s, it->node);
-	bool exists = known && already_requested(s, it->node, name);
+	const struct kube_node *node = node_known(s, it->node);
+	bool exists = node && already_requested(s, it->node, name);
+	bool cordoned = node && (node->flags & KUBE_NODE_UNSCHEDULABLE);
 	kube_snapshot_release(s);
-	if (!known || exists) {
-		count(a, known ? R_EXISTS : R_UNKNOWN_NODE);
+	if (!node || exists) {
+		count(a, node ? R_EXISTS : R_UNKNOWN_NODE);
 		return;
 	}
 	/* A review nobody authenticated may name any user: the request does not claim one. */
@@ -192,7 +231,7 @@ static void create(struct autoreq *a, const struct item *it)
 		requestor_of(it->user, requestor, sizeof(requestor));
 	else
 		ng_fmt(requestor, sizeof(requestor), "unverified");
-	struct request_body rb = {it, name, requestor};
+	struct request_body rb = {it, name, requestor, cordoned};
 	struct kube_write_result wr;
 	const struct kube_ref nds = {KUBE_KIND_ND, NULL, NULL};
 	kube_create(a->client, &nds, request_body, &rb, &wr);
@@ -216,6 +255,96 @@ static void create(struct autoreq *a, const struct item *it)
 		}
 		ng_log_end(&l);
 	}
+}
+
+/* This replica's memo of request @name (uid @uid): found, or the slot of the least recent use
+ * made its. */
+static struct memo *memo_of(struct autoreq *a, const char *name, const char *uid)
+{
+	uint64_t h = ng_fnv1a64(NG_FNV64_INIT, uid, strlen(uid));
+	struct memo *oldest = &a->memo[0];
+	for (size_t i = 0; i < MEMO_CAP; i++) {
+		struct memo *m = &a->memo[i];
+		if (m->uid == h && strcmp(m->name, name) == 0)
+			return m;
+		if (m->used_wall_ms < oldest->used_wall_ms)
+			oldest = m;
+	}
+	*oldest = (struct memo){.uid = h};
+	ng_fmt(oldest->name, sizeof(oldest->name), "%s", name);
+	return oldest;
+}
+
+/* The latest of @a, @b, @c. */
+static int64_t latest(int64_t a, int64_t b, int64_t c)
+{
+	int64_t m = a > b ? a : b;
+	return m > c ? m : c;
+}
+
+/* The patch recording on request @nd (autoRequest's, for node @node) a use at @now_wall_ms
+ * unless one was recorded less than max(USE_EVERY_MIN_MS, idle / 4) ago, and that its node is
+ * cordoned unless that is recorded; conditional on the version read. NULL: nothing to write. */
+static struct kube_json_patch *use_patch(const struct kube_snapshot *s, const struct kube_nd *nd,
+					 const struct kube_node *node, const struct memo *m,
+					 int64_t now_wall_ms, bool *ret_used, bool *ret_cordoned)
+{
+	const struct kube_nd_detail *x = nd->detail;
+	const struct kube_ngc *ngc = kube_snapshot_config(s);
+	int64_t every = pol_auto_request_idle_ms(ngc && !ngc->invalid ? ngc : NULL) / 4;
+	if (every < USE_EVERY_MIN_MS)
+		every = USE_EVERY_MIN_MS;
+	*ret_used = now_wall_ms - latest(nd->created_ms, x->last_used_ms, m->used_wall_ms) >= every;
+	*ret_cordoned =
+	    node && (node->flags & KUBE_NODE_UNSCHEDULABLE) && !x->node_cordoned && !m->cordoned;
+	if (!*ret_used && !*ret_cordoned)
+		return NULL;
+	struct kube_json_patch *p = kube_json_patch_create(nd->rv);
+	bool map = x->has_annotations;
+	char at[32];
+	ng_format_rfc3339_ms(now_wall_ms, at);
+	if (p && *ret_used) {
+		kube_json_patch_annotation(p, KUBE_LAST_USED_ANNOTATION, at, map);
+		map = true;
+	}
+	if (p && *ret_cordoned)
+		kube_json_patch_annotation(p, KUBE_NODE_CORDONED_ANNOTATION, "true", map);
+	return p;
+}
+
+/* An eviction of a pod on @it->node used the request autoRequest made for it, if there is one
+ * (labelled, not being deleted): records that (use_patch). A 409 or 404 writes nothing: the
+ * next use tries again on what the cache shows then. */
+static void record_use(struct autoreq *a, const struct item *it)
+{
+	char name[254];
+	pol_auto_request_name(it->node, name, sizeof(name));
+	struct kube_snapshot *s = kube_store_acquire(a->cfg.store);
+	uint32_t id = ng_intern_find(kube_snapshot_pool(s), name, strlen(name));
+	const struct kube_nd *nd = id == NG_INTERN_NONE ? NULL : kube_snapshot_find_nd(s, id);
+	struct kube_json_patch *p = NULL;
+	struct memo *m = NULL;
+	bool used = false, cordoned = false;
+	int64_t now = ng_now_wall_ms();
+	if (nd && nd->detail && nd->detail->auto_request && !nd->deleting && nd->uid && *nd->uid) {
+		m = memo_of(a, name, nd->uid);
+		p = use_patch(s, nd, node_known(s, it->node), m, now, &used, &cordoned);
+	}
+	kube_snapshot_release(s);
+	if (!p)
+		return;
+	const struct kube_ref ref = {KUBE_KIND_ND, NULL, name};
+	struct kube_write_result r;
+	kube_apply_json_patch(a->client, &ref, p, &r);
+	kube_json_patch_destroy(p);
+	if (r.outcome == KUBE_WRITE_OK) {
+		m->used_wall_ms = used ? now : m->used_wall_ms;
+		m->cordoned = m->cordoned || cordoned;
+		count(a, R_USED);
+	} else if (r.outcome != KUBE_WRITE_CONFLICT && r.outcome != KUBE_WRITE_GONE) {
+		count(a, R_ERROR);
+	}
+	kube_write_log("autorequest", "use not recorded", &ref, &r);
 }
 
 /* Takes a token for one creation; when there is none, the monotonic time one will be there. */
@@ -242,14 +371,17 @@ int64_t autoreq_step(struct autoreq *a)
 		pthread_mutex_unlock(&a->mu);
 		return KUBE_RUNTIME_IDLE;
 	}
-	int64_t later = take_token(a);
+	/* Only creations are rate limited: a use writes at most once per request per interval. */
+	int64_t later = a->q[a->head].create ? take_token(a) : 0;
 	if (later) {
 		pthread_mutex_unlock(&a->mu);
 		return later;
 	}
 	struct item it = a->q[a->head];
 	pthread_mutex_unlock(&a->mu);
-	create(a, &it);
+	if (it.create)
+		create(a, &it);
+	record_use(a, &it);
 	pthread_mutex_lock(&a->mu);
 	/* Dequeued only now: a node being requested is not queued again meanwhile. */
 	a->head = (a->head + 1) % QUEUE_CAP;

@@ -44,6 +44,16 @@ struct autoreq *autoreq_start(const struct autoreq_config *cfg, struct ng_err *r
  */
 void autoreq_submit(struct autoreq *a, const char *node, const char *user, bool verified);
 
+/**
+ * An eviction of a pod on @node used the request autoRequest made for it (allowed because it
+ * is Granted, or denied): records nodegate.io/last-used on it (at most once per request per
+ * max(15 s, autoRequestIdleSeconds / 4)), and nodegate.io/node-cordoned when @node is cordoned,
+ * so the gate ends it once its evictor is done (policy/lifecycle.h). Never blocks on I/O, as
+ * autoreq_submit(), which records a use too when the request exists. Any thread; @a may be
+ * NULL.
+ */
+void autoreq_used(struct autoreq *a, const char *node);
+
 /** Appends nodegate_auto_requests_total{result}. Any thread. */
 NG_NODISCARD ng_status autoreq_render_metrics(const struct autoreq *a, struct ng_buf *out);
 

@@ -11,6 +11,7 @@
 #define NG_CONTROLLER_GATE_H
 
 #include "common/status.h"
+#include "policy/lifecycle.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,9 +31,6 @@ struct gate_config {
 	int64_t retry_max_ms;     /* (300000) */
 };
 
-/* enum pol_end_reason's POL_END_COUNT (policy/lifecycle.h; checked where both are seen). */
-#define GATE_END_REASONS 4
-
 struct gate_stats {
 	uint64_t decisions[3];    /* by enum pol_gate_outcome */
 	uint64_t writes;          /* status writes that succeeded */
@@ -42,7 +40,7 @@ struct gate_stats {
 				   * gate is evaluated again before it counts as a decision) */
 	uint64_t decision_us_sum; /* time inside pol_evaluate_disruption */
 	uint64_t decision_buckets[8];
-	uint64_t ended[GATE_END_REASONS]; /* requests the gate deleted, by enum pol_end_reason */
+	uint64_t ended[POL_END_COUNT]; /* requests the gate deleted, by enum pol_end_reason */
 };
 
 /** Upper bounds of gate_stats.decision_buckets, in seconds. */

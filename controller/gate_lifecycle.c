@@ -1,8 +1,9 @@
 /* The gate's ends of grants (policy/lifecycle.h, docs/gate.md "How a maintenance ends"): each
- * round, a request whose deadline or TTL after completion has passed gets an Event on itself and
- * on each of its nodes, then a DELETE conditional on its uid, so a request created again under
- * the same name is never ended; the usual release path follows (finalizers, the drainer). And a
- * Granted request whose status.expiresAt is not its deadline gets it rewritten. */
+ * round, a request whose deadline or TTL after completion has passed, or one autoRequest made
+ * whose evictor is done, gets an Event on itself and on each of its nodes, then a DELETE
+ * conditional on its uid, so a request created again under the same name is never ended; the usual
+ * release path follows (finalizers, the drainer). And a Granted request whose status.expiresAt is
+ * not its deadline gets it rewritten. */
 #include "controller/gate_internal.h"
 
 #include "common/arena.h"
@@ -66,6 +67,26 @@ static void event_on(struct gate *g, const struct kube_ref *about, const char *u
 	kube_write_log("gate", "event not recorded", about, &r);
 }
 
+/* What the Event on a request eviction.autoRequest made says of its end (@at: when it fell due). */
+static void auto_end_message(const struct pol_end *e, const char *at, char *msg, size_t cap)
+{
+	if (e->reason == POL_END_AUTO_IDLE)
+		ng_fmt(msg, cap,
+		       "no eviction used this request made by eviction.autoRequest since its idle "
+		       "time passed at %s (its evictor is done or gave up): nodegate deletes it",
+		       at);
+	else if (e->reason == POL_END_NODE_UNCORDONED)
+		ng_fmt(
+		    msg, cap,
+		    "its node was uncordoned after being cordoned while the request existed (the "
+		    "maintenance is over): nodegate deletes this request made by "
+		    "eviction.autoRequest");
+	else
+		ng_fmt(msg, cap,
+		       "its node is deleted: nodegate deletes this request made by "
+		       "eviction.autoRequest");
+}
+
 /* The Events of @e's end, written now (before the delete, not queued): on the request, then on
  * each of its nodes. */
 static void end_events(struct gate *g, const struct kube_snapshot *s, const struct pol_end *e,
@@ -76,16 +97,20 @@ static void end_events(struct gate *g, const struct kube_snapshot *s, const stru
 	char at[32], msg[320];
 	ng_format_rfc3339_ms(e->due_wall_ms, at);
 	const char *reason = pol_end_reason_str(e->reason);
-	static const char *const why[POL_END_COUNT] = {
+	static const char *const why[POL_END_AUTO_IDLE] = {
 	    "the grant's deadline passed at %s",
 	    "Completed, and its TTL after completion passed at %s",
 	    "its drain did not finish by its deadline, %s (drain.onDeadline Release)",
 	    "every node of its grant is deleted (seen at %s)"};
 	char what[200];
-	ng_fmt(what, sizeof(what), why[e->reason], at);
-	ng_fmt(msg, sizeof(msg),
-	       "%s: nodegate deletes the request and its %u node(s) are given back", what,
-	       nd->ndisrupted);
+	if (e->reason >= POL_END_AUTO_IDLE) {
+		auto_end_message(e, at, msg, sizeof(msg));
+	} else {
+		ng_fmt(what, sizeof(what), why[e->reason], at);
+		ng_fmt(msg, sizeof(msg),
+		       "%s: nodegate deletes the request and its %u node(s) are given back", what,
+		       nd->ndisrupted);
+	}
 	const struct kube_ref ref = {KUBE_KIND_ND, NULL, name};
 	event_on(g, &ref, nd->uid, reason, msg, now_wall_ms);
 	ng_fmt(msg, sizeof(msg), "NodeDisruption %s ended (%s at %s): the node is given back", name,

@@ -6,8 +6,6 @@
 #include "controller/leader.h"
 #include "policy/lifecycle.h"
 
-_Static_assert(GATE_END_REASONS == POL_END_COUNT, "gate_stats.ended has a slot per end reason");
-
 /* Labels of gate_stats.decisions, indexed by enum pol_gate_outcome. */
 static const char *const outcome_names[3] = {"Granted", "Rejected", "Pending"};
 

@@ -294,6 +294,23 @@ static void decode_ngc_lifecycle(const cJSON *l, struct kube_ngc *g, struct ng_e
 	}
 }
 
+/* spec.eviction.autoRequestIdleSeconds: absent or null is the default. */
+static void decode_auto_idle(const cJSON *v, struct kube_ngc *g, struct ng_err *verr)
+{
+	int64_t secs;
+	g->auto_request_idle_s = KUBE_DEFAULT_AUTO_IDLE_S;
+	if (!v || cJSON_IsNull(v))
+		return;
+	if (!ng_json_int64(v, &secs) || secs < KUBE_MIN_AUTO_IDLE_S || secs > KUBE_MAX_AUTO_IDLE_S)
+		(void)ng_err_set(
+		    verr, NG_EPARSE, 0,
+		    "spec.eviction.autoRequestIdleSeconds: must be an integer of seconds "
+		    "in %d..%d",
+		    KUBE_MIN_AUTO_IDLE_S, KUBE_MAX_AUTO_IDLE_S);
+	else
+		g->auto_request_idle_s = secs;
+}
+
 /* NodeGateConfig spec.eviction.exemptUsers holds no entry kube_exempt_entry_problem refuses
  * ("*" alone); else @verr says which. Checked here, not by the CRD alone: a config that reaches
  * the cache some other way (a snapshot file, an older CRD) must not exempt everyone either, and
@@ -388,6 +405,7 @@ ng_status kd_decode_ngc(struct kd_ctx *c, const cJSON *o, const struct kd_id *id
 	else if (tst != NG_OK)
 		return tst;
 	g->auto_request = cJSON_IsTrue(ng_json_get(ev, "autoRequest"));
+	decode_auto_idle(ng_json_get(ev, "autoRequestIdleSeconds"), g, &verr);
 	g->respect_pdbs = cJSON_IsTrue(ng_json_get(spec, "respectPodDisruptionBudgets"));
 	const cJSON *users = ng_json_get(ev, "exemptUsers");
 	g->has_exempt_users = users && !cJSON_IsNull(users);

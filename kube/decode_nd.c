@@ -583,6 +583,20 @@ static ng_status nd_progress(struct kd_ctx *c, const cJSON *status, struct kube_
 	return NG_OK;
 }
 
+/* What marks a request autoRequest made, and what records its use (struct kube_nd_detail). */
+static void nd_auto(const cJSON *o, struct kube_nd_detail *x)
+{
+	const cJSON *meta = ng_json_get(o, "metadata");
+	const cJSON *ann = ng_json_get(meta, "annotations");
+	const char *label = ng_json_str(ng_json_get(meta, "labels"), KUBE_AUTO_REQUEST_LABEL);
+	x->auto_request = label && strcmp(label, "true") == 0;
+	x->has_annotations = cJSON_IsObject(ann);
+	const char *cordoned = ng_json_str(ann, KUBE_NODE_CORDONED_ANNOTATION);
+	x->node_cordoned = cordoned && strcmp(cordoned, "true") == 0;
+	int64_t used = kd_opt_time_ms(ann, KUBE_LAST_USED_ANNOTATION);
+	x->last_used_ms = used > 0 ? used : 0;
+}
+
 /* The fields only admission and the drainer read (struct kube_nd_detail). */
 static ng_status nd_detail(struct kd_ctx *c, const cJSON *o, struct kube_nd *d)
 {
@@ -608,6 +622,7 @@ static ng_status nd_detail(struct kd_ctx *c, const cJSON *o, struct kube_nd *d)
 	    ng_json_str(ng_json_get(ng_json_get(o, "metadata"), "annotations"), CREATED_BY);
 	if (st == NG_OK && by)
 		st = kd_intern(c, by, &x->created_by);
+	nd_auto(o, x);
 	const char *rem =
 	    ng_json_str(ng_json_get(ng_json_get(o, "metadata"), "labels"), KUBE_REMEDIATION_LABEL);
 	x->remediation = NG_INTERN_NONE;

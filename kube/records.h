@@ -348,6 +348,12 @@ struct kube_nd_detail {
 	int64_t expires_ms; /* status.expiresAt; 0 when absent or not a time */
 	uint16_t ndeleted_nodes;
 	const uint32_t *deleted_nodes; /* status.deletedNodes: granted nodes since deleted */
+	/* A request eviction.autoRequest made (label nodegate.io/auto-request: "true"); when the
+	 * evictor last used it (annotation nodegate.io/last-used; 0 when absent or not a time);
+	 * whether its node was seen cordoned while it existed (nodegate.io/node-cordoned). */
+	bool auto_request, node_cordoned;
+	int64_t last_used_ms;
+	bool has_annotations; /* metadata.annotations exists (JSON patches need to know) */
 	uint16_t nverdicts;
 	const struct kube_nd_verdict *verdicts; /* status.disruptedDisruptionBudgets */
 	uint16_t nconditions;
@@ -391,6 +397,17 @@ struct kube_nd {
  * and NodeGateConfig's lifecycle defaults may say: ten years is past any maintenance (more is a
  * typo), and keeps the milliseconds they become far from overflowing. */
 #define KUBE_MAX_LIFECYCLE_S 315360000
+
+/* NodeGateConfig spec.eviction.autoRequestIdleSeconds: how long a request autoRequest made may
+ * go unused before the gate ends it. Low values are allowed (tests use them) but end the
+ * requests of evictors that retry less often than that. */
+#define KUBE_MIN_AUTO_IDLE_S 1
+#define KUBE_MAX_AUTO_IDLE_S 86400
+#define KUBE_DEFAULT_AUTO_IDLE_S 300
+/* The label autoRequest puts on its requests, and the annotations that record their use. */
+#define KUBE_AUTO_REQUEST_LABEL "nodegate.io/auto-request"
+#define KUBE_LAST_USED_ANNOTATION "nodegate.io/last-used"
+#define KUBE_NODE_CORDONED_ANNOTATION "nodegate.io/node-cordoned"
 
 /* One entry of a budget's spec.windows: the schedule opens a maintenance window on the zone's
  * wall clock and it stays open for the duration; inside it, @limit (spec.windows[].
@@ -544,6 +561,9 @@ struct kube_ngc {
 	const uint32_t *allowed_types; /* spec.allowedTypes; none = any type */
 	uint8_t eviction_mode;         /* enum kube_eviction_mode */
 	bool auto_request;             /* spec.eviction.autoRequest (default false) */
+	/* spec.eviction.autoRequestIdleSeconds (KUBE_MIN..KUBE_MAX_AUTO_IDLE_S); 0 in a record
+	 * made by hand: the default, KUBE_DEFAULT_AUTO_IDLE_S. */
+	int64_t auto_request_idle_s;
 	/* spec.eviction.exemptUsers is present (possibly empty): user or group names, a trailing
 	 * '*' matching by prefix (kube_exempt_entry_problem() says which entries are refused). */
 	bool has_exempt_users;

@@ -306,6 +306,18 @@ static bool do_not_disrupt(const struct kube_snapshot *s, const struct kube_pod 
 	return true;
 }
 
+/* Whether the request autoRequest made for @node is there (labelled, not being deleted). */
+static bool auto_request_exists(const struct kube_snapshot *s, const char *node)
+{
+	char name[254];
+	if (!*node)
+		return false;
+	pol_auto_request_name(node, name, sizeof(name));
+	uint32_t id = ng_intern_find(kube_snapshot_pool(s), name, strlen(name));
+	const struct kube_nd *nd = id == NG_INTERN_NONE ? NULL : kube_snapshot_find_nd(s, id);
+	return nd && !nd->deleting && nd->detail && nd->detail->auto_request;
+}
+
 void pol_decide_eviction(const struct kube_snapshot *s, const struct pol_eviction_config *cfg,
 			 const struct pol_eviction_request *req, struct pol_decision *ret)
 {
@@ -366,6 +378,8 @@ void pol_decide_eviction(const struct kube_snapshot *s, const struct pol_evictio
 	else
 		deny(&d, cfg, ngc, req, list);
 out:
+	d.auto_request_used = cfg->auto_request_served && auto_request_exists(s, d.node) &&
+			      (!d.allowed || d.reason == POL_R_GRANTED);
 	*ret = d;
 }
 

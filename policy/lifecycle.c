@@ -11,9 +11,10 @@
 
 const char *pol_end_reason_str(enum pol_end_reason r)
 {
-	static const char *const names[POL_END_COUNT] = {"DeadlineExceeded",
-							 "TTLAfterCompletionExpired",
-							 "DrainDeadlineExceeded", "NodesDeleted"};
+	static const char *const names[POL_END_COUNT] = {
+	    "DeadlineExceeded", "TTLAfterCompletionExpired", "DrainDeadlineExceeded",
+	    "NodesDeleted",     "AutoRequestIdle",           "NodeUncordoned",
+	    "NodeDeleted"};
 	return (unsigned)r < POL_END_COUNT ? names[r] : "?";
 }
 
@@ -150,6 +151,56 @@ static void look(const struct kube_snapshot *s, const struct kube_nd *nd,
 		l->next_wall_ms = due;
 }
 
+int64_t pol_auto_request_idle_ms(const struct kube_ngc *ngc)
+{
+	int64_t s = ngc && ngc->auto_request_idle_s > 0 ? ngc->auto_request_idle_s
+							: KUBE_DEFAULT_AUTO_IDLE_S;
+	return s * 1000;
+}
+
+/* Whether @nd is a request eviction.autoRequest made, Pending or Granted, for one node. */
+static bool auto_made(const struct kube_snapshot *s, const struct kube_nd *nd)
+{
+	if (!nd->detail || !nd->detail->auto_request || nd->deleting || nd->nnode_names != 1 ||
+	    (nd->state != KUBE_ND_PENDING && nd->state != KUBE_ND_GRANTED))
+		return false;
+	const char *name = ng_intern_str(kube_snapshot_pool(s), nd->name, NULL);
+	return name && strncmp(name, "auto-", 5) == 0;
+}
+
+int64_t pol_auto_request_end(const struct kube_snapshot *s, const struct kube_nd *nd,
+			     const struct kube_ngc *ngc, int64_t now_wall_ms,
+			     enum pol_end_reason *why)
+{
+	if (!auto_made(s, nd))
+		return 0;
+	const struct kube_nd_detail *x = nd->detail;
+	const struct kube_condition *ready = condition(x, "Ready");
+	if (kept(x) || (ready && pol_drain_phase_failed(pol_drain_phase_of(ready->reason))))
+		return 0;
+	const struct kube_node *node = kube_snapshot_find_node(s, nd->node_names[0]);
+	*why = !node ? POL_END_NODE_DELETED : POL_END_NODE_UNCORDONED;
+	if (!node || (x->node_cordoned && !(node->flags & KUBE_NODE_UNSCHEDULABLE)))
+		return now_wall_ms;
+	int64_t used = nd->created_ms > x->last_used_ms ? nd->created_ms : x->last_used_ms;
+	*why = POL_END_AUTO_IDLE;
+	return ngc && used > 0 ? used + pol_auto_request_idle_ms(ngc) : 0;
+}
+
+/* Looks at one request eviction.autoRequest made, unless it ends already. */
+static void look_auto(const struct kube_snapshot *s, const struct kube_nd *nd,
+		      const struct kube_ngc *ngc, int64_t now_wall_ms, struct pol_lifecycle *l)
+{
+	enum pol_end_reason why;
+	if (l->nends && l->ends[l->nends - 1].nd == nd)
+		return;
+	int64_t due = pol_auto_request_end(s, nd, ngc, now_wall_ms, &why);
+	if (due && due <= now_wall_ms)
+		l->ends[l->nends++] = (struct pol_end){nd, why, due};
+	else if (due && (!l->next_wall_ms || due < l->next_wall_ms))
+		l->next_wall_ms = due;
+}
+
 ng_status pol_lifecycle_ends(const struct kube_snapshot *s, int64_t now_wall_ms,
 			     struct ng_arena *arena, struct pol_lifecycle *ret)
 {
@@ -165,9 +216,9 @@ ng_status pol_lifecycle_ends(const struct kube_snapshot *s, int64_t now_wall_ms,
 		return NG_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		const struct kube_nd *nd = &nds[i];
-		if (nd->deleting || nd->state != KUBE_ND_GRANTED || !nd->detail)
-			continue;
-		look(s, nd, ngc, now_wall_ms, arena, &l);
+		if (!nd->deleting && nd->state == KUBE_ND_GRANTED && nd->detail)
+			look(s, nd, ngc, now_wall_ms, arena, &l);
+		look_auto(s, nd, ngc, now_wall_ms, &l);
 	}
 	*ret = l;
 	return NG_OK;

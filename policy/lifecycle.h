@@ -1,7 +1,8 @@
 /* How a grant ends without its requestor (docs/gate.md "How a maintenance ends"), pure: from a
  * snapshot and the time, which Granted requests end now and why (their deadline passed, or
- * their TTL after completion), which show a stale status.expiresAt, and when the next end is
- * due. controller/gate_lifecycle.c records the Events and deletes; nothing here writes.
+ * their TTL after completion; for a request eviction.autoRequest made, Pending too: its evictor
+ * is done), which show a stale status.expiresAt, and when the next end is due.
+ * controller/gate_lifecycle.c records the Events and deletes; nothing here writes.
  *
  * Ownership: everything passed in is borrowed for the call; results live in the caller's arena
  * and point into the snapshot, which must outlive them. Threads: any, on a snapshot the caller
@@ -28,11 +29,16 @@ enum pol_end_reason {
 	 * spec.drain.onDeadline Release */
 	POL_END_DRAIN_DEADLINE,
 	POL_END_NODES_DELETED, /* every node it was granted is deleted */
+	/* A request eviction.autoRequest made (pol_auto_request_end): */
+	POL_END_AUTO_IDLE,       /* no eviction used it for eviction.autoRequestIdleSeconds */
+	POL_END_NODE_UNCORDONED, /* its node was uncordoned after being seen cordoned */
+	POL_END_NODE_DELETED,    /* its node is gone */
 	POL_END_COUNT,
 };
 
 /** The Event reason of @r: "DeadlineExceeded", "TTLAfterCompletionExpired",
- * "DrainDeadlineExceeded", "NodesDeleted" (static). */
+ * "DrainDeadlineExceeded", "NodesDeleted", "AutoRequestIdle", "NodeUncordoned", "NodeDeleted"
+ * (static). */
 const char *pol_end_reason_str(enum pol_end_reason r);
 
 /**
@@ -84,10 +90,26 @@ struct pol_lifecycle {
  * gone from @s and its status.deletedNodes, written from an earlier snapshot, already names
  * them all (a snapshot without any node is believed about none); some gone are listed as
  * stale status. Requests not yet Granted, Rejected ones and those being deleted are not looked
- * at.
+ * at, except those eviction.autoRequest made, Pending or Granted (pol_auto_request_end).
  * Fills *@ret (arrays from @arena). NG_ENOMEM (then @ret is untouched).
  */
 NG_NODISCARD ng_status pol_lifecycle_ends(const struct kube_snapshot *s, int64_t now_wall_ms,
 					  struct ng_arena *arena, struct pol_lifecycle *ret);
+
+/**
+ * When request @nd of @s, one eviction.autoRequest made (label nodegate.io/auto-request "true",
+ * name auto-*, one node), ends, and why (*@why): at once (@now_wall_ms) when its node is gone
+ * (POL_END_NODE_DELETED) or schedulable after its annotation nodegate.io/node-cordoned says it
+ * was seen cordoned (POL_END_NODE_UNCORDONED); else autoRequestIdleSeconds of @ngc (NULL: the
+ * config is absent or invalid, then none) after it was last used (the later of its
+ * creationTimestamp and its annotation nodegate.io/last-used: POL_END_AUTO_IDLE). 0: it does not
+ * end (not such a request, none of these, or kept: its drain failed or its requestor did).
+ */
+int64_t pol_auto_request_end(const struct kube_snapshot *s, const struct kube_nd *nd,
+			     const struct kube_ngc *ngc, int64_t now_wall_ms,
+			     enum pol_end_reason *why);
+
+/** How long a request eviction.autoRequest made may go unused under @ngc (NULL: the default). */
+int64_t pol_auto_request_idle_ms(const struct kube_ngc *ngc);
 
 #endif

@@ -103,6 +103,11 @@ struct pol_decision {
 	/* Denied, and NodeGateConfig eviction.autoRequest asks for a Pending NodeDisruption of
 	 * the node (pol_auto_request_name) on the requester's behalf; never acted on for dryRun. */
 	bool auto_request;
+	/* Denied, or allowed because the node is granted, while the request autoRequest made for
+	 * the node exists (labelled nodegate.io/auto-request, not being deleted): the eviction
+	 * uses it, which keeps it from ending idle (policy/lifecycle.h). Only when
+	 * auto_request_served; never acted on for dryRun. */
+	bool auto_request_used;
 };
 
 /**

@@ -521,6 +521,8 @@ static enum MHD_Result serve_eviction(struct srv *s, struct MHD_Connection *c, s
 	if (a.decision.auto_request && !a.review.dry_run && s->auto_request)
 		s->auto_request(a.decision.node, a.review.username, r->verified,
 				s->auto_request_ctx);
+	else if (a.decision.auto_request_used && !a.review.dry_run && s->auto_request_used)
+		s->auto_request_used(a.decision.node, s->auto_request_ctx);
 	/* r->out lives until the request completes (after the answer is sent). */
 	return respond(c, MHD_HTTP_OK, "application/json", r->out.data, r->out.len,
 		       MHD_RESPMEM_PERSISTENT);

@@ -40,6 +40,7 @@ struct srv {
 	ng_status (*metrics_extra)(struct ng_buf *out, bool objects, void *ctx);
 	void *metrics_ctx;
 	void (*auto_request)(const char *node, const char *user, bool verified, void *ctx);
+	void (*auto_request_used)(const char *node, void *ctx);
 	void *auto_request_ctx;
 	srv_authorize_fn admin_authorize;
 	void *admin_authorize_ctx;

@@ -312,6 +312,7 @@ static void copy_config(struct srv *s, const struct srv_config *cfg, struct kube
 	s->metrics_extra = cfg->metrics_extra;
 	s->metrics_ctx = cfg->metrics_ctx;
 	s->auto_request = cfg->auto_request;
+	s->auto_request_used = cfg->auto_request_used;
 	s->auto_request_ctx = cfg->auto_request_ctx;
 	s->admin_authorize = cfg->admin_authorize;
 	s->admin_authorize_ctx = cfg->admin_authorize_ctx;

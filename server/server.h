@@ -88,6 +88,9 @@ struct srv_config {
 	 * is not served (snapshot mode). @auto_request_ctx is borrowed and must outlive the
 	 * server. */
 	void (*auto_request)(const char *node, const char *user, bool verified, void *ctx);
+	/* Called likewise (same context) for an eviction that used the request autoRequest made
+	 * for @node (pol_decision.auto_request_used): must only queue. NULL: not served. */
+	void (*auto_request_used)(const char *node, void *ctx);
 	void *auto_request_ctx;
 	/* Webhooks require a client certificate chaining to this PEM bundle (borrowed for
 	 * srv_create only); NULL = any client. */

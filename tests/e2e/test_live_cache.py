@@ -484,6 +484,73 @@ class LiveCacheTest(E2ETest):
         ok, _ = eventually(lambda: allowed(self.api, "pod1"))
         self.assertTrue(ok, "the auto request must be granted once the budget is gone")
 
+    def start_drain(self, node):
+        env = dict(os.environ, KUBECONFIG=self.api.kubeconfig, HOME=self.api.home)
+        return subprocess.Popen(["kubectl", "drain", node, "--ignore-daemonsets",
+                                 "--delete-emptydir-data", "--timeout=60s"],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    def stop_drain(self, drain):
+        if drain.poll() is None:
+            drain.kill()
+        drain.wait(10)
+
+    def end_event(self, name, reason):
+        code, body, _ = self.api.api("GET", "/api/v1/namespaces/default/events")
+        return [e for e in body.get("items", []) if e.get("involvedObject", {}).get("name") == name
+                and e.get("reason") == reason]
+
+    def auto_request(self):
+        code, body, _ = self.api.api("GET", f"{ND_PATH}/auto-node1")
+        return body if code == 200 else None
+
+    def test_L07_auto_request_ends_when_its_evictor_is_done(self):
+        path = "/apis/nodegate.io/v1alpha1/nodegateconfigs"
+        code, body, _ = self.api.api("POST", path, {
+            "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig", "metadata": {"name": "default"},
+            "spec": {"eviction": {"autoRequest": True, "autoRequestIdleSeconds": 2}}})
+        self.assertEqual(code, 201, body)
+        ok, _ = eventually(lambda: (self.ng.cache() or {}).get("nodegateconfigs"))
+        self.assertTrue(ok)
+        # kubectl drain: the denied eviction of pod1 creates auto-node1; then the evictor stops
+        # (killed before its next retry): unused for 2 s, the request is deleted.
+        drain = self.start_drain("node1")
+        try:
+            nd, waited = eventually(self.auto_request, timeout=20)
+            self.assertTrue(nd, "kubectl drain never caused auto-node1")
+        finally:
+            self.stop_drain(drain)
+        t0 = time.monotonic()
+        gone, _ = eventually(lambda: self.auto_request() is None, timeout=10)
+        took = time.monotonic() - t0
+        print(f"\n  L07: evictor stopped -> auto-node1 deleted idle in {took:.1f} s", file=sys.stderr)
+        self.assertTrue(gone, "an idle auto request must be deleted")
+        self.assertTrue(self.end_event("auto-node1", "AutoRequestIdle"))
+        # kubectl uncordon after a drain: the request ends at once. A long idle time now, so
+        # only the uncordon can end it.
+        code, body, _ = self.api.api("PATCH", f"{path}/default",
+                                     {"spec": {"eviction": {"autoRequestIdleSeconds": 3600}}},
+                                     ctype="application/merge-patch+json")
+        self.assertEqual(code, 200, body)
+        time.sleep(0.3)
+        drain = self.start_drain("node1")
+        try:
+            nd, _ = eventually(lambda: (self.auto_request() or {}).get("metadata", {})
+                               .get("annotations", {}).get("nodegate.io/node-cordoned") == "true",
+                               timeout=20)
+            self.assertTrue(nd, f"auto-node1 never recorded its node cordoned: {self.auto_request()}")
+        finally:
+            self.stop_drain(drain)
+        rc, _, err = self.api.kubectl("uncordon", "node1")
+        self.assertEqual(rc, 0, err)
+        t0 = time.monotonic()
+        gone, _ = eventually(lambda: self.auto_request() is None, timeout=10)
+        print(f"  L07: uncordon -> auto-node1 deleted in {time.monotonic() - t0:.2f} s", file=sys.stderr)
+        self.assertTrue(gone, "uncordoning the node must end its auto request")
+        self.assertTrue(self.end_event("auto-node1", "NodeUncordoned"))
+        self.assertEqual(self.ng.metric('nodegate_requests_ended_total{reason="AutoRequestIdle"}'), 1)
+        self.assertEqual(self.ng.metric('nodegate_requests_ended_total{reason="NodeUncordoned"}'), 1)
+
     def test_E06_E09_nodegateconfig_changes_the_eviction_mode_live(self):
         path = "/apis/nodegate.io/v1alpha1/nodegateconfigs"
         ngc = {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig", "metadata": {"name": "default"},

@@ -79,6 +79,7 @@ static void check_record(const struct kube_one *one, const uint8_t *data, size_t
 	ng_fuzz_check(x->active_deadline_s >= -1 && x->active_deadline_s <= KUBE_MAX_LIFECYCLE_S);
 	ng_fuzz_check(x->ttl_after_completion_s >= -1 &&
 		      x->ttl_after_completion_s <= KUBE_MAX_LIFECYCLE_S);
+	ng_fuzz_check(x->last_used_ms >= 0);
 	if (x->operation.job_template)
 		check_job_template(x->operation.job_template);
 }

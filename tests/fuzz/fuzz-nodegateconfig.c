@@ -59,6 +59,9 @@ static void check_valid(const struct kube_ngc *g)
 						   g->default_deadline_s <= KUBE_MAX_LIFECYCLE_S));
 	ng_fuzz_check(!g->has_default_ttl ||
 		      (g->default_ttl_s >= 0 && g->default_ttl_s <= KUBE_MAX_LIFECYCLE_S));
+	/* autoRequestIdleSeconds is always in its bounds (the default when absent or invalid). */
+	ng_fuzz_check(g->auto_request_idle_s >= KUBE_MIN_AUTO_IDLE_S &&
+		      g->auto_request_idle_s <= KUBE_MAX_AUTO_IDLE_S);
 	/* alertGate: a valid one is https with a URL and a question, in its ranges. */
 	const struct kube_alert_gate *a = &g->alert;
 	ng_fuzz_check(a->mode <= KUBE_ALERT_REGEX);

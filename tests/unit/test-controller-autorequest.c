@@ -2,7 +2,9 @@
  * in-memory API server (tests/support/fake-api): the NodeDisruption a denied eviction asks for
  * (name auto-<node>, labels, annotation and spec as docs/eviction-webhook.md says), nothing for
  * a node already requested or granted, nor for a node the cache does not know, nothing more on
- * a 409, one request per node however often it is submitted, and the queue bound. */
+ * a 409, one request per node however often it is submitted, and the queue bound; the use of a
+ * request recorded on it (nodegate.io/last-used, nodegate.io/node-cordoned) at most once per
+ * interval. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -28,6 +30,19 @@
 	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
 	"\"name\":\"" name "\"},\"spec\":{\"nodeNames\":" nodes "},\"status\":{\"state\":\"" state \
 	"\"}}"
+/* A request autoRequest made for node @node, created at @created, with @ann (annotation
+ * members after requested-by). */
+#define AUTO(node, created, ann)                                                                   \
+	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
+	"\"name\":\"auto-" node "\",\"uid\":\"u-" node "\",\"resourceVersion\":\"5\","             \
+	"\"creationTimestamp\":\"" created                                                         \
+	"\",\"labels\":{\"nodegate.io/auto-request\":\"true\"},"                                   \
+	"\"annotations\":{\"nodegate.io/requested-by\":\"u\"" ann                                  \
+	"}},\"spec\":{\"nodeNames\":[\"" node                                                      \
+	"\"],\"type\":\"eviction\"},\"status\":{\"state\":\"Granted\"}}"
+#define CORDONED_NODE(name)                                                                        \
+	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name                  \
+	"\"},\"spec\":{\"unschedulable\":true}}"
 #define LIST(...) "{\"kind\":\"List\",\"items\":[" __VA_ARGS__ "]}"
 
 struct fx {
@@ -212,6 +227,54 @@ static void test_the_queue_holds_256_nodes(void **state)
 	assert_int_equal(fx->api.nreqs, 0);
 }
 
+/* A use of auto-n1 records nodegate.io/last-used, conditional on the version read; once per
+ * interval, whatever the number of uses; and a denial records a use too. */
+static void test_a_use_is_recorded_once_per_interval(void **state)
+{
+	struct fx *fx = *state;
+	cluster(fx, LIST(NODE("n1") "," AUTO("n1", "2020-01-01T00:00:00Z", "")));
+	autoreq_used(fx->a, "n1");
+	(void)drain(fx);
+	assert_int_equal(fake_api_count(&fx->api, "PATCH", "/nodedisruptions/auto-n1"), 1);
+	const struct fake_api_request *q = fake_api_find(&fx->api, "PATCH", "/auto-n1", 0);
+	assert_non_null(strstr(q->body, "\"value\":\"5\"")); /* the resourceVersion precondition */
+	assert_non_null(strstr(q->body, "/metadata/annotations/nodegate.io~1last-used"));
+	assert_null(strstr(q->body, "node-cordoned")); /* n1 is schedulable */
+	assert_int_equal(counted(fx, "used"), 1);
+	autoreq_used(fx->a, "n1");
+	autoreq_submit(fx->a, "n1", "u", true);
+	(void)drain(fx);
+	assert_int_equal(fx->api.nreqs, 1); /* the memo: nothing more within the interval */
+	assert_int_equal(counted(fx, "exists"), 1);
+}
+
+/* A cordoned node is recorded once, even when the use is recent; a request not labelled, or
+ * none, gets nothing; a request created while its node is cordoned says so at once. */
+static void test_a_cordoned_node_is_recorded_on_its_request(void **state)
+{
+	struct fx *fx = *state;
+	cluster(fx,
+		LIST(CORDONED_NODE("n2") "," NODE("n3") "," CORDONED_NODE("n4") "," AUTO(
+		    "n2", "2099-01-01T00:00:00Z", "") "," ND("auto-n3", "[\"n3\"]", "Granted")));
+	autoreq_used(fx->a, "n2");
+	autoreq_used(fx->a, "n3");
+	autoreq_used(fx->a, "n9");
+	(void)drain(fx);
+	assert_int_equal(fx->api.nreqs, 1);
+	const struct fake_api_request *q = fake_api_find(&fx->api, "PATCH", "/auto-n2", 0);
+	assert_non_null(q);
+	assert_non_null(strstr(q->body, "nodegate.io~1node-cordoned"));
+	assert_null(strstr(q->body, "last-used")); /* "created" later than now: used recently */
+	autoreq_used(fx->a, "n2");
+	(void)drain(fx);
+	assert_int_equal(fx->api.nreqs, 1);
+	autoreq_submit(fx->a, "n4", "u", true);
+	(void)drain(fx);
+	q = fake_api_find(&fx->api, "POST", "/nodedisruptions", 0);
+	assert_non_null(q);
+	assert_non_null(strstr(q->body, "\"nodegate.io/node-cordoned\":\"true\""));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -228,6 +291,10 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_a_node_is_queued_once, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_the_queue_holds_256_nodes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_a_use_is_recorded_once_per_interval, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_a_cordoned_node_is_recorded_on_its_request, setup,
+					    teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

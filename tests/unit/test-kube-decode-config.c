@@ -193,6 +193,44 @@ static void test_ngc_drain_deadline(void **state)
 	}
 }
 
+/* spec.eviction.autoRequestIdleSeconds: the default when absent; out of 1..86400 the config is
+ * invalid, naming the field. */
+static void test_ngc_auto_request_idle(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *eviction, *error;
+		int64_t idle_s;
+	} cases[] = {
+	    {"{\"autoRequest\":true}", NULL, 300},
+	    {"{\"autoRequestIdleSeconds\":null}", NULL, 300},
+	    {"{\"autoRequestIdleSeconds\":1}", NULL, 1},
+	    {"{\"autoRequestIdleSeconds\":86400}", NULL, 86400},
+	    {"{\"autoRequestIdleSeconds\":0}",
+	     "spec.eviction.autoRequestIdleSeconds: must be an integer of seconds in 1..86400", 0},
+	    {"{\"autoRequestIdleSeconds\":86401}", "spec.eviction.autoRequestIdleSeconds", 0},
+	    {"{\"autoRequestIdleSeconds\":\"5m\"}", "spec.eviction.autoRequestIdleSeconds", 0},
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		char json[512];
+		(void)snprintf(
+		    json, sizeof(json),
+		    "{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+		    "\"metadata\":{\"name\":\"default\"},\"spec\":{\"eviction\":%s}}",
+		    cases[k].eviction);
+		struct kube_one *one = NULL;
+		struct ng_err err = {0};
+		assert_int_equal(kube_one_parse(json, strlen(json), &one, &err), NG_OK);
+		const struct kube_ngc *g = kube_one_ngc(one);
+		assert_int_equal(g->invalid, cases[k].error != NULL);
+		if (cases[k].error)
+			assert_non_null(strstr(str_of(one, g->error), cases[k].error));
+		else
+			assert_int_equal(g->auto_request_idle_s, cases[k].idle_s);
+		kube_one_destroy(one);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -200,6 +238,7 @@ int main(void)
 	    cmocka_unit_test(test_ngc_selector_over_limit_is_invalid),
 	    cmocka_unit_test(test_ngc_lifecycle_defaults),
 	    cmocka_unit_test(test_ngc_drain_deadline),
+	    cmocka_unit_test(test_ngc_auto_request_idle),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -355,12 +355,38 @@ static void test_nd_lifecycle_fields(void **state)
 	kube_one_destroy(one);
 }
 
+/* The label of a request autoRequest made and the annotations recording its use. */
+static void test_nd_auto_request_marks(void **state)
+{
+	(void)state;
+	struct kube_one *one = one_nd(
+	    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"auto-n1\",\"labels\":{\"nodegate.io/auto-request\":\"true\"},"
+	    "\"annotations\":{\"nodegate.io/last-used\":\"2026-01-02T03:05:00.250Z\","
+	    "\"nodegate.io/node-cordoned\":\"true\"}},\"spec\":{\"nodeNames\":[\"n1\"]}}");
+	const struct kube_nd_detail *x = kube_one_nd(one)->detail;
+	assert_true(x->auto_request);
+	assert_true(x->node_cordoned);
+	assert_int_equal(x->last_used_ms % 1000, 250);
+	kube_one_destroy(one);
+	one = one_nd("{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+		     "\"metadata\":{\"name\":\"auto-n1\",\"labels\":{\"nodegate.io/auto-request\":"
+		     "\"false\"},\"annotations\":{\"nodegate.io/last-used\":\"yesterday\","
+		     "\"nodegate.io/node-cordoned\":\"yes\"}},\"spec\":{\"nodeNames\":[\"n1\"]}}");
+	x = kube_one_nd(one)->detail;
+	assert_false(x->auto_request);
+	assert_false(x->node_cordoned);
+	assert_int_equal(x->last_used_ms, 0);
+	kube_one_destroy(one);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_nd_drain_operation_requestors_and_creator),
 	    cmocka_unit_test(test_nd_malformed_drain_fields_name_the_field),
 	    cmocka_unit_test(test_nd_lifecycle_fields),
+	    cmocka_unit_test(test_nd_auto_request_marks),
 	    cmocka_unit_test(test_operation_privileged_fields),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

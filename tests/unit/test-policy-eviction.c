@@ -544,10 +544,45 @@ static void test_E07_E08_auto_request_only_for_enforced_denials(void **state)
 	assert_memory_equal(name, "auto-aaa", 8);
 }
 
+/* An eviction denied, or allowed because of the grant, uses the request autoRequest made for
+ * its node when that is there (labelled); only where autoRequest is served. */
+static void test_L07_an_eviction_uses_the_auto_request_of_its_node(void **state)
+{
+	(void)state;
+#define AUTO_ND(label, status)                                                                     \
+	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
+	"\"name\":\"auto-node1\",\"labels\":{\"nodegate.io/auto-request\":\"" label "\"}},"        \
+	"\"spec\":{\"nodeNames\":[\"node1\"]},\"status\":" status "}"
+	struct pol_eviction_config served = enforce;
+	served.auto_request_served = true;
+	struct kube_snapshot *s = snap(AUTO_ND("true", "{\"state\":\"Pending\"}"));
+	struct pol_decision d = decide(s, &served, "default", "pod1", "alice");
+	assert_false(d.allowed);
+	assert_true(d.auto_request_used);
+	d = decide(s, &served, "default", "web", "alice"); /* allowed, not because of a grant */
+	assert_false(d.auto_request_used);
+	d = decide(s, &enforce, "default", "pod1", "alice");
+	assert_false(d.auto_request_used);
+	kube_snapshot_release(s);
+	s = snap(AUTO_ND("true", "{\"state\":\"Granted\",\"disruptedNodes\":[\"node1\"]}"));
+	d = decide(s, &served, "default", "pod1", "alice");
+	assert_true(d.allowed);
+	assert_int_equal(d.reason, POL_R_GRANTED);
+	assert_true(d.auto_request_used);
+	kube_snapshot_release(s);
+	s = snap(AUTO_ND("false", "{\"state\":\"Granted\",\"disruptedNodes\":[\"node1\"]}"));
+	d = decide(s, &served, "default", "pod1", "alice");
+	assert_true(d.allowed);
+	assert_false(d.auto_request_used);
+	kube_snapshot_release(s);
+#undef AUTO_ND
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_E01_denied_without_grant),
+	    cmocka_unit_test(test_L07_an_eviction_uses_the_auto_request_of_its_node),
 	    cmocka_unit_test(test_E02_allowed_when_node_granted),
 	    cmocka_unit_test(test_E02_pending_or_rejected_request_does_not_allow),
 	    cmocka_unit_test(test_E03_unprotected_pod_allowed),
