@@ -11,12 +11,9 @@
 #include "policy/lifecycle.h"
 #include "tests/support/objects.h"
 #include "tests/support/support.h"
+#include "tests/unit/policy-lifecycle-fixture.h"
 
 #include <string.h>
-
-static const int64_t NOW = 1795000000000; /* 2026-11-18T11:06:40Z */
-#define AGO_5 "\"2026-11-18T11:06:35Z\""  /* NOW - 5 s */
-#define AGO_60 "\"2026-11-18T11:05:40Z\"" /* NOW - 60 s */
 
 /* A request autoRequest made for @node, created 60 s ago, with @ann (annotation members), in
  * state @state (status members after it in @status). */
@@ -33,34 +30,6 @@ static const int64_t NOW = 1795000000000; /* 2026-11-18T11:06:40Z */
 #define UNSCHEDULABLE(name)                                                                        \
 	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name "\"},"           \
 	"\"spec\":{\"unschedulable\":true}}"
-
-struct run {
-	struct kube_snapshot *s;
-	struct ng_arena *a;
-	struct pol_lifecycle l;
-};
-
-static struct run run(const char *objects)
-{
-	struct run r = {ng_test_cluster_f(objects), ng_arena_create(1u << 16), {0}};
-	assert_int_equal(pol_lifecycle_ends(r.s, NOW, r.a, &r.l), NG_OK);
-	return r;
-}
-
-static void finish(struct run *r)
-{
-	ng_arena_destroy(r->a);
-	kube_snapshot_release(r->s);
-}
-
-/* The end of request @name, or NULL. */
-static const struct pol_end *end_of(const struct run *r, const char *name)
-{
-	for (size_t i = 0; i < r->l.nends; i++)
-		if (r->l.ends[i].nd->name == ng_test_id(r->s, name))
-			return &r->l.ends[i];
-	return NULL;
-}
 
 static void test_idle_pending_and_granted_end_used_ones_wait(void **state)
 {
