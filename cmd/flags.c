@@ -265,7 +265,8 @@ static const struct cmd_info commands[] = {
      "Exit status 0 when it would be Granted, 1 when not, 2 when it is invalid or a file cannot "
      "be read."},
     {"plan", "simulates rolling maintenance of nodes against every budget: waves and time",
-     "(--snapshot FILE... | --kubeconfig FILE) (--nodes SELECTOR | --node-file FILE) "
+     "[--snapshot FILE... | --kubeconfig FILE] [--context NAME] (--nodes SELECTOR | "
+     "--node-file FILE) "
      "[--drain-seconds N] [--start TIME] [--type TYPE] [--requestor NAME] [--output text|json]",
      "Simulates, with the gate's own decisions, one NodeDisruption per chosen node created at "
      "--start and each deleted --drain-seconds after its grant: prints the waves in order, what "

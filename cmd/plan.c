@@ -2,6 +2,7 @@
  * exit 0 when every chosen node gets a wave, 1 when some never would, 2 on an error, 3 when the
  * plan stopped at one of its limits (waves, --max-rounds, --max-decisions, --max-seconds). */
 #include "cmd/cmd.h"
+#include "cmd/live.h"
 
 #include "common/arena.h"
 #include "common/buf.h"
@@ -9,9 +10,7 @@
 #include "common/file.h"
 #include "common/intern.h"
 #include "common/parse.h"
-#include "kube/config.h"
 #include "kube/kube.h"
-#include "kube/watch.h"
 #include "policy/plan.h"
 
 #include <stdbool.h>
@@ -22,40 +21,8 @@
 /* A --node-file: a name per line, POL_PLAN_MAX_NODES of them at most (a node name is at most
  * 253 bytes). */
 #define NODE_FILE_MAX_BYTES ((size_t)POL_PLAN_MAX_NODES * 256)
-/* How long --kubeconfig waits for the first full list of the cluster. */
-#define SYNC_TIMEOUT_MS 60000
 /* A plan's own memory: node lists, reasons, a few hundred bytes per wave. */
 #define PLAN_ARENA_BYTES (256u << 20)
-
-/* The cluster as the API server behind @path (NULL: $KUBECONFIG or in-cluster) lists it now. */
-static ng_status load_live(const char *path, struct kube_snapshot **ret, struct ng_err *reterr)
-{
-	struct kube_config kcfg;
-	ng_status st = kube_config_resolve(path, NULL, false, &kcfg, reterr);
-	if (st != NG_OK)
-		return st;
-	struct kube_store *store = kube_store_create();
-	struct kube_watch_config wc = {.cfg = &kcfg, .store = store, .batch_ms = 100};
-	struct kube_watch *w = store ? kube_watch_start(&wc, reterr) : NULL;
-	st = w ? NG_OK : store ? NG_EIO : ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
-	int64_t until_us = ng_now_mono_us() + (int64_t)SYNC_TIMEOUT_MS * 1000;
-	while (st == NG_OK && !kube_watch_synced(w)) {
-		if (ng_now_mono_us() > until_us) {
-			st = ng_err_set(reterr, NG_ETIMEDOUT, 0,
-					"the cluster was not listed within %d s",
-					SYNC_TIMEOUT_MS / 1000);
-			break;
-		}
-		struct timespec ts = {0, 20 * 1000 * 1000};
-		(void)nanosleep(&ts, NULL);
-	}
-	if (st == NG_OK)
-		*ret = kube_store_acquire(store);
-	kube_watch_stop(w);
-	kube_store_destroy(store);
-	kube_config_finish(&kcfg);
-	return st;
-}
 
 /* The names in --node-file's @body: one per line; blank lines and lines starting with # are
  * skipped; surrounding spaces trimmed. Names point into @body, which is changed. */
@@ -213,14 +180,14 @@ static void print_text(FILE *f, const struct kube_snapshot *s, const struct pol_
 
 /* The flags that go together or exclude each other, --output and --start read: false (said
  * on stderr) when they do not agree. */
-static bool flags_agree(size_t nsnaps, const char *kubeconfig, const char *selector,
+static bool flags_agree(size_t nsnaps, const struct cmd_cluster *cl, const char *selector,
 			const char *node_file, const char *output, const char *start_s,
 			bool *ret_json, int64_t *ret_start_wall_ms)
 {
-	if (!!nsnaps == !!kubeconfig || !!selector == !!node_file) {
-		(void)fprintf(stderr,
-			      "nodegate plan: give --snapshot FILE or --kubeconfig FILE, and "
-			      "--nodes SELECTOR or --node-file FILE\n");
+	if ((nsnaps && (cl->kubeconfig || cl->context)) || !!selector == !!node_file) {
+		(void)fprintf(
+		    stderr, "nodegate plan: give --snapshot FILE or the cluster (--kubeconfig, "
+			    "--context, $KUBECONFIG), and --nodes SELECTOR or --node-file FILE\n");
 		return false;
 	}
 	*ret_json = strcmp(output, "json") == 0;
@@ -243,7 +210,8 @@ static bool flags_agree(size_t nsnaps, const char *kubeconfig, const char *selec
 /* nodegate plan's command line, read. */
 struct plan_args {
 	struct cmd_multi snaps;
-	const char *kubeconfig, *selector, *node_file, *start_s, *output, *type, *requestor;
+	struct cmd_cluster cluster;
+	const char *selector, *node_file, *start_s, *output, *type, *requestor;
 	int64_t drain_s, max_rounds, max_decisions, max_seconds;
 	bool json;
 	int64_t start_wall_ms;
@@ -262,12 +230,9 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	const struct cmd_opt opts[] = {
 	    {"snapshot", CMD_OPT_MULTI, &a->snaps, "FILE",
 	     "Cluster state: `kubectl get ... -o json` or `-o yaml` output, as for `nodegate "
-	     "check`. This or --kubeconfig.",
+	     "check`. Without it, the plan is made on the live cluster (listed once, read only).",
 	     0, 0, NULL, NULL},
-	    {"kubeconfig", CMD_OPT_STR, &a->kubeconfig, "FILE",
-	     "Plan on the live cluster this kubeconfig reaches (listed once, read only). This or "
-	     "--snapshot.",
-	     0, 0, NULL, NULL},
+	    CMD_CLUSTER_OPTS(&a->cluster),
 	    {"nodes", CMD_OPT_STR, &a->selector, "SELECTOR",
 	     "The nodes to maintain: a label selector (kubectl -l syntax; \"\" selects every "
 	     "node). This or --node-file.",
@@ -304,7 +269,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	int rc = cmd_opts_parse("plan", opts, sizeof(opts) / sizeof(opts[0]), argc, argv);
 	if (rc != 0)
 		return rc;
-	return flags_agree(a->snaps.n, a->kubeconfig, a->selector, a->node_file, a->output,
+	return flags_agree(a->snaps.n, &a->cluster, a->selector, a->node_file, a->output,
 			   a->start_s, &a->json, &a->start_wall_ms)
 		   ? 0
 		   : -1;
@@ -331,13 +296,9 @@ static ng_status load_input(const struct plan_args *a, struct plan_run *r, struc
 		st = st ? st : node_file_names(r->body, len, &r->file_names, &r->nnames, err);
 		r->names = r->file_names;
 	}
-	/* The watch's progress lines are not the plan's business; its problems are. */
-	if (a->kubeconfig && cmd_set_log_level("warn") != 0)
-		st = ng_err_set(err, NG_EINVAL, 0, "cannot set the log level");
 	if (st == NG_OK)
-		st = a->kubeconfig
-			 ? load_live(a->kubeconfig, &r->snap, err)
-			 : kube_snapshot_load_files(a->snaps.v, a->snaps.n, &r->snap, err);
+		st = a->snaps.n ? kube_snapshot_load_files(a->snaps.v, a->snaps.n, &r->snap, err)
+				: cmd_live_load(&a->cluster, &r->snap, err);
 	if (st == NG_OK && a->selector) {
 		struct ng_err e = {0};
 		st = pol_plan_select(r->snap, a->selector, r->arena, &r->names, &r->nnames, &e);
