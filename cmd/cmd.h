@@ -115,7 +115,8 @@ int cmd_flags_parse(enum cmd_kind cmd, int argc, char **argv, struct cmd_serve_c
 /**
  * The one flag parser of every subcommand. Parses @argc/@argv (borrowed; the arguments after
  * subcommand @cmd, e.g. "certs") against the table @opts (@n entries, at most CMD_MAX_OPTS):
- * "--name VALUE" or "--name=VALUE" ("--name" alone for a boolean); a flag with an environment
+ * "--name VALUE" or "--name=VALUE" ("--name" alone for a boolean; "-o VALUE" is "--output
+ * VALUE", as kubectl spells it); a flag with an environment
  * variable not given on the command line is read from it first. Every refusal starts with
  * "nodegate @cmd" (and the variable, for a value from the environment) and says which flag and
  * why, an integer's its range ("nodegate certs: --days \"3651\": must be an integer between 1
@@ -178,6 +179,9 @@ int cmd_certs(int argc, char **argv);
  * decision. @argv (borrowed) holds the arguments after "check". Returns 0 (would be Granted),
  * 1 (would not) or 2 (invalid, or a file cannot be read).
  */
+/* nodegate status and nodegate why: what waits and why (cmd/status.c). */
+int cmd_status(int argc, char **argv);
+int cmd_why(int argc, char **argv);
 /* nodegate plan: the what-if planner (cmd/plan.c). */
 int cmd_plan(int argc, char **argv);
 int cmd_check(int argc, char **argv);

@@ -264,6 +264,19 @@ static const struct cmd_info commands[] = {
      "prints the decision as JSON. "
      "Exit status 0 when it would be Granted, 1 when not, 2 when it is invalid or a file cannot "
      "be read."},
+    {"status", "what the gate does now: budgets, the queue and why each request waits, drains",
+     "[--kubeconfig FILE] [--context NAME] [--snapshot FILE...] [-o text|json] [--watch]",
+     "One screen for an operator: whether the gate is paused, the alert gate, every budget's "
+     "numbers and the requests holding it, the queue in the order the gate decides with why "
+     "each request waits, the grants with their drains, and the nodes nodegate holds "
+     "(docs/troubleshooting.md). --watch prints again on every change. Exit status 0, 2 when "
+     "the cluster cannot be read."},
+    {"why", "the chain for one request or node: budgets, holders, what would unblock it, pods",
+     "NAME [--kubeconfig FILE] [--context NAME] [--snapshot FILE...] [-o text|json]",
+     "Explains request NAME, or node NAME (node/NAME or nd/NAME to choose): the budgets "
+     "covering it and their numbers, what holds it and since when, and for a drain every pod "
+     "still on its nodes with what holds it (docs/troubleshooting.md). Exit status 0, 1 when "
+     "there is no such request or node, 2 when the cluster cannot be read."},
     {"plan", "simulates rolling maintenance of nodes against every budget: waves and time",
      "[--snapshot FILE... | --kubeconfig FILE] [--context NAME] (--nodes SELECTOR | "
      "--node-file FILE) "
@@ -496,6 +509,8 @@ static int apply_args(const char *prefix, const struct cmd_opt *opts, size_t n, 
 {
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i], *val = NULL;
+		if (strcmp(a, "-o") == 0) /* kubectl's short form of --output */
+			a = "--output";
 		if (strncmp(a, "--", 2) != 0) {
 			(void)fprintf(stderr, "%s: unexpected argument \"%s\" (see %s --help)\n",
 				      prefix, a, prefix);

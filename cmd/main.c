@@ -1,11 +1,18 @@
-/* nodegate: picks the subcommand (serve, drain, certs, check, plan) and answers --version, --help
- * and --dump-config-doc; each subcommand lives in its own file. */
+/* nodegate: picks the subcommand (serve, drain, certs, check, plan, status, why) and answers
+ * --version, --help and --dump-config-doc; each subcommand lives in its own file. Installed as
+ * kubectl-nodegate (a link is enough), it is kubectl's plugin: `kubectl nodegate status`. */
 #include "cmd/cmd.h"
 
 #include <curl/curl.h>
 #include <malloc.h>
 #include <stdbool.h>
 #include <string.h>
+
+/* Whether the CLI talks to a cluster through libcurl. */
+static bool uses_curl(const char *cmd)
+{
+	return strcmp(cmd, "plan") == 0 || strcmp(cmd, "status") == 0 || strcmp(cmd, "why") == 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -64,12 +71,14 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "check") == 0)
 		return cmd_check(argc - 2, argv + 2);
-	if (strcmp(argv[1], "plan") == 0) {
+	if (uses_curl(argv[1])) {
 		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 			(void)fprintf(stderr, "nodegate: curl_global_init failed\n");
 			return 1;
 		}
-		int rc = cmd_plan(argc - 2, argv + 2);
+		int rc = strcmp(argv[1], "plan") == 0     ? cmd_plan(argc - 2, argv + 2)
+			 : strcmp(argv[1], "status") == 0 ? cmd_status(argc - 2, argv + 2)
+							  : cmd_why(argc - 2, argv + 2);
 		curl_global_cleanup();
 		return rc;
 	}

@@ -54,54 +54,24 @@ bool waiting_for_pods(struct req *r, const struct kube_node *const *nodes, size_
 	return true;
 }
 
-/* Compiles the drain's filters and selector into @rules. False with @r->msg on a bad spec. */
+/* Compiles the drain's filters and selector into @rules, with nodegate's own pods. False with
+ * @r->msg on a bad spec. */
 static bool drain_rules(struct req *r, struct pol_drain_rules *rules, struct kube_selector *sel,
 			struct kube_selector *self)
 {
-	const struct kube_nd_drain *dr = &r->x->drain;
 	struct drain *d = r->d;
 	struct ng_err err = {0};
-	memset(rules, 0, sizeof(*rules));
-	rules->force = dr->force;
-	rules->delete_empty_dir = dr->delete_empty_dir;
+	if (pol_drain_rules_from(r->pool, &r->x->drain, r->arena, rules, sel, &err) != NG_OK) {
+		ng_fmt(r->msg, sizeof(r->msg), "%s", err.msg);
+		return false;
+	}
 	rules->self_ns = d->cfg.self_namespace ? ng_intern_find(r->pool, d->cfg.self_namespace,
 								strlen(d->cfg.self_namespace))
 					       : NG_INTERN_NONE;
 	if (d->cfg.self_selector &&
 	    pol_selector_for_pool(d->cfg.self_selector, r->pool, r->arena, self, &err) == NG_OK)
 		rules->self_selector = self;
-	if (dr->pod_selector) {
-		if (pol_selector_for_pool(dr->pod_selector, r->pool, r->arena, sel, &err) !=
-		    NG_OK) {
-			ng_fmt(r->msg, sizeof(r->msg), "spec.drain.podSelector: %s", err.msg);
-			return false;
-		}
-		rules->pod_selector = sel;
-	}
-	struct ng_regex **f =
-	    dr->nfilters ? ng_arena_alloc(r->arena, dr->nfilters * sizeof(*f)) : NULL;
-	if (dr->nfilters && !f)
-		return false;
-	for (uint16_t i = 0; i < dr->nfilters; i++) {
-		const char *re = dr->filters[i].by_resource_name_regex;
-		if (ng_regex_get(re ? re : "", re ? strlen(re) : 0, &f[i], &err) != NG_OK) {
-			for (uint16_t k = 0; k < i; k++)
-				ng_regex_put(f[k]);
-			ng_fmt(r->msg, sizeof(r->msg),
-			       "spec.drain.podEvictionFilters[%u].byResourceNameRegex %s", i,
-			       err.msg);
-			return false;
-		}
-	}
-	rules->filters = f;
-	rules->nfilters = dr->nfilters;
 	return true;
-}
-
-static void put_rules(struct pol_drain_rules *rules)
-{
-	for (size_t i = 0; i < rules->nfilters; i++)
-		ng_regex_put(rules->filters[i]);
 }
 
 /* Whether pod @p's namespace is protected (NodeGateConfig drain.protectedNamespaces). A
@@ -312,7 +282,7 @@ bool drain_pods(struct req *r, const struct kube_node *const *nodes, size_t nn)
 					     r->now_ms};
 	struct pol_drain_survey *sv = ng_arena_alloc(r->arena, sizeof(*sv));
 	bool ok = sv && pol_drain_survey(r->s, nodes, nn, &cx, r->arena, sv) == NG_OK;
-	put_rules(&rules);
+	pol_drain_rules_put(&rules);
 	if (!ok) {
 		soon(r, r->now_mono_ms + POLL_MS); /* out of memory: try again shortly */
 		return false;

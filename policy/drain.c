@@ -181,3 +181,45 @@ size_t pol_drain_waiting(const struct kube_snapshot *s, const struct kube_node *
 		ng_fmt(msg, cap, "waiting for %zu pod(s) to complete: %s", waiting, names);
 	return waiting;
 }
+
+ng_status pol_drain_rules_from(const struct ng_intern *pool, const struct kube_nd_drain *dr,
+			       struct ng_arena *arena, struct pol_drain_rules *rules,
+			       struct kube_selector *sel, struct ng_err *reterr)
+{
+	struct ng_err err = {0};
+	memset(rules, 0, sizeof(*rules));
+	rules->self_ns = NG_INTERN_NONE;
+	rules->force = dr->force;
+	rules->delete_empty_dir = dr->delete_empty_dir;
+	if (dr->pod_selector) {
+		ng_status st = pol_selector_for_pool(dr->pod_selector, pool, arena, sel, &err);
+		if (st != NG_OK)
+			return ng_err_set(reterr, st, 0, "spec.drain.podSelector: %s", err.msg);
+		rules->pod_selector = sel;
+	}
+	struct ng_regex **f =
+	    dr->nfilters ? ng_arena_alloc(arena, dr->nfilters * sizeof(*f)) : NULL;
+	if (dr->nfilters && !f)
+		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	for (uint16_t i = 0; i < dr->nfilters; i++) {
+		const char *re = dr->filters[i].by_resource_name_regex;
+		ng_status st = ng_regex_get(re ? re : "", re ? strlen(re) : 0, &f[i], &err);
+		if (st != NG_OK) {
+			for (uint16_t k = 0; k < i; k++)
+				ng_regex_put(f[k]);
+			return ng_err_set(reterr, st, 0,
+					  "spec.drain.podEvictionFilters[%u].byResourceNameRegex %s",
+					  i, err.msg);
+		}
+	}
+	rules->filters = f;
+	rules->nfilters = dr->nfilters;
+	return NG_OK;
+}
+
+void pol_drain_rules_put(struct pol_drain_rules *rules)
+{
+	for (size_t i = 0; i < rules->nfilters; i++)
+		ng_regex_put(rules->filters[i]);
+	rules->nfilters = 0;
+}

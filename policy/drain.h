@@ -74,6 +74,21 @@ NG_NODISCARD ng_status pol_selector_for_pool(const char *text, const struct ng_i
 					     struct ng_err *reterr);
 
 /**
+ * The rules of @dr (a request's spec.drain, ids of @pool) into @rules: force, deleteEmptyDir,
+ * podSelector (parsed into @sel, caller storage that must outlive @rules) and
+ * podEvictionFilters (compiled: give them back with pol_drain_rules_put()). nodegate's own pods
+ * (self_ns, self_selector) are left to the caller. NG_EPARSE or NG_ELIMIT with @reterr naming
+ * the field; NG_ENOMEM. On failure nothing is held.
+ */
+NG_NODISCARD ng_status pol_drain_rules_from(const struct ng_intern *pool,
+					    const struct kube_nd_drain *dr, struct ng_arena *arena,
+					    struct pol_drain_rules *rules, struct kube_selector *sel,
+					    struct ng_err *reterr);
+
+/** Gives back the filters pol_drain_rules_from() compiled. */
+void pol_drain_rules_put(struct pol_drain_rules *rules);
+
+/**
  * The wait before attempt @attempts + 1 after @attempts failed ones (>= 1):
  * min(2^(attempts-1) * base, max) plus @jitter_draw (the caller's random draw in [0, jitter)).
  */

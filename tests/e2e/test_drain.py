@@ -664,6 +664,95 @@ class DrainScenarios(DrainTest):
         self.nd("d07", {"evictionStrategy": "Evict", "podSelector": "app=web", "timeoutSeconds": 3})
         self.assert_pdb_backoff("d07")
 
+    # -- O01-O03: nodegate status and why, through kubectl's plugin link ----------------------------
+    def cli(self, *args, kubectl=False):
+        """nodegate ARGS against the test API server: through `kubectl nodegate` (the binary
+        linked as kubectl-nodegate on PATH) when @kubectl."""
+        env = dict(os.environ, KUBECONFIG=self.api.kubeconfig)
+        if kubectl:
+            bindir = os.path.join(self.tmp, "bin")
+            os.makedirs(bindir, exist_ok=True)
+            link = os.path.join(bindir, "kubectl-nodegate")
+            if not os.path.exists(link):
+                os.symlink(os.path.abspath(BINARY), link)
+            env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+            cmd = ["kubectl", "nodegate"] + list(args)
+        else:
+            cmd = [BINARY] + list(args)
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+
+    def held_drain(self):
+        """o01 drains node1 and is held by web-1's PodDisruptionBudget; o01b, on node2 under a
+        NodeDisruptionBudget of one node over both, waits for o01."""
+        self.web_pdb()
+        self.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node",
+                                      "metadata": {"name": "node2", "labels": {"pool": "p"}},
+                                      "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+        rc, _, err = self.api.kubectl("label", "node", "node1", "pool=p")
+        self.assertEqual(rc, 0, err)
+        self.create("/apis/nodegate.io/v1alpha1/nodedisruptionbudgets", {
+            "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget", "metadata": {"name": "pool"},
+            "spec": {"nodeSelector": {"matchLabels": {"pool": "p"}}, "maxDisruptedNodes": 1}})
+        self.nd("o01", {"evictionStrategy": "Evict", "podSelector": "app=web", "timeoutSeconds": 30})
+        self.wait_reason("o01", "Draining")
+        self.nd("o01b", nodes=("node2",), retry={"enabled": True})
+        ok, _ = eventually(lambda: (self.get_nd("o01b").get("status") or {}).get("state") == "Pending")
+        self.assertTrue(ok, "o01b must wait for the budget o01 holds:" + self.describe("o01b"))
+
+    def test_O01_kubectl_nodegate_status_names_what_holds_the_queue_and_the_drain(self):
+        self.held_drain()
+        p = self.cli("status", "-o", "text", kubectl=True)
+        log(f"o01: kubectl nodegate status -o text:\n{p.stdout}")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("NDB pool: 1 of 2 nodes disrupted, 0 more allowed; held by o01", p.stdout)
+        self.assertRegex(p.stdout, r"1\. o01b \[node2\]: NodeDisruptionBudget pool: .*\n\s+held by o01\n")
+        self.assertRegex(p.stdout, r"o01 \[node1\] granted \d+s ago\n\s+drain: Draining")
+        self.assertRegex(p.stdout, r"node1: cordoned, held for o01")
+        doc = json.loads(self.cli("status", "-o", "json").stdout)
+        self.assertEqual([q["name"] for q in doc["queue"]], ["o01b"])
+        self.assertEqual(doc["queue"][0]["heldBy"], ["o01"])
+        self.assertEqual([g["name"] for g in doc["granted"]], ["o01"])
+        self.assertEqual(doc["granted"][0]["drain"]["reason"], "Draining")
+
+    def test_O02_why_gives_the_chain_for_a_request_and_for_a_node(self):
+        self.held_drain()
+        doc = json.loads(self.cli("why", "o01b", "-o", "json").stdout)
+        self.assertEqual(doc["request"], {"name": "o01b", "state": "Pending"})
+        self.assertEqual(doc["waiting"]["heldBy"], ["o01"])
+        self.assertIn("NodeDisruptionBudget pool", doc["waiting"]["reason"])
+        self.assertEqual([b["name"] for b in doc["budgets"]], ["pool"])
+        p = self.cli("why", "node1", "-o", "text")
+        log(f"o02: nodegate why node1:\n{p.stdout}")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("default/web-1 on node1: to evict (PodDisruptionBudget default/web allows 0 disruptions",
+                      p.stdout)
+        doc = json.loads(self.cli("why", "node/node1", "-o", "json").stdout)
+        web = [x for x in doc["pods"] if x["name"] == "web-1"]
+        self.assertEqual(len(web), 1, doc["pods"])
+        self.assertIn("PodDisruptionBudget default/web", web[0]["heldBy"])
+        p = self.cli("why", "nothing-here")
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stderr, 'nodegate why: no NodeDisruption or node named "nothing-here"\n')
+
+    def test_O03_status_watch_prints_again_on_a_change(self):
+        env = dict(os.environ, KUBECONFIG=self.api.kubeconfig)
+        w = subprocess.Popen([BINARY, "status", "--watch", "-o", "json"], env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        frames = []
+        reader = threading.Thread(target=lambda: [frames.append(json.loads(line)) for line in w.stdout
+                                                  if line.strip()], daemon=True)
+        reader.start()
+        try:
+            ok, _ = eventually(lambda: frames)
+            self.assertTrue(ok, "status --watch printed nothing")
+            self.assertEqual(frames[0]["granted"], [])
+            self.nd("o03", {"evictionStrategy": "None", "skipWaitingForEviction": True})
+            ok, _ = eventually(lambda: any(g["name"] == "o03" for g in frames[-1]["granted"]))
+            self.assertTrue(ok, f"status --watch never showed the grant: {frames[-1:]}")
+        finally:
+            w.terminate()
+            w.wait(timeout=10)
+
     @drain_setup(ngc_drain={"protectedNamespaces": {"matchLabels": {"kubernetes.io/metadata.name": "default"}}})
     def test_D07b_delete_strategy_in_a_protected_namespace_still_honours_the_pdb(self):
         self.web_pdb()

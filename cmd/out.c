@@ -1,0 +1,90 @@
+/* How the CLI prints: formats, colour and times. */
+#include "cmd/out.h"
+
+#include "common/buf.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int cmd_out_parse(const char *prefix, const char *value, FILE *f, struct cmd_out *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->tty = isatty(fileno(f)) == 1;
+	if (!value)
+		ret->format = ret->tty ? CMD_OUT_TEXT : CMD_OUT_JSON;
+	else if (strcmp(value, "text") == 0)
+		ret->format = CMD_OUT_TEXT;
+	else if (strcmp(value, "json") == 0)
+		ret->format = CMD_OUT_JSON;
+	else {
+		(void)fprintf(stderr, "%s: --output \"%s\": expected text or json\n", prefix,
+			      value);
+		return -1;
+	}
+	/* NOLINTNEXTLINE(concurrency-mt-unsafe): the CLI never sets its environment */
+	const char *no_colour = getenv("NO_COLOR"), *term = getenv("TERM");
+	ret->colour = ret->tty && ret->format == CMD_OUT_TEXT && !(no_colour && no_colour[0]) &&
+		      !(term && strcmp(term, "dumb") == 0);
+	return 0;
+}
+
+ng_status cmd_out_print(FILE *f, const struct cmd_out *o, const char *json, size_t len,
+			struct ng_err *err)
+{
+	(void)o;
+	(void)err;
+	(void)fwrite(json, 1, len, f);
+	(void)fputc('\n', f);
+	return NG_OK;
+}
+
+const char *cmd_out_bold(const struct cmd_out *o)
+{
+	return o->colour ? "\033[1m" : "";
+}
+
+const char *cmd_out_good(const struct cmd_out *o)
+{
+	return o->colour ? "\033[32m" : "";
+}
+
+const char *cmd_out_bad(const struct cmd_out *o)
+{
+	return o->colour ? "\033[31m" : "";
+}
+
+const char *cmd_out_end(const struct cmd_out *o)
+{
+	return o->colour ? "\033[0m" : "";
+}
+
+void cmd_out_clear(FILE *f, const struct cmd_out *o)
+{
+	if (o->tty && o->format == CMD_OUT_TEXT)
+		(void)fputs("\033[H\033[2J", f);
+	else
+		(void)fputc('\n', f);
+}
+
+void cmd_out_time(FILE *f, int64_t wall_ms)
+{
+	time_t t = (time_t)(wall_ms / 1000);
+	struct tm tm;
+	char buf[32];
+	if (gmtime_r(&t, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm))
+		(void)fputs(buf, f);
+}
+
+void cmd_out_duration(FILE *f, int64_t ms)
+{
+	int64_t s = ms > 0 ? ms / 1000 : 0;
+	if (s >= 3600)
+		(void)fprintf(f, "%lldh%02lldm%02llds", (long long)(s / 3600),
+			      (long long)(s % 3600 / 60), (long long)(s % 60));
+	else if (s >= 60)
+		(void)fprintf(f, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
+	else
+		(void)fprintf(f, "%llds", (long long)s);
+}
