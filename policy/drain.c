@@ -207,9 +207,9 @@ ng_status pol_drain_rules_from(const struct ng_intern *pool, const struct kube_n
 		if (st != NG_OK) {
 			for (uint16_t k = 0; k < i; k++)
 				ng_regex_put(f[k]);
-			return ng_err_set(reterr, st, 0,
-					  "spec.drain.podEvictionFilters[%u].byResourceNameRegex %s",
-					  i, err.msg);
+			return ng_err_set(
+			    reterr, st, 0,
+			    "spec.drain.podEvictionFilters[%u].byResourceNameRegex %s", i, err.msg);
 		}
 	}
 	rules->filters = f;

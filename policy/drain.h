@@ -82,8 +82,8 @@ NG_NODISCARD ng_status pol_selector_for_pool(const char *text, const struct ng_i
  */
 NG_NODISCARD ng_status pol_drain_rules_from(const struct ng_intern *pool,
 					    const struct kube_nd_drain *dr, struct ng_arena *arena,
-					    struct pol_drain_rules *rules, struct kube_selector *sel,
-					    struct ng_err *reterr);
+					    struct pol_drain_rules *rules,
+					    struct kube_selector *sel, struct ng_err *reterr);
 
 /** Gives back the filters pol_drain_rules_from() compiled. */
 void pol_drain_rules_put(struct pol_drain_rules *rules);

@@ -23,9 +23,9 @@ static const int64_t NOW = 1795000000000; /* 2026-11-18T11:06:40Z */
  * p2 ask for node2. */
 #define HELD                                                                                       \
 	NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":1}")                                          \
-	"," GRANTED("g1", "[\"node1\"]") "," ND("p2", "{\"nodeNames\":[\"node2\"],\"priority\":"   \
-						      "1}") "," ND(                                \
-	    "p1", "{\"nodeNames\":[\"node2\"],\"priority\":5}")
+	"," GRANTED("g1", "[\"node1\"]") "," ND(                                                   \
+	    "p2", "{\"nodeNames\":[\"node2\"],\"priority\":"                                       \
+		  "1}") "," ND("p1", "{\"nodeNames\":[\"node2\"],\"priority\":5}")
 
 static void test_budget_and_queue_name_their_holders(void **state)
 {
