@@ -15,6 +15,10 @@ RBAC); a second one generates the same nodes without pods. Per run:
   reference is the RSS of nodegate watching the nodes without pods. Bytes per cached pod =
   (RSS - RSS without pods) / pods cached (nodegate_cache_objects{resource="pods"}). Target
   <= 300 B/pod.
+- B6 beside it: `nodegate status -o json` and `nodegate why node-00001 -o json`, each a fresh
+  process that lists the whole cluster through the same kubeconfig and explains it (every budget,
+  the queue decided in the gate's order; the node's budgets and pods), wall time against the same
+  floor. Target: status and why within 1.5x the floor (the listing is most of it).
 - once per benchmark: decode throughput of the cache (bench-cache-decode: parse, checks, decode,
   publish) beside cJSON alone on the same bytes (bench/gen-cluster.py 300 30, 9,000 pods).
 
@@ -90,6 +94,17 @@ def measure(binary, api, tmp, tag):
         ng.stop()
 
 
+def cli_seconds(binary, api, *args):
+    """Wall seconds of one `nodegate ARGS` against @api, from the process's start to its exit."""
+    t0 = time.monotonic()
+    p = subprocess.run([binary, *args, "--kubeconfig", api.kubeconfig, "-o", "json"],
+                       capture_output=True, text=True, timeout=600)
+    took = time.monotonic() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"nodegate {args[0]} failed ({p.returncode}): {p.stderr.strip()}")
+    return took
+
+
 def decode_throughput(binary, tmp):
     exe = os.path.join(os.path.dirname(os.path.dirname(binary)), "bench", "bench-cache-decode")
     if not os.path.exists(exe):
@@ -127,12 +142,14 @@ def main():
             base_s, base_rss, _ = measure(a.nodegate, empty, tmp, f"empty{r}")
             secs, rss, pods = measure(a.nodegate, full, tmp, f"full{r}")
             fl, nbytes = floor(full)
+            st_s = cli_seconds(a.nodegate, full, "status")
+            why_s = cli_seconds(a.nodegate, full, "why", "node-00001")
             bpp = (rss - base_rss) * 1024 / pods if pods else None
             runs.append({"secs": secs, "floor": fl, "rss": rss / 1024, "base": base_rss / 1024, "bpp": bpp,
-                         "pods": pods})
+                         "pods": pods, "status": st_s, "why": why_s})
             bl.log(f"  run {r + 1}: /readyz in {secs:.2f} s, floor {fl:.2f} s ({nbytes / 1e6:.1f} MB listed); "
                    f"RSS {rss / 1024:.1f} MiB, without pods {base_rss / 1024:.1f} MiB; {pods:.0f} pods: "
-                   f"{bpp:.0f} B/pod" if bpp is not None else f"  run {r + 1}: no pod count")
+                   f"{bpp:.0f} B/pod; status {st_s:.2f} s, why {why_s:.2f} s" if bpp is not None else f"  run {r + 1}: no pod count")
         if not a.smoke:
             decode = decode_throughput(a.nodegate, tmp)
     finally:
@@ -155,6 +172,11 @@ def main():
                        reference=col("floor"),
                        reference_name="floor: http.client paging the same lists",
                        target="≤ 1.5× the floor", met=lambda _, ratio: ratio is not None and ratio["median"] <= 1.5))
+    for what, key in (("nodegate status -o json", "status"), ("nodegate why NODE -o json", "why")):
+        rows.append(bl.row("B6", f"{what} from a fresh start ({npods:,} pods, {nodes:,} nodes)", col(key), "s",
+                           cmd, reference=col("floor"),
+                           reference_name="floor: http.client paging the same lists",
+                           target="≤ 1.5× the floor", met=lambda _, ratio: ratio is not None and ratio["median"] <= 1.5))
     bl.finish("B5+B6", rows)
 
 
