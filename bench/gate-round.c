@@ -425,7 +425,8 @@ int main(int argc, char **argv)
 			for (size_t i = 0; i < kube_snapshot_count(s, kind); i++) {
 				struct pol_budget_status bs;
 				ng_arena_reset(arena);
-				if (pol_budget_status(s, l, kind, i, arena, &bs) != NG_OK)
+				if (pol_budget_status(s, l, kind, i, NOW_WALL_MS, arena, &bs) !=
+				    NG_OK)
 					goto out;
 			}
 		}

@@ -85,7 +85,23 @@ static void jw_budget(struct ng_jw *w, const struct kube_snapshot *s,
 	ng_jw_ki64(w, "allowed", b->st.allowed);
 	ng_jw_kbool(w, "invalid", b->st.invalid);
 	ng_jw_kbool(w, "frozen", b->b->frozen);
-	ng_jw_ki64(w, "windows", b->b->nwindows);
+	ng_jw_key(w, "limitNow");
+	if (b->st.now.limit_now >= 0)
+		ng_jw_i64(w, b->st.now.limit_now);
+	else
+		ng_jw_null(w);
+	ng_jw_key(w, "window");
+	if (!b->st.now.has_windows) {
+		ng_jw_null(w);
+	} else {
+		ng_jw_obj(w);
+		ng_jw_kbool(w, "open", b->st.now.window_open);
+		jw_time_or_null(w, "closesAt",
+				b->st.now.window_open ? b->st.now.closes_wall_ms : 0);
+		jw_time_or_null(w, "nextOpensAt",
+				b->st.now.window_open ? 0 : b->st.now.next_opens_wall_ms);
+		ng_jw_obj_end(w);
+	}
 	jw_names(w, s, "heldBy", b->holders, b->nholders);
 	ng_jw_ki64(w, "heldCount", (int64_t)b->nheld);
 	ng_jw_ki64(w, "pendingCount", (int64_t)b->npending);
@@ -238,6 +254,27 @@ static void budget_name(FILE *f, const struct kube_snapshot *s, const struct kub
 	(void)fputs(str(s, b->name), f);
 }
 
+/* Where a budget's maintenance windows stand: ", window 0 open until T" or ", windows closed
+ * until T". */
+static void window_text(FILE *f, const struct pol_budget_now *n)
+{
+	if (!n->has_windows)
+		return;
+	if (n->window_open) {
+		(void)fprintf(f, ", window %d open", n->window);
+		if (n->closes_wall_ms > 0) {
+			(void)fprintf(f, " until ");
+			cmd_out_time(f, n->closes_wall_ms);
+		}
+		return;
+	}
+	(void)fprintf(f, ", windows closed");
+	if (n->next_opens_wall_ms > 0) {
+		(void)fprintf(f, " until ");
+		cmd_out_time(f, n->next_opens_wall_ms);
+	}
+}
+
 static void budget_text(FILE *f, const struct cmd_out *o, const struct kube_snapshot *s,
 			const struct pol_explain_budget *b)
 {
@@ -248,13 +285,15 @@ static void budget_text(FILE *f, const struct cmd_out *o, const struct kube_snap
 			      cmd_out_end(o), str(s, b->b->error));
 		return;
 	}
-	(void)fprintf(f, ": %zu of %zu nodes disrupted, %s%lld more allowed%s", b->st.current,
-		      b->st.watched, b->st.allowed ? cmd_out_good(o) : cmd_out_bad(o),
-		      (long long)b->st.allowed, cmd_out_end(o));
+	(void)fprintf(f, ": %zu of %zu nodes disrupted", b->st.current, b->st.watched);
+	if (b->st.now.limit_now >= 0)
+		(void)fprintf(f, ", limit %lld now", (long long)b->st.now.limit_now);
+	(void)fprintf(f, ", %s%lld more allowed%s",
+		      b->st.allowed ? cmd_out_good(o) : cmd_out_bad(o), (long long)b->st.allowed,
+		      cmd_out_end(o));
 	if (b->b->frozen)
 		(void)fprintf(f, ", frozen");
-	if (b->b->nwindows)
-		(void)fprintf(f, ", %u window%s", b->b->nwindows, b->b->nwindows == 1 ? "" : "s");
+	window_text(f, &b->st.now);
 	if (b->nheld) {
 		(void)fprintf(f, "; held by ");
 		names_text(f, s, b->holders, b->nholders, b->nheld);

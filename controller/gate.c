@@ -404,7 +404,7 @@ void gate_round(struct gate *g, const struct kube_snapshot *s, bool changed, int
 	g->budgets_dirty |= changed;
 	if (g->budgets_dirty && now_wall_ms - g->budgets_written_wall_ms >= BUDGET_STATUS_MS &&
 	    gate_leading(g)) {
-		gate_write_budget_status(g, s, ledger, arena);
+		gate_write_budget_status(g, s, ledger, now_wall_ms, arena);
 		/* Statuses left for the next pass: it comes BUDGET_MORE_MS from now. */
 		g->budgets_written_wall_ms =
 		    g->budgets_more ? now_wall_ms - BUDGET_STATUS_MS + BUDGET_MORE_MS : now_wall_ms;

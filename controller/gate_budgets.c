@@ -100,8 +100,8 @@ struct gauges {
 
 /* One budget: its gauges, and its status when it changed. */
 static void one_budget(struct gate *g, const struct kube_snapshot *s, struct pol_ledger *ledger,
-		       enum kube_resource kind, size_t i, struct ng_arena *arena,
-		       struct gauges *gauges, size_t *writes_left)
+		       enum kube_resource kind, size_t i, int64_t now_wall_ms,
+		       struct ng_arena *arena, struct gauges *gauges, size_t *writes_left)
 {
 	const struct ng_intern *pool = kube_snapshot_pool(s);
 	size_t nn;
@@ -110,7 +110,7 @@ static void one_budget(struct gate *g, const struct kube_snapshot *s, struct pol
 						 : &kube_snapshot_adbs(s, &nn)[i].b;
 	ng_arena_reset(arena);
 	struct pol_budget_status bs;
-	if (pol_budget_status(s, ledger, kind, i, arena, &bs) != NG_OK)
+	if (pol_budget_status(s, ledger, kind, i, now_wall_ms, arena, &bs) != NG_OK)
 		return;
 	const char *ns = c->ns == NG_INTERN_NONE ? NULL : ng_intern_str(pool, c->ns, NULL);
 	const char *nm = ng_intern_str(pool, c->name, NULL);
@@ -160,7 +160,8 @@ static void publish_gauges(struct gate *g, struct gauges *gauges)
 }
 
 void gate_write_budget_status(struct gate *g, const struct kube_snapshot *s,
-			      struct pol_ledger *ledger, struct ng_arena *arena)
+			      struct pol_ledger *ledger, int64_t now_wall_ms,
+			      struct ng_arena *arena)
 {
 	struct gauges gauges = {0};
 	/* A pass writes a few statuses at most, so decisions never wait behind a hundred of
@@ -171,7 +172,8 @@ void gate_write_budget_status(struct gate *g, const struct kube_snapshot *s,
 		enum kube_resource kind = k ? KUBE_RES_ADBS : KUBE_RES_NDBS;
 		size_t n = kube_snapshot_count(s, kind);
 		for (size_t i = 0; i < n; i++)
-			one_budget(g, s, ledger, kind, i, arena, &gauges, &writes_left);
+			one_budget(g, s, ledger, kind, i, now_wall_ms, arena, &gauges,
+				   &writes_left);
 	}
 	publish_gauges(g, &gauges);
 }

@@ -297,9 +297,11 @@ void gate_lifecycle_forget(struct gate *g);
 
 /* gate_budgets.c */
 
-/** Writes every budget's status that changed since this replica last wrote it. */
+/** Writes every budget's status that changed since this replica last wrote it, as it stands at
+ * @now_wall_ms (the limits its windows put in force then). */
 void gate_write_budget_status(struct gate *g, const struct kube_snapshot *s,
-			      struct pol_ledger *ledger, struct ng_arena *arena);
+			      struct pol_ledger *ledger, int64_t now_wall_ms,
+			      struct ng_arena *arena);
 
 /* A budget as a key of gate_budgets_present()'s set: @ns and @name intern ids (@ns
  * NG_INTERN_NONE for a NodeDisruptionBudget, the one kind without a namespace). */

@@ -459,9 +459,9 @@ static void earliest(int64_t *at, int64_t t)
 
 /* Where @b's windows stand at @now_ms: the first open window in spec order decides the limit;
  * outside all of them the budget denies (Deny) or applies its own limits (UseDefault). */
-static void windows_at(const struct kube_budget_common *b, int64_t now_ms, struct win *ret)
+void pd_windows_at(const struct kube_budget_common *b, int64_t now_ms, struct win *ret)
 {
-	*ret = (struct win){.next_ms = -1, .edge_ms = -1};
+	*ret = (struct win){.next_ms = -1, .edge_ms = -1, .closes_ms = -1};
 	bool open = false;
 	for (size_t i = 0; i < b->nwindows; i++) {
 		const struct kube_window *w = &b->windows[i];
@@ -472,6 +472,7 @@ static void windows_at(const struct kube_budget_common *b, int64_t now_ms, struc
 			open = true;
 			ret->limit = w->limit.set ? &w->limit : NULL;
 			ret->which = i;
+			ret->closes_ms = at.closes_ms;
 		} else if (!at.open && !open && at.next_open_ms >= 0 &&
 			   (ret->next_ms < 0 || at.next_open_ms < ret->next_ms)) {
 			ret->next_ms = at.next_open_ms;
@@ -480,14 +481,14 @@ static void windows_at(const struct kube_budget_common *b, int64_t now_ms, struc
 	}
 	if (open)
 		ret->next_ms = -1;
+	ret->open = open;
 	ret->deny = !open && b->nwindows && !b->outside_use_default;
 }
 
-static struct win *scope_windows(struct bscope *sc, const struct kube_budget_common *b,
-				 int64_t now_ms)
+struct win *pd_scope_windows(struct bscope *sc, const struct kube_budget_common *b, int64_t now_ms)
 {
 	if (!sc->win_ready || sc->win_at_ms != now_ms) {
-		windows_at(b, now_ms, &sc->win);
+		pd_windows_at(b, now_ms, &sc->win);
 		sc->win_at_ms = now_ms;
 		sc->win_ready = true;
 	}
@@ -602,7 +603,7 @@ ng_status pd_eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index, co
 		return NG_OK;
 	}
 	struct ng_err err = {0};
-	struct win *w = b->b.nwindows ? scope_windows(sc, &b->b, e->now_ms) : NULL;
+	struct win *w = b->b.nwindows ? pd_scope_windows(sc, &b->b, e->now_ms) : NULL;
 	if (w && w->deny && t->added > 0) {
 		fail_closed(e, v, what, &b->b, w);
 		/* Waiting for a window is no use if no window would let it through. */
@@ -727,7 +728,7 @@ ng_status pd_eval_adb(struct eval *e, const struct kube_adb *a, size_t index, co
 		return NG_OK;
 	}
 	struct ng_err err = {0};
-	struct win *w = a->b.nwindows ? scope_windows(sc, &a->b, e->now_ms) : NULL;
+	struct win *w = a->b.nwindows ? pd_scope_windows(sc, &a->b, e->now_ms) : NULL;
 	if (w && w->deny && t->added > 0) {
 		fail_closed(e, v, what, &a->b, w);
 		if (adb_limits(e, a, sc, &err))

@@ -198,6 +198,35 @@ NG_NODISCARD ng_status pol_verdicts_json(const struct kube_snapshot *s,
 					 const struct pol_budget_verdict *v, size_t n,
 					 struct ng_buf *b);
 
+/* A budget at one instant: the limit in force, how much of it is used and by which requests,
+ * and where its maintenance windows stand. What `kubectl get` shows of a budget, what its
+ * status says and what `nodegate status` prints come from this one computation. */
+struct pol_budget_now {
+	bool invalid;   /* the budget could not be read: allowed is 0, limit_now -1 */
+	size_t watched; /* nodes in scope */
+	/* Scope nodes disrupted now: held by a grant (NDB with countUnavailableNodes: or
+	 * unavailable). */
+	size_t in_use;
+	/* The maximum in force now, as a node count (a percentage is of the scope, rounded up):
+	 * an open window's own limit, else the budget's; 0 outside every window with
+	 * outsideWindows Deny; -1 when no maximum applies (an NDB with only a minimum). */
+	int64_t limit_now;
+	int64_t allowed; /* more scope nodes that may be disrupted now (>= 0) */
+	/* Maintenance windows, when the budget has some (has_windows): */
+	bool has_windows;
+	bool window_open;           /* a window is open now */
+	int32_t window;             /* the open window's index in spec.windows, or -1 */
+	int64_t closes_wall_ms;     /* open: when the open span closes; -1 never */
+	int64_t next_opens_wall_ms; /* closed: the next opening (wall ms); -1 none in sight */
+	/* The next opening or closing of any of its windows, when limit_now may change; -1
+	 * none (and without windows). */
+	int64_t edge_wall_ms;
+	/* The Granted requests holding scope nodes (the ledger's grants, the gate's own
+	 * not-yet-cached ones included): intern ids, sorted by name; arena memory. */
+	const uint32_t *holders;
+	size_t nholders;
+};
+
 /* What a budget's status shows (DESIGN.md §3.2, §3.3), computed from the same ledger. */
 struct pol_budget_status {
 	size_t watched;           /* nodes in scope */
@@ -208,17 +237,31 @@ struct pol_budget_status {
 	const uint32_t *nd_names; /* requests touching the scope (Granted or Pending) */
 	const uint8_t *nd_states; /* their enum kube_nd_state */
 	size_t nnds;
-	bool invalid; /* the budget could not be read: allowed is 0 */
+	bool invalid;              /* the budget could not be read: allowed is 0 */
+	struct pol_budget_now now; /* the limit in force, the windows, the holders */
 };
 
 /**
+ * Computes @ret for NodeDisruptionBudget (@kind KUBE_RES_NDBS) or ApplicationDisruptionBudget
+ * (KUBE_RES_ADBS) number @index of @s at @now_wall_ms (wall clock, ms since the epoch), from
+ * @ledger (which caches the scope and counts the grants). Pure: the same snapshot, ledger and
+ * instant give the same answer. Costs the budget's scope (or the held nodes, when fewer) and
+ * its windows (bounded, common/cron.h). @ret->holders comes from @arena; @ret is written only
+ * on success. NG_ENOMEM when @arena or the heap is full. Any thread that owns @ledger.
+ */
+NG_NODISCARD ng_status pol_budget_now(const struct kube_snapshot *s, struct pol_ledger *ledger,
+				      enum kube_resource kind, size_t index, int64_t now_wall_ms,
+				      struct ng_arena *arena, struct pol_budget_now *ret);
+
+/**
  * Computes the status of NodeDisruptionBudget (@kind KUBE_RES_NDBS) or
- * ApplicationDisruptionBudget (KUBE_RES_ADBS) number @index of @s, from @ledger (which caches
- * the scope). @ret's arrays come from @arena; @ret is written only on success. NG_ENOMEM when
- * @arena or the heap is full.
+ * ApplicationDisruptionBudget (KUBE_RES_ADBS) number @index of @s at @now_wall_ms, from
+ * @ledger (which caches the scope): @ret->now is pol_budget_now()'s answer, and
+ * @ret->allowed follows the window in force. @ret's arrays come from @arena; @ret is written
+ * only on success. NG_ENOMEM when @arena or the heap is full.
  */
 NG_NODISCARD ng_status pol_budget_status(const struct kube_snapshot *s, struct pol_ledger *ledger,
-					 enum kube_resource kind, size_t index,
+					 enum kube_resource kind, size_t index, int64_t now_wall_ms,
 					 struct ng_arena *arena, struct pol_budget_status *ret);
 
 #endif

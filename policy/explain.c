@@ -15,8 +15,8 @@
 
 /* Budget @index of @kind, now, with the Granted requests that hold part of it. */
 static ng_status budget_now(const struct kube_snapshot *s, struct pol_ledger *ledger,
-			    enum kube_resource kind, size_t index, struct ng_arena *arena,
-			    struct pol_explain_budget *ret)
+			    enum kube_resource kind, size_t index, int64_t now_wall_ms,
+			    struct ng_arena *arena, struct pol_explain_budget *ret)
 {
 	size_t n;
 	memset(ret, 0, sizeof(*ret));
@@ -24,25 +24,23 @@ static ng_status budget_now(const struct kube_snapshot *s, struct pol_ledger *le
 	ret->index = index;
 	ret->b = kind == KUBE_RES_NDBS ? &kube_snapshot_ndbs(s, &n)[index].b
 				       : &kube_snapshot_adbs(s, &n)[index].b;
-	ng_status st = pol_budget_status(s, ledger, kind, index, arena, &ret->st);
+	ng_status st = pol_budget_status(s, ledger, kind, index, now_wall_ms, arena, &ret->st);
 	if (st != NG_OK)
 		return st;
-	for (size_t i = 0; i < ret->st.nnds; i++) {
-		if (ret->st.nd_states[i] != KUBE_ND_GRANTED) {
-			ret->npending++;
-			continue;
-		}
-		if (ret->nholders < POL_EXPLAIN_MAX_HOLDERS)
-			ret->holders[ret->nholders++] = ret->st.nd_names[i];
-		ret->nheld++;
-	}
+	for (size_t i = 0; i < ret->st.nnds; i++)
+		ret->npending += ret->st.nd_states[i] != KUBE_ND_GRANTED;
+	ret->nheld = ret->st.now.nholders;
+	ret->nholders = ret->nheld < POL_EXPLAIN_MAX_HOLDERS ? ret->nheld : POL_EXPLAIN_MAX_HOLDERS;
+	if (ret->nholders)
+		memcpy(ret->holders, ret->st.now.holders, ret->nholders * sizeof(*ret->holders));
 	return NG_OK;
 }
 
 /* Every budget of @s into *@ret (NodeDisruptionBudgets first, then ApplicationDisruptionBudgets,
  * each in the snapshot's order). */
 static ng_status budgets_all(const struct kube_snapshot *s, struct pol_ledger *ledger,
-			     struct ng_arena *arena, struct pol_explain_budget **ret, size_t *ret_n)
+			     int64_t now_wall_ms, struct ng_arena *arena,
+			     struct pol_explain_budget **ret, size_t *ret_n)
 {
 	size_t nn, na;
 	(void)kube_snapshot_ndbs(s, &nn);
@@ -52,7 +50,7 @@ static ng_status budgets_all(const struct kube_snapshot *s, struct pol_ledger *l
 		return NG_ENOMEM;
 	for (size_t i = 0; i < nn + na; i++) {
 		ng_status st = budget_now(s, ledger, i < nn ? KUBE_RES_NDBS : KUBE_RES_ADBS,
-					  i < nn ? i : i - nn, arena, &v[i]);
+					  i < nn ? i : i - nn, now_wall_ms, arena, &v[i]);
 		if (st != NG_OK)
 			return st;
 	}
@@ -222,7 +220,7 @@ ng_status pol_explain_status(const struct kube_snapshot *s, int64_t now_wall_ms,
 	struct pol_ledger *ledger = pol_ledger_create(s);
 	if (!ledger)
 		return NG_ENOMEM;
-	ng_status st = budgets_all(s, ledger, arena, &ret->budgets, &ret->nbudgets);
+	ng_status st = budgets_all(s, ledger, now_wall_ms, arena, &ret->budgets, &ret->nbudgets);
 	pol_ledger_destroy(ledger);
 	if (st == NG_OK)
 		st = queue(s, &ret->cfg, ret->budgets, now_wall_ms, arena, &ret->waits,

@@ -22,7 +22,8 @@ struct ng_arena;
 /* At most this many holders are named per budget; the rest are counted. */
 #define POL_EXPLAIN_MAX_HOLDERS 8
 
-/* One budget, now: its numbers and the Granted requests that hold part of it. */
+/* One budget, now: its numbers (@st, with @st.now the limit in force and its windows) and the
+ * Granted requests that hold part of it. */
 struct pol_explain_budget {
 	enum kube_resource kind; /* KUBE_RES_NDBS or KUBE_RES_ADBS */
 	size_t index;            /* in kube_snapshot_ndbs() or kube_snapshot_adbs() */

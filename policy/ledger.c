@@ -58,6 +58,7 @@ void pol_ledger_destroy(struct pol_ledger *l)
 	free(l->nd_links);
 	free(l->nd_seen);
 	free(l->held);
+	free(l->held_names);
 	ng_arena_destroy(l->arena);
 	free(l);
 }
@@ -74,6 +75,14 @@ ng_status pol_ledger_grant(struct pol_ledger *l, uint32_t nd_name, const uint32_
 			continue; /* the first holder stays */
 		if (ng_map_put_grow(&l->holders, nodes[i], nd_name) != NG_OK)
 			return NG_ENOMEM;
+		if (l->nheld_names == l->capheld_names) {
+			uint32_t *g = ng_array_grow(l->held_names, &l->capheld_names,
+						    l->nheld_names, sizeof(*g));
+			if (!g)
+				return NG_ENOMEM;
+			l->held_names = g;
+		}
+		l->held_names[l->nheld_names++] = nodes[i];
 		const struct kube_node *k = kube_snapshot_find_node(l->s, nodes[i]);
 		if (k) {
 			size_t at = (size_t)(k - l->nodes);

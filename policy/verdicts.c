@@ -46,15 +46,12 @@ void pol_decision_reason(struct pol_gate_decision *d)
 /* ---- budget status ---- */
 
 /* The scope of a budget from the ledger's index, copied (the caller sorts it), with which of
- * its nodes are disrupted, the limits, and whether the budget is readable. */
+ * its nodes are disrupted. */
 static ng_status scope_of(const struct kube_snapshot *s, struct pol_ledger *ledger,
 			  enum kube_resource kind, size_t index, struct ng_arena *arena,
 			  uint32_t **ret_nodes, uint8_t **ret_dis, size_t *ret_n,
-			  size_t *ret_unavail, struct bud_limits *ret_lim, bool *ret_invalid)
+			  size_t *ret_unavail)
 {
-	const struct ng_intern *pool = kube_snapshot_pool(s);
-	struct ng_err err = {0};
-	memset(ret_lim, 0, sizeof(*ret_lim));
 	bool ndb = kind == KUBE_RES_NDBS;
 	const struct bscope *sc;
 	if (ndb ? pd_ndb_scope(ledger, index, &sc) != NG_OK : pd_adb_index(ledger) != NG_OK)
@@ -74,28 +71,6 @@ static ng_status scope_of(const struct kube_snapshot *s, struct pol_ledger *ledg
 				 (b->count_unavailable && sc->unavail[k])
 			   : pol_ledger_holder(ledger, sc->names[k]) != NG_INTERN_NONE;
 	*ret_unavail = ndb ? sc->unavailable : 0;
-	if (b) {
-		*ret_invalid = b->b.invalid;
-		if (b->max_disrupted.set) {
-			ret_lim->has_max = true;
-			*ret_invalid |= bud_int_or_percent_from(&b->max_disrupted, pool, "max",
-								&ret_lim->max, &err) != NG_OK;
-		}
-		if (b->min_undisrupted.set) {
-			ret_lim->has_min = true;
-			*ret_invalid |= bud_int_or_percent_from(&b->min_undisrupted, pool, "min",
-								&ret_lim->min, &err) != NG_OK;
-		}
-	} else {
-		size_t na;
-		const struct kube_adb *a = &kube_snapshot_adbs(s, &na)[index];
-		*ret_invalid = a->b.invalid;
-		if (!a->b.invalid) {
-			ret_lim->has_max = true;
-			*ret_invalid |= bud_int_or_percent_from(&a->max_disruptions, pool, "max",
-								&ret_lim->max, &err) != NG_OK;
-		}
-	}
 	*ret_nodes = scope;
 	*ret_dis = dis;
 	*ret_n = sc->n;
@@ -156,23 +131,22 @@ static ng_status nd_index(const struct kube_snapshot *s, struct pol_ledger *l,
 }
 
 ng_status pol_budget_status(const struct kube_snapshot *s, struct pol_ledger *ledger,
-			    enum kube_resource kind, size_t index, struct ng_arena *arena,
-			    struct pol_budget_status *ret)
+			    enum kube_resource kind, size_t index, int64_t now_wall_ms,
+			    struct ng_arena *arena, struct pol_budget_status *ret)
 {
 	struct pol_budget_status st = {0};
+	if (pol_budget_now(s, ledger, kind, index, now_wall_ms, arena, &st.now) != NG_OK)
+		return NG_ENOMEM;
 	uint32_t *scope;
 	uint8_t *dis;
-	struct bud_limits lim;
-	if (scope_of(s, ledger, kind, index, arena, &scope, &dis, &st.watched, &st.unavailable,
-		     &lim, &st.invalid) != NG_OK)
+	if (scope_of(s, ledger, kind, index, arena, &scope, &dis, &st.watched, &st.unavailable) !=
+	    NG_OK)
 		return NG_ENOMEM;
 	for (size_t i = 0; i < st.watched; i++)
 		st.current += dis[i];
-	if (!st.invalid) {
-		struct bud_check c;
-		bud_check_limits(&lim, (int64_t)st.watched, (int64_t)st.current, 0, &c);
-		st.allowed = c.allowed;
-	}
+	/* The limit in force now: an open window's, none outside them with Deny. */
+	st.invalid = st.now.invalid;
+	st.allowed = st.invalid ? 0 : st.now.allowed;
 	qsort(scope, st.watched, sizeof(*scope), cmp_u32);
 	st.nodes = scope;
 	/* Requests touching the scope, as status.disruptions lists them (in the snapshot's

@@ -704,7 +704,7 @@ class DrainScenarios(DrainTest):
         p = self.cli("status", "-o", "text", kubectl=True)
         log(f"o01: kubectl nodegate status -o text:\n{p.stdout}")
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("NDB pool: 1 of 2 nodes disrupted, 0 more allowed; held by o01", p.stdout)
+        self.assertIn("NDB pool: 1 of 2 nodes disrupted, limit 1 now, 0 more allowed; held by o01", p.stdout)
         self.assertRegex(p.stdout, r"1\. o01b \[node2\]: NodeDisruptionBudget pool: .*\n\s+held by o01\n")
         self.assertRegex(p.stdout, r"o01 \[node1\] granted \d+s ago\n\s+drain: Draining")
         self.assertRegex(p.stdout, r"node1: cordoned, held for o01")

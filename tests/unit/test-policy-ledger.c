@@ -101,7 +101,7 @@ static void test_one_ledger_per_round_decides_as_fresh_ledgers_do(void **state)
 	/* Budget status from the same ledger: "test1" holds node1 of its two nodes. */
 	struct pol_budget_status bs;
 	ng_arena_reset(a);
-	assert_int_equal(pol_budget_status(s, round, KUBE_RES_NDBS, 0, a, &bs), NG_OK);
+	assert_int_equal(pol_budget_status(s, round, KUBE_RES_NDBS, 0, NOW_WALL_MS, a, &bs), NG_OK);
 	assert_int_equal(bs.watched, 2);
 	assert_int_equal(bs.current, 1);
 	assert_int_equal(bs.allowed, 0);
@@ -285,7 +285,8 @@ static void test_budget_status_lists_the_requests_touching_its_scope(void **stat
 			for (size_t i = 0; i < kube_snapshot_count(s, kind); i++) {
 				struct pol_budget_status bs;
 				ng_arena_reset(a);
-				assert_int_equal(pol_budget_status(s, l, kind, i, a, &bs), NG_OK);
+				assert_int_equal(
+				    pol_budget_status(s, l, kind, i, NOW_WALL_MS, a, &bs), NG_OK);
 				size_t want = 0;
 				for (size_t r = 0; r < nnd; r++) {
 					if (nds[r].state == KUBE_ND_REJECTED)
@@ -389,8 +390,9 @@ static void test_ledger_counts_equal_counts_from_scratch_after_grants(void **sta
 				assert_int_equal(x->allowed, f.verdicts[v].allowed);
 				assert_string_equal(x->reason, f.verdicts[v].reason);
 				struct pol_budget_status bs;
-				assert_int_equal(
-				    pol_budget_status(s, fresh, x->kind, x->index, b, &bs), NG_OK);
+				assert_int_equal(pol_budget_status(s, fresh, x->kind, x->index,
+								   NOW_WALL_MS, b, &bs),
+						 NG_OK);
 				if (x->ok || strstr(x->reason, " in use"))
 					assert_int_equal(x->current, (int64_t)bs.current);
 			}
