@@ -509,6 +509,39 @@ static ng_status why_json(const struct kube_snapshot *s, const struct pol_explai
 	return ng_jw_finish(&w);
 }
 
+/* What would let the waiting request @q go. */
+static void unblock_text(FILE *f, const struct kube_snapshot *s, const struct pol_explain_wait *q,
+			 bool paused)
+{
+	if (q->d.outcome == POL_GATE_GRANT)
+		return;
+	(void)fprintf(f, "  it can go when ");
+	if (paused) {
+		(void)fprintf(f, "NodeGateConfig default is no longer paused\n");
+		return;
+	}
+	if (q->d.unsatisfiable) {
+		(void)fprintf(f,
+			      "the budget changes or the request asks for fewer nodes: as it is, "
+			      "no budget state can allow it\n");
+		return;
+	}
+	const char *sep = "";
+	if (q->nheld) {
+		names_text(f, s, q->holders, q->nholders, q->nheld);
+		(void)fprintf(f, " end%s (deleted, expired or released)", q->nheld == 1 ? "s" : "");
+		sep = ", or ";
+	}
+	if (q->d.wake_wall_ms > 0) {
+		(void)fprintf(f, "%sa maintenance window changes at ", sep);
+		cmd_out_time(f, q->d.wake_wall_ms);
+		sep = ", or ";
+	}
+	if (!*sep)
+		(void)fprintf(f, "what its reason names changes");
+	(void)fputc('\n', f);
+}
+
 static void why_node_text(FILE *f, const struct cmd_out *o, const struct kube_snapshot *s,
 			  const struct pol_explain_why *y)
 {
@@ -525,7 +558,8 @@ static void why_node_text(FILE *f, const struct cmd_out *o, const struct kube_sn
 		(void)fprintf(f, "  no request names it\n");
 	for (size_t i = 0; i < y->nrequests; i++)
 		(void)fprintf(f, "  request %s: %s\n", str(s, y->requests[i]->name),
-			      nd_state_str(y->requests[i]->state));
+			      y->requests[i]->state ? nd_state_str(y->requests[i]->state)
+						    : "not decided yet");
 }
 
 static void why_text(FILE *f, const struct cmd_out *o, const struct kube_snapshot *s,
@@ -535,7 +569,8 @@ static void why_text(FILE *f, const struct cmd_out *o, const struct kube_snapsho
 		why_node_text(f, o, s, y);
 	if (y->nd && !y->node)
 		(void)fprintf(f, "request %s%s%s: %s\n", cmd_out_bold(o), str(s, y->nd->name),
-			      cmd_out_end(o), nd_state_str(y->nd->state));
+			      cmd_out_end(o),
+			      y->nd->state ? nd_state_str(y->nd->state) : "not decided yet");
 	if (y->nd && y->nd->state == KUBE_ND_REJECTED && y->nd->status_reason[0])
 		(void)fprintf(f, "  rejected: %s\n", y->nd->status_reason);
 	(void)fprintf(f, "\n%sBudgets covering it (%zu)%s\n", cmd_out_bold(o), y->nbudgets,
@@ -546,6 +581,7 @@ static void why_text(FILE *f, const struct cmd_out *o, const struct kube_snapsho
 		(void)fprintf(f, "\n%sWhy it waits%s (place %zu in the queue)\n", cmd_out_bold(o),
 			      cmd_out_end(o), y->wait.rank);
 		wait_text(f, o, s, &y->wait, now_wall_ms);
+		unblock_text(f, s, &y->wait, y->paused);
 	}
 	if (y->granted) {
 		(void)fprintf(f, "\n%sGranted%s\n", cmd_out_bold(o), cmd_out_end(o));

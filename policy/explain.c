@@ -328,6 +328,7 @@ static ng_status why_request(const struct kube_snapshot *s, const struct pol_exp
 			     struct pol_explain_why *ret)
 {
 	ret->nd = nd;
+	ret->paused = all->cfg.paused;
 	for (size_t i = 0; i < all->nwaits; i++)
 		if (all->waits[i].nd == nd) {
 			ret->wait = all->waits[i];

@@ -102,6 +102,7 @@ struct pol_explain_why {
 	const struct kube_node *node; /* the node asked about; NULL for a request */
 	struct pol_explain_wait wait; /* when @nd is Pending */
 	bool waiting;
+	bool paused;                    /* the gate is paused (NodeGateConfig) */
 	struct pol_explain_grant grant; /* when @nd is Granted */
 	bool granted;
 	struct pol_explain_budget *budgets; /* covering the node or the request's nodes */
