@@ -721,6 +721,8 @@ class DrainScenarios(DrainTest):
         self.assertEqual(doc["waiting"]["heldBy"], ["o01"])
         self.assertIn("NodeDisruptionBudget pool", doc["waiting"]["reason"])
         self.assertEqual([b["name"] for b in doc["budgets"]], ["pool"])
+        p = self.cli("why", "nd/o01b", "-o", "text")
+        self.assertIn("it can go when o01 ends", p.stdout)
         p = self.cli("why", "node1", "-o", "text")
         log(f"o02: nodegate why node1:\n{p.stdout}")
         self.assertEqual(p.returncode, 0, p.stderr)
