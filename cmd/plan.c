@@ -3,6 +3,7 @@
  * plan stopped at one of its limits (waves, --max-rounds, --max-decisions, --max-seconds). */
 #include "cmd/cmd.h"
 #include "cmd/live.h"
+#include "cmd/out.h"
 
 #include "common/arena.h"
 #include "common/buf.h"
@@ -16,7 +17,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* A --node-file: a name per line, POL_PLAN_MAX_NODES of them at most (a node name is at most
  * 253 bytes). */
@@ -61,35 +61,14 @@ static ng_status node_file_names(char *body, size_t len, const char ***ret, size
 	return NG_OK;
 }
 
-static void print_time(FILE *f, int64_t wall_ms)
-{
-	time_t t = (time_t)(wall_ms / 1000);
-	struct tm tm;
-	char buf[32];
-	if (gmtime_r(&t, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm))
-		(void)fputs(buf, f);
-}
-
-static void print_duration(FILE *f, int64_t ms)
-{
-	int64_t s = ms / 1000;
-	if (s >= 3600)
-		(void)fprintf(f, "%lldh%02lldm%02llds", (long long)(s / 3600),
-			      (long long)(s % 3600 / 60), (long long)(s % 60));
-	else if (s >= 60)
-		(void)fprintf(f, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
-	else
-		(void)fprintf(f, "%llds", (long long)s);
-}
-
 /* Wave @n (from 1) of a text plan: when, its nodes, and what held back those waiting. */
 static void print_wave(FILE *f, const struct ng_intern *pool, const struct pol_plan_input *in,
 		       const struct pol_plan_wave *w, size_t n)
 {
 	(void)fprintf(f, "\nwave %zu at +", n);
-	print_duration(f, w->start_wall_ms - in->start_wall_ms);
+	cmd_out_duration(f, w->start_wall_ms - in->start_wall_ms);
 	(void)fprintf(f, " (");
-	print_time(f, w->start_wall_ms);
+	cmd_out_time(f, w->start_wall_ms);
 	(void)fprintf(f, "): %zu node%s:", w->nnodes, w->nnodes == 1 ? "" : "s");
 	for (size_t k = 0; k < w->nnodes; k++)
 		(void)fprintf(f, " %s", ng_intern_str(pool, w->nodes[k], NULL));
@@ -136,9 +115,9 @@ static void print_unplanned(FILE *f, const struct pol_plan_input *in, const stru
 		break;
 	}
 	(void)fprintf(f, ", at +");
-	print_duration(f, p->stopped_wall_ms - in->start_wall_ms);
+	cmd_out_duration(f, p->stopped_wall_ms - in->start_wall_ms);
 	(void)fprintf(f, " (");
-	print_time(f, p->stopped_wall_ms);
+	cmd_out_time(f, p->stopped_wall_ms);
 	(void)fprintf(f, ") on the simulated clock\n");
 	for (size_t i = 0; i < p->nunplanned; i++)
 		(void)fprintf(f, "%s%s", i % 10 ? " " : i ? "\n  " : "  ", p->unplanned[i]);
@@ -152,9 +131,9 @@ static void print_text(FILE *f, const struct kube_snapshot *s, const struct pol_
 	const struct ng_intern *pool = kube_snapshot_pool(s);
 	size_t total = p->nplanned + p->nnever + p->nunplanned;
 	(void)fprintf(f, "Plan for %zu nodes from ", total);
-	print_time(f, in->start_wall_ms);
+	cmd_out_time(f, in->start_wall_ms);
 	(void)fprintf(f, ", each held ");
-	print_duration(f, in->drain_ms);
+	cmd_out_duration(f, in->drain_ms);
 	(void)fprintf(f, " (type %s, requestor %s).\n", in->type, in->requestor);
 	(void)fprintf(f, "Assumes health hooks answer healthy and the alert gate lets grants "
 			 "through; Pending requests already in the cluster are not simulated.\n");
@@ -172,9 +151,9 @@ static void print_text(FILE *f, const struct kube_snapshot *s, const struct pol_
 		print_unplanned(f, in, p);
 	(void)fprintf(f, "\ntotal: %zu wave%s, %zu of %zu nodes, ", p->nwaves,
 		      p->nwaves == 1 ? "" : "s", p->nplanned, total);
-	print_duration(f, p->end_wall_ms - in->start_wall_ms);
+	cmd_out_duration(f, p->end_wall_ms - in->start_wall_ms);
 	(void)fprintf(f, ", ending ");
-	print_time(f, p->end_wall_ms);
+	cmd_out_time(f, p->end_wall_ms);
 	(void)fprintf(f, "%s\n", p->truncated ? " (truncated)" : "");
 }
 
