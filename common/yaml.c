@@ -7,10 +7,12 @@
 
 #include "common/arena.h"
 #include "common/buf.h"
+#include "common/json.h"
 
 #include <yaml.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* What a consumer does with each node event (a scalar, or the start of a mapping or sequence)
@@ -458,4 +460,156 @@ bool ng_yaml_is_json(const char *buf, size_t len)
 	while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' || buf[i] == '\n'))
 		i++;
 	return i < len && (buf[i] == '{' || buf[i] == '[');
+}
+
+/* ---- JSON to YAML ---------------------------------------------------------------------- */
+
+/* Whether @s (@len bytes) written as a plain scalar would be read back as something other than
+ * this string: the words and numbers put_scalar() resolves, a merge key, an empty value. */
+static bool plain_misreads(const char *s, size_t len)
+{
+	if (is_word(s, len, null_words) || is_word(s, len, true_words) ||
+	    is_word(s, len, false_words) || is_word(s, len, nonfinite_words) ||
+	    (len == 2 && memcmp(s, "<<", 2) == 0))
+		return true;
+	char num[128];
+	size_t n = 0;
+	if (len == 0 || len >= sizeof(num) || !strchr("+-.0123456789", s[0]))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] != '_')
+			num[n++] = s[i];
+	bool neg;
+	uint64_t mag;
+	if (parse_int(num, n, &neg, &mag))
+		return true;
+	struct ng_buf b;
+	ng_buf_init(&b, 2 * sizeof(num));
+	bool is_float = put_float(&b, num, n) == NG_OK;
+	ng_buf_finish(&b);
+	return is_float;
+}
+
+struct emit {
+	yaml_emitter_t e;
+	struct ng_buf *out;
+	ng_status out_st; /* why the output handler refused, NG_OK so far */
+};
+
+static int emit_write(void *data, unsigned char *buf, size_t size)
+{
+	struct emit *em = data;
+	em->out_st = ng_buf_append(em->out, buf, size);
+	return em->out_st == NG_OK;
+}
+
+static bool emit_str(struct emit *em, const char *s, bool key)
+{
+	size_t len = strlen(s);
+	yaml_scalar_style_t style = YAML_ANY_SCALAR_STYLE;
+	if (plain_misreads(s, len))
+		style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+	else if (!key && memchr(s, '\n', len))
+		style = YAML_LITERAL_SCALAR_STYLE;
+	yaml_event_t ev;
+	return yaml_scalar_event_initialize(&ev, NULL, NULL, (const yaml_char_t *)s, (int)len,
+					    style == YAML_ANY_SCALAR_STYLE, 1, style) &&
+	       yaml_emitter_emit(&em->e, &ev);
+}
+
+/* A JSON number as YAML reads it back: integers exactly, others in the fewest digits that
+ * give the same double. */
+static void number_text(const cJSON *v, char *out, size_t cap)
+{
+	int64_t i;
+	if (ng_json_int64(v, &i)) {
+		ng_fmt(out, cap, "%lld", (long long)i);
+		return;
+	}
+	for (int prec = 1; prec <= 17; prec++) {
+		ng_fmt(out, cap, "%.*g", prec, v->valuedouble);
+		if (strtod(out, NULL) == v->valuedouble)
+			break;
+	}
+	/* %g writes "1e+20" and "5": both read back as numbers, the first as a float. */
+}
+
+static bool emit_value(struct emit *em, const cJSON *v)
+{
+	yaml_event_t ev;
+	if (cJSON_IsObject(v) || cJSON_IsArray(v)) {
+		bool map = cJSON_IsObject(v);
+		if (!(map ? yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
+								YAML_BLOCK_MAPPING_STYLE)
+			  : yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
+								 YAML_BLOCK_SEQUENCE_STYLE)) ||
+		    !yaml_emitter_emit(&em->e, &ev))
+			return false;
+		for (const cJSON *c = v->child; c; c = c->next)
+			if ((map && !emit_str(em, c->string, true)) || !emit_value(em, c))
+				return false;
+		if (!(map ? yaml_mapping_end_event_initialize(&ev)
+			  : yaml_sequence_end_event_initialize(&ev)))
+			return false;
+		return yaml_emitter_emit(&em->e, &ev);
+	}
+	if (cJSON_IsString(v))
+		return emit_str(em, v->valuestring, false);
+	char text[40];
+	if (cJSON_IsNumber(v))
+		number_text(v, text, sizeof(text));
+	else
+		ng_fmt(text, sizeof(text), "%s",
+		       cJSON_IsTrue(v)    ? "true"
+		       : cJSON_IsFalse(v) ? "false"
+					  : "null");
+	return yaml_scalar_event_initialize(&ev, NULL, NULL, (const yaml_char_t *)text,
+					    (int)strlen(text), 1, 1, YAML_PLAIN_SCALAR_STYLE) &&
+	       yaml_emitter_emit(&em->e, &ev);
+}
+
+static bool emit_document(struct emit *em, const cJSON *root)
+{
+	yaml_event_t ev;
+	return yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING) &&
+	       yaml_emitter_emit(&em->e, &ev) &&
+	       yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1) &&
+	       yaml_emitter_emit(&em->e, &ev) && emit_value(em, root) &&
+	       yaml_document_end_event_initialize(&ev, 1) && yaml_emitter_emit(&em->e, &ev) &&
+	       yaml_stream_end_event_initialize(&ev) && yaml_emitter_emit(&em->e, &ev) &&
+	       yaml_emitter_flush(&em->e);
+}
+
+ng_status ng_yaml_from_json(const char *json, size_t len, struct ng_buf *out, struct ng_err *reterr)
+{
+	cJSON *root = NULL;
+	ng_status st = ng_json_parse(json, len, NULL, &root, reterr);
+	if (st != NG_OK)
+		return st;
+	struct emit em = {.out = out};
+	size_t before = out->len;
+	if (!yaml_emitter_initialize(&em.e)) {
+		cJSON_Delete(root);
+		return ng_err_set(reterr, NG_ENOMEM, 0, "YAML output: out of memory");
+	}
+	yaml_emitter_set_output(&em.e, emit_write, &em);
+	yaml_emitter_set_unicode(&em.e, 1);
+	yaml_emitter_set_indent(&em.e, 2);
+	yaml_emitter_set_width(&em.e, -1);
+	if (!emit_document(&em, root)) {
+		if (em.out_st == NG_ELIMIT)
+			st = ng_err_set(reterr, NG_ELIMIT, 0, "YAML output: more than %zu bytes",
+					out->cap);
+		else if (em.out_st != NG_OK || em.e.error == YAML_MEMORY_ERROR)
+			st = ng_err_set(reterr, NG_ENOMEM, 0, "YAML output: out of memory");
+		else
+			st = ng_err_set(reterr, NG_EPARSE, 0, "YAML output: %s",
+					em.e.problem ? em.e.problem : "cannot be written");
+		out->len = before;
+		if (out->data)
+			out->data[before] = '\0';
+	}
+	yaml_emitter_delete(&em.e);
+	cJSON_Delete(root);
+	return st;
 }

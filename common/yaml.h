@@ -5,6 +5,8 @@
  * aliases (refused before anything is expanded: billion laughs), nesting past a depth limit, and
  * a second document that is not empty.
  *
+ * The writer, ng_yaml_from_json(), turns JSON back into such YAML, for `-o yaml` outputs.
+ *
  * Threads: any; nothing global. Errors: NG_EPARSE (malformed YAML, an alias, a second document,
  * something JSON cannot hold), NG_ELIMIT (deeper than allowed, over a memory or output cap),
  * NG_ENOMEM; the ng_err message starts with the caller's @what and names the line. */
@@ -70,5 +72,18 @@ NG_NODISCARD ng_status ng_yaml_to_json(const char *buf, size_t len, const char *
  * flow mapping at the top level (`{a: 1}`) is rare and is read as JSON.
  */
 bool ng_yaml_is_json(const char *buf, size_t len);
+
+/**
+ * Writes the JSON document in @json (@len bytes, borrowed) as YAML appended to @out (borrowed),
+ * in block style as kubectl prints (`kubectl get -o yaml`): members in their JSON order, lists
+ * under a key at the key's indentation, empty containers as {} and [], a string with line breaks
+ * as a literal block. A string YAML would read as something else (true, no, null, ~, 123, 0x1F,
+ * 1e3, .inf, "" and the like) is double-quoted, so ng_yaml_to_json() gives back the same JSON.
+ * Integers print as integers, other numbers in their shortest exact form. Lines are never
+ * folded. Output beyond @out's cap is NG_ELIMIT; malformed JSON is NG_EPARSE (the JSON parser's
+ * message), nesting as NG_MAX_JSON_DEPTH; on failure @out is as it was. Any thread.
+ */
+NG_NODISCARD ng_status ng_yaml_from_json(const char *json, size_t len, struct ng_buf *out,
+					 struct ng_err *reterr);
 
 #endif

@@ -230,6 +230,73 @@ static void test_tree_reader(void **state)
 	ng_arena_destroy(a);
 }
 
+/* Writes @json as YAML into @out (4 KiB) and returns the status. */
+static ng_status to_yaml(const char *json, char *out, struct ng_err *err)
+{
+	struct ng_buf b;
+	ng_buf_init(&b, 4096);
+	ng_status st = ng_yaml_from_json(json, strlen(json), &b, err);
+	(void)snprintf(out, 4096, "%s", b.len ? b.data : "");
+	ng_buf_finish(&b);
+	return st;
+}
+
+static void test_json_written_as_kubectl_prints_yaml(void **state)
+{
+	static const struct {
+		const char *json, *yaml;
+	} cases[] = {
+	    {"{\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\",\"labels\":{}},\"spec\":{"
+	     "\"nodeNames\":[\"web-1\",\"web-2\"],\"priority\":10,\"x\":[]}}",
+	     "apiVersion: v1\nmetadata:\n  name: a\n  labels: {}\nspec:\n  nodeNames:\n  - web-1\n"
+	     "  - web-2\n  priority: 10\n  x: []\n"},
+	    /* Strings YAML would read as something else are quoted; numbers and booleans not. */
+	    {"[\"true\",\"no\",\"null\",\"~\",\"\",\"123\",\"0x1F\",\"1e3\",\".inf\",\"1.5\",\"y\","
+	     "true,null,1.5,-3,\"v1\",\"1.2.3\"]",
+	     "- \"true\"\n- \"no\"\n- \"null\"\n- \"~\"\n- \"\"\n- \"123\"\n- \"0x1F\"\n- \"1e3\"\n"
+	     "- \".inf\"\n- \"1.5\"\n- \"y\"\n- true\n- null\n- 1.5\n- -3\n- v1\n- 1.2.3\n"},
+	    /* What plain YAML cannot hold is quoted by the emitter; lines break as a literal. */
+	    {"{\"a\":\"x: y\",\"b\":\"- z\",\"c\":\"l1\\nl2\\n\",\"on\":0.1}",
+	     "a: 'x: y'\nb: '- z'\nc: |\n  l1\n  l2\n\"on\": 0.1\n"},
+	    {"{}", "{}\n"},
+	};
+	(void)state;
+	char out[4096];
+	struct ng_err err = {0};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(to_yaml(cases[i].json, out, &err), NG_OK);
+		assert_string_equal(out, cases[i].yaml);
+	}
+}
+
+static void test_yaml_written_reads_back_as_the_same_json(void **state)
+{
+	static const char *const docs[] = {
+	    "{\"a\":[1,-2,3.25,1e+20,0.1,true,false,null],\"b\":{\"c\":\"d\",\"e\":[[],{}]}}",
+	    "[\"yes\",\"Off\",\"0644\",\"+7\",\"1_000\",\"<<\",\"\",\" lead\",\"trail \",\"#c\","
+	    "\"a\\tb\",\"\xc2\xb5s\",\"x\\ny\",\"'q'\",\"\\\"\",\"%\",\"@\",\"*a\",\"&a\",\"!t\"]",
+	    "{\"true\":1,\"123\":2,\"a b\":3,\"\":4}",
+	    "\"only a string\"",
+	    "42",
+	};
+	(void)state;
+	char yaml[4096], back[4096];
+	struct ng_err err = {0};
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		assert_int_equal(to_yaml(docs[i], yaml, &err), NG_OK);
+		assert_int_equal(convert(yaml, back, &err), NG_OK);
+		assert_string_equal(back, docs[i]);
+	}
+	/* Malformed JSON and a cap too small are refused, and the buffer is left as it was. */
+	assert_int_equal(to_yaml("{\"a\":", yaml, &err), NG_EPARSE);
+	struct ng_buf b;
+	ng_buf_init(&b, 8);
+	const char *big = "{\"a\":\"0123456789\"}";
+	assert_int_equal(ng_yaml_from_json(big, strlen(big), &b, &err), NG_ELIMIT);
+	assert_int_equal(b.len, 0);
+	ng_buf_finish(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -239,6 +306,8 @@ int main(void)
 	    cmocka_unit_test(test_json_or_yaml),
 	    cmocka_unit_test(test_the_yaml_example_is_the_json_example),
 	    cmocka_unit_test(test_tree_reader),
+	    cmocka_unit_test(test_json_written_as_kubectl_prints_yaml),
+	    cmocka_unit_test(test_yaml_written_reads_back_as_the_same_json),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
