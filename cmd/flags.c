@@ -265,14 +265,14 @@ static const struct cmd_info commands[] = {
      "Exit status 0 when it would be Granted, 1 when not, 2 when it is invalid or a file cannot "
      "be read."},
     {"status", "what the gate does now: budgets, the queue and why each request waits, drains",
-     "[--kubeconfig FILE] [--context NAME] [--snapshot FILE...] [-o text|json] [--watch]",
+     "[--kubeconfig FILE] [--context NAME] [--snapshot FILE...] [-o text|json|yaml] [--watch]",
      "One screen for an operator: whether the gate is paused, the alert gate, every budget's "
      "numbers and the requests holding it, the queue in the order the gate decides with why "
      "each request waits, the grants with their drains, and the nodes nodegate holds "
      "(docs/troubleshooting.md). --watch prints again on every change. Exit status 0, 2 when "
      "the cluster cannot be read."},
     {"why", "the chain for one request or node: budgets, holders, what would unblock it, pods",
-     "NAME [--kubeconfig FILE] [--context NAME] [--snapshot FILE...] [-o text|json]",
+     "NAME [--kubeconfig FILE] [--context NAME] [--snapshot FILE...] [-o text|json|yaml]",
      "Explains request NAME, or node NAME (node/NAME or nd/NAME to choose): the budgets "
      "covering it and their numbers, what holds it and since when, and for a drain every pod "
      "still on its nodes with what holds it (docs/troubleshooting.md). Exit status 0, 1 when "

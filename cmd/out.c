@@ -2,6 +2,7 @@
 #include "cmd/out.h"
 
 #include "common/buf.h"
+#include "common/yaml.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +19,10 @@ int cmd_out_parse(const char *prefix, const char *value, FILE *f, struct cmd_out
 		ret->format = CMD_OUT_TEXT;
 	else if (strcmp(value, "json") == 0)
 		ret->format = CMD_OUT_JSON;
+	else if (strcmp(value, "yaml") == 0)
+		ret->format = CMD_OUT_YAML;
 	else {
-		(void)fprintf(stderr, "%s: --output \"%s\": expected text or json\n", prefix,
+		(void)fprintf(stderr, "%s: --output \"%s\": expected text, json or yaml\n", prefix,
 			      value);
 		return -1;
 	}
@@ -33,11 +36,18 @@ int cmd_out_parse(const char *prefix, const char *value, FILE *f, struct cmd_out
 ng_status cmd_out_print(FILE *f, const struct cmd_out *o, const char *json, size_t len,
 			struct ng_err *err)
 {
-	(void)o;
-	(void)err;
-	(void)fwrite(json, 1, len, f);
-	(void)fputc('\n', f);
-	return NG_OK;
+	if (o->format != CMD_OUT_YAML) {
+		(void)fwrite(json, 1, len, f);
+		(void)fputc('\n', f);
+		return NG_OK;
+	}
+	struct ng_buf y;
+	ng_buf_init(&y, 4 * len + 4096);
+	ng_status st = ng_yaml_from_json(json, len, &y, err);
+	if (st == NG_OK)
+		(void)fwrite(y.data, 1, y.len, f);
+	ng_buf_finish(&y);
+	return st;
 }
 
 const char *cmd_out_bold(const struct cmd_out *o)

@@ -1,4 +1,4 @@
-/* How the CLI prints: the output format every subcommand with output takes (-o text|json),
+/* How the CLI prints: the output format every subcommand with output takes (-o text|json|yaml),
  * colour only on a terminal, and times and durations as people read them.
  *
  * Ownership: a struct cmd_out is the caller's, filled by cmd_out_parse(); the strings its
@@ -17,6 +17,7 @@
 enum cmd_out_format {
 	CMD_OUT_TEXT,
 	CMD_OUT_JSON,
+	CMD_OUT_YAML,
 };
 
 struct cmd_out {
@@ -27,11 +28,11 @@ struct cmd_out {
 
 /**
  * --output @value (NULL: text when @f is a terminal, json otherwise) into @ret. 0, or -1 after
- * printing "@prefix: --output "x": expected text or json" to stderr.
+ * printing "@prefix: --output "x": expected text, json or yaml" to stderr.
  */
 int cmd_out_parse(const char *prefix, const char *value, FILE *f, struct cmd_out *ret);
 
-/** Prints the JSON document @json (@len bytes) to @f as @o's format asks: JSON. */
+/** Prints the JSON document @json (@len bytes) to @f as @o's format asks: JSON or YAML. */
 NG_NODISCARD ng_status cmd_out_print(FILE *f, const struct cmd_out *o, const char *json, size_t len,
 				     struct ng_err *err);
 
