@@ -200,9 +200,10 @@ static void shade(struct out *o, const struct pol_plan_windows *w, size_t nw, in
 /* The time axis at o->y, with tick lines down to @bottom. */
 static void axis(struct out *o, int bottom)
 {
-	static const int64_t steps_ms[] = {1000,     5000,     10000,    30000,     60000,
-					   300000,   600000,   1800000,  3600000,   10800000,
-					   21600000, 43200000, 86400000, 604800000, 2592000000};
+	static const int64_t steps_ms[] = {
+	    1000,      5000,       10000,      30000,      60000,      300000,   600000,
+	    1800000,   3600000,    10800000,   21600000,   43200000,   86400000, 172800000,
+	    604800000, 1209600000, 2592000000, 7776000000, 31536000000};
 	size_t k = 0;
 	while (k + 1 < sizeof(steps_ms) / sizeof(steps_ms[0]) &&
 	       o->span_ms / steps_ms[k] > MAX_TICKS)
@@ -244,7 +245,7 @@ static void node_row(struct out *o, const char *name, size_t n, const struct pol
 	else
 		put(o, "</text>");
 	put(o, "<rect class=\"bar%s\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/></g>\n",
-	    n % 2 ? "" : " alt", x0, o->y + 1, x1 > x0 ? x1 - x0 : 1, BAR_H);
+	    n % 2 ? "" : " alt", x0, o->y + 1, x1 > x0 + 2 ? x1 - x0 : 2, BAR_H);
 	o->y += ROW_H;
 }
 
@@ -260,12 +261,18 @@ static void wave_row(struct out *o, size_t n, const struct pol_plan_wave *w)
 		put(o, " ");
 		esc(o, ng_intern_str(o->pool, w->nodes[k], NULL), 0);
 	}
-	put(o, "</title><text x=\"4\" y=\"%d\">wave %zu (%zu node%s)</text>", o->y + 10, n,
-	    w->nnodes, w->nnodes == 1 ? "" : "s");
+	if (w->nnodes == 1) { /* one node at a time: name it */
+		put(o, "</title><text x=\"4\" y=\"%d\">wave %zu: ", o->y + 10, n);
+		esc(o, ng_intern_str(o->pool, w->nodes[0], NULL), LABEL_BYTES - 12);
+		put(o, "</text>");
+	} else {
+		put(o, "</title><text x=\"4\" y=\"%d\">wave %zu (%zu nodes)</text>", o->y + 10, n,
+		    w->nnodes);
+	}
 	if (x0 > CHART_X)
 		put(o, "<path class=\"wait\" d=\"M%d %dH%d\"/>", CHART_X, o->y + 6, x0);
 	put(o, "<rect class=\"bar%s\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/></g>\n",
-	    n % 2 ? "" : " alt", x0, o->y + 1, x1 > x0 ? x1 - x0 : 1, BAR_H);
+	    n % 2 ? "" : " alt", x0, o->y + 1, x1 > x0 + 2 ? x1 - x0 : 2, BAR_H);
 	o->y += ROW_H;
 }
 
