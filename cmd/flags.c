@@ -280,11 +280,13 @@ static const struct cmd_info commands[] = {
     {"plan", "simulates rolling maintenance of nodes against every budget: waves and time",
      "[--snapshot FILE... | --kubeconfig FILE] [--context NAME] (--nodes SELECTOR | "
      "--node-file FILE) "
-     "[--drain-seconds N] [--start TIME] [--type TYPE] [--requestor NAME] [--output text|json]",
+     "[--drain-seconds N] [--start TIME] [--type TYPE] [--requestor NAME] "
+     "[--output text|json|svg|html]",
      "Simulates, with the gate's own decisions, one NodeDisruption per chosen node created at "
      "--start and each deleted --drain-seconds after its grant: prints the waves in order, what "
      "held each back, the nodes never granted and why, and the total time "
-     "(docs/planner.md). Health hooks are assumed healthy. Exit status 0 when every node gets "
+     "(docs/planner.md), or draws them as a timeline (--output svg, or html for a page holding "
+     "it). Health hooks are assumed healthy. Exit status 0 when every node gets "
      "a wave, 1 when some never would, 2 for bad flags or unreadable input."},
     {"certs", "writes a CA and a serving certificate for the webhook; prints the caBundle",
      "--out DIR [--service NAME] [--namespace NS] [--dns NAME...] [--ip ADDR...] [--days N]",

@@ -87,14 +87,21 @@ void cmd_out_time(FILE *f, int64_t wall_ms)
 		(void)fputs(buf, f);
 }
 
-void cmd_out_duration(FILE *f, int64_t ms)
+void cmd_out_duration_str(char *out, size_t cap, int64_t ms)
 {
 	int64_t s = ms > 0 ? ms / 1000 : 0;
 	if (s >= 3600)
-		(void)fprintf(f, "%lldh%02lldm%02llds", (long long)(s / 3600),
-			      (long long)(s % 3600 / 60), (long long)(s % 60));
+		ng_fmt(out, cap, "%lldh%02lldm%02llds", (long long)(s / 3600),
+		       (long long)(s % 3600 / 60), (long long)(s % 60));
 	else if (s >= 60)
-		(void)fprintf(f, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
+		ng_fmt(out, cap, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
 	else
-		(void)fprintf(f, "%llds", (long long)s);
+		ng_fmt(out, cap, "%llds", (long long)s);
+}
+
+void cmd_out_duration(FILE *f, int64_t ms)
+{
+	char d[32];
+	cmd_out_duration_str(d, sizeof(d), ms);
+	(void)fputs(d, f);
 }

@@ -51,4 +51,7 @@ void cmd_out_time(FILE *f, int64_t wall_ms);
 /** @ms as "45s", "3m05s" or "2h03m05s" (negative: "0s"). */
 void cmd_out_duration(FILE *f, int64_t ms);
 
+/** As cmd_out_duration(), into @out (@cap bytes, NUL-terminated, cut short if need be). */
+void cmd_out_duration_str(char *out, size_t cap, int64_t ms);
+
 #endif

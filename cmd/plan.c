@@ -4,6 +4,7 @@
 #include "cmd/cmd.h"
 #include "cmd/live.h"
 #include "cmd/out.h"
+#include "cmd/plan_svg.h"
 
 #include "common/arena.h"
 #include "common/buf.h"
@@ -157,11 +158,43 @@ static void print_text(FILE *f, const struct kube_snapshot *s, const struct pol_
 	(void)fprintf(f, "%s\n", p->truncated ? " (truncated)" : "");
 }
 
+/* What --output writes: a row per format. */
+enum plan_format { PLAN_TEXT, PLAN_JSON, PLAN_SVG, PLAN_HTML };
+static const struct {
+	const char *name;
+	enum plan_format format;
+} PLAN_FORMATS[] = {
+    {"text", PLAN_TEXT},
+    {"json", PLAN_JSON},
+    {"svg", PLAN_SVG},
+    {"html", PLAN_HTML},
+};
+#define NFORMATS (sizeof(PLAN_FORMATS) / sizeof(PLAN_FORMATS[0]))
+
+/* @output as a format, or false after saying on stderr which ones there are. */
+static bool output_format(const char *output, enum plan_format *ret)
+{
+	for (size_t i = 0; i < NFORMATS; i++)
+		if (strcmp(output, PLAN_FORMATS[i].name) == 0) {
+			*ret = PLAN_FORMATS[i].format;
+			return true;
+		}
+	(void)fprintf(stderr, "nodegate plan: --output \"%s\": expected", output);
+	for (size_t i = 0; i < NFORMATS; i++)
+		(void)fprintf(stderr, "%s%s",
+			      i == 0             ? " "
+			      : i + 1 < NFORMATS ? ", "
+						 : " or ",
+			      PLAN_FORMATS[i].name);
+	(void)fputc('\n', stderr);
+	return false;
+}
+
 /* The flags that go together or exclude each other, --output and --start read: false (said
  * on stderr) when they do not agree. */
 static bool flags_agree(size_t nsnaps, const struct cmd_cluster *cl, const char *selector,
 			const char *node_file, const char *output, const char *start_s,
-			bool *ret_json, int64_t *ret_start_wall_ms)
+			enum plan_format *ret_format, int64_t *ret_start_wall_ms)
 {
 	if ((nsnaps && (cl->kubeconfig || cl->context)) || !!selector == !!node_file) {
 		(void)fprintf(
@@ -169,12 +202,8 @@ static bool flags_agree(size_t nsnaps, const struct cmd_cluster *cl, const char 
 			    "--context, $KUBECONFIG), and --nodes SELECTOR or --node-file FILE\n");
 		return false;
 	}
-	*ret_json = strcmp(output, "json") == 0;
-	if (!*ret_json && strcmp(output, "text") != 0) {
-		(void)fprintf(stderr, "nodegate plan: --output \"%s\": expected text or json\n",
-			      output);
+	if (!output_format(output, ret_format))
 		return false;
-	}
 	*ret_start_wall_ms = ng_now_wall_ms();
 	if (start_s && ng_parse_rfc3339_ms(start_s, strlen(start_s), ret_start_wall_ms) != NG_OK) {
 		(void)fprintf(stderr,
@@ -192,7 +221,7 @@ struct plan_args {
 	struct cmd_cluster cluster;
 	const char *selector, *node_file, *start_s, *output, *type, *requestor;
 	int64_t drain_s, max_rounds, max_decisions, max_seconds;
-	bool json;
+	enum plan_format format;
 	int64_t start_wall_ms;
 };
 
@@ -232,8 +261,9 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	    {"requestor", CMD_OPT_STR, &a->requestor, "NAME", "The requests' spec.requestor.", 0, 0,
 	     NULL, NULL},
 	    {"output", CMD_OPT_STR, &a->output, "FORMAT",
-	     "`text` for people, `json` for tools (docs/planner.md gives its shape).", 0, 0, NULL,
-	     NULL},
+	     "`text` for people, `json` for tools (docs/planner.md gives its shape), `svg` a "
+	     "timeline picture, `html` a page holding it.",
+	     0, 0, NULL, NULL},
 	    {"max-rounds", CMD_OPT_INT, &a->max_rounds, "N",
 	     "Stop after this many simulated gate rounds and answer a truncated plan (exit 3); 0 = "
 	     "no limit.",
@@ -249,7 +279,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	if (rc != 0)
 		return rc;
 	return flags_agree(a->snaps.n, &a->cluster, a->selector, a->node_file, a->output,
-			   a->start_s, &a->json, &a->start_wall_ms)
+			   a->start_s, &a->format, &a->start_wall_ms)
 		   ? 0
 		   : -1;
 }
@@ -288,7 +318,7 @@ static ng_status load_input(const struct plan_args *a, struct plan_run *r, struc
 	return st;
 }
 
-/* Plans @in on @r's cluster into @plan, and writes it into @out when @a asks for JSON. */
+/* Plans @in on @r's cluster into @plan, and writes it into @out unless @a asks for text. */
 static ng_status compute(const struct plan_args *a, struct plan_run *r, struct pol_plan_input *in,
 			 struct pol_plan *plan, struct ng_buf *out, struct ng_err *err)
 {
@@ -298,8 +328,10 @@ static ng_status compute(const struct plan_args *a, struct plan_run *r, struct p
 	if (st != NG_OK)
 		return ng_err_set(err, st, 0, "%s",
 				  st == NG_ELIMIT ? "too many nodes" : "out of memory");
-	if (a->json) {
-		st = pol_plan_json(r->snap, in, plan, out);
+	if (a->format != PLAN_TEXT) {
+		st = a->format == PLAN_JSON
+			 ? pol_plan_json(r->snap, in, plan, out)
+			 : cmd_plan_svg(r->snap, in, plan, a->format == PLAN_HTML, r->arena, out);
 		if (st != NG_OK)
 			(void)ng_err_set(err, st, 0, "the plan does not fit in memory");
 	}
@@ -331,7 +363,7 @@ int cmd_plan(int argc, char **argv)
 	if (st != NG_OK)
 		(void)fprintf(stderr, "nodegate plan: %s\n",
 			      err.msg[0] ? err.msg : "out of memory");
-	else if (a.json)
+	else if (a.format != PLAN_TEXT)
 		(void)fputs(out.data, stdout);
 	else
 		print_text(stdout, r.snap, &in, &plan);

@@ -613,14 +613,15 @@ static int parse_args(const char *cmd, int argc, char **argv, struct status_args
 	    {"output", CMD_OPT_STR, &a->output, "FORMAT",
 	     "text, json or yaml; default text on a terminal, json otherwise. -o for short.", 0, 0,
 	     NULL, NULL},
-	    {"watch", CMD_OPT_BOOL, &a->watch, NULL,
-	     "Keep watching the cluster and print again on every change (status only).", 0, 1, NULL,
-	     NULL},
 	    {"now", CMD_OPT_STR, &a->now_s, "TIME",
 	     "Explain as of this RFC 3339 time instead of now (with --snapshot).", 0, 0, NULL,
 	     NULL},
+	    {"watch", CMD_OPT_BOOL, &a->watch, NULL,
+	     "Keep watching the cluster and print again on every change.", 0, 1, NULL, NULL},
 	};
-	int rc = cmd_opts_parse(cmd, opts, sizeof(opts) / sizeof(opts[0]), argc, argv);
+	/* --watch, the last row, is status's only. */
+	size_t n = sizeof(opts) / sizeof(opts[0]) - (strcmp(cmd, "why") == 0);
+	int rc = cmd_opts_parse(cmd, opts, n, argc, argv);
 	if (rc != 0)
 		return rc;
 	char prefix[32];

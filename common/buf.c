@@ -245,3 +245,59 @@ ng_status ng_buf_base64(struct ng_buf *b, const void *p, size_t len)
 	}
 	return st;
 }
+
+/* The reference that stands for byte @c in XML text and attributes, or NULL when it stands for
+ * itself. */
+static const char *xml_ref(unsigned char c)
+{
+	switch (c) {
+	case '&':
+		return "&amp;";
+	case '<':
+		return "&lt;";
+	case '>':
+		return "&gt;";
+	case '"':
+		return "&quot;";
+	case '\'':
+		return "&#39;";
+	case '\t':
+		return "&#9;";
+	case '\n':
+		return "&#10;";
+	case '\r':
+		return "&#13;";
+	default:
+		return c < 0x20 ? "\xef\xbf\xbd" : NULL;
+	}
+}
+
+ng_status ng_buf_xml_str(struct ng_buf *b, const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	ng_status st = NG_OK;
+	size_t i = 0;
+	while (st == NG_OK && i < len) {
+		size_t run = i;
+		/* Copy plain ASCII runs in one append. */
+		while (run < len && u[run] < 0x80 && !xml_ref(u[run]))
+			run++;
+		if (run > i) {
+			st = ng_buf_append(b, s + i, run - i);
+			i = run;
+			continue;
+		}
+		const char *ref = xml_ref(u[i]);
+		size_t n = ref ? 1 : ng_utf8_seq_len(u + i, len - i);
+		/* U+FFFE and U+FFFF are not XML characters. */
+		if (n == 3 && u[i] == 0xef && u[i + 1] == 0xbf && u[i + 2] >= 0xbe)
+			ref = "\xef\xbf\xbd";
+		if (n == 0) {
+			ref = "\xef\xbf\xbd";
+			n = 1;
+		}
+		st = ref ? ng_buf_puts(b, ref) : ng_buf_append(b, s + i, n);
+		i += n;
+	}
+	return st;
+}

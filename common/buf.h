@@ -42,6 +42,14 @@ NG_NODISCARD ng_status ng_buf_json_str(struct ng_buf *b, const char *s, size_t l
  * append when @s needs no escape. */
 NG_NODISCARD ng_status ng_buf_json_str_tail(struct ng_buf *b, const char *s, size_t len,
 					    const char *tail, size_t ntail);
+/**
+ * Appends @len bytes escaped for XML and HTML text and quoted attribute values: & < > " ' as
+ * character references, tab, newline and carriage return as numeric references (an attribute
+ * keeps them), and what XML 1.0 cannot hold (other bytes < 0x20, U+FFFE, U+FFFF) or invalid
+ * UTF-8 as U+FFFD, so the output is always well-formed. NG_ELIMIT over the buffer's cap,
+ * NG_ENOMEM; the buffer may then hold part of it.
+ */
+NG_NODISCARD ng_status ng_buf_xml_str(struct ng_buf *b, const char *s, size_t len);
 /** Appends @len bytes at @p as standard base64 with padding (no line breaks). */
 NG_NODISCARD ng_status ng_buf_base64(struct ng_buf *b, const void *p, size_t len);
 

@@ -158,6 +158,41 @@ NG_NODISCARD ng_status pol_plan_select_nodes(const struct kube_snapshot *s,
 					     struct ng_arena *arena, const char ***ret_names,
 					     size_t *ret_n, struct ng_err *reterr);
 
+/* Budgets whose maintenance windows a plan's picture shades, and open spans per budget: a
+ * picture of 2,000 nodes stays readable with a band per budget, and a daily window over the
+ * longest plan worth drawing (10,000 waves of minutes, a few months) opens a few hundred times. */
+#define POL_PLAN_MAX_WINDOWED 16
+#define POL_PLAN_MAX_SPANS 512
+
+/* Where a budget's maintenance windows are open on a plan's simulated clock. */
+struct pol_plan_span {
+	int64_t from_wall_ms, to_wall_ms; /* to > from */
+};
+
+struct pol_plan_windows {
+	enum kube_resource kind;  /* KUBE_RES_NDBS or KUBE_RES_ADBS */
+	uint32_t ns, name;        /* ns NG_INTERN_NONE for NodeDisruptionBudgets */
+	bool outside_use_default; /* spec.outsideWindows UseDefault: it still allows outside */
+	const struct pol_plan_span *spans; /* sorted, merged, none touching; arena memory */
+	size_t nspans;
+	bool more_spans; /* it opens again before the end: POL_PLAN_MAX_SPANS were kept */
+};
+
+/**
+ * The maintenance windows of the budgets that bear on plan @p (of @s for @in): budgets with
+ * spec.windows that a wave names as having held requests back, then NodeDisruptionBudgets with
+ * windows selecting a node of a wave or a node never granted; NodeDisruptionBudgets first, each
+ * in snapshot order, at most POL_PLAN_MAX_WINDOWED (*@ret_more counts the others). Each with
+ * the spans during which one of its windows is open between @in->start_wall_ms and
+ * @p->end_wall_ms (at least one drain after the start), cut to that interval. Pure: the
+ * answer is a function of its inputs. Arrays from @arena; NG_ENOMEM. Outputs are written only
+ * on success.
+ */
+NG_NODISCARD ng_status pol_plan_windows(const struct kube_snapshot *s,
+					const struct pol_plan_input *in, const struct pol_plan *p,
+					struct ng_arena *arena, struct pol_plan_windows **ret_v,
+					size_t *ret_n, size_t *ret_more);
+
 /**
  * Appends @p (a plan of @s for @in) to @b as the JSON document docs/planner.md describes,
  * followed by a newline. NG_ELIMIT/NG_ENOMEM from the buffer, which may then hold part of it.

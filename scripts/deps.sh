@@ -1,7 +1,7 @@
 # Sourced by scripts/demo and scripts/test: installs the Debian packages nodegate needs when
 # any is missing. Debian bookworm package names.
 NG_BUILD_PACKAGES="meson ninja-build gcc pkg-config libmicrohttpd-dev libgnutls28-dev libcjson-dev libcmocka-dev libyaml-dev libcurl4-openssl-dev libssl-dev libpcre2-dev openssl curl python3 tzdata"
-NG_TEST_PACKAGES="clang libclang-rt-14-dev clang-format clang-tidy cppcheck valgrind kubernetes-client podman runc mmdebstrap prometheus wrk nginx-light"
+NG_TEST_PACKAGES="clang libclang-rt-14-dev clang-format clang-tidy cppcheck valgrind kubernetes-client podman runc mmdebstrap prometheus wrk nginx-light chromium"
 
 ng_install_deps() {
 	local want="$*" missing="" p

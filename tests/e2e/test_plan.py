@@ -4,19 +4,26 @@ zones, a NodeDisruptionBudget of 5 over them and an ApplicationDisruptionBudget 
 application on fifteen of them: `nodegate plan --kubeconfig` says which nodes go together in which
 order (Q02), POST /v1/plan says the same on nodegate's live cache (Q03), and the gate, given one
 NodeDisruption per node by a maintenance tool that deletes each wave after the same short
-drain, grants the same sets in the same order (Q02).
+drain, grants the same sets in the same order (Q02). The same plan as a picture: `--output svg`
+is a valid SVG with a bar per node (O30), and `--output html`, loaded by a real browser
+(Debian's chromium, headless), renders that bar per node with no script error; its screenshot
+is kept (O31).
 
 The tool pauses the gate (NodeGateConfig paused) while it deletes a wave and unpauses it once
 every deletion has been seen: the plan ends a wave's requests at the same instant, and a gate
 that saw the deletions one by one could fill the first freed slot before the others are free.
 
 Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository)."""
+import html.parser
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import sys
 import time
 import unittest
+import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_live_cache import BINARY, E2ETest, ND_PATH, WAIT_S, eventually  # noqa: E402
@@ -28,6 +35,47 @@ NODES = [f"p{i:02d}" for i in range(30)]
 WEB = NODES[::2]  # the application's fifteen nodes, every other one in the ranking
 START = "2026-11-27T12:00:00Z"
 DRAIN_S = 1
+SVG_NS = "{http://www.w3.org/2000/svg}"
+# Headless chromium as the tests run it: no sandbox (containers), and nothing that reaches for
+# the network (closed here), which without these flags it tries at start.
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--enable-logging=stderr", "--v=0"]
+
+
+def artifacts_dir():
+    """Where a test keeps what a person may want to look at after it ran (docs/testing.md)."""
+    d = os.environ.get("NG_ARTIFACTS") or os.path.join(
+        os.environ.get("NG_TEST_LOGDIR") or tempfile.gettempdir(), "artifacts")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+class RenderedBars(html.parser.HTMLParser):
+    """The rendered DOM's bars (rect elements of class bar), labels (text elements' text) and the
+    page's body attributes."""
+
+    def __init__(self):
+        super().__init__()
+        self.bars, self.texts, self.body, self._in_text = 0, [], {}, False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "rect" and "bar" in (a.get("class") or "").split():
+            self.bars += 1
+        elif tag == "text":
+            self._in_text = True
+            self.texts.append("")
+        elif tag == "body":
+            self.body = a
+
+    def handle_endtag(self, tag):
+        if tag == "text":
+            self._in_text = False
+
+    def handle_data(self, data):
+        if self._in_text:
+            self.texts[-1] += data
 
 
 class PlanTest(E2ETest):
@@ -103,6 +151,60 @@ class PlanTest(E2ETest):
             if st.get("state") != "Pending" or not msgs or "paused" in msgs:
                 return None
         return sorted(granted)
+
+    def cli_plan_picture(self, output):
+        p = subprocess.run([BINARY, "plan", "--kubeconfig", self.api.kubeconfig, "--nodes", "plan=yes",
+                            "--drain-seconds", str(DRAIN_S), "--start", START, "--output", output],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout
+
+    def test_O30_O31_the_plan_as_a_picture(self):
+        """O30: `plan --output svg` is a well-formed SVG with one bar per planned node, each
+        node's name as its row's label, and the plan's summary as its title. O31: the HTML page,
+        loaded by headless chromium, renders one bar per node and every label, with no script or
+        console error; its screenshot (a PNG) is kept as an artifact. What a user notices: the
+        picture opens in a browser and shows every node."""
+        svg = self.cli_plan_picture("svg")
+        root = ET.fromstring(svg)  # O30: valid XML
+        self.assertEqual(root.tag, SVG_NS + "svg")
+        bars = [r for r in root.iter(SVG_NS + "rect") if "bar" in r.get("class", "").split()]
+        self.assertEqual(len(bars), len(NODES))
+        labels = {t.text for t in root.iter(SVG_NS + "text")}
+        self.assertTrue(set(NODES) <= labels, set(NODES) - labels)
+        self.assertTrue(any(t.startswith("Plan for 30 nodes from 2026-11-27T12:00:00Z") for t in labels if t))
+        self.assertNotIn("http", svg.replace('xmlns="http://www.w3.org/2000/svg"', ""))
+        print(f"\n  plan --output svg: {len(svg)} bytes, {len(svg) / len(NODES):.0f} per node", file=sys.stderr)
+
+        # O31: a real browser. Skipped without chromium, except in CI where it must run.
+        browser = shutil.which("chromium")
+        if not browser:
+            if os.environ.get("CI") == "true":
+                self.fail("chromium is not installed: scripts/deps.sh installs it for CI")
+            self.skipTest("chromium is not installed (apt-get install chromium); O31 needs it")
+        page = self.cli_plan_picture("html")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "plan.html")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(page)
+            shot = os.path.join(artifacts_dir(), "O31-plan.png")
+            t0 = time.monotonic()
+            p = subprocess.run([browser, *CHROMIUM_FLAGS, f"--user-data-dir={tmp}/profile",
+                                f"--screenshot={shot}", "--window-size=1220,700", "--dump-dom",
+                                "file://" + path], capture_output=True, text=True, timeout=60)
+        print(f"  chromium: {time.monotonic() - t0:.1f} s, screenshot {shot}", file=sys.stderr)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        dom = RenderedBars()
+        dom.feed(p.stdout)
+        self.assertEqual(dom.bars, len(NODES), p.stdout[:2000])
+        self.assertTrue(set(NODES) <= set(dom.texts), set(NODES) - set(dom.texts))
+        self.assertEqual(dom.body.get("data-ready"), "1", "the page's script did not run")
+        self.assertNotIn("data-errors", dom.body, dom.body.get("data-errors"))
+        console = [ln for ln in p.stderr.splitlines() if ":CONSOLE" in ln]
+        self.assertEqual(console, [], "the page wrote to the console")
+        with open(shot, "rb") as f:
+            png = f.read()
+        self.assertTrue(png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 1000, len(png))
 
     def test_Q02_Q03_the_gate_grants_the_waves_the_plan_says(self):
         plan = self.cli_plan()

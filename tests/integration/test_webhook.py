@@ -1032,7 +1032,7 @@ class LifecycleTest(unittest.TestCase):
         p = run("--help")
         self.assertEqual((p.returncode, p.stderr), (0, ""))
         listed = re.findall(r"^  ([a-z]+) +(\S.*)$", p.stdout.split("Commands:\n")[1], re.M)
-        self.assertEqual([c for c, _ in listed], ["serve", "drain", "check", "plan", "certs"], p.stdout)
+        self.assertEqual([c for c, _ in listed], ["serve", "drain", "check", "status", "why", "plan", "certs"], p.stdout)
         self.assertEqual(run("-h").stdout, p.stdout)
         self.assertEqual(run("help").stdout, p.stdout)
         bare = run()
@@ -1043,7 +1043,9 @@ class LifecycleTest(unittest.TestCase):
         doc = run("--dump-config-doc").stdout
         want = {"certs": ["out", "service", "namespace", "dns", "ip", "days"],
                 "check": ["snapshot", "nd", "now"],
-                "plan": ["snapshot", "kubeconfig", "nodes", "node-file", "drain-seconds", "start", "type",
+                "status": ["kubeconfig", "context", "snapshot", "output", "now", "watch"],
+                "why": ["kubeconfig", "context", "snapshot", "output", "now"],
+                "plan": ["snapshot", "kubeconfig", "context", "nodes", "node-file", "drain-seconds", "start", "type",
                          "requestor", "output", "max-rounds", "max-decisions", "max-seconds"]}
         for section in doc.split("\n## nodegate ")[1:]:
             want[section.split()[0]] = re.findall(r"^\| `--([a-z0-9-]+)", section, re.M)

@@ -121,6 +121,43 @@ static void test_buf_json_string_escaping(void **state)
 	ng_buf_finish(&b);
 }
 
+/* O33: names in a plan's picture are escaped for XML and HTML text and attributes, and bytes
+ * XML cannot hold become U+FFFD, so a hostile node name cannot break the document. */
+static void test_buf_xml_string_escaping(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in;
+		size_t len;
+		const char *out;
+	} cases[] = {
+	    {"plain-node.1", 12, "plain-node.1"},
+	    {"<script>&\"'", 11, "&lt;script&gt;&amp;&quot;&#39;"},
+	    {"n\nt\tr\r", 6, "n&#10;t&#9;r&#13;"},
+	    {"\x01\x1f", 2, "\xef\xbf\xbd\xef\xbf\xbd"},
+	    {"nul\0x", 5, "nul\xef\xbf\xbdx"},
+	    {"caf\xc3\xa9", 5, "caf\xc3\xa9"},
+	    {"a\xff"
+	     "b",
+	     3,
+	     "a\xef\xbf\xbd"
+	     "b"},
+	    {"\xef\xbf\xbf", 3, "\xef\xbf\xbd"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct ng_buf b;
+		ng_buf_init(&b, 1024);
+		assert_int_equal(ng_buf_xml_str(&b, cases[i].in, cases[i].len), NG_OK);
+		assert_string_equal(b.data, cases[i].out);
+		ng_buf_finish(&b);
+	}
+	/* Bounded by the buffer's cap. */
+	struct ng_buf b;
+	ng_buf_init(&b, 8);
+	assert_int_equal(ng_buf_xml_str(&b, "<<<<", 4), NG_ELIMIT);
+	ng_buf_finish(&b);
+}
+
 static void test_intern_ids_are_stable(void **state)
 {
 	struct ng_intern *in = ng_intern_create();
@@ -430,6 +467,7 @@ int main(void)
 	    cmocka_unit_test(test_arena_cap_below_a_chunk_holds_what_fits),
 	    cmocka_unit_test(test_buf_cap_leaves_contents_unchanged),
 	    cmocka_unit_test(test_buf_json_string_escaping),
+	    cmocka_unit_test(test_buf_xml_string_escaping),
 	    cmocka_unit_test(test_array_grow_doubles_and_refuses_overflow),
 	    cmocka_unit_test(test_fnv1a64_known_values_and_chaining),
 	    cmocka_unit_test(test_intern_ids_are_stable),

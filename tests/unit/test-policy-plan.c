@@ -187,6 +187,46 @@ static void test_Q04_waves_wait_for_maintenance_windows(void **state)
 	done(&r);
 }
 
+/* O32: the windows a picture of the plan shades: the open spans of the budget that held the
+ * nodes back, from the start to the plan's end and cut there; a budget with windows over no
+ * node of the plan is not listed. */
+static void test_O32_plan_lists_the_open_spans_of_its_windows(void **state)
+{
+	(void)state;
+	struct run r =
+	    plan(LIST(SIX_NODES "," NDB(
+		     "noon",
+		     "{\"nodeSelector\":{\"matchLabels\":{\"pool\":\"a\"}},"
+		     "\"maxDisruptedNodes\":1,\"windows\":[{\"schedule\":"
+		     "\"0 12 * * *\",\"duration\":\"12m\"}]}") "," NDB("elsewhere",
+								       "{\"nodeSelector\":{"
+								       "\"matchLabels\":{\"zone\":"
+								       "\"z9\"}},"
+								       "\"maxDisruptedNodes\":1,"
+								       "\"windows\":[{\"schedule\":"
+								       "\"0 1 * * *\","
+								       "\"duration\":\"1h\"}]}")),
+		 (const char *const[]){"n0", "n1", "n2", "n3", NULL});
+	struct pol_plan_windows *w = NULL;
+	size_t n = 9, more = 9;
+	assert_int_equal(pol_plan_windows(r.s, &r.in, &r.p, r.arena, &w, &n, &more), NG_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(more, 0);
+	assert_int_equal(w[0].kind, KUBE_RES_NDBS);
+	assert_string_equal(ng_intern_str(kube_snapshot_pool(r.s), w[0].name, NULL), "noon");
+	assert_false(w[0].outside_use_default);
+	const int64_t opens = START_WALL_MS + 3200000; /* 12:00:00Z */
+	assert_int_equal(w[0].nspans, 2);
+	assert_false(w[0].more_spans);
+	assert_int_equal(w[0].spans[0].from_wall_ms, opens);
+	assert_int_equal(w[0].spans[0].to_wall_ms, opens + 720000);
+	/* The plan ends at the fourth drain's end, 5 minutes into the next day's window. */
+	assert_int_equal(r.p.end_wall_ms, opens + 86400000 + DRAIN_MS);
+	assert_int_equal(w[0].spans[1].from_wall_ms, opens + 86400000);
+	assert_int_equal(w[0].spans[1].to_wall_ms, r.p.end_wall_ms);
+	done(&r);
+}
+
 static void test_Q01_nodes_never_granted_say_why_and_the_plan_ends(void **state)
 {
 	(void)state;
@@ -654,6 +694,7 @@ int main(void)
 	    cmocka_unit_test(test_Q01_adb_holds_its_application_nodes_apart),
 	    cmocka_unit_test(test_Q01_topology_limit_takes_one_zone_per_wave),
 	    cmocka_unit_test(test_Q04_waves_wait_for_maintenance_windows),
+	    cmocka_unit_test(test_O32_plan_lists_the_open_spans_of_its_windows),
 	    cmocka_unit_test(test_Q01_nodes_never_granted_say_why_and_the_plan_ends),
 	    cmocka_unit_test(test_Q01_granted_request_holds_capacity_until_it_ends),
 	    cmocka_unit_test(test_Q01_granted_request_ends_its_duration_after_its_grant),
