@@ -1042,8 +1042,8 @@ class LifecycleTest(unittest.TestCase):
         # check's and plan's as documented in certificates.md, gate.md and planner.md.
         doc = run("--dump-config-doc").stdout
         want = {"certs": ["out", "service", "namespace", "dns", "ip", "days"],
-                "check": ["snapshot", "nd", "now"],
-                "plan": ["snapshot", "kubeconfig", "nodes", "node-file", "drain-seconds", "start", "type",
+                "check": ["snapshot", "kubeconfig", "context", "nd", "now"],
+                "plan": ["snapshot", "kubeconfig", "context", "nodes", "node-file", "drain-seconds", "start", "type",
                          "requestor", "output", "max-rounds", "max-decisions", "max-seconds"]}
         for section in doc.split("\n## nodegate ")[1:]:
             want[section.split()[0]] = re.findall(r"^\| `--([a-z0-9-]+)", section, re.M)
