@@ -266,6 +266,12 @@ static ng_status exec_modes(const struct ng_yaml_node *ex, const char *where, co
 		return ng_err_set(
 		    err, NG_EPARSE, av ? av->off : ex->off,
 		    "user \"%.60s\": exec.apiVersion must be " EXEC_V1 " or " EXEC_V1BETA1, user);
+	/* client-go: v1 has no default, so kubectl refuses a v1 plugin without it. */
+	if (!mode && kc_scalar_is(av, EXEC_V1))
+		return ng_err_set(err, NG_EPARSE, ex->off,
+				  "user \"%.60s\": exec.interactiveMode is required with " EXEC_V1
+				  " (Never or IfAvailable)",
+				  user);
 	if (mode && kc_scalar_is(mode, "Always"))
 		return ng_err_set(
 		    err, NG_EINVAL, mode->off,

@@ -61,7 +61,9 @@ static const char *script(const char *name, const char *body)
 /* A configuration whose user runs @command with the exec fields @extra ("" or ", k: v"). */
 static void config_for(const char *command, const char *extra, struct kube_config *c)
 {
-	char yaml[4096];
+	char yaml[4096], mode[512];
+	/* v1 needs interactiveMode, as kubectl says. */
+	(void)snprintf(mode, sizeof(mode), "%s, interactiveMode: Never", extra);
 	(void)snprintf(yaml, sizeof(yaml),
 		       "clusters:\n- name: a\n  cluster:\n    server: https://a:6443\n"
 		       "    extensions:\n    - name: client.authentication.k8s.io/exec\n"
@@ -70,7 +72,7 @@ static void config_for(const char *command, const char *extra, struct kube_confi
 		       "%s}\n"
 		       "contexts:\n- {name: x, context: {cluster: a, user: u}}\n"
 		       "current-context: x\n",
-		       command, extra);
+		       command, strstr(extra, "interactiveMode") ? extra : mode);
 	struct ng_err err = {0};
 	ng_status st = kube_config_parse_kubeconfig(yaml, strlen(yaml), tmpdir, NULL, c, &err);
 	if (st != NG_OK)
@@ -319,12 +321,15 @@ static void test_exec_block_is_checked(void **state)
 		const char *user, *want;
 	} bad[] = {
 	    {"{exec: {command: x}}", "exec.apiVersion must be"},
+	    {"{exec: {command: x, apiVersion: " V1 "}}", "interactiveMode is required"},
 	    {"{exec: {apiVersion: " V1 "}}", "exec.command: required"},
 	    {"{exec: {command: x, apiVersion: " V1 ", interactiveMode: Sometimes}}",
 	     "interactiveMode: must be"},
 	    {"{token: t, exec: {command: x, apiVersion: " V1 "}}", "exec and token are both set"},
-	    {"{exec: {command: x, apiVersion: " V1 ", env: [{value: v}]}}", "name: required"},
-	    {"{exec: {command: x, apiVersion: " V1 ", args: [[a]]}}", "args[0]: must be a string"},
+	    {"{exec: {command: x, apiVersion: " V1 ", interactiveMode: Never, env: [{value: v}]}}",
+	     "name: required"},
+	    {"{exec: {command: x, apiVersion: " V1 ", interactiveMode: Never, args: [[a]]}}",
+	     "args[0]: must be a string"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char yaml[1024];
