@@ -549,7 +549,8 @@ ng_status kube_client_request(struct kube_client *c, const char *method, const c
 			 : curl_request(c, &rq, &resp, &code, reterr);
 		if (st != NG_OK || code != 401)
 			break;
-		kube_client_invalidate_token(c);
+		if (attempt == 0) /* after the retry the 401 stands, the new credential kept */
+			kube_client_invalidate_token(c);
 	}
 	/* An empty body still gets storage, so callers can rely on a NUL-terminated data. */
 	if (st == NG_OK && ng_buf_append(&resp, "", 0) != NG_OK)

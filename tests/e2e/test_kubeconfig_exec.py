@@ -4,7 +4,8 @@ whose user is an exec credential plugin, as managed clusters (EKS, GKE, AKS) wri
 $KUBECONFIG lists merged as kubectl merges them. `nodegate plan` and `nodegate check` run against
 the test API server through small plugins the tests write; kubectl runs through the same
 kubeconfig, which proves each plugin is what kubectl expects. The misbehaving plugins whose
-bounds take time (hanging, flooding) are in tests/unit/test-kube-exec-cred.c.
+bounds take time (hanging O28, flooding O29) and an expiring credential (O27) are in
+tests/unit/test-kube-exec-cred.c, with a real plugin each.
 
 One API server for the whole file (started once); no nodegate server runs.
 
@@ -185,7 +186,7 @@ class ExecPluginTest(unittest.TestCase):
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("never gives a credential plugin a terminal", p.stderr)
 
-    def test_O27_kubeconfig_list_is_merged(self):
+    def test_O20_kubeconfig_list_is_merged(self):
         """KUBECONFIG=missing:mine:admin's, as kubectl merges it: `--context exec` comes from
         the second file, the admin context from the third, and a context defined nowhere is
         named with the files searched."""

@@ -202,8 +202,8 @@ static void test_O21_good_plugin_runs_once_and_gets_cluster_info(void **state)
 	kube_config_finish(&c);
 }
 
-/* O22: a credential that expires is fetched again when it does. */
-static void test_O22_expiring_credential_runs_the_plugin_again(void **state)
+/* O27: a credential that expires is fetched again when it does. */
+static void test_O27_expiring_credential_runs_the_plugin_again(void **state)
 {
 	char body[PATH_MAX * 2];
 	(void)snprintf(body, sizeof(body),
@@ -285,32 +285,32 @@ static void expect_plugin_fails(const char *command, const char *extra, int64_t 
 	kube_config_finish(&c);
 }
 
-/* O23-O27: hanging, failing, flooding, missing and malformed plugins are errors that name the
- * plugin and say what it did. */
-static void test_O23_O27_misbehaving_plugins_are_named_errors(void **state)
+/* O24, O25, O28, O29: missing, failing, hanging, flooding and malformed plugins are errors that
+ * name the plugin and say what it did. */
+static void test_O24_O25_O28_O29_misbehaving_plugins_are_named_errors(void **state)
 {
-	/* O23: hangs (its child too): killed at the timeout. */
+	/* O28: hangs (its child too): killed at the timeout. */
 	expect_plugin_fails(script("hang", "echo waiting for the browser >&2; sleep 30 & wait"), "",
 			    300, NG_ETIMEDOUT, "no answer within 300 ms, killed", 3000);
 	expect_plugin_fails(script("hang", "echo waiting for the browser >&2; sleep 30 & wait"), "",
 			    300, NG_ETIMEDOUT, "its stderr ends: waiting for the browser", 3000);
-	/* O24: exits non-zero: the end of its stderr, not its beginning. */
+	/* O25: exits non-zero: the end of its stderr, not its beginning. */
 	expect_plugin_fails(
 	    script("fail", "i=0; while [ $i -lt 200 ]; do echo noise $i >&2; i=$((i+1)); done\n"
 			   "echo 'error: SSO session expired' >&2; exit 3"),
 	    "", 5000, NG_EIO, "exited with status 3; its stderr ends: ", 5000);
 	expect_plugin_fails(script("fail", "echo 'error: SSO session expired' >&2; exit 3"), "",
 			    5000, NG_EIO, "error: SSO session expired", 5000);
-	/* O25: floods stdout: capped and killed. */
+	/* O29: floods stdout: capped and killed. */
 	expect_plugin_fails(script("flood", "yes"), "", 5000, NG_ELIMIT, "printed more than", 5000);
-	/* O26: missing: the installHint says how to get it. */
+	/* O24: missing: the installHint says how to get it. */
 	expect_plugin_fails("ng-no-such-plugin",
 			    ", installHint: \"install it with: apt install ng-plugin\"", 5000,
 			    NG_ENOTFOUND,
 			    "credential plugin ng-no-such-plugin of user \"u\" not found: install "
 			    "it with: apt install ng-plugin",
 			    5000);
-	/* O27: answers something that is not an ExecCredential. */
+	/* O29: answers something that is not an ExecCredential. */
 	expect_plugin_fails(script("junk", "echo 'please log in'"), "", 5000, NG_EPARSE,
 			    "/junk: ExecCredential: not JSON", 5000);
 }
@@ -356,9 +356,9 @@ int main(void)
 	    cmocka_unit_test(test_answer_parser_takes_tokens_and_certificates),
 	    cmocka_unit_test(test_answer_parser_refuses_what_is_not_a_credential),
 	    cmocka_unit_test(test_O21_good_plugin_runs_once_and_gets_cluster_info),
-	    cmocka_unit_test(test_O22_expiring_credential_runs_the_plugin_again),
+	    cmocka_unit_test(test_O27_expiring_credential_runs_the_plugin_again),
 	    cmocka_unit_test(test_concurrent_callers_share_one_run),
-	    cmocka_unit_test(test_O23_O27_misbehaving_plugins_are_named_errors),
+	    cmocka_unit_test(test_O24_O25_O28_O29_misbehaving_plugins_are_named_errors),
 	    cmocka_unit_test(test_exec_block_is_checked),
 	};
 	return cmocka_run_group_tests(tests, setup_tmp, teardown_tmp);
