@@ -315,14 +315,16 @@ ng_status kube_client_prepare(struct kube_client *c, CURL *h, const char *path,
 	char *token = NULL, *auth = NULL, *url = NULL;
 	struct curl_slist *headers = NULL;
 	struct kube_exec_answer cred = {0};
-	ng_status st =
-	    c->exec ? exec_credential(c, &cred, reterr) : current_token(c, &token, reterr);
+	ng_status st;
+	if (c->exec) {
+		st = exec_credential(c, &cred, reterr);
+		token = cred.token; /* moved: freed as token below */
+		cred.token = NULL;
+	} else {
+		st = current_token(c, &token, reterr);
+	}
 	if (st != NG_OK)
 		return st;
-	if (c->exec) {
-		token = cred.token;
-		cred.token = NULL;
-	}
 	url = concat3(c->url_base, path, "");
 	if (token)
 		auth = concat3("Authorization: Bearer ", token, "");

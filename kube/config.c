@@ -606,6 +606,9 @@ static ng_status parse_files(const struct kc_file *f, size_t n, const char *cont
 	ng_status st = current_context(f, n, context, &ctx_name, err);
 	if (st == NG_OK)
 		st = read_context(f, n, ctx_name, &cluster_name, &user_name, &ns, err);
+	if (st == NG_OK && !cluster_name) /* read_context() says so already */
+		st =
+		    ng_err_set(err, NG_EPARSE, 0, "context \"%.60s\": cluster: required", ctx_name);
 	if (st == NG_OK)
 		st = find_any(f, n, "clusters", "cluster", cluster_name->s, &cl, &cli, &cf, err);
 	if (st == NG_OK)
@@ -688,10 +691,10 @@ static char *dir_of(const char *path)
 	return dir;
 }
 
-/* The files being merged: their bytes, directories and trees (in one arena). */
+/* The files being merged: their bytes, and their directories and trees (in one arena). */
 struct kc_set {
 	struct kc_file f[KUBE_CONFIG_MAX_FILES];
-	char *buf[KUBE_CONFIG_MAX_FILES], *dir[KUBE_CONFIG_MAX_FILES];
+	char *buf[KUBE_CONFIG_MAX_FILES];
 	size_t len[KUBE_CONFIG_MAX_FILES];
 	size_t n;
 	struct ng_arena *arena;
@@ -703,7 +706,6 @@ static void set_finish(struct kc_set *s)
 		if (s->buf[i])
 			explicit_bzero(s->buf[i], s->len[i]);
 		free(s->buf[i]);
-		free(s->dir[i]);
 	}
 	ng_arena_destroy(s->arena);
 }
@@ -721,11 +723,12 @@ static ng_status set_add(struct kc_set *s, const char *path, struct ng_err *err)
 		return st;
 	s->n++;
 	s->f[i].path = path;
-	s->f[i].dir = s->dir[i] = dir_of(path);
-	if (!s->dir[i])
+	char *dir = dir_of(path);
+	s->f[i].dir = dir && dir[0] ? ng_arena_strndup(s->arena, dir, strlen(dir)) : NULL;
+	bool lost = !dir || (dir[0] && !s->f[i].dir);
+	free(dir);
+	if (lost)
 		return ng_err_set(err, NG_ENOMEM, 0, "out of memory");
-	if (s->dir[i][0] == '\0')
-		s->f[i].dir = NULL;
 	return blame(load_tree(s->buf[i], s->len[i], s->arena, &s->f[i], err), path, err);
 }
 

@@ -163,6 +163,7 @@ static bool json_literal(const struct ng_yaml_node *n)
 }
 
 /* The YAML tree under @n as JSON (the cluster's exec extension, spec.cluster.config). */
+/* NOLINTNEXTLINE(misc-no-recursion): depth <= KUBE_CONFIG_MAX_DEPTH (the YAML loader's) */
 static void yaml_json(struct ng_jw *w, const struct ng_yaml_node *n)
 {
 	if (n->kind == NG_YAML_SCALAR) {

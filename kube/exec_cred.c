@@ -1,6 +1,7 @@
 /* kubeconfig exec credential plugins (kube/exec_cred.h): the answer's parser, the shared cache
  * and the run of the plugin itself. */
-#define _GNU_SOURCE /* posix_spawn_file_actions_addclosefrom_np, POSIX_SPAWN_SETSID */
+/* posix_spawn_file_actions_addclosefrom_np, POSIX_SPAWN_SETSID and environ are GNU's in glibc. */
+#define _GNU_SOURCE /* NOLINT(bugprone-reserved-identifier,cert-dcl37-c) */
 #include "kube/exec_cred.h"
 
 #include "common/arena.h"
@@ -21,8 +22,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 struct kube_exec_cred {
 	struct kube_exec_spec spec; /* immutable after create */
@@ -293,7 +292,7 @@ static ng_status spawn(const struct kube_exec_spec *s, char **envp, struct run *
 			if (po[i] >= 0)
 				(void)close(po[i]);
 		return ng_err_set(err, NG_EIO, 0, "credential plugin %s: pipe: %s", s->command,
-				  strerror(errno));
+				  ng_strerror(errno));
 	}
 	char **argv = calloc(s->nargs + 2, sizeof(*argv));
 	posix_spawn_file_actions_t fa;
@@ -343,7 +342,7 @@ static ng_status spawn(const struct kube_exec_spec *s, char **envp, struct run *
 			    s->install_hint ? s->install_hint : "");
 		return ng_err_set(err, rc == ENOMEM ? NG_ENOMEM : NG_EIO, 0,
 				  "credential plugin %s: cannot start it: %s", s->command,
-				  strerror(rc));
+				  ng_strerror(rc));
 	}
 	r->out_fd = po[0];
 	r->err_fd = pe[0];
