@@ -13,13 +13,15 @@ Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository)."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import unittest
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_live_cache import BINARY, CRDS, FIXTURE, WRAPPER  # noqa: E402
+from test_live_cache import BINARY, CRDS, FIXTURE, WRAPPER, eventually  # noqa: E402
 from ktestapi.testing import ServerProcess  # noqa: E402
 
 V1 = "client.authentication.k8s.io/v1"
@@ -131,6 +133,46 @@ class ExecPluginTest(unittest.TestCase):
         k = self.kubectl(kc, "get", "nodes", "-o", "name")
         self.assertEqual(k.returncode, 0, k.stderr)
         self.assertIn("node/node1", k.stdout)
+
+    def test_O21_drain_runs_through_a_token_plugin(self):
+        """The drainer (as serve, a long-running controller) started from an operator's
+        kubeconfig with a plugin: it lists, watches and becomes ready without a prompt, sharing
+        one credential across its threads, and stops cleanly."""
+        token = self.api.tokens["admin"]
+        plug = self.plugin("get-token", self.answer({"token": token}))
+        kc = self.kubeconfig("kc", {"command": plug})
+        port_file = os.path.join(self.tmp, "port")
+        env = dict(os.environ)
+        env.pop("KUBECONFIG", None)
+        with open(os.path.join(self.tmp, "drain.log"), "wb") as log:
+            proc = subprocess.Popen(WRAPPER + [BINARY, "drain", "--context", "exec", "--kubeconfig", kc,
+                                               "--listen", "127.0.0.1:0", "--port-file", port_file,
+                                               "--lease-namespace", "nodegate",
+                                               "--shutdown-grace-seconds", "1"],
+                                    stdout=log, stderr=subprocess.STDOUT, env=env)
+            try:
+                ready, _ = eventually(lambda: self.ready(port_file), TIMEOUT_S)
+                self.assertTrue(ready, self.read(os.path.join(self.tmp, "drain.log")))
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                rc = proc.wait(TIMEOUT_S)
+        self.assertEqual(rc, 0, self.read(os.path.join(self.tmp, "drain.log")))
+        self.assertEqual(self.runs(plug), 1)
+
+    @staticmethod
+    def read(path):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()[-4000:]
+
+    @staticmethod
+    def ready(port_file):
+        try:
+            with open(port_file, encoding="utf-8") as f:
+                port = int(f.read())
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
+                return r.status == 200
+        except (OSError, ValueError):
+            return False
 
     def test_O22_a_rejected_token_runs_the_plugin_again(self):
         """A plugin whose cached token the API server no longer accepts (a 401) is run again
