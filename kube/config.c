@@ -923,10 +923,11 @@ ng_status kube_config_resolve(const char *kubeconfig_flag, const char *context, 
 		free(path);
 		st = kube_config_load_list(env, context, &c, reterr);
 	} else if (context && context[0]) {
-		return ng_err_set(reterr, NG_EINVAL, 0,
-				  "--kube-context needs a kubeconfig: pass --kubeconfig or set "
-				  "KUBECONFIG%s",
-				  env && env[0] ? " (no file listed in KUBECONFIG exists)" : "");
+		return ng_err_set(
+		    reterr, NG_EINVAL, 0,
+		    "a context (--context) needs a kubeconfig: pass --kubeconfig or set "
+		    "KUBECONFIG%s",
+		    env && env[0] ? " (no file listed in KUBECONFIG exists)" : "");
 	} else {
 		st = kube_config_in_cluster("/", &c, reterr);
 		if (st == NG_ENOTFOUND)

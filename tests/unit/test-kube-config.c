@@ -700,7 +700,7 @@ static void test_missing_environment_gives_a_clear_error(void **state)
 	assert_int_equal(kube_config_resolve("", NULL, false, &c, &err), NG_ENOTFOUND);
 	assert_non_null(strstr(err.msg, "none of its files exists"));
 	assert_int_equal(kube_config_resolve(NULL, "prod", false, &c, &err), NG_EINVAL);
-	assert_non_null(strstr(err.msg, "--kube-context needs a kubeconfig"));
+	assert_non_null(strstr(err.msg, "a context (--context) needs a kubeconfig"));
 	assert_int_equal(unsetenv("KUBECONFIG"), 0);
 	assert_untouched(&c);
 }
