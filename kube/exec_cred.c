@@ -250,6 +250,8 @@ struct run {
 	struct ng_buf out;
 	char tail[KUBE_EXEC_STDERR_TAIL_BYTES];
 	size_t tail_len;
+	bool reaped; /* the plugin exited and was waited for: status holds how */
+	int status;
 };
 
 static void keep_tail(struct run *r, const char *p, size_t n)
@@ -368,17 +370,24 @@ static bool drain_fd(struct run *r, int fd, bool is_out, ng_status *st)
 	return a == NG_OK;
 }
 
-/* Reads stdout and stderr until both end, stdout overflows or @deadline_us passes. */
+/* Reads stdout and stderr until both end, stdout overflows or @deadline_us passes. Once stdout
+ * has ended and the plugin has exited, a stderr still held open (by something it left running)
+ * is not waited for: the answer is complete. */
 static ng_status pump(struct run *r, int64_t deadline_us)
 {
 	bool out_open = true, err_open = true;
 	while (out_open || err_open) {
+		if (!out_open && !r->reaped && waitpid(r->pid, &r->status, WNOHANG) == r->pid)
+			r->reaped = true;
+		if (!out_open && r->reaped)
+			break;
 		int64_t left_ms = (deadline_us - ng_now_mono_us()) / 1000;
 		if (left_ms <= 0)
 			return NG_ETIMEDOUT;
+		int wait_ms = out_open ? 1000 : 20;
 		struct pollfd p[2] = {{out_open ? r->out_fd : -1, POLLIN, 0},
 				      {err_open ? r->err_fd : -1, POLLIN, 0}};
-		int k = poll(p, 2, left_ms > 1000 ? 1000 : (int)left_ms);
+		int k = poll(p, 2, left_ms > wait_ms ? wait_ms : (int)left_ms);
 		if (k < 0 && errno != EINTR)
 			return NG_EIO;
 		if (k <= 0)
@@ -398,8 +407,12 @@ static ng_status pump(struct run *r, int64_t deadline_us)
 static int reap(struct run *r, int64_t deadline_us, bool kill_now)
 {
 	int status = 0;
+	if (r->reaped && !kill_now)
+		return r->status;
 	if (kill_now)
 		(void)kill(-r->pid, SIGKILL);
+	if (r->reaped) /* only what it left running was still there */
+		return r->status;
 	for (;;) {
 		pid_t w = waitpid(r->pid, &status, WNOHANG);
 		if (w == r->pid || (w < 0 && errno != EINTR))

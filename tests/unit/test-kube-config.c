@@ -609,6 +609,16 @@ static void test_O20_kubeconfig_list_is_merged_first_definition_wins(void **stat
 	assert_untouched(&c);
 	assert_int_equal(kube_config_resolve(NULL, "nope", false, &c, &err), NG_ENOTFOUND);
 	assert_non_null(strstr(err.msg, "context \"nope\" not found in "));
+	/* More files than KUBE_CONFIG_MAX_FILES. */
+	static char many[(KUBE_CONFIG_MAX_FILES + 1) * (PATH_MAX / 8)];
+	size_t o = 0;
+	for (int i = 0; i <= KUBE_CONFIG_MAX_FILES; i++)
+		o += (size_t)snprintf(many + o, sizeof(many) - o, "%s%s/m/one", i ? ":" : "",
+				      tmpdir);
+	assert_true(o < sizeof(many));
+	assert_int_equal(setenv("KUBECONFIG", many, 1), 0);
+	assert_int_equal(kube_config_resolve(NULL, NULL, false, &c, &err), NG_ELIMIT);
+	assert_non_null(strstr(err.msg, "more than 64 files"));
 	/* A broken file in the list is an error naming it, not skipped. */
 	write_tmp("m/bad", "clusters: [\n");
 	(void)snprintf(env, sizeof(env), "%s/m/one:%s/m/bad", tmpdir, tmpdir);

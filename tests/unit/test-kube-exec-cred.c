@@ -226,6 +226,26 @@ static void test_O27_expiring_credential_runs_the_plugin_again(void **state)
 	kube_config_finish(&c);
 }
 
+/* A plugin that leaves something running with its stderr open (a background refresher): the
+ * answer is complete when it exits, so nodegate does not wait for the timeout. */
+static void test_a_plugin_leaving_a_child_behind_is_not_waited_for(void **state)
+{
+	struct kube_config c;
+	config_for(script("daemon", "(sleep 5 >/dev/null) &\n"
+				    "echo '{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1
+				    "\",\"status\":{\"token\":\"t\"}}'"),
+		   "", &c);
+	kube_exec_cred_set_timeout_ms(c.exec, 3000);
+	struct kube_exec_answer a;
+	struct ng_err err = {0};
+	int64_t t0 = ng_now_mono_us();
+	assert_int_equal(get(&c, &a, NULL, &err), NG_OK);
+	assert_true(ng_now_mono_us() - t0 < 2000 * 1000);
+	assert_string_equal(a.token, "t");
+	kube_exec_answer_finish(&a);
+	kube_config_finish(&c);
+}
+
 struct racer {
 	struct kube_config *c;
 	ng_status st;
@@ -358,6 +378,7 @@ int main(void)
 	    cmocka_unit_test(test_O21_good_plugin_runs_once_and_gets_cluster_info),
 	    cmocka_unit_test(test_O27_expiring_credential_runs_the_plugin_again),
 	    cmocka_unit_test(test_concurrent_callers_share_one_run),
+	    cmocka_unit_test(test_a_plugin_leaving_a_child_behind_is_not_waited_for),
 	    cmocka_unit_test(test_O24_O25_O28_O29_misbehaving_plugins_are_named_errors),
 	    cmocka_unit_test(test_exec_block_is_checked),
 	};
