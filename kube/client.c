@@ -301,6 +301,29 @@ static void free_headers(struct curl_slist *list)
 	curl_slist_free_all(list);
 }
 
+/* TLS >= 1.2, verification, the CA and the client certificate (@cert_pem and @key_pem: the
+ * kubeconfig's or the credential plugin's), all as blobs libcurl copies. */
+static CURLcode set_tls(const struct kube_client *c, CURL *h, char *cert_pem, char *key_pem)
+{
+	CURLcode rc = CURLE_OK;
+	SET(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	SET(CURLOPT_SSL_VERIFYPEER, c->insecure ? 0L : 1L);
+	SET(CURLOPT_SSL_VERIFYHOST, c->insecure ? 0L : 2L);
+	if (c->ca_pem) {
+		struct curl_blob blob = {c->ca_pem, strlen(c->ca_pem), CURL_BLOB_COPY};
+		SET(CURLOPT_CAINFO_BLOB, &blob);
+	}
+	if (cert_pem && key_pem) {
+		struct curl_blob cert = {cert_pem, strlen(cert_pem), CURL_BLOB_COPY};
+		struct curl_blob key = {key_pem, strlen(key_pem), CURL_BLOB_COPY};
+		SET(CURLOPT_SSLCERT_BLOB, &cert);
+		SET(CURLOPT_SSLCERTTYPE, "PEM");
+		SET(CURLOPT_SSLKEY_BLOB, &key);
+		SET(CURLOPT_SSLKEYTYPE, "PEM");
+	}
+	return rc;
+}
+
 ng_status kube_client_prepare(struct kube_client *c, CURL *h, const char *path,
 			      struct curl_slist **ret_headers, struct ng_err *reterr)
 {
@@ -350,25 +373,9 @@ ng_status kube_client_prepare(struct kube_client *c, CURL *h, const char *path,
 	SET(CURLOPT_USERAGENT, "nodegate/" NG_VERSION);
 	SET(CURLOPT_HTTPHEADER, headers);
 	SET(CURLOPT_CONNECT_TO, c->connect_to);
-	if (c->https) {
-		SET(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
-		SET(CURLOPT_SSL_VERIFYPEER, c->insecure ? 0L : 1L);
-		SET(CURLOPT_SSL_VERIFYHOST, c->insecure ? 0L : 2L);
-		if (c->ca_pem) {
-			struct curl_blob blob = {c->ca_pem, strlen(c->ca_pem), CURL_BLOB_COPY};
-			SET(CURLOPT_CAINFO_BLOB, &blob);
-		}
-		char *cert_pem = c->exec ? cred.cert_pem : c->cert_pem;
-		char *key_pem = c->exec ? cred.key_pem : c->key_pem;
-		if (cert_pem && key_pem) {
-			struct curl_blob cert = {cert_pem, strlen(cert_pem), CURL_BLOB_COPY};
-			struct curl_blob key = {key_pem, strlen(key_pem), CURL_BLOB_COPY};
-			SET(CURLOPT_SSLCERT_BLOB, &cert);
-			SET(CURLOPT_SSLCERTTYPE, "PEM");
-			SET(CURLOPT_SSLKEY_BLOB, &key);
-			SET(CURLOPT_SSLKEYTYPE, "PEM");
-		}
-	}
+	if (rc == CURLE_OK && c->https)
+		rc = set_tls(c, h, c->exec ? cred.cert_pem : c->cert_pem,
+			     c->exec ? cred.key_pem : c->key_pem);
 	if (rc != CURLE_OK) {
 		st = refused_option(rc, reterr);
 		goto out;
