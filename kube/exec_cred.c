@@ -206,8 +206,16 @@ static ng_status exec_info(const struct kube_exec_spec *s, struct ng_buf *b, str
 	ng_jw_kbool(&w, "interactive", false);
 	ng_jw_obj_end(&w);
 	ng_jw_obj_end(&w);
-	if (ng_jw_finish(&w) != NG_OK || ng_buf_append(b, "", 1) != NG_OK)
-		return ng_err_set(err, NG_ENOMEM, 0, "credential plugin: out of memory");
+	ng_status st = ng_jw_finish(&w);
+	if (st == NG_OK)
+		st = ng_buf_append(b, "", 1);
+	if (st == NG_ELIMIT)
+		return ng_err_set(err, st, 0,
+				  "credential plugin %s: KUBERNETES_EXEC_INFO would be larger than "
+				  "%u bytes (the cluster's CA and exec extension)",
+				  s->command, KUBE_EXEC_MAX_INFO_BYTES);
+	if (st != NG_OK)
+		return ng_err_set(err, st, 0, "credential plugin %s: out of memory", s->command);
 	return NG_OK;
 }
 
@@ -462,7 +470,7 @@ static ng_status run_plugin(const struct kube_exec_spec *s, int64_t timeout_ms,
 			    struct kube_exec_answer *ret, struct ng_err *err)
 {
 	struct ng_buf info;
-	ng_buf_init(&info, 1u << 20);
+	ng_buf_init(&info, KUBE_EXEC_MAX_INFO_BYTES);
 	struct run r = {.pid = -1, .out_fd = -1, .err_fd = -1};
 	ng_buf_init(&r.out, KUBE_EXEC_MAX_STDOUT_BYTES);
 	char *info_env = NULL, **envp = NULL;

@@ -38,9 +38,14 @@
 /* How much of the end of a plugin's stderr is kept to quote in an error. */
 #define KUBE_EXEC_STDERR_TAIL_BYTES 1024u
 
-/* Bounds on the exec block: argument and env counts, and bytes of KUBERNETES_EXEC_INFO. */
+/* Bounds on the exec block: argument and env counts. */
 #define KUBE_EXEC_MAX_ARGS 256
 #define KUBE_EXEC_MAX_ENV 256
+
+/* Largest KUBERNETES_EXEC_INFO: room for a 1 MiB CA bundle in base64 (provideClusterInfo) and
+ * an exec extension. The kernel's own limit on one environment string (128 KiB on Linux) is
+ * usually met first: then the plugin cannot start, and the error says so. */
+#define KUBE_EXEC_MAX_INFO_BYTES (4u * 1024u * 1024u)
 
 /* A credential is used until this long before its expirationTimestamp (at most half of the
  * lifetime it had when it arrived), so a request does not leave with a token about to expire. */
