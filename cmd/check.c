@@ -1,7 +1,8 @@
-/* nodegate check: the dry run of POST /v1/evaluate, offline: exit 0 when the request would be
- * Granted (for a NodeRemediation: when some request it would create would be), 1 when not, 2 on
- * an error or a refused object. */
+/* nodegate check: the dry run of POST /v1/evaluate, against snapshot files or the live cluster
+ * (cmd/live.h): exit 0 when the request would be Granted (for a NodeRemediation: when some
+ * request it would create would be), 1 when not, 2 on an error or a refused object. */
 #include "cmd/cmd.h"
+#include "cmd/live.h"
 
 #include "common/arena.h"
 #include "common/buf.h"
@@ -40,13 +41,15 @@ static ng_status read_yaml(const char *path, char **body, size_t *len, struct ng
 int cmd_check(int argc, char **argv)
 {
 	struct cmd_multi snaps = {0};
+	struct cmd_cluster cl = {0};
 	const char *nd = NULL, *now_s = NULL;
 	const struct cmd_opt opts[] = {
 	    {"snapshot", CMD_OPT_MULTI, &snaps, "FILE",
 	     "Cluster state: `kubectl get ... -o json` or `-o yaml` output (a List of mixed kinds, "
 	     "a ...List, or one object). Later files replace objects of the same identity. "
-	     "Required.",
+	     "Without it: the live cluster (--kubeconfig, --context).",
 	     0, 0, NULL, NULL},
+	    CMD_CLUSTER_OPTS(&cl),
 	    {"nd", CMD_OPT_STR, &nd, "FILE",
 	     "The NodeDisruption to decide, or a NodeRemediation to explain (which pool nodes "
 	     "are unhealthy, which would get a request, and the decision on each), as JSON or "
@@ -60,9 +63,9 @@ int cmd_check(int argc, char **argv)
 	int rc = cmd_opts_parse("check", opts, sizeof(opts) / sizeof(opts[0]), argc, argv);
 	if (rc != 0)
 		return rc > 0 ? 0 : 2;
-	if (!snaps.n || !nd) {
-		(void)fprintf(stderr,
-			      "nodegate check: --snapshot FILE and --nd FILE are required\n");
+	if (!nd || (snaps.n && (cl.kubeconfig || cl.context))) {
+		(void)fprintf(stderr, "nodegate check: --nd FILE is required, with --snapshot FILE "
+				      "or the cluster (--kubeconfig, --context), not both\n");
 		return 2;
 	}
 	int64_t now_wall_ms = ng_now_wall_ms();
@@ -83,9 +86,12 @@ int cmd_check(int argc, char **argv)
 	int code = 0;
 	rc = 2;
 	bool granted = false;
-	if (kube_snapshot_load_files(snaps.v, snaps.n, &snap, &err) != NG_OK ||
-	    ng_read_file(nd, NG_MAX_BODY_BYTES, "--nd", false, &body, &len, &err) != NG_OK ||
-	    read_yaml(nd, &body, &len, &err) != NG_OK || !arena ||
+	/* The request first: a wrong --nd is reported before the cluster is listed. */
+	if (ng_read_file(nd, NG_MAX_BODY_BYTES, "--nd", false, &body, &len, &err) != NG_OK ||
+	    read_yaml(nd, &body, &len, &err) != NG_OK ||
+	    (snaps.n ? kube_snapshot_load_files(snaps.v, snaps.n, &snap, &err)
+		     : cmd_live_load(&cl, &snap, &err)) != NG_OK ||
+	    !arena ||
 	    srv_evaluate(body, len, arena, snap, now_wall_ms, &out, &code, &granted, &err) !=
 		NG_OK) {
 		(void)fprintf(stderr, "nodegate check: %s\n",

@@ -33,9 +33,13 @@ static const struct flag serve_flags[] = {
      "PEM private key of the serving certificate. Required."},
     {"kubeconfig", "NG_KUBECONFIG", CMD_OPT_STR, OFF(kubeconfig), NULL, 0, 0, "FILE",
      "Watch the API server of this kubeconfig (its current context). Without it and without "
-     "--snapshot: the first file of $KUBECONFIG, else the in-cluster service account."},
+     "--snapshot: the files of $KUBECONFIG merged as kubectl merges them, else the in-cluster "
+     "service account."},
     {"kube-context", "NG_KUBE_CONTEXT", CMD_OPT_STR, OFF(kube_context), NULL, 0, 0, "NAME",
      "Use this kubeconfig context instead of current-context."},
+    /* The name plan and check (and kubectl) use; no environment variable of its own. */
+    {"context", NULL, CMD_OPT_STR, OFF(kube_context), NULL, 0, 0, "NAME",
+     "Another name for --kube-context, as `plan`, `check` and kubectl spell it."},
     {"allow-insecure-kube-tls", "NG_ALLOW_INSECURE_KUBE_TLS", CMD_OPT_BOOL,
      OFF(allow_insecure_kube_tls), "false", 0, 1, "",
      "Accept a kubeconfig with insecure-skip-tls-verify (refused otherwise)."},
@@ -198,6 +202,7 @@ static const struct {
      "HTTP: the drainer serves nothing else, so keep it on loopback or the pod network."},
     {"kubeconfig", NULL, NULL},
     {"kube-context", NULL, NULL},
+    {"context", NULL, NULL},
     {"allow-insecure-kube-tls", NULL, NULL},
     {"watch-batch-ms", NULL, NULL},
     {"lease-namespace", NULL,
@@ -257,11 +262,12 @@ static const struct cmd_info commands[] = {
      "wait, evict, run the operation, and give the nodes back when the request is deleted (the "
      "replica holding its lease acts). Serves /healthz, /readyz and /metrics until SIGTERM or "
      "SIGINT. Exit status as serve's."},
-    {"check", "decides a NodeDisruption offline against snapshot files, as the gate would",
-     "--snapshot FILE [--snapshot FILE...] --nd FILE [--now TIME]",
+    {"check", "decides a NodeDisruption against snapshot files or the cluster, as the gate would",
+     "[--snapshot FILE... | --kubeconfig FILE] [--context NAME] --nd FILE [--now TIME]",
      "Decides the NodeDisruption in --nd (JSON or YAML) against the cluster in the snapshot "
-     "files (kubectl get -o json or -o yaml output) as the gate would, health hooks aside, and "
-     "prints the decision as JSON. "
+     "files (kubectl get -o json or -o yaml output), or without them against the live cluster "
+     "(--kubeconfig, $KUBECONFIG or in-cluster, as plan), as the gate would, health hooks "
+     "aside, and prints the decision as JSON. "
      "Exit status 0 when it would be Granted, 1 when not, 2 when it is invalid or a file cannot "
      "be read."},
     {"status", "what the gate does now: budgets, the queue and why each request waits, drains",
@@ -334,8 +340,9 @@ static void doc_table(enum cmd_kind cmd)
 		const char *def, *doc;
 		if (!takes(cmd, i, &def, &doc))
 			continue;
-		(void)printf("| `--%s%s%s` | `%s` | %s%s%s", fl->name, *fl->arg ? " " : "", fl->arg,
-			     fl->env, def ? "`" : "", def ? def : "", def ? "`" : "");
+		(void)printf("| `--%s%s%s` | %s%s%s | %s%s%s", fl->name, *fl->arg ? " " : "",
+			     fl->arg, fl->env ? "`" : "", fl->env ? fl->env : "",
+			     fl->env ? "`" : "", def ? "`" : "", def ? def : "", def ? "`" : "");
 		if (fl->type == CMD_OPT_INT)
 			(void)printf(" (between %lld and %lld)", (long long)fl->min,
 				     (long long)fl->max);

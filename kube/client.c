@@ -4,6 +4,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "kube/config.h"
+#include "kube/exec_cred.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -21,12 +22,14 @@ struct kube_client {
 	bool insecure;
 	char *ca_pem, *cert_pem, *key_pem;
 	char *token_file;
+	struct kube_exec_cred *exec; /* the credential plugin (shared cache); NULL without */
 
-	pthread_mutex_t mu; /* guards the four fields below */
+	pthread_mutex_t mu; /* guards the five fields below */
 	char *token;        /* static token, or the last one read from token_file */
 	bool token_read;    /* token came from token_file */
 	int64_t token_read_us;
 	int64_t refresh_ms;
+	uint64_t exec_gen; /* generation of the plugin's credential last sent */
 
 	CURL *easy;                      /* kube_client_request's handle */
 	struct kube_transport transport; /* tests: replaces libcurl for requests */
@@ -151,6 +154,7 @@ struct kube_client *kube_client_create(const struct kube_config *cfg)
 	c->key_pem = dup_opt(cfg->client_key_pem, &ok);
 	c->token = dup_opt(cfg->token, &ok);
 	c->token_file = dup_opt(cfg->token_file, &ok);
+	c->exec = kube_exec_cred_ref(cfg->exec);
 	if (cfg->server && !setup_server(c, cfg->server, cfg->tls_server_name))
 		ok = false;
 	if (!ok) {
@@ -174,6 +178,7 @@ void kube_client_destroy(struct kube_client *c)
 	wipe_free(c->key_pem);
 	wipe_free(c->token);
 	free(c->token_file);
+	kube_exec_cred_unref(c->exec);
 	pthread_mutex_destroy(&c->mu);
 	explicit_bzero(c->errbuf, sizeof(c->errbuf));
 	free(c);
@@ -190,7 +195,10 @@ void kube_client_invalidate_token(struct kube_client *c)
 {
 	pthread_mutex_lock(&c->mu);
 	c->token_read_us = INT64_MIN;
+	uint64_t gen = c->exec_gen;
 	pthread_mutex_unlock(&c->mu);
+	/* The plugin runs again only if no other request has fetched a newer credential. */
+	kube_exec_cred_invalidate(c->exec, gen);
 }
 
 /* Returns a malloc'd copy of the token to send (NULL in *ret when there is none). The file is
@@ -237,6 +245,21 @@ static ng_status current_token(struct kube_client *c, char **ret, struct ng_err 
 	return st;
 }
 
+/* The credential plugin's current answer (kube/exec_cred.h: cached, or run now), remembering
+ * its generation for kube_client_invalidate_token(). */
+static ng_status exec_credential(struct kube_client *c, struct kube_exec_answer *ret,
+				 struct ng_err *err)
+{
+	uint64_t gen = 0;
+	ng_status st = kube_exec_cred_get(c->exec, ret, &gen, err);
+	if (st == NG_OK) {
+		pthread_mutex_lock(&c->mu);
+		c->exec_gen = gen;
+		pthread_mutex_unlock(&c->mu);
+	}
+	return st;
+}
+
 static bool path_ok(const char *path)
 {
 	if (!path || path[0] != '/')
@@ -278,6 +301,29 @@ static void free_headers(struct curl_slist *list)
 	curl_slist_free_all(list);
 }
 
+/* TLS >= 1.2, verification, the CA and the client certificate (@cert_pem and @key_pem: the
+ * kubeconfig's or the credential plugin's), all as blobs libcurl copies. */
+static CURLcode set_tls(const struct kube_client *c, CURL *h, char *cert_pem, char *key_pem)
+{
+	CURLcode rc = CURLE_OK;
+	SET(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	SET(CURLOPT_SSL_VERIFYPEER, c->insecure ? 0L : 1L);
+	SET(CURLOPT_SSL_VERIFYHOST, c->insecure ? 0L : 2L);
+	if (c->ca_pem) {
+		struct curl_blob blob = {c->ca_pem, strlen(c->ca_pem), CURL_BLOB_COPY};
+		SET(CURLOPT_CAINFO_BLOB, &blob);
+	}
+	if (cert_pem && key_pem) {
+		struct curl_blob cert = {cert_pem, strlen(cert_pem), CURL_BLOB_COPY};
+		struct curl_blob key = {key_pem, strlen(key_pem), CURL_BLOB_COPY};
+		SET(CURLOPT_SSLCERT_BLOB, &cert);
+		SET(CURLOPT_SSLCERTTYPE, "PEM");
+		SET(CURLOPT_SSLKEY_BLOB, &key);
+		SET(CURLOPT_SSLKEYTYPE, "PEM");
+	}
+	return rc;
+}
+
 ng_status kube_client_prepare(struct kube_client *c, CURL *h, const char *path,
 			      struct curl_slist **ret_headers, struct ng_err *reterr)
 {
@@ -291,7 +337,15 @@ ng_status kube_client_prepare(struct kube_client *c, CURL *h, const char *path,
 				  "control bytes");
 	char *token = NULL, *auth = NULL, *url = NULL;
 	struct curl_slist *headers = NULL;
-	ng_status st = current_token(c, &token, reterr);
+	struct kube_exec_answer cred = {0};
+	ng_status st;
+	if (c->exec) {
+		st = exec_credential(c, &cred, reterr);
+		token = cred.token; /* moved: freed as token below */
+		cred.token = NULL;
+	} else {
+		st = current_token(c, &token, reterr);
+	}
 	if (st != NG_OK)
 		return st;
 	url = concat3(c->url_base, path, "");
@@ -319,23 +373,9 @@ ng_status kube_client_prepare(struct kube_client *c, CURL *h, const char *path,
 	SET(CURLOPT_USERAGENT, "nodegate/" NG_VERSION);
 	SET(CURLOPT_HTTPHEADER, headers);
 	SET(CURLOPT_CONNECT_TO, c->connect_to);
-	if (c->https) {
-		SET(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
-		SET(CURLOPT_SSL_VERIFYPEER, c->insecure ? 0L : 1L);
-		SET(CURLOPT_SSL_VERIFYHOST, c->insecure ? 0L : 2L);
-		if (c->ca_pem) {
-			struct curl_blob blob = {c->ca_pem, strlen(c->ca_pem), CURL_BLOB_COPY};
-			SET(CURLOPT_CAINFO_BLOB, &blob);
-		}
-		if (c->cert_pem && c->key_pem) {
-			struct curl_blob cert = {c->cert_pem, strlen(c->cert_pem), CURL_BLOB_COPY};
-			struct curl_blob key = {c->key_pem, strlen(c->key_pem), CURL_BLOB_COPY};
-			SET(CURLOPT_SSLCERT_BLOB, &cert);
-			SET(CURLOPT_SSLCERTTYPE, "PEM");
-			SET(CURLOPT_SSLKEY_BLOB, &key);
-			SET(CURLOPT_SSLKEYTYPE, "PEM");
-		}
-	}
+	if (rc == CURLE_OK && c->https)
+		rc = set_tls(c, h, c->exec ? cred.cert_pem : c->cert_pem,
+			     c->exec ? cred.key_pem : c->key_pem);
 	if (rc != CURLE_OK) {
 		st = refused_option(rc, reterr);
 		goto out;
@@ -349,6 +389,7 @@ out:
 	}
 	wipe_free(auth);
 	wipe_free(token);
+	kube_exec_answer_finish(&cred);
 	free(url);
 	return st;
 }
@@ -506,11 +547,20 @@ ng_status kube_client_request(struct kube_client *c, const char *method, const c
 	struct ng_buf resp;
 	ng_buf_init(&resp, cap_bytes);
 	long code = 0;
-	ng_status st = c->transport.request
-			   ? c->transport.request(c->transport.ctx, &rq, &resp, &code, reterr)
-			   : curl_request(c, &rq, &resp, &code, reterr);
-	if (st == NG_OK && code == 401)
-		kube_client_invalidate_token(c);
+	ng_status st = NG_OK;
+	/* With a credential plugin, a 401 runs it again and the request is sent once more, as
+	 * kubectl does; a second 401 stands. */
+	for (int attempt = 0; attempt < (c->exec ? 2 : 1); attempt++) {
+		if (attempt)
+			ng_buf_reset(&resp);
+		st = c->transport.request
+			 ? c->transport.request(c->transport.ctx, &rq, &resp, &code, reterr)
+			 : curl_request(c, &rq, &resp, &code, reterr);
+		if (st != NG_OK || code != 401)
+			break;
+		if (attempt == 0) /* after the retry the 401 stands, the new credential kept */
+			kube_client_invalidate_token(c);
+	}
 	/* An empty body still gets storage, so callers can rely on a NUL-terminated data. */
 	if (st == NG_OK && ng_buf_append(&resp, "", 0) != NG_OK)
 		st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");

@@ -48,7 +48,9 @@ void kube_client_destroy(struct kube_client *c);
 void kube_client_set_token_refresh_ms(struct kube_client *c, int64_t ms);
 
 /**
- * Forces the token file to be re-read before the next request, as client-go does on a 401.
+ * Forces the token file to be re-read before the next request, as client-go does on a 401; with
+ * a credential plugin (kube/exec_cred.h), the plugin runs again unless another request already
+ * fetched a newer credential.
  * kube_client_request() calls it itself on a 401; watch code that uses kube_client_prepare()
  * calls it when it sees one. Any thread.
  */
@@ -60,7 +62,9 @@ void kube_client_invalidate_token(struct kube_client *c);
  * control bytes): URL, CA and client certificate as blobs (copied into @h), peer and host
  * verification (off only with insecure-skip-tls-verify), TLS >= 1.2, the tls-server-name (URL
  * host plus CURLOPT_CONNECT_TO), "Authorization: Bearer" (the token file is re-read when the
- * cached copy is older than the refresh interval), "Accept: application/json", User-Agent
+ * cached copy is older than the refresh interval; with a credential plugin, its token and client
+ * certificate, running it when its answer is missing or expired: its errors are this call's),
+ * "Accept: application/json", User-Agent
  * nodegate/NG_VERSION, CURLOPT_NOSIGNAL, a 5 s connect timeout, TCP keepalive, no redirects,
  * HTTP/1.1, only the server's scheme. It sets no total timeout (watches are long): callers do,
  * along with the method, body and write callback.
@@ -83,7 +87,8 @@ NG_NODISCARD ng_status kube_client_prepare(struct kube_client *c, CURL *h, const
  *
  * On success writes the HTTP status to *ret_http and replaces @out (its previous storage is
  * freed) with a buffer holding the body, NUL-terminated, with cap @cap_bytes. An HTTP error
- * status is a success here: the caller decides (a 401 also invalidates the cached token). On
+ * status is a success here: the caller decides (a 401 also invalidates the cached token; with a
+ * credential plugin it runs the plugin again and sends the request once more). On
  * failure @out and *ret_http are untouched: NG_ETIMEDOUT, NG_ELIMIT (body over @cap_bytes),
  * NG_EIO (connection, TLS or protocol failure; reterr carries curl's text, e.g. "SSL
  * certificate problem: ..."), NG_EINVAL, NG_ENOMEM. One thread at a time per client.

@@ -10,6 +10,8 @@
 #include "common/file.h"
 #include "common/parse.h"
 #include "common/yaml.h"
+#include "kube/config_yaml.h"
+#include "kube/exec_cred.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,109 +23,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- walking the tree (common/yaml.h) ------------------------------------------------- */
-
-static bool scalar_is(const struct ng_yaml_node *n, const char *s)
-{
-	size_t l = strlen(s);
-	return n && n->kind == NG_YAML_SCALAR && n->len == l && memcmp(n->s, s, l) == 0;
-}
-
-static bool is_null(const struct ng_yaml_node *n)
-{
-	if (!n)
-		return true;
-	if (n->kind != NG_YAML_SCALAR)
-		return false;
-	if (n->len == 0)
-		return true; /* null, or "" which clientcmd treats as unset */
-	return n->plain && (scalar_is(n, "~") || scalar_is(n, "null") || scalar_is(n, "Null") ||
-			    scalar_is(n, "NULL"));
-}
-
-/* Looks @key up in the mapping @map; *ret is NULL when absent or null. Duplicate keys are refused
- * rather than resolved, so nobody has to guess which one wins. */
-static ng_status map_get(const struct ng_yaml_node *map, const char *key, const char *where,
-			 const struct ng_yaml_node **ret, struct ng_err *err)
-{
-	const struct ng_yaml_node *found = NULL;
-	for (const struct ng_yaml_node *k = map->first; k && k->next; k = k->next->next) {
-		if (!scalar_is(k, key))
-			continue;
-		if (found)
-			return ng_err_set(err, NG_EPARSE, k->off, "%s: duplicate key \"%s\"", where,
-					  key);
-		found = k->next;
-	}
-	*ret = is_null(found) ? NULL : found;
-	return NG_OK;
-}
-
-/* A string field: *ret is NULL when absent, null or empty. */
-static ng_status get_str(const struct ng_yaml_node *map, const char *key, const char *where,
-			 const struct ng_yaml_node **ret, struct ng_err *err)
-{
-	const struct ng_yaml_node *n = NULL;
-	ng_status st = map_get(map, key, where, &n, err);
-	if (st != NG_OK)
-		return st;
-	if (n && n->kind != NG_YAML_SCALAR)
-		return ng_err_set(err, NG_EPARSE, n->off, "%s.%s: must be a string", where, key);
-	if (n && memchr(n->s, '\0', n->len))
-		return ng_err_set(err, NG_EPARSE, n->off, "%s.%s: contains a NUL byte", where, key);
-	*ret = n;
-	return NG_OK;
-}
-
-static bool scalar_in(const struct ng_yaml_node *n, const char *const *words)
-{
-	for (size_t i = 0; words[i]; i++)
-		if (scalar_is(n, words[i]))
-			return true;
-	return false;
-}
-
-/* A boolean field, YAML 1.1 spellings as sigs.k8s.io/yaml accepts them; absent is false. */
-static ng_status get_bool(const struct ng_yaml_node *map, const char *key, const char *where,
-			  bool *ret, struct ng_err *err)
-{
-	static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes",
-					  "YES",  "on",   "On",   "ON",  NULL};
-	static const char *const no[] = {"false", "False", "FALSE", "no",  "No",
-					 "NO",    "off",   "Off",   "OFF", NULL};
-	const struct ng_yaml_node *n = NULL;
-	ng_status st = map_get(map, key, where, &n, err);
-	if (st != NG_OK)
-		return st;
-	if (!n) {
-		*ret = false;
-		return NG_OK;
-	}
-	if (n->kind == NG_YAML_SCALAR && n->plain && scalar_in(n, yes)) {
-		*ret = true;
-		return NG_OK;
-	}
-	if (n->kind == NG_YAML_SCALAR && n->plain && scalar_in(n, no)) {
-		*ret = false;
-		return NG_OK;
-	}
-	return ng_err_set(err, NG_EPARSE, n->off, "%s.%s: must be true or false", where, key);
-}
-
-/* Refuses a field nodegate does not implement, when it is set. */
-static ng_status refuse(const struct ng_yaml_node *map, const char *key, const char *what,
-			const char *name, const char *why, struct ng_err *err)
-{
-	const struct ng_yaml_node *n = NULL;
-	ng_status st = map_get(map, key, what, &n, err);
-	if (st != NG_OK)
-		return st;
-	if (n)
-		return ng_err_set(err, NG_EINVAL, n->off, "%s \"%.40s\": %s is not supported%s",
-				  what, name, key, why);
-	return NG_OK;
-}
-
 /* Finds the item of the top-level list @list_key ("clusters") named @name and returns its
  * @inner_key mapping ("cluster"; NULL when the item has none) and its index. */
 static ng_status find_named(const struct ng_yaml_node *root, const char *list_key,
@@ -132,7 +31,7 @@ static ng_status find_named(const struct ng_yaml_node *root, const char *list_ke
 			    struct ng_err *err)
 {
 	const struct ng_yaml_node *list = NULL;
-	ng_status st = map_get(root, list_key, "kubeconfig", &list, err);
+	ng_status st = kc_map_get(root, list_key, "kubeconfig", &list, err);
 	if (st != NG_OK)
 		return st;
 	if (list && list->kind != NG_YAML_SEQ)
@@ -148,7 +47,7 @@ static ng_status find_named(const struct ng_yaml_node *root, const char *list_ke
 			return ng_err_set(err, NG_EPARSE, item->off, "%s: must be a mapping",
 					  where);
 		const struct ng_yaml_node *nm = NULL;
-		st = get_str(item, "name", where, &nm, err);
+		st = kc_get_str(item, "name", where, &nm, err);
 		if (st != NG_OK)
 			return st;
 		if (!nm || nm->len != nlen || memcmp(nm->s, name, nlen) != 0)
@@ -164,7 +63,7 @@ static ng_status find_named(const struct ng_yaml_node *root, const char *list_ke
 				  name);
 	(void)snprintf(where, sizeof(where), "%s[%zu]", list_key, idx);
 	const struct ng_yaml_node *inner = NULL;
-	st = map_get(found, inner_key, where, &inner, err);
+	st = kc_map_get(found, inner_key, where, &inner, err);
 	if (st != NG_OK)
 		return st;
 	if (inner && inner->kind != NG_YAML_MAP)
@@ -335,9 +234,9 @@ static ng_status get_pem(const struct ng_yaml_node *map, const char *key, const 
 	char data_key[64];
 	(void)snprintf(data_key, sizeof(data_key), "%s-data", key);
 	const struct ng_yaml_node *file, *data;
-	ng_status st = get_str(map, key, where, &file, err);
+	ng_status st = kc_get_str(map, key, where, &file, err);
 	if (st == NG_OK)
-		st = get_str(map, data_key, where, &data, err);
+		st = kc_get_str(map, data_key, where, &data, err);
 	if (st != NG_OK)
 		return st;
 	if (file && data)
@@ -466,7 +365,7 @@ static ng_status parse_cluster(const struct ng_yaml_node *cl, size_t idx, const 
 	char where[64];
 	(void)snprintf(where, sizeof(where), "clusters[%zu].cluster", idx);
 	const struct ng_yaml_node *server = NULL, *sni = NULL;
-	ng_status st = cl ? get_str(cl, "server", where, &server, err) : NG_OK;
+	ng_status st = cl ? kc_get_str(cl, "server", where, &server, err) : NG_OK;
 	if (st != NG_OK)
 		return st;
 	if (!server)
@@ -475,15 +374,15 @@ static ng_status parse_cluster(const struct ng_yaml_node *cl, size_t idx, const 
 	st = normalize_server(server, name, &c->server, err);
 	if (st != NG_OK)
 		return st;
-	st = refuse(cl, "proxy-url", "cluster", name, "", err);
+	st = kc_refuse(cl, "proxy-url", "cluster", name, "", err);
 	if (st == NG_OK)
 		st = get_pem(cl, "certificate-authority", where, base_dir, "cluster", name,
 			     &c->ca_pem, err);
 	if (st == NG_OK)
-		st = get_bool(cl, "insecure-skip-tls-verify", where, &c->insecure_skip_tls_verify,
-			      err);
+		st = kc_get_bool(cl, "insecure-skip-tls-verify", where,
+				 &c->insecure_skip_tls_verify, err);
 	if (st == NG_OK)
-		st = get_str(cl, "tls-server-name", where, &sni, err);
+		st = kc_get_str(cl, "tls-server-name", where, &sni, err);
 	if (st != NG_OK)
 		return st;
 	/* client-go: "specifying a root certificates file with the insecure flag is not
@@ -505,7 +404,8 @@ static ng_status parse_cluster(const struct ng_yaml_node *cl, size_t idx, const 
 }
 
 static ng_status parse_user(const struct ng_yaml_node *u, size_t idx, const char *name,
-			    const char *base_dir, struct kube_config *c, struct ng_err *err)
+			    const char *base_dir, const struct ng_yaml_node *cluster,
+			    struct kube_config *c, struct ng_err *err)
 {
 	if (!u)
 		return NG_OK;
@@ -514,7 +414,6 @@ static ng_status parse_user(const struct ng_yaml_node *u, size_t idx, const char
 	static const struct {
 		const char *key, *why;
 	} refused[] = {
-	    {"exec", " (credential plugins: use a token, tokenFile or client certificate)"},
 	    {"auth-provider", " (use a token, tokenFile or client certificate)"},
 	    {"username", " (basic auth was removed from Kubernetes)"},
 	    {"password", " (basic auth was removed from Kubernetes)"},
@@ -525,7 +424,12 @@ static ng_status parse_user(const struct ng_yaml_node *u, size_t idx, const char
 	};
 	ng_status st = NG_OK;
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]) && st == NG_OK; i++)
-		st = refuse(u, refused[i].key, "user", name, refused[i].why, err);
+		st = kc_refuse(u, refused[i].key, "user", name, refused[i].why, err);
+	const struct ng_yaml_node *ex = NULL;
+	if (st == NG_OK)
+		st = kc_map_get(u, "exec", where, &ex, err);
+	if (st == NG_OK && ex)
+		return kc_parse_exec(u, where, name, base_dir, c, cluster, &c->exec, err);
 	if (st == NG_OK)
 		st = get_pem(u, "client-certificate", where, base_dir, "user", name,
 			     &c->client_cert_pem, err);
@@ -540,9 +444,9 @@ static ng_status parse_user(const struct ng_yaml_node *u, size_t idx, const char
 				  "together",
 				  name);
 	const struct ng_yaml_node *token, *token_file;
-	st = get_str(u, "token", where, &token, err);
+	st = kc_get_str(u, "token", where, &token, err);
 	if (st == NG_OK)
-		st = get_str(u, "tokenFile", where, &token_file, err);
+		st = kc_get_str(u, "tokenFile", where, &token_file, err);
 	if (st != NG_OK)
 		return st;
 	if (token) {
@@ -581,56 +485,143 @@ static char *format_str(const char *fmt, const char *a, const char *b)
 	return p;
 }
 
-static ng_status parse_tree(const struct ng_yaml_node *root, const char *base_dir,
-			    const char *context, struct kube_config *c, struct ng_err *err)
+/* One kubeconfig file of a merged list: its tree, the directory its relative paths are
+ * relative to, and its path for messages (NULL for a buffer). */
+struct kc_file {
+	const struct ng_yaml_node *root; /* a mapping, or NULL for an empty file */
+	const char *dir;
+	const char *path;
+};
+
+/* Prefixes @err's message with @path ("PATH: ..."), when there is one. */
+static ng_status blame(ng_status st, const char *path, struct ng_err *err)
 {
-	if (!root)
-		return ng_err_set(err, NG_EPARSE, 0, "kubeconfig: empty");
-	if (root->kind != NG_YAML_MAP)
-		return ng_err_set(err, NG_EPARSE, root->off,
-				  "kubeconfig: the top level must be a mapping");
-	const char *ctx_name = context;
-	if (!ctx_name || !ctx_name[0]) {
-		const struct ng_yaml_node *cur = NULL;
-		ng_status st = get_str(root, "current-context", "kubeconfig", &cur, err);
-		if (st != NG_OK)
-			return st;
-		if (!cur)
-			return ng_err_set(err, NG_ENOTFOUND, 0,
-					  "kubeconfig: current-context is not set and no context "
-					  "was given");
-		ctx_name = cur->s;
+	if (st != NG_OK && path && err) {
+		char msg[sizeof(err->msg)];
+		memcpy(msg, err->msg, sizeof(msg));
+		(void)ng_err_set(err, st, err->offset, "%s: %s", path, msg);
 	}
-	const struct ng_yaml_node *ctx = NULL, *cl = NULL, *user = NULL;
-	const struct ng_yaml_node *cluster_name = NULL, *user_name = NULL, *ns = NULL;
-	size_t ci, cli, ui = 0;
-	ng_status st = find_named(root, "contexts", "context", ctx_name, &ctx, &ci, err);
+	return st;
+}
+
+/* The files' paths joined with ':' into @out, for "not found in A:B". */
+static void list_paths(const struct kc_file *f, size_t n, char *out, size_t cap)
+{
+	size_t o = 0;
+	out[0] = '\0';
+	for (size_t i = 0; i < n && f[i].path && o + 1 < cap; i++) {
+		int k = snprintf(out + o, cap - o, "%s%s", i ? ":" : " in ", f[i].path);
+		if (k < 0)
+			break;
+		o += (size_t)k;
+	}
+}
+
+/* find_named() over the files in order: the first file that defines @name wins, as kubectl
+ * merges them. *@ret_file is that file's index. */
+static ng_status find_any(const struct kc_file *f, size_t n, const char *list_key,
+			  const char *inner_key, const char *name,
+			  const struct ng_yaml_node **ret_inner, size_t *ret_idx, size_t *ret_file,
+			  struct ng_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!f[i].root)
+			continue;
+		ng_status st =
+		    find_named(f[i].root, list_key, inner_key, name, ret_inner, ret_idx, err);
+		if (st == NG_ENOTFOUND)
+			continue;
+		*ret_file = i;
+		return blame(st, f[i].path, err);
+	}
+	char where[512];
+	list_paths(f, n, where, sizeof(where));
+	return ng_err_set(err, NG_ENOTFOUND, 0, "%.8s \"%.60s\" not found%s", inner_key, name,
+			  where);
+}
+
+/* current-context: @context when given, else the first file that sets it. */
+static ng_status current_context(const struct kc_file *f, size_t n, const char *context,
+				 const char **ret, struct ng_err *err)
+{
+	if (context && context[0]) {
+		*ret = context;
+		return NG_OK;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct ng_yaml_node *cur = NULL;
+		if (!f[i].root)
+			continue;
+		ng_status st = kc_get_str(f[i].root, "current-context", "kubeconfig", &cur, err);
+		if (st != NG_OK)
+			return blame(st, f[i].path, err);
+		if (cur) {
+			*ret = cur->s;
+			return NG_OK;
+		}
+	}
+	char where[512];
+	list_paths(f, n, where, sizeof(where));
+	return ng_err_set(err, NG_ENOTFOUND, 0,
+			  "kubeconfig%s: current-context is not set and no context was given",
+			  where);
+}
+
+/* The context's cluster, user and namespace names. */
+static ng_status read_context(const struct kc_file *f, size_t n, const char *ctx_name,
+			      const struct ng_yaml_node **cluster_name,
+			      const struct ng_yaml_node **user_name, const struct ng_yaml_node **ns,
+			      struct ng_err *err)
+{
+	const struct ng_yaml_node *ctx = NULL;
+	size_t ci, fi = 0;
+	ng_status st = find_any(f, n, "contexts", "context", ctx_name, &ctx, &ci, &fi, err);
 	if (st != NG_OK)
 		return st;
 	char where[64];
 	(void)snprintf(where, sizeof(where), "contexts[%zu].context", ci);
 	if (ctx) {
-		st = get_str(ctx, "cluster", where, &cluster_name, err);
+		st = kc_get_str(ctx, "cluster", where, cluster_name, err);
 		if (st == NG_OK)
-			st = get_str(ctx, "user", where, &user_name, err);
+			st = kc_get_str(ctx, "user", where, user_name, err);
 		if (st == NG_OK)
-			st = get_str(ctx, "namespace", where, &ns, err);
+			st = kc_get_str(ctx, "namespace", where, ns, err);
 		if (st != NG_OK)
-			return st;
+			return blame(st, f[fi].path, err);
 	}
-	if (!cluster_name)
-		return ng_err_set(err, NG_EPARSE, ctx ? ctx->off : 0,
-				  "context \"%.60s\": cluster: required", ctx_name);
-	st = find_named(root, "clusters", "cluster", cluster_name->s, &cl, &cli, err);
+	if (!*cluster_name)
+		return blame(ng_err_set(err, NG_EPARSE, ctx ? ctx->off : 0,
+					"context \"%.60s\": cluster: required", ctx_name),
+			     f[fi].path, err);
+	return NG_OK;
+}
+
+static ng_status parse_files(const struct kc_file *f, size_t n, const char *context,
+			     struct kube_config *c, struct ng_err *err)
+{
+	const char *ctx_name = NULL;
+	const struct ng_yaml_node *cl = NULL, *user = NULL;
+	const struct ng_yaml_node *cluster_name = NULL, *user_name = NULL, *ns = NULL;
+	size_t cli, ui = 0, cf = 0, uf = 0;
+	ng_status st = current_context(f, n, context, &ctx_name, err);
 	if (st == NG_OK)
-		st = parse_cluster(cl, cli, cluster_name->s, base_dir, c, err);
+		st = read_context(f, n, ctx_name, &cluster_name, &user_name, &ns, err);
+	if (st == NG_OK && !cluster_name) /* read_context() says so already */
+		st =
+		    ng_err_set(err, NG_EPARSE, 0, "context \"%.60s\": cluster: required", ctx_name);
+	if (st == NG_OK)
+		st = find_any(f, n, "clusters", "cluster", cluster_name->s, &cl, &cli, &cf, err);
+	if (st == NG_OK)
+		st = blame(parse_cluster(cl, cli, cluster_name->s, f[cf].dir, c, err), f[cf].path,
+			   err);
 	if (st != NG_OK)
 		return st;
 	/* No user is anonymous access, as in client-go. */
 	if (user_name) {
-		st = find_named(root, "users", "user", user_name->s, &user, &ui, err);
+		st = find_any(f, n, "users", "user", user_name->s, &user, &ui, &uf, err);
 		if (st == NG_OK)
-			st = parse_user(user, ui, user_name->s, base_dir, c, err);
+			st = blame(parse_user(user, ui, user_name->s, f[uf].dir, cl, c, err),
+				   f[uf].path, err);
 		if (st != NG_OK)
 			return st;
 	}
@@ -639,6 +630,20 @@ static ng_status parse_tree(const struct ng_yaml_node *root, const char *base_di
 	if (!c->ns || !c->source)
 		return ng_err_set(err, NG_ENOMEM, 0, "out of memory");
 	return NG_OK;
+}
+
+/* Loads @buf into @arena as the tree of @f, which must be a mapping (or empty). */
+static ng_status load_tree(const char *buf, size_t len, struct ng_arena *arena, struct kc_file *f,
+			   struct ng_err *err)
+{
+	struct ng_yaml_node *root = NULL;
+	ng_status st =
+	    ng_yaml_load(buf, len, "kubeconfig", KUBE_CONFIG_MAX_DEPTH, arena, &root, err);
+	if (st == NG_OK && root && root->kind != NG_YAML_MAP)
+		st = ng_err_set(err, NG_EPARSE, root->off,
+				"kubeconfig: the top level must be a mapping");
+	f->root = root;
+	return st;
 }
 
 ng_status kube_config_parse_kubeconfig(const char *buf, size_t len, const char *base_dir,
@@ -654,11 +659,12 @@ ng_status kube_config_parse_kubeconfig(const char *buf, size_t len, const char *
 	if (!arena)
 		return ng_err_set(reterr, NG_ENOMEM, 0, "kubeconfig: out of memory");
 	struct kube_config c = {0};
-	struct ng_yaml_node *root = NULL;
-	ng_status st =
-	    ng_yaml_load(buf, len, "kubeconfig", KUBE_CONFIG_MAX_DEPTH, arena, &root, reterr);
+	struct kc_file f = {NULL, base_dir, NULL};
+	ng_status st = load_tree(buf, len, arena, &f, reterr);
+	if (st == NG_OK && !f.root)
+		st = ng_err_set(reterr, NG_EPARSE, 0, "kubeconfig: empty");
 	if (st == NG_OK)
-		st = parse_tree(root, base_dir, context, &c, reterr);
+		st = parse_files(&f, 1, context, &c, reterr);
 	if (st == NG_OK)
 		*ret = c;
 	else
@@ -667,26 +673,14 @@ ng_status kube_config_parse_kubeconfig(const char *buf, size_t len, const char *
 	return st;
 }
 
-ng_status kube_config_load_kubeconfig(const char *path, const char *context,
-				      struct kube_config *ret, struct ng_err *reterr)
+/* The absolute directory of @path (clientcmd ResolvePaths: relative paths inside a file are
+ * relative to it; absolute, so a later chdir cannot change what they mean). malloc'd. */
+static char *dir_of(const char *path)
 {
-	if (!path || !ret)
-		return ng_err_set(reterr, NG_EINVAL, 0, "kubeconfig: no path");
-	char *buf = NULL, *dir = NULL, *real;
-	size_t len;
-	struct kube_config c = {0};
-	ng_status st =
-	    ng_read_file(path, KUBE_CONFIG_MAX_BYTES, "kubeconfig", true, &buf, &len, reterr);
-	if (st != NG_OK)
-		return st;
-	/* Relative paths inside are relative to the file's directory (clientcmd ResolvePaths);
-	 * make that directory absolute so a later chdir cannot change what they mean. */
-	real = realpath(path, NULL);
-	dir = real ? real : strdup(path);
-	if (!dir) {
-		st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
-		goto out;
-	}
+	char *real = realpath(path, NULL);
+	char *dir = real ? real : strdup(path);
+	if (!dir)
+		return NULL;
 	char *slash = strrchr(dir, '/');
 	if (slash == dir)
 		slash[1] = '\0';
@@ -694,33 +688,110 @@ ng_status kube_config_load_kubeconfig(const char *path, const char *context,
 		*slash = '\0';
 	else
 		dir[0] = '\0';
-	st = kube_config_parse_kubeconfig(buf, len, dir[0] ? dir : NULL, context, &c, reterr);
-	if (st != NG_OK) {
-		/* Say which file: the parser only knows bytes. */
-		if (reterr) {
-			char msg[sizeof(reterr->msg)];
-			memcpy(msg, reterr->msg, sizeof(msg));
-			(void)ng_err_set(reterr, st, reterr->offset, "%s: %s", path, msg);
-		}
-		goto out;
+	return dir;
+}
+
+/* The files being merged: their bytes, and their directories and trees (in one arena). */
+struct kc_set {
+	struct kc_file f[KUBE_CONFIG_MAX_FILES];
+	char *buf[KUBE_CONFIG_MAX_FILES];
+	size_t len[KUBE_CONFIG_MAX_FILES];
+	size_t n;
+	struct ng_arena *arena;
+};
+
+static void set_finish(struct kc_set *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->buf[i])
+			explicit_bzero(s->buf[i], s->len[i]);
+		free(s->buf[i]);
 	}
-	/* "kubeconfig (context NAME)" from the parser, which resolved current-context. */
-	char *src = format_str("kubeconfig %s %s", path, c.source + strlen("kubeconfig "));
-	if (!src) {
-		st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
-		goto out;
+	ng_arena_destroy(s->arena);
+}
+
+/* Reads @path into the set; @path is borrowed for the set's life. */
+static ng_status set_add(struct kc_set *s, const char *path, struct ng_err *err)
+{
+	if (s->n == KUBE_CONFIG_MAX_FILES)
+		return ng_err_set(err, NG_ELIMIT, 0, "KUBECONFIG: more than %d files",
+				  KUBE_CONFIG_MAX_FILES);
+	size_t i = s->n;
+	ng_status st = ng_read_file(path, KUBE_CONFIG_MAX_BYTES, "kubeconfig", true, &s->buf[i],
+				    &s->len[i], err);
+	if (st != NG_OK)
+		return st;
+	s->n++;
+	s->f[i].path = path;
+	char *dir = dir_of(path);
+	s->f[i].dir = dir && dir[0] ? ng_arena_strndup(s->arena, dir, strlen(dir)) : NULL;
+	bool lost = !dir || (dir[0] && !s->f[i].dir);
+	free(dir);
+	if (lost)
+		return ng_err_set(err, NG_ENOMEM, 0, "out of memory");
+	return blame(load_tree(s->buf[i], s->len[i], s->arena, &s->f[i], err), path, err);
+}
+
+/* Merges the files of @s as kubectl does and selects @context. */
+static ng_status set_parse(struct kc_set *s, const char *context, struct kube_config *ret,
+			   struct ng_err *err)
+{
+	struct kube_config c = {0};
+	ng_status st = parse_files(s->f, s->n, context, &c, err);
+	char paths[512];
+	list_paths(s->f, s->n, paths, sizeof(paths));
+	char *src = st == NG_OK ? format_str("kubeconfig %s %s", paths + strlen(" in "),
+					     c.source + strlen("kubeconfig "))
+				: NULL;
+	if (st == NG_OK && !src)
+		st = ng_err_set(err, NG_ENOMEM, 0, "out of memory");
+	if (st != NG_OK) {
+		kube_config_finish(&c);
+		return st;
 	}
 	free(c.source);
 	c.source = src;
 	*ret = c;
-	memset(&c, 0, sizeof(c));
-out:
-	kube_config_finish(&c);
-	if (buf) {
-		explicit_bzero(buf, len);
-		free(buf);
+	return NG_OK;
+}
+
+ng_status kube_config_load_kubeconfig(const char *path, const char *context,
+				      struct kube_config *ret, struct ng_err *reterr)
+{
+	if (!path || !ret)
+		return ng_err_set(reterr, NG_EINVAL, 0, "kubeconfig: no path");
+	struct kc_set s = {.arena = ng_arena_create(KUBE_CONFIG_TREE_CAP_BYTES)};
+	ng_status st =
+	    s.arena ? set_add(&s, path, reterr) : ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	if (st == NG_OK && !s.f[0].root)
+		st = ng_err_set(reterr, NG_EPARSE, 0, "%s: kubeconfig: empty", path);
+	if (st == NG_OK)
+		st = set_parse(&s, context, ret, reterr);
+	set_finish(&s);
+	return st;
+}
+
+ng_status kube_config_load_list(const char *list, const char *context, struct kube_config *ret,
+				struct ng_err *reterr)
+{
+	if (!list || !ret)
+		return ng_err_set(reterr, NG_EINVAL, 0, "KUBECONFIG: no list");
+	struct kc_set s = {.arena = ng_arena_create(KUBE_CONFIG_TREE_CAP_BYTES)};
+	char *copy = strdup(list);
+	ng_status st = s.arena && copy ? NG_OK : ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
+	char *save = NULL;
+	for (char *p = copy ? strtok_r(copy, ":", &save) : NULL; p && st == NG_OK;
+	     p = strtok_r(NULL, ":", &save)) {
+		if (access(p, F_OK) != 0)
+			continue; /* kubectl skips missing files */
+		st = set_add(&s, p, reterr);
 	}
-	free(dir);
+	if (st == NG_OK && s.n == 0)
+		st = ng_err_set(reterr, NG_ENOTFOUND, 0, "KUBECONFIG: none of its files exists");
+	if (st == NG_OK)
+		st = set_parse(&s, context, ret, reterr);
+	set_finish(&s);
+	free(copy);
 	return st;
 }
 
@@ -849,13 +920,14 @@ ng_status kube_config_resolve(const char *kubeconfig_flag, const char *context, 
 	if (kubeconfig_flag && kubeconfig_flag[0]) {
 		st = kube_config_load_kubeconfig(kubeconfig_flag, context, &c, reterr);
 	} else if (env && env[0] && (path = first_existing(env)) != NULL) {
-		st = kube_config_load_kubeconfig(path, context, &c, reterr);
 		free(path);
+		st = kube_config_load_list(env, context, &c, reterr);
 	} else if (context && context[0]) {
-		return ng_err_set(reterr, NG_EINVAL, 0,
-				  "--kube-context needs a kubeconfig: pass --kubeconfig or set "
-				  "KUBECONFIG%s",
-				  env && env[0] ? " (no file listed in KUBECONFIG exists)" : "");
+		return ng_err_set(
+		    reterr, NG_EINVAL, 0,
+		    "a context (--context) needs a kubeconfig: pass --kubeconfig or set "
+		    "KUBECONFIG%s",
+		    env && env[0] ? " (no file listed in KUBECONFIG exists)" : "");
 	} else {
 		st = kube_config_in_cluster("/", &c, reterr);
 		if (st == NG_ENOTFOUND)
@@ -874,6 +946,17 @@ ng_status kube_config_resolve(const char *kubeconfig_flag, const char *context, 
 		kube_config_finish(&c);
 		return st;
 	}
+	if (c.exec) {
+		/* Run the plugin now: a missing or failing one is a startup error that says why,
+		 * not a watch retrying for ever. Its answer is cached for the clients. */
+		struct kube_exec_answer a = {0};
+		st = kube_exec_cred_get(c.exec, &a, NULL, reterr);
+		kube_exec_answer_finish(&a);
+		if (st != NG_OK) {
+			kube_config_finish(&c);
+			return st;
+		}
+	}
 	*ret = c;
 	return NG_OK;
 }
@@ -891,5 +974,6 @@ void kube_config_finish(struct kube_config *c)
 	free(c->tls_server_name);
 	free(c->ns);
 	free(c->source);
+	kube_exec_cred_unref(c->exec);
 	memset(c, 0, sizeof(*c));
 }

@@ -36,6 +36,11 @@
  * KiB; 64 KiB bounds a wrong tokenFile path. */
 #define KUBE_CONFIG_MAX_TOKEN_BYTES (64u * 1024u)
 
+/* Most files a KUBECONFIG list may merge. kubectl sets no limit; real lists name a handful. */
+#define KUBE_CONFIG_MAX_FILES 64
+
+struct kube_exec_cred;
+
 struct kube_config {
 	char *server;          /* "https://host:port[/prefix]", no trailing slash; never NULL after
 				  a successful load */
@@ -45,9 +50,12 @@ struct kube_config {
 	char *token;           /* static bearer token (or the initial in-cluster token); NULL */
 	char *token_file;      /* re-read by the client at least every 60 s; NULL */
 	bool insecure_skip_tls_verify;
-	char *tls_server_name; /* SNI and verification name; NULL = the server's host */
-	char *ns;              /* context or in-cluster namespace; "default" when unset */
-	char *source;          /* for logs: "kubeconfig PATH (context NAME)" or "in-cluster" */
+	char *tls_server_name;       /* SNI and verification name; NULL = the server's host */
+	char *ns;                    /* context or in-cluster namespace; "default" when unset */
+	char *source;                /* for logs: "kubeconfig PATH[:PATH] (context NAME)" or
+					"in-cluster" */
+	struct kube_exec_cred *exec; /* the user's credential plugin (kube/exec_cred.h), one
+					reference; NULL when the user has none */
 };
 
 /**
@@ -58,8 +66,9 @@ struct kube_config {
  *
  * YAML is read by common/yaml.h (libyaml's event API); aliases are refused (billion laughs), as
  * are more than KUBE_CONFIG_MAX_BYTES, nesting deeper than KUBE_CONFIG_MAX_DEPTH, a second
- * document that is not empty, and users
- * with exec, auth-provider, username/password or impersonation (NG_EINVAL). On success fills
+ * document that is not empty, and users with auth-provider, username/password, impersonation or
+ * exec interactiveMode Always (NG_EINVAL). A user's exec block becomes c->exec; the plugin is
+ * not run here. On success fills
  * @ret (caller frees with kube_config_finish()); on failure @ret is untouched and @reterr
  * (optional) says what is wrong, e.g. `context "x" not found`. Any thread. This is also the
  * fuzz target's entry point.
@@ -77,6 +86,19 @@ NG_NODISCARD ng_status kube_config_load_kubeconfig(const char *path, const char 
 						   struct kube_config *ret, struct ng_err *reterr);
 
 /**
+ * The colon-separated @list of kubeconfig files (borrowed; $KUBECONFIG) merged as kubectl
+ * merges them: missing files and empty entries are skipped; for clusters, contexts and users the
+ * first file that defines a name wins; current-context comes from the first file that sets it
+ * (@context overrides it); relative paths inside a file are resolved against that file's
+ * directory. At most KUBE_CONFIG_MAX_FILES files (NG_ELIMIT), each as above. A context, cluster
+ * or user named but defined nowhere is NG_ENOTFOUND naming it and the files; NG_ENOTFOUND too
+ * when no file exists. Errors about one file start with its path. @ret is written only on
+ * success.
+ */
+NG_NODISCARD ng_status kube_config_load_list(const char *list, const char *context,
+					     struct kube_config *ret, struct ng_err *reterr);
+
+/**
  * The in-cluster configuration (client-go InClusterConfig): server from
  * KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (an IPv6 host is bracketed), token file,
  * CA and namespace from @root (borrowed; "/" in production, a temporary directory in tests)
@@ -90,12 +112,13 @@ NG_NODISCARD ng_status kube_config_in_cluster(const char *root, struct kube_conf
 
 /**
  * Finds the configuration the way nodegate's docs describe: @kubeconfig_flag (borrowed, the
- * --kubeconfig value; NULL or "" = not given), else the first existing path in the
- * colon-separated KUBECONFIG, else in-cluster (root "/"), else NG_ENOTFOUND with a message
- * listing the three ways. @context (borrowed, NULL = current-context) needs a kubeconfig:
- * NG_EINVAL when only in-cluster is available. A configuration with insecure-skip-tls-verify is
- * refused with NG_EINVAL naming --allow-insecure-kube-tls unless @allow_insecure. @ret is
- * written only on success.
+ * --kubeconfig value; NULL or "" = not given), else the files of the colon-separated
+ * KUBECONFIG merged (kube_config_load_list(), when one of them exists), else in-cluster (root "/"),
+ * else NG_ENOTFOUND with a message listing the three ways. @context (borrowed, NULL =
+ * current-context) needs a kubeconfig: NG_EINVAL when only in-cluster is available. A configuration
+ * with insecure-skip-tls-verify is refused with NG_EINVAL naming --allow-insecure-kube-tls unless
+ * @allow_insecure. A user with an exec credential plugin has it run once here, so a missing or
+ * failing plugin is this call's error (kube/exec_cred.h). @ret is written only on success.
  */
 NG_NODISCARD ng_status kube_config_resolve(const char *kubeconfig_flag, const char *context,
 					   bool allow_insecure, struct kube_config *ret,

@@ -4,9 +4,10 @@
  * current-context and with an explicit context "x". Relative file paths resolve under
  * "/nonexistent", so file fields fail cleanly. A failure must leave the output untouched
  * (STYLE.md B6) and say something; a success must name an http(s) server, a namespace and a
- * source, and keep the pairings the parser promises. Any broken invariant calls abort() so
- * libFuzzer keeps the input. */
+ * source, and keep the pairings the parser promises (an exec user has no other credential and
+ * its plugin is not run). Any broken invariant calls abort() so libFuzzer keeps the input. */
 #include "kube/config.h"
+#include "kube/exec_cred.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -42,6 +43,10 @@ static void run(const uint8_t *data, size_t size, const char *context)
 	check(c.source != NULL);
 	check(!c.client_cert_pem == !c.client_key_pem);
 	check(!(c.ca_pem && c.insecure_skip_tls_verify));
+	/* A credential plugin's answer is the only credential; it is never run by parsing. */
+	if (c.exec)
+		check(!c.token && !c.token_file && !c.client_cert_pem &&
+		      kube_exec_cred_runs(c.exec) == 0);
 	if (c.ca_pem)
 		check(strstr(c.ca_pem, "-----BEGIN ") != NULL);
 	kube_config_finish(&c);

@@ -1042,7 +1042,7 @@ class LifecycleTest(unittest.TestCase):
         # check's and plan's as documented in certificates.md, gate.md and planner.md.
         doc = run("--dump-config-doc").stdout
         want = {"certs": ["out", "service", "namespace", "dns", "ip", "days"],
-                "check": ["snapshot", "nd", "now"],
+                "check": ["snapshot", "kubeconfig", "context", "nd", "now"],
                 "status": ["kubeconfig", "context", "snapshot", "output", "now", "watch"],
                 "why": ["kubeconfig", "context", "snapshot", "output", "now"],
                 "plan": ["snapshot", "kubeconfig", "context", "nodes", "node-file", "drain-seconds", "start", "type",

@@ -13,6 +13,7 @@
 #include "common/parse.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "kube/exec_cred.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -404,6 +405,49 @@ static void test_401_rereads_the_token_at_once(void **state)
 	kube_client_destroy(kc);
 }
 
+/* O22: with a credential plugin, a 401 runs it again and the request is sent once more; a
+ * second 401 stands and does not run it a third time. */
+static void test_O22_401_runs_the_credential_plugin_and_retries_once(void **state)
+{
+	char path[PATH_MAX], body_sh[3 * PATH_MAX];
+	(void)snprintf(path, sizeof(path), "%s/plugin.sh", tmpdir);
+	(void)snprintf(
+	    body_sh, sizeof(body_sh),
+	    "#!/bin/sh\necho run >> %s/plugin.runs\n"
+	    "n=$(wc -l < %s/plugin.runs)\n"
+	    "printf '{\"kind\":\"ExecCredential\",\"apiVersion\":\"client.authentication.k8s."
+	    "io/v1\",\"status\":{\"token\":\"run-%%s\"}}\\n' $n\n",
+	    tmpdir, tmpdir);
+	write_file(path, body_sh);
+	assert_int_equal(chmod(path, 0700), 0);
+	struct kube_exec_spec spec = {.command = strdup(path),
+				      .api_version = strdup("client.authentication.k8s.io/v1"),
+				      .user = strdup("u")};
+	struct kube_config cfg = config(ca_pem);
+	cfg.exec = kube_exec_cred_create(&spec);
+	assert_non_null(cfg.exec);
+	struct kube_client *kc = kube_client_create(&cfg);
+	char *body = get_ok(kc, "/api");
+	assert_non_null(strstr(body, "\"auth\": \"Bearer run-1\""));
+	free(body);
+	struct ng_buf out = {0};
+	long http = 0;
+	struct ng_err err = {0};
+	assert_int_equal(kube_client_request(kc, "GET", "/status/401", NULL, NULL, 0, 5000, 4096,
+					     &out, &http, &err),
+			 NG_OK);
+	assert_int_equal(http, 401);
+	assert_non_null(strstr(out.data, "Bearer run-2"));
+	ng_buf_finish(&out);
+	assert_int_equal(kube_exec_cred_runs(cfg.exec), 2);
+	body = get_ok(kc, "/api");
+	assert_non_null(strstr(body, "\"auth\": \"Bearer run-2\""));
+	free(body);
+	assert_int_equal(kube_exec_cred_runs(cfg.exec), 2);
+	kube_client_destroy(kc);
+	kube_exec_cred_unref(cfg.exec);
+}
+
 static void test_response_over_the_cap_is_elimit(void **state)
 {
 	struct kube_config cfg = config(ca_pem);
@@ -545,6 +589,7 @@ int main(void)
 	    cmocka_unit_test(test_bearer_token_is_sent),
 	    cmocka_unit_test(test_token_file_is_reread_after_it_changes),
 	    cmocka_unit_test(test_401_rereads_the_token_at_once),
+	    cmocka_unit_test(test_O22_401_runs_the_credential_plugin_and_retries_once),
 	    cmocka_unit_test(test_response_over_the_cap_is_elimit),
 	    cmocka_unit_test(test_slow_server_is_etimedout),
 	    cmocka_unit_test(test_connection_is_reused_across_requests),

@@ -319,13 +319,15 @@ static void test_missing_context_cluster_or_user_is_named(void **state)
 static void test_exec_auth_provider_and_impersonation_are_refused(void **state)
 {
 	static const char *users[] = {
-	    "{exec: {command: aws, apiVersion: client.authentication.k8s.io/v1}}",
+	    "{exec: {command: aws, apiVersion: client.authentication.k8s.io/v1, "
+	    "interactiveMode: Always}}",
 	    "{auth-provider: {name: oidc}}",
 	    "{username: u, password: p}",
 	    "{token: t, as: admin}",
 	};
-	static const char *want[] = {"exec is not supported", "auth-provider is not supported",
-				     "username is not supported", "as is not supported"};
+	static const char *want[] = {"never gives a credential plugin a terminal",
+				     "auth-provider is not supported", "username is not supported",
+				     "as is not supported"};
 	for (size_t i = 0; i < 4; i++) {
 		char yaml[512];
 		(void)snprintf(yaml, sizeof(yaml),
@@ -560,6 +562,73 @@ static void test_kubeconfig_colon_list_takes_the_first_existing_file(void **stat
 	assert_int_equal(unsetenv("KUBECONFIG"), 0);
 }
 
+/* O20: KUBECONFIG=a:b is merged as kubectl merges it. */
+static void test_O20_kubeconfig_list_is_merged_first_definition_wins(void **state)
+{
+	write_tmp("m/tok", "tok-one\n");
+	write_tmp("m/sub/tok", "tok-two\n");
+	write_tmp("m/one", "clusters:\n- {name: a, cluster: {server: \"https://one\"}}\n"
+			   "users:\n- {name: u, user: {tokenFile: tok}}\n"
+			   "contexts:\n- {name: x, context: {cluster: a, user: u}}\n"
+			   "- {name: z, context: {cluster: a, user: w}}\n"
+			   "current-context: x\n");
+	write_tmp("m/sub/two", "clusters:\n- {name: a, cluster: {server: \"https://two\"}}\n"
+			       "- {name: b, cluster: {server: \"https://two-b\"}}\n"
+			       "users:\n- {name: u, user: {token: loses}}\n"
+			       "- {name: v, user: {tokenFile: tok}}\n"
+			       "contexts:\n- {name: x, context: {cluster: b}}\n"
+			       "- {name: y, context: {cluster: b, user: v, namespace: n2}}\n"
+			       "current-context: y\n");
+	char env[3 * PATH_MAX], want[PATH_MAX];
+	(void)snprintf(env, sizeof(env), "/nonexistent/kc:%s/m/one::%s/m/sub/two", tmpdir, tmpdir);
+	assert_int_equal(setenv("KUBECONFIG", env, 1), 0);
+	struct kube_config c;
+	struct ng_err err = {0};
+	/* current-context, context x, cluster a and user u: all from the first file. */
+	assert_int_equal(kube_config_resolve(NULL, NULL, false, &c, &err), NG_OK);
+	assert_string_equal(c.server, "https://one");
+	(void)snprintf(want, sizeof(want), "%s/m/tok", tmpdir);
+	assert_string_equal(c.token_file, want);
+	assert_null(c.token);
+	assert_non_null(strstr(c.source, "m/one:"));
+	assert_non_null(strstr(c.source, "m/sub/two (context x)"));
+	kube_config_finish(&c);
+	/* Context y is only in the second file; its relative tokenFile is relative to it. */
+	assert_int_equal(kube_config_resolve(NULL, "y", false, &c, &err), NG_OK);
+	assert_string_equal(c.server, "https://two-b");
+	(void)snprintf(want, sizeof(want), "%s/m/sub/tok", tmpdir);
+	assert_string_equal(c.token_file, want);
+	assert_string_equal(c.ns, "n2");
+	kube_config_finish(&c);
+	/* A user named but defined in no file: named, with the files. */
+	memset(&c, 0xad, sizeof(c));
+	assert_int_equal(kube_config_resolve(NULL, "z", false, &c, &err), NG_ENOTFOUND);
+	assert_non_null(strstr(err.msg, "user \"w\" not found in "));
+	assert_non_null(strstr(err.msg, "m/one:"));
+	assert_non_null(strstr(err.msg, "m/sub/two"));
+	assert_untouched(&c);
+	assert_int_equal(kube_config_resolve(NULL, "nope", false, &c, &err), NG_ENOTFOUND);
+	assert_non_null(strstr(err.msg, "context \"nope\" not found in "));
+	/* More files than KUBE_CONFIG_MAX_FILES. */
+	static char many[(KUBE_CONFIG_MAX_FILES + 1) * (PATH_MAX / 8)];
+	size_t o = 0;
+	for (int i = 0; i <= KUBE_CONFIG_MAX_FILES; i++)
+		o += (size_t)snprintf(many + o, sizeof(many) - o, "%s%s/m/one", i ? ":" : "",
+				      tmpdir);
+	assert_true(o < sizeof(many));
+	assert_int_equal(setenv("KUBECONFIG", many, 1), 0);
+	assert_int_equal(kube_config_resolve(NULL, NULL, false, &c, &err), NG_ELIMIT);
+	assert_non_null(strstr(err.msg, "more than 64 files"));
+	/* A broken file in the list is an error naming it, not skipped. */
+	write_tmp("m/bad", "clusters: [\n");
+	(void)snprintf(env, sizeof(env), "%s/m/one:%s/m/bad", tmpdir, tmpdir);
+	assert_int_equal(setenv("KUBECONFIG", env, 1), 0);
+	assert_int_equal(kube_config_resolve(NULL, NULL, false, &c, &err), NG_EPARSE);
+	assert_non_null(strstr(err.msg, "m/bad: "));
+	assert_untouched(&c);
+	assert_int_equal(unsetenv("KUBECONFIG"), 0);
+}
+
 static void write_sa(const char *ns)
 {
 	write_tmp("root/var/run/secrets/kubernetes.io/serviceaccount/token", "sa-token\n");
@@ -641,7 +710,7 @@ static void test_missing_environment_gives_a_clear_error(void **state)
 	assert_int_equal(kube_config_resolve("", NULL, false, &c, &err), NG_ENOTFOUND);
 	assert_non_null(strstr(err.msg, "none of its files exists"));
 	assert_int_equal(kube_config_resolve(NULL, "prod", false, &c, &err), NG_EINVAL);
-	assert_non_null(strstr(err.msg, "--kube-context needs a kubeconfig"));
+	assert_non_null(strstr(err.msg, "a context (--context) needs a kubeconfig"));
 	assert_int_equal(unsetenv("KUBECONFIG"), 0);
 	assert_untouched(&c);
 }
@@ -661,6 +730,7 @@ int main(void)
 	    cmocka_unit_test(test_limits_depth_size_and_documents),
 	    cmocka_unit_test(test_server_urls_are_normalised_or_refused),
 	    cmocka_unit_test(test_kubeconfig_colon_list_takes_the_first_existing_file),
+	    cmocka_unit_test(test_O20_kubeconfig_list_is_merged_first_definition_wins),
 	    cmocka_unit_test(test_in_cluster_reads_env_and_service_account),
 	    cmocka_unit_test(test_missing_environment_gives_a_clear_error),
 	};
