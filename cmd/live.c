@@ -2,12 +2,14 @@
 #include "cmd/live.h"
 
 #include "cmd/cmd.h"
+#include "common/buf.h"
 #include "common/clock.h"
 #include "kube/config.h"
 #include "kube/kube.h"
 #include "kube/watch.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 #include <time.h>
 
 struct cmd_live {
@@ -41,6 +43,21 @@ static ng_status wait_synced(struct kube_watch *w, struct ng_err *err)
 	return NG_OK;
 }
 
+/* The kubeconfig the CLI reads, as kubectl picks it: --kubeconfig, else $KUBECONFIG (NULL
+ * here: kube_config_resolve() reads it), else ~/.kube/config when it exists, else none (the
+ * pod's service account). @buf (@cap bytes) holds the path built. */
+static const char *cli_kubeconfig(const struct cmd_cluster *cl, char *buf, size_t cap)
+{
+	if (cl->kubeconfig)
+		return cl->kubeconfig;
+	/* NOLINTNEXTLINE(concurrency-mt-unsafe): the CLI never sets its environment */
+	const char *env = getenv("KUBECONFIG"), *home = getenv("HOME");
+	if ((env && env[0]) || !home || !home[0])
+		return NULL;
+	ng_fmt(buf, cap, "%s/.kube/config", home);
+	return access(buf, R_OK) == 0 ? buf : NULL;
+}
+
 ng_status cmd_live_start(const struct cmd_cluster *cl, struct cmd_live **ret, struct ng_err *err)
 {
 	/* The watch's progress lines are not the subcommand's business; its problems are. */
@@ -49,7 +66,9 @@ ng_status cmd_live_start(const struct cmd_cluster *cl, struct cmd_live **ret, st
 	struct cmd_live *l = calloc(1, sizeof(*l));
 	if (!l)
 		return ng_err_set(err, NG_ENOMEM, 0, "out of memory");
-	ng_status st = kube_config_resolve(cl->kubeconfig, cl->context, false, &l->cfg, err);
+	char home[4096];
+	ng_status st = kube_config_resolve(cli_kubeconfig(cl, home, sizeof(home)), cl->context,
+					   false, &l->cfg, err);
 	if (st != NG_OK) {
 		free(l);
 		return st;

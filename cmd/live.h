@@ -20,7 +20,8 @@ struct kube_store;
 
 /* The flags naming the cluster, the same on every subcommand that talks to one. */
 struct cmd_cluster {
-	const char *kubeconfig; /* --kubeconfig FILE; NULL: $KUBECONFIG, else in-cluster */
+	const char *kubeconfig; /* --kubeconfig FILE; NULL: $KUBECONFIG, else ~/.kube/config, else
+				 * in-cluster */
 	const char *context;    /* --context NAME; NULL: the kubeconfig's current-context */
 };
 
@@ -32,7 +33,7 @@ struct cmd_cluster {
 	 &(cl)->kubeconfig,                                                                        \
 	 "FILE",                                                                                   \
 	 "The kubeconfig naming the cluster; default $KUBECONFIG (a colon-separated list), else "  \
-	 "the pod's service account.",                                                             \
+	 "~/.kube/config, else the pod's service account.",                                        \
 	 0,                                                                                        \
 	 0,                                                                                        \
 	 NULL,                                                                                     \

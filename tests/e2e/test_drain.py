@@ -732,6 +732,14 @@ class DrainScenarios(DrainTest):
         web = [x for x in doc["pods"] if x["name"] == "web-1"]
         self.assertEqual(len(web), 1, doc["pods"])
         self.assertIn("PodDisruptionBudget default/web", web[0]["heldBy"])
+        # Without --kubeconfig and $KUBECONFIG, ~/.kube/config, as kubectl reads it.
+        home = os.path.join(self.tmp, "home")
+        os.makedirs(os.path.join(home, ".kube"))
+        shutil.copy(self.api.kubeconfig, os.path.join(home, ".kube", "config"))
+        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+        p = subprocess.run([BINARY, "why", "o01b", "-o", "json"], env=dict(env, HOME=home),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(json.loads(p.stdout)["waiting"]["heldBy"], ["o01"], p.stderr)
         p = self.cli("why", "nothing-here")
         self.assertEqual(p.returncode, 1)
         self.assertEqual(p.stderr, 'nodegate why: no NodeDisruption or node named "nothing-here"\n')
