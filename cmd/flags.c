@@ -496,6 +496,9 @@ static int apply_args(const char *prefix, const struct cmd_opt *opts, size_t n, 
 {
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i], *val = NULL;
+		/* -o is --output, as kubectl spells it. */
+		if (strcmp(a, "-o") == 0)
+			a = "--output";
 		if (strncmp(a, "--", 2) != 0) {
 			(void)fprintf(stderr, "%s: unexpected argument \"%s\" (see %s --help)\n",
 				      prefix, a, prefix);

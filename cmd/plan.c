@@ -10,6 +10,7 @@
 #include "common/file.h"
 #include "common/intern.h"
 #include "common/parse.h"
+#include "common/yaml.h"
 #include "kube/kube.h"
 #include "policy/plan.h"
 
@@ -190,9 +191,10 @@ static bool flags_agree(size_t nsnaps, const struct cmd_cluster *cl, const char 
 			    "--context, $KUBECONFIG), and --nodes SELECTOR or --node-file FILE\n");
 		return false;
 	}
-	*ret_json = strcmp(output, "json") == 0;
+	*ret_json = strcmp(output, "json") == 0 || strcmp(output, "yaml") == 0;
 	if (!*ret_json && strcmp(output, "text") != 0) {
-		(void)fprintf(stderr, "nodegate plan: --output \"%s\": expected text or json\n",
+		(void)fprintf(stderr,
+			      "nodegate plan: --output \"%s\": expected text, json or yaml\n",
 			      output);
 		return false;
 	}
@@ -253,8 +255,9 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	    {"requestor", CMD_OPT_STR, &a->requestor, "NAME", "The requests' spec.requestor.", 0, 0,
 	     NULL, NULL},
 	    {"output", CMD_OPT_STR, &a->output, "FORMAT",
-	     "`text` for people, `json` for tools (docs/planner.md gives its shape).", 0, 0, NULL,
-	     NULL},
+	     "`text` for people, `json` for tools (docs/planner.md gives its shape), `yaml` (the "
+	     "same as YAML).",
+	     0, 0, NULL, NULL},
 	    {"max-rounds", CMD_OPT_INT, &a->max_rounds, "N",
 	     "Stop after this many simulated gate rounds and answer a truncated plan (exit 3); 0 = "
 	     "no limit.",
@@ -285,6 +288,38 @@ struct plan_run {
 	size_t nnames;
 };
 
+/* A plan of nothing answers nothing: refused (exit 2) when @a's --nodes selects no node, or
+ * when --node-file names nodes @r's cluster does not have (counted, the first three named). */
+static ng_status nodes_exist(const struct plan_args *a, const struct plan_run *r,
+			     struct ng_err *err)
+{
+	if (r->nnames == 0)
+		return a->selector ? ng_err_set(err, NG_EPARSE, 0, "--nodes \"%s\" selects no node",
+						a->selector)
+				   : ng_err_set(err, NG_EPARSE, 0, "--node-file %s names no node",
+						a->node_file);
+	const struct ng_intern *pool = kube_snapshot_pool(r->snap);
+	char names[120] = "";
+	size_t missing = 0;
+	for (size_t i = 0; i < r->nnames; i++) {
+		uint32_t id = ng_intern_find(pool, r->names[i], strlen(r->names[i]));
+		if (id != NG_INTERN_NONE && kube_snapshot_find_node(r->snap, id))
+			continue;
+		size_t at = strlen(names);
+		if (missing++ < 3)
+			ng_fmt(names + at, sizeof(names) - at, "%s%.30s", at ? ", " : "",
+			       r->names[i]);
+	}
+	if (missing == 0)
+		return NG_OK;
+	char more[40] = "";
+	if (missing > 3)
+		ng_fmt(more, sizeof(more), " and %zu more", missing - 3);
+	return ng_err_set(err, NG_EPARSE, 0,
+			  "--node-file %s: %zu of %zu nodes are not in the cluster: %s%s",
+			  a->node_file, missing, r->nnames, names, more);
+}
+
 /* The cluster and the chosen nodes of @a into @r. */
 static ng_status load_input(const struct plan_args *a, struct plan_run *r, struct ng_err *err)
 {
@@ -306,7 +341,7 @@ static ng_status load_input(const struct plan_args *a, struct plan_run *r, struc
 			(void)ng_err_set(err, st, e.offset, "--nodes \"%s\": %s", a->selector,
 					 e.msg);
 	}
-	return st;
+	return st ? st : nodes_exist(a, r, err);
 }
 
 /* Plans @in on @r's cluster into @plan, and writes it into @out when @a asks for JSON. */
@@ -323,6 +358,13 @@ static ng_status compute(const struct plan_args *a, struct plan_run *r, struct p
 		st = pol_plan_json(r->snap, in, plan, out);
 		if (st != NG_OK)
 			(void)ng_err_set(err, st, 0, "the plan does not fit in memory");
+	}
+	if (st == NG_OK && strcmp(a->output, "yaml") == 0) {
+		struct ng_buf yaml;
+		ng_buf_init(&yaml, out->cap);
+		st = ng_yaml_from_json(out->data, out->len, &yaml, err);
+		ng_buf_finish(out);
+		*out = yaml;
 	}
 	return st;
 }
