@@ -15,6 +15,7 @@
 #include "common/parse.h"
 #include "common/yaml.h"
 #include "kube/kube.h"
+#include "kube/strict.h"
 #include "server/admission.h"
 
 #include <stdbool.h>
@@ -41,6 +42,31 @@ static ng_status read_yaml(const char *path, char **body, size_t *len, struct ng
 		return ng_err_set(reterr, st, e.offset, "--nd %s: %s", path, e.msg);
 	}
 	return NG_OK;
+}
+
+/* The --nd file @path's JSON (@body, @len) has no field its kind's CRD lacks (kube/strict.h); a
+ * body without kind is a NodeDisruption, as the evaluation reads it. JSON that does not parse is
+ * left to the evaluation to refuse. */
+static ng_status strict_nd(const char *path, const char *body, size_t len, struct ng_err *reterr)
+{
+	cJSON *root = NULL;
+	struct ng_err e = {0};
+	if (ng_json_parse(body, len, NULL, &root, &e) != NG_OK)
+		return NG_OK;
+	ng_status st = NG_OK;
+	if (cJSON_IsObject(root) && !ng_json_get(root, "kind") &&
+	    (!cJSON_AddStringToObject(root, "kind", "NodeDisruption") ||
+	     (!ng_json_get(root, "apiVersion") &&
+	      !cJSON_AddStringToObject(root, "apiVersion", "nodegate.io/v1alpha1"))))
+		st = NG_ENOMEM;
+	struct kube_strict *s = st == NG_OK ? kube_strict_create() : NULL;
+	st = s ? kube_strict_check(s, root, NULL, &e) : NG_ENOMEM;
+	if (st != NG_OK)
+		(void)ng_err_set(reterr, st, 0, "--nd %s: %s", path,
+				 st == NG_ENOMEM ? "out of memory" : e.msg);
+	kube_strict_destroy(s);
+	cJSON_Delete(root);
+	return st;
 }
 
 /* One line per budget of a decision @d: whether it allows the request, and why. */
@@ -217,9 +243,10 @@ int cmd_check(int argc, char **argv)
 	int code = 0;
 	rc = 2;
 	bool granted = false;
-	if (kube_snapshot_load_files(snaps.v, snaps.n, &snap, &err) != NG_OK ||
+	if (kube_snapshot_load_files_strict(snaps.v, snaps.n, &snap, &err) != NG_OK ||
 	    ng_read_file(nd, NG_MAX_BODY_BYTES, "--nd", false, &body, &len, &err) != NG_OK ||
-	    read_yaml(nd, &body, &len, &err) != NG_OK || !arena ||
+	    read_yaml(nd, &body, &len, &err) != NG_OK || strict_nd(nd, body, len, &err) != NG_OK ||
+	    !arena ||
 	    srv_evaluate(body, len, arena, snap, now_wall_ms, &out, &code, &granted, &err) !=
 		NG_OK) {
 		(void)fprintf(stderr, "nodegate check: %s\n",

@@ -332,8 +332,9 @@ static ng_status load_input(const struct plan_args *a, struct plan_run *r, struc
 		r->names = r->file_names;
 	}
 	if (st == NG_OK)
-		st = a->snaps.n ? kube_snapshot_load_files(a->snaps.v, a->snaps.n, &r->snap, err)
-				: cmd_live_load(&a->cluster, &r->snap, err);
+		st = a->snaps.n
+			 ? kube_snapshot_load_files_strict(a->snaps.v, a->snaps.n, &r->snap, err)
+			 : cmd_live_load(&a->cluster, &r->snap, err);
 	if (st == NG_OK && a->selector) {
 		struct ng_err e = {0};
 		st = pol_plan_select(r->snap, a->selector, r->arena, &r->names, &r->nnames, &e);

@@ -661,6 +661,29 @@ class LifecycleTest(unittest.TestCase):
         self.assertEqual((p.returncode, p.stderr),
                          (2, 'nodegate check: --output "xml": expected text, json or yaml\n'))
 
+    def test_O58_O59_check_and_plan_refuse_unknown_fields(self):
+        """A misspelled field in check's --nd file or in a nodegate object of a --snapshot file
+        (check and plan) is refused naming its path and the field meant, instead of being
+        dropped and the request decided without it."""
+        fixture = os.path.join(ROOT, "tests", "e2e", "fixture-f.json")
+        rc, out, err = self.check(fixture, nd={"spec": {"nodeNames": ["node1"], "priorty": 5}})
+        self.assertEqual((rc, out), (2, ""))
+        self.assertIn("spec.priorty: unknown field (did you mean priority?)", err)
+        typo = os.path.join(self.tmp, "typo.json")
+        with open(typo, "w", encoding="utf-8") as f:
+            json.dump({"kind": "List", "items": [
+                {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n9"}, "kubectl": "prints anything"},
+                {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget", "metadata": {"name": "p"},
+                 "spec": {"nodeSelector": {"matchLabels": {"testselect": "test1"}}, "maxDisruptedNode": 1}}]}, f)
+        rc, out, err = self.check(fixture, typo, nd={"spec": {"nodeNames": ["node1"]}})
+        self.assertEqual((rc, out), (2, ""))
+        self.assertIn("typo.json: items[1]: spec.maxDisruptedNode: unknown field (did you mean maxDisruptedNodes?)",
+                      err)
+        p = subprocess.run(WRAPPER + [BINARY, "plan", "--snapshot", fixture, "--snapshot", typo, "--nodes",
+                                      "testselect=test1"], capture_output=True, text=True, timeout=60 * SLOW)
+        self.assertEqual((p.returncode, p.stdout), (2, ""))
+        self.assertIn("items[1]: spec.maxDisruptedNode: unknown field", p.stderr)
+
     def test_O56_O57_a_plan_of_no_node_is_refused(self):
         """`plan --nodes pool=nothing` exits 2 saying it selects no node, and a node file naming
         nodes the cluster lacks exits 2 counting them, instead of planning `0 of 0 nodes`."""
