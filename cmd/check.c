@@ -184,6 +184,20 @@ static void print_refusal(const char *json, size_t len)
 	cJSON_Delete(root);
 }
 
+/* --output as given, or its default (text on a terminal, json otherwise); NULL (said on
+ * stderr) when it is none of text, json and yaml. */
+static const char *output_format(const char *format)
+{
+	if (!format)
+		return isatty(STDOUT_FILENO) ? "text" : "json";
+	if (strcmp(format, "text") == 0 || strcmp(format, "json") == 0 ||
+	    strcmp(format, "yaml") == 0)
+		return format;
+	(void)fprintf(stderr, "nodegate check: --output \"%s\": expected text, json or yaml\n",
+		      format);
+	return NULL;
+}
+
 int cmd_check(int argc, char **argv)
 {
 	struct cmd_multi snaps = {0};
@@ -216,15 +230,8 @@ int cmd_check(int argc, char **argv)
 			      "nodegate check: --snapshot FILE and --nd FILE are required\n");
 		return 2;
 	}
-	if (!format)
-		format = isatty(STDOUT_FILENO) ? "text" : "json";
-	if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0 &&
-	    strcmp(format, "yaml") != 0) {
-		(void)fprintf(stderr,
-			      "nodegate check: --output \"%s\": expected text, json or yaml\n",
-			      format);
+	if (!(format = output_format(format)))
 		return 2;
-	}
 	int64_t now_wall_ms = ng_now_wall_ms();
 	if (now_s && ng_parse_rfc3339_ms(now_s, strlen(now_s), &now_wall_ms) != NG_OK) {
 		(void)fprintf(stderr,
