@@ -12,6 +12,7 @@
 #include "common/file.h"
 #include "common/intern.h"
 #include "common/parse.h"
+#include "common/yaml.h"
 #include "kube/kube.h"
 #include "policy/plan.h"
 
@@ -159,15 +160,13 @@ static void print_text(FILE *f, const struct kube_snapshot *s, const struct pol_
 }
 
 /* What --output writes: a row per format. */
-enum plan_format { PLAN_TEXT, PLAN_JSON, PLAN_SVG, PLAN_HTML };
+enum plan_format { PLAN_TEXT, PLAN_JSON, PLAN_YAML, PLAN_SVG, PLAN_HTML };
 static const struct {
 	const char *name;
 	enum plan_format format;
 } PLAN_FORMATS[] = {
-    {"text", PLAN_TEXT},
-    {"json", PLAN_JSON},
-    {"svg", PLAN_SVG},
-    {"html", PLAN_HTML},
+    {"text", PLAN_TEXT}, {"json", PLAN_JSON}, {"yaml", PLAN_YAML},
+    {"svg", PLAN_SVG},   {"html", PLAN_HTML},
 };
 #define NFORMATS (sizeof(PLAN_FORMATS) / sizeof(PLAN_FORMATS[0]))
 
@@ -261,8 +260,8 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	    {"requestor", CMD_OPT_STR, &a->requestor, "NAME", "The requests' spec.requestor.", 0, 0,
 	     NULL, NULL},
 	    {"output", CMD_OPT_STR, &a->output, "FORMAT",
-	     "`text` for people, `json` for tools (docs/planner.md gives its shape), `svg` a "
-	     "timeline picture, `html` a page holding it.",
+	     "`text` for people, `json` for tools (docs/planner.md gives its shape), `yaml` (the "
+	     "same as YAML), `svg` a timeline picture, `html` a page holding it.",
 	     0, 0, NULL, NULL},
 	    {"max-rounds", CMD_OPT_INT, &a->max_rounds, "N",
 	     "Stop after this many simulated gate rounds and answer a truncated plan (exit 3); 0 = "
@@ -294,6 +293,38 @@ struct plan_run {
 	size_t nnames;
 };
 
+/* A plan of nothing answers nothing: refused (exit 2) when @a's --nodes selects no node, or
+ * when --node-file names nodes @r's cluster does not have (counted, the first three named). */
+static ng_status nodes_exist(const struct plan_args *a, const struct plan_run *r,
+			     struct ng_err *err)
+{
+	if (r->nnames == 0)
+		return a->selector ? ng_err_set(err, NG_EPARSE, 0, "--nodes \"%s\" selects no node",
+						a->selector)
+				   : ng_err_set(err, NG_EPARSE, 0, "--node-file %s names no node",
+						a->node_file);
+	const struct ng_intern *pool = kube_snapshot_pool(r->snap);
+	char names[120] = "";
+	size_t missing = 0;
+	for (size_t i = 0; i < r->nnames; i++) {
+		uint32_t id = ng_intern_find(pool, r->names[i], strlen(r->names[i]));
+		if (id != NG_INTERN_NONE && kube_snapshot_find_node(r->snap, id))
+			continue;
+		size_t at = strlen(names);
+		if (missing++ < 3)
+			ng_fmt(names + at, sizeof(names) - at, "%s%.30s", at ? ", " : "",
+			       r->names[i]);
+	}
+	if (missing == 0)
+		return NG_OK;
+	char more[40] = "";
+	if (missing > 3)
+		ng_fmt(more, sizeof(more), " and %zu more", missing - 3);
+	return ng_err_set(err, NG_EPARSE, 0,
+			  "--node-file %s: %zu of %zu nodes are not in the cluster: %s%s",
+			  a->node_file, missing, r->nnames, names, more);
+}
+
 /* The cluster and the chosen nodes of @a into @r. */
 static ng_status load_input(const struct plan_args *a, struct plan_run *r, struct ng_err *err)
 {
@@ -306,8 +337,9 @@ static ng_status load_input(const struct plan_args *a, struct plan_run *r, struc
 		r->names = r->file_names;
 	}
 	if (st == NG_OK)
-		st = a->snaps.n ? kube_snapshot_load_files(a->snaps.v, a->snaps.n, &r->snap, err)
-				: cmd_live_load(&a->cluster, &r->snap, err);
+		st = a->snaps.n
+			 ? kube_snapshot_load_files_strict(a->snaps.v, a->snaps.n, &r->snap, err)
+			 : cmd_live_load(&a->cluster, &r->snap, err);
 	if (st == NG_OK && a->selector) {
 		struct ng_err e = {0};
 		st = pol_plan_select(r->snap, a->selector, r->arena, &r->names, &r->nnames, &e);
@@ -315,7 +347,7 @@ static ng_status load_input(const struct plan_args *a, struct plan_run *r, struc
 			(void)ng_err_set(err, st, e.offset, "--nodes \"%s\": %s", a->selector,
 					 e.msg);
 	}
-	return st;
+	return st ? st : nodes_exist(a, r, err);
 }
 
 /* Plans @in on @r's cluster into @plan, and writes it into @out unless @a asks for text. */
@@ -329,11 +361,18 @@ static ng_status compute(const struct plan_args *a, struct plan_run *r, struct p
 		return ng_err_set(err, st, 0, "%s",
 				  st == NG_ELIMIT ? "too many nodes" : "out of memory");
 	if (a->format != PLAN_TEXT) {
-		st = a->format == PLAN_JSON
+		st = a->format == PLAN_JSON || a->format == PLAN_YAML
 			 ? pol_plan_json(r->snap, in, plan, out)
 			 : cmd_plan_svg(r->snap, in, plan, a->format == PLAN_HTML, r->arena, out);
 		if (st != NG_OK)
 			(void)ng_err_set(err, st, 0, "the plan does not fit in memory");
+	}
+	if (st == NG_OK && a->format == PLAN_YAML) {
+		struct ng_buf yaml;
+		ng_buf_init(&yaml, out->cap);
+		st = ng_yaml_from_json(out->data, out->len, &yaml, err);
+		ng_buf_finish(out);
+		*out = yaml;
 	}
 	return st;
 }

@@ -9,6 +9,7 @@
 #include "common/json.h"
 #include "common/limits.h"
 #include "common/yaml.h"
+#include "kube/strict.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@ void kube_snapshot_release(struct kube_snapshot *s)
 struct kube_builder {
 	struct kube_cache *cache;
 	size_t skipped;
+	struct kube_strict *strict; /* owned; NULL: unknown fields are dropped as decoded */
 };
 
 struct kube_builder *kube_builder_create(void)
@@ -55,6 +57,7 @@ void kube_builder_destroy(struct kube_builder *b)
 	if (!b)
 		return;
 	kube_cache_destroy(b->cache);
+	kube_strict_destroy(b->strict);
 	free(b);
 }
 
@@ -67,6 +70,11 @@ static ng_status add_one(struct kube_builder *b, const cJSON *o, const char *whe
 			 struct ng_err *reterr)
 {
 	struct kube_object obj;
+	if (b->strict) {
+		ng_status sst = kube_strict_check(b->strict, o, where, reterr);
+		if (sst != NG_OK)
+			return sst;
+	}
 	ng_status st = kube_decode_object(kube_cache_pool(b->cache), kube_cache_scratch(b->cache),
 					  o, where, &obj, reterr);
 	if (st == NG_ENOTFOUND) {
@@ -116,10 +124,14 @@ ng_status kube_builder_finish(struct kube_builder *b, struct kube_snapshot **ret
 	return st;
 }
 
-ng_status kube_snapshot_load_files(const char *const *paths, size_t npaths,
-				   struct kube_snapshot **ret_snap, struct ng_err *reterr)
+static ng_status load_files(const char *const *paths, size_t npaths, bool strict,
+			    struct kube_snapshot **ret_snap, struct ng_err *reterr)
 {
 	struct kube_builder *b = kube_builder_create();
+	if (b && strict && !(b->strict = kube_strict_create())) {
+		kube_builder_destroy(b);
+		b = NULL;
+	}
 	if (!b)
 		return ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
 	ng_status st = NG_OK;
@@ -154,6 +166,18 @@ ng_status kube_snapshot_load_files(const char *const *paths, size_t npaths,
 	if (st != NG_OK)
 		return ng_err_set(reterr, st, 0, "building the cache: %s", ng_status_str(st));
 	return NG_OK;
+}
+
+ng_status kube_snapshot_load_files(const char *const *paths, size_t npaths,
+				   struct kube_snapshot **ret_snap, struct ng_err *reterr)
+{
+	return load_files(paths, npaths, false, ret_snap, reterr);
+}
+
+ng_status kube_snapshot_load_files_strict(const char *const *paths, size_t npaths,
+					  struct kube_snapshot **ret_snap, struct ng_err *reterr)
+{
+	return load_files(paths, npaths, true, ret_snap, reterr);
 }
 
 /* ---- accessors ---- */

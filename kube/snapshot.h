@@ -167,6 +167,16 @@ NG_NODISCARD ng_status kube_snapshot_load_files(const char *const *paths, size_t
 						struct kube_snapshot **ret_snap,
 						struct ng_err *reterr);
 
+/**
+ * As kube_snapshot_load_files(), but nodegate's own objects with a field their CRD does not have
+ * are refused (NG_EPARSE, "FILE: items[2]: spec.priorty: unknown field (did you mean
+ * priority?)"; kube/strict.h), as the API server's strict field validation would: for the files
+ * people write for `nodegate check` and `nodegate plan`.
+ */
+NG_NODISCARD ng_status kube_snapshot_load_files_strict(const char *const *paths, size_t npaths,
+						       struct kube_snapshot **ret_snap,
+						       struct ng_err *reterr);
+
 /** Takes one more reference (returns @s); the caller drops it with release. Any thread. */
 struct kube_snapshot *kube_snapshot_ref(struct kube_snapshot *s);
 /** Drops a reference; the last one frees the snapshot. Accepts NULL. Any thread. */

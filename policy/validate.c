@@ -98,6 +98,13 @@ ng_status pol_check_budget(const struct kube_snapshot *cluster, const struct kub
 		return check_adb(cluster, pool, adb, reterr);
 	if (ndb)
 		return check_ndb(pool, ndb, reterr);
+	/* nodegate reads only the singleton: another one would be created and silently ignored,
+	 * its pause or alert gate doing nothing. */
+	const char *ngc_name = ngc ? ng_intern_str(pool, ngc->name, NULL) : NULL;
+	if (ngc && (!ngc_name || strcmp(ngc_name, "default") != 0))
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "metadata.name: nodegate reads only the NodeGateConfig named "
+				  "\"default\"; name it default");
 	if (ngc && ngc->invalid)
 		return invalid(pool, ngc->error, reterr);
 	if (ngc && ngc->alert.mode != KUBE_ALERT_NONE) {
@@ -175,6 +182,10 @@ static ng_status nd_form(const struct kube_nd *nd, const struct ng_intern *pool,
 				  "spec: exactly one of nodeSelector and nodeNames is required");
 	if (nd->selector_invalid)
 		return invalid(pool, nd->selector_error, reterr);
+	if (x->has_node_names && nd->nnode_names == 0)
+		return ng_err_set(reterr, NG_EPARSE, 0,
+				  "spec.nodeNames: empty: name at least one node, or select nodes "
+				  "with spec.nodeSelector");
 	if (x->has_node_selector && nd->node_selector.nreqs == 0)
 		return ng_err_set(reterr, NG_EPARSE, 0,
 				  "spec.nodeSelector: {} would select every node: give labels to "
@@ -322,13 +333,29 @@ static ng_status update_ok(const struct kube_one *obj, const struct kube_one *ol
 			  "spec.additionalRequestors (delete the request and create a new one)");
 }
 
-/* Warnings on an admitted request naming its nodes: nodes nodegate does not know, nodes already
- * granted to another request. */
+/* Names listed in a warning before "and N more": enough to recognise a typo, few enough that
+ * the line stays readable (and within the 256 bytes an API server keeps of a warning). */
+#define WARN_NAMES 3
+
+/* Appends warning @text (a line of its own) to @warning (@wcap bytes); a line that does not fit
+ * whole is left out. */
+static void add_warning(char *warning, size_t wcap, const char *text)
+{
+	size_t at = strlen(warning), len = strlen(text);
+	if (at + (at ? 1 : 0) + len + 1 > wcap)
+		return;
+	ng_fmt(warning + at, wcap - at, "%s%s", at ? "\n" : "", text);
+}
+
+/* Warnings on an admitted request naming its nodes, one line each (server/review.c makes each
+ * line a warning): how many nodes it names are not in the cluster, the first few by name; and
+ * nodes already granted to another request. */
 static void warn(const struct kube_snapshot *cluster, const struct kube_nd *nd,
 		 const struct ng_intern *pool, char *warning, size_t wcap)
 {
 	const struct ng_intern *cpool = kube_snapshot_pool(cluster);
-	size_t at = 0, unknown = 0;
+	char names[200] = "", line[256];
+	size_t unknown = 0, granted = 0;
 	for (uint16_t i = 0; i < nd->nnode_names; i++) {
 		size_t len;
 		const char *name = ng_intern_str(pool, nd->node_names[i], &len);
@@ -336,18 +363,34 @@ static void warn(const struct kube_snapshot *cluster, const struct kube_nd *nd,
 		const struct kube_node *node =
 		    id == NG_INTERN_NONE ? NULL : kube_snapshot_find_node(cluster, id);
 		const struct kube_nd *holder = node ? kube_snapshot_node_grant(cluster, id) : NULL;
-		if (!node && unknown++ < 5 && at + 1 < wcap) {
-			ng_fmt(warning + at, wcap - at, "%snode %.63s is not in the cluster",
-			       at ? "; " : "", name);
-			at += strlen(warning + at);
-		} else if (holder && at + 1 < wcap &&
-			   strcmp(ng_intern_str(cpool, holder->name, NULL),
-				  ng_intern_str(pool, nd->name, NULL)) != 0) {
-			ng_fmt(warning + at, wcap - at,
-			       "%snode %.63s is already granted to NodeDisruption %.100s",
-			       at ? "; " : "", name, ng_intern_str(cpool, holder->name, NULL));
-			at += strlen(warning + at);
+		bool other = holder && strcmp(ng_intern_str(cpool, holder->name, NULL),
+					      ng_intern_str(pool, nd->name, NULL)) != 0;
+		if (!node && unknown++ < WARN_NAMES) {
+			size_t at = strlen(names);
+			ng_fmt(names + at, sizeof(names) - at, "%s%.50s", at ? ", " : "", name);
+		} else if (other && granted++ < WARN_NAMES) {
+			ng_fmt(line, sizeof(line),
+			       "node %.63s is already granted to NodeDisruption %.100s", name,
+			       ng_intern_str(cpool, holder->name, NULL));
+			add_warning(warning, wcap, line);
 		}
+	}
+	if (unknown == 0)
+		return;
+	char more[40] = "";
+	if (unknown > WARN_NAMES)
+		ng_fmt(more, sizeof(more), " and %zu more", unknown - WARN_NAMES);
+	ng_fmt(line, sizeof(line), "%zu of %u node%s %s not in the cluster: %s%s", unknown,
+	       (unsigned)nd->nnode_names, nd->nnode_names == 1 ? "" : "s",
+	       nd->nnode_names == 1 ? "is" : "are", names, more);
+	/* The count goes first: it is the line a person needs when the request names many. */
+	size_t at = strlen(warning);
+	if (at && at + strlen(line) + 2 <= wcap) {
+		memmove(warning + strlen(line) + 1, warning, at + 1);
+		memcpy(warning, line, strlen(line));
+		warning[strlen(line)] = '\n';
+	} else if (!at) {
+		add_warning(warning, wcap, line);
 	}
 }
 
@@ -621,4 +664,96 @@ ng_status pol_explain_remediation(const struct kube_snapshot *cluster, const str
 		return ng_err_set(reterr, st, 0, "out of memory");
 	*ret = x;
 	return NG_OK;
+}
+
+/* ---- warnings on admitted budgets ---- */
+
+/* Whether any PVC of namespace @ns (cluster ids) carries labels @sel matches. */
+static bool any_pvc(const struct kube_snapshot *cluster, uint32_t ns,
+		    const struct kube_selector *sel)
+{
+	size_t n;
+	const struct kube_pvc *pvcs = kube_snapshot_pvcs(cluster, &n);
+	for (size_t i = 0; i < n; i++)
+		if (pvcs[i].ns == ns && bud_selector_matches(sel, pvcs[i].labels, pvcs[i].nlabels,
+							     kube_snapshot_pool(cluster)))
+			return true;
+	return false;
+}
+
+/* ADB @in (ids of @from) selects nothing in @cluster now: no pod, and no PVC by pvcSelector. */
+static ng_status adb_selects_nothing(const struct kube_snapshot *cluster,
+				     const struct ng_intern *from, const struct kube_adb *in,
+				     struct ng_arena *arena, bool *ret)
+{
+	const struct ng_intern *to = kube_snapshot_pool(cluster);
+	struct kube_adb adb = *in;
+	adb.b.ns = remap(from, to, in->b.ns);
+	ng_status st = remap_selector(from, to, &in->pod_selector, arena, &adb.pod_selector);
+	st = st ? st : remap_selector(from, to, &in->pvc_selector, arena, &adb.pvc_selector);
+	if (st != NG_OK)
+		return st;
+	size_t n;
+	size_t npods;
+	const struct kube_pod *pods = kube_snapshot_pods(cluster, &npods);
+	const uint32_t *in_ns =
+	    adb.b.ns == NG_INTERN_NONE ? NULL : kube_snapshot_pods_in_ns(cluster, adb.b.ns, &n);
+	bool any = adb.pvc_selector.present && adb.b.ns != NG_INTERN_NONE &&
+		   any_pvc(cluster, adb.b.ns, &adb.pvc_selector);
+	for (size_t i = 0; in_ns && !any && i < n; i++)
+		any = bud_adb_selects_pod(cluster, &adb, &pods[in_ns[i]]);
+	*ret = !any;
+	return NG_OK;
+}
+
+/* NDB @in (ids of @from) selects no node of @cluster now. */
+static ng_status ndb_selects_nothing(const struct kube_snapshot *cluster,
+				     const struct ng_intern *from, const struct kube_ndb *in,
+				     struct ng_arena *arena, bool *ret)
+{
+	struct kube_selector sel;
+	ng_status st =
+	    remap_selector(from, kube_snapshot_pool(cluster), &in->node_selector, arena, &sel);
+	if (st != NG_OK)
+		return st;
+	size_t n;
+	const struct kube_node *nodes = kube_snapshot_nodes(cluster, &n);
+	bool any = false;
+	for (size_t i = 0; !any && i < n; i++)
+		any = bud_selector_matches(&sel, nodes[i].labels, nodes[i].nlabels,
+					   kube_snapshot_pool(cluster));
+	*ret = !any;
+	return NG_OK;
+}
+
+void pol_warn_budget(const struct kube_snapshot *cluster, const struct kube_one *obj, char *warning,
+		     size_t wcap)
+{
+	warning[0] = '\0';
+	const struct kube_adb *adb = kube_one_adb(obj);
+	const struct kube_ndb *ndb = kube_one_ndb(obj);
+	size_t nnodes;
+	(void)kube_snapshot_nodes(cluster, &nnodes);
+	/* No node at all: nodegate has no view of the cluster (yet) to judge selectors by. */
+	if ((!adb && !ndb) || nnodes == 0)
+		return;
+	struct ng_arena *arena = ng_arena_create(1u << 20);
+	const struct ng_intern *from = kube_one_pool(obj);
+	bool nothing = false;
+	ng_status st = !arena ? NG_ENOMEM
+		       : adb  ? adb_selects_nothing(cluster, from, adb, arena, &nothing)
+			      : ndb_selects_nothing(cluster, from, ndb, arena, &nothing);
+	ng_arena_destroy(arena);
+	if (st != NG_OK || !nothing)
+		return;
+	if (adb)
+		ng_fmt(warning, wcap,
+		       "no pod in namespace %.63s matches spec.podSelector%s now: this budget "
+		       "protects nothing until one does",
+		       ng_intern_str(from, adb->b.ns, NULL),
+		       adb->pvc_selector.present ? " and no PVC spec.pvcSelector" : "");
+	else
+		ng_fmt(warning, wcap,
+		       "no node matches spec.nodeSelector now: this budget limits nothing until "
+		       "one does");
 }

@@ -32,6 +32,15 @@ NG_NODISCARD ng_status pol_check_budget(const struct kube_snapshot *cluster,
 					const struct kube_one *obj, struct ng_err *reterr);
 
 /**
+ * Warnings on a budget @obj pol_check_budget() admits, into @warning (@wcap bytes, "" when
+ * none): an ApplicationDisruptionBudget that selects no pod (and, with a pvcSelector, no PVC)
+ * in @cluster now, a NodeDisruptionBudget that selects no node now. Nothing is said while
+ * @cluster holds no node (no view of the cluster yet) or when memory runs out.
+ */
+void pol_warn_budget(const struct kube_snapshot *cluster, const struct kube_one *obj, char *warning,
+		     size_t wcap);
+
+/**
  * A NodeDisruption @obj being created (@old NULL) or updated (@old the stored object): exactly
  * one of nodeSelector and nodeNames; a selector that parses and is not `{}` (it would select
  * every node); spec.drain, spec.operation, additionalRequestors, startDate and duration well

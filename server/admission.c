@@ -83,6 +83,17 @@ static void printable_ascii(char *s)
 			*s = '?';
 }
 
+/* As printable_ascii(), line by line: a warning holds one warning a line. */
+static void printable_lines(char *s)
+{
+	for (char *nl; (nl = strchr(s, '\n')); s = nl + 1) {
+		*nl = '\0';
+		printable_ascii(s);
+		*nl = '\n';
+	}
+	printable_ascii(s);
+}
+
 /* The answer {"message":@msg} and a newline, of a request that cannot be answered otherwise. */
 static ng_status message_answer(const char *msg, struct ng_buf *out)
 {
@@ -431,7 +442,10 @@ static ng_status judge(enum srv_object_webhook wh, const struct srv_review *r,
 		/* Kinds the cache does not keep are not this webhook's to judge. */
 		if (st == NG_ENOTFOUND)
 			return NG_OK;
-		return st ? st : pol_check_budget(snap, obj, why);
+		st = st ? st : pol_check_budget(snap, obj, why);
+		if (st == NG_OK)
+			pol_warn_budget(snap, obj, warning, wcap);
+		return st;
 	}
 	if (st == NG_ENOTFOUND)
 		return ng_err_set(why, NG_EPARSE, 0, "kind: expected a NodeDisruption");
@@ -510,7 +524,7 @@ ng_status srv_admit_object(enum srv_object_webhook wh, const char *body, size_t 
 	}
 	/* Names, URLs and selectors are echoed: messages stay printable ASCII. */
 	printable_ascii(a.message);
-	printable_ascii(a.warning);
+	printable_lines(a.warning);
 	struct srv_review_response resp = {.allowed = a.allowed,
 					   .code = a.code,
 					   .message = a.message,

@@ -293,6 +293,36 @@ const char *srv_status_reason(int32_t code)
 	}
 }
 
+/* The API server keeps this many bytes of a warning (kube-apiserver truncates longer ones), and
+ * kubectl prints each on a line of its own: more than a few would bury the answer. */
+#define MAX_WARNING_BYTES 256
+#define MAX_WARNINGS 4
+
+/* @warning's lines as the response's warnings: at most MAX_WARNINGS, each cut to
+ * MAX_WARNING_BYTES (not inside a UTF-8 sequence), empty lines skipped. */
+static void put_warnings(struct ng_jw *w, const char *warning)
+{
+	ng_jw_key(w, "warnings");
+	ng_jw_arr(w);
+	size_t n = 0;
+	for (const char *s = warning; *s && n < MAX_WARNINGS;) {
+		const char *nl = strchr(s, '\n');
+		size_t len = nl ? (size_t)(nl - s) : strlen(s);
+		size_t keep = len;
+		if (keep > MAX_WARNING_BYTES) {
+			keep = MAX_WARNING_BYTES;
+			while (keep > 0 && ((unsigned char)s[keep] & 0xc0) == 0x80)
+				keep--;
+		}
+		if (keep > 0) {
+			ng_jw_strn(w, s, keep);
+			n++;
+		}
+		s += len + (nl ? 1 : 0);
+	}
+	ng_jw_arr_end(w);
+}
+
 ng_status srv_review_encode(const char *uid, const struct srv_review_response *resp,
 			    struct ng_buf *out)
 {
@@ -325,12 +355,8 @@ ng_status srv_review_encode(const char *uid, const struct srv_review_response *r
 		ng_jw_key(&w, "patch");
 		ng_jw_base64(&w, resp->patch, strlen(resp->patch));
 	}
-	if (resp->warning && *resp->warning) {
-		ng_jw_key(&w, "warnings");
-		ng_jw_arr(&w);
-		ng_jw_str(&w, resp->warning);
-		ng_jw_arr_end(&w);
-	}
+	if (resp->warning && *resp->warning)
+		put_warnings(&w, resp->warning);
 	ng_jw_obj_end(&w);
 	ng_jw_obj_end(&w);
 	return ng_jw_finish(&w);

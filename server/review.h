@@ -71,8 +71,9 @@ struct srv_review_response {
 	int32_t code;                /* for denials: becomes the HTTP status the client sees */
 	const char *message;         /* for denials */
 	int32_t retry_after_seconds; /* > 0: details.retryAfterSeconds */
-	const char *warning;         /* NULL or "": none */
-	const char *patch;           /* allowed, from a mutating webhook: a JSONPatch; NULL: none */
+	/* NULL or "": none; else one warning a line, at most 4 sent, each cut to 256 bytes */
+	const char *warning;
+	const char *patch; /* allowed, from a mutating webhook: a JSONPatch; NULL: none */
 };
 
 /** Kubernetes' StatusReason for an HTTP code ("TooManyRequests" for 429, ...). */

@@ -3193,6 +3193,9 @@ class TestCelAndCRDChecks(ServerTestCase):
                                                           "nodeSelector": {"matchLabels": {"a": "b"}}}))
         self.assertIn("exactly one of nodeSelector and nodeNames is required", out["message"])
         self.refused("POST", base, self.nd("neither", {"type": "maintenance"}))
+        # an empty list of names names no node (minItems)
+        out = self.refused("POST", base, self.nd("none", {"nodeNames": []}))
+        self.assertIn("spec.nodeNames", out["message"])
         # a merge patch that empties the selector is refused like a create
         out = self.refused("PATCH", base + "/sel", {"spec": {"nodeSelector": {"matchLabels": {"pool": None}}}},
                            "application/merge-patch+json")
@@ -3203,7 +3206,7 @@ class TestCelAndCRDChecks(ServerTestCase):
         cfg = {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig", "metadata": {"name": "other"}, "spec": {}}
         out = self.refused("POST", base, cfg)
         self.assertEqual(out["message"], 'NodeGateConfig.nodegate.io "other" is invalid: <nil>: Invalid value: "object": '
-                                         'the NodeGateConfig is a singleton named default')
+                                         'nodegate reads only the NodeGateConfig named default; name it default')
         cfg["metadata"]["name"] = "default"
         self.ok("POST", base, cfg)
         cfg = self.ok("GET", base + "/default")
@@ -3281,8 +3284,8 @@ class TestCelAndCRDChecks(ServerTestCase):
         y = ("apiVersion: nodegate.io/v1alpha1\nkind: NodeGateConfig\nmetadata:\n  name: cluster\nspec: {}\n")
         rc, out, err = self.kubectl("apply", "-f", "-", input=y)
         self.assertNotEqual(rc, 0)
-        self.assertIn('The NodeGateConfig "cluster" is invalid: <nil>: Invalid value: "object": the NodeGateConfig is '
-                      'a singleton named default', err)
+        self.assertIn('The NodeGateConfig "cluster" is invalid: <nil>: Invalid value: "object": nodegate reads only '
+                      'the NodeGateConfig named default; name it default', err)
 
     def positive_n_kind(self, srv, plural):
         """Register a kind whose spec.n must be positive (one CEL rule); returns create(name, n)."""

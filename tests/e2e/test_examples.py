@@ -74,6 +74,18 @@ def missing(want, have, path=""):
     return [] if want == have else [f"{path}: set to {want!r}, read back {have!r}"]
 
 
+def selected_labels(sel):
+    """Labels a LabelSelector @sel selects: its matchLabels, and for each In or Exists expression
+    a value it takes (NotIn and DoesNotExist hold without the label)."""
+    labels = dict((sel or {}).get("matchLabels") or {})
+    for e in (sel or {}).get("matchExpressions") or []:
+        if e.get("operator") == "In":
+            labels[e["key"]] = e["values"][0]
+        elif e.get("operator") == "Exists":
+            labels[e["key"]] = "yes"
+    return labels
+
+
 class ExamplesTest(ValidationTest):
     """Fixture F without the "db" budget, nodegate registered for every webhook (ValidationTest)."""
 
@@ -89,15 +101,41 @@ class ExamplesTest(ValidationTest):
         return objs
 
     def prepare(self, objs):
-        """The namespaces and nodes the objects need, as a cluster they are written for has."""
+        """The namespaces and nodes the objects need, as a cluster they are written for has: the
+        nodes requests name, and a node or pod for each budget's selector to select (a budget
+        that selects nothing is admitted with a warning)."""
+        wanted = []
         for o in objs:
-            ns = o["metadata"].get("namespace")
-            if ns and self.api.api("GET", f"/api/v1/namespaces/{ns}")[0] == 404:
-                self.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                                   "metadata": {"name": ns}})
+            name, ns = o["metadata"]["name"], o["metadata"].get("namespace")
+            spec = o.get("spec", {})
+            if o["kind"] == "NodeDisruptionBudget":
+                node = f"ex-{name}"
+                if self.api.api("GET", f"/api/v1/nodes/{node}")[0] == 404:
+                    self.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {
+                        "name": node, "labels": selected_labels(spec.get("nodeSelector"))},
+                        "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+                wanted.append(("nodes", node))
+            if o["kind"] == "ApplicationDisruptionBudget" and spec.get("podSelector") is not None:
+                self.prepare_namespace(ns)
+                pod = f"ex-{name}"
+                if self.api.api("GET", f"/api/v1/namespaces/{ns}/pods/{pod}")[0] == 404:
+                    self.create(f"/api/v1/namespaces/{ns}/pods", {
+                        "apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": pod, "labels": selected_labels(spec["podSelector"])},
+                        "spec": {"nodeName": "node1", "containers": [{"name": "c", "image": "busybox"}]}})
+                wanted.append(("pods", pod))
+        ok, _ = eventually(lambda: all(n in [x.get("name") for x in (self.ng.cache() or {}).get(kind, [])]
+                                       for kind, n in wanted), interval=0.2)
+        self.assertTrue(ok, f"nodegate never saw {wanted}")
+        for o in objs:
+            self.prepare_namespace(o["metadata"].get("namespace"))
             for node in o.get("spec", {}).get("nodeNames", []) if o["kind"] == "NodeDisruption" else []:
                 if self.api.api("GET", f"/api/v1/nodes/{node}")[0] == 404:
                     self.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+
+    def prepare_namespace(self, ns):
+        if ns and self.api.api("GET", f"/api/v1/namespaces/{ns}")[0] == 404:
+            self.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
 
     def read_back(self, path):
         rc, out, err = self.kubectl("get", "-f", path, "-o", "json")

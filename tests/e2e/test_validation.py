@@ -176,7 +176,52 @@ class ValidationTest(GateTest):
         code, body, resp = self.api.api("POST", ND_PATH, nd_body("v09", {"nodeNames": ["ghost"]}))
         self.assertEqual(code, 201, body)
         warning = resp.getheader("Warning") or ""
-        self.assertIn("node ghost is not in the cluster", warning)
+        self.assertIn("1 of 1 node is not in the cluster: ghost", warning)
+
+    def apply(self, yaml_text):
+        """kubectl apply of @yaml_text: (rc, stdout, the `Warning:` lines, stderr)."""
+        rc, out, err = self.api.kubectl("apply", "-f", "-", input=yaml_text)
+        return rc, out, [ln for ln in err.splitlines() if ln.startswith("Warning: ")], err
+
+    def test_O50_a_nodegateconfig_not_named_default_is_refused(self):
+        """A user who creates a NodeGateConfig named "other" to pause nodegate is told at once that
+        only "default" is read, instead of a pause that silently does nothing."""
+        rc, _, _, err = self.apply("apiVersion: nodegate.io/v1alpha1\nkind: NodeGateConfig\n"
+                                   "metadata: {name: other}\nspec: {paused: true}\n")
+        self.assertNotEqual(rc, 0)
+        self.assertIn("NodeGateConfig named default; name it default", err)
+
+    def test_O51_an_empty_list_of_node_names_is_refused(self):
+        """`nodeNames: []` is refused when applied, not admitted and then Rejected."""
+        rc, _, _, err = self.apply("apiVersion: nodegate.io/v1alpha1\nkind: NodeDisruption\n"
+                                   "metadata: {name: o51}\nspec: {nodeNames: []}\n")
+        self.assertNotEqual(rc, 0)
+        self.assertIn("spec.nodeNames", err)
+
+    def test_O52_unknown_nodes_are_counted_in_a_kubectl_warning(self):
+        """kubectl prints how many of the named nodes do not exist, the first few by name, for a
+        request naming 2,000 unknown nodes and node1."""
+        names = "".join(f"\n  - ghost-{i}" for i in range(2000))
+        rc, _, warnings, err = self.apply("apiVersion: nodegate.io/v1alpha1\nkind: NodeDisruption\n"
+                                          f"metadata: {{name: o52}}\nspec:\n  nodeNames:{names}\n  - node1\n")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("Warning: 2000 of 2001 nodes are not in the cluster: ghost-0, ghost-1, ghost-2 and 1997 more",
+                      warnings)
+
+    def test_O53_O54_budgets_selecting_nothing_are_warned(self):
+        """An ADB whose podSelector matches no pod, or an NDB whose nodeSelector matches no node, is
+        created with a kubectl warning that it protects nothing now."""
+        rc, _, warnings, err = self.apply(
+            "apiVersion: nodegate.io/v1alpha1\nkind: ApplicationDisruptionBudget\n"
+            "metadata: {name: o53, namespace: default}\n"
+            "spec: {podSelector: {matchLabels: {app: postgress}}, maxDisruptions: 1}\n---\n"
+            "apiVersion: nodegate.io/v1alpha1\nkind: NodeDisruptionBudget\nmetadata: {name: o54}\n"
+            "spec: {nodeSelector: {matchLabels: {pool: nothing}}, maxDisruptedNodes: 1}\n")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("Warning: no pod in namespace default matches spec.podSelector now: this budget protects "
+                      "nothing until one does", warnings)
+        self.assertIn("Warning: no node matches spec.nodeSelector now: this budget limits nothing until one does",
+                      warnings)
 
     def test_V10_empty_selector_is_denied(self):
         self.denied("POST", ND_PATH, nd_body("v10", {"nodeSelector": {}}), "would select every node")

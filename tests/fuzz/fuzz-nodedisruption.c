@@ -19,13 +19,17 @@
  * - the reason of the first failing budget kept for the gate is "" or the reason of a verdict
  *   that is not ok;
  * - activeDeadlineSeconds and ttlSecondsAfterCompletion are -1 (absent or refused, then with a
- *   spec problem when present) or in 0..KUBE_MAX_LIFECYCLE_S. */
+ *   spec problem when present) or in 0..KUBE_MAX_LIFECYCLE_S;
+ * - the strict field check (kube/strict.h, what `nodegate check` runs on its input) of the same
+ *   input, as whatever kind it says and as a NodeDisruption, answers NG_OK or NG_EPARSE with a
+ *   readable message. */
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/intern.h"
 #include "common/json.h"
 #include "common/limits.h"
 #include "kube/one.h"
+#include "kube/strict.h"
 #include "tests/fuzz/roundtrip.h"
 
 #include <stdint.h>
@@ -100,6 +104,27 @@ static void roundtrip(const struct kube_one *one)
 	ng_buf_finish(&out);
 }
 
+/* The strict field check of @root, as its own kind and as a NodeDisruption. */
+static void check_strict(cJSON *root, const uint8_t *data, size_t size)
+{
+	struct kube_strict *s = kube_strict_create();
+	ng_fuzz_check(s != NULL);
+	for (int pass = 0; pass < 2; pass++) {
+		struct ng_err err = {0};
+		ng_status st = kube_strict_check(s, root, pass ? "items[0]" : NULL, &err);
+		ng_fuzz_check(st == NG_OK ||
+			      (st == NG_EPARSE && ng_fuzz_message_ok(err.msg, data, size)));
+		if (!cJSON_IsObject(root))
+			break;
+		cJSON_DeleteItemFromObjectCaseSensitive(root, "kind");
+		cJSON_DeleteItemFromObjectCaseSensitive(root, "apiVersion");
+		if (!cJSON_AddStringToObject(root, "kind", "NodeDisruption") ||
+		    !cJSON_AddStringToObject(root, "apiVersion", "nodegate.io/v1alpha1"))
+			break;
+	}
+	kube_strict_destroy(s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ng_arena *arena = ng_arena_create(NG_REQUEST_ARENA_CAP_BYTES);
@@ -107,6 +132,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cJSON *root = NULL;
 	if (ng_json_parse((const char *)data, size, arena, &root, NULL) != NG_OK)
 		goto out;
+	{
+		/* A tree of its own: the check below changes kind and apiVersion. */
+		cJSON *copy = NULL;
+		if (ng_json_parse((const char *)data, size, NULL, &copy, NULL) == NG_OK)
+			check_strict(copy, data, size);
+		cJSON_Delete(copy);
+	}
 
 	struct kube_one *a = NULL, *b = NULL;
 	struct ng_err err = {0};

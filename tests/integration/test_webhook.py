@@ -634,6 +634,77 @@ class LifecycleTest(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("missing.json", err)
 
+    def test_O55_check_answers_people_in_text_and_yaml(self):
+        """`check -o text` prints a verdict a person reads at a glance, `-o yaml` the answer as
+        kubectl prints YAML, and an invalid request is one sentence on stderr, never raw JSON."""
+        fixture = os.path.join(ROOT, "tests", "e2e", "fixture-f.json")
+        path = os.path.join(self.tmp, "nd.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"spec": {"nodeNames": ["node1"]}}, f)
+        base = [BINARY, "check", "--now", "2026-11-22T00:00:00Z", "--snapshot", fixture, "--nd", path]
+        p = subprocess.run(WRAPPER + base + ["-o", "text"], capture_output=True, text=True, timeout=60 * SLOW)
+        self.assertEqual((p.returncode, p.stdout),
+                         (0, "Granted: granted\n  nodes: node1\n"
+                             "  ok   ApplicationDisruptionBudget default/db: 0 of 1 in use, this request adds 1\n"),
+                         p.stderr)
+        p = subprocess.run(WRAPPER + base + ["--output", "yaml"], capture_output=True, text=True,
+                           timeout=60 * SLOW)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(p.stdout.startswith("state: Granted\nreason: granted\ndisruptedNodes:\n- node1\n"),
+                        p.stdout)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"spec": {"nodeNames": ["node1"], "priority": "high"}}, f)
+        p = subprocess.run(WRAPPER + base, capture_output=True, text=True, timeout=60 * SLOW)
+        self.assertEqual((p.returncode, p.stdout, p.stderr),
+                         (2, "", "nodegate check: spec.priority: expected an integer\n"))
+        p = subprocess.run(WRAPPER + base + ["-o", "xml"], capture_output=True, text=True, timeout=60 * SLOW)
+        self.assertEqual((p.returncode, p.stderr),
+                         (2, 'nodegate check: --output "xml": expected text, json or yaml\n'))
+
+    def test_O58_O59_check_and_plan_refuse_unknown_fields(self):
+        """A misspelled field in check's --nd file or in a nodegate object of a --snapshot file
+        (check and plan) is refused naming its path and the field meant, instead of being
+        dropped and the request decided without it."""
+        fixture = os.path.join(ROOT, "tests", "e2e", "fixture-f.json")
+        rc, out, err = self.check(fixture, nd={"spec": {"nodeNames": ["node1"], "priorty": 5}})
+        self.assertEqual((rc, out), (2, ""))
+        self.assertIn("spec.priorty: unknown field (did you mean priority?)", err)
+        typo = os.path.join(self.tmp, "typo.json")
+        with open(typo, "w", encoding="utf-8") as f:
+            json.dump({"kind": "List", "items": [
+                {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n9"}, "kubectl": "prints anything"},
+                {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget", "metadata": {"name": "p"},
+                 "spec": {"nodeSelector": {"matchLabels": {"testselect": "test1"}}, "maxDisruptedNode": 1}}]}, f)
+        rc, out, err = self.check(fixture, typo, nd={"spec": {"nodeNames": ["node1"]}})
+        self.assertEqual((rc, out), (2, ""))
+        self.assertIn("typo.json: items[1]: spec.maxDisruptedNode: unknown field (did you mean maxDisruptedNodes?)",
+                      err)
+        p = subprocess.run(WRAPPER + [BINARY, "plan", "--snapshot", fixture, "--snapshot", typo, "--nodes",
+                                      "testselect=test1"], capture_output=True, text=True, timeout=60 * SLOW)
+        self.assertEqual((p.returncode, p.stdout), (2, ""))
+        self.assertIn("items[1]: spec.maxDisruptedNode: unknown field", p.stderr)
+
+    def test_O56_O57_a_plan_of_no_node_is_refused(self):
+        """`plan --nodes pool=nothing` exits 2 saying it selects no node, and a node file naming
+        nodes the cluster lacks exits 2 counting them, instead of planning `0 of 0 nodes`."""
+        fixture = os.path.join(ROOT, "tests", "e2e", "fixture-f.json")
+        base = [BINARY, "plan", "--snapshot", fixture, "--start", "2026-11-22T00:00:00Z"]
+        p = subprocess.run(WRAPPER + base + ["--nodes", "pool=nothing"], capture_output=True, text=True,
+                           timeout=60 * SLOW)
+        self.assertEqual((p.returncode, p.stdout, p.stderr),
+                         (2, "", 'nodegate plan: --nodes "pool=nothing" selects no node\n'))
+        names = os.path.join(self.tmp, "nodes.txt")
+        with open(names, "w", encoding="utf-8") as f:
+            f.write("node1\n" + "".join(f"ghost-{i}\n" for i in range(5)))
+        p = subprocess.run(WRAPPER + base + ["--node-file", names], capture_output=True, text=True,
+                           timeout=60 * SLOW)
+        self.assertEqual((p.returncode, p.stdout), (2, ""))
+        self.assertIn("5 of 6 nodes are not in the cluster: ghost-0, ghost-1, ghost-2 and 2 more", p.stderr)
+        p = subprocess.run(WRAPPER + base + ["--nodes", "testselect=test1", "-o", "yaml"], capture_output=True,
+                           text=True, timeout=60 * SLOW)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("\nsummary:\n  nodes: 2\n", p.stdout)
+
     def test_check_explains_a_node_remediation(self):
         """A NodeRemediation given to check: its unhealthy nodes, what happens to each and, for
         the requests it would create, the gate's decision in order (the second waits for the
@@ -1042,7 +1113,7 @@ class LifecycleTest(unittest.TestCase):
         # check's and plan's as documented in certificates.md, gate.md and planner.md.
         doc = run("--dump-config-doc").stdout
         want = {"certs": ["out", "service", "namespace", "dns", "ip", "days"],
-                "check": ["snapshot", "kubeconfig", "context", "nd", "now"],
+                "check": ["snapshot", "kubeconfig", "context", "nd", "now", "output"],
                 "status": ["kubeconfig", "context", "snapshot", "output", "now", "watch"],
                 "why": ["kubeconfig", "context", "snapshot", "output", "now"],
                 "plan": ["snapshot", "kubeconfig", "context", "nodes", "node-file", "drain-seconds", "start", "type",

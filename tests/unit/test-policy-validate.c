@@ -108,6 +108,12 @@ static void test_V07_V08_H09_budget_admission_checks(void **state)
 	expect_budget(none, NGC("{\"healthHooks\":{\"maxResponseBytes\":0}}"), NG_EPARSE,
 		      "maxResponseBytes: must be 1..16777216");
 	expect_budget(none, ND("x", "{\"nodeSelector\":{}}"), NG_OK, NULL);
+	/* O50: only the NodeGateConfig named default is read; another is refused, not ignored. */
+	expect_budget(none,
+		      "{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+		      "\"metadata\":{\"name\":\"other\"},\"spec\":{\"paused\":true}}",
+		      NG_EPARSE,
+		      "reads only the NodeGateConfig named \"default\"; name it default");
 	kube_snapshot_release(none);
 	kube_snapshot_release(strict);
 }
@@ -299,7 +305,15 @@ static void test_V01_V02_V03_V05_V09_V10_nodedisruption_admission(void **state)
 		  NULL);
 	/* V09: allowed, with warnings naming the nodes. */
 	expect_nd(c, ND("x", "{\"nodeNames\":[\"ghost\",\"node1\"]}"), NULL, NG_OK, NULL,
-		  "node ghost is not in the cluster");
+		  "1 of 2 nodes are not in the cluster: ghost");
+	/* O52: every unknown node counted, the first few named. */
+	expect_nd(c, ND("x", "{\"nodeNames\":[\"g0\",\"g1\",\"node1\",\"g2\",\"g3\",\"g4\"]}"),
+		  NULL, NG_OK, NULL, "5 of 6 nodes are not in the cluster: g0, g1, g2 and 2 more");
+	expect_nd(c, ND("x", "{\"nodeNames\":[\"ghost\",\"node2\"]}"), NULL, NG_OK, NULL,
+		  "1 of 2 nodes are not in the cluster: ghost\nnode node2 is already granted");
+	/* O51: an empty list names no node; refused rather than Rejected later. */
+	expect_nd(c, ND("x", "{\"nodeNames\":[]}"), NULL, NG_EPARSE,
+		  "spec.nodeNames: empty: name at least one node", NULL);
 	expect_nd(c, ND("x", "{\"nodeNames\":[\"node2\"]}"), NULL, NG_OK, NULL,
 		  "node node2 is already granted to NodeDisruption held");
 	expect_nd(c, ND("x", ON_TEST1 "}"), NULL, NG_OK, NULL, NULL);
@@ -676,9 +690,47 @@ static int free_regex_cache(void **state)
 	return 0;
 }
 
+/* Runs pol_warn_budget() on @text and checks the warning holds @part ("" when NULL). */
+static void expect_budget_warning(const struct kube_snapshot *cluster, const char *text,
+				  const char *part)
+{
+	char warning[400];
+	struct kube_one *obj = one_of(text);
+	pol_warn_budget(cluster, obj, warning, sizeof(warning));
+	kube_one_destroy(obj);
+	if ((part && !strstr(warning, part)) || (!part && warning[0]))
+		fail_msg("%s: warning \"%s\", expected \"%s\"", text, warning, part ? part : "");
+}
+
+/* O53, O54: a budget that selects nothing now is admitted with a warning saying so. */
+static void test_O53_O54_budgets_selecting_nothing_are_warned(void **state)
+{
+	(void)state;
+	struct kube_snapshot *c = cluster(POD("db-0", "node1", "db"));
+	expect_budget_warning(c,
+			      ADB("a", "{\"podSelector\":{\"matchLabels\":{\"app\":\"db\"}},"
+				       "\"maxDisruptions\":1}"),
+			      NULL);
+	expect_budget_warning(c,
+			      ADB("a", "{\"podSelector\":{\"matchLabels\":{\"app\":\"dbb\"}},"
+				       "\"maxDisruptions\":1}"),
+			      "no pod in namespace default matches spec.podSelector now");
+	expect_budget_warning(c,
+			      NDB("n", "{\"nodeSelector\":{\"matchLabels\":{\"testselect\":"
+				       "\"test1\"}},\"maxDisruptedNodes\":1}"),
+			      NULL);
+	expect_budget_warning(c,
+			      NDB("n", "{\"nodeSelector\":{\"matchLabels\":{\"pool\":"
+				       "\"nothing\"}},\"maxDisruptedNodes\":1}"),
+			      "no node matches spec.nodeSelector now");
+	expect_budget_warning(c, NGC("{}"), NULL);
+	kube_snapshot_release(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_O53_O54_budgets_selecting_nothing_are_warned),
 	    cmocka_unit_test(test_V07_V08_H09_budget_admission_checks),
 	    cmocka_unit_test(test_S05_budget_windows_admission),
 	    cmocka_unit_test(test_alert_gate_admission_checks),

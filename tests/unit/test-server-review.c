@@ -202,6 +202,19 @@ static void test_encode_denial_and_allowance(void **state)
 	assert_true(cJSON_IsTrue(ng_json_get(resp, "allowed")));
 	assert_null(ng_json_get(resp, "status"));
 	assert_string_equal(ng_json_get(resp, "warnings")->child->valuestring, "careful");
+	/* One warning a line: at most 4, each cut to the 256 bytes an API server keeps. */
+	char many[1200];
+	memset(many, 'x', 300);
+	ng_fmt(many + 300, sizeof(many) - 300, "\nsecond\n\nthird\nfourth\nfifth");
+	ok.warning = many;
+	ng_buf_reset(&out);
+	assert_int_equal(srv_review_encode("u", &ok, &out), NG_OK);
+	resp = response_of(a, &out);
+	const cJSON *ws = ng_json_get(resp, "warnings");
+	assert_int_equal(cJSON_GetArraySize(ws), 4);
+	assert_int_equal(strlen(ws->child->valuestring), 256);
+	assert_string_equal(cJSON_GetArrayItem(ws, 1)->valuestring, "second");
+	assert_string_equal(cJSON_GetArrayItem(ws, 3)->valuestring, "fourth");
 	ng_buf_finish(&out);
 	ng_arena_destroy(a);
 }
