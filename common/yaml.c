@@ -534,6 +534,7 @@ static void number_text(const cJSON *v, char *out, size_t cap)
 	/* %g writes "1e+20" and "5": both read back as numbers, the first as a float. */
 }
 
+/* NOLINTNEXTLINE(misc-no-recursion): depth <= NG_MAX_JSON_DEPTH, the parser's bound */
 static bool emit_value(struct emit *em, const cJSON *v)
 {
 	yaml_event_t ev;

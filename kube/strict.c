@@ -92,7 +92,7 @@ static const char *suggest(const cJSON *props, const char *key)
 static void put_name(char *out, size_t cap, const char *key)
 {
 	size_t n = 0;
-	for (; key[n] && n < 60 && n + 1 < cap; n++)
+	for (; n < 60 && n + 1 < cap && key[n]; n++)
 		out[n] =
 		    (unsigned char)key[n] < 0x20 || (unsigned char)key[n] >= 0x7f ? '?' : key[n];
 	out[n] = '\0';
@@ -118,6 +118,7 @@ static ng_status unknown(struct walk *w, const cJSON *props, const char *key)
 			  meant ? " (did you mean " : "", meant ? meant : "", meant ? "?)" : "");
 }
 
+/* NOLINTNEXTLINE(misc-no-recursion): depth <= NG_MAX_JSON_DEPTH, the parser's bound */
 static ng_status check_object(struct walk *w, const cJSON *v, const cJSON *schema, bool top)
 {
 	const cJSON *props = ng_json_get(schema, "properties");
@@ -145,6 +146,7 @@ static ng_status check_object(struct walk *w, const cJSON *v, const cJSON *schem
 	return NG_OK;
 }
 
+/* NOLINTNEXTLINE(misc-no-recursion): depth <= NG_MAX_JSON_DEPTH, the parser's bound */
 static ng_status check_value(struct walk *w, const cJSON *v, const cJSON *schema)
 {
 	if (cJSON_IsTrue(ng_json_get(schema, "x-kubernetes-preserve-unknown-fields")))

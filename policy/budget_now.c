@@ -129,8 +129,12 @@ ng_status pol_budget_now(const struct kube_snapshot *s, struct pol_ledger *ledge
 	const struct ng_intern *pool = kube_snapshot_pool(s);
 	bool ndb = kind == KUBE_RES_NDBS;
 	size_t nb;
-	const struct kube_ndb *b = ndb ? &kube_snapshot_ndbs(s, &nb)[index] : NULL;
-	const struct kube_adb *a = ndb ? NULL : &kube_snapshot_adbs(s, &nb)[index];
+	const struct kube_ndb *ndbs = ndb ? kube_snapshot_ndbs(s, &nb) : NULL;
+	const struct kube_adb *adbs = ndb ? NULL : kube_snapshot_adbs(s, &nb);
+	if ((ndb ? !ndbs : !adbs) || index >= nb)
+		return NG_EINVAL;
+	const struct kube_ndb *b = ndb ? &ndbs[index] : NULL;
+	const struct kube_adb *a = ndb ? NULL : &adbs[index];
 	const struct kube_budget_common *c = b ? &b->b : &a->b;
 	const struct bscope *csc;
 	if (ndb ? pd_ndb_scope(ledger, index, &csc) != NG_OK : pd_adb_index(ledger) != NG_OK)

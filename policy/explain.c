@@ -134,7 +134,7 @@ static ng_status queue(const struct kube_snapshot *s, struct pol_gate_config *cf
 	struct pol_ledger *ledger = st == NG_OK ? pol_ledger_create(s) : NULL;
 	if (!ledger)
 		return NG_ENOMEM;
-	uint32_t ahead[POL_EXPLAIN_MAX_HOLDERS];
+	uint32_t ahead[POL_EXPLAIN_MAX_HOLDERS] = {0};
 	size_t nahead = 0;
 	for (size_t i = 0; i < nc && st == NG_OK; i++) {
 		memset(&w[i], 0, sizeof(w[i]));
