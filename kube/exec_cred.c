@@ -278,6 +278,32 @@ static void keep_tail(struct run *r, const char *p, size_t n)
 	r->tail_len += n;
 }
 
+/* Whether @cmd names an executable file: as given when it has a '/', else in a directory of
+ * $PATH (as kubectl looks a plugin up). Checked before spawning because where posix_spawnp
+ * cannot report a failed exec (an emulated vfork), a missing command would read as a plugin
+ * that exited with status 127, and the install hint would be lost. */
+static bool command_exists(const char *cmd)
+{
+	if (strchr(cmd, '/'))
+		return access(cmd, X_OK) == 0;
+	/* NOLINTNEXTLINE(concurrency-mt-unsafe): nodegate never sets its environment */
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	char full[4096];
+	for (const char *p = path;;) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		size_t want = n + (n ? 1 : 0) + strlen(cmd);
+		ng_fmt(full, sizeof(full), "%.*s%s%s", (int)n, p, n ? "/" : "", cmd);
+		if (want < sizeof(full) && access(full, X_OK) == 0)
+			return true;
+		if (!colon)
+			return false;
+		p = colon + 1;
+	}
+}
+
 /* The end of stderr as one printable line, for a message. */
 static void tail_text(const struct run *r, char *out, size_t cap)
 {
@@ -331,6 +357,8 @@ static ng_status spawn(const struct kube_exec_spec *s, char **envp, struct run *
 							    POSIX_SPAWN_SETSIGDEF |
 							    POSIX_SPAWN_SETSID);
 	}
+	if (!rc && !command_exists(s->command))
+		rc = ENOENT;
 	if (!rc)
 		rc = (strchr(s->command, '/') ? posix_spawn : posix_spawnp)(&r->pid, s->command,
 									    &fa, &at, argv, envp);

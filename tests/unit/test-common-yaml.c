@@ -273,9 +273,10 @@ static void test_yaml_written_reads_back_as_the_same_json(void **state)
 {
 	static const char *const docs[] = {
 	    "{\"a\":[1,-2,3.25,1e+20,0.1,true,false,null],\"b\":{\"c\":\"d\",\"e\":[[],{}]}}",
-	    /* NOLINTNEXTLINE(bugprone-suspicious-missing-comma): one document, two literals */
-	    "[\"yes\",\"Off\",\"0644\",\"+7\",\"1_000\",\"<<\",\"\",\" lead\",\"trail \",\"#c\","
-	    "\"a\\tb\",\"\xc2\xb5s\",\"x\\ny\",\"'q'\",\"\\\"\",\"%\",\"@\",\"*a\",\"&a\",\"!t\"]",
+	    /* One document in two literals, in parentheses so compilers do not take it for two. */
+	    ("[\"yes\",\"Off\",\"0644\",\"+7\",\"1_000\",\"<<\",\"\",\" lead\",\"trail \",\"#c\","
+	     "\"a\\tb\",\"\xc2\xb5s\",\"x\\ny\",\"'q'\",\"\\\"\",\"%\",\"@\",\"*a\",\"&a\",\"!"
+	     "t\"]"),
 	    "{\"true\":1,\"123\":2,\"a b\":3,\"\":4}",
 	    "\"only a string\"",
 	    "42",

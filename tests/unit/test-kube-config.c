@@ -319,8 +319,8 @@ static void test_missing_context_cluster_or_user_is_named(void **state)
 static void test_exec_auth_provider_and_impersonation_are_refused(void **state)
 {
 	static const char *users[] = {
-	    "{exec: {command: aws, apiVersion: client.authentication.k8s.io/v1, "
-	    "interactiveMode: Always}}",
+	    ("{exec: {command: aws, apiVersion: client.authentication.k8s.io/v1, "
+	     "interactiveMode: Always}}"),
 	    "{auth-provider: {name: oidc}}",
 	    "{username: u, password: p}",
 	    "{token: t, as: admin}",
