@@ -4,6 +4,7 @@
 #include "common/buf.h"
 #include "common/json.h"
 
+#include <ctype.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,13 +89,23 @@ static const char *suggest(const cJSON *props, const char *key)
 }
 
 /* @key as a message shows it: at most 60 bytes, anything but printable ASCII as '?' (a key is
- * the input's, and a message is read on a terminal). */
+ * the input's, and a message is read on a terminal), in double quotes unless it is a plain
+ * name (letters, digits, '_', '-', '.'), so " spec" reads as the odd key it is. */
 static void put_name(char *out, size_t cap, const char *key)
 {
+	bool plain = key[0] != '\0';
+	for (size_t i = 0; plain && key[i] && i < 60; i++)
+		plain = isalnum((unsigned char)key[i]) || key[i] == '_' || key[i] == '-' ||
+			key[i] == '.';
 	size_t n = 0;
-	for (; n < 60 && n + 1 < cap && key[n]; n++)
-		out[n] =
-		    (unsigned char)key[n] < 0x20 || (unsigned char)key[n] >= 0x7f ? '?' : key[n];
+	if (!plain && cap > 3)
+		out[n++] = '"';
+	for (size_t i = 0; i < 60 && n + 2 < cap && key[i]; i++) {
+		unsigned char c = (unsigned char)key[i];
+		out[n++] = c < 0x20 || c >= 0x7f || c == '"' ? '?' : (char)c;
+	}
+	if (!plain && n + 1 < cap)
+		out[n++] = '"';
 	out[n] = '\0';
 }
 

@@ -46,7 +46,10 @@ static void test_O58_unknown_fields_are_named_with_the_field_meant(void **state)
 	expect("{\"apiVersion\":\"nodegate.io/v1alpha1\",\"kind\":\"NodeGateConfig\",\"spce\":{}}",
 	       NG_EPARSE, "spce: unknown field (did you mean spec?)");
 	/* Keys that are not printable are shown as '?'. */
-	expect(ND("{\"\\u0001x\":1}"), NG_EPARSE, "spec.?x: unknown field");
+	expect(ND("{\"\\u0001x\":1}"), NG_EPARSE, "spec.\"?x\": unknown field");
+	/* An odd key is quoted, so a message never starts with a space. */
+	expect("{\"apiVersion\":\"nodegate.io/v1alpha1\",\"kind\":\"NodeDisruption\",\" spec\":{}}",
+	       NG_EPARSE, "\" spec\": unknown field (did you mean spec?)");
 }
 
 static void test_other_kinds_and_groups_are_not_checked(void **state)
