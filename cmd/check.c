@@ -220,14 +220,9 @@ int cmd_check(int argc, char **argv)
 	struct cmd_out o;
 	if (cmd_out_parse("nodegate check", format, stdout, &o) != 0)
 		return 2;
-	int64_t now_wall_ms = ng_now_wall_ms();
-	if (now_s && ng_parse_rfc3339_ms(now_s, strlen(now_s), &now_wall_ms) != NG_OK) {
-		(void)fprintf(stderr,
-			      "nodegate check: --now \"%s\": expected an RFC 3339 time, e.g. "
-			      "2026-11-22T00:00:00Z\n",
-			      now_s);
+	int64_t now_wall_ms;
+	if (cmd_parse_time_flag("nodegate check", "now", now_s, &now_wall_ms) != 0)
 		return 2;
-	}
 	struct ng_err err = {0};
 	struct kube_snapshot *snap = NULL;
 	char *body = NULL;

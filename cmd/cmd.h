@@ -134,6 +134,12 @@ int cmd_opts_parse(const char *cmd, const struct cmd_opt *opts, size_t n, int ar
 int cmd_parse_int_flag(const char *prefix, const char *name, const char *val, int64_t min,
 		       int64_t max, int64_t *ret);
 
+/**
+ * Time flag --@name's value @val (RFC 3339) as wall ms into *@ret; now when @val is NULL. -1
+ * after printing "@prefix: --@name \"@val\": expected an RFC 3339 time, e.g. ..." to stderr.
+ */
+int cmd_parse_time_flag(const char *prefix, const char *name, const char *val, int64_t *ret);
+
 /** "ADDR:PORT" or "[V6]:PORT" into @host (@hostcap bytes) and @port. 0, or -1 if malformed. */
 int cmd_split_listen(const char *s, char *host, size_t hostcap, uint16_t *port);
 

@@ -6,6 +6,7 @@
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "common/clock.h"
 #include "common/parse.h"
 
 #include <stdbool.h>
@@ -409,6 +410,17 @@ int cmd_parse_int_flag(const char *prefix, const char *name, const char *val, in
 		return 0;
 	(void)fprintf(stderr, "%s: --%s \"%s\": must be an integer between %lld and %lld\n", prefix,
 		      name, val, (long long)min, (long long)max);
+	return -1;
+}
+
+int cmd_parse_time_flag(const char *prefix, const char *name, const char *val, int64_t *ret)
+{
+	*ret = ng_now_wall_ms();
+	if (!val || ng_parse_rfc3339_ms(val, strlen(val), ret) == NG_OK)
+		return 0;
+	(void)fprintf(stderr,
+		      "%s: --%s \"%s\": expected an RFC 3339 time, e.g. 2026-11-22T00:00:00Z\n",
+		      prefix, name, val);
 	return -1;
 }
 

@@ -203,15 +203,7 @@ static bool flags_agree(size_t nsnaps, const struct cmd_cluster *cl, const char 
 	}
 	if (!output_format(output, ret_format))
 		return false;
-	*ret_start_wall_ms = ng_now_wall_ms();
-	if (start_s && ng_parse_rfc3339_ms(start_s, strlen(start_s), ret_start_wall_ms) != NG_OK) {
-		(void)fprintf(stderr,
-			      "nodegate plan: --start \"%s\": expected an RFC 3339 time, e.g. "
-			      "2026-11-22T00:00:00Z\n",
-			      start_s);
-		return false;
-	}
-	return true;
+	return cmd_parse_time_flag("nodegate plan", "start", start_s, ret_start_wall_ms) == 0;
 }
 
 /* nodegate plan's command line, read. */

@@ -635,15 +635,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct status_args
 	}
 	if (cmd_out_parse(prefix, a->output, stdout, &a->out) != 0)
 		return -1;
-	a->now_wall_ms = ng_now_wall_ms();
-	if (a->now_s && ng_parse_rfc3339_ms(a->now_s, strlen(a->now_s), &a->now_wall_ms) != NG_OK) {
-		(void)fprintf(stderr,
-			      "%s: --now \"%s\": expected an RFC 3339 time, e.g. "
-			      "2026-11-22T00:00:00Z\n",
-			      prefix, a->now_s);
-		return -1;
-	}
-	return 0;
+	return cmd_parse_time_flag(prefix, "now", a->now_s, &a->now_wall_ms);
 }
 
 /* One status of @s into @f. */
