@@ -76,16 +76,6 @@ static ng_status find_named(const struct ng_yaml_node *root, const char *list_ke
 
 /* ---- values --------------------------------------------------------------------------- */
 
-static char *dupn(const char *s, size_t len)
-{
-	char *p = malloc(len + 1);
-	if (!p)
-		return NULL;
-	memcpy(p, s, len);
-	p[len] = '\0';
-	return p;
-}
-
 static void wipe_free(char *s)
 {
 	if (!s)
@@ -396,7 +386,7 @@ static ng_status parse_cluster(const struct ng_yaml_node *cl, size_t idx, const 
 		if (!host_name_ok(sni->s, sni->len))
 			return ng_err_set(err, NG_EPARSE, sni->off,
 					  "%s.tls-server-name: not a host name", where);
-		c->tls_server_name = dupn(sni->s, sni->len);
+		c->tls_server_name = kc_dupn(sni->s, sni->len);
 		if (!c->tls_server_name)
 			return ng_err_set(err, NG_ENOMEM, 0, "out of memory");
 	}
@@ -457,7 +447,7 @@ static ng_status parse_user(const struct ng_yaml_node *u, size_t idx, const char
 						  "%s.token: byte 0x%02x is not allowed in a token",
 						  where, ch);
 		}
-		c->token = dupn(token->s, token->len);
+		c->token = kc_dupn(token->s, token->len);
 		if (!c->token)
 			return ng_err_set(err, NG_ENOMEM, 0, "out of memory");
 	}
@@ -625,7 +615,7 @@ static ng_status parse_files(const struct kc_file *f, size_t n, const char *cont
 		if (st != NG_OK)
 			return st;
 	}
-	c->ns = ns ? dupn(ns->s, ns->len) : dupn("default", 7);
+	c->ns = ns ? kc_dupn(ns->s, ns->len) : kc_dupn("default", 7);
 	c->source = format_str("kubeconfig (context %s)%s", ctx_name, NULL);
 	if (!c->ns || !c->source)
 		return ng_err_set(err, NG_ENOMEM, 0, "out of memory");
@@ -865,11 +855,11 @@ ng_status kube_config_in_cluster(const char *root, struct kube_config *ret, stru
 		while (b > a && is_space(ns[b - 1]))
 			b--;
 		if (b > a && !memchr(ns + a, '\0', b - a))
-			c.ns = dupn(ns + a, b - a);
+			c.ns = kc_dupn(ns + a, b - a);
 	}
 	if (!c.ns)
-		c.ns = dupn("default", 7);
-	c.source = dupn("in-cluster", 10);
+		c.ns = kc_dupn("default", 7);
+	c.source = kc_dupn("in-cluster", 10);
 	if (!c.ns || !c.source) {
 		st = ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
 		goto out;
@@ -893,7 +883,7 @@ static char *first_existing(const char *list)
 		const char *end = strchr(p, ':');
 		size_t n = end ? (size_t)(end - p) : strlen(p);
 		if (n > 0 && n < PATH_MAX) {
-			char *cand = dupn(p, n);
+			char *cand = kc_dupn(p, n);
 			if (!cand)
 				return NULL;
 			if (access(cand, F_OK) == 0)

@@ -16,16 +16,6 @@
 #define EXEC_V1BETA1 "client.authentication.k8s.io/v1beta1"
 #define EXEC_EXTENSION "client.authentication.k8s.io/exec"
 
-static char *dupn(const char *s, size_t len)
-{
-	char *p = malloc(len + 1);
-	if (!p)
-		return NULL;
-	memcpy(p, s, len);
-	p[len] = '\0';
-	return p;
-}
-
 /* The command: a relative path with a slash is relative to the kubeconfig's directory, as
  * kubectl resolves it; a bare name is looked up in PATH when it runs. */
 static ng_status exec_command(const struct ng_yaml_node *cmd, const char *base_dir, char **ret,
@@ -65,7 +55,7 @@ static ng_status exec_args(const struct ng_yaml_node *ex, const char *where,
 					  where, s->nargs);
 		if (!s->args && !(s->args = calloc(KUBE_EXEC_MAX_ARGS, sizeof(*s->args))))
 			return ng_err_set(err, NG_ENOMEM, 0, "out of memory");
-		if (!(s->args[s->nargs] = dupn(a->s, a->len)))
+		if (!(s->args[s->nargs] = kc_dupn(a->s, a->len)))
 			return ng_err_set(err, NG_ENOMEM, 0, "out of memory");
 		s->nargs++;
 	}
@@ -284,7 +274,7 @@ static ng_status exec_modes(const struct ng_yaml_node *ex, const char *where, co
 		return ng_err_set(err, NG_EPARSE, mode->off,
 				  "%s.interactiveMode: must be Never, IfAvailable or Always",
 				  where);
-	s->api_version = dupn(av->s, av->len);
+	s->api_version = kc_dupn(av->s, av->len);
 	return s->api_version ? NG_OK : ng_err_set(err, NG_ENOMEM, 0, "out of memory");
 }
 
@@ -314,9 +304,9 @@ static ng_status exec_spec(const struct ng_yaml_node *ex, const char *where, con
 		st = exec_env(ex, where, s, err);
 	if (st == NG_OK && provide)
 		st = cluster_info(c, cluster, &s->cluster_json, err);
-	if (st == NG_OK && hint && !(s->install_hint = dupn(hint->s, hint->len)))
+	if (st == NG_OK && hint && !(s->install_hint = kc_dupn(hint->s, hint->len)))
 		st = ng_err_set(err, NG_ENOMEM, 0, "out of memory");
-	if (st == NG_OK && !(s->user = dupn(user, strlen(user))))
+	if (st == NG_OK && !(s->user = kc_dupn(user, strlen(user))))
 		st = ng_err_set(err, NG_ENOMEM, 0, "out of memory");
 	return st;
 }

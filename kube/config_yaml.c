@@ -1,7 +1,18 @@
 /* Walking the YAML tree of a kubeconfig (kube/config_yaml.h). */
 #include "kube/config_yaml.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+char *kc_dupn(const char *s, size_t len)
+{
+	char *p = malloc(len + 1);
+	if (!p)
+		return NULL;
+	memcpy(p, s, len);
+	p[len] = '\0';
+	return p;
+}
 
 bool kc_scalar_is(const struct ng_yaml_node *n, const char *s)
 {

@@ -12,6 +12,10 @@
 #include "common/yaml.h"
 
 #include <stdbool.h>
+#include <stddef.h>
+
+/** @len bytes of @s as a malloc'd NUL-terminated string; NULL on OOM. */
+char *kc_dupn(const char *s, size_t len);
 
 /** True when @n is a scalar equal to @s. */
 bool kc_scalar_is(const struct ng_yaml_node *n, const char *s);
