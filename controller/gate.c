@@ -10,7 +10,9 @@
 #include "common/prom.h"
 #include "controller/leader.h"
 #include "controller/scaffold.h"
+#include "kube/lookup.h"
 #include "kube/runtime.h"
+#include "kube/snapshot.h"
 #include "kube/watch.h"
 
 #include <stdlib.h>
@@ -455,6 +457,60 @@ static void forget(struct gate *g)
 	ng_map_finish(&g->w_by_name);
 	while (g->ninf)
 		inflight_drop(g, 0);
+	g->sync_needed = true;
+	g->sync_rv = 0;
+}
+
+/* Retry of a failed read of the version a new term waits for. */
+#define SYNC_RETRY_MS 1000
+
+/* Whether a new term may decide on @s: only once the cache shows NodeDisruptions as new as the
+ * API server held them when the term began (read once per term, with a list). Otherwise sets
+ * *@ret_due_wall_ms to when to look again (0: at the next publish). */
+static bool synced_for_term(struct gate *g, const struct kube_snapshot *s, int64_t now_wall_ms,
+			    int64_t *ret_due_wall_ms)
+{
+	*ret_due_wall_ms = 0;
+	if (g->sync_needed) {
+		struct ng_err err = {0};
+		uint64_t rv = 0;
+		if (!g->sync_since_wall_ms)
+			g->sync_since_wall_ms = now_wall_ms;
+		if (kube_newest_rv(g->client, KUBE_RES_NDS, &rv, &err) != NG_OK) {
+			struct ng_logline l;
+			if (ng_log_begin(
+				&l, NG_LOG_WARN, "gate",
+				"cannot read NodeDisruptions' versions: deciding nothing yet")) {
+				ng_log_str(&l, "err", err.msg);
+				ng_log_end(&l);
+			}
+			*ret_due_wall_ms = now_wall_ms + SYNC_RETRY_MS;
+			return false;
+		}
+		g->sync_needed = false;
+		g->sync_rv = rv;
+		struct ng_logline l;
+		if (rv && kube_snapshot_rv(s, KUBE_RES_NDS) < rv &&
+		    ng_log_begin(&l, NG_LOG_INFO, "gate",
+				 "leading: deciding nothing until the cache catches up")) {
+			ng_log_i64(&l, "rv", (int64_t)rv);
+			ng_log_i64(&l, "cache_rv", (int64_t)kube_snapshot_rv(s, KUBE_RES_NDS));
+			ng_log_end(&l);
+		}
+	}
+	if (g->sync_rv && kube_snapshot_rv(s, KUBE_RES_NDS) < g->sync_rv)
+		return false; /* the watch brings it: every publish wakes the gate */
+	if (g->sync_since_wall_ms) {
+		struct ng_logline l;
+		if (ng_log_begin(&l, NG_LOG_INFO, "gate", "leading: the cache has caught up")) {
+			ng_log_i64(&l, "waited_ms", now_wall_ms - g->sync_since_wall_ms);
+			ng_log_i64(&l, "rv", (int64_t)g->sync_rv);
+			ng_log_end(&l);
+		}
+	}
+	g->sync_rv = 0;
+	g->sync_since_wall_ms = 0;
+	return true;
 }
 
 /* The runtime's step: a round when the cache changed, the term changed or something fell due.
@@ -475,6 +531,15 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 	if (gen == 0)
 		return KUBE_RUNTIME_IDLE; /* nothing to decide on before the first publish */
 	int64_t now_wall_ms = ng_now_wall_ms();
+	if (g->sync_needed || g->sync_rv) {
+		struct kube_snapshot *s = kube_store_acquire(g->cfg.store);
+		int64_t again_wall_ms;
+		bool ok = synced_for_term(g, s, now_wall_ms, &again_wall_ms);
+		kube_snapshot_release(s);
+		if (!ok)
+			return again_wall_ms ? now_mono_us + (again_wall_ms - now_wall_ms) * 1000
+					     : KUBE_RUNTIME_IDLE;
+	}
 	int64_t due = next_due_wall_ms(g);
 	bool answered = atomic_exchange(&g->hooks_answered, false);
 	answered |= atomic_exchange(&g->alert_answered, false);

@@ -161,6 +161,12 @@ struct gate {
 	struct ng_rng rng;          /* retry jitter */
 	uint64_t seen_generation;
 	uint64_t term;
+	/* A new term decides nothing until the cache shows every NodeDisruption as new as the API
+	 * server held it when the term began: what the last leader granted just before it lost
+	 * the lease may not have reached this replica's watch yet (gate.md "A new leader"). */
+	bool sync_needed;           /* the version to wait for is still to be read */
+	uint64_t sync_rv;           /* waiting for kube_snapshot_rv() of NodeDisruptions >= this */
+	int64_t sync_since_wall_ms; /* when the term began */
 	/* Intern ids (names) stay comparable across snapshots: a rebuilt pool keeps the ids of
 	 * the strings in use and never gives an id to another string, so a record of a request
 	 * that is gone matches no later request, even one created again under its name. */

@@ -35,6 +35,8 @@ struct kube_cache {
 	struct delta d[KUBE_RES_COUNT];
 	struct ng_arena *scratch;
 	uint64_t generation;
+	uint64_t rv_given[KUBE_RES_COUNT]; /* kube_cache_note_rv() */
+	uint64_t rv_cur[KUBE_RES_COUNT];   /* as of the last publish of each kind */
 };
 
 /* A delta this long came from a burst (or a whole list, with the builder): its array, sized
@@ -370,6 +372,9 @@ ng_status kube_cache_publish_some(struct kube_cache *c, unsigned mask,
 			return NG_ENOMEM;
 		}
 	}
+	for (int r = 0; r < KUBE_RES_COUNT; r++)
+		if (mask & (1u << r))
+			c->rv_cur[r] = c->rv_given[r];
 	maybe_rebuild_pool(c);
 	atomic_init(&s->refs, 1);
 	s->generation = ++c->generation;
@@ -378,9 +383,15 @@ ng_status kube_cache_publish_some(struct kube_cache *c, unsigned mask,
 	for (int r = 0; r < KUBE_RES_COUNT; r++) {
 		atomic_fetch_add_explicit(&c->cur[r]->refs, 1, memory_order_relaxed);
 		s->t[r] = c->cur[r];
+		s->rv[r] = c->rv_cur[r];
 	}
 	*ret_snap = s;
 	return NG_OK;
+}
+
+void kube_cache_note_rv(struct kube_cache *c, enum kube_resource r, const char *rv)
+{
+	c->rv_given[r] = kube_rv_number(rv);
 }
 
 /* ---- lists ---- */

@@ -138,6 +138,7 @@ struct kube_snapshot {
 	uint64_t generation;
 	struct kube_pool *pool;
 	struct kube_table *t[KUBE_RES_COUNT];
+	uint64_t rv[KUBE_RES_COUNT]; /* kube_snapshot_rv() */
 };
 
 /* The writer side of the cache (one thread): the last published tables plus pending changes. */
@@ -167,6 +168,12 @@ typedef void (*kube_id_fn)(void *ctx, uint32_t id);
 void kube_record_ids(enum kube_resource r, const void *rec, kube_id_fn fn, void *ctx);
 /** A scratch arena for kube_decode_*() on the writer thread. */
 struct ng_arena *kube_cache_scratch(struct kube_cache *c);
+/**
+ * Notes that the changes of kind @r given so far bring it to the API server's resourceVersion
+ * @rv (a list's, or a watch event's, bookmarks included): the next publish of @r carries it
+ * (kube_snapshot_rv()). A version that is not a decimal number counts as 0 (unknown).
+ */
+void kube_cache_note_rv(struct kube_cache *c, enum kube_resource r, const char *rv);
 
 /* A decoded object: its kind, record and side data (ownership passes to the cache). */
 struct kube_object {

@@ -7,6 +7,8 @@
 #include "common/json.h"
 #include "common/parse.h"
 #include "kube/client.h"
+#include "kube/kinds.h"
+#include "kube/snapshot.h"
 #include "kube/records.h"
 #include "kube/write.h"
 
@@ -94,17 +96,20 @@ ng_status kube_get_job(struct kube_client *c, const char *ns, const char *name,
 	return NG_OK;
 }
 
-ng_status kube_count_volume_attachments(struct kube_client *c, const char *node, size_t *ret,
-					struct ng_err *reterr)
+/* Calls @fn(@ctx, item) for every item of the list at @base (pages of 500). A 404 is an empty
+ * list. */
+static ng_status each_item(struct kube_client *c, const char *base,
+			   void (*fn)(void *ctx, const cJSON *item), void *ctx,
+			   struct ng_err *reterr)
 {
-	*ret = 0;
 	char cont[1024] = "";
 	/* A bound on pages: 5,000 nodes with a few volumes each is tens of pages. */
 	for (int page = 0; page < 1000; page++) {
 		char path[1400];
-		(void)snprintf(path, sizeof(path),
-			       "/apis/storage.k8s.io/v1/volumeattachments?limit=500%s%s",
-			       *cont ? "&continue=" : "", cont);
+		int n = snprintf(path, sizeof(path), "%s?limit=500%s%s", base,
+				 *cont ? "&continue=" : "", cont);
+		if (n < 0 || (size_t)n >= sizeof(path))
+			return ng_err_set(reterr, NG_EINVAL, 0, "list path too long");
 		struct ng_arena *a;
 		cJSON *root;
 		ng_status st = get_json(c, path, &a, &root, reterr);
@@ -113,11 +118,8 @@ ng_status kube_count_volume_attachments(struct kube_client *c, const char *node,
 			return st;
 		}
 		const cJSON *items = ng_json_get(root, "items");
-		for (const cJSON *e = cJSON_IsArray(items) ? items->child : NULL; e; e = e->next) {
-			const char *n = ng_json_str(ng_json_get(e, "spec"), "nodeName");
-			if (n && strcmp(n, node) == 0)
-				(*ret)++;
-		}
+		for (const cJSON *e = cJSON_IsArray(items) ? items->child : NULL; e; e = e->next)
+			fn(ctx, e);
 		const char *next = ng_json_str(ng_json_get(root, "metadata"), "continue");
 		bool more = next && *next && strlen(next) < sizeof(cont) &&
 			    strspn(next, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -128,7 +130,56 @@ ng_status kube_count_volume_attachments(struct kube_client *c, const char *node,
 		if (!more)
 			return NG_OK;
 	}
-	return ng_err_set(reterr, NG_ELIMIT, 0, "volumeattachments: too many pages");
+	return ng_err_set(reterr, NG_ELIMIT, 0, "%.200s: too many pages", base);
+}
+
+struct attachments {
+	const char *node;
+	size_t n;
+};
+
+static void count_attachment(void *ctx, const cJSON *item)
+{
+	struct attachments *at = ctx;
+	const char *n = ng_json_str(ng_json_get(item, "spec"), "nodeName");
+	if (n && strcmp(n, at->node) == 0)
+		at->n++;
+}
+
+ng_status kube_count_volume_attachments(struct kube_client *c, const char *node, size_t *ret,
+					struct ng_err *reterr)
+{
+	struct attachments at = {node, 0};
+	ng_status st = each_item(c, "/apis/storage.k8s.io/v1/volumeattachments", count_attachment,
+				 &at, reterr);
+	*ret = st == NG_OK ? at.n : 0;
+	return st;
+}
+
+struct newest {
+	uint64_t rv;
+	bool unknown;
+};
+
+static void newer_rv(void *ctx, const cJSON *item)
+{
+	struct newest *nw = ctx;
+	uint64_t rv = kube_rv_number(ng_json_str(ng_json_get(item, "metadata"), "resourceVersion"));
+	if (!rv)
+		nw->unknown = true;
+	else if (rv > nw->rv)
+		nw->rv = rv;
+}
+
+ng_status kube_newest_rv(struct kube_client *c, enum kube_resource r, uint64_t *ret,
+			 struct ng_err *reterr)
+{
+	char base[KUBE_KIND_PATH_MAX];
+	kube_kind_path(r, base, sizeof(base));
+	struct newest nw = {0, false};
+	ng_status st = each_item(c, base, newer_rv, &nw, reterr);
+	*ret = st == NG_OK && !nw.unknown ? nw.rv : 0;
+	return st;
 }
 
 static int cmp_label(const void *a, const void *b)

@@ -10,6 +10,7 @@
 #define NG_KUBE_LOOKUP_H
 
 #include "common/status.h"
+#include "kube/kinds.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -41,6 +42,15 @@ NG_NODISCARD ng_status kube_get_job(struct kube_client *c, const char *ns, const
  */
 NG_NODISCARD ng_status kube_count_volume_attachments(struct kube_client *c, const char *node,
 						     size_t *ret, struct ng_err *reterr);
+
+/**
+ * The newest resourceVersion among the objects of kind @r the API server holds now (a list, in
+ * pages of 500), as kube_rv_number() reads it: 0 when there are none, or when one is not a
+ * number (then versions cannot be compared). A cache whose kube_snapshot_rv() of @r has reached
+ * it shows every object of @r as it is now, or later.
+ */
+NG_NODISCARD ng_status kube_newest_rv(struct kube_client *c, enum kube_resource r, uint64_t *ret,
+				      struct ng_err *reterr);
 
 /**
  * The labels of namespace @ns as ids of @pool, sorted by key id, in @arena: the keys @pool does

@@ -192,6 +192,25 @@ uint64_t kube_snapshot_generation(const struct kube_snapshot *s)
 	return s->generation;
 }
 
+uint64_t kube_snapshot_rv(const struct kube_snapshot *s, enum kube_resource r)
+{
+	return s->rv[r];
+}
+
+uint64_t kube_rv_number(const char *rv)
+{
+	uint64_t v = 0;
+	if (!rv || !*rv)
+		return 0;
+	for (const char *c = rv; *c; c++) {
+		uint64_t d = (uint64_t)(*c - '0');
+		if (*c < '0' || *c > '9' || v > (UINT64_MAX - d) / 10)
+			return 0;
+		v = v * 10 + d;
+	}
+	return v;
+}
+
 size_t kube_snapshot_count(const struct kube_snapshot *s, enum kube_resource r)
 {
 	return r < KUBE_RES_COUNT ? s->t[r]->n : 0;

@@ -33,6 +33,19 @@ uint64_t kube_snapshot_generation(const struct kube_snapshot *s);
  * when nothing it reads has changed.
  */
 uint64_t kube_snapshot_table_serial(const struct kube_snapshot *s, enum kube_resource r);
+/**
+ * The API server's resourceVersion that @s's table of kind @r reflects: the list it came from or
+ * the last watch event (bookmarks included) published with it, as a number; 0 when unknown (a
+ * snapshot not made by a watch, or a server whose versions are not decimal numbers). Every
+ * object of kind @r written at or before this version is in @s as it was then or later.
+ */
+uint64_t kube_snapshot_rv(const struct kube_snapshot *s, enum kube_resource r);
+/**
+ * A resourceVersion as a number, for ordering: 0 for NULL, "" or anything but decimal digits
+ * that fit in 64 bits. kube-apiserver's versions are etcd revisions, which are such numbers and
+ * grow with every write; Kubernetes calls them opaque, so a caller treats 0 as "cannot compare".
+ */
+uint64_t kube_rv_number(const char *rv);
 /** Number of objects of kind @r. */
 size_t kube_snapshot_count(const struct kube_snapshot *s, enum kube_resource r);
 

@@ -293,6 +293,7 @@ static void finish_list(struct informer *in)
 	}
 	list_cleanup(in);
 	memcpy(in->rv, in->list_rv, sizeof(in->rv));
+	kube_cache_note_rv(w->cache, in->res, in->rv);
 	publish_mask(w, 1u << in->res);
 	atomic_store(&in->synced, true);
 	in->state = ST_WATCH;
@@ -522,8 +523,10 @@ static void handle_event(struct informer *in, const char *line, size_t len)
 			mark_dirty(w);
 		}
 	}
-	if (rv && strlen(rv) < RV_BYTES)
+	if (rv && strlen(rv) < RV_BYTES) {
 		memcpy(in->rv, rv, strlen(rv) + 1);
+		kube_cache_note_rv(w->cache, in->res, rv);
+	}
 }
 
 /* ---- the stream's framing: newline-delimited events, cut anywhere by the HTTP chunks ---- */

@@ -2975,6 +2975,18 @@ class TestFaultsAndRestart(ServerTestCase):
         self.assertEqual(resp.getheader("Retry-After"), "4")
         self.assertEqual(self.api("GET", "/api/v1/namespaces/default/configmaps")[0], 200)
 
+    def test_injected_fault_on_watches_only(self):
+        """A rule with `query` takes only requests whose query string matches: a path's watches
+        fail while its lists are served."""
+        self.srv.control("faults", {"path": "^/api/v1/nodes$", "query": "watch=", "method": "GET",
+                                    "code": 500, "count": -1})
+        try:
+            self.assertEqual(self.api("GET", "/api/v1/nodes?watch=1")[0], 500)
+            self.assertEqual(self.api("GET", "/api/v1/nodes?limit=1")[0], 200)
+            self.assertEqual(self.api("GET", "/api/v1/nodes?watch=1&resourceVersion=1")[0], 500)
+        finally:
+            self.srv.control("faults", method="DELETE")
+
     def test_injected_latency(self):
         self.srv.control("faults", {"path": "^/api/v1/namespaces$", "latencyMs": 500, "count": 1})
         t0 = time.monotonic()

@@ -52,6 +52,7 @@ class Checker(threading.Thread):
         self.violations = []
         self.grants = 0
         self.max_seen = {b: 0 for b in limits}
+        self.seen_nodes = set()     # every node seen in a grant
         self.lock = threading.Lock()
         self.stop = threading.Event()
 
@@ -99,6 +100,7 @@ class Checker(threading.Thread):
                             if name not in self.granted:
                                 self.grants += 1
                             self.granted[name] = set(st.get("disruptedNodes", []))
+                            self.seen_nodes |= self.granted[name]
                             self.check(f"{name} granted")
                         else:
                             self.granted.pop(name, None)
@@ -205,19 +207,87 @@ class SafetyTest(unittest.TestCase):
         print(f"\n  takeover after SIGKILL: {time.monotonic() - t0:.1f} s", file=sys.stderr)
         # Every Granted request goes: the burst's requests overlap on the same nodes, so a fast
         # leader grants all of those on the first five nodes (about 70) before it is killed, and
-        # releasing only some of them frees no node for the new leader to grant.
-        for name, st in list(self.states().items()):
-            if st == "Granted":
-                self.api.api("DELETE", f"{ND_PATH}/{name}")
-        before = checker.grants
-        ok, _ = eventually(lambda: checker.grants > before, timeout=30)
-        self.assertTrue(ok, "the new leader never granted")
+        # releasing only some of them frees no node for the new leader to grant. The new leader
+        # may still be granting more of those while they are deleted, so Granted requests are
+        # deleted until it grants a node that was not held at the takeover.
+        with checker.lock:
+            held = set().union(*checker.granted.values()) if checker.granted else set()
+
+        def released_and_regranted():
+            for name, st in list(self.states().items()):
+                if st == "Granted":
+                    self.api.api("DELETE", f"{ND_PATH}/{name}")
+            with checker.lock:
+                return bool(checker.seen_nodes - held)
+        ok, _ = eventually(released_and_regranted, timeout=30, interval=0.5)
+        self.assertTrue(ok, f"the new leader never granted a node beyond {sorted(held)}")
         time.sleep(1)
         checker.stop.set()
         self.assertEqual(checker.violations, [])
         self.assertLessEqual(checker.max_seen["all"], 5)
         print(f"  grants observed: {checker.grants}, most nodes granted at once: {checker.max_seen['all']}",
               file=sys.stderr)
+
+    def full_log(self, replica):
+        with open(replica.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def test_R07_new_leader_decides_only_on_a_caught_up_cache(self):
+        """A new leader whose NodeDisruption watch has fallen behind the API server (a grant the
+        old leader made has not reached it) decides nothing until its cache catches up: from
+        its stale cache it would grant a second request beside the one it cannot see."""
+        code, body, _ = self.api.api("POST", NGC_PATH, {
+            "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig",
+            "metadata": {"name": "default"},
+            # No retry rewrites a Pending status during the test: every status write is a decision.
+            "spec": {"retry": {"initialIntervalSeconds": 3600, "maxIntervalSeconds": 3600}}})
+        self.assertEqual(code, 201, body)
+        self.ndb("all", {}, 1)
+        self.ndb("pool-a", {"matchLabels": {"pool": "a"}}, 0)
+        self.ndb("pool-b", {"matchLabels": {"pool": "b"}}, 0)
+        leader, _ = eventually(self.leader, timeout=30)
+        self.assertIsNotNone(leader, "no replica took the lease")
+        follower = next(r for r in self.replicas if r is not leader)
+        for name, node, prio in (("x1", "n01", 0), ("x2", "n08", 10)):
+            code, body, _ = self.api.api("POST", ND_PATH, {
+                "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption",
+                "metadata": {"name": name},
+                "spec": {"nodeNames": [node], "priority": prio, "retry": {"enabled": True}}})
+            self.assertEqual(code, 201, body)
+        ok, _ = eventually(lambda: self.states() == {"x1": "Pending", "x2": "Pending"}, timeout=30)
+        self.assertTrue(ok, self.states())
+        # Every NodeDisruption watch fails from now on (lists still work): both replicas' caches
+        # stop at x1 and x2 Pending.
+        self.api.control("faults", {"path": "nodedisruptions$", "query": "watch=", "method": "GET",
+                                    "code": 500, "count": -1})
+        self.api.control("drop-watches")
+        time.sleep(1)
+        # The leader grants x1 (its own write holds x1's node though its cache cannot show it).
+        self.api.api("PATCH", f"{NDB_PATH}/pool-a", {"spec": {"maxDisruptedNodes": 1}},
+                     ctype="application/merge-patch+json")
+        ok, _ = eventually(lambda: self.states().get("x1") == "Granted", timeout=30)
+        self.assertTrue(ok, self.states())
+        leader.proc.send_signal(signal.SIGKILL)
+        leader.proc.wait(10)
+        # x2 ranks first and its pool now allows it; only x1's grant, which the follower has not
+        # seen, keeps it out (budget all: 1 node).
+        self.api.api("PATCH", f"{NDB_PATH}/pool-b", {"spec": {"maxDisruptedNodes": 1}},
+                     ctype="application/merge-patch+json")
+        ok, _ = eventually(lambda: follower.metric("nodegate_leader") == 1, timeout=40)
+        self.assertTrue(ok, "the follower never took over")
+        time.sleep(3)
+        self.assertEqual(self.states(), {"x1": "Granted", "x2": "Pending"})
+        self.assertIn("deciding nothing until the cache catches up", self.full_log(follower))
+        # The watch works again: the cache shows x1 Granted, and x2 waits for it.
+        self.api.api("DELETE", "/_control/faults")
+        ok, _ = eventually(lambda: "the cache has caught up" in self.full_log(follower), timeout=30)
+        self.assertTrue(ok, "the new leader's cache never caught up")
+        time.sleep(1)
+        self.assertEqual(self.states(), {"x1": "Granted", "x2": "Pending"})
+        # And x2 goes once x1 ends.
+        self.api.api("DELETE", f"{ND_PATH}/x1")
+        ok, _ = eventually(lambda: self.states() == {"x2": "Granted"}, timeout=30)
+        self.assertTrue(ok, self.states())
 
     def run_randomized(self, checker, rnd, ops, seconds, prefix="r"):
         """@ops random operations within @seconds: requests created (one or two nodes, most

@@ -266,6 +266,43 @@ static void test_store_stress_live_cache_writer_and_readers(void **state)
 	kube_store_destroy(st.store);
 }
 
+/* A snapshot carries, per kind, the resourceVersion its table reflects: what was noted for the
+ * kinds it published, what the last publish of the others had. A new leader waits on it. */
+static void test_cache_snapshot_carries_each_kinds_resource_version(void **state)
+{
+	(void)state;
+	assert_int_equal(kube_rv_number("184467"), 184467);
+	assert_int_equal(kube_rv_number("18446744073709551615"), UINT64_MAX);
+	assert_int_equal(kube_rv_number("18446744073709551616"), 0); /* does not fit */
+	assert_int_equal(kube_rv_number(""), 0);
+	assert_int_equal(kube_rv_number(NULL), 0);
+	assert_int_equal(kube_rv_number("12a"), 0);
+	assert_int_equal(kube_rv_number("-1"), 0);
+	struct kube_cache *c = kube_cache_create();
+	struct kube_snapshot *s = publish(c);
+	assert_int_equal(kube_snapshot_rv(s, KUBE_RES_NODES), 0); /* nothing noted: unknown */
+	kube_snapshot_release(s);
+	apply(c, NODE_NAMED("n1"), false);
+	kube_cache_note_rv(c, KUBE_RES_NODES, "41");
+	kube_cache_note_rv(c, KUBE_RES_PODS, "40");
+	/* Published: only the pods. The nodes' version waits for their changes. */
+	assert_int_equal(kube_cache_publish_some(c, 1u << KUBE_RES_PODS, &s), NG_OK);
+	assert_int_equal(kube_snapshot_rv(s, KUBE_RES_PODS), 40);
+	assert_int_equal(kube_snapshot_rv(s, KUBE_RES_NODES), 0);
+	assert_int_equal(kube_snapshot_count(s, KUBE_RES_NODES), 0);
+	kube_snapshot_release(s);
+	s = publish(c);
+	assert_int_equal(kube_snapshot_rv(s, KUBE_RES_NODES), 41);
+	assert_int_equal(kube_snapshot_count(s, KUBE_RES_NODES), 1);
+	kube_snapshot_release(s);
+	/* A bookmark moves the version without a change. */
+	kube_cache_note_rv(c, KUBE_RES_NODES, "57");
+	s = publish(c);
+	assert_int_equal(kube_snapshot_rv(s, KUBE_RES_NODES), 57);
+	kube_snapshot_release(s);
+	kube_cache_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +311,7 @@ int main(void)
 	    cmocka_unit_test(test_cache_reset_replaces_and_discard_restores),
 	    cmocka_unit_test(test_cache_stage_replaces_a_resource_in_one_step),
 	    cmocka_unit_test(test_store_stress_live_cache_writer_and_readers),
+	    cmocka_unit_test(test_cache_snapshot_carries_each_kinds_resource_version),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

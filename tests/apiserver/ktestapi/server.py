@@ -32,7 +32,9 @@ VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-ktestapi", "gitCo
 
 
 class Faults:
-    """Injected faults: [{path: regex, method: str|'*', code: int, latencyMs: int, count: int}]."""
+    """Injected faults: [{path: regex, query: regex, method: str|'*', code: int, latencyMs: int,
+    count: int}]; `query` (optional) is searched in the raw query string, so a rule can take
+    watches (`watch=`) and leave lists of the same path alone."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -42,6 +44,7 @@ class Faults:
         with self.lock:
             r = dict(rule)
             r["re"] = re.compile(r.get("path", ".*"))
+            r["query_re"] = re.compile(r["query"]) if r.get("query") else None
             r.setdefault("method", "*")
             r.setdefault("count", 1)
             self.rules.append(r)
@@ -50,10 +53,11 @@ class Faults:
         with self.lock:
             self.rules = []
 
-    def take(self, method, path):
+    def take(self, method, path, query=""):
         with self.lock:
             for r in self.rules:
-                if r["count"] != 0 and (r["method"] in ("*", method)) and r["re"].search(path):
+                if r["count"] != 0 and (r["method"] in ("*", method)) and r["re"].search(path) \
+                        and (r["query_re"] is None or r["query_re"].search(query)):
                     if r["count"] > 0:
                         r["count"] -= 1
                     return dict(r)
@@ -324,7 +328,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self._control(method, path, raw)
             user = self._impersonate(user)
             REQUEST.ctx = {"user": user.name, "verb": method, "path": path}
-            fault = self.server.faults.take(method, path)
+            fault = self.server.faults.take(method, path, url.query)
             if fault:
                 if fault.get("latencyMs"):
                     time.sleep(min(fault["latencyMs"], 60000) / 1000.0)
