@@ -403,6 +403,12 @@ void gate_round(struct gate *g, const struct kube_snapshot *s, bool changed, int
 	/* After the decisions: ending a grant frees nothing in this round's ledger. */
 	if (gate_leading(g))
 		gate_end_grants(g, s, now_wall_ms, arena);
+	/* A window of a budget opened or closed: its limit in force, and its status, changed.
+	 * The next pass finds the next edge. */
+	if (g->budgets_edge_wall_ms && now_wall_ms >= g->budgets_edge_wall_ms) {
+		g->budgets_edge_wall_ms = 0;
+		g->budgets_dirty = true;
+	}
 	g->budgets_dirty |= changed;
 	if (g->budgets_dirty && now_wall_ms - g->budgets_written_wall_ms >= BUDGET_STATUS_MS &&
 	    gate_leading(g)) {
@@ -439,6 +445,9 @@ static int64_t next_due_wall_ms(const struct gate *g)
 		if (!due || b < due)
 			due = b;
 	}
+	/* The next window edge of a budget: its status follows the limit in force. */
+	if (g->budgets_edge_wall_ms && (!due || g->budgets_edge_wall_ms < due))
+		due = g->budgets_edge_wall_ms;
 	return due;
 }
 
@@ -454,6 +463,7 @@ static void forget(struct gate *g)
 	g->nbw = 0;
 	ng_map_finish(&g->bw_by_key);
 	g->budgets_dirty = true;
+	g->budgets_edge_wall_ms = 0;
 	ng_map_finish(&g->w_by_name);
 	while (g->ninf)
 		inflight_drop(g, 0);

@@ -44,6 +44,44 @@ struct budget_body {
 	const struct pol_budget_status *bs;
 };
 
+/* A wall time, or null: a merge patch removes what no longer applies. */
+static void time_or_null(struct ng_jw *w, const char *key, int64_t wall_ms)
+{
+	ng_jw_key(w, key);
+	if (wall_ms >= 0)
+		ng_jw_time_ms(w, wall_ms);
+	else
+		ng_jw_null(w);
+}
+
+/* The maximum in force now (maxDisruptedNodesNow, maxDisruptionsNow: the spec's field as it
+ * applies now, a node count) and where the windows stand (window, for budgets with windows).
+ * Written as null when they do not apply, so a merge patch clears an earlier value. */
+static void limit_now(struct ng_jw *w, enum kube_resource kind, const struct pol_budget_now *n)
+{
+	ng_jw_key(w, kind == KUBE_RES_ADBS ? "maxDisruptionsNow" : "maxDisruptedNodesNow");
+	if (n->limit_now >= 0 && !n->invalid)
+		ng_jw_i64(w, n->limit_now);
+	else
+		ng_jw_null(w);
+	ng_jw_key(w, "window");
+	if (!n->has_windows || n->invalid) {
+		ng_jw_null(w);
+		return;
+	}
+	ng_jw_obj(w);
+	ng_jw_kbool(w, "open", n->window_open);
+	ng_jw_kstr(w, "state", n->window_open ? "Open" : "Closed");
+	ng_jw_key(w, "index");
+	if (n->window >= 0)
+		ng_jw_i64(w, n->window);
+	else
+		ng_jw_null(w);
+	time_or_null(w, "closesAt", n->window_open ? n->closes_wall_ms : -1);
+	time_or_null(w, "nextOpensAt", n->window_open ? -1 : n->next_opens_wall_ms);
+	ng_jw_obj_end(w);
+}
+
 static void budget_body(struct ng_jw *w, void *ctx)
 {
 	const struct budget_body *bb = ctx;
@@ -62,6 +100,7 @@ static void budget_body(struct ng_jw *w, void *ctx)
 	}
 	ng_jw_ki64(w, "currentDisruptions", (int64_t)bs->current);
 	ng_jw_ki64(w, "disruptionsAllowed", bs->allowed);
+	limit_now(w, bb->kind, &bs->now);
 	ng_jw_key(w, "disruptions");
 	ng_jw_arr(w);
 	for (size_t i = 0; i < bs->nnds; i++) {
@@ -112,6 +151,9 @@ static void one_budget(struct gate *g, const struct kube_snapshot *s, struct pol
 	struct pol_budget_status bs;
 	if (pol_budget_status(s, ledger, kind, i, now_wall_ms, arena, &bs) != NG_OK)
 		return;
+	int64_t edge = bs.now.edge_wall_ms;
+	if (edge > now_wall_ms && (!g->budgets_edge_wall_ms || edge < g->budgets_edge_wall_ms))
+		g->budgets_edge_wall_ms = edge;
 	const char *ns = c->ns == NG_INTERN_NONE ? NULL : ng_intern_str(pool, c->ns, NULL);
 	const char *nm = ng_intern_str(pool, c->name, NULL);
 	struct gate_budget_gauge *gp =
@@ -168,6 +210,7 @@ void gate_write_budget_status(struct gate *g, const struct kube_snapshot *s,
 	 * them: the rest follow in passes a few milliseconds apart (gate_round()). */
 	size_t writes_left = BUDGET_WRITES_PER_PASS;
 	g->budgets_more = false;
+	g->budgets_edge_wall_ms = 0; /* found again by this pass */
 	for (int k = 0; k < 2 && !atomic_load(g->stop); k++) {
 		enum kube_resource kind = k ? KUBE_RES_ADBS : KUBE_RES_NDBS;
 		size_t n = kube_snapshot_count(s, kind);

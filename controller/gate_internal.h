@@ -179,8 +179,11 @@ struct gate {
 	size_t nbw, capbw;
 	struct ng_map bw_by_key; /* ns << 32 | name -> index into bw */
 	int64_t budgets_written_wall_ms;
-	bool budgets_dirty;    /* the cache changed since budget status was last written */
-	bool budgets_more;     /* the last pass left statuses for the next (a few per pass) */
+	bool budgets_dirty; /* the cache changed since budget status was last written */
+	bool budgets_more;  /* the last pass left statuses for the next (a few per pass) */
+	/* The next opening or closing of any budget's window, as of the last status pass: the
+	 * limits in force change then, so the statuses are computed again (0 = none). */
+	int64_t budgets_edge_wall_ms;
 	int64_t again_wall_ms; /* run a round at this time even when nothing changed; 0 = none */
 	pthread_mutex_t metrics_mu; /* guards the three below: written here, read by /metrics */
 	struct gate_budget_gauge *gauges;

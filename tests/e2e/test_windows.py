@@ -11,7 +11,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_gate import GateTest, ON_TEST1  # noqa: E402
+from test_gate import GateTest, NDB_PATH, ON_TEST1  # noqa: E402
 from test_live_cache import eventually  # noqa: E402
 
 
@@ -39,6 +39,14 @@ class WindowsTest(GateTest):
         self.assertIn(f"NodeDisruptionBudget nightly is outside its maintenance windows; the next opens at {when}",
                       waiting["message"])
         self.assertIn("Asia/Kolkata", waiting["message"])
+        # The budget says the same: closed, nothing allowed now (no limit outside its windows),
+        # and when the window opens; kubectl get prints the limit in force and the window.
+        ok, _ = eventually(lambda: self.ndb_status("nightly").get("window", {}).get("state") == "Closed")
+        self.assertTrue(ok, self.ndb_status("nightly"))
+        bs = self.ndb_status("nightly")
+        self.assertEqual((bs["maxDisruptedNodesNow"], bs["disruptionsAllowed"]), (0, 0), bs)
+        self.assertTrue(bs["window"].get("nextOpensAt", "").startswith(when), bs)
+        self.assertEqual(self.ndb_columns("nightly"), {"MAX": "0", "ALLOWED": "0", "WINDOW": "Closed"})
         while time.time() < opens - 0.2:
             self.assertEqual(self.status("s06").get("state"), "Pending", "granted before the window opened")
             time.sleep(0.2)
@@ -47,6 +55,30 @@ class WindowsTest(GateTest):
         delay = time.time() - opens
         print(f"\n  window opened -> Granted seen {delay:.2f} s later (condition dated {granted})", file=sys.stderr)
         self.assertGreaterEqual(calendar.timegm(time.strptime(granted[:19], "%Y-%m-%dT%H:%M:%S")), opens - 1)
+        # The budget's status turned at the opening: open, until an hour later, limit 1 in use.
+        ok, _ = eventually(lambda: self.ndb_status("nightly").get("window", {}).get("state") == "Open")
+        self.assertTrue(ok, self.ndb_status("nightly"))
+        bs = self.ndb_status("nightly")
+        closes = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(opens + 3600))
+        self.assertTrue(bs["window"].get("closesAt", "").startswith(closes), bs)
+        self.assertNotIn("nextOpensAt", bs["window"])
+        ok, _ = eventually(lambda: self.ndb_columns("nightly") == {"MAX": "1", "ALLOWED": "0", "WINDOW": "Open"})
+        self.assertTrue(ok, self.ndb_columns("nightly"))
+
+    def ndb_status(self, name):
+        code, body, _ = self.api.api("GET", f"{NDB_PATH}/{name}")
+        self.assertEqual(code, 200, body)
+        return body.get("status", {})
+
+    def ndb_columns(self, name):
+        """MAX, ALLOWED and WINDOW as `kubectl get ndb NAME` prints them."""
+        rc, out, err = self.api.kubectl("get", "nodedisruptionbudgets", name, timeout=60)
+        self.assertEqual(rc, 0, err)
+        head, row = out.splitlines()[:2]
+        # Columns by the header's offsets: an empty cell (MIN here) leaves only spaces.
+        starts = [i for i, c in enumerate(head) if c != " " and (i == 0 or head[i - 1] == " ")]
+        cols = {head[a:b].strip(): row[a:b].strip() for a, b in zip(starts, starts[1:] + [None])}
+        return {k: cols.get(k) for k in ("MAX", "ALLOWED", "WINDOW")}
 
 
 

@@ -44,7 +44,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void round_on(struct fx *fx, const char *json, bool changed, int64_t now_wall_ms)
+static inline void round_on(struct fx *fx, const char *json, bool changed, int64_t now_wall_ms)
 {
 	struct kube_snapshot *s = ng_test_snapshot(json);
 	gate_round(fx->g, s, changed, now_wall_ms);

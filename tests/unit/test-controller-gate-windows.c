@@ -1,0 +1,88 @@
+/* The gate's budget status follows the window in force: written as a window opens or closes
+ * (the edge folded into the gate's wake time), and not written again while nothing changes. */
+#include "tests/unit/controller-gate-fixture.h"
+#include "tests/support/objects.h"
+
+#include <string.h>
+
+/* Weekdays 22:00-06:00 in Paris (UTC+1 in winter), limit 2 while open, none outside (Deny).
+ * Monday 2026-11-30. */
+#define POOL                                                                                       \
+	NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":1,\"windows\":[{\"schedule\":\"0 22 * * "     \
+			     "1-5\",\"duration\":\"8h\",\"timeZone\":\"Europe/Paris\","            \
+			     "\"maxDisruptedNodes\":2}]}")
+static const int64_t MON_NOON = 1796036400000; /* 2026-11-30T11:00:00Z */
+static const int64_t MON_22H = 1796072400000;  /* 21:00Z: the window opens */
+static const int64_t TUE_06H = 1796101200000;  /* 05:00Z: it closes */
+
+static const char *status_body(struct fx *fx)
+{
+	const struct fake_api_request *q =
+	    fake_api_find(&fx->api, "PATCH", "/nodedisruptionbudgets/pool/status", 0);
+	return q ? q->body : NULL;
+}
+
+static void round_at(struct fx *fx, struct kube_snapshot *s, bool changed, int64_t now)
+{
+	fake_api_clear(&fx->api);
+	gate_round(fx->g, s, changed, now);
+}
+
+static void test_O44_budget_status_flips_at_each_window_edge(void **state)
+{
+	struct fx *fx = *state;
+	struct kube_snapshot *s = ng_test_cluster_f(POOL "," GRANTED("held", "[\"node2\"]"));
+	/* Closed: nothing may start, and the status says when the window opens. */
+	round_at(fx, s, true, MON_NOON);
+	const char *b = status_body(fx);
+	assert_non_null(b);
+	assert_non_null(strstr(b, "\"currentDisruptions\":1,\"disruptionsAllowed\":0,"
+				  "\"maxDisruptedNodesNow\":0,\"window\":{\"open\":false,"
+				  "\"state\":\"Closed\",\"index\":null,\"closesAt\":null,"
+				  "\"nextOpensAt\":\"2026-11-30T21:00:00.000Z\"}"));
+	/* The gate wakes at the opening, not before. */
+	assert_int_equal(fx->g->budgets_edge_wall_ms, MON_22H);
+	round_at(fx, s, false, MON_22H - 1000);
+	assert_null(status_body(fx));
+	/* Open: the window's limit, 2, of which one is used. */
+	round_at(fx, s, false, MON_22H);
+	b = status_body(fx);
+	assert_non_null(b);
+	assert_non_null(strstr(b,
+			       "\"disruptionsAllowed\":1,\"maxDisruptedNodesNow\":2,"
+			       "\"window\":{\"open\":true,\"state\":\"Open\",\"index\":0,"
+			       "\"closesAt\":\"2026-12-01T05:00:00.000Z\",\"nextOpensAt\":null}"));
+	assert_int_equal(fx->g->budgets_edge_wall_ms, TUE_06H);
+	/* Nothing changes until it closes: not written again. */
+	round_at(fx, s, true, MON_22H + 1000);
+	assert_null(status_body(fx));
+	round_at(fx, s, false, TUE_06H);
+	b = status_body(fx);
+	assert_non_null(b);
+	assert_non_null(strstr(b, "\"disruptionsAllowed\":0,\"maxDisruptedNodesNow\":0"));
+	kube_snapshot_release(s);
+}
+
+/* A budget without windows writes none, and clears what an earlier version had. */
+static void test_O45_no_windows_no_window_status(void **state)
+{
+	struct fx *fx = *state;
+	struct kube_snapshot *s =
+	    ng_test_cluster_f(NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":\"50%\"}"));
+	round_at(fx, s, true, MON_NOON);
+	const char *b = status_body(fx);
+	assert_non_null(b);
+	assert_non_null(strstr(b, "\"maxDisruptedNodesNow\":1,\"window\":null"));
+	assert_int_equal(fx->g->budgets_edge_wall_ms, 0);
+	kube_snapshot_release(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_O44_budget_status_flips_at_each_window_edge, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_O45_no_windows_no_window_status, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
