@@ -303,6 +303,20 @@ static void budget_text(FILE *f, const struct cmd_out *o, const struct kube_snap
 	(void)fputc('\n', f);
 }
 
+/* Whether the gate's reason already names every request holding @q back (its budgets name up to
+ * three holders each): the list is then not said twice. */
+static bool reason_names_all(const struct kube_snapshot *s, const struct pol_explain_wait *q)
+{
+	if (!strstr(q->d.reason, POL_HELD_BY) || q->nholders < q->nheld)
+		return false;
+	for (size_t i = 0; i < q->nholders; i++) {
+		const char *name = str(s, q->holders[i]);
+		if (!name || !strstr(q->d.reason, name))
+			return false;
+	}
+	return true;
+}
+
 static void wait_text(FILE *f, const struct cmd_out *o, const struct kube_snapshot *s,
 		      const struct pol_explain_wait *q, int64_t now_wall_ms)
 {
@@ -323,7 +337,7 @@ static void wait_text(FILE *f, const struct cmd_out *o, const struct kube_snapsh
 		return;
 	}
 	(void)fprintf(f, "%s%s%s", cmd_out_bad(o), q->d.reason, cmd_out_end(o));
-	if (q->nheld) {
+	if (q->nheld && !reason_names_all(s, q)) {
 		(void)fprintf(f, "\n     held by ");
 		names_text(f, s, q->holders, q->nholders, q->nheld);
 	}

@@ -137,7 +137,8 @@ static uint64_t decision_hash(const struct ng_intern *pool, const struct pol_gat
 		h = ng_fnv1a64(h, &v->kind, sizeof(v->kind));
 		h = ng_fnv1a64(h, ns ? ns : "", ns ? strlen(ns) + 1 : 1);
 		h = ng_fnv1a64(h, name ? name : "", name ? strlen(name) + 1 : 1);
-		for (const char *c = v->reason; *c; c++)
+		const char *held = strstr(v->reason, POL_HELD_BY);
+		for (const char *c = v->reason; *c && c != held; c++)
 			if (*c < '0' || *c > '9')
 				h = ng_fnv1a64(h, c, 1);
 	}

@@ -62,6 +62,7 @@ static void status_body(struct ng_jw *w, void *ctx)
 	for (size_t i = 0; i < d->nnodes; i++)
 		ng_jw_str(w, sb->names[i]);
 	ng_jw_arr_end(w);
+	ng_jw_ki64(w, "nodeCount", (int64_t)d->nnodes);
 	ng_jw_key(w, "disruptedDisruptionBudgets");
 	ng_jw_raw(w, sb->verdicts, sb->nverdicts);
 	ng_jw_ki64(w, "retryCount", sb->wr->retry_count);

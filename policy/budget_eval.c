@@ -64,6 +64,31 @@ static void put_i(struct line *b, int64_t v)
 	put_n(b, t, (size_t)(tmp + sizeof(tmp) - 1 - t));
 }
 
+/* Names in a failing budget's reason: the requests holding its nodes, as "; held by a, b, c" and
+ * "(+N more)" past HOLDERS_NAMED. A holder is a request whose grant (or whose hooks being asked)
+ * holds one of the scope's nodes. Nothing when the ledger cannot say (out of memory). */
+#define HOLDERS_NAMED 3
+
+static void put_holders(struct eval *e, struct line *b, const struct bscope *sc)
+{
+	uint32_t *h;
+	size_t n;
+	if (!e->ledger || pd_scope_holders(e->ledger, sc, e->arena, &h, &n) != NG_OK || !n)
+		return;
+	pd_sort_by_name(e->pool, h, n);
+	PUT_LIT(b, POL_HELD_BY);
+	for (size_t i = 0; i < n && i < HOLDERS_NAMED; i++) {
+		if (i)
+			PUT_LIT(b, ", ");
+		put_s(b, str(e, h[i]));
+	}
+	if (n > HOLDERS_NAMED) {
+		PUT_LIT(b, " (+");
+		put_i(b, (int64_t)(n - HOLDERS_NAMED));
+		PUT_LIT(b, " more)");
+	}
+}
+
 /* Applies the limits to scope @sc (its nodes, how many are disrupted, its "what") to which the
  * request adds @added more, and reports. */
 static void check_counts(struct eval *e, struct pol_budget_verdict *v, const struct bscope *sc,
@@ -99,6 +124,7 @@ static void check_counts(struct eval *e, struct pol_budget_verdict *v, const str
 		PUT_LIT(&b, " of ");
 		put_i(&b, (int64_t)nscope);
 		PUT_LIT(&b, " nodes)");
+		put_holders(e, &b, sc);
 	} else {
 		put_i(&b, c.min);
 		PUT_LIT(&b, " of ");
@@ -106,6 +132,7 @@ static void check_counts(struct eval *e, struct pol_budget_verdict *v, const str
 		PUT_LIT(&b, " nodes must stay undisrupted; ");
 		put_i(&b, (int64_t)nscope - c.after);
 		PUT_LIT(&b, " would remain");
+		put_holders(e, &b, sc);
 	}
 }
 

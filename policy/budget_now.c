@@ -37,7 +37,7 @@ static bool scope_has(const struct pol_ledger *l, const struct bscope *sc, uint3
 ng_status pd_scope_holders(struct pol_ledger *l, const struct bscope *sc, struct ng_arena *arena,
 			   uint32_t **ret, size_t *ret_n)
 {
-	size_t cap = l->nheld_names < sc->n ? l->nheld_names : sc->n;
+	size_t cap = (l->nheld_names < sc->n ? l->nheld_names : sc->n) + l->nco;
 	uint32_t *h = ng_arena_alloc(arena, (cap ? cap : 1) * sizeof(*h));
 	if (!h)
 		return NG_ENOMEM;
@@ -55,6 +55,9 @@ ng_status pd_scope_holders(struct pol_ledger *l, const struct bscope *sc, struct
 				h[n++] = who;
 		}
 	}
+	for (size_t i = 0; i < l->nco; i++)
+		if (scope_has(l, sc, l->co[i].node))
+			h[n++] = l->co[i].nd;
 	if (n > 1)
 		qsort(h, n, sizeof(*h), cmp_u32);
 	size_t u = 0;

@@ -131,6 +131,12 @@ struct pol_budget_verdict {
 	char reason[320]; /* a failed health hook's reason quotes its answer */
 };
 
+/* How a failing budget's reason names the requests holding its nodes, after its counts
+ * ("NodeDisruptionBudget pool: 2 of 2 in use; ... ; held by a, b (+3 more)"). What follows it
+ * changes as grants come and go, not the decision: the gate leaves it out of what makes a
+ * Pending request's status worth writing again. */
+#define POL_HELD_BY "; held by "
+
 /* A decision: its arrays are the caller's arena memory, their ids the snapshot's. */
 struct pol_gate_decision {
 	enum pol_gate_outcome outcome;

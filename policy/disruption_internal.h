@@ -45,6 +45,13 @@ struct pol_ledger {
 	 * the requests that fill a pool-wide budget does not walk the pool. */
 	uint32_t *held_names;
 	size_t nheld_names, capheld_names;
+	/* Requests holding a node another request held first (overlapping grants): holders
+	 * keeps the first, these the others, so a full budget's message names every request
+	 * that must end before its nodes are free. */
+	struct co_holder {
+		uint32_t node, nd;
+	} * co;
+	size_t nco, capco;
 	/* Which nodes each budget covers depends on the snapshot alone: computed on first use and
 	 * kept, it serves every decision and budget status of the round. (Recomputed per decision,
 	 * 250 rack budgets on 5,000 nodes cost 7.4 ms a decision.) Each scope also keeps how many

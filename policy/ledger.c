@@ -59,6 +59,7 @@ void pol_ledger_destroy(struct pol_ledger *l)
 	free(l->nd_seen);
 	free(l->held);
 	free(l->held_names);
+	free(l->co);
 	ng_arena_destroy(l->arena);
 	free(l);
 }
@@ -71,8 +72,20 @@ ng_status pol_ledger_grant(struct pol_ledger *l, uint32_t nd_name, const uint32_
 {
 	for (size_t i = 0; i < n; i++) {
 		uint32_t h;
-		if (ng_map_get(&l->holders, nodes[i], &h))
-			continue; /* the first holder stays */
+		if (ng_map_get(&l->holders, nodes[i], &h)) {
+			if (h == nd_name)
+				continue;
+			/* The first holder stays; the others are noted beside it. */
+			if (l->nco == l->capco) {
+				struct co_holder *g =
+				    ng_array_grow(l->co, &l->capco, l->nco, sizeof(*g));
+				if (!g)
+					return NG_ENOMEM;
+				l->co = g;
+			}
+			l->co[l->nco++] = (struct co_holder){nodes[i], nd_name};
+			continue;
+		}
 		if (ng_map_put_grow(&l->holders, nodes[i], nd_name) != NG_OK)
 			return NG_ENOMEM;
 		if (l->nheld_names == l->capheld_names) {

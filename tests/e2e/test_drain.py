@@ -34,7 +34,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_live_cache import (BINARY, CRDS, ND_PATH, ROOT, WAIT_S, WRAPPER, Nodegate,  # noqa: E402
-                             ServerProcess, eventually, evict, make_client_ca, has_failed)
+                             ServerProcess, eventually, evict, kubectl_rows, make_client_ca, has_failed)
 from ktestapi.yamlish import load_all  # noqa: E402  (tests/apiserver is on sys.path now)
 
 DRAIN_FIXTURE = os.path.join(ROOT, "tests", "apiserver", "fixtures", "drain-node1.yaml")
@@ -705,7 +705,8 @@ class DrainScenarios(DrainTest):
         log(f"o01: kubectl nodegate status -o text:\n{p.stdout}")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("NDB pool: 1 of 2 nodes disrupted, limit 1 now, 0 more allowed; held by o01", p.stdout)
-        self.assertRegex(p.stdout, r"1\. o01b \[node2\]: NodeDisruptionBudget pool: .*\n\s+held by o01\n")
+        # The gate's own message names the holder, so status does not say it twice.
+        self.assertRegex(p.stdout, r"1\. o01b \[node2\]: NodeDisruptionBudget pool: .*; held by o01\n\s+waiting")
         self.assertRegex(p.stdout, r"o01 \[node1\] granted \d+s ago\n\s+drain: Draining")
         self.assertRegex(p.stdout, r"node1: cordoned, held for o01")
         doc = json.loads(self.cli("status", "-o", "json").stdout)
@@ -713,6 +714,15 @@ class DrainScenarios(DrainTest):
         self.assertEqual(doc["queue"][0]["heldBy"], ["o01"])
         self.assertEqual([g["name"] for g in doc["granted"]], ["o01"])
         self.assertEqual(doc["granted"][0]["drain"]["reason"], "Draining")
+        # kubectl get nd -o wide: how many nodes, the drain's step and what it waits for.
+        rows = {r["NAME"]: r for r in kubectl_rows(self.api, "nodedisruptions", "-o", "wide")}
+        log(f"o01: kubectl get nd -o wide: {rows}")
+        self.assertEqual((rows["o01"]["NODE"], rows["o01"]["NODES"], rows["o01"]["STATE"], rows["o01"]["DRAIN"]),
+                         ("node1", "1", "Granted", "Draining"))
+        self.assertIn("web", rows["o01"]["DRAIN-MESSAGE"])
+        self.assertEqual((rows["o01b"]["NODES"], rows["o01b"]["STATE"], rows["o01b"]["DRAIN-MESSAGE"]),
+                         ("1", "Pending", ""))
+        self.assertIn("NodeDisruptionBudget pool", rows["o01b"]["MESSAGE"])
 
     def test_O02_why_gives_the_chain_for_a_request_and_for_a_node(self):
         self.held_drain()

@@ -63,6 +63,19 @@ def eventually(fn, timeout=WAIT_S, interval=0.02):
         time.sleep(interval)
 
 
+def kubectl_rows(api, *args):
+    """`kubectl get ARGS` as printed: one dict per row, column name -> cell. Columns are cut at
+    the header's offsets, since an empty cell leaves only spaces."""
+    rc, out, err = api.kubectl("get", *args, timeout=60)
+    if rc != 0:
+        raise AssertionError(f"kubectl get {' '.join(args)}: {err}")
+    lines = out.splitlines()
+    head = lines[0]
+    starts = [i for i, c in enumerate(head) if c != " " and (i == 0 or head[i - 1] == " ")]
+    spans = list(zip(starts, starts[1:] + [None]))
+    return [{head[a:b].strip(): row[a:b].strip() for a, b in spans} for row in lines[1:]]
+
+
 def free_port():
     """A loopback port nothing listens on now (for a listener that takes no port file)."""
     import socket

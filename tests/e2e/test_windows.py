@@ -12,7 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_gate import GateTest, NDB_PATH, ON_TEST1  # noqa: E402
-from test_live_cache import eventually  # noqa: E402
+from test_live_cache import eventually, kubectl_rows  # noqa: E402
 
 
 class WindowsTest(GateTest):
@@ -72,12 +72,7 @@ class WindowsTest(GateTest):
 
     def ndb_columns(self, name):
         """MAX, ALLOWED and WINDOW as `kubectl get ndb NAME` prints them."""
-        rc, out, err = self.api.kubectl("get", "nodedisruptionbudgets", name, timeout=60)
-        self.assertEqual(rc, 0, err)
-        head, row = out.splitlines()[:2]
-        # Columns by the header's offsets: an empty cell (MIN here) leaves only spaces.
-        starts = [i for i, c in enumerate(head) if c != " " and (i == 0 or head[i - 1] == " ")]
-        cols = {head[a:b].strip(): row[a:b].strip() for a, b in zip(starts, starts[1:] + [None])}
+        cols = kubectl_rows(self.api, "nodedisruptionbudgets", name)[0]
         return {k: cols.get(k) for k in ("MAX", "ALLOWED", "WINDOW")}
 
 

@@ -557,6 +557,42 @@ static void test_A08_second_request_names_the_budget_in_use(void **state)
 	struct result r = decide(cluster(buf), "second", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_REJECT, "default/db: 1 of 1 in use");
 	assert_int_equal(r.d.verdicts[0].allowed, 0);
+	/* ... and the request that holds it. */
+	assert_string_equal(r.d.verdicts[0].reason,
+			    "ApplicationDisruptionBudget default/db: 1 of 1 in use; this request "
+			    "adds 1 (limit 1 of 2 nodes); held by first");
+	done(&r);
+}
+
+/* A full budget names the requests holding it, sorted by name, three at most. */
+#define NODE3                                                                                      \
+	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node3\"},\"status\":{"  \
+	"\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"
+/* Four grants on two nodes, two on each, not in name order. */
+#define HOLDERS                                                                                    \
+	GRANTED("h-d", "[\"node2\"]")                                                              \
+	"," GRANTED("h-b", "[\"node1\"]") "," GRANTED("h-a", "[\"node1\"]") "," GRANTED(           \
+	    "h-c", "[\"node2\"]")
+#define ON_NODE3 ND("nd", "{\"nodeNames\":[\"node3\"]}")
+static void test_a_full_budget_names_its_holders(void **state)
+{
+	const char *objs =
+	    NODE3 "," NDB("all", "{\"nodeSelector\":{},\"maxDisruptedNodes\":2}") "," HOLDERS
+										  "," ON_NODE3;
+	struct result r = decide(cluster(objs), "nd", NULL, NOW_WALL_MS);
+	expect(&r, POL_GATE_REJECT, NULL);
+	assert_string_equal(r.d.verdicts[0].reason,
+			    "NodeDisruptionBudget all: 2 of 2 in use; this request adds 1 (limit 2 "
+			    "of 3 nodes); held by h-a, h-b, h-c (+1 more)");
+	done(&r);
+	/* A minimum names them too. */
+	objs = NODE3 "," NDB("all", "{\"nodeSelector\":{},\"minUndisruptedNodes\":2}") "," GRANTED(
+	    "h-a", "[\"node1\"]") "," ON_NODE3;
+	r = decide(cluster(objs), "nd", NULL, NOW_WALL_MS);
+	expect(&r, POL_GATE_REJECT, NULL);
+	assert_string_equal(r.d.verdicts[0].reason,
+			    "NodeDisruptionBudget all: 2 of 3 nodes must stay undisrupted; 1 would "
+			    "remain; held by h-a");
 	done(&r);
 }
 
@@ -884,6 +920,7 @@ int main(void)
 	    cmocka_unit_test(test_A02_A03_A04_volumes),
 	    cmocka_unit_test(test_A07_one_request_on_two_app_nodes_costs_two),
 	    cmocka_unit_test(test_A08_second_request_names_the_budget_in_use),
+	    cmocka_unit_test(test_a_full_budget_names_its_holders),
 	    cmocka_unit_test(test_A09_frozen_budget),
 	    cmocka_unit_test(test_every_failing_budget_is_listed),
 	    cmocka_unit_test(test_many_failing_budgets_are_named_within_a_bound),
