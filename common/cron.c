@@ -78,9 +78,51 @@ static const char *parse_value(unsigned f, const char *s, size_t len, unsigned *
 	return f == F_MONTH ? "unknown month name (jan-dec)" : "unknown day name (sun-sat)";
 }
 
-/* One comma-separated element of field @f into @bits. Returns NULL or why not. */
-static const char *parse_element(unsigned f, const char *s, size_t len, uint64_t *bits)
+/* A day-of-week element with a rank in the month: "D#N" (N 1-5), "D#L" or "DL" (the last), D a
+ * day name or number. Sets *@ret_handled when @s is one (then returns NULL or why not). */
+static const char *parse_nth(const char *s, size_t len, uint64_t *nth, bool *ret_handled)
 {
+	const char *hash = memchr(s, '#', len);
+	bool last = !hash && len >= 2 && (s[len - 1] == 'L' || s[len - 1] == 'l') &&
+		    !memchr(s, '-', len) && !memchr(s, '/', len) && !memchr(s, '*', len);
+	*ret_handled = hash || last;
+	if (!*ret_handled)
+		return NULL;
+	size_t dlen = hash ? (size_t)(hash - s) : len - 1;
+	if (memchr(s, '-', dlen) || memchr(s, '/', len) || memchr(s, '*', dlen) ||
+	    memchr(s, '?', dlen))
+		return "a rank in the month ('#' or 'L') takes one day, not a range, step or '*'";
+	unsigned day, rank;
+	const char *why = parse_value(F_DOW, s, dlen, &day);
+	if (why)
+		return why;
+	if (last) {
+		rank = NG_CRON_LAST;
+	} else {
+		const char *r = hash + 1;
+		size_t rlen = len - dlen - 1;
+		if (rlen == 1 && (r[0] == 'L' || r[0] == 'l'))
+			rank = NG_CRON_LAST;
+		else if (rlen == 1 && r[0] >= '1' && r[0] <= '5')
+			rank = (unsigned)(r[0] - '0');
+		else
+			return "rank after '#' must be 1-5 or L (the last)";
+	}
+	*nth |= UINT64_C(1) << ((day == 7 ? 0 : day) * 8 + rank);
+	return NULL;
+}
+
+/* One comma-separated element of field @f into @bits (@nth: the day-of-week field's ranked
+ * days). Returns NULL or why not. */
+static const char *parse_element(unsigned f, const char *s, size_t len, uint64_t *bits,
+				 uint64_t *nth)
+{
+	if (f == F_DOW) {
+		bool handled;
+		const char *why = parse_nth(s, len, nth, &handled);
+		if (handled)
+			return why;
+	}
 	const char *slash = memchr(s, '/', len);
 	size_t blen = slash ? (size_t)(slash - s) : len;
 	unsigned lo, hi, step = 1;
@@ -133,21 +175,22 @@ static const char *parse_element(unsigned f, const char *s, size_t len, uint64_t
 }
 
 static ng_status parse_field(unsigned f, const char *s, size_t len, size_t off, uint64_t *ret_bits,
-			     bool *ret_star, struct ng_err *reterr)
+			     uint64_t *ret_nth, bool *ret_star, struct ng_err *reterr)
 {
-	uint64_t bits = 0;
+	uint64_t bits = 0, nth = 0;
 	size_t i = 0;
 	while (i <= len) {
 		const char *comma = memchr(s + i, ',', len - i);
 		size_t elen = comma ? (size_t)(comma - (s + i)) : len - i;
 		if (elen == 0)
 			return field_err(reterr, off + i, f, s, len, "empty list element");
-		const char *why = parse_element(f, s + i, elen, &bits);
+		const char *why = parse_element(f, s + i, elen, &bits, &nth);
 		if (why)
 			return field_err(reterr, off + i, f, s + i, elen, why);
 		i += elen + 1;
 	}
 	*ret_bits = bits;
+	*ret_nth = nth;
 	*ret_star = (len == 1 && (s[0] == '*' || s[0] == '?')) ||
 		    (len == 3 && (s[0] == '*' || s[0] == '?') && s[1] == '/' && s[2] == '1');
 	return NG_OK;
@@ -180,9 +223,25 @@ static const struct {
 static ng_status check_fires(const struct ng_cron *c, struct ng_err *reterr)
 {
 	/* With the day-of-week restricted, a day matches on its weekday alone (OR rule) or
-	 * needs both (day-of-month '*'): every weekday occurs in every month either way. */
-	if (!c->weekdays_star || c->days_star)
+	 * needs both (day-of-month '*'): every weekday occurs in every month either way, and so
+	 * does its first to fourth and last occurrence; a fifth one does in every month but
+	 * February, whose fifth weekday comes once in 28 years, beyond what a search looks at. */
+	if (!c->weekdays_star) {
+		uint64_t fifth = 0;
+		for (unsigned d = 0; d < 7; d++)
+			fifth |= UINT64_C(1) << (d * 8 + 5);
+		bool fifth_of_feb =
+		    !c->weekdays && !(c->nth & ~fifth) && (c->months & 0x1ffe) == (1u << 2);
+		if (!fifth_of_feb)
+			return NG_OK;
+		if (c->days_star)
+			return ng_err_set(reterr, NG_EPARSE, 0,
+					  "schedule: never fires within 8 years (the fifth weekday "
+					  "of February occurs only in some leap years)");
+		/* Either day field: the day of the month must exist. */
+	} else if (c->days_star) {
 		return NG_OK;
+	}
 	unsigned first_month = 0;
 	for (unsigned m = 1; m <= 12; m++) {
 		if (!(c->months & (1u << m)))
@@ -264,11 +323,11 @@ ng_status ng_cron_parse(const char *s, struct ng_cron *ret_cron, struct ng_err *
 				  "schedule: expected 5 fields (minute hour day-of-month month "
 				  "day-of-week), got %zu",
 				  total);
-	uint64_t bits[NFIELDS];
+	uint64_t bits[NFIELDS], nth[NFIELDS];
 	bool star[NFIELDS];
 	for (unsigned f = 0; f < NFIELDS; f++) {
-		ng_status st =
-		    parse_field(f, s + start[f], flen[f], start[f], &bits[f], &star[f], reterr);
+		ng_status st = parse_field(f, s + start[f], flen[f], start[f], &bits[f], &nth[f],
+					   &star[f], reterr);
 		if (st != NG_OK)
 			return st;
 	}
@@ -278,6 +337,7 @@ ng_status ng_cron_parse(const char *s, struct ng_cron *ret_cron, struct ng_err *
 	    .days = (uint32_t)bits[F_DOM],
 	    .months = (uint16_t)bits[F_MONTH],
 	    .weekdays = (uint8_t)bits[F_DOW],
+	    .nth = nth[F_DOW],
 	    .days_star = star[F_DOM],
 	    .weekdays_star = star[F_DOW],
 	};
@@ -300,7 +360,13 @@ static bool day_matches(const struct ng_cron *c, int64_t day)
 	if (!(c->months & (1u << m)))
 		return false;
 	bool dom = c->days & (UINT32_C(1) << d);
-	bool dow = c->weekdays & (1u << ng_weekday_from_days(day));
+	unsigned wd = ng_weekday_from_days(day);
+	bool dow = c->weekdays & (1u << wd);
+	if (!dow && c->nth) {
+		uint64_t ranks = c->nth >> (wd * 8);
+		dow = (ranks & (UINT64_C(1) << ((d - 1) / 7 + 1))) ||
+		      ((ranks & (UINT64_C(1) << NG_CRON_LAST)) && d + 7 > ng_days_in_month(y, m));
+	}
 	if (!c->days_star && !c->weekdays_star)
 		return dom || dow;
 	return dom && dow;

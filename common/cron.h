@@ -22,6 +22,9 @@ struct ng_tz;
  * costs no jump at all. */
 #define NG_WINDOW_MAX_JUMPS 32u
 
+/* The rank of the last such weekday of a month, in struct ng_cron's nth. */
+#define NG_CRON_LAST 6u
+
 /* A parsed schedule. */
 struct ng_cron {
 	uint64_t minutes; /* bit m set: minute m (0-59) */
@@ -29,6 +32,11 @@ struct ng_cron {
 	uint32_t days;    /* bit d: day of month 1-31 */
 	uint16_t months;  /* bit m: 1-12 */
 	uint8_t weekdays; /* bit d: 0-6, Sunday 0 (7 also means Sunday when parsing) */
+	/* Weekdays of a given rank in the month ("sun#1", "fri#L"): bit d * 8 + k for weekday d
+	 * (0-6) and rank k, 1-5 for the k-th such day of the month, NG_CRON_LAST for the last.
+	 * They belong to the day-of-week field: a day matches it when its weekday is in
+	 * weekdays or its weekday and rank are here. */
+	uint64_t nth;
 	/* The field was '*' or '?' (or '* /1'): standard cron day matching — when both day
 	 * fields are restricted a day matches if EITHER matches, else both must. */
 	bool days_star, weekdays_star;
@@ -37,7 +45,9 @@ struct ng_cron {
 /**
  * Parses "m h dom mon dow": each field '*', '?' (day fields only), numbers, ranges a-b, steps
  * * /n, a-b/n and n/n (n through the field's end), comma lists, month names jan-dec and day
- * names sun-sat (any case; 7 is Sunday too), or one of the macros @yearly @annually @monthly
+ * names sun-sat (any case; 7 is Sunday too), in the day-of-week field a day's rank in its month
+ * ("sun#1" the first Sunday, 1-5; "fri#L" or "5L" or "friL" the last Friday; numbers as
+ * elsewhere, 0 or 7 Sunday), or one of the macros @yearly @annually @monthly
  * @weekly @daily @midnight @hourly. Fields are separated by spaces or tabs; leading and trailing
  * ones are allowed. Input over NG_CRON_MAX_BYTES: NG_ELIMIT. Malformed: NG_EPARSE with a
  * message that names the field and quotes the bad text ("schedule: hour field \"25\": value out

@@ -5,7 +5,8 @@
  * as a C string ends there). Whatever the input:
  * - a refusal is NG_EPARSE, or NG_ELIMIT exactly when the text is over NG_CRON_MAX_BYTES, with
  *   a message starting "schedule: ", and leaves the output as it was;
- * - an accepted schedule has every field non-empty and within its range, parses the same twice,
+ * - an accepted schedule has every field non-empty and within its range (a day-of-week field
+ *   may hold only ranked days, "sun#1"), parses the same twice,
  *   and fires (in UTC) within the horizon from every instant tried: on a whole minute, at or
  *   after the instant, at a minute the schedule names, and asking again from the firing gives
  *   it back; the last firing at or before the instant (ng_cron_prev()) is one, and the next
@@ -39,7 +40,15 @@ static bool names_minute(const struct ng_cron *c, int64_t t_ms)
 	unsigned m, d;
 	ng_civil_from_days(day, &y, &m, &d);
 	bool dom = c->days & (UINT32_C(1) << d);
-	bool dow = c->weekdays & (1u << ng_weekday_from_days(day));
+	unsigned wd = ng_weekday_from_days(day);
+	bool dow = c->weekdays & (1u << wd);
+	/* A ranked weekday: the how-many-th of its kind the day is, counted from the 1st; the
+	 * last when a week later is another month. */
+	unsigned rank = (d + 6) / 7;
+	if (c->nth & (UINT64_C(1) << (wd * 8 + rank)))
+		dow = true;
+	if ((c->nth & (UINT64_C(1) << (wd * 8 + NG_CRON_LAST))) && d + 7 > ng_days_in_month(y, m))
+		dow = true;
 	bool day_ok = !c->days_star && !c->weekdays_star ? dom || dow : dom && dow;
 	return day_ok && (c->months & (1u << m)) && (c->hours & (UINT32_C(1) << (sod / 3600))) &&
 	       (c->minutes & (UINT64_C(1) << (sod % 3600 / 60)));
@@ -48,7 +57,7 @@ static bool names_minute(const struct ng_cron *c, int64_t t_ms)
 static bool same(const struct ng_cron *a, const struct ng_cron *b)
 {
 	return a->minutes == b->minutes && a->hours == b->hours && a->days == b->days &&
-	       a->months == b->months && a->weekdays == b->weekdays &&
+	       a->months == b->months && a->weekdays == b->weekdays && a->nth == b->nth &&
 	       a->days_star == b->days_star && a->weekdays_star == b->weekdays_star;
 }
 
@@ -63,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* Prefilled with values no schedule gives (minute 63), to see that a refusal leaves it. */
 	const struct ng_cron before = {UINT64_MAX, 0xadadadad, 0xadadadad, 0xadad,
-				       0xad,       true,       true};
+				       0xad,       UINT64_MAX, true,       true};
 	struct ng_cron c = before, again;
 	struct ng_err err = {0};
 	ng_status st = ng_cron_parse(s, &c, &err);
@@ -80,7 +89,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(c.hours && c.hours < UINT32_C(1) << 24);
 	check(c.days && !(c.days & 1));
 	check(c.months && !(c.months & 1) && c.months < 1u << 13);
-	check(c.weekdays && c.weekdays < 1u << 7);
+	check((c.weekdays || c.nth) && c.weekdays < 1u << 7);
+	for (unsigned d = 0; d < 8; d++) /* ranks 1-5 and last, of weekdays 0-6 */
+		check(((c.nth >> (d * 8)) & 0xff & ~0x7eu) == 0 && (d < 7 || !(c.nth >> 56)));
 	check(ng_cron_parse(s, &again, NULL) == NG_OK);
 	check(same(&again, &c));
 

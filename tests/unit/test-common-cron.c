@@ -1062,6 +1062,81 @@ static void test_tz_get_keeps_a_bounded_number_of_zones(void **state)
 	free(zbuf);
 }
 
+/* A weekday's rank in its month: "sun#1" the first Sunday, "fri#L", "friL" and "5L" the last
+ * Friday, as croniter and cron-parser write them (0 or 7 Sunday, as everywhere here). */
+static void test_cron_nth_weekday_of_the_month(void **state)
+{
+	(void)state;
+	const struct ng_tz *u = zone("UTC");
+	/* 2026-11-28 is a Saturday; December 2026 starts on a Tuesday. */
+	const int64_t sat = utc(2026, 11, 28, 12, 0);
+	struct ng_cron c = cron("0 2 * * sun#1");
+	assert_int_equal(c.weekdays, 0);
+	assert_false(c.weekdays_star);
+	assert_int_equal(ng_cron_next(&c, u, sat), utc(2026, 12, 6, 2, 0));
+	assert_int_equal(ng_cron_prev(&c, u, sat), utc(2026, 11, 1, 2, 0));
+	/* The fifth Sunday of November 2026 is the 29th; December has none, January 2027 has
+	 * five Sundays (3, 10, 17, 24, 31). */
+	c = cron("0 2 * * 0#5");
+	assert_int_equal(ng_cron_next(&c, u, sat), utc(2026, 11, 29, 2, 0));
+	assert_int_equal(ng_cron_next(&c, u, utc(2026, 11, 29, 3, 0)), utc(2027, 1, 31, 2, 0));
+	/* The last Friday: November's was the 27th, December's is the 25th. */
+	const char *last[] = {"0 2 * * fri#L", "0 2 * * FRI#l", "0 2 * * friL", "0 2 * * 5L"};
+	for (size_t i = 0; i < sizeof(last) / sizeof(last[0]); i++) {
+		c = cron(last[i]);
+		assert_int_equal(ng_cron_next(&c, u, sat), utc(2026, 12, 25, 2, 0));
+		assert_int_equal(ng_cron_prev(&c, u, sat), utc(2026, 11, 27, 2, 0));
+	}
+	/* The last Sunday in a month with five, 7 for Sunday: January 2027's 31st. */
+	c = cron("0 2 * jan 7L");
+	assert_int_equal(ng_cron_next(&c, u, sat), utc(2027, 1, 31, 2, 0));
+	/* Listed with plain weekdays, and OR'ed with a day of the month as cron does. */
+	c = cron("0 2 * * mon,sun#1");
+	assert_int_equal(ng_cron_next(&c, u, sat), utc(2026, 11, 30, 2, 0));
+	assert_int_equal(ng_cron_next(&c, u, utc(2026, 12, 5, 0, 0)), utc(2026, 12, 6, 2, 0));
+	c = cron("0 2 15 * sun#1");
+	assert_int_equal(ng_cron_next(&c, u, sat), utc(2026, 12, 6, 2, 0));
+	assert_int_equal(ng_cron_next(&c, u, utc(2026, 12, 7, 0, 0)), utc(2026, 12, 15, 2, 0));
+	/* The window of the first Sunday opens and closes with it. */
+	struct ng_window_at w;
+	c = cron("0 22 * * sat#1");
+	ng_window_at(&c, zone("Europe/Paris"), 8 * HOUR_MS, utc(2026, 12, 5, 22, 0), &w);
+	assert_true(w.open);
+	assert_int_equal(w.opened_ms, utc(2026, 12, 5, 21, 0));
+	assert_int_equal(w.closes_ms, utc(2026, 12, 6, 5, 0));
+	/* Refusals name the field and say why. */
+	refused(
+	    "0 0 * * sun#6", NG_EPARSE,
+	    "schedule: day-of-week field \"sun#6\": rank after '#' must be 1-5 or L (the last)");
+	refused(
+	    "0 0 * * sun#0", NG_EPARSE,
+	    "schedule: day-of-week field \"sun#0\": rank after '#' must be 1-5 or L (the last)");
+	refused("0 0 * * sun#", NG_EPARSE,
+		"schedule: day-of-week field \"sun#\": rank after '#' must be 1-5 or L (the last)");
+	refused("0 0 * * mon-fri#1", NG_EPARSE,
+		"schedule: day-of-week field \"mon-fri#1\": a rank in the month ('#' or 'L') takes "
+		"one day, not a range, step or '*'");
+	refused("0 0 * * */2L", NG_EPARSE,
+		"schedule: day-of-week field \"*/2L\": bad step (not a number)");
+	refused("0 0 * * 8#1", NG_EPARSE,
+		"schedule: day-of-week field \"8#1\": value out of range 0-7 (or sun-sat)");
+	refused("0 0 * * funday#1", NG_EPARSE,
+		"schedule: day-of-week field \"funday#1\": unknown day name (sun-sat)");
+	refused("0 0 5#1 * *", NG_EPARSE, "schedule: day-of-month field \"5#1\": not a number");
+	refused("0 0 * feb sun#5", NG_EPARSE,
+		"schedule: never fires within 8 years (the fifth weekday of February occurs only "
+		"in some leap years)");
+	/* Beside a day of the month (OR), that day must exist. */
+	refused("3 1 31 2 2#5", NG_EPARSE,
+		"schedule: never fires (day 31 of February does not exist)");
+	(void)cron("3 1 29 2 2#5");
+	/* A fifth weekday in February is fine beside another month (March 2027-2029 have four
+	 * Sundays), or another day. */
+	c = cron("0 0 * feb,mar sun#5");
+	assert_int_equal(ng_cron_next(&c, u, sat), utc(2030, 3, 31, 0, 0)); /* none before */
+	(void)cron("0 0 * feb sun#5,mon");
+}
+
 int main(void)
 {
 	(void)unsetenv("TZDIR");
@@ -1084,6 +1159,7 @@ int main(void)
 	    cmocka_unit_test(test_utc_needs_no_file),
 	    cmocka_unit_test(test_offsets),
 	    cmocka_unit_test(test_from_local),
+	    cmocka_unit_test(test_cron_nth_weekday_of_the_month),
 	    cmocka_unit_test(test_tzif_footer_decides),
 	    cmocka_unit_test(test_tzif_real_file_and_refusals),
 	    cmocka_unit_test(test_tz_get_keeps_a_bounded_number_of_zones),

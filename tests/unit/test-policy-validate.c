@@ -135,6 +135,13 @@ static void test_S05_budget_windows_admission(void **state)
 		      "spec.windows[0].schedule: hour field \"25\"");
 	expect_budget(none, WIN_NDB("{\"schedule\":\"0 0 30 2 *\",\"duration\":\"8h\"}"), NG_EPARSE,
 		      "spec.windows[0].schedule: never fires");
+	/* A weekday's rank in the month: the first Saturday night, and a rank that is none. */
+	expect_budget(none, WIN_NDB("{\"schedule\":\"0 22 * * sat#1\",\"duration\":\"8h\"}"), NG_OK,
+		      NULL);
+	expect_budget(
+	    none, WIN_NDB("{\"schedule\":\"0 22 * * sat#6\",\"duration\":\"8h\"}"), NG_EPARSE,
+	    "spec.windows[0].schedule: day-of-week field \"sat#6\": rank after '#' must be "
+	    "1-5 or L (the last)");
 	expect_budget(none, WIN_NDB("{\"duration\":\"8h\"}"), NG_EPARSE,
 		      "spec.windows[0].schedule: required");
 	expect_budget(none,
