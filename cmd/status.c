@@ -102,6 +102,15 @@ static void jw_budget(struct ng_jw *w, const struct kube_snapshot *s,
 				b->st.now.window_open ? 0 : b->st.now.next_opens_wall_ms);
 		ng_jw_obj_end(w);
 	}
+	ng_jw_key(w, "exclusion");
+	if (!b->st.now.excluded) {
+		ng_jw_null(w);
+	} else {
+		ng_jw_obj(w);
+		jw_time_or_null(w, "until", b->st.now.excluded_until);
+		ng_jw_kstr(w, "reason", str(s, b->st.now.excluded_reason));
+		ng_jw_obj_end(w);
+	}
 	jw_names(w, s, "heldBy", b->holders, b->nholders);
 	ng_jw_ki64(w, "heldCount", (int64_t)b->nheld);
 	ng_jw_ki64(w, "pendingCount", (int64_t)b->npending);
@@ -189,6 +198,11 @@ static void jw_gate(struct ng_jw *w, const struct kube_snapshot *s,
 		    const struct pol_explain_status *x)
 {
 	ng_jw_kbool(w, "paused", x->cfg.paused);
+	ng_jw_key(w, "excludedUntil");
+	if (x->excluded)
+		ng_jw_time_ms(w, x->excluded_until);
+	else
+		ng_jw_null(w);
 	ng_jw_kbool(w, "configInvalid", x->ngc && x->ngc->invalid);
 	ng_jw_key(w, "alertGate");
 	if (!x->ngc || x->ngc->alert.mode == KUBE_ALERT_NONE) {
@@ -294,6 +308,13 @@ static void budget_text(FILE *f, const struct cmd_out *o, const struct kube_snap
 	if (b->b->frozen)
 		(void)fprintf(f, ", frozen");
 	window_text(f, &b->st.now);
+	if (b->st.now.excluded) {
+		(void)fprintf(f, ", %sexcluded%s until ", cmd_out_bad(o), cmd_out_end(o));
+		cmd_out_time(f, b->st.now.excluded_until);
+		const char *why = str(s, b->st.now.excluded_reason);
+		if (why && *why)
+			(void)fprintf(f, " (%s)", why);
+	}
 	if (b->nheld) {
 		(void)fprintf(f, "; held by ");
 		names_text(f, s, b->holders, b->nholders, b->nheld);
@@ -356,7 +377,7 @@ static void wait_text(FILE *f, const struct cmd_out *o, const struct kube_snapsh
 		(void)fprintf(f, ", ranked before it, are granted");
 	}
 	if (q->d.wake_wall_ms > 0) {
-		(void)fprintf(f, "\n     a window changes at ");
+		(void)fprintf(f, "\n     a window or an exclusion changes at ");
 		cmd_out_time(f, q->d.wake_wall_ms);
 		(void)fprintf(f, " (in ");
 		cmd_out_duration(f, q->d.wake_wall_ms - now_wall_ms);
@@ -412,7 +433,13 @@ static void gate_text(FILE *f, const struct cmd_out *o, const struct kube_snapsh
 	else if (x->cfg.paused)
 		(void)fprintf(f, "gate: %sPAUSED%s (NodeGateConfig default spec.paused)\n",
 			      cmd_out_bad(o), cmd_out_end(o));
-	else
+	else if (x->excluded) {
+		(void)fprintf(f, "gate: %sEXCLUDED%s until ", cmd_out_bad(o), cmd_out_end(o));
+		cmd_out_time(f, x->excluded_until);
+		const char *why = str(s, x->excluded_reason);
+		(void)fprintf(f, " (NodeGateConfig default spec.exclusions%s%s)\n",
+			      *why ? ": " : "", why);
+	} else
 		(void)fprintf(f, "gate: %sdeciding%s\n", cmd_out_good(o), cmd_out_end(o));
 	if (x->ngc && x->ngc->alert.mode != KUBE_ALERT_NONE)
 		(void)fprintf(f, "alert gate: no grant while %s \"%s\" fires (failurePolicy %s)\n",

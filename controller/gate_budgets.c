@@ -101,6 +101,18 @@ static void budget_body(struct ng_jw *w, void *ctx)
 	ng_jw_ki64(w, "currentDisruptions", (int64_t)bs->current);
 	ng_jw_ki64(w, "disruptionsAllowed", bs->allowed);
 	limit_now(w, bb->kind, &bs->now);
+	/* An exclusion in force: until when and why (null otherwise, clearing an earlier one). */
+	ng_jw_key(w, "exclusion");
+	if (bs->now.excluded && !bs->now.invalid) {
+		const char *why = ng_intern_str(pool, bs->now.excluded_reason, NULL);
+		ng_jw_obj(w);
+		ng_jw_key(w, "until");
+		ng_jw_time_ms(w, bs->now.excluded_until);
+		ng_jw_kstr(w, "reason", why ? why : "");
+		ng_jw_obj_end(w);
+	} else {
+		ng_jw_null(w);
+	}
 	ng_jw_key(w, "disruptions");
 	ng_jw_arr(w);
 	for (size_t i = 0; i < bs->nnds; i++) {

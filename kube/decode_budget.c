@@ -84,6 +84,123 @@ static ng_status decode_window(struct kd_ctx *c, const cJSON *j, size_t i, const
 	return kd_intern(c, zone, &w->zone);
 }
 
+/* The longest reason of an exclusion: a sentence for the messages that quote it. */
+#define EXCLUSION_REASON_MAX 256
+
+/* @n decimal digits at @s into *@ret. */
+static bool digits(const char *s, size_t n, unsigned *ret)
+{
+	unsigned v = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	*ret = v;
+	return true;
+}
+
+/* An exclusion's @key ("start" or "end") of exclusion @i: an RFC 3339 instant, or a date
+ * (YYYY-MM-DD) read on @tz's wall clock, the start of that day, or for "end" the end of it (the
+ * dates are inclusive). False (with the problem in @verr) when it reads as neither. */
+static bool exclusion_instant(const cJSON *j, const char *key, size_t i, const struct ng_tz *tz,
+			      int64_t *ret_ms, struct ng_err *verr)
+{
+	const char *s = ng_json_str(j, key);
+	size_t len = s ? strlen(s) : 0;
+	unsigned y, m, d;
+	if (len == 10 && s[4] == '-' && s[7] == '-' && digits(s, 4, &y) && digits(s + 5, 2, &m) &&
+	    digits(s + 8, 2, &d) && m >= 1 && m <= 12 && d >= 1 && d <= ng_days_in_month(y, m)) {
+		int64_t day = ng_days_from_civil(y, m, d) + (strcmp(key, "end") == 0);
+		*ret_ms = ng_tz_from_local(tz, day * 86400) * 1000;
+		return true;
+	}
+	if (s && ng_parse_rfc3339_ms(s, len, ret_ms) == NG_OK)
+		return true;
+	kd_problem(verr,
+		   "spec.exclusions[%zu].%s: expected an RFC 3339 instant "
+		   "(2026-12-20T00:00:00Z) or a date (2026-12-20)",
+		   i, key);
+	return false;
+}
+
+static int cmp_exclusion(const void *a, const void *b)
+{
+	const struct kube_exclusion *x = a, *y = b;
+	return x->start_ms < y->start_ms ? -1 : x->start_ms > y->start_ms;
+}
+
+ng_status kd_decode_exclusions(struct kd_ctx *c, const cJSON *spec,
+			       const struct kube_exclusion **ret, uint16_t *ret_n,
+			       struct ng_err *verr)
+{
+	const cJSON *xs = ng_json_get(spec, "exclusions");
+	if (!xs || cJSON_IsNull(xs))
+		return NG_OK;
+	if (!cJSON_IsArray(xs)) {
+		kd_problem(verr, "spec.exclusions: expected an array");
+		return NG_OK;
+	}
+	size_t n = (size_t)cJSON_GetArraySize(xs);
+	if (n > KUBE_MAX_EXCLUSIONS) {
+		(void)ng_err_set(verr, NG_ELIMIT, 0,
+				 "spec.exclusions: at most %d exclusions (%zu given)",
+				 KUBE_MAX_EXCLUSIONS, n);
+		return NG_OK;
+	}
+	if (!n)
+		return NG_OK;
+	struct kube_exclusion *x = kd_alloc(c, n * sizeof(*x));
+	if (!x)
+		return kd_fail(c, NG_ENOMEM, "spec.exclusions", "out of memory");
+	size_t i = 0;
+	for (const cJSON *j = xs->child; j; j = j->next, i++) {
+		if (!cJSON_IsObject(j)) {
+			kd_problem(verr, "spec.exclusions[%zu]: expected an object", i);
+			return NG_OK;
+		}
+		const cJSON *tzj = ng_json_get(j, "timeZone");
+		const char *zone = ng_json_str(j, "timeZone"), *reason = ng_json_str(j, "reason");
+		const cJSON *rj = ng_json_get(j, "reason");
+		if (tzj && !cJSON_IsNull(tzj) && !zone) {
+			kd_problem(verr,
+				   "spec.exclusions[%zu].timeZone: expected a zone name such as "
+				   "Europe/Paris",
+				   i);
+			return NG_OK;
+		}
+		const struct ng_tz *tz = NULL;
+		struct ng_err e = {0};
+		ng_status st = ng_tz_get(zone ? zone : "UTC", &tz, &e);
+		if (st == NG_ENOMEM)
+			return st;
+		if (st != NG_OK) {
+			kd_problem(verr, "spec.exclusions[%zu].timeZone: %s", i, e.msg);
+			return NG_OK;
+		}
+		if (!exclusion_instant(j, "start", i, tz, &x[i].start_ms, verr) ||
+		    !exclusion_instant(j, "end", i, tz, &x[i].end_ms, verr))
+			return NG_OK;
+		if (x[i].end_ms <= x[i].start_ms) {
+			kd_problem(verr, "spec.exclusions[%zu].end: must be after start", i);
+			return NG_OK;
+		}
+		if ((rj && !cJSON_IsNull(rj) && !reason) ||
+		    (reason && strlen(reason) > EXCLUSION_REASON_MAX)) {
+			kd_problem(verr,
+				   "spec.exclusions[%zu].reason: expected text of at most %d bytes",
+				   i, EXCLUSION_REASON_MAX);
+			return NG_OK;
+		}
+		if ((st = kd_intern(c, reason ? reason : "", &x[i].reason)) != NG_OK)
+			return st;
+	}
+	qsort(x, n, sizeof(*x), cmp_exclusion);
+	*ret = x;
+	*ret_n = (uint16_t)n;
+	return NG_OK;
+}
+
 /* spec.windows and spec.outsideWindows into @b. */
 static ng_status decode_windows(struct kd_ctx *c, const cJSON *spec, const char *limit_field,
 				struct kube_budget_common *b, struct ng_err *verr)
@@ -152,6 +269,9 @@ static ng_status decode_budget_common(struct kd_ctx *c, const cJSON *o, const cJ
 		if ((st = kd_intern(c, reason ? reason : "", &b->freeze_reason)) != NG_OK)
 			return st;
 	}
+	if (verr->status == NG_OK &&
+	    (st = kd_decode_exclusions(c, spec, &b->exclusions, &b->nexclusions, verr)) != NG_OK)
+		return st;
 	return verr->status == NG_OK ? decode_windows(c, spec, limit_field, b, verr) : NG_OK;
 }
 

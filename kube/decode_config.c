@@ -348,6 +348,9 @@ static ng_status ngc_control(struct kd_ctx *c, const cJSON *spec, struct kube_ng
 			     struct ng_err *verr)
 {
 	g->paused = cJSON_IsTrue(ng_json_get(spec, "paused"));
+	ng_status xst = kd_decode_exclusions(c, spec, &g->exclusions, &g->nexclusions, verr);
+	if (xst != NG_OK)
+		return xst;
 	g->reject_empty = !cJSON_IsFalse(ng_json_get(spec, "rejectEmptyDisruptions"));
 	g->reject_overlapping = cJSON_IsTrue(ng_json_get(spec, "rejectOverlappingDisruptions"));
 	const cJSON *cp = ng_json_get(spec, "controlPlane");

@@ -55,6 +55,11 @@ void *kd_record(struct kd_ctx *c, enum kube_resource r);
 uint8_t kd_cond_status(const char *s);
 void *kd_items_room(struct kd_ctx *c, const cJSON *arr, size_t max, size_t size, size_t *ret_n);
 void kd_problem(struct ng_err *verr, const char *fmt, ...) NG_PRINTF(2, 3);
+/* spec.exclusions of a budget or a NodeGateConfig into *@ret (sorted by start) and *@ret_n;
+ * problems go to @verr, only OOM fails (kube/decode_budget.c). */
+ng_status kd_decode_exclusions(struct kd_ctx *c, const cJSON *spec,
+			       const struct kube_exclusion **ret, uint16_t *ret_n,
+			       struct ng_err *verr);
 int64_t kd_opt_seconds(const cJSON *obj, const char *key, const char *field, struct ng_err *verr);
 ng_status kd_opt_text(struct kd_ctx *c, const cJSON *obj, const char *key, const char *field,
 		      const char *what, size_t max, const char **ret, struct ng_err *verr);

@@ -63,6 +63,8 @@ static void budget(kube_id_fn fn, void *ctx, const struct kube_budget_common *b)
 	fn(ctx, b->error);
 	fn(ctx, b->freeze_reason);
 	ids(fn, ctx, b->types, b->ntypes);
+	for (size_t i = 0; i < b->nexclusions; i++)
+		fn(ctx, b->exclusions[i].reason);
 	for (size_t i = 0; i < b->nwindows; i++) {
 		fn(ctx, b->windows[i].schedule);
 		fn(ctx, b->windows[i].zone);
@@ -170,6 +172,8 @@ void kube_ids_ngc(const void *rec, kube_id_fn fn, void *ctx)
 	ids(fn, ctx, g->dnd_override, g->ndnd_override);
 	selector(fn, ctx, &g->protected_namespaces);
 	selector(fn, ctx, &g->protected_job_pods);
+	for (size_t i = 0; i < g->nexclusions; i++)
+		fn(ctx, g->exclusions[i].reason);
 }
 
 static void author(kube_id_fn fn, void *ctx, const struct kube_author *a)

@@ -427,6 +427,16 @@ struct kube_window {
  * than a weekly plan of one window a day and a few exceptions needs. */
 #define KUBE_MAX_WINDOWS 16
 
+/* A maintenance exclusion (spec.exclusions of a budget or a NodeGateConfig): no new grant
+ * touching what it covers from start_ms until end_ms (exclusive). */
+struct kube_exclusion {
+	int64_t start_ms, end_ms;
+	uint32_t reason; /* intern id; "" when none was given */
+};
+
+/* Most exclusions one object may list (the CRDs' maxItems says the same). */
+#define KUBE_MAX_EXCLUSIONS 32
+
 /* Shared by ADB and NDB: a budget that failed validation stays in the cache as invalid so the
  * decision can fail closed and say why. */
 struct kube_budget_common {
@@ -443,6 +453,8 @@ struct kube_budget_common {
 	/* spec.outsideWindows: UseDefault (true) applies the budget's own limits outside every
 	 * window; Deny (false, the default) allows nothing there. */
 	bool outside_use_default;
+	uint16_t nexclusions;
+	const struct kube_exclusion *exclusions; /* spec.exclusions, sorted by start */
 };
 
 /* An ApplicationDisruptionBudget's spec.healthHook (DESIGN.md §3.3). Whether the URL may be
@@ -548,7 +560,9 @@ struct kube_ngc {
 	bool invalid;
 	uint32_t error; /* intern id of the validation message when invalid */
 	bool paused;
-	bool reject_empty;         /* spec.rejectEmptyDisruptions (default true) */
+	uint16_t nexclusions;
+	const struct kube_exclusion *exclusions; /* spec.exclusions: the whole cluster */
+	bool reject_empty;                       /* spec.rejectEmptyDisruptions (default true) */
 	bool reject_overlapping;   /* spec.rejectOverlappingDisruptions (default false) */
 	bool serial_control_plane; /* spec.controlPlane.serial (default true) */
 	bool respect_pdbs;         /* spec.respectPodDisruptionBudgets (default false) */

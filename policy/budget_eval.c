@@ -531,6 +531,25 @@ static void wake_at_edge(struct eval *e, const struct pol_budget_verdict *v, con
 }
 
 /* Fails @v because @b (named @what) is outside its windows, saying when the next one opens. */
+/* A budget in one of its exclusions fails a request that adds one of its nodes, until the
+ * exclusion ends; the request waits for the clock, as for a window. True when it failed. */
+static bool fail_excluded(struct eval *e, struct pol_budget_verdict *v, const char *what,
+			  const struct kube_budget_common *b)
+{
+	int64_t until;
+	uint32_t reason;
+	if (!pol_excluded_at(b->exclusions, b->nexclusions, e->now_ms, &until, &reason))
+		return false;
+	pd_fail_v(e, v);
+	e->nclosed++;
+	char text[200];
+	pd_exclusion_text(e->pool, until, reason, text, sizeof(text));
+	ng_fmt(v->reason, sizeof(v->reason), "%s is in a maintenance exclusion %s", what, text);
+	if (!e->wake_ms || until < e->wake_ms)
+		e->wake_ms = until;
+	return true;
+}
+
 static void fail_closed(struct eval *e, struct pol_budget_verdict *v, const char *what,
 			const struct kube_budget_common *b, const struct win *w)
 {
@@ -629,6 +648,8 @@ ng_status pd_eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index, co
 		       str(e, b->b.freeze_reason));
 		return NG_OK;
 	}
+	if (t->added > 0 && b->b.nexclusions && fail_excluded(e, v, what, &b->b))
+		return NG_OK;
 	struct ng_err err = {0};
 	struct win *w = b->b.nwindows ? pd_scope_windows(sc, &b->b, e->now_ms) : NULL;
 	if (w && w->deny && t->added > 0) {
@@ -747,6 +768,8 @@ ng_status pd_eval_adb(struct eval *e, const struct kube_adb *a, size_t index, co
 		       str(e, a->b.freeze_reason));
 		return NG_OK;
 	}
+	if (t->added > 0 && a->b.nexclusions && fail_excluded(e, v, what, &a->b))
+		return NG_OK;
 	if (sc->lost_pvc != NG_INTERN_NONE) {
 		pd_fail_v(e, v);
 		ng_fmt(v->reason, sizeof(v->reason),

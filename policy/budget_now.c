@@ -125,6 +125,26 @@ static bool windows_now(const struct ng_intern *pool, struct bscope *sc,
 	return true;
 }
 
+/* Whether an exclusion of @c is in force at @now (then nothing more is allowed), and the next
+ * start or end of one folded into ret->edge_wall_ms. */
+static void exclusions_now(const struct kube_budget_common *c, int64_t now,
+			   struct pol_budget_now *ret)
+{
+	if (!c->nexclusions)
+		return;
+	ret->excluded = pol_excluded_at(c->exclusions, c->nexclusions, now, &ret->excluded_until,
+					&ret->excluded_reason);
+	if (ret->excluded)
+		ret->allowed = 0;
+	for (size_t i = 0; i < c->nexclusions; i++) {
+		int64_t edge = c->exclusions[i].start_ms > now ? c->exclusions[i].start_ms
+			       : c->exclusions[i].end_ms > now ? c->exclusions[i].end_ms
+							       : -1;
+		if (edge > now && (ret->edge_wall_ms < 0 || edge < ret->edge_wall_ms))
+			ret->edge_wall_ms = edge;
+	}
+}
+
 ng_status pol_budget_now(const struct kube_snapshot *s, struct pol_ledger *ledger,
 			 enum kube_resource kind, size_t index, int64_t now_wall_ms,
 			 struct ng_arena *arena, struct pol_budget_now *ret)
@@ -158,6 +178,7 @@ ng_status pol_budget_now(const struct kube_snapshot *s, struct pol_ledger *ledge
 		bud_check_limits(&lim, (int64_t)now.watched, (int64_t)now.in_use, 0, &chk);
 		now.allowed = chk.allowed;
 		now.limit_now = chk.max;
+		exclusions_now(c, now_wall_ms, &now);
 	} else {
 		now.window = -1;
 		now.closes_wall_ms = now.next_opens_wall_ms = now.edge_wall_ms = -1;

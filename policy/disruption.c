@@ -24,8 +24,66 @@ void pol_gate_config_from(const struct kube_snapshot *s, struct pol_gate_config 
 			c.control_plane_selector = &ngc->control_plane_selector;
 		c.retry_initial_ms = ngc->retry_initial_ms;
 		c.retry_max_ms = ngc->retry_max_ms;
+		c.exclusions = ngc->exclusions;
+		c.nexclusions = ngc->nexclusions;
 	}
 	*ret = c;
+}
+
+bool pol_excluded_at(const struct kube_exclusion *x, size_t n, int64_t now_ms, int64_t *ret_until,
+		     uint32_t *ret_reason)
+{
+	bool in = false;
+	int64_t until = 0;
+	uint32_t reason = NG_INTERN_NONE;
+	for (size_t i = 0; i < n; i++) {
+		if (!in) {
+			if (x[i].start_ms <= now_ms && now_ms < x[i].end_ms) {
+				in = true;
+				until = x[i].end_ms;
+				reason = x[i].reason;
+			}
+			continue;
+		}
+		if (x[i].start_ms > until)
+			break; /* a gap: the exclusions in force end at until */
+		if (x[i].start_ms <= now_ms)
+			reason = x[i].reason;
+		if (x[i].end_ms > until)
+			until = x[i].end_ms;
+	}
+	if (in) {
+		*ret_until = until;
+		*ret_reason = reason;
+	}
+	return in;
+}
+
+/* The end of an exclusion, "2026-12-28T00:00:00.000Z", and its reason, for messages. */
+void pd_exclusion_text(const struct ng_intern *pool, int64_t until, uint32_t reason, char *buf,
+		       size_t cap)
+{
+	char at[32];
+	ng_format_rfc3339_ms(until, at);
+	const char *r = ng_intern_str(pool, reason, NULL);
+	ng_fmt(buf, cap, "until %s (%s)", at, r && *r ? r : "no reason given");
+}
+
+/* Step 3b: a NodeGateConfig exclusion in force → stays Pending until it ends. */
+static bool step3_excluded(const struct eval *e, const struct pol_gate_config *cfg,
+			   struct pol_gate_decision *d)
+{
+	int64_t until;
+	uint32_t reason;
+	if (!pol_excluded_at(cfg->exclusions, cfg->nexclusions, e->now_ms, &until, &reason))
+		return false;
+	char text[POL_REASON_BYTES / 2];
+	pd_exclusion_text(e->pool, until, reason, text, sizeof(text));
+	d->outcome = POL_GATE_PENDING;
+	d->only_windows = true; /* waits for the clock, retry or not */
+	d->wake_wall_ms = until;
+	ng_fmt(d->reason, sizeof(d->reason), "maintenance excluded by NodeGateConfig %s", text);
+	return true;
 }
 
 static bool step1_deadline(const struct kube_nd *nd, int64_t now_wall_ms,
@@ -410,8 +468,9 @@ ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct po
 	if (cfg->serial_control_plane && pd_held_classes(ledger, &cpm) != NG_OK)
 		return NG_ENOMEM;
 	if (step1_deadline(nd, now_wall_ms, &d) || step2_empty(cfg, nd, &d) ||
-	    step3_paused(cfg, &d) || step4_type(&e, cfg, &d) || step5_overlap(&e, cfg, &d) ||
-	    step6_control_plane(&e, cfg, &d) || step6b_do_not_disrupt(&e, now_wall_ms, &d))
+	    step3_paused(cfg, &d) || step3_excluded(&e, cfg, &d) || step4_type(&e, cfg, &d) ||
+	    step5_overlap(&e, cfg, &d) || step6_control_plane(&e, cfg, &d) ||
+	    step6b_do_not_disrupt(&e, now_wall_ms, &d))
 		goto out;
 	if ((st = step7_budgets(&e, arena)) != NG_OK || (st = step7b_pdbs(&e, cfg, arena)) != NG_OK)
 		return st;

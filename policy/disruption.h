@@ -45,7 +45,18 @@ struct pol_gate_config {
 	/* Pending requests that touch control-plane nodes: set by pol_rank_pending(). */
 	size_t control_plane_pending;
 	int64_t retry_initial_ms, retry_max_ms; /* NodeGateConfig retry; 0 = the caller's default */
+	/* NodeGateConfig exclusions: no grant anywhere while one is in force. */
+	const struct kube_exclusion *exclusions;
+	size_t nexclusions;
 };
+
+/**
+ * Whether one of the exclusions @x (@n, sorted by start) is in force at @now_ms. Then
+ * *@ret_until is when they end (exclusions that overlap or touch end together) and
+ * *@ret_reason is the reason of the one in force that started last (an intern id). Pure.
+ */
+bool pol_excluded_at(const struct kube_exclusion *x, size_t n, int64_t now_ms, int64_t *ret_until,
+		     uint32_t *ret_reason);
 
 /**
  * The defaults of DESIGN.md §3.4 overlaid with what @s's NodeGateConfig sets; an unreadable
@@ -227,6 +238,11 @@ struct pol_budget_now {
 	/* The next opening or closing of any of its windows, when limit_now may change; -1
 	 * none (and without windows). */
 	int64_t edge_wall_ms;
+	/* An exclusion in force (excluded): nothing more is allowed until excluded_until (wall
+	 * ms), for excluded_reason (intern id). edge_wall_ms covers exclusions' starts and ends. */
+	bool excluded;
+	int64_t excluded_until;
+	uint32_t excluded_reason;
 	/* The Granted requests holding scope nodes (the ledger's grants, the gate's own
 	 * not-yet-cached ones included): intern ids, sorted by name; arena memory. */
 	const uint32_t *holders;

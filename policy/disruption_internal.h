@@ -245,6 +245,8 @@ void pd_adb_counts_grant(struct pol_ledger *l, uint32_t node, const struct kube_
 ng_status pd_adb_index(struct pol_ledger *l);
 
 /* budget_now.c */
+void pd_exclusion_text(const struct ng_intern *pool, int64_t until, uint32_t reason, char *buf,
+		       size_t cap);
 ng_status pd_scope_holders(struct pol_ledger *l, const struct bscope *sc, struct ng_arena *arena,
 			   uint32_t **ret, size_t *ret_n);
 void pd_sort_by_name(const struct ng_intern *pool, uint32_t *ids, size_t n);

@@ -217,6 +217,8 @@ ng_status pol_explain_status(const struct kube_snapshot *s, int64_t now_wall_ms,
 	memset(ret, 0, sizeof(*ret));
 	pol_gate_config_from(s, &ret->cfg);
 	ret->ngc = kube_snapshot_config(s);
+	ret->excluded = pol_excluded_at(ret->cfg.exclusions, ret->cfg.nexclusions, now_wall_ms,
+					&ret->excluded_until, &ret->excluded_reason);
 	struct pol_ledger *ledger = pol_ledger_create(s);
 	if (!ledger)
 		return NG_ENOMEM;

@@ -74,6 +74,11 @@ struct pol_explain_held_node {
 struct pol_explain_status {
 	struct pol_gate_config cfg;
 	const struct kube_ngc *ngc; /* NULL: defaults */
+	/* A NodeGateConfig exclusion in force: no grant until excluded_until, for
+	 * excluded_reason (intern id). */
+	bool excluded;
+	int64_t excluded_until;
+	uint32_t excluded_reason;
 	struct pol_explain_budget *budgets;
 	size_t nbudgets;
 	struct pol_explain_wait *waits; /* in rank order */

@@ -333,7 +333,9 @@ static const struct kube_budget_common *windowed(const struct sim *m, uint32_t k
 		b = &kube_snapshot_ndbs(m->s, &n)[key].b;
 	else if (key < m->nndb + m->nadb)
 		b = &kube_snapshot_adbs(m->s, &n)[key - m->nndb].b;
-	return b && b->nwindows ? b : NULL;
+	/* A budget with exclusions is not memoised by window state: an exclusion's end changes its
+	 * verdict too, and the decision's wake time covers it. */
+	return b && b->nwindows && !b->nexclusions ? b : NULL;
 }
 
 /* Budget @b's window state at @now as a bit: bit 0 when no window is open, bit 1 + i when

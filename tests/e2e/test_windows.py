@@ -65,6 +65,35 @@ class WindowsTest(GateTest):
         ok, _ = eventually(lambda: self.ndb_columns("nightly") == {"MAX": "1", "ALLOWED": "0", "WINDOW": "Open"})
         self.assertTrue(ok, self.ndb_columns("nightly"))
 
+    def test_S07_an_exclusion_holds_requests_until_it_ends(self):
+        """S07: a budget in a maintenance exclusion (a sales week) holds back a request that would
+        add its nodes: Pending without retry, the reason naming the end and the reason, the
+        budget's status showing it and nothing allowed; granted as the exclusion ends."""
+        def iso(t):
+            return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + "Z"
+        ends = int(time.time()) + 6
+        self.ndb("sales", {**ON_TEST1, "maxDisruptedNodes": 2, "exclusions": [
+            {"start": iso(ends - 3600), "end": iso(ends), "reason": "sales week"}]})
+        ok, _ = eventually(lambda: self.ng.cache()["nodedisruptionbudgets"])
+        self.assertTrue(ok, "the budget never reached nodegate's cache")
+        self.nd("s07", {"nodeNames": ["node1"]})
+        st, _ = self.wait_state("s07", "Pending")
+        waiting = [c for c in st["conditions"] if c["type"] == "Granted"][0]
+        self.assertEqual(waiting["message"], "NodeDisruptionBudget sales is in a maintenance exclusion until "
+                         f"{iso(ends)[:-1]}.000Z (sales week)")
+        ok, _ = eventually(lambda: self.ndb_status("sales").get("exclusion"))
+        bs = self.ndb_status("sales")
+        self.assertEqual(bs.get("exclusion"), {"until": f"{iso(ends)[:-1]}.000Z", "reason": "sales week"}, bs)
+        self.assertEqual(bs["disruptionsAllowed"], 0)
+        while time.time() < ends - 0.3:
+            self.assertEqual(self.status("s07").get("state"), "Pending", "granted inside the exclusion")
+            time.sleep(0.2)
+        self.wait_state("s07", "Granted")
+        print(f"\n  exclusion ended -> Granted {time.time() - ends:.2f} s later", file=sys.stderr)
+        # Written again as it ended: no exclusion (a merge patch's null removes the field).
+        ok, _ = eventually(lambda: self.ndb_status("sales").get("exclusion") is None)
+        self.assertTrue(ok, self.ndb_status("sales"))
+
     def ndb_status(self, name):
         code, body, _ = self.api.api("GET", f"{NDB_PATH}/{name}")
         self.assertEqual(code, 200, body)

@@ -77,12 +77,39 @@ static void test_O45_no_windows_no_window_status(void **state)
 	kube_snapshot_release(s);
 }
 
+/* An exclusion: nothing allowed while it is in force, the status says until when and why, and
+ * it is written again as the exclusion ends. */
+static void test_O46_budget_status_shows_an_exclusion_until_it_ends(void **state)
+{
+	struct fx *fx = *state;
+	struct kube_snapshot *s = ng_test_cluster_f(
+	    NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":1,\"exclusions\":[{\"start\":"
+				 "\"2026-11-30T10:00:00Z\",\"end\":\"2026-11-30T12:00:00Z\","
+				 "\"reason\":\"sales week\"}]}"));
+	round_at(fx, s, true, MON_NOON - 1800000);
+	const char *b = status_body(fx);
+	assert_non_null(b);
+	assert_non_null(strstr(b, "\"disruptionsAllowed\":0,\"maxDisruptedNodesNow\":1,"
+				  "\"window\":null,\"exclusion\":{\"until\":"
+				  "\"2026-11-30T12:00:00.000Z\",\"reason\":\"sales week\"}"));
+	assert_int_equal(fx->g->budgets_edge_wall_ms, MON_NOON + 3600000);
+	round_at(fx, s, false, MON_NOON + 3600000);
+	b = status_body(fx);
+	assert_non_null(b);
+	assert_non_null(strstr(b, "\"disruptionsAllowed\":1,\"maxDisruptedNodesNow\":1,"
+				  "\"window\":null,\"exclusion\":null"));
+	assert_int_equal(fx->g->budgets_edge_wall_ms, 0);
+	kube_snapshot_release(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_O44_budget_status_flips_at_each_window_edge, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_O45_no_windows_no_window_status, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_O46_budget_status_shows_an_exclusion_until_it_ends,
+					    setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
