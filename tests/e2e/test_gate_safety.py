@@ -267,7 +267,8 @@ class SafetyTest(unittest.TestCase):
                      ctype="application/merge-patch+json")
         ok, _ = eventually(lambda: self.states().get("x1") == "Granted", timeout=30)
         self.assertTrue(ok, self.states())
-        leader.proc.send_signal(signal.SIGKILL)
+        # SIGTERM releases the lease: the follower takes over at once, its cache as stale.
+        leader.proc.send_signal(signal.SIGTERM)
         leader.proc.wait(10)
         # x2 ranks first and its pool now allows it; only x1's grant, which the follower has not
         # seen, keeps it out (budget all: 1 node).
