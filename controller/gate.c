@@ -470,6 +470,7 @@ static void forget(struct gate *g)
 		inflight_drop(g, 0);
 	g->sync_needed = true;
 	g->sync_rv = 0;
+	g->sync_since_wall_ms = 0;
 }
 
 /* Retry of a failed read of the version a new term waits for. */

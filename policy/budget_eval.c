@@ -530,7 +530,6 @@ static void wake_at_edge(struct eval *e, const struct pol_budget_verdict *v, con
 		e->wake_ms = w->edge_ms;
 }
 
-/* Fails @v because @b (named @what) is outside its windows, saying when the next one opens. */
 /* A budget in one of its exclusions fails a request that adds one of its nodes, until the
  * exclusion ends; the request waits for the clock, as for a window. True when it failed. */
 static bool fail_excluded(struct eval *e, struct pol_budget_verdict *v, const char *what,
@@ -550,6 +549,7 @@ static bool fail_excluded(struct eval *e, struct pol_budget_verdict *v, const ch
 	return true;
 }
 
+/* Fails @v because @b (named @what) is outside its windows, saying when the next one opens. */
 static void fail_closed(struct eval *e, struct pol_budget_verdict *v, const char *what,
 			const struct kube_budget_common *b, const struct win *w)
 {
