@@ -3375,14 +3375,15 @@ class TestRepositoryCRDs(unittest.TestCase):
             self.assertIn("repo-nd", out)
             # The printer columns show plain values, not JSON text.
             code, _, _ = srv.api("PATCH", "%s/%s/repo-nd/status" % (base, plural),
-                                 {"status": {"state": "Granted", "disruptedNodes": ["node1", "node2"]}},
+                                 {"status": {"state": "Granted", "disruptedNodes": ["node1", "node2"],
+                                             "nodeCount": 2}},
                                  "application/merge-patch+json")
             self.assertEqual(code, 200)
             rc, out, err = srv.kubectl("get", "nd", "repo-nd")
             self.assertEqual(rc, 0, err)
             lines = out.strip().splitlines()
-            self.assertEqual(lines[0].split(), ["NAME", "NODE", "STATE", "DRAIN", "TYPE", "REQUESTOR", "AGE"])
-            self.assertEqual(lines[1].split()[:3], ["repo-nd", "node1", "Granted"])
+            self.assertEqual(lines[0].split(), ["NAME", "NODE", "NODES", "STATE", "DRAIN", "TYPE", "REQUESTOR", "AGE"])
+            self.assertEqual(lines[1].split()[:4], ["repo-nd", "node1", "2", "Granted"])
 
 
     def test_printer_columns_evaluate_filters_and_print_the_first_result(self):
@@ -3402,20 +3403,22 @@ class TestRepositoryCRDs(unittest.TestCase):
             ok("POST", g + "nodedisruptions", {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption",
                                                "metadata": {"name": "cols"}, "spec": {"nodeNames": ["node1", "node2"]}})
             ok("PATCH", g + "nodedisruptions/cols/status", {"status": {
-                "state": "Granted", "disruptedNodes": ["node1", "node2"],
+                "state": "Granted", "disruptedNodes": ["node1", "node2"], "nodeCount": 2,
                 "conditions": [cond("Granted", "True", "Granted", "granted by the gate"),
                                cond("Ready", "False", "Draining", "evicting 3 pods")]}}, "application/merge-patch+json")
             rc, out, err = srv.kubectl("get", "nd", "cols")
             self.assertEqual(rc, 0, err)
             head, row = out.strip().splitlines()
-            self.assertEqual(head.split(), ["NAME", "NODE", "STATE", "DRAIN", "TYPE", "REQUESTOR", "AGE"])
-            self.assertEqual(row.split()[:4], ["cols", "node1", "Granted", "Draining"])
+            self.assertEqual(head.split(), ["NAME", "NODE", "NODES", "STATE", "DRAIN", "TYPE", "REQUESTOR", "AGE"])
+            self.assertEqual(row.split()[:5], ["cols", "node1", "2", "Granted", "Draining"])
             rc, out, err = srv.kubectl("get", "nd", "cols", "-o", "wide")
             self.assertEqual(rc, 0, err)
             head, row = out.strip().splitlines()
-            self.assertIn("granted by the gate", row)           # MESSAGE: the Granted condition's
-            self.assertNotIn("evicting", row)
-            self.assertIn('["node1","node2"]', row)              # NODES: one result, a list
+            # MESSAGE: the Granted condition's; DRAIN-MESSAGE, the last column: the Ready one's
+            msg, drain_msg = head.index("MESSAGE"), head.index("DRAIN-MESSAGE")
+            self.assertEqual(row[msg:drain_msg].strip(), "granted by the gate")
+            self.assertEqual(row[drain_msg:].strip(), "evicting 3 pods")
+            self.assertIn('["node1","node2"]', row)              # ALL-NODES: one result, a list
             # Table cells as the API returns them: the filter's first match, None when none matches
             code, table, _ = srv.api("GET", g + "nodedisruptions", headers={
                 "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
