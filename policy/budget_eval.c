@@ -75,12 +75,27 @@ static void put_holders(struct eval *e, struct line *b, const struct bscope *sc)
 	size_t n;
 	if (!e->ledger || pd_scope_holders(e->ledger, sc, e->arena, &h, &n) != NG_OK || !n)
 		return;
-	pd_sort_by_name(e->pool, h, n);
+	/* The first few by name, picked in one pass: every failing decision comes here, and a
+	 * full sort of a large pool's holders by name would cost n log n string compares. */
+	const char *first[HOLDERS_NAMED];
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = str(e, h[i]) ? str(e, h[i]) : "";
+		size_t at = k;
+		while (at > 0 && strcmp(name, first[at - 1]) < 0)
+			at--;
+		if (at >= HOLDERS_NAMED)
+			continue;
+		if (k < HOLDERS_NAMED)
+			k++;
+		memmove(first + at + 1, first + at, (k - 1 - at) * sizeof(*first));
+		first[at] = name;
+	}
 	PUT_LIT(b, POL_HELD_BY);
-	for (size_t i = 0; i < n && i < HOLDERS_NAMED; i++) {
+	for (size_t i = 0; i < k; i++) {
 		if (i)
 			PUT_LIT(b, ", ");
-		put_s(b, str(e, h[i]));
+		put_s(b, first[i]);
 	}
 	if (n > HOLDERS_NAMED) {
 		PUT_LIT(b, " (+");
