@@ -26,14 +26,62 @@
 /* The longest maintenance window: a month. */
 #define WINDOW_MAX_MS (31LL * 24 * 3600 * 1000)
 
+/* The timeZone of element @i of spec.@list (@j): a zone name, UTC when absent. Problems go to
+ * @verr (then *@ret_tz stays NULL); only OOM fails. */
+static ng_status decode_zone(const cJSON *j, const char *list, size_t i, const char **ret_name,
+			     const struct ng_tz **ret_tz, struct ng_err *verr)
+{
+	const cJSON *tz = ng_json_get(j, "timeZone");
+	const char *zone = ng_json_str(j, "timeZone");
+	*ret_tz = NULL;
+	if (tz && !cJSON_IsNull(tz) && !zone) {
+		kd_problem(verr, "spec.%s[%zu].timeZone: expected a zone name such as Europe/Paris",
+			   list, i);
+		return NG_OK;
+	}
+	*ret_name = zone ? zone : "UTC";
+	struct ng_err e = {0};
+	ng_status st = ng_tz_get(*ret_name, ret_tz, &e);
+	if (st == NG_ENOMEM)
+		return st;
+	if (st != NG_OK) {
+		*ret_tz = NULL;
+		kd_problem(verr, "spec.%s[%zu].timeZone: %s", list, i, e.msg);
+	}
+	return NG_OK;
+}
+
+/* spec.@key when it is an array of at most @max elements: the array, its size in *@ret_n. NULL
+ * (and *@ret_n 0) when absent, null, empty, or a problem, which goes to @verr. */
+static const cJSON *bounded_array(const cJSON *spec, const char *key, size_t max, size_t *ret_n,
+				  struct ng_err *verr)
+{
+	const cJSON *a = ng_json_get(spec, key);
+	*ret_n = 0;
+	if (!a || cJSON_IsNull(a))
+		return NULL;
+	if (!cJSON_IsArray(a)) {
+		kd_problem(verr, "spec.%s: expected an array", key);
+		return NULL;
+	}
+	size_t n = (size_t)cJSON_GetArraySize(a);
+	if (n > max) {
+		(void)ng_err_set(verr, NG_ELIMIT, 0, "spec.%s: at most %zu %s (%zu given)", key,
+				 max, key, n);
+		return NULL;
+	}
+	*ret_n = n;
+	return n ? a : NULL;
+}
+
 /* spec.windows[@i] @j into @w; @limit_field is the kind's limit (maxDisruptedNodes or
  * maxDisruptions). Problems go to @verr. */
 static ng_status decode_window(struct kd_ctx *c, const cJSON *j, size_t i, const char *limit_field,
 			       struct kube_window *w, struct ng_err *verr)
 {
 	struct ng_err e = {0};
-	const char *sched = ng_json_str(j, "schedule"), *zone = ng_json_str(j, "timeZone");
-	const cJSON *dur = ng_json_get(j, "duration"), *tz = ng_json_get(j, "timeZone");
+	const char *sched = ng_json_str(j, "schedule"), *zone = NULL;
+	const cJSON *dur = ng_json_get(j, "duration");
 	if (!cJSON_IsObject(j)) {
 		kd_problem(verr, "spec.windows[%zu]: expected an object", i);
 		return NG_OK;
@@ -58,22 +106,9 @@ static ng_status decode_window(struct kd_ctx *c, const cJSON *j, size_t i, const
 		    i);
 		return NG_OK;
 	}
-	if (tz && !cJSON_IsNull(tz) && !zone) {
-		kd_problem(verr,
-			   "spec.windows[%zu].timeZone: expected a zone name such as "
-			   "Europe/Paris",
-			   i);
-		return NG_OK;
-	}
-	if (!zone)
-		zone = "UTC";
-	ng_status st = ng_tz_get(zone, &w->tz, &e);
-	if (st == NG_ENOMEM)
+	ng_status st = decode_zone(j, "windows", i, &zone, &w->tz, verr);
+	if (st != NG_OK || !w->tz)
 		return st;
-	if (st != NG_OK) {
-		kd_problem(verr, "spec.windows[%zu].timeZone: %s", i, e.msg);
-		return NG_OK;
-	}
 	char field[64];
 	ng_fmt(field, sizeof(field), "spec.windows[%zu].%s", i, limit_field);
 	if ((st = kd_decode_int_or_string(c, ng_json_get(j, limit_field), field, &w->limit,
@@ -134,21 +169,9 @@ ng_status kd_decode_exclusions(struct kd_ctx *c, const cJSON *spec,
 			       const struct kube_exclusion **ret, uint16_t *ret_n,
 			       struct ng_err *verr)
 {
-	const cJSON *xs = ng_json_get(spec, "exclusions");
-	if (!xs || cJSON_IsNull(xs))
-		return NG_OK;
-	if (!cJSON_IsArray(xs)) {
-		kd_problem(verr, "spec.exclusions: expected an array");
-		return NG_OK;
-	}
-	size_t n = (size_t)cJSON_GetArraySize(xs);
-	if (n > KUBE_MAX_EXCLUSIONS) {
-		(void)ng_err_set(verr, NG_ELIMIT, 0,
-				 "spec.exclusions: at most %d exclusions (%zu given)",
-				 KUBE_MAX_EXCLUSIONS, n);
-		return NG_OK;
-	}
-	if (!n)
+	size_t n;
+	const cJSON *xs = bounded_array(spec, "exclusions", KUBE_MAX_EXCLUSIONS, &n, verr);
+	if (!xs)
 		return NG_OK;
 	struct kube_exclusion *x = kd_alloc(c, n * sizeof(*x));
 	if (!x)
@@ -159,25 +182,12 @@ ng_status kd_decode_exclusions(struct kd_ctx *c, const cJSON *spec,
 			kd_problem(verr, "spec.exclusions[%zu]: expected an object", i);
 			return NG_OK;
 		}
-		const cJSON *tzj = ng_json_get(j, "timeZone");
-		const char *zone = ng_json_str(j, "timeZone"), *reason = ng_json_str(j, "reason");
+		const char *zone, *reason = ng_json_str(j, "reason");
 		const cJSON *rj = ng_json_get(j, "reason");
-		if (tzj && !cJSON_IsNull(tzj) && !zone) {
-			kd_problem(verr,
-				   "spec.exclusions[%zu].timeZone: expected a zone name such as "
-				   "Europe/Paris",
-				   i);
-			return NG_OK;
-		}
-		const struct ng_tz *tz = NULL;
-		struct ng_err e = {0};
-		ng_status st = ng_tz_get(zone ? zone : "UTC", &tz, &e);
-		if (st == NG_ENOMEM)
+		const struct ng_tz *tz;
+		ng_status st = decode_zone(j, "exclusions", i, &zone, &tz, verr);
+		if (st != NG_OK || !tz)
 			return st;
-		if (st != NG_OK) {
-			kd_problem(verr, "spec.exclusions[%zu].timeZone: %s", i, e.msg);
-			return NG_OK;
-		}
 		if (!exclusion_instant(j, "start", i, tz, &x[i].start_ms, verr) ||
 		    !exclusion_instant(j, "end", i, tz, &x[i].end_ms, verr))
 			return NG_OK;
@@ -205,7 +215,7 @@ ng_status kd_decode_exclusions(struct kd_ctx *c, const cJSON *spec,
 static ng_status decode_windows(struct kd_ctx *c, const cJSON *spec, const char *limit_field,
 				struct kube_budget_common *b, struct ng_err *verr)
 {
-	const cJSON *ws = ng_json_get(spec, "windows"), *out = ng_json_get(spec, "outsideWindows");
+	const cJSON *out = ng_json_get(spec, "outsideWindows");
 	if (out && !cJSON_IsNull(out)) {
 		const char *v = cJSON_IsString(out) ? out->valuestring : "";
 		b->outside_use_default = strcmp(v, "UseDefault") == 0;
@@ -214,19 +224,9 @@ static ng_status decode_windows(struct kd_ctx *c, const cJSON *spec, const char 
 			return NG_OK;
 		}
 	}
-	if (!ws || cJSON_IsNull(ws))
-		return NG_OK;
-	if (!cJSON_IsArray(ws)) {
-		kd_problem(verr, "spec.windows: expected an array");
-		return NG_OK;
-	}
-	size_t n = (size_t)cJSON_GetArraySize(ws);
-	if (n > KUBE_MAX_WINDOWS) {
-		(void)ng_err_set(verr, NG_ELIMIT, 0, "spec.windows: at most %d windows (%zu given)",
-				 KUBE_MAX_WINDOWS, n);
-		return NG_OK;
-	}
-	if (!n)
+	size_t n;
+	const cJSON *ws = bounded_array(spec, "windows", KUBE_MAX_WINDOWS, &n, verr);
+	if (!ws)
 		return NG_OK;
 	struct kube_window *w = kd_alloc(c, n * sizeof(*w));
 	if (!w)
