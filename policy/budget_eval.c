@@ -77,7 +77,7 @@ static void put_holders(struct eval *e, struct line *b, const struct bscope *sc)
 		return;
 	/* The first few by name, picked in one pass: every failing decision comes here, and a
 	 * full sort of a large pool's holders by name would cost n log n string compares. */
-	const char *first[HOLDERS_NAMED];
+	const char *first[HOLDERS_NAMED] = {NULL};
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		const char *name = str(e, h[i]) ? str(e, h[i]) : "";
