@@ -114,6 +114,15 @@ static void print_decision(FILE *f, const cJSON *d)
 		    "%s/%s (not called by a dry run)\n",
 		    ng_json_str(n, "namespace"), ng_json_str(n, "name"));
 	}
+	cJSON_ArrayForEach(n, ng_json_get(d, "multistepHooks"))
+	{
+		const char *ns = ng_json_str(n, "namespace");
+		(void)fprintf(
+		    f,
+		    "  a grant still waits on the multistep hooks of %s %s%s%s (/prepare, "
+		    "then /ready; not called by a dry run)\n",
+		    ng_json_str(n, "kind"), ns ? ns : "", ns ? "/" : "", ng_json_str(n, "name"));
+	}
 	if (ng_json_str(d, "alertGate"))
 		(void)fputs("  a grant still waits on the alert gate (not asked by a dry run)\n",
 			    f);

@@ -350,8 +350,7 @@ static void wait_text(FILE *f, const struct cmd_out *o, const struct kube_snapsh
 	(void)fprintf(f, "]: ");
 	if (q->d.outcome == POL_GATE_GRANT) {
 		(void)fprintf(f, "%sgranted at the gate's next round%s%s", cmd_out_good(o),
-			      q->needs_hooks ? " once its health hooks answer" : "",
-			      cmd_out_end(o));
+			      q->needs_hooks ? " once its hooks answer" : "", cmd_out_end(o));
 		if (q->written && q->written->message[0])
 			(void)fprintf(f, "\n     the gate last said: %s", q->written->message);
 		(void)fputc('\n', f);

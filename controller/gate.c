@@ -398,7 +398,8 @@ void gate_round(struct gate *g, const struct kube_snapshot *s, bool changed, int
 	/* Events and hook results wait until the round's decisions are written. */
 	g->deferring = true;
 	decide_pending(g, s, &cfg, ledger, changed, now_wall_ms, arena);
-	if (changed && gate_leading(g))
+	int64_t term_next;
+	if ((changed || gate_terms_due(g, now_wall_ms, &term_next)) && gate_leading(g))
 		gate_tend_finalizers(g, s, now_wall_ms);
 	gate_flush_later(g);
 	/* After the decisions: ending a grant frees nothing in this round's ledger. */
@@ -446,6 +447,12 @@ static int64_t next_due_wall_ms(const struct gate *g)
 		if (!due || b < due)
 			due = b;
 	}
+	/* A /terminate call to try again, or to give up on. */
+	int64_t term_next;
+	if (gate_terms_due(g, ng_now_wall_ms(), &term_next))
+		return ng_now_wall_ms();
+	if (term_next && (!due || term_next < due))
+		due = term_next;
 	/* The next window edge of a budget: its status follows the limit in force. */
 	if (g->budgets_edge_wall_ms && (!due || g->budgets_edge_wall_ms < due))
 		due = g->budgets_edge_wall_ms;
@@ -648,6 +655,7 @@ void gate_destroy(struct gate *g)
 	gate_hooks_forget(g);
 	gate_alert_forget(g);
 	free(g->jobs);
+	free(g->terms);
 	while (g->nlater) /* best effort: what a stopping gate had left is dropped */
 		gate_later_free(&g->later[--g->nlater]);
 	free(g->later);

@@ -32,6 +32,7 @@ struct running {
 	struct addr_guard guard; /* first: CURLOPT_OPENSOCKETDATA points here */
 	struct pol_hook_call *call;
 	CURL *h;
+	struct curl_slist *headers; /* its own: a bearer token is one budget's */
 	int64_t t0_us;
 	int64_t max_bytes;
 };
@@ -111,6 +112,22 @@ static void finish(struct running *r, CURLcode rc)
 	(void)curl_easy_getinfo(r->h, CURLINFO_OS_ERRNO, &os_errno);
 	c->code = code;
 	bool answered = code > 0 && (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && c->truncated));
+	if (answered && c->phase != POL_HOOK_HEALTH) {
+		/* A multistep step: exactly 200 succeeds (as Criteo's client reads it), 425 asks
+		 * to be asked again at Retry-After (seconds; curl reads the date form too). */
+		curl_off_t after = -1;
+		c->result = code == 200   ? POL_HOOK_OK
+			    : code == 425 ? POL_HOOK_LATER
+					  : POL_HOOK_FAILED;
+		if (code == 425 &&
+		    curl_easy_getinfo(r->h, CURLINFO_RETRY_AFTER, &after) == CURLE_OK && after > 0)
+			c->retry_after_s = (int64_t)after;
+		else if (code == 425)
+			c->retry_after_s = -1;
+		ng_fmt(c->message, sizeof(c->message), "HTTP status %ld%s", code,
+		       c->truncated ? "; body too large" : "");
+		return;
+	}
 	if (answered) {
 		c->result = code >= 200 && code < 300 ? POL_HOOK_OK : POL_HOOK_FAILED;
 		ng_fmt(c->message, sizeof(c->message), "HTTP status %ld%s", code,
@@ -157,12 +174,49 @@ static bool setup_common(CURL *e, const char *url, const struct kube_hook *h, bo
 	return ok;
 }
 
-static ng_status setup(struct running *r, const char *body, size_t len, struct curl_slist *headers)
+/* "Expect:" keeps curl from waiting for a 100 Continue the hook may never send. */
+static const char *const header_lines[] = {"Content-Type: application/json",
+					   "Accept: application/json", "Expect:"};
+
+/* @r's request headers: the common ones, and its bearer token when its hook has one. */
+static ng_status headers_of(struct running *r)
 {
-	const struct kube_hook *h = &r->call->adb->hook;
+	for (size_t i = 0; i < sizeof(header_lines) / sizeof(header_lines[0]); i++) {
+		struct curl_slist *more = curl_slist_append(r->headers, header_lines[i]);
+		if (!more)
+			return NG_ENOMEM;
+		r->headers = more;
+	}
+	if (!r->call->token)
+		return NG_OK;
+	size_t n = strlen(r->call->token) + sizeof("Authorization: Bearer ");
+	char *line = malloc(n);
+	if (!line)
+		return NG_ENOMEM;
+	ng_fmt(line, n, "Authorization: Bearer %s", r->call->token);
+	struct curl_slist *more = curl_slist_append(r->headers, line);
+	explicit_bzero(line, n);
+	free(line);
+	if (!more)
+		return NG_ENOMEM;
+	r->headers = more;
+	return NG_OK;
+}
+
+static ng_status setup(struct running *r, const char *body, size_t len)
+{
+	const struct pol_hook_call *c = r->call;
+	const struct kube_hook *h = c->hook;
 	CURL *e = r->h;
-	bool ok = setup_common(e, h->url, h, r->guard.policy->allow_http, &r->guard, r) &&
-		  curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers) == CURLE_OK &&
+	if (c->body) {
+		body = c->body;
+		len = c->len;
+	}
+	if (headers_of(r) != NG_OK)
+		return NG_ENOMEM;
+	bool ok = setup_common(e, c->url ? c->url : h->url, h, r->guard.policy->allow_http,
+			       &r->guard, r) &&
+		  curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers) == CURLE_OK &&
 		  curl_easy_setopt(e, CURLOPT_POST, 1L) == CURLE_OK &&
 		  curl_easy_setopt(e, CURLOPT_POSTFIELDS, body) == CURLE_OK &&
 		  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len) == CURLE_OK &&
@@ -171,9 +225,13 @@ static ng_status setup(struct running *r, const char *body, size_t len, struct c
 	return ok ? NG_OK : NG_EIO;
 }
 
-static bool failed(enum pol_hook_result r)
+/* A failed health hook ends the batch: the decision fails whatever the others say. A multistep
+ * step never does: a budget that may be preparing must be heard to the end, or it would never
+ * get its /terminate. */
+static bool failed(const struct pol_hook_call *c)
 {
-	return r != POL_HOOK_OK && r != POL_HOOK_PENDING;
+	return c->phase == POL_HOOK_HEALTH && c->result != POL_HOOK_OK &&
+	       c->result != POL_HOOK_PENDING;
 }
 
 /* The calls of one decision in flight. */
@@ -181,32 +239,19 @@ struct batch {
 	CURLM *m;
 	struct running *rs;
 	size_t nr;
-	struct curl_slist *headers;
 	int64_t t0_us;
 };
 
-static ng_status batch_headers(struct batch *b)
-{
-	/* "Expect:" keeps curl from waiting for a 100 Continue the hook may never send. */
-	static const char *const lines[] = {"Content-Type: application/json",
-					    "Accept: application/json", "Expect:"};
-	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
-		struct curl_slist *more = curl_slist_append(b->headers, lines[i]);
-		if (!more)
-			return NG_ENOMEM;
-		b->headers = more;
-	}
-	return NG_OK;
-}
-
-/* One easy handle per pending call, all added to the multi handle. */
-static ng_status batch_start(struct batch *b, struct pol_hook_call *calls, size_t n,
+/* One easy handle per pending call of @health (health hooks) or not (multistep steps), all
+ * added to the multi handle. */
+static ng_status batch_start(struct batch *b, struct pol_hook_call *calls, size_t n, bool health,
 			     const struct kube_hook_policy *p, const struct kube_cidr *deny,
 			     size_t ndeny, const char *body, size_t len)
 {
-	ng_status st = batch_headers(b);
+	ng_status st = NG_OK;
 	for (size_t i = 0; st == NG_OK && i < n; i++) {
-		if (calls[i].result != POL_HOOK_PENDING)
+		if (calls[i].result != POL_HOOK_PENDING ||
+		    (calls[i].phase == POL_HOOK_HEALTH) != health)
 			continue;
 		struct running *r = &b->rs[b->nr];
 		r->call = &calls[i];
@@ -217,7 +262,7 @@ static ng_status batch_start(struct batch *b, struct pol_hook_call *calls, size_
 		if (!r->h)
 			return NG_ENOMEM;
 		b->nr++;
-		if ((st = setup(r, body, len, b->headers)) == NG_OK &&
+		if ((st = setup(r, body, len)) == NG_OK &&
 		    curl_multi_add_handle(b->m, r->h) != CURLM_OK)
 			st = NG_EIO;
 	}
@@ -243,7 +288,7 @@ static ng_status batch_drive(struct batch *b, size_t npending, const _Atomic boo
 				continue;
 			finish(r, msg->data.result);
 			npending--;
-			*ret_failed |= failed(r->call->result);
+			*ret_failed |= failed(r->call);
 		}
 		if (npending == 0 || *ret_failed)
 			break;
@@ -267,30 +312,50 @@ static void batch_end(struct batch *b, bool any_failed)
 		}
 		(void)curl_multi_remove_handle(b->m, b->rs[i].h);
 		curl_easy_cleanup(b->rs[i].h);
+		curl_slist_free_all(b->rs[i].headers);
 	}
-	curl_slist_free_all(b->headers);
 	free(b->rs);
 	if (b->m)
 		(void)curl_multi_cleanup(b->m);
+}
+
+/* The pending calls of @health (or of the multistep steps) of @calls, at once. */
+static ng_status call_batch(struct pol_hook_call *calls, size_t n, bool health,
+			    const struct kube_hook_policy *p, const struct kube_cidr *deny,
+			    size_t ndeny, const char *body, size_t len, const _Atomic bool *stop,
+			    bool *ret_failed)
+{
+	size_t npending = 0;
+	for (size_t i = 0; i < n; i++)
+		npending += calls[i].result == POL_HOOK_PENDING &&
+			    (calls[i].phase == POL_HOOK_HEALTH) == health;
+	if (npending == 0)
+		return NG_OK;
+	struct batch b = {curl_multi_init(), calloc(npending, sizeof(struct running)), 0,
+			  ng_now_mono_us()};
+	ng_status st =
+	    b.m && b.rs ? batch_start(&b, calls, n, health, p, deny, ndeny, body, len) : NG_ENOMEM;
+	if (st == NG_OK)
+		st = batch_drive(&b, npending, stop, ret_failed);
+	batch_end(&b, *ret_failed);
+	return st;
 }
 
 ng_status gate_hooks_call(struct pol_hook_call *calls, size_t n, const struct kube_hook_policy *p,
 			  const struct kube_cidr *deny, size_t ndeny, const char *body, size_t len,
 			  const _Atomic bool *stop)
 {
-	size_t npending = 0;
-	for (size_t i = 0; i < n; i++)
-		npending += calls[i].result == POL_HOOK_PENDING;
-	if (npending == 0)
-		return NG_OK;
-	struct batch b = {curl_multi_init(), calloc(npending, sizeof(struct running)), 0, NULL,
-			  ng_now_mono_us()};
 	bool any_failed = false;
-	ng_status st =
-	    b.m && b.rs ? batch_start(&b, calls, n, p, deny, ndeny, body, len) : NG_ENOMEM;
-	if (st == NG_OK)
-		st = batch_drive(&b, npending, stop, &any_failed);
-	batch_end(&b, any_failed);
+	ng_status st = call_batch(calls, n, true, p, deny, ndeny, body, len, stop, &any_failed);
+	/* The multistep steps only once every health hook answered healthy. */
+	if (st == NG_OK && !any_failed)
+		st = call_batch(calls, n, false, p, deny, ndeny, body, len, stop, &any_failed);
+	for (size_t i = 0; st == NG_OK && any_failed && i < n; i++)
+		if (calls[i].result == POL_HOOK_PENDING) {
+			calls[i].result = POL_HOOK_CANCELLED;
+			ng_fmt(calls[i].message, sizeof(calls[i].message),
+			       "not called: a health hook failed");
+		}
 	return st;
 }
 

@@ -11,6 +11,8 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/prom.h"
+#include "common/json.h"
+#include "common/parse.h"
 #include "kube/client.h"
 #include "kube/runtime.h"
 
@@ -21,9 +23,14 @@
 static const double hook_buckets_s[GATE_HOOK_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1,
 							 0.25,  0.5,  1,     5,    25};
 
+/* Multistep steps may take up to 60 s. */
+static const double hook2_buckets_s[GATE_HOOK_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1,
+							  0.25,  0.5,  1,     5,    60};
+
 void gate_hooks_init(struct gate *g)
 {
 	ng_prom_hist_init(&g->hook_duration, hook_buckets_s, GATE_HOOK_BUCKETS);
+	ng_prom_hist_init(&g->hook2_duration, hook2_buckets_s, GATE_HOOK_BUCKETS);
 }
 
 /* The body every hook of a decision gets: the request as the API server has it, with
@@ -64,8 +71,8 @@ static void count_hook(struct gate *g, const char *ns, const char *name,
 	pthread_mutex_lock(&g->metrics_mu);
 	struct gate_hook_count *hc = NULL;
 	for (size_t i = 0; i < g->nhc && !hc; i++)
-		if (g->hc[i].result == c->result && strcmp(g->hc[i].ns, ns) == 0 &&
-		    strcmp(g->hc[i].name, name) == 0)
+		if (g->hc[i].result == c->result && g->hc[i].phase == c->phase &&
+		    strcmp(g->hc[i].ns, ns) == 0 && strcmp(g->hc[i].name, name) == 0)
 			hc = &g->hc[i];
 	if (!hc) {
 		struct gate_hook_count *p = ng_array_grow(g->hc, &g->caphc, g->nhc, sizeof(*p));
@@ -76,50 +83,68 @@ static void count_hook(struct gate *g, const char *ns, const char *name,
 			ng_fmt(hc->ns, sizeof(hc->ns), "%s", ns);
 			ng_fmt(hc->name, sizeof(hc->name), "%s", name);
 			hc->result = (uint8_t)c->result;
+			hc->phase = (uint8_t)c->phase;
 		}
 	}
 	if (hc)
 		hc->n++;
 	if (c->result != POL_HOOK_DENIED)
-		ng_prom_hist_observe_us(&g->hook_duration, c->duration_ms * 1000);
+		ng_prom_hist_observe_us(c->phase == POL_HOOK_HEALTH ? &g->hook_duration
+								    : &g->hook2_duration,
+					c->duration_ms * 1000);
 	pthread_mutex_unlock(&g->metrics_mu);
 }
 
-/* One hook's answer: metrics, the budget's status.lastHookResult, a log line, and a HookFailed
- * Event on the budget when it failed. */
+/* One hook's answer: metrics, a log line, a HookFailed Event on the budget when it failed, and
+ * for a health hook the budget's status.lastHookResult. */
 static void record_hook(struct gate *g, const struct kube_snapshot *s, const char *nd,
 			const struct pol_hook_call *c, int64_t now_wall_ms)
 {
 	const struct ng_intern *pool = kube_snapshot_pool(s);
-	const char *ns = ng_intern_str(pool, c->adb->b.ns, NULL);
-	const char *name = ng_intern_str(pool, c->adb->b.name, NULL);
-	bool ok = c->result == POL_HOOK_OK;
-	count_hook(g, ns, name, c);
+	const char *ns =
+	    c->budget->ns != NG_INTERN_NONE ? ng_intern_str(pool, c->budget->ns, NULL) : NULL;
+	const char *name = ng_intern_str(pool, c->budget->name, NULL);
+	bool ok = c->result == POL_HOOK_OK || c->result == POL_HOOK_LATER;
+	count_hook(g, ns ? ns : "", name, c);
 	const struct gate_later later = {.hook_result = true,
 					 .kind = KUBE_KIND_ADB,
 					 .ns = ns,
 					 .name = name,
 					 .c = *c,
 					 .now_wall_ms = now_wall_ms};
-	if (!gate_defer(g, &later))
+	if (c->phase == POL_HOOK_HEALTH && !gate_defer(g, &later))
 		gate_write_hook_result(g, ns, name, c, now_wall_ms);
 	struct ng_logline l;
-	if (ng_log_begin(&l, ok ? NG_LOG_INFO : NG_LOG_WARN, "gate", "health hook called")) {
+	if (ng_log_begin(&l, ok ? NG_LOG_INFO : NG_LOG_WARN, "gate",
+			 c->phase == POL_HOOK_HEALTH ? "health hook called"
+						     : "multistep hook called")) {
 		ng_log_str(&l, "nd", nd);
-		ng_log_str(&l, "namespace", ns);
+		if (ns)
+			ng_log_str(&l, "namespace", ns);
 		ng_log_str(&l, "budget", name);
+		if (c->phase != POL_HOOK_HEALTH)
+			ng_log_str(&l, "step", pol_hook_phase_str(c->phase));
 		ng_log_str(&l, "result", pol_hook_result_str(c->result));
 		ng_log_i64(&l, "code", c->code);
 		ng_log_i64(&l, "bytes", c->bytes);
 		ng_log_i64(&l, "duration_ms", c->duration_ms);
+		if (c->result == POL_HOOK_LATER)
+			ng_log_i64(&l, "retry_after_s", c->retry_after_s);
 		ng_log_str(&l, "message", c->message);
 		ng_log_end(&l);
 	}
 	if (!ok) {
 		char msg[400];
-		ng_fmt(msg, sizeof(msg), "NodeDisruption %s: %s", nd, c->message);
-		gate_event_adb(g, ns, name, c->adb->b.uid, "HookFailed", "Warning", msg,
-			       now_wall_ms);
+		ng_fmt(msg, sizeof(msg), "NodeDisruption %s: %s%s%s", nd,
+		       c->phase == POL_HOOK_HEALTH ? "" : "POST /",
+		       c->phase == POL_HOOK_HEALTH ? "" : pol_hook_phase_str(c->phase),
+		       c->phase == POL_HOOK_HEALTH ? c->message : "");
+		if (c->phase != POL_HOOK_HEALTH) {
+			size_t at = strlen(msg);
+			ng_fmt(msg + at, sizeof(msg) - at, ": %s", c->message);
+		}
+		gate_event_budget(g, c->kind, ns, name, c->budget->uid, "HookFailed", "Warning",
+				  msg, now_wall_ms);
 	}
 }
 
@@ -155,6 +180,7 @@ struct gate_hook_job {
 	size_t n;
 	char *body;
 	size_t len;
+	struct ng_arena *mem; /* the multistep calls' URLs, bodies and tokens; may be NULL */
 	const struct kube_cidr *deny;
 	size_t ndeny;
 	bool held; /* held in this round's ledger: not decided before the next */
@@ -191,6 +217,7 @@ static void job_drop(struct gate *g, size_t i, bool record)
 		    j->calls[k].result != POL_HOOK_PENDING)
 			record_hook(g, j->s, j->nd, &j->calls[k], ng_now_wall_ms());
 	kube_snapshot_release(j->s);
+	ng_arena_destroy(j->mem);
 	free(j->nd);
 	free(j->nodes);
 	free(j->calls);
@@ -199,11 +226,12 @@ static void job_drop(struct gate *g, size_t i, bool record)
 }
 
 /* Starts the calls of @calls (@n, from the round's arena: copied) for request @nd of @s, with
- * @body (taken). NULL when there is no memory or no thread: @body is freed. */
+ * @body and @mem (what the calls point to; both taken). NULL when there is no memory or no
+ * thread: @body and @mem are freed. */
 static struct gate_hook_job *
 job_start(struct gate *g, const struct kube_snapshot *s, const struct kube_nd *nd, const char *name,
 	  const struct pol_gate_decision *d, const struct kube_hook_policy *hp,
-	  const struct pol_hook_call *calls, size_t n, char *body, size_t len)
+	  const struct pol_hook_call *calls, size_t n, char *body, size_t len, struct ng_arena *mem)
 {
 	struct gate_hook_job **p = ng_array_grow(g->jobs, &g->capjobs, g->njobs, sizeof(*p));
 	struct gate_hook_job *j = p ? calloc(1, sizeof(*j)) : NULL;
@@ -222,8 +250,10 @@ job_start(struct gate *g, const struct kube_snapshot *s, const struct kube_nd *n
 		}
 		free(j);
 		free(body);
+		ng_arena_destroy(mem);
 		return NULL;
 	}
+	j->mem = mem;
 	j->name = nd->name;
 	memcpy(j->nodes, d->nodes, d->nnodes * sizeof(*j->nodes));
 	j->nnodes = d->nnodes;
@@ -237,6 +267,7 @@ job_start(struct gate *g, const struct kube_snapshot *s, const struct kube_nd *n
 	j->s = kube_snapshot_ref((struct kube_snapshot *)(uintptr_t)s);
 	if (!gate_job_start(&j->t, g, &g->hooks_answered, job_run)) {
 		kube_snapshot_release(j->s);
+		ng_arena_destroy(j->mem);
 		free(j->nd);
 		free(j->nodes);
 		free(j->calls);
@@ -259,13 +290,13 @@ static bool same_str(const char *a, const char *b)
 static bool same_call(const struct pol_hook_call *a, const struct ng_intern *ap,
 		      const struct pol_hook_call *b, const struct ng_intern *bp)
 {
-	const struct kube_adb *x = a->adb, *y = b->adb;
-	return same_str(x->b.uid, y->b.uid) &&
-	       same_str(ng_intern_str(ap, x->b.ns, NULL), ng_intern_str(bp, y->b.ns, NULL)) &&
-	       same_str(ng_intern_str(ap, x->b.name, NULL), ng_intern_str(bp, y->b.name, NULL)) &&
-	       same_str(x->hook.url, y->hook.url) && x->hook.timeout_s == y->hook.timeout_s &&
-	       x->hook.nca == y->hook.nca &&
-	       (!x->hook.nca || memcmp(x->hook.ca, y->hook.ca, x->hook.nca) == 0);
+	const struct kube_budget_common *x = a->budget, *y = b->budget;
+	const struct kube_hook *hx = a->hook, *hy = b->hook;
+	return a->phase == b->phase && a->kind == b->kind && same_str(x->uid, y->uid) &&
+	       same_str(ng_intern_str(ap, x->ns, NULL), ng_intern_str(bp, y->ns, NULL)) &&
+	       same_str(ng_intern_str(ap, x->name, NULL), ng_intern_str(bp, y->name, NULL)) &&
+	       same_str(hx->url, hy->url) && hx->timeout_s == hy->timeout_s && hx->nca == hy->nca &&
+	       (!hx->nca || memcmp(hx->ca, hy->ca, hx->nca) == 0);
 }
 
 /* Whether job @j asked, about the same nodes, the very hooks decision @d needs now (@calls, @n
@@ -297,6 +328,7 @@ static bool job_answers(const struct gate_hook_job *j, const struct kube_snapsho
 		calls[i].duration_ms = a->duration_ms;
 		calls[i].bytes = a->bytes;
 		calls[i].truncated = a->truncated;
+		calls[i].retry_after_s = a->retry_after_s;
 		memcpy(calls[i].message, a->message, sizeof(calls[i].message));
 	}
 	return true;
@@ -308,11 +340,111 @@ static void apply_and_record(struct gate *g, const struct kube_snapshot *s,
 			     const struct pol_hook_call *calls, size_t n,
 			     struct pol_gate_decision *d, int64_t now_wall_ms)
 {
-	(void)pol_hooks_apply(s, nd, calls, n, d);
+	(void)pol_hooks_apply(s, nd, calls, n, d, now_wall_ms);
 	/* Hooks cancelled by another's failure did not answer and leave no trace. */
 	for (size_t i = 0; i < n; i++)
 		if (calls[i].result != POL_HOOK_CANCELLED && calls[i].result != POL_HOOK_PENDING)
 			record_hook(g, s, name, &calls[i], now_wall_ms);
+}
+
+/* The value of @h's tokenSecretRef, read now from the API server into @mem (*@ret; NULL when
+ * the hook has none). A Secret that cannot be read gives why in @why, in fixed words: the
+ * call is not made. Only OOM fails. */
+static ng_status read_token(struct gate *g, const struct ng_intern *pool, const struct kube_hook *h,
+			    struct ng_arena *mem, const char **ret, char *why, size_t cap)
+{
+	*ret = NULL;
+	if (h->token_name == NG_INTERN_NONE)
+		return NG_OK;
+	const char *ns = ng_intern_str(pool, h->token_ns, NULL);
+	const char *name = ng_intern_str(pool, h->token_name, NULL);
+	const char *key = ng_intern_str(pool, h->token_key, NULL);
+	char path[600];
+	ng_fmt(path, sizeof(path), "/api/v1/namespaces/%s/secrets/%s", ns, name);
+	struct ng_buf out;
+	ng_buf_init(&out, 1u << 20);
+	long http = 0;
+	struct ng_err err = {0};
+	ng_status st = kube_client_request(g->client, "GET", path, NULL, NULL, 0,
+					   KUBE_WRITE_TIMEOUT_MS, 1u << 20, &out, &http, &err);
+	cJSON *o = st == NG_OK && http == 200 ? cJSON_ParseWithLength(out.data, out.len) : NULL;
+	const char *b64 = ng_json_str(ng_json_get(o, "data"), key);
+	char *tok = NULL;
+	size_t n = 0;
+	if (b64 && ng_base64_decode(b64, strlen(b64), &tok, &n) == NG_OK && n &&
+	    !memchr(tok, '\r', n) && !memchr(tok, '\n', n) && !memchr(tok, '\0', n))
+		*ret = ng_arena_strndup(mem, tok, n);
+	else if (st == NG_OK && http == 200)
+		ng_fmt(why, cap, "token Secret %s/%s has no usable key %s", ns, name, key);
+	else
+		ng_fmt(why, cap, "token Secret %s/%s not readable (HTTP status %ld)", ns, name,
+		       st == NG_OK ? http : 0L);
+	if (tok) {
+		explicit_bzero(tok, n);
+		free(tok);
+	}
+	if (out.data)
+		explicit_bzero(out.data, out.len);
+	cJSON_Delete(o);
+	ng_buf_finish(&out);
+	return *why || *ret ? NG_OK : NG_ENOMEM;
+}
+
+/* The URL (the base with the step's path), the body (Criteo's Disruption about the request's
+ * nodes in the budget's scope) and the bearer token of every multistep call of @calls, into
+ * @mem. @index(i) is the budget's index in the snapshot. A token that cannot be read denies
+ * the call. Only OOM fails. */
+static ng_status fill_steps(struct gate *g, const struct kube_snapshot *s, const struct kube_nd *nd,
+			    const uint32_t *nodes, size_t nnodes, struct pol_ledger *ledger,
+			    struct pol_hook_call *calls, size_t n, const size_t *index,
+			    struct ng_arena *mem)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	for (size_t i = 0; i < n; i++) {
+		struct pol_hook_call *c = &calls[i];
+		if (c->phase == POL_HOOK_HEALTH || c->result != POL_HOOK_PENDING)
+			continue;
+		const char *base = c->hook->url, *step = pol_hook_phase_str(c->phase);
+		size_t bl = strlen(base);
+		while (bl && base[bl - 1] == '/')
+			bl--;
+		size_t ul = bl + strlen(step) + 2;
+		char *url = ng_arena_alloc(mem, ul);
+		uint32_t *in;
+		size_t nin;
+		struct ng_buf body;
+		ng_buf_init(&body, NG_MAX_BODY_BYTES);
+		if (!url ||
+		    pol_budget_nodes_in(ledger, c->kind, index[i], nodes, nnodes, mem, &in, &nin) !=
+			NG_OK ||
+		    pol_hook2_body(s, nd, in, nin, &body) != NG_OK ||
+		    !(c->body = ng_arena_strndup(mem, body.data, body.len))) {
+			ng_buf_finish(&body);
+			return NG_ENOMEM;
+		}
+		c->len = body.len;
+		ng_buf_finish(&body);
+		ng_fmt(url, ul, "%.*s/%s", (int)bl, base, step);
+		c->url = url;
+		char why[200] = "";
+		if (read_token(g, pool, c->hook, mem, &c->token, why, sizeof(why)) != NG_OK)
+			return NG_ENOMEM;
+		if (*why) {
+			c->result = POL_HOOK_DENIED;
+			ng_fmt(c->message, sizeof(c->message), "%s", why);
+		}
+	}
+	return NG_OK;
+}
+
+static bool has_gate_finalizer(const struct kube_snapshot *s, const struct kube_nd *nd)
+{
+	uint32_t fin =
+	    ng_intern_find(kube_snapshot_pool(s), GATE_FINALIZER, sizeof(GATE_FINALIZER) - 1);
+	for (uint16_t i = 0; fin != NG_INTERN_NONE && i < nd->nfinalizers; i++)
+		if (nd->finalizers[i] == fin)
+			return true;
+	return false;
 }
 
 enum gate_hooks_step gate_hooks_step(struct gate *g, const struct kube_snapshot *s,
@@ -325,7 +457,7 @@ enum gate_hooks_step gate_hooks_step(struct gate *g, const struct kube_snapshot 
 	struct pol_hook_call *calls;
 	size_t n;
 	size_t ji = job_find(g, nd->name);
-	if (pol_hooks_prepare(s, d, &hp, arena, &calls, &n) != NG_OK) {
+	if (pol_hooks_prepare(s, nd, d, &hp, arena, &calls, &n) != NG_OK) {
 		ng_prom_add(&g->errors, 1);
 		return GATE_HOOKS_AGAIN;
 	}
@@ -350,13 +482,39 @@ enum gate_hooks_step gate_hooks_step(struct gate *g, const struct kube_snapshot 
 	}
 	if (g->njobs >= GATE_MAX_HOOK_JOBS)
 		return GATE_HOOKS_WAIT; /* a job's end starts a round */
-	size_t len = 0;
-	char *body = hook_body(g, s, name, d, arena, &len);
-	if (!body) {
+	size_t nhealth = 0, nsteps = 0;
+	for (size_t i = 0; i < n; i++) {
+		nhealth += calls[i].phase == POL_HOOK_HEALTH;
+		nsteps += calls[i].phase != POL_HOOK_HEALTH;
+	}
+	/* No budget prepares before nodegate's finalizer holds the request: its /terminate
+	 * must not be lost to a delete. The finalizer's write brings the next decision. */
+	if (nsteps && !has_gate_finalizer(s, nd)) {
+		/* Pending first: the gate adds its finalizer to Pending requests. */
+		pol_hooks_hold_back(s, calls, n, d,
+				    "asks /prepare once nodegate's finalizer holds the request",
+				    now_wall_ms);
+		return GATE_HOOKS_ANSWERED;
+	}
+	struct ng_arena *mem = nsteps ? ng_arena_create(4u * NG_MAX_BODY_BYTES) : NULL;
+	size_t *index = nsteps ? ng_arena_alloc(arena, n * sizeof(*index)) : NULL;
+	for (size_t i = 0; index && i < n; i++)
+		index[i] = d->verdicts[calls[i].verdict].index;
+	if (nsteps &&
+	    (!mem || !index ||
+	     fill_steps(g, s, nd, d->nodes, d->nnodes, ledger, calls, n, index, mem) != NG_OK)) {
+		ng_arena_destroy(mem);
 		ng_prom_add(&g->errors, 1);
 		return GATE_HOOKS_AGAIN;
 	}
-	if (!job_start(g, s, nd, name, d, &hp, calls, n, body, len)) {
+	size_t len = 0;
+	char *body = nhealth ? hook_body(g, s, name, d, arena, &len) : NULL;
+	if (nhealth && !body) {
+		ng_arena_destroy(mem);
+		ng_prom_add(&g->errors, 1);
+		return GATE_HOOKS_AGAIN;
+	}
+	if (!job_start(g, s, nd, name, d, &hp, calls, n, body, len, mem)) {
 		ng_prom_add(&g->errors, 1);
 		return GATE_HOOKS_AGAIN;
 	}
@@ -384,7 +542,285 @@ ng_status gate_hooks_hold(struct gate *g, const struct kube_snapshot *s, struct 
 			return NG_ENOMEM;
 		i++;
 	}
+	/* A request some budget prepares for holds its share while it waits to be ready (the
+	 * application gets ready for these nodes, not others): no other request takes the place,
+	 * so no more requests prepare than the budgets allow. Its own decision counts its nodes
+	 * once (they are held by itself). */
+	size_t n;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	for (size_t i = 0; i < n; i++) {
+		const struct kube_nd *nd = &nds[i];
+		if (nd->deleting || nd->state != KUBE_ND_PENDING || !pol_hooks_preparing(nd))
+			continue;
+		if (pol_ledger_grant(ledger, nd->name, nd->disrupted, nd->ndisrupted) != NG_OK)
+			return NG_ENOMEM;
+	}
 	return NG_OK;
+}
+
+/* ---- /terminate: what a deleted request owes the budgets that prepared for it ---- */
+
+/* A failed /terminate round is tried again 5 s later, doubling up to 5 minutes. */
+static void term_backoff(struct gate_term *t, int64_t now_wall_ms)
+{
+	t->attempts++;
+	t->next_wall_ms = now_wall_ms + ng_backoff_ms(5000, 300000, t->attempts - 1);
+}
+
+static size_t term_find(const struct gate *g, uint32_t name, uint64_t uid)
+{
+	for (size_t i = 0; i < g->nterms; i++)
+		if (g->terms[i].name == name && g->terms[i].uid == uid)
+			return i;
+	return SIZE_MAX;
+}
+
+static void term_drop(struct gate *g, size_t i)
+{
+	struct gate_hook_job *j = g->terms[i].job;
+	if (j) {
+		gate_job_stop(&j->t);
+		kube_snapshot_release(j->s);
+		ng_arena_destroy(j->mem);
+		free(j->nd);
+		free(j->nodes);
+		free(j->calls);
+		free(j->body);
+		free(j);
+	}
+	g->terms[i] = g->terms[--g->nterms];
+}
+
+/* The budget of status entry @v of @s, with its index; NULL when it is gone or has no
+ * multistep hooks. */
+static const struct kube_budget_common *entry_budget(const struct kube_snapshot *s,
+						     const struct kube_nd_verdict *v,
+						     enum kube_resource *ret_kind,
+						     size_t *ret_index)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	const char *kind = ng_intern_str(pool, v->kind, NULL);
+	size_t n;
+	if (kind && strcmp(kind, "NodeDisruptionBudget") == 0) {
+		const struct kube_ndb *b = kube_snapshot_ndbs(s, &n);
+		for (size_t i = 0; i < n; i++)
+			if (b[i].b.name == v->name && b[i].b.hook2.present) {
+				*ret_kind = KUBE_RES_NDBS;
+				*ret_index = i;
+				return &b[i].b;
+			}
+	} else if (kind && strcmp(kind, "ApplicationDisruptionBudget") == 0) {
+		const struct kube_adb *b = kube_snapshot_adbs(s, &n);
+		for (size_t i = 0; i < n; i++)
+			if (b[i].b.name == v->name && b[i].b.ns == v->ns && b[i].b.hook2.present) {
+				*ret_kind = KUBE_RES_ADBS;
+				*ret_index = i;
+				return &b[i].b;
+			}
+	}
+	return NULL;
+}
+
+/* The /terminate calls @nd owes, into @calls (room for every status entry) with @index. */
+static size_t term_calls(const struct kube_snapshot *s, const struct kube_nd *nd,
+			 const struct kube_hook_policy *hp, struct pol_hook_call *calls,
+			 size_t *index)
+{
+	const struct kube_nd_detail *x = nd->detail;
+	size_t n = 0;
+	for (uint16_t i = 0; x && i < x->nverdicts; i++) {
+		enum kube_resource kind;
+		size_t at;
+		const struct kube_budget_common *b =
+		    x->verdicts[i].preparing ? entry_budget(s, &x->verdicts[i], &kind, &at) : NULL;
+		if (!b)
+			continue; /* not prepared, or the budget (or its hooks) is gone */
+		struct pol_hook_call *c = &calls[n];
+		memset(c, 0, sizeof(*c));
+		c->budget = b;
+		c->hook = &b->hook2;
+		c->kind = kind;
+		c->phase = POL_HOOK_TERMINATE;
+		c->retry_after_s = -1;
+		index[n++] = at;
+		struct ng_err why = {0};
+		if (pol_hook_allowed(c->hook, hp, kube_snapshot_pool(s), &why) != NG_OK) {
+			c->result = POL_HOOK_DENIED;
+			ng_fmt(c->message, sizeof(c->message), "%s", why.msg);
+		}
+	}
+	return n;
+}
+
+enum term_start {
+	TERM_STARTED,
+	TERM_NOTHING, /* nothing owed, or each call refused by policy: those can never be made */
+	TERM_FAILED,  /* no memory or no thread: again later */
+};
+
+static int cmp_id(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Starts the /terminate calls of @nd. */
+static enum term_start term_start(struct gate *g, const struct kube_snapshot *s,
+				  const struct kube_nd *nd, const char *name, struct gate_term *t,
+				  int64_t now_wall_ms)
+{
+	const struct kube_nd_detail *x = nd->detail;
+	size_t cap = x && x->nverdicts ? x->nverdicts : 1;
+	struct pol_hook_call *calls = calloc(cap, sizeof(*calls));
+	size_t *index = calloc(cap, sizeof(*index));
+	struct ng_arena *mem = ng_arena_create(4u * NG_MAX_BODY_BYTES);
+	struct pol_ledger *ledger = pol_ledger_create(s);
+	uint32_t *nodes = malloc((nd->ndisrupted ? nd->ndisrupted : 1u) * sizeof(*nodes));
+	struct kube_hook_policy hp;
+	pol_hook_policy_from(s, &hp);
+	if (!calls || !index || !nodes) {
+		free(calls);
+		free(index);
+		free(nodes);
+		ng_arena_destroy(mem);
+		pol_ledger_destroy(ledger);
+		return TERM_FAILED;
+	}
+	memcpy(nodes, nd->disrupted, nd->ndisrupted * sizeof(*nodes));
+	qsort(nodes, nd->ndisrupted, sizeof(*nodes), cmp_id);
+	size_t n = term_calls(s, nd, &hp, calls, index);
+	bool started = false;
+	size_t pending = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (calls[i].result == POL_HOOK_DENIED)
+			record_hook(g, s, name, &calls[i], now_wall_ms);
+		else
+			pending++;
+	}
+	struct gate_hook_job *j = pending ? calloc(1, sizeof(*j)) : NULL;
+	if (j && mem && ledger &&
+	    fill_steps(g, s, nd, nodes, nd->ndisrupted, ledger, calls, n, index, mem) == NG_OK &&
+	    (j->nd = strdup(name))) {
+		j->name = nd->name;
+		j->calls = calls;
+		j->n = n;
+		j->mem = mem;
+		j->hp = hp;
+		j->deny = g->deny;
+		j->ndeny = g->ndeny;
+		j->s = kube_snapshot_ref((struct kube_snapshot *)(uintptr_t)s);
+		calls = NULL;
+		mem = NULL;
+		if (gate_job_start(&j->t, g, &g->hooks_answered, job_run)) {
+			t->job = j;
+			started = true;
+		} else {
+			kube_snapshot_release(j->s);
+			ng_arena_destroy(j->mem);
+			free(j->calls);
+			free(j->nd);
+			free(j);
+		}
+	} else if (j) {
+		free(j->nd);
+		free(j);
+	}
+	pol_ledger_destroy(ledger);
+	ng_arena_destroy(mem);
+	free(calls);
+	free(index);
+	free(nodes);
+	return started ? TERM_STARTED : pending ? TERM_FAILED : TERM_NOTHING;
+}
+
+bool gate_hooks_terminate(struct gate *g, const struct kube_snapshot *s, const struct kube_nd *nd,
+			  const char *name, int64_t now_wall_ms)
+{
+	if (!pol_hooks_preparing(nd))
+		return true;
+	uint64_t uid =
+	    ng_fnv1a64(NG_FNV64_INIT, nd->uid ? nd->uid : "", nd->uid ? strlen(nd->uid) : 0);
+	size_t i = term_find(g, nd->name, uid);
+	if (i == SIZE_MAX) {
+		struct gate_term *p = ng_array_grow(g->terms, &g->capterms, g->nterms, sizeof(*p));
+		if (!p)
+			return false;
+		g->terms = p;
+		i = g->nterms++;
+		g->terms[i] = (struct gate_term){nd->name, uid, NULL, now_wall_ms, 0, 0};
+	}
+	struct gate_term *t = &g->terms[i];
+	if (t->job && !gate_job_done(&t->job->t))
+		return false;
+	if (t->job) {
+		/* Answered: each call is recorded; done when every one answered 200. */
+		struct gate_hook_job *j = t->job;
+		bool all = j->st == NG_OK;
+		for (size_t k = 0; k < j->n; k++) {
+			if (j->calls[k].result == POL_HOOK_DENIED)
+				continue;
+			record_hook(g, s, name, &j->calls[k], now_wall_ms);
+			all &= j->calls[k].result == POL_HOOK_OK;
+		}
+		t->job = NULL;
+		gate_job_stop(&j->t);
+		kube_snapshot_release(j->s);
+		ng_arena_destroy(j->mem);
+		free(j->nd);
+		free(j->calls);
+		free(j);
+		if (all) {
+			term_drop(g, i);
+			return true;
+		}
+		term_backoff(t, now_wall_ms);
+	}
+	if (now_wall_ms - t->since_wall_ms >= GATE_TERMINATE_DEADLINE_MS) {
+		char msg[300];
+		ng_fmt(msg, sizeof(msg),
+		       "gave up calling /terminate after %d s (%u attempts): the budgets that "
+		       "prepared for it were not all told it ended",
+		       GATE_TERMINATE_DEADLINE_MS / 1000, t->attempts);
+		gate_event_nd(g, nd, name, "TerminateAbandoned", "Warning", msg, now_wall_ms);
+		term_drop(g, i);
+		return true;
+	}
+	if (now_wall_ms < t->next_wall_ms)
+		return false;
+	if (g->nterms > GATE_MAX_HOOK_JOBS)
+		return false; /* a job's end tends the finalizers again */
+	switch (term_start(g, s, nd, name, t, now_wall_ms)) {
+	case TERM_STARTED:
+		return false;
+	case TERM_FAILED: /* again after a while */
+		term_backoff(t, now_wall_ms);
+		return false;
+	case TERM_NOTHING:
+		break;
+	}
+	term_drop(g, i); /* nothing owed: every budget is gone or refused by policy */
+	return true;
+}
+
+bool gate_terms_due(const struct gate *g, int64_t now_wall_ms, int64_t *ret_next)
+{
+	bool due = false;
+	*ret_next = 0;
+	for (size_t i = 0; i < g->nterms; i++) {
+		const struct gate_term *t = &g->terms[i];
+		if (t->job) {
+			due |= gate_job_done(&t->job->t);
+			continue;
+		}
+		int64_t at = t->next_wall_ms;
+		if (t->since_wall_ms + GATE_TERMINATE_DEADLINE_MS < at)
+			at = t->since_wall_ms + GATE_TERMINATE_DEADLINE_MS;
+		if (now_wall_ms >= at)
+			due = true;
+		else if (!*ret_next || at < *ret_next)
+			*ret_next = at;
+	}
+	return due;
 }
 
 bool gate_hooks_out(const struct gate *g, uint32_t name)
@@ -413,6 +849,11 @@ void gate_hooks_forget(struct gate *g)
 			     true); /* all stop at once, then each is joined */
 	while (g->njobs)
 		job_drop(g, g->njobs - 1, false);
+	for (size_t i = 0; i < g->nterms; i++)
+		if (g->terms[i].job)
+			atomic_store(&g->terms[i].job->t.cancel, true);
+	while (g->nterms)
+		term_drop(g, g->nterms - 1);
 }
 
 /* Drops the counts of budgets @s no longer holds (@present: gate_budgets_present()): a
@@ -424,11 +865,12 @@ static void drop_deleted_hook_counts(struct gate *g, const struct kube_snapshot 
 	size_t k = 0;
 	for (size_t i = 0; i < g->nhc; i++) {
 		const struct gate_hook_count *hc = &g->hc[i];
-		uint32_t ns = ng_intern_find(pool, hc->ns, strlen(hc->ns));
+		/* A NodeDisruptionBudget's (multistep hooks only) has no namespace. */
+		uint32_t ns =
+		    hc->ns[0] ? ng_intern_find(pool, hc->ns, strlen(hc->ns)) : NG_INTERN_NONE;
 		uint32_t name = ng_intern_find(pool, hc->name, strlen(hc->name));
 		uint32_t unused;
-		/* Hooks are ApplicationDisruptionBudgets': always in a namespace. */
-		if (ns != NG_INTERN_NONE && name != NG_INTERN_NONE &&
+		if ((ns != NG_INTERN_NONE || !hc->ns[0]) && name != NG_INTERN_NONE &&
 		    ng_map_get(present, gate_budget_key(ns, name), &unused))
 			g->hc[k++] = *hc;
 	}
@@ -453,7 +895,24 @@ ng_status gate_render_hook_metrics(const struct gate *cg, bool objects, struct n
 		    {"namespace", g->hc[i].ns},
 		    {"name", g->hc[i].name},
 		    {"result", pol_hook_result_str((enum pol_hook_result)g->hc[i].result)}};
-		st = ng_prom_u64(out, "nodegate_health_hook_requests_total", l, 3, g->hc[i].n);
+		if (g->hc[i].phase == POL_HOOK_HEALTH)
+			st = ng_prom_u64(out, "nodegate_health_hook_requests_total", l, 3,
+					 g->hc[i].n);
+	}
+	if (objects && st == NG_OK)
+		st = ng_prom_header(
+		    out, "nodegate_hook_v2_requests_total", NG_PROM_COUNTER,
+		    "Multistep hook calls (hookV2BasePath) by budget, step (prepare, "
+		    "ready, terminate) and result (ok, later, failed, timeout, error, "
+		    "denied).");
+	for (size_t i = 0; objects && st == NG_OK && i < g->nhc; i++) {
+		const struct ng_prom_label l[] = {
+		    {"namespace", g->hc[i].ns},
+		    {"name", g->hc[i].name},
+		    {"step", pol_hook_phase_str((enum pol_hook_phase)g->hc[i].phase)},
+		    {"result", pol_hook_result_str((enum pol_hook_result)g->hc[i].result)}};
+		if (g->hc[i].phase != POL_HOOK_HEALTH)
+			st = ng_prom_u64(out, "nodegate_hook_v2_requests_total", l, 4, g->hc[i].n);
 	}
 	st = st ? st
 		: ng_prom_header(out, "nodegate_health_hook_duration_seconds", NG_PROM_HISTOGRAM,
@@ -461,6 +920,12 @@ ng_status gate_render_hook_metrics(const struct gate *cg, bool objects, struct n
 	st = st ? st
 		: ng_prom_hist_render(out, "nodegate_health_hook_duration_seconds", NULL, 0,
 				      &g->hook_duration);
+	st = st ? st
+		: ng_prom_header(out, "nodegate_hook_v2_duration_seconds", NG_PROM_HISTOGRAM,
+				 "How long multistep hook calls (prepare, ready, terminate) took.");
+	st = st ? st
+		: ng_prom_hist_render(out, "nodegate_hook_v2_duration_seconds", NULL, 0,
+				      &g->hook2_duration);
 	st = st ? st
 		: ng_prom_header(
 		      out, "nodegate_health_hook_requests_waiting", NG_PROM_GAUGE,

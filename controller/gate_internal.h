@@ -50,6 +50,10 @@ struct ng_arena;
 #define BUDGET_WRITES_PER_PASS 16
 #define BUDGET_MORE_MS 20
 
+/* A deleted request's /terminate calls are given up this long after the gate first saw it
+ * deleted: a hook that never answers does not keep the object forever. */
+#define GATE_TERMINATE_DEADLINE_MS (10 * 60 * 1000)
+
 /* At most this many requests have their health hooks out at once: more wait for a place (the
  * curl transfers of one request run on its own thread). */
 #define GATE_MAX_HOOK_JOBS 128
@@ -127,9 +131,21 @@ struct gate_later {
 
 /* nodegate_health_hook_requests_total{namespace,name,result}: one row per budget and result. */
 struct gate_hook_count {
-	char ns[64], name[254];
-	uint8_t result; /* enum pol_hook_result */
+	char ns[64], name[254]; /* ns "" for a NodeDisruptionBudget */
+	uint8_t result;         /* enum pol_hook_result */
+	uint8_t phase;          /* enum pol_hook_phase: health hooks and multistep steps apart */
 	uint64_t n;
+};
+
+/* A deleted request that owes /terminate calls to budgets that prepared for it (gate_hooks.c):
+ * its finalizer stays until each answered 200, its budget is gone, or GATE_TERMINATE_DEADLINE_MS
+ * passed. */
+struct gate_term {
+	uint32_t name;
+	uint64_t uid; /* FNV-1a of metadata.uid */
+	struct gate_hook_job *job;
+	int64_t since_wall_ms, next_wall_ms;
+	uint32_t attempts;
 };
 
 /* Work the gate runs on a thread of its own (gate_job.c): the health-hook calls of one request,
@@ -192,6 +208,8 @@ struct gate {
 	size_t nhc, caphc;
 	/* nodegate_health_hook_duration_seconds: the calls this replica made (not the denied). */
 	struct ng_prom_hist hook_duration;
+	/* nodegate_hook_v2_duration_seconds: multistep steps (prepare, ready, terminate). */
+	struct ng_prom_hist hook2_duration;
 	/* nodegate_gate_grant_latency_seconds: a new request granted at its first decision, from
 	 * the watch reading it to the status write being sent. */
 	struct ng_prom_hist grant_latency;
@@ -200,6 +218,8 @@ struct gate {
 	/* Requests whose hooks are out (gate_hooks.c): gate thread only, but for the flags. */
 	struct gate_hook_job **jobs;
 	size_t njobs, capjobs;
+	struct gate_term *terms; /* deleted requests owing /terminate (gate_hooks.c) */
+	size_t nterms, capterms;
 	_Atomic bool hooks_answered; /* a job ended since the last step looked */
 	struct gate_later *later;    /* queued during a round, written at its end */
 	size_t nlater, caplater;
@@ -268,9 +288,11 @@ void gate_grant_latency_init(struct gate *g);
  * is logged. */
 void gate_event_nd(struct gate *g, const struct kube_nd *nd, const char *name, const char *reason,
 		   const char *type, const char *msg, int64_t now_wall_ms);
-/** An Event on ApplicationDisruptionBudget @ns/@name, uid @uid (NULL or "": none). */
-void gate_event_adb(struct gate *g, const char *ns, const char *name, const char *uid,
-		    const char *reason, const char *type, const char *msg, int64_t now_wall_ms);
+/** An Event on budget @ns/@name of @kind (KUBE_RES_ADBS or KUBE_RES_NDBS; @ns NULL for the
+ * latter), uid @uid (NULL or "": none). */
+void gate_event_budget(struct gate *g, enum kube_resource kind, const char *ns, const char *name,
+		       const char *uid, const char *reason, const char *type, const char *msg,
+		       int64_t now_wall_ms);
 /** Writes what was queued during the round (Events, hook results), in order, until a hook
  * answers (the rest stay queued for the end of the next round, which comes at once). */
 void gate_flush_later(struct gate *g);
@@ -369,6 +391,19 @@ void gate_hooks_drop(struct gate *g, uint32_t name);
 /** Forgets every request's hooks: the calls still running are stopped and their answers
  * dropped (a new term, or the gate stopping). */
 void gate_hooks_forget(struct gate *g);
+/**
+ * Deleted request @nd (@name) of @s, whose budgets may have prepared for it: sends /terminate
+ * to each budget its status marks preparing that still has multistep hooks, on a thread of its
+ * own, retried with backoff. True once nothing is owed: every call answered 200, or its budget
+ * is gone, or GATE_TERMINATE_DEADLINE_MS passed since the gate first saw the request deleted
+ * (then a TerminateAbandoned Event names each budget not heard): the finalizer may go. False
+ * while calls are out or due later. Leader only.
+ */
+bool gate_hooks_terminate(struct gate *g, const struct kube_snapshot *s, const struct kube_nd *nd,
+			  const char *name, int64_t now_wall_ms);
+/** Whether a /terminate job ended or a retry fell due by @now_wall_ms (tend the finalizers);
+ * *@ret_next gets the earliest retry still ahead (0: none). */
+bool gate_terms_due(const struct gate *g, int64_t now_wall_ms, int64_t *ret_next);
 
 /* gate_alert.c */
 

@@ -102,7 +102,8 @@ enum kube_write_outcome gate_write_status(struct gate *g, const struct kube_snap
 	ng_buf_init(&verdicts, VERDICTS_CAP_BYTES);
 	const char **names = pol_node_names_sorted(s, wr->d, arena);
 	const char *name = ng_intern_str(kube_snapshot_pool(s), nd->name, NULL);
-	if (!names || pol_verdicts_json(s, wr->d->verdicts, wr->d->nverdicts, &verdicts) != NG_OK) {
+	if (!names ||
+	    pol_verdicts_json(s, wr->d->verdicts, wr->d->nverdicts, nd, &verdicts) != NG_OK) {
 		(void)ng_err_set(&r.err, NG_ENOMEM, 0, "status body: out of memory");
 	} else {
 		struct status_body sb = {s, nd, wr, names, verdicts.data, verdicts.len};
@@ -238,10 +239,12 @@ void gate_event_nd(struct gate *g, const struct kube_nd *nd, const char *name, c
 	event(g, &about, nd ? nd->uid : NULL, reason, type, msg, now_wall_ms);
 }
 
-void gate_event_adb(struct gate *g, const char *ns, const char *name, const char *uid,
-		    const char *reason, const char *type, const char *msg, int64_t now_wall_ms)
+void gate_event_budget(struct gate *g, enum kube_resource kind, const char *ns, const char *name,
+		       const char *uid, const char *reason, const char *type, const char *msg,
+		       int64_t now_wall_ms)
 {
-	const struct kube_ref about = {KUBE_KIND_ADB, ns, name};
+	const struct kube_ref about = {kind == KUBE_RES_NDBS ? KUBE_KIND_NDB : KUBE_KIND_ADB, ns,
+				       name};
 	event(g, &about, uid, reason, type, msg, now_wall_ms);
 }
 
@@ -293,6 +296,9 @@ void gate_tend_finalizers(struct gate *g, const struct kube_snapshot *s, int64_t
 		bool has = has_finalizer(nd, fin);
 		ng_arena_reset(arena);
 		if (nd->deleting && has && !nd->additional_requestors) {
+			/* Budgets that prepared for it are told it ended first (gate_hooks.c). */
+			if (!gate_hooks_terminate(g, s, nd, name, now_wall_ms))
+				continue;
 			/* Released: the ledger already skips requests being deleted. */
 			if (nd->state == KUBE_ND_GRANTED) {
 				char msg[160];

@@ -283,9 +283,16 @@ static ng_status finish_budget(struct kd_ctx *c, struct kube_budget_common *b, s
 	return kd_intern(c, verr->msg, &b->error);
 }
 
-/* What is checked before the URL: the shape of spec.healthHook @j and timeoutSeconds (into
- * *@secs). Why not into @why (@cap bytes), left "" when fine. */
-static void hook_form(const cJSON *j, int64_t *secs, char *why, size_t cap)
+/* Which hook a budget field is: its name in messages and its timeout's bounds. */
+struct hook_field {
+	const char *name; /* "spec.healthHook" */
+	int64_t max_timeout_s, default_timeout_s;
+};
+
+/* What is checked before the URL: the shape of hook @j and timeoutSeconds (into *@secs). Why
+ * not into @why (@cap bytes), left "" when fine. */
+static void hook_form(const struct hook_field *f, const cJSON *j, int64_t *secs, char *why,
+		      size_t cap)
 {
 	const cJSON *url = ng_json_get(j, "url");
 	const cJSON *svc = ng_json_get(j, "service");
@@ -293,47 +300,77 @@ static void hook_form(const cJSON *j, int64_t *secs, char *why, size_t cap)
 	const cJSON *to = ng_json_get(j, "timeoutSeconds");
 	const cJSON *ca = ng_json_get(j, "caBundle");
 	if (!cJSON_IsObject(j))
-		ng_fmt(why, cap, "spec.healthHook: expected an object");
+		ng_fmt(why, cap, "%s: expected an object", f->name);
 	else if (has_url == has_svc)
-		ng_fmt(why, cap, "spec.healthHook: exactly one of url and service is required");
-	else if (to && !cJSON_IsNull(to) && (!ng_json_int64(to, secs) || *secs < 1 || *secs > 25))
-		ng_fmt(why, cap, "spec.healthHook.timeoutSeconds: must be 1..25");
+		ng_fmt(why, cap, "%s: exactly one of url and service is required", f->name);
+	else if (to && !cJSON_IsNull(to) &&
+		 (!ng_json_int64(to, secs) || *secs < 1 || *secs > f->max_timeout_s))
+		ng_fmt(why, cap, "%s.timeoutSeconds: must be 1..%lld", f->name,
+		       (long long)f->max_timeout_s);
 	else if (ca && !cJSON_IsNull(ca) && !cJSON_IsString(ca))
-		ng_fmt(why, cap, "spec.healthHook.caBundle: expected a base64 string");
+		ng_fmt(why, cap, "%s.caBundle: expected a base64 string", f->name);
 }
 
-/* spec.healthHook.url @url copied into @buf (HOOK_URL_MAX + 1 bytes), or why not. */
-static void hook_url(const cJSON *url, char *buf, char *why, size_t cap)
+/* Hook URL @url copied into @buf (HOOK_URL_MAX + 1 bytes), or why not. */
+static void hook_url(const struct hook_field *f, const cJSON *url, char *buf, char *why, size_t cap)
 {
 	if (!cJSON_IsString(url) || !*url->valuestring)
-		ng_fmt(why, cap, "spec.healthHook.url: expected a non-empty string");
+		ng_fmt(why, cap, "%s.url: expected a non-empty string", f->name);
 	else if (strlen(url->valuestring) > HOOK_URL_MAX)
-		ng_fmt(why, cap, "spec.healthHook.url: longer than %d bytes", HOOK_URL_MAX);
+		ng_fmt(why, cap, "%s.url: longer than %d bytes", f->name, HOOK_URL_MAX);
 	else
 		ng_fmt(buf, HOOK_URL_MAX + 1, "%s", url->valuestring);
 }
 
-/* spec.healthHook.service @svc as the URL of its cluster DNS name in @buf, or why not. */
-static void hook_service(const cJSON *svc, char *buf, char *why, size_t cap)
+/* Hook service reference @svc as the URL of its cluster DNS name in @buf, or why not. */
+static void hook_service(const struct hook_field *f, const cJSON *svc, char *buf, char *why,
+			 size_t cap)
 {
 	const char *ns = ng_json_str(svc, "namespace"), *name = ng_json_str(svc, "name");
 	const char *path = ng_json_str(svc, "path");
 	const cJSON *port = ng_json_get(svc, "port");
 	int64_t p = 443;
 	if (!ns || !kd_dns_subdomain_ok(ns, strlen(ns)) || strlen(ns) > 63 || strchr(ns, '.'))
-		ng_fmt(why, cap, "spec.healthHook.service.namespace: must be a namespace name");
+		ng_fmt(why, cap, "%s.service.namespace: must be a namespace name", f->name);
 	else if (!name || !kd_dns_subdomain_ok(name, strlen(name)) || strlen(name) > 63 ||
 		 strchr(name, '.'))
-		ng_fmt(why, cap, "spec.healthHook.service.name: must be a Service name");
+		ng_fmt(why, cap, "%s.service.name: must be a Service name", f->name);
 	else if (port && !cJSON_IsNull(port) && (!ng_json_int64(port, &p) || p < 1 || p > 65535))
-		ng_fmt(why, cap, "spec.healthHook.service.port: must be 1..65535");
+		ng_fmt(why, cap, "%s.service.port: must be 1..65535", f->name);
 	else if (path && (path[0] != '/' || strlen(path) > 1024 || strpbrk(path, " \t\r\n?#")))
 		ng_fmt(why, cap,
-		       "spec.healthHook.service.path: must start with '/' and hold no spaces, '?' "
-		       "or '#' (at most 1024 bytes)");
+		       "%s.service.path: must start with '/' and hold no spaces, '?' or '#' (at "
+		       "most 1024 bytes)",
+		       f->name);
 	else
 		ng_fmt(buf, HOOK_URL_MAX + 1, "https://%s.%s.svc:%d%s", name, ns, (int)p,
 		       path ? path : "/");
+}
+
+/* Hook @j's tokenSecretRef {namespace, name, key} into @h, or why not. Only OOM fails. */
+static ng_status hook_token(struct kd_ctx *c, const struct hook_field *f, const cJSON *j,
+			    struct kube_hook *h, char *why, size_t cap)
+{
+	const cJSON *t = ng_json_get(j, "tokenSecretRef");
+	if (!t || cJSON_IsNull(t))
+		return NG_OK;
+	const char *ns = ng_json_str(t, "namespace"), *name = ng_json_str(t, "name");
+	const char *key = ng_json_str(t, "key");
+	if (!cJSON_IsObject(t))
+		ng_fmt(why, cap, "%s.tokenSecretRef: expected an object", f->name);
+	else if (!ns || !kd_dns_subdomain_ok(ns, strlen(ns)) || strlen(ns) > 63 || strchr(ns, '.'))
+		ng_fmt(why, cap, "%s.tokenSecretRef.namespace: must be a namespace name", f->name);
+	else if (!name || !kd_dns_subdomain_ok(name, strlen(name)))
+		ng_fmt(why, cap, "%s.tokenSecretRef.name: must be a Secret name", f->name);
+	else if (!key || !*key || strlen(key) > 253 ||
+		 strspn(key, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
+		     strlen(key))
+		ng_fmt(why, cap, "%s.tokenSecretRef.key: must be a Secret data key", f->name);
+	if (*why)
+		return NG_OK;
+	ng_status st = kd_intern(c, ns, &h->token_ns);
+	st = st ? st : kd_intern(c, name, &h->token_name);
+	return st ? st : kd_intern(c, key, &h->token_key);
 }
 
 static char *arena_lower(struct ng_arena *a, const char *s, size_t len)
@@ -398,45 +435,56 @@ ng_status kd_hook_ca(struct kd_ctx *c, const cJSON *ca, const char *field, struc
 	return NG_OK;
 }
 
-/* spec.healthHook into @h. A hook that cannot be called gets @h->error and fails closed when
- * its budget is impacted; the budget's scope stays readable. Only OOM fails. */
-static ng_status decode_hook(struct kd_ctx *c, const cJSON *j, struct kube_hook *h)
+/* Hook field @f of @j into @h. A hook that cannot be called gets @h->error and fails closed
+ * when its budget is impacted; the budget's scope stays readable. Only OOM fails. */
+static ng_status decode_hook(struct kd_ctx *c, const struct hook_field *f, const cJSON *j,
+			     struct kube_hook *h)
 {
 	char why[256] = "";
+	char field[64];
 	memset(h, 0, sizeof(*h));
-	h->error = NG_INTERN_NONE;
+	h->error = h->token_ns = h->token_name = h->token_key = NG_INTERN_NONE;
 	if (!j || cJSON_IsNull(j))
 		return NG_OK;
 	h->present = true;
-	int64_t secs = 5;
-	hook_form(j, &secs, why, sizeof(why));
+	int64_t secs = f->default_timeout_s;
+	hook_form(f, j, &secs, why, sizeof(why));
 	h->timeout_s = (int32_t)secs;
 	const cJSON *url = ng_json_get(j, "url");
 	const cJSON *ca = ng_json_get(j, "caBundle");
 	char buf[HOOK_URL_MAX + 1];
 	if (!*why && url && !cJSON_IsNull(url)) {
-		hook_url(url, buf, why, sizeof(why));
+		hook_url(f, url, buf, why, sizeof(why));
 	} else if (!*why) {
-		hook_service(ng_json_get(j, "service"), buf, why, sizeof(why));
+		hook_service(f, ng_json_get(j, "service"), buf, why, sizeof(why));
 		h->service = true;
 	}
 	ng_status st = NG_OK;
+	ng_fmt(field, sizeof(field), "%s.caBundle", f->name);
 	if (!*why && cJSON_IsString(ca) && *ca->valuestring)
-		st = kd_hook_ca(c, ca, "spec.healthHook.caBundle", h, why, sizeof(why));
+		st = kd_hook_ca(c, ca, field, h, why, sizeof(why));
+	ng_fmt(field, sizeof(field), "%s.url", f->name);
 	if (st == NG_OK && !*why)
-		st = kd_hook_parts(c, buf, "spec.healthHook.url", h, why, sizeof(why));
+		st = kd_hook_parts(c, buf, field, h, why, sizeof(why));
+	if (st == NG_OK && !*why)
+		st = hook_token(c, f, j, h, why, sizeof(why));
 	if (st != NG_OK)
 		return st;
 	if (*why) {
 		h->ca = NULL;
 		h->nca = 0;
 		h->scheme = h->host = NULL;
+		h->token_ns = h->token_name = h->token_key = NG_INTERN_NONE;
 		return kd_intern(c, why, &h->error);
 	}
 	if (!(h->url = ng_arena_strndup(c->arena, buf, strlen(buf))))
-		return kd_fail(c, NG_ENOMEM, "spec.healthHook", "out of memory");
+		return kd_fail(c, NG_ENOMEM, f->name, "out of memory");
 	return NG_OK;
 }
+
+static const struct hook_field health_hook = {"spec.healthHook", 25, 5};
+/* Criteo's controller gives these calls 30 s; an answer may take longer than a health check. */
+static const struct hook_field hook_v2 = {"spec.hookV2BasePath", 60, 30};
 
 ng_status kd_decode_adb(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
 {
@@ -471,7 +519,9 @@ ng_status kd_decode_adb(struct kd_ctx *c, const cJSON *o, const struct kd_id *id
 		memset(&a->pvc_selector, 0, sizeof(a->pvc_selector));
 	}
 	if (st == NG_OK || st == NG_EPARSE || st == NG_ELIMIT)
-		st = decode_hook(c, ng_json_get(spec, "healthHook"), &a->hook);
+		st = decode_hook(c, &health_hook, ng_json_get(spec, "healthHook"), &a->hook);
+	if (st == NG_OK)
+		st = decode_hook(c, &hook_v2, ng_json_get(spec, "hookV2BasePath"), &a->b.hook2);
 	if (st != NG_OK)
 		return st;
 	return finish_budget(c, &a->b, &verr);
@@ -585,6 +635,9 @@ ng_status kd_decode_ndb(struct kd_ctx *c, const cJSON *o, const struct kd_id *id
 	}
 	if (verr.status != NG_OK)
 		memset(&n->node_selector, 0, sizeof(n->node_selector));
+	st = decode_hook(c, &hook_v2, ng_json_get(spec, "hookV2BasePath"), &n->b.hook2);
+	if (st != NG_OK)
+		return st;
 	return finish_budget(c, &n->b, &verr);
 }
 

@@ -523,6 +523,7 @@ static ng_status nd_verdicts(struct kd_ctx *c, const cJSON *status, struct kube_
 		struct kube_nd_verdict *v = &out[i];
 		v->kind = v->ns = v->name = NG_INTERN_NONE;
 		v->ok = cJSON_IsTrue(ng_json_get(e, "ok"));
+		v->preparing = cJSON_IsTrue(ng_json_get(e, "preparing"));
 		st = kind ? kd_intern(c, kind, &v->kind) : NG_OK;
 		st = st == NG_OK && ns ? kd_intern(c, ns, &v->ns) : st;
 		st = st == NG_OK && name ? kd_intern(c, name, &v->name) : st;

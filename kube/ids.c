@@ -56,8 +56,17 @@ static void int_or_string(kube_id_fn fn, void *ctx, const struct kube_int_or_str
 		fn(ctx, v->str);
 }
 
+static void hook(kube_id_fn fn, void *ctx, const struct kube_hook *h)
+{
+	fn(ctx, h->error);
+	fn(ctx, h->token_ns);
+	fn(ctx, h->token_name);
+	fn(ctx, h->token_key);
+}
+
 static void budget(kube_id_fn fn, void *ctx, const struct kube_budget_common *b)
 {
+	hook(fn, ctx, &b->hook2);
 	fn(ctx, b->ns);
 	fn(ctx, b->name);
 	fn(ctx, b->error);
@@ -138,7 +147,7 @@ void kube_ids_adb(const void *rec, kube_id_fn fn, void *ctx)
 {
 	const struct kube_adb *a = rec;
 	budget(fn, ctx, &a->b);
-	fn(ctx, a->hook.error);
+	hook(fn, ctx, &a->hook);
 	selector(fn, ctx, &a->pod_selector);
 	selector(fn, ctx, &a->pvc_selector);
 	int_or_string(fn, ctx, &a->max_disruptions);

@@ -304,6 +304,7 @@ struct kube_nd_operation {
 struct kube_nd_verdict {
 	uint32_t kind, ns, name; /* reference.*; NG_INTERN_NONE when absent */
 	bool ok;
+	bool preparing;     /* its multistep hooks answered /prepare: /terminate is owed */
 	const char *reason; /* "" when absent */
 };
 
@@ -439,6 +440,27 @@ struct kube_exclusion {
 
 /* Shared by ADB and NDB: a budget that failed validation stays in the cache as invalid so the
  * decision can fail closed and say why. */
+/* An ApplicationDisruptionBudget's spec.healthHook (DESIGN.md §3.3), or either budget kind's
+ * spec.hookV2BasePath. Whether the URL may be called is the NodeGateConfig's healthHooks policy,
+ * checked when it is called (policy/hook.h). */
+struct kube_hook {
+	bool present;
+	bool service;    /* from .service: url is its cluster DNS name */
+	const char *url; /* .url, or https://<name>.<namespace>.svc:<port><path> */
+	const char *ca;  /* .caBundle decoded (PEM), NULL = system roots */
+	size_t nca;
+	int32_t timeout_s; /* .timeoutSeconds: healthHook 1..25, default 5; hookV2BasePath 1..60,
+			    * default 30 */
+	uint32_t error;    /* intern id of why the hook cannot be called; NG_INTERN_NONE if fine */
+	/* The URL's parts, read once here so that deciding needs no URL parser: scheme and host
+	 * lower case, an IPv6 literal's host without brackets; NULL when error is set. */
+	const char *scheme, *host;
+	bool userinfo; /* the URL carries credentials (user[:password]@) */
+	/* .tokenSecretRef: the Secret key whose value is sent as "Authorization: Bearer <it>";
+	 * intern ids, NG_INTERN_NONE when absent. */
+	uint32_t token_ns, token_name, token_key;
+};
+
 struct kube_budget_common {
 	uint32_t ns, name; /* ns is NG_INTERN_NONE for cluster-scoped */
 	const char *uid;   /* metadata.uid ("" when absent; NULL in records made by hand) */
@@ -455,22 +477,9 @@ struct kube_budget_common {
 	bool outside_use_default;
 	uint16_t nexclusions;
 	const struct kube_exclusion *exclusions; /* spec.exclusions, sorted by start */
-};
-
-/* An ApplicationDisruptionBudget's spec.healthHook (DESIGN.md §3.3). Whether the URL may be
- * called is the NodeGateConfig's healthHooks policy, checked when it is called (policy/hook.h). */
-struct kube_hook {
-	bool present;
-	bool service;    /* from spec.healthHook.service: url is its cluster DNS name */
-	const char *url; /* spec.healthHook.url, or https://<name>.<namespace>.svc:<port><path> */
-	const char *ca;  /* spec.healthHook.caBundle decoded (PEM), NULL = system roots */
-	size_t nca;
-	int32_t timeout_s; /* spec.healthHook.timeoutSeconds: 1..25, default 5 */
-	uint32_t error;    /* intern id of why the hook cannot be called; NG_INTERN_NONE if fine */
-	/* The URL's parts, read once here so that deciding needs no URL parser: scheme and host
-	 * lower case, an IPv6 literal's host without brackets; NULL when error is set. */
-	const char *scheme, *host;
-	bool userinfo; /* the URL carries credentials (user[:password]@) */
+	/* spec.hookV2BasePath: the multistep hooks (<url>/prepare, /ready, /terminate); not
+	 * present when absent. Both budget kinds. */
+	struct kube_hook hook2;
 };
 
 struct kube_adb {

@@ -139,6 +139,9 @@ struct pol_budget_verdict {
 	 * any window's), or leave fewer than its minimum. The reason then says so, and what
 	 * would make it fit. */
 	bool never;
+	/* Its multistep hooks accepted /prepare for this request (now or in an earlier
+	 * decision): written as the status entry's "preparing". */
+	bool preparing;
 	char reason[320]; /* a failed health hook's reason quotes its answer */
 };
 
@@ -208,12 +211,15 @@ const char **pol_node_names_sorted(const struct kube_snapshot *s, const struct p
 struct ng_buf;
 /**
  * Appends @v (@n verdicts of a decision on @s) to @b as status.disruptedDisruptionBudgets
- * writes them: [{reference: {kind, namespace, name}, ok, reason}]. NG_ELIMIT/NG_ENOMEM from the
- * buffer, which may then hold part of the array.
+ * writes them: [{reference: {kind, namespace, name}, ok, reason, preparing (when true)}]. With
+ * @prior (the request as the cache has it; may be NULL), every budget its status marks
+ * preparing stays so: /terminate is owed to it whatever this decision says, so a budget no
+ * verdict names is carried as it was. NG_ELIMIT/NG_ENOMEM from the buffer, which may then hold
+ * part of the array.
  */
 NG_NODISCARD ng_status pol_verdicts_json(const struct kube_snapshot *s,
 					 const struct pol_budget_verdict *v, size_t n,
-					 struct ng_buf *b);
+					 const struct kube_nd *prior, struct ng_buf *b);
 
 /* A budget at one instant: the limit in force, how much of it is used and by which requests,
  * and where its maintenance windows stand. What `kubectl get` shows of a budget, what its

@@ -1,5 +1,6 @@
 /* Why things wait: the gate's and the drainer's own decisions, gathered for a person. */
 #include "policy/explain.h"
+#include "policy/hook.h"
 
 #include "common/arena.h"
 #include "common/buf.h"
@@ -103,14 +104,16 @@ static void wait_holders(const struct kube_snapshot *s, const struct pol_explain
 	}
 }
 
-/* Whether @d's grant waits for health hooks: an ApplicationDisruptionBudget it impacts has one. */
+/* Whether @d's grant waits for hooks: an ApplicationDisruptionBudget it impacts has a health
+ * hook, or a budget of either kind has multistep hooks. */
 static bool has_hooks(const struct kube_snapshot *s, const struct pol_gate_decision *d)
 {
 	size_t na;
 	const struct kube_adb *adbs = kube_snapshot_adbs(s, &na);
 	for (size_t i = 0; i < d->nverdicts; i++)
-		if (d->verdicts[i].kind == KUBE_RES_ADBS && d->verdicts[i].index < na &&
-		    adbs[d->verdicts[i].index].hook.present)
+		if ((d->verdicts[i].kind == KUBE_RES_ADBS && d->verdicts[i].index < na &&
+		     adbs[d->verdicts[i].index].hook.present) ||
+		    pol_hook2_budget(s, &d->verdicts[i]))
 			return true;
 	return false;
 }

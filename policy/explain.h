@@ -49,7 +49,7 @@ struct pol_explain_wait {
 	size_t nholders, nheld;
 	uint32_t ahead[POL_EXPLAIN_MAX_HOLDERS];
 	size_t nahead;
-	bool needs_hooks; /* would be granted, after the health hooks of its budgets answer */
+	bool needs_hooks; /* would be granted, after the hooks of its budgets answer */
 	/* What the gate last wrote (the Granted condition), which says what the policy alone
 	 * cannot know: hooks out, the alert gate. */
 	const struct kube_condition *written;

@@ -1,6 +1,8 @@
 #include "policy/hook.h"
 
 #include "common/arena.h"
+#include "common/jw.h"
+#include "policy/disruption_internal.h"
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/intern.h"
@@ -10,9 +12,15 @@
 
 const char *pol_hook_result_str(enum pol_hook_result r)
 {
-	static const char *const names[] = {"pending", "ok",     "failed",   "timeout",
-					    "error",   "denied", "cancelled"};
+	static const char *const names[] = {"pending", "ok",     "failed",    "timeout",
+					    "error",   "denied", "cancelled", "later"};
 	return (size_t)r < sizeof(names) / sizeof(names[0]) ? names[r] : "unknown";
+}
+
+const char *pol_hook_phase_str(enum pol_hook_phase p)
+{
+	static const char *const names[] = {"health", "prepare", "ready", "terminate"};
+	return (size_t)p < sizeof(names) / sizeof(names[0]) ? names[p] : "unknown";
 }
 
 void pol_hook_policy_from(const struct kube_snapshot *s, struct kube_hook_policy *ret)
@@ -188,14 +196,67 @@ bool pol_hook_addr_allowed(const struct kube_hook_policy *p, const struct kube_c
 	return !refused;
 }
 
-ng_status pol_hooks_prepare(const struct kube_snapshot *s, const struct pol_gate_decision *d,
-			    const struct kube_hook_policy *p, struct ng_arena *arena,
-			    struct pol_hook_call **ret_calls, size_t *ret_n)
+static const char *kind_str(enum kube_resource kind)
+{
+	return kind == KUBE_RES_NDBS ? "NodeDisruptionBudget" : "ApplicationDisruptionBudget";
+}
+
+bool pol_hook_prepared(const struct kube_snapshot *s, const struct kube_nd *nd,
+		       enum kube_resource kind, uint32_t ns, uint32_t name)
+{
+	const struct kube_nd_detail *x = nd ? nd->detail : NULL;
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	for (uint16_t i = 0; x && i < x->nverdicts; i++) {
+		const struct kube_nd_verdict *v = &x->verdicts[i];
+		const char *k = v->preparing ? ng_intern_str(pool, v->kind, NULL) : NULL;
+		if (k && v->ns == ns && v->name == name && strcmp(k, kind_str(kind)) == 0)
+			return true;
+	}
+	return false;
+}
+
+bool pol_hooks_preparing(const struct kube_nd *nd)
+{
+	const struct kube_nd_detail *x = nd->detail;
+	for (uint16_t i = 0; x && i < x->nverdicts; i++)
+		if (x->verdicts[i].preparing)
+			return true;
+	return false;
+}
+
+const struct kube_budget_common *pol_hook2_budget(const struct kube_snapshot *s,
+						  const struct pol_budget_verdict *v)
+{
+	size_t n;
+	const struct kube_budget_common *b = NULL;
+	if (v->kind == KUBE_RES_ADBS) {
+		const struct kube_adb *a = kube_snapshot_adbs(s, &n);
+		b = v->index < n ? &a[v->index].b : NULL;
+	} else if (v->kind == KUBE_RES_NDBS) {
+		const struct kube_ndb *a = kube_snapshot_ndbs(s, &n);
+		b = v->index < n ? &a[v->index].b : NULL;
+	}
+	return b && b->hook2.present ? b : NULL;
+}
+
+static void deny_unless_allowed(const struct kube_snapshot *s, const struct kube_hook_policy *p,
+				struct pol_hook_call *c)
+{
+	struct ng_err why = {0};
+	if (pol_hook_allowed(c->hook, p, kube_snapshot_pool(s), &why) != NG_OK) {
+		ng_fmt(c->message, sizeof(c->message), "%s", why.msg);
+		c->result = POL_HOOK_DENIED;
+	}
+}
+
+ng_status pol_hooks_prepare(const struct kube_snapshot *s, const struct kube_nd *nd,
+			    const struct pol_gate_decision *d, const struct kube_hook_policy *p,
+			    struct ng_arena *arena, struct pol_hook_call **ret_calls, size_t *ret_n)
 {
 	size_t nadb, n = 0;
 	const struct kube_adb *adbs = kube_snapshot_adbs(s, &nadb);
 	struct pol_hook_call *calls =
-	    ng_arena_alloc(arena, (d->nverdicts ? d->nverdicts : 1) * sizeof(*calls));
+	    ng_arena_alloc(arena, (d->nverdicts ? 2 * d->nverdicts : 1) * sizeof(*calls));
 	if (!calls)
 		return NG_ENOMEM;
 	for (size_t i = 0; i < d->nverdicts; i++) {
@@ -204,32 +265,113 @@ ng_status pol_hooks_prepare(const struct kube_snapshot *s, const struct pol_gate
 			continue;
 		struct pol_hook_call *c = &calls[n++];
 		memset(c, 0, sizeof(*c));
-		c->adb = &adbs[v->index];
+		c->budget = &adbs[v->index].b;
+		c->hook = &adbs[v->index].hook;
+		c->kind = KUBE_RES_ADBS;
+		c->phase = POL_HOOK_HEALTH;
 		c->verdict = i;
-		struct ng_err why = {0};
-		if (pol_hook_allowed(&c->adb->hook, p, kube_snapshot_pool(s), &why) != NG_OK) {
-			ng_fmt(c->message, sizeof(c->message), "%s", why.msg);
-			c->result = POL_HOOK_DENIED;
-		}
+		c->retry_after_s = -1;
+		deny_unless_allowed(s, p, c);
+	}
+	for (size_t i = 0; i < d->nverdicts; i++) {
+		const struct pol_budget_verdict *v = &d->verdicts[i];
+		const struct kube_budget_common *b = pol_hook2_budget(s, v);
+		if (!b)
+			continue;
+		struct pol_hook_call *c = &calls[n++];
+		memset(c, 0, sizeof(*c));
+		c->budget = b;
+		c->hook = &b->hook2;
+		c->kind = v->kind;
+		c->phase = pol_hook_prepared(s, nd, v->kind, v->ns, v->name) ? POL_HOOK_READY
+									     : POL_HOOK_PREPARE;
+		c->verdict = i;
+		c->retry_after_s = -1;
+		deny_unless_allowed(s, p, c);
 	}
 	*ret_calls = calls;
 	*ret_n = n;
 	return NG_OK;
 }
 
+/* When a multistep hook that answered 425 is asked again: its Retry-After, bounded, else soon. */
+static int64_t later_at(const struct pol_hook_call *c, int64_t now_wall_ms)
+{
+	if (c->retry_after_s < 0)
+		return now_wall_ms + POL_HOOK_AGAIN_MS;
+	int64_t s = c->retry_after_s > POL_HOOK_MAX_RETRY_AFTER_S ? POL_HOOK_MAX_RETRY_AFTER_S
+								  : c->retry_after_s;
+	return now_wall_ms + (s ? s * 1000 : 1000);
+}
+
+/* A multistep hook's answer @c folded into verdict @v. Returns whether it fails the request
+ * (refused or failed; else it waits or is ready); *@wake gets when to decide again when it
+ * waits. */
+static bool apply_step(const struct ng_intern *pool, const struct pol_hook_call *c,
+		       struct pol_budget_verdict *v, int64_t now_wall_ms, int64_t *wake)
+{
+	char who[300], at[40];
+	const char *ns =
+	    c->budget->ns != NG_INTERN_NONE ? ng_intern_str(pool, c->budget->ns, NULL) : NULL;
+	ng_fmt(who, sizeof(who), "%s %s%s%s", kind_str(c->kind), ns ? ns : "", ns ? "/" : "",
+	       ng_intern_str(pool, c->budget->name, NULL));
+	bool prepare = c->phase == POL_HOOK_PREPARE;
+	if (c->result == POL_HOOK_OK && !prepare) {
+		size_t len = strlen(v->reason);
+		ng_fmt(v->reason + len, sizeof(v->reason) - len, "; ready (POST /ready: %s)",
+		       c->message);
+		return false;
+	}
+	v->ok = false;
+	if (c->result == POL_HOOK_OK) { /* /prepare accepted: preparing, /ready next */
+		v->preparing = true;
+		*wake = now_wall_ms + 1000;
+		ng_fmt(v->reason, sizeof(v->reason),
+		       "%s: preparing (POST /prepare: %s); asking /ready next", who, c->message);
+		return false;
+	}
+	if (c->result == POL_HOOK_LATER) {
+		*wake = later_at(c, now_wall_ms);
+		ng_format_rfc3339_ms(*wake, at);
+		ng_fmt(v->reason, sizeof(v->reason), "%s: %s (POST /%s: %s); asked again at %s",
+		       who, prepare ? "asks to be asked later" : "not ready yet",
+		       pol_hook_phase_str(c->phase), c->message, at);
+		return false;
+	}
+	if (!prepare) { /* preparing, not ready: asked again, retry or not */
+		*wake = now_wall_ms + POL_HOOK_AGAIN_MS;
+		ng_fmt(v->reason, sizeof(v->reason), "%s: not ready: POST /ready: %s", who,
+		       c->message);
+		return false;
+	}
+	ng_fmt(v->reason, sizeof(v->reason), "%s: %s: POST /prepare: %s", who,
+	       c->code == 424 ? "refused the disruption" : "cannot prepare the disruption",
+	       c->message);
+	return true;
+}
+
 bool pol_hooks_apply(const struct kube_snapshot *s, const struct kube_nd *nd,
-		     const struct pol_hook_call *calls, size_t n, struct pol_gate_decision *d)
+		     const struct pol_hook_call *calls, size_t n, struct pol_gate_decision *d,
+		     int64_t now_wall_ms)
 {
 	for (size_t i = 0; i < n; i++)
 		if (calls[i].result == POL_HOOK_PENDING)
 			return false;
 	const struct ng_intern *pool = kube_snapshot_pool(s);
-	bool any = false;
+	bool failed = false;
+	int64_t wake = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct pol_hook_call *c = &calls[i];
 		if (c->verdict >= d->nverdicts || c->result == POL_HOOK_CANCELLED)
 			continue;
 		struct pol_budget_verdict *v = &d->verdicts[c->verdict];
+		if (c->phase != POL_HOOK_HEALTH && c->result != POL_HOOK_DENIED) {
+			int64_t w = 0;
+			failed |= apply_step(pool, c, v, now_wall_ms, &w);
+			if (w && (!wake || w < wake))
+				wake = w;
+			continue;
+		}
 		if (c->result == POL_HOOK_OK) {
 			size_t at = strlen(v->reason);
 			ng_fmt(v->reason + at, sizeof(v->reason) - at, "; health hook: %s",
@@ -237,15 +379,136 @@ bool pol_hooks_apply(const struct kube_snapshot *s, const struct kube_nd *nd,
 			continue;
 		}
 		v->ok = false;
-		ng_fmt(v->reason, sizeof(v->reason),
-		       "health hook of ApplicationDisruptionBudget %s/%s: %s",
-		       ng_intern_str(pool, c->adb->b.ns, NULL),
-		       ng_intern_str(pool, c->adb->b.name, NULL), c->message);
-		any = true;
+		ng_fmt(v->reason, sizeof(v->reason), "%s of %s %s%s%s: %s",
+		       c->phase == POL_HOOK_HEALTH ? "health hook" : "multistep hook",
+		       kind_str(c->kind),
+		       c->budget->ns != NG_INTERN_NONE ? ng_intern_str(pool, c->budget->ns, NULL)
+						       : "",
+		       c->budget->ns != NG_INTERN_NONE ? "/" : "",
+		       ng_intern_str(pool, c->budget->name, NULL), c->message);
+		failed = true;
 	}
-	if (any) {
-		pol_decision_reason(d);
+	if (!failed && !wake)
+		return false;
+	pol_decision_reason(d);
+	if (failed) {
 		d->outcome = nd->retry ? POL_GATE_PENDING : POL_GATE_REJECT;
+		return true;
 	}
-	return any;
+	/* Waiting on a multistep hook: decided again then, retry or not. */
+	d->outcome = POL_GATE_PENDING;
+	d->only_windows = true;
+	if (!d->wake_wall_ms || wake < d->wake_wall_ms)
+		d->wake_wall_ms = wake;
+	return true;
+}
+
+static bool in_sorted_ids(const uint32_t *ids, size_t n, uint32_t id)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ids[mid] == id)
+			return true;
+		if (ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+ng_status pol_budget_nodes_in(struct pol_ledger *ledger, enum kube_resource kind, size_t index,
+			      const uint32_t *nodes, size_t n, struct ng_arena *arena,
+			      uint32_t **ret, size_t *ret_n)
+{
+	const struct bscope *sc = NULL;
+	if (kind == KUBE_RES_NDBS) {
+		if (pd_ndb_scope(ledger, index, &sc) != NG_OK)
+			return NG_ENOMEM;
+	} else {
+		if (pd_adb_index(ledger) != NG_OK)
+			return NG_ENOMEM;
+		sc = &ledger->adb[index];
+	}
+	uint32_t *out = ng_arena_alloc(arena, (n ? n : 1) * sizeof(*out));
+	if (!out)
+		return NG_ENOMEM;
+	size_t k = 0;
+	for (size_t i = 0; i < sc->n && k < n; i++)
+		if (in_sorted_ids(nodes, n, sc->names[i]))
+			out[k++] = sc->names[i];
+	*ret = out;
+	*ret_n = k;
+	return NG_OK;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void pol_hooks_hold_back(const struct kube_snapshot *s, const struct pol_hook_call *calls, size_t n,
+			 struct pol_gate_decision *d, const char *why, int64_t now_wall_ms)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	for (size_t i = 0; i < n; i++) {
+		const struct pol_hook_call *c = &calls[i];
+		if (c->phase == POL_HOOK_HEALTH || c->verdict >= d->nverdicts)
+			continue;
+		struct pol_budget_verdict *v = &d->verdicts[c->verdict];
+		const char *ns = c->budget->ns != NG_INTERN_NONE
+				     ? ng_intern_str(pool, c->budget->ns, NULL)
+				     : NULL;
+		v->ok = false;
+		ng_fmt(v->reason, sizeof(v->reason), "%s %s%s%s: %s", kind_str(c->kind),
+		       ns ? ns : "", ns ? "/" : "", ng_intern_str(pool, c->budget->name, NULL),
+		       why);
+	}
+	pol_decision_reason(d);
+	d->outcome = POL_GATE_PENDING;
+	d->only_windows = true;
+	d->wake_wall_ms = now_wall_ms + 1000;
+}
+
+ng_status pol_hook2_body(const struct kube_snapshot *s, const struct kube_nd *nd,
+			 const uint32_t *nodes, size_t n, struct ng_buf *b)
+{
+	static const char zero[] = "0001-01-01T00:00:00.000Z"; /* Go's zero time */
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	const struct kube_nd_detail *x = nd->detail;
+	uint32_t by = x && x->created_by != NG_INTERN_NONE ? x->created_by : nd->requestor;
+	const char *type = nd->type != NG_INTERN_NONE ? ng_intern_str(pool, nd->type, NULL) : "";
+	const char *creator = by != NG_INTERN_NONE ? ng_intern_str(pool, by, NULL) : "";
+	struct ng_jw w;
+	ng_jw_init(&w, b);
+	ng_jw_obj(&w);
+	ng_jw_kstr(&w, "uid", nd->uid ? nd->uid : "");
+	ng_jw_kstr(&w, "name", ng_intern_str(pool, nd->name, NULL));
+	ng_jw_kstr(&w, "type", type ? type : "");
+	const char **names = malloc((n ? n : 1) * sizeof(*names));
+	if (!names)
+		return NG_ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		names[i] = ng_intern_str(pool, nodes[i], NULL);
+	qsort(names, n, sizeof(*names), cmp_name);
+	ng_jw_key(&w, "nodes");
+	ng_jw_arr(&w);
+	for (size_t i = 0; i < n; i++)
+		ng_jw_str(&w, names[i]);
+	ng_jw_arr_end(&w);
+	free(names);
+	ng_jw_kstr(&w, "createdBy", creator ? creator : "");
+	const int64_t times[] = {nd->created_ms, x ? x->start_ms : 0, nd->deadline_ms};
+	const char *const keys[] = {"creationDate", "startDate", "deadlineDate"};
+	for (size_t i = 0; i < 3; i++) {
+		ng_jw_key(&w, keys[i]);
+		if (times[i] > 0)
+			ng_jw_time_ms(&w, times[i]);
+		else
+			ng_jw_str(&w, zero);
+	}
+	ng_jw_ki64(&w, "duration", x && x->duration_ms > 0 ? x->duration_ms / 1000 : 0);
+	ng_jw_obj_end(&w);
+	return ng_jw_finish(&w);
 }

@@ -196,34 +196,72 @@ ng_status pol_budget_status(const struct kube_snapshot *s, struct pol_ledger *le
 	return NG_OK;
 }
 
+static const char *kind_name(enum kube_resource kind)
+{
+	return kind == KUBE_RES_NDBS   ? "NodeDisruptionBudget"
+	       : kind == KUBE_RES_PDBS ? "PodDisruptionBudget"
+				       : "ApplicationDisruptionBudget";
+}
+
+static void verdict_json(struct ng_jw *w, const struct ng_intern *pool, const char *kind,
+			 uint32_t ns, uint32_t name, bool ok, const char *reason, bool preparing)
+{
+	size_t len;
+	ng_jw_obj(w);
+	ng_jw_key(w, "reference");
+	ng_jw_obj(w);
+	ng_jw_kstr(w, "kind", kind);
+	if (ns != NG_INTERN_NONE) {
+		const char *s = ng_intern_str(pool, ns, &len);
+		ng_jw_key(w, "namespace");
+		ng_jw_strn(w, s, len);
+	}
+	const char *s = ng_intern_str(pool, name, &len);
+	ng_jw_key(w, "name");
+	ng_jw_strn(w, s ? s : "", s ? len : 0);
+	ng_jw_obj_end(w);
+	ng_jw_kbool(w, "ok", ok);
+	ng_jw_kstr(w, "reason", reason);
+	if (preparing)
+		ng_jw_kbool(w, "preparing", true);
+	ng_jw_obj_end(w);
+}
+
+/* Whether verdict @v names the budget of status entry @p. */
+static bool same_budget(const struct ng_intern *pool, const struct pol_budget_verdict *v,
+			const struct kube_nd_verdict *p)
+{
+	const char *kind = ng_intern_str(pool, p->kind, NULL);
+	return v->name == p->name && v->ns == p->ns && kind &&
+	       strcmp(kind, kind_name(v->kind)) == 0;
+}
+
 ng_status pol_verdicts_json(const struct kube_snapshot *s, const struct pol_budget_verdict *v,
-			    size_t n, struct ng_buf *b)
+			    size_t n, const struct kube_nd *prior, struct ng_buf *b)
 {
 	const struct ng_intern *pool = kube_snapshot_pool(s);
+	const struct kube_nd_detail *x = prior ? prior->detail : NULL;
+	size_t nprior = x ? x->nverdicts : 0;
 	struct ng_jw w;
 	ng_jw_init(&w, b);
 	ng_jw_arr(&w);
 	for (size_t i = 0; i < n; i++) {
-		size_t len;
-		const char *kind = v[i].kind == KUBE_RES_NDBS   ? "NodeDisruptionBudget"
-				   : v[i].kind == KUBE_RES_PDBS ? "PodDisruptionBudget"
-								: "ApplicationDisruptionBudget";
-		ng_jw_obj(&w);
-		ng_jw_key(&w, "reference");
-		ng_jw_obj(&w);
-		ng_jw_kstr(&w, "kind", kind);
-		if (v[i].ns != NG_INTERN_NONE) {
-			const char *ns = ng_intern_str(pool, v[i].ns, &len);
-			ng_jw_key(&w, "namespace");
-			ng_jw_strn(&w, ns, len);
-		}
-		const char *name = ng_intern_str(pool, v[i].name, &len);
-		ng_jw_key(&w, "name");
-		ng_jw_strn(&w, name, len);
-		ng_jw_obj_end(&w);
-		ng_jw_kbool(&w, "ok", v[i].ok);
-		ng_jw_kstr(&w, "reason", v[i].reason);
-		ng_jw_obj_end(&w);
+		bool preparing = v[i].preparing;
+		for (size_t k = 0; k < nprior && !preparing; k++)
+			preparing =
+			    x->verdicts[k].preparing && same_budget(pool, &v[i], &x->verdicts[k]);
+		verdict_json(&w, pool, kind_name(v[i].kind), v[i].ns, v[i].name, v[i].ok,
+			     v[i].reason, preparing);
+	}
+	/* Budgets that prepared for the request but are not decided now: still owed /terminate. */
+	for (size_t k = 0; k < nprior; k++) {
+		const struct kube_nd_verdict *p = &x->verdicts[k];
+		bool named = false;
+		for (size_t i = 0; i < n && !named; i++)
+			named = same_budget(pool, &v[i], p);
+		if (p->preparing && !named)
+			verdict_json(&w, pool, ng_intern_str(pool, p->kind, NULL), p->ns, p->name,
+				     p->ok, p->reason, true);
 	}
 	ng_jw_arr_end(&w);
 	return ng_jw_finish(&w);

@@ -12,6 +12,7 @@
 #include "kube/one.h"
 #include "kube/snapshot.h"
 #include "policy/disruption.h"
+#include "policy/hook.h"
 #include "policy/drain.h"
 #include "policy/lifecycle.h"
 #include "policy/plan.h"
@@ -167,7 +168,7 @@ static ng_status evaluation_answer(const struct kube_snapshot *snap,
 	ng_jw_key(&w, "disruptedDisruptionBudgets");
 	struct ng_buf *vb = ng_jw_value_buf(&w);
 	if (vb)
-		ng_jw_fail(&w, pol_verdicts_json(snap, d->verdicts, d->nverdicts, vb));
+		ng_jw_fail(&w, pol_verdicts_json(snap, d->verdicts, d->nverdicts, NULL, vb));
 	/* A grant still waits on these (not called by a dry run). */
 	ng_jw_key(&w, "healthHooks");
 	ng_jw_arr(&w);
@@ -180,6 +181,23 @@ static ng_status evaluation_answer(const struct kube_snapshot *snap,
 			continue;
 		ng_jw_obj(&w);
 		ng_jw_kstr(&w, "namespace", ng_intern_str(pool, v->ns, NULL));
+		ng_jw_kstr(&w, "name", ng_intern_str(pool, v->name, NULL));
+		ng_jw_obj_end(&w);
+	}
+	ng_jw_arr_end(&w);
+	/* Nor the multistep hooks: a grant would still wait on /prepare and /ready of these. */
+	ng_jw_key(&w, "multistepHooks");
+	ng_jw_arr(&w);
+	for (size_t i = 0; d->outcome == POL_GATE_GRANT && i < d->nverdicts; i++) {
+		const struct pol_budget_verdict *v = &d->verdicts[i];
+		if (!pol_hook2_budget(snap, v))
+			continue;
+		ng_jw_obj(&w);
+		ng_jw_kstr(&w, "kind",
+			   v->kind == KUBE_RES_NDBS ? "NodeDisruptionBudget"
+						    : "ApplicationDisruptionBudget");
+		if (v->ns != NG_INTERN_NONE)
+			ng_jw_kstr(&w, "namespace", ng_intern_str(pool, v->ns, NULL));
 		ng_jw_kstr(&w, "name", ng_intern_str(pool, v->name, NULL));
 		ng_jw_obj_end(&w);
 	}
@@ -562,7 +580,8 @@ static ng_status explained_node(const struct kube_snapshot *snap, const struct p
 		ng_jw_key(&w, "disruptedDisruptionBudgets");
 		struct ng_buf *vb = ng_jw_value_buf(&w);
 		if (vb)
-			ng_jw_fail(&w, pol_verdicts_json(snap, d->verdicts, d->nverdicts, vb));
+			ng_jw_fail(&w,
+				   pol_verdicts_json(snap, d->verdicts, d->nverdicts, NULL, vb));
 		ng_jw_obj_end(&w);
 	}
 	ng_jw_obj_end(&w);

@@ -157,7 +157,7 @@ static void compare(const struct kube_snapshot *s, const struct pol_gate_decisio
 	if (failures) {
 		struct ng_buf b;
 		ng_buf_init(&b, 1u << 20);
-		if (pol_verdicts_json(s, d->verdicts, d->nverdicts, &b) == NG_OK)
+		if (pol_verdicts_json(s, d->verdicts, d->nverdicts, NULL, &b) == NG_OK)
 			(void)fprintf(stderr, "  reason: %s\n  verdicts: %s\n", d->reason, b.data);
 		ng_buf_finish(&b);
 	}

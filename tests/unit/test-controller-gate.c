@@ -339,7 +339,7 @@ static struct pol_hook_call call_deny(const char *hook, const char *ngc,
 	struct kube_hook_policy p;
 	pol_hook_policy_from(s, &p);
 	struct pol_hook_call *calls;
-	assert_int_equal(pol_hooks_prepare(s, &d, &p, arena, &calls, &n), NG_OK);
+	assert_int_equal(pol_hooks_prepare(s, NULL, &d, &p, arena, &calls, &n), NG_OK);
 	assert_int_equal(n, 1);
 	_Atomic bool stop = false;
 	assert_int_equal(gate_hooks_call(calls, n, &p, deny, ndeny, "{}", 2, &stop), NG_OK);

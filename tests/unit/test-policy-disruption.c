@@ -834,10 +834,12 @@ static void test_H02_failed_hook_rejects_or_waits_and_names_the_hook(void **stat
 		pol_hook_policy_from(r.s, &p);
 		struct pol_hook_call *calls;
 		size_t n;
-		assert_int_equal(pol_hooks_prepare(r.s, &r.d, &p, r.arena, &calls, &n), NG_OK);
+		assert_int_equal(pol_hooks_prepare(r.s, NULL, &r.d, &p, r.arena, &calls, &n),
+				 NG_OK);
 		assert_int_equal(n, 1);
 		assert_int_equal(calls[0].result, POL_HOOK_PENDING);
-		assert_false(pol_hooks_apply(r.s, NULL, calls, n, &r.d)); /* not decided yet */
+		assert_false(
+		    pol_hooks_apply(r.s, NULL, calls, n, &r.d, NOW_WALL_MS)); /* not decided yet */
 		calls[0].result = POL_HOOK_FAILED;
 		calls[0].code = 503;
 		ng_fmt(calls[0].message, sizeof(calls[0].message), "HTTP status 503");
@@ -845,7 +847,7 @@ static void test_H02_failed_hook_rejects_or_waits_and_names_the_hook(void **stat
 		const struct kube_nd *nds = kube_snapshot_nds(r.s, &nn);
 		const struct kube_nd *nd =
 		    nds[0].name == ng_test_id(r.s, retry ? "nd" : "nr") ? &nds[0] : &nds[1];
-		assert_true(pol_hooks_apply(r.s, nd, calls, n, &r.d));
+		assert_true(pol_hooks_apply(r.s, nd, calls, n, &r.d, NOW_WALL_MS));
 		expect(&r, retry ? POL_GATE_PENDING : POL_GATE_REJECT,
 		       "health hook of ApplicationDisruptionBudget default/db: HTTP status 503");
 		assert_false(r.d.verdicts[0].ok);
@@ -863,14 +865,16 @@ static void test_H02_failed_hook_rejects_or_waits_and_names_the_hook(void **stat
 		pol_hook_policy_from(r.s, &p);
 		struct pol_hook_call *calls;
 		size_t n, nn;
-		assert_int_equal(pol_hooks_prepare(r.s, &r.d, &p, r.arena, &calls, &n), NG_OK);
+		assert_int_equal(pol_hooks_prepare(r.s, NULL, &r.d, &p, r.arena, &calls, &n),
+				 NG_OK);
 		assert_int_equal(n, 2);
 		for (size_t i = 0; i < n; i++) {
 			calls[i].result = POL_HOOK_FAILED;
 			ng_fmt(calls[i].message, sizeof(calls[i].message), "%s",
 			       i ? "timed out" : "HTTP status 503");
 		}
-		assert_true(pol_hooks_apply(r.s, kube_snapshot_nds(r.s, &nn), calls, n, &r.d));
+		assert_true(
+		    pol_hooks_apply(r.s, kube_snapshot_nds(r.s, &nn), calls, n, &r.d, NOW_WALL_MS));
 		assert_string_equal(r.d.reason,
 				    "2 budgets fail: health hook of ApplicationDisruptionBudget "
 				    "default/db: HTTP status 503 | health hook of "
@@ -885,11 +889,12 @@ static void test_H02_failed_hook_rejects_or_waits_and_names_the_hook(void **stat
 	pol_hook_policy_from(r.s, &p);
 	struct pol_hook_call *calls;
 	size_t n;
-	assert_int_equal(pol_hooks_prepare(r.s, &r.d, &p, r.arena, &calls, &n), NG_OK);
+	assert_int_equal(pol_hooks_prepare(r.s, NULL, &r.d, &p, r.arena, &calls, &n), NG_OK);
 	calls[0].result = POL_HOOK_OK;
 	ng_fmt(calls[0].message, sizeof(calls[0].message), "HTTP status 200");
 	size_t nn;
-	assert_false(pol_hooks_apply(r.s, kube_snapshot_nds(r.s, &nn), calls, n, &r.d));
+	assert_false(
+	    pol_hooks_apply(r.s, kube_snapshot_nds(r.s, &nn), calls, n, &r.d, NOW_WALL_MS));
 	expect(&r, POL_GATE_GRANT, NULL);
 	assert_non_null(strstr(r.d.verdicts[0].reason, "; health hook: HTTP status 200"));
 	done(&r);
