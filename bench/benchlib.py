@@ -219,7 +219,7 @@ class Serve:
                 "--tls-cert", cert, "--tls-key", key,
                 "--kubeconfig", sa if os.path.exists(sa) else api.kubeconfig,
                 "--admin-listen", f"127.0.0.1:{self.admin_port}", "--lease-namespace", "nodegate",
-                "--shutdown-grace-seconds", "1", "--log-level", "warn", *extra]
+                "--shutdown-grace-seconds", "1", "--log-level", os.environ.get("NG_BENCH_LOG_LEVEL", "warn"), *extra]
         if client_ca:
             args += ["--client-ca", client_ca]
         with open(self.log_path, "wb") as logf:

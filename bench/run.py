@@ -48,10 +48,11 @@ def programs(build, nodegate):
     elif not os.path.exists(loadgen):
         why = "build-bench/bench/bench-loadgen was not built"
     out.append((["B1", "B2"], [sys.executable, webhook, "--nodegate", nodegate, "--loadgen", loadgen], why))
-    for ids, script in ((["B3"], "grant.py"), (["B4"], "decision.py"), (["B5", "B6"], "cache.py"),
-                        (["B7"], "rolling.py"), (["B8"], "hooks.py"),
-                        (["B9"], "plan.py")):
-        out.append((ids, [sys.executable, os.path.join(ROOT, "bench", script), "--nodegate", nodegate], None))
+    for ids, script, *extra in ((["B3"], "grant.py"), (["B4"], "decision.py"), (["B5", "B6"], "cache.py"),
+                                (["B7"], "rolling.py"), (["B8"], "hooks.py"), (["B8"], "hooks.py", "--v2"),
+                                (["B9"], "plan.py")):
+        out.append((ids, [sys.executable, os.path.join(ROOT, "bench", script), "--nodegate", nodegate, *extra],
+                    None))
     return out
 
 

@@ -242,16 +242,27 @@ struct batch {
 	int64_t t0_us;
 };
 
-/* One easy handle per pending call of @health (health hooks) or not (multistep steps), all
- * added to the multi handle. */
-static ng_status batch_start(struct batch *b, struct pol_hook_call *calls, size_t n, bool health,
-			     const struct kube_hook_policy *p, const struct kube_cidr *deny,
-			     size_t ndeny, const char *body, size_t len)
+/* Which calls a batch makes: the health hooks, the first multistep step of each budget
+ * (/prepare, or /ready of a budget preparing), or the /ready that follows a /prepare. */
+enum batch_of { BATCH_HEALTH, BATCH_FIRST, BATCH_THEN };
+
+static bool in_batch(const struct pol_hook_call *calls, size_t i, enum batch_of which)
+{
+	bool health = calls[i].phase == POL_HOOK_HEALTH;
+	bool then = !health && i > 0 && calls[i - 1].verdict == calls[i].verdict &&
+		    calls[i - 1].phase == POL_HOOK_PREPARE;
+	return which == BATCH_HEALTH ? health : which == BATCH_THEN ? then : !health && !then;
+}
+
+/* One easy handle per pending call of batch @which, all added to the multi handle. */
+static ng_status batch_start(struct batch *b, struct pol_hook_call *calls, size_t n,
+			     enum batch_of which, const struct kube_hook_policy *p,
+			     const struct kube_cidr *deny, size_t ndeny, const char *body,
+			     size_t len)
 {
 	ng_status st = NG_OK;
 	for (size_t i = 0; st == NG_OK && i < n; i++) {
-		if (calls[i].result != POL_HOOK_PENDING ||
-		    (calls[i].phase == POL_HOOK_HEALTH) != health)
+		if (calls[i].result != POL_HOOK_PENDING || !in_batch(calls, i, which))
 			continue;
 		struct running *r = &b->rs[b->nr];
 		r->call = &calls[i];
@@ -319,22 +330,21 @@ static void batch_end(struct batch *b, bool any_failed)
 		(void)curl_multi_cleanup(b->m);
 }
 
-/* The pending calls of @health (or of the multistep steps) of @calls, at once. */
-static ng_status call_batch(struct pol_hook_call *calls, size_t n, bool health,
+/* The pending calls of batch @which of @calls, at once. */
+static ng_status call_batch(struct pol_hook_call *calls, size_t n, enum batch_of which,
 			    const struct kube_hook_policy *p, const struct kube_cidr *deny,
 			    size_t ndeny, const char *body, size_t len, const _Atomic bool *stop,
 			    bool *ret_failed)
 {
 	size_t npending = 0;
 	for (size_t i = 0; i < n; i++)
-		npending += calls[i].result == POL_HOOK_PENDING &&
-			    (calls[i].phase == POL_HOOK_HEALTH) == health;
+		npending += calls[i].result == POL_HOOK_PENDING && in_batch(calls, i, which);
 	if (npending == 0)
 		return NG_OK;
 	struct batch b = {curl_multi_init(), calloc(npending, sizeof(struct running)), 0,
 			  ng_now_mono_us()};
 	ng_status st =
-	    b.m && b.rs ? batch_start(&b, calls, n, health, p, deny, ndeny, body, len) : NG_ENOMEM;
+	    b.m && b.rs ? batch_start(&b, calls, n, which, p, deny, ndeny, body, len) : NG_ENOMEM;
 	if (st == NG_OK)
 		st = batch_drive(&b, npending, stop, ret_failed);
 	batch_end(&b, *ret_failed);
@@ -346,10 +356,22 @@ ng_status gate_hooks_call(struct pol_hook_call *calls, size_t n, const struct ku
 			  const _Atomic bool *stop)
 {
 	bool any_failed = false;
-	ng_status st = call_batch(calls, n, true, p, deny, ndeny, body, len, stop, &any_failed);
+	ng_status st =
+	    call_batch(calls, n, BATCH_HEALTH, p, deny, ndeny, body, len, stop, &any_failed);
 	/* The multistep steps only once every health hook answered healthy. */
 	if (st == NG_OK && !any_failed)
-		st = call_batch(calls, n, false, p, deny, ndeny, body, len, stop, &any_failed);
+		st =
+		    call_batch(calls, n, BATCH_FIRST, p, deny, ndeny, body, len, stop, &any_failed);
+	/* /ready right after each /prepare that answered 200; not asked after any other. */
+	for (size_t i = 1; st == NG_OK && !any_failed && i < n; i++)
+		if (in_batch(calls, i, BATCH_THEN) && calls[i].result == POL_HOOK_PENDING &&
+		    calls[i - 1].result != POL_HOOK_OK) {
+			calls[i].result = POL_HOOK_CANCELLED;
+			ng_fmt(calls[i].message, sizeof(calls[i].message),
+			       "not asked: /prepare did not answer 200");
+		}
+	if (st == NG_OK && !any_failed)
+		st = call_batch(calls, n, BATCH_THEN, p, deny, ndeny, body, len, stop, &any_failed);
 	for (size_t i = 0; st == NG_OK && any_failed && i < n; i++)
 		if (calls[i].result == POL_HOOK_PENDING) {
 			calls[i].result = POL_HOOK_CANCELLED;

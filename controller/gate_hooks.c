@@ -466,6 +466,10 @@ enum gate_hooks_step gate_hooks_step(struct gate *g, const struct kube_snapshot 
 		if (j->held || !gate_job_done(&j->t))
 			return GATE_HOOKS_WAIT; /* still out: the request is not decided meanwhile
 						 */
+		/* Multistep answers wait until the cache shows the finalizer written before the
+		 * calls: a status written on the older version would conflict and lose them. */
+		if (j->mem && !has_gate_finalizer(s, nd))
+			return GATE_HOOKS_WAIT;
 		bool answers = n && job_answers(j, s, d, calls, n);
 		/* Answers about other hooks or nodes are recorded, and asked again for these. */
 		job_drop(g, ji, !answers);
@@ -488,13 +492,14 @@ enum gate_hooks_step gate_hooks_step(struct gate *g, const struct kube_snapshot 
 		nsteps += calls[i].phase != POL_HOOK_HEALTH;
 	}
 	/* No budget prepares before nodegate's finalizer holds the request: its /terminate
-	 * must not be lost to a delete. The finalizer's write brings the next decision. */
+	 * must not be lost to a delete. Once the finalizer is written the calls start (the
+	 * cache shows it later); a conflict or a request gone waits for the next change. */
 	if (nsteps && !has_gate_finalizer(s, nd)) {
-		/* Pending first: the gate adds its finalizer to Pending requests. */
-		pol_hooks_hold_back(s, calls, n, d,
-				    "asks /prepare once nodegate's finalizer holds the request",
-				    now_wall_ms);
-		return GATE_HOOKS_ANSWERED;
+		enum kube_write_outcome o = gate_set_finalizer(g, s, nd, name, true, arena);
+		if (o == KUBE_WRITE_CONFLICT || o == KUBE_WRITE_GONE)
+			return GATE_HOOKS_WAIT;
+		if (o != KUBE_WRITE_OK)
+			return GATE_HOOKS_AGAIN;
 	}
 	struct ng_arena *mem = nsteps ? ng_arena_create(4u * NG_MAX_BODY_BYTES) : NULL;
 	size_t *index = nsteps ? ng_arena_alloc(arena, n * sizeof(*index)) : NULL;

@@ -303,6 +303,12 @@ void gate_later_free(struct gate_later *l);
 /** Queues @l (its strings are copied) when the round defers; false when it does not (the
  * caller writes at once) or there is no memory (the write is dropped: best effort). */
 bool gate_defer(struct gate *g, const struct gate_later *l);
+/** Sets metadata.finalizers of request @nd (@name) of @s to its list with GATE_FINALIZER added
+ * (@present) or removed, carrying the resourceVersion it was read at (another writer's change
+ * makes it a conflict: the next round looks again). */
+enum kube_write_outcome gate_set_finalizer(struct gate *g, const struct kube_snapshot *s,
+					   const struct kube_nd *nd, const char *name, bool present,
+					   struct ng_arena *arena);
 /** Adds the finalizer to decided requests, releases deleted ones (DESIGN.md §4). */
 void gate_tend_finalizers(struct gate *g, const struct kube_snapshot *s, int64_t now_wall_ms);
 

@@ -259,14 +259,15 @@ static bool has_finalizer(const struct kube_nd *nd, uint32_t fin)
 /* Sets metadata.finalizers to the request's list with ours added or removed, carrying the
  * resourceVersion it was read at (another writer's change makes it a 409: the next round looks
  * again). */
-static void set_finalizer(struct gate *g, const struct kube_snapshot *s, const struct kube_nd *nd,
-			  const char *name, bool present, struct ng_arena *arena)
+enum kube_write_outcome gate_set_finalizer(struct gate *g, const struct kube_snapshot *s,
+					   const struct kube_nd *nd, const char *name, bool present,
+					   struct ng_arena *arena)
 {
 	const struct ng_intern *pool = kube_snapshot_pool(s);
 	const char **cur = ng_arena_alloc(arena, (nd->nfinalizers + 1u) * sizeof(*cur));
 	if (!cur) {
 		ng_prom_add(&g->errors, 1);
-		return;
+		return KUBE_WRITE_FAILED;
 	}
 	for (uint16_t i = 0; i < nd->nfinalizers; i++)
 		cur[i] = ng_intern_str(pool, nd->finalizers[i], NULL);
@@ -281,6 +282,7 @@ static void set_finalizer(struct gate *g, const struct kube_snapshot *s, const s
 	else
 		ng_prom_add(&g->errors, 1);
 	kube_write_log("gate", "finalizer not written", &ref, &r);
+	return r.outcome;
 }
 
 void gate_tend_finalizers(struct gate *g, const struct kube_snapshot *s, int64_t now_wall_ms)
@@ -305,10 +307,10 @@ void gate_tend_finalizers(struct gate *g, const struct kube_snapshot *s, int64_t
 				ng_fmt(msg, sizeof(msg), "released %u node(s)", nd->ndisrupted);
 				gate_event_nd(g, nd, name, "Released", "Normal", msg, now_wall_ms);
 			}
-			set_finalizer(g, s, nd, name, false, arena);
+			(void)gate_set_finalizer(g, s, nd, name, false, arena);
 		} else if (!nd->deleting && !has &&
 			   (nd->state == KUBE_ND_GRANTED || nd->state == KUBE_ND_PENDING)) {
-			set_finalizer(g, s, nd, name, true, arena);
+			(void)gate_set_finalizer(g, s, nd, name, true, arena);
 		}
 	}
 	ng_arena_destroy(arena);

@@ -256,7 +256,7 @@ ng_status pol_hooks_prepare(const struct kube_snapshot *s, const struct kube_nd 
 	size_t nadb, n = 0;
 	const struct kube_adb *adbs = kube_snapshot_adbs(s, &nadb);
 	struct pol_hook_call *calls =
-	    ng_arena_alloc(arena, (d->nverdicts ? 2 * d->nverdicts : 1) * sizeof(*calls));
+	    ng_arena_alloc(arena, (d->nverdicts ? 3 * d->nverdicts : 1) * sizeof(*calls));
 	if (!calls)
 		return NG_ENOMEM;
 	for (size_t i = 0; i < d->nverdicts; i++) {
@@ -278,16 +278,19 @@ ng_status pol_hooks_prepare(const struct kube_snapshot *s, const struct kube_nd 
 		const struct kube_budget_common *b = pol_hook2_budget(s, v);
 		if (!b)
 			continue;
-		struct pol_hook_call *c = &calls[n++];
-		memset(c, 0, sizeof(*c));
-		c->budget = b;
-		c->hook = &b->hook2;
-		c->kind = v->kind;
-		c->phase = pol_hook_prepared(s, nd, v->kind, v->ns, v->name) ? POL_HOOK_READY
-									     : POL_HOOK_PREPARE;
-		c->verdict = i;
-		c->retry_after_s = -1;
-		deny_unless_allowed(s, p, c);
+		bool prepared = pol_hook_prepared(s, nd, v->kind, v->ns, v->name);
+		/* Not preparing: /prepare, and /ready right after it when it answers 200. */
+		for (int k = prepared; k < 2; k++) {
+			struct pol_hook_call *c = &calls[n++];
+			memset(c, 0, sizeof(*c));
+			c->budget = b;
+			c->hook = &b->hook2;
+			c->kind = v->kind;
+			c->phase = k ? POL_HOOK_READY : POL_HOOK_PREPARE;
+			c->verdict = i;
+			c->retry_after_s = -1;
+			deny_unless_allowed(s, p, c);
+		}
 	}
 	*ret_calls = calls;
 	*ret_n = n;
@@ -308,7 +311,8 @@ static int64_t later_at(const struct pol_hook_call *c, int64_t now_wall_ms)
  * (refused or failed; else it waits or is ready); *@wake gets when to decide again when it
  * waits. */
 static bool apply_step(const struct ng_intern *pool, const struct pol_hook_call *c,
-		       struct pol_budget_verdict *v, int64_t now_wall_ms, int64_t *wake)
+		       bool ready_follows, struct pol_budget_verdict *v, int64_t now_wall_ms,
+		       int64_t *wake)
 {
 	char who[300], at[40];
 	const char *ns =
@@ -316,20 +320,25 @@ static bool apply_step(const struct ng_intern *pool, const struct pol_hook_call 
 	ng_fmt(who, sizeof(who), "%s %s%s%s", kind_str(c->kind), ns ? ns : "", ns ? "/" : "",
 	       ng_intern_str(pool, c->budget->name, NULL));
 	bool prepare = c->phase == POL_HOOK_PREPARE;
+	if (!prepare) /* /ready is asked of a budget preparing, now or before */
+		v->preparing = true;
 	if (c->result == POL_HOOK_OK && !prepare) {
 		size_t len = strlen(v->reason);
 		ng_fmt(v->reason + len, sizeof(v->reason) - len, "; ready (POST /ready: %s)",
 		       c->message);
 		return false;
 	}
-	v->ok = false;
-	if (c->result == POL_HOOK_OK) { /* /prepare accepted: preparing, /ready next */
+	if (c->result == POL_HOOK_OK) { /* /prepare accepted: preparing; its /ready decides */
 		v->preparing = true;
-		*wake = now_wall_ms + 1000;
+		if (ready_follows)
+			return false;
+		v->ok = false;
+		*wake = now_wall_ms + POL_HOOK_NEXT_STEP_MS;
 		ng_fmt(v->reason, sizeof(v->reason),
 		       "%s: preparing (POST /prepare: %s); asking /ready next", who, c->message);
 		return false;
 	}
+	v->ok = false;
 	if (c->result == POL_HOOK_LATER) {
 		*wake = later_at(c, now_wall_ms);
 		ng_format_rfc3339_ms(*wake, at);
@@ -367,7 +376,12 @@ bool pol_hooks_apply(const struct kube_snapshot *s, const struct kube_nd *nd,
 		struct pol_budget_verdict *v = &d->verdicts[c->verdict];
 		if (c->phase != POL_HOOK_HEALTH && c->result != POL_HOOK_DENIED) {
 			int64_t w = 0;
-			failed |= apply_step(pool, c, v, now_wall_ms, &w);
+			/* The calls of one budget are adjacent: /prepare, then its /ready. */
+			bool ready_follows = i + 1 < n && calls[i + 1].verdict == c->verdict &&
+					     calls[i + 1].phase == POL_HOOK_READY &&
+					     calls[i + 1].result != POL_HOOK_CANCELLED &&
+					     calls[i + 1].result != POL_HOOK_DENIED;
+			failed |= apply_step(pool, c, ready_follows, v, now_wall_ms, &w);
 			if (w && (!wake || w < wake))
 				wake = w;
 			continue;
@@ -446,29 +460,6 @@ ng_status pol_budget_nodes_in(struct pol_ledger *ledger, enum kube_resource kind
 static int cmp_name(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-void pol_hooks_hold_back(const struct kube_snapshot *s, const struct pol_hook_call *calls, size_t n,
-			 struct pol_gate_decision *d, const char *why, int64_t now_wall_ms)
-{
-	const struct ng_intern *pool = kube_snapshot_pool(s);
-	for (size_t i = 0; i < n; i++) {
-		const struct pol_hook_call *c = &calls[i];
-		if (c->phase == POL_HOOK_HEALTH || c->verdict >= d->nverdicts)
-			continue;
-		struct pol_budget_verdict *v = &d->verdicts[c->verdict];
-		const char *ns = c->budget->ns != NG_INTERN_NONE
-				     ? ng_intern_str(pool, c->budget->ns, NULL)
-				     : NULL;
-		v->ok = false;
-		ng_fmt(v->reason, sizeof(v->reason), "%s %s%s%s: %s", kind_str(c->kind),
-		       ns ? ns : "", ns ? "/" : "", ng_intern_str(pool, c->budget->name, NULL),
-		       why);
-	}
-	pol_decision_reason(d);
-	d->outcome = POL_GATE_PENDING;
-	d->only_windows = true;
-	d->wake_wall_ms = now_wall_ms + 1000;
 }
 
 ng_status pol_hook2_body(const struct kube_snapshot *s, const struct kube_nd *nd,

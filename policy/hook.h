@@ -39,6 +39,9 @@ enum pol_hook_phase {
 /** "health", "prepare", "ready", "terminate": the metric label and the path's last segment. */
 const char *pol_hook_phase_str(enum pol_hook_phase p);
 
+/* After /prepare answered 200, /ready is asked this soon: at once, as Criteo's controller does
+ * on the status write, but never in a loop should that write not land. */
+#define POL_HOOK_NEXT_STEP_MS 100
 /* A multistep hook that answered 425 without a usable Retry-After, or failed /ready, is asked
  * again after this long. */
 #define POL_HOOK_AGAIN_MS 10000
@@ -152,13 +155,6 @@ NG_NODISCARD ng_status pol_hooks_prepare(const struct kube_snapshot *s, const st
 bool pol_hooks_apply(const struct kube_snapshot *s, const struct kube_nd *nd,
 		     const struct pol_hook_call *calls, size_t n, struct pol_gate_decision *d,
 		     int64_t now_wall_ms);
-
-/**
- * Holds decision @d back before its multistep steps are asked (@calls, @n): each budget with one
- * fails with "<budget>: <why>", and @d is Pending, decided again in a second, retry or not.
- */
-void pol_hooks_hold_back(const struct kube_snapshot *s, const struct pol_hook_call *calls, size_t n,
-			 struct pol_gate_decision *d, const char *why, int64_t now_wall_ms);
 
 /**
  * The body of multistep hook calls about request @nd and @nodes (@n intern ids: the request's

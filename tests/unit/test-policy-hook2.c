@@ -111,29 +111,52 @@ static void test_prepare_answers(void **state)
 	const char *objs = V2_ADB("db", "{\"url\":\"https://mgr/\"}") "," ND(
 	    "nr", "{\"nodeNames\":[\"node1\"]}") "," ND("nd", "{\"nodeNames\":[\"node1\"],"
 							      "\"retry\":{\"enabled\":true}}");
-	/* 200: preparing, Pending without retry too, asked again (/ready) in a second. */
+	/* A budget not preparing gets /prepare, and /ready right after it when it answers 200. */
 	struct result r = decide(cluster(objs), "nr", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_GRANT, NULL);
 	size_t n;
 	struct pol_hook_call *c = calls_of(&r, "nr", &n);
-	assert_int_equal(n, 1);
+	assert_int_equal(n, 2);
 	assert_int_equal(c[0].phase, POL_HOOK_PREPARE);
+	assert_int_equal(c[1].phase, POL_HOOK_READY);
 	assert_int_equal(c[0].kind, KUBE_RES_ADBS);
 	answer(&c[0], POL_HOOK_OK, 200, -1);
+	answer(&c[1], POL_HOOK_OK, 200, -1);
+	assert_false(pol_hooks_apply(r.s, find_nd(r.s, "nr"), c, n, &r.d, NOW_WALL_MS));
+	expect(&r, POL_GATE_GRANT, NULL);
+	assert_true(r.d.verdicts[0].preparing);
+	assert_non_null(strstr(r.d.verdicts[0].reason, "ready (POST /ready: HTTP status 200)"));
+	done(&r);
+	/* Prepared, not ready yet: Pending without retry too, asked again at Retry-After. */
+	r = decide(cluster(objs), "nr", NULL, NOW_WALL_MS);
+	c = calls_of(&r, "nr", &n);
+	answer(&c[0], POL_HOOK_OK, 200, -1);
+	answer(&c[1], POL_HOOK_LATER, 425, 3);
+	assert_true(pol_hooks_apply(r.s, find_nd(r.s, "nr"), c, n, &r.d, NOW_WALL_MS));
+	expect(&r, POL_GATE_PENDING, "not ready yet (POST /ready: HTTP status 425)");
+	assert_true(r.d.verdicts[0].preparing);
+	assert_true(r.d.only_windows); /* waits for the clock, retry or not */
+	assert_int_equal(r.d.wake_wall_ms, NOW_WALL_MS + 3000);
+	done(&r);
+	/* Prepared, /ready not asked (the job stopped): preparing, /ready asked next. */
+	r = decide(cluster(objs), "nr", NULL, NOW_WALL_MS);
+	c = calls_of(&r, "nr", &n);
+	answer(&c[0], POL_HOOK_OK, 200, -1);
+	c[1].result = POL_HOOK_CANCELLED;
 	assert_true(pol_hooks_apply(r.s, find_nd(r.s, "nr"), c, n, &r.d, NOW_WALL_MS));
 	expect(
 	    &r, POL_GATE_PENDING,
 	    "ApplicationDisruptionBudget default/db: preparing (POST /prepare: HTTP status 200); "
 	    "asking /ready next");
 	assert_true(r.d.verdicts[0].preparing);
-	assert_true(r.d.only_windows); /* waits for the clock, retry or not */
-	assert_int_equal(r.d.wake_wall_ms, NOW_WALL_MS + 1000);
+	assert_int_equal(r.d.wake_wall_ms, NOW_WALL_MS + POL_HOOK_NEXT_STEP_MS);
 	done(&r);
 	/* 424: refused; Rejected without retry, Pending with it; nothing prepared. */
 	for (int retry = 0; retry < 2; retry++) {
 		r = decide(cluster(objs), retry ? "nd" : "nr", NULL, NOW_WALL_MS);
 		c = calls_of(&r, retry ? "nd" : "nr", &n);
 		answer(&c[0], POL_HOOK_FAILED, 424, -1);
+		c[1].result = POL_HOOK_CANCELLED; /* /ready follows only a 200 */
 		assert_true(pol_hooks_apply(r.s, find_nd(r.s, retry ? "nd" : "nr"), c, n, &r.d,
 					    NOW_WALL_MS));
 		expect(&r, retry ? POL_GATE_PENDING : POL_GATE_REJECT,
@@ -147,6 +170,7 @@ static void test_prepare_answers(void **state)
 		r = decide(cluster(objs), "nr", NULL, NOW_WALL_MS);
 		c = calls_of(&r, "nr", &n);
 		answer(&c[0], POL_HOOK_LATER, 425, after[i][0]);
+		c[1].result = POL_HOOK_CANCELLED;
 		assert_true(pol_hooks_apply(r.s, find_nd(r.s, "nr"), c, n, &r.d, NOW_WALL_MS));
 		expect(&r, POL_GATE_PENDING,
 		       "asks to be asked later (POST /prepare: HTTP status 425)");
@@ -159,6 +183,7 @@ static void test_prepare_answers(void **state)
 	c = calls_of(&r, "nr", &n);
 	c[0].result = POL_HOOK_TIMEOUT;
 	ng_fmt(c[0].message, sizeof(c[0].message), "timeout");
+	c[1].result = POL_HOOK_CANCELLED;
 	assert_true(pol_hooks_apply(r.s, find_nd(r.s, "nr"), c, n, &r.d, NOW_WALL_MS));
 	expect(&r, POL_GATE_REJECT, "cannot prepare the disruption: POST /prepare: timeout");
 	done(&r);
@@ -210,11 +235,13 @@ static void test_health_hooks_come_first_and_both_kinds_are_asked(void **state)
 	expect(&r, POL_GATE_GRANT, NULL);
 	size_t n;
 	struct pol_hook_call *c = calls_of(&r, "nd", &n);
-	assert_int_equal(n, 3);
+	assert_int_equal(n, 5); /* the health hook, then /prepare and /ready of each budget */
 	assert_int_equal(c[0].phase, POL_HOOK_HEALTH);
 	int kinds = 0;
-	for (size_t i = 1; i < 3; i++) {
+	for (size_t i = 1; i < 5; i += 2) {
 		assert_int_equal(c[i].phase, POL_HOOK_PREPARE);
+		assert_int_equal(c[i + 1].phase, POL_HOOK_READY);
+		assert_int_equal(c[i + 1].verdict, c[i].verdict);
 		kinds |= c[i].kind == KUBE_RES_NDBS ? 1 : 2;
 	}
 	assert_int_equal(kinds, 3);
