@@ -47,6 +47,24 @@ static ng_status windows_ok(const struct ng_intern *pool, const struct kube_budg
 	return NG_OK;
 }
 
+/* Hook @h of field @field: malformed (422) or forbidden by @cluster's healthHooks policy (403);
+ * NG_OK when absent. pol_hook_allowed() tells which. */
+static ng_status hook_ok(const struct kube_snapshot *cluster, const struct ng_intern *pool,
+			 const struct kube_hook *h, const char *field, struct ng_err *reterr)
+{
+	if (!h->present)
+		return NG_OK;
+	if (h->error != NG_INTERN_NONE)
+		return invalid(pool, h->error, reterr);
+	struct kube_hook_policy p;
+	pol_hook_policy_from(cluster, &p);
+	struct ng_err why = {0};
+	ng_status st = pol_hook_allowed(h, &p, kube_snapshot_pool(cluster), &why);
+	if (st != NG_OK)
+		return ng_err_set(reterr, st, 0, "%s: %s", field, why.msg);
+	return NG_OK;
+}
+
 static ng_status check_adb(const struct kube_snapshot *cluster, const struct ng_intern *pool,
 			   const struct kube_adb *adb, struct ng_err *reterr)
 {
@@ -56,22 +74,12 @@ static ng_status check_adb(const struct kube_snapshot *cluster, const struct ng_
 		return ng_err_set(reterr, NG_EPARSE, 0, "spec.maxDisruptions: required");
 	ng_status st = limit_ok(pool, &adb->max_disruptions, "spec.maxDisruptions", reterr);
 	st = st ? st : windows_ok(pool, &adb->b, "maxDisruptions", reterr);
-	if (st != NG_OK || !adb->hook.present)
-		return st;
-	if (adb->hook.error != NG_INTERN_NONE)
-		return invalid(pool, adb->hook.error, reterr);
-	struct kube_hook_policy p;
-	pol_hook_policy_from(cluster, &p);
-	struct ng_err why = {0};
-	/* Forbidden by the policy (403) or invalid (422): pol_hook_allowed() tells which. */
-	st = pol_hook_allowed(&adb->hook, &p, kube_snapshot_pool(cluster), &why);
-	if (st != NG_OK)
-		return ng_err_set(reterr, st, 0, "spec.healthHook: %s", why.msg);
-	return NG_OK;
+	st = st ? st : hook_ok(cluster, pool, &adb->hook, "spec.healthHook", reterr);
+	return st ? st : hook_ok(cluster, pool, &adb->b.hook2, "spec.hookV2BasePath", reterr);
 }
 
-static ng_status check_ndb(const struct ng_intern *pool, const struct kube_ndb *ndb,
-			   struct ng_err *reterr)
+static ng_status check_ndb(const struct kube_snapshot *cluster, const struct ng_intern *pool,
+			   const struct kube_ndb *ndb, struct ng_err *reterr)
 {
 	if (ndb->b.invalid)
 		return invalid(pool, ndb->b.error, reterr);
@@ -83,8 +91,9 @@ static ng_status check_ndb(const struct ng_intern *pool, const struct kube_ndb *
 	ng_status st = limit_ok(pool, &ndb->max_disrupted, "spec.maxDisruptedNodes", reterr);
 	st = st ? st : limit_ok(pool, &ndb->min_undisrupted, "spec.minUndisruptedNodes", reterr);
 	st = st ? st : windows_ok(pool, &ndb->b, "maxDisruptedNodes", reterr);
-	return st ? st
-		  : limit_ok(pool, &ndb->max_per_domain, "spec.maxDisruptedNodesPerDomain", reterr);
+	st = st ? st
+		: limit_ok(pool, &ndb->max_per_domain, "spec.maxDisruptedNodesPerDomain", reterr);
+	return st ? st : hook_ok(cluster, pool, &ndb->b.hook2, "spec.hookV2BasePath", reterr);
 }
 
 ng_status pol_check_budget(const struct kube_snapshot *cluster, const struct kube_one *obj,
@@ -97,7 +106,7 @@ ng_status pol_check_budget(const struct kube_snapshot *cluster, const struct kub
 	if (adb)
 		return check_adb(cluster, pool, adb, reterr);
 	if (ndb)
-		return check_ndb(pool, ndb, reterr);
+		return check_ndb(cluster, pool, ndb, reterr);
 	/* nodegate reads only the singleton: another one would be created and silently ignored,
 	 * its pause or alert gate doing nothing. */
 	const char *ngc_name = ngc ? ng_intern_str(pool, ngc->name, NULL) : NULL;

@@ -104,6 +104,19 @@ static void test_V07_V08_H09_budget_admission_checks(void **state)
 		      NG_EFORBIDDEN, "host \"127.0.0.1\" matches no");
 	expect_budget(strict, ADB("a", DB_HOOK("{\"url\":\"https://hooks.example.com/\"}")), NG_OK,
 		      NULL);
+	/* Multistep hooks, on both kinds, under the same policy. */
+	expect_budget(strict,
+		      NDB("p", "{\"nodeSelector\":{},\"maxDisruptedNodes\":1,\"hookV2BasePath\":"
+			       "{\"url\":\"https://127.0.0.1/\"}}"),
+		      NG_EFORBIDDEN, "spec.hookV2BasePath: hook not allowed: host \"127.0.0.1\"");
+	expect_budget(none,
+		      ADB("a", "{\"podSelector\":{},\"maxDisruptions\":1,\"hookV2BasePath\":"
+			       "{\"url\":\"https://m/\",\"timeoutSeconds\":61}}"),
+		      NG_EPARSE, "spec.hookV2BasePath.timeoutSeconds: must be 1..60");
+	expect_budget(strict,
+		      ADB("a", "{\"podSelector\":{},\"maxDisruptions\":1,\"hookV2BasePath\":"
+			       "{\"url\":\"https://hooks.example.com/v2\"}}"),
+		      NG_OK, NULL);
 	/* A NodeGateConfig is checked as the gate reads it; other kinds pass. */
 	expect_budget(none, NGC("{\"healthHooks\":{\"maxResponseBytes\":0}}"), NG_EPARSE,
 		      "maxResponseBytes: must be 1..16777216");
