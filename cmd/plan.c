@@ -137,8 +137,9 @@ static void print_text(FILE *f, const struct kube_snapshot *s, const struct pol_
 	(void)fprintf(f, ", each held ");
 	cmd_out_duration(f, in->drain_ms);
 	(void)fprintf(f, " (type %s, requestor %s).\n", in->type, in->requestor);
-	(void)fprintf(f, "Assumes health hooks answer healthy and the alert gate lets grants "
-			 "through; Pending requests already in the cluster are not simulated.\n");
+	(void)fprintf(f, "Assumes health hooks answer healthy, multistep hooks are ready at once "
+			 "and the alert gate lets grants through; Pending requests already in the "
+			 "cluster are not simulated.\n");
 	if (p->held_at_start)
 		(void)fprintf(f, "Granted requests holding nodes at the start: %zu.\n",
 			      p->held_at_start);

@@ -892,6 +892,7 @@ ng_status pol_plan_json(const struct kube_snapshot *s, const struct pol_plan_inp
 	ng_jw_key(&w, "assumptions");
 	ng_jw_arr(&w);
 	ng_jw_str(&w, "health hooks answer healthy");
+	ng_jw_str(&w, "multistep hooks prepare and are ready at once");
 	ng_jw_str(&w, "the alert gate lets grants through");
 	ng_jw_str(&w, "Pending requests already in the cluster are not simulated");
 	ng_jw_str(&w, "nodes, pods and budgets stay as the snapshot shows them");
