@@ -752,7 +752,13 @@ bool gate_hooks_terminate(struct gate *g, const struct kube_snapshot *s, const s
 			return false;
 		g->terms = p;
 		i = g->nterms++;
-		g->terms[i] = (struct gate_term){nd->name, uid, NULL, now_wall_ms, 0, 0};
+		struct kube_hook_policy hp;
+		pol_hook_policy_from(s, &hp);
+		g->terms[i] =
+		    (struct gate_term){nd->name, uid,
+				       NULL,     now_wall_ms,
+				       0,        now_wall_ms + hp.terminate_deadline_s * 1000,
+				       0};
 	}
 	struct gate_term *t = &g->terms[i];
 	if (t->job && !gate_job_done(&t->job->t))
@@ -780,12 +786,12 @@ bool gate_hooks_terminate(struct gate *g, const struct kube_snapshot *s, const s
 		}
 		term_backoff(t, now_wall_ms);
 	}
-	if (now_wall_ms - t->since_wall_ms >= GATE_TERMINATE_DEADLINE_MS) {
+	if (now_wall_ms >= t->until_wall_ms) {
 		char msg[300];
 		ng_fmt(msg, sizeof(msg),
-		       "gave up calling /terminate after %d s (%u attempts): the budgets that "
+		       "gave up calling /terminate after %lld s (%u attempts): the budgets that "
 		       "prepared for it were not all told it ended",
-		       GATE_TERMINATE_DEADLINE_MS / 1000, t->attempts);
+		       (long long)((t->until_wall_ms - t->since_wall_ms) / 1000), t->attempts);
 		gate_event_nd(g, nd, name, "TerminateAbandoned", "Warning", msg, now_wall_ms);
 		term_drop(g, i);
 		return true;
@@ -817,9 +823,8 @@ bool gate_terms_due(const struct gate *g, int64_t now_wall_ms, int64_t *ret_next
 			due |= gate_job_done(&t->job->t);
 			continue;
 		}
-		int64_t at = t->next_wall_ms;
-		if (t->since_wall_ms + GATE_TERMINATE_DEADLINE_MS < at)
-			at = t->since_wall_ms + GATE_TERMINATE_DEADLINE_MS;
+		int64_t at =
+		    t->next_wall_ms < t->until_wall_ms ? t->next_wall_ms : t->until_wall_ms;
 		if (now_wall_ms >= at)
 			due = true;
 		else if (!*ret_next || at < *ret_next)

@@ -50,10 +50,6 @@ struct ng_arena;
 #define BUDGET_WRITES_PER_PASS 16
 #define BUDGET_MORE_MS 20
 
-/* A deleted request's /terminate calls are given up this long after the gate first saw it
- * deleted: a hook that never answers does not keep the object forever. */
-#define GATE_TERMINATE_DEADLINE_MS (10 * 60 * 1000)
-
 /* At most this many requests have their health hooks out at once: more wait for a place (the
  * curl transfers of one request run on its own thread). */
 #define GATE_MAX_HOOK_JOBS 128
@@ -138,13 +134,14 @@ struct gate_hook_count {
 };
 
 /* A deleted request that owes /terminate calls to budgets that prepared for it (gate_hooks.c):
- * its finalizer stays until each answered 200, its budget is gone, or GATE_TERMINATE_DEADLINE_MS
- * passed. */
+ * its finalizer stays until each answered 200, its budget is gone, or NodeGateConfig
+ * healthHooks.terminateDeadlineSeconds passed since the gate first saw it deleted (a hook that
+ * never answers does not keep the object forever). */
 struct gate_term {
 	uint32_t name;
 	uint64_t uid; /* FNV-1a of metadata.uid */
 	struct gate_hook_job *job;
-	int64_t since_wall_ms, next_wall_ms;
+	int64_t since_wall_ms, next_wall_ms, until_wall_ms;
 	uint32_t attempts;
 };
 
@@ -401,7 +398,7 @@ void gate_hooks_forget(struct gate *g);
  * Deleted request @nd (@name) of @s, whose budgets may have prepared for it: sends /terminate
  * to each budget its status marks preparing that still has multistep hooks, on a thread of its
  * own, retried with backoff. True once nothing is owed: every call answered 200, or its budget
- * is gone, or GATE_TERMINATE_DEADLINE_MS passed since the gate first saw the request deleted
+ * is gone, or healthHooks.terminateDeadlineSeconds passed since the gate first saw it deleted
  * (then a TerminateAbandoned Event names each budget not heard): the finalizer may go. False
  * while calls are out or due later. Leader only.
  */

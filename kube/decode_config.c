@@ -60,6 +60,13 @@ static ng_status decode_hook_policy(struct kd_ctx *c, const cJSON *j, struct kub
 	     p->max_response_bytes > 16 * 1024 * 1024))
 		(void)ng_err_set(verr, NG_EPARSE, 0,
 				 "spec.healthHooks.maxResponseBytes: must be 1..16777216");
+	p->terminate_deadline_s = KUBE_DEFAULT_TERMINATE_DEADLINE_S;
+	const cJSON *td = ng_json_get(j, "terminateDeadlineSeconds");
+	if (td && !cJSON_IsNull(td) &&
+	    (!ng_json_int64(td, &p->terminate_deadline_s) || p->terminate_deadline_s < 1 ||
+	     p->terminate_deadline_s > 86400))
+		(void)ng_err_set(verr, NG_EPARSE, 0,
+				 "spec.healthHooks.terminateDeadlineSeconds: must be 1..86400");
 	ng_status st =
 	    kd_decode_str_array(c, ng_json_get(j, "allowedHosts"), "spec.healthHooks.allowedHosts",
 				NG_MAX_LABELS, &p->hosts, &p->nhosts);

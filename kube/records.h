@@ -530,6 +530,9 @@ struct kube_cidr {
 };
 
 /* NodeGateConfig spec.healthHooks: where health hooks may send requests. */
+/* NodeGateConfig healthHooks.terminateDeadlineSeconds by default. */
+#define KUBE_DEFAULT_TERMINATE_DEADLINE_S 600
+
 struct kube_hook_policy {
 	uint16_t nhosts, ncidrs;
 	const uint32_t *hosts;         /* allowedHosts: host globs (intern ids); none = any host */
@@ -537,6 +540,9 @@ struct kube_hook_policy {
 	bool allow_service_refs;       /* default true */
 	bool allow_http;               /* default false */
 	int64_t max_response_bytes;    /* default 65536 */
+	/* terminateDeadlineSeconds: how long a deleted request's /terminate calls are tried
+	 * (1..86400, default 600) */
+	int64_t terminate_deadline_s;
 };
 
 /* NodeGateConfig spec.alertGate: one cluster-wide Prometheus question asked before the gate

@@ -32,7 +32,9 @@ void pol_hook_policy_from(const struct kube_snapshot *s, struct kube_hook_policy
 	}
 	/* Without a readable config: the defaults of DESIGN.md §3.4. (An unreadable one pauses
 	 * the gate, so no hook is called under it.) */
-	*ret = (struct kube_hook_policy){.allow_service_refs = true, .max_response_bytes = 65536};
+	*ret = (struct kube_hook_policy){.allow_service_refs = true,
+					 .max_response_bytes = 65536,
+					 .terminate_deadline_s = KUBE_DEFAULT_TERMINATE_DEADLINE_S};
 }
 
 static char lower(char c)

@@ -208,6 +208,26 @@ class HookV2Test(HookTest):
         ok, _ = eventually(lambda: self.get_nd("v04") is None)
         self.assertTrue(ok, "v04 never went once /terminate answered 200")
 
+    def test_V07_terminate_that_never_answers_is_given_up_at_the_deadline(self):
+        self.ngc({"healthHooks": {"terminateDeadlineSeconds": 3}})
+        self.script("/mute", prepare=[(200, None, 0)], ready=[(200, None, 0)],
+                    terminate=[(200, None, 30)])
+        self.v2_adb("app", "/mute", timeoutSeconds=1)
+        self.nd("v07", ON_TEST1)
+        self.wait_state("v07", "Granted")
+        t0 = time.monotonic()
+        self.delete_nd("v07")
+        ok, _ = eventually(lambda: self.get_nd("v07") is None)
+        took = time.monotonic() - t0
+        print(f"\n  a /terminate that never answers: the request went {took:.1f} s after its delete "
+              f"(terminateDeadlineSeconds 3, timeoutSeconds 1)", file=sys.stderr)
+        self.assertTrue(ok, "v07 must go once terminateDeadlineSeconds passed")
+        self.assertGreaterEqual(len(self.hooks.steps("/mute", "terminate")), 1)
+        ev, _ = eventually(lambda: [e for e in self.events("v07") if e["reason"] == "TerminateAbandoned"])
+        self.assertTrue(ev, "a TerminateAbandoned Event must say the budgets were not told")
+        self.assertGreaterEqual(self.metric_sum("nodegate_hook_v2_requests_total", name="app",
+                                                step="terminate", result="timeout") or 0, 1)
+
     def test_V05_node_budget_hook_with_a_bearer_token(self):
         self.create(SECRETS, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hook-token"},
                               "data": {"token": base64.b64encode(b"s3cr3t-jwt").decode()}})

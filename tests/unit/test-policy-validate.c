@@ -120,6 +120,8 @@ static void test_V07_V08_H09_budget_admission_checks(void **state)
 	/* A NodeGateConfig is checked as the gate reads it; other kinds pass. */
 	expect_budget(none, NGC("{\"healthHooks\":{\"maxResponseBytes\":0}}"), NG_EPARSE,
 		      "maxResponseBytes: must be 1..16777216");
+	expect_budget(none, NGC("{\"healthHooks\":{\"terminateDeadlineSeconds\":0}}"), NG_EPARSE,
+		      "spec.healthHooks.terminateDeadlineSeconds: must be 1..86400");
 	expect_budget(none, ND("x", "{\"nodeSelector\":{}}"), NG_OK, NULL);
 	/* O50: only the NodeGateConfig named default is read; another is refused, not ignored. */
 	expect_budget(none,
