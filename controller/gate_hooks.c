@@ -202,6 +202,23 @@ static size_t job_find(const struct gate *g, uint32_t name)
 	return SIZE_MAX;
 }
 
+/* Frees job @j with all it owns, its thread stopped and joined first when @stop (a job whose
+ * thread started and was not stopped yet). Accepts NULL. */
+static void job_free(struct gate_hook_job *j, bool stop)
+{
+	if (!j)
+		return;
+	if (stop)
+		gate_job_stop(&j->t);
+	kube_snapshot_release(j->s);
+	ng_arena_destroy(j->mem);
+	free(j->nd);
+	free(j->nodes);
+	free(j->calls);
+	free(j->body);
+	free(j);
+}
+
 /* Ends job @i (stopping its calls when they still run) and frees it. With @record, the answers
  * it has are recorded although no decision uses them: each was a call a budget's team sees. */
 static void job_drop(struct gate *g, size_t i, bool record)
@@ -216,13 +233,7 @@ static void job_drop(struct gate *g, size_t i, bool record)
 		if (j->calls[k].result != POL_HOOK_CANCELLED &&
 		    j->calls[k].result != POL_HOOK_PENDING)
 			record_hook(g, j->s, j->nd, &j->calls[k], ng_now_wall_ms());
-	kube_snapshot_release(j->s);
-	ng_arena_destroy(j->mem);
-	free(j->nd);
-	free(j->nodes);
-	free(j->calls);
-	free(j->body);
-	free(j);
+	job_free(j, false);
 }
 
 /* Starts the calls of @calls (@n, from the round's arena: copied) for request @nd of @s, with
@@ -243,12 +254,7 @@ job_start(struct gate *g, const struct kube_snapshot *s, const struct kube_nd *n
 		j->calls = malloc(n * sizeof(*j->calls));
 	}
 	if (!j || !j->nd || !j->nodes || !j->calls) {
-		if (j) {
-			free(j->nd);
-			free(j->nodes);
-			free(j->calls);
-		}
-		free(j);
+		job_free(j, false);
 		free(body);
 		ng_arena_destroy(mem);
 		return NULL;
@@ -266,13 +272,7 @@ job_start(struct gate *g, const struct kube_snapshot *s, const struct kube_nd *n
 	j->ndeny = g->ndeny;
 	j->s = kube_snapshot_ref((struct kube_snapshot *)(uintptr_t)s);
 	if (!gate_job_start(&j->t, g, &g->hooks_answered, job_run)) {
-		kube_snapshot_release(j->s);
-		ng_arena_destroy(j->mem);
-		free(j->nd);
-		free(j->nodes);
-		free(j->calls);
-		free(j->body);
-		free(j);
+		job_free(j, false);
 		return NULL;
 	}
 	g->jobs[g->njobs++] = j;
@@ -582,17 +582,7 @@ static size_t term_find(const struct gate *g, uint32_t name, uint64_t uid)
 
 static void term_drop(struct gate *g, size_t i)
 {
-	struct gate_hook_job *j = g->terms[i].job;
-	if (j) {
-		gate_job_stop(&j->t);
-		kube_snapshot_release(j->s);
-		ng_arena_destroy(j->mem);
-		free(j->nd);
-		free(j->nodes);
-		free(j->calls);
-		free(j->body);
-		free(j);
-	}
+	job_free(g->terms[i].job, true);
 	g->terms[i] = g->terms[--g->nterms];
 }
 
@@ -720,15 +710,10 @@ static enum term_start term_start(struct gate *g, const struct kube_snapshot *s,
 			t->job = j;
 			started = true;
 		} else {
-			kube_snapshot_release(j->s);
-			ng_arena_destroy(j->mem);
-			free(j->calls);
-			free(j->nd);
-			free(j);
+			job_free(j, false);
 		}
-	} else if (j) {
-		free(j->nd);
-		free(j);
+	} else {
+		job_free(j, false);
 	}
 	pol_ledger_destroy(ledger);
 	ng_arena_destroy(mem);
@@ -774,12 +759,7 @@ bool gate_hooks_terminate(struct gate *g, const struct kube_snapshot *s, const s
 			all &= j->calls[k].result == POL_HOOK_OK;
 		}
 		t->job = NULL;
-		gate_job_stop(&j->t);
-		kube_snapshot_release(j->s);
-		ng_arena_destroy(j->mem);
-		free(j->nd);
-		free(j->calls);
-		free(j);
+		job_free(j, true);
 		if (all) {
 			term_drop(g, i);
 			return true;
@@ -887,6 +867,30 @@ static void drop_deleted_hook_counts(struct gate *g, const struct kube_snapshot 
 	g->nhc = k;
 }
 
+/* The series of nodegate_hook_v2_requests_total (@steps) or of
+ * nodegate_health_hook_requests_total. Under metrics_mu. */
+static ng_status hook_counts(const struct gate *g, bool steps, struct ng_buf *out)
+{
+	ng_status st = NG_OK;
+	for (size_t i = 0; st == NG_OK && i < g->nhc; i++) {
+		const struct gate_hook_count *hc = &g->hc[i];
+		if ((hc->phase != POL_HOOK_HEALTH) != steps)
+			continue;
+		const char *result = pol_hook_result_str((enum pol_hook_result)hc->result);
+		const struct ng_prom_label l[] = {
+		    {"namespace", hc->ns},
+		    {"name", hc->name},
+		    {steps ? "step" : "result",
+		     steps ? pol_hook_phase_str((enum pol_hook_phase)hc->phase) : result},
+		    {"result", result}};
+		st = ng_prom_u64(out,
+				 steps ? "nodegate_hook_v2_requests_total"
+				       : "nodegate_health_hook_requests_total",
+				 l, steps ? 4 : 3, hc->n);
+	}
+	return st;
+}
+
 ng_status gate_render_hook_metrics(const struct gate *cg, bool objects, struct ng_buf *out)
 {
 	struct gate *g = (struct gate *)(uintptr_t)cg;
@@ -900,30 +904,16 @@ ng_status gate_render_hook_metrics(const struct gate *cg, bool objects, struct n
 		st = ng_prom_header(out, "nodegate_health_hook_requests_total", NG_PROM_COUNTER,
 				    "Health hook calls by budget and result (ok, failed, timeout, "
 				    "error, denied).");
-	for (size_t i = 0; objects && st == NG_OK && i < g->nhc; i++) {
-		const struct ng_prom_label l[] = {
-		    {"namespace", g->hc[i].ns},
-		    {"name", g->hc[i].name},
-		    {"result", pol_hook_result_str((enum pol_hook_result)g->hc[i].result)}};
-		if (g->hc[i].phase == POL_HOOK_HEALTH)
-			st = ng_prom_u64(out, "nodegate_health_hook_requests_total", l, 3,
-					 g->hc[i].n);
-	}
+	if (objects && st == NG_OK)
+		st = hook_counts(g, false, out);
 	if (objects && st == NG_OK)
 		st = ng_prom_header(
 		    out, "nodegate_hook_v2_requests_total", NG_PROM_COUNTER,
 		    "Multistep hook calls (hookV2BasePath) by budget, step (prepare, "
 		    "ready, terminate) and result (ok, later, failed, timeout, error, "
 		    "denied).");
-	for (size_t i = 0; objects && st == NG_OK && i < g->nhc; i++) {
-		const struct ng_prom_label l[] = {
-		    {"namespace", g->hc[i].ns},
-		    {"name", g->hc[i].name},
-		    {"step", pol_hook_phase_str((enum pol_hook_phase)g->hc[i].phase)},
-		    {"result", pol_hook_result_str((enum pol_hook_result)g->hc[i].result)}};
-		if (g->hc[i].phase != POL_HOOK_HEALTH)
-			st = ng_prom_u64(out, "nodegate_hook_v2_requests_total", l, 4, g->hc[i].n);
-	}
+	if (objects && st == NG_OK)
+		st = hook_counts(g, true, out);
 	st = st ? st
 		: ng_prom_header(out, "nodegate_health_hook_duration_seconds", NG_PROM_HISTOGRAM,
 				 "How long health hook calls took.");
