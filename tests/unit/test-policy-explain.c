@@ -150,9 +150,39 @@ static void test_why_a_node_lists_its_budgets_holder_and_pods(void **state)
 	kube_snapshot_release(s);
 }
 
+/* A request a budget prepares for (its status says so) holds its share, as in the gate: a
+ * request ranked before it for the pool's other node waits for the pool. */
+static void test_a_preparing_request_holds_its_share(void **state)
+{
+	(void)state;
+	/* clang-format off */
+	struct kube_snapshot *s = ng_test_cluster_f(
+	    NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":1,\"hookV2BasePath\":{\"url\":\"https://m/\"}}") ","
+	    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"prep\"},\"spec\":{\"nodeNames\":[\"node1\"]},\"status\":{"
+	    "\"state\":\"Pending\",\"disruptedNodes\":[\"node1\"],\"disruptedDisruptionBudgets\":[{"
+	    "\"reference\":{\"kind\":\"NodeDisruptionBudget\",\"name\":\"pool\"},\"ok\":false,"
+	    "\"reason\":\"preparing\",\"preparing\":true}]}}" ","
+	    ND("next", "{\"nodeNames\":[\"node2\"],\"priority\":9}"));
+	/* clang-format on */
+	struct ng_arena *a = ng_arena_create(1u << 20);
+	struct pol_explain_status x;
+	assert_int_equal(pol_explain_status(s, NOW, a, &x), NG_OK);
+	assert_int_equal(x.nwaits, 2);
+	assert_int_equal(x.waits[0].nd->name, ng_test_id(s, "next"));
+	assert_int_not_equal(x.waits[0].d.outcome, POL_GATE_GRANT);
+	assert_non_null(strstr(x.waits[0].d.reason, "NodeDisruptionBudget pool"));
+	assert_int_equal(x.waits[1].nd->name, ng_test_id(s, "prep"));
+	assert_int_equal(x.waits[1].d.outcome, POL_GATE_GRANT); /* once its /ready says 200 */
+	assert_true(x.waits[1].needs_hooks);
+	ng_arena_destroy(a);
+	kube_snapshot_release(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_a_preparing_request_holds_its_share),
 	    cmocka_unit_test(test_budget_and_queue_name_their_holders),
 	    cmocka_unit_test(test_a_request_ranked_before_takes_the_room),
 	    cmocka_unit_test(test_hooks_and_pause_are_said),
