@@ -437,6 +437,29 @@ struct kube_exclusion {
 /* Most exclusions one object may list (the CRDs' maxItems says the same). */
 #define KUBE_MAX_EXCLUSIONS 32
 
+/* The longest pause pacing takes (spec.soakSeconds, spec.minIntervalSeconds): a week, which
+ * already outlasts any maintenance a node pool is paced for. */
+#define KUBE_MAX_PACING_SECONDS 604800
+
+/* A node of status.soakingNodes: counted as disrupted until until_ms; KUBE_SOAK_NOT_BACK
+ * while it is not Ready and schedulable again since its request ended. */
+struct kube_soaking {
+	uint32_t node; /* intern id */
+	int64_t until_ms;
+};
+#define KUBE_SOAK_NOT_BACK INT64_MAX
+
+/* Orders struct kube_soaking by node id, for qsort() and bsearch(). */
+static inline int kube_soaking_cmp(const void *a, const void *b)
+{
+	const struct kube_soaking *x = a, *y = b;
+	return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* Most soaking nodes a budget's status lists (and a decoder reads back): as many as an
+ * ApplicationDisruptionBudget's watchedNodes. */
+#define KUBE_MAX_SOAKING 1000
+
 /* Shared by ADB and NDB: a budget that failed validation stays in the cache as invalid so the
  * decision can fail closed and say why. */
 struct kube_budget_common {
@@ -455,6 +478,13 @@ struct kube_budget_common {
 	bool outside_use_default;
 	uint16_t nexclusions;
 	const struct kube_exclusion *exclusions; /* spec.exclusions, sorted by start */
+	/* Pacing (docs/gate.md "Pacing"): spec.soakSeconds and spec.minIntervalSeconds in ms, 0
+	 * off; status.lastGrantAt (0 none), written by the gate before a grant adding nodes; and
+	 * status.soakingNodes, sorted by node id. */
+	int64_t soak_ms, min_interval_ms;
+	int64_t last_grant_ms;
+	uint16_t nsoaking;
+	const struct kube_soaking *soaking;
 };
 
 /* An ApplicationDisruptionBudget's spec.healthHook (DESIGN.md §3.3). Whether the URL may be
