@@ -113,6 +113,11 @@ void pol_ledger_set_now(struct pol_ledger *l, int64_t now_wall_ms);
  */
 NG_NODISCARD ng_status pol_ledger_given_back(struct pol_ledger *l, uint32_t node,
 					     int64_t back_wall_ms);
+/**
+ * Pacing, for simulations (policy/plan.h): a grant of @node (intern id) dated @at_wall_ms that
+ * has ended since; the minIntervalSeconds of a paced budget holding @node still runs from it.
+ */
+void pol_ledger_past_grant(struct pol_ledger *l, uint32_t node, int64_t at_wall_ms);
 /** Whether a valid budget of @s sets soakSeconds or minIntervalSeconds (pays for pacing). */
 bool pol_snapshot_paced(const struct kube_snapshot *s);
 /** The largest soakSeconds of @s's valid budgets, in ms; 0 none. */

@@ -130,6 +130,13 @@ ng_status pol_ledger_given_back(struct pol_ledger *l, uint32_t node, int64_t bac
 	return NG_OK;
 }
 
+void pol_ledger_past_grant(struct pol_ledger *l, uint32_t node, int64_t at_wall_ms)
+{
+	const struct kube_node *k = kube_snapshot_find_node(l->s, node);
+	if (k && l->held_at_ms && at_wall_ms > l->held_at_ms[k - l->nodes])
+		l->held_at_ms[k - l->nodes] = at_wall_ms;
+}
+
 ng_status pol_ledger_grant(struct pol_ledger *l, uint32_t nd_name, const uint32_t *nodes, size_t n)
 {
 	return pol_ledger_grant_at(l, nd_name, nodes, n, l->now_ms);
