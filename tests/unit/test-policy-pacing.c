@@ -85,18 +85,18 @@ static void test_an_interval_holds_back_what_adds_nodes_until_it_ends(void **sta
 static void test_a_holders_grant_time_starts_the_interval(void **state)
 {
 	(void)state;
-	const char *objs = NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":2,\"minIntervalSeconds\":"
-						"600}") ","
-							"{\"kind\":\"NodeDisruption\","
-							"\"apiVersion\":\"nodegate.io/"
-							"v1alpha1\",\"metadata\":{"
-							"\"name\":\"held\"},\"spec\":{"
-							"\"nodeNames\":[\"node2\"]},\"status\":{"
-							"\"state\":"
-							"\"Granted\",\"disruptedNodes\":[\"node2\"]"
-							",\"grantedAt\":\"" MINUTE_AGO
-							"\"}}," ND("nd", ON_NODE1) "," ND("same",
-											  ON_NODE2);
+	const char *objs =
+	    NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":2,\"minIntervalSeconds\":"
+				 "600}") ","
+					 "{\"kind\":\"NodeDisruption\","
+					 "\"apiVersion\":\"nodegate.io/"
+					 "v1alpha1\",\"metadata\":{"
+					 "\"name\":\"held\"},\"spec\":{"
+					 "\"nodeNames\":[\"node2\"]},\"status\":{"
+					 "\"state\":"
+					 "\"Granted\",\"disruptedNodes\":[\"node2\"]"
+					 ",\"grantedAt\":\"" MINUTE_AGO
+					 "\"}}," ND("nd", ON_NODE1) "," ND("same", ON_NODE2);
 	struct result r = decide(cluster(objs), "nd", NULL, NOW_WALL_MS);
 	expect(&r, POL_GATE_PENDING, "paced, next grant at");
 	assert_int_equal(r.d.wake_wall_ms, NOW_WALL_MS + 540000);
@@ -152,10 +152,10 @@ static void test_one_round_never_grants_twice_into_a_paced_pool(void **state)
 static void test_a_node_ready_again_soaks(void **state)
 {
 	(void)state;
-	const char *objs =
-	    NODE4(MINUTE_AGO) "," NDB("pool", ON_TEST1 ",\"maxDisruptedNodes\":1,\"soakSeconds\":"
-						       "300}") "," ND("nd", ON_NODE1) "," ND(
-		"n4", "{\"nodeNames\":[\"node4\"]}");
+	const char *objs = NODE4(MINUTE_AGO) "," NDB(
+	    "pool",
+	    ON_TEST1 ",\"maxDisruptedNodes\":1,\"soakSeconds\":"
+		     "300}") "," ND("nd", ON_NODE1) "," ND("n4", "{\"nodeNames\":[\"node4\"]}");
 	struct result r = decide(cluster(objs), "nd", NULL, NOW_WALL_MS);
 	char until[32];
 	at(NOW_WALL_MS + 240000, until);
