@@ -14,7 +14,8 @@
  * has a budget over the whole cluster.
  *
  * With --paced every budget sets soakSeconds 900 and minIntervalSeconds 600 (pacing costs only the
- * budgets that set it; this is the most it costs).
+ * budgets that set it; this is the most it costs, though the intervals also grant fewer); with
+ * --soaked soakSeconds 900 only, which grants the same (no node of the cluster soaks).
  *
  * With --hostile-adbs H (security finding 6: budgets any namespace may create must not slow the
  * gate for everyone), one more namespace, "hostile", runs a pod on every node and holds H
@@ -29,7 +30,7 @@
  *   bench-gate-round [--nodes N] [--pods-per-node N] [--adbs N] [--ndbs N] [--granted N]
  *                    [--pending N] [--rounds N] [--pool-wide | --no-pool-wide]
  *                    [--hostile-adbs N] [--hostile-windows N] [--hostile-nodes N] [--paced]
- *                    [--json]
+ *                    [--soaked] [--json]
  *     defaults: 5000 nodes, 30 pods per node, 2000 ADBs, 250 NDBs, 500 granted, 1000 pending,
  *     3 rounds, pool-wide on, no hostile budgets (16 windows each when asked). --json: the last
  * line of stdout is
@@ -64,6 +65,7 @@ struct scenario {
 	int64_t hostile_nodes; /* its pods run on the first this many nodes; -1: every node */
 	bool pool_wide, json;
 	bool paced;      /* --paced: every budget sets soakSeconds 900 and minIntervalSeconds 600 */
+	bool soaked;     /* --soaked: every budget sets soakSeconds 900 only (the same grants) */
 	bool first_form; /* positional: the cluster of the first measurements */
 };
 
@@ -85,7 +87,7 @@ static void usage(void)
 	    stderr, "usage: bench-gate-round [--nodes N] [--pods-per-node N] [--adbs N] "
 		    "[--ndbs N] [--granted N] [--pending N] [--rounds N] [--pool-wide | "
 		    "--no-pool-wide] [--hostile-adbs N] [--hostile-windows N] [--hostile-nodes N] "
-		    "[--paced] [--json]\n"
+		    "[--paced] [--soaked] [--json]\n"
 		    "       bench-gate-round [NODES] [PENDING] [ROUNDS]\n");
 	/* NOLINTNEXTLINE(concurrency-mt-unsafe): this benchmark has one thread */
 	exit(2);
@@ -140,6 +142,8 @@ static void parse_args(int argc, char **argv, struct scenario *sc)
 			sc->json = true;
 		} else if (!strcmp(a, "--paced")) {
 			sc->paced = true;
+		} else if (!strcmp(a, "--soaked")) {
+			sc->soaked = true;
 		} else {
 			usage();
 		}
@@ -204,7 +208,9 @@ static struct kube_snapshot *generate(const struct scenario *sc)
 		    i < 3 ? ",\"node-role.kubernetes.io/control-plane\":\"\"" : "");
 	/* A positional run keeps its first budgets: 2 of each rack of 20. */
 	bool first_form = sc->first_form;
-	const char *pace = sc->paced ? ",\"soakSeconds\":900,\"minIntervalSeconds\":600" : "";
+	const char *pace = sc->paced    ? ",\"soakSeconds\":900,\"minIntervalSeconds\":600"
+			   : sc->soaked ? ",\"soakSeconds\":900"
+					: "";
 	for (int64_t r = 0; st == NG_OK && r < sc->ndbs; r++)
 		st = ng_buf_printf(
 		    &b,
