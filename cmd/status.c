@@ -411,7 +411,7 @@ static void wait_text(FILE *f, const struct cmd_out *o, const struct kube_snapsh
 		(void)fprintf(f, ", ranked before it, are granted");
 	}
 	if (q->d.wake_wall_ms > 0) {
-		(void)fprintf(f, "\n     a window or an exclusion changes at ");
+		(void)fprintf(f, "\n     a window, an exclusion or pacing changes at ");
 		cmd_out_time(f, q->d.wake_wall_ms);
 		(void)fprintf(f, " (in ");
 		cmd_out_duration(f, q->d.wake_wall_ms - now_wall_ms);
