@@ -21,7 +21,10 @@ maintenance windows (`--hostile-adbs`, `--hostile-windows`), so every request to
 them; its decision per request, its round's first decision (which computes the budgets' scopes
 and windows) and its status pass, each beside the same figure without them in the same run;
 and the decision per request with the same budgets over one node no request touches
-(`--hostile-nodes 1`: unrelated to every request).
+(`--hostile-nodes 1`: unrelated to every request). Last, pacing (it costs only the budgets that
+set it): the decision per request with every budget paced (`--paced`: soakSeconds 900 and
+minIntervalSeconds 600, so fewer grants) and with every budget soaking only (`--soaked`: the same
+grants), each beside the same figure without pacing.
 
 Usage: bench/decision.py [--quick|--smoke] [--runs N] [--gate-round PATH]"""
 import json
@@ -76,7 +79,7 @@ def main():
     nodes, ppn, adbs, ndbs, granted0, pending, rounds = s
     cmd = bl.command("decision.py", a)
     nhostile, nwindows = HOSTILE[bl.mode(a)]
-    results, hostile, unrelated = [], [], []
+    results, hostile, unrelated, paced, soaked = [], [], [], [], []
     legacy = False
     for r in range(a.runs):
         res, why = (None, "positional") if legacy else run_json(exe, s)
@@ -108,6 +111,14 @@ def main():
                 bl.log(f"  run {r + 1}, the same on a node no request touches: decide "
                        f"{u['decide_us_per_request']:.1f} us per request")
         unrelated.append(u)
+        # Every budget paced, then every budget soaking only (a build without the flags: none).
+        pc = run_json(exe, s, ("--paced",))[0] if not legacy else None
+        sk = run_json(exe, s, ("--soaked",))[0] if pc is not None else None
+        if pc is not None and sk is not None:
+            bl.log(f"  run {r + 1}, every budget paced: decide {pc['decide_us_per_request']:.1f} us per request "
+                   f"({pc['granted']} granted); soaking only: {sk['decide_us_per_request']:.1f} us")
+        paced.append(pc)
+        soaked.append(sk)
     if legacy:
         what = f"{nodes} nodes, {pending} pending, racks of 20 with an NDB each"
     else:
@@ -146,6 +157,16 @@ def main():
             [u["decide_us_per_request"] if u is not None else None for u in unrelated], "µs", cmd,
             reference=[x["decide_us_per_request"] if u is not None else None for x, u in zip(results, unrelated)],
             reference_name="the same without them"))
+    if any(x is not None for x in paced):
+        mine = lambda v: [x["decide_us_per_request"] if x is not None else None for x in v]  # noqa: E731
+        base = [x["decide_us_per_request"] if p is not None else None for x, p in zip(results, paced)]
+        rows += [
+            bl.row("B4", "decision per request, every budget paced (soakSeconds 900, minIntervalSeconds 600: "
+                   f"{paced[0]['granted'] if paced[0] else '?'} granted instead of {results[0]['granted']})",
+                   mine(paced), "µs", cmd, reference=base, reference_name="the same without pacing"),
+            bl.row("B4", "decision per request, every budget with soakSeconds 900 (the same grants)",
+                   mine(soaked), "µs", cmd, reference=base, reference_name="the same without pacing"),
+        ]
     bl.finish("B4", rows)
 
 

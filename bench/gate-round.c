@@ -13,6 +13,10 @@
  * one more NodeDisruptionBudget selects every node (maxDisruptedNodes: 15 %), so every decision
  * has a budget over the whole cluster.
  *
+ * With --paced every budget sets soakSeconds 900 and minIntervalSeconds 600 (pacing costs only the
+ * budgets that set it; this is the most it costs, though the intervals also grant fewer); with
+ * --soaked soakSeconds 900 only, which grants the same (no node of the cluster soaks).
+ *
  * With --hostile-adbs H (security finding 6: budgets any namespace may create must not slow the
  * gate for everyone), one more namespace, "hostile", runs a pod on every node and holds H
  * ApplicationDisruptionBudgets selecting all of its pods (so every request touches each of them)
@@ -25,7 +29,8 @@
  * Usage:
  *   bench-gate-round [--nodes N] [--pods-per-node N] [--adbs N] [--ndbs N] [--granted N]
  *                    [--pending N] [--rounds N] [--pool-wide | --no-pool-wide]
- *                    [--hostile-adbs N] [--hostile-windows N] [--hostile-nodes N] [--json]
+ *                    [--hostile-adbs N] [--hostile-windows N] [--hostile-nodes N] [--paced]
+ *                    [--soaked] [--json]
  *     defaults: 5000 nodes, 30 pods per node, 2000 ADBs, 250 NDBs, 500 granted, 1000 pending,
  *     3 rounds, pool-wide on, no hostile budgets (16 windows each when asked). --json: the last
  * line of stdout is
@@ -59,6 +64,8 @@ struct scenario {
 	int64_t hostile_adbs, hostile_windows;
 	int64_t hostile_nodes; /* its pods run on the first this many nodes; -1: every node */
 	bool pool_wide, json;
+	bool paced;      /* --paced: every budget sets soakSeconds 900 and minIntervalSeconds 600 */
+	bool soaked;     /* --soaked: every budget sets soakSeconds 900 only (the same grants) */
 	bool first_form; /* positional: the cluster of the first measurements */
 };
 
@@ -80,7 +87,7 @@ static void usage(void)
 	    stderr, "usage: bench-gate-round [--nodes N] [--pods-per-node N] [--adbs N] "
 		    "[--ndbs N] [--granted N] [--pending N] [--rounds N] [--pool-wide | "
 		    "--no-pool-wide] [--hostile-adbs N] [--hostile-windows N] [--hostile-nodes N] "
-		    "[--json]\n"
+		    "[--paced] [--soaked] [--json]\n"
 		    "       bench-gate-round [NODES] [PENDING] [ROUNDS]\n");
 	/* NOLINTNEXTLINE(concurrency-mt-unsafe): this benchmark has one thread */
 	exit(2);
@@ -133,6 +140,10 @@ static void parse_args(int argc, char **argv, struct scenario *sc)
 			sc->pool_wide = false;
 		} else if (!strcmp(a, "--json")) {
 			sc->json = true;
+		} else if (!strcmp(a, "--paced")) {
+			sc->paced = true;
+		} else if (!strcmp(a, "--soaked")) {
+			sc->soaked = true;
 		} else {
 			usage();
 		}
@@ -197,19 +208,24 @@ static struct kube_snapshot *generate(const struct scenario *sc)
 		    i < 3 ? ",\"node-role.kubernetes.io/control-plane\":\"\"" : "");
 	/* A positional run keeps its first budgets: 2 of each rack of 20. */
 	bool first_form = sc->first_form;
+	const char *pace = sc->paced    ? ",\"soakSeconds\":900,\"minIntervalSeconds\":600"
+			   : sc->soaked ? ",\"soakSeconds\":900"
+					: "";
 	for (int64_t r = 0; st == NG_OK && r < sc->ndbs; r++)
 		st = ng_buf_printf(
 		    &b,
 		    ",{\"kind\":\"NodeDisruptionBudget\",\"apiVersion\":\"nodegate.io/"
 		    "v1alpha1\",\"metadata\":{\"name\":\"rack%lld\"},\"spec\":{"
 		    "\"nodeSelector\":{\"matchLabels\":{\"rack\":\"r%lld\"}},"
-		    "\"maxDisruptedNodes\":%s}}",
-		    (long long)r, (long long)r, first_form ? "2" : "\"20%\"");
+		    "\"maxDisruptedNodes\":%s%s}}",
+		    (long long)r, (long long)r, first_form ? "2" : "\"20%\"", pace);
 	if (st == NG_OK && sc->pool_wide)
-		st = ng_buf_puts(&b,
-				 ",{\"kind\":\"NodeDisruptionBudget\",\"apiVersion\":"
-				 "\"nodegate.io/v1alpha1\",\"metadata\":{\"name\":\"pool\"},"
-				 "\"spec\":{\"nodeSelector\":{},\"maxDisruptedNodes\":\"15%\"}}");
+		st = ng_buf_printf(
+		    &b,
+		    ",{\"kind\":\"NodeDisruptionBudget\",\"apiVersion\":"
+		    "\"nodegate.io/v1alpha1\",\"metadata\":{\"name\":\"pool\"},"
+		    "\"spec\":{\"nodeSelector\":{},\"maxDisruptedNodes\":\"15%%\"%s}}",
+		    pace);
 	for (int64_t i = 0; st == NG_OK && i < sc->nodes; i++)
 		for (int64_t k = 0; st == NG_OK && k < sc->pods_per_node; k++) {
 			int64_t app = app_of(sc, i, k);
@@ -228,8 +244,8 @@ static struct kube_snapshot *generate(const struct scenario *sc)
 				   "\"nodegate.io/v1alpha1\",\"metadata\":{\"name\":\"adb%lld\","
 				   "\"namespace\":\"ns%lld\"},\"spec\":{\"podSelector\":{"
 				   "\"matchLabels\":{\"app\":\"a%lld\"}},\"maxDisruptions\":"
-				   "\"20%%\"}}",
-				   (long long)a, (long long)(a % NAMESPACES), (long long)a);
+				   "\"20%%\"%s}}",
+				   (long long)a, (long long)(a % NAMESPACES), (long long)a, pace);
 	/* The hostile namespace: a pod on every node, budgets over all of them with windows. */
 	int64_t hostile_nodes =
 	    sc->hostile_nodes < 0 || sc->hostile_nodes > sc->nodes ? sc->nodes : sc->hostile_nodes;
@@ -399,6 +415,8 @@ int main(int argc, char **argv)
 		l = pol_ledger_create(s);
 		if (!l)
 			goto out;
+		pol_ledger_set_now(l,
+				   NOW_WALL_MS); /* grants dated: a paced budget's interval bites */
 		granted = 0;
 		int64_t first_mono_us = 0;
 		for (size_t i = 0; i < n; i++) {

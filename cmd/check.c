@@ -100,8 +100,9 @@ static void print_decision(FILE *f, const cJSON *d)
 	if (cJSON_IsTrue(ng_json_get(d, "unsatisfiable")))
 		(void)fputs("  no budget change short of the one above lets it through\n", f);
 	if (ng_json_str(d, "windowOpensAt"))
-		(void)fprintf(f, "  decided again at %s, when a window or an exclusion changes\n",
-			      ng_json_str(d, "windowOpensAt"));
+		(void)fprintf(
+		    f, "  decided again at %s, when a window, an exclusion or pacing changes\n",
+		    ng_json_str(d, "windowOpensAt"));
 	if (ng_json_str(d, "expiresAt"))
 		(void)fprintf(f, "  granted now, it would expire at %s\n",
 			      ng_json_str(d, "expiresAt"));

@@ -111,6 +111,20 @@ static void jw_budget(struct ng_jw *w, const struct kube_snapshot *s,
 		ng_jw_kstr(w, "reason", str(s, b->st.now.excluded_reason));
 		ng_jw_obj_end(w);
 	}
+	/* Pacing: the next grant a minIntervalSeconds allows, the nodes soaking (until null: not
+	 * back yet). */
+	jw_time_or_null(w, "nextGrantAt",
+			b->st.now.next_grant_wall_ms > 0 ? b->st.now.next_grant_wall_ms : 0);
+	ng_jw_key(w, "soakingNodes");
+	ng_jw_arr(w);
+	for (size_t i = 0; i < b->st.now.nsoaking_nodes; i++) {
+		const struct kube_soaking *k = &b->st.now.soaking_nodes[i];
+		ng_jw_obj(w);
+		ng_jw_kstr(w, "name", str(s, k->node));
+		jw_time_or_null(w, "until", k->until_ms == KUBE_SOAK_NOT_BACK ? 0 : k->until_ms);
+		ng_jw_obj_end(w);
+	}
+	ng_jw_arr_end(w);
 	jw_names(w, s, "heldBy", b->holders, b->nholders);
 	ng_jw_ki64(w, "heldCount", (int64_t)b->nheld);
 	ng_jw_ki64(w, "pendingCount", (int64_t)b->npending);
@@ -315,6 +329,26 @@ static void budget_text(FILE *f, const struct cmd_out *o, const struct kube_snap
 		if (why && *why)
 			(void)fprintf(f, " (%s)", why);
 	}
+	if (b->st.now.next_grant_wall_ms > 0) {
+		(void)fprintf(f, ", %spaced%s: next grant at ", cmd_out_bad(o), cmd_out_end(o));
+		cmd_out_time(f, b->st.now.next_grant_wall_ms);
+	}
+	if (b->st.now.nsoaking_nodes) {
+		/* The soaks that end first: a place frees then. */
+		const struct kube_soaking *k = b->st.now.soaking_nodes;
+		int64_t first = KUBE_SOAK_NOT_BACK;
+		for (size_t i = 0; i < b->st.now.nsoaking_nodes; i++)
+			if (k[i].until_ms < first)
+				first = k[i].until_ms;
+		(void)fprintf(f, ", %zu soaking", b->st.now.nsoaking_nodes);
+		if (first != KUBE_SOAK_NOT_BACK) {
+			(void)fprintf(f, " (the first until ");
+			cmd_out_time(f, first);
+			(void)fputc(')', f);
+		} else {
+			(void)fprintf(f, " (not back yet)");
+		}
+	}
 	if (b->nheld) {
 		(void)fprintf(f, "; held by ");
 		names_text(f, s, b->holders, b->nholders, b->nheld);
@@ -376,7 +410,7 @@ static void wait_text(FILE *f, const struct cmd_out *o, const struct kube_snapsh
 		(void)fprintf(f, ", ranked before it, are granted");
 	}
 	if (q->d.wake_wall_ms > 0) {
-		(void)fprintf(f, "\n     a window or an exclusion changes at ");
+		(void)fprintf(f, "\n     a window, an exclusion or pacing changes at ");
 		cmd_out_time(f, q->d.wake_wall_ms);
 		(void)fprintf(f, " (in ");
 		cmd_out_duration(f, q->d.wake_wall_ms - now_wall_ms);

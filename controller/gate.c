@@ -95,8 +95,11 @@ static ng_status ledger_add_inflight(struct gate *g, const struct kube_snapshot 
 			inflight_drop(g, i);
 			continue;
 		}
+		/* Dated when it was written (pacing: the interval starts there). */
+		int64_t at = g->inf[i].until_wall_ms - INFLIGHT_MS;
 		/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): a dropped entry is not read again */
-		if (pol_ledger_grant(l, g->inf[i].name, g->inf[i].nodes, g->inf[i].n) != NG_OK)
+		if (pol_ledger_grant_at(l, g->inf[i].name, g->inf[i].nodes, g->inf[i].n, at) !=
+		    NG_OK)
 			return NG_ENOMEM;
 		i++;
 	}
@@ -225,7 +228,8 @@ static bool after_write(struct gate *g, struct pol_ledger *ledger, const struct 
 	if (d->outcome == POL_GATE_GRANT) {
 		/* Recorded before the next decision: a stale cache cannot grant it twice. Without
 		 * memory for that, no further decision this round. */
-		cont = pol_ledger_grant(ledger, nd->name, d->nodes, d->nnodes) == NG_OK;
+		cont = pol_ledger_grant_at(ledger, nd->name, d->nodes, d->nnodes,
+					   wr->now_wall_ms) == NG_OK;
 		gate_inflight_add(g, nd->name, d->nodes, d->nnodes, wr->now_wall_ms);
 	}
 	struct ng_logline l;
@@ -336,6 +340,11 @@ static bool decide_one(struct gate *g, const struct kube_snapshot *s,
 	if (!plan_write(g, s, cfg, gate_written_get(g, nd->name), nd, &d, now_wall_ms,
 			retry_by_wall_ms, &wr))
 		return true; /* nothing new to say */
+	/* A paced budget's interval starts before its grant is written, never after. */
+	if (d.outcome == POL_GATE_GRANT && !gate_pacing_before_grant(g, s, &d, now_wall_ms)) {
+		g->again_wall_ms = ng_now_wall_ms() + AGAIN_MS;
+		return false;
+	}
 	return write_decision(g, s, ledger, nd, name, &wr, hooks_called, us, arena);
 }
 
@@ -390,8 +399,11 @@ void gate_round(struct gate *g, const struct kube_snapshot *s, bool changed, int
 	pol_gate_config_from(s, &cfg);
 	struct pol_ledger *ledger = pol_ledger_create(s);
 	struct ng_arena *arena = ng_arena_create(ROUND_ARENA_BYTES);
+	if (ledger)
+		pol_ledger_set_now(ledger, now_wall_ms);
 	if (!ledger || !arena || ledger_add_inflight(g, s, ledger, now_wall_ms) != NG_OK ||
-	    gate_hooks_hold(g, s, ledger) != NG_OK) {
+	    gate_hooks_hold(g, s, ledger) != NG_OK ||
+	    gate_pacing_track(g, s, ledger, now_wall_ms) != NG_OK) {
 		ng_prom_add(&g->errors, 1);
 		goto out;
 	}
@@ -465,6 +477,7 @@ static void forget(struct gate *g)
 	gate_hooks_forget(g);
 	gate_alert_forget(g);
 	gate_lifecycle_forget(g);
+	gate_pacing_forget(g);
 	while (g->nlater) /* a new term writes only what it decides itself */
 		gate_later_free(&g->later[--g->nlater]);
 	g->nw = 0;
@@ -669,6 +682,7 @@ void gate_destroy(struct gate *g)
 	free(g->hc);
 	free(g->deny);
 	free(g->ended);
+	gate_pacing_forget(g);
 	pthread_mutex_destroy(&g->metrics_mu);
 	pthread_mutex_destroy(&g->wake_mu);
 	ng_map_finish(&g->w_by_name);

@@ -4,6 +4,7 @@
 
 #include "common/arena.h"
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/intern.h"
 #include "common/jw.h"
 #include "common/parse.h"
@@ -112,6 +113,26 @@ static void budget_body(struct ng_jw *w, void *ctx)
 		ng_jw_obj_end(w);
 	} else {
 		ng_jw_null(w);
+	}
+	/* Pacing: the next grant a minIntervalSeconds allows (null once it has passed), and the
+	 * soaking nodes (null without soakSeconds); lastGrantAt is written before each grant. */
+	time_or_null(w, "nextGrantAt", bs->now.invalid ? -1 : bs->now.next_grant_wall_ms);
+	ng_jw_key(w, "soakingNodes");
+	if (!bs->now.soaking_nodes || bs->now.invalid) {
+		ng_jw_null(w);
+	} else {
+		ng_jw_arr(w);
+		for (size_t i = 0; i < bs->now.nsoaking_nodes && i < KUBE_MAX_SOAKING; i++) {
+			const struct kube_soaking *k = &bs->now.soaking_nodes[i];
+			ng_jw_obj(w);
+			ng_jw_kstr(w, "name", ng_intern_str(pool, k->node, NULL));
+			if (k->until_ms != KUBE_SOAK_NOT_BACK) {
+				ng_jw_key(w, "until");
+				ng_jw_time_ms(w, k->until_ms);
+			}
+			ng_jw_obj_end(w);
+		}
+		ng_jw_arr_end(w);
 	}
 	ng_jw_key(w, "disruptions");
 	ng_jw_arr(w);
@@ -288,4 +309,166 @@ ng_status gate_render_budget_metrics(const struct gate *cg, struct ng_buf *out)
 	ng_map_finish(&present);
 	kube_snapshot_release(s);
 	return st;
+}
+
+/* ---- pacing ---- */
+
+static int cmp_id(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static bool has_id(const uint32_t *v, size_t n, uint32_t id)
+{
+	return n && bsearch(&id, v, n, sizeof(id), cmp_id);
+}
+
+static struct gate_back *back_find(struct gate *g, uint32_t node)
+{
+	for (size_t i = 0; i < g->nback; i++)
+		if (g->back[i].node == node)
+			return &g->back[i];
+	return NULL;
+}
+
+/* Notes @node as given back and not back yet, unless noted already. */
+static ng_status back_note(struct gate *g, uint32_t node)
+{
+	if (back_find(g, node))
+		return NG_OK;
+	struct gate_back *p = ng_array_grow(g->back, &g->capback, g->nback, sizeof(*p));
+	if (!p)
+		return NG_ENOMEM;
+	g->back = p;
+	g->back[g->nback++] = (struct gate_back){node, KUBE_SOAK_NOT_BACK};
+	return NG_OK;
+}
+
+/* The nodes Granted requests of @s hold (sorted, unique; heap) into *@ret. */
+static ng_status held_now(const struct kube_snapshot *s, uint32_t **ret, size_t *ret_n)
+{
+	size_t n, total = 0;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	for (size_t i = 0; i < n; i++)
+		if (nds[i].state == KUBE_ND_GRANTED && !nds[i].deleting)
+			total += nds[i].ndisrupted;
+	uint32_t *v = malloc((total ? total : 1) * sizeof(*v));
+	if (!v)
+		return NG_ENOMEM;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (nds[i].state == KUBE_ND_GRANTED && !nds[i].deleting)
+			for (size_t j = 0; j < nds[i].ndisrupted; j++)
+				v[k++] = nds[i].disrupted[j];
+	qsort(v, k, sizeof(*v), cmp_id);
+	size_t u = 0;
+	for (size_t i = 0; i < k; i++)
+		if (!u || v[u - 1] != v[i])
+			v[u++] = v[i];
+	*ret = v;
+	*ret_n = u;
+	return NG_OK;
+}
+
+/* The nodes a budget's status.soakingNodes says are not back yet: a new term takes them over
+ * (the leader before noted their requests' end). */
+static ng_status import_not_back(struct gate *g, const struct kube_snapshot *s,
+				 const uint32_t *held, size_t nheld)
+{
+	size_t nn, na;
+	const struct kube_ndb *ndbs = kube_snapshot_ndbs(s, &nn);
+	const struct kube_adb *adbs = kube_snapshot_adbs(s, &na);
+	for (size_t i = 0; i < nn + na; i++) {
+		const struct kube_budget_common *b = i < nn ? &ndbs[i].b : &adbs[i - nn].b;
+		for (size_t k = 0; b->soak_ms && k < b->nsoaking; k++)
+			if (b->soaking[k].until_ms == KUBE_SOAK_NOT_BACK &&
+			    !has_id(held, nheld, b->soaking[k].node) &&
+			    back_note(g, b->soaking[k].node) != NG_OK)
+				return NG_ENOMEM;
+	}
+	return NG_OK;
+}
+
+ng_status gate_pacing_track(struct gate *g, const struct kube_snapshot *s,
+			    struct pol_ledger *ledger, int64_t now_wall_ms)
+{
+	int64_t max_soak = pol_snapshot_max_soak_ms(s);
+	if (!max_soak) {
+		gate_pacing_forget(g);
+		return NG_OK;
+	}
+	uint32_t *held;
+	size_t nheld;
+	if (held_now(s, &held, &nheld) != NG_OK)
+		return NG_ENOMEM;
+	ng_status st = NG_OK;
+	/* A node held at the last round and not now: its request ended (or was deleted). */
+	for (size_t i = 0; st == NG_OK && i < g->nheld_prev; i++)
+		if (!has_id(held, nheld, g->held_prev[i]))
+			st = back_note(g, g->held_prev[i]);
+	if (st == NG_OK)
+		st = import_not_back(g, s, held, nheld);
+	for (size_t i = 0; st == NG_OK && i < g->nback;) {
+		struct gate_back *b = &g->back[i];
+		const struct kube_node *n = kube_snapshot_find_node(s, b->node);
+		/* Held again (a new grant counts it), gone, or soaked by every budget. */
+		if (!n || has_id(held, nheld, b->node) ||
+		    (b->back_wall_ms != KUBE_SOAK_NOT_BACK &&
+		     b->back_wall_ms + max_soak <= now_wall_ms)) {
+			g->back[i] = g->back[--g->nback];
+			continue;
+		}
+		if (b->back_wall_ms == KUBE_SOAK_NOT_BACK && (n->flags & KUBE_NODE_READY) &&
+		    !(n->flags & KUBE_NODE_UNSCHEDULABLE))
+			b->back_wall_ms = now_wall_ms; /* back: its soak starts now */
+		st = pol_ledger_given_back(ledger, b->node, b->back_wall_ms);
+		i++;
+	}
+	free(g->held_prev);
+	g->held_prev = held;
+	g->nheld_prev = nheld;
+	return st;
+}
+
+bool gate_pacing_before_grant(struct gate *g, const struct kube_snapshot *s,
+			      const struct pol_gate_decision *d, int64_t now_wall_ms)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	for (size_t i = 0; i < d->nverdicts; i++) {
+		const struct pol_budget_verdict *v = &d->verdicts[i];
+		size_t n;
+		const struct kube_budget_common *b = v->kind == KUBE_RES_NDBS
+							 ? &kube_snapshot_ndbs(s, &n)[v->index].b
+							 : &kube_snapshot_adbs(s, &n)[v->index].b;
+		if (!v->adds || !b->min_interval_ms)
+			continue;
+		char body[64];
+		char at[32];
+		ng_format_rfc3339_ms(now_wall_ms, at);
+		ng_fmt(body, sizeof(body), "{\"lastGrantAt\":\"%s\"}", at);
+		const struct kube_ref ref = {
+		    v->kind == KUBE_RES_NDBS ? KUBE_KIND_NDB : KUBE_KIND_ADB,
+		    v->ns == NG_INTERN_NONE ? NULL : ng_intern_str(pool, v->ns, NULL),
+		    ng_intern_str(pool, v->name, NULL)};
+		struct kube_write_result r;
+		kube_patch_status_json(g->client, &ref, NULL, body, strlen(body), &r);
+		if (r.outcome != KUBE_WRITE_OK) {
+			ng_prom_add(&g->errors, 1);
+			kube_write_log("gate", "lastGrantAt not written: grant held back", &ref,
+				       &r);
+			return false;
+		}
+	}
+	return true;
+}
+
+void gate_pacing_forget(struct gate *g)
+{
+	free(g->held_prev);
+	g->held_prev = NULL;
+	g->nheld_prev = 0;
+	free(g->back);
+	g->back = NULL;
+	g->nback = g->capback = 0;
 }

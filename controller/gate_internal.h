@@ -106,6 +106,13 @@ struct gate_budget_gauge {
 	int64_t allowed, current;
 };
 
+/* A node given back since its grant ended, as this replica saw it (pacing, soakSeconds):
+ * back_wall_ms, when it was first seen Ready and schedulable again, or KUBE_SOAK_NOT_BACK. */
+struct gate_back {
+	uint32_t node;
+	int64_t back_wall_ms;
+};
+
 /* A grant written whose effect the cache does not show yet. */
 struct gate_inflight {
 	uint32_t name;
@@ -236,6 +243,12 @@ struct gate {
 	struct gate_ended *ended;
 	size_t nended, capended;
 	int64_t lifecycle_next_wall_ms; /* the next end due (or a failed one's retry); 0: none */
+	/* Pacing (gate_budgets.c), only while a budget sets soakSeconds: the nodes Granted
+	 * requests held at the last round (sorted ids), and the nodes given back since. */
+	uint32_t *held_prev;
+	size_t nheld_prev;
+	struct gate_back *back;
+	size_t nback, capback;
 	_Atomic uint64_t ends[POL_END_COUNT]; /* nodegate_requests_ended_total{reason} */
 };
 
@@ -336,6 +349,25 @@ void gate_lifecycle_forget(struct gate *g);
 void gate_write_budget_status(struct gate *g, const struct kube_snapshot *s,
 			      struct pol_ledger *ledger, int64_t now_wall_ms,
 			      struct ng_arena *arena);
+
+/**
+ * Pacing, soakSeconds: notes the nodes whose Granted request ended since the last round (and
+ * those a budget's status.soakingNodes says are not back yet), dates their return when first
+ * seen Ready and schedulable, and tells @ledger (pol_ledger_given_back()). Nothing while no
+ * budget of @s sets soakSeconds. NG_ENOMEM.
+ */
+NG_NODISCARD ng_status gate_pacing_track(struct gate *g, const struct kube_snapshot *s,
+					 struct pol_ledger *ledger, int64_t now_wall_ms);
+/**
+ * Pacing, minIntervalSeconds: before grant @d is written at @now_wall_ms, writes
+ * status.lastGrantAt of every paced budget the grant adds nodes to, so a crash or a failover
+ * after the grant can never shorten the interval. False when one could not be written: the
+ * grant must not be written now.
+ */
+bool gate_pacing_before_grant(struct gate *g, const struct kube_snapshot *s,
+			      const struct pol_gate_decision *d, int64_t now_wall_ms);
+/** Forgets the nodes noted (a new term starts from the budgets' status). */
+void gate_pacing_forget(struct gate *g);
 
 /* A budget as a key of gate_budgets_present()'s set: @ns and @name intern ids (@ns
  * NG_INTERN_NONE for a NodeDisruptionBudget, the one kind without a namespace). */

@@ -245,6 +245,58 @@ static ng_status decode_windows(struct kd_ctx *c, const cJSON *spec, const char 
 	return NG_OK;
 }
 
+/* spec.soakSeconds or spec.minIntervalSeconds (@key) in ms: 0..KUBE_MAX_PACING_SECONDS
+ * seconds, absent or null 0. */
+static int64_t pacing_ms(const cJSON *spec, const char *key, struct ng_err *verr)
+{
+	const cJSON *v = ng_json_get(spec, key);
+	int64_t secs;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!ng_json_int64(v, &secs) || secs < 0 || secs > KUBE_MAX_PACING_SECONDS) {
+		kd_problem(verr, "spec.%s: expected an integer of seconds from 0 to %d (a week)",
+			   key, KUBE_MAX_PACING_SECONDS);
+		return 0;
+	}
+	return secs * 1000;
+}
+
+/* What the gate wrote of its pacing: status.lastGrantAt and status.soakingNodes. The status is
+ * nodegate's own; entries that do not read are skipped (a lost entry costs a soak, never a
+ * wrong grant: the node's Ready transition still counts). Only OOM fails. */
+static ng_status decode_pacing_status(struct kd_ctx *c, const cJSON *o,
+				      struct kube_budget_common *b)
+{
+	const cJSON *status = ng_json_get(o, "status");
+	const char *at = ng_json_str(status, "lastGrantAt");
+	if (at && ng_parse_rfc3339_ms(at, strlen(at), &b->last_grant_ms) != NG_OK)
+		b->last_grant_ms = 0;
+	const cJSON *arr = ng_json_get(status, "soakingNodes");
+	size_t cap;
+	struct kube_soaking *out = kd_items_room(c, arr, KUBE_MAX_SOAKING, sizeof(*out), &cap);
+	if (cap && !out)
+		return kd_fail(c, NG_ENOMEM, "status.soakingNodes", "out of memory");
+	size_t k = 0;
+	for (const cJSON *e = cap ? arr->child : NULL; e && k < cap; e = e->next) {
+		const char *name = ng_json_str(e, "name"), *until = ng_json_str(e, "until");
+		if (!name || !*name)
+			continue;
+		if (!until)
+			out[k].until_ms = KUBE_SOAK_NOT_BACK;
+		else if (ng_parse_rfc3339_ms(until, strlen(until), &out[k].until_ms) != NG_OK)
+			continue;
+		ng_status st = kd_intern(c, name, &out[k].node);
+		if (st != NG_OK)
+			return st;
+		k++;
+	}
+	if (k)
+		qsort(out, k, sizeof(*out), kube_soaking_cmp);
+	b->soaking = k ? out : NULL;
+	b->nsoaking = (uint16_t)k;
+	return NG_OK;
+}
+
 /* Fields every budget has. Validation problems go to @verr and make the budget invalid;
  * only OOM fails the load. */
 static ng_status decode_budget_common(struct kd_ctx *c, const cJSON *o, const cJSON *spec,
@@ -271,6 +323,12 @@ static ng_status decode_budget_common(struct kd_ctx *c, const cJSON *o, const cJ
 	}
 	if (verr->status == NG_OK &&
 	    (st = kd_decode_exclusions(c, spec, &b->exclusions, &b->nexclusions, verr)) != NG_OK)
+		return st;
+	if (verr->status == NG_OK)
+		b->soak_ms = pacing_ms(spec, "soakSeconds", verr);
+	if (verr->status == NG_OK)
+		b->min_interval_ms = pacing_ms(spec, "minIntervalSeconds", verr);
+	if ((st = decode_pacing_status(c, o, b)) != NG_OK)
 		return st;
 	return verr->status == NG_OK ? decode_windows(c, spec, limit_field, b, verr) : NG_OK;
 }

@@ -72,6 +72,8 @@ static void budget(kube_id_fn fn, void *ctx, const struct kube_budget_common *b)
 	fn(ctx, b->error);
 	fn(ctx, b->freeze_reason);
 	ids(fn, ctx, b->types, b->ntypes);
+	for (size_t i = 0; i < b->nsoaking; i++)
+		fn(ctx, b->soaking[i].node);
 	for (size_t i = 0; i < b->nexclusions; i++)
 		fn(ctx, b->exclusions[i].reason);
 	for (size_t i = 0; i < b->nwindows; i++) {

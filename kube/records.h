@@ -438,8 +438,29 @@ struct kube_exclusion {
 /* Most exclusions one object may list (the CRDs' maxItems says the same). */
 #define KUBE_MAX_EXCLUSIONS 32
 
-/* Shared by ADB and NDB: a budget that failed validation stays in the cache as invalid so the
- * decision can fail closed and say why. */
+/* The longest pause pacing takes (spec.soakSeconds, spec.minIntervalSeconds): a week, which
+ * already outlasts any maintenance a node pool is paced for. */
+#define KUBE_MAX_PACING_SECONDS 604800
+
+/* A node of status.soakingNodes: counted as disrupted until until_ms; KUBE_SOAK_NOT_BACK
+ * while it is not Ready and schedulable again since its request ended. */
+struct kube_soaking {
+	uint32_t node; /* intern id */
+	int64_t until_ms;
+};
+#define KUBE_SOAK_NOT_BACK INT64_MAX
+
+/* Orders struct kube_soaking by node id, for qsort() and bsearch(). */
+static inline int kube_soaking_cmp(const void *a, const void *b)
+{
+	const struct kube_soaking *x = a, *y = b;
+	return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* Most soaking nodes a budget's status lists (and a decoder reads back): as many as an
+ * ApplicationDisruptionBudget's watchedNodes. */
+#define KUBE_MAX_SOAKING 1000
+
 /* An ApplicationDisruptionBudget's spec.healthHook (DESIGN.md §3.3), or either budget kind's
  * spec.hookV2BasePath. Whether the URL may be called is the NodeGateConfig's healthHooks policy,
  * checked when it is called (policy/hook.h). */
@@ -461,6 +482,8 @@ struct kube_hook {
 	uint32_t token_ns, token_name, token_key;
 };
 
+/* Shared by ADB and NDB: a budget that failed validation stays in the cache as invalid so the
+ * decision can fail closed and say why. */
 struct kube_budget_common {
 	uint32_t ns, name; /* ns is NG_INTERN_NONE for cluster-scoped */
 	const char *uid;   /* metadata.uid ("" when absent; NULL in records made by hand) */
@@ -480,6 +503,13 @@ struct kube_budget_common {
 	/* spec.hookV2BasePath: the multistep hooks (<url>/prepare, /ready, /terminate); not
 	 * present when absent. Both budget kinds. */
 	struct kube_hook hook2;
+	/* Pacing (docs/gate.md "Pacing"): spec.soakSeconds and spec.minIntervalSeconds in ms, 0
+	 * off; status.lastGrantAt (0 none), written by the gate before a grant adding nodes; and
+	 * status.soakingNodes, sorted by node id. */
+	int64_t soak_ms, min_interval_ms;
+	int64_t last_grant_ms;
+	uint16_t nsoaking;
+	const struct kube_soaking *soaking;
 };
 
 struct kube_adb {

@@ -110,7 +110,7 @@ static void check_counts(struct eval *e, struct pol_budget_verdict *v, const str
 			 const struct bud_limits *lim, int64_t added)
 {
 	size_t nscope = sc->n;
-	int64_t before = (int64_t)sc->disrupted;
+	int64_t before = (int64_t)(sc->disrupted + (sc->soak_ready ? sc->soaking : 0));
 	struct bud_check c;
 	bud_check_limits(lim, (int64_t)nscope, before, added, &c);
 	v->allowed = c.allowed;
@@ -394,7 +394,8 @@ static ng_status domains_of(const struct eval *e, const struct kube_ndb *b, cons
 			ng_map_put(&at, (uint64_t)value + 1, slot); /* sized for every node */
 		}
 		bool was = pol_ledger_held_at(e->ledger, sc->idx[k]) ||
-			   (b->count_unavailable && sc->unavail[k]);
+			   (b->count_unavailable && sc->unavail[k]) ||
+			   (sc->soak_ready && sc->soak[k]);
 		bool asked = in_sorted(e->nodes, e->nnodes, sc->names[k]);
 		d[slot].nodes++;
 		d[slot].before += was;
@@ -545,6 +546,81 @@ static void wake_at_edge(struct eval *e, const struct pol_budget_verdict *v, con
 		e->wake_ms = w->edge_ms;
 }
 
+/* Pacing, soakSeconds: @t with the request's nodes that soak in @sc (and count for that
+ * alone) taken out of what it adds: they are disrupted already. @ndb: the NodeDisruptionBudget
+ * @sc is of, NULL for an ApplicationDisruptionBudget. */
+static ng_status soak_touch(struct eval *e, struct bscope *sc, const struct kube_budget_common *b,
+			    const struct kube_ndb *ndb, struct touch *t)
+{
+	if (pd_scope_soak(e->ledger, sc, b, ndb, e->now_ms) != NG_OK)
+		return NG_ENOMEM;
+	if (!sc->soaking)
+		return NG_OK;
+	for (size_t x = 0; x < e->nnodes && t->added; x++) {
+		const struct kube_node *n = e->recs[x];
+		size_t i = n ? (size_t)(n - e->ledger->nodes) : SIZE_MAX;
+		if (!pd_scope_soaks(sc, ndb, e->nodes[x], i))
+			continue;
+		bool counted = n ? e->ledger->held[i] != 0
+				 : pol_ledger_holder(e->ledger, e->nodes[x]) != NG_INTERN_NONE;
+		if (ndb && ndb->count_unavailable && n)
+			counted |= node_unavailable(n, ndb);
+		t->added -= !counted;
+	}
+	return NG_OK;
+}
+
+/* Pacing, minIntervalSeconds: a request adding nodes to budget @b (named @what, scope @sc)
+ * fails it until the interval since the last such grant has passed; it waits for the clock, as
+ * for a window, and the gate wakes then. True when it failed. */
+static bool fail_paced(struct eval *e, struct pol_budget_verdict *v, const char *what,
+		       const struct kube_budget_common *b, const struct bscope *sc)
+{
+	int64_t last = b->last_grant_ms > sc->last_grant_ms ? b->last_grant_ms : sc->last_grant_ms;
+	if (last <= 0 || e->now_ms >= last + b->min_interval_ms)
+		return false;
+	int64_t next = last + b->min_interval_ms;
+	pd_fail_v(e, v);
+	e->nclosed++;
+	char at[32];
+	ng_format_rfc3339_ms(next, at);
+	ng_fmt(v->reason, sizeof(v->reason),
+	       "%s: paced, next grant at %s (minIntervalSeconds %lld)", what, at,
+	       (long long)(b->min_interval_ms / 1000));
+	if (!e->wake_ms || next < e->wake_ms)
+		e->wake_ms = next;
+	return true;
+}
+
+/* Pacing, soakSeconds: a verdict @v failed on its counts says how many of them soak and when
+ * the first soak ends; when the soaking nodes alone hold it back (@lim, @added as
+ * check_counts()), it waits for that instant, as for a window. */
+static void soak_note(struct eval *e, struct pol_budget_verdict *v, const struct bscope *sc,
+		      const struct bud_limits *lim, int64_t added)
+{
+	if (v->ok || !sc->soak_ready || !sc->soaking)
+		return;
+	char at[32] = "";
+	if (sc->soak_next_ms > 0)
+		ng_format_rfc3339_ms(sc->soak_next_ms, at);
+	/* The note goes before the holders, which the gate leaves out of a decision's hash. */
+	char *held = strstr(v->reason, POL_HELD_BY);
+	char tail[sizeof(v->reason)] = "";
+	size_t len = held ? (size_t)(held - v->reason) : strlen(v->reason);
+	if (held)
+		ng_fmt(tail, sizeof(tail), "%s", held);
+	ng_fmt(v->reason + len, sizeof(v->reason) - len,
+	       "; %zu soaking (soakSeconds), the first until %s%s", sc->soaking,
+	       sc->soak_next_ms > 0 ? at : "it is back", tail);
+	struct bud_check c;
+	bud_check_limits(lim, (int64_t)sc->n, (int64_t)sc->disrupted, added, &c);
+	if (c.ok && sc->soak_next_ms > 0) {
+		e->nclosed++;
+		if (!e->wake_ms || sc->soak_next_ms < e->wake_ms)
+			e->wake_ms = sc->soak_next_ms;
+	}
+}
+
 /* A budget in one of its exclusions fails a request that adds one of its nodes, until the
  * exclusion ends; the request waits for the clock, as for a window. True when it failed. */
 static bool fail_excluded(struct eval *e, struct pol_budget_verdict *v, const char *what,
@@ -663,7 +739,14 @@ ng_status pd_eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index, co
 		       str(e, b->b.freeze_reason));
 		return NG_OK;
 	}
+	struct touch tt = *t;
+	if (b->b.soak_ms && soak_touch(e, sc, &b->b, b, &tt) != NG_OK)
+		return NG_ENOMEM;
+	t = &tt;
+	v->adds = t->added > 0;
 	if (t->added > 0 && b->b.nexclusions && fail_excluded(e, v, what, &b->b))
+		return NG_OK;
+	if (t->added > 0 && b->b.min_interval_ms && fail_paced(e, v, what, &b->b, sc))
 		return NG_OK;
 	struct ng_err err = {0};
 	struct win *w = b->b.nwindows ? pd_scope_windows(sc, &b->b, e->now_ms) : NULL;
@@ -681,6 +764,7 @@ ng_status pd_eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index, co
 	if (w && !window_limits(e, w, &lim, "spec.windows.maxDisruptedNodes", &err))
 		goto bad;
 	check_counts(e, v, sc, &lim, t->added);
+	soak_note(e, v, sc, &lim, t->added);
 	check_never(e, v, sc, &b->b, &sc->lim, t->own, "maxDisruptedNodes");
 	ng_status st =
 	    v->ok && b->topology_key != NG_INTERN_NONE ? check_topology(e, v, b, sc) : NG_OK;
@@ -783,7 +867,14 @@ ng_status pd_eval_adb(struct eval *e, const struct kube_adb *a, size_t index, co
 		       str(e, a->b.freeze_reason));
 		return NG_OK;
 	}
+	struct touch tt = *t;
+	if (a->b.soak_ms && soak_touch(e, sc, &a->b, NULL, &tt) != NG_OK)
+		return NG_ENOMEM;
+	t = &tt;
+	v->adds = t->added > 0;
 	if (t->added > 0 && a->b.nexclusions && fail_excluded(e, v, what, &a->b))
+		return NG_OK;
+	if (t->added > 0 && a->b.min_interval_ms && fail_paced(e, v, what, &a->b, sc))
 		return NG_OK;
 	if (sc->lost_pvc != NG_INTERN_NONE) {
 		pd_fail_v(e, v);
@@ -807,6 +898,7 @@ ng_status pd_eval_adb(struct eval *e, const struct kube_adb *a, size_t index, co
 	if (w && !window_limits(e, w, &lim, "spec.windows.maxDisruptions", &err))
 		goto bad;
 	check_counts(e, v, sc, &lim, t->added);
+	soak_note(e, v, sc, &lim, t->added);
 	check_never(e, v, sc, &a->b, &sc->lim, t->own, "maxDisruptions");
 	wake_at_edge(e, v, w);
 	return NG_OK;

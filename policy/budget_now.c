@@ -145,6 +145,53 @@ static void exclusions_now(const struct kube_budget_common *c, int64_t now,
 	}
 }
 
+/* Pacing at @now: the next grant a minIntervalSeconds allows, and the soaking nodes (@b: the
+ * NodeDisruptionBudget, NULL for an ADB), their count in in_use and their ends in edge_wall_ms.
+ * Costs the scope only for a budget with soakSeconds. */
+static ng_status pacing_now(struct pol_ledger *l, struct bscope *sc,
+			    const struct kube_budget_common *c, const struct kube_ndb *b,
+			    int64_t now, struct ng_arena *arena, struct pol_budget_now *ret)
+{
+	ret->next_grant_wall_ms = -1;
+	int64_t last = c->last_grant_ms > sc->last_grant_ms ? c->last_grant_ms : sc->last_grant_ms;
+	if (c->min_interval_ms)
+		ret->last_grant_wall_ms = last > 0 ? last : 0;
+	if (c->min_interval_ms && last > 0 && last + c->min_interval_ms > now) {
+		ret->next_grant_wall_ms = last + c->min_interval_ms;
+		ret->allowed = 0;
+		if (ret->edge_wall_ms < 0 || ret->next_grant_wall_ms < ret->edge_wall_ms)
+			ret->edge_wall_ms = ret->next_grant_wall_ms;
+	}
+	if (!c->soak_ms)
+		return NG_OK;
+	if (pd_scope_soak(l, sc, c, b, now) != NG_OK)
+		return NG_ENOMEM;
+	size_t n = 0;
+	for (size_t j = 0; j < sc->n; j++)
+		n += sc->soak[j];
+	struct kube_soaking *v = ng_arena_alloc(arena, (n ? n : 1) * sizeof(*v));
+	uint32_t *names = ng_arena_alloc(arena, (n ? n : 1) * sizeof(*names));
+	if (!v || !names)
+		return NG_ENOMEM;
+	n = 0;
+	for (size_t j = 0; j < sc->n; j++)
+		if (sc->soak[j])
+			names[n++] = sc->names[j];
+	pd_sort_by_name(kube_snapshot_pool(l->s), names, n);
+	for (size_t j = 0; j < n; j++)
+		v[j] = (struct kube_soaking){
+		    names[j],
+		    pd_soak_until(l, c, kube_snapshot_find_node(l->s, names[j]), names[j])};
+	ret->soaking = sc->soaking;
+	ret->soaking_nodes = v;
+	ret->nsoaking_nodes = n;
+	ret->in_use += sc->soaking;
+	if (sc->soak_next_ms > now &&
+	    (ret->edge_wall_ms < 0 || sc->soak_next_ms < ret->edge_wall_ms))
+		ret->edge_wall_ms = sc->soak_next_ms;
+	return NG_OK;
+}
+
 ng_status pol_budget_now(const struct kube_snapshot *s, struct pol_ledger *ledger,
 			 enum kube_resource kind, size_t index, int64_t now_wall_ms,
 			 struct ng_arena *arena, struct pol_budget_now *ret)
@@ -163,7 +210,8 @@ ng_status pol_budget_now(const struct kube_snapshot *s, struct pol_ledger *ledge
 	if (ndb ? pd_ndb_scope(ledger, index, &csc) != NG_OK : pd_adb_index(ledger) != NG_OK)
 		return NG_ENOMEM;
 	struct bscope *sc = ndb ? &ledger->ndb[index] : &ledger->adb[index];
-	struct pol_budget_now now = {.watched = sc->n, .in_use = sc->disrupted, .limit_now = -1};
+	struct pol_budget_now now = {
+	    .watched = sc->n, .in_use = sc->disrupted, .limit_now = -1, .next_grant_wall_ms = -1};
 	uint32_t *holders;
 	if (pd_scope_holders(ledger, sc, arena, &holders, &now.nholders) != NG_OK)
 		return NG_ENOMEM;
@@ -173,10 +221,13 @@ ng_status pol_budget_now(const struct kube_snapshot *s, struct pol_ledger *ledge
 	now.invalid = c->invalid || !own_limits(pool, b, a, &lim);
 	if (!now.invalid && !windows_now(pool, sc, c, now_wall_ms, &lim, &now))
 		now.invalid = true;
+	if (!now.invalid && (c->soak_ms || c->min_interval_ms) &&
+	    pacing_now(ledger, sc, c, b, now_wall_ms, arena, &now) != NG_OK)
+		return NG_ENOMEM;
 	if (!now.invalid) {
 		struct bud_check chk;
 		bud_check_limits(&lim, (int64_t)now.watched, (int64_t)now.in_use, 0, &chk);
-		now.allowed = chk.allowed;
+		now.allowed = now.next_grant_wall_ms > now_wall_ms ? 0 : chk.allowed;
 		now.limit_now = chk.max;
 		exclusions_now(c, now_wall_ms, &now);
 	} else {

@@ -95,6 +95,35 @@ void pol_ledger_destroy(struct pol_ledger *l);
  */
 NG_NODISCARD ng_status pol_ledger_grant(struct pol_ledger *l, uint32_t nd_name,
 					const uint32_t *nodes, size_t n);
+/**
+ * As pol_ledger_grant(), the grant dated @at_wall_ms (pol_ledger_grant() dates it with the
+ * instant pol_ledger_set_now() gave, 0 before): the minIntervalSeconds of a paced budget whose
+ * nodes it adds start then. NG_ENOMEM as pol_ledger_grant().
+ */
+NG_NODISCARD ng_status pol_ledger_grant_at(struct pol_ledger *l, uint32_t nd_name,
+					   const uint32_t *nodes, size_t n, int64_t at_wall_ms);
+/** The instant (wall ms) the grants recorded from now on with pol_ledger_grant() are dated. */
+void pol_ledger_set_now(struct pol_ledger *l, int64_t now_wall_ms);
+/**
+ * What the gate saw of node @node (intern id) since the grant holding it ended: given back at
+ * @back_wall_ms (Ready and schedulable again), or KUBE_SOAK_NOT_BACK while it is not. Budgets
+ * with soakSeconds count it as disrupted until then plus their soak (docs/gate.md "Pacing").
+ * Nothing for a node the snapshot does not hold, or a snapshot without paced budgets.
+ * NG_ENOMEM.
+ */
+NG_NODISCARD ng_status pol_ledger_given_back(struct pol_ledger *l, uint32_t node,
+					     int64_t back_wall_ms);
+/**
+ * Pacing, for simulations (policy/plan.h): a grant of @node (intern id) dated @at_wall_ms that
+ * has ended since; the minIntervalSeconds of a paced budget holding @node still runs from it.
+ */
+void pol_ledger_past_grant(struct pol_ledger *l, uint32_t node, int64_t at_wall_ms);
+/** Whether a valid budget of @s sets soakSeconds or minIntervalSeconds (pays for pacing). */
+bool pol_snapshot_paced(const struct kube_snapshot *s);
+/** The largest soakSeconds of @s's valid budgets, in ms; 0 none. */
+int64_t pol_snapshot_max_soak_ms(const struct kube_snapshot *s);
+/** The largest minIntervalSeconds of @s's valid budgets, in ms; 0 none. */
+int64_t pol_snapshot_max_interval_ms(const struct kube_snapshot *s);
 /** The request holding @node, or NG_INTERN_NONE. */
 uint32_t pol_ledger_holder(const struct pol_ledger *l, uint32_t node);
 /** Whether node @i of the ledger's snapshot (kube_snapshot_nodes()) is held: one byte read. */
@@ -132,6 +161,7 @@ struct pol_budget_verdict {
 	uint32_t ns, name;       /* ns NG_INTERN_NONE for NodeDisruptionBudgets */
 	uint32_t index;          /* the budget's index in the snapshot's NDBs or ADBs */
 	bool ok;
+	bool adds;       /* the request adds scope nodes not disrupted yet (pacing: a grant) */
 	int64_t allowed; /* more scope nodes the budget allows now (status.disruptionsAllowed) */
 	int64_t current; /* scope nodes disrupted before this request */
 	/* Failed, and would fail with nothing else disrupted at any time: the request's own
@@ -249,6 +279,15 @@ struct pol_budget_now {
 	bool excluded;
 	int64_t excluded_until;
 	uint32_t excluded_reason;
+	/* Pacing: with minIntervalSeconds, the newest grant adding its nodes (last_grant_wall_ms,
+	 * 0 none known) and, while it is in the future, the earliest next one (next_grant_wall_ms,
+	 * else -1); with soakSeconds, how many scope nodes count as disrupted for soaking alone
+	 * (in in_use) and the soaking nodes (intern ids; until_ms KUBE_SOAK_NOT_BACK while not back
+	 * yet), sorted by name, arena memory. edge_wall_ms covers the next grant and soak ends. */
+	int64_t last_grant_wall_ms, next_grant_wall_ms;
+	size_t soaking;
+	const struct kube_soaking *soaking_nodes;
+	size_t nsoaking_nodes;
 	/* The Granted requests holding scope nodes (the ledger's grants, the gate's own
 	 * not-yet-cached ones included): intern ids, sorted by name; arena memory. */
 	const uint32_t *holders;

@@ -93,6 +93,15 @@ struct pol_ledger {
 	struct ng_map nd_by_node;
 	struct budget_link *nd_links;
 	uint32_t *nd_seen, nd_gen;
+	/* Pacing (docs/gate.md "Pacing"), kept only when a budget of the snapshot sets
+	 * soakSeconds or minIntervalSeconds (paced): held_at_ms[i] is when the grant holding node
+	 * i was made (its status.grantedAt, or now_ms for a grant recorded here), granting_ms the
+	 * date of the grant being recorded; back_ms[i] when the gate saw node i given back (0
+	 * unknown, KUBE_SOAK_NOT_BACK not Ready and schedulable yet; NULL none known). */
+	bool paced;
+	int64_t now_ms, granting_ms;
+	int64_t *held_at_ms, *back_ms;
+	uint32_t ready_type; /* intern id of the condition type "Ready" */
 };
 
 /* One entry of a list of budgets (ndb_by_label, and the ADBs by pod label while scopes are
@@ -135,6 +144,16 @@ struct bscope {
 		bool limit_read;
 		struct bud_int_or_percent max;
 	} win;
+	/* Pacing. last_grant_ms: the newest grant adding scope nodes the ledger knows (its
+	 * holders' grantedAt, and grants recorded since). With soakSeconds: soak[j] says scope
+	 * node j soaks at soak_at_ms (soak_ready), soaking how many of them count for that alone
+	 * (not held, not unavailable-counted; disrupted does not include them), soak_next_ms the
+	 * first soak end after soak_at_ms (-1 none). */
+	int64_t last_grant_ms;
+	uint8_t *soak;
+	bool soak_ready;
+	int64_t soak_at_ms, soak_next_ms;
+	size_t soaking;
 };
 
 /* How control-plane nodes are recognised: NodeGateConfig's controlPlane.selector, or the
@@ -243,6 +262,14 @@ void pd_ndb_counts_grant(struct pol_ledger *l, size_t i);
 ng_status pd_ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret);
 void pd_adb_counts_grant(struct pol_ledger *l, uint32_t node, const struct kube_node *k);
 ng_status pd_adb_index(struct pol_ledger *l);
+
+/* scopes.c: pacing */
+int64_t pd_soak_until(const struct pol_ledger *l, const struct kube_budget_common *b,
+		      const struct kube_node *n, uint32_t name);
+ng_status pd_scope_soak(struct pol_ledger *l, struct bscope *sc, const struct kube_budget_common *b,
+			const struct kube_ndb *ndb, int64_t now_ms);
+bool pd_scope_soaks(const struct bscope *sc, const struct kube_ndb *ndb, uint32_t name,
+		    size_t node);
 
 /* budget_now.c */
 void pd_exclusion_text(const struct ng_intern *pool, int64_t until, uint32_t reason, char *buf,

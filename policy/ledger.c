@@ -30,6 +30,12 @@ struct pol_ledger *pol_ledger_create_without(const struct kube_snapshot *s, cons
 		free(l);
 		return NULL;
 	}
+	l->paced = pol_snapshot_paced(s);
+	l->ready_type = ng_intern_find(kube_snapshot_pool(s), "Ready", 5);
+	if (l->paced && !(l->held_at_ms = calloc(l->nnodes ? l->nnodes : 1, sizeof(int64_t)))) {
+		pol_ledger_destroy(l);
+		return NULL;
+	}
 	size_t n;
 	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
 	for (size_t i = 0; i < n; i++) {
@@ -37,8 +43,12 @@ struct pol_ledger *pol_ledger_create_without(const struct kube_snapshot *s, cons
 		if (nds[i].state != KUBE_ND_GRANTED || nds[i].deleting ||
 		    (nended && bsearch(&nds[i].name, ended, nended, sizeof(*ended), cmp_u32)))
 			continue;
-		if (pol_ledger_grant(l, nds[i].name, nds[i].disrupted, nds[i].ndisrupted) !=
-		    NG_OK) {
+		/* Its grant is dated when it was made: the interval of a paced budget starts
+		 * there (a missing date is no later than the budget's status.lastGrantAt). */
+		l->granting_ms =
+		    nds[i].detail && nds[i].detail->granted_ms > 0 ? nds[i].detail->granted_ms : 0;
+		if (pol_ledger_grant_at(l, nds[i].name, nds[i].disrupted, nds[i].ndisrupted,
+					l->granting_ms) != NG_OK) {
 			pol_ledger_destroy(l);
 			return NULL;
 		}
@@ -58,6 +68,8 @@ void pol_ledger_destroy(struct pol_ledger *l)
 	free(l->nd_links);
 	free(l->nd_seen);
 	free(l->held);
+	free(l->held_at_ms);
+	free(l->back_ms);
 	free(l->held_names);
 	free(l->co);
 	ng_arena_destroy(l->arena);
@@ -68,8 +80,72 @@ static bool is_control_plane_node(const struct kube_snapshot *s, const struct ku
 				  uint32_t key, const struct kube_node *n);
 static ng_status count_held_class(struct pol_ledger *l, uint32_t holder, bool cp);
 
+bool pol_snapshot_paced(const struct kube_snapshot *s)
+{
+	return pol_snapshot_max_soak_ms(s) > 0 || pol_snapshot_max_interval_ms(s) > 0;
+}
+
+/* The largest soakSeconds (@soak) or minIntervalSeconds of @s's valid budgets, in ms. */
+static int64_t max_pacing(const struct kube_snapshot *s, bool soak)
+{
+	size_t nn, na;
+	const struct kube_ndb *ndbs = kube_snapshot_ndbs(s, &nn);
+	const struct kube_adb *adbs = kube_snapshot_adbs(s, &na);
+	int64_t m = 0;
+	for (size_t i = 0; i < nn + na; i++) {
+		const struct kube_budget_common *b = i < nn ? &ndbs[i].b : &adbs[i - nn].b;
+		int64_t v = soak ? b->soak_ms : b->min_interval_ms;
+		if (!b->invalid && v > m)
+			m = v;
+	}
+	return m;
+}
+
+int64_t pol_snapshot_max_soak_ms(const struct kube_snapshot *s)
+{
+	return max_pacing(s, true);
+}
+
+int64_t pol_snapshot_max_interval_ms(const struct kube_snapshot *s)
+{
+	return max_pacing(s, false);
+}
+
+void pol_ledger_set_now(struct pol_ledger *l, int64_t now_wall_ms)
+{
+	l->now_ms = now_wall_ms;
+}
+
+ng_status pol_ledger_given_back(struct pol_ledger *l, uint32_t node, int64_t back_wall_ms)
+{
+	const struct kube_node *k = kube_snapshot_find_node(l->s, node);
+	if (!k || !l->paced)
+		return NG_OK;
+	if (!l->back_ms && !(l->back_ms = calloc(l->nnodes ? l->nnodes : 1, sizeof(int64_t))))
+		return NG_ENOMEM;
+	l->back_ms[k - l->nodes] = back_wall_ms;
+	/* Scopes counted their soaking nodes without it: counted again at their next use. */
+	for (size_t i = 0; l->ndb && i < l->nndb + l->nadb; i++)
+		l->ndb[i].soak_ready = false;
+	return NG_OK;
+}
+
+void pol_ledger_past_grant(struct pol_ledger *l, uint32_t node, int64_t at_wall_ms)
+{
+	const struct kube_node *k = kube_snapshot_find_node(l->s, node);
+	if (k && l->held_at_ms && at_wall_ms > l->held_at_ms[k - l->nodes])
+		l->held_at_ms[k - l->nodes] = at_wall_ms;
+}
+
 ng_status pol_ledger_grant(struct pol_ledger *l, uint32_t nd_name, const uint32_t *nodes, size_t n)
 {
+	return pol_ledger_grant_at(l, nd_name, nodes, n, l->now_ms);
+}
+
+ng_status pol_ledger_grant_at(struct pol_ledger *l, uint32_t nd_name, const uint32_t *nodes,
+			      size_t n, int64_t at_wall_ms)
+{
+	l->granting_ms = at_wall_ms;
 	for (size_t i = 0; i < n; i++) {
 		uint32_t h;
 		if (ng_map_get(&l->holders, nodes[i], &h)) {
@@ -100,6 +176,8 @@ ng_status pol_ledger_grant(struct pol_ledger *l, uint32_t nd_name, const uint32_
 		if (k) {
 			size_t at = (size_t)(k - l->nodes);
 			l->held[at] = 1;
+			if (l->held_at_ms && at_wall_ms > l->held_at_ms[at])
+				l->held_at_ms[at] = at_wall_ms;
 			if (l->cp_ready &&
 			    count_held_class(
 				l, nd_name, is_control_plane_node(l->s, l->cp_sel, l->cp_key, k)) !=

@@ -40,6 +40,7 @@ struct req {
 	uint32_t first;                      /* key of the first failing verdict, or NO_BUDGET */
 	size_t last_round;                   /* round of its last decision; 0: never decided */
 	int64_t until_wall_ms;               /* held: when it is deleted */
+	int64_t granted_wall_ms;             /* held or done: when it was granted */
 	int64_t wake_wall_ms; /* waiting: when a window edge may change its decision; 0 none */
 	uint32_t *impacted;   /* held: every budget its grant counted against */
 	size_t nimpacted;
@@ -333,9 +334,10 @@ static const struct kube_budget_common *windowed(const struct sim *m, uint32_t k
 		b = &kube_snapshot_ndbs(m->s, &n)[key].b;
 	else if (key < m->nndb + m->nadb)
 		b = &kube_snapshot_adbs(m->s, &n)[key - m->nndb].b;
-	/* A budget with exclusions is not memoised by window state: an exclusion's end changes its
-	 * verdict too, and the decision's wake time covers it. */
-	return b && b->nwindows && !b->nexclusions ? b : NULL;
+	/* A budget with exclusions or pacing is not memoised by window state: an exclusion's end,
+	 * an interval's or a soak's changes its verdict too, and the decision's wake time covers
+	 * it. */
+	return b && b->nwindows && !b->nexclusions && !b->min_interval_ms && !b->soak_ms ? b : NULL;
 }
 
 /* Budget @b's window state at @now as a bit: bit 0 when no window is open, bit 1 + i when
@@ -502,6 +504,7 @@ static ng_status hold(struct sim *m, struct req *r, const struct pol_gate_decisi
 		r->impacted[k] = verdict_key(m, &d->verdicts[k]);
 	r->nimpacted = d->nverdicts;
 	r->state = REQ_HELD;
+	r->granted_wall_ms = now;
 	r->until_wall_ms = now + m->in->drain_ms;
 	return NG_OK;
 }
@@ -551,6 +554,8 @@ static ng_status decide_round(struct sim *m, size_t round, int64_t now, bool all
 	struct pol_gate_config cfg;
 	pol_gate_config_from(m->s, &cfg);
 	struct pol_ledger *l = pol_ledger_create_without(m->s, m->ended, m->nended);
+	if (l)
+		pol_ledger_set_now(l, now);
 	const struct kube_nd **q = malloc((m->nr ? m->nr : 1) * sizeof(*q));
 	uint32_t *granted = malloc((m->nr ? m->nr : 1) * sizeof(*granted));
 	struct round_limits *rl = calloc(1, sizeof(*rl));
@@ -558,9 +563,14 @@ static ng_status decide_round(struct sim *m, size_t round, int64_t now, bool all
 	ng_status st = l && q && granted && rl ? NG_OK : NG_ENOMEM;
 	for (size_t i = 0; st == NG_OK && i < m->nr; i++) {
 		struct req *r = &m->r[i];
-		if (r->state == REQ_HELD)
-			st = pol_ledger_grant(l, r->nd.name, &r->node, 1);
-		else if (r->state == REQ_WAIT)
+		if (r->state == REQ_HELD) {
+			st = pol_ledger_grant_at(l, r->nd.name, &r->node, 1, r->granted_wall_ms);
+		} else if (r->state == REQ_DONE && r->granted_wall_ms) {
+			/* Pacing: its grant still spaces the next one of a paced budget, and its
+			 * node, back when it was deleted, soaks from then. */
+			pol_ledger_past_grant(l, r->node, r->granted_wall_ms);
+			st = pol_ledger_given_back(l, r->node, r->until_wall_ms);
+		} else if (r->state == REQ_WAIT)
 			q[nq++] = &r->nd;
 	}
 	ng_arena_reset(m->scratch);
@@ -586,7 +596,7 @@ static ng_status decide_round(struct sim *m, size_t round, int64_t now, bool all
 		r->wake_wall_ms = d.outcome == POL_GATE_PENDING ? d.wake_wall_ms : 0;
 		if (d.outcome == POL_GATE_GRANT) {
 			/* Health hooks are assumed to answer healthy. */
-			st = pol_ledger_grant(l, r->nd.name, d.nodes, d.nnodes);
+			st = pol_ledger_grant_at(l, r->nd.name, d.nodes, d.nnodes, now);
 			st = st ? st : hold(m, r, &d, now);
 			granted[ng++] = r->node;
 		} else if (d.outcome == POL_GATE_REJECT || d.unsatisfiable) {

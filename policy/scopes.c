@@ -124,8 +124,15 @@ static ng_status ndb_count_one(struct pol_ledger *l, size_t k, size_t i, void *a
 	(void)arg;
 	size_t nb;
 	const struct kube_ndb *b = &kube_snapshot_ndbs(l->s, &nb)[k];
-	if (l->ndb[k].ready && !(b->count_unavailable && node_unavailable(&l->nodes[i], b)))
-		l->ndb[k].disrupted++;
+	struct bscope *sc = &l->ndb[k];
+	if (!sc->ready || (b->count_unavailable && node_unavailable(&l->nodes[i], b)))
+		return NG_OK;
+	sc->disrupted++;
+	/* A soaking node counted already: held now, it is counted as held instead. */
+	if (sc->soak_ready && pd_scope_soaks(sc, b, l->nodes[i].name, i))
+		sc->soaking--;
+	if (l->granting_ms > sc->last_grant_ms)
+		sc->last_grant_ms = l->granting_ms;
 	return NG_OK;
 }
 
@@ -185,6 +192,7 @@ ng_status pd_ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret
 		nc = l->nnodes;
 	}
 	size_t n = 0, nun = 0, dis = 0;
+	int64_t last = 0;
 	for (size_t j = 0; !b->b.invalid && j < nc; j++) {
 		const struct kube_node *node = &l->nodes[cand[j]];
 		if (!bud_selector_matches(&b->node_selector, node->labels, node->nlabels, pool))
@@ -192,6 +200,8 @@ ng_status pd_ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret
 		unavail[n] = node_unavailable(node, b);
 		nun += unavail[n];
 		dis += l->held[cand[j]] || (b->count_unavailable && unavail[n]);
+		if (l->held_at_ms && l->held_at_ms[cand[j]] > last)
+			last = l->held_at_ms[cand[j]];
 		idx[n] = cand[j];
 		names[n++] = node->name;
 	}
@@ -202,8 +212,19 @@ ng_status pd_ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret
 			      .unavailable = nun,
 			      .disrupted = dis,
 			      .lost_pvc = NG_INTERN_NONE,
+			      .last_grant_ms = last,
 			      .ready = true};
 	return NG_OK;
+}
+
+/* Node @node (index @at, SIZE_MAX without a record) newly held in ADB scope @sc. */
+static void adb_count_one(struct pol_ledger *l, struct bscope *sc, uint32_t node, size_t at)
+{
+	sc->disrupted++;
+	if (sc->soak_ready && pd_scope_soaks(sc, NULL, node, at))
+		sc->soaking--;
+	if (l->granting_ms > sc->last_grant_ms)
+		sc->last_grant_ms = l->granting_ms;
 }
 
 /* A node newly held (@k its record, NULL when the snapshot has no such node): one more
@@ -215,13 +236,13 @@ void pd_adb_counts_grant(struct pol_ledger *l, uint32_t node, const struct kube_
 	if (k) {
 		size_t at = (size_t)(k - l->nodes);
 		for (uint32_t j = l->by_node_off[at]; j < l->by_node_off[at + 1]; j++)
-			l->adb[l->by_node[j]].disrupted++;
+			adb_count_one(l, &l->adb[l->by_node[j]], node, at);
 		return;
 	}
 	/* A pod on a node the cache does not know is watched too; rare, so looked for. */
 	for (size_t a = 0; a < l->nadb; a++)
 		if (in_sorted(l->adb[a].names, l->adb[a].n, node))
-			l->adb[a].disrupted++;
+			adb_count_one(l, &l->adb[a], node, SIZE_MAX);
 }
 
 /* Whether ADB @a's scope can be computed from the pods' labels alone: a podSelector with an
@@ -400,6 +421,9 @@ ng_status pd_adb_index(struct pol_ledger *l)
 				if (pass == 0) {
 					l->by_node_off[i + 1]++;
 					l->adb[k].disrupted += l->held[i];
+					if (l->held_at_ms &&
+					    l->held_at_ms[i] > l->adb[k].last_grant_ms)
+						l->adb[k].last_grant_ms = l->held_at_ms[i];
 				} else {
 					l->by_node[cur[i]++] = (uint32_t)k;
 				}
@@ -417,5 +441,94 @@ ng_status pd_adb_index(struct pol_ledger *l)
 			return NG_ENOMEM;
 	}
 	l->adb_indexed = true;
+	return NG_OK;
+}
+
+/* ---- pacing: soaking nodes ---- */
+
+/* When node @n (its record, NULL when the cache has none; @name its name) stops soaking for
+ * budget @b: the latest of its Ready condition's turn to True plus soakSeconds, the give-back
+ * the gate saw plus soakSeconds, and the budget's status.soakingNodes entry; KUBE_SOAK_NOT_BACK
+ * while given back and not Ready and schedulable yet; 0 when it does not soak. What the gate
+ * saw decides over a status entry still waiting for the node (the gate writes what it saw). */
+int64_t pd_soak_until(const struct pol_ledger *l, const struct kube_budget_common *b,
+		      const struct kube_node *n, uint32_t name)
+{
+	int64_t until = 0;
+	if (!b->soak_ms)
+		return 0;
+	if (n && (n->flags & KUBE_NODE_READY) && l->ready_type != NG_INTERN_NONE)
+		for (uint16_t c = 0; c < n->nconditions; c++)
+			if (n->conditions[c].type == l->ready_type && n->conditions[c].since_ms > 0)
+				until = n->conditions[c].since_ms + b->soak_ms;
+	bool seen = false;
+	if (n && l->back_ms) {
+		int64_t back = l->back_ms[n - l->nodes];
+		seen = back != 0;
+		if (back == KUBE_SOAK_NOT_BACK)
+			return KUBE_SOAK_NOT_BACK;
+		if (back && back + b->soak_ms > until)
+			until = back + b->soak_ms;
+	}
+	if (b->nsoaking) {
+		struct kube_soaking key = {.node = name};
+		const struct kube_soaking *e =
+		    bsearch(&key, b->soaking, b->nsoaking, sizeof(key), kube_soaking_cmp);
+		if (e && e->until_ms == KUBE_SOAK_NOT_BACK && !seen)
+			return KUBE_SOAK_NOT_BACK;
+		if (e && e->until_ms != KUBE_SOAK_NOT_BACK && e->until_ms > until)
+			until = e->until_ms;
+	}
+	return until;
+}
+
+/* Scope node @name (index @node of the snapshot's nodes, SIZE_MAX without a record) soaks
+ * in @sc at its soak instant (@ndb: the NodeDisruptionBudget's scope, NULL for an ADB's). */
+bool pd_scope_soaks(const struct bscope *sc, const struct kube_ndb *ndb, uint32_t name, size_t node)
+{
+	if (!sc->soak_ready || !sc->n)
+		return false;
+	const uint32_t *at;
+	if (ndb) {
+		uint32_t key = (uint32_t)node;
+		at = node == SIZE_MAX ? NULL : bsearch(&key, sc->idx, sc->n, sizeof(key), cmp_u32);
+		return at && sc->soak[at - sc->idx];
+	}
+	at = bsearch(&name, sc->names, sc->n, sizeof(name), cmp_u32);
+	return at && sc->soak[at - sc->names];
+}
+
+/* Which of @sc's nodes soak at @now_ms for budget @b (@ndb: it, when a NodeDisruptionBudget),
+ * and how many count for that alone: once per instant, for budgets with soakSeconds only. */
+ng_status pd_scope_soak(struct pol_ledger *l, struct bscope *sc, const struct kube_budget_common *b,
+			const struct kube_ndb *ndb, int64_t now_ms)
+{
+	if (!b->soak_ms || (sc->soak_ready && sc->soak_at_ms == now_ms))
+		return NG_OK;
+	if (!sc->soak) {
+		sc->soak = ng_arena_alloc(l->arena, sc->n ? sc->n : 1);
+		if (!sc->soak)
+			return NG_ENOMEM;
+	}
+	size_t soaking = 0;
+	int64_t next = -1;
+	for (size_t j = 0; j < sc->n; j++) {
+		const struct kube_node *n =
+		    ndb ? &l->nodes[sc->idx[j]] : kube_snapshot_find_node(l->s, sc->names[j]);
+		int64_t until = pd_soak_until(l, b, n, sc->names[j]);
+		sc->soak[j] = until > now_ms;
+		if (!sc->soak[j])
+			continue;
+		bool counted = n ? l->held[n - l->nodes] != 0
+				 : pol_ledger_holder(l, sc->names[j]) != NG_INTERN_NONE;
+		counted |= ndb && ndb->count_unavailable && sc->unavail[j];
+		soaking += !counted;
+		if (until != KUBE_SOAK_NOT_BACK && (next < 0 || until < next))
+			next = until;
+	}
+	sc->soaking = soaking;
+	sc->soak_next_ms = next;
+	sc->soak_at_ms = now_ms;
+	sc->soak_ready = true;
 	return NG_OK;
 }

@@ -144,6 +144,7 @@ ng_status pol_budget_status(const struct kube_snapshot *s, struct pol_ledger *le
 		return NG_ENOMEM;
 	for (size_t i = 0; i < st.watched; i++)
 		st.current += dis[i];
+	st.current += st.now.soaking; /* soaking nodes count as disrupted (soakSeconds) */
 	/* The limit in force now: an open window's, none outside them with Deny. */
 	st.invalid = st.now.invalid;
 	st.allowed = st.invalid ? 0 : st.now.allowed;

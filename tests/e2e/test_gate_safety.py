@@ -11,6 +11,12 @@ an older, tighter budget can never look like an excess. Loops are bounded in cou
 Some requests carry a deadline of 1-3 s: at the end of a run no Granted request is older than
 its deadline (with a few seconds for a lease changing hands).
 
+Pacing: pool-b is paced (minIntervalSeconds) and pool-a soaks (soakSeconds). The checker also
+records, per paced pool, the status.grantedAt of every grant adding one of its nodes (a node no
+other Granted request holds, nor held in the last PACE_SLACK_S seconds: a cache a moment behind
+may still count it held, and then the grant adds nothing), and fails when two are closer than
+the interval.
+
 The run with hooks adds an ApplicationDisruptionBudget (maxDisruptions 1) over the pods of each
 pair of nodes, each with a health hook that is slow, fails or times out at random: while one
 request waits on its hooks it holds its share, so no other request may take it meanwhile, and
@@ -39,6 +45,18 @@ NODES = [f"n{i:02d}" for i in range(14)]
 POOL = {n: ("a" if i < 7 else "b") for i, n in enumerate(NODES)}
 
 
+# A node released less than this long ago (as the checker saw it) may still look held to the
+# gate's cache: a grant of it is not counted as adding to a paced pool either way.
+PACE_SLACK_S = 2.0
+
+
+def parse_ms(stamp):
+    """An RFC 3339 UTC time ("2026-11-28T22:10:00.123Z") as seconds since the epoch."""
+    import calendar
+    secs = calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))
+    return secs + float("0" + stamp[19:-1]) if len(stamp) > 20 else secs
+
+
 class Checker(threading.Thread):
     """Follows NodeDisruptions and budgets through the API server's watch, independently of
     nodegate, and records every moment a budget holds more Granted nodes than it allows."""
@@ -55,6 +73,34 @@ class Checker(threading.Thread):
         self.seen_nodes = set()     # every node seen in a grant
         self.lock = threading.Lock()
         self.stop = threading.Event()
+        self.paced = {}             # pool label -> minIntervalSeconds
+        self.last_add = {}          # pool label -> (grantedAt, request) of its last adding grant
+        self.released = {}          # node -> monotonic time it was last seen released
+        self.paced_grants = 0
+
+    def pace(self, name, st):
+        """A new grant @name (status @st): for each paced pool it adds nodes to, no closer to
+        the previous such grant than the pool's interval."""
+        held = set()
+        for other, ns in self.granted.items():
+            if other != name:
+                held |= ns
+        now = time.monotonic()
+        for pool, interval in self.paced.items():
+            mine = {n for n in st.get("disruptedNodes", []) if POOL.get(n) == pool}
+            adds = {n for n in mine - held if now - self.released.get(n, -1e9) > PACE_SLACK_S}
+            if not mine or not st.get("grantedAt"):
+                continue
+            at = parse_ms(st["grantedAt"])
+            if not adds:
+                continue
+            self.paced_grants += 1
+            prev = self.last_add.get(pool)
+            if prev and at - prev[0] < interval - 0.0005:
+                self.violations.append(f"{name} granted {at - prev[0]:.3f} s after {prev[1]} into "
+                                       f"pool {pool} (minIntervalSeconds {interval})")
+            if not prev or at > prev[0]:
+                self.last_add[pool] = (at, name)
 
     def raise_limit(self, budget, new_max):
         with self.lock:
@@ -99,11 +145,13 @@ class Checker(threading.Thread):
                         if ev["type"] != "DELETED" and st.get("state") == "Granted" and not deleting:
                             if name not in self.granted:
                                 self.grants += 1
+                                self.pace(name, st)
                             self.granted[name] = set(st.get("disruptedNodes", []))
                             self.seen_nodes |= self.granted[name]
                             self.check(f"{name} granted")
                         else:
-                            self.granted.pop(name, None)
+                            for n in self.granted.pop(name, set()):
+                                self.released[n] = time.monotonic()
                 w.close()
             except OSError:
                 time.sleep(0.2)
@@ -136,11 +184,12 @@ class SafetyTest(unittest.TestCase):
         self.api.stop()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def ndb(self, name, selector, mx):
+    def ndb(self, name, selector, mx, **pacing):
         code, body, _ = self.api.api("POST", NDB_PATH, {
             "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget",
             "metadata": {"name": name},
-            "spec": {"nodeSelector": selector, "maxDisruptedNodes": mx, "countUnavailableNodes": False}})
+            "spec": {"nodeSelector": selector, "maxDisruptedNodes": mx, "countUnavailableNodes": False,
+                     **pacing}})
         self.assertEqual(code, 201, body)
 
     def nd(self, name, nodes, retry=True, deadline=None):
@@ -346,26 +395,29 @@ class SafetyTest(unittest.TestCase):
         self.api.api("DELETE", "/_control/faults")
         return kills
 
-    def pool_budgets(self):
-        self.ndb("pool-a", {"matchLabels": {"pool": "a"}}, 2)
-        self.ndb("pool-b", {"matchLabels": {"pool": "b"}}, 1)
+    def pool_budgets(self, paced=False):
+        """With @paced, pool-b takes minIntervalSeconds 1 and pool-a soakSeconds 1."""
+        self.ndb("pool-a", {"matchLabels": {"pool": "a"}}, 2, **({"soakSeconds": 1} if paced else {}))
+        self.ndb("pool-b", {"matchLabels": {"pool": "b"}}, 1, **({"minIntervalSeconds": 1} if paced else {}))
         self.ndb("all", {}, 3)
         return {"pool-a": ("a", 2), "pool-b": ("b", 1), "all": (None, 3)}
 
     def test_randomized_safety_under_faults(self):
         rnd = random.Random(int(os.environ.get("NG_SAFETY_SEED", "20261122")))
         ops = int(os.environ.get("NG_SAFETY_OPS", "3000"))
-        checker = Checker(self.api, self.pool_budgets())
+        checker = Checker(self.api, self.pool_budgets(paced=True))
+        checker.paced = {"b": 1}
         checker.start()
         self.assertIsNotNone(eventually(self.leader, timeout=30)[0])
         kills = self.run_randomized(checker, rnd, ops, 240)
         self.assertIsNotNone(eventually(self.leader, timeout=30)[0], "no leader after the run")
         time.sleep(2)
         checker.stop.set()
-        print(f"\n  grants observed: {checker.grants}, peaks {checker.max_seen}, leader kills: {kills}",
-              file=sys.stderr)
+        print(f"\n  grants observed: {checker.grants} ({checker.paced_grants} adding to the paced pool), "
+              f"peaks {checker.max_seen}, leader kills: {kills}", file=sys.stderr)
         self.assertEqual(checker.violations, [])
         self.assertGreater(checker.grants, 10, "the run must actually grant")
+        self.assertGreater(checker.paced_grants, 3, "the paced pool must actually be granted")
         self.assert_no_grant_past_its_deadline()
         # The third kill may find the lease still changing hands near the end of a run.
         self.assertGreaterEqual(kills, 2, "the leader must have been killed at least twice")

@@ -94,6 +94,34 @@ class WindowsTest(GateTest):
         ok, _ = eventually(lambda: self.ndb_status("sales").get("exclusion") is None)
         self.assertTrue(ok, self.ndb_status("sales"))
 
+    def test_S08_a_paced_pool_spaces_its_grants(self):
+        """S08: a rolling maintenance over a paced pool (two nodes, both allowed at once, but
+        minIntervalSeconds 3): the first request is granted, the second waits Pending without
+        retry naming the next grant's instant, which the budget's status shows too, and is
+        granted then, at least the interval after the first (status.lastGrantAt written before)."""
+        def ms(stamp):
+            return calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")) + float("0" + stamp[19:-1])
+        self.ndb("paced", {**ON_TEST1, "maxDisruptedNodes": 2, "minIntervalSeconds": 3})
+        ok, _ = eventually(lambda: self.ng.cache()["nodedisruptionbudgets"])
+        self.assertTrue(ok, "the budget never reached nodegate's cache")
+        self.nd("s08a", {"nodeNames": ["node1"]})
+        first, _ = self.wait_state("s08a", "Granted")
+        self.nd("s08b", {"nodeNames": ["node2"]})
+        st, _ = self.wait_state("s08b", "Pending")
+        waiting = [c for c in st["conditions"] if c["type"] == "Granted"][0]
+        self.assertIn("NodeDisruptionBudget paced: paced, next grant at ", waiting["message"])
+        self.assertTrue(waiting["message"].endswith("(minIntervalSeconds 3)"), waiting["message"])
+        ok, _ = eventually(lambda: self.ndb_status("paced").get("nextGrantAt"))
+        bs = self.ndb_status("paced")
+        self.assertTrue(ok, bs)
+        self.assertEqual(bs["disruptionsAllowed"], 0, bs)
+        self.assertIn(bs["nextGrantAt"], waiting["message"])
+        self.assertLessEqual(ms(bs["lastGrantAt"]), ms(first["grantedAt"]))
+        second, _ = self.wait_state("s08b", "Granted")
+        gap = ms(second["grantedAt"]) - ms(first["grantedAt"])
+        print(f"\n  paced grants {gap:.2f} s apart (minIntervalSeconds 3)", file=sys.stderr)
+        self.assertGreaterEqual(gap, 3.0)
+
     def ndb_status(self, name):
         code, body, _ = self.api.api("GET", f"{NDB_PATH}/{name}")
         self.assertEqual(code, 200, body)

@@ -112,6 +112,34 @@ static void test_Q01_ndb_of_two_over_six_nodes_makes_three_waves(void **state)
 	done(&r);
 }
 
+/* Pacing: a paced pool's waves are spaced by its interval though its limit would take them at
+ * once; with soakSeconds a node given back (at the end of its drain) holds its place in the
+ * budget until its soak ends. */
+static void test_Q06_pacing_spaces_waves(void **state)
+{
+	(void)state;
+	static const char *const three[] = {"n0", "n1", "n2", NULL};
+	struct run r = plan(
+	    LIST(SIX_NODES "," NDB("pool", "{\"nodeSelector\":{\"matchLabels\":{\"pool\":\"a\"}},"
+					   "\"maxDisruptedNodes\":3,\"minIntervalSeconds\":120}")),
+	    three);
+	assert_int_equal(r.p.nwaves, 3);
+	expect_wave(&r, 0, 0, "n0");
+	expect_wave(&r, 1, 120000, "n1");
+	expect_wave(&r, 2, 240000, "n2");
+	assert_non_null(strstr(r.p.waves[0].limits[0].reason, "paced, next grant at"));
+	done(&r);
+	r = plan(
+	    LIST(SIX_NODES "," NDB("pool", "{\"nodeSelector\":{\"matchLabels\":{\"pool\":\"a\"}},"
+					   "\"maxDisruptedNodes\":1,\"soakSeconds\":60}")),
+	    three);
+	assert_int_equal(r.p.nwaves, 3);
+	expect_wave(&r, 0, 0, "n0");
+	expect_wave(&r, 1, DRAIN_MS + 60000, "n1");
+	expect_wave(&r, 2, 2 * (DRAIN_MS + 60000), "n2");
+	done(&r);
+}
+
 static void test_Q01_adb_holds_its_application_nodes_apart(void **state)
 {
 	(void)state;
@@ -691,6 +719,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_Q01_ndb_of_two_over_six_nodes_makes_three_waves),
+	    cmocka_unit_test(test_Q06_pacing_spaces_waves),
 	    cmocka_unit_test(test_Q01_adb_holds_its_application_nodes_apart),
 	    cmocka_unit_test(test_Q01_topology_limit_takes_one_zone_per_wave),
 	    cmocka_unit_test(test_Q04_waves_wait_for_maintenance_windows),
