@@ -437,11 +437,17 @@ bool gate_pacing_before_grant(struct gate *g, const struct kube_snapshot *s,
 	const struct ng_intern *pool = kube_snapshot_pool(s);
 	for (size_t i = 0; i < d->nverdicts; i++) {
 		const struct pol_budget_verdict *v = &d->verdicts[i];
-		size_t n;
-		const struct kube_budget_common *b = v->kind == KUBE_RES_NDBS
-							 ? &kube_snapshot_ndbs(s, &n)[v->index].b
-							 : &kube_snapshot_adbs(s, &n)[v->index].b;
-		if (!v->adds || !b->min_interval_ms)
+		size_t nn, na;
+		const struct kube_ndb *ndbs = kube_snapshot_ndbs(s, &nn);
+		const struct kube_adb *adbs = kube_snapshot_adbs(s, &na);
+		const struct kube_budget_common *b =
+		    v->kind == KUBE_RES_NDBS   ? (v->index < nn ? &ndbs[v->index].b : NULL)
+		    : v->kind == KUBE_RES_ADBS ? (v->index < na ? &adbs[v->index].b : NULL)
+					       : NULL; /* a PodDisruptionBudget is not paced */
+		/* Every grant touching a paced budget restarts its interval, also one whose nodes
+		 * count as disrupted already: held by itself while its budgets prepared
+		 * (multistep hooks), or by another grant. Later is always safe. */
+		if (!b || !b->min_interval_ms)
 			continue;
 		char body[64];
 		char at[32];

@@ -360,7 +360,7 @@ NG_NODISCARD ng_status gate_pacing_track(struct gate *g, const struct kube_snaps
 					 struct pol_ledger *ledger, int64_t now_wall_ms);
 /**
  * Pacing, minIntervalSeconds: before grant @d is written at @now_wall_ms, writes
- * status.lastGrantAt of every paced budget the grant adds nodes to, so a crash or a failover
+ * status.lastGrantAt of every paced budget the grant touches, so a crash or a failover
  * after the grant can never shorten the interval. False when one could not be written: the
  * grant must not be written now.
  */
