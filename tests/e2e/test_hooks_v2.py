@@ -205,7 +205,8 @@ class HookV2Test(HookTest):
         self.assertIsNotNone(obj, "the finalizer must hold the request until /terminate answers")
         self.assertTrue(obj["metadata"].get("deletionTimestamp"))
         self.script("/stuck", terminate=[(200, None, 0)])
-        ok, _ = eventually(lambda: self.get_nd("v04") is None)
+        # The third attempt comes 10 s after the second (5 s doubling).
+        ok, _ = eventually(lambda: self.get_nd("v04") is None, timeout=WAIT_S + 12)
         self.assertTrue(ok, "v04 never went once /terminate answered 200")
 
     def test_V07_terminate_that_never_answers_is_given_up_at_the_deadline(self):
