@@ -11,7 +11,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_gate import GateTest, NDB_PATH, ON_TEST1  # noqa: E402
+from test_gate import ND_PATH, NDB_PATH, ON_TEST1, GateTest  # noqa: E402
 from test_live_cache import eventually, kubectl_rows  # noqa: E402
 
 
@@ -121,6 +121,33 @@ class WindowsTest(GateTest):
         gap = ms(second["grantedAt"]) - ms(first["grantedAt"])
         print(f"\n  paced grants {gap:.2f} s apart (minIntervalSeconds 3)", file=sys.stderr)
         self.assertGreaterEqual(gap, 3.0)
+
+    def test_S09_a_node_given_back_soaks_before_the_next_goes(self):
+        """S09: a pool of two nodes that allows one disruption, soakSeconds 3: once the first
+        request ends (node1 Ready and schedulable), node1 still counts for 3 s, so the request
+        for node2 waits, naming the soak, and is granted when it ends."""
+        self.ndb("soaked", {**ON_TEST1, "maxDisruptedNodes": 1, "soakSeconds": 3})
+        ok, _ = eventually(lambda: self.ng.cache()["nodedisruptionbudgets"])
+        self.assertTrue(ok, "the budget never reached nodegate's cache")
+        self.nd("s09a", {"nodeNames": ["node1"]})
+        self.wait_state("s09a", "Granted")
+        code, body, _ = self.api.api("DELETE", f"{ND_PATH}/s09a")
+        self.assertEqual(code, 200, body)
+        ok, _ = eventually(lambda: self.api.api("GET", f"{ND_PATH}/s09a")[0] == 404)
+        self.assertTrue(ok, "s09a was never released")
+        ended = time.monotonic()
+        self.nd("s09b", {"nodeNames": ["node2"], "retry": {"enabled": True}})
+        st, _ = self.wait_state("s09b", "Pending")
+        msg = [c for c in st["conditions"] if c["type"] == "Granted"][0]["message"]
+        self.assertIn("1 soaking (soakSeconds), the first until ", msg)
+        ok, _ = eventually(lambda: [n for n in self.ndb_status("soaked").get("soakingNodes") or []
+                                    if n.get("name") == "node1" and n.get("until")])
+        self.assertTrue(ok, self.ndb_status("soaked"))
+        self.wait_state("s09b", "Granted")
+        took = time.monotonic() - ended
+        print(f"\n  the next node granted {took:.2f} s after the first was released (soakSeconds 3)",
+              file=sys.stderr)
+        self.assertGreaterEqual(took, 2.5)  # the soak ran from when the gate saw node1 back
 
     def ndb_status(self, name):
         code, body, _ = self.api.api("GET", f"{NDB_PATH}/{name}")
