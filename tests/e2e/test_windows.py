@@ -11,7 +11,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_gate import ND_PATH, NDB_PATH, ON_TEST1, GateTest  # noqa: E402
+from test_gate import ND_PATH, NDB_PATH, NGC_PATH, ON_TEST1, GateTest  # noqa: E402
 from test_live_cache import eventually, kubectl_rows  # noqa: E402
 
 
@@ -121,6 +121,30 @@ class WindowsTest(GateTest):
         gap = ms(second["grantedAt"]) - ms(first["grantedAt"])
         print(f"\n  paced grants {gap:.2f} s apart (minIntervalSeconds 3)", file=sys.stderr)
         self.assertGreaterEqual(gap, 3.0)
+
+    def test_S10_a_cluster_wide_exclusion_holds_every_request(self):
+        """S10: the NodeGateConfig's exclusion (a freeze) holds back a request on a node no budget
+        covers: Pending without retry, naming the freeze and its end; granted as it ends."""
+        def iso(t):
+            return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + "Z"
+        ends = int(time.time()) + 5
+        self.create(NGC_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig",
+                               "metadata": {"name": "default"},
+                               "spec": {"exclusions": [{"start": iso(ends - 600), "end": iso(ends),
+                                                        "reason": "year-end freeze"}]}})
+        ok, _ = eventually(lambda: self.ng.cache()["nodegateconfigs"])
+        self.assertTrue(ok, "the NodeGateConfig never reached nodegate's cache")
+        self.nd("s10", {"nodeNames": ["node3"]})
+        st, _ = self.wait_state("s10", "Pending")
+        waiting = [c for c in st["conditions"] if c["type"] == "Granted"][0]
+        self.assertEqual(waiting["message"], "maintenance excluded by NodeGateConfig until "
+                         f"{iso(ends)[:-1]}.000Z (year-end freeze)")
+        while time.time() < ends - 0.3:
+            self.assertEqual(self.status("s10").get("state"), "Pending", "granted inside the freeze")
+            time.sleep(0.2)
+        self.wait_state("s10", "Granted")
+        print(f"\n  cluster-wide exclusion ended -> Granted {time.time() - ends:.2f} s later",
+              file=sys.stderr)
 
     def test_S09_a_node_given_back_soaks_before_the_next_goes(self):
         """S09: a pool of two nodes that allows one disruption, soakSeconds 3: once the first
