@@ -91,7 +91,7 @@ static ng_status ledger_add_inflight(struct gate *g, const struct kube_snapshot 
 	for (size_t i = 0; i < g->ninf;) {
 		const struct kube_nd *nd = kube_snapshot_find_nd(s, g->inf[i].name);
 		if (!nd || nd->deleting || nd->state == KUBE_ND_GRANTED ||
-		    now_wall_ms > g->inf[i].until_wall_ms) {
+		    nd->state == KUBE_ND_REJECTED || now_wall_ms > g->inf[i].until_wall_ms) {
 			inflight_drop(g, i);
 			continue;
 		}
@@ -230,6 +230,11 @@ static bool after_write(struct gate *g, struct pol_ledger *ledger, const struct 
 		 * memory for that, no further decision this round. */
 		cont = pol_ledger_grant_at(ledger, nd->name, d->nodes, d->nnodes,
 					   wr->now_wall_ms) == NG_OK;
+		gate_inflight_add(g, nd->name, d->nodes, d->nnodes, wr->now_wall_ms);
+	} else if (d->outcome == POL_GATE_PENDING && pol_decision_preparing(d)) {
+		/* Its budgets prepare for it: it holds its share from now on, before the cache
+		 * shows the status that says so (gate_hooks_hold() holds it from then on). */
+		cont = pol_ledger_grant(ledger, nd->name, d->nodes, d->nnodes) == NG_OK;
 		gate_inflight_add(g, nd->name, d->nodes, d->nnodes, wr->now_wall_ms);
 	}
 	struct ng_logline l;

@@ -542,8 +542,14 @@ ng_status gate_hooks_hold(struct gate *g, const struct kube_snapshot *s, struct 
 			job_drop(g, i, true); /* gone or decided elsewhere: nothing waits on it */
 			continue;
 		}
+		/* Its share is held while its hooks are out, and also once multistep answers are
+		 * in but wait for the cache to show the finalizer (gate_hooks_step()): meanwhile no
+		 * other request may take the place its budgets may be preparing for. Other
+		 * answered requests are decided first in the round, before any other. */
 		j->held = !gate_job_done(&j->t);
-		if (j->held && pol_ledger_grant(ledger, j->name, j->nodes, j->nnodes) != NG_OK)
+		bool waits = !j->held && j->mem && !has_gate_finalizer(s, nd);
+		if ((j->held || waits) &&
+		    pol_ledger_grant(ledger, j->name, j->nodes, j->nnodes) != NG_OK)
 			return NG_ENOMEM;
 		i++;
 	}

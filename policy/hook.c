@@ -217,6 +217,14 @@ bool pol_hook_prepared(const struct kube_snapshot *s, const struct kube_nd *nd,
 	return false;
 }
 
+bool pol_decision_preparing(const struct pol_gate_decision *d)
+{
+	for (size_t i = 0; i < d->nverdicts; i++)
+		if (d->verdicts[i].preparing)
+			return true;
+	return false;
+}
+
 bool pol_hooks_preparing(const struct kube_nd *nd)
 {
 	const struct kube_nd_detail *x = nd->detail;

@@ -124,6 +124,9 @@ bool pol_hook_prepared(const struct kube_snapshot *s, const struct kube_nd *nd,
 const struct kube_budget_common *pol_hook2_budget(const struct kube_snapshot *s,
 						  const struct pol_budget_verdict *v);
 
+/** Whether decision @d has a budget preparing for its request (a verdict's preparing). */
+bool pol_decision_preparing(const struct pol_gate_decision *d);
+
 /** Whether @nd's status says some budget accepted /prepare for it (it holds its share while
  * Pending, and owes /terminate calls when it ends). */
 bool pol_hooks_preparing(const struct kube_nd *nd);
