@@ -64,6 +64,18 @@ static inline struct result decide(struct kube_snapshot *s, const char *nd,
 	return r;
 }
 
+/* The NodeDisruption named @name in @s; fails the test when there is none. */
+static inline const struct kube_nd *find_nd(const struct kube_snapshot *s, const char *name)
+{
+	size_t n;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	for (size_t i = 0; i < n; i++)
+		if (nds[i].name == ng_test_id(s, name))
+			return &nds[i];
+	fail_msg("no request %s", name);
+	return NULL;
+}
+
 static inline void done(struct result *r)
 {
 	ng_arena_destroy(r->arena);

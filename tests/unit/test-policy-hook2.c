@@ -24,17 +24,6 @@
 	"\"kind\":\"ApplicationDisruptionBudget\",\"namespace\":\"default\",\"name\":\"old\"},"    \
 	"\"ok\":true,\"reason\":\"\",\"preparing\":true}]}}"
 
-static const struct kube_nd *find_nd(const struct kube_snapshot *s, const char *name)
-{
-	size_t n;
-	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
-	for (size_t i = 0; i < n; i++)
-		if (nds[i].name == ng_test_id(s, name))
-			return &nds[i];
-	fail_msg("no request %s", name);
-	return NULL;
-}
-
 static const struct kube_ndb *find_ndb(const struct kube_snapshot *s, const char *name)
 {
 	size_t n;

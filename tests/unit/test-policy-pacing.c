@@ -22,17 +22,6 @@
 	"{\"kind\":\"NodeDisruptionBudget\",\"apiVersion\":\"nodegate.io/"                         \
 	"v1alpha1\",\"metadata\":{\"name\":\"" name "\"},\"spec\":" spec ",\"status\":" status "}"
 
-static const struct kube_nd *find_nd(struct kube_snapshot *s, const char *name)
-{
-	size_t n;
-	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
-	for (size_t i = 0; i < n; i++)
-		if (nds[i].name == ng_test_id(s, name))
-			return &nds[i];
-	fail_msg("no request %s", name);
-	return NULL;
-}
-
 /* Decides @nd against ledger @l (kept: a round of several decisions). */
 static struct pol_gate_decision decide_in(struct kube_snapshot *s, struct pol_ledger *l,
 					  const char *nd, int64_t now, struct ng_arena *arena)
