@@ -437,16 +437,6 @@ static ng_status fill_steps(struct gate *g, const struct kube_snapshot *s, const
 	return NG_OK;
 }
 
-static bool has_gate_finalizer(const struct kube_snapshot *s, const struct kube_nd *nd)
-{
-	uint32_t fin =
-	    ng_intern_find(kube_snapshot_pool(s), GATE_FINALIZER, sizeof(GATE_FINALIZER) - 1);
-	for (uint16_t i = 0; fin != NG_INTERN_NONE && i < nd->nfinalizers; i++)
-		if (nd->finalizers[i] == fin)
-			return true;
-	return false;
-}
-
 enum gate_hooks_step gate_hooks_step(struct gate *g, const struct kube_snapshot *s,
 				     const struct kube_nd *nd, const char *name,
 				     struct pol_gate_decision *d, struct pol_ledger *ledger,
@@ -468,7 +458,7 @@ enum gate_hooks_step gate_hooks_step(struct gate *g, const struct kube_snapshot 
 						 */
 		/* Multistep answers wait until the cache shows the finalizer written before the
 		 * calls: a status written on the older version would conflict and lose them. */
-		if (j->mem && !has_gate_finalizer(s, nd))
+		if (j->mem && !gate_has_finalizer(s, nd))
 			return GATE_HOOKS_WAIT;
 		bool answers = n && job_answers(j, s, d, calls, n);
 		/* Answers about other hooks or nodes are recorded, and asked again for these. */
@@ -494,7 +484,7 @@ enum gate_hooks_step gate_hooks_step(struct gate *g, const struct kube_snapshot 
 	/* No budget prepares before nodegate's finalizer holds the request: its /terminate
 	 * must not be lost to a delete. Once the finalizer is written the calls start (the
 	 * cache shows it later); a conflict or a request gone waits for the next change. */
-	if (nsteps && !has_gate_finalizer(s, nd)) {
+	if (nsteps && !gate_has_finalizer(s, nd)) {
 		enum kube_write_outcome o = gate_set_finalizer(g, s, nd, name, true, arena);
 		if (o == KUBE_WRITE_CONFLICT || o == KUBE_WRITE_GONE)
 			return GATE_HOOKS_WAIT;
@@ -547,26 +537,15 @@ ng_status gate_hooks_hold(struct gate *g, const struct kube_snapshot *s, struct 
 		 * other request may take the place its budgets may be preparing for. Other
 		 * answered requests are decided first in the round, before any other. */
 		j->held = !gate_job_done(&j->t);
-		bool waits = !j->held && j->mem && !has_gate_finalizer(s, nd);
+		bool waits = !j->held && j->mem && !gate_has_finalizer(s, nd);
 		if ((j->held || waits) &&
 		    pol_ledger_grant(ledger, j->name, j->nodes, j->nnodes) != NG_OK)
 			return NG_ENOMEM;
 		i++;
 	}
-	/* A request some budget prepares for holds its share while it waits to be ready (the
-	 * application gets ready for these nodes, not others): no other request takes the place,
-	 * so no more requests prepare than the budgets allow. Its own decision counts its nodes
-	 * once (they are held by itself). */
-	size_t n;
-	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
-	for (size_t i = 0; i < n; i++) {
-		const struct kube_nd *nd = &nds[i];
-		if (nd->deleting || nd->state != KUBE_ND_PENDING || !pol_hooks_preparing(nd))
-			continue;
-		if (pol_ledger_grant(ledger, nd->name, nd->disrupted, nd->ndisrupted) != NG_OK)
-			return NG_ENOMEM;
-	}
-	return NG_OK;
+	/* A request some budget prepares for holds its share while it waits to be ready; its
+	 * own decision counts its nodes once (they are held by itself). */
+	return pol_hooks_hold_preparing(s, ledger);
 }
 
 /* ---- /terminate: what a deleted request owes the budgets that prepared for it ---- */

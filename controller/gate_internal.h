@@ -313,6 +313,8 @@ void gate_later_free(struct gate_later *l);
 /** Queues @l (its strings are copied) when the round defers; false when it does not (the
  * caller writes at once) or there is no memory (the write is dropped: best effort). */
 bool gate_defer(struct gate *g, const struct gate_later *l);
+/** Whether request @nd of @s carries nodegate's finalizer (GATE_FINALIZER). */
+bool gate_has_finalizer(const struct kube_snapshot *s, const struct kube_nd *nd);
 /** Sets metadata.finalizers of request @nd (@name) of @s to its list with GATE_FINALIZER added
  * (@present) or removed, carrying the resourceVersion it was read at (another writer's change
  * makes it a conflict: the next round looks again). */

@@ -256,6 +256,12 @@ static bool has_finalizer(const struct kube_nd *nd, uint32_t fin)
 	return false;
 }
 
+bool gate_has_finalizer(const struct kube_snapshot *s, const struct kube_nd *nd)
+{
+	return has_finalizer(
+	    nd, ng_intern_find(kube_snapshot_pool(s), GATE_FINALIZER, sizeof(GATE_FINALIZER) - 1));
+}
+
 /* Sets metadata.finalizers to the request's list with ours added or removed, carrying the
  * resourceVersion it was read at (another writer's change makes it a 409: the next round looks
  * again). */

@@ -138,10 +138,7 @@ static ng_status queue(const struct kube_snapshot *s, struct pol_gate_config *cf
 	if (!ledger)
 		return NG_ENOMEM;
 	/* As in the gate: a request some budget prepares for holds its share. */
-	for (size_t i = 0; i < nc && st == NG_OK; i++)
-		if (c[i]->state == KUBE_ND_PENDING && pol_hooks_preparing(c[i]))
-			st =
-			    pol_ledger_grant(ledger, c[i]->name, c[i]->disrupted, c[i]->ndisrupted);
+	st = pol_hooks_hold_preparing(s, ledger);
 	uint32_t ahead[POL_EXPLAIN_MAX_HOLDERS] = {0};
 	size_t nahead = 0;
 	for (size_t i = 0; i < nc && st == NG_OK; i++) {

@@ -225,6 +225,20 @@ bool pol_decision_preparing(const struct pol_gate_decision *d)
 	return false;
 }
 
+ng_status pol_hooks_hold_preparing(const struct kube_snapshot *s, struct pol_ledger *l)
+{
+	size_t n;
+	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
+	for (size_t i = 0; i < n; i++) {
+		const struct kube_nd *nd = &nds[i];
+		if (nd->deleting || nd->state != KUBE_ND_PENDING || !pol_hooks_preparing(nd))
+			continue;
+		if (pol_ledger_grant(l, nd->name, nd->disrupted, nd->ndisrupted) != NG_OK)
+			return NG_ENOMEM;
+	}
+	return NG_OK;
+}
+
 bool pol_hooks_preparing(const struct kube_nd *nd)
 {
 	const struct kube_nd_detail *x = nd->detail;
@@ -427,21 +441,6 @@ bool pol_hooks_apply(const struct kube_snapshot *s, const struct kube_nd *nd,
 	return true;
 }
 
-static bool in_sorted_ids(const uint32_t *ids, size_t n, uint32_t id)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ids[mid] == id)
-			return true;
-		if (ids[mid] < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return false;
-}
-
 ng_status pol_budget_nodes_in(struct pol_ledger *ledger, enum kube_resource kind, size_t index,
 			      const uint32_t *nodes, size_t n, struct ng_arena *arena,
 			      uint32_t **ret, size_t *ret_n)
@@ -460,7 +459,7 @@ ng_status pol_budget_nodes_in(struct pol_ledger *ledger, enum kube_resource kind
 		return NG_ENOMEM;
 	size_t k = 0;
 	for (size_t i = 0; i < sc->n && k < n; i++)
-		if (in_sorted_ids(nodes, n, sc->names[i]))
+		if (in_sorted(nodes, n, sc->names[i]))
 			out[k++] = sc->names[i];
 	*ret = out;
 	*ret_n = k;

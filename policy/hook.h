@@ -127,6 +127,15 @@ const struct kube_budget_common *pol_hook2_budget(const struct kube_snapshot *s,
 /** Whether decision @d has a budget preparing for its request (a verdict's preparing). */
 bool pol_decision_preparing(const struct pol_gate_decision *d);
 
+/**
+ * Holds in @l the share of every Pending request of @s that a budget prepares for (its status
+ * says so): the application gets ready for these nodes, so no other request may take their
+ * place, and no more requests prepare than the budgets allow. The gate's rounds and `status`/
+ * `why` both start from it. NG_ENOMEM.
+ */
+NG_NODISCARD ng_status pol_hooks_hold_preparing(const struct kube_snapshot *s,
+						struct pol_ledger *l);
+
 /** Whether @nd's status says some budget accepted /prepare for it (it holds its share while
  * Pending, and owes /terminate calls when it ends). */
 bool pol_hooks_preparing(const struct kube_nd *nd);
