@@ -664,6 +664,9 @@ ng_status kd_decode_ndb(struct kd_ctx *c, const cJSON *o, const struct kd_id *id
 		struct kube_taint_target *t = kd_alloc(c, nt * sizeof(*t));
 		if (!t)
 			return kd_fail(c, NG_ENOMEM, "spec.taintTargets", "out of memory");
+		/* Entries after an invalid one are never read from the JSON: zero, never garbage,
+		 * since an invalid budget is still walked (ids, round trips). */
+		memset(t, 0, nt * sizeof(*t));
 		size_t i = 0;
 		for (const cJSON *e = tt->child; e && verr.status == NG_OK; e = e->next, i++) {
 			const char *op = ng_json_str(e, "operator");
