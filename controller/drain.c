@@ -692,6 +692,8 @@ int64_t drain_round(struct drain *d, const struct kube_snapshot *s, int64_t now_
 	if (arena && !stopping(d)) {
 		ng_arena_reset(arena);
 		sweep(d, s, arena, now_wall_ms, now_mono_ms, &next);
+		ng_arena_reset(arena);
+		node_lifecycle(d, s, arena, now_wall_ms, now_mono_ms, &next);
 	}
 	ng_arena_destroy(arena);
 	return next;

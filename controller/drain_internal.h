@@ -135,6 +135,10 @@ void count_write(struct drain *d, const struct kube_write_result *w, const char 
 void event(struct req *r, const char *reason, const char *type, const char *msg);
 /* An Event on node @n. */
 void node_event(struct req *r, const struct kube_node *n, const char *reason, const char *msg);
+/* controller/drain_nodes.c: the lifecycle conditions of every node, after the requests' steps:
+ * those the requests holding it want, and False once nothing holds it. */
+void node_lifecycle(struct drain *d, const struct kube_snapshot *s, struct ng_arena *arena,
+		    int64_t now_wall_ms, int64_t now_mono_ms, int64_t *next_mono_ms);
 /* Whether note @n lists request @name as a holder. */
 bool note_holds(const struct kube_drain_note *n, uint32_t name);
 /* Whether node @n carries taint @t (key, value and effect). */

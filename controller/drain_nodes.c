@@ -38,7 +38,13 @@ struct note {
 	const char *boot_id;
 	const struct kube_taint *taints; /* those the drainer added */
 	size_t ntaints;
+	/* The protection annotations the drainer set, those present before, their values then
+	 * (struct kube_drain_note's protect, protect_had, protect_was). */
+	uint8_t protect, protect_had;
+	const uint32_t *protect_was;
 };
+
+static const char *const protect_keys[KUBE_NPROTECT] = KUBE_PROTECT_ANNOTATIONS;
 
 static bool taint_in(const struct kube_taint *set, size_t n, const struct kube_taint *t)
 {
@@ -68,6 +74,20 @@ static const char *note_json(const struct req *r, struct ng_buf *b, const struct
 			ng_jw_obj(&w);
 			ng_jw_kstr(&w, "key", str(r, note->taints[i].key));
 			ng_jw_kstr(&w, "effect", str(r, note->taints[i].effect));
+			ng_jw_obj_end(&w);
+		}
+		ng_jw_arr_end(&w);
+	}
+	if (note->protect) {
+		ng_jw_key(&w, "protected");
+		ng_jw_arr(&w);
+		for (int i = 0; i < KUBE_NPROTECT; i++) {
+			if (!(note->protect & (1u << i)))
+				continue;
+			ng_jw_obj(&w);
+			ng_jw_kstr(&w, "key", protect_keys[i]);
+			if (note->protect_had & (1u << i))
+				ng_jw_kstr(&w, "was", str(r, note->protect_was[i]));
 			ng_jw_obj_end(&w);
 		}
 		ng_jw_arr_end(&w);
@@ -126,16 +146,29 @@ static bool send_node_patch(struct req *r, const struct kube_node *n, struct kub
 	return w.outcome == KUBE_WRITE_OK;
 }
 
-/* Holds node @n for the request: the note first (with whether it was cordoned before), then the
- * cordon and the taint, in one conditional patch. True when the node is held as asked now (the
- * cache shows it, or the API server just took the patch). */
+/* The protection annotations hold_node() sets on @n now (bit i: the i-th of
+ * KUBE_PROTECT_ANNOTATIONS): with NodeGateConfig protectHeldNodes, those not "true" yet that the
+ * drainer has not set before (one another actor changed since is left as it is). */
+static uint8_t protect_wanted(const struct req *r, const struct kube_node *n)
+{
+	if (r->ngc && r->ngc->no_protect_held)
+		return 0;
+	return (uint8_t)(((1u << KUBE_NPROTECT) - 1u) & ~(unsigned)n->protect_true &
+			 ~(unsigned)n->note.protect);
+}
+
+/* Holds node @n for the request: the note first (with whether it was cordoned before and the
+ * protection annotations' values before), then the cordon, the taint and the protection, in one
+ * conditional patch. True when the node is held as asked now (the cache shows it, or the API
+ * server just took the patch). */
 bool hold_node(struct req *r, const struct kube_node *n)
 {
 	const struct kube_nd_drain *dr = &r->x->drain;
 	bool held = note_holds(&n->note, r->nd->name);
 	bool cordoned = !dr->cordon || (n->flags & KUBE_NODE_UNSCHEDULABLE);
 	bool tainted = !dr->has_taint || node_has_taint(n, &dr->taint);
-	if (held && cordoned && tainted)
+	uint8_t protect = protect_wanted(r, n);
+	if (held && cordoned && tainted && !protect)
 		return true;
 	if (node_written(r, n))
 		return false;
@@ -150,7 +183,7 @@ bool hold_node(struct req *r, const struct kube_node *n)
 	bool adding = dr->has_taint && !tainted;
 	bool unlisted = adding && !taint_in(n->note.taints, n->note.ntaints, &dr->taint);
 	struct kube_json_patch *p = kube_json_patch_create(n->rv);
-	if (!held || unlisted) {
+	if (!held || unlisted || protect) {
 		size_t nh = n->note.present ? n->note.nholders : 0;
 		const char **h = ng_arena_alloc(r->arena, (nh + 1) * sizeof(*h));
 		struct kube_taint *ts =
@@ -167,15 +200,28 @@ bool hold_node(struct req *r, const struct kube_node *n)
 			memcpy(ts, n->note.taints, n->note.ntaints * sizeof(*ts));
 		if (unlisted)
 			ts[n->note.ntaints] = dr->taint;
-		struct note note = {n->note.present ? n->note.was_unschedulable
-						    : (n->flags & KUBE_NODE_UNSCHEDULABLE) != 0,
-				    h,
-				    nh,
-				    n->note.present ? n->note.boot_id : n->boot_id,
-				    ts,
-				    n->note.ntaints + (unlisted ? 1u : 0u)};
+		uint32_t was[KUBE_NPROTECT];
+		memcpy(was, n->note.protect_was, sizeof(was));
+		for (int i = 0; i < KUBE_NPROTECT; i++)
+			if (protect & (1u << i))
+				was[i] = n->protect_val[i];
+		struct note note = {
+		    n->note.present ? n->note.was_unschedulable
+				    : (n->flags & KUBE_NODE_UNSCHEDULABLE) != 0,
+		    h,
+		    nh,
+		    n->note.present ? n->note.boot_id : n->boot_id,
+		    ts,
+		    n->note.ntaints + (unlisted ? 1u : 0u),
+		    (uint8_t)(n->note.protect | protect),
+		    (uint8_t)((n->note.protect_had & ~protect) | (n->protect_present & protect)),
+		    was};
 		patch_note(r, p, n, &note);
 	}
+	/* The note is in this patch whenever protection is: the annotations map exists. */
+	for (int i = 0; p && i < KUBE_NPROTECT; i++)
+		if (protect & (1u << i))
+			kube_json_patch_annotation(p, protect_keys[i], "true", true);
 	if (p && !cordoned)
 		kube_json_patch_unschedulable(p, true);
 	if (p && adding) {
@@ -192,7 +238,10 @@ bool hold_node(struct req *r, const struct kube_node *n)
 		       !cordoned && !tainted ? "cordoned and tainted"
 		       : !cordoned           ? "cordoned"
 					     : "tainted");
-		logline(r, "cordoned", str(r, n->name), dr->has_taint ? "tainted" : NULL);
+		if (protect)
+			logline(r, "protected from autoscalers", str(r, n->name), NULL);
+		if (!held || !cordoned || !tainted)
+			logline(r, "cordoned", str(r, n->name), dr->has_taint ? "tainted" : NULL);
 		if (!cordoned || !tainted) {
 			event(r, "Cordoned", "Normal", msg);
 			node_event(r, n, "Cordoned", msg);
@@ -271,6 +320,24 @@ bool quarantine_node(struct req *r, const struct kube_node *n)
 	return ok;
 }
 
+/* Adds to @p what gives @n's protection annotations back as they were before the drainer set
+ * them: the value they had, or none; one already gone stays gone (removing it would fail the
+ * whole patch). */
+static void restore_protection(const struct req *r, struct kube_json_patch *p,
+			       const struct kube_node *n)
+{
+	for (int i = 0; p && i < KUBE_NPROTECT; i++) {
+		unsigned bit = 1u << i;
+		if (!(n->note.protect & bit))
+			continue;
+		if (n->note.protect_had & bit)
+			kube_json_patch_annotation(p, protect_keys[i],
+						   str(r, n->note.protect_was[i]), true);
+		else if (n->protect_present & bit)
+			kube_json_patch_annotation(p, protect_keys[i], NULL, true);
+	}
+}
+
 /* Gives node @n back from holder @holder (its request @x, NULL when gone): the holder leaves
  * the note; its taint goes unless another holder adds it too; the last holder out uncordons the
  * node if nodegate cordoned it, and removes the note. True when nothing was left to do or the
@@ -315,6 +382,7 @@ bool release_node(struct req *r, const struct kube_node *n, uint32_t holder,
 			kube_json_patch_annotation(p, DRAIN_NOTE_ANNOTATION, NULL, true);
 		if (p && !n->note.was_unschedulable && (n->flags & KUBE_NODE_UNSCHEDULABLE))
 			kube_json_patch_unschedulable(p, false);
+		restore_protection(r, p, n);
 	} else if (h) {
 		struct kube_taint *kept =
 		    ng_arena_alloc(r->arena, (n->note.ntaints + 1u) * sizeof(*kept));
@@ -322,8 +390,15 @@ bool release_node(struct req *r, const struct kube_node *n, uint32_t holder,
 		for (uint16_t i = 0; kept && i < n->note.ntaints; i++)
 			if (!taint_in(drop, ndrop, &n->note.taints[i]))
 				kept[nkept++] = n->note.taints[i];
-		struct note note = {n->note.was_unschedulable, h,    left,
-				    n->note.boot_id,           kept, nkept};
+		struct note note = {n->note.was_unschedulable,
+				    h,
+				    left,
+				    n->note.boot_id,
+				    kept,
+				    nkept,
+				    n->note.protect,
+				    n->note.protect_had,
+				    n->note.protect_was};
 		if (kept)
 			patch_note(r, p, n, &note);
 	}
@@ -371,4 +446,202 @@ size_t request_nodes(struct req *r, const struct kube_node ***ret)
 	}
 	*ret = out;
 	return out ? n : 0;
+}
+
+/* ---- node lifecycle conditions (docs/drainer.md "Node conditions") ---- */
+
+static const char *const lifecycle_types[KUBE_LIFECYCLE_NTYPES] = KUBE_LIFECYCLE_TYPES;
+
+/* What a round wants of one node: the conditions True (enum pol_lifecycle_bit) and the furthest
+ * phase of its holders, which names the reason; held: a request holds it. */
+struct want {
+	uint8_t bits, phase;
+	bool held;
+};
+
+/* Holders named in a condition's message before "+N more". */
+#define LIFECYCLE_NAMED 3
+
+static enum pol_drain_phase request_phase(const struct kube_nd_detail *x)
+{
+	for (uint16_t i = 0; x && i < x->nconditions; i++)
+		if (strcmp(x->conditions[i].type, "Ready") == 0)
+			return pol_drain_phase_of(x->conditions[i].reason);
+	return POL_PH_NONE;
+}
+
+/* Whether request @nd holds node @n now: Granted, and, once it is being deleted, only while the
+ * drainer's note still lists it (a request the drainer does nothing for lets go at once). */
+static bool request_holds(const struct kube_nd *nd, const struct kube_node *n)
+{
+	if (nd->state != KUBE_ND_GRANTED)
+		return false;
+	return !nd->deleting || note_holds(&n->note, nd->name);
+}
+
+/* Whether request @nd names node @name among its disrupted nodes. */
+static bool in_request(const struct kube_nd *nd, uint32_t name)
+{
+	for (uint16_t i = 0; i < nd->ndisrupted; i++)
+		if (nd->disrupted[i] == name)
+			return true;
+	return false;
+}
+
+/* Adds to @w what request @nd wants of node @n, if it holds the node. */
+static void want_of(const struct kube_node *n, const struct kube_nd *nd, struct want *w)
+{
+	if (!request_holds(nd, n))
+		return;
+	const struct kube_nd_detail *x = nd->detail;
+	enum pol_drain_phase ph = request_phase(x);
+	bool managed = x && (x->drain.present || x->operation.present);
+	w->bits |= (uint8_t)pol_node_lifecycle(ph, managed, x && x->drain.present);
+	if (!w->held || (uint8_t)ph > w->phase)
+		w->phase = (uint8_t)ph;
+	w->held = true;
+}
+
+/* The names of the requests holding @n, for the message: "a, b, c (+2 more)". */
+static void holder_names(const struct req *r, const struct kube_node *n, char *out, size_t cap)
+{
+	size_t nr, named = 0, more = 0, len = 0;
+	const struct kube_nd *nds = kube_snapshot_nds(r->s, &nr);
+	out[0] = '\0';
+	for (size_t i = 0; i < nr; i++) {
+		if (!in_request(&nds[i], n->name) || !request_holds(&nds[i], n))
+			continue;
+		if (named == LIFECYCLE_NAMED) {
+			more++;
+			continue;
+		}
+		len += (size_t)snprintf(out + len, len < cap ? cap - len : 0, "%s%s",
+					named ? ", " : "", str(r, nds[i].name));
+		named++;
+	}
+	if (more && len < cap)
+		(void)snprintf(out + len, cap - len, " (+%zu more)", more);
+}
+
+struct lifecycle_body {
+	const char *status[KUBE_LIFECYCLE_NTYPES], *reason, *message[KUBE_LIFECYCLE_NTYPES];
+	int64_t since_ms[KUBE_LIFECYCLE_NTYPES], now_ms;
+};
+
+static void lifecycle_json(struct ng_jw *w, void *ctx)
+{
+	const struct lifecycle_body *b = ctx;
+	char now[32], since[32];
+	ng_format_rfc3339_ms(b->now_ms, now);
+	ng_jw_key(w, "conditions");
+	ng_jw_arr(w);
+	for (int i = 0; i < KUBE_LIFECYCLE_NTYPES; i++) {
+		ng_format_rfc3339_ms(b->since_ms[i], since);
+		ng_jw_obj(w);
+		ng_jw_kstr(w, "type", lifecycle_types[i]);
+		ng_jw_kstr(w, "status", b->status[i]);
+		ng_jw_kstr(w, "reason", b->reason);
+		ng_jw_kstr(w, "message", b->message[i]);
+		ng_jw_kstr(w, "lastHeartbeatTime", now);
+		ng_jw_kstr(w, "lastTransitionTime", since);
+		ng_jw_obj_end(w);
+	}
+	ng_jw_arr_end(w);
+}
+
+/* The lifecycle condition @type of @n as the node has it; NULL when it has none. */
+static const struct kube_node_condition *node_condition(const struct req *r,
+							const struct kube_node *n, const char *type)
+{
+	uint32_t id = ng_intern_find(r->pool, type, strlen(type));
+	for (uint16_t i = 0; id != NG_INTERN_NONE && i < n->nconditions; i++)
+		if (n->conditions[i].type == id)
+			return &n->conditions[i];
+	return NULL;
+}
+
+/* Sets @n's lifecycle conditions to what @w says, unless the node has them so already or this
+ * drainer wrote them a moment ago. One strategic merge patch of nodes/status: the conditions
+ * merge by type, the kubelet's stay as they are. */
+static void write_lifecycle(struct req *r, const struct kube_node *n, const struct want *w)
+{
+	static const char *const words[KUBE_LIFECYCLE_NTYPES] = {
+	    "maintenance planned", "drain in progress", "drained", "maintenance in progress"};
+	char holders[256], reason[64], msg[KUBE_LIFECYCLE_NTYPES][384];
+	struct lifecycle_body b = {.now_ms = r->now_ms};
+	if (w->held) {
+		holder_names(r, n, holders, sizeof(holders));
+		const char *ph = pol_drain_phase_reason((enum pol_drain_phase)w->phase);
+		ng_fmt(reason, sizeof(reason), KUBE_LIFECYCLE_REASON_PREFIX "%s",
+		       *ph ? ph : "Granted");
+	} else {
+		ng_fmt(reason, sizeof(reason), KUBE_LIFECYCLE_REASON_PREFIX "Released");
+	}
+	b.reason = reason;
+	for (int i = 0; i < KUBE_LIFECYCLE_NTYPES; i++) {
+		bool on = w->bits & (1u << i);
+		b.status[i] = on ? "True" : "False";
+		if (!w->held)
+			ng_fmt(msg[i], sizeof(msg[i]), "given back by nodegate");
+		else if (on)
+			ng_fmt(msg[i], sizeof(msg[i]), "%s: held by nodegate for NodeDisruption %s",
+			       words[i], holders);
+		else
+			ng_fmt(msg[i], sizeof(msg[i]), "held by nodegate for NodeDisruption %s",
+			       holders);
+		b.message[i] = msg[i];
+		const struct kube_node_condition *c = node_condition(r, n, lifecycle_types[i]);
+		bool same = c && c->status == (on ? KUBE_COND_TRUE : KUBE_COND_FALSE);
+		b.since_ms[i] = same && c->since_ms > 0 ? c->since_ms : r->now_ms;
+	}
+	const char *reasons[KUBE_LIFECYCLE_NTYPES] = {reason, reason, reason, reason};
+	uint32_t want = kube_lifecycle_hash(b.status, reasons, b.message);
+	if (want == n->lifecycle_hash)
+		return;
+	const char *name = str(r, n->name);
+	uint64_t key = ng_fnv1a64(NG_FNV64_INIT, "lifecycle", 10);
+	key = ng_fnv1a64(ng_fnv1a64(key, name, strlen(name) + 1), &want, sizeof(want));
+	if (ng_memo_has(&r->d->asked, key, r->now_mono_ms)) {
+		soon(r, r->now_mono_ms + POLL_MS);
+		return;
+	}
+	const struct kube_ref ref = {KUBE_KIND_NODE, NULL, name};
+	struct kube_write_result res = {KUBE_WRITE_FAILED, 0, {0}};
+	kube_patch_status_strategic(r->d->client, &ref, lifecycle_json, &b, &res);
+	count_write(r->d, &res, "node conditions not written", &ref);
+	if (res.outcome == KUBE_WRITE_OK)
+		ng_memo_put(&r->d->asked, key, r->now_mono_ms + ASKED_MS);
+	else
+		soon(r, r->now_mono_ms + POLL_MS);
+}
+
+void node_lifecycle(struct drain *d, const struct kube_snapshot *s, struct ng_arena *arena,
+		    int64_t now_wall_ms, int64_t now_mono_ms, int64_t *next_mono_ms)
+{
+	size_t nn, nr;
+	const struct kube_node *nodes = kube_snapshot_nodes(s, &nn);
+	const struct kube_nd *nds = kube_snapshot_nds(s, &nr);
+	const struct kube_ngc *ngc = kube_snapshot_config(s);
+	bool on = !(ngc && !ngc->invalid && ngc->no_node_conditions);
+	struct want *w = nn ? ng_arena_alloc(arena, nn * sizeof(*w)) : NULL;
+	if (!w)
+		return;
+	memset(w, 0, nn * sizeof(*w));
+	for (size_t i = 0; on && i < nr; i++)
+		for (uint16_t k = 0; k < nds[i].ndisrupted; k++) {
+			const struct kube_node *n = kube_snapshot_find_node(s, nds[i].disrupted[k]);
+			if (n)
+				want_of(n, &nds[i], &w[n - nodes]);
+		}
+	struct req r = {.d = d,
+			.s = s,
+			.pool = kube_snapshot_pool(s),
+			.arena = arena,
+			.now_ms = now_wall_ms,
+			.now_mono_ms = now_mono_ms,
+			.next_mono_ms = next_mono_ms,
+			.name = "(lifecycle)"};
+	for (size_t i = 0; i < nn; i++)
+		if (w[i].held || (nodes[i].flags & KUBE_NODE_LIFECYCLE_OURS))
+			write_lifecycle(&r, &nodes[i], &w[i]);
 }

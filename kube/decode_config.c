@@ -360,6 +360,8 @@ static ng_status ngc_control(struct kd_ctx *c, const cJSON *spec, struct kube_ng
 		return xst;
 	g->reject_empty = !cJSON_IsFalse(ng_json_get(spec, "rejectEmptyDisruptions"));
 	g->reject_overlapping = cJSON_IsTrue(ng_json_get(spec, "rejectOverlappingDisruptions"));
+	g->no_node_conditions = cJSON_IsFalse(ng_json_get(spec, "nodeConditions"));
+	g->no_protect_held = cJSON_IsFalse(ng_json_get(spec, "protectHeldNodes"));
 	const cJSON *cp = ng_json_get(spec, "controlPlane");
 	g->serial_control_plane = !cJSON_IsFalse(ng_json_get(cp, "serial"));
 	const cJSON *cpsel = ng_json_get(cp, "selector");

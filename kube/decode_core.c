@@ -10,6 +10,7 @@
 #include "common/intern.h"
 #include "common/json.h"
 #include "common/limits.h"
+#include "common/map.h"
 #include "common/parse.h"
 #include "common/regex.h"
 #include "common/tz.h"
@@ -60,6 +61,49 @@ static ng_status drain_note_taints(struct kd_ctx *c, const cJSON *j, struct kube
 	return NG_OK;
 }
 
+static const char *const protect_keys[KUBE_NPROTECT] = KUBE_PROTECT_ANNOTATIONS;
+
+static int protect_index(const char *key)
+{
+	for (int i = 0; key && i < KUBE_NPROTECT; i++)
+		if (strcmp(key, protect_keys[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* The note's "protected" (absent: none): [{key, was}], "was" a string or absent (the annotation
+ * was not there). An entry for a key this version does not set is skipped; any other shape
+ * marks the note invalid. */
+static ng_status drain_note_protected(struct kd_ctx *c, const cJSON *j,
+				      struct kube_drain_note *note)
+{
+	if (!j)
+		return NG_OK;
+	if (!cJSON_IsArray(j) || cJSON_GetArraySize(j) > NG_MAX_NOTE_TAINTS) {
+		note->invalid = true;
+		return NG_OK;
+	}
+	for (const cJSON *e = j->child; e; e = e->next) {
+		const char *key = ng_json_str(e, "key");
+		const cJSON *was = ng_json_get(e, "was");
+		if (!key || (was && !cJSON_IsString(was) && !cJSON_IsNull(was))) {
+			note->invalid = true;
+			return NG_OK;
+		}
+		int k = protect_index(key);
+		if (k < 0)
+			continue;
+		note->protect |= (uint8_t)(1u << k);
+		if (!cJSON_IsString(was))
+			continue;
+		note->protect_had |= (uint8_t)(1u << k);
+		ng_status st = kd_intern(c, was->valuestring, &note->protect_was[k]);
+		if (st != NG_OK)
+			return st;
+	}
+	return NG_OK;
+}
+
 /* The annotation nodegate.io/drain (struct kube_drain_note). One that does not parse is marked
  * invalid, never an error: the node stays in the cache. */
 static ng_status drain_note(struct kd_ctx *c, const char *text, struct kube_drain_note *note)
@@ -98,6 +142,8 @@ static ng_status drain_note(struct kd_ctx *c, const char *text, struct kube_drai
 			st = kd_fail(c, NG_ENOMEM, "metadata.annotations", "out of memory");
 		if (st == NG_OK)
 			st = drain_note_taints(c, ng_json_get(root, "taints"), note);
+		if (st == NG_OK)
+			st = drain_note_protected(c, ng_json_get(root, "protected"), note);
 	}
 	ng_arena_destroy(tmp);
 	return st;
@@ -139,13 +185,61 @@ static ng_status node_extra(struct kd_ctx *c, const cJSON *o, const cJSON *meta,
 	n->dnd_until_ms = dnd_until(meta, kd_opt_time_ms(meta, "creationTimestamp"), &dnd_invalid);
 	if (dnd_invalid)
 		n->flags |= KUBE_NODE_DND_INVALID;
+	for (int i = 0; i < KUBE_NPROTECT; i++) {
+		const char *v = ng_json_str(ann, protect_keys[i]);
+		if (!v)
+			continue;
+		ng_status st = kd_intern(c, v, &n->protect_val[i]);
+		if (st != NG_OK)
+			return st;
+		n->protect_present |= (uint8_t)(1u << i);
+		if (strcmp(v, "true") == 0)
+			n->protect_true |= (uint8_t)(1u << i);
+	}
 	const char *note = ng_json_str(ann, DRAIN_NOTE);
 	return note ? drain_note(c, note, &n->note) : NG_OK;
 }
 
+uint32_t kube_lifecycle_hash(const char *const status[KUBE_LIFECYCLE_NTYPES],
+			     const char *const reason[KUBE_LIFECYCLE_NTYPES],
+			     const char *const message[KUBE_LIFECYCLE_NTYPES])
+{
+	uint64_t h = NG_FNV64_INIT;
+	for (int i = 0; i < KUBE_LIFECYCLE_NTYPES; i++) {
+		const char *part[3] = {status[i] ? status[i] : "-", reason[i] ? reason[i] : "",
+				       message[i] ? message[i] : ""};
+		for (int k = 0; k < 3; k++)
+			h = ng_fnv1a64(h, part[k], strlen(part[k]) + 1); /* with its NUL */
+	}
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+static const char *const lifecycle_types[KUBE_LIFECYCLE_NTYPES] = KUBE_LIFECYCLE_TYPES;
+
+/* Condition @e (type @t, status @s) among the lifecycle conditions: its strings into the
+ * slots, and the flags it sets. */
+static void lifecycle_condition(const cJSON *e, const char *t, const char *s, struct kube_node *n,
+				const char *status[], const char *reason[], const char *message[])
+{
+	if (strcmp(t, KUBE_SHUTDOWN_CONDITION) == 0 && s && strcmp(s, "True") == 0)
+		n->flags |= KUBE_NODE_SHUTTING_DOWN;
+	for (int i = 0; i < KUBE_LIFECYCLE_NTYPES; i++) {
+		if (strcmp(t, lifecycle_types[i]) != 0)
+			continue;
+		status[i] = s ? s : "";
+		reason[i] = ng_json_str(e, "reason");
+		message[i] = ng_json_str(e, "message");
+		if (s && strcmp(s, "True") == 0 && reason[i] &&
+		    strncmp(reason[i], KUBE_LIFECYCLE_REASON_PREFIX,
+			    sizeof(KUBE_LIFECYCLE_REASON_PREFIX) - 1) == 0)
+			n->flags |= KUBE_NODE_LIFECYCLE_OURS;
+	}
+}
+
 /* status.conditions: Ready sets KUBE_NODE_READY; every entry with a type is kept for
  * NodeRemediation rules (at most KUBE_MAX_NODE_CONDITIONS, the first ones). Entries of the wrong
- * shape are skipped: a node's status is the kubelet's. */
+ * shape are skipped: a node's status is the kubelet's. The lifecycle conditions are hashed
+ * (kube_lifecycle_hash()) and GracefulNodeShutdownInProgress read, over every entry. */
 static ng_status node_conditions(struct kd_ctx *c, const cJSON *o, struct kube_node *n)
 {
 	const cJSON *conds = ng_json_path(o, (const char *const[]){"status", "conditions", NULL});
@@ -155,12 +249,15 @@ static ng_status node_conditions(struct kd_ctx *c, const cJSON *o, struct kube_n
 	if (cap && !out)
 		return kd_fail(c, NG_ENOMEM, "status.conditions", "out of memory");
 	size_t k = 0;
+	const char *status[KUBE_LIFECYCLE_NTYPES] = {0}, *reason[KUBE_LIFECYCLE_NTYPES] = {0},
+		   *message[KUBE_LIFECYCLE_NTYPES] = {0};
 	for (const cJSON *e = cap ? conds->child : NULL; e && k < cap; e = e->next) {
 		const char *t = ng_json_str(e, "type"), *s = ng_json_str(e, "status");
 		if (!t || !*t || strlen(t) > NG_MAX_LABEL_KEY_BYTES)
 			continue;
 		if (s && strcmp(t, "Ready") == 0 && strcmp(s, "True") == 0)
 			n->flags |= KUBE_NODE_READY;
+		lifecycle_condition(e, t, s, n, status, reason, message);
 		ng_status st = kd_intern(c, t, &out[k].type);
 		if (st != NG_OK)
 			return st;
@@ -172,7 +269,20 @@ static ng_status node_conditions(struct kd_ctx *c, const cJSON *o, struct kube_n
 	}
 	n->conditions = k ? out : NULL;
 	n->nconditions = (uint16_t)k;
+	n->lifecycle_hash = kube_lifecycle_hash(status, reason, message);
 	return NG_OK;
+}
+
+/* Whether taint key @key says another actor is taking the node away (KUBE_LEAVING_TAINTS). */
+static bool leaving_taint(const char *key)
+{
+	static const char *const keys[] = KUBE_LEAVING_TAINTS;
+	if (!key)
+		return false;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
+		if (strcmp(key, keys[i]) == 0)
+			return true;
+	return strncmp(key, KUBE_LEAVING_TAINT_PREFIX, sizeof(KUBE_LEAVING_TAINT_PREFIX) - 1) == 0;
 }
 
 ng_status kd_decode_node(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
@@ -202,6 +312,8 @@ ng_status kd_decode_node(struct kd_ctx *c, const cJSON *o, const struct kd_id *i
 			return kd_fail(c, NG_ENOMEM, "spec.taints", "out of memory");
 		size_t i = 0;
 		for (const cJSON *e = taints->child; e; e = e->next, i++) {
+			if (leaving_taint(ng_json_str(e, "key")))
+				n->flags |= KUBE_NODE_LEAVING;
 			if ((st = kd_opt_str(c, e, "key", "spec.taints.key", &t[i].key)) != NG_OK ||
 			    (st = kd_opt_str(c, e, "value", "spec.taints.value", &t[i].val)) !=
 				NG_OK ||

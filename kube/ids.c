@@ -93,6 +93,12 @@ void kube_ids_node(const void *rec, kube_id_fn fn, void *ctx)
 	taints(fn, ctx, n->note.taints, n->note.ntaints);
 	for (size_t i = 0; i < n->nconditions; i++)
 		fn(ctx, n->conditions[i].type);
+	for (int i = 0; i < KUBE_NPROTECT; i++) {
+		if (n->protect_present & (1u << i))
+			fn(ctx, n->protect_val[i]);
+		if (n->note.protect_had & (1u << i))
+			fn(ctx, n->note.protect_was[i]);
+	}
 }
 
 void kube_ids_pod(const void *rec, kube_id_fn fn, void *ctx)

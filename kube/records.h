@@ -93,7 +93,54 @@ enum kube_node_flag {
 	KUBE_NODE_READY = 1u << 0,
 	KUBE_NODE_UNSCHEDULABLE = 1u << 1,
 	KUBE_NODE_DND_INVALID = 1u << 2, /* do-not-disrupt annotation unreadable: protects */
+	/* Another actor is taking the node away: an autoscaler's or a cloud's deletion taint
+	 * (KUBE_LEAVING_TAINTS). Counted as disrupted by every NodeDisruptionBudget. */
+	KUBE_NODE_LEAVING = 1u << 3,
+	/* Condition GracefulNodeShutdownInProgress is True: counted as disrupted likewise. */
+	KUBE_NODE_SHUTTING_DOWN = 1u << 4,
+	/* One of the lifecycle conditions (KUBE_LIFECYCLE_TYPES) is True with a reason nodegate
+	 * writes (KUBE_LIFECYCLE_REASON_PREFIX): the drainer clears it once nobody holds the node.
+	 */
+	KUBE_NODE_LIFECYCLE_OURS = 1u << 5,
 };
+
+/* Taint keys by which an autoscaler or a cloud says a node is going away: the cluster-
+ * autoscaler's scale-down, Karpenter's disruption (v1, and the key of releases before it), the
+ * non-graceful shutdown taint, and every key of aws-node-termination-handler (a prefix). */
+#define KUBE_LEAVING_TAINTS                                                                        \
+	{                                                                                          \
+		"ToBeDeletedByClusterAutoscaler", "karpenter.sh/disrupted",                        \
+		    "karpenter.sh/disruption", "node.kubernetes.io/out-of-service"                 \
+	}
+#define KUBE_LEAVING_TAINT_PREFIX "aws-node-termination-handler/"
+
+/* The node lifecycle conditions nodegate keeps on the nodes it holds (docs/drainer.md "Node
+ * conditions"), in this order everywhere, and the condition that says a node shuts down. */
+#define KUBE_LIFECYCLE_NTYPES 4
+#define KUBE_LIFECYCLE_TYPES                                                                       \
+	{                                                                                          \
+		"MaintenancePlanned", "DrainInProgress", "Drained", "MaintenanceInProgress"        \
+	}
+#define KUBE_LIFECYCLE_REASON_PREFIX "Nodegate"
+#define KUBE_SHUTDOWN_CONDITION "GracefulNodeShutdownInProgress"
+
+/* The annotations by which autoscalers leave a node alone, which the drainer sets to "true" on
+ * the nodes it holds (NodeGateConfig protectHeldNodes) and restores on release. */
+#define KUBE_NPROTECT 2
+#define KUBE_PROTECT_ANNOTATIONS                                                                   \
+	{                                                                                          \
+		"cluster-autoscaler.kubernetes.io/scale-down-disabled",                            \
+		    "karpenter.sh/do-not-disrupt"                                                  \
+	}
+
+/**
+ * The hash the drainer compares a node's lifecycle conditions by: over the KUBE_LIFECYCLE_TYPES
+ * in order, each one's @status ("True", "False", "Unknown"; NULL when the node has no such
+ * condition), @reason and @message (NULL as ""). Equal hashes: nothing to write.
+ */
+uint32_t kube_lifecycle_hash(const char *const status[KUBE_LIFECYCLE_NTYPES],
+			     const char *const reason[KUBE_LIFECYCLE_NTYPES],
+			     const char *const message[KUBE_LIFECYCLE_NTYPES]);
 
 /* The annotation by which a pod or a node says "not now" (docs/gate.md, Do-not-disrupt):
  * "true", or a duration (e.g. "30m") since the pod started or the node was created. */
@@ -125,6 +172,11 @@ struct kube_drain_note {
 	uint16_t ntaints;
 	const struct kube_taint
 	    *taints; /* "taints": [{key, effect}] the drainer added (val NONE) */
+	/* "protected": [{key, was}]: the KUBE_PROTECT_ANNOTATIONS the drainer set (bit i for the
+	 * i-th), those of them present before (bit i of protect_had) and their values then
+	 * (intern ids, read only where protect_had says so). */
+	uint8_t protect, protect_had;
+	uint32_t protect_was[KUBE_NPROTECT];
 };
 
 enum kube_cond_status {
@@ -158,6 +210,12 @@ struct kube_node {
 	const char *uid; /* metadata.uid; "" when absent (NULL likewise) */
 	bool has_annotations;        /* metadata.annotations exists (JSON patches need to know) */
 	struct kube_drain_note note; /* annotation nodegate.io/drain */
+	/* The KUBE_PROTECT_ANNOTATIONS on the node: bit i of protect_present when the i-th is
+	 * there, of protect_true when its value is "true"; the values (intern ids, read only where
+	 * protect_present says so). */
+	uint8_t protect_present, protect_true;
+	uint32_t protect_val[KUBE_NPROTECT];
+	uint32_t lifecycle_hash; /* kube_lifecycle_hash() of its lifecycle conditions */
 	/* Annotation nodegate.io/do-not-disrupt: protected until this wall time (ms);
 	 * KUBE_DND_NONE or KUBE_DND_ALWAYS. */
 	int64_t dnd_until_ms;
@@ -608,7 +666,10 @@ struct kube_ngc {
 	uint16_t nexclusions;
 	const struct kube_exclusion *exclusions; /* spec.exclusions: the whole cluster */
 	bool reject_empty;                       /* spec.rejectEmptyDisruptions (default true) */
-	bool reject_overlapping;   /* spec.rejectOverlappingDisruptions (default false) */
+	bool reject_overlapping; /* spec.rejectOverlappingDisruptions (default false) */
+	/* spec.nodeConditions and spec.protectHeldNodes are false (both default true, so that a
+	 * zeroed record keeps them on). */
+	bool no_node_conditions, no_protect_held;
 	bool serial_control_plane; /* spec.controlPlane.serial (default true) */
 	bool respect_pdbs;         /* spec.respectPodDisruptionBudgets (default false) */
 	/* spec.controlPlane.selector; not present = label node-role.kubernetes.io/control-plane

@@ -148,8 +148,9 @@ static void meta_rv(struct ng_jw *w, const char *rv)
 	ng_jw_obj_end(w);
 }
 
-void kube_patch_status(struct kube_client *c, const struct kube_ref *ref, const char *rv,
-		       kube_body_fn fn, void *ctx, struct kube_write_result *ret)
+static void patch_status(struct kube_client *c, const struct kube_ref *ref, const char *rv,
+			 const char *ctype, kube_body_fn fn, void *ctx,
+			 struct kube_write_result *ret)
 {
 	struct ng_buf b;
 	ng_buf_init(&b, BODY_CAP_BYTES);
@@ -163,9 +164,20 @@ void kube_patch_status(struct kube_client *c, const struct kube_ref *ref, const 
 	fn(&w, ctx);
 	ng_jw_obj_end(&w);
 	ng_jw_obj_end(&w);
-	send_write(c, "PATCH", ref, "status", "application/merge-patch+json", ng_jw_finish(&w), &b,
-		   ret);
+	send_write(c, "PATCH", ref, "status", ctype, ng_jw_finish(&w), &b, ret);
 	ng_buf_finish(&b);
+}
+
+void kube_patch_status(struct kube_client *c, const struct kube_ref *ref, const char *rv,
+		       kube_body_fn fn, void *ctx, struct kube_write_result *ret)
+{
+	patch_status(c, ref, rv, "application/merge-patch+json", fn, ctx, ret);
+}
+
+void kube_patch_status_strategic(struct kube_client *c, const struct kube_ref *ref, kube_body_fn fn,
+				 void *ctx, struct kube_write_result *ret)
+{
+	patch_status(c, ref, NULL, "application/strategic-merge-patch+json", fn, ctx, ret);
 }
 
 void kube_patch_status_json(struct kube_client *c, const struct kube_ref *ref, const char *rv,

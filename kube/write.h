@@ -95,6 +95,14 @@ void kube_patch_status(struct kube_client *c, const struct kube_ref *ref, const 
 		       kube_body_fn fn, void *ctx, struct kube_write_result *ret);
 
 /**
+ * Strategic merge patch of a core kind's status subresource, unconditional: {"status":{…}} with
+ * @fn writing the members. Lists merge by their key (a Node's conditions by type), so a
+ * condition is set without a version and without touching the kubelet's own.
+ */
+void kube_patch_status_strategic(struct kube_client *c, const struct kube_ref *ref, kube_body_fn fn,
+				 void *ctx, struct kube_write_result *ret);
+
+/**
  * As kube_patch_status(), with the status already written: @status is @len bytes of one JSON
  * object (borrowed), for a caller that keeps the bytes (to hash them, to skip an unchanged
  * write) and must not build them twice.

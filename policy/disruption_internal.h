@@ -184,10 +184,12 @@ static inline bool type_applies(const struct kube_budget_common *b, uint32_t typ
 	return false;
 }
 
-/* NotReady, cordoned, or carrying one of the budget's taint targets. */
+/* NotReady, cordoned, being taken away by another actor (an autoscaler's or a cloud's deletion
+ * taint, a graceful shutdown under way), or carrying one of the budget's taint targets. */
 static inline bool node_unavailable(const struct kube_node *n, const struct kube_ndb *b)
 {
-	if (!(n->flags & KUBE_NODE_READY) || (n->flags & KUBE_NODE_UNSCHEDULABLE))
+	if (!(n->flags & KUBE_NODE_READY) ||
+	    (n->flags & (KUBE_NODE_UNSCHEDULABLE | KUBE_NODE_LEAVING | KUBE_NODE_SHUTTING_DOWN)))
 		return true;
 	for (uint16_t i = 0; b && i < b->ntargets; i++) {
 		const struct kube_taint_target *t = &b->taint_targets[i];

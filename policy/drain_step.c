@@ -40,6 +40,35 @@ bool pol_drain_phase_ready(enum pol_drain_phase p)
 	return p >= POL_PH_DRAINED && p <= POL_PH_COMPLETED;
 }
 
+unsigned pol_node_lifecycle(enum pol_drain_phase ph, bool managed, bool drains)
+{
+	unsigned drained = drains ? POL_LC_DRAINED : 0;
+	if (!managed)
+		return POL_LC_PLANNED;
+	switch (ph) {
+	case POL_PH_NONE:
+		return POL_LC_PLANNED;
+	case POL_PH_CORDONING:
+	case POL_PH_WAITING:
+	case POL_PH_DRAINING:
+		return POL_LC_DRAINING;
+	case POL_PH_DRAINED:
+		/* An operation without a drain: cordoned, the operation next. */
+		return drains ? POL_LC_DRAINED : POL_LC_PLANNED;
+	case POL_PH_OPERATING:
+	case POL_PH_REBOOTING:
+		return POL_LC_MAINTENANCE | drained;
+	case POL_PH_COMPLETED:
+		return drained;
+	case POL_PH_FAILED:
+	case POL_PH_REQUESTOR_FAILED:
+	case POL_PH_QUARANTINED:
+	case POL_PH_COUNT:
+		break;
+	}
+	return POL_LC_MAINTENANCE;
+}
+
 static struct pol_drain_action act(enum pol_drain_do what, enum pol_drain_phase phase)
 {
 	return (struct pol_drain_action){what, phase};

@@ -42,6 +42,25 @@ bool pol_drain_phase_failed(enum pol_drain_phase p);
 /** Whether Ready is True in @p: the pods are gone (Drained to Completed). */
 bool pol_drain_phase_ready(enum pol_drain_phase p);
 
+/* The node lifecycle conditions, as bits in the order of kube/records.h KUBE_LIFECYCLE_TYPES. */
+enum pol_lifecycle_bit {
+	POL_LC_PLANNED = 1u << 0,     /* MaintenancePlanned */
+	POL_LC_DRAINING = 1u << 1,    /* DrainInProgress */
+	POL_LC_DRAINED = 1u << 2,     /* Drained */
+	POL_LC_MAINTENANCE = 1u << 3, /* MaintenanceInProgress */
+};
+
+/**
+ * The lifecycle conditions that are True on a node held by a request in drain phase @ph
+ * (docs/drainer.md "Node conditions"): granted and not started, MaintenancePlanned; cordoning,
+ * waiting and draining, DrainInProgress; drained, Drained; operating and waiting for the reboot,
+ * MaintenanceInProgress (and Drained when the request drained the node); stopped by a failure,
+ * MaintenanceInProgress (the node stays held for a person); completed, Drained when it drained.
+ * @managed: the request asks the drainer for a drain or an operation (else whoever executes
+ * it does, and the node is only MaintenancePlanned); @drains: for a drain.
+ */
+unsigned pol_node_lifecycle(enum pol_drain_phase ph, bool managed, bool drains);
+
 /* What the drainer has found out this step about one thing: not yet, no, yes. */
 enum pol_drain_fact { POL_FACT_UNKNOWN, POL_FACT_NO, POL_FACT_YES };
 

@@ -59,6 +59,9 @@ NEVER = (DS, STATIC)
 ALL_PODS = EVICTABLE + NEVER + (DONE,)
 MAINT_TAINT = {"key": "example.com/maintenance", "effect": "NoSchedule"}
 FORCE = {"force": True, "deleteEmptyDir": True}
+KARPENTER = "karpenter.sh/do-not-disrupt"
+SCALE_DOWN = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+LIFECYCLE = ("MaintenancePlanned", "DrainInProgress", "Drained", "MaintenanceInProgress")
 
 
 def log(msg):
@@ -855,11 +858,63 @@ class DrainScenarios(DrainTest):
         self.assertEqual(self.drainer_evictions(), [])
         self.assert_cordoned_by("d10")
 
+    # -- other actors -----------------------------------------------------------------------------
+    def test_a_node_an_autoscaler_takes_away_counts_as_disrupted(self):
+        """An autoscaler stand-in marks node2 for deletion, then deletes it: while the taint is
+        on, the pool's one place is taken and a request for node1 waits; once the node is gone,
+        it is granted."""
+        self.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": "node2", "labels": {"kubernetes.io/hostname": "node2"}}})
+        self.patch("/api/v1/nodes/node2/status", {"status": {"conditions": [
+            {"type": "Ready", "status": "True", "reason": "KubeletReady"}]}})
+        self.create(NDB_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget",
+                               "metadata": {"name": "all"},
+                               "spec": {"nodeSelector": {}, "maxDisruptedNodes": 1}})
+        # The cluster-autoscaler's scale-down taint (its value: when it decided).
+        self.patch("/api/v1/nodes/node2", {"spec": {"taints": [
+            {"key": "ToBeDeletedByClusterAutoscaler", "value": str(int(time.time())),
+             "effect": "NoSchedule"}]}})
+        ok, _ = eventually(lambda: ((self.api.api("GET", f"{NDB_PATH}/all")[1].get("status") or {})
+                                    .get("unavailableNodes")) == 1, WAIT_S, 0.05)
+        self.assertTrue(ok, json.dumps(self.api.api("GET", f"{NDB_PATH}/all")[1].get("status")))
+        self.nd("a1", retry={"enabled": True})
+        ok, _ = eventually(lambda: "1 of 1 in use" in json.dumps((self.get_nd("a1") or {}).get("status")),
+                           WAIT_S, 0.05)
+        self.assertTrue(ok, self.describe("a1"))
+        self.assertEqual(self.get_nd("a1")["status"].get("state"), "Pending")
+        code, body, _ = self.api.api("DELETE", "/api/v1/nodes/node2")
+        self.assertEqual(code, 200, body)
+        self.wait_granted("a1")
+
     # -- D11-D15: release -------------------------------------------------------------------------
+    def node_conditions(self, name="node1"):
+        """{type: (status, reason)} of the node lifecycle conditions nodegate writes."""
+        return {c["type"]: (c.get("status"), c.get("reason"))
+                for c in (self.node(name).get("status") or {}).get("conditions") or []
+                if c.get("type") in LIFECYCLE}
+
     def test_D11_deleting_the_request_uncordons_and_removes_the_annotation(self):
+        # An annotation of Karpenter's set before: held, it reads "true"; released, "false" again.
+        self.patch("/api/v1/nodes/node1", {"metadata": {"annotations": {KARPENTER: "false"}}})
         self.nd("d11", FORCE)
         self.wait_drained("d11")
         self.assert_cordoned_by("d11")
+        ann = self.node()["metadata"]["annotations"]
+        self.assertEqual((ann.get(KARPENTER), ann.get(SCALE_DOWN)), ("true", "true"), ann)
+        self.assertEqual(self.annotation()["protected"],
+                         [{"key": SCALE_DOWN}, {"key": KARPENTER, "was": "false"}])
+        # The lifecycle conditions, as `kubectl describe node` shows them.
+        want = {"MaintenancePlanned": ("False", "NodegateDrained"),
+                "DrainInProgress": ("False", "NodegateDrained"),
+                "Drained": ("True", "NodegateDrained"),
+                "MaintenanceInProgress": ("False", "NodegateDrained")}
+        ok, _ = eventually(lambda: self.node_conditions() == want, WAIT_S, 0.05)
+        self.assertTrue(ok, f"node1 conditions: {self.node_conditions()}")
+        rc, out, err = self.api.kubectl("describe", "node", "node1")
+        self.assertEqual(rc, 0, err)
+        conditions = out.split("Conditions:", 1)[-1].split("Addresses:", 1)[0]
+        self.assertRegex(conditions, r"Drained\s+True\s.*NodegateDrained\s+drained: held by "
+                         r"nodegate for NodeDisruption d11")
         # kubectl describe finds the Events by the object's uid, which they carry.
         for what, reasons in ((("nd", "d11"), ("Granted", "Cordoned", "Drained")),
                               (("node", "node1"), ("Cordoned", "Drained"))):
@@ -871,6 +926,11 @@ class DrainScenarios(DrainTest):
         self.delete_nd("d11")
         self.wait_gone("d11")
         self.assert_released()
+        ann = self.node()["metadata"].get("annotations") or {}
+        self.assertEqual((ann.get(KARPENTER), ann.get(SCALE_DOWN)), ("false", None), ann)
+        released = {t: ("False", "NodegateReleased") for t in LIFECYCLE}
+        ok, _ = eventually(lambda: self.node_conditions() == released, WAIT_S, 0.05)
+        self.assertTrue(ok, f"node1 conditions after release: {self.node_conditions()}")
         # (The gate records a Released event of its own, so that event proves nothing here.)
         log(f"d11: events {[e.get('reason') for e in self.events('d11')]}")
         # The node's own Events tell its story, each naming the request.

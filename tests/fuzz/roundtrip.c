@@ -608,6 +608,8 @@ ng_status ng_fuzz_encode_ngc(const struct kube_ngc *g, const struct ng_intern *p
 	ng_jw_kbool(&w, "paused", g->paused);
 	ng_jw_kbool(&w, "rejectEmptyDisruptions", g->reject_empty);
 	ng_jw_kbool(&w, "rejectOverlappingDisruptions", g->reject_overlapping);
+	ng_jw_kbool(&w, "nodeConditions", !g->no_node_conditions);
+	ng_jw_kbool(&w, "protectHeldNodes", !g->no_protect_held);
 	ng_jw_key(&w, "controlPlane");
 	ng_jw_obj(&w);
 	ng_jw_kbool(&w, "serial", g->serial_control_plane);
@@ -1033,6 +1035,8 @@ bool ng_fuzz_same_ngc(const struct kube_ngc *a, const struct ng_intern *pa,
 	same_i64(&c, "spec.rejectEmptyDisruptions", a->reject_empty, b->reject_empty);
 	same_i64(&c, "spec.rejectOverlappingDisruptions", a->reject_overlapping,
 		 b->reject_overlapping);
+	same_i64(&c, "spec.nodeConditions", a->no_node_conditions, b->no_node_conditions);
+	same_i64(&c, "spec.protectHeldNodes", a->no_protect_held, b->no_protect_held);
 	same_i64(&c, "spec.controlPlane.serial", a->serial_control_plane, b->serial_control_plane);
 	same_sel(&c, "spec.controlPlane.selector", &a->control_plane_selector,
 		 &b->control_plane_selector);

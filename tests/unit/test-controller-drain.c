@@ -81,9 +81,21 @@ static void round_on(struct fx *fx, const char *json, int64_t later_ms)
 	kube_snapshot_release(s);
 }
 
+/* The @i-th patch of node n1 itself (not of its status: the lifecycle conditions). */
 static const char *node_patch(struct fx *fx, size_t i)
 {
-	const struct fake_api_request *q = fake_api_find(&fx->api, "PATCH", "/api/v1/nodes/n1", i);
+	const struct fake_api_request *q;
+	for (size_t k = 0; (q = fake_api_find(&fx->api, "PATCH", "/api/v1/nodes/n1", k)); k++)
+		if (!strstr(q->path, "/status") && i-- == 0)
+			return q->body;
+	return NULL;
+}
+
+/* The @i-th patch of node n1's status. */
+static const char *status_patch(struct fx *fx, size_t i)
+{
+	const struct fake_api_request *q =
+	    fake_api_find(&fx->api, "PATCH", "/api/v1/nodes/n1/status", i);
 	return q ? q->body : NULL;
 }
 
@@ -99,7 +111,7 @@ static void test_finalizer_first_node_untouched(void **state)
 	assert_null(node_patch(fx, 0));
 	/* The watch has not brought the finalizer yet: the same version is not written again. */
 	round_on(fx, LIST2(NODE("n1", "10", "", ""), ND("r1", "5", "")), 100);
-	assert_int_equal(fake_api_count(&fx->api, "PATCH", NULL), 1);
+	assert_int_equal(fake_api_count(&fx->api, "PATCH", "/nodedisruptions/"), 1);
 }
 
 static void test_hold_is_one_conditional_patch_that_lists_the_taint(void **state)
@@ -241,6 +253,130 @@ static void test_a_conflict_waits_for_the_newer_version(void **state)
 	assert_non_null(strstr(b, "\"value\":\"11\""));
 }
 
+/* A Granted request for n1 with the drainer's finalizer, its status at drain phase @reason. */
+#define ND_AT(name, rv, reason)                                                                    \
+	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
+	"\"name\":\"" name "\",\"resourceVersion\":\"" rv "\"" FIN "},\"spec\":{"                  \
+	"\"nodeNames\":[\"n1\"],\"drain\":{\"force\":true}},\"status\":{\"state\":\"Granted\","    \
+	"\"disruptedNodes\":[\"n1\"],\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\","    \
+	"\"reason\":\"" reason "\",\"message\":\"\"}]}}"
+/* A node n1 held by r1 (its note) with extra @conditions after Ready. */
+#define NODE_COND(rv, conditions)                                                                  \
+	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"n1\","                  \
+	"\"resourceVersion\":\"" rv                                                                \
+	"\"" NOTE("false", "\\\"r1\\\"",                                                           \
+		  "") "},\"spec\":{"                                                               \
+		      "\"unschedulable\":true},\"status\":{\"nodeInfo\":{\"bootID\":\"boot-1\"},"  \
+		      "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}" conditions "]}}"
+
+static void test_conditions_follow_the_phase_and_clear_on_release(void **state)
+{
+	struct fx *fx = *state;
+	round_on(fx, LIST2(NODE_COND("20", ""), ND_AT("r1", "7", "Draining")), 0);
+	const char *b = status_patch(fx, 0);
+	assert_non_null(b);
+	const struct fake_api_request *q =
+	    fake_api_find(&fx->api, "PATCH", "/api/v1/nodes/n1/status", 0);
+	assert_string_equal(q->content_type, "application/strategic-merge-patch+json");
+	/* Unconditional (the kubelet writes the status too), the four types, one True. */
+	assert_null(strstr(b, "resourceVersion"));
+	assert_non_null(
+	    strstr(b, "{\"type\":\"DrainInProgress\",\"status\":\"True\","
+		      "\"reason\":\"NodegateDraining\",\"message\":\"drain in progress: held "
+		      "by nodegate for NodeDisruption r1\""));
+	assert_non_null(strstr(b, "{\"type\":\"MaintenancePlanned\",\"status\":\"False\""));
+	assert_non_null(strstr(b, "{\"type\":\"Drained\",\"status\":\"False\""));
+	assert_non_null(strstr(b, "{\"type\":\"MaintenanceInProgress\",\"status\":\"False\""));
+	/* Not again while the cache has not brought it. */
+	round_on(fx, LIST2(NODE_COND("20", ""), ND_AT("r1", "7", "Draining")), 100);
+	assert_null(status_patch(fx, 1));
+	/* Drained: the next write. */
+	round_on(fx, LIST2(NODE_COND("21", ""), ND_AT("r1", "8", "Drained")), 200);
+	b = status_patch(fx, 1);
+	assert_non_null(b);
+	assert_non_null(strstr(b, "{\"type\":\"Drained\",\"status\":\"True\","
+				  "\"reason\":\"NodegateDrained\""));
+	/* The request is gone and its note too; the node still shows a condition of nodegate's:
+	 * all four False, reason NodegateReleased. */
+	round_on(fx,
+		 LIST1(NODE(
+		     "n1", "22", "",
+		     "") ","
+			 "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"n2\"},"
+			 "\"status\":{\"conditions\":[{\"type\":\"Drained\",\"status\":\"True\","
+			 "\"reason\":\"NodegateDrained\"}]}}"),
+		 300);
+	const struct fake_api_request *r2 =
+	    fake_api_find(&fx->api, "PATCH", "/api/v1/nodes/n2/status", 0);
+	assert_non_null(r2);
+	assert_non_null(strstr(r2->body, "{\"type\":\"Drained\",\"status\":\"False\","
+					 "\"reason\":\"NodegateReleased\""));
+	/* n1 never had nodegate's conditions True in this snapshot: nothing written to it. */
+	assert_null(status_patch(fx, 2));
+}
+
+static void test_conditions_of_another_writer_are_left_alone(void **state)
+{
+	struct fx *fx = *state;
+	/* Nobody holds n1; its DrainInProgress is an administrator's. */
+	round_on(fx,
+		 LIST1(NODE_COND("20", ",{\"type\":\"DrainInProgress\",\"status\":\"True\","
+				       "\"reason\":\"AdminRequested\"}")),
+		 0);
+	assert_null(status_patch(fx, 0));
+	/* nodeConditions: false writes nothing for a held node. */
+	round_on(fx,
+		 LIST3(NODE_COND("21", ""), ND_AT("r1", "7", "Draining"),
+		       "{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+		       "\"metadata\":{\"name\":\"default\"},\"spec\":{\"nodeConditions\":false}}"),
+		 100);
+	assert_null(status_patch(fx, 0));
+}
+
+/* The autoscalers' annotations: set to "true" with the note recording what was there, and given
+ * back exactly on release. */
+static void test_held_nodes_are_protected_from_autoscalers_and_restored(void **state)
+{
+	struct fx *fx = *state;
+	round_on(fx,
+		 LIST2(NODE("n1", "10",
+			    ",\"annotations\":{\"karpenter.sh/do-not-disrupt\":\"false\"}", ""),
+		       ND("r1", "6", FIN)),
+		 0);
+	const char *b = node_patch(fx, 0);
+	assert_non_null(b);
+	assert_non_null(strstr(b,
+			       "\\\"protected\\\":[{\\\"key\\\":\\\"cluster-autoscaler."
+			       "kubernetes.io/scale-down-disabled\\\"},{\\\"key\\\":\\\"karpenter."
+			       "sh/do-not-disrupt\\\",\\\"was\\\":\\\"false\\\"}]"));
+	assert_non_null(strstr(b,
+			       "{\"op\":\"add\",\"path\":\"/metadata/annotations/"
+			       "cluster-autoscaler.kubernetes.io~1scale-down-disabled\",\"value\":"
+			       "\"true\"}"));
+	assert_non_null(strstr(b, "{\"op\":\"add\",\"path\":\"/metadata/annotations/"
+				  "karpenter.sh~1do-not-disrupt\",\"value\":\"true\"}"));
+	/* Release: the one that was absent goes, the other gets "false" back. */
+	round_on(
+	    fx,
+	    LIST2(NODE("n1", "20",
+		       ",\"annotations\":{\"karpenter.sh/do-not-disrupt\":\"true\","
+		       "\"cluster-autoscaler.kubernetes.io/scale-down-disabled\":\"true\","
+		       "\"nodegate.io/drain\":\"{\\\"wasUnschedulable\\\":false,\\\"holders\\\":"
+		       "[\\\"r1\\\"],\\\"bootID\\\":\\\"boot-1\\\",\\\"protected\\\":[{"
+		       "\\\"key\\\":\\\"cluster-autoscaler.kubernetes.io/"
+		       "scale-down-disabled\\\"},{\\\"key\\\":\\\"karpenter.sh/"
+		       "do-not-disrupt\\\",\\\"was\\\":\\\"false\\\"}]}\"}",
+		       "\"unschedulable\":true"),
+		  ND("r1", "7", DELETING)),
+	    100);
+	b = node_patch(fx, 1);
+	assert_non_null(b);
+	assert_non_null(strstr(b, "{\"op\":\"remove\",\"path\":\"/metadata/annotations/"
+				  "cluster-autoscaler.kubernetes.io~1scale-down-disabled\"}"));
+	assert_non_null(strstr(b, "{\"op\":\"add\",\"path\":\"/metadata/annotations/"
+				  "karpenter.sh~1do-not-disrupt\",\"value\":\"false\"}"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -257,6 +393,12 @@ int main(void)
 		test_another_holder_keeps_the_node_and_the_shared_cordon, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_a_note_whose_request_is_gone_is_swept, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_conditions_follow_the_phase_and_clear_on_release,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_conditions_of_another_writer_are_left_alone, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_held_nodes_are_protected_from_autoscalers_and_restored, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_a_conflict_waits_for_the_newer_version, setup,
 					    teardown),
 	};

@@ -505,6 +505,59 @@ static void test_U04_taint_targets_count_as_unavailable(void **state)
 	done(&r);
 }
 
+/* Nodes another actor is taking away count as disrupted in every NodeDisruptionBudget without
+ * a taintTargets entry: the autoscalers' and clouds' deletion taints, a graceful shutdown. */
+static void test_nodes_being_taken_away_count_as_disrupted(void **state)
+{
+	static const char *const node3[] = {
+	    "\"spec\":{\"taints\":[{\"key\":\"ToBeDeletedByClusterAutoscaler\",\"value\":"
+	    "\"1764000000\",\"effect\":\"NoSchedule\"}]},\"status\":{\"conditions\":[{\"type\":"
+	    "\"Ready\",\"status\":\"True\"}]}",
+	    "\"spec\":{\"taints\":[{\"key\":\"karpenter.sh/disrupted\",\"effect\":\"NoSchedule\""
+	    "}]},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}",
+	    "\"spec\":{\"taints\":[{\"key\":\"aws-node-termination-handler/spot-itn\","
+	    "\"effect\":\"NoSchedule\"}]},\"status\":{\"conditions\":[{\"type\":\"Ready\","
+	    "\"status\":\"True\"}]}",
+	    "\"spec\":{},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},"
+	    "{\"type\":\"GracefulNodeShutdownInProgress\",\"status\":\"True\"}]}",
+	};
+	char extra[2048];
+	for (size_t i = 0; i < sizeof(node3) / sizeof(*node3); i++) {
+		ng_fmt(extra, sizeof(extra),
+		       "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
+		       "\"node3\"},%s}," NDB(
+			   "all", "{\"nodeSelector\":{},\"maxDisruptedNodes\":2}") "," ND("nd",
+											  ON_TEST1
+											  "}"),
+		       node3[i]);
+		struct result r = decide(cluster(extra), "nd", NULL, NOW_WALL_MS);
+		expect(&r, POL_GATE_REJECT, "1 of 2 in use; this request adds 2");
+		done(&r);
+	}
+	/* countUnavailableNodes: false leaves them out, as it does NotReady nodes. */
+	ng_fmt(
+	    extra, sizeof(extra),
+	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node3\"},%s}," NDB(
+		"all", "{\"nodeSelector\":{},\"maxDisruptedNodes\":2,"
+		       "\"countUnavailableNodes\":false}") "," ND("nd", ON_TEST1 "}"),
+	    node3[0]);
+	struct result r = decide(cluster(extra), "nd", NULL, NOW_WALL_MS);
+	expect(&r, POL_GATE_GRANT, NULL);
+	done(&r);
+	/* A taint of another key, and the shutdown condition False, count nothing. */
+	ng_fmt(
+	    extra, sizeof(extra),
+	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node3\"},"
+	    "\"spec\":{\"taints\":[{\"key\":\"DeletionCandidateOfClusterAutoscaler\","
+	    "\"effect\":\"PreferNoSchedule\"}]},\"status\":{\"conditions\":[{\"type\":"
+	    "\"Ready\",\"status\":\"True\"},{\"type\":\"GracefulNodeShutdownInProgress\","
+	    "\"status\":\"False\"}]}}," NDB(
+		"all", "{\"nodeSelector\":{},\"maxDisruptedNodes\":2}") "," ND("nd", ON_TEST1 "}"));
+	r = decide(cluster(extra), "nd", NULL, NOW_WALL_MS);
+	expect(&r, POL_GATE_GRANT, NULL);
+	done(&r);
+}
+
 #define PVC(name, labels, phase, vol)                                                              \
 	"{\"kind\":\"PersistentVolumeClaim\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name \
 	"\",\"namespace\":\"default\",\"labels\":" labels "},\"spec\":{\"volumeName\":\"" vol      \
@@ -922,6 +975,7 @@ int main(void)
 	    cmocka_unit_test(test_G13_paused_keeps_pending),
 	    cmocka_unit_test(test_U01_U02_U03_U05_unavailable_nodes_use_the_budget),
 	    cmocka_unit_test(test_U04_taint_targets_count_as_unavailable),
+	    cmocka_unit_test(test_nodes_being_taken_away_count_as_disrupted),
 	    cmocka_unit_test(test_A02_A03_A04_volumes),
 	    cmocka_unit_test(test_A07_one_request_on_two_app_nodes_costs_two),
 	    cmocka_unit_test(test_A08_second_request_names_the_budget_in_use),

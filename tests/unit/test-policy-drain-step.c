@@ -424,6 +424,26 @@ static void test_the_drain_deadline_counts_from_the_grant(void **state)
 	assert_int_equal(pol_drain_deadline_ms(&x, &g), 0);
 }
 
+/* The node lifecycle conditions a holder's phase makes True (docs/drainer.md "Node conditions"). */
+static void test_node_lifecycle_follows_the_phase(void **state)
+{
+	(void)state;
+	assert_int_equal(pol_node_lifecycle(POL_PH_NONE, true, true), POL_LC_PLANNED);
+	assert_int_equal(pol_node_lifecycle(POL_PH_DRAINING, false, false), POL_LC_PLANNED);
+	assert_int_equal(pol_node_lifecycle(POL_PH_CORDONING, true, true), POL_LC_DRAINING);
+	assert_int_equal(pol_node_lifecycle(POL_PH_WAITING, true, true), POL_LC_DRAINING);
+	assert_int_equal(pol_node_lifecycle(POL_PH_DRAINED, true, true), POL_LC_DRAINED);
+	/* An operation without a drain is only cordoned before it runs. */
+	assert_int_equal(pol_node_lifecycle(POL_PH_DRAINED, true, false), POL_LC_PLANNED);
+	assert_int_equal(pol_node_lifecycle(POL_PH_REBOOTING, true, true),
+			 POL_LC_MAINTENANCE | POL_LC_DRAINED);
+	assert_int_equal(pol_node_lifecycle(POL_PH_OPERATING, true, false), POL_LC_MAINTENANCE);
+	assert_int_equal(pol_node_lifecycle(POL_PH_COMPLETED, true, true), POL_LC_DRAINED);
+	assert_int_equal(pol_node_lifecycle(POL_PH_COMPLETED, true, false), 0);
+	assert_int_equal(pol_node_lifecycle(POL_PH_QUARANTINED, true, true), POL_LC_MAINTENANCE);
+	assert_int_equal(pol_node_lifecycle(POL_PH_FAILED, true, true), POL_LC_MAINTENANCE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -447,6 +467,7 @@ int main(void)
 	    cmocka_unit_test(test_waiting_names_the_active_matching_pods),
 	    cmocka_unit_test(test_a_drain_past_its_deadline_is_quarantined_only_while_unfinished),
 	    cmocka_unit_test(test_the_drain_deadline_counts_from_the_grant),
+	    cmocka_unit_test(test_node_lifecycle_follows_the_phase),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
