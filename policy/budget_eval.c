@@ -344,7 +344,7 @@ ng_status pd_ndb_touch(struct pol_ledger *l, size_t k, size_t i, void *arg)
 {
 	size_t nb;
 	const struct kube_ndb *b = &kube_snapshot_ndbs(l->s, &nb)[k];
-	bool dis = l->held[i] || (b->count_unavailable && node_unavailable(&l->nodes[i], b));
+	bool dis = l->held[i] || node_counted(&l->nodes[i], b);
 	return pd_touch_add(arg, (uint32_t)k, !dis);
 }
 
@@ -393,8 +393,7 @@ static ng_status domains_of(const struct eval *e, const struct kube_ndb *b, cons
 			d[nd++] = (struct domain){.value = value};
 			ng_map_put(&at, (uint64_t)value + 1, slot); /* sized for every node */
 		}
-		bool was = pol_ledger_held_at(e->ledger, sc->idx[k]) ||
-			   (b->count_unavailable && sc->unavail[k]) ||
+		bool was = pol_ledger_held_at(e->ledger, sc->idx[k]) || sc->unavail[k] ||
 			   (sc->soak_ready && sc->soak[k]);
 		bool asked = in_sorted(e->nodes, e->nnodes, sc->names[k]);
 		d[slot].nodes++;
@@ -563,8 +562,8 @@ static ng_status soak_touch(struct eval *e, struct bscope *sc, const struct kube
 			continue;
 		bool counted = n ? e->ledger->held[i] != 0
 				 : pol_ledger_holder(e->ledger, e->nodes[x]) != NG_INTERN_NONE;
-		if (ndb && ndb->count_unavailable && n)
-			counted |= node_unavailable(n, ndb);
+		if (ndb && n)
+			counted |= node_counted(n, ndb);
 		t->added -= !counted;
 	}
 	return NG_OK;

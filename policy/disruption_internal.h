@@ -114,7 +114,7 @@ struct budget_link {
 struct bscope {
 	const uint32_t *names;  /* node name ids (ADB: sorted by id; NDB: in node order) */
 	const uint32_t *idx;    /* NDB: the same nodes' indexes into kube_snapshot_nodes() */
-	const uint8_t *unavail; /* NDB: per node, NotReady, cordoned or carrying a taint target */
+	const uint8_t *unavail; /* NDB: per node, counted by its state (node_counted()) */
 	size_t n, unavailable;  /* nodes; NDB: how many are unavailable */
 	/* Scope nodes disrupted now: NDB, held or (counting unavailable nodes) unavailable; ADB,
 	 * held. Kept by pol_ledger_grant(). */
@@ -202,6 +202,15 @@ static inline bool node_unavailable(const struct kube_node *n, const struct kube
 		}
 	}
 	return false;
+}
+
+/* Whether pool node @n counts as disrupted for @b by its own state, a grant aside: another
+ * actor taking it away (whatever countUnavailableNodes says: that is a voluntary disruption, what
+ * a budget bounds), or unavailable when the budget counts unavailable nodes. */
+static inline bool node_counted(const struct kube_node *n, const struct kube_ndb *b)
+{
+	return (n->flags & (KUBE_NODE_LEAVING | KUBE_NODE_SHUTTING_DOWN)) ||
+	       (b->count_unavailable && node_unavailable(n, b));
 }
 
 /* One request being decided (disruption.c): its nodes, and the verdicts budget_eval.c adds. */

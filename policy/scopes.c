@@ -125,7 +125,7 @@ static ng_status ndb_count_one(struct pol_ledger *l, size_t k, size_t i, void *a
 	size_t nb;
 	const struct kube_ndb *b = &kube_snapshot_ndbs(l->s, &nb)[k];
 	struct bscope *sc = &l->ndb[k];
-	if (!sc->ready || (b->count_unavailable && node_unavailable(&l->nodes[i], b)))
+	if (!sc->ready || node_counted(&l->nodes[i], b))
 		return NG_OK;
 	sc->disrupted++;
 	/* A soaking node counted already: held now, it is counted as held instead. */
@@ -197,9 +197,9 @@ ng_status pd_ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret
 		const struct kube_node *node = &l->nodes[cand[j]];
 		if (!bud_selector_matches(&b->node_selector, node->labels, node->nlabels, pool))
 			continue;
-		unavail[n] = node_unavailable(node, b);
-		nun += unavail[n];
-		dis += l->held[cand[j]] || (b->count_unavailable && unavail[n]);
+		unavail[n] = node_counted(node, b);
+		nun += node_unavailable(node, b);
+		dis += l->held[cand[j]] || unavail[n];
 		if (l->held_at_ms && l->held_at_ms[cand[j]] > last)
 			last = l->held_at_ms[cand[j]];
 		idx[n] = cand[j];
@@ -521,7 +521,7 @@ ng_status pd_scope_soak(struct pol_ledger *l, struct bscope *sc, const struct ku
 			continue;
 		bool counted = n ? l->held[n - l->nodes] != 0
 				 : pol_ledger_holder(l, sc->names[j]) != NG_INTERN_NONE;
-		counted |= ndb && ndb->count_unavailable && sc->unavail[j];
+		counted |= ndb && sc->unavail[j];
 		soaking += !counted;
 		if (until != KUBE_SOAK_NOT_BACK && (next < 0 || until < next))
 			next = until;

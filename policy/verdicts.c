@@ -67,8 +67,7 @@ static ng_status scope_of(const struct kube_snapshot *s, struct pol_ledger *ledg
 	if (sc->n) /* an invalid or empty scope has no array */
 		memcpy(scope, sc->names, sc->n * sizeof(*scope));
 	for (size_t k = 0; k < sc->n; k++)
-		dis[k] = b ? pol_ledger_held_at(ledger, sc->idx[k]) ||
-				 (b->count_unavailable && sc->unavail[k])
+		dis[k] = b ? pol_ledger_held_at(ledger, sc->idx[k]) || sc->unavail[k]
 			   : pol_ledger_holder(ledger, sc->names[k]) != NG_INTERN_NONE;
 	*ret_unavail = ndb ? sc->unavailable : 0;
 	*ret_nodes = scope;

@@ -17,6 +17,13 @@ other Granted request holds, nor held in the last PACE_SLACK_S seconds: a cache 
 may still count it held, and then the grant adds nothing), and fails when two are closer than
 the interval.
 
+Autoscaler taints: nodes get and lose ToBeDeletedByClusterAutoscaler at random (one at a
+time), as an autoscaler marking nodes for scale-down and changing its mind. Every
+NodeDisruptionBudget counts a marked node as disrupted, so one marked TAINT_SLACK_S before a grant
+(and still marked) counts for the checker too: a grant that takes a pool past its limit with
+those nodes is a violation. (A marked node a grant adds nothing to is not paced either: the
+checker's pacing counts it as held.)
+
 The run with hooks adds an ApplicationDisruptionBudget (maxDisruptions 1) over the pods of each
 pair of nodes, each with a health hook that is slow, fails or times out at random: while one
 request waits on its hooks it holds its share, so no other request may take it meanwhile, and
@@ -48,6 +55,10 @@ POOL = {n: ("a" if i < 7 else "b") for i, n in enumerate(NODES)}
 # A node released less than this long ago (as the checker saw it) may still look held to the
 # gate's cache: a grant of it is not counted as adding to a paced pool either way.
 PACE_SLACK_S = 2.0
+# A node marked for deletion this long before a grant must be in the gate's cache by then
+# (longer under a wrapper such as valgrind).
+TAINT_SLACK_S = 15.0 if os.environ.get("NG_WRAPPER") else 5.0
+SCALE_DOWN_TAINT = "ToBeDeletedByClusterAutoscaler"
 
 
 def parse_ms(stamp):
@@ -77,6 +88,19 @@ class Checker(threading.Thread):
         self.last_add = {}          # pool label -> (grantedAt, request) of its last adding grant
         self.released = {}          # node -> monotonic time it was last seen released
         self.paced_grants = 0
+        self.taint_counted = False  # node budgets count nodes marked for deletion
+        self.marked = {}            # node -> wall time it was marked for deletion
+        self.unmarked = {}          # node -> wall time its mark was last taken back
+        self.taint_hits = 0         # grants checked with a marked node counted
+
+    def mark(self, node, on):
+        """The autoscaler stand-in marked @node for deletion (@on) or took the mark back."""
+        with self.lock:
+            if on:
+                self.marked[node] = time.time()
+            else:
+                self.marked.pop(node, None)
+                self.unmarked[node] = time.time()
 
     def pace(self, name, st):
         """A new grant @name (status @st): for each paced pool it adds nodes to, no closer to
@@ -88,7 +112,12 @@ class Checker(threading.Thread):
         now = time.monotonic()
         for pool, interval in self.paced.items():
             mine = {n for n in st.get("disruptedNodes", []) if POOL.get(n) == pool}
-            adds = {n for n in mine - held if now - self.released.get(n, -1e9) > PACE_SLACK_S}
+            # A node marked for deletion (or unmarked a moment ago) may count as disrupted
+            # already: granting it may add nothing.
+            wall = time.time()
+            adds = {n for n in mine - held if now - self.released.get(n, -1e9) > PACE_SLACK_S
+                    and n not in self.marked
+                    and wall - self.unmarked.get(n, -1e9) > TAINT_SLACK_S}
             if not mine or not st.get("grantedAt"):
                 continue
             at = parse_ms(st["grantedAt"])
@@ -107,12 +136,17 @@ class Checker(threading.Thread):
             pool, _ = self.limits[budget]
             self.limits[budget] = (pool, new_max)
 
-    def check(self, why):
+    def check(self, why, granted_at=None):
         for b, (pool, mx) in self.limits.items():
             nodes = set()
             for ns in self.granted.values():
                 nodes |= {n for n in ns if pool is None or POOL.get(n) == pool
                           or (isinstance(pool, frozenset) and n in pool)}
+            if self.taint_counted and granted_at is not None and not isinstance(pool, frozenset):
+                sure = {n for n, at in self.marked.items() if at <= granted_at - TAINT_SLACK_S
+                        and (pool is None or POOL.get(n) == pool)}
+                self.taint_hits += bool(sure)
+                nodes |= sure
             self.max_seen[b] = max(self.max_seen[b], len(nodes))
             if len(nodes) > mx:
                 self.violations.append(f"{why}: budget {b} allows {mx}, {len(nodes)} granted: {sorted(nodes)}")
@@ -148,7 +182,8 @@ class Checker(threading.Thread):
                                 self.pace(name, st)
                             self.granted[name] = set(st.get("disruptedNodes", []))
                             self.seen_nodes |= self.granted[name]
-                            self.check(f"{name} granted")
+                            at = parse_ms(st["grantedAt"]) if st.get("grantedAt") else None
+                            self.check(f"{name} granted", at)
                         else:
                             for n in self.granted.pop(name, set()):
                                 self.released[n] = time.monotonic()
@@ -184,12 +219,12 @@ class SafetyTest(unittest.TestCase):
         self.api.stop()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def ndb(self, name, selector, mx, **pacing):
+    def ndb(self, name, selector, mx, **extra):
         code, body, _ = self.api.api("POST", NDB_PATH, {
             "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget",
             "metadata": {"name": name},
             "spec": {"nodeSelector": selector, "maxDisruptedNodes": mx, "countUnavailableNodes": False,
-                     **pacing}})
+                     **extra}})
         self.assertEqual(code, 201, body)
 
     def nd(self, name, nodes, retry=True, deadline=None):
@@ -372,6 +407,22 @@ class SafetyTest(unittest.TestCase):
             elif op < 0.90:
                 self.api.control("faults", {"path": "nodedisruptions/.*/status", "method": "PATCH",
                                             "code": 409, "count": 3})
+            elif 0.90 <= op < 0.92 and self.marking:
+                # The autoscaler stand-in: at most one node marked for deletion at a time (a
+                # marked node of pool-b fills it, and the paced pool must still be granted).
+                node = rnd.choice(NODES)
+                with checker.lock:
+                    marked = set(checker.marked)
+                on = node not in marked and not marked
+                taints = [{"key": SCALE_DOWN_TAINT, "value": str(int(time.time())),
+                           "effect": "NoSchedule"}] if on else []
+                if node in marked or on:
+                    if not on:
+                        checker.mark(node, False)  # before: a moment unmarked is lenient
+                    self.api.api("PATCH", f"/api/v1/nodes/{node}", {"spec": {"taints": taints}},
+                                 ctype="application/merge-patch+json")
+                    if on:
+                        checker.mark(node, True)  # after: counted only once it is there
             elif op < 0.93:
                 # Budgets are only loosened (see the module docstring).
                 b, pool = rnd.choice([("pool-a", "a"), ("pool-b", "b"), ("all", None)])
@@ -395,8 +446,10 @@ class SafetyTest(unittest.TestCase):
         self.api.api("DELETE", "/_control/faults")
         return kills
 
-    def pool_budgets(self, paced=False):
-        """With @paced, pool-b takes minIntervalSeconds 1 and pool-a soakSeconds 1."""
+    def pool_budgets(self, paced=False, marking=False):
+        """With @paced, pool-b takes minIntervalSeconds 1 and pool-a soakSeconds 1; with
+        @marking, the autoscaler stand-in marks nodes."""
+        self.marking = marking
         self.ndb("pool-a", {"matchLabels": {"pool": "a"}}, 2, **({"soakSeconds": 1} if paced else {}))
         self.ndb("pool-b", {"matchLabels": {"pool": "b"}}, 1, **({"minIntervalSeconds": 1} if paced else {}))
         self.ndb("all", {}, 3)
@@ -405,19 +458,22 @@ class SafetyTest(unittest.TestCase):
     def test_randomized_safety_under_faults(self):
         rnd = random.Random(int(os.environ.get("NG_SAFETY_SEED", "20261122")))
         ops = int(os.environ.get("NG_SAFETY_OPS", "3000"))
-        checker = Checker(self.api, self.pool_budgets(paced=True))
+        checker = Checker(self.api, self.pool_budgets(paced=True, marking=True))
         checker.paced = {"b": 1}
+        checker.taint_counted = True
         checker.start()
         self.assertIsNotNone(eventually(self.leader, timeout=30)[0])
         kills = self.run_randomized(checker, rnd, ops, 240)
         self.assertIsNotNone(eventually(self.leader, timeout=30)[0], "no leader after the run")
         time.sleep(2)
         checker.stop.set()
-        print(f"\n  grants observed: {checker.grants} ({checker.paced_grants} adding to the paced pool), "
+        print(f"\n  grants observed: {checker.grants} ({checker.paced_grants} adding to the paced pool, "
+              f"{checker.taint_hits} with a node marked for deletion counted), "
               f"peaks {checker.max_seen}, leader kills: {kills}", file=sys.stderr)
         self.assertEqual(checker.violations, [])
         self.assertGreater(checker.grants, 10, "the run must actually grant")
         self.assertGreater(checker.paced_grants, 3, "the paced pool must actually be granted")
+        self.assertGreater(checker.taint_hits, 3, "grants must actually meet marked nodes")
         self.assert_no_grant_past_its_deadline()
         # The third kill may find the lease still changing hands near the end of a run.
         self.assertGreaterEqual(kills, 2, "the leader must have been killed at least twice")

@@ -534,7 +534,8 @@ static void test_nodes_being_taken_away_count_as_disrupted(void **state)
 		expect(&r, POL_GATE_REJECT, "1 of 2 in use; this request adds 2");
 		done(&r);
 	}
-	/* countUnavailableNodes: false leaves them out, as it does NotReady nodes. */
+	/* Whatever countUnavailableNodes says: those are voluntary disruptions, what a budget
+	 * bounds. */
 	ng_fmt(
 	    extra, sizeof(extra),
 	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node3\"},%s}," NDB(
@@ -542,7 +543,7 @@ static void test_nodes_being_taken_away_count_as_disrupted(void **state)
 		       "\"countUnavailableNodes\":false}") "," ND("nd", ON_TEST1 "}"),
 	    node3[0]);
 	struct result r = decide(cluster(extra), "nd", NULL, NOW_WALL_MS);
-	expect(&r, POL_GATE_GRANT, NULL);
+	expect(&r, POL_GATE_REJECT, "1 of 2 in use; this request adds 2");
 	done(&r);
 	/* A taint of another key, and the shutdown condition False, count nothing. */
 	ng_fmt(
