@@ -503,6 +503,21 @@ class DrainTest(unittest.TestCase):
                            and UNSCHEDULABLE_TAINT not in self.taint_keys(self.node()), WAIT_S, 0.05)
         self.assertTrue(ok, "node1 was not given back: " + json.dumps(self.node_view("node1")))
 
+    def node_conditions(self, name="node1"):
+        """{type: (status, reason)} of the node lifecycle conditions nodegate writes."""
+        return {c["type"]: (c.get("status"), c.get("reason"))
+                for c in (self.node(name).get("status") or {}).get("conditions") or []
+                if c.get("type") in LIFECYCLE}
+
+    def assert_no_marks_left(self, name="node1"):
+        """Nothing of nodegate's left on a node given back: no note, no autoscaler annotation it
+        set (none was there before), its lifecycle conditions False."""
+        ann = self.node(name)["metadata"].get("annotations") or {}
+        self.assertEqual([k for k in (ANNOTATION, KARPENTER, SCALE_DOWN) if k in ann], [], ann)
+        ok, _ = eventually(lambda: all(v == ("False", "NodegateReleased")
+                                       for v in self.node_conditions(name).values()), WAIT_S, 0.05)
+        self.assertTrue(ok, f"{name} conditions after release: {self.node_conditions(name)}")
+
     def assert_d02_final(self, name):
         """D02's final state: every evictable pod gone, DaemonSet and mirror pods kept, Drained,
         node1 cordoned by the request."""
@@ -887,12 +902,6 @@ class DrainScenarios(DrainTest):
         self.wait_granted("a1")
 
     # -- D11-D15: release -------------------------------------------------------------------------
-    def node_conditions(self, name="node1"):
-        """{type: (status, reason)} of the node lifecycle conditions nodegate writes."""
-        return {c["type"]: (c.get("status"), c.get("reason"))
-                for c in (self.node(name).get("status") or {}).get("conditions") or []
-                if c.get("type") in LIFECYCLE}
-
     def test_D11_deleting_the_request_uncordons_and_removes_the_annotation(self):
         # An annotation of Karpenter's set before: held, it reads "true"; released, "false" again.
         self.patch("/api/v1/nodes/node1", {"metadata": {"annotations": {KARPENTER: "false"}}})
@@ -1210,10 +1219,18 @@ class DrainScenarios(DrainTest):
         self.assertEqual({p: n for p, n in counts.items() if n > 1}, {},
                          "a pod already evicted (terminating or gone) must not be evicted again")
         self.assertEqual(sorted(p for p in counts if p != DONE), sorted(EVICTABLE))
+        # The restarted drainer found the node held (annotations from the first one's patch)
+        # and writes the conditions the requests want, not what it remembers.
+        ann = self.node()["metadata"]["annotations"]
+        self.assertEqual((ann.get(KARPENTER), ann.get(SCALE_DOWN)), ("true", "true"), ann)
+        ok, _ = eventually(lambda: self.node_conditions().get("Drained") == ("True", "NodegateDrained"),
+                           WAIT_S, 0.05)
+        self.assertTrue(ok, f"node1 conditions: {self.node_conditions()}")
         # It remembered that node1 was schedulable before: deleting the request gives it back.
         self.delete_nd("d18")
         self.wait_gone("d18")
         self.assert_released()
+        self.assert_no_marks_left()
 
     # -- D19-D20 -----------------------------------------------------------------------------------
     @drain_setup(ngc_drain={"protectedJobPods": {"matchLabels": {"app": "batch"}}})
@@ -1576,7 +1593,7 @@ class RollingMaintenanceTest(DrainTest):
         code, nodes, _ = self.api.api("GET", "/api/v1/nodes")
         for n in nodes["items"]:
             self.assertFalse(n["spec"].get("unschedulable"), n["metadata"]["name"] + " ended cordoned")
-            self.assertNotIn(ANNOTATION, n["metadata"].get("annotations") or {}, n["metadata"]["name"])
+            self.assert_no_marks_left(n["metadata"]["name"])
         code, pods, _ = self.api.api("GET", "/api/v1/pods?labelSelector=app%3Dbench")
         self.assertEqual([p["metadata"]["name"] for p in pods["items"]], [], "every node was drained")
 
