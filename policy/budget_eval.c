@@ -104,6 +104,52 @@ static void put_holders(struct eval *e, struct line *b, const struct bscope *sc)
 	}
 }
 
+/* Why pool node @n counts by its own state, in a few words. */
+static const char *counted_why(const struct kube_node *n)
+{
+	if (n->flags & KUBE_NODE_LEAVING)
+		return "marked for deletion";
+	if (n->flags & KUBE_NODE_SHUTTING_DOWN)
+		return "shutting down";
+	if (!(n->flags & KUBE_NODE_READY))
+		return "NotReady";
+	if (n->flags & KUBE_NODE_UNSCHEDULABLE)
+		return "cordoned";
+	return "a taint target";
+}
+
+/* Names in a failing node budget's reason after the holders: the pool nodes it counts by their
+ * state and no grant holds, as "; counted unavailable: a (NotReady), b (marked for deletion)"
+ * and "(+N more)" past HOLDERS_NAMED, in pool order. */
+static void put_counted(struct eval *e, struct line *b, const struct bscope *sc)
+{
+	if (!sc->unavail || !e->ledger)
+		return;
+	size_t nn, named = 0, more = 0;
+	const struct kube_node *nodes = kube_snapshot_nodes(e->s, &nn);
+	for (size_t k = 0; k < sc->n; k++) {
+		if (!sc->unavail[k] || pol_ledger_held_at(e->ledger, sc->idx[k]))
+			continue;
+		if (named == HOLDERS_NAMED) {
+			more++;
+			continue;
+		}
+		if (named++)
+			PUT_LIT(b, ", ");
+		else
+			PUT_LIT(b, "; counted unavailable: ");
+		put_s(b, str(e, sc->names[k]));
+		PUT_LIT(b, " (");
+		put_s(b, counted_why(&nodes[sc->idx[k]]));
+		PUT_LIT(b, ")");
+	}
+	if (more) {
+		PUT_LIT(b, " (+");
+		put_i(b, (int64_t)more);
+		PUT_LIT(b, " more)");
+	}
+}
+
 /* Applies the limits to scope @sc (its nodes, how many are disrupted, its "what") to which the
  * request adds @added more, and reports. */
 static void check_counts(struct eval *e, struct pol_budget_verdict *v, const struct bscope *sc,
@@ -140,6 +186,7 @@ static void check_counts(struct eval *e, struct pol_budget_verdict *v, const str
 		put_i(&b, (int64_t)nscope);
 		PUT_LIT(&b, " nodes)");
 		put_holders(e, &b, sc);
+		put_counted(e, &b, sc);
 	} else {
 		put_i(&b, c.min);
 		PUT_LIT(&b, " of ");
@@ -148,6 +195,7 @@ static void check_counts(struct eval *e, struct pol_budget_verdict *v, const str
 		put_i(&b, (int64_t)nscope - c.after);
 		PUT_LIT(&b, " would remain");
 		put_holders(e, &b, sc);
+		put_counted(e, &b, sc);
 	}
 }
 

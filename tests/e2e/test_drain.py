@@ -893,8 +893,9 @@ class DrainScenarios(DrainTest):
                                     .get("unavailableNodes")) == 1, WAIT_S, 0.05)
         self.assertTrue(ok, json.dumps(self.api.api("GET", f"{NDB_PATH}/all")[1].get("status")))
         self.nd("a1", retry={"enabled": True})
-        ok, _ = eventually(lambda: "1 of 1 in use" in json.dumps((self.get_nd("a1") or {}).get("status")),
-                           WAIT_S, 0.05)
+        ok, _ = eventually(lambda: "1 of 1 in use; this request adds 1 (limit 1 of 2 nodes); counted "
+                           "unavailable: node2 (marked for deletion)"
+                           in json.dumps((self.get_nd("a1") or {}).get("status")), WAIT_S, 0.05)
         self.assertTrue(ok, self.describe("a1"))
         self.assertEqual(self.get_nd("a1")["status"].get("state"), "Pending")
         code, body, _ = self.api.api("DELETE", "/api/v1/nodes/node2")

@@ -532,6 +532,10 @@ static void test_nodes_being_taken_away_count_as_disrupted(void **state)
 		       node3[i]);
 		struct result r = decide(cluster(extra), "nd", NULL, NOW_WALL_MS);
 		expect(&r, POL_GATE_REJECT, "1 of 2 in use; this request adds 2");
+		/* The reason names the node and why it counts. */
+		expect(&r, POL_GATE_REJECT,
+		       i < 3 ? "; counted unavailable: node3 (marked for deletion)"
+			     : "; counted unavailable: node3 (shutting down)");
 		done(&r);
 	}
 	/* Whatever countUnavailableNodes says: those are voluntary disruptions, what a budget
