@@ -461,6 +461,11 @@ struct want {
 
 /* Holders named in a condition's message before "+N more". */
 #define LIFECYCLE_NAMED 3
+/* Condition writes per round: the requests' own steps come first, so a wave of nodes changing
+ * phase together waits a few short rounds for its conditions rather than delaying the next
+ * round's cordons and evictions. */
+#define LIFECYCLE_WRITES 8
+#define LIFECYCLE_AGAIN_MS 20
 
 static enum pol_drain_phase request_phase(const struct kube_nd_detail *x)
 {
@@ -562,8 +567,8 @@ static const struct kube_node_condition *node_condition(const struct req *r,
 
 /* Sets @n's lifecycle conditions to what @w says, unless the node has them so already or this
  * drainer wrote them a moment ago. One strategic merge patch of nodes/status: the conditions
- * merge by type, the kubelet's stay as they are. */
-static void write_lifecycle(struct req *r, const struct kube_node *n, const struct want *w)
+ * merge by type, the kubelet's stay as they are. Whether it sent one. */
+static bool write_lifecycle(struct req *r, const struct kube_node *n, const struct want *w)
 {
 	static const char *const words[KUBE_LIFECYCLE_NTYPES] = {
 	    "maintenance planned", "drain in progress", "drained", "maintenance in progress"};
@@ -597,13 +602,13 @@ static void write_lifecycle(struct req *r, const struct kube_node *n, const stru
 	const char *reasons[KUBE_LIFECYCLE_NTYPES] = {reason, reason, reason, reason};
 	uint32_t want = kube_lifecycle_hash(b.status, reasons, b.message);
 	if (want == n->lifecycle_hash)
-		return;
+		return false;
 	const char *name = str(r, n->name);
 	uint64_t key = ng_fnv1a64(NG_FNV64_INIT, "lifecycle", 10);
 	key = ng_fnv1a64(ng_fnv1a64(key, name, strlen(name) + 1), &want, sizeof(want));
 	if (ng_memo_has(&r->d->asked, key, r->now_mono_ms)) {
 		soon(r, r->now_mono_ms + POLL_MS);
-		return;
+		return false;
 	}
 	const struct kube_ref ref = {KUBE_KIND_NODE, NULL, name};
 	struct kube_write_result res = {KUBE_WRITE_FAILED, 0, {0}};
@@ -613,6 +618,7 @@ static void write_lifecycle(struct req *r, const struct kube_node *n, const stru
 		ng_memo_put(&r->d->asked, key, r->now_mono_ms + ASKED_MS);
 	else
 		soon(r, r->now_mono_ms + POLL_MS);
+	return true;
 }
 
 void node_lifecycle(struct drain *d, const struct kube_snapshot *s, struct ng_arena *arena,
@@ -641,7 +647,14 @@ void node_lifecycle(struct drain *d, const struct kube_snapshot *s, struct ng_ar
 			.now_mono_ms = now_mono_ms,
 			.next_mono_ms = next_mono_ms,
 			.name = "(lifecycle)"};
-	for (size_t i = 0; i < nn; i++)
-		if (w[i].held || (nodes[i].flags & KUBE_NODE_LIFECYCLE_OURS))
-			write_lifecycle(&r, &nodes[i], &w[i]);
+	size_t writes = 0;
+	for (size_t i = 0; i < nn; i++) {
+		if (!w[i].held && !(nodes[i].flags & KUBE_NODE_LIFECYCLE_OURS))
+			continue;
+		if (writes == LIFECYCLE_WRITES) {
+			soon(&r, now_mono_ms + LIFECYCLE_AGAIN_MS);
+			break;
+		}
+		writes += write_lifecycle(&r, &nodes[i], &w[i]);
+	}
 }
