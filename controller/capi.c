@@ -17,6 +17,7 @@
 #include "policy/capi.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -321,7 +322,7 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 		return KUBE_RUNTIME_AGAIN;
 	/* Writes not yet seen are looked at again once trusted no longer. */
 	int64_t next = ng_memo_next_expiry(&c->written);
-	return next > 0 ? next * 1000 : KUBE_RUNTIME_IDLE;
+	return next == INT64_MAX ? KUBE_RUNTIME_IDLE : next * 1000;
 }
 
 struct capi *capi_create(const struct capi_config *cfg, struct kube_client *client,
