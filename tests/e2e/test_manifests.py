@@ -414,11 +414,11 @@ class RenderTest(unittest.TestCase):
                 for role in (serve, drain):  # PodDisruptionBudgets: read, never written
                     self.assertEqual({(g, v) for (g, res, v) in flat(role) if res == "poddisruptionbudgets"},
                                      {("policy", "list"), ("policy", "watch")})
-                # Cluster API Machines: serve reads and patches them (its pre-drain hook), the
+                # Cluster API Machines: serve lists, watches and patches them (its pre-drain hook), the
                 # drainer's cache only lists them; nobody creates, updates or deletes one.
                 self.assertEqual({(g, v) for (g, res, v) in flat(serve) if res.startswith("machines")},
-                                 {("cluster.x-k8s.io", "get"), ("cluster.x-k8s.io", "list"),
-                                  ("cluster.x-k8s.io", "watch"), ("cluster.x-k8s.io", "patch")})
+                                 {("cluster.x-k8s.io", "list"), ("cluster.x-k8s.io", "watch"),
+                                  ("cluster.x-k8s.io", "patch")})
                 self.assertEqual({(g, v) for (g, res, v) in flat(drain) if res.startswith("machines")},
                                  {("cluster.x-k8s.io", "list"), ("cluster.x-k8s.io", "watch")})
                 leases = self.rules_of(objs, "Role", "nodegate-leader")
