@@ -178,13 +178,13 @@ static void create_request(struct job *j)
 			    now_mono_ms() + WRITTEN_TTL_MS);
 }
 
-/* An Event on the Machine, unless the same was said on it lately. */
-static void event(struct job *j, const char *reason, const char *msg)
+/* An Event on the Machine, unless the same was said on it lately. Returns the writes made. */
+static int event(struct job *j, const char *reason, const char *msg)
 {
 	int64_t now = now_mono_ms();
 	uint64_t key = key_of(j->m->uid, reason, msg);
 	if (ng_memo_has(&j->c->said, key, now))
-		return;
+		return 0;
 	struct kube_event ev = {j->ref,           reason,   "Normal", msg, j->c->cfg.identity,
 				ng_now_wall_ms(), j->m->uid};
 	struct kube_write_result r;
@@ -194,20 +194,22 @@ static void event(struct job *j, const char *reason, const char *msg)
 		ng_memo_put(&j->c->said, key, now + EVENT_EVERY_MS);
 	else
 		kube_write_log("capi", "event not recorded", &j->ref, &r);
+	return 1;
 }
 
-static void waiting_event(struct job *j)
+/* Returns the writes made. */
+static int waiting_event(struct job *j)
 {
 	const struct kube_nd *nd = j->d.request;
 	if (!nd)
-		return; /* just asked for: the next pass, which sees it, says so */
+		return 0; /* just asked for: the next pass, which sees it, says so */
 	const char *state = nd->state == KUBE_ND_REJECTED ? "Rejected" : "Pending";
 	const char *why =
 	    nd->status_reason && *nd->status_reason ? nd->status_reason : "not decided yet";
 	char msg[700];
 	ng_fmt(msg, sizeof(msg), "waiting for nodegate's grant: %s %s: %.500s", j->d.name, state,
 	       why);
-	event(j, "WaitingForGrant", msg);
+	return event(j, "WaitingForGrant", msg);
 }
 
 /* Acts on one Machine. Returns the writes made. */
@@ -248,7 +250,7 @@ static int machine_step(struct capi *c, const struct kube_snapshot *s, const str
 			    "nodegate granted %s: its pre-drain hook is removed, Cluster API may "
 			    "drain the node",
 			    j.d.name);
-			event(&j, "Granted", msg);
+			return 1 + event(&j, "Granted", msg);
 		}
 		return 1;
 	}
@@ -258,8 +260,7 @@ static int machine_step(struct capi *c, const struct kube_snapshot *s, const str
 		create_request(&j);
 		return 1;
 	case POL_CAPI_WAIT:
-		waiting_event(&j);
-		return 0;
+		return waiting_event(&j);
 	}
 	return 0;
 }

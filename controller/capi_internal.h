@@ -20,8 +20,9 @@ struct capi *capi_create(const struct capi_config *cfg, struct kube_client *clie
 			 struct ng_err *reterr);
 
 /**
- * One pass over every Machine and every cluster-api NodeDisruption of @s (borrowed): at most
- * CAPI_WRITES_PER_PASS writes. True when writes are left for another pass.
+ * One pass over every Machine and every cluster-api NodeDisruption of @s (borrowed), stopping
+ * once CAPI_WRITES_PER_PASS writes (Events included; a release and its Event may pass it by one)
+ * are made. True when it stopped so: writes may be left for another pass.
  */
 bool capi_pass(struct capi *c, const struct kube_snapshot *s);
 
