@@ -258,16 +258,16 @@ static void test_only_gatings_requests_are_cleaned_up(void **state)
 static void test_names_and_requestor(void **state)
 {
 	(void)state;
-	char name[POL_CAPI_NAME_CAP], other[POL_CAPI_NAME_CAP], longer[300];
-	pol_capi_request_name("default", "md-0-abc", name, sizeof(name));
-	assert_string_equal(name, "capi-default.md-0-abc");
-	memset(longer, 'a', 252);
-	longer[252] = '\0';
-	pol_capi_request_name("default", longer, name, sizeof(name));
-	longer[251] = 'b';
-	pol_capi_request_name("default", longer, other, sizeof(other));
-	assert_true(strlen(name) <= 253);
-	assert_string_not_equal(name, other);
+	char first[POL_CAPI_NAME_CAP], second[POL_CAPI_NAME_CAP], longest[300];
+	pol_capi_request_name("default", "md-0-abc", first, sizeof(first));
+	assert_string_equal(first, "capi-default.md-0-abc");
+	memset(longest, 'a', 252);
+	longest[252] = '\0';
+	pol_capi_request_name("default", longest, first, sizeof(first));
+	longest[251] = 'b';
+	pol_capi_request_name("default", longest, second, sizeof(second));
+	assert_true(strlen(first) <= 253);
+	assert_string_not_equal(first, second);
 	struct cluster c;
 	begin(&c);
 	machine(&c, "web-a", "w1", false, false);
