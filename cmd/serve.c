@@ -18,6 +18,7 @@
 #include "kube/kube.h"
 #include "kube/watch.h"
 #include "controller/autorequest.h"
+#include "controller/capi.h"
 #include "controller/gate.h"
 #include "controller/leader.h"
 #include "controller/remediate.h"
@@ -243,6 +244,7 @@ struct serve {
 	struct kube_store *store;
 	struct kube_watch *watch;
 	struct autoreq *autoreq;
+	struct capi *capi;
 	struct leader *leader;
 	struct gate *gate;
 	struct remediate *remediate;
@@ -693,6 +695,38 @@ static ng_status render_remediate(struct ng_buf *out, bool objects, const void *
 	return s->remediate ? remediate_render_metrics(s->remediate, objects, out) : NG_OK;
 }
 
+/* Cluster API gating, while this replica holds the gate's Lease. */
+static int start_capi(void *ctx)
+{
+	struct serve *s = ctx;
+	struct capi_config cc = {.kube = &s->kcfg,
+				 .store = s->store,
+				 .watch = s->watch,
+				 .leader = s->leader,
+				 .identity = s->identity};
+	struct ng_err err = {0};
+	s->capi = capi_start(&cc, &err);
+	if (!s->capi) {
+		(void)fprintf(stderr, "nodegate: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static void stop_capi(void *ctx)
+{
+	struct serve *s = ctx;
+	capi_stop(s->capi);
+	s->capi = NULL;
+}
+
+static ng_status render_capi(struct ng_buf *out, bool objects, const void *ctx)
+{
+	(void)objects;
+	const struct serve *s = ctx;
+	return capi_render_metrics(s->capi, out);
+}
+
 /* The serving certificate's notAfter, once known. */
 static ng_status render_certificate(struct ng_buf *out, bool objects, const void *ctx)
 {
@@ -715,14 +749,15 @@ enum serve_row {
 	ROW_GATE,
 	ROW_ACCESS_CHECKS,
 	ROW_REMEDIATE,
+	ROW_CAPI,
 	ROW_SERVER,
 	ROW_RENEWER,
 	ROW_COUNT
 };
 
 /* /metrics lists the rows' series in this order, which predates the table's start order. */
-static const uint8_t serve_metrics_order[] = {ROW_SERVER, ROW_AUTOREQ, ROW_REMEDIATE,
-					      ROW_ACCESS_CHECKS, ROW_GATE};
+static const uint8_t serve_metrics_order[] = {ROW_SERVER,        ROW_AUTOREQ, ROW_REMEDIATE,
+					      ROW_ACCESS_CHECKS, ROW_GATE,    ROW_CAPI};
 
 /* The series of the layers the server does not know: every row's. */
 static ng_status render_rows(struct ng_buf *out, bool objects, void *ctx)
@@ -907,6 +942,11 @@ static const struct cmd_controller serve_rows[ROW_COUNT] = {
 		       .start = start_remediate,
 		       .stop = stop_remediate,
 		       .render = render_remediate},
+    [ROW_CAPI] = {.name = "cluster api",
+		  .enabled = gated,
+		  .start = start_capi,
+		  .stop = stop_capi,
+		  .render = render_capi},
     [ROW_SERVER] = {.name = "server",
 		    .start = start_server,
 		    .stop = stop_server,

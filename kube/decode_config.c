@@ -350,6 +350,23 @@ ng_status kube_eviction_mode_parse(const char *s, enum kube_eviction_mode *ret)
 	return NG_OK;
 }
 
+/* spec.clusterAPI: enabled (default true) gates Cluster API Machine deletions. Anything but an
+ * object with a boolean enabled is refused, naming the field. */
+static void decode_cluster_api(const cJSON *capi, struct kube_ngc *g, struct ng_err *verr)
+{
+	if (!capi || cJSON_IsNull(capi))
+		return;
+	if (!cJSON_IsObject(capi)) {
+		(void)ng_err_set(verr, NG_EPARSE, 0, "spec.clusterAPI: expected an object");
+		return;
+	}
+	const cJSON *on = ng_json_get(capi, "enabled");
+	if (on && !cJSON_IsNull(on) && !cJSON_IsBool(on))
+		(void)ng_err_set(verr, NG_EPARSE, 0, "spec.clusterAPI.enabled: expected a boolean");
+	else
+		g->capi_disabled = cJSON_IsFalse(on);
+}
+
 /* spec.paused, the request rules, spec.controlPlane and spec.retry of a NodeGateConfig. */
 static ng_status ngc_control(struct kd_ctx *c, const cJSON *spec, struct kube_ngc *g,
 			     struct ng_err *verr)
@@ -419,6 +436,7 @@ ng_status kd_decode_ngc(struct kd_ctx *c, const cJSON *o, const struct kd_id *id
 	g->auto_request = cJSON_IsTrue(ng_json_get(ev, "autoRequest"));
 	decode_auto_idle(ng_json_get(ev, "autoRequestIdleSeconds"), g, &verr);
 	g->respect_pdbs = cJSON_IsTrue(ng_json_get(spec, "respectPodDisruptionBudgets"));
+	decode_cluster_api(ng_json_get(spec, "clusterAPI"), g, &verr);
 	const cJSON *users = ng_json_get(ev, "exemptUsers");
 	g->has_exempt_users = users && !cJSON_IsNull(users);
 	if (!exempt_entries_valid(users, &verr))

@@ -103,6 +103,9 @@ ng_status kd_decode_ngc(struct kd_ctx *c, const cJSON *o, const struct kd_id *id
 ng_status kd_decode_ndt(struct kd_ctx *c, const cJSON *o, const struct kd_id *id);
 ng_status kd_decode_nrem(struct kd_ctx *c, const cJSON *o, const struct kd_id *id);
 
+/* decode_capi.c */
+ng_status kd_decode_machine(struct kd_ctx *c, const cJSON *o, const struct kd_id *id);
+
 /** The record of @one when it is of kind @res (for its kind's kube_one_* accessor), else NULL. */
 const void *kd_one_record(const struct kube_one *one, enum kube_resource res);
 /** Pods: a record decoded in scratch copied into one exactly sized block (a row's compact). */

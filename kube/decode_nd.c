@@ -629,6 +629,13 @@ static ng_status nd_detail(struct kd_ctx *c, const cJSON *o, struct kube_nd *d)
 	x->remediation = NG_INTERN_NONE;
 	if (st == NG_OK && rem)
 		st = kd_intern(c, rem, &x->remediation);
+	const char *capi =
+	    ng_json_str(ng_json_get(ng_json_get(o, "metadata"), "labels"), KUBE_CAPI_REQUEST_LABEL);
+	const char *machine = ng_json_str(ng_json_get(ng_json_get(o, "metadata"), "annotations"),
+					  KUBE_CAPI_MACHINE_ANNOTATION);
+	x->capi_machine = NG_INTERN_NONE;
+	if (st == NG_OK && capi && strcmp(capi, "true") == 0 && machine)
+		st = kd_intern(c, machine, &x->capi_machine);
 	if (st == NG_OK && verr.status != NG_OK)
 		st = kd_intern(c, verr.msg, &x->spec_error);
 	return st;

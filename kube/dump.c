@@ -253,6 +253,22 @@ void kube_dump_pdb(struct kube_dump_out *o, const struct kube_snapshot *s, size_
 	close_item(o);
 }
 
+void kube_dump_machine(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
+{
+	size_t n;
+	const struct kube_machine *m = &kube_snapshot_machines(s, &n)[i];
+	open_item(o, "namespace");
+	id(o, m->ns);
+	field(o, "name");
+	id(o, m->name);
+	field(o, "node");
+	id(o, m->node);
+	boolean(o, "deleting", m->deleting);
+	boolean(o, "hook", m->hook);
+	ng_jw_ki64(&o->w, "preDrainHooks", m->npre_drain);
+	close_item(o);
+}
+
 /* Resources in the order the JSON has always listed them (the rows' order): each an array
  * under its plural. */
 #define NSECTIONS KUBE_RES_COUNT

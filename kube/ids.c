@@ -144,6 +144,7 @@ void kube_ids_nd(const void *rec, kube_id_fn fn, void *ctx)
 	fn(ctx, x->spec_error);
 	fn(ctx, x->created_by);
 	fn(ctx, x->remediation);
+	fn(ctx, x->capi_machine);
 	for (size_t i = 0; i < x->nverdicts; i++) {
 		fn(ctx, x->verdicts[i].kind);
 		fn(ctx, x->verdicts[i].ns);
@@ -241,6 +242,17 @@ void kube_ids_pdb(const void *rec, kube_id_fn fn, void *ctx)
 	fn(ctx, p->ns);
 	fn(ctx, p->name);
 	selector(fn, ctx, &p->selector);
+}
+
+void kube_ids_machine(const void *rec, kube_id_fn fn, void *ctx)
+{
+	const struct kube_machine *m = rec;
+	fn(ctx, m->ns);
+	fn(ctx, m->name);
+	fn(ctx, m->node);
+	fn(ctx, m->owner_kind);
+	fn(ctx, m->owner_name);
+	fn(ctx, m->cluster);
 }
 
 void kube_record_ids(enum kube_resource r, const void *rec, kube_id_fn fn, void *ctx)

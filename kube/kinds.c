@@ -63,6 +63,12 @@ static uint64_t key_pdb(const void *rec)
 	return kube_key2(((const struct kube_pdb *)rec)->ns, ((const struct kube_pdb *)rec)->name);
 }
 
+static uint64_t key_machine(const void *rec)
+{
+	return kube_key2(((const struct kube_machine *)rec)->ns,
+			 ((const struct kube_machine *)rec)->name);
+}
+
 static uint64_t key_pod(const void *rec)
 {
 	const struct kube_pod *p = rec;
@@ -243,6 +249,25 @@ const struct kube_kind_row kube_kinds[KUBE_RES_COUNT] = {
 	    .index = kube_index_pdbs,
 	    .dump = kube_dump_pdb,
 	},
+    /* v1beta1: served by every Cluster API release since 1.0, v1beta2's 1.11 and later
+     * included (converted by Cluster API's webhook); what nodegate reads is the same in both,
+     * and any version decodes (snapshot files). A cluster without Cluster API has none. */
+    [KUBE_RES_MACHINES] =
+	{
+	    .group = "cluster.x-k8s.io",
+	    .version = "v1beta1",
+	    .plural = "machines",
+	    .kind = "Machine",
+	    .namespaced = true,
+	    .any_version = true,
+	    .optional = true,
+	    .size = sizeof(struct kube_machine),
+	    .key = key_machine,
+	    .ids = kube_ids_machine,
+	    .decode = kd_decode_machine,
+	    .dump = kube_dump_machine,
+	    .write = KUBE_KIND_MACHINE,
+	},
 };
 
 const struct kube_kind_row *kube_kind_of_write(enum kube_kind k)
@@ -284,6 +309,7 @@ ACCESSOR(kube_snapshot_ngcs, struct kube_ngc, KUBE_RES_NGCS)
 ACCESSOR(kube_snapshot_ndts, struct kube_ndt, KUBE_RES_NDTS)
 ACCESSOR(kube_snapshot_nrems, struct kube_nrem, KUBE_RES_NREMS)
 ACCESSOR(kube_snapshot_pdbs, struct kube_pdb, KUBE_RES_PDBS)
+ACCESSOR(kube_snapshot_machines, struct kube_machine, KUBE_RES_MACHINES)
 #undef ACCESSOR
 
 static const void *find_by_key(const struct kube_table *t, uint64_t key)
@@ -351,6 +377,14 @@ const struct kube_pvc *kube_snapshot_find_pvc(const struct kube_snapshot *s, uin
 	if (ns == NG_INTERN_NONE || name == NG_INTERN_NONE)
 		return NULL;
 	return find_by_key(s->t[KUBE_RES_PVCS], kube_key2(ns, name));
+}
+
+const struct kube_machine *kube_snapshot_find_machine(const struct kube_snapshot *s, uint32_t ns,
+						      uint32_t name)
+{
+	if (ns == NG_INTERN_NONE || name == NG_INTERN_NONE)
+		return NULL;
+	return find_by_key(s->t[KUBE_RES_MACHINES], kube_key2(ns, name));
 }
 
 const struct kube_pv *kube_snapshot_find_pv(const struct kube_snapshot *s, uint32_t name)

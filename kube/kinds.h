@@ -78,6 +78,7 @@ void kube_ids_ngc(const void *rec, kube_id_fn fn, void *ctx);
 void kube_ids_ndt(const void *rec, kube_id_fn fn, void *ctx);
 void kube_ids_nrem(const void *rec, kube_id_fn fn, void *ctx);
 void kube_ids_pdb(const void *rec, kube_id_fn fn, void *ctx);
+void kube_ids_machine(const void *rec, kube_id_fn fn, void *ctx);
 
 /* nodes: by label (key, value); pods: by node and by namespace; ADBs and PDBs: by namespace;
  * NodeDisruptions: granted node -> the first Granted request by name. */
@@ -88,6 +89,7 @@ ng_status kube_index_pdbs(struct kube_table *t, const struct ng_intern *pool);
 ng_status kube_index_nd_grants(struct kube_table *t, const struct ng_intern *pool);
 
 kube_dump_fn kube_dump_node, kube_dump_pod, kube_dump_pvc, kube_dump_pv, kube_dump_nd,
-    kube_dump_adb, kube_dump_ndb, kube_dump_ngc, kube_dump_ndt, kube_dump_nrem, kube_dump_pdb;
+    kube_dump_adb, kube_dump_ndb, kube_dump_ngc, kube_dump_ndt, kube_dump_nrem, kube_dump_pdb,
+    kube_dump_machine;
 
 #endif

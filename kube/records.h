@@ -400,7 +400,11 @@ struct kube_nd_detail {
 	uint32_t created_by;  /* annotation nodegate.io/created-by; NG_INTERN_NONE when absent */
 	uint32_t remediation; /* label nodegate.io/remediation: the NodeRemediation that created
 			       * the request; NG_INTERN_NONE when absent */
-	int64_t granted_ms;   /* status.grantedAt; 0 when absent, -1 when not a time */
+	/* Annotation nodegate.io/cluster-api-machine ("<namespace>/<name>") of a request labelled
+	 * nodegate.io/cluster-api: "true", Cluster API gating's for that Machine; NG_INTERN_NONE
+	 * otherwise. */
+	uint32_t capi_machine;
+	int64_t granted_ms; /* status.grantedAt; 0 when absent, -1 when not a time */
 	/* spec.activeDeadlineSeconds and spec.ttlSecondsAfterCompletion (0..KUBE_MAX_LIFECYCLE_S);
 	 * -1 when absent or malformed (then spec_error names the field). */
 	int64_t active_deadline_s, ttl_after_completion_s;
@@ -672,6 +676,9 @@ struct kube_ngc {
 	bool no_node_conditions, no_protect_held;
 	bool serial_control_plane; /* spec.controlPlane.serial (default true) */
 	bool respect_pdbs;         /* spec.respectPodDisruptionBudgets (default false) */
+	/* spec.clusterAPI.enabled false: Cluster API Machines are not gated (default: gated;
+	 * docs/integrations/cluster-api.md). */
+	bool capi_disabled;
 	/* spec.controlPlane.selector; not present = label node-role.kubernetes.io/control-plane
 	 * exists. */
 	struct kube_selector control_plane_selector;
@@ -808,6 +815,30 @@ struct kube_pdb {
 	int64_t disruptions_allowed, current_healthy, desired_healthy, expected_pods;
 };
 
+/* Cluster API's Machine deletion phase hooks: while a Machine being deleted carries an
+ * annotation with this prefix, Cluster API does not drain its Node. nodegate's own hook is
+ * KUBE_CAPI_HOOK; its value names the hook's owner (Cluster API reads only the key). */
+#define KUBE_CAPI_PRE_DRAIN_PREFIX "pre-drain.delete.hook.machine.cluster.x-k8s.io/"
+#define KUBE_CAPI_HOOK "pre-drain.delete.hook.machine.cluster.x-k8s.io/nodegate"
+#define KUBE_CAPI_HOOK_VALUE "nodegate"
+/* The label and annotation on the NodeDisruption nodegate asks for a deleted Machine: the
+ * label marks it (value "true"), the annotation names the Machine as <namespace>/<name>. */
+#define KUBE_CAPI_REQUEST_LABEL "nodegate.io/cluster-api"
+#define KUBE_CAPI_MACHINE_ANNOTATION "nodegate.io/cluster-api-machine"
+
+/* A cluster.x-k8s.io Machine: what Cluster API gating reads (docs/integrations/cluster-api.md). */
+struct kube_machine {
+	uint32_t ns, name;
+	const char *uid, *rv; /* metadata.uid, metadata.resourceVersion; "" when absent */
+	bool deleting;        /* metadata.deletionTimestamp is set */
+	bool has_annotations; /* metadata.annotations exists (JSON patches need to know) */
+	bool hook;            /* annotation KUBE_CAPI_HOOK is there */
+	uint16_t npre_drain;  /* annotations with KUBE_CAPI_PRE_DRAIN_PREFIX, ours included */
+	uint32_t node;        /* status.nodeRef.name; NG_INTERN_NONE when absent */
+	uint32_t owner_kind, owner_name; /* the first ownerReferences entry; NONE when none */
+	uint32_t cluster;                /* spec.clusterName; NG_INTERN_NONE when absent */
+};
+
 /* The cached kinds: each has a row in kube/kinds.c (path, scope, decoder, key, dump, ...). */
 enum kube_resource {
 	KUBE_RES_NODES,
@@ -818,9 +849,10 @@ enum kube_resource {
 	KUBE_RES_ADBS,
 	KUBE_RES_NDBS,
 	KUBE_RES_NGCS,
-	KUBE_RES_NDTS,  /* NodeDisruptionTemplates */
-	KUBE_RES_NREMS, /* NodeRemediations */
-	KUBE_RES_PDBS,  /* policy/v1 PodDisruptionBudgets */
+	KUBE_RES_NDTS,     /* NodeDisruptionTemplates */
+	KUBE_RES_NREMS,    /* NodeRemediations */
+	KUBE_RES_PDBS,     /* policy/v1 PodDisruptionBudgets */
+	KUBE_RES_MACHINES, /* cluster.x-k8s.io Machines (optional) */
 	KUBE_RES_COUNT,
 };
 

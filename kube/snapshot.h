@@ -60,6 +60,11 @@ const struct kube_ngc *kube_snapshot_ngcs(const struct kube_snapshot *s, size_t 
 const struct kube_ndt *kube_snapshot_ndts(const struct kube_snapshot *s, size_t *ret_n);
 const struct kube_nrem *kube_snapshot_nrems(const struct kube_snapshot *s, size_t *ret_n);
 const struct kube_pdb *kube_snapshot_pdbs(const struct kube_snapshot *s, size_t *ret_n);
+/** The cluster.x-k8s.io Machines (none when the cluster does not serve them). */
+const struct kube_machine *kube_snapshot_machines(const struct kube_snapshot *s, size_t *ret_n);
+/** The Machine @ns/@name (intern ids), or NULL. */
+const struct kube_machine *kube_snapshot_find_machine(const struct kube_snapshot *s, uint32_t ns,
+						      uint32_t name);
 /** The NodeDisruption named @name (intern id), or NULL. */
 const struct kube_nd *kube_snapshot_find_nd(const struct kube_snapshot *s, uint32_t name);
 /** The NodeDisruptionTemplate named @name (intern id), or NULL. */

@@ -39,8 +39,9 @@ enum kube_kind {
 	KUBE_KIND_NREM, /* NodeRemediation */
 	KUBE_KIND_JOB,  /* batch/v1 Job: the drainer's operation */
 	KUBE_KIND_SECRET,
-	KUBE_KIND_VWC, /* admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration */
-	KUBE_KIND_MWC, /* admissionregistration.k8s.io/v1 MutatingWebhookConfiguration */
+	KUBE_KIND_VWC,     /* admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration */
+	KUBE_KIND_MWC,     /* admissionregistration.k8s.io/v1 MutatingWebhookConfiguration */
+	KUBE_KIND_MACHINE, /* cluster.x-k8s.io Machine: its pre-drain hook annotation */
 	KUBE_KIND_COUNT,
 };
 

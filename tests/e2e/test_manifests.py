@@ -414,6 +414,13 @@ class RenderTest(unittest.TestCase):
                 for role in (serve, drain):  # PodDisruptionBudgets: read, never written
                     self.assertEqual({(g, v) for (g, res, v) in flat(role) if res == "poddisruptionbudgets"},
                                      {("policy", "list"), ("policy", "watch")})
+                # Cluster API Machines: serve lists, watches and patches them (its pre-drain hook), the
+                # drainer's cache only lists them; nobody creates, updates or deletes one.
+                self.assertEqual({(g, v) for (g, res, v) in flat(serve) if res.startswith("machines")},
+                                 {("cluster.x-k8s.io", "list"), ("cluster.x-k8s.io", "watch"),
+                                  ("cluster.x-k8s.io", "patch")})
+                self.assertEqual({(g, v) for (g, res, v) in flat(drain) if res.startswith("machines")},
+                                 {("cluster.x-k8s.io", "list"), ("cluster.x-k8s.io", "watch")})
                 leases = self.rules_of(objs, "Role", "nodegate-leader")
                 named = [r for r in leases if r.get("resourceNames")]
                 self.assertEqual([sorted(r["resourceNames"]) for r in named], [["nodegate-drain", "nodegate-gate"]])

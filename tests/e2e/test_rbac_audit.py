@@ -15,6 +15,8 @@ ServiceAccount system:serviceaccount:nodegate:nodegate with the RBAC fixtures an
   * test_4_remediation: a NodeRemediation repairs node1 from a NodeDisruptionTemplate (the
     request created, drained, deleted once the node is healthy; status, finalizer, Events), then
     is deleted;
+  * test_5_cluster_api: a Machine on node1, covered by an NDB, gets nodegate's pre-drain hook;
+    deleted, its request is created and granted, the hook removed; gone, its request is deleted;
   * test_3_self_signed: `serve --self-signed` with manifests/rbac/self-signed (CA Secret get and
     create, webhook configurations listed and patched).
 
@@ -46,6 +48,9 @@ SA_GROUPS = ("system:serviceaccounts", "system:serviceaccounts:nodegate", "syste
 RBAC_DIR = os.path.join(ROOT, "manifests", "rbac")
 SELF_SIGNED_RBAC = os.path.join(RBAC_DIR, "self-signed", "self-signed.json")
 ADB_PATH = "/apis/nodegate.io/v1alpha1/namespaces/default/applicationdisruptionbudgets"
+MACHINE_CRDS = os.path.join(ROOT, "tests", "e2e", "cluster-api-crds.json")
+MACHINES = "/apis/cluster.x-k8s.io/v1beta1/namespaces/default/machines"
+CAPI_HOOK = "pre-drain.delete.hook.machine.cluster.x-k8s.io/nodegate"
 LOG = os.path.join(tempfile.gettempdir(), "ng-rbac-audit-%d.jsonl" % os.getpid())
 
 # Granted rules a run of these flows does not reach, each with why it must stay.
@@ -161,7 +166,8 @@ class RbacAudit(test_drain.DrainTest):
         self.ng = self.drainer = self.watch = None
         self.t_start = time.monotonic()
         ca, crt, key = make_client_ca(self.tmp)
-        self.api = ServerProcess(fixtures=CRDS + [DRAIN_FIXTURE], start_timeout=300,
+        # The Machine CRD too: serve lists, watches and patches Machines (test_5_cluster_api).
+        self.api = ServerProcess(fixtures=CRDS + [MACHINE_CRDS, DRAIN_FIXTURE], start_timeout=300,
                                  extra_args=["--webhook-client-cert", f"{crt}:{key}"])
         self.api.start()
         try:
@@ -279,6 +285,33 @@ class RbacAudit(test_drain.DrainTest):
         self.assertEqual(code, 200)
         ok, _ = eventually(lambda: self.api.api("GET", f"{nrem}/audit")[0] == 404, WAIT_S, 0.1)
         self.assertTrue(ok, "the deleted NodeRemediation kept its finalizer")
+
+    def test_5_cluster_api(self):
+        self.create(NDB_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget",
+                               "metadata": {"name": "audit"},
+                               "spec": {"nodeSelector": {"matchLabels": {"testselect": "test1"}},
+                                        "maxDisruptedNodes": 1}})
+        self.create(MACHINES, {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine", "metadata": {
+            "name": "m1", "namespace": "default", "finalizers": ["machine.cluster.x-k8s.io/stand-in"]},
+            "spec": {"clusterName": "audit"}})
+        code, body, _ = self.api.api("PATCH", f"{MACHINES}/m1/status", {"status": {"nodeRef": {
+            "kind": "Node", "name": "node1"}}}, ctype="application/merge-patch+json")
+        self.assertEqual(code, 200, body)
+
+        def hook():
+            return CAPI_HOOK in (self.api.api("GET", f"{MACHINES}/m1")[1]["metadata"].get("annotations") or {})
+        ok, _ = eventually(hook, WAIT_S, 0.1)
+        self.assertTrue(ok, "serve never put its pre-drain hook on the Machine")
+        code, body, _ = self.api.api("DELETE", f"{MACHINES}/m1")
+        self.assertEqual(code, 200, body)
+        ok, _ = eventually(lambda: not hook(), WAIT_S, 0.1)
+        self.assertTrue(ok, "the hook never went once the request was granted")
+        self.assertEqual(self.api.api("GET", f"{ND_PATH}/capi-default.m1")[1]["status"]["state"], "Granted")
+        code, body, _ = self.api.api("PATCH", f"{MACHINES}/m1", {"metadata": {"finalizers": None}},
+                                     ctype="application/merge-patch+json")
+        self.assertEqual(code, 200, body)
+        ok, _ = eventually(lambda: self.api.api("GET", f"{ND_PATH}/capi-default.m1")[0] == 404, WAIT_S, 0.1)
+        self.assertTrue(ok, "the request outlived its Machine")
 
     def test_3_self_signed(self):
         # serve --self-signed on its own server with the opt-in RBAC and the three labelled

@@ -231,6 +231,45 @@ static void test_ngc_auto_request_idle(void **state)
 	}
 }
 
+/* spec.clusterAPI.enabled: gating on when absent or null, off only for false; a value that is
+ * not a boolean, or a clusterAPI that is not an object, makes the config invalid, naming the
+ * field. */
+static void test_ngc_cluster_api(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *spec, *error;
+		bool disabled;
+	} cases[] = {
+	    {"{}", NULL, false},
+	    {"{\"clusterAPI\":null}", NULL, false},
+	    {"{\"clusterAPI\":{}}", NULL, false},
+	    {"{\"clusterAPI\":{\"enabled\":true}}", NULL, false},
+	    {"{\"clusterAPI\":{\"enabled\":false}}", NULL, true},
+	    {"{\"clusterAPI\":{\"enabled\":\"false\"}}",
+	     "spec.clusterAPI.enabled: expected a boolean", false},
+	    {"{\"clusterAPI\":true}", "spec.clusterAPI: expected an object", false},
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		char json[512];
+		(void)snprintf(
+		    json, sizeof(json),
+		    "{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+		    "\"metadata\":{\"name\":\"default\"},\"spec\":%s}",
+		    cases[k].spec);
+		struct kube_one *one = NULL;
+		struct ng_err err = {0};
+		assert_int_equal(kube_one_parse(json, strlen(json), &one, &err), NG_OK);
+		const struct kube_ngc *g = kube_one_ngc(one);
+		assert_int_equal(g->invalid, cases[k].error != NULL);
+		if (cases[k].error)
+			assert_non_null(strstr(str_of(one, g->error), cases[k].error));
+		else
+			assert_int_equal(g->capi_disabled, cases[k].disabled);
+		kube_one_destroy(one);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -239,6 +278,7 @@ int main(void)
 	    cmocka_unit_test(test_ngc_lifecycle_defaults),
 	    cmocka_unit_test(test_ngc_drain_deadline),
 	    cmocka_unit_test(test_ngc_auto_request_idle),
+	    cmocka_unit_test(test_ngc_cluster_api),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

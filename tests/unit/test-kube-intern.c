@@ -321,8 +321,10 @@ static const char EXTRA[] =
     "\"spec\":{\"nodeAffinity\":{\"required\":{\"nodeSelectorTerms\":[{\"matchFields\":[{"
     "\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"x-field-node\"]}]}]}}}},"
     "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
-    "\"name\":\"x-nd\",\"annotations\":{\"nodegate.io/created-by\":\"x-creator\"},"
-    "\"labels\":{\"nodegate.io/remediation\":\"x-remediation\"}},"
+    "\"name\":\"x-nd\",\"annotations\":{\"nodegate.io/created-by\":\"x-creator\","
+    "\"nodegate.io/cluster-api-machine\":\"x-machine-ns/x-machine\"},"
+    "\"labels\":{\"nodegate.io/remediation\":\"x-remediation\","
+    "\"nodegate.io/cluster-api\":\"true\"}},"
     "\"spec\":{\"nodeSelector\":{\"matchLabels\":{\"bad key!\":\"v\"}},"
     "\"additionalRequestors\":[\"x-more\"],\"startDate\":\"not a date\"},"
     "\"status\":{\"disruptedDisruptionBudgets\":[{\"reference\":{\"kind\":\"x-kind\","
@@ -334,7 +336,13 @@ static const char EXTRA[] =
     "{\"kind\":\"NodeDisruptionBudget\",\"apiVersion\":\"nodegate.io/v1alpha1\","
     "\"metadata\":{\"name\":\"x-ndb\"},\"spec\":{\"maxDisruptedNodes\":1,\"nodeSelector\":{},"
     "\"taintTargets\":[{\"key\":\"x-target\",\"value\":\"x-target-value\",\"effect\":"
-    "\"NoSchedule\"}]}}"
+    "\"NoSchedule\"}]}},"
+    "{\"kind\":\"Machine\",\"apiVersion\":\"cluster.x-k8s.io/v1beta2\",\"metadata\":{"
+    "\"name\":\"x-machine\",\"namespace\":\"x-machine-ns\",\"ownerReferences\":[{"
+    "\"kind\":\"x-owner-kind\",\"name\":\"x-owner\"}],\"annotations\":{"
+    "\"pre-drain.delete.hook.machine.cluster.x-k8s.io/nodegate\":\"nodegate\"}},"
+    "\"spec\":{\"clusterName\":\"x-cluster\"},\"status\":{\"nodeRef\":{\"name\":"
+    "\"x-machine-node\"}}}"
     "]}";
 
 /* Decodes @o alone into a fresh pool: every string in the pool came from decoding it, so each
@@ -428,7 +436,7 @@ static void test_record_ids_visit_every_interned_string(void **state)
 	assert_int_equal(ng_json_parse(EXTRA, strlen(EXTRA), a, &root, &err), NG_OK);
 	size_t before = objects;
 	walk(root, "EXTRA");
-	assert_int_equal(objects - before, 9);
+	assert_int_equal(objects - before, 10);
 	ng_arena_destroy(a);
 	print_message("# %zu objects checked\n", objects);
 	for (int r = 0; r < KUBE_RES_COUNT; r++) {
