@@ -54,8 +54,34 @@ bool waiting_for_pods(struct req *r, const struct kube_node *const *nodes, size_
 	return true;
 }
 
-/* Compiles the drain's filters and selector into @rules, with nodegate's own pods. False with
- * @r->msg on a bad spec. */
+/* The labels of namespace @ns (an id of the step's pool), read once per step (kube/lookup.c);
+ * false when they cannot be read. */
+static bool ns_labels(void *ctx, uint32_t ns, const struct kube_label **ret, uint16_t *ret_n)
+{
+	struct req *r = ctx;
+	for (size_t i = 0; i < r->nns; i++) {
+		if (r->ns_seen[i].ns == ns) {
+			*ret = r->ns_seen[i].labels;
+			*ret_n = r->ns_seen[i].nlabels;
+			return r->ns_seen[i].ok;
+		}
+	}
+	const struct kube_label *labels = NULL;
+	uint16_t n = 0;
+	struct ng_err err = {0};
+	bool ok = kube_get_namespace_labels(r->d->client, str(r, ns), r->pool, r->arena, &labels,
+					    &n, &err) == NG_OK;
+	if (!ok)
+		soon(r, r->now_mono_ms + POLL_MS); /* read again shortly */
+	if (r->nns < sizeof(r->ns_seen) / sizeof(r->ns_seen[0]))
+		r->ns_seen[r->nns++] = (struct ns_seen){ns, ok, ok ? n : 0, ok ? labels : NULL};
+	*ret = ok ? labels : NULL;
+	*ret_n = ok ? n : 0;
+	return ok;
+}
+
+/* Compiles the drain's filters and selector into @rules, with nodegate's own pods and the drain
+ * rules of the request and of NodeGateConfig. False with @r->msg on a bad spec. */
 static bool drain_rules(struct req *r, struct pol_drain_rules *rules, struct kube_selector *sel,
 			struct kube_selector *self)
 {
@@ -65,6 +91,7 @@ static bool drain_rules(struct req *r, struct pol_drain_rules *rules, struct kub
 		ng_fmt(r->msg, sizeof(r->msg), "%s", err.msg);
 		return false;
 	}
+	pol_drain_rules_config(rules, r->ngc, ns_labels, r);
 	rules->self_ns = d->cfg.self_namespace ? ng_intern_find(r->pool, d->cfg.self_namespace,
 								strlen(d->cfg.self_namespace))
 					       : NG_INTERN_NONE;
@@ -81,20 +108,9 @@ static bool ns_protected(struct req *r, const struct kube_pod *p)
 	const struct kube_selector *sel = r->ngc ? &r->ngc->protected_namespaces : NULL;
 	if (!sel || !sel->present)
 		return false;
-	for (size_t i = 0; i < r->nns; i++)
-		if (r->ns_seen[i] == p->ns)
-			return r->ns_protected[i];
 	const struct kube_label *labels;
 	uint16_t n;
-	struct ng_err err = {0};
-	bool protected = kube_get_namespace_labels(r->d->client, str(r, p->ns), r->pool, r->arena,
-						   &labels, &n, &err) != NG_OK ||
-			 bud_selector_matches(sel, labels, n, r->pool);
-	if (r->nns < sizeof(r->ns_seen) / sizeof(r->ns_seen[0])) {
-		r->ns_seen[r->nns] = p->ns;
-		r->ns_protected[r->nns++] = protected;
-	}
-	return protected;
+	return !ns_labels(r, p->ns, &labels, &n) || bud_selector_matches(sel, labels, n, r->pool);
 }
 
 /* Asks pod @p to leave by the drain's strategy. Returns whether it was answered yes. */
@@ -143,7 +159,8 @@ static bool evict_one(struct req *r, const struct kube_pod *p, uint64_t key, cha
 static void ask_to_leave(struct req *r, const struct pol_drain_survey *sv, char *refusal,
 			 size_t refusal_cap)
 {
-	if (r->x->drain.strategy == KUBE_DRAIN_NONE)
+	/* A pod whose rules cannot be decided might belong to an earlier batch: ask nobody. */
+	if (r->x->drain.strategy == KUBE_DRAIN_NONE || sv->nundecided)
 		return;
 	for (size_t i = 0; i < sv->nchosen; i++) {
 		const struct kube_pod *p = sv->chosen[i];
@@ -220,14 +237,26 @@ static bool attempt_waits(struct req *r, const struct kube_node *const *nodes, s
 			  const struct pol_drain_survey *sv, const char *refusal)
 {
 	const struct kube_nd_drain *dr = &r->x->drain;
-	count_pods(r, sv->nchosen);
+	/* Every pod of every batch, and those waited for, is left; skipWaitingForEviction does not
+	 * wait for the last batch to go, but a later batch waits for the one before it. */
+	size_t later = sv->nlater + sv->nwaiting + sv->nundecided;
+	count_pods(r, sv->nchosen + later);
+	if (dr->skip_waiting_for_eviction && later)
+		r->ds.remaining = (int64_t)(sv->nchosen + later);
+	char batch[sizeof(r->msg)];
+	pol_drain_progress(sv, batch, sizeof(batch));
 	size_t attached = r->ds.remaining ? 0 : volumes_attached(r, nodes, nn);
 	if (r->ds.remaining == 0 && attached == 0)
 		return true;
 	const char *sep = *refusal ? "; " : "";
 	if (pol_drain_timed_out(r->ds.attempt_started_ms, dr->timeout_s, r->now_ms)) {
 		char why[sizeof(r->msg)];
-		if (r->ds.remaining)
+		if (r->ds.remaining && *batch)
+			ng_fmt(why, sizeof(why),
+			       "timed out after %llds with %lld pod(s) left: %s%s%s",
+			       (long long)dr->timeout_s, (long long)r->ds.remaining, batch, sep,
+			       refusal);
+		else if (r->ds.remaining)
 			ng_fmt(why, sizeof(why),
 			       "timed out after %llds with %lld pod(s) left: %s%s%s",
 			       (long long)dr->timeout_s, (long long)r->ds.remaining, sv->left, sep,
@@ -243,7 +272,10 @@ static bool attempt_waits(struct req *r, const struct kube_node *const *nodes, s
 		soon(r, r->now_mono_ms +
 			    (r->ds.attempt_started_ms + dr->timeout_s * 1000 - r->now_ms));
 	r->phase = POL_PH_DRAINING;
-	if (r->ds.remaining)
+	if (r->ds.remaining && *batch)
+		ng_fmt(r->msg, sizeof(r->msg), "attempt %lld: %s%s%s",
+		       (long long)r->ds.attempts + 1, batch, sep, refusal);
+	else if (r->ds.remaining)
 		ng_fmt(r->msg, sizeof(r->msg),
 		       "attempt %lld: waiting for %lld pod(s) to go: %s%s%s",
 		       (long long)r->ds.attempts + 1, (long long)r->ds.remaining, sv->left, sep,

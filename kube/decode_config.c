@@ -243,6 +243,10 @@ static ng_status decode_ngc_drain(struct kd_ctx *c, const cJSON *d, struct kube_
 		if (st == NG_ENOMEM)
 			return kd_fail(c, st, field, "out of memory");
 	}
+	ng_status st =
+	    kd_drain_rules(c, ng_json_get(d, "rules"), &g->drain_rules, &g->ndrain_rules, verr);
+	if (st != NG_OK)
+		return st;
 	const cJSON *dl = ng_json_get(d, "deadlineSeconds");
 	g->drain_deadline_s = -1;
 	/* A year bounds a drain; more is a typo. */
