@@ -419,6 +419,11 @@ static void test_malformed_drain_fields_are_refused_naming_the_field(void **stat
 	     "expression of at most 1024 bytes"},
 	    {"\"drain\":{\"podSelector\":false}", "spec.drain.podSelector: expected a label "
 						  "selector string"},
+	    {"\"drain\":{\"rules\":[{\"behavior\":\"Drain\"},{\"behavior\":\"Skip\"},"
+	     "{\"behavior\":\"Evict\"}]}",
+	     "spec.drain.rules[2].behavior: must be Drain, Skip or WaitCompleted"},
+	    {"\"drain\":{\"rules\":[{\"behavior\":\"Skip\",\"order\":5}]}",
+	     "spec.drain.rules[0].order: only allowed with behavior Drain"},
 	    {"\"operation\":{\"jobTemplate\":[]}", "spec.operation.jobTemplate"},
 	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
 	     "\"serviceAccountName\":\"nodegate\",\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]"
