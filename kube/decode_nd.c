@@ -233,7 +233,7 @@ ng_status kd_drain_rules(struct kd_ctx *c, const cJSON *j, const struct kube_dra
 	if (n && !out)
 		return kd_fail(c, NG_ENOMEM, "spec.drain.rules", "out of memory");
 	size_t i = 0;
-	for (const cJSON *e = j->child; e; e = e->next, i++) {
+	for (const cJSON *e = j->child; e && i < n; e = e->next, i++) {
 		memset(&out[i], 0, sizeof(out[i]));
 		ng_status st = drain_rule(c, e, i, &out[i], verr);
 		if (st != NG_OK)
