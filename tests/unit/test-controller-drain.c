@@ -241,6 +241,106 @@ static void test_a_conflict_waits_for_the_newer_version(void **state)
 	assert_non_null(strstr(b, "\"value\":\"11\""));
 }
 
+/* A request holding n1 (finalizer, note, cordon) whose drain has rules @rules. */
+#define ND_RULES(rules)                                                                            \
+	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
+	"\"name\":\"r1\",\"resourceVersion\":\"9\"" FIN "},\"spec\":{\"nodeNames\":[\"n1\"],"      \
+	"\"drain\":{\"rules\":" rules "}},\"status\":{\"state\":\"Granted\",\"grantedAt\":"        \
+	"\"2025-11-24T15:59:59.500Z\",\"disruptedNodes\":[\"n1\"]}}"
+#define HELD_NODE NODE("n1", "30", NOTE("false", "\\\"r1\\\"", ""), "\"unschedulable\":true")
+#define RS_POD(ns, name, labels)                                                                   \
+	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name "\","             \
+	"\"namespace\":\"" ns "\",\"labels\":{" labels "},\"ownerReferences\":[{"                  \
+	"\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\",\"name\":\"o\",\"uid\":\"u\","         \
+	"\"controller\":true}]},\"spec\":{\"nodeName\":\"n1\"},\"status\":{\"phase\":"             \
+	"\"Running\"}}"
+
+/* Only the batch of the lowest order is asked to leave; skipped pods never are; a namespace
+ * a rule's namespaceSelector needs is read once per step however many of its pods there are. */
+static void test_rules_ask_only_the_first_batch_reading_each_namespace_once(void **state)
+{
+	struct fx *fx = *state;
+	fake_api_reply(&fx->api,
+		       &(struct fake_api_reply){
+			   .path_contains = "/api/v1/namespaces/infra",
+			   .http = 200,
+			   .body = "{\"kind\":\"Namespace\",\"apiVersion\":\"v1\",\"metadata\":"
+				   "{\"name\":\"infra\",\"labels\":{\"team\":\"infra\"}}}"});
+	fake_api_reply(&fx->api,
+		       &(struct fake_api_reply){
+			   .path_contains = "/api/v1/namespaces/shop",
+			   .http = 200,
+			   .body = "{\"kind\":\"Namespace\",\"apiVersion\":\"v1\",\"metadata\":"
+				   "{\"name\":\"shop\",\"labels\":{\"team\":\"shop\"}}}"});
+	round_on(
+	    fx,
+	    LIST1(
+		HELD_NODE
+		"," RS_POD("infra", "first-a", "") "," RS_POD("infra", "first-b", "") "," RS_POD(
+		    "shop", "later",
+		    "") "," RS_POD("shop", "skip",
+				   "\"cluster.x-k8s.io/drain\":\"skip\"") "," ND_RULES("[{"
+										       "\"namespace"
+										       "Selector\":"
+										       "{\"matchLab"
+										       "els\":{"
+										       "\"team\":"
+										       "\"infra\"}}"
+										       ",\"behavior"
+										       "\":"
+										       "\"Drain\","
+										       "\"order\":-"
+										       "1}]")),
+	    0);
+	assert_non_null(
+	    fake_api_find(&fx->api, "POST", "/namespaces/infra/pods/first-a/eviction", 0));
+	assert_non_null(
+	    fake_api_find(&fx->api, "POST", "/namespaces/infra/pods/first-b/eviction", 0));
+	assert_null(fake_api_find(&fx->api, "POST", "/namespaces/shop/pods/later/eviction", 0));
+	assert_null(fake_api_find(&fx->api, "POST", "/namespaces/shop/pods/skip/eviction", 0));
+	assert_int_equal(fake_api_count(&fx->api, "GET", "/api/v1/namespaces/infra"), 1);
+	assert_int_equal(fake_api_count(&fx->api, "GET", "/api/v1/namespaces/shop"), 1);
+	const struct fake_api_request *q =
+	    fake_api_find(&fx->api, "PATCH", "/nodedisruptions/r1/status", 0);
+	assert_non_null(q);
+	assert_non_null(strstr(q->body, "batch order -1: 2 pods left (1 more batch after it): "
+					"infra/first-a, infra/first-b; 1 pod skipped"));
+	/* The first batch gone, the next is asked. */
+	fake_api_clear(&fx->api);
+	round_on(
+	    fx,
+	    LIST1(HELD_NODE "," RS_POD("shop", "later", "") "," RS_POD(
+		"shop", "skip",
+		"\"cluster.x-k8s.io/drain\":\"skip\"") "," ND_RULES("[{\"namespaceSelector\":{"
+								    "\"matchLabels\":{\"team\":"
+								    "\"infra\"}},\"behavior\":"
+								    "\"Drain\",\"order\":-1}]")),
+	    20000);
+	assert_non_null(fake_api_find(&fx->api, "POST", "/namespaces/shop/pods/later/eviction", 0));
+	assert_null(fake_api_find(&fx->api, "POST", "/namespaces/shop/pods/skip/eviction", 0));
+}
+
+/* A namespace whose labels cannot be read leaves its pods undecided: nobody is asked to leave,
+ * since they might belong to an earlier batch, and the status says why. */
+static void test_an_unreadable_namespace_holds_every_batch(void **state)
+{
+	struct fx *fx = *state;
+	fake_api_reply(&fx->api, &(struct fake_api_reply){.path_contains = "/api/v1/namespaces/",
+							  .http = 500,
+							  .body = "{\"message\":\"etcd away\"}"});
+	round_on(fx,
+		 LIST1(HELD_NODE "," RS_POD("shop", "a", "") "," ND_RULES(
+		     "[{\"namespaceSelector\":{\"matchLabels\":{\"team\":\"infra\"}},\"behavior\":"
+		     "\"Skip\"}]")),
+		 0);
+	assert_int_equal(fake_api_count(&fx->api, "POST", NULL), 0);
+	const struct fake_api_request *q =
+	    fake_api_find(&fx->api, "PATCH", "/nodedisruptions/r1/status", 0);
+	assert_non_null(q);
+	assert_non_null(strstr(q->body, "1 pod not asked yet: their namespace's labels could not "
+					"be read for the drain rules: shop/a"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -258,6 +358,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_a_note_whose_request_is_gone_is_swept, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_a_conflict_waits_for_the_newer_version, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_rules_ask_only_the_first_batch_reading_each_namespace_once, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_an_unreadable_namespace_holds_every_batch, setup,
 					    teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
