@@ -210,8 +210,10 @@ static void count_pods(struct req *r, size_t left)
 	r->ds.remaining = r->x->drain.skip_waiting_for_eviction ? 0 : (int64_t)left;
 }
 
-/* VolumeAttachments still naming the nodes (one that cannot be read counts as attached). */
-static size_t volumes_attached(struct req *r, const struct kube_node *const *nodes, size_t nn)
+/* VolumeAttachments still naming the nodes but for the volumes of the pods the drain skips (one
+ * that cannot be read counts as attached). */
+static size_t volumes_attached(struct req *r, const struct kube_node *const *nodes, size_t nn,
+			       const struct pol_drain_survey *sv)
 {
 	const struct kube_nd_drain *dr = &r->x->drain;
 	size_t attached = 0;
@@ -220,8 +222,8 @@ static size_t volumes_attached(struct req *r, const struct kube_node *const *nod
 	for (size_t i = 0; i < nn; i++) {
 		size_t n = 0;
 		struct ng_err err = {0};
-		if (kube_count_volume_attachments(r->d->client, str(r, nodes[i]->name), &n, &err) !=
-		    NG_OK)
+		if (kube_count_volume_attachments(r->d->client, str(r, nodes[i]->name),
+						  sv->kept_volumes, sv->nkept, &n, &err) != NG_OK)
 			n = 1;
 		attached += n;
 	}
@@ -245,7 +247,7 @@ static bool attempt_waits(struct req *r, const struct kube_node *const *nodes, s
 		r->ds.remaining = (int64_t)(sv->nchosen + later);
 	char batch[sizeof(r->msg)];
 	pol_drain_progress(sv, batch, sizeof(batch));
-	size_t attached = r->ds.remaining ? 0 : volumes_attached(r, nodes, nn);
+	size_t attached = r->ds.remaining ? 0 : volumes_attached(r, nodes, nn, sv);
 	if (r->ds.remaining == 0 && attached == 0)
 		return true;
 	const char *sep = *refusal ? "; " : "";

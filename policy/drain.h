@@ -184,6 +184,10 @@ struct pol_drain_survey {
 	size_t nwaiting, nskipped, nundecided;
 	char waiting[500];
 	char undecided[300];
+	/* The PersistentVolumes (names, in @arena) of the Skip pods' claims: they stay attached
+	 * with their pods, so the wait for volumes to detach leaves them out. */
+	const char **kept_volumes;
+	size_t nkept, capkept;
 	bool ordered; /* some chosen pod has an order other than 0 */
 };
 

@@ -117,6 +117,30 @@ static ng_status add_candidate(struct candidates *cs, struct ng_arena *arena,
 	return NG_OK;
 }
 
+/* The PersistentVolumes of skipped pod @p's claims into sv->kept_volumes. */
+static ng_status keep_volumes(const struct kube_snapshot *s, const struct kube_pod *p,
+			      struct ng_arena *arena, struct pol_drain_survey *sv)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	for (uint16_t i = 0; i < p->nclaims; i++) {
+		const struct kube_pvc *pvc = kube_snapshot_find_pvc(s, p->ns, p->claims[i]);
+		if (!pvc || pvc->volume == NG_INTERN_NONE)
+			continue;
+		if (sv->nkept == sv->capkept) {
+			size_t cap = sv->capkept ? 2 * sv->capkept : 16;
+			const char **more = ng_arena_alloc(arena, cap * sizeof(*more));
+			if (!more)
+				return NG_ENOMEM;
+			if (sv->nkept)
+				memcpy(more, sv->kept_volumes, sv->nkept * sizeof(*more));
+			sv->kept_volumes = more;
+			sv->capkept = cap;
+		}
+		sv->kept_volumes[sv->nkept++] = ng_intern_str(pool, pvc->volume, NULL);
+	}
+	return NG_OK;
+}
+
 /* One pod's place in the survey @sv: those the drain evicts go to @cs. */
 static ng_status survey_pod(const struct kube_snapshot *s, const struct pol_drain_context *cx,
 			    const struct kube_pod *p, struct ng_arena *arena,
@@ -128,7 +152,7 @@ static ng_status survey_pod(const struct kube_snapshot *s, const struct pol_drai
 	switch (c) {
 	case POL_DRAIN_SKIP_RULE:
 		sv->nskipped++;
-		return NG_OK;
+		return keep_volumes(s, p, arena, sv);
 	case POL_DRAIN_WAIT_COMPLETED:
 		list_pod(pool, sv->waiting, sizeof(sv->waiting), sv->nwaiting++, p, NULL);
 		return NG_OK;

@@ -341,6 +341,54 @@ static void test_an_unreadable_namespace_holds_every_batch(void **state)
 					"be read for the drain rules: shop/a"));
 }
 
+/* A pod skipped by its label keeps its PersistentVolume attached: the wait for volumes to detach
+ * leaves that one out, and waits for any other. */
+static void test_a_skipped_pods_volume_does_not_hold_the_drain(void **state)
+{
+	struct fx *fx = *state;
+#define SKIP_WITH_PVC                                                                              \
+	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"db\",\"namespace\":"     \
+	"\"shop\",\"labels\":{\"cluster.x-k8s.io/drain\":\"skip\"}},\"spec\":{\"nodeName\":"       \
+	"\"n1\",\"volumes\":[{\"name\":\"d\",\"persistentVolumeClaim\":{\"claimName\":"            \
+	"\"data\"}}]},\"status\":{\"phase\":\"Running\"}},"                                        \
+	"{\"kind\":\"PersistentVolumeClaim\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"        \
+	"\"data\",\"namespace\":\"shop\"},\"spec\":{\"volumeName\":\"pv-db\"},\"status\":{"        \
+	"\"phase\":\"Bound\"}}"
+#define VA(name, pv)                                                                               \
+	"{\"metadata\":{\"name\":\"" name "\"},\"spec\":{\"nodeName\":\"n1\",\"attacher\":\"x\","  \
+	"\"source\":{\"persistentVolumeName\":\"" pv "\"}}}"
+	fake_api_reply(&fx->api, &(struct fake_api_reply){
+				     .path_contains = "/volumeattachments",
+				     .http = 200,
+				     .body = "{\"kind\":\"VolumeAttachmentList\",\"metadata\":{},"
+					     "\"items\":[" VA("va-db", "pv-db") "]}",
+				     .times = 1});
+	round_on(fx, LIST1(HELD_NODE "," SKIP_WITH_PVC "," ND_RULES("[]")), 0);
+	const struct fake_api_request *q =
+	    fake_api_find(&fx->api, "PATCH", "/nodedisruptions/r1/status", 0);
+	assert_non_null(q);
+	assert_non_null(strstr(q->body, "\"reason\":\"Drained\""));
+	/* another volume still attached is waited for */
+	fake_api_clear(&fx->api);
+	drain_stop(fx->d);
+	struct drain_config dc = {.identity = "drain-a", .self_namespace = "nodegate"};
+	struct ng_err err = {0};
+	fx->d = drain_create(&dc, fx->c, &err);
+	assert_non_null(fx->d);
+	fake_api_reply(&fx->api, &(struct fake_api_reply){
+				     .path_contains = "/volumeattachments",
+				     .http = 200,
+				     .body = "{\"kind\":\"VolumeAttachmentList\",\"metadata\":{},"
+					     "\"items\":[" VA("va-db", "pv-db") "," VA(
+						 "va-web", "pv-web") "]}"});
+	round_on(fx, LIST1(HELD_NODE "," SKIP_WITH_PVC "," ND_RULES("[]")), 0);
+	q = fake_api_find(&fx->api, "PATCH", "/nodedisruptions/r1/status", 0);
+	assert_non_null(q);
+	assert_non_null(strstr(q->body, "waiting for 1 volume attachment(s) to detach"));
+#undef VA
+#undef SKIP_WITH_PVC
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +411,8 @@ int main(void)
 		test_rules_ask_only_the_first_batch_reading_each_namespace_once, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_an_unreadable_namespace_holds_every_batch, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_a_skipped_pods_volume_does_not_hold_the_drain,
+					    setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
