@@ -245,6 +245,7 @@ static bool attempt_waits(struct req *r, const struct kube_node *const *nodes, s
 	count_pods(r, sv->nchosen + later);
 	if (dr->skip_waiting_for_eviction && later)
 		r->ds.remaining = (int64_t)(sv->nchosen + later);
+	/* With rules at work the batch in progress, what is waited for and skipped; else "". */
 	char batch[sizeof(r->msg)];
 	pol_drain_progress(sv, batch, sizeof(batch));
 	size_t attached = r->ds.remaining ? 0 : volumes_attached(r, nodes, nn, sv);
@@ -253,16 +254,11 @@ static bool attempt_waits(struct req *r, const struct kube_node *const *nodes, s
 	const char *sep = *refusal ? "; " : "";
 	if (pol_drain_timed_out(r->ds.attempt_started_ms, dr->timeout_s, r->now_ms)) {
 		char why[sizeof(r->msg)];
-		if (r->ds.remaining && *batch)
+		if (r->ds.remaining)
 			ng_fmt(why, sizeof(why),
 			       "timed out after %llds with %lld pod(s) left: %s%s%s",
-			       (long long)dr->timeout_s, (long long)r->ds.remaining, batch, sep,
-			       refusal);
-		else if (r->ds.remaining)
-			ng_fmt(why, sizeof(why),
-			       "timed out after %llds with %lld pod(s) left: %s%s%s",
-			       (long long)dr->timeout_s, (long long)r->ds.remaining, sv->left, sep,
-			       refusal);
+			       (long long)dr->timeout_s, (long long)r->ds.remaining,
+			       *batch ? batch : sv->left, sep, refusal);
 		else
 			ng_fmt(why, sizeof(why),
 			       "timed out after %llds waiting for %zu volume attachment(s)",

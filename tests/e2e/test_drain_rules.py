@@ -18,7 +18,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_drain import (BINARY, ROOT, WAIT_S, DrainTest, PodWatch, drain_setup,  # noqa: E402
+from test_drain import (BINARY, ND_PATH, ROOT, WAIT_S, DrainTest, PodWatch, drain_setup,  # noqa: E402
                         eventually, log)
 
 RULES_FIXTURE = os.path.join(ROOT, "tests", "apiserver", "fixtures", "drain-rules.yaml")
@@ -68,6 +68,13 @@ class DrainRulesTest(DrainTest):
 
     @drain_setup(kubelet="grace", ngc_drain={"rules": NGC_RULES})
     def test_pods_drain_in_order_batches_skip_and_wait_completed(self):
+        # An order where nothing is evicted means nothing: refused, naming the rule.
+        code, body, _ = self.api.api("POST", ND_PATH, {
+            "apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruption", "metadata": {"name": "bad"},
+            "spec": {"nodeNames": ["node1"], "drain": {"rules": [{"behavior": "Skip", "order": 1}]}}})
+        self.assertEqual(code, 422, body)
+        self.assertIn("spec.drain.rules[0]", json.dumps(body))
+        self.assertIn("order is only allowed with behavior Drain", json.dumps(body))
         self.watch = PodWatch(self.api)
         self.nd("rules", {"rules": ND_RULES})
         # The first batch is in progress, with the rest named.
