@@ -567,6 +567,7 @@ static ng_status why_json(const struct kube_snapshot *s, const struct pol_explai
 		ng_jw_kstr(&w, "namespace", str(s, y->pods[i].pod->ns));
 		ng_jw_kstr(&w, "name", y->pods[i].pod->name);
 		ng_jw_kstr(&w, "drain", y->pods[i].action);
+		ng_jw_ki64(&w, "order", y->pods[i].order);
 		/* The blocker reads " (why)": the words inside. */
 		size_t bl = strlen(y->pods[i].blocker);
 		ng_jw_key(&w, "heldBy");
@@ -579,6 +580,8 @@ static ng_status why_json(const struct kube_snapshot *s, const struct pol_explai
 	ng_jw_arr_end(&w);
 	if (y->drain_stop[0])
 		ng_jw_kstr(&w, "drainProblem", y->drain_stop);
+	if (y->drain_batch[0])
+		ng_jw_kstr(&w, "drainBatch", y->drain_batch);
 	ng_jw_obj_end(&w);
 	return ng_jw_finish(&w);
 }
@@ -663,6 +666,8 @@ static void why_text(FILE *f, const struct cmd_out *o, const struct kube_snapsho
 	}
 	if (y->drain_stop[0])
 		(void)fprintf(f, "  the drain cannot choose its pods: %s\n", y->drain_stop);
+	if (y->drain_batch[0])
+		(void)fprintf(f, "  the drain's pods: %s\n", y->drain_batch);
 	if (y->npods)
 		(void)fprintf(f, "\n%sPods still on its nodes (%zu)%s\n", cmd_out_bold(o), y->npods,
 			      cmd_out_end(o));

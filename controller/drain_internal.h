@@ -112,9 +112,14 @@ struct req {
 	enum pol_drain_phase phase;
 	char msg[1024];
 	struct kube_nd_drain_status ds;
-	/* Namespaces whose protection this step has read (one GET each, not one per pod). */
-	uint32_t ns_seen[16];
-	bool ns_protected[16];
+	/* Namespaces whose labels this step has read (one GET each, not one per pod), for
+	 * protectedNamespaces and the drain rules' namespaceSelectors; ok false: unreadable. */
+	struct ns_seen {
+		uint32_t ns;
+		bool ok;
+		uint16_t nlabels;
+		const struct kube_label *labels;
+	} ns_seen[32];
 	size_t nns;
 };
 

@@ -54,8 +54,34 @@ bool waiting_for_pods(struct req *r, const struct kube_node *const *nodes, size_
 	return true;
 }
 
-/* Compiles the drain's filters and selector into @rules, with nodegate's own pods. False with
- * @r->msg on a bad spec. */
+/* The labels of namespace @ns (an id of the step's pool), read once per step (kube/lookup.c);
+ * false when they cannot be read. */
+static bool ns_labels(void *ctx, uint32_t ns, const struct kube_label **ret, uint16_t *ret_n)
+{
+	struct req *r = ctx;
+	for (size_t i = 0; i < r->nns; i++) {
+		if (r->ns_seen[i].ns == ns) {
+			*ret = r->ns_seen[i].labels;
+			*ret_n = r->ns_seen[i].nlabels;
+			return r->ns_seen[i].ok;
+		}
+	}
+	const struct kube_label *labels = NULL;
+	uint16_t n = 0;
+	struct ng_err err = {0};
+	bool ok = kube_get_namespace_labels(r->d->client, str(r, ns), r->pool, r->arena, &labels,
+					    &n, &err) == NG_OK;
+	if (!ok)
+		soon(r, r->now_mono_ms + POLL_MS); /* read again shortly */
+	if (r->nns < sizeof(r->ns_seen) / sizeof(r->ns_seen[0]))
+		r->ns_seen[r->nns++] = (struct ns_seen){ns, ok, ok ? n : 0, ok ? labels : NULL};
+	*ret = ok ? labels : NULL;
+	*ret_n = ok ? n : 0;
+	return ok;
+}
+
+/* Compiles the drain's filters and selector into @rules, with nodegate's own pods and the drain
+ * rules of the request and of NodeGateConfig. False with @r->msg on a bad spec. */
 static bool drain_rules(struct req *r, struct pol_drain_rules *rules, struct kube_selector *sel,
 			struct kube_selector *self)
 {
@@ -65,6 +91,7 @@ static bool drain_rules(struct req *r, struct pol_drain_rules *rules, struct kub
 		ng_fmt(r->msg, sizeof(r->msg), "%s", err.msg);
 		return false;
 	}
+	pol_drain_rules_config(rules, r->ngc, ns_labels, r);
 	rules->self_ns = d->cfg.self_namespace ? ng_intern_find(r->pool, d->cfg.self_namespace,
 								strlen(d->cfg.self_namespace))
 					       : NG_INTERN_NONE;
@@ -81,20 +108,9 @@ static bool ns_protected(struct req *r, const struct kube_pod *p)
 	const struct kube_selector *sel = r->ngc ? &r->ngc->protected_namespaces : NULL;
 	if (!sel || !sel->present)
 		return false;
-	for (size_t i = 0; i < r->nns; i++)
-		if (r->ns_seen[i] == p->ns)
-			return r->ns_protected[i];
 	const struct kube_label *labels;
 	uint16_t n;
-	struct ng_err err = {0};
-	bool protected = kube_get_namespace_labels(r->d->client, str(r, p->ns), r->pool, r->arena,
-						   &labels, &n, &err) != NG_OK ||
-			 bud_selector_matches(sel, labels, n, r->pool);
-	if (r->nns < sizeof(r->ns_seen) / sizeof(r->ns_seen[0])) {
-		r->ns_seen[r->nns] = p->ns;
-		r->ns_protected[r->nns++] = protected;
-	}
-	return protected;
+	return !ns_labels(r, p->ns, &labels, &n) || bud_selector_matches(sel, labels, n, r->pool);
 }
 
 /* Asks pod @p to leave by the drain's strategy. Returns whether it was answered yes. */
@@ -143,7 +159,8 @@ static bool evict_one(struct req *r, const struct kube_pod *p, uint64_t key, cha
 static void ask_to_leave(struct req *r, const struct pol_drain_survey *sv, char *refusal,
 			 size_t refusal_cap)
 {
-	if (r->x->drain.strategy == KUBE_DRAIN_NONE)
+	/* A pod whose rules cannot be decided might belong to an earlier batch: ask nobody. */
+	if (r->x->drain.strategy == KUBE_DRAIN_NONE || sv->nundecided)
 		return;
 	for (size_t i = 0; i < sv->nchosen; i++) {
 		const struct kube_pod *p = sv->chosen[i];
@@ -193,8 +210,10 @@ static void count_pods(struct req *r, size_t left)
 	r->ds.remaining = r->x->drain.skip_waiting_for_eviction ? 0 : (int64_t)left;
 }
 
-/* VolumeAttachments still naming the nodes (one that cannot be read counts as attached). */
-static size_t volumes_attached(struct req *r, const struct kube_node *const *nodes, size_t nn)
+/* VolumeAttachments still naming the nodes but for the volumes of the pods the drain skips (one
+ * that cannot be read counts as attached). */
+static size_t volumes_attached(struct req *r, const struct kube_node *const *nodes, size_t nn,
+			       const struct pol_drain_survey *sv)
 {
 	const struct kube_nd_drain *dr = &r->x->drain;
 	size_t attached = 0;
@@ -203,8 +222,8 @@ static size_t volumes_attached(struct req *r, const struct kube_node *const *nod
 	for (size_t i = 0; i < nn; i++) {
 		size_t n = 0;
 		struct ng_err err = {0};
-		if (kube_count_volume_attachments(r->d->client, str(r, nodes[i]->name), &n, &err) !=
-		    NG_OK)
+		if (kube_count_volume_attachments(r->d->client, str(r, nodes[i]->name),
+						  sv->kept_volumes, sv->nkept, &n, &err) != NG_OK)
 			n = 1;
 		attached += n;
 	}
@@ -220,8 +239,16 @@ static bool attempt_waits(struct req *r, const struct kube_node *const *nodes, s
 			  const struct pol_drain_survey *sv, const char *refusal)
 {
 	const struct kube_nd_drain *dr = &r->x->drain;
-	count_pods(r, sv->nchosen);
-	size_t attached = r->ds.remaining ? 0 : volumes_attached(r, nodes, nn);
+	/* Every pod of every batch, and those waited for, is left; skipWaitingForEviction does not
+	 * wait for the last batch to go, but a later batch waits for the one before it. */
+	size_t later = sv->nlater + sv->nwaiting + sv->nundecided;
+	count_pods(r, sv->nchosen + later);
+	if (dr->skip_waiting_for_eviction && later)
+		r->ds.remaining = (int64_t)(sv->nchosen + later);
+	/* With rules at work the batch in progress, what is waited for and skipped; else "". */
+	char batch[sizeof(r->msg)];
+	pol_drain_progress(sv, batch, sizeof(batch));
+	size_t attached = r->ds.remaining ? 0 : volumes_attached(r, nodes, nn, sv);
 	if (r->ds.remaining == 0 && attached == 0)
 		return true;
 	const char *sep = *refusal ? "; " : "";
@@ -230,8 +257,8 @@ static bool attempt_waits(struct req *r, const struct kube_node *const *nodes, s
 		if (r->ds.remaining)
 			ng_fmt(why, sizeof(why),
 			       "timed out after %llds with %lld pod(s) left: %s%s%s",
-			       (long long)dr->timeout_s, (long long)r->ds.remaining, sv->left, sep,
-			       refusal);
+			       (long long)dr->timeout_s, (long long)r->ds.remaining,
+			       *batch ? batch : sv->left, sep, refusal);
 		else
 			ng_fmt(why, sizeof(why),
 			       "timed out after %llds waiting for %zu volume attachment(s)",
@@ -243,7 +270,10 @@ static bool attempt_waits(struct req *r, const struct kube_node *const *nodes, s
 		soon(r, r->now_mono_ms +
 			    (r->ds.attempt_started_ms + dr->timeout_s * 1000 - r->now_ms));
 	r->phase = POL_PH_DRAINING;
-	if (r->ds.remaining)
+	if (r->ds.remaining && *batch)
+		ng_fmt(r->msg, sizeof(r->msg), "attempt %lld: %s%s%s",
+		       (long long)r->ds.attempts + 1, batch, sep, refusal);
+	else if (r->ds.remaining)
 		ng_fmt(r->msg, sizeof(r->msg),
 		       "attempt %lld: waiting for %lld pod(s) to go: %s%s%s",
 		       (long long)r->ds.attempts + 1, (long long)r->ds.remaining, sv->left, sep,

@@ -243,6 +243,10 @@ static ng_status decode_ngc_drain(struct kd_ctx *c, const cJSON *d, struct kube_
 		if (st == NG_ENOMEM)
 			return kd_fail(c, st, field, "out of memory");
 	}
+	ng_status st =
+	    kd_drain_rules(c, ng_json_get(d, "rules"), &g->drain_rules, &g->ndrain_rules, verr);
+	if (st != NG_OK)
+		return st;
 	const cJSON *dl = ng_json_get(d, "deadlineSeconds");
 	g->drain_deadline_s = -1;
 	/* A year bounds a drain; more is a typo. */
@@ -538,8 +542,16 @@ ng_status kd_decode_ndt(struct kd_ctx *c, const cJSON *o, const struct kd_id *id
 		kd_problem(&verr, "spec: expected an object");
 	struct kube_nd_drain dr = {0};
 	struct kube_nd_operation op = {0};
-	ng_status st =
-	    cJSON_IsObject(spec) ? kd_nd_drain(c, ng_json_get(spec, "drain"), &dr, &verr) : NG_OK;
+	/* Only the problem is kept of spec.drain: its strings (taint, rules' selectors) go to a
+	 * pool of their own, so the cache's holds no string the record does not. */
+	struct ng_intern *own = ng_intern_create();
+	struct kd_ctx dc = *c;
+	dc.pool = own;
+	ng_status st = !own ? kd_fail(c, NG_ENOMEM, "spec.drain", "out of memory")
+		       : cJSON_IsObject(spec)
+			   ? kd_nd_drain(&dc, ng_json_get(spec, "drain"), &dr, &verr)
+			   : NG_OK;
+	ng_intern_destroy(own);
 	st = st || !cJSON_IsObject(spec)
 		 ? st
 		 : kd_nd_operation(c, ng_json_get(spec, "operation"), &op, &verr);

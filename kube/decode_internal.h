@@ -86,6 +86,10 @@ ng_status kd_decode_pdb(struct kd_ctx *c, const cJSON *o, const struct kd_id *id
 /* decode_nd.c */
 ng_status kd_nd_drain(struct kd_ctx *c, const cJSON *j, struct kube_nd_drain *dr,
 		      struct ng_err *verr);
+/* spec.drain.rules @j (absent or null: none) of a NodeDisruption or a NodeGateConfig into *@ret
+ * and *@ret_n; problems go to @verr naming the field, only OOM fails. */
+ng_status kd_drain_rules(struct kd_ctx *c, const cJSON *j, const struct kube_drain_rule **ret,
+			 uint16_t *ret_n, struct ng_err *verr);
 ng_status kd_nd_operation(struct kd_ctx *c, const cJSON *j, struct kube_nd_operation *op,
 			  struct ng_err *verr);
 ng_status kd_decode_nd(struct kd_ctx *c, const cJSON *o, const struct kd_id *id);

@@ -159,6 +159,93 @@ static uint8_t nd_on_deadline(const cJSON *j, struct ng_err *verr)
 	return KUBE_ON_DEADLINE_RETRY;
 }
 
+/* spec.drain.rules[@i] @e into @r. */
+static ng_status drain_rule(struct kd_ctx *c, const cJSON *e, size_t i, struct kube_drain_rule *r,
+			    struct ng_err *verr)
+{
+	static const char *const behaviors[] = {"Drain", "Skip", "WaitCompleted"};
+	char field[64];
+	if (!cJSON_IsObject(e)) {
+		kd_problem(verr, "spec.drain.rules[%zu]: expected an object", i);
+		return NG_OK;
+	}
+	const char *b = ng_json_str(e, "behavior");
+	uint8_t k = 0;
+	while (b && k < 3 && strcmp(b, behaviors[k]) != 0)
+		k++;
+	if (!b || k == 3) {
+		kd_problem(verr,
+			   "spec.drain.rules[%zu].behavior: must be Drain, Skip or WaitCompleted",
+			   i);
+		return NG_OK;
+	}
+	r->behavior = k;
+	const cJSON *o = ng_json_get(e, "order");
+	int64_t order = 0;
+	if (o && !cJSON_IsNull(o)) {
+		/* Cluster API refuses an order where nothing is evicted: it would mean nothing. */
+		if (k != KUBE_DRAIN_BEHAVIOR_DRAIN) {
+			kd_problem(verr,
+				   "spec.drain.rules[%zu].order: only allowed with behavior Drain",
+				   i);
+			return NG_OK;
+		}
+		if (!ng_json_int64(o, &order) || order < INT32_MIN || order > INT32_MAX) {
+			kd_problem(verr,
+				   "spec.drain.rules[%zu].order: expected an integer in "
+				   "-2147483648..2147483647",
+				   i);
+			return NG_OK;
+		}
+	}
+	r->order = (int32_t)order;
+	static const char *const keys[2] = {"podSelector", "namespaceSelector"};
+	struct kube_selector *sels[2] = {&r->pod_selector, &r->ns_selector};
+	for (int s = 0; s < 2; s++) {
+		struct ng_err err = {0};
+		ng_fmt(field, sizeof(field), "spec.drain.rules[%zu].%s", i, keys[s]);
+		ng_status st = kube_decode_selector(c->pool, c->arena, ng_json_get(e, keys[s]),
+						    field, sels[s], &err);
+		if (st == NG_ENOMEM)
+			return kd_fail(c, st, field, "out of memory");
+		if (st != NG_OK) {
+			kd_problem(verr, "%s", err.msg);
+			return NG_OK;
+		}
+	}
+	return NG_OK;
+}
+
+ng_status kd_drain_rules(struct kd_ctx *c, const cJSON *j, const struct kube_drain_rule **ret,
+			 uint16_t *ret_n, struct ng_err *verr)
+{
+	*ret = NULL;
+	*ret_n = 0;
+	if (!j || cJSON_IsNull(j))
+		return NG_OK;
+	size_t n = cJSON_IsArray(j) ? (size_t)cJSON_GetArraySize(j) : 0;
+	if (!cJSON_IsArray(j) || n > KUBE_MAX_DRAIN_RULES) {
+		kd_problem(verr, "spec.drain.rules: expected an array of at most %d rules",
+			   KUBE_MAX_DRAIN_RULES);
+		return NG_OK;
+	}
+	struct kube_drain_rule *out = n ? kd_alloc(c, n * sizeof(*out)) : NULL;
+	if (n && !out)
+		return kd_fail(c, NG_ENOMEM, "spec.drain.rules", "out of memory");
+	size_t i = 0;
+	for (const cJSON *e = j->child; e && i < n; e = e->next, i++) {
+		memset(&out[i], 0, sizeof(out[i]));
+		ng_status st = drain_rule(c, e, i, &out[i], verr);
+		if (st != NG_OK)
+			return st;
+		if (verr->status != NG_OK)
+			return NG_OK; /* the rules are not used: the spec is refused */
+	}
+	*ret = out;
+	*ret_n = (uint16_t)n;
+	return NG_OK;
+}
+
 /* spec.drain into @dr, defaults when absent. The label selector strings are checked in the
  * order admission reports them: podSelector, waitForPodCompletion, the filters. */
 ng_status kd_nd_drain(struct kd_ctx *c, const cJSON *j, struct kube_nd_drain *dr,
@@ -191,6 +278,7 @@ ng_status kd_nd_drain(struct kd_ctx *c, const cJSON *j, struct kube_nd_drain *dr
 	}
 	st = st ? st : nd_filters(c, ng_json_get(j, "podEvictionFilters"), dr, verr);
 	st = st ? st : nd_taint(c, ng_json_get(j, "taint"), dr, verr);
+	st = st ? st : kd_drain_rules(c, ng_json_get(j, "rules"), &dr->rules, &dr->nrules, verr);
 	dr->strategy = nd_strategy(j, verr);
 	dr->cordon = opt_bool(j, "cordon", "spec.drain.cordon", true, verr);
 	dr->force = opt_bool(j, "force", "spec.drain.force", false, verr);

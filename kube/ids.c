@@ -42,6 +42,14 @@ static void selector(kube_id_fn fn, void *ctx, const struct kube_selector *s)
 	reqs(fn, ctx, s->reqs, s->nreqs);
 }
 
+static void drain_rules(kube_id_fn fn, void *ctx, const struct kube_drain_rule *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		selector(fn, ctx, &r[i].pod_selector);
+		selector(fn, ctx, &r[i].ns_selector);
+	}
+}
+
 static void node_selector(kube_id_fn fn, void *ctx, const struct kube_node_selector *s)
 {
 	for (size_t i = 0; i < s->nterms; i++) {
@@ -139,6 +147,7 @@ void kube_ids_nd(const void *rec, kube_id_fn fn, void *ctx)
 	fn(ctx, x->drain.taint.key);
 	fn(ctx, x->drain.taint.val);
 	fn(ctx, x->drain.taint.effect);
+	drain_rules(fn, ctx, x->drain.rules, x->drain.nrules);
 	ids(fn, ctx, x->more_requestors, x->nmore_requestors);
 	ids(fn, ctx, x->deleted_nodes, x->ndeleted_nodes);
 	fn(ctx, x->spec_error);
@@ -190,6 +199,7 @@ void kube_ids_ngc(const void *rec, kube_id_fn fn, void *ctx)
 	ids(fn, ctx, g->dnd_override, g->ndnd_override);
 	selector(fn, ctx, &g->protected_namespaces);
 	selector(fn, ctx, &g->protected_job_pods);
+	drain_rules(fn, ctx, g->drain_rules, g->ndrain_rules);
 	for (size_t i = 0; i < g->nexclusions; i++)
 		fn(ctx, g->exclusions[i].reason);
 }

@@ -135,21 +135,29 @@ static ng_status each_item(struct kube_client *c, const char *base,
 
 struct attachments {
 	const char *node;
-	size_t n;
+	const char *const *keep;
+	size_t nkeep, n;
 };
 
 static void count_attachment(void *ctx, const cJSON *item)
 {
 	struct attachments *at = ctx;
 	const char *n = ng_json_str(ng_json_get(item, "spec"), "nodeName");
-	if (n && strcmp(n, at->node) == 0)
-		at->n++;
+	if (!n || strcmp(n, at->node) != 0)
+		return;
+	const char *pv =
+	    ng_json_str(ng_json_get(ng_json_get(item, "spec"), "source"), "persistentVolumeName");
+	for (size_t i = 0; pv && i < at->nkeep; i++)
+		if (strcmp(pv, at->keep[i]) == 0)
+			return;
+	at->n++;
 }
 
-ng_status kube_count_volume_attachments(struct kube_client *c, const char *node, size_t *ret,
+ng_status kube_count_volume_attachments(struct kube_client *c, const char *node,
+					const char *const *keep, size_t nkeep, size_t *ret,
 					struct ng_err *reterr)
 {
-	struct attachments at = {node, 0};
+	struct attachments at = {node, keep, nkeep, 0};
 	ng_status st = each_item(c, "/apis/storage.k8s.io/v1/volumeattachments", count_attachment,
 				 &at, reterr);
 	*ret = st == NG_OK ? at.n : 0;

@@ -37,10 +37,13 @@ NG_NODISCARD ng_status kube_get_job(struct kube_client *c, const char *ns, const
 				    struct ng_err *reterr);
 
 /**
- * How many storage.k8s.io/v1 VolumeAttachments name @node in spec.nodeName (pages of 500). An API
- * server that does not serve the resource (404) has none.
+ * How many storage.k8s.io/v1 VolumeAttachments name @node in spec.nodeName (pages of 500), but
+ * for those whose spec.source.persistentVolumeName is one of @keep (@nkeep; may be NULL): the
+ * volumes of pods the drain leaves on the node. An API server that does not serve the resource
+ * (404) has none.
  */
 NG_NODISCARD ng_status kube_count_volume_attachments(struct kube_client *c, const char *node,
+						     const char *const *keep, size_t nkeep,
 						     size_t *ret, struct ng_err *reterr);
 
 /**

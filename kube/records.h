@@ -313,6 +313,29 @@ struct kube_eviction_filter {
 };
 
 /* spec.drain (DESIGN.md §3.1): read by the drainer only; defaults applied when absent. */
+/* spec.drain.rules[].behavior: Cluster API's MachineDrainRule behaviors. */
+enum kube_drain_behavior {
+	KUBE_DRAIN_BEHAVIOR_DRAIN,          /* evicted, in ascending order batches */
+	KUBE_DRAIN_BEHAVIOR_SKIP,           /* never evicted, never waited for */
+	KUBE_DRAIN_BEHAVIOR_WAIT_COMPLETED, /* never evicted; the drain waits until it is gone or
+					       finished */
+};
+
+/* Rules in one spec.drain.rules list: a list read for every pod of a drained node; 32 orders
+ * and exceptions are more than any cluster's drain needs. */
+#define KUBE_MAX_DRAIN_RULES 32
+/* The pod label that takes precedence over every rule ("skip" or "wait-completed"), as
+ * Cluster API reads it. */
+#define KUBE_POD_DRAIN_LABEL "cluster.x-k8s.io/drain"
+
+/* One spec.drain.rules entry (a NodeDisruption's or NodeGateConfig's). */
+struct kube_drain_rule {
+	/* podSelector and namespaceSelector; not present: every pod, every namespace. */
+	struct kube_selector pod_selector, ns_selector;
+	int32_t order;    /* Drain only; 0 when absent */
+	uint8_t behavior; /* enum kube_drain_behavior */
+};
+
 struct kube_nd_drain {
 	bool present; /* spec.drain is set */
 	bool cordon;  /* default true */
@@ -334,6 +357,8 @@ struct kube_nd_drain {
 	 * NodeGateConfig default applies), 0: none. */
 	int64_t deadline_s;
 	uint8_t on_deadline; /* enum kube_drain_on_deadline (onDeadline) */
+	uint16_t nrules;
+	const struct kube_drain_rule *rules; /* spec.drain.rules, in their order */
 };
 
 /* spec.drain.onDeadline: what a drain not finished by its deadline does. */
@@ -706,6 +731,8 @@ struct kube_ngc {
 	 * Job pods matching protected_job_pods hold a drain back. Not present: none. */
 	struct kube_selector protected_namespaces, protected_job_pods;
 	int64_t drain_deadline_s; /* spec.drain.deadlineSeconds: requests' default; -1: none */
+	uint16_t ndrain_rules;
+	const struct kube_drain_rule *drain_rules; /* spec.drain.rules: after a request's own */
 	int64_t drain_backoff_base_ms, drain_backoff_max_ms,
 	    drain_backoff_jitter_ms; /* -1: default */
 	/* spec.lifecycle.defaultActiveDeadlineSeconds and defaultTTLSecondsAfterCompletion, for

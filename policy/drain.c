@@ -14,8 +14,9 @@
 
 const char *pol_drain_pod_str(enum pol_drain_pod c)
 {
-	static const char *const names[] = {"finished",   "daemonset",     "mirror",   "nodegate",
-					    "unselected", "no-controller", "emptydir", "evict"};
+	static const char *const names[] = {
+	    "finished",       "daemonset", "mirror",        "nodegate", "unselected", "skip",
+	    "wait-completed", "undecided", "no-controller", "emptydir", "evict"};
 	return (unsigned)c < sizeof(names) / sizeof(names[0]) ? names[c] : "?";
 }
 
@@ -41,9 +42,83 @@ static bool filtered_in(const struct ng_intern *pool, const struct kube_pod *p,
 	return false;
 }
 
+/* The value of @p's label @key ("" when absent or not in @pool). */
+static const char *label_of(const struct ng_intern *pool, const struct kube_pod *p, const char *key)
+{
+	uint32_t k = ng_intern_find(pool, key, strlen(key));
+	for (uint16_t i = 0; k != NG_INTERN_NONE && i < p->nlabels; i++)
+		if (p->labels[i].key == k)
+			return ng_intern_str(pool, p->labels[i].val, NULL);
+	return "";
+}
+
+/* Whether rule @rule matches @p: 1 yes, 0 no, -1 when its namespaceSelector needs labels that
+ * cannot be known. */
+static int rule_matches(const struct ng_intern *pool, const struct kube_pod *p,
+			const struct pol_drain_rules *r, const struct kube_drain_rule *rule)
+{
+	if (rule->pod_selector.present &&
+	    !bud_selector_matches(&rule->pod_selector, p->labels, p->nlabels, pool))
+		return 0;
+	if (!rule->ns_selector.present)
+		return 1;
+	const struct kube_label *labels = NULL;
+	uint16_t n = 0;
+	if (!r->ns_labels || !r->ns_labels(r->ns_ctx, p->ns, &labels, &n))
+		return -1;
+	return bud_selector_matches(&rule->ns_selector, labels, n, pool) ? 1 : 0;
+}
+
+/* What the label and the rules of @r make of @p: its behavior (enum kube_drain_behavior), -1
+ * when undecided; its order in *@order and what decided in @source. */
+static int rule_behavior(const struct ng_intern *pool, const struct kube_pod *p,
+			 const struct pol_drain_rules *r, int32_t *order, char *source, size_t cap)
+{
+	const char *label = label_of(pool, p, KUBE_POD_DRAIN_LABEL);
+	/* The label takes precedence over every rule, as in Cluster API; other values are not
+	 * the label's and are ignored. */
+	bool skip = strcmp(label, "skip") == 0, wait = strcmp(label, "wait-completed") == 0;
+	if (skip || wait) {
+		if (source)
+			ng_fmt(source, cap, "label " KUBE_POD_DRAIN_LABEL "=%s", label);
+		return skip ? KUBE_DRAIN_BEHAVIOR_SKIP : KUBE_DRAIN_BEHAVIOR_WAIT_COMPLETED;
+	}
+	const struct kube_drain_rule *lists[2] = {r->req_rules, r->cfg_rules};
+	const size_t counts[2] = {r->nreq_rules, r->ncfg_rules};
+	for (int l = 0; l < 2; l++) {
+		for (size_t i = 0; lists[l] && i < counts[l]; i++) {
+			int m = rule_matches(pool, p, r, &lists[l][i]);
+			if (m == 0)
+				continue;
+			if (source)
+				ng_fmt(source, cap, "%s rule %zu", l ? "NodeGateConfig" : "request",
+				       i);
+			if (m < 0)
+				return -1;
+			*order = lists[l][i].order;
+			return lists[l][i].behavior;
+		}
+	}
+	if (source && cap)
+		*source = '\0';
+	return KUBE_DRAIN_BEHAVIOR_DRAIN;
+}
+
 enum pol_drain_pod pol_drain_classify(const struct ng_intern *pool, const struct kube_pod *p,
 				      const struct pol_drain_rules *r)
 {
+	int32_t order;
+	return pol_drain_classify_ordered(pool, p, r, &order, NULL, 0);
+}
+
+enum pol_drain_pod pol_drain_classify_ordered(const struct ng_intern *pool,
+					      const struct kube_pod *p,
+					      const struct pol_drain_rules *r, int32_t *ret_order,
+					      char *ret_source, size_t cap)
+{
+	*ret_order = 0;
+	if (ret_source && cap)
+		*ret_source = '\0';
 	if (!pol_pod_active(p))
 		return POL_DRAIN_SKIP_FINISHED;
 	if (p->flags & KUBE_POD_DAEMONSET)
@@ -57,6 +132,16 @@ enum pol_drain_pod pol_drain_classify(const struct ng_intern *pool, const struct
 		return POL_DRAIN_SKIP_UNSELECTED;
 	if (r->nfilters && !filtered_in(pool, p, r))
 		return POL_DRAIN_SKIP_UNSELECTED;
+	switch (rule_behavior(pool, p, r, ret_order, ret_source, cap)) {
+	case KUBE_DRAIN_BEHAVIOR_SKIP:
+		return POL_DRAIN_SKIP_RULE;
+	case KUBE_DRAIN_BEHAVIOR_WAIT_COMPLETED:
+		return POL_DRAIN_WAIT_COMPLETED;
+	case KUBE_DRAIN_BEHAVIOR_DRAIN:
+		break;
+	default:
+		return POL_DRAIN_UNDECIDED;
+	}
 	if (p->owner_kind == NG_INTERN_NONE && !r->force)
 		return POL_DRAIN_BLOCK_NO_CONTROLLER;
 	if ((p->flags & KUBE_POD_EMPTYDIR) && !r->delete_empty_dir)
@@ -214,7 +299,19 @@ ng_status pol_drain_rules_from(const struct ng_intern *pool, const struct kube_n
 	}
 	rules->filters = f;
 	rules->nfilters = dr->nfilters;
+	rules->req_rules = dr->rules;
+	rules->nreq_rules = dr->nrules;
 	return NG_OK;
+}
+
+void pol_drain_rules_config(struct pol_drain_rules *rules, const struct kube_ngc *ngc,
+			    pol_ns_labels_fn ns_labels, void *ns_ctx)
+{
+	bool valid = ngc && !ngc->invalid;
+	rules->cfg_rules = valid ? ngc->drain_rules : NULL;
+	rules->ncfg_rules = valid ? ngc->ndrain_rules : 0;
+	rules->ns_labels = ns_labels;
+	rules->ns_ctx = ns_ctx;
 }
 
 void pol_drain_rules_put(struct pol_drain_rules *rules)

@@ -25,6 +25,9 @@ enum pol_drain_pod {
 	POL_DRAIN_SKIP_MIRROR,     /* a static pod: only the kubelet removes it */
 	POL_DRAIN_SKIP_SELF,       /* nodegate's own pods: never */
 	POL_DRAIN_SKIP_UNSELECTED, /* not matched by podSelector or podEvictionFilters */
+	POL_DRAIN_SKIP_RULE,       /* a drain rule or its cluster.x-k8s.io/drain label: Skip */
+	POL_DRAIN_WAIT_COMPLETED,  /* a rule or the label: WaitCompleted, waited for, never asked */
+	POL_DRAIN_UNDECIDED, /* a rule's namespaceSelector needs labels that could not be read */
 	POL_DRAIN_BLOCK_NO_CONTROLLER, /* no controller and not force: it would not come back */
 	POL_DRAIN_BLOCK_EMPTYDIR,      /* emptyDir data and not deleteEmptyDir: it would be lost */
 	POL_DRAIN_EVICT,
@@ -32,6 +35,15 @@ enum pol_drain_pod {
 
 /** "finished", "daemonset", …, "evict": for logs. */
 const char *pol_drain_pod_str(enum pol_drain_pod c);
+
+/**
+ * The labels of namespace @ns (an id of the snapshot's pool) into *@ret and *@ret_n, ids of
+ * the same pool (keys and values it lacks as NG_INTERN_NONE); false when they cannot be known
+ * now. Called only for a rule with a namespaceSelector, at most once per namespace and step
+ * when the callee caches.
+ */
+typedef bool (*pol_ns_labels_fn)(void *ctx, uint32_t ns, const struct kube_label **ret,
+				 uint16_t *ret_n);
 
 /* What chooses the pods: spec.drain and who nodegate is. */
 struct pol_drain_rules {
@@ -41,6 +53,12 @@ struct pol_drain_rules {
 	bool force, delete_empty_dir;
 	uint32_t self_ns;                          /* nodegate's namespace (id); NONE: none */
 	const struct kube_selector *self_selector; /* its pods there; NULL: none */
+	/* spec.drain.rules of the request, then NodeGateConfig's: the first that matches a pod
+	 * decides, after the pod's cluster.x-k8s.io/drain label. Ids of the snapshot's pool. */
+	const struct kube_drain_rule *req_rules, *cfg_rules;
+	size_t nreq_rules, ncfg_rules;
+	pol_ns_labels_fn ns_labels; /* NULL: a rule with a namespaceSelector cannot decide */
+	void *ns_ctx;
 };
 
 /**
@@ -50,6 +68,17 @@ struct pol_drain_rules {
  */
 enum pol_drain_pod pol_drain_classify(const struct ng_intern *pool, const struct kube_pod *p,
 				      const struct pol_drain_rules *r);
+
+/**
+ * pol_drain_classify() and, for a pod the drain evicts (POL_DRAIN_EVICT or a BLOCK), its batch
+ * order into *@ret_order (0 when no rule orders it). @ret_source, when not NULL, gets what
+ * decided the pod's behavior: "label cluster.x-k8s.io/drain", "request rule 2", "NodeGateConfig
+ * rule 0" (static or @buf, @cap), or "" when no rule matched.
+ */
+enum pol_drain_pod pol_drain_classify_ordered(const struct ng_intern *pool,
+					      const struct kube_pod *p,
+					      const struct pol_drain_rules *r, int32_t *ret_order,
+					      char *ret_source, size_t cap);
 
 /**
  * @sel (ids of @from) as a selector over records of @to, adding nothing to @to: keys and values
@@ -139,12 +168,43 @@ struct pol_drain_survey {
 	/* Why the attempt stops before anything is asked ("cannot drain: ...", "held back by
 	 * running Job pod ..."); "" when it goes on. */
 	char stop[1200];
-	/* The pods the drain chooses (POL_DRAIN_EVICT) still on the nodes, in @arena, and their
-	 * list for a message: "ns/a (PodDisruptionBudget ns/x allows 0 disruptions: ...), ns/b". */
+	/* The pods the drain chooses now (POL_DRAIN_EVICT of the lowest order still on the nodes:
+	 * the batch in progress), in @arena, and their list for a message: "ns/a
+	 * (PodDisruptionBudget ns/x allows 0 disruptions: ...), ns/b". */
 	const struct kube_pod **chosen;
 	size_t nchosen, cap;
 	char left[900];
+	/* The batches: the order of the one in progress, the pods of later ones (not asked yet)
+	 * and how many orders they make. */
+	int32_t batch_order;
+	size_t nlater, nbatches_after;
+	/* WaitCompleted pods still active (never asked; the drain waits for them), Skip pods (they
+	 * stay; the drain is done without them), and pods whose rules could not be decided (their
+	 * namespace's labels unknown: nothing is asked while there are any). */
+	size_t nwaiting, nskipped, nundecided;
+	char waiting[500];
+	char undecided[300];
+	/* The PersistentVolumes (names, in @arena) of the Skip pods' claims: they stay attached
+	 * with their pods, so the wait for volumes to detach leaves them out. */
+	const char **kept_volumes;
+	size_t nkept, capkept;
+	bool ordered; /* some chosen pod has an order other than 0 */
 };
+
+/**
+ * Where the drain of @sv stands, for a status message, into @buf (@cap): "batch order 10: 3
+ * pod(s) left (2 more batches after it): ns/a, ns/b; 1 pod waited for to complete
+ * (wait-completed): ns/w; 2 pods skipped". "" when the drain is a plain one: a single batch of
+ * order 0, nothing waited for, skipped or undecided (the caller says "waiting for N pod(s)").
+ */
+void pol_drain_progress(const struct pol_drain_survey *sv, char *buf, size_t cap);
+
+/**
+ * The request's rules into @rules (already filled by pol_drain_rules_from()): NodeGateConfig
+ * @ngc's (NULL or invalid: none) after the request's own, and the namespace labels' source.
+ */
+void pol_drain_rules_config(struct pol_drain_rules *rules, const struct kube_ngc *ngc,
+			    pol_ns_labels_fn ns_labels, void *ns_ctx);
 
 /**
  * The pods on @nodes (@nn, of @s) under @cx: those that stop the attempt (kubectl's blocking

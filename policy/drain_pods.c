@@ -9,7 +9,9 @@
 #include "kube/snapshot.h"
 #include "policy/policy.h"
 
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Appends "ns/name" and @why (may be NULL) of @p to @buf (@cap) as the @k-th of a list. */
@@ -86,40 +88,135 @@ void pol_drain_pod_blocker(const struct kube_snapshot *s, const struct kube_nd *
 		       (long long)b->current_healthy, (long long)b->desired_healthy);
 }
 
-/* One pod's place in the survey @sv. */
-static ng_status survey_pod(const struct kube_snapshot *s, const struct pol_drain_context *cx,
-			    const struct kube_pod *p, struct ng_arena *arena,
-			    struct pol_drain_survey *sv)
+/* A pod the drain evicts, with its batch order, before the batch in progress is known. */
+struct candidate {
+	const struct kube_pod *p;
+	int32_t order;
+};
+
+/* The candidates found so far (@arena-grown). */
+struct candidates {
+	struct candidate *v;
+	size_t n, cap;
+};
+
+static ng_status add_candidate(struct candidates *cs, struct ng_arena *arena,
+			       const struct kube_pod *p, int32_t order)
+{
+	if (cs->n == cs->cap) {
+		size_t cap = cs->cap ? 2 * cs->cap : 64;
+		struct candidate *more = ng_arena_alloc(arena, cap * sizeof(*more));
+		if (!more)
+			return NG_ENOMEM;
+		if (cs->n)
+			memcpy(more, cs->v, cs->n * sizeof(*more));
+		cs->v = more;
+		cs->cap = cap;
+	}
+	cs->v[cs->n++] = (struct candidate){p, order};
+	return NG_OK;
+}
+
+/* The PersistentVolumes of skipped pod @p's claims into sv->kept_volumes. */
+static ng_status keep_volumes(const struct kube_snapshot *s, const struct kube_pod *p,
+			      struct ng_arena *arena, struct pol_drain_survey *sv)
 {
 	const struct ng_intern *pool = kube_snapshot_pool(s);
-	enum pol_drain_pod c = pol_drain_classify(pool, p, cx->rules);
-	/* Nothing is evicted with strategy None: nothing can be lost. */
-	if (c == POL_DRAIN_BLOCK_NO_CONTROLLER || c == POL_DRAIN_BLOCK_EMPTYDIR) {
+	for (uint16_t i = 0; i < p->nclaims; i++) {
+		const struct kube_pvc *pvc = kube_snapshot_find_pvc(s, p->ns, p->claims[i]);
+		if (!pvc || pvc->volume == NG_INTERN_NONE)
+			continue;
+		if (sv->nkept == sv->capkept) {
+			size_t cap = sv->capkept ? 2 * sv->capkept : 16;
+			const char **more = ng_arena_alloc(arena, cap * sizeof(*more));
+			if (!more)
+				return NG_ENOMEM;
+			if (sv->nkept)
+				memcpy(more, sv->kept_volumes, sv->nkept * sizeof(*more));
+			sv->kept_volumes = more;
+			sv->capkept = cap;
+		}
+		sv->kept_volumes[sv->nkept++] = ng_intern_str(pool, pvc->volume, NULL);
+	}
+	return NG_OK;
+}
+
+/* One pod's place in the survey @sv: those the drain evicts go to @cs. */
+static ng_status survey_pod(const struct kube_snapshot *s, const struct pol_drain_context *cx,
+			    const struct kube_pod *p, struct ng_arena *arena,
+			    struct pol_drain_survey *sv, struct candidates *cs)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	int32_t order = 0;
+	enum pol_drain_pod c = pol_drain_classify_ordered(pool, p, cx->rules, &order, NULL, 0);
+	switch (c) {
+	case POL_DRAIN_SKIP_RULE:
+		sv->nskipped++;
+		return keep_volumes(s, p, arena, sv);
+	case POL_DRAIN_WAIT_COMPLETED:
+		list_pod(pool, sv->waiting, sizeof(sv->waiting), sv->nwaiting++, p, NULL);
+		return NG_OK;
+	case POL_DRAIN_UNDECIDED:
+		list_pod(pool, sv->undecided, sizeof(sv->undecided), sv->nundecided++, p, NULL);
+		return NG_OK;
+	case POL_DRAIN_BLOCK_NO_CONTROLLER:
+	case POL_DRAIN_BLOCK_EMPTYDIR:
+		/* Nothing is evicted with strategy None: nothing can be lost. */
 		if (cx->evicts)
 			list_pod(pool, sv->blocked, sizeof(sv->blocked), sv->nblocked++, p,
 				 c == POL_DRAIN_BLOCK_NO_CONTROLLER
 				     ? " has no controller (set force)"
 				     : " uses emptyDir (set deleteEmptyDir)");
 		return NG_OK;
-	}
-	if (c != POL_DRAIN_EVICT)
+	case POL_DRAIN_EVICT:
+		break;
+	default:
 		return NG_OK;
+	}
 	if (pol_drain_protected_job(pool, p, cx->protected_jobs))
 		list_pod(pool, sv->held, sizeof(sv->held), sv->nheld++, p, NULL);
-	char why[300];
-	pol_drain_pod_blocker(s, cx->nd, p, cx->now_wall_ms, why, sizeof(why));
-	list_pod(pool, sv->left, sizeof(sv->left), sv->nchosen, p, why);
-	if (sv->nchosen == sv->cap) {
-		size_t cap = sv->cap ? 2 * sv->cap : 64;
-		const struct kube_pod **more = ng_arena_alloc(arena, cap * sizeof(*more));
-		if (!more)
-			return NG_ENOMEM;
-		if (sv->nchosen)
-			memcpy(more, sv->chosen, sv->nchosen * sizeof(*more));
-		sv->chosen = more;
-		sv->cap = cap;
+	return add_candidate(cs, arena, p, order);
+}
+
+static int cmp_order(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The batch in progress out of @cs: the pods of the lowest order are chosen, each named with
+ * what holds it; the later ones counted, with their distinct orders. */
+static ng_status choose_batch(const struct kube_snapshot *s, const struct pol_drain_context *cx,
+			      const struct candidates *cs, struct ng_arena *arena,
+			      struct pol_drain_survey *sv)
+{
+	const struct ng_intern *pool = kube_snapshot_pool(s);
+	if (!cs->n)
+		return NG_OK;
+	int32_t *orders = ng_arena_alloc(arena, cs->n * sizeof(*orders));
+	sv->chosen = ng_arena_alloc(arena, cs->n * sizeof(*sv->chosen));
+	if (!orders || !sv->chosen)
+		return NG_ENOMEM;
+	sv->cap = cs->n;
+	for (size_t i = 0; i < cs->n; i++)
+		orders[i] = cs->v[i].order;
+	qsort(orders, cs->n, sizeof(*orders), cmp_order);
+	sv->batch_order = orders[0];
+	for (size_t i = 1; i < cs->n; i++)
+		if (orders[i] != orders[i - 1])
+			sv->nbatches_after++;
+	sv->ordered = orders[0] != 0 || orders[cs->n - 1] != 0;
+	for (size_t i = 0; i < cs->n; i++) {
+		const struct kube_pod *p = cs->v[i].p;
+		if (cs->v[i].order != sv->batch_order) {
+			sv->nlater++;
+			continue;
+		}
+		char why[300];
+		pol_drain_pod_blocker(s, cx->nd, p, cx->now_wall_ms, why, sizeof(why));
+		list_pod(pool, sv->left, sizeof(sv->left), sv->nchosen, p, why);
+		sv->chosen[sv->nchosen++] = p;
 	}
-	sv->chosen[sv->nchosen++] = p;
 	return NG_OK;
 }
 
@@ -130,21 +227,78 @@ ng_status pol_drain_survey(const struct kube_snapshot *s, const struct kube_node
 	memset(ret, 0, sizeof(*ret));
 	size_t np;
 	const struct kube_pod *pods = kube_snapshot_pods(s, &np);
+	struct candidates cs = {0};
 	for (size_t i = 0; i < nn; i++) {
 		size_t k;
 		const uint32_t *idx = kube_snapshot_pods_on_node(s, nodes[i]->name, &k);
 		for (size_t j = 0; j < k; j++) {
-			ng_status st = survey_pod(s, cx, &pods[idx[j]], arena, ret);
+			ng_status st = survey_pod(s, cx, &pods[idx[j]], arena, ret, &cs);
 			if (st != NG_OK)
 				return st;
 		}
 	}
+	ng_status st = choose_batch(s, cx, &cs, arena, ret);
+	if (st != NG_OK)
+		return st;
 	list_more(ret->blocked, sizeof(ret->blocked), ret->nblocked);
 	list_more(ret->held, sizeof(ret->held), ret->nheld);
 	list_more(ret->left, sizeof(ret->left), ret->nchosen);
+	list_more(ret->waiting, sizeof(ret->waiting), ret->nwaiting);
+	list_more(ret->undecided, sizeof(ret->undecided), ret->nundecided);
 	if (ret->nblocked)
 		ng_fmt(ret->stop, sizeof(ret->stop), "cannot drain: %s", ret->blocked);
 	else if (ret->nheld)
 		ng_fmt(ret->stop, sizeof(ret->stop), "held back by running Job pod %s", ret->held);
 	return NG_OK;
+}
+
+/* "1 pod" or "3 pods". */
+static const char *pods_word(size_t n)
+{
+	return n == 1 ? "pod" : "pods";
+}
+
+/* Appends to the message @buf (@cap), cut at @cap. */
+static void append(char *buf, size_t cap, const char *fmt, ...) NG_PRINTF(3, 4);
+static void append(char *buf, size_t cap, const char *fmt, ...)
+{
+	size_t len = strlen(buf);
+	if (len + 1 >= cap)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	(void)vsnprintf(buf + len, cap - len, fmt, ap);
+	va_end(ap);
+}
+
+void pol_drain_progress(const struct pol_drain_survey *sv, char *buf, size_t cap)
+{
+	*buf = '\0';
+	if (!sv->nbatches_after && !sv->ordered && !sv->nwaiting && !sv->nskipped &&
+	    !sv->nundecided)
+		return;
+	const char *sep = "";
+	if (sv->nchosen) {
+		append(buf, cap, "batch order %d: %zu %s left", (int)sv->batch_order, sv->nchosen,
+		       pods_word(sv->nchosen));
+		if (sv->nbatches_after)
+			append(buf, cap, " (%zu more %s after it)", sv->nbatches_after,
+			       sv->nbatches_after == 1 ? "batch" : "batches");
+		append(buf, cap, ": %s", sv->left);
+		sep = "; ";
+	}
+	if (sv->nwaiting) {
+		append(buf, cap, "%s%zu %s waited for to complete (wait-completed): %s", sep,
+		       sv->nwaiting, pods_word(sv->nwaiting), sv->waiting);
+		sep = "; ";
+	}
+	if (sv->nundecided) {
+		append(buf, cap,
+		       "%s%zu %s not asked yet: their namespace's labels could not be read for the "
+		       "drain rules: %s",
+		       sep, sv->nundecided, pods_word(sv->nundecided), sv->undecided);
+		sep = "; ";
+	}
+	if (sv->nskipped)
+		append(buf, cap, "%s%zu %s skipped", sep, sv->nskipped, pods_word(sv->nskipped));
 }

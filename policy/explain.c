@@ -280,6 +280,12 @@ static const char *action_str(enum pol_drain_pod c)
 		return "stays (nodegate)";
 	case POL_DRAIN_SKIP_UNSELECTED:
 		return "stays (not selected)";
+	case POL_DRAIN_SKIP_RULE:
+		return "stays (skip)";
+	case POL_DRAIN_WAIT_COMPLETED:
+		return "waited for to complete (wait-completed)";
+	case POL_DRAIN_UNDECIDED:
+		return "not decided (its namespace's labels are unknown here)";
 	case POL_DRAIN_BLOCK_NO_CONTROLLER:
 		return "blocks the drain (no controller; set force)";
 	case POL_DRAIN_BLOCK_EMPTYDIR:
@@ -288,6 +294,52 @@ static const char *action_str(enum pol_drain_pod c)
 		break;
 	}
 	return "to evict";
+}
+
+/* What a namespace's labels are known to be without reading the namespace: the label
+ * kubernetes.io/metadata.name the API server keeps on every namespace, valued with its name. */
+struct ns_name_labels {
+	const struct ng_intern *pool;
+	struct kube_label label;
+};
+
+static bool ns_name_label(void *ctx, uint32_t ns, const struct kube_label **ret, uint16_t *ret_n)
+{
+	struct ns_name_labels *l = ctx;
+	static const char key[] = "kubernetes.io/metadata.name";
+	l->label = (struct kube_label){ng_intern_find(l->pool, key, sizeof(key) - 1), ns};
+	*ret = &l->label;
+	*ret_n = 1;
+	return true;
+}
+
+/* The batch the drain of @nd is at (as the drainer's survey finds it) into ret->drain_batch;
+ * *@ret_order its order, *@ret_any whether there is one. */
+static ng_status batch_of(const struct kube_snapshot *s, const struct kube_nd *nd,
+			  const struct pol_drain_rules *rules, int64_t now_wall_ms,
+			  struct ng_arena *arena, struct pol_explain_why *ret, int32_t *ret_order,
+			  bool *ret_any)
+{
+	const struct kube_node **nodes =
+	    ng_arena_alloc(arena, (nd->ndisrupted ? nd->ndisrupted : 1) * sizeof(*nodes));
+	struct pol_drain_survey *sv = ng_arena_alloc(arena, sizeof(*sv));
+	if (!nodes || !sv)
+		return NG_ENOMEM;
+	size_t nn = 0;
+	for (size_t i = 0; i < nd->ndisrupted; i++)
+		if ((nodes[nn] = kube_snapshot_find_node(s, nd->disrupted[i])))
+			nn++;
+	const struct kube_ngc *ngc = kube_snapshot_config(s);
+	const struct pol_drain_context cx = {rules, nd->detail->drain.strategy != KUBE_DRAIN_NONE,
+					     ngc && !ngc->invalid ? &ngc->protected_job_pods : NULL,
+					     nd, now_wall_ms};
+	ng_status st = pol_drain_survey(s, nodes, nn, &cx, arena, sv);
+	if (st != NG_OK)
+		return st;
+	pol_drain_progress(sv, ret->drain_batch, sizeof(ret->drain_batch));
+	*ret_order = sv->batch_order;
+	*ret_any = sv->nchosen > 0;
+	return NG_OK;
 }
 
 /* The pods still on @nd's nodes, with what the drain does with each and what holds it. */
@@ -301,6 +353,16 @@ static ng_status pods_left(const struct kube_snapshot *s, const struct kube_nd *
 	if (pol_drain_rules_from(pool, &nd->detail->drain, arena, &rules, &sel, &err) != NG_OK) {
 		ng_fmt(ret->drain_stop, sizeof(ret->drain_stop), "%s", err.msg);
 		return err.status == NG_ENOMEM ? NG_ENOMEM : NG_OK;
+	}
+	struct ns_name_labels nsl = {pool, {0}};
+	const struct kube_ngc *ngc = kube_snapshot_config(s);
+	pol_drain_rules_config(&rules, ngc, ns_name_label, &nsl);
+	int32_t batch = 0;
+	bool any = false;
+	ng_status st = batch_of(s, nd, &rules, now_wall_ms, arena, ret, &batch, &any);
+	if (st != NG_OK) {
+		pol_drain_rules_put(&rules);
+		return st;
 	}
 	size_t np, total = 0;
 	const struct kube_pod *pods = kube_snapshot_pods(s, &np);
@@ -317,10 +379,15 @@ static ng_status pods_left(const struct kube_snapshot *s, const struct kube_nd *
 		for (size_t j = 0; j < k; j++) {
 			struct pol_explain_pod *p = &ret->pods[ret->npods++];
 			p->pod = &pods[idx[j]];
-			enum pol_drain_pod c = pol_drain_classify(pool, p->pod, &rules);
+			int32_t order = 0;
+			enum pol_drain_pod c =
+			    pol_drain_classify_ordered(pool, p->pod, &rules, &order, NULL, 0);
 			p->action = action_str(c);
 			p->blocker[0] = '\0';
-			if (c == POL_DRAIN_EVICT)
+			p->order = order;
+			if (c == POL_DRAIN_EVICT && any && order > batch)
+				p->action = "to evict in a later batch";
+			else if (c == POL_DRAIN_EVICT)
 				pol_drain_pod_blocker(s, nd, p->pod, now_wall_ms, p->blocker,
 						      sizeof(p->blocker));
 		}

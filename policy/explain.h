@@ -99,6 +99,7 @@ struct pol_explain_pod {
 	const struct kube_pod *pod;
 	const char *action; /* "evict", "delete", "skip (daemonset)", ... (static) */
 	char blocker[240];  /* " (PodDisruptionBudget ns/x allows 0 ...)"; "" when nothing */
+	int32_t order;      /* its batch order (spec.drain.rules); 0 when none */
 };
 
 /* The chain for one request or one node. */
@@ -117,6 +118,9 @@ struct pol_explain_why {
 	struct pol_explain_pod *pods; /* pods still on the drained nodes (Granted, drain) */
 	size_t npods;
 	char drain_stop[400]; /* why the drain's attempt stops before evicting; "" */
+	/* The batch in progress, what is waited for and skipped (pol_drain_progress()); "" for a
+	 * drain of one batch of order 0 with nothing waited for or skipped. */
+	char drain_batch[1200];
 };
 
 /**

@@ -163,6 +163,27 @@ static ng_status done(struct ng_jw *w)
 	return ng_jw_finish(w);
 }
 
+/* spec.drain.rules, as a NodeDisruption and a NodeGateConfig write them. */
+static void drain_rules(struct ng_jw *w, const struct kube_drain_rule *r, size_t n,
+			const struct ng_intern *pool)
+{
+	static const char *const behaviors[] = {"Drain", "Skip", "WaitCompleted"};
+	if (!n)
+		return;
+	ng_jw_key(w, "rules");
+	ng_jw_arr(w);
+	for (size_t i = 0; i < n; i++) {
+		ng_jw_obj(w);
+		ksel(w, "podSelector", &r[i].pod_selector, pool);
+		ksel(w, "namespaceSelector", &r[i].ns_selector, pool);
+		ng_jw_kstr(w, "behavior", behaviors[r[i].behavior < 3 ? r[i].behavior : 0]);
+		if (r[i].behavior == KUBE_DRAIN_BEHAVIOR_DRAIN && r[i].order)
+			ng_jw_ki64(w, "order", r[i].order);
+		ng_jw_obj_end(w);
+	}
+	ng_jw_arr_end(w);
+}
+
 /* ---- NodeDisruption ---- */
 
 static void nd_drain(struct ng_jw *w, const struct kube_nd_drain *d, const struct ng_intern *pool)
@@ -182,6 +203,7 @@ static void nd_drain(struct ng_jw *w, const struct kube_nd_drain *d, const struc
 		ng_jw_ki64(w, "deadlineSeconds", d->deadline_s);
 	static const char *const on_deadline[] = {"Retry", "Release", "Quarantine"};
 	ng_jw_kstr(w, "onDeadline", on_deadline[d->on_deadline < 3 ? d->on_deadline : 0]);
+	drain_rules(w, d->rules, d->nrules, pool);
 	if (d->pod_selector)
 		ng_jw_kstr(w, "podSelector", d->pod_selector);
 	if (d->has_wait) {
@@ -561,6 +583,7 @@ static void ngc_drain(struct ng_jw *w, const struct kube_ngc *g, const struct ng
 	ng_jw_obj(w);
 	ksel(w, "protectedNamespaces", &g->protected_namespaces, pool);
 	ksel(w, "protectedJobPods", &g->protected_job_pods, pool);
+	drain_rules(w, g->drain_rules, g->ndrain_rules, pool);
 	if (g->drain_deadline_s >= 0)
 		ng_jw_ki64(w, "deadlineSeconds", g->drain_deadline_s);
 	ng_jw_key(w, "backoff");
@@ -783,8 +806,24 @@ bool ng_fuzz_same_selector(const struct kube_selector *a, const struct ng_intern
 	return c.ok;
 }
 
+static void same_rules(struct cmp *c, const char *field, const struct kube_drain_rule *a, size_t na,
+		       const struct kube_drain_rule *b, size_t nb)
+{
+	if (na != nb) {
+		differ(c, field);
+		return;
+	}
+	for (size_t i = 0; c->ok && i < na; i++) {
+		same_sel(c, field, &a[i].pod_selector, &b[i].pod_selector);
+		same_sel(c, field, &a[i].ns_selector, &b[i].ns_selector);
+		same_i64(c, field, a[i].behavior, b[i].behavior);
+		same_i64(c, field, a[i].order, b[i].order);
+	}
+}
+
 static void same_drain(struct cmp *c, const struct kube_nd_drain *a, const struct kube_nd_drain *b)
 {
+	same_rules(c, "spec.drain.rules", a->rules, a->nrules, b->rules, b->nrules);
 	same_i64(c, "spec.drain", a->present, b->present);
 	same_i64(c, "spec.drain.cordon", a->cordon, b->cordon);
 	same_i64(c, "spec.drain.force", a->force, b->force);
@@ -1065,6 +1104,8 @@ bool ng_fuzz_same_ngc(const struct kube_ngc *a, const struct ng_intern *pa,
 	same_sel(&c, "spec.drain.protectedNamespaces", &a->protected_namespaces,
 		 &b->protected_namespaces);
 	same_sel(&c, "spec.drain.protectedJobPods", &a->protected_job_pods, &b->protected_job_pods);
+	same_rules(&c, "spec.drain.rules", a->drain_rules, a->ndrain_rules, b->drain_rules,
+		   b->ndrain_rules);
 	same_i64(&c, "spec.drain.deadlineSeconds", a->drain_deadline_s, b->drain_deadline_s);
 	same_i64(&c, "spec.drain.backoff.base", a->drain_backoff_base_ms, b->drain_backoff_base_ms);
 	same_i64(&c, "spec.drain.backoff.max", a->drain_backoff_max_ms, b->drain_backoff_max_ms);

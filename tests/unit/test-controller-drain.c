@@ -377,6 +377,154 @@ static void test_held_nodes_are_protected_from_autoscalers_and_restored(void **s
 				  "karpenter.sh~1do-not-disrupt\",\"value\":\"false\"}"));
 }
 
+/* A request holding n1 (finalizer, note, cordon) whose drain has rules @rules. */
+#define ND_RULES(rules)                                                                            \
+	"{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"      \
+	"\"name\":\"r1\",\"resourceVersion\":\"9\"" FIN "},\"spec\":{\"nodeNames\":[\"n1\"],"      \
+	"\"drain\":{\"rules\":" rules "}},\"status\":{\"state\":\"Granted\",\"grantedAt\":"        \
+	"\"2025-11-24T15:59:59.500Z\",\"disruptedNodes\":[\"n1\"]}}"
+#define HELD_NODE NODE("n1", "30", NOTE("false", "\\\"r1\\\"", ""), "\"unschedulable\":true")
+#define RS_POD(ns, name, labels)                                                                   \
+	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name "\","             \
+	"\"namespace\":\"" ns "\",\"labels\":{" labels "},\"ownerReferences\":[{"                  \
+	"\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\",\"name\":\"o\",\"uid\":\"u\","         \
+	"\"controller\":true}]},\"spec\":{\"nodeName\":\"n1\"},\"status\":{\"phase\":"             \
+	"\"Running\"}}"
+
+/* Only the batch of the lowest order is asked to leave; skipped pods never are; a namespace
+ * a rule's namespaceSelector needs is read once per step however many of its pods there are. */
+static void test_rules_ask_only_the_first_batch_reading_each_namespace_once(void **state)
+{
+	struct fx *fx = *state;
+	fake_api_reply(&fx->api,
+		       &(struct fake_api_reply){
+			   .path_contains = "/api/v1/namespaces/infra",
+			   .http = 200,
+			   .body = "{\"kind\":\"Namespace\",\"apiVersion\":\"v1\",\"metadata\":"
+				   "{\"name\":\"infra\",\"labels\":{\"team\":\"infra\"}}}"});
+	fake_api_reply(&fx->api,
+		       &(struct fake_api_reply){
+			   .path_contains = "/api/v1/namespaces/shop",
+			   .http = 200,
+			   .body = "{\"kind\":\"Namespace\",\"apiVersion\":\"v1\",\"metadata\":"
+				   "{\"name\":\"shop\",\"labels\":{\"team\":\"shop\"}}}"});
+	round_on(
+	    fx,
+	    LIST1(
+		HELD_NODE
+		"," RS_POD("infra", "first-a", "") "," RS_POD("infra", "first-b", "") "," RS_POD(
+		    "shop", "later",
+		    "") "," RS_POD("shop", "skip",
+				   "\"cluster.x-k8s.io/drain\":\"skip\"") "," ND_RULES("[{"
+										       "\"namespace"
+										       "Selector\":"
+										       "{\"matchLab"
+										       "els\":{"
+										       "\"team\":"
+										       "\"infra\"}}"
+										       ",\"behavior"
+										       "\":"
+										       "\"Drain\","
+										       "\"order\":-"
+										       "1}]")),
+	    0);
+	assert_non_null(
+	    fake_api_find(&fx->api, "POST", "/namespaces/infra/pods/first-a/eviction", 0));
+	assert_non_null(
+	    fake_api_find(&fx->api, "POST", "/namespaces/infra/pods/first-b/eviction", 0));
+	assert_null(fake_api_find(&fx->api, "POST", "/namespaces/shop/pods/later/eviction", 0));
+	assert_null(fake_api_find(&fx->api, "POST", "/namespaces/shop/pods/skip/eviction", 0));
+	assert_int_equal(fake_api_count(&fx->api, "GET", "/api/v1/namespaces/infra"), 1);
+	assert_int_equal(fake_api_count(&fx->api, "GET", "/api/v1/namespaces/shop"), 1);
+	const struct fake_api_request *q =
+	    fake_api_find(&fx->api, "PATCH", "/nodedisruptions/r1/status", 0);
+	assert_non_null(q);
+	assert_non_null(strstr(q->body, "batch order -1: 2 pods left (1 more batch after it): "
+					"infra/first-a, infra/first-b; 1 pod skipped"));
+	/* The first batch gone, the next is asked. */
+	fake_api_clear(&fx->api);
+	round_on(
+	    fx,
+	    LIST1(HELD_NODE "," RS_POD("shop", "later", "") "," RS_POD(
+		"shop", "skip",
+		"\"cluster.x-k8s.io/drain\":\"skip\"") "," ND_RULES("[{\"namespaceSelector\":{"
+								    "\"matchLabels\":{\"team\":"
+								    "\"infra\"}},\"behavior\":"
+								    "\"Drain\",\"order\":-1}]")),
+	    20000);
+	assert_non_null(fake_api_find(&fx->api, "POST", "/namespaces/shop/pods/later/eviction", 0));
+	assert_null(fake_api_find(&fx->api, "POST", "/namespaces/shop/pods/skip/eviction", 0));
+}
+
+/* A namespace whose labels cannot be read leaves its pods undecided: nobody is asked to leave,
+ * since they might belong to an earlier batch, and the status says why. */
+static void test_an_unreadable_namespace_holds_every_batch(void **state)
+{
+	struct fx *fx = *state;
+	fake_api_reply(&fx->api, &(struct fake_api_reply){.path_contains = "/api/v1/namespaces/",
+							  .http = 500,
+							  .body = "{\"message\":\"etcd away\"}"});
+	round_on(fx,
+		 LIST1(HELD_NODE "," RS_POD("shop", "a", "") "," ND_RULES(
+		     "[{\"namespaceSelector\":{\"matchLabels\":{\"team\":\"infra\"}},\"behavior\":"
+		     "\"Skip\"}]")),
+		 0);
+	assert_int_equal(fake_api_count(&fx->api, "POST", NULL), 0);
+	const struct fake_api_request *q =
+	    fake_api_find(&fx->api, "PATCH", "/nodedisruptions/r1/status", 0);
+	assert_non_null(q);
+	assert_non_null(strstr(q->body, "1 pod not asked yet: their namespace's labels could not "
+					"be read for the drain rules: shop/a"));
+}
+
+/* A pod skipped by its label keeps its PersistentVolume attached: the wait for volumes to detach
+ * leaves that one out, and waits for any other. */
+static void test_a_skipped_pods_volume_does_not_hold_the_drain(void **state)
+{
+	struct fx *fx = *state;
+#define SKIP_WITH_PVC                                                                              \
+	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"db\",\"namespace\":"     \
+	"\"shop\",\"labels\":{\"cluster.x-k8s.io/drain\":\"skip\"}},\"spec\":{\"nodeName\":"       \
+	"\"n1\",\"volumes\":[{\"name\":\"d\",\"persistentVolumeClaim\":{\"claimName\":"            \
+	"\"data\"}}]},\"status\":{\"phase\":\"Running\"}},"                                        \
+	"{\"kind\":\"PersistentVolumeClaim\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"        \
+	"\"data\",\"namespace\":\"shop\"},\"spec\":{\"volumeName\":\"pv-db\"},\"status\":{"        \
+	"\"phase\":\"Bound\"}}"
+#define VA(name, pv)                                                                               \
+	"{\"metadata\":{\"name\":\"" name "\"},\"spec\":{\"nodeName\":\"n1\",\"attacher\":\"x\","  \
+	"\"source\":{\"persistentVolumeName\":\"" pv "\"}}}"
+	fake_api_reply(&fx->api, &(struct fake_api_reply){
+				     .path_contains = "/volumeattachments",
+				     .http = 200,
+				     .body = "{\"kind\":\"VolumeAttachmentList\",\"metadata\":{},"
+					     "\"items\":[" VA("va-db", "pv-db") "]}",
+				     .times = 1});
+	round_on(fx, LIST1(HELD_NODE "," SKIP_WITH_PVC "," ND_RULES("[]")), 0);
+	const struct fake_api_request *q =
+	    fake_api_find(&fx->api, "PATCH", "/nodedisruptions/r1/status", 0);
+	assert_non_null(q);
+	assert_non_null(strstr(q->body, "\"reason\":\"Drained\""));
+	/* another volume still attached is waited for */
+	fake_api_clear(&fx->api);
+	drain_stop(fx->d);
+	struct drain_config dc = {.identity = "drain-a", .self_namespace = "nodegate"};
+	struct ng_err err = {0};
+	fx->d = drain_create(&dc, fx->c, &err);
+	assert_non_null(fx->d);
+	fake_api_reply(&fx->api, &(struct fake_api_reply){
+				     .path_contains = "/volumeattachments",
+				     .http = 200,
+				     .body = "{\"kind\":\"VolumeAttachmentList\",\"metadata\":{},"
+					     "\"items\":[" VA("va-db", "pv-db") "," VA(
+						 "va-web", "pv-web") "]}"});
+	round_on(fx, LIST1(HELD_NODE "," SKIP_WITH_PVC "," ND_RULES("[]")), 0);
+	q = fake_api_find(&fx->api, "PATCH", "/nodedisruptions/r1/status", 0);
+	assert_non_null(q);
+	assert_non_null(strstr(q->body, "waiting for 1 volume attachment(s) to detach"));
+#undef VA
+#undef SKIP_WITH_PVC
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -401,6 +549,12 @@ int main(void)
 		test_held_nodes_are_protected_from_autoscalers_and_restored, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_a_conflict_waits_for_the_newer_version, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_rules_ask_only_the_first_batch_reading_each_namespace_once, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_an_unreadable_namespace_holds_every_batch, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_a_skipped_pods_volume_does_not_hold_the_drain,
+					    setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -193,6 +193,65 @@ static void test_ngc_drain_deadline(void **state)
 	}
 }
 
+/* spec.drain.rules of a NodeGateConfig: decoded in their order with their defaults; a malformed
+ * rule makes the config invalid, naming the rule and its field, as a request's are checked. */
+static void test_ngc_drain_rules(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *rules, *error;
+		uint16_t n;
+	} cases[] = {
+	    {"[{\"podSelector\":{\"matchLabels\":{\"app\":\"px\"}},\"behavior\":\"Drain\","
+	     "\"order\":-100},{\"namespaceSelector\":{},\"behavior\":\"WaitCompleted\"},"
+	     "{\"behavior\":\"Skip\"}]",
+	     NULL, 3},
+	    {"null", NULL, 0},
+	    {"[{\"behavior\":\"Drain\"},{\"behavior\":\"drain\"}]",
+	     "spec.drain.rules[1].behavior: must be Drain, Skip or WaitCompleted", 0},
+	    {"[{\"behavior\":\"Skip\",\"order\":1}]",
+	     "spec.drain.rules[0].order: only allowed with behavior Drain", 0},
+	    {"[{\"behavior\":\"Drain\",\"podSelector\":{\"matchExpressions\":[{\"key\":\"a\","
+	     "\"operator\":\"Near\"}]}}]",
+	     "spec.drain.rules[0].podSelector.matchExpressions[0]", 0},
+	    {"{\"behavior\":\"Skip\"}", "spec.drain.rules: expected an array of at most 32 rules",
+	     0},
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		char json[768];
+		(void)snprintf(
+		    json, sizeof(json),
+		    "{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+		    "\"metadata\":{\"name\":\"default\"},\"spec\":{\"drain\":{\"rules\":%"
+		    "s}}}",
+		    cases[k].rules);
+		struct kube_one *one = NULL;
+		struct ng_err err = {0};
+		assert_int_equal(kube_one_parse(json, strlen(json), &one, &err), NG_OK);
+		const struct kube_ngc *g = kube_one_ngc(one);
+		if (g->invalid != (cases[k].error != NULL) ||
+		    (cases[k].error && !strstr(str_of(one, g->error), cases[k].error)))
+			fail_msg("%s: invalid %d, \"%s\"", cases[k].rules, g->invalid,
+				 g->invalid ? str_of(one, g->error) : "");
+		if (!cases[k].error)
+			assert_int_equal(g->ndrain_rules, cases[k].n);
+		if (k == 0) {
+			const struct kube_drain_rule *r = g->drain_rules;
+			assert_int_equal(r[0].behavior, KUBE_DRAIN_BEHAVIOR_DRAIN);
+			assert_int_equal(r[0].order, -100);
+			assert_true(r[0].pod_selector.present);
+			assert_int_equal(r[0].pod_selector.nreqs, 1);
+			assert_false(r[0].ns_selector.present);
+			assert_int_equal(r[1].behavior, KUBE_DRAIN_BEHAVIOR_WAIT_COMPLETED);
+			assert_true(r[1].ns_selector.present);
+			assert_int_equal(r[1].ns_selector.nreqs, 0);
+			assert_int_equal(r[2].behavior, KUBE_DRAIN_BEHAVIOR_SKIP);
+			assert_int_equal(r[2].order, 0);
+		}
+		kube_one_destroy(one);
+	}
+}
+
 /* spec.eviction.autoRequestIdleSeconds: the default when absent; out of 1..86400 the config is
  * invalid, naming the field. */
 static void test_ngc_auto_request_idle(void **state)
@@ -279,6 +338,7 @@ int main(void)
 	    cmocka_unit_test(test_ngc_drain_deadline),
 	    cmocka_unit_test(test_ngc_auto_request_idle),
 	    cmocka_unit_test(test_ngc_cluster_api),
+	    cmocka_unit_test(test_ngc_drain_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

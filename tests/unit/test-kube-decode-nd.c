@@ -223,6 +223,23 @@ static void test_nd_malformed_drain_fields_name_the_field(void **state)
 	     "spec.drain.deadlineSeconds: expected a non-negative integer"},
 	    {"\"drain\":{\"onDeadline\":\"Panic\"}",
 	     "spec.drain.onDeadline: must be one of Retry, Release, Quarantine"},
+	    {"\"drain\":{\"rules\":{}}", "spec.drain.rules: expected an array of at most 32 rules"},
+	    {"\"drain\":{\"rules\":[1]}", "spec.drain.rules[0]: expected an object"},
+	    {"\"drain\":{\"rules\":[{\"behavior\":\"Drain\"},{\"behavior\":\"Skip\"},{}]}",
+	     "spec.drain.rules[2].behavior: must be Drain, Skip or WaitCompleted"},
+	    {"\"drain\":{\"rules\":[{\"behavior\":\"Evict\"}]}",
+	     "spec.drain.rules[0].behavior: must be Drain, Skip or WaitCompleted"},
+	    {"\"drain\":{\"rules\":[{\"behavior\":\"WaitCompleted\",\"order\":0}]}",
+	     "spec.drain.rules[0].order: only allowed with behavior Drain"},
+	    {"\"drain\":{\"rules\":[{\"behavior\":\"Drain\",\"order\":2147483648}]}",
+	     "spec.drain.rules[0].order: expected an integer in -2147483648..2147483647"},
+	    {"\"drain\":{\"rules\":[{\"behavior\":\"Drain\",\"order\":1.5}]}",
+	     "spec.drain.rules[0].order: expected an integer"},
+	    {"\"drain\":{\"rules\":[{\"behavior\":\"Skip\",\"namespaceSelector\":5}]}",
+	     "spec.drain.rules[0].namespaceSelector: expected an object"},
+	    {"\"drain\":{\"rules\":[{\"behavior\":\"Skip\",\"podSelector\":{\"matchLabels\":"
+	     "{\"-x\":\"y\"}}}]}",
+	     "spec.drain.rules[0].podSelector.matchLabels"},
 	    {"\"operation\":[]", "spec.operation: expected an object"},
 	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
 	     "\"serviceAccountName\":\"nodegate\",\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]"
@@ -330,6 +347,60 @@ static void test_nd_malformed_drain_fields_name_the_field(void **state)
 	}
 }
 
+/* spec.drain.rules: in their order, absent selectors not present (every pod, every namespace),
+ * order 0 unless set, down to int32's least; more than 32 rules are refused. */
+static void test_nd_drain_rules(void **state)
+{
+	(void)state;
+	struct kube_one *one = one_nd(
+	    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+	    "\"name\":\"nd\"},\"spec\":{\"nodeNames\":[\"n1\"],\"drain\":{\"rules\":[{"
+	    "\"podSelector\":{\"matchLabels\":{\"app\":\"px\"}},\"namespaceSelector\":{"
+	    "\"matchLabels\":{\"tier\":\"infra\"}},\"behavior\":\"Drain\",\"order\":-2147483648},"
+	    "{\"behavior\":\"Skip\"},{\"behavior\":\"WaitCompleted\",\"order\":null}]}}}");
+	const struct kube_nd_detail *x = kube_one_nd(one)->detail;
+	assert_int_equal(x->spec_error, NG_INTERN_NONE);
+	assert_int_equal(x->drain.nrules, 3);
+	const struct kube_drain_rule *r = x->drain.rules;
+	assert_int_equal(r[0].behavior, KUBE_DRAIN_BEHAVIOR_DRAIN);
+	assert_int_equal(r[0].order, INT32_MIN);
+	assert_true(r[0].pod_selector.present);
+	assert_string_equal(str_of(one, r[0].pod_selector.reqs[0].key), "app");
+	assert_string_equal(str_of(one, r[0].ns_selector.reqs[0].key), "tier");
+	assert_int_equal(r[1].behavior, KUBE_DRAIN_BEHAVIOR_SKIP);
+	assert_false(r[1].pod_selector.present);
+	assert_false(r[1].ns_selector.present);
+	assert_int_equal(r[2].behavior, KUBE_DRAIN_BEHAVIOR_WAIT_COMPLETED);
+	assert_int_equal(r[2].order, 0);
+	kube_one_destroy(one);
+	/* 32 rules are the most */
+	for (int n = 32; n <= 33; n++) {
+		char json[2048];
+		size_t len = (size_t)snprintf(
+		    json, sizeof(json),
+		    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+		    "\"metadata\":{\"name\":\"nd\"},\"spec\":{\"nodeNames\":[\"n1\"],\"drain\":{"
+		    "\"rules\":[");
+		for (int i = 0; i < n; i++)
+			len += (size_t)snprintf(json + len, sizeof(json) - len,
+						"%s{\"behavior\":\"Drain\",\"order\":%d}",
+						i ? "," : "", i);
+		(void)snprintf(json + len, sizeof(json) - len, "]}}}");
+		one = one_nd(json);
+		x = kube_one_nd(one)->detail;
+		if (n == 32) {
+			assert_int_equal(x->spec_error, NG_INTERN_NONE);
+			assert_int_equal(x->drain.nrules, 32);
+			assert_int_equal(x->drain.rules[31].order, 31);
+		} else {
+			assert_string_equal(
+			    str_of(one, x->spec_error),
+			    "spec.drain.rules: expected an array of at most 32 rules");
+		}
+		kube_one_destroy(one);
+	}
+}
+
 /* spec.activeDeadlineSeconds, spec.ttlSecondsAfterCompletion and status.expiresAt; absent
  * reads as -1 (0 is a value: no deadline, or at once). */
 static void test_nd_lifecycle_fields(void **state)
@@ -385,6 +456,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_nd_drain_operation_requestors_and_creator),
 	    cmocka_unit_test(test_nd_malformed_drain_fields_name_the_field),
+	    cmocka_unit_test(test_nd_drain_rules),
 	    cmocka_unit_test(test_nd_lifecycle_fields),
 	    cmocka_unit_test(test_nd_auto_request_marks),
 	    cmocka_unit_test(test_operation_privileged_fields),

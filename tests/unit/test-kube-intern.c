@@ -308,6 +308,19 @@ static const char EXTRA[] =
     "{\"kind\":\"NodeDisruptionTemplate\",\"apiVersion\":\"nodegate.io/v1alpha1\","
     "\"metadata\":{\"name\":\"x-ndt\"},\"spec\":{\"type\":\"x-ndt-type\",\"requestor\":"
     "\"x-ndt-requestor\",\"drain\":{\"evictionStrategy\":\"Sideways\"}}},"
+    "{\"kind\":\"NodeDisruptionTemplate\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+    "\"metadata\":{\"name\":\"x-ndt-rules\"},\"spec\":{\"drain\":{\"taint\":{\"key\":"
+    "\"x-ndt-taint\",\"effect\":\"NoSchedule\"},\"rules\":[{\"podSelector\":{"
+    "\"matchLabels\":{\"x-ndt-rule-key\":\"x-ndt-rule-value\"}},\"behavior\":\"Skip\"}]}}},"
+    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+    "\"name\":\"x-nd-rules\"},\"spec\":{\"nodeNames\":[\"x-nd-rules-node\"],\"drain\":{"
+    "\"rules\":[{\"podSelector\":{\"matchLabels\":{\"x-rule-pod\":\"x-rule-pod-value\"}},"
+    "\"namespaceSelector\":{\"matchExpressions\":[{\"key\":\"x-rule-ns\",\"operator\":"
+    "\"In\",\"values\":[\"x-rule-ns-value\"]}]},\"behavior\":\"Drain\",\"order\":3}]}}},"
+    "{\"kind\":\"NodeGateConfig\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":{"
+    "\"name\":\"default\"},\"spec\":{\"drain\":{\"rules\":[{\"namespaceSelector\":{"
+    "\"matchLabels\":{\"x-ngc-rule-ns\":\"x-ngc-rule-ns-value\"}},\"behavior\":"
+    "\"WaitCompleted\"}]}}},"
     "{\"kind\":\"NodeRemediation\",\"apiVersion\":\"nodegate.io/v1alpha1\","
     "\"metadata\":{\"name\":\"x-nrem\",\"finalizers\":[\"x-fin\"]},\"spec\":{"
     "\"nodeSelector\":{\"matchLabels\":{\"x-pool\":\"x-pool-value\"}},\"rule\":{"
@@ -436,7 +449,7 @@ static void test_record_ids_visit_every_interned_string(void **state)
 	assert_int_equal(ng_json_parse(EXTRA, strlen(EXTRA), a, &root, &err), NG_OK);
 	size_t before = objects;
 	walk(root, "EXTRA");
-	assert_int_equal(objects - before, 10);
+	assert_int_equal(objects - before, 13);
 	ng_arena_destroy(a);
 	print_message("# %zu objects checked\n", objects);
 	for (int r = 0; r < KUBE_RES_COUNT; r++) {

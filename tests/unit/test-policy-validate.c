@@ -122,6 +122,13 @@ static void test_V07_V08_H09_budget_admission_checks(void **state)
 		      "maxResponseBytes: must be 1..16777216");
 	expect_budget(none, NGC("{\"healthHooks\":{\"terminateDeadlineSeconds\":0}}"), NG_EPARSE,
 		      "spec.healthHooks.terminateDeadlineSeconds: must be 1..86400");
+	expect_budget(none,
+		      NGC("{\"drain\":{\"rules\":[{\"behavior\":\"Skip\"},{\"behavior\":"
+			  "\"Drain\",\"order\":\"first\"}]}}"),
+		      NG_EPARSE,
+		      "spec.drain.rules[1].order: expected an integer in -2147483648..2147483647");
+	expect_budget(none, NGC("{\"drain\":{\"rules\":[{\"behavior\":\"WaitCompleted\"}]}}"),
+		      NG_OK, NULL);
 	expect_budget(none, ND("x", "{\"nodeSelector\":{}}"), NG_OK, NULL);
 	/* O50: only the NodeGateConfig named default is read; another is refused, not ignored. */
 	expect_budget(none,
@@ -419,6 +426,11 @@ static void test_malformed_drain_fields_are_refused_naming_the_field(void **stat
 	     "expression of at most 1024 bytes"},
 	    {"\"drain\":{\"podSelector\":false}", "spec.drain.podSelector: expected a label "
 						  "selector string"},
+	    {"\"drain\":{\"rules\":[{\"behavior\":\"Drain\"},{\"behavior\":\"Skip\"},"
+	     "{\"behavior\":\"Evict\"}]}",
+	     "spec.drain.rules[2].behavior: must be Drain, Skip or WaitCompleted"},
+	    {"\"drain\":{\"rules\":[{\"behavior\":\"Skip\",\"order\":5}]}",
+	     "spec.drain.rules[0].order: only allowed with behavior Drain"},
 	    {"\"operation\":{\"jobTemplate\":[]}", "spec.operation.jobTemplate"},
 	    {"\"operation\":{\"jobTemplate\":{\"spec\":{\"template\":{\"spec\":{"
 	     "\"serviceAccountName\":\"nodegate\",\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]"
