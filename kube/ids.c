@@ -237,6 +237,14 @@ void kube_ids_pdb(const void *rec, kube_id_fn fn, void *ctx)
 	selector(fn, ctx, &p->selector);
 }
 
+void kube_ids_lease(const void *rec, kube_id_fn fn, void *ctx)
+{
+	const struct kube_lease *l = rec;
+	fn(ctx, l->ns);
+	fn(ctx, l->name);
+	fn(ctx, l->holder);
+}
+
 void kube_record_ids(enum kube_resource r, const void *rec, kube_id_fn fn, void *ctx)
 {
 	if (r < KUBE_RES_COUNT)

@@ -51,6 +51,7 @@ union kube_record {
 	struct kube_ndt ndt;
 	struct kube_nrem nrem;
 	struct kube_pdb pdb;
+	struct kube_lease lease;
 };
 
 /** Size of one record of @r. */

@@ -332,7 +332,11 @@ static const char EXTRA[] =
     "{\"kind\":\"NodeDisruptionBudget\",\"apiVersion\":\"nodegate.io/v1alpha1\","
     "\"metadata\":{\"name\":\"x-ndb\"},\"spec\":{\"maxDisruptedNodes\":1,\"nodeSelector\":{},"
     "\"taintTargets\":[{\"key\":\"x-target\",\"value\":\"x-target-value\",\"effect\":"
-    "\"NoSchedule\"}]}}"
+    "\"NoSchedule\"}]}},"
+    "{\"kind\":\"Lease\",\"apiVersion\":\"coordination.k8s.io/v1\",\"metadata\":{"
+    "\"name\":\"node-x-lease-node\",\"namespace\":\"medik8s-leases\"},\"spec\":{"
+    "\"holderIdentity\":\"x-lease-holder\",\"leaseDurationSeconds\":3600,"
+    "\"renewTime\":\"2026-01-01T00:00:00.000000Z\"}}"
     "]}";
 
 /* Decodes @o alone into a fresh pool: every string in the pool came from decoding it, so each
@@ -426,7 +430,7 @@ static void test_record_ids_visit_every_interned_string(void **state)
 	assert_int_equal(ng_json_parse(EXTRA, strlen(EXTRA), a, &root, &err), NG_OK);
 	size_t before = objects;
 	walk(root, "EXTRA");
-	assert_int_equal(objects - before, 9);
+	assert_int_equal(objects - before, 10);
 	ng_arena_destroy(a);
 	print_message("# %zu objects checked\n", objects);
 	for (int r = 0; r < KUBE_RES_COUNT; r++) {
