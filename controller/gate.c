@@ -422,6 +422,8 @@ void gate_round(struct gate *g, const struct kube_snapshot *s, bool changed, int
 	/* After the decisions: ending a grant frees nothing in this round's ledger. */
 	if (gate_leading(g))
 		gate_end_grants(g, s, now_wall_ms, arena);
+	if (gate_leading(g))
+		gate_tend_leases(g, s, now_wall_ms);
 	/* A window of a budget opened or closed: its limit in force, and its status, changed.
 	 * The next pass finds the next edge. */
 	if (g->budgets_edge_wall_ms && now_wall_ms >= g->budgets_edge_wall_ms) {
@@ -459,6 +461,9 @@ static int64_t next_due_wall_ms(const struct gate *g)
 	/* The next grant to end: the gate wakes when it is due, not by polling. */
 	if (g->lifecycle_next_wall_ms && (!due || g->lifecycle_next_wall_ms < due))
 		due = g->lifecycle_next_wall_ms;
+	/* A medik8s Lease to renew, to take over once expired, or to write again. */
+	if (g->leases_next_wall_ms && (!due || g->leases_next_wall_ms < due))
+		due = g->leases_next_wall_ms;
 	if (g->budgets_dirty) {
 		int64_t b = g->budgets_written_wall_ms + BUDGET_STATUS_MS;
 		if (!due || b < due)
@@ -483,6 +488,7 @@ static void forget(struct gate *g)
 	gate_alert_forget(g);
 	gate_lifecycle_forget(g);
 	gate_pacing_forget(g);
+	g->leases_next_wall_ms = 0;
 	while (g->nlater) /* a new term writes only what it decides itself */
 		gate_later_free(&g->later[--g->nlater]);
 	g->nw = 0;

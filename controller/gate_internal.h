@@ -13,6 +13,8 @@
  *   gate_hookaddr.c the addresses hooks may not reach: the API server's, nodegate's own
  *   gate_lifecycle.c the ends of grants: deadline and TTL after completion (Events, delete),
  *                   status.expiresAt kept up to date
+ *   gate_leases.c   NodeGateConfig medik8sLeases: medik8s's node Leases held while nodes are
+ *                   granted
  *
  * Threads: everything here runs on the gate's runtime thread (or a test's), except the
  * metrics renderers, which take metrics_mu. */
@@ -250,6 +252,8 @@ struct gate {
 	struct gate_back *back;
 	size_t nback, capback;
 	_Atomic uint64_t ends[POL_END_COUNT]; /* nodegate_requests_ended_total{reason} */
+	/* medik8s Leases (gate_leases.c): the next renewal, expiry or retry; 0: none. */
+	int64_t leases_next_wall_ms;
 };
 
 /* Whether this replica writes: no leader configured, or it holds the Lease. */
@@ -343,6 +347,17 @@ void gate_end_grants(struct gate *g, const struct kube_snapshot *s, int64_t now_
 		     struct ng_arena *arena);
 /** Forgets the ends recorded this term (a new term, or the gate stopping). */
 void gate_lifecycle_forget(struct gate *g);
+
+/* gate_leases.c */
+
+/**
+ * Holds, renews, takes over and releases medik8s's node Leases (medik8s-leases/node-<node>,
+ * holder "nodegate") as policy/medik8s.h decides for @s at @now_wall_ms: held for every node a
+ * Granted request covers while NodeGateConfig medik8sLeases is on, deleted otherwise. Writes are
+ * conditional on the version read; a 409 waits for the cache. Sets leases_next_wall_ms to the
+ * next renewal, expiry of another holder's Lease, or retry. Leader only.
+ */
+void gate_tend_leases(struct gate *g, const struct kube_snapshot *s, int64_t now_wall_ms);
 
 /* gate_budgets.c */
 

@@ -441,6 +441,10 @@ ng_status kd_decode_ngc(struct kd_ctx *c, const cJSON *o, const struct kd_id *id
 	decode_auto_idle(ng_json_get(ev, "autoRequestIdleSeconds"), g, &verr);
 	g->respect_pdbs = cJSON_IsTrue(ng_json_get(spec, "respectPodDisruptionBudgets"));
 	decode_cluster_api(ng_json_get(spec, "clusterAPI"), g, &verr);
+	const cJSON *m8s = ng_json_get(spec, "medik8sLeases");
+	g->medik8s_leases = cJSON_IsTrue(m8s);
+	if (m8s && !cJSON_IsNull(m8s) && !cJSON_IsBool(m8s))
+		(void)ng_err_set(&verr, NG_EPARSE, 0, "spec.medik8sLeases: must be true or false");
 	const cJSON *users = ng_json_get(ev, "exemptUsers");
 	g->has_exempt_users = users && !cJSON_IsNull(users);
 	if (!exempt_entries_valid(users, &verr))

@@ -546,6 +546,35 @@ ng_status kd_decode_pdb(struct kd_ctx *c, const cJSON *o, const struct kd_id *id
 	return NG_OK;
 }
 
+/* A Lease as medik8s's lease manager writes and reads it: who holds it and until when. Times are
+ * MicroTime ("2026-11-29T02:31:01.123456Z"), kept to the millisecond. */
+ng_status kd_decode_lease(struct kd_ctx *c, const cJSON *o, const struct kd_id *id)
+{
+	struct kube_lease *l = kd_record(c, KUBE_RES_LEASES);
+	l->ns = id->ns_id;
+	l->name = id->name_id;
+	l->holder = NG_INTERN_NONE;
+	l->duration_s = -1;
+	const cJSON *spec = ng_json_get(o, "spec");
+	const char *holder = ng_json_str(spec, "holderIdentity");
+	ng_status st = holder && *holder ? kd_intern(c, holder, &l->holder) : NG_OK;
+	if (st != NG_OK)
+		return kd_fail(c, st, "spec.holderIdentity", "cannot be kept");
+	int64_t v;
+	if (ng_json_int64(ng_json_get(spec, "leaseDurationSeconds"), &v) && v >= 0)
+		l->duration_s = v;
+	if (ng_json_int64(ng_json_get(spec, "leaseTransitions"), &v) && v >= 0)
+		l->transitions = v;
+	l->acquire_ms = kd_opt_time_ms(spec, "acquireTime");
+	l->renew_ms = kd_opt_time_ms(spec, "renewTime");
+	const cJSON *meta = ng_json_get(o, "metadata");
+	l->rv = kd_dup_or_empty(c, ng_json_str(meta, "resourceVersion"));
+	l->uid = kd_dup_or_empty(c, ng_json_str(meta, "uid"));
+	if (!l->rv || !l->uid)
+		return kd_fail(c, NG_ENOMEM, "metadata", "out of memory");
+	return NG_OK;
+}
+
 /* Copies a pod's side data (decoded in scratch) into one exactly sized block, tagged as such.
  * NULL on OOM. */
 void *kd_compact_pod(void *rec)

@@ -82,6 +82,7 @@ ng_status kd_decode_pod(struct kd_ctx *c, const cJSON *o, const struct kd_id *id
 ng_status kd_decode_pvc(struct kd_ctx *c, const cJSON *o, const struct kd_id *id);
 ng_status kd_decode_pv(struct kd_ctx *c, const cJSON *o, const struct kd_id *id);
 ng_status kd_decode_pdb(struct kd_ctx *c, const cJSON *o, const struct kd_id *id);
+ng_status kd_decode_lease(struct kd_ctx *c, const cJSON *o, const struct kd_id *id);
 
 /* decode_nd.c */
 ng_status kd_nd_drain(struct kd_ctx *c, const cJSON *j, struct kube_nd_drain *dr,

@@ -269,6 +269,21 @@ void kube_dump_machine(struct kube_dump_out *o, const struct kube_snapshot *s, s
 	close_item(o);
 }
 
+void kube_dump_lease(struct kube_dump_out *o, const struct kube_snapshot *s, size_t i)
+{
+	size_t n;
+	const struct kube_lease *l = &kube_snapshot_leases(s, &n)[i];
+	open_item(o, "namespace");
+	id(o, l->ns);
+	field(o, "name");
+	id(o, l->name);
+	field(o, "holderIdentity");
+	id(o, l->holder);
+	ng_jw_ki64(&o->w, "leaseDurationSeconds", l->duration_s);
+	ng_jw_ki64(&o->w, "renewTimeMs", l->renew_ms);
+	close_item(o);
+}
+
 /* Resources in the order the JSON has always listed them (the rows' order): each an array
  * under its plural. */
 #define NSECTIONS KUBE_RES_COUNT

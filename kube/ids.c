@@ -265,6 +265,14 @@ void kube_ids_machine(const void *rec, kube_id_fn fn, void *ctx)
 	fn(ctx, m->cluster);
 }
 
+void kube_ids_lease(const void *rec, kube_id_fn fn, void *ctx)
+{
+	const struct kube_lease *l = rec;
+	fn(ctx, l->ns);
+	fn(ctx, l->name);
+	fn(ctx, l->holder);
+}
+
 void kube_record_ids(enum kube_resource r, const void *rec, kube_id_fn fn, void *ctx)
 {
 	if (r < KUBE_RES_COUNT)

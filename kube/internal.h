@@ -52,6 +52,7 @@ union kube_record {
 	struct kube_nrem nrem;
 	struct kube_pdb pdb;
 	struct kube_machine machine;
+	struct kube_lease lease;
 };
 
 /** Size of one record of @r. */

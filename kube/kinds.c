@@ -69,6 +69,12 @@ static uint64_t key_machine(const void *rec)
 			 ((const struct kube_machine *)rec)->name);
 }
 
+static uint64_t key_lease(const void *rec)
+{
+	return kube_key2(((const struct kube_lease *)rec)->ns,
+			 ((const struct kube_lease *)rec)->name);
+}
+
 static uint64_t key_pod(const void *rec)
 {
 	const struct kube_pod *p = rec;
@@ -268,6 +274,23 @@ const struct kube_kind_row kube_kinds[KUBE_RES_COUNT] = {
 	    .dump = kube_dump_machine,
 	    .write = KUBE_KIND_MACHINE,
 	},
+    /* Only medik8s's namespace: kube-node-lease holds a Lease per node renewed every 10 s,
+     * and nodegate's own leader Leases are read directly. */
+    [KUBE_RES_LEASES] =
+	{
+	    .group = "coordination.k8s.io",
+	    .version = "v1",
+	    .plural = "leases",
+	    .kind = "Lease",
+	    .namespaced = true,
+	    .namespace = KUBE_MEDIK8S_NAMESPACE,
+	    .size = sizeof(struct kube_lease),
+	    .key = key_lease,
+	    .ids = kube_ids_lease,
+	    .decode = kd_decode_lease,
+	    .dump = kube_dump_lease,
+	    .write = KUBE_KIND_LEASE,
+	},
 };
 
 const struct kube_kind_row *kube_kind_of_write(enum kube_kind k)
@@ -286,8 +309,9 @@ const char *kube_resource_name(enum kube_resource r)
 void kube_kind_path(enum kube_resource r, char *buf, size_t cap)
 {
 	const struct kube_kind_row *k = &kube_kinds[r];
-	(void)snprintf(buf, cap, "%s%s/%s/%s", *k->group ? "/apis/" : "/api", k->group, k->version,
-		       k->plural);
+	(void)snprintf(buf, cap, "%s%s/%s/%s%s%s%s", *k->group ? "/apis/" : "/api", k->group,
+		       k->version, k->namespace ? "namespaces/" : "",
+		       k->namespace ? k->namespace : "", k->namespace ? "/" : "", k->plural);
 }
 
 /* ---- the snapshot's typed accessors ---- */
@@ -310,6 +334,7 @@ ACCESSOR(kube_snapshot_ndts, struct kube_ndt, KUBE_RES_NDTS)
 ACCESSOR(kube_snapshot_nrems, struct kube_nrem, KUBE_RES_NREMS)
 ACCESSOR(kube_snapshot_pdbs, struct kube_pdb, KUBE_RES_PDBS)
 ACCESSOR(kube_snapshot_machines, struct kube_machine, KUBE_RES_MACHINES)
+ACCESSOR(kube_snapshot_leases, struct kube_lease, KUBE_RES_LEASES)
 #undef ACCESSOR
 
 static const void *find_by_key(const struct kube_table *t, uint64_t key)
@@ -329,6 +354,16 @@ const struct kube_ngc *kube_snapshot_config(const struct kube_snapshot *s)
 const struct kube_nd *kube_snapshot_find_nd(const struct kube_snapshot *s, uint32_t name)
 {
 	return name == NG_INTERN_NONE ? NULL : find_by_key(s->t[KUBE_RES_NDS], name);
+}
+
+const struct kube_lease *kube_snapshot_find_lease_str(const struct kube_snapshot *s, const char *ns,
+						      const char *name, size_t name_len)
+{
+	uint32_t ns_id = ng_intern_find(s->pool->in, ns, strlen(ns));
+	uint32_t name_id = ng_intern_find(s->pool->in, name, name_len);
+	if (ns_id == NG_INTERN_NONE || name_id == NG_INTERN_NONE)
+		return NULL;
+	return find_by_key(s->t[KUBE_RES_LEASES], kube_key2(ns_id, name_id));
 }
 
 const struct kube_ndt *kube_snapshot_find_ndt(const struct kube_snapshot *s, uint32_t name)

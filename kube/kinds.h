@@ -38,10 +38,14 @@ struct kube_kind_row {
 	const char *plural;  /* "pods": path, metrics label `resource`, /debug/cache section */
 	const char *kind;    /* "Pod": the kind an object names */
 	bool namespaced;     /* a missing metadata.namespace reads as "default" */
-	bool any_version;    /* objects of any version of the group decode (nodegate's own) */
-	bool optional;       /* a list answered 404 is an empty table, listed again later */
-	bool urgent;         /* published as soon as it changes, not once per batch window */
-	size_t size;         /* sizeof its record */
+	/* A namespaced kind cached from this one namespace only: its list and watch path is
+	 * /.../namespaces/<namespace>/<plural> (the API server lists a namespace that does not
+	 * exist as empty). NULL: every namespace. */
+	const char *namespace;
+	bool any_version; /* objects of any version of the group decode (nodegate's own) */
+	bool optional;    /* a list answered 404 is an empty table, listed again later */
+	bool urgent;      /* published as soon as it changes, not once per batch window */
+	size_t size;      /* sizeof its record */
 	uint64_t (*key)(const void *rec); /* identity: (namespace, name) or name */
 	/* NULL: equal keys are the same object; else told apart by this (hashed keys) */
 	bool (*same)(const void *a, const void *b);
@@ -79,6 +83,7 @@ void kube_ids_ndt(const void *rec, kube_id_fn fn, void *ctx);
 void kube_ids_nrem(const void *rec, kube_id_fn fn, void *ctx);
 void kube_ids_pdb(const void *rec, kube_id_fn fn, void *ctx);
 void kube_ids_machine(const void *rec, kube_id_fn fn, void *ctx);
+void kube_ids_lease(const void *rec, kube_id_fn fn, void *ctx);
 
 /* nodes: by label (key, value); pods: by node and by namespace; ADBs and PDBs: by namespace;
  * NodeDisruptions: granted node -> the first Granted request by name. */
@@ -90,6 +95,6 @@ ng_status kube_index_nd_grants(struct kube_table *t, const struct ng_intern *poo
 
 kube_dump_fn kube_dump_node, kube_dump_pod, kube_dump_pvc, kube_dump_pv, kube_dump_nd,
     kube_dump_adb, kube_dump_ndb, kube_dump_ngc, kube_dump_ndt, kube_dump_nrem, kube_dump_pdb,
-    kube_dump_machine;
+    kube_dump_machine, kube_dump_lease;
 
 #endif

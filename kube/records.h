@@ -704,6 +704,9 @@ struct kube_ngc {
 	/* spec.clusterAPI.enabled false: Cluster API Machines are not gated (default: gated;
 	 * docs/integrations/cluster-api.md). */
 	bool capi_disabled;
+	/* spec.medik8sLeases (default false): hold medik8s's node Lease while a node is granted,
+	 * and grant no node whose Lease another holder owns. */
+	bool medik8s_leases;
 	/* spec.controlPlane.selector; not present = label node-role.kubernetes.io/control-plane
 	 * exists. */
 	struct kube_selector control_plane_selector;
@@ -866,6 +869,25 @@ struct kube_machine {
 	uint32_t cluster;                /* spec.clusterName; NG_INTERN_NONE when absent */
 };
 
+/* The namespace medik8s (node-healthcheck-operator, node-maintenance-operator,
+ * self-node-remediation, through their shared lease manager) keeps node leases in, and the only
+ * namespace whose Leases nodegate caches: one Lease "node-<node name>" per node an actor holds. */
+#define KUBE_MEDIK8S_NAMESPACE "medik8s-leases"
+#define KUBE_MEDIK8S_LEASE_PREFIX "node-"
+
+/* A coordination.k8s.io/v1 Lease of KUBE_MEDIK8S_NAMESPACE. Times are wall ms, 0 when absent
+ * or unreadable; a lease without renewTime or leaseDurationSeconds has expired (medik8s treats
+ * it so). */
+struct kube_lease {
+	uint32_t ns, name;
+	uint32_t holder;    /* spec.holderIdentity; NG_INTERN_NONE when absent or "" */
+	int64_t duration_s; /* spec.leaseDurationSeconds; -1 when absent */
+	int64_t acquire_ms, renew_ms;
+	int64_t transitions; /* spec.leaseTransitions; 0 when absent */
+	const char *rv;      /* metadata.resourceVersion ("" when absent): write precondition */
+	const char *uid;     /* metadata.uid ("" when absent) */
+};
+
 /* The cached kinds: each has a row in kube/kinds.c (path, scope, decoder, key, dump, ...). */
 enum kube_resource {
 	KUBE_RES_NODES,
@@ -880,6 +902,7 @@ enum kube_resource {
 	KUBE_RES_NREMS,    /* NodeRemediations */
 	KUBE_RES_PDBS,     /* policy/v1 PodDisruptionBudgets */
 	KUBE_RES_MACHINES, /* cluster.x-k8s.io Machines (optional) */
+	KUBE_RES_LEASES,   /* coordination.k8s.io/v1 Leases of KUBE_MEDIK8S_NAMESPACE only */
 	KUBE_RES_COUNT,
 };
 

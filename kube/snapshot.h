@@ -65,10 +65,15 @@ const struct kube_machine *kube_snapshot_machines(const struct kube_snapshot *s,
 /** The Machine @ns/@name (intern ids), or NULL. */
 const struct kube_machine *kube_snapshot_find_machine(const struct kube_snapshot *s, uint32_t ns,
 						      uint32_t name);
+/* The Leases of KUBE_MEDIK8S_NAMESPACE (the only namespace whose Leases are cached). */
+const struct kube_lease *kube_snapshot_leases(const struct kube_snapshot *s, size_t *ret_n);
 /** The NodeDisruption named @name (intern id), or NULL. */
 const struct kube_nd *kube_snapshot_find_nd(const struct kube_snapshot *s, uint32_t name);
 /** The NodeDisruptionTemplate named @name (intern id), or NULL. */
 const struct kube_ndt *kube_snapshot_find_ndt(const struct kube_snapshot *s, uint32_t name);
+/** The cached Lease @ns/@name (@name_len bytes, not NUL-terminated); NULL when there is none. */
+const struct kube_lease *kube_snapshot_find_lease_str(const struct kube_snapshot *s, const char *ns,
+						      const char *name, size_t name_len);
 /** The NodeGateConfig named "default", or NULL (defaults apply). */
 const struct kube_ngc *kube_snapshot_config(const struct kube_snapshot *s);
 /**

@@ -25,11 +25,6 @@
 static const struct kube_kind_row uncached[KUBE_KIND_COUNT] = {
     [KUBE_KIND_EVENT] =
 	{.group = "", .version = "v1", .plural = "events", .kind = "Event", .namespaced = true},
-    [KUBE_KIND_LEASE] = {.group = "coordination.k8s.io",
-			 .version = "v1",
-			 .plural = "leases",
-			 .kind = "Lease",
-			 .namespaced = true},
     [KUBE_KIND_JOB] =
 	{.group = "batch", .version = "v1", .plural = "jobs", .kind = "Job", .namespaced = true},
     [KUBE_KIND_SECRET] =
@@ -364,7 +359,7 @@ void kube_evict_pod(struct kube_client *c, const char *ns, const char *name,
 
 /* DELETE of @ref with DeleteOptions: @grace_s (< 0: none), @uid (NULL: no precondition). */
 static void delete_with(struct kube_client *c, const struct kube_ref *ref, int64_t grace_s,
-			const char *uid, struct kube_write_result *ret)
+			const char *uid, const char *rv, struct kube_write_result *ret)
 {
 	struct ng_buf b;
 	ng_buf_init(&b, 4096);
@@ -377,10 +372,13 @@ static void delete_with(struct kube_client *c, const struct kube_ref *ref, int64
 		ng_jw_ki64(&w, "gracePeriodSeconds", grace_s);
 	if (ref->kind == KUBE_KIND_JOB)
 		ng_jw_kstr(&w, "propagationPolicy", "Background");
-	if (uid) {
+	if (uid || rv) {
 		ng_jw_key(&w, "preconditions");
 		ng_jw_obj(&w);
-		ng_jw_kstr(&w, "uid", uid);
+		if (uid)
+			ng_jw_kstr(&w, "uid", uid);
+		if (rv)
+			ng_jw_kstr(&w, "resourceVersion", rv);
 		ng_jw_obj_end(&w);
 	}
 	ng_jw_obj_end(&w);
@@ -391,13 +389,19 @@ static void delete_with(struct kube_client *c, const struct kube_ref *ref, int64
 void kube_delete(struct kube_client *c, const struct kube_ref *ref, int64_t grace_s,
 		 struct kube_write_result *ret)
 {
-	delete_with(c, ref, grace_s, NULL, ret);
+	delete_with(c, ref, grace_s, NULL, NULL, ret);
 }
 
 void kube_delete_uid(struct kube_client *c, const struct kube_ref *ref, const char *uid,
 		     struct kube_write_result *ret)
 {
-	delete_with(c, ref, -1, uid, ret);
+	delete_with(c, ref, -1, uid, NULL, ret);
+}
+
+void kube_delete_rv(struct kube_client *c, const struct kube_ref *ref, const char *rv,
+		    struct kube_write_result *ret)
+{
+	delete_with(c, ref, -1, NULL, rv, ret);
 }
 
 /* Sets @obj[@key] to @v, replacing what was there. False on OOM. */
@@ -621,6 +625,15 @@ void kube_json_patch_string(struct kube_json_patch *p, const char *path, const c
 	ng_jw_kstr(&p->w, "op", "add");
 	ng_jw_kstr(&p->w, "path", path);
 	ng_jw_kstr(&p->w, "value", value);
+	ng_jw_obj_end(&p->w);
+}
+
+void kube_json_patch_i64(struct kube_json_patch *p, const char *path, int64_t value)
+{
+	ng_jw_obj(&p->w);
+	ng_jw_kstr(&p->w, "op", "add");
+	ng_jw_kstr(&p->w, "path", path);
+	ng_jw_ki64(&p->w, "value", value);
 	ng_jw_obj_end(&p->w);
 }
 

@@ -173,6 +173,14 @@ void kube_delete(struct kube_client *c, const struct kube_ref *ref, int64_t grac
 		 struct kube_write_result *ret);
 
 /**
+ * DELETE of @ref only if it is still at resourceVersion @rv (DeleteOptions
+ * preconditions.resourceVersion): a change since it was read is KUBE_WRITE_CONFLICT (409).
+ * Already gone is KUBE_WRITE_GONE.
+ */
+void kube_delete_rv(struct kube_client *c, const struct kube_ref *ref, const char *rv,
+		    struct kube_write_result *ret);
+
+/**
  * DELETE of @ref only if it is still the object whose metadata.uid is @uid (DeleteOptions
  * preconditions.uid): an object deleted and created again under the same name is another
  * object, and its delete is KUBE_WRITE_CONFLICT (409). Already gone is KUBE_WRITE_GONE.
@@ -227,6 +235,8 @@ void kube_json_patch_label(struct kube_json_patch *p, const char *key, const cha
 /** metadata.annotations[@key], as kube_json_patch_label(). */
 void kube_json_patch_annotation(struct kube_json_patch *p, const char *key, const char *value,
 				bool map_exists);
+/** The integer at JSON pointer @path (already escaped; "add" sets or replaces it). */
+void kube_json_patch_i64(struct kube_json_patch *p, const char *path, int64_t value);
 /** A Node's spec.unschedulable. */
 void kube_json_patch_unschedulable(struct kube_json_patch *p, bool on);
 /** The string at JSON pointer @path (already escaped; "add" sets or replaces it). */

@@ -26,6 +26,7 @@ void pol_gate_config_from(const struct kube_snapshot *s, struct pol_gate_config 
 		c.retry_max_ms = ngc->retry_max_ms;
 		c.exclusions = ngc->exclusions;
 		c.nexclusions = ngc->nexclusions;
+		c.medik8s_leases = ngc->medik8s_leases;
 	}
 	*ret = c;
 }
@@ -216,6 +217,28 @@ static bool step6b_do_not_disrupt(const struct eval *e, int64_t now_wall_ms,
 		if (!n || !pol_node_held_by_do_not_disrupt(e->s, n, now_wall_ms, why, sizeof(why)))
 			continue;
 		d->outcome = e->nd->retry ? POL_GATE_PENDING : POL_GATE_REJECT;
+		ng_fmt(d->reason, sizeof(d->reason), "%s", why);
+		return true;
+	}
+	return false;
+}
+
+/* Step 6c (NodeGateConfig medik8sLeases): a node of the request whose medik8s Lease another
+ * holder owns keeps the request Pending, retry or not, until that Lease expires (the gate wakes
+ * then) or is released (a change of the cache decides again). Another actor is disrupting the
+ * node: neither a budget nor a type overrides that. */
+static bool step6c_medik8s(const struct eval *e, const struct pol_gate_config *cfg,
+			   struct pol_gate_decision *d)
+{
+	char why[POL_REASON_BYTES / 2];
+	int64_t until;
+	for (size_t i = 0; cfg->medik8s_leases && i < e->nnodes; i++) {
+		if (!pol_medik8s_node_blocked(e->s, true, e->nodes[i], e->now_ms, why, sizeof(why),
+					      &until))
+			continue;
+		d->outcome = POL_GATE_PENDING;
+		d->only_windows = true; /* waits for the clock, retry or not */
+		d->wake_wall_ms = until;
 		ng_fmt(d->reason, sizeof(d->reason), "%s", why);
 		return true;
 	}
@@ -470,7 +493,7 @@ ng_status pol_evaluate_disruption(const struct kube_snapshot *s, const struct po
 	if (step1_deadline(nd, now_wall_ms, &d) || step2_empty(cfg, nd, &d) ||
 	    step3_paused(cfg, &d) || step3_excluded(&e, cfg, &d) || step4_type(&e, cfg, &d) ||
 	    step5_overlap(&e, cfg, &d) || step6_control_plane(&e, cfg, &d) ||
-	    step6b_do_not_disrupt(&e, now_wall_ms, &d))
+	    step6b_do_not_disrupt(&e, now_wall_ms, &d) || step6c_medik8s(&e, cfg, &d))
 		goto out;
 	if ((st = step7_budgets(&e, arena)) != NG_OK || (st = step7b_pdbs(&e, cfg, arena)) != NG_OK)
 		return st;

@@ -48,6 +48,9 @@ struct pol_gate_config {
 	/* NodeGateConfig exclusions: no grant anywhere while one is in force. */
 	const struct kube_exclusion *exclusions;
 	size_t nexclusions;
+	/* medik8sLeases (default false): a node whose medik8s Lease another holder owns is not
+	 * granted (step 6c). */
+	bool medik8s_leases;
 };
 
 /**

@@ -15,6 +15,7 @@
 #define NG_POLICY_DISRUPTION_INTERNAL_H
 
 #include "policy/disruption.h"
+#include "policy/medik8s.h"
 #include "policy/policy.h"
 
 #include "budgets/budgets.h"

@@ -484,6 +484,25 @@ class TestCrudSemantics(ServerTestCase):
                                  {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
         self.assertEqual((code, body["message"]), (404, 'namespaces "nosuch" not found'))
 
+    def test_a_missing_namespace_lists_and_watches_as_empty(self):
+        # kube-apiserver lists a namespace that does not exist as empty (200, no items) and
+        # watches it: nodegate lists medik8s-leases whether medik8s is installed or not. The
+        # namespace created later, its objects arrive on that watch.
+        out = self.ok("GET", "/apis/coordination.k8s.io/v1/namespaces/not-yet/leases")
+        self.assertEqual((out["kind"], out["items"]), ("LeaseList", []))
+        w = self.srv.watch("/apis/coordination.k8s.io/v1/namespaces/not-yet/leases?watch=1&resourceVersion=%s"
+                           % out["metadata"]["resourceVersion"])
+        try:
+            self.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                   "metadata": {"name": "not-yet"}})
+            self.ok("POST", "/apis/coordination.k8s.io/v1/namespaces/not-yet/leases",
+                    {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "node-a"},
+                     "spec": {"holderIdentity": "x"}})
+            ev = w.collect(1)
+            self.assertEqual((ev[0]["type"], ev[0]["object"]["metadata"]["name"]), ("ADDED", "node-a"))
+        finally:
+            w.close()
+
     def test_pod_create_resets_status_and_status_subresource_ignores_spec(self):
         out = self.ok("POST", "/api/v1/namespaces/default/pods",
                       dict(pod("st1", "n1"), status={"phase": "Running"}))

@@ -37,6 +37,7 @@ OVERLAYS = ("default", "cert-manager")
 CERT_MANAGER_CRDS = os.path.join(ROOT, "tests", "e2e", "cert-manager-crds.json")
 NS = "nodegate"
 OPS = "nodegate-operations"  # the drainer's operation Jobs, away from nodegate's Secrets
+M8S = "medik8s-leases"  # medik8s's node Leases (docs/integrations/medik8s.md)
 NAME_LABEL = {"app.kubernetes.io/name": "nodegate"}
 UID = 65532
 # kubectl's own behaviour, not ours: a PodDisruptionBudget's selector has patchStrategy
@@ -61,6 +62,8 @@ BASE = {
     ("ClusterRole", "", "nodegate-drain"), ("ClusterRoleBinding", "", "nodegate-drain"),
     ("Role", NS, "nodegate-leader"), ("RoleBinding", NS, "nodegate-leader"),
     ("Role", OPS, "nodegate-drain-jobs"), ("RoleBinding", OPS, "nodegate-drain-jobs"),
+    ("Namespace", "", M8S),
+    ("Role", M8S, "nodegate-medik8s-leases"), ("RoleBinding", M8S, "nodegate-medik8s-leases"),
     # the users' roles (manifests/rbac/users), bound by nobody: tests/e2e/test_roles.py
     ("ClusterRole", "", "nodegate-requestor"), ("ClusterRole", "", "nodegate-privileged-operation"),
     ("ClusterRole", "", "nodegate-budget-owner"), ("ClusterRole", "", "nodegate-budget-viewer"),
@@ -224,7 +227,8 @@ class RenderTest(unittest.TestCase):
                         o["kind"].startswith("Cluster") or o["kind"].endswith("WebhookConfiguration")
                     if not cluster_scoped:
                         self.assertEqual(o["metadata"]["namespace"],
-                                         OPS if key(o) in OPERATIONS else NS, key(o))
+                                         OPS if key(o) in OPERATIONS else
+                                         M8S if "medik8s" in key(o)[2] else NS, key(o))
                 ns = find(objs, "Namespace", NS)
                 self.assertEqual(ns["metadata"]["labels"].get("nodegate.io/exclude"), "true")
 

@@ -175,6 +175,8 @@ class RbacAudit(test_drain.DrainTest):
             spec["drain"]["backoff"] = dict(BACKOFF)
             if self._testMethodName == "test_2_auto_request":
                 spec["eviction"] = {"autoRequest": True}
+            if self._testMethodName == "test_5_medik8s_leases":
+                spec["medik8sLeases"] = True
             self.create(NGC_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeGateConfig",
                                    "metadata": {"name": "default"}, "spec": spec})
             self.ng = Nodegate(self.api, self.tmp, client_ca=ca, extra_args=["--admin-auth", "kubernetes"])
@@ -243,6 +245,31 @@ class RbacAudit(test_drain.DrainTest):
         self.wait_gone("audit-evict")
         # let both leaders renew their Lease at least once (update)
         time.sleep(1)
+
+    def test_5_medik8s_leases(self):
+        """medik8sLeases: a grant of node1 without a Lease (nodegate creates it), the request
+        deleted (nodegate deletes it); then another holder's expired Lease on node1 and a new
+        grant (nodegate takes it over with a patch), deleted again. The Leases of medik8s-leases
+        are listed and watched throughout."""
+        leases = "/apis/coordination.k8s.io/v1/namespaces/medik8s-leases/leases"
+
+        def holder():
+            code, body, _ = self.api.api("GET", f"{leases}/node-node1")
+            return body["spec"].get("holderIdentity") if code == 200 else None
+        for name in ("m8s-create", "m8s-take-over"):
+            if name == "m8s-take-over":
+                self.create(leases, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                     "metadata": {"name": "node-node1"},
+                                     "spec": {"holderIdentity": "node-maintenance", "leaseDurationSeconds": 60,
+                                              "renewTime": "2026-01-01T00:00:00.000000Z"}})
+            self.nd(name, nodes=("node1",))
+            self.wait_granted(name)
+            ok, _ = eventually(lambda: holder() == "nodegate", WAIT_S, 0.1)
+            self.assertTrue(ok, f"{name}: node1's Lease is held by {holder()!r}")
+            self.delete_nd(name)
+            self.wait_gone(name)
+            ok, _ = eventually(lambda: holder() is None, WAIT_S, 0.1)
+            self.assertTrue(ok, f"{name}: nodegate's Lease outlived the request")
 
     def test_2_auto_request(self):
         self.create(ADB_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "ApplicationDisruptionBudget",

@@ -99,13 +99,14 @@ static const char dump_fixture_json[] =
     "pvcSelector is required\"}],\"nodedisruptionbudgets\":[{\"name\":\"pool\",\"invalid"
     "\":false}],\"nodegateconfigs\":[{\"name\":\"default\",\"invalid\":false,\"paused\":t"
     "rue,\"evictionMode\":\"Warn\",\"exemptUsers\":[\"ops\",\"sre\"]}],\"nodedisrup"
-    "tiontemplates\":[],\"noderemediations\":[],\"poddisruptionbudgets\":[],\"machines\":[]}\n";
+    "tiontemplates\":[],\"noderemediations\":[],\"poddisruptionbudgets\":[],\"machines\":[],"
+    "\"leases\":[]}\n";
 
 static const char dump_empty_json[] =
     "{\"generation\":1,\"nodes\":[],\"pods\":[],\"persistentvolumeclaims\":[],"
     "\"persistentvolumes\":[],\"nodedisruptions\":[],\"applicationdisruptionbudgets\":[],"
     "\"nodedisruptionbudgets\":[],\"nodegateconfigs\":[],\"nodedisruptiontemplates\":[],"
-    "\"noderemediations\":[],\"poddisruptionbudgets\":[],\"machines\":[]}\n";
+    "\"noderemediations\":[],\"poddisruptionbudgets\":[],\"machines\":[],\"leases\":[]}\n";
 
 /* Objects of every kind in @s: with the head, the tail and each section's opening and closing,
  * the number of pieces a dump of @s has. */

@@ -355,7 +355,11 @@ static const char EXTRA[] =
     "\"kind\":\"x-owner-kind\",\"name\":\"x-owner\"}],\"annotations\":{"
     "\"pre-drain.delete.hook.machine.cluster.x-k8s.io/nodegate\":\"nodegate\"}},"
     "\"spec\":{\"clusterName\":\"x-cluster\"},\"status\":{\"nodeRef\":{\"name\":"
-    "\"x-machine-node\"}}}"
+    "\"x-machine-node\"}}},"
+    "{\"kind\":\"Lease\",\"apiVersion\":\"coordination.k8s.io/v1\",\"metadata\":{"
+    "\"name\":\"node-x-lease-node\",\"namespace\":\"medik8s-leases\"},\"spec\":{"
+    "\"holderIdentity\":\"x-lease-holder\",\"leaseDurationSeconds\":3600,"
+    "\"renewTime\":\"2026-01-01T00:00:00.000000Z\"}}"
     "]}";
 
 /* Decodes @o alone into a fresh pool: every string in the pool came from decoding it, so each
@@ -449,7 +453,7 @@ static void test_record_ids_visit_every_interned_string(void **state)
 	assert_int_equal(ng_json_parse(EXTRA, strlen(EXTRA), a, &root, &err), NG_OK);
 	size_t before = objects;
 	walk(root, "EXTRA");
-	assert_int_equal(objects - before, 13);
+	assert_int_equal(objects - before, 14);
 	ng_arena_destroy(a);
 	print_message("# %zu objects checked\n", objects);
 	for (int r = 0; r < KUBE_RES_COUNT; r++) {
