@@ -632,6 +632,20 @@ static void one_request(struct drain *d, const struct kube_snapshot *s, const st
 	}
 }
 
+struct req round_req(struct drain *d, const struct kube_snapshot *s, struct ng_arena *arena,
+		     int64_t now_wall_ms, int64_t now_mono_ms, int64_t *next_mono_ms,
+		     const char *name)
+{
+	return (struct req){.d = d,
+			    .s = s,
+			    .pool = kube_snapshot_pool(s),
+			    .arena = arena,
+			    .now_ms = now_wall_ms,
+			    .now_mono_ms = now_mono_ms,
+			    .next_mono_ms = next_mono_ms,
+			    .name = name};
+}
+
 /* Notes naming requests that no longer exist (their finalizer was removed by hand): those
  * holders leave, so a node is never kept cordoned by a request nobody can see. */
 static void sweep(struct drain *d, const struct kube_snapshot *s, struct ng_arena *arena,
@@ -641,14 +655,7 @@ static void sweep(struct drain *d, const struct kube_snapshot *s, struct ng_aren
 	const struct kube_node *nodes = kube_snapshot_nodes(s, &nn);
 	const struct kube_nd *nds = kube_snapshot_nds(s, &nr);
 	uint64_t held = 0;
-	struct req r = {.d = d,
-			.s = s,
-			.pool = kube_snapshot_pool(s),
-			.arena = arena,
-			.now_ms = now_wall_ms,
-			.now_mono_ms = now_mono_ms,
-			.next_mono_ms = next_mono_ms,
-			.name = "(gone)"};
+	struct req r = round_req(d, s, arena, now_wall_ms, now_mono_ms, next_mono_ms, "(gone)");
 	for (size_t i = 0; i < nn; i++) {
 		const struct kube_drain_note *note = &nodes[i].note;
 		if (!note->present || note->invalid)

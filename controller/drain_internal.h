@@ -140,6 +140,11 @@ void count_write(struct drain *d, const struct kube_write_result *w, const char 
 void event(struct req *r, const char *reason, const char *type, const char *msg);
 /* An Event on node @n. */
 void node_event(struct req *r, const struct kube_node *n, const char *reason, const char *msg);
+/* controller/drain.c: a step's state for work of the round that is no one request's (the sweep
+ * of notes, the lifecycle conditions): no request, no config, logged as @name. */
+struct req round_req(struct drain *d, const struct kube_snapshot *s, struct ng_arena *arena,
+		     int64_t now_wall_ms, int64_t now_mono_ms, int64_t *next_mono_ms,
+		     const char *name);
 /* controller/drain_nodes.c: the lifecycle conditions of every node, after the requests' steps:
  * those the requests holding it want, and False once nothing holds it. */
 void node_lifecycle(struct drain *d, const struct kube_snapshot *s, struct ng_arena *arena,

@@ -639,14 +639,8 @@ void node_lifecycle(struct drain *d, const struct kube_snapshot *s, struct ng_ar
 			if (n)
 				want_of(n, &nds[i], &w[n - nodes]);
 		}
-	struct req r = {.d = d,
-			.s = s,
-			.pool = kube_snapshot_pool(s),
-			.arena = arena,
-			.now_ms = now_wall_ms,
-			.now_mono_ms = now_mono_ms,
-			.next_mono_ms = next_mono_ms,
-			.name = "(lifecycle)"};
+	struct req r =
+	    round_req(d, s, arena, now_wall_ms, now_mono_ms, next_mono_ms, "(lifecycle)");
 	size_t writes = 0;
 	for (size_t i = 0; i < nn; i++) {
 		if (!w[i].held && !(nodes[i].flags & KUBE_NODE_LIFECYCLE_OURS))

@@ -284,6 +284,7 @@ const struct kube_kind_row kube_kinds[KUBE_RES_COUNT] = {
 	    .kind = "Lease",
 	    .namespaced = true,
 	    .namespace = KUBE_MEDIK8S_NAMESPACE,
+	    .optional = true,
 	    .size = sizeof(struct kube_lease),
 	    .key = key_lease,
 	    .ids = kube_ids_lease,

@@ -314,10 +314,11 @@ static void finish_list(struct informer *in)
  * its CRD being installed. */
 #define NOT_SERVED_RELIST_MS 60000
 
-/* An optional kind answered 404: its CRD is not installed. The cache holds none of it (an empty
- * table, synced) and lists it again later, so nodegate runs, without that feature, on a
- * cluster whose CRDs are older than the binary. */
-static void not_served(struct informer *in)
+/* An optional kind answered 404 (@http): its CRD is not installed; or 403: nodegate may not list
+ * it (a CLI user without the rights, an install without the optional rule). The cache holds
+ * none of it (an empty table, synced) and lists it again later, so nodegate runs, without that
+ * feature, rather than never syncing. */
+static void not_served(struct informer *in, long http)
 {
 	struct kube_watch *w = in->w;
 	kube_stage_destroy(in->stage);
@@ -334,7 +335,9 @@ static void not_served(struct informer *in)
 	struct ng_logline l;
 	if (!in->not_served &&
 	    ng_log_begin(&l, NG_LOG_WARN, "kube",
-			 "resource not served (its CRD is not installed): treated as empty")) {
+			 http == 403 ? "resource not permitted to list: treated as empty"
+				     : "resource not served (its CRD is not installed): treated as "
+				       "empty")) {
 		ng_log_str(&l, "resource", kube_resource_name(in->res));
 		ng_log_i64(&l, "relist_ms", NOT_SERVED_RELIST_MS);
 		ng_log_end(&l);
@@ -366,8 +369,8 @@ static bool page_answered(struct informer *in, CURLcode res, long http)
 			start_page(in);
 		return false;
 	}
-	if (http == 404 && kube_kinds[in->res].optional) {
-		not_served(in);
+	if ((http == 404 || http == 403) && kube_kinds[in->res].optional) {
+		not_served(in, http);
 		return false;
 	}
 	in->not_served = false;
