@@ -17,12 +17,19 @@ other Granted request holds, nor held in the last PACE_SLACK_S seconds: a cache 
 may still count it held, and then the grant adds nothing), and fails when two are closer than
 the interval.
 
-Autoscaler taints: nodes get and lose ToBeDeletedByClusterAutoscaler at random (one at a
-time), as an autoscaler marking nodes for scale-down and changing its mind. Every
+Autoscaler taints: nodes of pool-a get and lose ToBeDeletedByClusterAutoscaler at random (one
+at a time), as an autoscaler marking nodes for scale-down and changing its mind. Every
 NodeDisruptionBudget counts a marked node as disrupted, so one marked TAINT_SLACK_S before a grant
 (and still marked) counts for the checker too: a grant that takes a pool past its limit with
 those nodes is a violation. (A marked node a grant adds nothing to is not paced either: the
 checker's pacing counts it as held.)
+
+Machines: every node has a Cluster API Machine (the Machine CRD installed); at random one of
+pool-a is deleted, as a rollout or a remediation would. nodegate keeps its pre-drain hook on every Machine
+(budget `all` covers every node) and asks for the deleted Machine's node (a `cluster-api`
+request, checked like any other); the test, as Cluster API, deletes the Node and lets the Machine
+go once the hook is gone, and a replacement Node and Machine of the same node name join. A hook
+found gone while its request is not Granted is a violation.
 
 The run with hooks adds an ApplicationDisruptionBudget (maxDisruptions 1) over the pods of each
 pair of nodes, each with a health hook that is slow, fails or times out at random: while one
@@ -44,12 +51,18 @@ import shutil
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_live_cache import CRDS, ND_PATH, Nodegate, ServerProcess, eventually  # noqa: E402
 from test_hooks import HookServer, make_ca, make_server_cert, pem_b64  # noqa: E402
+from test_cluster_api import MACHINE_CRDS  # noqa: E402
 
 NDB_PATH = "/apis/nodegate.io/v1alpha1/nodedisruptionbudgets"
 ADB_PATH = "/apis/nodegate.io/v1alpha1/namespaces/default/applicationdisruptionbudgets"
 NGC_PATH = "/apis/nodegate.io/v1alpha1/nodegateconfigs"
 NODES = [f"n{i:02d}" for i in range(14)]
 POOL = {n: ("a" if i < 7 else "b") for i, n in enumerate(NODES)}
+POOL_A = [n for n in NODES if POOL[n] == "a"]
+CAPI_NS = "capi"
+MACHINES = f"/apis/cluster.x-k8s.io/v1beta1/namespaces/{CAPI_NS}/machines"
+PRE_DRAIN = "pre-drain.delete.hook.machine.cluster.x-k8s.io/"
+MACHINE_FINALIZER = "machine.cluster.x-k8s.io/stand-in"
 
 
 # A node released less than this long ago (as the checker saw it) may still look held to the
@@ -88,6 +101,9 @@ class Checker(threading.Thread):
         self.last_add = {}          # pool label -> (grantedAt, request) of its last adding grant
         self.released = {}          # node -> monotonic time it was last seen released
         self.paced_grants = 0
+        self.machines_replaced = 0
+        self.replaced = {}          # node -> wall time its Node was last deleted (a Machine replaced)
+        self.granted_at = {}        # nd name -> status.grantedAt (seconds)
         self.taint_counted = False  # node budgets count nodes marked for deletion
         self.marked = {}            # node -> wall time it was marked for deletion
         self.unmarked = {}          # node -> wall time its mark was last taken back
@@ -136,10 +152,17 @@ class Checker(threading.Thread):
             pool, _ = self.limits[budget]
             self.limits[budget] = (pool, new_max)
 
+    def held(self):
+        """{request: nodes it holds}: a node deleted after the grant (its Machine replaced) is
+        no longer held: the replacement of the same name is a new node (status.deletedNodes
+        says so once the gate has written it)."""
+        return {r: {n for n in ns if self.replaced.get(n, -1) < self.granted_at.get(r, 0)}
+                for r, ns in self.granted.items()}
+
     def check(self, why, granted_at=None):
         for b, (pool, mx) in self.limits.items():
             nodes = set()
-            for ns in self.granted.values():
+            for r, ns in self.held().items():
                 nodes |= {n for n in ns if pool is None or POOL.get(n) == pool
                           or (isinstance(pool, frozenset) and n in pool)}
             if self.taint_counted and granted_at is not None and not isinstance(pool, frozenset):
@@ -149,7 +172,10 @@ class Checker(threading.Thread):
                 nodes |= sure
             self.max_seen[b] = max(self.max_seen[b], len(nodes))
             if len(nodes) > mx:
-                self.violations.append(f"{why}: budget {b} allows {mx}, {len(nodes)} granted: {sorted(nodes)}")
+                holders = {r: sorted(ns & nodes) for r, ns in self.held().items() if ns & nodes}
+                self.violations.append(f"{why}: budget {b} allows {mx}, {len(nodes)} granted: "
+                                       f"{sorted(nodes)}; held by {holders}; marked "
+                                       f"{sorted(self.marked)}")
 
     def run(self):
         rv = None
@@ -180,9 +206,13 @@ class Checker(threading.Thread):
                             if name not in self.granted:
                                 self.grants += 1
                                 self.pace(name, st)
-                            self.granted[name] = set(st.get("disruptedNodes", []))
+                            # A node deleted since the grant (a Machine replaced) no longer
+                            # counts: its replacement of the same name is a new node.
+                            self.granted[name] = (set(st.get("disruptedNodes", []))
+                                                  - set(st.get("deletedNodes", [])))
                             self.seen_nodes |= self.granted[name]
                             at = parse_ms(st["grantedAt"]) if st.get("grantedAt") else None
+                            self.granted_at[name] = at or 0
                             self.check(f"{name} granted", at)
                         else:
                             for n in self.granted.pop(name, set()):
@@ -195,16 +225,16 @@ class Checker(threading.Thread):
 class SafetyTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="ng-safety-")
-        self.api = ServerProcess(fixtures=CRDS)
+        self.api = ServerProcess(fixtures=CRDS + [MACHINE_CRDS])
         self.api.start()
         self.replicas = []
+        self.machines = {}  # node -> its current Machine's name
         try:
+            code, body, _ = self.api.api("POST", "/api/v1/namespaces", {
+                "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CAPI_NS}})
+            self.assertEqual(code, 201, body)
             for n in NODES:
-                code, body, _ = self.api.api("POST", "/api/v1/nodes", {
-                    "apiVersion": "v1", "kind": "Node",
-                    "metadata": {"name": n, "labels": {"pool": POOL[n]}},
-                    "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
-                self.assertEqual(code, 201, body)
+                self.add_node(n)
             for i in range(2):
                 d = os.path.join(self.tmp, f"r{i}")
                 os.makedirs(d)
@@ -212,6 +242,60 @@ class SafetyTest(unittest.TestCase):
         except BaseException:
             self.tearDown()
             raise
+
+    def add_node(self, n, node=True, machine=False):
+        """Node @n (Ready, in its pool) unless not @node and, with @machine, a Machine for it."""
+        if node:
+            code, body, _ = self.api.api("POST", "/api/v1/nodes", {
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": n, "labels": {"pool": POOL[n]}},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+            self.assertEqual(code, 201, body)
+        if not machine:
+            return
+        gen = int(self.machines.get(n, f"m-{n}-0").rsplit("-", 1)[1]) + 1
+        name = f"m-{n}-{gen}"
+        code, body, _ = self.api.api("POST", MACHINES, {
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine",
+            "metadata": {"name": name, "namespace": CAPI_NS, "finalizers": [MACHINE_FINALIZER],
+                         "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta1",
+                                              "kind": "MachineSet", "name": "ms-0",
+                                              "uid": "00000000-0000-0000-0000-00000000000b"}]},
+            "spec": {"clusterName": "prod"}})
+        self.assertEqual(code, 201, body)
+        code, body, _ = self.api.api("PATCH", f"{MACHINES}/{name}/status", {"status": {
+            "phase": "Running", "nodeRef": {"apiVersion": "v1", "kind": "Node", "name": n}}},
+            ctype="application/merge-patch+json")
+        self.assertEqual(code, 200, body)
+        self.machines[n] = name
+
+    def cluster_api_step(self, checker):
+        """Cluster API for the Machines being deleted: once nodegate's pre-drain hook (the only
+        one) is gone, its request must be Granted; the Node goes, the Machine goes, and a
+        replacement joins."""
+        code, ms, _ = self.api.api("GET", MACHINES)
+        for m in ms.get("items", []) if code == 200 else []:
+            meta = m["metadata"]
+            if not meta.get("deletionTimestamp") or any(
+                    k.startswith(PRE_DRAIN) for k in meta.get("annotations") or {}):
+                continue
+            node = ((m.get("status") or {}).get("nodeRef") or {}).get("name")
+            code, nd, _ = self.api.api("GET", f"{ND_PATH}/capi-{CAPI_NS}.{meta['name']}")
+            state = (nd.get("status") or {}).get("state") if code == 200 else f"absent ({code})"
+            if state != "Granted":
+                with checker.lock:
+                    checker.violations.append(f"Machine {meta['name']}: pre-drain hook gone while "
+                                              f"its request is {state}")
+            checker.mark(node, False)  # the replacement comes unmarked
+            with checker.lock:
+                # A grant of the old node made up to a second later may still be a decision
+                # on the cache before the delete: leniently, those stop counting too.
+                checker.replaced[node] = time.time() + 1.0
+            self.api.api("DELETE", f"/api/v1/nodes/{node}")
+            self.api.api("PATCH", f"{MACHINES}/{meta['name']}", {"metadata": {"finalizers": None}},
+                         ctype="application/merge-patch+json")
+            checker.machines_replaced += 1
+            self.add_node(node, machine=True)
 
     def tearDown(self):
         for r in self.replicas:
@@ -407,22 +491,6 @@ class SafetyTest(unittest.TestCase):
             elif op < 0.90:
                 self.api.control("faults", {"path": "nodedisruptions/.*/status", "method": "PATCH",
                                             "code": 409, "count": 3})
-            elif 0.90 <= op < 0.92 and self.marking:
-                # The autoscaler stand-in: at most one node marked for deletion at a time (a
-                # marked node of pool-b fills it, and the paced pool must still be granted).
-                node = rnd.choice(NODES)
-                with checker.lock:
-                    marked = set(checker.marked)
-                on = node not in marked and not marked
-                taints = [{"key": SCALE_DOWN_TAINT, "value": str(int(time.time())),
-                           "effect": "NoSchedule"}] if on else []
-                if node in marked or on:
-                    if not on:
-                        checker.mark(node, False)  # before: a moment unmarked is lenient
-                    self.api.api("PATCH", f"/api/v1/nodes/{node}", {"spec": {"taints": taints}},
-                                 ctype="application/merge-patch+json")
-                    if on:
-                        checker.mark(node, True)  # after: counted only once it is there
             elif op < 0.93:
                 # Budgets are only loosened (see the module docstring).
                 b, pool = rnd.choice([("pool-a", "a"), ("pool-b", "b"), ("all", None)])
@@ -442,6 +510,29 @@ class SafetyTest(unittest.TestCase):
                     d = os.path.join(self.tmp, f"r{len(self.replicas)}")
                     os.makedirs(d)
                     self.replicas.append(Nodegate(self.api, d))
+            elif op < 0.95 and self.marking:
+                # The autoscaler stand-in: at most one node of pool-a marked for deletion at a
+                # time (pool-b, paced and of one node, must still be granted often enough for
+                # its pacing to be checked).
+                node = rnd.choice(POOL_A)
+                with checker.lock:
+                    marked = set(checker.marked)
+                on = node not in marked and not marked
+                taints = [{"key": SCALE_DOWN_TAINT, "value": str(int(time.time())),
+                           "effect": "NoSchedule"}] if on else []
+                if node in marked or on:
+                    if not on:
+                        checker.mark(node, False)  # before: a moment unmarked is lenient
+                    self.api.api("PATCH", f"/api/v1/nodes/{node}", {"spec": {"taints": taints}},
+                                 ctype="application/merge-patch+json")
+                    if on:
+                        checker.mark(node, True)  # after: counted only once it is there
+            elif op < 0.97 and self.machines:
+                # A rollout or a remediation deletes a Machine (of pool-a, as above).
+                node = rnd.choice(POOL_A)
+                self.api.api("DELETE", f"{MACHINES}/{self.machines[node]}")
+            if self.machines and i % 10 == 0:
+                self.cluster_api_step(checker)
             time.sleep(rnd.random() * 0.02)
         self.api.api("DELETE", "/_control/faults")
         return kills
@@ -458,6 +549,8 @@ class SafetyTest(unittest.TestCase):
     def test_randomized_safety_under_faults(self):
         rnd = random.Random(int(os.environ.get("NG_SAFETY_SEED", "20261122")))
         ops = int(os.environ.get("NG_SAFETY_OPS", "3000"))
+        for n in NODES:  # a Machine for every node
+            self.add_node(n, node=False, machine=True)
         checker = Checker(self.api, self.pool_budgets(paced=True, marking=True))
         checker.paced = {"b": 1}
         checker.taint_counted = True
@@ -468,12 +561,14 @@ class SafetyTest(unittest.TestCase):
         time.sleep(2)
         checker.stop.set()
         print(f"\n  grants observed: {checker.grants} ({checker.paced_grants} adding to the paced pool, "
-              f"{checker.taint_hits} with a node marked for deletion counted), "
+              f"{checker.taint_hits} with a node marked for deletion counted, "
+              f"{checker.machines_replaced} Machines replaced), "
               f"peaks {checker.max_seen}, leader kills: {kills}", file=sys.stderr)
         self.assertEqual(checker.violations, [])
         self.assertGreater(checker.grants, 10, "the run must actually grant")
         self.assertGreater(checker.paced_grants, 3, "the paced pool must actually be granted")
         self.assertGreater(checker.taint_hits, 3, "grants must actually meet marked nodes")
+        self.assertGreater(checker.machines_replaced, 2, "Machines must actually be replaced")
         self.assert_no_grant_past_its_deadline()
         # The third kill may find the lease still changing hands near the end of a run.
         self.assertGreaterEqual(kills, 2, "the leader must have been killed at least twice")
