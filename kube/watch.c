@@ -333,8 +333,10 @@ static void not_served(struct informer *in, long http)
 	in->state = ST_LIST;
 	in->due_ms = now_mono_ms() + NOT_SERVED_RELIST_MS;
 	struct ng_logline l;
+	/* A CRD not installed is normal (a cluster without Cluster API): info, so that the CLI,
+	 * which prints warnings on stderr, stays quiet; not permitted is a misconfiguration. */
 	if (!in->not_served &&
-	    ng_log_begin(&l, NG_LOG_WARN, "kube",
+	    ng_log_begin(&l, http == 403 ? NG_LOG_WARN : NG_LOG_INFO, "kube",
 			 http == 403 ? "resource not permitted to list: treated as empty"
 				     : "resource not served (its CRD is not installed): treated as "
 				       "empty")) {
