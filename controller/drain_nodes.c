@@ -157,6 +157,45 @@ static uint8_t protect_wanted(const struct req *r, const struct kube_node *n)
 			 ~(unsigned)n->note.protect);
 }
 
+/* Writes into @p the note of @n held for the request too (@held: it is already), listing the
+ * request's taint (@unlisted) and the protection annotations set now (@protect) with the values
+ * they had. False when out of memory. */
+static bool patch_held_note(struct req *r, struct kube_json_patch *p, const struct kube_node *n,
+			    bool held, bool unlisted, uint8_t protect)
+{
+	const struct kube_nd_drain *dr = &r->x->drain;
+	size_t nh = n->note.present ? n->note.nholders : 0;
+	const char **h = ng_arena_alloc(r->arena, (nh + 1) * sizeof(*h));
+	struct kube_taint *ts = ng_arena_alloc(r->arena, (n->note.ntaints + 1u) * sizeof(*ts));
+	if (!h || !ts)
+		return false;
+	for (size_t i = 0; i < nh; i++)
+		h[i] = str(r, n->note.holders[i]);
+	if (!held)
+		h[nh++] = r->name;
+	if (n->note.ntaints)
+		memcpy(ts, n->note.taints, n->note.ntaints * sizeof(*ts));
+	if (unlisted)
+		ts[n->note.ntaints] = dr->taint;
+	uint32_t was[KUBE_NPROTECT];
+	memcpy(was, n->note.protect_was, sizeof(was));
+	for (int i = 0; i < KUBE_NPROTECT; i++)
+		if (protect & (1u << i))
+			was[i] = n->protect_val[i];
+	struct note note = {
+	    n->note.present ? n->note.was_unschedulable : (n->flags & KUBE_NODE_UNSCHEDULABLE) != 0,
+	    h,
+	    nh,
+	    n->note.present ? n->note.boot_id : n->boot_id,
+	    ts,
+	    n->note.ntaints + (unlisted ? 1u : 0u),
+	    (uint8_t)(n->note.protect | protect),
+	    (uint8_t)((n->note.protect_had & ~protect) | (n->protect_present & protect)),
+	    was};
+	patch_note(r, p, n, &note);
+	return true;
+}
+
 /* Holds node @n for the request: the note first (with whether it was cordoned before and the
  * protection annotations' values before), then the cordon, the taint and the protection, in one
  * conditional patch. True when the node is held as asked now (the cache shows it, or the API
@@ -183,40 +222,9 @@ bool hold_node(struct req *r, const struct kube_node *n)
 	bool adding = dr->has_taint && !tainted;
 	bool unlisted = adding && !taint_in(n->note.taints, n->note.ntaints, &dr->taint);
 	struct kube_json_patch *p = kube_json_patch_create(n->rv);
-	if (!held || unlisted || protect) {
-		size_t nh = n->note.present ? n->note.nholders : 0;
-		const char **h = ng_arena_alloc(r->arena, (nh + 1) * sizeof(*h));
-		struct kube_taint *ts =
-		    ng_arena_alloc(r->arena, (n->note.ntaints + 1u) * sizeof(*ts));
-		if (!h || !ts) {
-			kube_json_patch_destroy(p);
-			return false;
-		}
-		for (size_t i = 0; i < nh; i++)
-			h[i] = str(r, n->note.holders[i]);
-		if (!held)
-			h[nh++] = r->name;
-		if (n->note.ntaints)
-			memcpy(ts, n->note.taints, n->note.ntaints * sizeof(*ts));
-		if (unlisted)
-			ts[n->note.ntaints] = dr->taint;
-		uint32_t was[KUBE_NPROTECT];
-		memcpy(was, n->note.protect_was, sizeof(was));
-		for (int i = 0; i < KUBE_NPROTECT; i++)
-			if (protect & (1u << i))
-				was[i] = n->protect_val[i];
-		struct note note = {
-		    n->note.present ? n->note.was_unschedulable
-				    : (n->flags & KUBE_NODE_UNSCHEDULABLE) != 0,
-		    h,
-		    nh,
-		    n->note.present ? n->note.boot_id : n->boot_id,
-		    ts,
-		    n->note.ntaints + (unlisted ? 1u : 0u),
-		    (uint8_t)(n->note.protect | protect),
-		    (uint8_t)((n->note.protect_had & ~protect) | (n->protect_present & protect)),
-		    was};
-		patch_note(r, p, n, &note);
+	if ((!held || unlisted || protect) && !patch_held_note(r, p, n, held, unlisted, protect)) {
+		kube_json_patch_destroy(p);
+		return false;
 	}
 	/* The note is in this patch whenever protection is: the annotations map exists. */
 	for (int i = 0; p && i < KUBE_NPROTECT; i++)
