@@ -99,6 +99,9 @@ def main(argv=None):
     ap.add_argument("--history", type=int, default=20000, help="watch history window (events)")
     ap.add_argument("--bookmark-interval", type=float, default=5.0)
     ap.add_argument("--watch-expired", choices=["event", "http"], default="event")
+    ap.add_argument("--watch-list", choices=["on", "off"], default="on",
+                    help="stream lists as watches with sendInitialEvents (the WatchList feature, on by default "
+                         "since Kubernetes 1.32); off answers them 422 as a server without the feature does")
     ap.add_argument("--authorization", choices=["rbac", "always-allow"], default="rbac",
                     help="RBAC (default, like kube-apiserver) or allow every authenticated request")
     ap.add_argument("--authz-log", default=os.environ.get("KTESTAPI_AUTHZ_LOG", ""),
@@ -181,6 +184,7 @@ def main(argv=None):
         print("ktestapi: loaded fixtures in %.1fs" % (time.monotonic() - t0), file=sys.stderr)
 
     options = {"bookmark_interval": a.bookmark_interval, "watch_expired": a.watch_expired,
+               "watch_list": a.watch_list == "on",
                "verbose": a.verbose, "faults": Faults(),
                "authorizer": Authorizer(cluster.store) if a.authorization == "rbac" else None,
                "aggregated_discovery": a.aggregated_discovery == "on",

@@ -1176,6 +1176,37 @@ class TestListWatch(ServerTestCase):
         w.close()
         self.assertLess(time.monotonic() - t0, 5)
 
+    def test_watch_list_streams_the_collection_then_marks_its_end(self):
+        """sendInitialEvents (WatchList): every object as ADDED, then a bookmark annotated
+        k8s.io/initial-events-end at the list's resourceVersion, then the watch goes on."""
+        rv = self.ok("GET", "/api/v1/namespaces/lw/pods")["metadata"]["resourceVersion"]
+        w = self.srv.watch("/api/v1/namespaces/lw/pods?watch=1&sendInitialEvents=true"
+                           "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=2")
+        evs = w.collect(24, 6)
+        w.close()
+        self.assertEqual([e["type"] for e in evs], ["ADDED"] * 23 + ["BOOKMARK"])
+        self.assertEqual(sorted(e["object"]["metadata"]["name"] for e in evs[:23]), ["p%02d" % i for i in range(23)])
+        end = evs[23]["object"]["metadata"]
+        self.assertEqual(end["annotations"], {"k8s.io/initial-events-end": "true"})
+        self.assertGreaterEqual(int(end["resourceVersion"]), int(rv))
+
+    def test_watch_list_options_are_validated_and_the_feature_can_be_off(self):
+        base = "/api/v1/namespaces/lw/pods?watch=1&timeoutSeconds=1"
+        for q, field in (("&sendInitialEvents=true&allowWatchBookmarks=true", "resourceVersionMatch"),
+                         ("&sendInitialEvents=true&resourceVersionMatch=NotOlderThan", "allowWatchBookmarks"),
+                         ("&resourceVersionMatch=NotOlderThan", "resourceVersionMatch")):
+            code, body, _ = self.api("GET", base + q)
+            self.assertEqual(code, 422, q)
+            self.assertEqual([c["field"] for c in body["details"]["causes"]], [field], q)
+        self.ok("POST", "/_control/watch-list", {"enabled": False}, user="admin")
+        try:
+            code, body, _ = self.api("GET", base + "&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+                                     "&allowWatchBookmarks=true")
+        finally:
+            self.ok("POST", "/_control/watch-list", {"enabled": True}, user="admin")
+        self.assertEqual(code, 422)
+        self.assertIn("unless the WatchList feature gate is enabled", body["message"])
+
     def test_watch_bookmarks_carry_only_resource_version(self):
         rv = self.ok("GET", "/api/v1/namespaces/lw/secrets")["metadata"]["resourceVersion"]
         w = self.srv.watch("/api/v1/namespaces/lw/secrets?watch=1&allowWatchBookmarks=true&timeoutSeconds=2"

@@ -706,6 +706,28 @@ class Handler(BaseHTTPRequestHandler):
                          "items": items})
 
     # -- watch ---------------------------------------------------------------------
+    def _check_watch_list(self, query, send_initial, bookmarks):
+        """A watch's ListOptions as kube-apiserver validates them: sendInitialEvents (the
+        WatchList feature, on unless --watch-list off) needs resourceVersionMatch=NotOlderThan and
+        allowWatchBookmarks; resourceVersionMatch without it is forbidden on a watch."""
+        rvm = _q(query, "resourceVersionMatch")
+        causes = []
+        if send_initial and not self.server.options.get("watch_list", True):
+            causes.append(("FieldValueForbidden", "sendInitialEvents",
+                           "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"))
+        elif send_initial:
+            if rvm != "NotOlderThan":
+                causes.append(("FieldValueForbidden", "resourceVersionMatch",
+                               "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+            if not bookmarks:
+                causes.append(("FieldValueForbidden", "allowWatchBookmarks",
+                               "Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true"))
+        elif rvm:
+            causes.append(("FieldValueForbidden", "resourceVersionMatch",
+                           "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+        if causes:
+            raise E.invalid("ListOptions", "meta.k8s.io", "", causes)
+
     def _chunk(self, data):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
@@ -721,6 +743,7 @@ class Handler(BaseHTTPRequestHandler):
         bookmarks = _bool(_q(query, "allowWatchBookmarks"))
         send_initial = _bool(_q(query, "sendInitialEvents"))
         rv = _q(query, "resourceVersion")
+        self._check_watch_list(query, send_initial, bookmarks)
         ts = _q(query, "timeoutSeconds")
         try:
             timeout = float(ts) if ts else 0.0
@@ -865,6 +888,8 @@ class Handler(BaseHTTPRequestHandler):
             cl.set_kubelet(body["mode"])
         elif op == "watch-expired" and method == "POST":
             opts["watch_expired"] = body.get("mode", "event")
+        elif op == "watch-list" and method == "POST":
+            opts["watch_list"] = bool(body.get("enabled", True))
         elif op == "service-endpoint" and method == "POST":
             h, _, p = body["address"].rpartition(":")
             cl.admission.service_endpoints[body["service"]] = (h, int(p))
