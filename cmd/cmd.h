@@ -71,6 +71,7 @@ struct cmd_serve_config {
 	const char *kube_context;
 	int64_t allow_insecure_kube_tls;
 	int64_t watch_batch_ms;
+	int64_t watch_list; /* stream lists where the API server offers it (--watch-list) */
 	int64_t tls_reload_seconds;
 	int64_t gate;
 	const char *lease_namespace;

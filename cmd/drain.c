@@ -98,8 +98,10 @@ static int start_cache(struct drainer *d)
 {
 	struct ng_err err = {0};
 	d->store = kube_store_create();
-	struct kube_watch_config wc = {
-	    .cfg = &d->kcfg, .store = d->store, .batch_ms = d->c.watch_batch_ms};
+	struct kube_watch_config wc = {.cfg = &d->kcfg,
+				       .store = d->store,
+				       .batch_ms = d->c.watch_batch_ms,
+				       .page_lists = !d->c.watch_list};
 	d->watch = d->store ? kube_watch_start(&wc, &err) : NULL;
 	if (!d->watch) {
 		(void)fprintf(stderr, "nodegate: %s\n", err.msg[0] ? err.msg : "out of memory");

@@ -47,6 +47,10 @@ static const struct flag serve_flags[] = {
     {"watch-batch-ms", "NG_WATCH_BATCH_MS", CMD_OPT_INT, OFF(watch_batch_ms), "100", 1, 10000, "MS",
      "At most one cache publish per this many ms: an isolated change is published at once, a "
      "burst of changes together at the end of the window."},
+    {"watch-list", "NG_WATCH_LIST", CMD_OPT_BOOL, OFF(watch_list), "true", 0, 1, "",
+     "List each cached resource as one stream (a watch with sendInitialEvents, Kubernetes' "
+     "WatchList) where the API server offers it, in pages of 500 where it does not; false: "
+     "always in pages."},
     {"gate", "NG_GATE", CMD_OPT_BOOL, OFF(gate), "true", 0, 1, "",
      "Run the gate (grant and reject NodeDisruptions) when watching an API server; the replica "
      "holding the lease decides."},
@@ -206,6 +210,7 @@ static const struct {
     {"context", NULL, NULL},
     {"allow-insecure-kube-tls", NULL, NULL},
     {"watch-batch-ms", NULL, NULL},
+    {"watch-list", NULL, NULL},
     {"lease-namespace", NULL,
      "Namespace of the drainer's coordination.k8s.io Lease (default: the kubeconfig context's or "
      "the pod's namespace)."},

@@ -496,8 +496,10 @@ static int load_or_watch_cache(struct serve *s)
 		kube_store_publish(s->store, snap);
 		return 0;
 	}
-	struct kube_watch_config wc = {
-	    .cfg = &s->kcfg, .store = s->store, .batch_ms = s->c.watch_batch_ms};
+	struct kube_watch_config wc = {.cfg = &s->kcfg,
+				       .store = s->store,
+				       .batch_ms = s->c.watch_batch_ms,
+				       .page_lists = !s->c.watch_list};
 	struct ng_err werr = {0};
 	s->watch = kube_watch_start(&wc, &werr);
 	if (!s->watch) {

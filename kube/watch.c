@@ -43,7 +43,8 @@ enum istate {
 	ST_LIST,  /* list (again) when due */
 	ST_WATCH, /* start a watch from rv when due */
 	ST_WATCHING,
-	ST_LISTING, /* a list page is in flight */
+	ST_LISTING,   /* a list page is in flight */
+	ST_STREAMING, /* a streamed list (a watch with sendInitialEvents) before its end mark */
 };
 
 struct informer {
@@ -94,6 +95,8 @@ struct kube_watch {
 	int64_t last_publish_ms; /* monotonic */
 	_Atomic uint64_t publishes;
 	struct ng_rng *rng; /* the runtime's */
+	/* The API server refused a streamed list, or never marked one's end: pages from then on. */
+	bool no_stream;
 };
 
 static int64_t now_mono_ms(void)
@@ -260,6 +263,8 @@ static void start_page(struct informer *in)
 	in->state = ST_LISTING;
 }
 
+static void start_stream(struct informer *in);
+
 static void start_list(struct informer *in)
 {
 	struct kube_watch *w = in->w;
@@ -271,18 +276,50 @@ static void start_list(struct informer *in)
 	in->list_attempt = 0;
 	in->pages = 0;
 	in->cont[0] = '\0';
-	ng_buf_init(&in->page, LIST_PAGE_CAP);
 	in->stage = kube_stage_create(w->cache, in->res);
+	if (!in->stage) {
+		list_failed(in, "out of memory");
+		return;
+	}
+	if (!w->cfg.page_lists && !w->no_stream) {
+		start_stream(in);
+		return;
+	}
+	ng_buf_init(&in->page, LIST_PAGE_CAP);
 	/* A list page's tree: 500 objects, a few MB of JSON, a few times that in nodes. */
 	in->page_arena = ng_arena_create(4 * (size_t)LIST_PAGE_CAP);
-	if (!in->stage || !in->page_arena) {
+	if (!in->page_arena) {
 		list_failed(in, "out of memory");
 		return;
 	}
 	start_page(in);
 }
 
-/* The last page is in: the staged objects replace the resource's table, published at once. */
+/* A whole list is staged (@count objects, at version in->list_rv): it is the resource's table
+ * now, published at once, and the watch goes on from its version. */
+static void listed(struct informer *in, size_t count)
+{
+	struct kube_watch *w = in->w;
+	memcpy(in->rv, in->list_rv, sizeof(in->rv));
+	kube_cache_note_rv(w->cache, in->res, in->rv);
+	publish_mask(w, 1u << in->res);
+	atomic_store(&in->synced, true);
+	in->backoff_ms = 0;
+	struct ng_logline l;
+	if (ng_log_begin(&l, NG_LOG_INFO, "kube", "listed")) {
+		ng_log_str(&l, "resource", kube_resource_name(in->res));
+		ng_log_i64(&l, "objects", (int64_t)count);
+		if (in->state == ST_STREAMING)
+			ng_log_str(&l, "method", "stream");
+		else
+			ng_log_i64(&l, "pages", (int64_t)in->pages);
+		ng_log_str(&l, "rv", in->rv);
+		ng_log_i64(&l, "dur_ms", now_mono_ms() - in->list_t0_ms);
+		ng_log_end(&l);
+	}
+}
+
+/* The last page is in: the staged objects replace the resource's table. */
 static void finish_list(struct informer *in)
 {
 	struct kube_watch *w = in->w;
@@ -292,22 +329,9 @@ static void finish_list(struct informer *in)
 		return;
 	}
 	list_cleanup(in);
-	memcpy(in->rv, in->list_rv, sizeof(in->rv));
-	kube_cache_note_rv(w->cache, in->res, in->rv);
-	publish_mask(w, 1u << in->res);
-	atomic_store(&in->synced, true);
+	listed(in, count);
 	in->state = ST_WATCH;
 	in->due_ms = 0;
-	in->backoff_ms = 0;
-	struct ng_logline l;
-	if (ng_log_begin(&l, NG_LOG_INFO, "kube", "listed")) {
-		ng_log_str(&l, "resource", kube_resource_name(in->res));
-		ng_log_i64(&l, "objects", (int64_t)count);
-		ng_log_i64(&l, "pages", (int64_t)in->pages);
-		ng_log_str(&l, "rv", in->rv);
-		ng_log_i64(&l, "dur_ms", now_mono_ms() - in->list_t0_ms);
-		ng_log_end(&l);
-	}
 }
 
 /* How often a kind the API server does not serve (its row optional) is listed again, to notice
@@ -388,27 +412,32 @@ static bool page_answered(struct informer *in, CURLcode res, long http)
 	return true;
 }
 
-/* Decodes a page's @items into the list's stage, skipping (and counting) those that do not
- * decode. False when out of memory, the list then failed. */
-static bool stage_items(struct informer *in, const cJSON *items)
+/* Decodes one listed object @e into the list's stage, skipping (and counting) it when it does
+ * not decode. NG_ENOMEM when it cannot be staged. */
+static ng_status stage_one(struct informer *in, const cJSON *e)
 {
 	struct kube_watch *w = in->w;
-	struct ng_intern *pool = kube_cache_pool(w->cache);
-	for (const cJSON *e = cJSON_IsArray(items) ? items->child : NULL; e; e = e->next) {
-		struct kube_object obj;
-		struct ng_err derr = {0};
-		if (kube_decode_as(pool, kube_cache_scratch(w->cache), in->res, e, "list item",
-				   &obj, &derr) != NG_OK) {
-			inc(&in->decode_errors);
-			struct ng_logline l;
-			if (ng_log_begin(&l, NG_LOG_WARN, "kube", "object skipped")) {
-				ng_log_str(&l, "resource", kube_resource_name(in->res));
-				ng_log_str(&l, "err", derr.msg);
-				ng_log_end(&l);
-			}
-			continue;
+	struct kube_object obj;
+	struct ng_err derr = {0};
+	if (kube_decode_as(kube_cache_pool(w->cache), kube_cache_scratch(w->cache), in->res, e,
+			   "list item", &obj, &derr) != NG_OK) {
+		inc(&in->decode_errors);
+		struct ng_logline l;
+		if (ng_log_begin(&l, NG_LOG_WARN, "kube", "object skipped")) {
+			ng_log_str(&l, "resource", kube_resource_name(in->res));
+			ng_log_str(&l, "err", derr.msg);
+			ng_log_end(&l);
 		}
-		if (kube_stage_add(in->stage, &obj) != NG_OK) {
+		return NG_OK;
+	}
+	return kube_stage_add(in->stage, &obj);
+}
+
+/* Stages a page's @items. False when out of memory, the list then failed. */
+static bool stage_items(struct informer *in, const cJSON *items)
+{
+	for (const cJSON *e = cJSON_IsArray(items) ? items->child : NULL; e; e = e->next) {
+		if (stage_one(in, e) != NG_OK) {
 			list_failed(in, "out of memory");
 			return false;
 		}
@@ -462,6 +491,114 @@ static void end_page(struct informer *in, CURLcode res)
 		finish_list(in);
 }
 
+/* ---- streamed list ----
+ *
+ * Where the API server offers it (WatchList: on by default since Kubernetes 1.32), a list is a
+ * watch with sendInitialEvents: every object comes as an ADDED event, decoded into the stage
+ * one at a time, and a bookmark annotated k8s.io/initial-events-end closes the list at its
+ * resourceVersion; the same stream then goes on as the watch. Nothing larger than one event
+ * is held, and no page waits on the one before. A server without the feature refuses the
+ * options (422): lists go in pages from then on. */
+
+static ng_status open_stream(struct informer *in, const char *query, int secs, struct ng_err *err);
+
+static void start_stream(struct informer *in)
+{
+	struct kube_watch *w = in->w;
+	char query[160];
+	int secs = WATCH_MIN_S + (int)(ng_rng_next(w->rng) % WATCH_SPREAD_S);
+	(void)snprintf(query, sizeof(query),
+		       "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=%d",
+		       secs);
+	struct ng_err err = {0};
+	if (open_stream(in, query, secs, &err) != NG_OK) {
+		list_failed(in, err.msg);
+		return;
+	}
+	in->state = ST_STREAMING;
+}
+
+/* Whether the bookmark @obj closes the initial events. */
+static bool ends_initial_events(const cJSON *obj)
+{
+	const cJSON *ann = ng_json_get(ng_json_get(obj, "metadata"), "annotations");
+	const char *v = ng_json_str(ann, "k8s.io/initial-events-end");
+	return v && strcmp(v, "true") == 0;
+}
+
+/* One event of a streamed list before its end (@kind an index of kube_watch_event_names). */
+static void stream_event(struct informer *in, int kind, const cJSON *obj, const char *rv)
+{
+	struct kube_watch *w = in->w;
+	if (kind == 0) {
+		if (stage_one(in, obj) != NG_OK)
+			in->broken = true; /* out of memory: the list starts again */
+		return;
+	}
+	if (kind != 3) {
+		in->broken = true; /* only ADDED comes before the end mark */
+		return;
+	}
+	if (!ends_initial_events(obj))
+		return;
+	if (!rv || strlen(rv) >= RV_BYTES) {
+		in->broken = true;
+		return;
+	}
+	memcpy(in->list_rv, rv, strlen(rv) + 1);
+	size_t count = kube_stage_count(in->stage);
+	if (kube_cache_replace(w->cache, in->stage) != NG_OK) {
+		in->broken = true;
+		return;
+	}
+	kube_stage_destroy(in->stage);
+	in->stage = NULL;
+	in->not_served = false;
+	listed(in, count);
+	in->state = ST_WATCHING;
+}
+
+/* A streamed list ended before its end mark (@http, @res: curl's result; @msg for the log). A
+ * refusal of its options, or a stream that ran its whole course without the mark, means the
+ * API server does not stream lists: pages from now on, at once. */
+static void stream_ended(struct informer *in, CURLcode res, long http, const char *msg)
+{
+	struct kube_watch *w = in->w;
+	kube_stage_destroy(in->stage);
+	in->stage = NULL;
+	if ((http == 404 || http == 403) && kube_kinds[in->res].optional) {
+		not_served(in, http);
+		return;
+	}
+	if (in->gone) { /* 410 in the stream: start over at once */
+		inc(&in->relists);
+		in->state = ST_LIST;
+		in->due_ms = 0;
+		return;
+	}
+	bool ran_out = http == 200 && !in->broken && !in->gone &&
+		       (res == CURLE_OK || res == CURLE_OPERATION_TIMEDOUT);
+	if (http == 400 || http == 422 || ran_out) {
+		struct ng_logline l;
+		if (!w->no_stream &&
+		    ng_log_begin(
+			&l, NG_LOG_INFO, "kube",
+			"the API server does not stream lists (WatchList): listing in pages")) {
+			ng_log_str(&l, "resource", kube_resource_name(in->res));
+			ng_log_i64(&l, "http", http);
+			ng_log_str(&l, "answer", ran_out ? "no end of the initial events" : msg);
+			ng_log_end(&l);
+		}
+		w->no_stream = true;
+		in->state = ST_LIST;
+		in->due_ms = 0;
+		return;
+	}
+	if (http == 401)
+		kube_client_invalidate_token(w->client);
+	retry_later(in, ST_LIST, "list failed", in->broken ? "bad event stream" : msg);
+}
+
 /* ---- watch ---- */
 
 static void handle_event(struct informer *in, const char *line, size_t len)
@@ -502,6 +639,10 @@ static void handle_event(struct informer *in, const char *line, size_t len)
 		return;
 	}
 	const char *rv = ng_json_str(ng_json_get(obj, "metadata"), "resourceVersion");
+	if (in->state == ST_STREAMING) {
+		stream_event(in, kind, obj, rv);
+		return;
+	}
 	inc(&in->events[kind]);
 	if (kind != 3) {
 		struct kube_object o;
@@ -609,25 +750,24 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 	return in->gone || in->broken ? 0 : n;
 }
 
-static void start_watch(struct informer *in)
+/* Opens the watch stream of @in with @query (after watch=1&allowWatchBookmarks=true), which
+ * the server ends after @secs. */
+static ng_status open_stream(struct informer *in, const char *query, int secs, struct ng_err *err)
 {
 	struct kube_watch *w = in->w;
 	char path[512];
-	int secs = WATCH_MIN_S + (int)(ng_rng_next(w->rng) % WATCH_SPREAD_S);
-	(void)snprintf(path, sizeof(path),
-		       "%s?watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d",
-		       in->path, in->rv, secs);
-	struct ng_err err = {0};
+	int n =
+	    snprintf(path, sizeof(path), "%s?watch=1&allowWatchBookmarks=true&%s", in->path, query);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return ng_err_set(err, NG_EINVAL, 0, "watch path too long");
 	in->h = curl_easy_init();
-	if (!in->h) {
-		retry_later(in, ST_WATCH, "watch failed", "out of memory");
-		return;
-	}
-	if (kube_client_prepare(w->client, in->h, path, &in->hdrs, &err) != NG_OK) {
+	if (!in->h)
+		return ng_err_set(err, NG_ENOMEM, 0, "out of memory");
+	ng_status st = kube_client_prepare(w->client, in->h, path, &in->hdrs, err);
+	if (st != NG_OK) {
 		curl_easy_cleanup(in->h);
 		in->h = NULL;
-		retry_later(in, ST_WATCH, "watch failed", err.msg);
-		return;
+		return st;
 	}
 	kube_lines_reset(&in->lines);
 	in->gone = in->broken = false;
@@ -642,7 +782,20 @@ static void start_watch(struct informer *in)
 		in->hdrs = NULL;
 		curl_easy_cleanup(in->h);
 		in->h = NULL;
-		retry_later(in, ST_WATCH, "watch failed", "curl_multi_add_handle");
+		return ng_err_set(err, NG_ENOMEM, 0, "curl_multi_add_handle");
+	}
+	return NG_OK;
+}
+
+static void start_watch(struct informer *in)
+{
+	struct kube_watch *w = in->w;
+	char query[RV_BYTES + 64];
+	int secs = WATCH_MIN_S + (int)(ng_rng_next(w->rng) % WATCH_SPREAD_S);
+	(void)snprintf(query, sizeof(query), "resourceVersion=%s&timeoutSeconds=%d", in->rv, secs);
+	struct ng_err err = {0};
+	if (open_stream(in, query, secs, &err) != NG_OK) {
+		retry_later(in, ST_WATCH, "watch failed", err.msg);
 		return;
 	}
 	in->state = ST_WATCHING;
@@ -667,6 +820,10 @@ static void end_watch(struct informer *in, CURLcode res)
 	curl_slist_free_all(in->hdrs);
 	in->h = NULL;
 	in->hdrs = NULL;
+	if (in->state == ST_STREAMING) {
+		stream_ended(in, res, http, msg);
+		return;
+	}
 	if (in->gone || http == 410) {
 		/* The history we would resume from is gone: list again and replace. */
 		inc(&in->relists);

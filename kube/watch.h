@@ -19,6 +19,8 @@ struct kube_watch_config {
 	int64_t page_timeout_ms;    /* one list page (60000) */
 	int64_t backoff_initial_ms; /* reconnect backoff, doubled per failure (800) */
 	int64_t backoff_max_ms;     /* (30000) */
+	bool page_lists; /* list in pages of 500 only; else as a stream (WatchList) where the API
+			    server offers it, in pages where it does not */
 };
 
 struct kube_watch_stats {
@@ -36,10 +38,11 @@ extern const char *const kube_watch_event_names[4];
 struct kube_watch;
 
 /**
- * Starts the informer thread: every resource is listed (pages of 500) and then watched from the
- * list's resourceVersion with bookmarks; a 410 Gone relists and replaces; failures reconnect with
- * capped exponential backoff and jitter. Returns NULL with @reterr when the thread cannot start.
- * curl_global_init() must have run. Main thread.
+ * Starts the informer thread: every resource is listed (streamed as a watch with
+ * sendInitialEvents where the API server offers it, else in pages of 500) and then watched from
+ * the list's resourceVersion with bookmarks; a 410 Gone relists and replaces; failures reconnect
+ * with capped exponential backoff and jitter. Returns NULL with @reterr when the thread cannot
+ * start. curl_global_init() must have run. Main thread.
  */
 struct kube_watch *kube_watch_start(const struct kube_watch_config *cfg, struct ng_err *reterr);
 

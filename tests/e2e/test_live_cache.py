@@ -660,14 +660,70 @@ class FaultTest(E2ETest):
         # what matters is that nothing was missed, checked above.
 
 
+class StreamedListTest(E2ETest):
+    """Lists are streamed (a watch with sendInitialEvents, WatchList) where the API server offers
+    it; a server that refuses it gets pages, and nothing is missed either way."""
+
+    def listed(self):
+        with open(self.ng.log_path, encoding="utf-8", errors="replace") as f:
+            lines = [json.loads(l) for l in f if l.startswith("{")]
+        return lines
+
+    def test_lists_are_streamed_then_paged_once_the_server_refuses(self):
+        ok, _ = eventually(self.converged)
+        self.assertTrue(ok)
+        first = {l["resource"]: l for l in self.listed() if l.get("msg") == "listed"}
+        self.assertIn("pods", first)
+        self.assertTrue(all(l.get("method") == "stream" for l in first.values()), first)
+        self.assertEqual(first["pods"]["objects"], len(self.api.api("GET", "/api/v1/pods")[1]["items"]))
+        # The API server loses the feature (a downgrade, another replica of the API server):
+        # the next relist is refused and goes in pages, and what changed meanwhile arrives.
+        code, _, _ = self.api.control("watch-list", {"enabled": False})
+        self.assertEqual(code, 200)
+        relists0 = self.ng.metric('nodegate_watch_relists_total{resource="pods"}')
+        self.api.control("compact")
+        self.api.control("drop-watches")
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p-paged", "namespace": "default",
+                                                               "labels": {"app": "db"}},
+               "spec": {"nodeName": "node3", "containers": [{"name": "c", "image": "busybox"}]}}
+        code, body, _ = self.api.api("POST", "/api/v1/namespaces/default/pods", pod)
+        self.assertEqual(code, 201, body)
+        self.api.control("compact")
+        ok, _ = eventually(lambda: self.ng.metric('nodegate_watch_relists_total{resource="pods"}') > relists0)
+        self.assertTrue(ok, "a compacted history must make nodegate relist")
+        ok, _ = eventually(self.converged)
+        self.assertTrue(ok, f"{cache_state(self.ng)} vs {api_state(self.api)}")
+        lines = self.listed()
+        refused = [l for l in lines if l.get("msg", "").startswith("the API server does not stream lists")]
+        self.assertEqual(len(refused), 1, "said once, not per resource")
+        self.assertEqual(refused[0]["http"], 422)
+        paged = [l for l in lines if l.get("msg") == "listed" and l["resource"] == "pods" and "pages" in l]
+        self.assertTrue(paged, "the pods were listed again in pages")
+        self.assertTrue(denied(self.api, "p-paged"))
+
+
+class PagedListTest(E2ETest):
+    """--watch-list=false: every list in pages of 500, never a stream."""
+
+    NODEGATE_ARGS = ("--watch-list=false",)
+
+    def test_lists_go_in_pages_when_told(self):
+        ok, _ = eventually(self.converged)
+        self.assertTrue(ok)
+        with open(self.ng.log_path, encoding="utf-8", errors="replace") as f:
+            listed = [json.loads(l) for l in f if l.startswith("{") and '"msg":"listed"' in l]
+        self.assertTrue(listed)
+        self.assertTrue(all(l.get("pages") == 1 and "method" not in l for l in listed), listed)
+
+
 class RelistTest(E2ETest):
     """A relist of the pods, slowed down page by page, must not hold up the other resources."""
 
     GENERATE = "nodes=10,pods-per-node=150"  # 1,500 pods: three pages of 500
 
     def test_a_slow_pods_relist_does_not_delay_other_resources(self):
-        # Every pods request (list page or watch) now takes 1.5 s: the relist below takes at
-        # least 3 pages x 1.5 s.
+        # Every pods request (list page, streamed list or watch) now takes 1.5 s: the relist
+        # below takes at least that.
         code, _, _ = self.api.control("faults", {"path": "^/api/v1/pods$", "method": "GET",
                                                  "latencyMs": 1500, "count": -1})
         self.assertEqual(code, 200)
