@@ -45,7 +45,7 @@ import time
 WINDOW = 2.0          # s: how stale nodegate's cache may be at a decision
 DECIDE_SLACK = 30.0   # s: a lease takeover (15 s) plus a restart and a resync
 CORDON_SLACK = 60.0   # s: the drainer's takeover plus its backoff before it uncordons
-LATENCY_LIMIT = 1.0   # s: an admission answer slower than this is a violation
+LATENCY_LIMIT = 1.0   # s: an admission answer slower than this is a violation (release build)
 KEEP = 120.0          # s: how long history (gone pods, grant intervals) is kept
 
 ND = "nodegate.io/nodedisruptions"
@@ -480,8 +480,10 @@ def main():
     ap.add_argument("--admissions", required=True)
     ap.add_argument("--stop", required=True, help="finish once this file exists")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--latency-limit", type=float, default=LATENCY_LIMIT,
+                    help="seconds: an admission answer slower than this is a violation")
     a = ap.parse_args()
-    c = Checker()
+    c = Checker(latency_limit=a.latency_limit)
     journal, adm = Follower(a.journal), Follower(a.admissions)
     while True:
         stopping = os.path.exists(a.stop)
