@@ -73,6 +73,7 @@ struct informer {
 	int list_attempt; /* 1 once an expired continue token restarted it */
 	size_t pages;
 	int64_t list_t0_ms;
+	int64_t data_ms; /* monotonic: the last bytes of a streamed list */
 	bool not_served; /* an optional kind answered 404 (logged once until served again) */
 	_Atomic bool synced;
 	_Atomic uint64_t events[4], restarts, relists, decode_errors;
@@ -516,6 +517,17 @@ static void start_stream(struct informer *in)
 		return;
 	}
 	in->state = ST_STREAMING;
+	in->data_ms = now_mono_ms();
+}
+
+/* A streamed list that brought nothing for a page's timeout is given up, as a page would be:
+ * a watch may be quiet for minutes, its initial events may not. */
+static void check_stream_stalled(struct informer *in, int64_t now_mono)
+{
+	struct kube_watch *w = in->w;
+	if (in->state != ST_STREAMING || now_mono - in->data_ms < w->cfg.page_timeout_ms)
+		return;
+	list_failed(in, "the streamed list brought nothing within the page timeout");
 }
 
 /* Whether the bookmark @obj closes the initial events. */
@@ -732,6 +744,8 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 {
 	struct informer *in = ud;
 	size_t n = size * nmemb;
+	if (in->state == ST_STREAMING)
+		in->data_ms = now_mono_ms();
 	if (!in->http)
 		(void)curl_easy_getinfo(in->h, CURLINFO_RESPONSE_CODE, &in->http);
 	if (in->http != 200) {
@@ -854,6 +868,7 @@ static int64_t start_due(struct kube_watch *w, int64_t now_mono)
 	int64_t next_due = now_mono + 1000;
 	for (int r = 0; r < KUBE_RES_COUNT && !atomic_load(w->stop); r++) {
 		struct informer *in = &w->inf[r];
+		check_stream_stalled(in, now_mono);
 		if (in->state == ST_LIST && in->due_ms <= now_mono)
 			start_list(in);
 		else if (in->state == ST_WATCH && in->due_ms <= now_mono)
