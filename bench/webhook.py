@@ -11,7 +11,12 @@ load mixes four eviction reviews, each checked against its expected answer first
   (c) a pod no budget protects                    -> allowed
   (d) a pod not in the cache                      -> allowed (docs/eviction-webhook.md)
 
-B1: wrk -t2 -cC (C = 16, 64) against nodegate, then nginx, --runs times: req/s and ratio.
+B1: wrk -t2 -cC (C = 16, 64) against nodegate, then nginx, --runs times: req/s and ratio; once
+with the four reviews in turn (the mix) and once with every review (a), a denial (429, its
+message and log line: what a mass drain of protected pods sends). nginx is tuned as its users
+tune it for this: one listening socket per worker (`reuseport`, so the kernel spreads the
+connections evenly over the two workers), as many workers as cores, keep-alive without a limit,
+no access log.
 B2: bench-loadgen at a fixed rate of half nodegate's B1 median at 16 connections, open loop
 (latency from each request's scheduled time), 16 connections: p50, p99, p99.9, and nginx at the
 same rate. nodegate, nginx and the load clients share the machine's cores (no pinning).
@@ -36,7 +41,7 @@ import tempfile
 import time
 
 PATH = "/validate/eviction?timeout=10s"
-B1_TARGET = 0.85
+B1_TARGET = 0.9
 B2_P99_TARGET_US = 1000.0
 
 
@@ -177,17 +182,21 @@ def nginx_conf(tmp, port, answer):
     if "$" in text:  # nginx would read it as a variable
         fail("nodegate's answer holds a '$': nginx cannot serve it with `return`")
     esc = text.replace("\\", "\\\\").replace('"', '\\"')
-    return f"""worker_processes 2;
+    # Without reuseport both workers accept from one socket and one of them takes most of the
+    # connections: measured here, nginx then served 62-84k req/s instead of 98-105k.
+    return f"""worker_processes auto;
 error_log {tmp}/nginx-error.log;
 pid {tmp}/nginx.pid;
-events {{ worker_connections 1024; }}
+events {{ worker_connections 4096; }}
 http {{
   access_log off;
   client_body_buffer_size 64k;
   ssl_protocols TLSv1.2 TLSv1.3;
+  ssl_session_cache shared:SSL:1m;
   keepalive_requests 1000000;
+  keepalive_timeout 300s;
   server {{
-    listen 127.0.0.1:{port} ssl;
+    listen 127.0.0.1:{port} ssl reuseport;
     ssl_certificate {tmp}/cert.pem;
     ssl_certificate_key {tmp}/key.pem;
     location / {{ default_type application/json; return 200 "{esc}"; }}
@@ -353,36 +362,40 @@ def main():
         if status != 200 or raw != answer_a:
             fail(f"nginx does not serve nodegate's answer: HTTP {status} {raw[:200]!r}")
         sizes = ", ".join(str(len(k[3])) for k in kinds)
-        log(f"nginx (2 workers) on port {nx_port} serves the {len(answer_a)} bytes nodegate "
+        log(f"nginx (a worker per core, reuseport) on port {nx_port} serves the {len(answer_a)} bytes nodegate "
             f"answered to (a); review bodies {sizes} bytes")
         log("nodegate, nginx, wrk and bench-loadgen share all cores (no pinning): "
             "compare the ratio, not the absolute rates")
 
         with open(f"{tmp}/reviews.lua", "w") as f:
             f.write(wrk_script([k[3] for k in kinds]))
+        with open(f"{tmp}/denials.lua", "w") as f:
+            f.write(wrk_script([kinds[0][3]]))
 
         rows = []
         b1_ng16 = None
-        for conns in (16, 64):
-            ngv, nxv, ratio = [], [], []
-            for r in range(runs):
-                a = run_wrk(f"{tmp}/reviews.lua", ng_port, conns, secs, "nodegate")
-                b = run_wrk(f"{tmp}/reviews.lua", nx_port, conns, secs, "nginx")
-                ngv.append(a)
-                nxv.append(b)
-                ratio.append(a / b)
-                log(f"B1 {conns} connections, run {r + 1}/{runs}: nodegate {a:,.0f} req/s, "
-                    f"nginx {b:,.0f} req/s, ratio {a / b:.2f}")
-            rs = {k: round(v, 3) for k, v in
-                  (("min", min(ratio)), ("median", statistics.median(ratio)),
-                   ("max", max(ratio)))}
-            rows.append({"bench": "B1", "measure": f"throughput, {conns} connections",
-                         "value": stats(ngv), "unit": "req/s", "reference": stats(nxv),
-                         "reference_name": "nginx, same certificate and answer",
-                         "ratio": rs, "target": "≥ 0.85× nginx",
-                         "met": rs["median"] >= B1_TARGET, "command": command})
-            if conns == 16:
-                b1_ng16 = statistics.median(ngv)
+        for script, what in (("reviews", "the four reviews in turn"),
+                             ("denials", "every review a denial (429)")):
+            for conns in (16, 64):
+                ngv, nxv, ratio = [], [], []
+                for r in range(runs):
+                    a = run_wrk(f"{tmp}/{script}.lua", ng_port, conns, secs, "nodegate")
+                    b = run_wrk(f"{tmp}/{script}.lua", nx_port, conns, secs, "nginx")
+                    ngv.append(a)
+                    nxv.append(b)
+                    ratio.append(a / b)
+                    log(f"B1 {script}, {conns} connections, run {r + 1}/{runs}: nodegate "
+                        f"{a:,.0f} req/s, nginx {b:,.0f} req/s, ratio {a / b:.2f}")
+                rs = {k: round(v, 3) for k, v in
+                      (("min", min(ratio)), ("median", statistics.median(ratio)),
+                       ("max", max(ratio)))}
+                rows.append({"bench": "B1", "measure": f"throughput, {conns} connections, {what}",
+                             "value": stats(ngv), "unit": "req/s", "reference": stats(nxv),
+                             "reference_name": "nginx (reuseport), same certificate and answer",
+                             "ratio": rs, "target": f"≥ {B1_TARGET}× nginx",
+                             "met": rs["median"] >= B1_TARGET, "command": command})
+                if conns == 16 and script == "reviews":
+                    b1_ng16 = statistics.median(ngv)
 
         rate = b1_ng16 / 2
         warmup = 0.5 if args.quick else 1
