@@ -456,6 +456,66 @@ static ng_status domains_of(const struct eval *e, const struct kube_ndb *b, cons
 	return NG_OK;
 }
 
+/* One of the request's nodes in a topology scope: its domain, and whether it is disrupted now. */
+struct domain_hit {
+	uint32_t slot;
+	bool was;
+};
+
+static int cmp_hit(const void *a, const void *b)
+{
+	const struct domain_hit *x = a, *y = b;
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+/* The domains of scope @sc that the request touches (malloc'ed into @ret, in the scope's
+ * order, as domains_of() has them), from the domains the ledger keeps, and in *@ret_others how
+ * many others have a disrupted node: the request's nodes are looked at, not the pool's. Not
+ * for a budget that soaks (its soaking nodes count, per instant, as disrupted). */
+static ng_status touched_domains(const struct eval *e, const struct kube_ndb *b, struct bscope *sc,
+				 struct domain **ret, size_t *ret_n, int64_t *ret_others)
+{
+	if (pd_ndb_domains(e->ledger, sc, b) != NG_OK)
+		return NG_ENOMEM;
+	struct domain_hit *hit = calloc(e->nnodes ? e->nnodes : 1, sizeof(*hit));
+	struct domain *d = calloc(e->nnodes ? e->nnodes : 1, sizeof(*d));
+	if (!hit || !d) {
+		free(hit);
+		free(d);
+		return NG_ENOMEM;
+	}
+	size_t nh = 0;
+	for (size_t x = 0; x < e->nnodes; x++) {
+		const struct kube_node *n = e->recs[x];
+		size_t i = n ? (size_t)(n - e->ledger->nodes) : SIZE_MAX;
+		size_t j = n ? pd_scope_pos(sc, i) : SIZE_MAX;
+		if (j != SIZE_MAX)
+			hit[nh++] = (struct domain_hit){
+			    sc->dom[j], pol_ledger_held_at(e->ledger, i) || sc->unavail[j]};
+	}
+	qsort(hit, nh, sizeof(*hit), cmp_hit);
+	size_t nd = 0;
+	int64_t others = (int64_t)sc->ndoms_disrupted;
+	for (size_t k = 0; k < nh; k++) {
+		if (k == 0 || hit[k].slot != hit[k - 1].slot) {
+			const struct scope_domain *s = &sc->doms[hit[k].slot];
+			d[nd++] = (struct domain){.value = s->value,
+						  .nodes = s->nodes,
+						  .before = s->disrupted,
+						  .after = s->disrupted,
+						  .touched = true};
+			others -= s->disrupted > 0;
+		}
+		d[nd - 1].asked++;
+		d[nd - 1].after += !hit[k].was;
+	}
+	free(hit);
+	*ret = d;
+	*ret_n = nd;
+	*ret_others = others;
+	return NG_OK;
+}
+
 /* Failed verdict @v of NDB @b on its topology limits, with @sc's domains @d (@nd of them) and
  * its maxDisruptedNodesPerDomain @per (NULL: none): whether the request alone touches more
  * domains than the budget allows, or more nodes of one domain. Windows do not change these
@@ -498,16 +558,17 @@ static void topology_never(struct eval *e, struct pol_budget_verdict *v, const s
  * disrupted node once the request is granted, and in each domain the request touches at most
  * maxDisruptedNodesPerDomain of its nodes (a percentage of the domain, rounded up). */
 static ng_status check_topology(struct eval *e, struct pol_budget_verdict *v,
-				const struct kube_ndb *b, const struct bscope *sc)
+				const struct kube_ndb *b, struct bscope *sc)
 {
 	struct domain *d;
 	size_t nd;
-	if (domains_of(e, b, sc, &d, &nd) != NG_OK)
+	int64_t domains = 0; /* with a disrupted node, among those the request does not touch */
+	if (b->b.soak_ms ? domains_of(e, b, sc, &d, &nd) != NG_OK
+			 : touched_domains(e, b, sc, &d, &nd, &domains) != NG_OK)
 		return NG_ENOMEM;
 	struct bud_int_or_percent per = {0};
 	bool has_per = b->max_per_domain.set && bud_int_or_percent_from(&b->max_per_domain, e->pool,
 									"", &per, NULL) == NG_OK;
-	int64_t domains = 0;
 	for (size_t i = 0; i < nd; i++)
 		domains += d[i].after > 0;
 	const char *key = str(e, b->topology_key);

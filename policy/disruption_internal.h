@@ -155,6 +155,17 @@ struct bscope {
 	bool soak_ready;
 	int64_t soak_at_ms, soak_next_ms;
 	size_t soaking;
+	/* NDB with a topologyKey: its domains, made on first use (pd_ndb_domains()) and kept by
+	 * grants as disrupted is, so a decision looks at its own nodes' domains only (walking the
+	 * pool's nodes per decision made planning 10,000 nodes cost 5.9 s, 1.9 s at 5,000).
+	 * dom[j]: scope node j's domain, numbered in the order the scope's nodes first show it;
+	 * ndoms_disrupted: domains with a disrupted node. */
+	uint32_t *dom;
+	struct scope_domain {
+		uint32_t value; /* label value id; NG_INTERN_NONE: the nodes without the label */
+		uint32_t nodes, disrupted;
+	} * doms;
+	size_t ndoms, ndoms_disrupted;
 };
 
 /* How control-plane nodes are recognised: NodeGateConfig's controlPlane.selector, or the
@@ -272,6 +283,8 @@ ng_status pd_ndbs_of_node(struct pol_ledger *l, size_t i,
 			  void *arg);
 void pd_ndb_counts_grant(struct pol_ledger *l, size_t i);
 ng_status pd_ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret);
+ng_status pd_ndb_domains(struct pol_ledger *l, struct bscope *sc, const struct kube_ndb *b);
+size_t pd_scope_pos(const struct bscope *sc, size_t node);
 void pd_adb_counts_grant(struct pol_ledger *l, uint32_t node, const struct kube_node *k);
 ng_status pd_adb_index(struct pol_ledger *l);
 

@@ -128,11 +128,58 @@ static ng_status ndb_count_one(struct pol_ledger *l, size_t k, size_t i, void *a
 	if (!sc->ready || node_counted(&l->nodes[i], b))
 		return NG_OK;
 	sc->disrupted++;
+	size_t j = sc->doms ? pd_scope_pos(sc, i) : SIZE_MAX;
+	if (j != SIZE_MAX && sc->doms[sc->dom[j]].disrupted++ == 0)
+		sc->ndoms_disrupted++;
 	/* A soaking node counted already: held now, it is counted as held instead. */
 	if (sc->soak_ready && pd_scope_soaks(sc, b, l->nodes[i].name, i))
 		sc->soaking--;
 	if (l->granting_ms > sc->last_grant_ms)
 		sc->last_grant_ms = l->granting_ms;
+	return NG_OK;
+}
+
+/* The position of node @node (an index of the snapshot's nodes) in NDB scope @sc, SIZE_MAX when
+ * it is not one of its nodes: sc->idx is in node order. */
+size_t pd_scope_pos(const struct bscope *sc, size_t node)
+{
+	uint32_t x = (uint32_t)node;
+	const uint32_t *at = sc->n ? bsearch(&x, sc->idx, sc->n, sizeof(*sc->idx), cmp_u32) : NULL;
+	return at ? (size_t)(at - sc->idx) : SIZE_MAX;
+}
+
+/* @sc's topology domains by @b's topologyKey, with their disrupted nodes now; grants keep them
+ * (ndb_count_one()). */
+ng_status pd_ndb_domains(struct pol_ledger *l, struct bscope *sc, const struct kube_ndb *b)
+{
+	if (sc->doms)
+		return NG_OK;
+	uint32_t *dom = ng_arena_alloc(l->arena, (sc->n ? sc->n : 1) * sizeof(*dom));
+	struct scope_domain *doms = ng_arena_alloc(l->arena, (sc->n ? sc->n : 1) * sizeof(*doms));
+	struct ng_map at;
+	if (!dom || !doms || ng_map_init(&at, sc->n + 1) != NG_OK)
+		return NG_ENOMEM;
+	size_t nd = 0, disrupted = 0;
+	for (size_t j = 0; j < sc->n; j++) {
+		const struct kube_node *n = &l->nodes[sc->idx[j]];
+		uint32_t value = NG_INTERN_NONE, slot = 0;
+		if (!kube_labels_get(n->labels, n->nlabels, b->topology_key, &value))
+			value = NG_INTERN_NONE;
+		if (!ng_map_get(&at, (uint64_t)value + 1, &slot)) {
+			slot = (uint32_t)nd;
+			doms[nd++] = (struct scope_domain){.value = value};
+			ng_map_put(&at, (uint64_t)value + 1, slot); /* sized for every node */
+		}
+		dom[j] = slot;
+		doms[slot].nodes++;
+		if ((l->held[sc->idx[j]] || sc->unavail[j]) && doms[slot].disrupted++ == 0)
+			disrupted++;
+	}
+	ng_map_finish(&at);
+	sc->dom = dom;
+	sc->doms = doms;
+	sc->ndoms = nd;
+	sc->ndoms_disrupted = disrupted;
 	return NG_OK;
 }
 
