@@ -121,6 +121,7 @@ def decode_continue(tok):
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = IO_TIMEOUT_S
+    disable_nagle_algorithm = True  # a header write then a body write must not wait for an ACK
     server_version = "nodegate-bench-feed"
 
     def log_message(self, *args):  # quiet: one line per request would cost more than a page
@@ -298,10 +299,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 timeout = MAX_WATCH_S
         headers = {k: v for k, v in self.headers.items()
                    if k.lower() not in ("host", "connection", "keep-alive", "transfer-encoding", "content-length")}
-        up = http.client.HTTPSConnection("127.0.0.1", srv.upstream_port, context=srv.upstream_ctx, timeout=timeout)
+        # A watch gets its own upstream connection; other requests reuse this client
+        # connection's (a TLS handshake per write would be most of a proxied write's cost).
+        up = None if watch else getattr(self, "upstream", None)
         try:
-            up.request(method, self.path, body=body, headers=headers)
-            r = up.getresponse()
+            if up is None:
+                up = http.client.HTTPSConnection("127.0.0.1", srv.upstream_port, context=srv.upstream_ctx,
+                                                 timeout=timeout)
+                up.connect()
+                up.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                up.request(method, self.path, body=body, headers=headers)
+                r = up.getresponse()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                if watch or up is not getattr(self, "upstream", None):
+                    raise
+                # the reused connection had been closed by the upstream while idle: once more
+                up.close()
+                self.upstream = None
+                up = http.client.HTTPSConnection("127.0.0.1", srv.upstream_port, context=srv.upstream_ctx,
+                                                 timeout=timeout)
+                up.connect()
+                up.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                up.request(method, self.path, body=body, headers=headers)
+                r = up.getresponse()
             hop = ("connection", "keep-alive", "transfer-encoding", "content-length")
             fwd = [(k, v) for k, v in r.getheaders() if k.lower() not in hop]
             if r.chunked or watch:
@@ -320,6 +341,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+            if not watch and not r.will_close:
+                self.upstream, up = up, None
         except (OSError, http.client.HTTPException) as e:
             self.close_connection = True
             try:
@@ -327,7 +350,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             except OSError:
                 pass
         finally:
+            if up is not None:
+                up.close()
+                if getattr(self, "upstream", None) is up:
+                    self.upstream = None
+
+    def finish(self):
+        up = getattr(self, "upstream", None)
+        if up is not None:
             up.close()
+        super().finish()
 
     def do_GET(self):
         self.handle_any("GET")
