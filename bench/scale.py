@@ -23,7 +23,8 @@ every node, maxDisruptedNodes 10 %: the pool-wide budget every decision walks) a
   target <= 5 ms).
 - `nodegate plan --nodes ""` of every node against the feed (listed once, 10 waves under the
   budget), wall time, beside its load floor `nodegate check` of one request against the same
-  feed (lists the cluster, decides one). Target: <= 30 s and <= 2x the floor.
+  feed (lists the cluster, decides one). Target: <= 30 s and <= 2x the floor. A plan still
+  running after --plan-max-seconds (600) is cut and its row says so.
 
 Then growth exponents between consecutive sizes of the 10-pods-per-node series: the slope of
 log(cost) over log(size) for cache memory (RSS above the empty run), ready, the floor and plan
@@ -32,7 +33,8 @@ log(cost) over log(size) for cache memory (RSS above the empty run), ready, the 
 Sizes: full 1,000 / 5,000 / 20,000 / 100,000 nodes x 10 pods and 5,000 x 30; --quick 1,000
 and 5,000 x 10; --smoke 200 and 1,000 x 2. --sizes NxM,... picks others.
 
-Usage: bench/scale.py [--quick|--smoke] [--runs N] [--nodegate PATH] [--sizes 1000x10,5000x10]"""
+Usage: bench/scale.py [--quick|--smoke] [--runs N] [--nodegate PATH] [--sizes 1000x10,5000x10]
+                      [--plan-max-seconds S]"""
 import json
 import math
 import os
@@ -53,6 +55,7 @@ SIZES = {"full": [(1000, 10), (5000, 10), (20000, 10), (100000, 10), (5000, 30)]
 REQUESTS = {"full": 200, "quick": 100, "smoke": 10}
 DECISION = "nodegate_decision_duration_seconds"
 START = "2026-11-27T00:00:00Z"
+PLAN_MAX_S = 600  # default: a plan still running then is cut (nodegate plan --max-seconds), its row says so
 FLOOR = "floor: Python paging the same lists from the same feed"
 
 
@@ -85,10 +88,13 @@ def timed(argv):
     return p, time.monotonic() - t0
 
 
-def plan(binary, f, tmp, nodes):
+def plan(binary, f, tmp, nodes, max_s):
     """(plan seconds, its load floor: check of one request, waves) against the feed."""
     p, took = timed([binary, "plan", "--kubeconfig", f.kubeconfig, "--nodes", "", "--start", START,
-                     "--max-seconds", "0", "--output", "json"])
+                     "--max-seconds", str(max_s), "--output", "json"])
+    if p.returncode == 3:  # truncated at --max-seconds: the row says so
+        bl.log(f"  nodegate plan did not finish within {max_s} s")
+        return None, None, None
     if p.returncode != 0:
         raise SystemExit(f"nodegate plan failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
     doc = json.loads(p.stdout)
@@ -146,15 +152,15 @@ def measure_size(a, nodes, per, base_kib, tmp, count):
             finally:
                 ng.stop()
             fl, nbytes = cache.floor(f)
-            plan_s, check_s, waves = plan(a.nodegate, f, tmp, nodes)
+            plan_s, check_s, waves = plan(a.nodegate, f, tmp, nodes, a.plan_max_seconds)
             run = {"ready": ng.ready_s, "floor": fl, "rss": rss, "hwm": hwm, "ref": ref_kib,
                    "bpp": (rss - ref_kib) * 1024 / pods if pods else None, "pods": pods,
                    "plan": plan_s, "check": check_s, "waves": waves}
             out["runs"].append(run)
             bl.log(f"  run {r + 1}: /readyz {ng.ready_s:.2f} s, floor {fl:.2f} s ({nbytes / 1e6:.0f} MB); "
                    f"RSS {rss / 1024:.1f} MiB (no pods {ref_kib / 1024:.1f}), HWM {hwm / 1024:.1f} MiB; "
-                   f"{pods:.0f} pods, {run['bpp'] or 0:.0f} B/pod; plan {plan_s:.2f} s ({waves} waves), "
-                   f"check {check_s:.2f} s")
+                   f"{pods:.0f} pods, {run['bpp'] or 0:.0f} B/pod; plan {plan_s} s ({waves} waves), "
+                   f"check {check_s} s")
         if out["grant"]:
             bl.log(f"  grants: {out['grant']}")
     return out
@@ -166,7 +172,7 @@ def exponent(c1, c2, s1, s2):
     return math.log(c2 / c1) / math.log(s2 / s1)
 
 
-def rows_for(res, cmd, largest, count):
+def rows_for(res, cmd, largest, count, plan_max_s):
     n, per = res["nodes"], res["per"]
     what = f"{n:,} nodes × {per} pods"
     big = (n, per) == largest
@@ -198,6 +204,11 @@ def rows_for(res, cmd, largest, count):
             bl.row("B10", f"requests granted within 30 s ({what})", [g["granted"]], "count", cmd,
                    target=f"all {count}", met=lambda v, _: v["min"] == count),
         ]
+    if any(x is None for x in col("plan")):
+        rows.append(bl.row("B10", f"nodegate plan of every node against the feed ({what}): did not finish "
+                           f"within {plan_max_s} s", [plan_max_s], "s", cmd, target="≤ 30 s",
+                           met=lambda v, _: False))
+        return rows
     rows.append(bl.row("B10", f"nodegate plan of every node against the feed ({what})", col("plan"), "s", cmd,
                        reference=col("check"), reference_name="load floor: nodegate check of one request",
                        **tgt("≤ 30 s and ≤ 2× the floor",
@@ -211,12 +222,14 @@ def growth_rows(results, cmd):
     series = {}
     for res in results:
         series.setdefault(res["per"], []).append(res)
-    med = lambda res, k: bl.stats([x[k] for x in res["runs"]])["median"]  # noqa: E731
+    def med(res, k):
+        st = bl.stats([x[k] for x in res["runs"]])
+        return st["median"] if st else None
     for per, rs in series.items():
         for r1, r2 in zip(rs, rs[1:]):
             s1, s2 = r1["nodes"], r2["nodes"]
             span = f"{s1:,} → {s2:,} nodes × {per} pods"
-            mem1 = med(r1, "rss") - r1["_base"]
+            mem1 = med(r1, "rss") - r1["_base"]  # nodegate's cache, its empty-cluster RSS aside
             mem2 = med(r2, "rss") - r2["_base"]
             for what, c1, c2, lim in (
                     ("cache memory (RSS above the empty run)", mem1, mem2, 1.1),
@@ -236,6 +249,8 @@ def growth_rows(results, cmd):
 def main():
     p = bl.parser(__doc__)
     p.add_argument("--sizes", help="NODESxPODS,... instead of the mode's sizes")
+    p.add_argument("--plan-max-seconds", type=int, default=PLAN_MAX_S,
+                   help="cut a plan still running after this long (its row says so)")
     a = bl.parse(p)
     m = bl.mode(a)
     sizes = SIZES[m]
@@ -259,7 +274,7 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
     rows = []
     for res in results:
-        rows += rows_for(res, cmd, largest, min(count, max(1, res["nodes"] // 10)))
+        rows += rows_for(res, cmd, largest, min(count, max(1, res["nodes"] // 10)), a.plan_max_seconds)
     rows += growth_rows(results, cmd)
     bl.finish("B10", rows)
 
