@@ -23,6 +23,10 @@ every node, maxDisruptedNodes 10 %: the pool-wide budget every decision walks) a
   (nodegate_decision_duration_seconds: mean and p99 from its buckets, target p99 <= 50 us) and
   own share (nodegate_gate_grant_latency_seconds, watch event read -> status write sent: p99,
   target <= 5 ms).
+- first run only: eviction webhook throughput, bench-loadgen closed loop on 16 connections for
+  WEBHOOK_S seconds, reviews of a pod of the cluster and of a pod not in the cache (both
+  allowed); at the largest size beside the 5,000 x 10 figure of the same run (target >= 0.9x),
+  and its per-review time's growth exponent (target <= 0.2).
 - `nodegate plan --nodes ""` of every node against the feed (listed once, 10 waves under the
   budget), wall time, beside its load floor `nodegate check` of one request against the same
   feed (lists the cluster, decides one). Target: <= 30 s and <= 2x the floor. A plan still
@@ -55,6 +59,7 @@ import grant  # noqa: E402  (create -> Granted, one request at a time)
 SIZES = {"full": [(1000, 10), (5000, 10), (20000, 10), (100000, 10), (5000, 30)],
          "quick": [(1000, 10), (5000, 10)], "smoke": [(200, 2), (1000, 2)]}
 REQUESTS = {"full": 200, "quick": 100, "smoke": 10}
+WEBHOOK_S = {"full": 5, "quick": 3, "smoke": 1}  # seconds of closed-loop eviction reviews
 DECISION = "nodegate_decision_duration_seconds"
 START = "2026-11-27T00:00:00Z"
 PLAN_MAX_S = 600  # default: a plan still running then is cut (nodegate plan --max-seconds), its row says so
@@ -112,6 +117,43 @@ def plan(binary, f, tmp, nodes, max_s):
     return took, ctook, doc["summary"]["waves"]
 
 
+def review_bodies(tmp, nodes, per):
+    """Eviction reviews for the webhook: a pod of the cluster (no budget protects it: allowed)
+    and a pod not in the cache (allowed), as files for bench-loadgen."""
+    with open(os.path.join(bl.ROOT, "examples", "eviction-review.json"), encoding="utf-8") as f:
+        template = json.load(f)
+    pods = [(f"node-{nodes // 2 + 1:05d}-p0", "bench-0")] if per else []
+    out = []
+    for k, (name, ns) in enumerate(pods + [("no-such-pod", "bench-1")]):
+        r = json.loads(json.dumps(template))
+        req = r["request"]
+        req["uid"] = "705ab4f5-6393-11e8-b7cc-42010a80010%d" % k
+        req["name"] = req["object"]["metadata"]["name"] = name
+        req["namespace"] = req["object"]["metadata"]["namespace"] = ns
+        path = os.path.join(tmp, f"review-{k}.json")
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(r, fh)
+        out.append(path)
+    return out
+
+
+def webhook_rate(loadgen, port, bodies, secs):
+    """Eviction reviews per second, closed loop on 16 keep-alive connections; None on errors."""
+    cmd = [loadgen, "--port", str(port), "--path", "/validate/eviction?timeout=10s", "--connections", "16",
+           "--duration", str(secs), "--warmup", "1"]
+    for b in bodies:
+        cmd += ["--body", b]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=secs + 120)
+    if p.returncode != 0:
+        bl.log(f"  bench-loadgen failed ({p.returncode}): {p.stderr.strip()[-1000:]}")
+        return None
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    if res["errors"]:
+        bl.log(f"  bench-loadgen: {res['errors']} errors of {res['requests']}")
+        return None
+    return res["rate"]
+
+
 def grants(f, ng, nodes, count):
     """Decision mean/p99 (µs) and own share p99 (ms) over @count requests, one at a time."""
     follow = grant.Granted(f)
@@ -132,7 +174,7 @@ def measure_size(a, nodes, per, base_kib, tmp, count):
     tag = f"{nodes}x{per}"
     bl.log(f"B10: {nodes:,} nodes x {per} pods")
     ref_kib = rss_of(a.nodegate, nodes, 0, tmp, f"nopods-{tag}")
-    out = {"nodes": nodes, "per": per, "runs": [], "grant": None,
+    out = {"nodes": nodes, "per": per, "runs": [], "grant": None, "webhook": None,
            "per_node": (ref_kib - base_kib) * 1024 / nodes if nodes else None}
     with feed.Feed(nodes, per) as f:
         bl.create(f, bl.NDB_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget",
@@ -151,6 +193,10 @@ def measure_size(a, nodes, per, base_kib, tmp, count):
                     if not ok:
                         bl.log("  the gate never reported the budget's watchedNodes; measuring anyway")
                     out["grant"] = grants(f, ng, nodes, count)
+                    if os.path.exists(a.loadgen):
+                        out["webhook"] = webhook_rate(a.loadgen, ng.port, review_bodies(tmp, nodes, per),
+                                                      WEBHOOK_S[bl.mode(a)])
+                        bl.log(f"  eviction webhook: {out['webhook']} reviews/s")
             finally:
                 ng.stop()
             fl, nbytes = cache.floor(f)
@@ -224,6 +270,14 @@ def rows_for(res, cmd, largest, count, plan_max_s):
                            f"within {plan_max_s} s", [plan_max_s], "s", cmd, target="≤ 30 s",
                            met=lambda v, _: False))
         return rows
+    if res["webhook"] is not None:
+        ref = res.get("_webhook_ref")
+        rows.append(bl.row("B10", f"eviction webhook throughput, closed loop, 16 connections ({what})",
+                           [res["webhook"]], "req/s", cmd,
+                           reference=[ref] if ref and big else None,
+                           reference_name="the same at 5,000 nodes × 10 pods, same run",
+                           **(tgt("≥ 0.9× the 5,000-node figure", lambda _, r: r is not None and r["median"] >= 0.9)
+                              if ref else {})))
     rows.append(bl.row("B10", f"nodegate plan of every node against the feed ({what})", col("plan"), "s", cmd,
                        reference=col("check"), reference_name="load floor: nodegate check of one request",
                        **tgt("≤ 30 s and ≤ 2× the floor",
@@ -251,7 +305,9 @@ def growth_rows(results, cmd):
                     ("start → /readyz", med(r1, "ready"), med(r2, "ready"), 1.1),
                     ("the floor (paging the lists)", med(r1, "floor"), med(r2, "floor"), None),
                     ("plan of every node", med(r1, "plan"), med(r2, "plan"), 1.1),
-                    ("decision p99", (r1["grant"] or {}).get("dec_p99"), (r2["grant"] or {}).get("dec_p99"), 0.2)):
+                    ("decision p99", (r1["grant"] or {}).get("dec_p99"), (r2["grant"] or {}).get("dec_p99"), 0.2),
+                    ("time per eviction review (1 ÷ throughput)", 1 / r1["webhook"] if r1["webhook"] else None,
+                     1 / r2["webhook"] if r2["webhook"] else None, 0.2)):
                 e = exponent(c1, c2, s1, s2)
                 if e is None:
                     continue
@@ -264,9 +320,11 @@ def growth_rows(results, cmd):
 def main():
     p = bl.parser(__doc__)
     p.add_argument("--sizes", help="NODESxPODS,... instead of the mode's sizes")
+    p.add_argument("--loadgen", help="bench-loadgen (default: beside the nodegate build's bench/)")
     p.add_argument("--plan-max-seconds", type=int, default=PLAN_MAX_S,
                    help="cut a plan still running after this long (its row says so)")
     a = bl.parse(p)
+    a.loadgen = a.loadgen or os.path.join(os.path.dirname(os.path.dirname(a.nodegate)), "bench", "bench-loadgen")
     m = bl.mode(a)
     sizes = SIZES[m]
     extra = ""
@@ -287,6 +345,9 @@ def main():
             results.append(res)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    ref = next((r["webhook"] for r in results if (r["nodes"], r["per"]) == (5000, 10)), None)
+    for res in results:
+        res["_webhook_ref"] = ref
     rows = []
     for res in results:
         rows += rows_for(res, cmd, largest, min(count, max(1, res["nodes"] // 10)), a.plan_max_seconds)
