@@ -265,11 +265,6 @@ def rows_for(res, cmd, largest, count, plan_max_s):
             bl.row("B10", f"requests granted within 30 s ({what})", [g["granted"]], "count", cmd,
                    target=f"all {count}", met=lambda v, _: v["min"] == count),
         ]
-    if any(x is None for x in col("plan")):
-        rows.append(bl.row("B10", f"nodegate plan of every node against the feed ({what}): did not finish "
-                           f"within {plan_max_s} s", [plan_max_s], "s", cmd, target="≤ 30 s",
-                           met=lambda v, _: False))
-        return rows
     if res["webhook"] is not None:
         ref = res.get("_webhook_ref")
         rows.append(bl.row("B10", f"eviction webhook throughput, closed loop, 16 connections ({what})",
@@ -278,6 +273,11 @@ def rows_for(res, cmd, largest, count, plan_max_s):
                            reference_name="the same at 5,000 nodes × 10 pods, same run",
                            **(tgt("≥ 0.9× the 5,000-node figure", lambda _, r: r is not None and r["median"] >= 0.9)
                               if ref else {})))
+    if any(x is None for x in col("plan")):
+        rows.append(bl.row("B10", f"nodegate plan of every node against the feed ({what}): did not finish "
+                           f"within {plan_max_s} s", [plan_max_s], "s", cmd, target="≤ 30 s",
+                           met=lambda v, _: False))
+        return rows
     rows.append(bl.row("B10", f"nodegate plan of every node against the feed ({what})", col("plan"), "s", cmd,
                        reference=col("check"), reference_name="load floor: nodegate check of one request",
                        **tgt("≤ 30 s and ≤ 2× the floor",
