@@ -44,6 +44,7 @@ MAX_WATCH_S = 3600   # a watch without timeoutSeconds, or with a larger one, end
 IO_TIMEOUT_S = 120   # a client or upstream read/write that stalls this long ends its connection
 UP_TIMEOUT_S = 60    # a proxied (non-watch) request's upstream deadline
 NAMESPACES = 10
+NAMESPACED = object()  # a namespace's pod list: not served (nodegate lists across namespaces)
 TS = "2026-11-20T10:00:00Z"
 
 NODE = ('{"metadata":{"name":"%(n)s","uid":"00000000-0000-4000-8000-%(i)012d","creationTimestamp":"' + TS + '",'
@@ -186,6 +187,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.body()
         if method != "GET":
             self.send_bytes(405, status(405, "MethodNotAllowed", "the bench feed's nodes and pods are read-only"))
+        elif name is NAMESPACED:
+            self.send_bytes(400, status(400, "BadRequest", "the bench feed lists pods across namespaces only"))
         elif name is not None:
             i = kind.index.get(name)
             if i is None:
@@ -211,6 +214,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return k["nodes"], p[4]
         if len(p) == 7 and p[:4] == ["", "api", "v1", "namespaces"] and p[5] == "pods":
             return k["pods"], p[4] + "/" + p[6]
+        if len(p) == 6 and p[:4] == ["", "api", "v1", "namespaces"] and p[5] == "pods":
+            return k["pods"], NAMESPACED
         return None, None
 
     def list(self, kind, q):

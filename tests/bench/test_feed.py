@@ -66,7 +66,9 @@ class FeedTest(unittest.TestCase):
         code, _, _ = self.feed.api("DELETE", "/api/v1/nodes/node-00001")
         self.assertEqual(code, 405)
         code, _, _ = self.feed.api("GET", "/api/v1/pods?labelSelector=app%3Dbench")
-        self.assertEqual(code, 400)
+        self.assertEqual(code, 400, "a filtered list is refused, not answered unfiltered")
+        code, _, _ = self.feed.api("GET", "/api/v1/namespaces/bench-1/pods")
+        self.assertEqual(code, 400, "a namespace's list is refused, not answered empty by the upstream")
 
     def test_watchlist_sends_every_object_then_the_end_bookmark(self):
         w = self.feed.watch("/api/v1/pods" + WATCHLIST + "&timeoutSeconds=5")
