@@ -69,7 +69,7 @@ static void put_i(struct line *b, int64_t v)
  * holds one of the scope's nodes. Nothing when the ledger cannot say (out of memory). */
 #define HOLDERS_NAMED 3
 
-static void put_holders(struct eval *e, struct line *b, const struct bscope *sc)
+static void put_holders_now(struct eval *e, struct line *b, const struct bscope *sc)
 {
 	uint32_t *h;
 	size_t n;
@@ -102,6 +102,36 @@ static void put_holders(struct eval *e, struct line *b, const struct bscope *sc)
 		put_i(b, (int64_t)(n - HOLDERS_NAMED));
 		PUT_LIT(b, " more)");
 	}
+}
+
+/* "; held by ...": made once per state of the scope's holders (kept in the ledger's arena), as
+ * every failing decision of a round or a plan writes it again. */
+static void put_holders(struct eval *e, struct line *b, struct bscope *sc)
+{
+	struct pol_ledger *l = e->ledger;
+	if (!l) {
+		put_holders_now(e, b, sc);
+		return;
+	}
+	if (!sc->holders_ready || sc->holders_gen != sc->gen || sc->holders_nco != l->nco) {
+		char text[sizeof(((struct pol_budget_verdict *)0)->reason)];
+		struct line t = {text, sizeof(text), 0};
+		text[0] = '\0';
+		put_holders_now(e, &t, sc);
+		size_t len = strlen(text); /* t.len counts past the buffer when cut short */
+		char *keep = ng_arena_alloc(l->arena, len + 1);
+		if (!keep) {
+			put_n(b, text, len);
+			return;
+		}
+		memcpy(keep, text, len + 1);
+		sc->holders = keep;
+		sc->holders_len = len;
+		sc->holders_gen = sc->gen;
+		sc->holders_nco = l->nco;
+		sc->holders_ready = true;
+	}
+	put_n(b, sc->holders, sc->holders_len);
 }
 
 /* Why pool node @n counts by its own state, in a few words. */
@@ -152,7 +182,7 @@ static void put_counted(struct eval *e, struct line *b, const struct bscope *sc)
 
 /* Applies the limits to scope @sc (its nodes, how many are disrupted, its "what") to which the
  * request adds @added more, and reports. */
-static void check_counts(struct eval *e, struct pol_budget_verdict *v, const struct bscope *sc,
+static void check_counts(struct eval *e, struct pol_budget_verdict *v, struct bscope *sc,
 			 const struct bud_limits *lim, int64_t added)
 {
 	size_t nscope = sc->n;

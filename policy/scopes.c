@@ -125,7 +125,10 @@ static ng_status ndb_count_one(struct pol_ledger *l, size_t k, size_t i, void *a
 	size_t nb;
 	const struct kube_ndb *b = &kube_snapshot_ndbs(l->s, &nb)[k];
 	struct bscope *sc = &l->ndb[k];
-	if (!sc->ready || node_counted(&l->nodes[i], b))
+	if (!sc->ready)
+		return NG_OK;
+	sc->gen++; /* held now: a holder more */
+	if (node_counted(&l->nodes[i], b))
 		return NG_OK;
 	sc->disrupted++;
 	size_t j = sc->doms ? pd_scope_pos(sc, i) : SIZE_MAX;
@@ -267,6 +270,7 @@ ng_status pd_ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret
 /* Node @node (index @at, SIZE_MAX without a record) newly held in ADB scope @sc. */
 static void adb_count_one(struct pol_ledger *l, struct bscope *sc, uint32_t node, size_t at)
 {
+	sc->gen++;
 	sc->disrupted++;
 	if (sc->soak_ready && pd_scope_soaks(sc, NULL, node, at))
 		sc->soaking--;
