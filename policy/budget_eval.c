@@ -104,34 +104,57 @@ static void put_holders_now(struct eval *e, struct line *b, const struct bscope 
 	}
 }
 
-/* "; held by ...": made once per state of the scope's holders (kept in the ledger's arena), as
- * every failing decision of a round or a plan writes it again. */
-static void put_holders(struct eval *e, struct line *b, struct bscope *sc)
+/* Text @make writes for scope @sc, kept in the ledger's arena at *@keep (*@keep_len) as of the
+ * scope's grants *@gen: made again only when one of its nodes was held since. */
+static void put_kept(struct eval *e, struct line *b, struct bscope *sc,
+		     void (*make)(struct eval *, struct line *, const struct bscope *),
+		     const char **keep, size_t *keep_len, uint32_t *gen, bool *ready)
 {
-	struct pol_ledger *l = e->ledger;
-	if (!l) {
-		put_holders_now(e, b, sc);
-		return;
-	}
-	if (!sc->holders_ready || sc->holders_gen != sc->gen || sc->holders_nco != l->nco) {
+	if (!*ready || *gen != sc->gen) {
 		char text[sizeof(((struct pol_budget_verdict *)0)->reason)];
 		struct line t = {text, sizeof(text), 0};
 		text[0] = '\0';
-		put_holders_now(e, &t, sc);
+		make(e, &t, sc);
 		size_t len = strlen(text); /* t.len counts past the buffer when cut short */
-		char *keep = ng_arena_alloc(l->arena, len + 1);
-		if (!keep) {
+		char *p = ng_arena_alloc(e->ledger->arena, len + 1);
+		if (!p) {
 			put_n(b, text, len);
 			return;
 		}
-		memcpy(keep, text, len + 1);
-		sc->holders = keep;
-		sc->holders_len = len;
-		sc->holders_gen = sc->gen;
-		sc->holders_nco = l->nco;
-		sc->holders_ready = true;
+		memcpy(p, text, len + 1);
+		*keep = p;
+		*keep_len = len;
+		*gen = sc->gen;
+		*ready = true;
 	}
-	put_n(b, sc->holders, sc->holders_len);
+	put_n(b, *keep, *keep_len);
+}
+
+/* "; held by ...", kept in the ledger's arena until a grant or a co-holder changes it: every
+ * failing decision of a round or a plan writes it again. */
+static void put_holders(struct eval *e, struct line *b, struct bscope *sc)
+{
+	if (!e->ledger) {
+		put_holders_now(e, b, sc);
+		return;
+	}
+	if (sc->holders_nco != e->ledger->nco) {
+		sc->holders_ready = false;
+		sc->holders_nco = e->ledger->nco;
+	}
+	put_kept(e, b, sc, put_holders_now, &sc->holders, &sc->holders_len, &sc->holders_gen,
+		 &sc->holders_ready);
+}
+
+static void put_counted_now(struct eval *e, struct line *b, const struct bscope *sc);
+
+/* "; counted unavailable: ...", kept as the holders are. */
+static void put_counted(struct eval *e, struct line *b, struct bscope *sc)
+{
+	if (!sc->unavail || !e->ledger || !sc->ncounted)
+		return;
+	put_kept(e, b, sc, put_counted_now, &sc->counted, &sc->counted_len, &sc->counted_gen,
+		 &sc->counted_ready);
 }
 
 /* Why pool node @n counts by its own state, in a few words. */
@@ -151,10 +174,8 @@ static const char *counted_why(const struct kube_node *n)
 /* Names in a failing node budget's reason after the holders: the pool nodes it counts by their
  * state and no grant holds, as "; counted unavailable: a (NotReady), b (marked for deletion)"
  * and "(+N more)" past HOLDERS_NAMED, in pool order. */
-static void put_counted(struct eval *e, struct line *b, const struct bscope *sc)
+static void put_counted_now(struct eval *e, struct line *b, const struct bscope *sc)
 {
-	if (!sc->unavail || !e->ledger)
-		return;
 	size_t nn, named = 0, more = 0;
 	const struct kube_node *nodes = kube_snapshot_nodes(e->s, &nn);
 	for (size_t k = 0; k < sc->n; k++) {

@@ -170,6 +170,13 @@ struct bscope {
 	const char *holders;
 	size_t holders_len;
 	bool holders_ready;
+	/* NDB: how many of its nodes count by their state (unavail[]), and the "counted
+	 * unavailable" text (put_counted()) as of counted_gen. */
+	size_t ncounted;
+	uint32_t counted_gen;
+	const char *counted;
+	size_t counted_len;
+	bool counted_ready;
 	struct scope_domain {
 		uint32_t value; /* label value id; NG_INTERN_NONE: the nodes without the label */
 		uint32_t nodes, disrupted;

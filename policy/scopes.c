@@ -241,13 +241,14 @@ ng_status pd_ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret
 			cand[i] = (uint32_t)i;
 		nc = l->nnodes;
 	}
-	size_t n = 0, nun = 0, dis = 0;
+	size_t n = 0, nun = 0, dis = 0, ncounted = 0;
 	int64_t last = 0;
 	for (size_t j = 0; !b->b.invalid && j < nc; j++) {
 		const struct kube_node *node = &l->nodes[cand[j]];
 		if (!bud_selector_matches(&b->node_selector, node->labels, node->nlabels, pool))
 			continue;
 		unavail[n] = node_counted(node, b);
+		ncounted += unavail[n];
 		nun += node_unavailable(node, b);
 		dis += l->held[cand[j]] || unavail[n];
 		if (l->held_at_ms && l->held_at_ms[cand[j]] > last)
@@ -260,6 +261,7 @@ ng_status pd_ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret
 			      .unavail = unavail,
 			      .n = n,
 			      .unavailable = nun,
+			      .ncounted = ncounted,
 			      .disrupted = dis,
 			      .lost_pvc = NG_INTERN_NONE,
 			      .last_grant_ms = last,
