@@ -413,6 +413,18 @@ static bool page_answered(struct informer *in, CURLcode res, long http)
 	return true;
 }
 
+/* An object of @in that does not decode (@err): counted and logged, and left out. */
+static void skipped(struct informer *in, const char *err)
+{
+	inc(&in->decode_errors);
+	struct ng_logline l;
+	if (ng_log_begin(&l, NG_LOG_WARN, "kube", "object skipped")) {
+		ng_log_str(&l, "resource", kube_resource_name(in->res));
+		ng_log_str(&l, "err", err);
+		ng_log_end(&l);
+	}
+}
+
 /* Decodes one listed object @e into the list's stage, skipping (and counting) it when it does
  * not decode. NG_ENOMEM when it cannot be staged. */
 static ng_status stage_one(struct informer *in, const cJSON *e)
@@ -422,13 +434,7 @@ static ng_status stage_one(struct informer *in, const cJSON *e)
 	struct ng_err derr = {0};
 	if (kube_decode_as(kube_cache_pool(w->cache), kube_cache_scratch(w->cache), in->res, e,
 			   "list item", &obj, &derr) != NG_OK) {
-		inc(&in->decode_errors);
-		struct ng_logline l;
-		if (ng_log_begin(&l, NG_LOG_WARN, "kube", "object skipped")) {
-			ng_log_str(&l, "resource", kube_resource_name(in->res));
-			ng_log_str(&l, "err", derr.msg);
-			ng_log_end(&l);
-		}
+		skipped(in, derr.msg);
 		return NG_OK;
 	}
 	return kube_stage_add(in->stage, &obj);
@@ -664,13 +670,7 @@ static void handle_event(struct informer *in, const char *line, size_t len)
 		if (st != NG_OK) {
 			/* The previous version stays: an undecodable update must not turn a
 			 * protected pod into an unknown (and so evictable) one. */
-			inc(&in->decode_errors);
-			struct ng_logline l;
-			if (ng_log_begin(&l, NG_LOG_WARN, "kube", "object skipped")) {
-				ng_log_str(&l, "resource", kube_resource_name(in->res));
-				ng_log_str(&l, "err", err.msg);
-				ng_log_end(&l);
-			}
+			skipped(in, err.msg);
 		} else {
 			st = kind == 2 ? kube_cache_delete(w->cache, &o)
 				       : kube_cache_upsert(w->cache, &o);

@@ -468,42 +468,30 @@ struct domain {
 	bool touched;  /* the request has a node in it */
 };
 
-/* The domains of scope @sc (an NDB's, with @b's topologyKey) into @ret (arena memory); how many
- * in *@ret_n. */
-static ng_status domains_of(const struct eval *e, const struct kube_ndb *b, const struct bscope *sc,
+/* The domains of scope @sc (an NDB's, with @b's topologyKey, numbered by the ledger) into @ret
+ * (malloc'ed), counted node by node: what a budget that soaks needs. */
+static ng_status domains_of(const struct eval *e, const struct kube_ndb *b, struct bscope *sc,
 			    struct domain **ret, size_t *ret_n)
 {
-	size_t nn;
-	const struct kube_node *nodes = kube_snapshot_nodes(e->s, &nn);
-	struct domain *d = calloc(sc->n ? sc->n : 1, sizeof(*d));
-	struct ng_map at;
-	if (!d || ng_map_init(&at, sc->n + 1) != NG_OK) {
-		free(d);
+	if (pd_ndb_domains(e->ledger, sc, b) != NG_OK)
 		return NG_ENOMEM;
-	}
-	size_t nd = 0;
+	struct domain *d = calloc(sc->ndoms ? sc->ndoms : 1, sizeof(*d));
+	if (!d)
+		return NG_ENOMEM;
+	for (size_t i = 0; i < sc->ndoms; i++)
+		d[i] = (struct domain){.value = sc->doms[i].value, .nodes = sc->doms[i].nodes};
 	for (size_t k = 0; k < sc->n; k++) {
-		const struct kube_node *n = &nodes[sc->idx[k]];
-		uint32_t value = NG_INTERN_NONE, slot = 0;
-		if (!kube_labels_get(n->labels, n->nlabels, b->topology_key, &value))
-			value = NG_INTERN_NONE;
-		if (!ng_map_get(&at, (uint64_t)value + 1, &slot)) {
-			slot = (uint32_t)nd;
-			d[nd++] = (struct domain){.value = value};
-			ng_map_put(&at, (uint64_t)value + 1, slot); /* sized for every node */
-		}
+		struct domain *x = &d[sc->dom[k]];
 		bool was = pol_ledger_held_at(e->ledger, sc->idx[k]) || sc->unavail[k] ||
 			   (sc->soak_ready && sc->soak[k]);
 		bool asked = in_sorted(e->nodes, e->nnodes, sc->names[k]);
-		d[slot].nodes++;
-		d[slot].before += was;
-		d[slot].after += was || asked;
-		d[slot].asked += asked;
-		d[slot].touched |= asked;
+		x->before += was;
+		x->after += was || asked;
+		x->asked += asked;
+		x->touched |= asked;
 	}
-	ng_map_finish(&at);
 	*ret = d;
-	*ret_n = nd;
+	*ret_n = sc->ndoms;
 	return NG_OK;
 }
 
