@@ -578,7 +578,8 @@ static void stream_event(struct informer *in, int kind, const cJSON *obj, const 
 
 /* A streamed list ended before its end mark (@http, @res: curl's result; @msg for the log). A
  * refusal of its options, or a stream that ran its whole course without the mark, means the
- * API server does not stream lists: pages from now on, at once. */
+ * API server does not stream lists: pages from now on, at once. Cut short otherwise, it is
+ * tried again after the backoff. */
 static void stream_ended(struct informer *in, CURLcode res, long http, const char *msg)
 {
 	struct kube_watch *w = in->w;
@@ -594,8 +595,11 @@ static void stream_ended(struct informer *in, CURLcode res, long http, const cha
 		in->due_ms = 0;
 		return;
 	}
+	/* Ran its whole course (at least the shortest timeoutSeconds asked): a stream cut
+	 * earlier (a dropped connection, an API server restarting) is tried again as a stream. */
 	bool ran_out = http == 200 && !in->broken && !in->gone &&
-		       (res == CURLE_OK || res == CURLE_OPERATION_TIMEDOUT);
+		       (res == CURLE_OK || res == CURLE_OPERATION_TIMEDOUT) &&
+		       now_mono_ms() - in->list_t0_ms >= (int64_t)WATCH_MIN_S * 1000;
 	if (http == 400 || http == 422 || ran_out) {
 		struct ng_logline l;
 		if (!w->no_stream &&
