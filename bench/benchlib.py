@@ -257,14 +257,19 @@ class Serve:
             return ""
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        return self.proc.returncode
+        return terminate(self.proc)
+
+
+def terminate(proc):
+    """Stops @proc (a Popen): SIGTERM, 30 s to exit, then SIGKILL. Its exit code."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+    return proc.returncode
 
 
 def stop_watch(stream):

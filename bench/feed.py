@@ -485,13 +485,9 @@ class Feed:
             return ""
 
     def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        if self.proc is not None:
+            import benchlib  # beside this file; only the client side of the feed needs it
+            benchlib.terminate(self.proc)
         if self.upstream is not None:
             self.upstream.stop(audit=False)
         if self.dir:

@@ -58,13 +58,7 @@ class Drainer:
             raise RuntimeError("nodegate drain exited:\n" + open(self.log_path, errors="replace").read()[-3000:])
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        bl.terminate(self.proc)
 
 
 def register_webhook(api, ng):
