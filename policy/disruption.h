@@ -94,8 +94,9 @@ void pol_ledger_destroy(struct pol_ledger *l);
 
 /**
  * NodeDisruptionBudget pools kept from one ledger to the next. Which nodes a budget covers
- * depends on the snapshot's node and budget tables alone: while neither changes
- * (kube_snapshot_table_serial()), a ledger given this cache takes each pool from it instead
+ * depends on the snapshot's node and budget tables alone: while neither changes what a budget
+ * reads (kube_snapshot_table_shape(): the same nodes at the same places with the same labels,
+ * taints and state), a ledger given this cache takes each pool from it instead
  * of matching every node against the budget again, and counts its disrupted nodes from the
  * held ones. Owned by one thread (the gate's, round after round).
  */

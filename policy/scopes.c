@@ -230,16 +230,17 @@ void pol_ledger_use_cache(struct pol_ledger *l, struct pol_scope_cache *c)
 }
 
 /* @l's cache, emptied first when @l's snapshot has other nodes or budgets than its pools were
- * made from; NULL when there is none (or no memory for it), or when the ledger is paced (a
- * pool's last grant is read from every node's grant time). One ledger at a time uses it: the
- * pools of the one before are dropped here. */
+ * made from (kube_snapshot_table_shape(): a kubelet's status heartbeat keeps them); NULL when
+ * there is none (or no memory for it), or when the ledger is paced (a pool's last grant is read
+ * from every node's grant time). One ledger at a time uses it: the pools of the one before are
+ * dropped here. */
 static struct pol_scope_cache *pools_for(struct pol_ledger *l, size_t nndb)
 {
 	struct pol_scope_cache *c = l->cache;
 	if (!c || l->paced)
 		return NULL;
-	uint64_t ns = kube_snapshot_table_serial(l->s, KUBE_RES_NODES),
-		 bs = kube_snapshot_table_serial(l->s, KUBE_RES_NDBS);
+	uint64_t ns = kube_snapshot_table_shape(l->s, KUBE_RES_NODES),
+		 bs = kube_snapshot_table_shape(l->s, KUBE_RES_NDBS);
 	if (c->pools && c->nodes_serial == ns && c->ndbs_serial == bs && c->npools == nndb)
 		return c;
 	ng_arena_destroy(c->arena);

@@ -520,6 +520,33 @@ static void test_pools_kept_across_ledgers_count_what_each_ledger_holds(void **s
 	assert_int_equal(kube_cache_publish(c, &s3), NG_OK);
 	assert_int_equal(decide_both(s3, pools, "b"), POL_GATE_GRANT);
 
+	/* n4's kubelet posts its status: a new table of the same shape, the pool kept. */
+	put_object(c,
+		   "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"n4\","
+		   "\"resourceVersion\":\"77\",\"labels\":{\"pool\":\"a\"}},\"status\":{"
+		   "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+		   "\"lastHeartbeatTime\":\"2026-11-29T10:00:00Z\"}]}}",
+		   false);
+	struct kube_snapshot *s3h = NULL;
+	assert_int_equal(kube_cache_publish(c, &s3h), NG_OK);
+	assert_true(kube_snapshot_table_serial(s3, KUBE_RES_NODES) !=
+		    kube_snapshot_table_serial(s3h, KUBE_RES_NODES));
+	assert_true(kube_snapshot_table_shape(s3, KUBE_RES_NODES) ==
+		    kube_snapshot_table_shape(s3h, KUBE_RES_NODES));
+	assert_int_equal(decide_both(s3h, pools, "b"), POL_GATE_GRANT);
+
+	/* An autoscaler marks n4 for deletion: counted as disrupted, the pool is full again. A
+	 * pool kept across that change would grant. */
+	put_object(c,
+		   "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"n4\","
+		   "\"resourceVersion\":\"78\",\"labels\":{\"pool\":\"a\"}},\"spec\":{\"taints\":"
+		   "[{\"key\":\"ToBeDeletedByClusterAutoscaler\",\"effect\":\"NoSchedule\"}]},"
+		   "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+		   false);
+	struct kube_snapshot *s3t = NULL;
+	assert_int_equal(kube_cache_publish(c, &s3t), NG_OK);
+	assert_int_equal(decide_both(s3t, pools, "b"), POL_GATE_PENDING);
+
 	/* The budget changed: its pool is made again (limit 1, one held). */
 	put_object(c,
 		   NDB("pool", "{\"nodeSelector\":{\"matchLabels\":{\"pool\":\"a\"}},"
@@ -532,6 +559,8 @@ static void test_pools_kept_across_ledgers_count_what_each_ledger_holds(void **s
 	kube_snapshot_release(s1);
 	kube_snapshot_release(s2);
 	kube_snapshot_release(s3);
+	kube_snapshot_release(s3h);
+	kube_snapshot_release(s3t);
 	kube_snapshot_release(s4);
 	pol_scope_cache_destroy(pools);
 	kube_cache_destroy(c);
