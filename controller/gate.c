@@ -404,8 +404,10 @@ void gate_round(struct gate *g, const struct kube_snapshot *s, bool changed, int
 	pol_gate_config_from(s, &cfg);
 	struct pol_ledger *ledger = pol_ledger_create(s);
 	struct ng_arena *arena = ng_arena_create(ROUND_ARENA_BYTES);
-	if (ledger)
+	if (ledger) {
 		pol_ledger_set_now(ledger, now_wall_ms);
+		pol_ledger_use_cache(ledger, g->pools);
+	}
 	if (!ledger || !arena || ledger_add_inflight(g, s, ledger, now_wall_ms) != NG_OK ||
 	    gate_hooks_hold(g, s, ledger) != NG_OK ||
 	    gate_pacing_track(g, s, ledger, now_wall_ms) != NG_OK) {
@@ -619,7 +621,8 @@ struct gate *gate_create(const struct gate_config *cfg, struct kube_client *clie
 	if (g->cfg.retry_max_ms <= 0)
 		g->cfg.retry_max_ms = 300000;
 	ng_rng_seed(&g->rng, cfg->identity);
-	if (gate_hook_deny_find(cfg->kube, &g->deny, &g->ndeny) != NG_OK) {
+	g->pools = pol_scope_cache_create();
+	if (!g->pools || gate_hook_deny_find(cfg->kube, &g->deny, &g->ndeny) != NG_OK) {
 		gate_destroy(g);
 		return NULL;
 	}
@@ -678,6 +681,7 @@ void gate_destroy(struct gate *g)
 		return;
 	gate_hooks_forget(g);
 	gate_alert_forget(g);
+	pol_scope_cache_destroy(g->pools);
 	free(g->jobs);
 	free(g->terms);
 	while (g->nlater) /* best effort: what a stopping gate had left is dropped */

@@ -216,6 +216,23 @@ bool kube_cache_dirty(const struct kube_cache *c)
 
 /* Builds the next table of @r from the current one and the delta; on success retires what the
  * new table no longer shows and clears the delta. */
+/* Whether node records @a and @b place a node alike for every budget: its name, labels, taints
+ * and state flags (not its conditions' times, resourceVersion or notes). */
+static bool node_same_shape(const struct kube_node *a, const struct kube_node *b)
+{
+	if (a->name != b->name || a->flags != b->flags || a->nlabels != b->nlabels ||
+	    a->ntaints != b->ntaints)
+		return false;
+	for (uint32_t i = 0; i < a->nlabels; i++)
+		if (a->labels[i].key != b->labels[i].key || a->labels[i].val != b->labels[i].val)
+			return false;
+	for (uint32_t i = 0; i < a->ntaints; i++)
+		if (a->taints[i].key != b->taints[i].key || a->taints[i].val != b->taints[i].val ||
+		    a->taints[i].effect != b->taints[i].effect)
+			return false;
+	return true;
+}
+
 static ng_status publish_one(struct kube_cache *c, enum kube_resource r)
 {
 	struct delta *d = &c->d[r];
@@ -225,26 +242,50 @@ static ng_status publish_one(struct kube_cache *c, enum kube_resource r)
 	size_t cap = keep_max + d->n;
 	char *recs = malloc((cap ? cap : 1) * size);
 	void **sides = malloc((cap ? cap : 1) * sizeof(*sides));
+	/* Nodes: an update takes the old record's place, so positions stay while no node comes or
+	 * goes, and the table keeps the old one's shape while every update kept the node's. */
+	bool in_place = r == KUBE_RES_NODES && !d->reset;
+	bool *placed = in_place ? calloc(d->n ? d->n : 1, sizeof(*placed)) : NULL;
+	bool same_shape = in_place;
 	struct kube_retire *ret = kube_retire_new();
-	if (!recs || !sides || !ret || kube_retire_reserve(c->open[r], old->n) != NG_OK)
+	if (!recs || !sides || !ret || (in_place && !placed) ||
+	    kube_retire_reserve(c->open[r], old->n) != NG_OK)
 		goto oom;
 	size_t n = 0;
 	for (size_t i = 0; i < keep_max; i++) {
 		const char *rec = (const char *)old->recs + i * size;
-		if (d->n && delta_find(d, r, rec) >= 0)
+		long j = d->n ? delta_find(d, r, rec) : -1;
+		if (j >= 0 && in_place) {
+			if (d->e[j].deleted) {
+				same_shape = false;
+				continue;
+			}
+			same_shape = same_shape && node_same_shape((const struct kube_node *)rec,
+								   &d->e[j].rec.node);
+			placed[j] = true;
+			memcpy(recs + n * size, &d->e[j].rec, size);
+			sides[n++] = d->e[j].side;
+			continue;
+		}
+		if (j >= 0)
 			continue;
 		memcpy(recs + n * size, rec, size);
 		sides[n++] = old->sides[i];
 	}
 	for (size_t i = 0; i < d->n; i++) {
-		if (d->e[i].deleted)
+		if (d->e[i].deleted || (placed && placed[i]))
 			continue;
+		same_shape = false;
 		memcpy(recs + n * size, &d->e[i].rec, size);
 		sides[n++] = d->e[i].side;
 	}
+	free(placed);
+	placed = NULL;
 	struct kube_table *t = kube_table_build(r, recs, sides, n, c->pool->in, ret);
 	if (!t)
 		goto oom;
+	if (same_shape)
+		t->shape = old->shape;
 	/* Committed. What the old table shows and the new one does not retires with the old. */
 	for (size_t i = 0; i < old->n; i++) {
 		const char *rec = (const char *)old->recs + i * size;
@@ -265,6 +306,7 @@ static ng_status publish_one(struct kube_cache *c, enum kube_resource r)
 	c->cur[r] = t;
 	return NG_OK;
 oom:
+	free(placed);
 	free(recs);
 	free(sides);
 	kube_retire_release(ret);

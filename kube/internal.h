@@ -94,6 +94,7 @@ struct kube_table {
 	atomic_uint refs;
 	enum kube_resource res;
 	uint64_t serial; /* unique per table built in this process: kube_snapshot_table_serial() */
+	uint64_t shape;  /* kube_snapshot_table_shape(): serial, or an older table's (nodes) */
 	size_t n;
 	void *recs;                 /* n records of kube_record_size(res) */
 	void **sides;               /* each record's side data (see above) */

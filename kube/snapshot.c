@@ -221,6 +221,11 @@ uint64_t kube_snapshot_table_serial(const struct kube_snapshot *s, enum kube_res
 	return r < KUBE_RES_COUNT ? s->t[r]->serial : 0;
 }
 
+uint64_t kube_snapshot_table_shape(const struct kube_snapshot *s, enum kube_resource r)
+{
+	return r < KUBE_RES_COUNT ? s->t[r]->shape : 0;
+}
+
 bool kube_labels_get(const struct kube_label *labels, size_t n, uint32_t key, uint32_t *ret_val)
 {
 	size_t lo = 0, hi = n;

@@ -34,6 +34,14 @@ uint64_t kube_snapshot_generation(const struct kube_snapshot *s);
  */
 uint64_t kube_snapshot_table_serial(const struct kube_snapshot *s, enum kube_resource r);
 /**
+ * Like kube_snapshot_table_serial(), but equal in two snapshots also when only what no budget
+ * reads changed: for nodes, equal while the same nodes sit at the same positions with the same
+ * labels, taints and state flags (a kubelet's status heartbeat, a new resourceVersion or
+ * condition time keep it); for every other kind, the serial. For a consumer that keeps what it
+ * derived from node positions and labels across snapshots (the gate's budget pools).
+ */
+uint64_t kube_snapshot_table_shape(const struct kube_snapshot *s, enum kube_resource r);
+/**
  * The API server's resourceVersion that @s's table of kind @r reflects: the list it came from or
  * the last watch event (bookmarks included) published with it, as a number; 0 when unknown (a
  * snapshot not made by a watch, or a server whose versions are not decimal numbers). Every

@@ -354,6 +354,7 @@ static struct kube_table *build(enum kube_resource res, void *recs, void **sides
 	atomic_init(&t->refs, 1);
 	t->res = res;
 	t->serial = atomic_fetch_add_explicit(&serials, 1, memory_order_relaxed) + 1;
+	t->shape = t->serial;
 	t->n = n;
 	t->recs = recs;
 	t->sides = sides;

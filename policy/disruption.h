@@ -91,6 +91,20 @@ struct pol_ledger *pol_ledger_create_without(const struct kube_snapshot *s, cons
 					     size_t nended);
 /** Frees @l and the scopes it cached. Accepts NULL. */
 void pol_ledger_destroy(struct pol_ledger *l);
+
+/**
+ * NodeDisruptionBudget pools kept from one ledger to the next. Which nodes a budget covers
+ * depends on the snapshot's node and budget tables alone: while neither changes what a budget
+ * reads (kube_snapshot_table_shape(): the same nodes at the same places with the same labels,
+ * taints and state), a ledger given this cache takes each pool from it instead
+ * of matching every node against the budget again, and counts its disrupted nodes from the
+ * held ones. Owned by one thread (the gate's, round after round).
+ */
+struct pol_scope_cache;
+struct pol_scope_cache *pol_scope_cache_create(void);
+void pol_scope_cache_destroy(struct pol_scope_cache *c);
+/** @l takes its pools from @c (borrowed: it must outlive @l), before any is computed. */
+void pol_ledger_use_cache(struct pol_ledger *l, struct pol_scope_cache *c);
 /**
  * Records that request @nd_name (intern id) was granted @nodes (@n intern ids, borrowed: copied,
  * not kept). A node already held keeps its first holder. NG_ENOMEM on OOM, after which some of

@@ -100,6 +100,7 @@ struct pol_ledger {
 	 * date of the grant being recorded; back_ms[i] when the gate saw node i given back (0
 	 * unknown, KUBE_SOAK_NOT_BACK not Ready and schedulable yet; NULL none known). */
 	bool paced;
+	struct pol_scope_cache *cache; /* NULL: pools computed for this ledger alone */
 	int64_t now_ms, granting_ms;
 	int64_t *held_at_ms, *back_ms;
 	uint32_t ready_type; /* intern id of the condition type "Ready" */

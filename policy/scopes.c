@@ -192,6 +192,93 @@ void pd_ndb_counts_grant(struct pol_ledger *l, size_t i)
 		(void)pd_ndbs_of_node(l, i, ndb_count_one, NULL);
 }
 
+/* ---- pools kept across ledgers ---- */
+
+/* One NodeDisruptionBudget's pool as the snapshot's tables make it: what does not depend on
+ * which nodes are held. */
+struct kept_pool {
+	bool ready;
+	const uint32_t *names, *idx;
+	const uint8_t *unavail;
+	size_t n, unavailable, ncounted;
+};
+
+struct pol_scope_cache {
+	uint64_t nodes_serial, ndbs_serial;
+	struct ng_arena *arena; /* the pools' arrays; dropped with them */
+	struct kept_pool *pools;
+	size_t npools;
+};
+
+struct pol_scope_cache *pol_scope_cache_create(void)
+{
+	return calloc(1, sizeof(struct pol_scope_cache));
+}
+
+void pol_scope_cache_destroy(struct pol_scope_cache *c)
+{
+	if (!c)
+		return;
+	ng_arena_destroy(c->arena);
+	free(c->pools);
+	free(c);
+}
+
+void pol_ledger_use_cache(struct pol_ledger *l, struct pol_scope_cache *c)
+{
+	l->cache = c;
+}
+
+/* @l's cache, emptied first when @l's snapshot has other nodes or budgets than its pools were
+ * made from (kube_snapshot_table_shape(): a kubelet's status heartbeat keeps them); NULL when
+ * there is none (or no memory for it), or when the ledger is paced (a pool's last grant is read
+ * from every node's grant time). One ledger at a time uses it: the pools of the one before are
+ * dropped here. */
+static struct pol_scope_cache *pools_for(struct pol_ledger *l, size_t nndb)
+{
+	struct pol_scope_cache *c = l->cache;
+	if (!c || l->paced)
+		return NULL;
+	uint64_t ns = kube_snapshot_table_shape(l->s, KUBE_RES_NODES),
+		 bs = kube_snapshot_table_shape(l->s, KUBE_RES_NDBS);
+	if (c->pools && c->nodes_serial == ns && c->ndbs_serial == bs && c->npools == nndb)
+		return c;
+	ng_arena_destroy(c->arena);
+	free(c->pools);
+	c->arena = ng_arena_create_sized(SIZE_MAX, 64u << 10);
+	c->pools = calloc(nndb ? nndb : 1, sizeof(*c->pools));
+	if (!c->arena || !c->pools) {
+		ng_arena_destroy(c->arena);
+		free(c->pools);
+		*c = (struct pol_scope_cache){0};
+		return NULL;
+	}
+	c->npools = nndb;
+	c->nodes_serial = ns;
+	c->ndbs_serial = bs;
+	return c;
+}
+
+/* Scope @sc from kept pool @p: its disrupted nodes are those counted by state and the held
+ * ones that are not, found from the ledger's held nodes (not by walking the pool). */
+static void scope_from_kept(struct pol_ledger *l, struct bscope *sc, const struct kept_pool *p)
+{
+	*sc = (struct bscope){.names = p->names,
+			      .idx = p->idx,
+			      .unavail = p->unavail,
+			      .n = p->n,
+			      .unavailable = p->unavailable,
+			      .ncounted = p->ncounted,
+			      .disrupted = p->ncounted,
+			      .lost_pvc = NG_INTERN_NONE,
+			      .ready = true};
+	for (size_t i = 0; i < l->nheld_names; i++) {
+		const struct kube_node *k = kube_snapshot_find_node(l->s, l->held_names[i]);
+		size_t j = k ? pd_scope_pos(sc, (size_t)(k - l->nodes)) : SIZE_MAX;
+		sc->disrupted += j != SIZE_MAX && !p->unavail[j];
+	}
+}
+
 /* NodeDisruptionBudget @k's pool: its nodes, which are unavailable, and how many disrupted.
  * A selector with an In requirement is matched against the nodes carrying one of its values
  * only (the snapshot's label index), others against every node. */
@@ -203,6 +290,13 @@ ng_status pd_ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret
 	*ret = sc;
 	if (sc->ready)
 		return NG_OK;
+	struct pol_scope_cache *kc = pools_for(l, l->nndb);
+	if (kc && kc->pools[k].ready) {
+		scope_from_kept(l, sc, &kc->pools[k]);
+		return NG_OK;
+	}
+	/* Made for the cache when there is one, else for this ledger. */
+	struct ng_arena *to = kc ? kc->arena : l->arena;
 	size_t nb;
 	const struct kube_ndb *b = &kube_snapshot_ndbs(l->s, &nb)[k];
 	const struct ng_intern *pool = kube_snapshot_pool(l->s);
@@ -215,9 +309,9 @@ ng_status pd_ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret
 	}
 	size_t cap = in ? ncand : l->nnodes;
 	uint32_t *cand = ng_arena_alloc(l->arena, (cap ? cap : 1) * sizeof(*cand));
-	uint32_t *names = ng_arena_alloc(l->arena, (cap ? cap : 1) * sizeof(*names));
-	uint32_t *idx = ng_arena_alloc(l->arena, (cap ? cap : 1) * sizeof(*idx));
-	uint8_t *unavail = ng_arena_alloc(l->arena, cap ? cap : 1);
+	uint32_t *names = ng_arena_alloc(to, (cap ? cap : 1) * sizeof(*names));
+	uint32_t *idx = ng_arena_alloc(to, (cap ? cap : 1) * sizeof(*idx));
+	uint8_t *unavail = ng_arena_alloc(to, cap ? cap : 1);
 	if (!cand || !names || !idx || !unavail)
 		return NG_ENOMEM;
 	size_t nc = 0;
@@ -266,6 +360,8 @@ ng_status pd_ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret
 			      .lost_pvc = NG_INTERN_NONE,
 			      .last_grant_ms = last,
 			      .ready = true};
+	if (kc)
+		kc->pools[k] = (struct kept_pool){true, names, idx, unavail, n, nun, ncounted};
 	return NG_OK;
 }
 

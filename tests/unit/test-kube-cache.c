@@ -303,6 +303,77 @@ static void test_cache_snapshot_carries_each_kinds_resource_version(void **state
 	kube_cache_destroy(c);
 }
 
+#define NODE_AT(name, rv, pool, ready)                                                             \
+	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name                  \
+	"\",\"resourceVersion\":\"" rv "\",\"labels\":{\"pool\":\"" pool "\"}},\"status\":{"       \
+	"\"conditions\":[{\"type\":\"Ready\",\"status\":\"" ready "\",\"lastHeartbeatTime\":"      \
+	"\"2026-11-29T10:00:" rv "Z\"}]}}"
+
+/* The position of node @name in @s's node table. */
+static size_t node_pos(const struct kube_snapshot *s, const char *name)
+{
+	size_t n;
+	const struct kube_node *nodes = kube_snapshot_nodes(s, &n);
+	const struct kube_node *k = kube_snapshot_find_node(s, ng_test_id(s, name));
+	assert_non_null(k);
+	assert_true((size_t)(k - nodes) < n);
+	return (size_t)(k - nodes);
+}
+
+/* A kubelet's status heartbeat (a new resourceVersion and condition time) keeps the node in
+ * its place and the table's shape: what the gate keeps of its budget pools stays valid. A
+ * label, a state change, a node added or removed gives a new shape. */
+static void test_cache_node_heartbeat_keeps_position_and_shape(void **state)
+{
+	struct kube_cache *c = kube_cache_create();
+	apply(c, NODE_AT("n1", "10", "a", "True"), false);
+	apply(c, NODE_AT("n2", "11", "a", "True"), false);
+	apply(c, NODE_AT("n3", "12", "b", "True"), false);
+	struct kube_snapshot *s1 = publish(c);
+	size_t p1 = node_pos(s1, "n1");
+	apply(c, NODE_AT("n1", "20", "a", "True"), false); /* heartbeats */
+	apply(c, NODE_AT("n3", "21", "b", "True"), false);
+	struct kube_snapshot *s2 = publish(c);
+	assert_int_not_equal(kube_snapshot_table_serial(s1, KUBE_RES_NODES),
+			     kube_snapshot_table_serial(s2, KUBE_RES_NODES));
+	assert_int_equal(kube_snapshot_table_shape(s1, KUBE_RES_NODES),
+			 kube_snapshot_table_shape(s2, KUBE_RES_NODES));
+	assert_int_equal(node_pos(s2, "n1"), p1);
+	assert_string_equal(kube_snapshot_find_node(s2, ng_test_id(s2, "n1"))->rv, "20");
+	/* NotReady: the same place, another shape. */
+	apply(c, NODE_AT("n2", "22", "a", "False"), false);
+	struct kube_snapshot *s3 = publish(c);
+	assert_int_not_equal(kube_snapshot_table_shape(s2, KUBE_RES_NODES),
+			     kube_snapshot_table_shape(s3, KUBE_RES_NODES));
+	/* A label changes; then a node comes; then one goes. */
+	apply(c, NODE_AT("n2", "23", "b", "False"), false);
+	struct kube_snapshot *s4 = publish(c);
+	assert_int_not_equal(kube_snapshot_table_shape(s3, KUBE_RES_NODES),
+			     kube_snapshot_table_shape(s4, KUBE_RES_NODES));
+	apply(c, NODE_AT("n4", "24", "b", "True"), false);
+	struct kube_snapshot *s5 = publish(c);
+	assert_int_not_equal(kube_snapshot_table_shape(s4, KUBE_RES_NODES),
+			     kube_snapshot_table_shape(s5, KUBE_RES_NODES));
+	apply(c, NODE_AT("n1", "25", "a", "True"), true);
+	struct kube_snapshot *s6 = publish(c);
+	assert_int_not_equal(kube_snapshot_table_shape(s5, KUBE_RES_NODES),
+			     kube_snapshot_table_shape(s6, KUBE_RES_NODES));
+	assert_int_equal(kube_snapshot_count(s6, KUBE_RES_NODES), 3);
+	assert_null(kube_snapshot_find_node(s6, ng_test_id(s6, "n1")));
+	/* A relist builds a new table: a new shape even with the same nodes. */
+	kube_cache_reset(c, KUBE_RES_NODES);
+	apply(c, NODE_AT("n2", "23", "b", "False"), false);
+	apply(c, NODE_AT("n3", "21", "b", "True"), false);
+	apply(c, NODE_AT("n4", "24", "b", "True"), false);
+	struct kube_snapshot *s7 = publish(c);
+	assert_int_not_equal(kube_snapshot_table_shape(s6, KUBE_RES_NODES),
+			     kube_snapshot_table_shape(s7, KUBE_RES_NODES));
+	struct kube_snapshot *all[] = {s1, s2, s3, s4, s5, s6, s7};
+	for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++)
+		kube_snapshot_release(all[i]);
+	kube_cache_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -312,6 +383,7 @@ int main(void)
 	    cmocka_unit_test(test_cache_stage_replaces_a_resource_in_one_step),
 	    cmocka_unit_test(test_store_stress_live_cache_writer_and_readers),
 	    cmocka_unit_test(test_cache_snapshot_carries_each_kinds_resource_version),
+	    cmocka_unit_test(test_cache_node_heartbeat_keeps_position_and_shape),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
