@@ -1,9 +1,11 @@
 #include "tests/support/support.h"
 #include "tests/support/objects.h"
 
+#include "common/arena.h"
 #include "common/file.h"
 #include "common/intern.h"
 #include "common/json.h"
+#include "kube/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,22 @@ struct kube_snapshot *ng_test_snapshot(const char *json)
 	if (kube_builder_finish(b, &s) != NG_OK)
 		abort();
 	return s;
+}
+
+void ng_test_cache_put(struct kube_cache *c, const char *json, bool del)
+{
+	struct ng_arena *a = ng_arena_create(1u << 20);
+	cJSON *root = NULL;
+	struct ng_err err = {0};
+	struct kube_object obj;
+	if (!a || ng_json_parse(json, strlen(json), a, &root, &err) != NG_OK ||
+	    kube_decode_object(kube_cache_pool(c), kube_cache_scratch(c), root, "test", &obj,
+			       &err) != NG_OK ||
+	    (del ? kube_cache_delete(c, &obj) : kube_cache_upsert(c, &obj)) != NG_OK) {
+		(void)fprintf(stderr, "object does not go into the cache: %s\n", err.msg);
+		abort();
+	}
+	ng_arena_destroy(a);
 }
 
 const struct kube_adb *ng_test_adb(const struct kube_snapshot *snap, const char *name)

@@ -4,11 +4,19 @@
 
 #include "kube/kube.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /** Builds a snapshot from JSON text (a List or one object); aborts the test run on error. */
 struct kube_snapshot *ng_test_snapshot(const char *json);
+
+struct kube_cache;
+/**
+ * Decodes the object @json and adds it to live cache @c (with @del, its deletion), as a watch
+ * event would; aborts the test run on error.
+ */
+void ng_test_cache_put(struct kube_cache *c, const char *json, bool del);
 
 /** Interned id of @s in @snap's pool (NG_INTERN_NONE when absent). */
 uint32_t ng_test_id(const struct kube_snapshot *snap, const char *s);

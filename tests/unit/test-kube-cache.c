@@ -20,23 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void apply(struct kube_cache *c, const char *json, bool del)
-{
-	struct ng_arena *a = ng_arena_create(1u << 20);
-	cJSON *root = NULL;
-	struct ng_err err = {0};
-	assert_int_equal(ng_json_parse(json, strlen(json), a, &root, &err), NG_OK);
-	struct kube_object obj;
-	assert_int_equal(
-	    kube_decode_object(kube_cache_pool(c), kube_cache_scratch(c), root, "test", &obj, &err),
-	    NG_OK);
-	if (del)
-		assert_int_equal(kube_cache_delete(c, &obj), NG_OK);
-	else
-		assert_int_equal(kube_cache_upsert(c, &obj), NG_OK);
-	ng_arena_destroy(a);
-}
-
 #define POD_ON(name, node, app)                                                                    \
 	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name                   \
 	"\",\"namespace\":\"d\",\"labels\":{\"app\":\"" app "\"}},\"spec\":{\"nodeName\":\"" node  \
@@ -55,18 +38,18 @@ static struct kube_snapshot *publish(struct kube_cache *c)
 static void test_cache_publishes_changes_and_shares_unchanged_tables(void **state)
 {
 	struct kube_cache *c = kube_cache_create();
-	apply(c, POD_ON("a", "n1", "db"), false);
-	apply(c, POD_ON("b", "n1", "web"), false);
-	apply(c, NODE_NAMED("n1"), false);
+	ng_test_cache_put(c, POD_ON("a", "n1", "db"), false);
+	ng_test_cache_put(c, POD_ON("b", "n1", "web"), false);
+	ng_test_cache_put(c, NODE_NAMED("n1"), false);
 	assert_true(kube_cache_dirty(c));
 	struct kube_snapshot *s1 = publish(c);
 	assert_false(kube_cache_dirty(c));
 	assert_int_equal(kube_snapshot_count(s1, KUBE_RES_PODS), 2);
 	assert_int_equal(kube_snapshot_generation(s1), 1);
 	/* A pod moves, one is deleted, one is added; nodes do not change. */
-	apply(c, POD_ON("a", "n2", "db"), false);
-	apply(c, POD_ON("b", "n1", "web"), true);
-	apply(c, POD_ON("c", "n2", "db"), false);
+	ng_test_cache_put(c, POD_ON("a", "n2", "db"), false);
+	ng_test_cache_put(c, POD_ON("b", "n1", "web"), true);
+	ng_test_cache_put(c, POD_ON("c", "n2", "db"), false);
 	struct kube_snapshot *s2 = publish(c);
 	assert_int_equal(kube_snapshot_count(s2, KUBE_RES_PODS), 2);
 	assert_ptr_equal(s1->t[KUBE_RES_NODES], s2->t[KUBE_RES_NODES]);
@@ -96,16 +79,16 @@ static void test_cache_publishes_changes_and_shares_unchanged_tables(void **stat
 static void test_cache_later_change_in_a_batch_wins(void **state)
 {
 	struct kube_cache *c = kube_cache_create();
-	apply(c, POD_ON("a", "n1", "db"), false);
-	apply(c, POD_ON("a", "n2", "db"), false);
-	apply(c, POD_ON("a", "n3", "db"), false);
-	apply(c, POD_ON("gone", "n3", "db"), false);
-	apply(c, POD_ON("gone", "n3", "db"), true);
+	ng_test_cache_put(c, POD_ON("a", "n1", "db"), false);
+	ng_test_cache_put(c, POD_ON("a", "n2", "db"), false);
+	ng_test_cache_put(c, POD_ON("a", "n3", "db"), false);
+	ng_test_cache_put(c, POD_ON("gone", "n3", "db"), false);
+	ng_test_cache_put(c, POD_ON("gone", "n3", "db"), true);
 	struct kube_snapshot *s = publish(c);
 	assert_int_equal(kube_snapshot_count(s, KUBE_RES_PODS), 1);
 	assert_int_equal(kube_snapshot_find_pod_str(s, "d", 1, "a", 1)->node, ng_test_id(s, "n3"));
 	/* Deleting what never existed is harmless. */
-	apply(c, POD_ON("never", "n3", "db"), true);
+	ng_test_cache_put(c, POD_ON("never", "n3", "db"), true);
 	kube_snapshot_release(s);
 	s = publish(c);
 	assert_int_equal(kube_snapshot_count(s, KUBE_RES_PODS), 1);
@@ -116,18 +99,18 @@ static void test_cache_later_change_in_a_batch_wins(void **state)
 static void test_cache_reset_replaces_and_discard_restores(void **state)
 {
 	struct kube_cache *c = kube_cache_create();
-	apply(c, POD_ON("a", "n1", "db"), false);
-	apply(c, POD_ON("b", "n1", "db"), false);
+	ng_test_cache_put(c, POD_ON("a", "n1", "db"), false);
+	ng_test_cache_put(c, POD_ON("b", "n1", "db"), false);
 	struct kube_snapshot *s1 = publish(c);
 	/* A relist that fails half-way changes nothing. */
 	kube_cache_reset(c, KUBE_RES_PODS);
-	apply(c, POD_ON("x", "n9", "db"), false);
+	ng_test_cache_put(c, POD_ON("x", "n9", "db"), false);
 	kube_cache_discard(c, KUBE_RES_PODS);
 	assert_false(kube_cache_dirty(c));
 	/* A relist that completes replaces everything. */
 	kube_cache_reset(c, KUBE_RES_PODS);
-	apply(c, POD_ON("b", "n2", "db"), false);
-	apply(c, POD_ON("c", "n2", "db"), false);
+	ng_test_cache_put(c, POD_ON("b", "n2", "db"), false);
+	ng_test_cache_put(c, POD_ON("c", "n2", "db"), false);
 	struct kube_snapshot *s2 = publish(c);
 	assert_int_equal(kube_snapshot_count(s2, KUBE_RES_PODS), 2);
 	assert_null(kube_snapshot_find_pod_str(s2, "d", 1, "a", 1));
@@ -156,8 +139,8 @@ static void stage(struct kube_cache *c, struct kube_stage *st, const char *json)
 static void test_cache_stage_replaces_a_resource_in_one_step(void **state)
 {
 	struct kube_cache *c = kube_cache_create();
-	apply(c, POD_ON("a", "n1", "db"), false);
-	apply(c, POD_ON("b", "n1", "db"), false);
+	ng_test_cache_put(c, POD_ON("a", "n1", "db"), false);
+	ng_test_cache_put(c, POD_ON("b", "n1", "db"), false);
 	struct kube_snapshot *s1 = publish(c);
 	/* A list in progress: the changes of other resources still publish, without it. */
 	struct kube_stage *st = kube_stage_create(c, KUBE_RES_PODS);
@@ -165,7 +148,8 @@ static void test_cache_stage_replaces_a_resource_in_one_step(void **state)
 	stage(c, st, POD_ON("c", "n2", "db"));
 	stage(c, st, POD_ON("b", "n3", "db")); /* listed twice: the later one wins */
 	assert_int_equal(kube_stage_count(st), 2);
-	apply(c, POD_ON("x", "n9", "db"), false); /* a pod change before the list ends */
+	ng_test_cache_put(c, POD_ON("x", "n9", "db"),
+			  false); /* a pod change before the list ends */
 	assert_int_equal(kube_cache_replace(c, st), NG_OK);
 	kube_stage_destroy(st);
 	/* An empty list empties the resource. */
@@ -189,7 +173,7 @@ static void test_cache_stage_replaces_a_resource_in_one_step(void **state)
 	assert_int_equal(kube_snapshot_count(s1, KUBE_RES_PODS), 2);
 	assert_string_equal(kube_snapshot_find_pod_str(s1, "d", 1, "a", 1)->name, "a");
 	/* Later changes apply on top of the replaced table. */
-	apply(c, POD_ON("c", "n1", "db"), true);
+	ng_test_cache_put(c, POD_ON("c", "n1", "db"), true);
 	struct kube_snapshot *s3 = publish(c);
 	assert_int_equal(kube_snapshot_count(s3, KUBE_RES_PODS), 1);
 	kube_snapshot_release(s3);
@@ -253,7 +237,7 @@ static void test_store_stress_live_cache_writer_and_readers(void **state)
 				       "\"name\":\"p%d\",\"namespace\":\"d\",\"labels\":{\"r\":"
 				       "\"%d\"}},\"spec\":{\"nodeName\":\"n%d\"}}",
 				       i, round, i % 7);
-			apply(c, json, rand_r(&seed) % 4 == 0);
+			ng_test_cache_put(c, json, rand_r(&seed) % 4 == 0);
 		}
 		if (round % 50 == 49)
 			kube_cache_reset(c, KUBE_RES_PODS); /* an occasional relist */
@@ -282,7 +266,7 @@ static void test_cache_snapshot_carries_each_kinds_resource_version(void **state
 	struct kube_snapshot *s = publish(c);
 	assert_int_equal(kube_snapshot_rv(s, KUBE_RES_NODES), 0); /* nothing noted: unknown */
 	kube_snapshot_release(s);
-	apply(c, NODE_NAMED("n1"), false);
+	ng_test_cache_put(c, NODE_NAMED("n1"), false);
 	kube_cache_note_rv(c, KUBE_RES_NODES, "41");
 	kube_cache_note_rv(c, KUBE_RES_PODS, "40");
 	/* Published: only the pods. The nodes' version waits for their changes. */
@@ -326,13 +310,13 @@ static size_t node_pos(const struct kube_snapshot *s, const char *name)
 static void test_cache_node_heartbeat_keeps_position_and_shape(void **state)
 {
 	struct kube_cache *c = kube_cache_create();
-	apply(c, NODE_AT("n1", "10", "a", "True"), false);
-	apply(c, NODE_AT("n2", "11", "a", "True"), false);
-	apply(c, NODE_AT("n3", "12", "b", "True"), false);
+	ng_test_cache_put(c, NODE_AT("n1", "10", "a", "True"), false);
+	ng_test_cache_put(c, NODE_AT("n2", "11", "a", "True"), false);
+	ng_test_cache_put(c, NODE_AT("n3", "12", "b", "True"), false);
 	struct kube_snapshot *s1 = publish(c);
 	size_t p1 = node_pos(s1, "n1");
-	apply(c, NODE_AT("n1", "20", "a", "True"), false); /* heartbeats */
-	apply(c, NODE_AT("n3", "21", "b", "True"), false);
+	ng_test_cache_put(c, NODE_AT("n1", "20", "a", "True"), false); /* heartbeats */
+	ng_test_cache_put(c, NODE_AT("n3", "21", "b", "True"), false);
 	struct kube_snapshot *s2 = publish(c);
 	assert_int_not_equal(kube_snapshot_table_serial(s1, KUBE_RES_NODES),
 			     kube_snapshot_table_serial(s2, KUBE_RES_NODES));
@@ -341,20 +325,20 @@ static void test_cache_node_heartbeat_keeps_position_and_shape(void **state)
 	assert_int_equal(node_pos(s2, "n1"), p1);
 	assert_string_equal(kube_snapshot_find_node(s2, ng_test_id(s2, "n1"))->rv, "20");
 	/* NotReady: the same place, another shape. */
-	apply(c, NODE_AT("n2", "22", "a", "False"), false);
+	ng_test_cache_put(c, NODE_AT("n2", "22", "a", "False"), false);
 	struct kube_snapshot *s3 = publish(c);
 	assert_int_not_equal(kube_snapshot_table_shape(s2, KUBE_RES_NODES),
 			     kube_snapshot_table_shape(s3, KUBE_RES_NODES));
 	/* A label changes; then a node comes; then one goes. */
-	apply(c, NODE_AT("n2", "23", "b", "False"), false);
+	ng_test_cache_put(c, NODE_AT("n2", "23", "b", "False"), false);
 	struct kube_snapshot *s4 = publish(c);
 	assert_int_not_equal(kube_snapshot_table_shape(s3, KUBE_RES_NODES),
 			     kube_snapshot_table_shape(s4, KUBE_RES_NODES));
-	apply(c, NODE_AT("n4", "24", "b", "True"), false);
+	ng_test_cache_put(c, NODE_AT("n4", "24", "b", "True"), false);
 	struct kube_snapshot *s5 = publish(c);
 	assert_int_not_equal(kube_snapshot_table_shape(s4, KUBE_RES_NODES),
 			     kube_snapshot_table_shape(s5, KUBE_RES_NODES));
-	apply(c, NODE_AT("n1", "25", "a", "True"), true);
+	ng_test_cache_put(c, NODE_AT("n1", "25", "a", "True"), true);
 	struct kube_snapshot *s6 = publish(c);
 	assert_int_not_equal(kube_snapshot_table_shape(s5, KUBE_RES_NODES),
 			     kube_snapshot_table_shape(s6, KUBE_RES_NODES));
@@ -362,9 +346,9 @@ static void test_cache_node_heartbeat_keeps_position_and_shape(void **state)
 	assert_null(kube_snapshot_find_node(s6, ng_test_id(s6, "n1")));
 	/* A relist builds a new table: a new shape even with the same nodes. */
 	kube_cache_reset(c, KUBE_RES_NODES);
-	apply(c, NODE_AT("n2", "23", "b", "False"), false);
-	apply(c, NODE_AT("n3", "21", "b", "True"), false);
-	apply(c, NODE_AT("n4", "24", "b", "True"), false);
+	ng_test_cache_put(c, NODE_AT("n2", "23", "b", "False"), false);
+	ng_test_cache_put(c, NODE_AT("n3", "21", "b", "True"), false);
+	ng_test_cache_put(c, NODE_AT("n4", "24", "b", "True"), false);
 	struct kube_snapshot *s7 = publish(c);
 	assert_int_not_equal(kube_snapshot_table_shape(s6, KUBE_RES_NODES),
 			     kube_snapshot_table_shape(s7, KUBE_RES_NODES));

@@ -436,21 +436,6 @@ static void test_ledger_counts_equal_counts_from_scratch_after_grants(void **sta
 
 /* ---- step 8: health hooks ---- */
 
-/* Adds (or with @del, removes) the object @json in cache @c. */
-static void put_object(struct kube_cache *c, const char *json, bool del)
-{
-	struct ng_arena *a = ng_arena_create(1u << 20);
-	cJSON *root = NULL;
-	struct ng_err err = {0};
-	assert_int_equal(ng_json_parse(json, strlen(json), a, &root, &err), NG_OK);
-	struct kube_object obj;
-	assert_int_equal(
-	    kube_decode_object(kube_cache_pool(c), kube_cache_scratch(c), root, "test", &obj, &err),
-	    NG_OK);
-	assert_int_equal(del ? kube_cache_delete(c, &obj) : kube_cache_upsert(c, &obj), NG_OK);
-	ng_arena_destroy(a);
-}
-
 /* Decides @nd in @s with a fresh ledger and with one taking its pools from @pools: both must
  * answer alike; returns that outcome. */
 static enum pol_gate_outcome decide_both(struct kube_snapshot *s, struct pol_scope_cache *pools,
@@ -494,18 +479,19 @@ static void test_pools_kept_across_ledgers_count_what_each_ledger_holds(void **s
 	assert_non_null(pools);
 	static const char *const nodes[] = {TNODE("n1"), TNODE("n2"), TNODE("n3"), TNODE("n4")};
 	for (size_t i = 0; i < 4; i++)
-		put_object(c, nodes[i], false);
+		ng_test_cache_put(c, nodes[i], false);
 	const char *ndb2 = NDB("pool", "{\"nodeSelector\":{\"matchLabels\":{\"pool\":\"a\"}},"
 				       "\"maxDisruptedNodes\":2}");
-	put_object(c, ndb2, false);
-	put_object(c, GRANTED("a", "[\"n1\"]"), false);
-	put_object(c, ND("b", "{\"nodeNames\":[\"n2\"],\"retry\":{\"enabled\":true}}"), false);
+	ng_test_cache_put(c, ndb2, false);
+	ng_test_cache_put(c, GRANTED("a", "[\"n1\"]"), false);
+	ng_test_cache_put(c, ND("b", "{\"nodeNames\":[\"n2\"],\"retry\":{\"enabled\":true}}"),
+			  false);
 	struct kube_snapshot *s1 = NULL;
 	assert_int_equal(kube_cache_publish(c, &s1), NG_OK);
 	assert_int_equal(decide_both(s1, pools, "b"), POL_GATE_GRANT); /* 1 held, +1 of 2 */
 
 	/* Another grant: only the requests changed, so the pool is the kept one. */
-	put_object(c, GRANTED("c", "[\"n3\"]"), false);
+	ng_test_cache_put(c, GRANTED("c", "[\"n3\"]"), false);
 	struct kube_snapshot *s2 = NULL;
 	assert_int_equal(kube_cache_publish(c, &s2), NG_OK);
 	assert_true(kube_snapshot_table_serial(s1, KUBE_RES_NODES) ==
@@ -515,18 +501,18 @@ static void test_pools_kept_across_ledgers_count_what_each_ledger_holds(void **s
 	assert_int_equal(decide_both(s2, pools, "b"), POL_GATE_PENDING); /* 2 held: full */
 
 	/* The first grant gone: room again. */
-	put_object(c, GRANTED("a", "[\"n1\"]"), true);
+	ng_test_cache_put(c, GRANTED("a", "[\"n1\"]"), true);
 	struct kube_snapshot *s3 = NULL;
 	assert_int_equal(kube_cache_publish(c, &s3), NG_OK);
 	assert_int_equal(decide_both(s3, pools, "b"), POL_GATE_GRANT);
 
 	/* n4's kubelet posts its status: a new table of the same shape, the pool kept. */
-	put_object(c,
-		   "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"n4\","
-		   "\"resourceVersion\":\"77\",\"labels\":{\"pool\":\"a\"}},\"status\":{"
-		   "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
-		   "\"lastHeartbeatTime\":\"2026-11-29T10:00:00Z\"}]}}",
-		   false);
+	ng_test_cache_put(c,
+			  "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"n4\","
+			  "\"resourceVersion\":\"77\",\"labels\":{\"pool\":\"a\"}},\"status\":{"
+			  "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+			  "\"lastHeartbeatTime\":\"2026-11-29T10:00:00Z\"}]}}",
+			  false);
 	struct kube_snapshot *s3h = NULL;
 	assert_int_equal(kube_cache_publish(c, &s3h), NG_OK);
 	assert_true(kube_snapshot_table_serial(s3, KUBE_RES_NODES) !=
@@ -537,21 +523,22 @@ static void test_pools_kept_across_ledgers_count_what_each_ledger_holds(void **s
 
 	/* An autoscaler marks n4 for deletion: counted as disrupted, the pool is full again. A
 	 * pool kept across that change would grant. */
-	put_object(c,
-		   "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"n4\","
-		   "\"resourceVersion\":\"78\",\"labels\":{\"pool\":\"a\"}},\"spec\":{\"taints\":"
-		   "[{\"key\":\"ToBeDeletedByClusterAutoscaler\",\"effect\":\"NoSchedule\"}]},"
-		   "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
-		   false);
+	ng_test_cache_put(
+	    c,
+	    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"n4\","
+	    "\"resourceVersion\":\"78\",\"labels\":{\"pool\":\"a\"}},\"spec\":{\"taints\":"
+	    "[{\"key\":\"ToBeDeletedByClusterAutoscaler\",\"effect\":\"NoSchedule\"}]},"
+	    "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+	    false);
 	struct kube_snapshot *s3t = NULL;
 	assert_int_equal(kube_cache_publish(c, &s3t), NG_OK);
 	assert_int_equal(decide_both(s3t, pools, "b"), POL_GATE_PENDING);
 
 	/* The budget changed: its pool is made again (limit 1, one held). */
-	put_object(c,
-		   NDB("pool", "{\"nodeSelector\":{\"matchLabels\":{\"pool\":\"a\"}},"
-			       "\"maxDisruptedNodes\":1}"),
-		   false);
+	ng_test_cache_put(c,
+			  NDB("pool", "{\"nodeSelector\":{\"matchLabels\":{\"pool\":\"a\"}},"
+				      "\"maxDisruptedNodes\":1}"),
+			  false);
 	struct kube_snapshot *s4 = NULL;
 	assert_int_equal(kube_cache_publish(c, &s4), NG_OK);
 	assert_int_equal(decide_both(s4, pools, "b"), POL_GATE_PENDING);
