@@ -4,7 +4,10 @@
 Plain HTTP on loopback. Nodes and pods (GET /api/v1/nodes, /api/v1/pods, and single objects)
 are synthesized: NODES nodes x PODS pods per node, named and labelled as the test API server's
 `--generate nodes=N,pods-per-node=M` names them (node-00001.., pool-<n % 10>, zones; pods
-<node>-p<j> in bench-<j % 10>), each object rendered to bytes once at start. Lists page as the
+<node>-p<j> in bench-<j % 10>), each object rendered to bytes once at start; node_name(),
+node_pool() and node_zone() give those names and labels to benchmarks. --app-pods adds pods of
+one's own (namespace, name, node, labels): an application on chosen nodes, for a budget to
+select. Lists page as the
 API server does (`limit`, `continue`, metadata.resourceVersion, remainingItemCount; a typed
 list carries kind/apiVersion, its items do not). Watches stay open until their timeoutSeconds
 with a BOOKMARK every --bookmark-seconds when allowWatchBookmarks=true; the WatchList form
@@ -49,7 +52,7 @@ TS = "2026-11-20T10:00:00Z"
 
 NODE = ('{"metadata":{"name":"%(n)s","uid":"00000000-0000-4000-8000-%(i)012d","creationTimestamp":"' + TS + '",'
         '"resourceVersion":"%(rv)d","labels":{"kubernetes.io/hostname":"%(n)s","kubernetes.io/os":"linux",'
-        '"topology.kubernetes.io/zone":"zone-%(z)s","pool":"pool-%(p)d"}},"spec":{},'
+        '"topology.kubernetes.io/zone":"%(z)s","pool":"%(p)s"}},"spec":{},'
         '"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady",'
         '"lastHeartbeatTime":"' + TS + '","lastTransitionTime":"' + TS + '"}],'
         '"addresses":[{"type":"InternalIP","address":"10.%(a)d.%(b)d.%(c)d"},{"type":"Hostname","address":"%(n)s"}],'
@@ -78,19 +81,61 @@ class Kind:
         self.list_head = ('{"kind":"%sList","apiVersion":"v1",' % kind).encode()  # a typed list
 
 
-def build(nodes, per):
+# --- the synthesized cluster's names and labels (benchmarks compute them from a node's name) ---
+POOLS = 10
+ZONES = "abc"
+POOL_LABEL = "pool"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+
+
+def node_name(i):
+    """The name of node @i (1..NODES)."""
+    return "node-%05d" % i
+
+
+def node_index(name):
+    """The i of node_name(i)."""
+    return int(name.rsplit("-", 1)[1])
+
+
+def node_pool(i):
+    """Node @i's `pool` label."""
+    return "pool-%d" % (i % POOLS)
+
+
+def node_zone(i):
+    """Node @i's topology.kubernetes.io/zone label."""
+    return "zone-" + ZONES[i % len(ZONES)]
+
+
+def app_pod(k, p):
+    """Extra pod @k (--app-pods): {namespace, name, node, labels}, Running and Ready."""
+    obj = {"metadata": {"name": p["name"], "namespace": p["namespace"], "uid": "30000000-0000-4000-8000-%012d" % k,
+                        "creationTimestamp": TS, "resourceVersion": str(RV), "labels": p.get("labels") or {}},
+           "spec": {"nodeName": p["node"], "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+                    "restartPolicy": "Always", "serviceAccountName": "default"},
+           "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                      "containerStatuses": [{"name": "c", "ready": True, "restartCount": 0,
+                                             "state": {"running": {"startedAt": TS}}}]}}
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def build(nodes, per, app_pods=()):
     t0 = time.monotonic()
     nitems, nidx, pitems, pidx = [], {}, [], {}
     for i in range(1, nodes + 1):
-        n = "node-%05d" % i
+        n = node_name(i)
         nidx[n] = len(nitems)
-        nitems.append((NODE % {"n": n, "i": i, "rv": RV, "z": "abc"[i % 3], "p": i % 10,
+        nitems.append((NODE % {"n": n, "i": i, "rv": RV, "z": node_zone(i), "p": node_pool(i),
                                "a": i >> 16, "b": (i >> 8) & 255, "c": i & 255}).encode())
         for j in range(per):
             ns = j % NAMESPACES
             pidx["bench-%d/%s-p%d" % (ns, n, j)] = len(pitems)
             pitems.append((POD % {"n": n, "j": j, "ns": ns, "u": i * 1000 + j, "rv": RV,
                                   "a": i % 250, "b": j % 250}).encode())
+    for k, p in enumerate(app_pods):
+        pidx[p["namespace"] + "/" + p["name"]] = len(pitems)
+        pitems.append(app_pod(k, p))
     kinds = {"nodes": Kind("Node", nitems, nidx), "pods": Kind("Pod", pitems, pidx)}
     size = sum(len(b) for k in kinds.values() for b in k.items)
     print(f"feed: {nodes} nodes, {len(pitems)} pods rendered ({size / 1e6:.0f} MB) in "
@@ -401,7 +446,11 @@ def serve(a):
         up_port = int(f.read())
     with open(os.path.join(a.upstream_state, "tokens.json"), encoding="utf-8") as f:
         tokens = json.load(f)
-    kinds = build(a.nodes, a.pods_per_node)
+    app_pods = []
+    if a.app_pods:
+        with open(a.app_pods, encoding="utf-8") as f:
+            app_pods = json.load(f)
+    kinds = build(a.nodes, a.pods_per_node, app_pods)
     srv = FeedServer(("127.0.0.1", a.port), Handler)
     srv.kinds = kinds
     srv.tokens = set(tokens.values())
@@ -437,8 +486,9 @@ class Feed:
     """The feed and its upstream test API server (nodegate's CRDs and RBAC), as one client-side
     object with ServerProcess' attributes; start() returns once both answer."""
 
-    def __init__(self, nodes, per, no_watchlist=False, bookmark_seconds=30, start_timeout=900):
+    def __init__(self, nodes, per, no_watchlist=False, bookmark_seconds=30, start_timeout=900, app_pods=()):
         self.nodes, self.per = nodes, per
+        self.app_pods = list(app_pods)
         self.no_watchlist = no_watchlist
         self.bookmark_seconds = bookmark_seconds
         self.start_timeout = start_timeout
@@ -461,6 +511,11 @@ class Feed:
         args = [sys.executable, os.path.abspath(__file__), "--nodes", str(self.nodes), "--pods-per-node",
                 str(self.per), "--upstream-state", self.upstream.state, "--state", self.state,
                 "--bookmark-seconds", str(self.bookmark_seconds)] + (["--no-watchlist"] if self.no_watchlist else [])
+        if self.app_pods:
+            path = os.path.join(self.dir, "app-pods.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(self.app_pods, f)
+            args += ["--app-pods", path]
         self.log = open(os.path.join(self.dir, "feed.log"), "ab")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         port_file = os.path.join(self.state, "port")
@@ -539,6 +594,7 @@ def main():
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--no-watchlist", action="store_true", help="answer 422 to sendInitialEvents")
     p.add_argument("--bookmark-seconds", type=float, default=30)
+    p.add_argument("--app-pods", help="a JSON file: a list of extra pods {namespace, name, node, labels}")
     a = p.parse_args()
     if a.nodes < 0 or a.nodes > 1_000_000 or a.pods_per_node < 0 or a.pods_per_node > 999:
         p.error("--nodes must be 0..1000000 and --pods-per-node 0..999")
