@@ -7,15 +7,17 @@ are synthesized: NODES nodes x PODS pods per node, named and labelled as the tes
 <node>-p<j> in bench-<j % 10>), each object rendered to bytes once at start; node_name(),
 node_pool() and node_zone() give those names and labels to benchmarks. --app-pods adds pods of
 one's own (namespace, name, node, labels): an application on chosen nodes, for a budget to
-select. Lists page as the
-API server does (`limit`, `continue`, metadata.resourceVersion, remainingItemCount; a typed
-list carries kind/apiVersion, its items do not). Watches stay open until their timeoutSeconds
-with a BOOKMARK every --bookmark-seconds when allowWatchBookmarks=true; the WatchList form
+select. Lists page as the API server does (`limit`, `continue`, metadata.resourceVersion,
+remainingItemCount; a typed list carries kind/apiVersion, its items do not). Watches stay open
+until their timeoutSeconds with a BOOKMARK every --bookmark-seconds when
+allowWatchBookmarks=true; the WatchList form
 (`watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true`)
 sends every object as an ADDED event, then a BOOKMARK annotated k8s.io/initial-events-end at
-the list's resourceVersion, then goes on as a watch. --no-watchlist answers 422 to any
-sendInitialEvents request (the server without the feature), so both start-up paths can be
-measured against the same feed.
+the list's resourceVersion, then goes on as a watch. --node-heartbeats R sends, on every node
+watch, R MODIFIED events a second, node after node, each at a resourceVersion of its own and
+otherwise unchanged: kubelets posting their status (every 5 minutes each, nodes / 300 a
+second). --no-watchlist answers 422 to any sendInitialEvents request (the server without the
+feature), so both start-up paths can be measured against the same feed.
 
 Everything else (nodegate's resources, leases, events, RBAC reviews, discovery, every write,
 and PVs/PVCs) is proxied to a real test API server (--upstream), watches streamed through
@@ -120,14 +122,19 @@ def app_pod(k, p):
     return json.dumps(obj, separators=(",", ":")).encode()
 
 
+def node_bytes(i, rv):
+    """Node number @i (1..) at resourceVersion @rv, as a list item."""
+    return (NODE % {"n": node_name(i), "i": i, "rv": rv, "z": node_zone(i), "p": node_pool(i),
+                    "a": i >> 16, "b": (i >> 8) & 255, "c": i & 255}).encode()
+
+
 def build(nodes, per, app_pods=()):
     t0 = time.monotonic()
     nitems, nidx, pitems, pidx = [], {}, [], {}
     for i in range(1, nodes + 1):
         n = node_name(i)
         nidx[n] = len(nitems)
-        nitems.append((NODE % {"n": n, "i": i, "rv": RV, "z": node_zone(i), "p": node_pool(i),
-                               "a": i >> 16, "b": (i >> 8) & 255, "c": i & 255}).encode())
+        nitems.append(node_bytes(i, RV))
         for j in range(per):
             ns = j % NAMESPACES
             pidx["bench-%d/%s-p%d" % (ns, n, j)] = len(pitems)
@@ -305,8 +312,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         deadline = time.monotonic() + max(1, min(secs, MAX_WATCH_S))
         self.start_chunked(headers=[("Content-Type", "application/json")])
         obj_head = b'{"type":"ADDED","object":' + kind.head
-        mark = ('{"type":"BOOKMARK","object":{"kind":"%s","apiVersion":"v1","metadata":{"resourceVersion":"%d"%%s}}}\n'
-                % (kind.kind, RV))
+        mark = ('{"type":"BOOKMARK","object":{"kind":"%s","apiVersion":"v1","metadata":{"resourceVersion":"%%d"%%s}}}\n'
+                % kind.kind)
+        beats = srv.heartbeats if kind.kind == "Node" else 0
+        rv = RV
         try:
             if initial:
                 batch = []
@@ -318,15 +327,29 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         self.chunk(b"".join(batch))
                         batch = []
                 self.chunk(b"".join(batch))
-                self.chunk((mark % ',"annotations":{"k8s.io/initial-events-end":"true"}').encode())
+                self.chunk((mark % (RV, ',"annotations":{"k8s.io/initial-events-end":"true"}')).encode())
+            # Kubelet status heartbeats: node after node MODIFIED at @beats a second, each with
+            # a resourceVersion of its own (nothing else changes, as a heartbeat changes nothing
+            # a budget reads).
+            t0, sent, last_mark = time.monotonic(), 0, time.monotonic()
             while not srv.stopping.is_set():
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                if srv.stopping.wait(min(left, srv.bookmark_s)):
+                if srv.stopping.wait(min(left, srv.bookmark_s, 0.1 if beats else srv.bookmark_s)):
                     break
-                if bookmarks and time.monotonic() < deadline:
-                    self.chunk((mark % "").encode())
+                due = int((time.monotonic() - t0) * beats) - sent
+                if due > 0:
+                    batch = []
+                    for _ in range(due):
+                        rv += 1
+                        batch.append(b'{"type":"MODIFIED","object":' + kind.head
+                                     + node_bytes(1 + sent % len(kind.items), rv)[1:] + b"}\n")
+                        sent += 1
+                    self.chunk(b"".join(batch))
+                if bookmarks and time.monotonic() < deadline and time.monotonic() - last_mark >= srv.bookmark_s - 0.05:
+                    self.chunk((mark % (rv, "")).encode())
+                    last_mark = time.monotonic()
             self.end_chunked()
         except OSError:
             self.close_connection = True
@@ -456,6 +479,7 @@ def serve(a):
     srv.tokens = set(tokens.values())
     srv.no_watchlist = a.no_watchlist
     srv.bookmark_s = a.bookmark_seconds
+    srv.heartbeats = a.node_heartbeats
     srv.stopping = threading.Event()
     srv.upstream_port = up_port
     srv.upstream_ctx = ssl.create_default_context(cafile=os.path.join(a.upstream_state, "ca.crt"))
@@ -486,8 +510,10 @@ class Feed:
     """The feed and its upstream test API server (nodegate's CRDs and RBAC), as one client-side
     object with ServerProcess' attributes; start() returns once both answer."""
 
-    def __init__(self, nodes, per, no_watchlist=False, bookmark_seconds=30, start_timeout=900, app_pods=()):
+    def __init__(self, nodes, per, no_watchlist=False, bookmark_seconds=30, start_timeout=900,
+                 node_heartbeats=0, app_pods=()):
         self.nodes, self.per = nodes, per
+        self.node_heartbeats = node_heartbeats
         self.app_pods = list(app_pods)
         self.no_watchlist = no_watchlist
         self.bookmark_seconds = bookmark_seconds
@@ -510,7 +536,8 @@ class Feed:
         self.state = os.path.join(self.dir, "state")
         args = [sys.executable, os.path.abspath(__file__), "--nodes", str(self.nodes), "--pods-per-node",
                 str(self.per), "--upstream-state", self.upstream.state, "--state", self.state,
-                "--bookmark-seconds", str(self.bookmark_seconds)] + (["--no-watchlist"] if self.no_watchlist else [])
+                "--bookmark-seconds", str(self.bookmark_seconds),
+                "--node-heartbeats", str(self.node_heartbeats)] + (["--no-watchlist"] if self.no_watchlist else [])
         if self.app_pods:
             path = os.path.join(self.dir, "app-pods.json")
             with open(path, "w", encoding="utf-8") as f:
@@ -594,6 +621,9 @@ def main():
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--no-watchlist", action="store_true", help="answer 422 to sendInitialEvents")
     p.add_argument("--bookmark-seconds", type=float, default=30)
+    p.add_argument("--node-heartbeats", type=float, default=0,
+                   help="MODIFIED node events a second on every node watch, node after node, as kubelets "
+                        "posting their status (a real cluster: nodes / 300)")
     p.add_argument("--app-pods", help="a JSON file: a list of extra pods {namespace, name, node, labels}")
     a = p.parse_args()
     if a.nodes < 0 or a.nodes > 1_000_000 or a.pods_per_node < 0 or a.pods_per_node > 999:

@@ -5,7 +5,10 @@ Each size is served by bench/feed.py: NODES nodes x PODS pods per node synthesiz
 rendered once (plain HTTP on loopback, lists paged and WatchList streamed as the API server
 does), every other path proxied to a test API server holding nodegate's CRDs and RBAC. Per size
 a release build of `nodegate serve` starts against the feed (with a NodeDisruptionBudget over
-every node, maxDisruptedNodes 10 %: the pool-wide budget every decision walks) and per run:
+every node, maxDisruptedNodes 10 %: the pool-wide budget every decision walks) and per run. The
+feed's nodes post their status as kubelets do, each every 5 minutes (NODES / 300 MODIFIED events
+a second on the node watch, HEARTBEAT_S), so the node table changes all the time as in a live
+cluster:
 
 - start -> /readyz, beside the floor timed on the same feed after nodegate stopped: Python
   paging the lists nodegate lists at start (bench/cache.py's floor: one keep-alive connection
@@ -62,6 +65,7 @@ REQUESTS = {"full": 200, "quick": 100, "smoke": 10}
 WEBHOOK_S = {"full": 5, "quick": 3, "smoke": 1}  # seconds of closed-loop eviction reviews
 DECISION = "nodegate_decision_duration_seconds"
 START = "2026-11-27T00:00:00Z"
+HEARTBEAT_S = 300  # a kubelet posts its node's status this often when nothing changed
 PLAN_MAX_S = 600  # default: a plan still running then is cut (nodegate plan --max-seconds), its row says so
 FLOOR = "floor: Python paging the same lists from the same feed"
 
@@ -176,7 +180,7 @@ def measure_size(a, nodes, per, base_kib, tmp, count):
     ref_kib = rss_of(a.nodegate, nodes, 0, tmp, f"nopods-{tag}")
     out = {"nodes": nodes, "per": per, "runs": [], "grant": None, "webhook": None,
            "per_node": (ref_kib - base_kib) * 1024 / nodes if nodes else None}
-    with feed.Feed(nodes, per) as f:
+    with feed.Feed(nodes, per, node_heartbeats=nodes / HEARTBEAT_S) as f:
         bl.create(f, bl.NDB_PATH, {"apiVersion": "nodegate.io/v1alpha1", "kind": "NodeDisruptionBudget",
                                    "metadata": {"name": "all"},
                                    "spec": {"nodeSelector": {}, "maxDisruptedNodes": "10%"}})

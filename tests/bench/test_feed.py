@@ -126,6 +126,27 @@ class NoWatchListTest(unittest.TestCase):
             self.assertEqual(body["metadata"]["remainingItemCount"], 3)
 
 
+class HeartbeatTest(unittest.TestCase):
+    def test_node_watch_brings_kubelet_heartbeats_node_after_node(self):
+        with feed.Feed(3, 0, node_heartbeats=20, bookmark_seconds=0.5) as f:
+            w = f.watch("/api/v1/nodes" + WATCHLIST + "&timeoutSeconds=5")
+            try:
+                evs = [w.next() for _ in range(3 + 1 + 8)]
+            finally:
+                w.close()
+            later = [e for e in evs[4:] if e["type"] == "MODIFIED"]
+            self.assertGreaterEqual(len(later), 6, [e["type"] for e in evs])
+            names = [e["object"]["metadata"]["name"] for e in later]
+            self.assertEqual(names[:4], ["node-00001", "node-00002", "node-00003", "node-00001"])
+            rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in later]
+            self.assertEqual(rvs, list(range(feed.RV + 1, feed.RV + 1 + len(rvs))))
+            # nothing but the version changes: the labels are the listed node's
+            self.assertEqual(later[0]["object"]["metadata"]["labels"], evs[0]["object"]["metadata"]["labels"])
+            marks = [e for e in evs[4:] if e["type"] == "BOOKMARK"]
+            for m in marks:  # a bookmark carries the version of the last heartbeat before it
+                self.assertGreater(int(m["object"]["metadata"]["resourceVersion"]), feed.RV)
+
+
 class NamesAndAppPodsTest(unittest.TestCase):
     def test_node_labels_as_named_and_app_pods_listed(self):
         app = [{"namespace": "default", "name": "db-0", "node": "node-00007", "labels": {"app": "db"}}]

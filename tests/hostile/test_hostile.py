@@ -9,6 +9,7 @@ Environment: NODEGATE (the binary), NG_SOURCE_ROOT (the repository)."""
 import json
 import os
 import resource
+import select
 import socket
 import ssl
 import sys
@@ -66,6 +67,17 @@ def still_open(socks):
         except OSError:
             pass
     return n
+
+
+def accept_queue(port):
+    """Connections waiting in the accept queue of the socket listening on @port (its rx_queue
+    in /proc/net/tcp), 0 when there is no such socket."""
+    with open("/proc/net/tcp", encoding="ascii") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].split(":")[1], 16) == port:
+                return int(fields[4].split(":")[1], 16)
+    return 0
 
 
 def close_all(socks):
@@ -182,6 +194,27 @@ class HostileBase(unittest.TestCase):
                 self.fail(f"the server holds {held} files, {n} connections opened {within_s} s ago")
             time.sleep(0.2)
 
+    def wait_taken_in(self, socks, within_s):
+        """Seconds until every socket of @socks is connected and the server's accept queue is
+        empty (it accepted them all), or fails after @within_s. Opened at once, connections past
+        the listen backlog wait for the client's SYN to be sent again (1 s, then 3 s), and so
+        would a canary started meanwhile: it would time the retry, not the server."""
+        t0 = time.monotonic()
+        waiting = {s.fileno(): s for s in socks}
+        while True:
+            poll = select.poll()
+            for fd in waiting:
+                poll.register(fd, select.POLLOUT)
+            for fd, _ in poll.poll(0):
+                waiting.pop(fd, None)
+            queued = accept_queue(self.srv.port)
+            if not waiting and queued == 0:
+                return time.monotonic() - t0
+            if time.monotonic() - t0 > within_s:
+                self.fail(f"{len(waiting)} of {len(socks)} connections not connected, {queued} not "
+                          f"accepted, {within_s} s after they were opened")
+            time.sleep(0.05)
+
     def wait_closed(self, socks, within_s):
         """Seconds until the server closed every socket in @socks, or fails after @within_s."""
         t0 = time.monotonic()
@@ -207,6 +240,8 @@ class DeadlinesTest(HostileBase):
         rss0 = self.srv.rss_kib()
         socks = open_silent(self.srv.port, 2000)
         try:
+            took = self.wait_taken_in(socks, 20)
+            self.report("2000 silent sockets", f"all accepted {took:.1f} s after they were opened")
             with Canary(self.srv) as c:
                 time.sleep(1.5)
             self.assert_canary(c, "2000 silent sockets")
