@@ -3,8 +3,9 @@
 health hook holds up no request that does not depend on it, with NODES nodes in the cache.
 
 The cluster is bench/feed.py's: NODES nodes x PODS pods per node synthesized (pool-<i % 10>,
-zone-a/b/c), plus the pods of a few applications on chosen nodes (--app-pods); every other
-resource lives on a real test API server behind it. `nodegate serve` (--replicas, competing for
+zone-a/b/c; each node posting its status every 5 minutes, as B10's), plus the pods of a few
+applications on chosen nodes (--app-pods); every other resource lives on a real test API server
+behind it. `nodegate serve` (--replicas, competing for
 the lease) runs against the feed, with these budgets:
 
 - a NodeDisruptionBudget per pool (`pool In [pool-k]`, maxDisruptedNodes 2-5 at random),
@@ -65,6 +66,7 @@ HOLD_S = 25        # the held hook's timeoutSeconds (the most a hook may take)
 WAIT_S = 60        # bound of every other wait for the gate
 ZONE_KEY = feed.ZONE_LABEL
 DECISION = "nodegate_decision_duration_seconds"
+HEARTBEAT_S = 300  # a kubelet posts its node's status this often when nothing changed (as B10)
 
 
 def parse_args():
@@ -391,7 +393,7 @@ def one_run(a, seed, tmp, hooks, ca):
     hooked = {n for nodes in app_nodes for n in nodes} | {hold_node}
     hooks.release.clear()
     calls0 = len(hooks.requests())
-    f = feed.Feed(a.nodes, a.pods_per_node, app_pods=pods)
+    f = feed.Feed(a.nodes, a.pods_per_node, app_pods=pods, node_heartbeats=a.nodes / HEARTBEAT_S)
     replicas, checker, bad = [], None, []
     try:
         t0 = time.monotonic()
