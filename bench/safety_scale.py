@@ -447,6 +447,9 @@ def one_run(a, seed, tmp, hooks, ca):
                "hooked": sum(1 for _, nodes in run.created.values() if nodes & hooked),
                "calls": len(hooks.requests()) - calls0, "over": len(checker.violations),
                "free": run.stall["free_decided"], "decided": len(lat),
+               # deleted (by the run, or ended) before any decision: not in the figures above
+               "undecided_gone": sum(1 for x, (_, nodes) in run.created.items()
+                                     if not nodes & hooked and x not in checker.first and x in checker.gone),
                "p50": bl.quantile(lat, 0.5), "p99": bl.quantile(lat, 0.99)}
         bad = checker.violations + bad
     n = m.get(DECISION + "_count") or 0
@@ -500,6 +503,9 @@ def main():
         bl.row("B11", "health hook calls (slow, failing or timing out at random)", col("calls"), "count", cmd),
         bl.row("B11", "requests without hooks Granted while a held hook was out", col("free"), "count", cmd,
                target=f"all {STALL_FREE}", met=lambda v, _: v["min"] == STALL_FREE),
+        bl.row("B11", "requests without hooks decided (the figures below)", col("decided"), "count", cmd),
+        bl.row("B11", "requests without hooks deleted before their first decision (not in them)",
+               col("undecided_gone"), "count", cmd),
         bl.row("B11", "create → first decision (Granted, Rejected or Pending), requests without hooks, p50",
                col("p50"), "ms", cmd),
         bl.row("B11", "create → first decision, requests without hooks, p99", col("p99"), "ms", cmd),
