@@ -5,8 +5,8 @@ health hook holds up no request that does not depend on it, with NODES nodes in 
 The cluster is bench/feed.py's: NODES nodes x PODS pods per node synthesized (pool-<i % 10>,
 zone-a/b/c; each node posting its status every 5 minutes, as B10's), plus the pods of a few
 applications on chosen nodes (--app-pods); every other resource lives on a real test API server
-behind it. `nodegate serve` (--replicas, competing for
-the lease) runs against the feed, with these budgets:
+behind it. `nodegate serve` (--replicas, competing for the lease) runs against the feed, with
+these budgets:
 
 - a NodeDisruptionBudget per pool (`pool In [pool-k]`, maxDisruptedNodes 2-5 at random),
 - `all`: every node, maxDisruptedNodes 20,
@@ -34,7 +34,8 @@ decided.
 
 Reported: operations, requests, grants, over-grants (target 0), hook calls, and for requests no
 hook budget covers the time from create to their first decision (Granted, Rejected, or Pending
-with a reason), p50 and p99, and the leader's decision time (nodegate_decision_duration_seconds:
+with a reason), p50 and p99 (beside how many were deleted before any decision, which they
+leave out), and the leader's decision time (nodegate_decision_duration_seconds:
 mean, and p99 from its buckets), as figures. The program exits 1 on any over-grant or stall.
 
 Sizes: full (by hand) 100,000 nodes x 1 pod and 2,000 operations per run; --quick 20,000 x 1
