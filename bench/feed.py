@@ -4,17 +4,20 @@
 Plain HTTP on loopback. Nodes and pods (GET /api/v1/nodes, /api/v1/pods, and single objects)
 are synthesized: NODES nodes x PODS pods per node, named and labelled as the test API server's
 `--generate nodes=N,pods-per-node=M` names them (node-00001.., pool-<n % 10>, zones; pods
-<node>-p<j> in bench-<j % 10>), each object rendered to bytes once at start. Lists page as the
-API server does (`limit`, `continue`, metadata.resourceVersion, remainingItemCount; a typed
-list carries kind/apiVersion, its items do not). Watches stay open until their timeoutSeconds
-with a BOOKMARK every --bookmark-seconds when allowWatchBookmarks=true; the WatchList form
+<node>-p<j> in bench-<j % 10>), each object rendered to bytes once at start; node_name(),
+node_pool() and node_zone() give those names and labels to benchmarks. --app-pods adds pods of
+one's own (namespace, name, node, labels): an application on chosen nodes, for a budget to
+select. Lists page as the API server does (`limit`, `continue`, metadata.resourceVersion,
+remainingItemCount; a typed list carries kind/apiVersion, its items do not). Watches stay open
+until their timeoutSeconds with a BOOKMARK every --bookmark-seconds when
+allowWatchBookmarks=true; the WatchList form
 (`watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true`)
 sends every object as an ADDED event, then a BOOKMARK annotated k8s.io/initial-events-end at
 the list's resourceVersion, then goes on as a watch. --node-heartbeats R sends, on every node
 watch, R MODIFIED events a second, node after node, each at a resourceVersion of its own and
-otherwise unchanged: kubelets posting their status (every 5 minutes each, nodes / 300 a second). --no-watchlist answers 422 to any
-sendInitialEvents request (the server without the feature), so both start-up paths can be
-measured against the same feed.
+otherwise unchanged: kubelets posting their status (every 5 minutes each, nodes / 300 a
+second). --no-watchlist answers 422 to any sendInitialEvents request (the server without the
+feature), so both start-up paths can be measured against the same feed.
 
 Everything else (nodegate's resources, leases, events, RBAC reviews, discovery, every write,
 and PVs/PVCs) is proxied to a real test API server (--upstream), watches streamed through
@@ -51,7 +54,7 @@ TS = "2026-11-20T10:00:00Z"
 
 NODE = ('{"metadata":{"name":"%(n)s","uid":"00000000-0000-4000-8000-%(i)012d","creationTimestamp":"' + TS + '",'
         '"resourceVersion":"%(rv)d","labels":{"kubernetes.io/hostname":"%(n)s","kubernetes.io/os":"linux",'
-        '"topology.kubernetes.io/zone":"zone-%(z)s","pool":"pool-%(p)d"}},"spec":{},'
+        '"topology.kubernetes.io/zone":"%(z)s","pool":"%(p)s"}},"spec":{},'
         '"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady",'
         '"lastHeartbeatTime":"' + TS + '","lastTransitionTime":"' + TS + '"}],'
         '"addresses":[{"type":"InternalIP","address":"10.%(a)d.%(b)d.%(c)d"},{"type":"Hostname","address":"%(n)s"}],'
@@ -80,18 +83,56 @@ class Kind:
         self.list_head = ('{"kind":"%sList","apiVersion":"v1",' % kind).encode()  # a typed list
 
 
+# --- the synthesized cluster's names and labels (benchmarks compute them from a node's name) ---
+POOLS = 10
+ZONES = "abc"
+POOL_LABEL = "pool"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+
+
+def node_name(i):
+    """The name of node @i (1..NODES)."""
+    return "node-%05d" % i
+
+
+def node_index(name):
+    """The i of node_name(i)."""
+    return int(name.rsplit("-", 1)[1])
+
+
+def node_pool(i):
+    """Node @i's `pool` label."""
+    return "pool-%d" % (i % POOLS)
+
+
+def node_zone(i):
+    """Node @i's topology.kubernetes.io/zone label."""
+    return "zone-" + ZONES[i % len(ZONES)]
+
+
+def app_pod(k, p):
+    """Extra pod @k (--app-pods): {namespace, name, node, labels}, Running and Ready."""
+    obj = {"metadata": {"name": p["name"], "namespace": p["namespace"], "uid": "30000000-0000-4000-8000-%012d" % k,
+                        "creationTimestamp": TS, "resourceVersion": str(RV), "labels": p.get("labels") or {}},
+           "spec": {"nodeName": p["node"], "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+                    "restartPolicy": "Always", "serviceAccountName": "default"},
+           "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                      "containerStatuses": [{"name": "c", "ready": True, "restartCount": 0,
+                                             "state": {"running": {"startedAt": TS}}}]}}
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
 def node_bytes(i, rv):
     """Node number @i (1..) at resourceVersion @rv, as a list item."""
-    n = "node-%05d" % i
-    return (NODE % {"n": n, "i": i, "rv": rv, "z": "abc"[i % 3], "p": i % 10,
+    return (NODE % {"n": node_name(i), "i": i, "rv": rv, "z": node_zone(i), "p": node_pool(i),
                     "a": i >> 16, "b": (i >> 8) & 255, "c": i & 255}).encode()
 
 
-def build(nodes, per):
+def build(nodes, per, app_pods=()):
     t0 = time.monotonic()
     nitems, nidx, pitems, pidx = [], {}, [], {}
     for i in range(1, nodes + 1):
-        n = "node-%05d" % i
+        n = node_name(i)
         nidx[n] = len(nitems)
         nitems.append(node_bytes(i, RV))
         for j in range(per):
@@ -99,6 +140,9 @@ def build(nodes, per):
             pidx["bench-%d/%s-p%d" % (ns, n, j)] = len(pitems)
             pitems.append((POD % {"n": n, "j": j, "ns": ns, "u": i * 1000 + j, "rv": RV,
                                   "a": i % 250, "b": j % 250}).encode())
+    for k, p in enumerate(app_pods):
+        pidx[p["namespace"] + "/" + p["name"]] = len(pitems)
+        pitems.append(app_pod(k, p))
     kinds = {"nodes": Kind("Node", nitems, nidx), "pods": Kind("Pod", pitems, pidx)}
     size = sum(len(b) for k in kinds.values() for b in k.items)
     print(f"feed: {nodes} nodes, {len(pitems)} pods rendered ({size / 1e6:.0f} MB) in "
@@ -425,7 +469,11 @@ def serve(a):
         up_port = int(f.read())
     with open(os.path.join(a.upstream_state, "tokens.json"), encoding="utf-8") as f:
         tokens = json.load(f)
-    kinds = build(a.nodes, a.pods_per_node)
+    app_pods = []
+    if a.app_pods:
+        with open(a.app_pods, encoding="utf-8") as f:
+            app_pods = json.load(f)
+    kinds = build(a.nodes, a.pods_per_node, app_pods)
     srv = FeedServer(("127.0.0.1", a.port), Handler)
     srv.kinds = kinds
     srv.tokens = set(tokens.values())
@@ -463,9 +511,10 @@ class Feed:
     object with ServerProcess' attributes; start() returns once both answer."""
 
     def __init__(self, nodes, per, no_watchlist=False, bookmark_seconds=30, start_timeout=900,
-                 node_heartbeats=0):
+                 node_heartbeats=0, app_pods=()):
         self.nodes, self.per = nodes, per
         self.node_heartbeats = node_heartbeats
+        self.app_pods = list(app_pods)
         self.no_watchlist = no_watchlist
         self.bookmark_seconds = bookmark_seconds
         self.start_timeout = start_timeout
@@ -489,6 +538,11 @@ class Feed:
                 str(self.per), "--upstream-state", self.upstream.state, "--state", self.state,
                 "--bookmark-seconds", str(self.bookmark_seconds),
                 "--node-heartbeats", str(self.node_heartbeats)] + (["--no-watchlist"] if self.no_watchlist else [])
+        if self.app_pods:
+            path = os.path.join(self.dir, "app-pods.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(self.app_pods, f)
+            args += ["--app-pods", path]
         self.log = open(os.path.join(self.dir, "feed.log"), "ab")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         port_file = os.path.join(self.state, "port")
@@ -570,6 +624,7 @@ def main():
     p.add_argument("--node-heartbeats", type=float, default=0,
                    help="MODIFIED node events a second on every node watch, node after node, as kubelets "
                         "posting their status (a real cluster: nodes / 300)")
+    p.add_argument("--app-pods", help="a JSON file: a list of extra pods {namespace, name, node, labels}")
     a = p.parse_args()
     if a.nodes < 0 or a.nodes > 1_000_000 or a.pods_per_node < 0 or a.pods_per_node > 999:
         p.error("--nodes must be 0..1000000 and --pods-per-node 0..999")

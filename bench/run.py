@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs nodegate's benchmarks B1-B10 (called by scripts/bench, which builds build-bench first),
+"""Runs nodegate's benchmarks B1-B11 (called by scripts/bench, which builds build-bench first),
 prints their results as tables and, on a full run (or with --write), rewrites the generated
 tables of docs/benchmarks.md between their markers.
 
@@ -20,7 +20,7 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 DOC = os.path.join(ROOT, "docs", "benchmarks.md")
-ALL = ["B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10"]
+ALL = ["B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10", "B11"]
 TITLES = {
     "B1": "B1 eviction webhook throughput",
     "B2": "B2 eviction webhook latency at a fixed rate",
@@ -32,6 +32,7 @@ TITLES = {
     "B8": "B8 hook isolation",
     "B9": "B9 what-if planner",
     "B10": "B10 scaling table (1,000 to 100,000 nodes)",
+    "B11": "B11 randomized safety at scale (100,000 nodes)",
 }
 COLUMNS = ["measure", "min", "median", "max", "reference (median)", "ratio", "target", "met", "command"]
 
@@ -51,7 +52,8 @@ def programs(build, nodegate):
     out.append((["B1", "B2"], [sys.executable, webhook, "--nodegate", nodegate, "--loadgen", loadgen], why))
     for ids, script, *extra in ((["B3"], "grant.py"), (["B4"], "decision.py"), (["B5", "B6"], "cache.py"),
                                 (["B7"], "rolling.py"), (["B8"], "hooks.py"), (["B8"], "hooks.py", "--v2"),
-                                (["B9"], "plan.py"), (["B10"], "scale.py")):
+                                (["B9"], "plan.py"), (["B10"], "scale.py"),
+                                (["B11"], "safety_scale.py")):
         out.append((ids, [sys.executable, os.path.join(ROOT, "bench", script), "--nodegate", nodegate, *extra],
                     None))
     return out
@@ -155,7 +157,7 @@ def replace_between(text, key, body):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="nodegate's benchmarks B1-B10")
+    ap = argparse.ArgumentParser(description="nodegate's benchmarks B1-B11")
     ap.add_argument("--build", default=os.path.join(ROOT, "build-bench"))
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--quick", action="store_true")
@@ -191,8 +193,10 @@ def main():
             # bench/webhook.py takes --quick, --runs and --seconds (no --smoke).
             flags = (["--quick", "--runs", "1", "--seconds", "1"] if a.smoke else
                      ["--quick", "--runs", "1"] if a.quick else ["--runs", "3"])
-        # B10's full run lists up to a million pods per run: by hand, with hours to spare.
-        rows, err = run_program(argv, flags, timeout=14400 if ids == ["B10"] and not mode else 900)
+        # B10's full run lists up to a million pods per run, B11's decides at 100,000 nodes: by
+        # hand, with hours to spare.
+        full = {"B10": 14400, "B11": 3600}.get(ids[0]) if not mode else None
+        rows, err = run_program(argv, flags, timeout=full or 900)
         if rows is None:
             failures.append(f"{'/'.join(ids)}: {err}")
             for b in ids:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """docs/benchmarks.md keeps the shape scripts/bench writes into: a facts block and a marker pair
-per benchmark B1..B10, in order, and every table row between the markers names the command that
+per benchmark B1..B11, in order, and every table row between the markers names the command that
 measured it (a file under bench/ or scripts/ of this repository).
 
 Usage: docs_benchmarks.py REPOSITORY_ROOT"""
@@ -11,7 +11,7 @@ import unittest
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
 DOC = os.path.join(ROOT, "docs", "benchmarks.md")
-IDS = [f"B{i}" for i in range(1, 11)]
+IDS = [f"B{i}" for i in range(1, 12)]
 
 
 def between(text, key):
@@ -32,7 +32,7 @@ class BenchmarksDoc(unittest.TestCase):
                 marker = f"<!-- bench:{which} {key} -->"
                 self.assertEqual(self.text.count(marker), 1, f"{marker} must appear exactly once")
                 pos.append(self.text.index(marker))
-        self.assertEqual(pos, sorted(pos), "markers out of order (facts, then B1..B10, begin before end)")
+        self.assertEqual(pos, sorted(pos), "markers out of order (facts, then B1..B11, begin before end)")
 
     def test_facts_block(self):
         block = between(self.text, "facts")

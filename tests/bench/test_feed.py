@@ -2,7 +2,8 @@
 """bench/feed.py, the synthetic cluster B10 starts nodegate against: its lists page as the API
 server's do, its WatchList stream sends every object then the end bookmark, --no-watchlist
 refuses that form with 422, and what it does not synthesize reaches the real test API server
-(a NodeDisruption created through it can be read back). Behaviour only, no timing.
+(a NodeDisruption created through it can be read back); node_name/node_pool/node_zone name
+the nodes as it serves them, and --app-pods adds pods on chosen nodes. Behaviour only, no timing.
 Env: NG_SOURCE_ROOT."""
 import os
 import sys
@@ -144,6 +145,28 @@ class HeartbeatTest(unittest.TestCase):
             marks = [e for e in evs[4:] if e["type"] == "BOOKMARK"]
             for m in marks:  # a bookmark carries the version of the last heartbeat before it
                 self.assertGreater(int(m["object"]["metadata"]["resourceVersion"]), feed.RV)
+
+
+class NamesAndAppPodsTest(unittest.TestCase):
+    def test_node_labels_as_named_and_app_pods_listed(self):
+        app = [{"namespace": "default", "name": "db-0", "node": "node-00007", "labels": {"app": "db"}}]
+        with feed.Feed(12, 1, app_pods=app) as f:
+            code, body, _ = f.api("GET", "/api/v1/nodes")
+            self.assertEqual(code, 200)
+            for n in body["items"]:
+                i = feed.node_index(n["metadata"]["name"])
+                self.assertEqual(n["metadata"]["name"], feed.node_name(i))
+                self.assertEqual(n["metadata"]["labels"][feed.POOL_LABEL], feed.node_pool(i))
+                self.assertEqual(n["metadata"]["labels"][feed.ZONE_LABEL], feed.node_zone(i))
+            self.assertEqual(len({n["metadata"]["labels"]["pool"] for n in body["items"]}), feed.POOLS)
+            code, body, _ = f.api("GET", "/api/v1/pods")
+            self.assertEqual(len(body["items"]), 13)
+            db = [p for p in body["items"] if p["metadata"]["labels"].get("app") == "db"]
+            self.assertEqual([(p["metadata"]["namespace"], p["spec"]["nodeName"]) for p in db],
+                             [("default", "node-00007")])
+            code, body, _ = f.api("GET", "/api/v1/namespaces/default/pods/db-0")
+            self.assertEqual(code, 200, body)
+            self.assertEqual((body["kind"], body["status"]["phase"]), ("Pod", "Running"))
 
 
 if __name__ == "__main__":
