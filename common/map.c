@@ -1,6 +1,7 @@
 #include "common/map.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static uint64_t mix(uint64_t x)
 {
@@ -32,6 +33,24 @@ ng_status ng_map_init(struct ng_map *m, size_t expected)
 		m->keys[i] = NG_MAP_EMPTY;
 	m->cap = cap;
 	m->n = 0;
+	return NG_OK;
+}
+
+ng_status ng_map_copy(struct ng_map *to, const struct ng_map *from)
+{
+	*to = (struct ng_map){0};
+	if (!from->cap)
+		return NG_OK;
+	to->keys = malloc(from->cap * sizeof(*to->keys));
+	to->vals = malloc(from->cap * sizeof(*to->vals));
+	if (!to->keys || !to->vals) {
+		ng_map_finish(to);
+		return NG_ENOMEM;
+	}
+	memcpy(to->keys, from->keys, from->cap * sizeof(*to->keys));
+	memcpy(to->vals, from->vals, from->cap * sizeof(*to->vals));
+	to->cap = from->cap;
+	to->n = from->n;
 	return NG_OK;
 }
 

@@ -25,6 +25,8 @@ uint64_t ng_fnv1a64(uint64_t h, const void *p, size_t n);
 
 /** Sizes the map for @expected keys at load 1/2. NG_ENOMEM on OOM. */
 NG_NODISCARD ng_status ng_map_init(struct ng_map *m, size_t expected);
+/** Makes @to a copy of @from (its own arrays). NG_ENOMEM on OOM, @to then zeroed. */
+NG_NODISCARD ng_status ng_map_copy(struct ng_map *to, const struct ng_map *from);
 /** Frees the arrays. Accepts a zeroed map. */
 void ng_map_finish(struct ng_map *m);
 /** Inserts or replaces. The map never grows past its initial capacity, sized for @expected. */

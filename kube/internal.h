@@ -119,6 +119,13 @@ struct kube_table *kube_table_build(enum kube_resource res, void *recs, void **s
 struct kube_table *kube_table_build_keyed(enum kube_resource res, void *recs, void **sides,
 					  size_t n, struct ng_map *by_key,
 					  const struct ng_intern *pool, struct kube_retire *retire);
+/**
+ * As kube_table_build() for records whose identities, places and everything the indexes read are
+ * @like's (a node table of the same shape: kube_snapshot_table_shape()): @like's identity map and
+ * indexes are copied, not built again, and the table takes @like's shape.
+ */
+struct kube_table *kube_table_build_like(enum kube_resource res, void *recs, void **sides, size_t n,
+					 const struct kube_table *like, struct kube_retire *retire);
 void kube_table_release(struct kube_table *t);
 /** The run of record indexes under @key, *ret_n long (NULL and 0 when none). */
 const uint32_t *kube_index_get(const struct kube_index *ix, uint32_t key, size_t *ret_n);

@@ -343,14 +343,14 @@ ng_status kube_index_pdbs(struct kube_table *t, const struct ng_intern *pool)
 	return index_field(t, &t->idx_a, offsetof(struct kube_pdb, ns));
 }
 
-static struct kube_table *build(enum kube_resource res, void *recs, void **sides, size_t n,
-				struct ng_map *by_key, const struct ng_intern *pool,
-				struct kube_retire *retire)
+static _Atomic uint64_t serials;
+
+/* A table over @n records, without its indexes yet; NULL on OOM. */
+static struct kube_table *new_table(enum kube_resource res, void *recs, void **sides, size_t n)
 {
 	struct kube_table *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
-	static _Atomic uint64_t serials;
 	atomic_init(&t->refs, 1);
 	t->res = res;
 	t->serial = atomic_fetch_add_explicit(&serials, 1, memory_order_relaxed) + 1;
@@ -358,19 +358,73 @@ static struct kube_table *build(enum kube_resource res, void *recs, void **sides
 	t->n = n;
 	t->recs = recs;
 	t->sides = sides;
+	return t;
+}
+
+/* Frees @t that failed to be built; its arrays (records, sides) stay the caller's. */
+static void drop_unbuilt(struct kube_table *t)
+{
+	t->recs = NULL;
+	t->sides = NULL;
+	kube_table_release(t);
+}
+
+static struct kube_table *build(enum kube_resource res, void *recs, void **sides, size_t n,
+				struct ng_map *by_key, const struct ng_intern *pool,
+				struct kube_retire *retire)
+{
+	struct kube_table *t = new_table(res, recs, sides, n);
+	if (!t)
+		return NULL;
 	if (by_key)
 		t->by_key = *by_key;
 	if (build_indexes(t, pool, by_key != NULL) != NG_OK) {
-		/* The arrays (and a given map) stay the caller's. */
-		t->recs = NULL;
-		t->sides = NULL;
+		/* A given map stays the caller's too. */
 		if (by_key)
 			memset(&t->by_key, 0, sizeof(t->by_key));
-		kube_table_release(t);
+		drop_unbuilt(t);
 		return NULL;
 	}
 	if (by_key)
 		memset(by_key, 0, sizeof(*by_key));
+	atomic_fetch_add_explicit(&retire->refs, 1, memory_order_relaxed);
+	t->retire = retire;
+	return t;
+}
+
+static ng_status copy_index(struct kube_index *to, const struct kube_index *from)
+{
+	*to = (struct kube_index){0};
+	if (!from->ranges)
+		return NG_OK;
+	size_t nranges = from->map.n, nitems = 0;
+	for (size_t r = 0; r < nranges; r++)
+		nitems += from->ranges[r].count;
+	to->ranges = malloc((nranges ? nranges : 1) * sizeof(*to->ranges));
+	to->items = malloc((nitems ? nitems : 1) * sizeof(*to->items));
+	if (!to->ranges || !to->items || ng_map_copy(&to->map, &from->map) != NG_OK)
+		return NG_ENOMEM; /* what was allocated is freed with the table */
+	if (nranges)
+		memcpy(to->ranges, from->ranges, nranges * sizeof(*to->ranges));
+	if (nitems)
+		memcpy(to->items, from->items, nitems * sizeof(*to->items));
+	return NG_OK;
+}
+
+struct kube_table *kube_table_build_like(enum kube_resource res, void *recs, void **sides, size_t n,
+					 const struct kube_table *like, struct kube_retire *retire)
+{
+	struct kube_table *t = new_table(res, recs, sides, n);
+	if (!t)
+		return NULL;
+	if (ng_map_copy(&t->by_key, &like->by_key) != NG_OK ||
+	    ng_map_copy(&t->grant, &like->grant) != NG_OK ||
+	    copy_index(&t->idx_a, &like->idx_a) != NG_OK ||
+	    copy_index(&t->idx_b, &like->idx_b) != NG_OK) {
+		drop_unbuilt(t);
+		return NULL;
+	}
+	t->shape = like->shape;
 	atomic_fetch_add_explicit(&retire->refs, 1, memory_order_relaxed);
 	t->retire = retire;
 	return t;
