@@ -214,8 +214,6 @@ bool kube_cache_dirty(const struct kube_cache *c)
 	return false;
 }
 
-/* Builds the next table of @r from the current one and the delta; on success retires what the
- * new table no longer shows and clears the delta. */
 /* Whether node records @a and @b place a node alike for every budget: its name, labels, taints
  * and state flags (not its conditions' times, resourceVersion or notes). */
 static bool node_same_shape(const struct kube_node *a, const struct kube_node *b)
@@ -233,6 +231,8 @@ static bool node_same_shape(const struct kube_node *a, const struct kube_node *b
 	return true;
 }
 
+/* Builds the next table of @r from the current one and the delta; on success retires what the
+ * new table no longer shows and clears the delta. */
 static ng_status publish_one(struct kube_cache *c, enum kube_resource r)
 {
 	struct delta *d = &c->d[r];
