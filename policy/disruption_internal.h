@@ -113,6 +113,7 @@ struct budget_link {
 };
 
 /* A budget's scope in a snapshot. */
+struct kept_pool;
 struct bscope {
 	const uint32_t *names;  /* node name ids (ADB: sorted by id; NDB: in node order) */
 	const uint32_t *idx;    /* NDB: the same nodes' indexes into kube_snapshot_nodes() */
@@ -161,7 +162,10 @@ struct bscope {
 	 * pool's nodes per decision made planning 10,000 nodes cost 5.9 s, 1.9 s at 5,000).
 	 * dom[j]: scope node j's domain, numbered in the order the scope's nodes first show it;
 	 * ndoms_disrupted: domains with a disrupted node. */
-	uint32_t *dom;
+	const uint32_t *dom;
+	/* NDB: the pool kept across ledgers it was made from or for (scopes.c), or NULL: its
+	 * domains are assigned once per pool, not once per ledger. */
+	struct kept_pool *kept;
 	/* Grants that held one of its nodes (ndb_count_one(), adb_count_one()); with the
 	 * ledger's co-holders, what its holders text (put_holders()) was made at: every failing
 	 * decision names the holders, and naming them walks every held node (a plan of 100,000

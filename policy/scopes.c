@@ -151,18 +151,19 @@ size_t pd_scope_pos(const struct bscope *sc, size_t node)
 	return at ? (size_t)(at - sc->idx) : SIZE_MAX;
 }
 
-/* @sc's topology domains by @b's topologyKey, with their disrupted nodes now; grants keep them
- * (ndb_count_one()). */
-ng_status pd_ndb_domains(struct pol_ledger *l, struct bscope *sc, const struct kube_ndb *b)
+/* Assigns each of @sc's nodes its domain by @b's topologyKey: dom[j], domains numbered in the
+ * order the scope's nodes first show them, each with its nodes and (here) those counted by their
+ * state; arrays from @a. */
+static ng_status assign_domains(const struct pol_ledger *l, const struct bscope *sc,
+				const struct kube_ndb *b, struct ng_arena *a, uint32_t **ret_dom,
+				struct scope_domain **ret_doms, size_t *ret_n)
 {
-	if (sc->doms)
-		return NG_OK;
-	uint32_t *dom = ng_arena_alloc(l->arena, (sc->n ? sc->n : 1) * sizeof(*dom));
-	struct scope_domain *doms = ng_arena_alloc(l->arena, (sc->n ? sc->n : 1) * sizeof(*doms));
+	uint32_t *dom = ng_arena_alloc(a, (sc->n ? sc->n : 1) * sizeof(*dom));
+	struct scope_domain *doms = ng_arena_alloc(a, (sc->n ? sc->n : 1) * sizeof(*doms));
 	struct ng_map at;
 	if (!dom || !doms || ng_map_init(&at, sc->n + 1) != NG_OK)
 		return NG_ENOMEM;
-	size_t nd = 0, disrupted = 0;
+	size_t nd = 0;
 	for (size_t j = 0; j < sc->n; j++) {
 		const struct kube_node *n = &l->nodes[sc->idx[j]];
 		uint32_t value = NG_INTERN_NONE, slot = 0;
@@ -175,10 +176,36 @@ ng_status pd_ndb_domains(struct pol_ledger *l, struct bscope *sc, const struct k
 		}
 		dom[j] = slot;
 		doms[slot].nodes++;
-		if ((l->held[sc->idx[j]] || sc->unavail[j]) && doms[slot].disrupted++ == 0)
-			disrupted++;
+		doms[slot].disrupted += sc->unavail[j];
 	}
 	ng_map_finish(&at);
+	*ret_dom = dom;
+	*ret_doms = doms;
+	*ret_n = nd;
+	return NG_OK;
+}
+
+static ng_status kept_domains(struct pol_ledger *l, struct bscope *sc, const struct kube_ndb *b);
+
+/* @sc's topology domains by @b's topologyKey, with their disrupted nodes now; grants keep them
+ * (ndb_count_one()). */
+ng_status pd_ndb_domains(struct pol_ledger *l, struct bscope *sc, const struct kube_ndb *b)
+{
+	if (sc->doms)
+		return NG_OK;
+	if (sc->kept)
+		return kept_domains(l, sc, b);
+	uint32_t *dom;
+	struct scope_domain *doms;
+	size_t nd;
+	if (assign_domains(l, sc, b, l->arena, &dom, &doms, &nd) != NG_OK)
+		return NG_ENOMEM;
+	/* Held nodes not counted by their state already. */
+	for (size_t j = 0; j < sc->n; j++)
+		doms[dom[j]].disrupted += l->held[sc->idx[j]] && !sc->unavail[j];
+	size_t disrupted = 0;
+	for (size_t d = 0; d < nd; d++)
+		disrupted += doms[d].disrupted > 0;
 	sc->dom = dom;
 	sc->doms = doms;
 	sc->ndoms = nd;
@@ -201,6 +228,12 @@ struct kept_pool {
 	const uint32_t *names, *idx;
 	const uint8_t *unavail;
 	size_t n, unavailable, ncounted;
+	/* With a topologyKey, once a ledger asked: each node's domain, and the domains with their
+	 * nodes counted by state (a ledger adds its held ones to a copy). */
+	bool doms_ready;
+	const uint32_t *dom;
+	const struct scope_domain *doms;
+	size_t ndoms;
 };
 
 struct pol_scope_cache {
@@ -261,7 +294,7 @@ static struct pol_scope_cache *pools_for(struct pol_ledger *l, size_t nndb)
 
 /* Scope @sc from kept pool @p: its disrupted nodes are those counted by state and the held
  * ones that are not, found from the ledger's held nodes (not by walking the pool). */
-static void scope_from_kept(struct pol_ledger *l, struct bscope *sc, const struct kept_pool *p)
+static void scope_from_kept(struct pol_ledger *l, struct bscope *sc, struct kept_pool *p)
 {
 	*sc = (struct bscope){.names = p->names,
 			      .idx = p->idx,
@@ -271,6 +304,7 @@ static void scope_from_kept(struct pol_ledger *l, struct bscope *sc, const struc
 			      .ncounted = p->ncounted,
 			      .disrupted = p->ncounted,
 			      .lost_pvc = NG_INTERN_NONE,
+			      .kept = p,
 			      .ready = true};
 	for (size_t i = 0; i < l->nheld_names; i++) {
 		const struct kube_node *k = kube_snapshot_find_node(l->s, l->held_names[i]);
@@ -360,8 +394,52 @@ ng_status pd_ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret
 			      .lost_pvc = NG_INTERN_NONE,
 			      .last_grant_ms = last,
 			      .ready = true};
-	if (kc)
-		kc->pools[k] = (struct kept_pool){true, names, idx, unavail, n, nun, ncounted};
+	if (kc) {
+		kc->pools[k] = (struct kept_pool){.ready = true,
+						  .names = names,
+						  .idx = idx,
+						  .unavail = unavail,
+						  .n = n,
+						  .unavailable = nun,
+						  .ncounted = ncounted};
+		sc->kept = &kc->pools[k];
+	}
+	return NG_OK;
+}
+
+/* pd_ndb_domains() of a kept pool's scope: the domains assigned once for the pool (in the
+ * cache's arena), a copy of their counts for @l with its held nodes added. */
+static ng_status kept_domains(struct pol_ledger *l, struct bscope *sc, const struct kube_ndb *b)
+{
+	struct kept_pool *p = sc->kept;
+	if (!p->doms_ready) {
+		uint32_t *dom;
+		struct scope_domain *doms;
+		if (assign_domains(l, sc, b, l->cache->arena, &dom, &doms, &p->ndoms) != NG_OK)
+			return NG_ENOMEM;
+		p->dom = dom;
+		p->doms = doms;
+		p->doms_ready = true;
+	}
+	struct scope_domain *doms =
+	    ng_arena_alloc(l->arena, (p->ndoms ? p->ndoms : 1) * sizeof(*doms));
+	if (!doms)
+		return NG_ENOMEM;
+	if (p->ndoms)
+		memcpy(doms, p->doms, p->ndoms * sizeof(*doms));
+	for (size_t i = 0; i < l->nheld_names; i++) {
+		const struct kube_node *k = kube_snapshot_find_node(l->s, l->held_names[i]);
+		size_t j = k ? pd_scope_pos(sc, (size_t)(k - l->nodes)) : SIZE_MAX;
+		if (j != SIZE_MAX && !sc->unavail[j])
+			doms[p->dom[j]].disrupted++;
+	}
+	size_t disrupted = 0;
+	for (size_t d = 0; d < p->ndoms; d++)
+		disrupted += doms[d].disrupted > 0;
+	sc->dom = p->dom;
+	sc->doms = doms;
+	sc->ndoms = p->ndoms;
+	sc->ndoms_disrupted = disrupted;
 	return NG_OK;
 }
 

@@ -553,6 +553,57 @@ static void test_pools_kept_across_ledgers_count_what_each_ledger_holds(void **s
 	kube_cache_destroy(c);
 }
 
+#define ZNODE(n, z, rv)                                                                            \
+	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" n                     \
+	"\",\"resourceVersion\":\"" rv "\",\"labels\":{\"topology.kubernetes.io/zone\":\"" z       \
+	"\"}},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"
+
+/* A budget by zone keeps its pool's domains across ledgers too: each ledger must count the
+ * domains its own held nodes disrupt, as domains made afresh do. */
+static void test_kept_pools_count_each_ledgers_domains(void **state)
+{
+	(void)state;
+	struct kube_cache *c = kube_cache_create();
+	struct pol_scope_cache *pools = pol_scope_cache_create();
+	assert_non_null(c);
+	assert_non_null(pools);
+	ng_test_cache_put(c, ZNODE("a1", "a", "1"), false);
+	ng_test_cache_put(c, ZNODE("a2", "a", "1"), false);
+	ng_test_cache_put(c, ZNODE("b1", "b", "1"), false);
+	ng_test_cache_put(c, ZNODE("b2", "b", "1"), false);
+	ng_test_cache_put(c,
+			  NDB("zones",
+			      "{\"nodeSelector\":{},\"topologyKey\":"
+			      "\"topology.kubernetes.io/zone\",\"maxDisruptedDomains\":1}"),
+			  false);
+	ng_test_cache_put(c, GRANTED("a", "[\"a1\"]"), false);
+	ng_test_cache_put(c, ND("same", "{\"nodeNames\":[\"a2\"],\"retry\":{\"enabled\":true}}"),
+			  false);
+	ng_test_cache_put(c, ND("other", "{\"nodeNames\":[\"b1\"],\"retry\":{\"enabled\":true}}"),
+			  false);
+	struct kube_snapshot *s1 = NULL;
+	assert_int_equal(kube_cache_publish(c, &s1), NG_OK);
+	/* Zone a is disrupted: a2 joins it, b1 would be a second domain. */
+	assert_int_equal(decide_both(s1, pools, "same"), POL_GATE_GRANT);
+	assert_int_equal(decide_both(s1, pools, "other"), POL_GATE_PENDING);
+
+	/* a1 given back, b2 taken, a heartbeat: the kept domains, this ledger's holders. */
+	ng_test_cache_put(c, GRANTED("a", "[\"a1\"]"), true);
+	ng_test_cache_put(c, GRANTED("z", "[\"b2\"]"), false);
+	ng_test_cache_put(c, ZNODE("a1", "a", "2"), false);
+	struct kube_snapshot *s2 = NULL;
+	assert_int_equal(kube_cache_publish(c, &s2), NG_OK);
+	assert_true(kube_snapshot_table_shape(s1, KUBE_RES_NODES) ==
+		    kube_snapshot_table_shape(s2, KUBE_RES_NODES));
+	assert_int_equal(decide_both(s2, pools, "same"), POL_GATE_PENDING);
+	assert_int_equal(decide_both(s2, pools, "other"), POL_GATE_GRANT);
+
+	kube_snapshot_release(s1);
+	kube_snapshot_release(s2);
+	pol_scope_cache_destroy(pools);
+	kube_cache_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -561,6 +612,7 @@ int main(void)
 	    cmocka_unit_test(test_budget_status_lists_the_requests_touching_its_scope),
 	    cmocka_unit_test(test_ledger_counts_equal_counts_from_scratch_after_grants),
 	    cmocka_unit_test(test_pools_kept_across_ledgers_count_what_each_ledger_holds),
+	    cmocka_unit_test(test_kept_pools_count_each_ledgers_domains),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
