@@ -231,6 +231,46 @@ static bool node_same_shape(const struct kube_node *a, const struct kube_node *b
 	return true;
 }
 
+static bool selector_same(const struct kube_selector *a, const struct kube_selector *b)
+{
+	if (a->present != b->present || a->nreqs != b->nreqs)
+		return false;
+	for (uint16_t i = 0; i < a->nreqs; i++) {
+		const struct kube_requirement *x = &a->reqs[i], *y = &b->reqs[i];
+		if (x->key != y->key || x->op != y->op || x->nvalues != y->nvalues ||
+		    x->num != y->num)
+			return false;
+		for (uint16_t v = 0; v < x->nvalues; v++)
+			if (x->values[v] != y->values[v])
+				return false;
+	}
+	return true;
+}
+
+/* Whether NodeDisruptionBudget records @a and @b make the same pool of nodes with the same
+ * domains, counted alike: name, validity, node selector, topology key, taint targets and
+ * countUnavailableNodes (not its limits, windows or status: the gate writes that after grants). */
+static bool ndb_same_shape(const struct kube_ndb *a, const struct kube_ndb *b)
+{
+	if (a->b.name != b->b.name || a->b.invalid != b->b.invalid ||
+	    a->topology_key != b->topology_key || a->count_unavailable != b->count_unavailable ||
+	    a->ntargets != b->ntargets || !selector_same(&a->node_selector, &b->node_selector))
+		return false;
+	for (uint16_t i = 0; i < a->ntargets; i++) {
+		const struct kube_taint_target *x = &a->taint_targets[i], *y = &b->taint_targets[i];
+		if (x->key != y->key || x->val != y->val || x->effect != y->effect ||
+		    x->exists != y->exists)
+			return false;
+	}
+	return true;
+}
+
+static bool same_shape_as(enum kube_resource r, const void *old, const union kube_record *rec)
+{
+	return r == KUBE_RES_NODES ? node_same_shape(old, &rec->node)
+				   : ndb_same_shape(old, &rec->ndb);
+}
+
 /* Builds the next table of @r from the current one and the delta; on success retires what the
  * new table no longer shows and clears the delta. */
 static ng_status publish_one(struct kube_cache *c, enum kube_resource r)
@@ -242,10 +282,10 @@ static ng_status publish_one(struct kube_cache *c, enum kube_resource r)
 	size_t cap = keep_max + d->n;
 	char *recs = malloc((cap ? cap : 1) * size);
 	void **sides = malloc((cap ? cap : 1) * sizeof(*sides));
-	/* Nodes: an update takes the old record's place, so positions stay while no node comes or
-	 * goes, and the table keeps the old one's shape (and indexes) while every update kept the
-	 * node's. */
-	bool in_place = r == KUBE_RES_NODES && !d->reset;
+	/* Nodes and NodeDisruptionBudgets (what the gate's kept pools are made of): an update takes
+	 * the old record's place, so positions stay while none comes or goes, and the table keeps
+	 * the old one's shape while every update kept the object's (same_shape_as()). */
+	bool in_place = (r == KUBE_RES_NODES || r == KUBE_RES_NDBS) && !d->reset;
 	bool *placed = in_place ? calloc(d->n ? d->n : 1, sizeof(*placed)) : NULL;
 	bool same_shape = in_place;
 	struct kube_retire *ret = kube_retire_new();
@@ -261,8 +301,7 @@ static ng_status publish_one(struct kube_cache *c, enum kube_resource r)
 				same_shape = false;
 				continue;
 			}
-			same_shape = same_shape && node_same_shape((const struct kube_node *)rec,
-								   &d->e[j].rec.node);
+			same_shape = same_shape && same_shape_as(r, rec, &d->e[j].rec);
 			placed[j] = true;
 			memcpy(recs + n * size, &d->e[j].rec, size);
 			sides[n++] = d->e[j].side;
@@ -282,13 +321,17 @@ static ng_status publish_one(struct kube_cache *c, enum kube_resource r)
 	}
 	free(placed);
 	placed = NULL;
-	/* Same shape: the same nodes at the same places with the same labels; the old table's
-	 * identity map and label index are copied rather than sorted and hashed again (a kubelet's
-	 * heartbeat publishes this way; at 100,000 nodes the label index was most of a publish). */
-	struct kube_table *t = same_shape ? kube_table_build_like(r, recs, sides, n, old, ret)
-					  : kube_table_build(r, recs, sides, n, c->pool->in, ret);
+	/* Nodes of the same shape: the same nodes at the same places with the same labels; the old
+	 * table's identity map and label index are copied rather than sorted and hashed again (a
+	 * kubelet's heartbeat publishes this way; at 100,000 nodes the label index was most of a
+	 * publish). */
+	struct kube_table *t = same_shape && r == KUBE_RES_NODES
+				   ? kube_table_build_like(r, recs, sides, n, old, ret)
+				   : kube_table_build(r, recs, sides, n, c->pool->in, ret);
 	if (!t)
 		goto oom;
+	if (same_shape)
+		t->shape = old->shape;
 	/* Committed. What the old table shows and the new one does not retires with the old. */
 	for (size_t i = 0; i < old->n; i++) {
 		const char *rec = (const char *)old->recs + i * size;

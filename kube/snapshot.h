@@ -37,8 +37,10 @@ uint64_t kube_snapshot_table_serial(const struct kube_snapshot *s, enum kube_res
  * Like kube_snapshot_table_serial(), but equal in two snapshots also when only what no budget
  * reads changed: for nodes, equal while the same nodes sit at the same positions with the same
  * labels, taints and state flags (a kubelet's status heartbeat, a new resourceVersion or
- * condition time keep it); for every other kind, the serial. For a consumer that keeps what it
- * derived from node positions and labels across snapshots (the gate's budget pools).
+ * condition time keep it); for NodeDisruptionBudgets, while the same budgets at the same
+ * positions have the same node selector, topologyKey, taintTargets, countUnavailableNodes and
+ * validity (a status write, a new limit or window keep it); for every other kind, the serial.
+ * For a consumer that keeps what it derived from those across snapshots (the gate's pools).
  */
 uint64_t kube_snapshot_table_shape(const struct kube_snapshot *s, enum kube_resource r);
 /**

@@ -368,6 +368,43 @@ static void test_cache_node_heartbeat_keeps_position_and_shape(void **state)
 	kube_cache_destroy(c);
 }
 
+#define NDB_SEL(name, pool, max, rv)                                                               \
+	"{\"kind\":\"NodeDisruptionBudget\",\"apiVersion\":\"nodegate.io/v1alpha1\",\"metadata\":" \
+	"{\"name\":\"" name "\",\"resourceVersion\":\"" rv "\"},\"spec\":{\"nodeSelector\":{"      \
+	"\"matchLabels\":{\"pool\":\"" pool "\"}},\"maxDisruptedNodes\":" max "}}"
+
+/* A budget's status write or new limit keeps the budget table's shape (the gate's pools stay);
+ * another selector, a budget added or removed gives a new one. */
+static void test_cache_budget_status_keeps_shape(void **state)
+{
+	struct kube_cache *c = kube_cache_create();
+	ng_test_cache_put(c, NDB_SEL("x", "a", "1", "1"), false);
+	ng_test_cache_put(c, NDB_SEL("y", "b", "1", "2"), false);
+	struct kube_snapshot *s1 = publish(c);
+	ng_test_cache_put(c, NDB_SEL("x", "a", "3", "3"), false);
+	struct kube_snapshot *s2 = publish(c);
+	assert_int_not_equal(kube_snapshot_table_serial(s1, KUBE_RES_NDBS),
+			     kube_snapshot_table_serial(s2, KUBE_RES_NDBS));
+	assert_int_equal(kube_snapshot_table_shape(s1, KUBE_RES_NDBS),
+			 kube_snapshot_table_shape(s2, KUBE_RES_NDBS));
+	size_t n1, n2;
+	const struct kube_ndb *b1 = kube_snapshot_ndbs(s1, &n1), *b2 = kube_snapshot_ndbs(s2, &n2);
+	assert_int_equal(n2, 2);
+	assert_int_equal(b1[0].b.name, b2[0].b.name); /* in its place */
+	ng_test_cache_put(c, NDB_SEL("x", "c", "3", "4"), false);
+	struct kube_snapshot *s3 = publish(c);
+	assert_int_not_equal(kube_snapshot_table_shape(s2, KUBE_RES_NDBS),
+			     kube_snapshot_table_shape(s3, KUBE_RES_NDBS));
+	ng_test_cache_put(c, NDB_SEL("z", "c", "3", "5"), false);
+	struct kube_snapshot *s4 = publish(c);
+	assert_int_not_equal(kube_snapshot_table_shape(s3, KUBE_RES_NDBS),
+			     kube_snapshot_table_shape(s4, KUBE_RES_NDBS));
+	struct kube_snapshot *all[] = {s1, s2, s3, s4};
+	for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++)
+		kube_snapshot_release(all[i]);
+	kube_cache_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -378,6 +415,7 @@ int main(void)
 	    cmocka_unit_test(test_store_stress_live_cache_writer_and_readers),
 	    cmocka_unit_test(test_cache_snapshot_carries_each_kinds_resource_version),
 	    cmocka_unit_test(test_cache_node_heartbeat_keeps_position_and_shape),
+	    cmocka_unit_test(test_cache_budget_status_keeps_shape),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
