@@ -1,6 +1,7 @@
 /* The writer side of the cache: pending changes per resource, and publishing them as a new
  * snapshot that shares every unchanged table with the previous one. One thread only. */
 #include "kube/internal.h"
+#include "kube/kinds.h"
 
 #include "common/arena.h"
 #include "common/buf.h"
@@ -14,6 +15,7 @@ struct delta_entry {
 	union kube_record rec;
 	void *side;
 	bool deleted;
+	bool placed; /* publish_one(): written at its old record's place */
 };
 
 /* Pending changes of one resource since the last publish. A later change to the same object
@@ -176,6 +178,7 @@ static ng_status delta_put(struct delta *d, struct kube_object *obj, bool delete
 	d->e[i].rec = obj->rec;
 	d->e[i].side = obj->side;
 	d->e[i].deleted = deleted;
+	d->e[i].placed = false;
 	obj->side = NULL;
 	return NG_OK;
 oom:
@@ -214,61 +217,41 @@ bool kube_cache_dirty(const struct kube_cache *c)
 	return false;
 }
 
-/* Whether node records @a and @b place a node alike for every budget: its name, labels, taints
- * and state flags (not its conditions' times, resourceVersion or notes). */
-static bool node_same_shape(const struct kube_node *a, const struct kube_node *b)
+/* Writes the records of @r's next table to @recs and @sides (*ret_n of them): @old's, those the
+ * delta changed replaced, those it deleted dropped, new ones last. For a kind with a shape
+ * (kube_kind_row.same_shape) an update takes its old record's place, so positions stay while
+ * nothing comes or goes; returns whether the result keeps @old's shape. */
+static bool merge_delta(struct delta *d, enum kube_resource r, const struct kube_table *old,
+			char *recs, void **sides, size_t *ret_n)
 {
-	if (a->name != b->name || a->flags != b->flags || a->nlabels != b->nlabels ||
-	    a->ntaints != b->ntaints)
-		return false;
-	for (uint32_t i = 0; i < a->nlabels; i++)
-		if (a->labels[i].key != b->labels[i].key || a->labels[i].val != b->labels[i].val)
-			return false;
-	for (uint32_t i = 0; i < a->ntaints; i++)
-		if (a->taints[i].key != b->taints[i].key || a->taints[i].val != b->taints[i].val ||
-		    a->taints[i].effect != b->taints[i].effect)
-			return false;
-	return true;
-}
-
-static bool selector_same(const struct kube_selector *a, const struct kube_selector *b)
-{
-	if (a->present != b->present || a->nreqs != b->nreqs)
-		return false;
-	for (uint16_t i = 0; i < a->nreqs; i++) {
-		const struct kube_requirement *x = &a->reqs[i], *y = &b->reqs[i];
-		if (x->key != y->key || x->op != y->op || x->nvalues != y->nvalues ||
-		    x->num != y->num)
-			return false;
-		for (uint16_t v = 0; v < x->nvalues; v++)
-			if (x->values[v] != y->values[v])
-				return false;
+	size_t size = kube_record_size(r);
+	bool (*same_shape)(const void *, const void *) = kube_kinds[r].same_shape;
+	bool in_place = same_shape && !d->reset, kept = in_place;
+	size_t n = 0;
+	for (size_t i = 0; !d->reset && i < old->n; i++) {
+		const char *rec = (const char *)old->recs + i * size;
+		long j = d->n ? delta_find(d, r, rec) : -1;
+		if (j < 0) {
+			memcpy(recs + n * size, rec, size);
+			sides[n++] = old->sides[i];
+		} else if (in_place && !d->e[j].deleted) {
+			kept = kept && same_shape(rec, &d->e[j].rec);
+			d->e[j].placed = true;
+			memcpy(recs + n * size, &d->e[j].rec, size);
+			sides[n++] = d->e[j].side;
+		} else {
+			kept = false; /* deleted, or moved to the end below */
+		}
 	}
-	return true;
-}
-
-/* Whether NodeDisruptionBudget records @a and @b make the same pool of nodes with the same
- * domains, counted alike: name, validity, node selector, topology key, taint targets and
- * countUnavailableNodes (not its limits, windows or status: the gate writes that after grants). */
-static bool ndb_same_shape(const struct kube_ndb *a, const struct kube_ndb *b)
-{
-	if (a->b.name != b->b.name || a->b.invalid != b->b.invalid ||
-	    a->topology_key != b->topology_key || a->count_unavailable != b->count_unavailable ||
-	    a->ntargets != b->ntargets || !selector_same(&a->node_selector, &b->node_selector))
-		return false;
-	for (uint16_t i = 0; i < a->ntargets; i++) {
-		const struct kube_taint_target *x = &a->taint_targets[i], *y = &b->taint_targets[i];
-		if (x->key != y->key || x->val != y->val || x->effect != y->effect ||
-		    x->exists != y->exists)
-			return false;
+	for (size_t i = 0; i < d->n; i++) {
+		if (d->e[i].deleted || d->e[i].placed)
+			continue;
+		kept = false;
+		memcpy(recs + n * size, &d->e[i].rec, size);
+		sides[n++] = d->e[i].side;
 	}
-	return true;
-}
-
-static bool same_shape_as(enum kube_resource r, const void *old, const union kube_record *rec)
-{
-	return r == KUBE_RES_NODES ? node_same_shape(old, &rec->node)
-				   : ndb_same_shape(old, &rec->ndb);
+	*ret_n = n;
+	return kept;
 }
 
 /* Builds the next table of @r from the current one and the delta; on success retires what the
@@ -277,62 +260,23 @@ static ng_status publish_one(struct kube_cache *c, enum kube_resource r)
 {
 	struct delta *d = &c->d[r];
 	struct kube_table *old = c->cur[r];
-	size_t size = kube_record_size(r);
-	size_t keep_max = d->reset ? 0 : old->n;
-	size_t cap = keep_max + d->n;
-	char *recs = malloc((cap ? cap : 1) * size);
+	size_t cap = (d->reset ? 0 : old->n) + d->n;
+	char *recs = malloc((cap ? cap : 1) * kube_record_size(r));
 	void **sides = malloc((cap ? cap : 1) * sizeof(*sides));
-	/* Nodes and NodeDisruptionBudgets (what the gate's kept pools are made of): an update takes
-	 * the old record's place, so positions stay while none comes or goes, and the table keeps
-	 * the old one's shape while every update kept the object's (same_shape_as()). */
-	bool in_place = (r == KUBE_RES_NODES || r == KUBE_RES_NDBS) && !d->reset;
-	bool *placed = in_place ? calloc(d->n ? d->n : 1, sizeof(*placed)) : NULL;
-	bool same_shape = in_place;
 	struct kube_retire *ret = kube_retire_new();
-	if (!recs || !sides || !ret || (in_place && !placed) ||
-	    kube_retire_reserve(c->open[r], old->n) != NG_OK)
+	if (!recs || !sides || !ret || kube_retire_reserve(c->open[r], old->n) != NG_OK)
 		goto oom;
-	size_t n = 0;
-	for (size_t i = 0; i < keep_max; i++) {
-		const char *rec = (const char *)old->recs + i * size;
-		long j = d->n ? delta_find(d, r, rec) : -1;
-		if (j >= 0 && in_place) {
-			if (d->e[j].deleted) {
-				same_shape = false;
-				continue;
-			}
-			same_shape = same_shape && same_shape_as(r, rec, &d->e[j].rec);
-			placed[j] = true;
-			memcpy(recs + n * size, &d->e[j].rec, size);
-			sides[n++] = d->e[j].side;
-			continue;
-		}
-		if (j >= 0)
-			continue;
-		memcpy(recs + n * size, rec, size);
-		sides[n++] = old->sides[i];
-	}
-	for (size_t i = 0; i < d->n; i++) {
-		if (d->e[i].deleted || (placed && placed[i]))
-			continue;
-		same_shape = false;
-		memcpy(recs + n * size, &d->e[i].rec, size);
-		sides[n++] = d->e[i].side;
-	}
-	free(placed);
-	placed = NULL;
-	/* Nodes of the same shape: the same nodes at the same places with the same labels; the old
-	 * table's identity map and label index are copied rather than sorted and hashed again (a
-	 * kubelet's heartbeat publishes this way; at 100,000 nodes the label index was most of a
-	 * publish). */
-	struct kube_table *t = same_shape && r == KUBE_RES_NODES
+	size_t n;
+	/* The same shape: the old table's identity map and indexes are copied rather than sorted
+	 * and hashed again (a kubelet's heartbeat publishes nodes this way; at 100,000 nodes the
+	 * label index was most of a publish). */
+	struct kube_table *t = merge_delta(d, r, old, recs, sides, &n)
 				   ? kube_table_build_like(r, recs, sides, n, old, ret)
 				   : kube_table_build(r, recs, sides, n, c->pool->in, ret);
 	if (!t)
 		goto oom;
-	if (same_shape)
-		t->shape = old->shape;
 	/* Committed. What the old table shows and the new one does not retires with the old. */
+	size_t size = kube_record_size(r);
 	for (size_t i = 0; i < old->n; i++) {
 		const char *rec = (const char *)old->recs + i * size;
 		if (d->reset || (d->n && delta_find(d, r, rec) >= 0))
@@ -352,7 +296,8 @@ static ng_status publish_one(struct kube_cache *c, enum kube_resource r)
 	c->cur[r] = t;
 	return NG_OK;
 oom:
-	free(placed);
+	for (size_t i = 0; i < d->n; i++)
+		d->e[i].placed = false; /* the delta stays for the next try */
 	free(recs);
 	free(sides);
 	kube_retire_release(ret);

@@ -90,6 +90,61 @@ static bool same_pod(const void *a, const void *b)
 
 /* ---- the rows ---- */
 
+/* ---- shapes (kube_kind_row.same_shape) ---- */
+
+/* Whether node records @pa and @pb place a node alike for every budget: its name, labels, taints
+ * and state flags (not its conditions' times, resourceVersion or notes). */
+static bool node_same_shape(const void *pa, const void *pb)
+{
+	const struct kube_node *a = pa, *b = pb;
+	if (a->name != b->name || a->flags != b->flags || a->nlabels != b->nlabels ||
+	    a->ntaints != b->ntaints)
+		return false;
+	for (uint32_t i = 0; i < a->nlabels; i++)
+		if (a->labels[i].key != b->labels[i].key || a->labels[i].val != b->labels[i].val)
+			return false;
+	for (uint32_t i = 0; i < a->ntaints; i++)
+		if (a->taints[i].key != b->taints[i].key || a->taints[i].val != b->taints[i].val ||
+		    a->taints[i].effect != b->taints[i].effect)
+			return false;
+	return true;
+}
+
+static bool selector_same(const struct kube_selector *a, const struct kube_selector *b)
+{
+	if (a->present != b->present || a->nreqs != b->nreqs)
+		return false;
+	for (uint16_t i = 0; i < a->nreqs; i++) {
+		const struct kube_requirement *x = &a->reqs[i], *y = &b->reqs[i];
+		if (x->key != y->key || x->op != y->op || x->nvalues != y->nvalues ||
+		    x->num != y->num)
+			return false;
+		for (uint16_t v = 0; v < x->nvalues; v++)
+			if (x->values[v] != y->values[v])
+				return false;
+	}
+	return true;
+}
+
+/* Whether NodeDisruptionBudget records @pa and @pb make the same pool of nodes with the same
+ * domains, counted alike: name, validity, node selector, topology key, taint targets and
+ * countUnavailableNodes (not its limits, windows or status: the gate writes that after grants). */
+static bool ndb_same_shape(const void *pa, const void *pb)
+{
+	const struct kube_ndb *a = pa, *b = pb;
+	if (a->b.name != b->b.name || a->b.invalid != b->b.invalid ||
+	    a->topology_key != b->topology_key || a->count_unavailable != b->count_unavailable ||
+	    a->ntargets != b->ntargets || !selector_same(&a->node_selector, &b->node_selector))
+		return false;
+	for (uint16_t i = 0; i < a->ntargets; i++) {
+		const struct kube_taint_target *x = &a->taint_targets[i], *y = &b->taint_targets[i];
+		if (x->key != y->key || x->val != y->val || x->effect != y->effect ||
+		    x->exists != y->exists)
+			return false;
+	}
+	return true;
+}
+
 const struct kube_kind_row kube_kinds[KUBE_RES_COUNT] = {
     [KUBE_RES_NODES] =
 	{
@@ -102,6 +157,7 @@ const struct kube_kind_row kube_kinds[KUBE_RES_COUNT] = {
 	    .ids = kube_ids_node,
 	    .decode = kd_decode_node,
 	    .index = kube_index_node_labels,
+	    .same_shape = node_same_shape,
 	    .dump = kube_dump_node,
 	    .write = KUBE_KIND_NODE,
 	},
@@ -192,6 +248,7 @@ const struct kube_kind_row kube_kinds[KUBE_RES_COUNT] = {
 	    .key = key_ndb,
 	    .ids = kube_ids_ndb,
 	    .decode = kd_decode_ndb,
+	    .same_shape = ndb_same_shape,
 	    .dump = kube_dump_ndb,
 	    .write = KUBE_KIND_NDB,
 	},

@@ -53,7 +53,12 @@ struct kube_kind_row {
 	kube_decode_fn *decode;   /* its decoder (kube/decode_*.c) */
 	kube_compact_fn *compact; /* NULL: the record keeps an arena and an interned name */
 	kube_index_fn *index;     /* NULL: no index beyond the identity key */
-	kube_dump_fn *dump;       /* its /debug/cache object (kube/dump.c) */
+	/* NULL: an update is a new object at the table's end, and every table a new shape. Else an
+	 * update takes its old record's place, and a table whose updates all kept this (old, new)
+	 * keeps its predecessor's shape and copies its indexes (kube_snapshot_table_shape(): what
+	 * the gate's kept budget pools are made of). */
+	bool (*same_shape)(const void *old, const void *rec);
+	kube_dump_fn *dump; /* its /debug/cache object (kube/dump.c) */
 	/* How kube/write.h names it in a struct kube_ref; its paths and apiVersion come from this
 	 * row. KUBE_KIND_NONE: nodegate never writes it. */
 	enum kube_kind write;
