@@ -313,9 +313,50 @@ static void scope_from_kept(struct pol_ledger *l, struct bscope *sc, struct kept
 	}
 }
 
-/* NodeDisruptionBudget @k's pool: its nodes, which are unavailable, and how many disrupted.
- * A selector with an In requirement is matched against the nodes carrying one of its values
- * only (the snapshot's label index), others against every node. */
+/* The nodes @b's selector may match (indexes into the snapshot's nodes, in node order, each
+ * once, *ret_n of them, from @l's arena; NULL on OOM): with an In requirement, the nodes carrying
+ * one of its values (the snapshot's label index), else every node. */
+static const uint32_t *pool_candidates(struct pol_ledger *l, const struct kube_ndb *b,
+				       size_t *ret_n)
+{
+	const struct kube_requirement *in = pd_in_requirement(&b->node_selector);
+	size_t cap = 0;
+	for (uint16_t v = 0; in && v < in->nvalues; v++) {
+		size_t m;
+		(void)kube_snapshot_nodes_with_label(l->s, in->key, in->values[v], &m);
+		cap += m;
+	}
+	if (!in)
+		cap = l->nnodes;
+	uint32_t *cand = ng_arena_alloc(l->arena, (cap ? cap : 1) * sizeof(*cand));
+	if (!cand)
+		return NULL;
+	if (!in) {
+		for (size_t i = 0; i < l->nnodes; i++)
+			cand[i] = (uint32_t)i;
+		*ret_n = l->nnodes;
+		return cand;
+	}
+	size_t nc = 0;
+	for (uint16_t v = 0; v < in->nvalues; v++) {
+		size_t m;
+		const uint32_t *c =
+		    kube_snapshot_nodes_with_label(l->s, in->key, in->values[v], &m);
+		if (m)
+			memcpy(cand + nc, c, m * sizeof(*c));
+		nc += m;
+	}
+	qsort(cand, nc, sizeof(*cand), cmp_u32); /* in node order, as a scan finds them */
+	size_t u = 0;
+	for (size_t j = 0; j < nc; j++)
+		if (u == 0 || cand[j] != cand[u - 1])
+			cand[u++] = cand[j];
+	*ret_n = u;
+	return cand;
+}
+
+/* NodeDisruptionBudget @k's pool: its nodes, which are unavailable, and how many disrupted,
+ * matched among pool_candidates(). */
 ng_status pd_ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret)
 {
 	if (pd_scopes_init(l) != NG_OK)
@@ -334,41 +375,13 @@ ng_status pd_ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret
 	size_t nb;
 	const struct kube_ndb *b = &kube_snapshot_ndbs(l->s, &nb)[k];
 	const struct ng_intern *pool = kube_snapshot_pool(l->s);
-	const struct kube_requirement *in = pd_in_requirement(&b->node_selector);
-	size_t ncand = 0;
-	for (uint16_t v = 0; in && v < in->nvalues; v++) {
-		size_t nc;
-		(void)kube_snapshot_nodes_with_label(l->s, in->key, in->values[v], &nc);
-		ncand += nc;
-	}
-	size_t cap = in ? ncand : l->nnodes;
-	uint32_t *cand = ng_arena_alloc(l->arena, (cap ? cap : 1) * sizeof(*cand));
-	uint32_t *names = ng_arena_alloc(to, (cap ? cap : 1) * sizeof(*names));
-	uint32_t *idx = ng_arena_alloc(to, (cap ? cap : 1) * sizeof(*idx));
-	uint8_t *unavail = ng_arena_alloc(to, cap ? cap : 1);
+	size_t nc = 0;
+	const uint32_t *cand = pool_candidates(l, b, &nc);
+	uint32_t *names = ng_arena_alloc(to, (nc ? nc : 1) * sizeof(*names));
+	uint32_t *idx = ng_arena_alloc(to, (nc ? nc : 1) * sizeof(*idx));
+	uint8_t *unavail = ng_arena_alloc(to, nc ? nc : 1);
 	if (!cand || !names || !idx || !unavail)
 		return NG_ENOMEM;
-	size_t nc = 0;
-	for (uint16_t v = 0; in && v < in->nvalues; v++) {
-		size_t m;
-		const uint32_t *c =
-		    kube_snapshot_nodes_with_label(l->s, in->key, in->values[v], &m);
-		if (m)
-			memcpy(cand + nc, c, m * sizeof(*c));
-		nc += m;
-	}
-	if (in) { /* in node order, as a scan would find them, each once */
-		qsort(cand, nc, sizeof(*cand), cmp_u32);
-		size_t u = 0;
-		for (size_t j = 0; j < nc; j++)
-			if (u == 0 || cand[j] != cand[u - 1])
-				cand[u++] = cand[j];
-		nc = u;
-	} else {
-		for (size_t i = 0; i < l->nnodes; i++)
-			cand[i] = (uint32_t)i;
-		nc = l->nnodes;
-	}
 	size_t n = 0, nun = 0, dis = 0, ncounted = 0;
 	int64_t last = 0;
 	for (size_t j = 0; !b->b.invalid && j < nc; j++) {
