@@ -89,10 +89,14 @@ struct pol_ledger {
 	 * status, so a status pass resolves each request's nodes once, not once per budget
 	 * (2,450 budgets and 1,000 pending requests took 600 ms a pass). nd_by_node maps a node
 	 * name to the first link of its list; nd_seen[i] == nd_gen marks request i as found
-	 * for the status being computed. */
+	 * for the status being computed. The links are in request order, nd_link_node[j] the
+	 * node of link j: a budget whose scope has more nodes than there are links walks the
+	 * links instead of its scope (a pool-wide budget of 100,000 nodes costs the requests). */
 	bool nd_indexed;
 	struct ng_map nd_by_node;
 	struct budget_link *nd_links;
+	uint32_t *nd_link_node;
+	size_t nd_nlinks;
 	uint32_t *nd_seen, nd_gen;
 	/* Pacing (docs/gate.md "Pacing"), kept only when a budget of the snapshot sets
 	 * soakSeconds or minIntervalSeconds (paced): held_at_ms[i] is when the grant holding node

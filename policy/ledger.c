@@ -66,6 +66,7 @@ void pol_ledger_destroy(struct pol_ledger *l)
 	ng_map_finish(&l->holder_other);
 	ng_map_finish(&l->nd_by_node);
 	free(l->nd_links);
+	free(l->nd_link_node);
 	free(l->nd_seen);
 	free(l->held);
 	free(l->held_at_ms);

@@ -45,12 +45,12 @@ void pol_decision_reason(struct pol_gate_decision *d)
 
 /* ---- budget status ---- */
 
-/* The scope of a budget from the ledger's index, copied (the caller sorts it), with which of
- * its nodes are disrupted. */
-static ng_status scope_of(const struct kube_snapshot *s, struct pol_ledger *ledger,
-			  enum kube_resource kind, size_t index, struct ng_arena *arena,
-			  uint32_t **ret_nodes, uint8_t **ret_dis, size_t *ret_n,
-			  size_t *ret_unavail)
+/* The scope of a budget from the ledger's index (@ret_sc), copied (ADB: sorted by name id; NDB:
+ * in node order), and how many of its nodes are disrupted: an NDB's pool counts them as the
+ * grants are recorded (pd_ndb_scope(), pol_ledger_grant()), so only an ADB's walks its scope. */
+static ng_status scope_of(struct pol_ledger *ledger, enum kube_resource kind, size_t index,
+			  struct ng_arena *arena, const struct bscope **ret_sc,
+			  uint32_t **ret_nodes, size_t *ret_current)
 {
 	bool ndb = kind == KUBE_RES_NDBS;
 	const struct bscope *sc;
@@ -59,21 +59,33 @@ static ng_status scope_of(const struct kube_snapshot *s, struct pol_ledger *ledg
 	if (!ndb)
 		sc = &ledger->adb[index];
 	uint32_t *scope = ng_arena_alloc(arena, (sc->n ? sc->n : 1) * sizeof(*scope));
-	uint8_t *dis = ng_arena_alloc(arena, sc->n ? sc->n : 1);
-	if (!scope || !dis)
+	if (!scope)
 		return NG_ENOMEM;
-	size_t nb;
-	const struct kube_ndb *b = ndb ? &kube_snapshot_ndbs(s, &nb)[index] : NULL;
 	if (sc->n) /* an invalid or empty scope has no array */
 		memcpy(scope, sc->names, sc->n * sizeof(*scope));
-	for (size_t k = 0; k < sc->n; k++)
-		dis[k] = b ? pol_ledger_held_at(ledger, sc->idx[k]) || sc->unavail[k]
-			   : pol_ledger_holder(ledger, sc->names[k]) != NG_INTERN_NONE;
-	*ret_unavail = ndb ? sc->unavailable : 0;
+	size_t current = ndb ? sc->disrupted : 0;
+	for (size_t k = 0; !ndb && k < sc->n; k++)
+		current += pol_ledger_holder(ledger, sc->names[k]) != NG_INTERN_NONE;
+	*ret_sc = sc;
 	*ret_nodes = scope;
-	*ret_dis = dis;
-	*ret_n = sc->n;
+	*ret_current = current;
 	return NG_OK;
+}
+
+/* Whether node @name is in @sc, the scope of an NDB (@ndb: its indexes are sorted) or of an
+ * ADB (its names are). */
+static bool scope_has(const struct kube_snapshot *s, const struct bscope *sc, bool ndb,
+		      uint32_t name)
+{
+	if (!sc->n)
+		return false;
+	if (!ndb)
+		return bsearch(&name, sc->names, sc->n, sizeof(name), cmp_u32) != NULL;
+	size_t nn;
+	const struct kube_node *nodes = kube_snapshot_nodes(s, &nn);
+	const struct kube_node *n = kube_snapshot_find_node(s, name);
+	uint32_t at = n ? (uint32_t)(n - nodes) : 0;
+	return n && bsearch(&at, sc->idx, sc->n, sizeof(at), cmp_u32) != NULL;
 }
 
 /* ledger->nd_by_node, once: every request that is not Rejected under each of its nodes (a
@@ -86,8 +98,9 @@ static ng_status nd_index(const struct kube_snapshot *s, struct pol_ledger *l,
 	size_t nnd, nlinks = 0, cap = 64;
 	const struct kube_nd *nds = kube_snapshot_nds(s, &nnd);
 	struct budget_link *links = malloc(cap * sizeof(*links));
+	uint32_t *link_node = malloc(cap * sizeof(*link_node));
 	uint32_t *seen = calloc(nnd ? nnd : 1, sizeof(*seen));
-	ng_status st = links && seen ? ng_map_init(&l->nd_by_node, 64) : NG_ENOMEM;
+	ng_status st = links && link_node && seen ? ng_map_init(&l->nd_by_node, 64) : NG_ENOMEM;
 	for (size_t i = 0; st == NG_OK && i < nnd; i++) {
 		if (nds[i].state == KUBE_ND_REJECTED)
 			continue;
@@ -102,28 +115,38 @@ static ng_status nd_index(const struct kube_snapshot *s, struct pol_ledger *l,
 		}
 		for (size_t k = 0; st == NG_OK && k < n; k++) {
 			if (nlinks == cap) {
+				size_t grown = cap;
 				struct budget_link *more =
-				    ng_array_grow(links, &cap, nlinks, sizeof(*links));
-				if (!more) {
+				    ng_array_grow(links, &grown, nlinks, sizeof(*links));
+				if (more)
+					links = more;
+				uint32_t *more_nodes = more ? ng_array_grow(link_node, &cap, nlinks,
+									    sizeof(*link_node))
+							    : NULL;
+				if (!more_nodes) {
 					st = NG_ENOMEM;
 					break;
 				}
-				links = more;
+				link_node = more_nodes;
 			}
 			uint32_t head = UINT32_MAX;
 			(void)ng_map_get(&l->nd_by_node, nodes[k], &head);
 			links[nlinks] = (struct budget_link){(uint32_t)i, head};
+			link_node[nlinks] = nodes[k];
 			st = ng_map_put_grow(&l->nd_by_node, nodes[k], (uint32_t)nlinks++);
 		}
 	}
 	if (st != NG_OK) {
 		free(links);
+		free(link_node);
 		free(seen);
 		ng_map_finish(&l->nd_by_node);
 		memset(&l->nd_by_node, 0, sizeof(l->nd_by_node));
 		return st;
 	}
 	l->nd_links = links;
+	l->nd_link_node = link_node;
+	l->nd_nlinks = nlinks;
 	l->nd_seen = seen;
 	l->nd_indexed = true;
 	return NG_OK;
@@ -136,21 +159,21 @@ ng_status pol_budget_status(const struct kube_snapshot *s, struct pol_ledger *le
 	struct pol_budget_status st = {0};
 	if (pol_budget_now(s, ledger, kind, index, now_wall_ms, arena, &st.now) != NG_OK)
 		return NG_ENOMEM;
+	bool ndb = kind == KUBE_RES_NDBS;
+	const struct bscope *sc;
 	uint32_t *scope;
-	uint8_t *dis;
-	if (scope_of(s, ledger, kind, index, arena, &scope, &dis, &st.watched, &st.unavailable) !=
-	    NG_OK)
+	if (scope_of(ledger, kind, index, arena, &sc, &scope, &st.current) != NG_OK)
 		return NG_ENOMEM;
-	for (size_t i = 0; i < st.watched; i++)
-		st.current += dis[i];
+	st.watched = sc->n;
+	st.unavailable = ndb ? sc->unavailable : 0;
 	st.current += st.now.soaking; /* soaking nodes count as disrupted (soakSeconds) */
 	/* The limit in force now: an open window's, none outside them with Deny. */
 	st.invalid = st.now.invalid;
 	st.allowed = st.invalid ? 0 : st.now.allowed;
-	qsort(scope, st.watched, sizeof(*scope), cmp_u32);
 	st.nodes = scope;
 	/* Requests touching the scope, as status.disruptions lists them (in the snapshot's
-	 * order): found from the scope's nodes, so a budget costs its own scope. */
+	 * order): found from the scope's nodes or from the requests' nodes, whichever are
+	 * fewer, so a budget costs the smaller of its scope and the requests. */
 	size_t nnd;
 	const struct kube_nd *nds = kube_snapshot_nds(s, &nnd);
 	uint32_t *names = ng_arena_alloc(arena, (nnd ? nnd : 1) * sizeof(*names));
@@ -172,7 +195,15 @@ ng_status pol_budget_status(const struct kube_snapshot *s, struct pol_ledger *le
 	}
 	uint32_t *hit = names; /* request indexes first, then their names in place */
 	size_t nhit = 0;
-	for (size_t k = 0; k < st.watched; k++) {
+	for (size_t j = 0; ledger->nd_nlinks < st.watched && j < ledger->nd_nlinks; j++) {
+		uint32_t i = ledger->nd_links[j].budget;
+		if (ledger->nd_seen[i] == ledger->nd_gen ||
+		    !scope_has(s, sc, ndb, ledger->nd_link_node[j]))
+			continue;
+		ledger->nd_seen[i] = ledger->nd_gen;
+		hit[nhit++] = i;
+	}
+	for (size_t k = 0; ledger->nd_nlinks >= st.watched && k < st.watched; k++) {
 		uint32_t link = UINT32_MAX;
 		(void)ng_map_get(&ledger->nd_by_node, scope[k], &link);
 		for (; link != UINT32_MAX; link = ledger->nd_links[link].next) {
