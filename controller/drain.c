@@ -306,7 +306,8 @@ uint64_t node_key(const struct req *r, const struct kube_node *n)
 	const char *name = str(r, n->name);
 	uint64_t h = ng_fnv1a64(NG_FNV64_INIT, "node", 5);
 	h = ng_fnv1a64(h, name, strlen(name) + 1);
-	return n->rv ? ng_fnv1a64(h, n->rv, strlen(n->rv)) : h;
+	const char *rv = kube_snapshot_node_rv(r->s, n);
+	return rv ? ng_fnv1a64(h, rv, strlen(rv)) : h;
 }
 
 /* Whether node @n is in a version this drainer has written over (or was refused a write on with

@@ -221,7 +221,7 @@ bool hold_node(struct req *r, const struct kube_node *n)
 	/* Only a taint the drainer adds is listed, so only that one is taken away again. */
 	bool adding = dr->has_taint && !tainted;
 	bool unlisted = adding && !taint_in(n->note.taints, n->note.ntaints, &dr->taint);
-	struct kube_json_patch *p = kube_json_patch_create(n->rv);
+	struct kube_json_patch *p = kube_json_patch_create(kube_snapshot_node_rv(r->s, n));
 	if ((!held || unlisted || protect) && !patch_held_note(r, p, n, held, unlisted, protect)) {
 		kube_json_patch_destroy(p);
 		return false;
@@ -311,7 +311,7 @@ bool quarantine_node(struct req *r, const struct kube_node *n)
 		return false;
 	char value[64];
 	quarantine_value(r->name, value, sizeof(value));
-	struct kube_json_patch *p = kube_json_patch_create(n->rv);
+	struct kube_json_patch *p = kube_json_patch_create(kube_snapshot_node_rv(r->s, n));
 	if (p)
 		kube_json_patch_label(p, DRAIN_QUARANTINE_LABEL, value, n->nlabels > 0);
 	bool ok = send_node_patch(r, n, p, "node not labelled quarantined");
@@ -358,7 +358,7 @@ bool release_node(struct req *r, const struct kube_node *n, uint32_t holder,
 		return true;
 	if (node_written(r, n))
 		return false;
-	struct kube_json_patch *p = kube_json_patch_create(n->rv);
+	struct kube_json_patch *p = kube_json_patch_create(kube_snapshot_node_rv(r->s, n));
 	size_t left = 0;
 	const char **h = ng_arena_alloc(r->arena, n->note.nholders * sizeof(*h) + 1);
 	for (uint16_t i = 0; h && i < n->note.nholders; i++)

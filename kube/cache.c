@@ -112,6 +112,30 @@ fail:
 	return NULL;
 }
 
+/* Adds every side table @t holds to the open retire list of @r (room for t->n + t->npatches
+ * reserved by the caller): a patched table's base's and its patches'. */
+static void retire_held(struct kube_cache *c, enum kube_resource r, const struct kube_table *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		kube_retire_add(c->open[r], t->sides[i]);
+	for (size_t i = 0; i < t->npatches; i++)
+		kube_retire_add(c->open[r], t->patches[i].side);
+}
+
+/* Makes @t the current table of @r and @ret (the caller's reference, which the cache keeps)
+ * its open retire list: the previous list keeps a reference on it, so lists are freed oldest
+ * first. */
+static void install(struct kube_cache *c, enum kube_resource r, struct kube_table *t,
+		    struct kube_retire *ret)
+{
+	atomic_fetch_add_explicit(&ret->refs, 1, memory_order_relaxed);
+	c->open[r]->next = ret;
+	kube_retire_release(c->open[r]);
+	c->open[r] = ret;
+	kube_table_release(c->cur[r]);
+	c->cur[r] = t;
+}
+
 void kube_cache_destroy(struct kube_cache *c)
 {
 	if (!c)
@@ -121,9 +145,8 @@ void kube_cache_destroy(struct kube_cache *c)
 		free(c->d[r].e);
 		struct kube_table *t = c->cur[r];
 		/* Live records die with the last table that shows them. */
-		if (t && c->open[r] && kube_retire_reserve(c->open[r], t->n) == NG_OK)
-			for (size_t i = 0; i < t->n; i++)
-				kube_retire_add(c->open[r], t->sides[i]);
+		if (t && c->open[r] && kube_retire_reserve(c->open[r], t->n + t->npatches) == NG_OK)
+			retire_held(c, (enum kube_resource)r, t);
 		kube_table_release(t);
 		kube_retire_release(c->open[r]);
 	}
@@ -254,10 +277,136 @@ static bool merge_delta(struct delta *d, enum kube_resource r, const struct kube
 	return kept;
 }
 
+static int cmp_patch_idx(const void *a, const void *b)
+{
+	uint32_t x = ((const struct kube_patch *)a)->idx, y = ((const struct kube_patch *)b)->idx;
+	return x < y ? -1 : x > y;
+}
+
+/* The delta of @r as patches (fresh[i] for entry i, sorted by index) when every entry is a
+ * later version of a record of @old that differs from it in its version alone; each record is
+ * copied into its side, which the patch takes at commit. NG_ENOTFOUND when it is not so. */
+static ng_status delta_patches(struct delta *d, enum kube_resource r, const struct kube_table *old,
+			       struct kube_patch **ret)
+{
+	bool (*same_but_version)(const void *, const void *) = kube_kinds[r].same_but_version;
+	size_t size = kube_record_size(r);
+	struct kube_patch *fresh = malloc(d->n * sizeof(*fresh));
+	if (!fresh)
+		return NG_ENOMEM;
+	for (size_t i = 0; i < d->n; i++) {
+		const struct delta_entry *e = &d->e[i];
+		long j = e->deleted || !e->side ? -1 : kube_table_find(old, &e->rec);
+		if (j < 0 || !same_but_version(kube_table_rec(old, (size_t)j), &e->rec)) {
+			free(fresh);
+			return NG_ENOTFOUND;
+		}
+		fresh[i] = (struct kube_patch){(uint32_t)j, NULL, e->side};
+	}
+	for (size_t i = 0; i < d->n; i++) {
+		void *copy = ng_arena_alloc(d->e[i].side, size);
+		if (!copy) {
+			free(fresh);
+			return NG_ENOMEM;
+		}
+		fresh[i].rec = memcpy(copy, &d->e[i].rec, size);
+	}
+	qsort(fresh, d->n, sizeof(*fresh), cmp_patch_idx);
+	*ret = fresh;
+	return NG_OK;
+}
+
+/* Publishes the delta of @r as patches over the current table (struct kube_table) when every
+ * change in it is a later version that changed nothing else (kube_kind_row.same_but_version:
+ * a node's status heartbeat), and the patches stay under a sixteenth of the table: beyond, the
+ * next change copies the table once (materialize()). No other record is copied. NG_ENOTFOUND
+ * when the delta is not such. */
+static ng_status publish_patches(struct kube_cache *c, enum kube_resource r)
+{
+	const struct kube_kind_row *k = &kube_kinds[r];
+	struct delta *d = &c->d[r];
+	struct kube_table *old = c->cur[r];
+	if (!k->same_but_version || k->compact || d->reset || !d->n ||
+	    old->npatches + d->n > old->n / 16)
+		return NG_ENOTFOUND;
+	struct kube_patch *fresh = NULL;
+	ng_status st = delta_patches(d, r, old, &fresh);
+	if (st != NG_OK)
+		return st;
+	size_t np = 0, a = 0, b = 0;
+	struct kube_patch *all = malloc((old->npatches + d->n) * sizeof(*all));
+	struct kube_retire *ret = kube_retire_new();
+	if (!all || !ret || kube_retire_reserve(c->open[r], old->npatches) != NG_OK)
+		goto oom;
+	while (a < old->npatches || b < d->n) {
+		if (b == d->n || (a < old->npatches && old->patches[a].idx < fresh[b].idx))
+			all[np++] = old->patches[a++];
+		else if (a < old->npatches && old->patches[a].idx == fresh[b].idx)
+			a++; /* superseded: retires below */
+		else
+			all[np++] = fresh[b++];
+	}
+	struct kube_table *t = kube_table_build_patched(old, all, np, ret);
+	if (!t)
+		goto oom;
+	/* Committed. A patch superseded retires with the table that showed it. */
+	for (size_t i = 0; i < old->npatches; i++)
+		if (bsearch(&old->patches[i], fresh, d->n, sizeof(*fresh), cmp_patch_idx))
+			kube_retire_add(c->open[r], old->patches[i].side);
+	for (size_t i = 0; i < d->n; i++)
+		d->e[i].side = NULL; /* the patches' now */
+	delta_clear(d);
+	free(fresh);
+	install(c, r, t, ret);
+	return NG_OK;
+oom:
+	free(fresh);
+	free(all);
+	kube_retire_release(ret);
+	return NG_ENOMEM;
+}
+
+/* Replaces the current table of @r, a patched one, with one of its own showing the same records
+ * (its base's with the patches written over them): before a change that is not a version. */
+static ng_status materialize(struct kube_cache *c, enum kube_resource r)
+{
+	struct kube_table *old = c->cur[r], *t = NULL;
+	size_t size = kube_record_size(r), n = old->n;
+	char *recs = malloc((n ? n : 1) * size);
+	void **sides = malloc((n ? n : 1) * sizeof(*sides));
+	struct kube_retire *ret = kube_retire_new();
+	if (recs && sides && ret && kube_retire_reserve(c->open[r], old->npatches) == NG_OK) {
+		memcpy(recs, old->recs, n * size);
+		memcpy(sides, old->sides, n * sizeof(*sides));
+		for (size_t i = 0; i < old->npatches; i++) {
+			const struct kube_patch *p = &old->patches[i];
+			memcpy(recs + p->idx * size, p->rec, size);
+			sides[p->idx] = p->side;
+		}
+		t = kube_table_build_like(r, recs, sides, n, old, ret);
+	}
+	if (!t) {
+		free(recs);
+		free(sides);
+		kube_retire_release(ret);
+		return NG_ENOMEM;
+	}
+	/* What the base showed under a patch retires with the patched table. */
+	for (size_t i = 0; i < old->npatches; i++)
+		kube_retire_add(c->open[r], old->sides[old->patches[i].idx]);
+	install(c, r, t, ret);
+	return NG_OK;
+}
+
 /* Builds the next table of @r from the current one and the delta; on success retires what the
  * new table no longer shows and clears the delta. */
 static ng_status publish_one(struct kube_cache *c, enum kube_resource r)
 {
+	ng_status pst = publish_patches(c, r);
+	if (pst != NG_ENOTFOUND)
+		return pst;
+	if (c->cur[r]->base && materialize(c, r) != NG_OK)
+		return NG_ENOMEM;
 	struct delta *d = &c->d[r];
 	struct kube_table *old = c->cur[r];
 	size_t cap = (d->reset ? 0 : old->n) + d->n;
@@ -288,12 +437,7 @@ static ng_status publish_one(struct kube_cache *c, enum kube_resource r)
 		if (!d->e[i].deleted)
 			d->e[i].side = NULL;
 	delta_clear(d);
-	atomic_fetch_add_explicit(&ret->refs, 1, memory_order_relaxed);
-	c->open[r]->next = ret;
-	kube_retire_release(c->open[r]);
-	c->open[r] = ret;
-	kube_table_release(old);
-	c->cur[r] = t;
+	install(c, r, t, ret);
 	return NG_OK;
 oom:
 	for (size_t i = 0; i < d->n; i++)
@@ -509,7 +653,7 @@ ng_status kube_cache_replace(struct kube_cache *c, struct kube_stage *s)
 	struct kube_table *old = c->cur[r];
 	size_t size = kube_record_size(r);
 	struct kube_retire *ret = kube_retire_new();
-	if (!ret || kube_retire_reserve(c->open[r], old->n) != NG_OK)
+	if (!ret || kube_retire_reserve(c->open[r], old->n + old->npatches) != NG_OK)
 		goto oom;
 	/* The arrays grew by doubling: give back the unused end before they become the table's. */
 	if (s->n && s->n < s->cap) {
@@ -543,15 +687,9 @@ ng_status kube_cache_replace(struct kube_cache *c, struct kube_stage *s)
 	s->sides = NULL;
 	s->n = s->cap = 0;
 	/* Committed: every object of the old table retires with it. */
-	for (size_t i = 0; i < old->n; i++)
-		kube_retire_add(c->open[r], old->sides[i]);
+	retire_held(c, r, old);
 	delta_clear(&c->d[r]);
-	atomic_fetch_add_explicit(&ret->refs, 1, memory_order_relaxed);
-	c->open[r]->next = ret;
-	kube_retire_release(c->open[r]);
-	c->open[r] = ret;
-	kube_table_release(old);
-	c->cur[r] = t;
+	install(c, r, t, ret);
 	return NG_OK;
 oom:
 	kube_retire_release(ret);

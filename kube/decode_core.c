@@ -175,9 +175,9 @@ static ng_status node_extra(struct kd_ctx *c, const cJSON *o, const cJSON *meta,
 {
 	const cJSON *info = ng_json_path(o, (const char *const[]){"status", "nodeInfo", NULL});
 	n->boot_id = kd_dup_or_empty(c, ng_json_str(info, "bootID"));
-	n->rv = kd_dup_or_empty(c, ng_json_str(meta, "resourceVersion"));
+	n->rv_decoded = kd_dup_or_empty(c, ng_json_str(meta, "resourceVersion"));
 	n->uid = kd_dup_or_empty(c, ng_json_str(meta, "uid"));
-	if (!n->boot_id || !n->rv || !n->uid)
+	if (!n->boot_id || !n->rv_decoded || !n->uid)
 		return kd_fail(c, NG_ENOMEM, "metadata", "out of memory");
 	const cJSON *ann = ng_json_get(meta, "annotations");
 	n->has_annotations = cJSON_IsObject(ann);

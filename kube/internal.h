@@ -90,6 +90,14 @@ void kube_retire_add(struct kube_retire *r, void *side);
 /** Drops a reference; the last one frees the arenas and drops the reference on next. */
 void kube_retire_release(struct kube_retire *r);
 
+/* A later version of record idx of a table that differs from it in its resourceVersion alone
+ * (kube_kind_row.same_but_version): the record, held in @side, which the patch owns. */
+struct kube_patch {
+	uint32_t idx;
+	const void *rec;
+	void *side;
+};
+
 struct kube_table {
 	atomic_uint refs;
 	enum kube_resource res;
@@ -103,6 +111,13 @@ struct kube_table {
 	struct kube_index idx_b;    /* pods: by namespace */
 	struct ng_map grant;        /* nds: granted node -> index (first Granted by name) */
 	struct kube_retire *retire; /* a reference: freed after this and older versions */
+	/* A patched table (a reference on @base): @base's records, sides and indexes (recs, sides,
+	 * by_key, idx_a, idx_b and grant alias them) with @npatches later versions of some
+	 * records, sorted by index, each differing from its record in its version alone. A node
+	 * heartbeat publishes so: no copy of the other records. NULL/0 for a table of its own. */
+	struct kube_table *base;
+	struct kube_patch *patches;
+	size_t npatches;
 };
 
 /**
@@ -126,6 +141,15 @@ struct kube_table *kube_table_build_keyed(enum kube_resource res, void *recs, vo
  */
 struct kube_table *kube_table_build_like(enum kube_resource res, void *recs, void **sides, size_t n,
 					 const struct kube_table *like, struct kube_retire *retire);
+/**
+ * A table showing @like's records with @patches (@n, sorted by index, taken on success; each
+ * record found in @like and same_but_version with it) in place of theirs: it shares @like's (or
+ * its base's) arrays and indexes, and keeps @like's shape. NULL on OOM.
+ */
+struct kube_table *kube_table_build_patched(struct kube_table *like, struct kube_patch *patches,
+					    size_t n, struct kube_retire *retire);
+/** Record @i of @t as @t shows it: its patch's when it has one. */
+const void *kube_table_rec(const struct kube_table *t, size_t i);
 void kube_table_release(struct kube_table *t);
 /** The run of record indexes under @key, *ret_n long (NULL and 0 when none). */
 const uint32_t *kube_index_get(const struct kube_index *ix, uint32_t key, size_t *ret_n);

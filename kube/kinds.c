@@ -92,6 +92,19 @@ static bool same_pod(const void *a, const void *b)
 
 /* ---- shapes (kube_kind_row.same_shape) ---- */
 
+static bool str_same(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static bool taints_same(const struct kube_taint *a, const struct kube_taint *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i].key != b[i].key || a[i].val != b[i].val || a[i].effect != b[i].effect)
+			return false;
+	return true;
+}
+
 /* Whether node records @pa and @pb place a node alike for every budget: its name, labels, taints
  * and state flags (not its conditions' times, resourceVersion or notes). */
 static bool node_same_shape(const void *pa, const void *pb)
@@ -103,11 +116,39 @@ static bool node_same_shape(const void *pa, const void *pb)
 	for (uint32_t i = 0; i < a->nlabels; i++)
 		if (a->labels[i].key != b->labels[i].key || a->labels[i].val != b->labels[i].val)
 			return false;
-	for (uint32_t i = 0; i < a->ntaints; i++)
-		if (a->taints[i].key != b->taints[i].key || a->taints[i].val != b->taints[i].val ||
-		    a->taints[i].effect != b->taints[i].effect)
+	return taints_same(a->taints, b->taints, a->ntaints);
+}
+
+/* Every field of struct kube_node but rv_decoded is compared below: a field added to the record
+ * must be compared there too, or an update of it alone would be lost as a heartbeat. */
+_Static_assert(sizeof(struct kube_node) == 160, "compare the new field in node_same_but_version");
+
+/* Whether node record @pb is @pa in a later version that changed nothing nodegate reads (a
+ * kubelet's status heartbeat: new condition heartbeat times, a new resourceVersion). */
+static bool node_same_but_version(const void *pa, const void *pb)
+{
+	const struct kube_node *a = pa, *b = pb;
+	const struct kube_drain_note *x = &a->note, *y = &b->note;
+	if (!node_same_shape(a, b) || a->nconditions != b->nconditions ||
+	    !str_same(a->boot_id, b->boot_id) || !str_same(a->uid, b->uid) ||
+	    a->has_annotations != b->has_annotations || a->protect_present != b->protect_present ||
+	    a->protect_true != b->protect_true ||
+	    memcmp(a->protect_val, b->protect_val, sizeof(a->protect_val)) != 0 ||
+	    a->lifecycle_hash != b->lifecycle_hash || a->dnd_until_ms != b->dnd_until_ms)
+		return false;
+	for (uint16_t i = 0; i < a->nconditions; i++)
+		if (a->conditions[i].type != b->conditions[i].type ||
+		    a->conditions[i].status != b->conditions[i].status ||
+		    a->conditions[i].since_ms != b->conditions[i].since_ms)
 			return false;
-	return true;
+	return x->present == y->present && x->invalid == y->invalid &&
+	       x->was_unschedulable == y->was_unschedulable && x->nholders == y->nholders &&
+	       (!x->nholders ||
+		memcmp(x->holders, y->holders, x->nholders * sizeof(*x->holders)) == 0) &&
+	       str_same(x->boot_id, y->boot_id) && x->ntaints == y->ntaints &&
+	       taints_same(x->taints, y->taints, x->ntaints) && x->protect == y->protect &&
+	       x->protect_had == y->protect_had &&
+	       memcmp(x->protect_was, y->protect_was, sizeof(x->protect_was)) == 0;
 }
 
 static bool selector_same(const struct kube_selector *a, const struct kube_selector *b)
@@ -158,6 +199,7 @@ const struct kube_kind_row kube_kinds[KUBE_RES_COUNT] = {
 	    .decode = kd_decode_node,
 	    .index = kube_index_node_labels,
 	    .same_shape = node_same_shape,
+	    .same_but_version = node_same_but_version,
 	    .dump = kube_dump_node,
 	    .write = KUBE_KIND_NODE,
 	},
@@ -446,6 +488,16 @@ const uint32_t *kube_snapshot_nodes_with_label(const struct kube_snapshot *s, ui
 const struct kube_node *kube_snapshot_find_node(const struct kube_snapshot *s, uint32_t name)
 {
 	return name == NG_INTERN_NONE ? NULL : find_by_key(s->t[KUBE_RES_NODES], name);
+}
+
+const char *kube_snapshot_node_rv(const struct kube_snapshot *s, const struct kube_node *n)
+{
+	const struct kube_table *t = s->t[KUBE_RES_NODES];
+	uintptr_t at = (uintptr_t)n, recs = (uintptr_t)t->recs;
+	if (!t->npatches || at < recs || at >= recs + t->n * sizeof(*n))
+		return n->rv_decoded;
+	size_t i = (at - recs) / sizeof(*n);
+	return ((const struct kube_node *)kube_table_rec(t, i))->rv_decoded;
 }
 
 const struct kube_pod *kube_snapshot_find_pod_str(const struct kube_snapshot *s, const char *ns,

@@ -58,6 +58,11 @@ struct kube_kind_row {
 	 * keeps its predecessor's shape and copies its indexes (kube_snapshot_table_shape(): what
 	 * the gate's kept budget pools are made of). */
 	bool (*same_shape)(const void *old, const void *rec);
+	/* NULL: none. Else whether @rec differs from @old in its resourceVersion alone: such an
+	 * update is published as a patch over the table (struct kube_table), not a copy of it.
+	 * Only for a kind whose readers take the version from an accessor that knows of patches
+	 * (kube_snapshot_node_rv()). */
+	bool (*same_but_version)(const void *old, const void *rec);
 	kube_dump_fn *dump; /* its /debug/cache object (kube/dump.c) */
 	/* How kube/write.h names it in a struct kube_ref; its paths and apiVersion come from this
 	 * row. KUBE_KIND_NONE: nodegate never writes it. */

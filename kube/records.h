@@ -205,9 +205,12 @@ struct kube_node {
 	const struct kube_label *labels;              /* sorted by key id */
 	const struct kube_taint *taints;
 	const char
-	    *boot_id;    /* status.nodeInfo.bootID; "" when absent (NULL in hand-made records) */
-	const char *rv;  /* metadata.resourceVersion; "" when absent (NULL likewise) */
-	const char *uid; /* metadata.uid; "" when absent (NULL likewise) */
+	    *boot_id; /* status.nodeInfo.bootID; "" when absent (NULL in hand-made records) */
+	/* metadata.resourceVersion as decoded; "" when absent (NULL likewise). A snapshot may
+	 * hold a later version of the node that changed nothing else (a kubelet's status
+	 * heartbeat): read the version with kube_snapshot_node_rv(). */
+	const char *rv_decoded;
+	const char *uid;             /* metadata.uid; "" when absent (NULL likewise) */
 	bool has_annotations;        /* metadata.annotations exists (JSON patches need to know) */
 	struct kube_drain_note note; /* annotation nodegate.io/drain */
 	/* The KUBE_PROTECT_ANNOTATIONS on the node: bit i of protect_present when the i-th is

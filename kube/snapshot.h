@@ -96,6 +96,13 @@ const uint32_t *kube_snapshot_nodes_with_label(const struct kube_snapshot *s, ui
 /** The node named @name (intern id), or NULL. */
 const struct kube_node *kube_snapshot_find_node(const struct kube_snapshot *s, uint32_t name);
 /**
+ * The metadata.resourceVersion of node @n (a record of @s's nodes) as @s knows it: a later
+ * version than its record's when only that changed since (a kubelet's status heartbeat; the
+ * record is shared with older snapshots then). For writes conditional on the version. "" when
+ * the object had none; NULL for hand-made records without one.
+ */
+const char *kube_snapshot_node_rv(const struct kube_snapshot *s, const struct kube_node *n);
+/**
  * Looks a pod up by namespace and name (@ns and @name borrowed for the call, no NUL needed):
  * NULL when there is no such pod.
  */

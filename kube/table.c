@@ -123,6 +123,13 @@ void kube_table_release(struct kube_table *t)
 {
 	if (!t || atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
 		return;
+	if (t->base) { /* the arrays and indexes are the base's; the patches' sides retire */
+		free(t->patches);
+		kube_table_release(t->base);
+		kube_retire_release(t->retire);
+		free(t);
+		return;
+	}
 	free(t->recs);
 	free(t->sides);
 	ng_map_finish(&t->by_key);
@@ -428,6 +435,41 @@ struct kube_table *kube_table_build_like(enum kube_resource res, void *recs, voi
 	atomic_fetch_add_explicit(&retire->refs, 1, memory_order_relaxed);
 	t->retire = retire;
 	return t;
+}
+
+struct kube_table *kube_table_build_patched(struct kube_table *like, struct kube_patch *patches,
+					    size_t n, struct kube_retire *retire)
+{
+	struct kube_table *base = like->base ? like->base : like;
+	struct kube_table *t = new_table(like->res, base->recs, base->sides, base->n);
+	if (!t)
+		return NULL;
+	t->by_key = base->by_key;
+	t->idx_a = base->idx_a;
+	t->idx_b = base->idx_b;
+	t->grant = base->grant;
+	t->shape = like->shape;
+	atomic_fetch_add_explicit(&base->refs, 1, memory_order_relaxed);
+	t->base = base;
+	t->patches = patches;
+	t->npatches = n;
+	atomic_fetch_add_explicit(&retire->refs, 1, memory_order_relaxed);
+	t->retire = retire;
+	return t;
+}
+
+static int cmp_patch(const void *key, const void *p)
+{
+	uint32_t i = *(const uint32_t *)key, j = ((const struct kube_patch *)p)->idx;
+	return i < j ? -1 : i > j;
+}
+
+const void *kube_table_rec(const struct kube_table *t, size_t i)
+{
+	uint32_t key = (uint32_t)i;
+	const struct kube_patch *p =
+	    t->npatches ? bsearch(&key, t->patches, t->npatches, sizeof(*p), cmp_patch) : NULL;
+	return p ? p->rec : rec_at(t, i);
 }
 
 struct kube_table *kube_table_build(enum kube_resource res, void *recs, void **sides, size_t n,

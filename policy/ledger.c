@@ -242,12 +242,13 @@ ng_status pd_held_classes(struct pol_ledger *l, const struct cp_match *m)
 	memset(&l->holder_other, 0, sizeof(l->holder_other));
 	l->held_cp = l->held_other = 0;
 	l->cp_ready = false;
-	for (size_t i = 0; i < l->nnodes; i++) {
-		if (!l->held[i])
+	/* The held nodes, not every node: a round at 100,000 nodes holds a few hundred. */
+	for (size_t i = 0; i < l->nheld_names; i++) {
+		const struct kube_node *k = kube_snapshot_find_node(l->s, l->held_names[i]);
+		if (!k)
 			continue;
-		uint32_t h = pol_ledger_holder(l, l->nodes[i].name);
-		if (count_held_class(
-			l, h, is_control_plane_node(l->s, m->sel, m->key, &l->nodes[i])) != NG_OK)
+		uint32_t h = pol_ledger_holder(l, l->held_names[i]);
+		if (count_held_class(l, h, is_control_plane_node(l->s, m->sel, m->key, k)) != NG_OK)
 			return NG_ENOMEM;
 	}
 	l->cp_sel = m->sel;
@@ -275,7 +276,8 @@ ng_status pd_resolve_nodes(const struct kube_snapshot *s, const struct kube_nd *
 	size_t nall;
 	const struct kube_node *nodes = kube_snapshot_nodes(s, &nall);
 	const struct ng_intern *pool = kube_snapshot_pool(s);
-	size_t cap = nd->nnode_names > nall ? nd->nnode_names : nall;
+	/* Named nodes: as many as named (not room for every node of the cluster per request). */
+	size_t cap = nd->nnode_names ? nd->nnode_names : nall;
 	uint32_t *out = ng_arena_alloc(arena, (cap ? cap : 1) * sizeof(*out));
 	if (!out)
 		return NG_ENOMEM;

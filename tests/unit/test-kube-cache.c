@@ -304,6 +304,127 @@ static size_t node_pos(const struct kube_snapshot *s, const char *name)
 	return (size_t)(k - nodes);
 }
 
+static const char *node_rv(const struct kube_snapshot *s, const char *name)
+{
+	const struct kube_node *k = kube_snapshot_find_node(s, ng_test_id(s, name));
+	assert_non_null(k);
+	return kube_snapshot_node_rv(s, k);
+}
+
+/* Node n<i> of pool p<i % 4> at version @rv, Ready or not, with a do-not-disrupt annotation
+ * when @dnd. */
+static void put_node(struct kube_cache *c, int i, int rv, bool ready, bool dnd, bool del)
+{
+	char json[512];
+	(void)snprintf(json, sizeof(json),
+		       "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"n%d\","
+		       "\"resourceVersion\":\"%d\",\"labels\":{\"pool\":\"p%d\"}%s},"
+		       "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\","
+		       "\"lastHeartbeatTime\":\"2026-11-29T10:%02d:00Z\"}]}}",
+		       i, rv, i % 4,
+		       dnd ? ",\"annotations\":{\"nodegate.io/do-not-disrupt\":\"true\"}" : "",
+		       ready ? "True" : "False", rv % 60);
+	ng_test_cache_put(c, json, del);
+}
+
+/* Heartbeats that change nothing but the version (at 100,000 nodes, hundreds a second) are
+ * published as patches over the node table, not copies of it: every snapshot answers each
+ * node's version as of its publish, records and indexes are shared, and snapshots outlive
+ * one another in any order. Past a sixteenth of the table the patches are folded into a
+ * table of its own; an update that changes anything else (Ready, an annotation nodegate
+ * reads, a label), a node added or deleted is a table of its own as before, with the versions
+ * the patches had. */
+static void test_cache_node_versions_are_patches_over_a_shared_table(void **state)
+{
+	struct kube_cache *c = kube_cache_create();
+	for (int i = 0; i < 64; i++)
+		put_node(c, i, 100 + i, true, false, false);
+	struct kube_snapshot *s1 = publish(c);
+	size_t n1, n2;
+	const struct kube_node *r1 = kube_snapshot_nodes(s1, &n1);
+	put_node(c, 1, 201, true, false, false);
+	put_node(c, 3, 203, true, false, false);
+	struct kube_snapshot *s2 = publish(c);
+	const struct kube_node *r2 = kube_snapshot_nodes(s2, &n2);
+	assert_ptr_equal(r1, r2); /* shared, not copied */
+	assert_int_equal(n2, 64);
+	assert_int_not_equal(kube_snapshot_table_serial(s1, KUBE_RES_NODES),
+			     kube_snapshot_table_serial(s2, KUBE_RES_NODES));
+	assert_int_equal(kube_snapshot_table_shape(s1, KUBE_RES_NODES),
+			 kube_snapshot_table_shape(s2, KUBE_RES_NODES));
+	assert_string_equal(node_rv(s1, "n1"), "101");
+	assert_string_equal(node_rv(s2, "n1"), "201");
+	assert_string_equal(node_rv(s2, "n3"), "203");
+	assert_string_equal(node_rv(s2, "n2"), "102");
+	/* The first snapshot goes first: the second keeps the records it shares. */
+	kube_snapshot_release(s1);
+	put_node(c, 1, 301, true, false, false); /* supersedes its patch */
+	struct kube_snapshot *s3 = publish(c);
+	assert_string_equal(node_rv(s2, "n1"), "201");
+	assert_string_equal(node_rv(s3, "n1"), "301");
+	assert_string_equal(node_rv(s3, "n3"), "203");
+	size_t np;
+	(void)kube_snapshot_nodes_with_label(s3, ng_test_id(s3, "pool"), ng_test_id(s3, "p1"), &np);
+	assert_int_equal(np, 16);
+	kube_snapshot_release(s2);
+	/* More than 64 / 16 patches: a table of its own, every version kept. */
+	for (int i = 10; i < 14; i++)
+		put_node(c, i, 400 + i, true, false, false);
+	struct kube_snapshot *s4 = publish(c);
+	assert_ptr_not_equal(kube_snapshot_nodes(s4, &n2), kube_snapshot_nodes(s3, &n1));
+	assert_int_equal(kube_snapshot_table_shape(s3, KUBE_RES_NODES),
+			 kube_snapshot_table_shape(s4, KUBE_RES_NODES));
+	assert_string_equal(node_rv(s4, "n1"), "301");
+	assert_string_equal(node_rv(s4, "n3"), "203");
+	assert_string_equal(node_rv(s4, "n13"), "413");
+	assert_string_equal(node_rv(s4, "n14"), "114");
+	/* Patches again, then changes that are more than a version. */
+	put_node(c, 5, 505, true, false, false);
+	struct kube_snapshot *s5 = publish(c);
+	assert_ptr_equal(kube_snapshot_nodes(s4, &n1), kube_snapshot_nodes(s5, &n2));
+	put_node(c, 6, 506, false, false, false);
+	put_node(c, 7, 507, true, true, false);
+	struct kube_snapshot *s6 = publish(c);
+	const struct kube_node *k6 = kube_snapshot_find_node(s6, ng_test_id(s6, "n6"));
+	const struct kube_node *k7 = kube_snapshot_find_node(s6, ng_test_id(s6, "n7"));
+	assert_false(k6->flags & KUBE_NODE_READY);
+	assert_true(k7->dnd_until_ms == KUBE_DND_ALWAYS);
+	assert_string_equal(node_rv(s6, "n5"), "505");
+	assert_string_equal(node_rv(s6, "n6"), "506");
+	assert_string_equal(node_rv(s6, "n7"), "507");
+	put_node(c, 8, 508, true, false, false);
+	struct kube_snapshot *s7 = publish(c);
+	put_node(c, 9, 509, true, false, true); /* deleted while n8 is a patch */
+	put_node(c, 64, 564, true, false, false);
+	struct kube_snapshot *s8 = publish(c);
+	assert_int_equal(kube_snapshot_count(s8, KUBE_RES_NODES), 64);
+	assert_null(kube_snapshot_find_node(s8, ng_test_id(s8, "n9")));
+	assert_string_equal(node_rv(s8, "n8"), "508");
+	assert_string_equal(node_rv(s8, "n64"), "564");
+	assert_string_equal(node_rv(s7, "n8"), "508");
+	assert_string_equal(node_rv(s7, "n9"), "109");
+	/* A relist while patched. */
+	put_node(c, 20, 620, true, false, false);
+	struct kube_snapshot *s9 = publish(c);
+	kube_cache_reset(c, KUBE_RES_NODES);
+	put_node(c, 20, 621, true, false, false);
+	struct kube_snapshot *s10 = publish(c);
+	assert_int_equal(kube_snapshot_count(s10, KUBE_RES_NODES), 1);
+	assert_string_equal(node_rv(s10, "n20"), "621");
+	assert_string_equal(node_rv(s9, "n20"), "620");
+	struct kube_snapshot *all[] = {s3, s4, s5, s6, s7, s8, s9, s10};
+	for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++)
+		kube_snapshot_release(all[i]);
+	/* Destroyed with a patched table current. */
+	put_node(c, 30, 630, true, false, false);
+	for (int i = 0; i < 40; i++)
+		put_node(c, 30 + i, 700 + i, true, false, false);
+	kube_snapshot_release(publish(c));
+	put_node(c, 31, 800, true, false, false);
+	kube_snapshot_release(publish(c));
+	kube_cache_destroy(c);
+}
+
 /* A kubelet's status heartbeat (a new resourceVersion and condition time) keeps the node in
  * its place and the table's shape: what the gate keeps of its budget pools stays valid. A
  * label, a state change, a node added or removed gives a new shape. */
@@ -325,8 +446,8 @@ static void test_cache_node_heartbeat_keeps_position_and_shape(void **state)
 	assert_int_equal(node_pos(s2, "n1"), p1);
 	/* Its indexes are copies of the old table's: they answer after that one is gone. */
 	kube_snapshot_release(s1);
-	assert_string_equal(kube_snapshot_find_node(s2, ng_test_id(s2, "n1"))->rv, "20");
-	assert_string_equal(kube_snapshot_find_node(s2, ng_test_id(s2, "n3"))->rv, "21");
+	assert_string_equal(node_rv(s2, "n1"), "20");
+	assert_string_equal(node_rv(s2, "n3"), "21");
 	size_t na, nb;
 	const uint32_t *in_a =
 	    kube_snapshot_nodes_with_label(s2, ng_test_id(s2, "pool"), ng_test_id(s2, "a"), &na);
@@ -415,6 +536,7 @@ int main(void)
 	    cmocka_unit_test(test_store_stress_live_cache_writer_and_readers),
 	    cmocka_unit_test(test_cache_snapshot_carries_each_kinds_resource_version),
 	    cmocka_unit_test(test_cache_node_heartbeat_keeps_position_and_shape),
+	    cmocka_unit_test(test_cache_node_versions_are_patches_over_a_shared_table),
 	    cmocka_unit_test(test_cache_budget_status_keeps_shape),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

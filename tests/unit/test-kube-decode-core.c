@@ -95,7 +95,7 @@ static void test_node_drain_note(void **state)
 	assert_int_equal(a->note.holders[1], ng_test_id(s, "r2"));
 	assert_string_equal(a->note.boot_id, "b-1");
 	assert_string_equal(a->boot_id, "b-2");
-	assert_string_equal(a->rv, "7");
+	assert_string_equal(a->rv_decoded, "7");
 	assert_int_equal(a->note.ntaints, 1);
 	assert_int_equal(a->note.taints[0].key, ng_test_id(s, "example.com/m"));
 	assert_int_equal(a->note.taints[0].effect, ng_test_id(s, "NoSchedule"));
