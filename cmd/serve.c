@@ -1,19 +1,18 @@
 /* nodegate serve: configure from the flags, fill the cache (snapshot files or a watch), start
- * the controllers and the HTTPS server, then wait for signals on the main thread. */
+ * the controllers and the HTTPS server, then wait for signals on the main thread. The flags are
+ * read in serve_config.c, the serving certificate kept in serve_certificate.c. */
 #include "cmd/cmd.h"
 #include "cmd/controllers.h"
+#include "cmd/serve_internal.h"
 
 #include "certs/certs.h"
 #include "common/buf.h"
 #include "common/clock.h"
-#include "common/file.h"
 #include "common/log.h"
-#include "common/parse.h"
 #include "common/prom.h"
 #include "common/regex.h"
 #include "common/status.h"
 #include "kube/auth.h"
-#include "kube/client.h"
 #include "kube/config.h"
 #include "kube/kube.h"
 #include "kube/watch.h"
@@ -35,58 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-/* Certificate and key files are a few KiB; 1 MiB rejects a wrong path early. */
-#define MAX_PEM_BYTES (1u << 20)
-
-int cmd_split_listen(const char *s, char *host, size_t hostcap, uint16_t *port)
-{
-	const char *colon;
-	const char *h = s;
-	size_t hlen;
-	if (s[0] == '[') {
-		const char *close = strchr(s, ']');
-		if (!close || close[1] != ':')
-			return -1;
-		h = s + 1;
-		hlen = (size_t)(close - h);
-		colon = close + 1;
-	} else {
-		colon = strrchr(s, ':');
-		if (!colon)
-			return -1;
-		hlen = (size_t)(colon - s);
-	}
-	if (hlen == 0 || hlen >= hostcap)
-		return -1;
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
-	int64_t p;
-	if (ng_parse_i64(colon + 1, strlen(colon + 1), 0, 65535, &p) != NG_OK)
-		return -1;
-	*port = (uint16_t)p;
-	return 0;
-}
-
-/* The PEM files: reported and NULL on error. */
-static char *read_pem(const char *path, const char *what, bool secret)
-{
-	char *buf = NULL;
-	size_t len;
-	struct ng_err err = {0};
-	if (ng_read_file(path, MAX_PEM_BYTES, what, secret, &buf, &len, &err) != NG_OK) {
-		(void)fprintf(stderr, "nodegate: %s\n", err.msg);
-		return NULL;
-	}
-	if (len == 0) {
-		(void)fprintf(stderr, "nodegate: %s %s: empty\n", what, path);
-		free(buf);
-		return NULL;
-	}
-	return buf;
-}
 
 static struct kube_snapshot *load_snapshot(const struct cmd_serve_config *c)
 {
@@ -171,247 +119,6 @@ static enum srv_auth authorize_admin(void *ctx, const char *authorization, const
 	}
 }
 
-/* What the served certificate files were when last read: a change of either is a renewal. */
-struct tls_files {
-	struct stat cert, key;
-};
-
-static bool same_file(const struct stat *a, const struct stat *b)
-{
-	return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
-}
-
-/* Whether --tls-cert or --tls-key changed since the last call (which it records). A file
- * that cannot be stat'ed is not a change: a renewal replaces files, it does not remove them. */
-static bool tls_files_changed(const struct cmd_serve_config *c, struct tls_files *last)
-{
-	struct tls_files now;
-	if (stat(c->tls_cert, &now.cert) != 0 || stat(c->tls_key, &now.key) != 0)
-		return false;
-	bool changed = !same_file(&now.cert, &last->cert) || !same_file(&now.key, &last->key);
-	*last = now;
-	return changed;
-}
-
-/* Reads the pair again and serves it from the next handshake; a pair that does not load is
- * logged and the current one kept. */
-static void reload_certificate(const struct cmd_serve_config *c, struct srv *srv,
-			       _Atomic int64_t *not_after)
-{
-	char *cert = read_pem(c->tls_cert, "--tls-cert", false);
-	char *key = cert ? read_pem(c->tls_key, "--tls-key", true) : NULL;
-	struct ng_err err = {0};
-	int64_t exp = 0;
-	ng_status st = cert && key ? srv_set_certificate(srv, cert, key, &err) : NG_EINVAL;
-	if (st == NG_OK && cert_not_after(cert, &exp, &err) == NG_OK)
-		atomic_store(not_after, exp);
-	struct ng_logline l;
-	if (ng_log_begin(&l, st == NG_OK ? NG_LOG_INFO : NG_LOG_ERROR, "cmd",
-			 st == NG_OK
-			     ? "serving certificate reloaded"
-			     : "serving certificate not reloaded: keeping the current one")) {
-		ng_log_str(&l, "cert", c->tls_cert);
-		if (st == NG_OK)
-			ng_log_i64(&l, "not_after", exp);
-		else
-			ng_log_str(&l, "err", err.msg[0] ? err.msg : "the files do not read");
-		ng_log_end(&l);
-	}
-	if (key)
-		explicit_bzero(key, strlen(key));
-	free(key);
-	free(cert);
-}
-
-/* Everything serve runs. Lives on cmd_serve's stack: the server, gate and lease borrow parts
- * of it (flags, identity, metrics) until shut_down() stops them. */
-struct serve {
-	struct cmd_serve_config c;
-	struct pol_eviction_config ev;
-	char host[64];
-	uint16_t port;
-	char admin_host[64]; /* "" when --admin-listen off */
-	uint16_t admin_port;
-	bool admin_kube_auth;    /* --admin-auth resolved: TokenReview + SubjectAccessReview */
-	struct kube_auth *auth;  /* the admin listener's callers: authz, or NULL (--admin-auth) */
-	struct kube_auth *authz; /* every access check (live only): access_checks() */
-	char *client_ca;         /* --client-ca, as read */
-	bool live;               /* watching an API server, not serving snapshot files */
-	struct kube_config kcfg;
-	sigset_t signals; /* blocked in every thread; the main thread waits for them */
-	char *cert, *key; /* PEM, as read; the key is wiped once handed to the server */
-	struct kube_store *store;
-	struct kube_watch *watch;
-	struct autoreq *autoreq;
-	struct capi *capi;
-	struct leader *leader;
-	struct gate *gate;
-	struct remediate *remediate;
-	char identity[300];             /* this replica in the Lease and in events: hostname_pid */
-	_Atomic int64_t cert_not_after; /* the serving certificate's notAfter, Unix seconds; 0
-					   unknown */
-	struct cmd_wiring wiring;       /* serve_rows, on this serve */
-	struct tls_files tls;
-	struct srv_config sc; /* srv_create keeps a pointer to sc.eviction: must outlive srv */
-	struct srv *srv;
-	/* --self-signed: where the CA lives, the names served, the renewer. */
-	char ca_ns[64], ca_name[254], svc_ns[64], svc_name[64];
-	struct selfsigned_config ssc;
-	struct selfsigned_first first;
-	struct selfsigned *renewer;
-};
-
-/* "NS/NAME" into @ns and @name. 0, or -1 when it is not that. */
-static int split_ref(const char *s, char *ns, size_t nscap, char *name, size_t namecap)
-{
-	const char *slash = strchr(s, '/');
-	if (!slash || slash == s || !slash[1] || strchr(slash + 1, '/') ||
-	    (size_t)(slash - s) >= nscap || strlen(slash + 1) >= namecap)
-		return -1;
-	(void)snprintf(ns, nscap, "%.*s", (int)(slash - s), s);
-	(void)snprintf(name, namecap, "%s", slash + 1);
-	return 0;
-}
-
-static bool loopback(const char *host)
-{
-	return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0;
-}
-
-/* Whether every name of --admin-host (each value a name or a comma-separated list) looks like
- * a Host header's name: no blanks, no port, at most 253 bytes. 0, or 2 after printing. */
-static int check_admin_hosts(const struct cmd_multi *m)
-{
-	for (size_t i = 0; i < m->n; i++) {
-		const char *p = m->v[i];
-		do {
-			size_t n = strcspn(p, ",");
-			bool ok = n > 0 && n <= 253;
-			for (size_t k = 0; ok && k < n; k++)
-				ok = p[k] > ' ' && p[k] < 0x7f && p[k] != '/' &&
-				     (p[k] != ':' || p[0] == '[');
-			if (!ok) {
-				(void)fprintf(stderr,
-					      "nodegate: --admin-host \"%s\": expected host names "
-					      "without a port (e.g. nodegate.example or "
-					      "a,b), [v6] for an IPv6 address\n",
-					      m->v[i]);
-				return 2;
-			}
-			p += n;
-		} while (*p++ == ',');
-	}
-	return 0;
-}
-
-/* --admin-listen, --admin-auth and --admin-host. 0, or 2 after printing what is wrong. */
-static int configure_admin(struct serve *s)
-{
-	const struct cmd_serve_config *c = &s->c;
-	if (check_admin_hosts(&c->admin_hosts) != 0)
-		return 2;
-	if (strcmp(c->admin_listen, "off") == 0)
-		return 0;
-	if (cmd_split_listen(c->admin_listen, s->admin_host, sizeof(s->admin_host),
-			     &s->admin_port) != 0) {
-		(void)fprintf(stderr,
-			      "nodegate: --admin-listen \"%s\": expected ADDR:PORT with PORT "
-			      "between 0 and 65535 (e.g. 127.0.0.1:8081) or off\n",
-			      c->admin_listen);
-		return 2;
-	}
-	bool lo = loopback(s->admin_host);
-	if (strcmp(c->admin_auth, "auto") == 0 || strcmp(c->admin_auth, "kubernetes") == 0) {
-		s->admin_kube_auth = strcmp(c->admin_auth, "kubernetes") == 0 || !lo;
-	} else if (strcmp(c->admin_auth, "none") != 0) {
-		(void)fprintf(stderr,
-			      "nodegate: --admin-auth \"%s\": use auto, kubernetes or none\n",
-			      c->admin_auth);
-		return 2;
-	} else if (!lo) {
-		(void)fprintf(stderr,
-			      "nodegate: --admin-auth none on %s would give the cache dump to "
-			      "anyone who can reach it: use a loopback address or kubernetes\n",
-			      c->admin_listen);
-		return 2;
-	}
-	if (s->admin_kube_auth && !s->live) {
-		(void)fprintf(stderr,
-			      "nodegate: --admin-auth kubernetes needs an API server to ask "
-			      "(not --snapshot); use a loopback --admin-listen\n");
-		return 2;
-	}
-	return 0;
-}
-
-/* The flags into settings; every error is a bad flag (exit status 2) and is printed. */
-static int configure(struct serve *s, int argc, char **argv)
-{
-	struct cmd_serve_config *c = &s->c;
-	if (cmd_flags_parse(CMD_SERVE, argc, argv, c) != 0)
-		return 2;
-	if (cmd_set_log_level(c->log_level) != 0)
-		return 2;
-	s->ev = (struct pol_eviction_config){
-	    .exempt_users = c->exempt_users.v,
-	    .nexempt = c->exempt_users.n,
-	    .retry_after_seconds = (int32_t)c->retry_after_seconds,
-	};
-	for (size_t i = 0; i < c->exempt_users.n; i++) {
-		const char *why = kube_exempt_entry_problem(c->exempt_users.v[i]);
-		if (why) {
-			(void)fprintf(stderr, "nodegate: --exempt-user \"%s\": %s\n",
-				      c->exempt_users.v[i], why);
-			return 2;
-		}
-	}
-	if (pol_eviction_mode_parse(c->eviction_mode, &s->ev.mode) != NG_OK) {
-		(void)fprintf(stderr,
-			      "nodegate: --eviction-mode \"%s\": use Enforce, Warn or Off\n",
-			      c->eviction_mode);
-		return 2;
-	}
-	if (cmd_split_listen(c->listen, s->host, sizeof(s->host), &s->port) != 0) {
-		(void)fprintf(stderr,
-			      "nodegate: --listen \"%s\": expected ADDR:PORT with PORT between 0 "
-			      "and 65535, e.g. 0.0.0.0:8443 or [::]:8443\n",
-			      c->listen);
-		return 2;
-	}
-	s->live = c->snapshots.n == 0;
-	if (c->self_signed && (c->tls_cert || c->tls_key || !s->live)) {
-		(void)fprintf(stderr,
-			      "nodegate: --self-signed makes the serving certificate and keeps "
-			      "its CA in the cluster: it takes neither --tls-cert/--tls-key "
-			      "nor --snapshot\n");
-		return 2;
-	}
-	if (c->self_signed &&
-	    (split_ref(c->ca_secret, s->ca_ns, sizeof(s->ca_ns), s->ca_name, sizeof(s->ca_name)) ||
-	     split_ref(c->service, s->svc_ns, sizeof(s->svc_ns), s->svc_name,
-		       sizeof(s->svc_name)))) {
-		(void)fprintf(stderr,
-			      "nodegate: --ca-secret \"%s\" and --service \"%s\": expected "
-			      "NAMESPACE/NAME\n",
-			      c->ca_secret, c->service);
-		return 2;
-	}
-	if (!c->self_signed && (!c->tls_cert || !c->tls_key)) {
-		(void)fprintf(stderr, "nodegate: --tls-cert and --tls-key are required (the API "
-				      "server only calls webhooks over HTTPS), or --self-signed\n");
-		return 2;
-	}
-	struct ng_err kerr = {0};
-	if (s->live &&
-	    kube_config_resolve(c->kubeconfig, c->kube_context, c->allow_insecure_kube_tls != 0,
-				&s->kcfg, &kerr) != NG_OK) {
-		(void)fprintf(stderr, "nodegate: finding the API server: %s\n", kerr.msg);
-		return 2;
-	}
-	return configure_admin(s);
-}
-
 /* Signals go to the main thread only: block them before any thread starts. */
 static void block_signals(struct serve *s)
 {
@@ -421,49 +128,6 @@ static void block_signals(struct serve *s)
 	sigaddset(&s->signals, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &s->signals, NULL);
 	(void)signal(SIGPIPE, SIG_IGN);
-}
-
-/* A new serving pair from the renewer (its thread): served from the next handshake. */
-static void install_certificate(void *ctx, const char *cert, const char *key, int64_t not_after)
-{
-	struct serve *s = ctx;
-	struct ng_err err = {0};
-	if (srv_set_certificate(s->srv, cert, key, &err) == NG_OK) {
-		atomic_store(&s->cert_not_after, not_after);
-		return;
-	}
-	struct ng_logline l;
-	if (ng_log_begin(&l, NG_LOG_ERROR, "cmd", "renewed certificate not served")) {
-		ng_log_str(&l, "err", err.msg);
-		ng_log_end(&l);
-	}
-}
-
-/* --self-signed: the CA from the cluster and a first serving pair. 0, or -1 (logged). */
-static int make_certificate(struct serve *s)
-{
-	s->ssc = (struct selfsigned_config){.kube = &s->kcfg,
-					    .secret_ns = s->ca_ns,
-					    .secret_name = s->ca_name,
-					    .service_ns = s->svc_ns,
-					    .service_name = s->svc_name,
-					    .cert_seconds = s->c.cert_seconds,
-					    .selector = s->c.webhook_selector,
-					    .install = install_certificate,
-					    .ctx = s};
-	struct kube_client *client = kube_client_create(&s->kcfg);
-	struct ng_err err = {0};
-	ng_status st = client ? selfsigned_bootstrap(&s->ssc, client, 60, &s->first, &err)
-			      : ng_err_set(&err, NG_ENOMEM, 0, "out of memory");
-	kube_client_destroy(client);
-	if (st != NG_OK) {
-		(void)fprintf(stderr, "nodegate: --self-signed: %s\n", err.msg);
-		return -1;
-	}
-	s->cert = s->first.cert_pem;
-	s->key = s->first.key_pem;
-	s->first.cert_pem = s->first.key_pem = NULL;
-	return 0;
 }
 
 /* The serving pair and the empty store. 0, or -1 (the PEM errors are printed). */

@@ -4,10 +4,14 @@
  *
  * The parts: ledger.c (the grant ledger, control-plane classes, a request's nodes), rank.c
  * (pol_rank_pending), scopes.c (budget scopes and their index), budget_eval.c (per-budget
- * evaluation), disruption.c (the decision steps), verdicts.c (reasons, budget statuses, JSON).
+ * evaluation), budget_topology.c (a node budget's topology limits), budget_windows.c (a
+ * budget's maintenance windows), disruption.c (the decision steps), verdicts.c (reasons, budget
+ * statuses, JSON).
  *
- * Functions named pd_* are shared between the parts and documented at their definitions; the
- * small helpers of the hot loops are static inline here, so splitting the files costs no call.
+ * Functions named pd_* are shared between the parts and documented at their definitions, as
+ * are the steps of a budget's verdict that budget_eval.c calls in budget_topology.c and
+ * budget_windows.c; the small helpers of the hot loops are static inline here, so splitting the
+ * files costs no call.
  *
  * Ownership and threads: as policy/disruption.h says; a ledger, its scopes (in its arena) and an
  * eval belong to one thread at a time. */
@@ -329,8 +333,6 @@ ng_status pd_scope_holders(struct pol_ledger *l, const struct bscope *sc, struct
 void pd_sort_by_name(const struct ng_intern *pool, uint32_t *ids, size_t n);
 
 /* budget_eval.c */
-void pd_windows_at(const struct kube_budget_common *b, int64_t now_ms, struct win *ret);
-struct win *pd_scope_windows(struct bscope *sc, const struct kube_budget_common *b, int64_t now_ms);
 struct pol_budget_verdict *pd_verdict(struct eval *e, enum kube_resource kind,
 				      const struct kube_budget_common *b, size_t index);
 void pd_fail_v(struct eval *e, struct pol_budget_verdict *v);
@@ -343,5 +345,19 @@ ng_status pd_eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index,
 ng_status pd_eval_adb_invalid(struct eval *e, const struct kube_adb *a, size_t index);
 ng_status pd_eval_adb(struct eval *e, const struct kube_adb *a, size_t index,
 		      const struct touch *t);
+void mark_never(struct eval *e, struct pol_budget_verdict *v);
+
+/* budget_topology.c */
+ng_status check_topology(struct eval *e, struct pol_budget_verdict *v, const struct kube_ndb *b,
+			 struct bscope *sc);
+
+/* budget_windows.c */
+void pd_windows_at(const struct kube_budget_common *b, int64_t now_ms, struct win *ret);
+struct win *pd_scope_windows(struct bscope *sc, const struct kube_budget_common *b, int64_t now_ms);
+void wake_at_edge(struct eval *e, const struct pol_budget_verdict *v, const struct win *w);
+void fail_closed(struct eval *e, struct pol_budget_verdict *v, const char *what,
+		 const struct kube_budget_common *b, const struct win *w);
+bool window_limits(struct eval *e, struct win *w, struct bud_limits *lim, const char *field,
+		   struct ng_err *err);
 
 #endif
