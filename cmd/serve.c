@@ -134,14 +134,14 @@ static void block_signals(struct serve *s)
 static int open_store(struct serve *s)
 {
 	if (s->c.self_signed) {
-		if (make_certificate(s) != 0)
+		if (serve_make_certificate(s) != 0)
 			return -1;
 	} else {
-		s->cert = read_pem(s->c.tls_cert, "--tls-cert", false);
-		s->key = s->cert ? read_pem(s->c.tls_key, "--tls-key", true) : NULL;
+		s->cert = serve_read_pem(s->c.tls_cert, "--tls-cert", false);
+		s->key = s->cert ? serve_read_pem(s->c.tls_key, "--tls-key", true) : NULL;
 	}
 	if (s->key && s->c.client_ca) {
-		s->client_ca = read_pem(s->c.client_ca, "--client-ca", false);
+		s->client_ca = serve_read_pem(s->c.client_ca, "--client-ca", false);
 		if (!s->client_ca)
 			return -1;
 	}
@@ -464,14 +464,15 @@ static void server_config(struct serve *s)
 	    .webhook_metrics = c->webhook_port_metrics != 0,
 	    .admin_host = s->admin_host[0] ? s->admin_host : NULL,
 	    .admin_port = s->admin_port,
-	    .admin_tls = s->admin_host[0] && !loopback(s->admin_host),
+	    .admin_tls = s->admin_host[0] && !serve_loopback(s->admin_host),
 	    .admin_authorize = s->auth ? authorize_admin : NULL,
 	    .admin_authorize_ctx = s->auth,
 	    /* On loopback (a port-forward, a sidecar) a web page could rebind its name to the
 	     * listener, which has no authentication there; elsewhere every side door wants a
 	     * bearer token, which a browser never sends on its own, and callers name the pod by
 	     * addresses nodegate cannot list: the check applies once names are given. */
-	    .admin_host_check = s->admin_host[0] && (loopback(s->admin_host) || c->admin_hosts.n),
+	    .admin_host_check =
+		s->admin_host[0] && (serve_loopback(s->admin_host) || c->admin_hosts.n),
 	    .admin_hosts = c->admin_hosts.v,
 	    .nadmin_hosts = c->admin_hosts.n,
 	    .admin_max_plans = (unsigned)c->admin_max_plans,
@@ -512,7 +513,7 @@ static int start_server(void *ctx)
 {
 	struct serve *s = ctx;
 	if (!s->c.self_signed)
-		tls_files_changed(&s->c, &s->tls); /* remembers what is being served */
+		serve_tls_files_changed(&s->c, &s->tls); /* remembers what is being served */
 	int64_t exp = 0;
 	struct ng_err err = {0};
 	if (cert_not_after(s->cert, &exp, &err) == NG_OK)
@@ -635,13 +636,13 @@ static void wait_for_signals(struct serve *s)
 		int sig = sigtimedwait(&s->signals, NULL, &poll);
 		if (sig < 0) {
 			if (errno == EAGAIN && files && c->tls_reload_seconds &&
-			    tls_files_changed(c, &s->tls))
-				reload_certificate(c, s->srv, &s->cert_not_after);
+			    serve_tls_files_changed(c, &s->tls))
+				serve_reload_certificate(c, s->srv, &s->cert_not_after);
 			continue;
 		}
 		if (sig == SIGHUP && files) {
-			(void)tls_files_changed(c, &s->tls);
-			reload_certificate(c, s->srv, &s->cert_not_after);
+			(void)serve_tls_files_changed(c, &s->tls);
+			serve_reload_certificate(c, s->srv, &s->cert_not_after);
 		}
 		if (sig == SIGHUP && s->live)
 			continue; /* the watch keeps the cache current */
@@ -678,7 +679,7 @@ static void shut_down(struct serve *s)
 int cmd_serve(int argc, char **argv)
 {
 	struct serve s = {0};
-	int rc = configure(&s, argc, argv);
+	int rc = serve_configure(&s, argc, argv);
 	if (rc != 0)
 		return rc;
 	block_signals(&s);

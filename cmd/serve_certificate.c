@@ -21,7 +21,7 @@
 #define MAX_PEM_BYTES (1u << 20)
 
 /* The PEM files: reported and NULL on error. */
-char *read_pem(const char *path, const char *what, bool secret)
+char *serve_read_pem(const char *path, const char *what, bool secret)
 {
 	char *buf = NULL;
 	size_t len;
@@ -46,7 +46,7 @@ static bool same_file(const struct stat *a, const struct stat *b)
 
 /* Whether --tls-cert or --tls-key changed since the last call (which it records). A file
  * that cannot be stat'ed is not a change: a renewal replaces files, it does not remove them. */
-bool tls_files_changed(const struct cmd_serve_config *c, struct tls_files *last)
+bool serve_tls_files_changed(const struct cmd_serve_config *c, struct tls_files *last)
 {
 	struct tls_files now;
 	if (stat(c->tls_cert, &now.cert) != 0 || stat(c->tls_key, &now.key) != 0)
@@ -58,11 +58,11 @@ bool tls_files_changed(const struct cmd_serve_config *c, struct tls_files *last)
 
 /* Reads the pair again and serves it from the next handshake; a pair that does not load is
  * logged and the current one kept. */
-void reload_certificate(const struct cmd_serve_config *c, struct srv *srv,
-			_Atomic int64_t *not_after)
+void serve_reload_certificate(const struct cmd_serve_config *c, struct srv *srv,
+			      _Atomic int64_t *not_after)
 {
-	char *cert = read_pem(c->tls_cert, "--tls-cert", false);
-	char *key = cert ? read_pem(c->tls_key, "--tls-key", true) : NULL;
+	char *cert = serve_read_pem(c->tls_cert, "--tls-cert", false);
+	char *key = cert ? serve_read_pem(c->tls_key, "--tls-key", true) : NULL;
 	struct ng_err err = {0};
 	int64_t exp = 0;
 	ng_status st = cert && key ? srv_set_certificate(srv, cert, key, &err) : NG_EINVAL;
@@ -103,7 +103,7 @@ static void install_certificate(void *ctx, const char *cert, const char *key, in
 }
 
 /* --self-signed: the CA from the cluster and a first serving pair. 0, or -1 (logged). */
-int make_certificate(struct serve *s)
+int serve_make_certificate(struct serve *s)
 {
 	s->ssc = (struct selfsigned_config){.kube = &s->kcfg,
 					    .secret_ns = s->ca_ns,

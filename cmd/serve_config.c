@@ -54,7 +54,7 @@ static int split_ref(const char *s, char *ns, size_t nscap, char *name, size_t n
 	return 0;
 }
 
-bool loopback(const char *host)
+bool serve_loopback(const char *host)
 {
 	return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0;
 }
@@ -101,7 +101,7 @@ static int configure_admin(struct serve *s)
 			      c->admin_listen);
 		return 2;
 	}
-	bool lo = loopback(s->admin_host);
+	bool lo = serve_loopback(s->admin_host);
 	if (strcmp(c->admin_auth, "auto") == 0 || strcmp(c->admin_auth, "kubernetes") == 0) {
 		s->admin_kube_auth = strcmp(c->admin_auth, "kubernetes") == 0 || !lo;
 	} else if (strcmp(c->admin_auth, "none") != 0) {
@@ -126,7 +126,7 @@ static int configure_admin(struct serve *s)
 }
 
 /* The flags into settings; every error is a bad flag (exit status 2) and is printed. */
-int configure(struct serve *s, int argc, char **argv)
+int serve_configure(struct serve *s, int argc, char **argv)
 {
 	struct cmd_serve_config *c = &s->c;
 	if (cmd_flags_parse(CMD_SERVE, argc, argv, c) != 0)

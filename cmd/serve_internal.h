@@ -73,14 +73,14 @@ struct serve {
 };
 
 /* serve_config.c */
-bool loopback(const char *host);
-int configure(struct serve *s, int argc, char **argv);
+bool serve_loopback(const char *host);
+int serve_configure(struct serve *s, int argc, char **argv);
 
 /* serve_certificate.c */
-char *read_pem(const char *path, const char *what, bool secret);
-bool tls_files_changed(const struct cmd_serve_config *c, struct tls_files *last);
-void reload_certificate(const struct cmd_serve_config *c, struct srv *srv,
-			_Atomic int64_t *not_after);
-int make_certificate(struct serve *s);
+char *serve_read_pem(const char *path, const char *what, bool secret);
+bool serve_tls_files_changed(const struct cmd_serve_config *c, struct tls_files *last);
+void serve_reload_certificate(const struct cmd_serve_config *c, struct srv *srv,
+			      _Atomic int64_t *not_after);
+int serve_make_certificate(struct serve *s);
 
 #endif

@@ -316,7 +316,7 @@ static void put_split(struct line *b, int64_t need)
 		PUT_LIT(b, " or split the request");
 }
 
-void mark_never(struct eval *e, struct pol_budget_verdict *v)
+void pd_mark_never(struct eval *e, struct pol_budget_verdict *v)
 {
 	if (!v->never) {
 		v->never = true;
@@ -364,7 +364,7 @@ static void check_never(struct eval *e, struct pol_budget_verdict *v, const stru
 		PUT_LIT(&out, " to ");
 		put_i(&out, own_n);
 		put_split(&out, own_n);
-		mark_never(e, v);
+		pd_mark_never(e, v);
 		return;
 	}
 	int64_t min = own->has_min ? bud_int_or_percent_scaled(&own->min, n) : -1;
@@ -378,7 +378,7 @@ static void check_never(struct eval *e, struct pol_budget_verdict *v, const stru
 	PUT_LIT(&out, " undisrupted: lower minUndisruptedNodes to ");
 	put_i(&out, n - own_n);
 	put_split(&out, own_n);
-	mark_never(e, v);
+	pd_mark_never(e, v);
 }
 
 /* @sc's "what", made once: @kind then @ns/@name (@ns NG_INTERN_NONE: @name alone), cut as
@@ -621,7 +621,7 @@ ng_status pd_eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index, co
 	struct ng_err err = {0};
 	struct win *w = b->b.nwindows ? pd_scope_windows(sc, &b->b, e->now_ms) : NULL;
 	if (w && w->deny && t->added > 0) {
-		fail_closed(e, v, what, &b->b, w);
+		pd_fail_closed(e, v, what, &b->b, w);
 		/* Waiting for a window is no use if no window would let it through. */
 		if (ndb_limits(e, b, sc, &err))
 			check_never(e, v, sc, &b->b, &sc->lim, t->own, "maxDisruptedNodes");
@@ -631,14 +631,14 @@ ng_status pd_eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index, co
 		goto bad;
 	/* An open window's maximum replaces the budget's own for this instant only. */
 	struct bud_limits lim = sc->lim;
-	if (w && !window_limits(e, w, &lim, "spec.windows.maxDisruptedNodes", &err))
+	if (w && !pd_window_limits(e, w, &lim, "spec.windows.maxDisruptedNodes", &err))
 		goto bad;
 	check_counts(e, v, sc, &lim, t->added);
 	soak_note(e, v, sc, &lim, t->added);
 	check_never(e, v, sc, &b->b, &sc->lim, t->own, "maxDisruptedNodes");
 	ng_status st =
-	    v->ok && b->topology_key != NG_INTERN_NONE ? check_topology(e, v, b, sc) : NG_OK;
-	wake_at_edge(e, v, w);
+	    v->ok && b->topology_key != NG_INTERN_NONE ? pd_check_topology(e, v, b, sc) : NG_OK;
+	pd_wake_at_edge(e, v, w);
 	return st;
 bad:
 	pd_fail_v(e, v);
@@ -756,7 +756,7 @@ ng_status pd_eval_adb(struct eval *e, const struct kube_adb *a, size_t index, co
 	struct ng_err err = {0};
 	struct win *w = a->b.nwindows ? pd_scope_windows(sc, &a->b, e->now_ms) : NULL;
 	if (w && w->deny && t->added > 0) {
-		fail_closed(e, v, what, &a->b, w);
+		pd_fail_closed(e, v, what, &a->b, w);
 		if (adb_limits(e, a, sc, &err))
 			check_never(e, v, sc, &a->b, &sc->lim, t->own, "maxDisruptions");
 		return NG_OK;
@@ -765,12 +765,12 @@ ng_status pd_eval_adb(struct eval *e, const struct kube_adb *a, size_t index, co
 		goto bad;
 	/* An open window's maximum replaces the budget's own for this instant only. */
 	struct bud_limits lim = sc->lim;
-	if (w && !window_limits(e, w, &lim, "spec.windows.maxDisruptions", &err))
+	if (w && !pd_window_limits(e, w, &lim, "spec.windows.maxDisruptions", &err))
 		goto bad;
 	check_counts(e, v, sc, &lim, t->added);
 	soak_note(e, v, sc, &lim, t->added);
 	check_never(e, v, sc, &a->b, &sc->lim, t->own, "maxDisruptions");
-	wake_at_edge(e, v, w);
+	pd_wake_at_edge(e, v, w);
 	return NG_OK;
 bad:
 	pd_fail_v(e, v);

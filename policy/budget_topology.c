@@ -117,7 +117,7 @@ static void topology_never(struct eval *e, struct pol_budget_verdict *v, const s
 		       "maxDisruptedDomains to %lld or split the request",
 		       (long long)own, key, (int)sc->what_len, sc->what, (long long)b->max_domains,
 		       (long long)own);
-		mark_never(e, v);
+		pd_mark_never(e, v);
 		return;
 	}
 	for (size_t i = 0; per && i < nd; i++) {
@@ -132,7 +132,7 @@ static void topology_never(struct eval *e, struct pol_budget_verdict *v, const s
 		       d[i].value == NG_INTERN_NONE ? "(none)" : str(e, d[i].value),
 		       (int)sc->what_len, sc->what, (long long)limit, (long long)d[i].nodes,
 		       (long long)d[i].asked);
-		mark_never(e, v);
+		pd_mark_never(e, v);
 		return;
 	}
 }
@@ -140,8 +140,8 @@ static void topology_never(struct eval *e, struct pol_budget_verdict *v, const s
 /* The topology limits of NDB @b on its scope @sc: at most maxDisruptedDomains domains with a
  * disrupted node once the request is granted, and in each domain the request touches at most
  * maxDisruptedNodesPerDomain of its nodes (a percentage of the domain, rounded up). */
-ng_status check_topology(struct eval *e, struct pol_budget_verdict *v, const struct kube_ndb *b,
-			 struct bscope *sc)
+ng_status pd_check_topology(struct eval *e, struct pol_budget_verdict *v, const struct kube_ndb *b,
+			    struct bscope *sc)
 {
 	struct domain *d;
 	size_t nd;

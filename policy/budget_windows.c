@@ -48,15 +48,15 @@ struct win *pd_scope_windows(struct bscope *sc, const struct kube_budget_common 
 
 /* A verdict of a budget with windows failed: its limits change at the next window edge, when
  * the decision may change by the clock alone. */
-void wake_at_edge(struct eval *e, const struct pol_budget_verdict *v, const struct win *w)
+void pd_wake_at_edge(struct eval *e, const struct pol_budget_verdict *v, const struct win *w)
 {
 	if (w && !v->ok && w->edge_ms > e->now_ms && (!e->wake_ms || w->edge_ms < e->wake_ms))
 		e->wake_ms = w->edge_ms;
 }
 
 /* Fails @v because @b (named @what) is outside its windows, saying when the next one opens. */
-void fail_closed(struct eval *e, struct pol_budget_verdict *v, const char *what,
-		 const struct kube_budget_common *b, const struct win *w)
+void pd_fail_closed(struct eval *e, struct pol_budget_verdict *v, const char *what,
+		    const struct kube_budget_common *b, const struct win *w)
 {
 	pd_fail_v(e, v);
 	e->nclosed++;
@@ -76,14 +76,14 @@ void fail_closed(struct eval *e, struct pol_budget_verdict *v, const char *what,
 	       "%s is outside its maintenance windows; the next opens at %s (%s %s, schedule "
 	       "\"%s\")",
 	       what, at, local, str(e, x->zone), str(e, x->schedule));
-	wake_at_edge(e, v, w);
+	pd_wake_at_edge(e, v, w);
 }
 
 /* @lim with an open window's own maximum in place of @base's, read once per instant (a limit
  * that does not read is read again, for its message). False (and @err) when it does not
  * read. */
-bool window_limits(struct eval *e, struct win *w, struct bud_limits *lim, const char *field,
-		   struct ng_err *err)
+bool pd_window_limits(struct eval *e, struct win *w, struct bud_limits *lim, const char *field,
+		      struct ng_err *err)
 {
 	if (!w->limit)
 		return true;

@@ -345,19 +345,19 @@ ng_status pd_eval_ndb(struct eval *e, const struct kube_ndb *b, size_t index,
 ng_status pd_eval_adb_invalid(struct eval *e, const struct kube_adb *a, size_t index);
 ng_status pd_eval_adb(struct eval *e, const struct kube_adb *a, size_t index,
 		      const struct touch *t);
-void mark_never(struct eval *e, struct pol_budget_verdict *v);
+void pd_mark_never(struct eval *e, struct pol_budget_verdict *v);
 
 /* budget_topology.c */
-ng_status check_topology(struct eval *e, struct pol_budget_verdict *v, const struct kube_ndb *b,
-			 struct bscope *sc);
+ng_status pd_check_topology(struct eval *e, struct pol_budget_verdict *v, const struct kube_ndb *b,
+			    struct bscope *sc);
 
 /* budget_windows.c */
 void pd_windows_at(const struct kube_budget_common *b, int64_t now_ms, struct win *ret);
 struct win *pd_scope_windows(struct bscope *sc, const struct kube_budget_common *b, int64_t now_ms);
-void wake_at_edge(struct eval *e, const struct pol_budget_verdict *v, const struct win *w);
-void fail_closed(struct eval *e, struct pol_budget_verdict *v, const char *what,
-		 const struct kube_budget_common *b, const struct win *w);
-bool window_limits(struct eval *e, struct win *w, struct bud_limits *lim, const char *field,
-		   struct ng_err *err);
+void pd_wake_at_edge(struct eval *e, const struct pol_budget_verdict *v, const struct win *w);
+void pd_fail_closed(struct eval *e, struct pol_budget_verdict *v, const char *what,
+		    const struct kube_budget_common *b, const struct win *w);
+bool pd_window_limits(struct eval *e, struct win *w, struct bud_limits *lim, const char *field,
+		      struct ng_err *err);
 
 #endif
