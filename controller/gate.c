@@ -401,6 +401,7 @@ out:
 void gate_round(struct gate *g, const struct kube_snapshot *s, bool changed, int64_t now_wall_ms)
 {
 	struct pol_gate_config cfg;
+	g->round_mono_us = ng_now_mono_us();
 	pol_gate_config_from(s, &cfg);
 	struct pol_ledger *ledger = pol_ledger_create(s);
 	struct ng_arena *arena = ng_arena_create(ROUND_ARENA_BYTES);

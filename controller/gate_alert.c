@@ -429,7 +429,7 @@ enum gate_alert_step gate_alert_check(struct gate *g, const struct kube_snapshot
 		j = NULL;
 	}
 	struct gate_alert_last *l = &g->alert;
-	int64_t now_mono_us = ng_now_mono_us();
+	int64_t now_mono_us = g->round_mono_us; /* the round's instant, as its now_wall_ms */
 	bool fresh = l->have && l->key == key && now_mono_us < l->until_mono_us;
 	if (!fresh && !target_allowed(s, ag)) {
 		/* Never asked (a question in flight is stopped: the policy may have changed since

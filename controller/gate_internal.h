@@ -211,6 +211,10 @@ struct gate {
 	 * limits in force change then, so the statuses are computed again (0 = none). */
 	int64_t budgets_edge_wall_ms;
 	int64_t again_wall_ms; /* run a round at this time even when nothing changed; 0 = none */
+	/* The monotonic clock at the start of the round: with its now_wall_ms, the one instant
+	 * every decision of the round reads (an answer kept until a monotonic time expires at
+	 * the same wall time for every request the round holds on it). */
+	int64_t round_mono_us;
 	pthread_mutex_t metrics_mu; /* guards the three below: written here, read by /metrics */
 	struct gate_budget_gauge *gauges;
 	size_t ngauges;
