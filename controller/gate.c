@@ -27,6 +27,10 @@
 /* Budget status is refreshed at most this often: pod churn republishes the cache every
  * window, and each refresh walks every budget's scope. */
 #define BUDGET_STATUS_MS 500
+/* A status pass waits while something new is to be decided (a request that arrived while the
+ * round wrote), but never longer than this since the last pass: a steady stream of requests
+ * cannot keep the statuses from being written. */
+#define BUDGET_DEFER_MAX_MS 2000
 /* After a decision could not be made (a request unreadable for its hooks), look again. */
 #define AGAIN_MS 1000
 
@@ -434,8 +438,9 @@ void gate_round(struct gate *g, const struct kube_snapshot *s, bool changed, int
 		g->budgets_dirty = true;
 	}
 	g->budgets_dirty |= changed;
-	if (g->budgets_dirty && now_wall_ms - g->budgets_written_wall_ms >= BUDGET_STATUS_MS &&
-	    gate_leading(g)) {
+	int64_t since = now_wall_ms - g->budgets_written_wall_ms;
+	if (g->budgets_dirty && since >= BUDGET_STATUS_MS && gate_leading(g) &&
+	    (since >= BUDGET_DEFER_MAX_MS || !gate_news(g))) {
 		gate_write_budget_status(g, s, ledger, now_wall_ms, arena);
 		/* Statuses left for the next pass: it comes BUDGET_MORE_MS from now. */
 		g->budgets_written_wall_ms =

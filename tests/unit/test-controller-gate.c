@@ -307,6 +307,35 @@ static void test_budget_status_only_when_it_changes(void **state)
 	assert_int_equal(st.errors, 0);
 }
 
+/* A budget status pass waits while something new is to be decided (here a hook's answer), so
+ * a request that arrived during a round's writes is decided first; never longer than 2 s after
+ * the last pass, however busy the gate. */
+static void test_budget_status_waits_for_news_but_not_for_long(void **state)
+{
+	struct fx *fx = *state;
+	const char *quiet = CLUSTER(ND("m3", "3", "[\"n3\"]", ""));
+	const char *busy = CLUSTER(ND("m1", "1", "[\"n1\"]", ""));
+	const char *const path = "/nodedisruptionbudgets/";
+	round_on(fx, quiet, true, NOW);
+	assert_int_equal(fake_api_count(&fx->api, "PATCH", path), 1);
+	fake_api_clear(&fx->api);
+	atomic_store(&fx->g->hooks_answered, true);
+	round_on(fx, busy, true, NOW + 600); /* pool-a's status changed: m1 */
+	assert_int_equal(fake_api_count(&fx->api, "PATCH", path), 0);
+	atomic_store(&fx->g->hooks_answered, false);
+	round_on(fx, busy, true, NOW + 700);
+	assert_int_equal(fake_api_count(&fx->api, "PATCH", path), 1);
+	fake_api_clear(&fx->api);
+	atomic_store(&fx->g->hooks_answered, true);
+	round_on(fx, quiet, true, NOW + 1300);
+	assert_int_equal(fake_api_count(&fx->api, "PATCH", path), 0);
+	round_on(fx, quiet, true, NOW + 2600);
+	assert_int_equal(fake_api_count(&fx->api, "PATCH", path), 0);
+	round_on(fx, quiet, true, NOW + 2700); /* 2 s since the last pass: written anyway */
+	assert_int_equal(fake_api_count(&fx->api, "PATCH", path), 1);
+	atomic_store(&fx->g->hooks_answered, false);
+}
+
 /* ---- the hook calls ---- */
 
 #define ADB_HOOK(hook)                                                                             \
@@ -900,6 +929,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_finalizers_added_and_released, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_budget_status_only_when_it_changes, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_budget_status_waits_for_news_but_not_for_long,
+					    setup, teardown),
 	    cmocka_unit_test(test_loopback_hook_without_policy_is_refused_with_a_fixed_word),
 	    cmocka_unit_test(test_loopback_hook_is_called_once_allowed_cidrs_names_it),
 	    cmocka_unit_test(test_metadata_address_is_refused_before_connecting),
