@@ -425,7 +425,7 @@ void gate_round(struct gate *g, const struct kube_snapshot *s, bool changed, int
 	int64_t term_next;
 	if ((changed || gate_terms_due(g, now_wall_ms, &term_next)) && gate_leading(g))
 		gate_tend_finalizers(g, s, now_wall_ms);
-	gate_flush_later(g);
+	gate_flush_later(g, now_wall_ms);
 	/* After the decisions: ending a grant frees nothing in this round's ledger. */
 	if (gate_leading(g))
 		gate_end_grants(g, s, now_wall_ms, arena);

@@ -316,8 +316,11 @@ void gate_event_budget(struct gate *g, enum kube_resource kind, const char *ns, 
 		       const char *uid, const char *reason, const char *type, const char *msg,
 		       int64_t now_wall_ms);
 /** Writes what was queued during the round (Events, hook results), in order, until a hook
- * answers (the rest stay queued for the end of the next round, which comes at once). */
-void gate_flush_later(struct gate *g);
+ * answers or the cluster changes (gate_news(): the rest stay queued for the end of the next
+ * round, which comes at once); what was queued GATE_FLUSH_WAIT_MS or more before @now_wall_ms
+ * (the round's clock) is written anyway, so a busy cluster cannot starve the queue. */
+void gate_flush_later(struct gate *g, int64_t now_wall_ms);
+#define GATE_FLUSH_WAIT_MS 1000
 /** Whether a round has something new to decide: a hook answered, or the cache published. */
 bool gate_news(const struct gate *g);
 /** Frees @l's strings (a queued write not made). */

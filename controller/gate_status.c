@@ -201,23 +201,23 @@ static void event(struct gate *g, const struct kube_ref *about, const char *uid,
 		event_now(g, about, uid, reason, type, msg, now_wall_ms);
 }
 
-/* Writes a flush makes whatever else is waiting. */
-#define FLUSH_MIN 8
-
 bool gate_news(const struct gate *g)
 {
 	return atomic_load(&g->hooks_answered) ||
 	       (g->cfg.store && kube_store_generation(g->cfg.store) != g->seen_generation);
 }
 
-void gate_flush_later(struct gate *g)
+void gate_flush_later(struct gate *g, int64_t now_wall_ms)
 {
 	g->deferring = false;
 	size_t i = 0;
-	/* A hook that answers meanwhile, or a change in the cluster, ends the flush once a few
-	 * writes are made (so a busy cluster cannot starve the queue): decisions come first, the
-	 * rest of the queue after the next round. */
-	for (; i < g->nlater && (i < FLUSH_MIN || !gate_news(g)); i++) {
+	/* A hook that answers meanwhile, or a change in the cluster, ends the flush: decisions
+	 * come first, the rest of the queue after the next round (a request created while a
+	 * round wrote its Events waited for all of them). The queue is oldest first; what has
+	 * waited long enough is written regardless. */
+	for (; i < g->nlater &&
+	       (!gate_news(g) || now_wall_ms - g->later[i].now_wall_ms >= GATE_FLUSH_WAIT_MS);
+	     i++) {
 		struct gate_later *l = &g->later[i];
 		if (l->hook_result) {
 			gate_write_hook_result(g, l->ns, l->name, &l->c, l->now_wall_ms);

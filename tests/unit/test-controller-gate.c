@@ -336,6 +336,25 @@ static void test_budget_status_waits_for_news_but_not_for_long(void **state)
 	atomic_store(&fx->g->hooks_answered, false);
 }
 
+/* Events queued by a round's decisions wait likewise while something new is to be decided,
+ * and are written once queued for a second, news or not. */
+static void test_events_wait_for_news_but_not_for_long(void **state)
+{
+	struct fx *fx = *state;
+	const char *json = CLUSTER(ND("m3", "3", "[\"n3\"]", ""));
+	atomic_store(&fx->g->hooks_answered, true);
+	round_on(fx, json, true, NOW); /* m3 granted: its Event is queued */
+	assert_non_null(strstr(status_body(fx, "m3", 0), "\"state\":\"Granted\""));
+	assert_int_equal(fake_api_count(&fx->api, "POST", "/events"), 0);
+	round_on(fx, json, true, NOW + 900);
+	assert_int_equal(fake_api_count(&fx->api, "POST", "/events"), 0);
+	round_on(fx, json, true, NOW + 1000);
+	const struct fake_api_request *ev = fake_api_find(&fx->api, "POST", "/events", 0);
+	assert_non_null(ev);
+	assert_non_null(strstr(ev->body, "\"reason\":\"Granted\""));
+	atomic_store(&fx->g->hooks_answered, false);
+}
+
 /* ---- the hook calls ---- */
 
 #define ADB_HOOK(hook)                                                                             \
@@ -931,6 +950,8 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_budget_status_waits_for_news_but_not_for_long,
 					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_events_wait_for_news_but_not_for_long, setup,
+					    teardown),
 	    cmocka_unit_test(test_loopback_hook_without_policy_is_refused_with_a_fixed_word),
 	    cmocka_unit_test(test_loopback_hook_is_called_once_allowed_cidrs_names_it),
 	    cmocka_unit_test(test_metadata_address_is_refused_before_connecting),
