@@ -314,7 +314,7 @@ struct pol_budget_now {
 /* What a budget's status shows (DESIGN.md §3.2, §3.3), computed from the same ledger. */
 struct pol_budget_status {
 	size_t watched;           /* nodes in scope */
-	const uint32_t *nodes;    /* the scope (ADB: sorted name ids; NDB: node order); arena */
+	const uint32_t *nodes;    /* the scope (ADB: sorted name ids; NDB: node order); ledger's */
 	size_t unavailable;       /* NDB: unavailable pool nodes */
 	size_t current;           /* scope nodes disrupted now */
 	int64_t allowed;          /* more scope nodes that may be disrupted now (>= 0) */
@@ -341,9 +341,10 @@ NG_NODISCARD ng_status pol_budget_now(const struct kube_snapshot *s, struct pol_
  * Computes the status of NodeDisruptionBudget (@kind KUBE_RES_NDBS) or
  * ApplicationDisruptionBudget (KUBE_RES_ADBS) number @index of @s at @now_wall_ms, from
  * @ledger (which caches the scope): @ret->now is pol_budget_now()'s answer, and
- * @ret->allowed follows the window in force. Costs a copy of the scope and the smaller of the
- * scope and the requests' nodes (an NDB's disrupted count is the ledger's). @ret's arrays come
- * from @arena; @ret is written only on success. NG_ENOMEM when @arena or the heap is full.
+ * @ret->allowed follows the window in force. Costs the smaller of the scope and the requests'
+ * nodes (an NDB's disrupted count is the ledger's). @ret->nodes is the ledger's, valid while it
+ * lives; @ret's other arrays come from @arena; @ret is written only on success. NG_ENOMEM when
+ * @arena or the heap is full.
  */
 NG_NODISCARD ng_status pol_budget_status(const struct kube_snapshot *s, struct pol_ledger *ledger,
 					 enum kube_resource kind, size_t index, int64_t now_wall_ms,

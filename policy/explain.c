@@ -28,6 +28,14 @@ static ng_status budget_now(const struct kube_snapshot *s, struct pol_ledger *le
 	ng_status st = pol_budget_status(s, ledger, kind, index, now_wall_ms, arena, &ret->st);
 	if (st != NG_OK)
 		return st;
+	/* The scope is the ledger's, and the explanation outlives it. */
+	uint32_t *scope =
+	    ng_arena_alloc(arena, (ret->st.watched ? ret->st.watched : 1) * sizeof(uint32_t));
+	if (!scope)
+		return NG_ENOMEM;
+	if (ret->st.watched)
+		memcpy(scope, ret->st.nodes, ret->st.watched * sizeof(*scope));
+	ret->st.nodes = scope;
 	for (size_t i = 0; i < ret->st.nnds; i++)
 		ret->npending += ret->st.nd_states[i] != KUBE_ND_GRANTED;
 	ret->nheld = ret->st.now.nholders;

@@ -45,12 +45,11 @@ void pol_decision_reason(struct pol_gate_decision *d)
 
 /* ---- budget status ---- */
 
-/* The scope of a budget from the ledger's index (@ret_sc), copied (ADB: sorted by name id; NDB:
- * in node order), and how many of its nodes are disrupted: an NDB's pool counts them as the
- * grants are recorded (pd_ndb_scope(), pol_ledger_grant()), so only an ADB's walks its scope. */
+/* The scope of a budget from the ledger's index (@ret_sc), and how many of its nodes are
+ * disrupted: an NDB's pool counts them as the grants are recorded (pd_ndb_scope(),
+ * pol_ledger_grant()), so only an ADB's walks its scope. */
 static ng_status scope_of(struct pol_ledger *ledger, enum kube_resource kind, size_t index,
-			  struct ng_arena *arena, const struct bscope **ret_sc,
-			  uint32_t **ret_nodes, size_t *ret_current)
+			  const struct bscope **ret_sc, size_t *ret_current)
 {
 	bool ndb = kind == KUBE_RES_NDBS;
 	const struct bscope *sc;
@@ -58,16 +57,10 @@ static ng_status scope_of(struct pol_ledger *ledger, enum kube_resource kind, si
 		return NG_ENOMEM;
 	if (!ndb)
 		sc = &ledger->adb[index];
-	uint32_t *scope = ng_arena_alloc(arena, (sc->n ? sc->n : 1) * sizeof(*scope));
-	if (!scope)
-		return NG_ENOMEM;
-	if (sc->n) /* an invalid or empty scope has no array */
-		memcpy(scope, sc->names, sc->n * sizeof(*scope));
 	size_t current = ndb ? sc->disrupted : 0;
 	for (size_t k = 0; !ndb && k < sc->n; k++)
 		current += pol_ledger_holder(ledger, sc->names[k]) != NG_INTERN_NONE;
 	*ret_sc = sc;
-	*ret_nodes = scope;
 	*ret_current = current;
 	return NG_OK;
 }
@@ -161,8 +154,7 @@ ng_status pol_budget_status(const struct kube_snapshot *s, struct pol_ledger *le
 		return NG_ENOMEM;
 	bool ndb = kind == KUBE_RES_NDBS;
 	const struct bscope *sc;
-	uint32_t *scope;
-	if (scope_of(ledger, kind, index, arena, &sc, &scope, &st.current) != NG_OK)
+	if (scope_of(ledger, kind, index, &sc, &st.current) != NG_OK)
 		return NG_ENOMEM;
 	st.watched = sc->n;
 	st.unavailable = ndb ? sc->unavailable : 0;
@@ -170,7 +162,7 @@ ng_status pol_budget_status(const struct kube_snapshot *s, struct pol_ledger *le
 	/* The limit in force now: an open window's, none outside them with Deny. */
 	st.invalid = st.now.invalid;
 	st.allowed = st.invalid ? 0 : st.now.allowed;
-	st.nodes = scope;
+	st.nodes = sc->n ? sc->names : NULL; /* the ledger's, not a copy of 100,000 ids */
 	/* Requests touching the scope, as status.disruptions lists them (in the snapshot's
 	 * order): found from the scope's nodes or from the requests' nodes, whichever are
 	 * fewer, so a budget costs the smaller of its scope and the requests. */
@@ -205,7 +197,7 @@ ng_status pol_budget_status(const struct kube_snapshot *s, struct pol_ledger *le
 	}
 	for (size_t k = 0; ledger->nd_nlinks >= st.watched && k < st.watched; k++) {
 		uint32_t link = UINT32_MAX;
-		(void)ng_map_get(&ledger->nd_by_node, scope[k], &link);
+		(void)ng_map_get(&ledger->nd_by_node, st.nodes[k], &link);
 		for (; link != UINT32_MAX; link = ledger->nd_links[link].next) {
 			uint32_t i = ledger->nd_links[link].budget;
 			if (ledger->nd_seen[i] == ledger->nd_gen)
