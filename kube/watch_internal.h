@@ -23,6 +23,8 @@
 /* One list page: 500 large objects; the API server's own response limit is far above what 500
  * real objects need, 256 MiB bounds a hostile answer. */
 #define LIST_PAGE_CAP (256u * 1024u * 1024u)
+/* The chunks of a list page's tree (kube/watch_list.c); only what is written is resident. */
+#define PAGE_TREE_CHUNK (16u * 1024u * 1024u)
 /* One watch event: an object is at most 1.5 MB in etcd; its JSON with the event envelope stays
  * well under 8 MiB. */
 #define EVENT_CAP (8u * 1024u * 1024u)
@@ -30,8 +32,9 @@
  * many replicas spread out. */
 #define WATCH_MIN_S 300
 #define WATCH_SPREAD_S 300
-/* curl's receive buffer for lists and watches (its default is 16 KiB): a list of a million
- * objects is most of a GB, read in this many bytes per recv() and per callback. */
+/* curl's receive buffer for watches (its default is 16 KiB): a streamed list of a million
+ * objects is most of a GB, read in this many bytes per recv() and per callback. Not for list
+ * pages: each is a transfer of its own, whose buffer would be mapped and faulted in anew. */
 #define RECV_BUFFER (256L * 1024L)
 /* resourceVersion is opaque; real ones are short decimal strings. */
 #define RV_BYTES 128
