@@ -1,7 +1,7 @@
 /* List + watch for every cached resource, on one thread with curl multi. Events land in the
  * cache's pending changes and are published together — at once when nothing was published in
  * the last batch_ms, else at the end of that window — so admission threads always read one
- * consistent snapshot. */
+ * consistent snapshot. The lists that start each watch are kube/watch_list.c. */
 #include "kube/watch_internal.h"
 
 #include "kube/runtime.h"
@@ -24,6 +24,7 @@
 
 const char *const kube_watch_event_names[4] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK"};
 
+/* Monotonic milliseconds: every time the watch keeps. */
 int64_t kw_now_ms(void)
 {
 	return ng_now_mono_us() / 1000;
@@ -35,11 +36,14 @@ static int64_t jitter(struct kube_watch *w, int64_t ms)
 	return ng_jitter_ms(w->rng, ms, 20, 20);
 }
 
+/* One more on a counter the metrics read. */
 void kw_inc(_Atomic uint64_t *v)
 {
 	ng_prom_add(v, 1);
 }
 
+/* A list or watch of @in failed (@what, @err for the log): it goes to state @st, due again
+ * after the backoff. */
 void kw_retry_later(struct informer *in, enum istate st, const char *what, const char *err)
 {
 	struct kube_watch *w = in->w;
@@ -59,6 +63,7 @@ void kw_retry_later(struct informer *in, enum istate st, const char *what, const
 	}
 }
 
+/* Publishes the pending changes of the kinds in @mask as the store's next snapshot. */
 void kw_publish_mask(struct kube_watch *w, unsigned mask)
 {
 	struct kube_snapshot *s = NULL;
@@ -390,8 +395,9 @@ static void drive_transfers(struct kube_watch *w)
  * reads the cache; the kinds listed already publish their changes (a large cluster's node
  * heartbeats) at most once per STARTUP_BATCH_MS meanwhile, rather than once per batch window:
  * each publish copies the kind's whole table, and at 100,000 nodes those copies were half of
- * the start's CPU. The last list to finish publishes everything (publish_synced()). */
-#define STARTUP_BATCH_MS 1000
+ * the start's CPU. What is held back is at most one pending change per object of those kinds.
+ * The last list to finish publishes everything (publish_synced() in kube/watch_list.c). */
+#define STARTUP_BATCH_MS 5000
 
 static int64_t batch_window(const struct kube_watch *w)
 {

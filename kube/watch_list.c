@@ -25,6 +25,7 @@
  * kube_stage), published in one go when the last page is in, so a list is never seen half-way
  * and a failed one changes nothing. */
 
+/* Ends @in's list in progress, if any: its transfer, stage, page and tree. */
 void kw_list_cleanup(struct informer *in)
 {
 	struct kube_watch *w = in->w;
@@ -105,6 +106,8 @@ static void start_page(struct informer *in)
 
 static void start_stream(struct informer *in);
 
+/* Starts listing @in (again): streamed unless the API server does not stream lists or
+ * --watch-list=false, else its first page. */
 void kw_start_list(struct informer *in)
 {
 	struct kube_watch *w = in->w;
