@@ -16,7 +16,7 @@ cluster:
   <= 1.5x the floor.
 - RSS one second after /readyz, and VmHWM (the high-water mark, the initial list included);
   once per size, the same start against a feed refusing WatchList (422, so nodegate pages the
-  lists): its /readyz and VmHWM beside the streamed start's.
+  lists; its nodes post the same heartbeats): its /readyz and VmHWM beside the streamed start's.
 - bytes per cached pod: (RSS - RSS of nodegate watching the same nodes without pods) / pods,
   the reference a separate feed of the same nodes started beside; bytes per node: (RSS of that
   reference - RSS of nodegate watching an empty cluster) / nodes, the empty run once per
@@ -216,7 +216,9 @@ def measure_size(a, nodes, per, base_kib, tmp, count):
         if out["grant"]:
             bl.log(f"  grants: {out['grant']}")
     # The same start against a feed that refuses WatchList (422): nodegate falls back to paging.
-    with feed.Feed(nodes, per, no_watchlist=True) as f:
+    # Its nodes post the same heartbeats: without them the two starts differed in the node
+    # updates nodegate handles while the pods arrive, not in how the lists come.
+    with feed.Feed(nodes, per, no_watchlist=True, node_heartbeats=nodes / HEARTBEAT_S) as f:
         ng = bl.Serve(a.nodegate, f, tmp, tag=f"{tag}-paged")
         try:
             out["paged"] = {"ready": ng.ready_s, "hwm": proc_kib(ng.proc.pid, "VmHWM")}

@@ -30,8 +30,14 @@
  * an object decoded on its own (kube_one_*), whose caller knows which object it is. */
 ng_status kd_fail(struct kd_ctx *c, ng_status st, const char *field, const char *what)
 {
-	return ng_err_set(c->err, st, 0, "%s%s%s: %s", c->where, *c->where ? ": " : "", field,
-			  what);
+	char label[200];
+	const char *where = c->where;
+	if (c->name) {
+		(void)snprintf(label, sizeof(label), "%s (%s %s%s%.100s)", c->where, c->kind,
+			       c->ns ? c->ns : "", c->ns ? "/" : "", c->name);
+		where = label;
+	}
+	return ng_err_set(c->err, st, 0, "%s%s%s: %s", where, *where ? ": " : "", field, what);
 }
 
 ng_status kd_intern(struct kd_ctx *c, const char *s, uint32_t *ret)
@@ -320,6 +326,12 @@ ng_status kd_decode_int_or_string(struct kd_ctx *c, const cJSON *j, const char *
 	return NG_OK;
 }
 
+/* The first chunk of an object's own arena (the kinds not compacted): a node's side data
+ * (labels, conditions, taints, a few strings) is a few hundred bytes; one of 1 KiB was most of
+ * a cached node's memory, and at 100,000 nodes writing it a good part of the start's time.
+ * What does not fit goes on in further chunks. */
+#define OBJECT_ARENA_CHUNK 256
+
 /* kube_decode_as(); @where NULL for an object decoded on its own (messages without a prefix),
  * and with @name_optional a missing metadata.name decodes as NG_INTERN_NONE. */
 static ng_status decode_as(struct ng_intern *pool, struct ng_arena *scratch, enum kube_resource res,
@@ -328,7 +340,6 @@ static ng_status decode_as(struct ng_intern *pool, struct ng_arena *scratch, enu
 {
 	struct kube_object out;
 	struct kd_ctx c = {.obj = &out, .pool = pool, .err = reterr, .where = where ? where : ""};
-	char label[200] = "";
 	const char *sep = where ? ": " : "";
 	if (!cJSON_IsObject(obj))
 		return ng_err_set(reterr, NG_EPARSE, 0, "%s%sexpected an object", c.where, sep);
@@ -344,16 +355,17 @@ static ng_status decode_as(struct ng_intern *pool, struct ng_arena *scratch, enu
 	/* Objects written by hand may leave the namespace out; kubectl would use "default". */
 	if (k->namespaced && (!ns || !*ns))
 		ns = "default";
-	if (where)
-		(void)snprintf(label, sizeof(label), "%s (%s %s%s%.100s)", where, kind,
-			       k->namespaced ? ns : "", k->namespaced ? "/" : "", name);
-	c.where = label;
+	if (where) {
+		c.kind = kind;
+		c.ns = k->namespaced ? ns : NULL;
+		c.name = name;
+	}
 	/* Pods (the many) are decoded in scratch and copied into one exact block; the few other
 	 * objects keep an arena, whose nested selectors would be tedious to copy. */
 	bool compact = k->compact && scratch;
 	if (compact)
 		ng_arena_reset(scratch);
-	c.arena = compact ? scratch : ng_arena_create_sized(SIZE_MAX, 1024);
+	c.arena = compact ? scratch : ng_arena_create_sized(SIZE_MAX, OBJECT_ARENA_CHUNK);
 	if (!c.arena)
 		return ng_err_set(reterr, NG_ENOMEM, 0, "%s%sout of memory", where ? where : "",
 				  sep);

@@ -36,7 +36,10 @@ struct kd_ctx {
 	struct kube_object *obj;
 	struct ng_intern *pool;
 	struct ng_arena *arena;
-	const char *where; /* "items[3] (Pod default/web-1)" */
+	const char *where; /* "items[3]": where the object came from ("" for one on its own) */
+	/* The object's identity for messages, "(Pod default/web-1)" after where; formatted only
+	 * when something fails (kd_fail()). No name: none is shown. */
+	const char *kind, *ns, *name;
 	struct ng_err *err;
 };
 
