@@ -394,8 +394,9 @@ static void drive_transfers(struct kube_watch *w)
 /* Until every kind has been listed once, nodegate is not ready and nothing that waits for it
  * reads the cache; the kinds listed already publish their changes (a large cluster's node
  * heartbeats) at most once per STARTUP_BATCH_MS meanwhile, rather than once per batch window:
- * each publish copies the kind's whole table, and at 100,000 nodes those copies were half of
- * the start's CPU. What is held back is at most one pending change per object of those kinds.
+ * every publish has its cost (a heartbeat is a patch over the node table, but a node that
+ * changed otherwise copies it), and while 1,000,000 pods stream in, each one is taken from the
+ * list. What is held back is at most one pending change per object of those kinds.
  * The last list to finish publishes everything (publish_synced() in kube/watch_list.c). */
 #define STARTUP_BATCH_MS 5000
 
