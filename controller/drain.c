@@ -147,7 +147,7 @@ static uint64_t nd_key(const struct req *r)
 {
 	uint64_t h = ng_fnv1a64(NG_FNV64_INIT, "nd", 3);
 	h = ng_fnv1a64(h, r->name, strlen(r->name) + 1);
-	return r->nd->rv ? ng_fnv1a64(h, r->nd->rv, strlen(r->nd->rv)) : h;
+	return r->rv ? ng_fnv1a64(h, r->rv, strlen(r->rv)) : h;
 }
 
 /* After a write that changed the request, or one refused because it had changed (409: a newer
@@ -238,7 +238,7 @@ bool write_status(struct req *r)
 	struct status_body sb = {r, ready_true, c && r->was == r->phase ? c->since_ms : r->now_ms};
 	const struct kube_ref ref = {KUBE_KIND_ND, NULL, r->name};
 	struct kube_write_result w;
-	kube_patch_status(r->d->client, &ref, r->nd->rv, status_body, &sb, &w);
+	kube_patch_status(r->d->client, &ref, r->rv, status_body, &sb, &w);
 	count_write(r->d, &w, "status not written", &ref);
 	nd_written(r, &w);
 	if (w.outcome != KUBE_WRITE_OK)
@@ -538,8 +538,12 @@ static bool perform(struct req *r, const struct pol_drain_action *a, struct pol_
 		(void)set_status(r, a);
 		return false;
 	case POL_DO_ADD_FINALIZER: /* before any node is touched: a deleted request never has one */
-		(void)set_finalizer(r, true);
-		return false;
+		/* Taken, with the new version in the answer: the nodes are held in this step, and
+		 * its status writes carry that version. Else the watch brings it. */
+		if (set_finalizer(r, true) != KUBE_WRITE_OK || r->rv == r->nd->rv)
+			return false;
+		f->has_finalizer = true;
+		return true;
 	case POL_DO_HOLD_NODES:
 		hold_nodes(r, f, nodes, nn);
 		return true;
@@ -602,6 +606,7 @@ static void one_request(struct drain *d, const struct kube_snapshot *s, const st
 			.ngc = kube_snapshot_config(s),
 			.nd = nd,
 			.x = nd->detail,
+			.rv = nd->rv,
 			.arena = arena,
 			.now_ms = now_wall_ms,
 			.now_mono_ms = now_mono_ms,

@@ -102,6 +102,10 @@ struct req {
 	const struct kube_nd *nd;
 	const struct kube_nd_detail *x;
 	const char *name;
+	/* The request's version this step's conditional writes carry: the cache's, then the one the
+	 * answer to this step's finalizer write gave (the step goes on without waiting for the
+	 * watch to bring it). */
+	const char *rv;
 	struct ng_arena *arena;
 	int64_t now_ms, now_mono_ms;
 	int64_t *next_mono_ms;
@@ -178,7 +182,8 @@ bool hold_node(struct req *r, const struct kube_node *n);
  * was left to do or the API server just took the patch that gives it back. */
 bool release_node(struct req *r, const struct kube_node *n, uint32_t holder,
 		  const struct kube_nd_detail *x);
-/* Adds or removes the drainer's finalizer, conditional on the version read. */
+/* Adds or removes the drainer's finalizer, conditional on r->rv; when the answer gives the new
+ * version, r->rv is that from then on. */
 enum kube_write_outcome set_finalizer(struct req *r, bool present);
 /* The nodes of the request that exist, in @ret (arena); their count. */
 size_t request_nodes(struct req *r, const struct kube_node ***ret);
