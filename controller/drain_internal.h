@@ -73,6 +73,18 @@ struct chosen {
 	int64_t pods;
 };
 
+/* An Event of the round, written once every request has had its step: Events tell people what
+ * happened and nothing waits on them, so they come after the writes the drains wait on. */
+struct queued_event {
+	enum kube_kind kind;
+	int64_t at_ms;
+	char *ns, *name, *uid, *reason, *type, *msg; /* one malloc'd block, from ns on */
+};
+/* Events queued at most; past this they are written at once. */
+#define EVENTS_QUEUED_MAX 4096
+/* Events a round writes even when a newer snapshot is out already. */
+#define EVENTS_AT_LEAST 8
+
 struct drain {
 	struct drain_config cfg;
 	struct kube_runtime *rt;
@@ -85,6 +97,9 @@ struct drain {
 	 * write lost to a conflict while pods were already leaving; forgotten once Drained. */
 	struct chosen *chosen;
 	size_t nchosen, capchosen;
+	/* The round's Events, written at its end (struct queued_event). */
+	struct queued_event *events;
+	size_t nevents, capevents;
 	_Atomic uint64_t evicted[4]; /* by enum kube_drain_strategy */
 	_Atomic uint64_t attempts;
 	_Atomic uint64_t failures[F_COUNT];
@@ -149,6 +164,9 @@ void node_event(struct req *r, const struct kube_node *n, const char *reason, co
 struct req round_req(struct drain *d, const struct kube_snapshot *s, struct ng_arena *arena,
 		     int64_t now_wall_ms, int64_t now_mono_ms, int64_t *next_mono_ms,
 		     const char *name);
+/* controller/drain.c: whether a snapshot newer than @s is out: writes nothing waits on (Events,
+ * node conditions) yield to the next round, so the drains it moves on come first. */
+bool newer_snapshot(const struct drain *d, const struct kube_snapshot *s);
 /* controller/drain_nodes.c: the lifecycle conditions of every node, after the requests' steps:
  * those the requests holding it want, and False once nothing holds it. */
 void node_lifecycle(struct drain *d, const struct kube_snapshot *s, struct ng_arena *arena,

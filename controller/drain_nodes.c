@@ -660,7 +660,7 @@ void node_lifecycle(struct drain *d, const struct kube_snapshot *s, struct ng_ar
 	for (size_t i = 0; i < nn; i++) {
 		if (!w[i].held && !(nodes[i].flags & KUBE_NODE_LIFECYCLE_OURS))
 			continue;
-		if (writes == LIFECYCLE_WRITES) {
+		if (writes == LIFECYCLE_WRITES || (writes && newer_snapshot(d, s))) {
 			soon(&r, now_mono_ms + LIFECYCLE_AGAIN_MS);
 			break;
 		}

@@ -154,6 +154,12 @@ static void test_a_taken_finalizer_holds_and_evicts_in_the_same_round(void **sta
 	assert_non_null(strstr(st->body, "\"resourceVersion\":\"6\""));
 	assert_non_null(strstr(st->body, "\"reason\":\"Draining\""));
 	assert_int_equal(fake_api_count(&fx->api, "PATCH", "/nodedisruptions/r1"), 2);
+	/* The Events of the round (Cordoned, on the request and on the node) come after every
+	 * write the drain waits on. */
+	const struct fake_api_request *ev = fake_api_find(&fx->api, "POST", "/events", 0);
+	assert_non_null(ev);
+	assert_true(ev > st);
+	assert_non_null(strstr(ev->body, "\"reason\":\"Cordoned\""));
 	/* Rounds that see the version read or the finalizer's, both written over, write nothing. */
 	round_on(fx, before, 100);
 	round_on(fx, LIST3(NODE("n1", "10", "", ""), ND("r1", "6", FIN), POD_ON_N1("shop", "p1")),
