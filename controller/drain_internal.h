@@ -55,6 +55,10 @@ int64_t drain_round(struct drain *d, const struct kube_snapshot *s, int64_t now_
 /* An eviction or delete that was answered is not repeated for this long: the cache shows the
  * pod terminating or gone well before. A 429 waits for the answer's Retry-After instead. */
 #define ASKED_MS 15000
+/* A pod asked to leave is awaited by the watch (kube_watch_await_gone()) this long, and again at
+ * every round while it is leaving (a round comes at least every IDLE_MS): its deletion is
+ * published at once, not at the end of the batch window, and the drain sees it gone. */
+#define AWAIT_GONE_MS (2 * IDLE_MS)
 /* Entries of the asked memo: far more pods than a wave asks to leave within ASKED_MS. */
 #define ASKED_MAX 65536
 #define DEFAULT_RETRY_AFTER_S 5
