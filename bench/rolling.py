@@ -2,8 +2,8 @@
 """B7 rolling maintenance with the drainer: wall time / ideal.
 
 The test API server generates NODES nodes and runs its kubelet stand-in in `grace` mode: a pod
-being deleted lingers for its terminationGracePeriodSeconds, then goes (the stand-in checks every
-0.2 s). Each node gets one pod with a grace period of D seconds, so draining a node takes D:
+being deleted lingers for its terminationGracePeriodSeconds, then goes (a timer at that deadline).
+Each node gets one pod with a grace period of D seconds, so draining a node takes D:
 the drainer's eviction starts the pod's termination, and the node is Drained when the pod is
 gone. One NodeDisruptionBudget (maxDisruptedNodes PERCENT of the nodes, 10 % by default) over all
 of them; `nodegate serve` (the gate, registered as the eviction webhook every eviction passes)

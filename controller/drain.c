@@ -77,13 +77,87 @@ void count_write(struct drain *d, const struct kube_write_result *w, const char 
 		kube_write_log("drain", what, ref, w);
 }
 
+static void write_event(struct drain *d, const struct kube_event *ev)
+{
+	struct kube_write_result w;
+	kube_create_event(d->client, ev, &w);
+	kube_write_log("drain", "event not recorded", &ev->about, &w);
+}
+
+/* Copies @s to @at, returns the place after it. */
+static char *put_str(char *at, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	memcpy(at, s, n);
+	return at + n;
+}
+
+/* Queues an Event for the end of the round (flush_events()); written at once when the queue is
+ * full or out of memory. */
 static void event_about(struct req *r, const struct kube_ref about, const char *uid,
 			const char *reason, const char *type, const char *msg)
 {
-	struct kube_event ev = {about, reason, type, msg, r->d->cfg.identity, r->now_ms, uid};
-	struct kube_write_result w;
-	kube_create_event(r->d->client, &ev, &w);
-	kube_write_log("drain", "event not recorded", &about, &w);
+	struct drain *d = r->d;
+	const char *ns = about.ns ? about.ns : "", *name = about.name ? about.name : "";
+	uid = uid ? uid : "";
+	size_t len = strlen(ns) + strlen(name) + strlen(uid) + strlen(reason) + strlen(type) +
+		     strlen(msg) + 6;
+	struct queued_event *q =
+	    d->nevents < EVENTS_QUEUED_MAX
+		? ng_array_grow(d->events, &d->capevents, d->nevents, sizeof(*q))
+		: NULL;
+	if (q)
+		d->events = q;
+	char *buf = q ? malloc(len) : NULL;
+	if (!buf) {
+		struct kube_event ev = {about, reason, type, msg, d->cfg.identity, r->now_ms, uid};
+		write_event(d, &ev);
+		return;
+	}
+	q = &d->events[d->nevents++];
+	q->kind = about.kind;
+	q->at_ms = r->now_ms;
+	char *at = buf;
+	q->ns = at;
+	at = put_str(at, ns);
+	q->name = at;
+	at = put_str(at, name);
+	q->uid = at;
+	at = put_str(at, uid);
+	q->reason = at;
+	at = put_str(at, reason);
+	q->type = at;
+	at = put_str(at, type);
+	q->msg = at;
+	(void)put_str(at, msg);
+}
+
+bool newer_snapshot(const struct drain *d, const struct kube_snapshot *s)
+{
+	return d->cfg.store && kube_store_generation(d->cfg.store) != kube_snapshot_generation(s);
+}
+
+/* Writes the round's queued Events, oldest first; once a newer snapshot is out, the rest after
+ * the first EVENTS_AT_LEAST wait for the end of the next round (which that publish brings at
+ * once), so a busy cluster still sees them all. */
+static void flush_events(struct drain *d, const struct kube_snapshot *s)
+{
+	size_t i = 0;
+	for (; i < d->nevents && (i < EVENTS_AT_LEAST || !newer_snapshot(d, s)); i++) {
+		struct queued_event *q = &d->events[i];
+		struct kube_event ev = {{q->kind, *q->ns ? q->ns : NULL, q->name},
+					q->reason,
+					q->type,
+					q->msg,
+					d->cfg.identity,
+					q->at_ms,
+					q->uid};
+		write_event(d, &ev);
+		free(q->ns);
+	}
+	if (i && i < d->nevents)
+		memmove(d->events, d->events + i, (d->nevents - i) * sizeof(*d->events));
+	d->nevents -= i;
 }
 
 /* An Event on the request. */
@@ -147,7 +221,7 @@ static uint64_t nd_key(const struct req *r)
 {
 	uint64_t h = ng_fnv1a64(NG_FNV64_INIT, "nd", 3);
 	h = ng_fnv1a64(h, r->name, strlen(r->name) + 1);
-	return r->nd->rv ? ng_fnv1a64(h, r->nd->rv, strlen(r->nd->rv)) : h;
+	return r->rv ? ng_fnv1a64(h, r->rv, strlen(r->rv)) : h;
 }
 
 /* After a write that changed the request, or one refused because it had changed (409: a newer
@@ -238,7 +312,7 @@ bool write_status(struct req *r)
 	struct status_body sb = {r, ready_true, c && r->was == r->phase ? c->since_ms : r->now_ms};
 	const struct kube_ref ref = {KUBE_KIND_ND, NULL, r->name};
 	struct kube_write_result w;
-	kube_patch_status(r->d->client, &ref, r->nd->rv, status_body, &sb, &w);
+	kube_patch_status(r->d->client, &ref, r->rv, status_body, &sb, &w);
 	count_write(r->d, &w, "status not written", &ref);
 	nd_written(r, &w);
 	if (w.outcome != KUBE_WRITE_OK)
@@ -539,8 +613,12 @@ static bool perform(struct req *r, const struct pol_drain_action *a, struct pol_
 		(void)set_status(r, a);
 		return false;
 	case POL_DO_ADD_FINALIZER: /* before any node is touched: a deleted request never has one */
-		(void)set_finalizer(r, true);
-		return false;
+		/* Taken, with the new version in the answer: the nodes are held in this step, and
+		 * its status writes carry that version. Else the watch brings it. */
+		if (set_finalizer(r, true) != KUBE_WRITE_OK || r->rv == r->nd->rv)
+			return false;
+		f->has_finalizer = true;
+		return true;
 	case POL_DO_HOLD_NODES:
 		hold_nodes(r, f, nodes, nn);
 		return true;
@@ -603,6 +681,7 @@ static void one_request(struct drain *d, const struct kube_snapshot *s, const st
 			.ngc = kube_snapshot_config(s),
 			.nd = nd,
 			.x = nd->detail,
+			.rv = nd->rv,
 			.arena = arena,
 			.now_ms = now_wall_ms,
 			.now_mono_ms = now_mono_ms,
@@ -704,6 +783,7 @@ int64_t drain_round(struct drain *d, const struct kube_snapshot *s, int64_t now_
 		node_lifecycle(d, s, arena, now_wall_ms, now_mono_ms, &next);
 	}
 	ng_arena_destroy(arena);
+	flush_events(d, s);
 	return next;
 }
 
@@ -784,6 +864,9 @@ void drain_stop(struct drain *d)
 		return;
 	scaffold_stop(d->rt, d->cfg.leader);
 	ng_memo_free(&d->asked);
+	for (size_t i = 0; i < d->nevents; i++)
+		free(d->events[i].ns);
+	free(d->events);
 	free(d->chosen);
 	free(d);
 }

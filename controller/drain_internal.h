@@ -55,6 +55,10 @@ int64_t drain_round(struct drain *d, const struct kube_snapshot *s, int64_t now_
 /* An eviction or delete that was answered is not repeated for this long: the cache shows the
  * pod terminating or gone well before. A 429 waits for the answer's Retry-After instead. */
 #define ASKED_MS 15000
+/* A pod asked to leave is awaited by the watch (kube_watch_await_gone()) this long, and again at
+ * every round while it is leaving (a round comes at least every IDLE_MS): its deletion is
+ * published at once, not at the end of the batch window, and the drain sees it gone. */
+#define AWAIT_GONE_MS (2 * IDLE_MS)
 /* Entries of the asked memo: far more pods than a wave asks to leave within ASKED_MS. */
 #define ASKED_MAX 65536
 #define DEFAULT_RETRY_AFTER_S 5
@@ -73,6 +77,18 @@ struct chosen {
 	int64_t pods;
 };
 
+/* An Event of the round, written once every request has had its step: Events tell people what
+ * happened and nothing waits on them, so they come after the writes the drains wait on. */
+struct queued_event {
+	enum kube_kind kind;
+	int64_t at_ms;
+	char *ns, *name, *uid, *reason, *type, *msg; /* one malloc'd block, from ns on */
+};
+/* Events queued at most; past this they are written at once. */
+#define EVENTS_QUEUED_MAX 4096
+/* Events a round writes even when a newer snapshot is out already. */
+#define EVENTS_AT_LEAST 8
+
 struct drain {
 	struct drain_config cfg;
 	struct kube_runtime *rt;
@@ -85,6 +101,9 @@ struct drain {
 	 * write lost to a conflict while pods were already leaving; forgotten once Drained. */
 	struct chosen *chosen;
 	size_t nchosen, capchosen;
+	/* The round's Events, written at its end (struct queued_event). */
+	struct queued_event *events;
+	size_t nevents, capevents;
 	_Atomic uint64_t evicted[4]; /* by enum kube_drain_strategy */
 	_Atomic uint64_t attempts;
 	_Atomic uint64_t failures[F_COUNT];
@@ -102,6 +121,10 @@ struct req {
 	const struct kube_nd *nd;
 	const struct kube_nd_detail *x;
 	const char *name;
+	/* The request's version this step's conditional writes carry: the cache's, then the one the
+	 * answer to this step's finalizer write gave (the step goes on without waiting for the
+	 * watch to bring it). */
+	const char *rv;
 	struct ng_arena *arena;
 	int64_t now_ms, now_mono_ms;
 	int64_t *next_mono_ms;
@@ -145,6 +168,9 @@ void node_event(struct req *r, const struct kube_node *n, const char *reason, co
 struct req round_req(struct drain *d, const struct kube_snapshot *s, struct ng_arena *arena,
 		     int64_t now_wall_ms, int64_t now_mono_ms, int64_t *next_mono_ms,
 		     const char *name);
+/* controller/drain.c: whether a snapshot newer than @s is out: writes nothing waits on (Events,
+ * node conditions) yield to the next round, so the drains it moves on come first. */
+bool newer_snapshot(const struct drain *d, const struct kube_snapshot *s);
 /* controller/drain_nodes.c: the lifecycle conditions of every node, after the requests' steps:
  * those the requests holding it want, and False once nothing holds it. */
 void node_lifecycle(struct drain *d, const struct kube_snapshot *s, struct ng_arena *arena,
@@ -178,7 +204,8 @@ bool hold_node(struct req *r, const struct kube_node *n);
  * was left to do or the API server just took the patch that gives it back. */
 bool release_node(struct req *r, const struct kube_node *n, uint32_t holder,
 		  const struct kube_nd_detail *x);
-/* Adds or removes the drainer's finalizer, conditional on the version read. */
+/* Adds or removes the drainer's finalizer, conditional on r->rv; when the answer gives the new
+ * version, r->rv is that from then on. */
 enum kube_write_outcome set_finalizer(struct req *r, bool present);
 /* The nodes of the request that exist, in @ret (arena); their count. */
 size_t request_nodes(struct req *r, const struct kube_node ***ret);

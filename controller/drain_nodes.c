@@ -425,19 +425,26 @@ bool release_node(struct req *r, const struct kube_node *n, uint32_t holder,
 	return ok; /* given back now: the finalizer may go in this step */
 }
 
-/* Adds or removes the drainer's finalizer, conditional on the version read. */
+/* Adds or removes the drainer's finalizer, conditional on r->rv; the answer's version is r->rv
+ * from then on. */
 enum kube_write_outcome set_finalizer(struct req *r, bool present)
 {
+	char rv[KUBE_WRITE_RV_BYTES] = "";
 	const char **cur = ng_arena_alloc(r->arena, (r->nd->nfinalizers + 1u) * sizeof(*cur));
 	for (uint16_t i = 0; cur && i < r->nd->nfinalizers; i++)
 		cur[i] = str(r, r->nd->finalizers[i]);
 	const struct kube_ref ref = {KUBE_KIND_ND, NULL, r->name};
 	struct kube_write_result w = {KUBE_WRITE_FAILED, 0, {0}};
 	if (cur)
-		kube_set_finalizer(r->d->client, &ref, r->nd->rv, cur, r->nd->nfinalizers,
-				   DRAIN_FINALIZER, present, &w);
+		kube_set_finalizer(r->d->client, &ref, r->rv, cur, r->nd->nfinalizers,
+				   DRAIN_FINALIZER, present, rv, &w);
 	count_write(r->d, &w, present ? "finalizer not written" : "finalizer not removed", &ref);
-	nd_written(r, &w);
+	nd_written(r, &w); /* the version written over */
+	char *now = *rv ? ng_arena_alloc(r->arena, strlen(rv) + 1) : NULL;
+	if (now) {
+		memcpy(now, rv, strlen(rv) + 1);
+		r->rv = now;
+	}
 	return w.outcome;
 }
 
@@ -653,7 +660,7 @@ void node_lifecycle(struct drain *d, const struct kube_snapshot *s, struct ng_ar
 	for (size_t i = 0; i < nn; i++) {
 		if (!w[i].held && !(nodes[i].flags & KUBE_NODE_LIFECYCLE_OURS))
 			continue;
-		if (writes == LIFECYCLE_WRITES) {
+		if (writes == LIFECYCLE_WRITES || (writes && newer_snapshot(d, s))) {
 			soon(&r, now_mono_ms + LIFECYCLE_AGAIN_MS);
 			break;
 		}

@@ -20,6 +20,7 @@
 #include "kube/records.h"
 #include "kube/runtime.h"
 #include "kube/snapshot.h"
+#include "kube/watch.h"
 #include "kube/write.h"
 #include "policy/drain.h"
 #include "policy/drain_step.h"
@@ -165,9 +166,13 @@ static void ask_to_leave(struct req *r, const struct pol_drain_survey *sv, char 
 	for (size_t i = 0; i < sv->nchosen; i++) {
 		const struct kube_pod *p = sv->chosen[i];
 		uint64_t key = pod_key(r, p);
-		if (!(p->flags & KUBE_POD_TERMINATING) &&
-		    !ng_memo_has(&r->d->asked, key, r->now_mono_ms))
-			(void)evict_one(r, p, key, refusal, refusal_cap);
+		bool leaving = (p->flags & KUBE_POD_TERMINATING) != 0;
+		if (!leaving && !ng_memo_has(&r->d->asked, key, r->now_mono_ms))
+			leaving = evict_one(r, p, key, refusal, refusal_cap);
+		/* The drain waits for it to go: the watch publishes its deletion at once. */
+		if (leaving)
+			kube_watch_await_gone(r->d->cfg.watch, KUBE_RES_PODS, str(r, p->ns),
+					      p->name, r->now_mono_ms + AWAIT_GONE_MS);
 	}
 }
 

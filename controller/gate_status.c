@@ -280,7 +280,7 @@ enum kube_write_outcome gate_set_finalizer(struct gate *g, const struct kube_sna
 	const struct kube_ref ref = {KUBE_KIND_ND, NULL, name};
 	struct kube_write_result r;
 	kube_set_finalizer(g->client, &ref, nd->rv, cur, nd->nfinalizers, GATE_FINALIZER, present,
-			   &r);
+			   NULL, &r);
 	if (r.outcome == KUBE_WRITE_OK)
 		ng_prom_add(&g->writes, 1);
 	else if (r.outcome == KUBE_WRITE_CONFLICT || r.outcome == KUBE_WRITE_GONE)

@@ -667,7 +667,7 @@ static bool finalizer(struct job *j)
 		cur[i] = str(j, r->finalizers[i]);
 	struct kube_write_result wr;
 	kube_set_finalizer(j->m->client, &j->ref, r->rv, cur, r->nfinalizers,
-			   KUBE_REMEDIATION_FINALIZER, want, &wr);
+			   KUBE_REMEDIATION_FINALIZER, want, NULL, &wr);
 	count(j->m, A_FINALIZER, &wr);
 	if (wr.outcome != KUBE_WRITE_OK && wr.outcome != KUBE_WRITE_CONFLICT)
 		kube_write_log("remediation", "finalizer not written", &j->ref, &wr);

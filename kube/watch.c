@@ -12,11 +12,14 @@
 #include "common/clock.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/map.h"
+#include "common/memo.h"
 #include "common/prom.h"
 #include "kube/client.h"
 #include "kube/kinds.h"
 
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +70,7 @@ void kw_retry_later(struct informer *in, enum istate st, const char *what, const
 void kw_publish_mask(struct kube_watch *w, unsigned mask)
 {
 	struct kube_snapshot *s = NULL;
+	w->hurry &= ~mask;
 	if (kube_cache_publish_some(w->cache, mask, &s) != NG_OK) {
 		/* Pending changes stay; the next loop tries again. */
 		struct ng_logline l;
@@ -87,6 +91,43 @@ void kw_publish_mask(struct kube_watch *w, unsigned mask)
 static void publish(struct kube_watch *w)
 {
 	kw_publish_mask(w, ~0u);
+}
+
+static uint64_t await_key(enum kube_resource res, const char *ns, const char *name)
+{
+	uint64_t h = ng_fnv1a64(NG_FNV64_INIT, &res, sizeof(res));
+	h = ng_fnv1a64(h, ns ? ns : "", ns ? strlen(ns) + 1 : 1);
+	return ng_fnv1a64(h, name, strlen(name));
+}
+
+void kube_watch_await_gone(const struct kube_watch *cw, enum kube_resource res, const char *ns,
+			   const char *name, int64_t until_mono_ms)
+{
+	struct kube_watch *w = (struct kube_watch *)(uintptr_t)cw;
+	if (!w || !w->await_mu_ok || !name)
+		return;
+	uint64_t key = await_key(res, ns, name);
+	pthread_mutex_lock(&w->await_mu);
+	ng_memo_put(&w->awaited, key, until_mono_ms);
+	pthread_mutex_unlock(&w->await_mu);
+}
+
+/* A deletion of @obj (a watch event's object) arrived for @in: when a controller awaits it, its
+ * kind is published without waiting for the window. */
+static void awaited_gone(struct kube_watch *w, const struct informer *in, const cJSON *obj)
+{
+	const cJSON *meta = ng_json_get(obj, "metadata");
+	const char *name = ng_json_str(meta, "name");
+	if (!name || !w->await_mu_ok)
+		return;
+	uint64_t key = await_key(in->res, ng_json_str(meta, "namespace"), name);
+	pthread_mutex_lock(&w->await_mu);
+	bool awaited = ng_memo_has(&w->awaited, key, kw_now_ms());
+	if (awaited)
+		ng_memo_forget(&w->awaited, key);
+	pthread_mutex_unlock(&w->await_mu);
+	if (awaited)
+		w->hurry |= 1u << in->res;
 }
 
 static void mark_dirty(struct kube_watch *w)
@@ -168,6 +209,8 @@ static void handle_event(struct informer *in, const char *line, size_t len)
 				return;
 			}
 			mark_dirty(w);
+			if (kind == 2)
+				awaited_gone(w, in, obj);
 		}
 	}
 	if (rv && strlen(rv) < RV_BYTES) {
@@ -420,10 +463,12 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 	 * batch_ms: an isolated change is visible in milliseconds, a burst costs one table
 	 * rebuild per window. */
 	int64_t publish_at = w->last_publish_ms + batch_window(w);
-	if (w->dirty_since_ms && now_mono >= publish_at)
+	if (w->dirty_since_ms && now_mono >= publish_at) {
 		publish(w);
-	else if (kube_cache_dirty_mask(w->cache) & w->urgent)
-		kw_publish_mask(w, w->urgent);
+	} else if (kube_cache_dirty_mask(w->cache) & (w->urgent | w->hurry)) {
+		/* nodegate's own kinds, and a kind whose awaited deletion just arrived */
+		kw_publish_mask(w, w->urgent | w->hurry);
+	}
 	if (w->dirty_since_ms && publish_at < next_due)
 		next_due = publish_at;
 	int64_t wait = next_due - kw_now_ms();
@@ -453,6 +498,8 @@ struct kube_watch *kube_watch_start(const struct kube_watch_config *cfg, struct 
 	}
 	w->gate.ready = gate_ready;
 	w->cfg = *cfg;
+	ng_memo_init(&w->awaited, KUBE_WATCH_AWAITED_MAX);
+	w->await_mu_ok = pthread_mutex_init(&w->await_mu, NULL) == 0;
 	if (w->cfg.batch_ms <= 0)
 		w->cfg.batch_ms = 100;
 	if (w->cfg.page_timeout_ms <= 0)
@@ -538,5 +585,8 @@ void kube_watch_stop(struct kube_watch *w)
 	if (w->multi)
 		(void)curl_multi_cleanup(w->multi);
 	kube_cache_destroy(w->cache);
+	ng_memo_free(&w->awaited);
+	if (w->await_mu_ok)
+		pthread_mutex_destroy(&w->await_mu);
 	free(w);
 }

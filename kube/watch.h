@@ -5,6 +5,7 @@
 
 #include "common/status.h"
 #include "kube/kube.h"
+#include "kube/records.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -51,6 +52,20 @@ bool kube_watch_synced(const struct kube_watch *w);
 
 /** A consistent-enough copy of the counters (each read atomically). Any thread. */
 void kube_watch_get_stats(const struct kube_watch *w, struct kube_watch_stats *ret);
+
+/* Deletions awaited at once at most (kube_watch_await_gone()); past this the soonest to expire is
+ * forgotten, and its deletion waits for the batch window like any other change. */
+#define KUBE_WATCH_AWAITED_MAX 4096
+
+/**
+ * A controller waits to see object @ns/@name (@ns NULL or "" when cluster-scoped) of resource
+ * @res deleted — the drainer, for a pod it asked to leave: when the watch brings that deletion,
+ * the resource's changes are published at once instead of at the end of the batch window.
+ * Remembered until @until_mono_ms (ng_now_mono_us() / 1000's clock; asking again extends it), or
+ * until the deletion arrives. Any thread.
+ */
+void kube_watch_await_gone(const struct kube_watch *w, enum kube_resource res, const char *ns,
+			   const char *name, int64_t until_mono_ms);
 
 /** Stops and joins the thread and frees everything. Accepts NULL. Main thread. */
 void kube_watch_stop(struct kube_watch *w);

@@ -9,11 +9,13 @@
 
 #include "common/buf.h"
 #include "common/json.h"
+#include "common/memo.h"
 #include "kube/internal.h"
 #include "kube/kinds.h"
 #include "kube/runtime.h"
 
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -98,6 +100,13 @@ struct kube_watch {
 	struct ng_rng *rng; /* the runtime's */
 	/* The API server refused a streamed list, or never marked one's end: pages from then on. */
 	bool no_stream;
+	/* Deletions a controller waits for (kube_watch_await_gone(), any thread, under await_mu),
+	 * and the kinds one of them arrived for since they were last published (the watch
+	 * thread's). */
+	pthread_mutex_t await_mu;
+	bool await_mu_ok;
+	struct ng_memo awaited;
+	unsigned hurry;
 };
 
 /* kube/watch.c */

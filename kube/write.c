@@ -193,10 +193,27 @@ void kube_patch_status_json(struct kube_client *c, const struct kube_ref *ref, c
 	ng_buf_finish(&b);
 }
 
+/* metadata.resourceVersion of the object answered in @resp into @out (KUBE_WRITE_RV_BYTES); ""
+ * when it has none that fits. */
+static void answer_rv(const struct ng_buf *resp, char *out)
+{
+	out[0] = '\0';
+	struct ng_arena *a = resp->len ? ng_arena_create((64u << 10) + 8 * resp->len) : NULL;
+	cJSON *root = NULL;
+	if (a && ng_json_parse(resp->data, resp->len, a, &root, NULL) == NG_OK) {
+		const char *rv = ng_json_str(ng_json_get(root, "metadata"), "resourceVersion");
+		if (rv && strlen(rv) < KUBE_WRITE_RV_BYTES)
+			memcpy(out, rv, strlen(rv) + 1);
+	}
+	ng_arena_destroy(a);
+}
+
 void kube_set_finalizer(struct kube_client *c, const struct kube_ref *ref, const char *rv,
 			const char *const *current, size_t n, const char *fin, bool present,
-			struct kube_write_result *ret)
+			char *ret_rv, struct kube_write_result *ret)
 {
+	if (ret_rv)
+		ret_rv[0] = '\0';
 	bool has = false;
 	for (size_t i = 0; i < n && !has; i++)
 		has = strcmp(current[i], fin) == 0;
@@ -223,8 +240,13 @@ void kube_set_finalizer(struct kube_client *c, const struct kube_ref *ref, const
 	ng_jw_arr_end(&w);
 	ng_jw_obj_end(&w);
 	ng_jw_obj_end(&w);
-	send_write(c, "PATCH", ref, NULL, "application/merge-patch+json", ng_jw_finish(&w), &b,
-		   ret);
+	struct ng_buf resp;
+	ng_buf_init(&resp, RESPONSE_CAP_BYTES);
+	send_timed(c, "PATCH", ref, NULL, "application/merge-patch+json", ng_jw_finish(&w), &b,
+		   KUBE_WRITE_TIMEOUT_MS, &resp, ret);
+	if (ret_rv && ret->outcome == KUBE_WRITE_OK)
+		answer_rv(&resp, ret_rv);
+	ng_buf_finish(&resp);
 	ng_buf_finish(&b);
 }
 

@@ -111,14 +111,20 @@ void kube_patch_status_strategic(struct kube_client *c, const struct kube_ref *r
 void kube_patch_status_json(struct kube_client *c, const struct kube_ref *ref, const char *rv,
 			    const char *status, size_t len, struct kube_write_result *ret);
 
+/* Room for a resourceVersion an answer gives back (kube_set_finalizer()'s @ret_rv). */
+#define KUBE_WRITE_RV_BYTES 64
+
 /**
  * Sets metadata.finalizers to @current (@n strings) with @fin added (@present) or removed, as a
  * merge patch carrying @rv: another writer's change in between is a 409. No request when the
- * list would not change (outcome OK, http 0).
+ * list would not change (outcome OK, http 0). With @ret_rv (KUBE_WRITE_RV_BYTES bytes, may be
+ * NULL): the object's new metadata.resourceVersion as the answer gives it, so the caller's next
+ * conditional write of the same step can carry it instead of waiting for its cache; "" when the
+ * write was not OK, sent nothing, or the answer has none (or a longer one).
  */
 void kube_set_finalizer(struct kube_client *c, const struct kube_ref *ref, const char *rv,
 			const char *const *current, size_t n, const char *fin, bool present,
-			struct kube_write_result *ret);
+			char *ret_rv, struct kube_write_result *ret);
 
 /* A core/v1 Event (DESIGN.md §9). */
 struct kube_event {

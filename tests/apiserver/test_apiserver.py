@@ -742,6 +742,30 @@ class TestGracefulPodDeletion(ServerTestCase):
         return self.srv.watch("/api/v1/namespaces/default/pods?watch=1&resourceVersion=%s"
                               "&fieldSelector=metadata.name%%3D%s" % (rv, name))
 
+    def test_each_pod_goes_when_its_own_grace_period_ends(self):
+        # The stand-in removes a pod at its deadline, as a kubelet does once the containers have
+        # exited: a pod deleted later with a shorter grace period goes first, and none goes
+        # before its grace period is over.
+        self.running("gdl-late", grace=2)
+        self.running("gdl-early", grace=1)
+        rv = self.ok("GET", "/api/v1/namespaces/default/pods")["metadata"]["resourceVersion"]
+        w = self.srv.watch("/api/v1/namespaces/default/pods?watch=1&resourceVersion=%s" % rv)
+        asked = {}
+        for name in ("gdl-late", "gdl-early"):
+            asked[name] = time.monotonic()
+            self.ok("DELETE", "/api/v1/namespaces/default/pods/" + name)
+        gone = []
+        while len(gone) < 2:
+            ev = w.next()
+            self.assertIsNotNone(ev, "the watch ended before both pods were removed")
+            if ev["type"] == "DELETED":
+                gone.append((ev["object"]["metadata"]["name"], time.monotonic()))
+        w.close()
+        self.assertEqual([n for n, _ in gone], ["gdl-early", "gdl-late"])
+        grace = {"gdl-late": 2, "gdl-early": 1}
+        for name, t in gone:
+            self.assertGreaterEqual(t - asked[name], grace[name], name + " went before its grace period ended")
+
     def test_grace_period_zero_removes_the_pod_at_once_after_writing_the_deletion(self):
         self.running("g0")
         w = self.watch_pod("g0")

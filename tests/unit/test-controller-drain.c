@@ -45,6 +45,12 @@
 #define LIST1(a) "{\"kind\":\"List\",\"items\":[" a "]}"
 #define LIST2(a, b) LIST1(a "," b)
 #define LIST3(a, b, c) LIST1(a "," b "," c)
+/* A running pod of a ReplicaSet on n1. */
+#define POD_ON_N1(ns, name)                                                                        \
+	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" name "\","             \
+	"\"namespace\":\"" ns "\",\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":"      \
+	"\"ReplicaSet\",\"name\":\"o\",\"uid\":\"u\",\"controller\":true}]},\"spec\":{"            \
+	"\"nodeName\":\"n1\"},\"status\":{\"phase\":\"Running\"}}"
 
 struct fx {
 	struct fake_api api;
@@ -112,6 +118,54 @@ static void test_finalizer_first_node_untouched(void **state)
 	/* The watch has not brought the finalizer yet: the same version is not written again. */
 	round_on(fx, LIST2(NODE("n1", "10", "", ""), ND("r1", "5", "")), 100);
 	assert_int_equal(fake_api_count(&fx->api, "PATCH", "/nodedisruptions/"), 1);
+}
+
+/* The API server took the finalizer and answered the new version: the node is held and its pods
+ * asked to leave in the same round, and the status of that round is conditional on the version
+ * the finalizer's answer gave, not on the one the round read. */
+static void test_a_taken_finalizer_holds_and_evicts_in_the_same_round(void **state)
+{
+	struct fx *fx = *state;
+	fake_api_reply(&fx->api, &(struct fake_api_reply){
+				     "/nodedisruptions/r1", 200,
+				     "{\"kind\":\"NodeDisruption\",\"metadata\":{\"name\":"
+				     "\"r1\",\"resourceVersion\":\"6\"}}",
+				     false, 1});
+	const char *before =
+	    LIST3(NODE("n1", "10", "", ""), ND("r1", "5", ""), POD_ON_N1("shop", "p1"));
+	round_on(fx, before, 0);
+	const struct fake_api_request *fin =
+	    fake_api_find(&fx->api, "PATCH", "/nodedisruptions/r1", 0);
+	assert_non_null(fin);
+	assert_non_null(strstr(fin->body, "\"resourceVersion\":\"5\""));
+	assert_non_null(strstr(fin->body, "nodegate.io/drain"));
+	/* Then, in this round, the cordon, the eviction and the status. */
+	const struct fake_api_request *cordon = fake_api_find(&fx->api, "PATCH", "/nodes/n1", 0);
+	assert_non_null(cordon);
+	assert_true(cordon > fin);
+	assert_non_null(strstr(cordon->body, "/spec/unschedulable"));
+	const struct fake_api_request *evict =
+	    fake_api_find(&fx->api, "POST", "/namespaces/shop/pods/p1/eviction", 0);
+	assert_non_null(evict);
+	assert_true(evict > cordon);
+	const struct fake_api_request *st =
+	    fake_api_find(&fx->api, "PATCH", "/nodedisruptions/r1/status", 0);
+	assert_non_null(st);
+	assert_non_null(strstr(st->body, "\"resourceVersion\":\"6\""));
+	assert_non_null(strstr(st->body, "\"reason\":\"Draining\""));
+	assert_int_equal(fake_api_count(&fx->api, "PATCH", "/nodedisruptions/r1"), 2);
+	/* The Events of the round (Cordoned, on the request and on the node) come after every
+	 * write the drain waits on. */
+	const struct fake_api_request *ev = fake_api_find(&fx->api, "POST", "/events", 0);
+	assert_non_null(ev);
+	assert_true(ev > st);
+	assert_non_null(strstr(ev->body, "\"reason\":\"Cordoned\""));
+	/* Rounds that see the version read or the finalizer's, both written over, write nothing. */
+	round_on(fx, before, 100);
+	round_on(fx, LIST3(NODE("n1", "10", "", ""), ND("r1", "6", FIN), POD_ON_N1("shop", "p1")),
+		 200);
+	assert_int_equal(fake_api_count(&fx->api, "PATCH", "/nodedisruptions/r1"), 2);
+	assert_int_equal(fake_api_count(&fx->api, "POST", "/eviction"), 1);
 }
 
 static void test_hold_is_one_conditional_patch_that_lists_the_taint(void **state)
@@ -529,6 +583,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_finalizer_first_node_untouched, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_a_taken_finalizer_holds_and_evicts_in_the_same_round, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_hold_is_one_conditional_patch_that_lists_the_taint,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_a_taint_already_there_is_not_listed, setup,

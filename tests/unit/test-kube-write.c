@@ -107,22 +107,37 @@ static void test_finalizer_add_remove_and_noop(void **state)
 	struct kube_write_result r;
 	const struct kube_ref nd = {KUBE_KIND_ND, NULL, "maint-1"};
 	const char *const current[] = {"other.io/keep"};
-	kube_set_finalizer(fx->c, &nd, "7", current, 1, "nodegate.io/gate", true, &r);
+	/* The answer is the object as written: its new version comes back to the caller. */
+	fake_api_reply(&fx->api, &(struct fake_api_reply){
+				     "/nodedisruptions/maint-1", 200,
+				     "{\"kind\":\"NodeDisruption\",\"metadata\":{\"name\":"
+				     "\"maint-1\",\"resourceVersion\":\"12\"}}",
+				     false, 1});
+	char rv[KUBE_WRITE_RV_BYTES] = "stale";
+	kube_set_finalizer(fx->c, &nd, "7", current, 1, "nodegate.io/gate", true, rv, &r);
 	assert_int_equal(r.outcome, KUBE_WRITE_OK);
+	assert_string_equal(rv, "12");
 	const struct fake_api_request *q = fake_api_find(&fx->api, "PATCH", NULL, 0);
 	assert_string_equal(q->path, "/apis/nodegate.io/v1alpha1/nodedisruptions/maint-1");
 	assert_string_equal(q->body, "{\"metadata\":{\"resourceVersion\":\"7\",\"finalizers\":["
 				     "\"other.io/keep\",\"nodegate.io/gate\"]}}");
 	const char *const both[] = {"nodegate.io/gate", "other.io/keep"};
-	kube_set_finalizer(fx->c, &nd, "8", both, 2, "nodegate.io/gate", false, &r);
+	kube_set_finalizer(fx->c, &nd, "8", both, 2, "nodegate.io/gate", false, NULL, &r);
 	q = fake_api_find(&fx->api, "PATCH", NULL, 1);
 	assert_string_equal(q->body, "{\"metadata\":{\"resourceVersion\":\"8\",\"finalizers\":["
 				     "\"other.io/keep\"]}}");
 	/* Already as wanted: no request at all. */
 	size_t before = fx->api.nreqs;
-	kube_set_finalizer(fx->c, &nd, "9", both, 2, "nodegate.io/gate", true, &r);
+	kube_set_finalizer(fx->c, &nd, "9", both, 2, "nodegate.io/gate", true, rv, &r);
 	assert_int_equal(r.outcome, KUBE_WRITE_OK);
 	assert_int_equal(fx->api.nreqs, before);
+	assert_string_equal(rv, ""); /* nothing written: no new version */
+	/* A refused write gives no version either. */
+	fake_api_reply(&fx->api,
+		       &(struct fake_api_reply){"/nodedisruptions/maint-1", 409, NULL, false, 1});
+	kube_set_finalizer(fx->c, &nd, "9", current, 1, "nodegate.io/gate", true, rv, &r);
+	assert_int_equal(r.outcome, KUBE_WRITE_CONFLICT);
+	assert_string_equal(rv, "");
 }
 
 static void test_event_names_its_object(void **state)

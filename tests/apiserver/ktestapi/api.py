@@ -22,6 +22,7 @@ generic registry and the built-in strategies of kube-apiserver do:
 """
 import copy
 import datetime
+import heapq
 import json
 import random
 import threading
@@ -117,6 +118,10 @@ class Cluster:
         self.pdb_dirty = threading.Event()
         self.stop = threading.Event()
         self.pending_pod_deletes = {}   # key -> monotonic deadline
+        # The kubelet stand-in's timer (grace mode): (deadline, key) in deadline order; an entry
+        # whose key is no longer pending at that deadline was cancelled or rescheduled.
+        self.kubelet_due = []
+        self.kubelet_cv = threading.Condition()
         self.node_lifecycle = node_lifecycle
         self.dirty_nodes = set()
         self.gc_queue = set()            # uids of deleted owners whose dependents need collecting
@@ -125,6 +130,7 @@ class Cluster:
         self.refused = []                # writes the decoder or the upstream definitions refused
         self.dropped_lock = threading.Lock()
         self.ctl = threading.Thread(target=self._controllers, name="controllers", daemon=True)
+        self.kubelet_thread = threading.Thread(target=self._kubelet_timer, name="kubelet", daemon=True)
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.create_internal("/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         from .authz import bootstrap_objects
@@ -1034,12 +1040,38 @@ class Cluster:
             self._force_delete_pod(k)
 
     def _kubelet_delete(self, key, grace):
-        """Kubelet stand-in: a terminating pod goes away now ("immediate") or after its grace period."""
+        """Kubelet stand-in: a terminating pod goes away now ("immediate") or when its grace period
+        ends ("grace"), as a kubelet removes it once its containers have exited: a timer at the
+        deadline, not a poll."""
         if self.kubelet == "immediate":
             self._force_delete_pod(key)
-        else:
+            return
+        deadline = time.monotonic() + grace
+        with self.store.lock:
+            self.pending_pod_deletes[key] = deadline
+        with self.kubelet_cv:
+            heapq.heappush(self.kubelet_due, (deadline, key))
+            self.kubelet_cv.notify()
+
+    def _kubelet_timer(self):
+        """Background thread: removes each terminating pod at its deadline (grace mode)."""
+        while not self.stop.is_set():
+            with self.kubelet_cv:
+                now = time.monotonic()
+                if not self.kubelet_due or self.kubelet_due[0][0] > now:
+                    wait = self.kubelet_due[0][0] - now if self.kubelet_due else 1.0
+                    self.kubelet_cv.wait(min(wait, 1.0))
+                    continue
+                deadline, key = heapq.heappop(self.kubelet_due)
             with self.store.lock:
-                self.pending_pod_deletes[key] = time.monotonic() + grace
+                if self.pending_pod_deletes.get(key) != deadline:
+                    continue  # cancelled, finished already, or rescheduled to another deadline
+                del self.pending_pod_deletes[key]
+            try:
+                self._force_delete_pod(key)
+            except Exception:  # keep the timer alive; errors show up in tests as stale state
+                import traceback
+                traceback.print_exc()
 
     def _force_delete_pod(self, key):
         """The kubelet's final DELETE (gracePeriodSeconds=0): the grace period drops to 0 (a
@@ -1201,18 +1233,12 @@ class Cluster:
     # ------------------------------------------------------------------ controllers
     def start(self):
         self.ctl.start()
+        self.kubelet_thread.start()
 
     def _controllers(self):
-        """Background loop: kubelet grace expiry, terminating namespaces, PDB status."""
+        """Background loop: terminating namespaces, node taints, garbage, PDB status."""
         while not self.stop.wait(0.2):
             try:
-                now = time.monotonic()
-                with self.store.lock:
-                    due = [k for k, d in self.pending_pod_deletes.items() if d <= now]
-                    for k in due:
-                        del self.pending_pod_deletes[k]
-                for k in due:
-                    self._force_delete_pod(k)
                 items, _, _, _ = self.store.list("/namespaces")
                 for ns in items:
                     if ns["metadata"].get("deletionTimestamp"):
