@@ -343,6 +343,8 @@ class SafetyTest(unittest.TestCase):
         ended = sum(1 for e in body.get("items", []) if e.get("reason") == "DeadlineExceeded"
                     and e.get("involvedObject", {}).get("kind") == "NodeDisruption")
         print(f"  grants ended by their deadline: {ended}", file=sys.stderr)
+        if late:
+            self.print_replicas([x.split()[0] for x in late])
         self.assertEqual(late, [])
 
     def leader(self):
@@ -395,6 +397,22 @@ class SafetyTest(unittest.TestCase):
         self.assertLessEqual(checker.max_seen["all"], 5)
         print(f"  grants observed: {checker.grants}, most nodes granted at once: {checker.max_seen['all']}",
               file=sys.stderr)
+
+    def print_replicas(self, names):
+        """What each replica was doing, for a failure's log: alive, leading, its log lines
+        naming @names (the last 10) and its last 20 lines."""
+        for i, r in enumerate(self.replicas):
+            try:
+                alive = r.proc.poll() is None
+                lines = self.full_log(r).splitlines()
+                about = [ln for ln in lines if any(n in ln for n in names)]
+                print(f"  replica {i}: {'alive' if alive else 'exited'}, leader "
+                      f"{r.metric('nodegate_leader') if alive else '-'}; its lines about "
+                      f"{names}, then its last lines:", file=sys.stderr)
+                for ln in about[-10:] + ["  ..."] + lines[-20:]:
+                    print("    " + ln[:400], file=sys.stderr)
+            except (OSError, ValueError) as e:
+                print(f"  replica {i}: {e}", file=sys.stderr)
 
     def full_log(self, replica):
         with open(replica.log_path, encoding="utf-8", errors="replace") as f:
