@@ -124,11 +124,14 @@ void kube_table_release(struct kube_table *t)
 	if (!t || atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	if (t->base) { /* the arrays and indexes are the base's; the patches' sides retire */
+		struct kube_table *base = t->base;
 		free(t->patches);
-		kube_table_release(t->base);
 		kube_retire_release(t->retire);
 		free(t);
-		return;
+		/* A base has no base of its own: its last reference frees it below. */
+		if (atomic_fetch_sub_explicit(&base->refs, 1, memory_order_acq_rel) != 1)
+			return;
+		t = base;
 	}
 	free(t->recs);
 	free(t->sides);
