@@ -77,19 +77,59 @@ void count_write(struct drain *d, const struct kube_write_result *w, const char 
 		kube_write_log("drain", what, ref, w);
 }
 
-/* Queues an Event for the end of the round (flush_events()): Events tell people what happened
- * and nothing waits on them, so they come after the writes the drains wait on. Written at once
- * when the queue is full or out of memory. */
+static void write_event(struct drain *d, const struct kube_event *ev)
+{
+	struct kube_write_result w;
+	kube_create_event(d->client, ev, &w);
+	kube_write_log("drain", "event not recorded", &ev->about, &w);
+}
+
+/* Copies @s to @at, returns the place after it. */
+static char *put_str(char *at, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	memcpy(at, s, n);
+	return at + n;
+}
+
+/* Queues an Event for the end of the round (flush_events()); written at once when the queue is
+ * full or out of memory. */
 static void event_about(struct req *r, const struct kube_ref about, const char *uid,
 			const char *reason, const char *type, const char *msg)
 {
 	struct drain *d = r->d;
-	struct kube_event ev = {about, reason, type, msg, d->cfg.identity, r->now_ms, uid};
-	if (kube_event_queue_put(&d->events, &ev))
+	const char *ns = about.ns ? about.ns : "", *name = about.name ? about.name : "";
+	uid = uid ? uid : "";
+	size_t len = strlen(ns) + strlen(name) + strlen(uid) + strlen(reason) + strlen(type) +
+		     strlen(msg) + 6;
+	struct queued_event *q =
+	    d->nevents < EVENTS_QUEUED_MAX
+		? ng_array_grow(d->events, &d->capevents, d->nevents, sizeof(*q))
+		: NULL;
+	if (q)
+		d->events = q;
+	char *buf = q ? malloc(len) : NULL;
+	if (!buf) {
+		struct kube_event ev = {about, reason, type, msg, d->cfg.identity, r->now_ms, uid};
+		write_event(d, &ev);
 		return;
-	struct kube_write_result w;
-	kube_create_event(d->client, &ev, &w);
-	kube_write_log("drain", "event not recorded", &about, &w);
+	}
+	q = &d->events[d->nevents++];
+	q->kind = about.kind;
+	q->at_ms = r->now_ms;
+	char *at = buf;
+	q->ns = at;
+	at = put_str(at, ns);
+	q->name = at;
+	at = put_str(at, name);
+	q->uid = at;
+	at = put_str(at, uid);
+	q->reason = at;
+	at = put_str(at, reason);
+	q->type = at;
+	at = put_str(at, type);
+	q->msg = at;
+	(void)put_str(at, msg);
 }
 
 bool newer_snapshot(const struct drain *d, const struct kube_snapshot *s)
@@ -97,23 +137,27 @@ bool newer_snapshot(const struct drain *d, const struct kube_snapshot *s)
 	return d->cfg.store && kube_store_generation(d->cfg.store) != kube_snapshot_generation(s);
 }
 
-struct round_news {
-	const struct drain *d;
-	const struct kube_snapshot *s;
-};
-
-static bool news(const void *ctx)
+/* Writes the round's queued Events, oldest first; once a newer snapshot is out, the rest after
+ * the first EVENTS_AT_LEAST wait for the end of the next round (which that publish brings at
+ * once), so a busy cluster still sees them all. */
+static void flush_events(struct drain *d, const struct kube_snapshot *s)
 {
-	const struct round_news *n = ctx;
-	return newer_snapshot(n->d, n->s);
-}
-
-/* Writes the round's queued Events, oldest first; once a newer snapshot is out, what has not
- * waited a second waits for the end of the next round (which that publish brings at once). */
-static void flush_events(struct drain *d, const struct kube_snapshot *s, int64_t now_wall_ms)
-{
-	const struct round_news n = {d, s};
-	kube_event_queue_flush(&d->events, d->client, "drain", now_wall_ms, news, &n);
+	size_t i = 0;
+	for (; i < d->nevents && (i < EVENTS_AT_LEAST || !newer_snapshot(d, s)); i++) {
+		struct queued_event *q = &d->events[i];
+		struct kube_event ev = {{q->kind, *q->ns ? q->ns : NULL, q->name},
+					q->reason,
+					q->type,
+					q->msg,
+					d->cfg.identity,
+					q->at_ms,
+					q->uid};
+		write_event(d, &ev);
+		free(q->ns);
+	}
+	if (i && i < d->nevents)
+		memmove(d->events, d->events + i, (d->nevents - i) * sizeof(*d->events));
+	d->nevents -= i;
 }
 
 /* An Event on the request. */
@@ -739,7 +783,7 @@ int64_t drain_round(struct drain *d, const struct kube_snapshot *s, int64_t now_
 		node_lifecycle(d, s, arena, now_wall_ms, now_mono_ms, &next);
 	}
 	ng_arena_destroy(arena);
-	flush_events(d, s, now_wall_ms);
+	flush_events(d, s);
 	return next;
 }
 
@@ -820,7 +864,9 @@ void drain_stop(struct drain *d)
 		return;
 	scaffold_stop(d->rt, d->cfg.leader);
 	ng_memo_free(&d->asked);
-	kube_event_queue_clear(&d->events);
+	for (size_t i = 0; i < d->nevents; i++)
+		free(d->events[i].ns);
+	free(d->events);
 	free(d->chosen);
 	free(d);
 }

@@ -16,7 +16,6 @@
 #include "common/prom.h"
 #include "controller/drain.h"
 #include "controller/scaffold.h"
-#include "kube/event_queue.h"
 #include "kube/records.h"
 #include "kube/write.h"
 #include "policy/drain_step.h"
@@ -78,6 +77,18 @@ struct chosen {
 	int64_t pods;
 };
 
+/* An Event of the round, written once every request has had its step: Events tell people what
+ * happened and nothing waits on them, so they come after the writes the drains wait on. */
+struct queued_event {
+	enum kube_kind kind;
+	int64_t at_ms;
+	char *ns, *name, *uid, *reason, *type, *msg; /* one malloc'd block, from ns on */
+};
+/* Events queued at most; past this they are written at once. */
+#define EVENTS_QUEUED_MAX 4096
+/* Events a round writes even when a newer snapshot is out already. */
+#define EVENTS_AT_LEAST 8
+
 struct drain {
 	struct drain_config cfg;
 	struct kube_runtime *rt;
@@ -90,8 +101,9 @@ struct drain {
 	 * write lost to a conflict while pods were already leaving; forgotten once Drained. */
 	struct chosen *chosen;
 	size_t nchosen, capchosen;
-	/* The round's Events, written at its end. */
-	struct kube_event_queue events;
+	/* The round's Events, written at its end (struct queued_event). */
+	struct queued_event *events;
+	size_t nevents, capevents;
 	_Atomic uint64_t evicted[4]; /* by enum kube_drain_strategy */
 	_Atomic uint64_t attempts;
 	_Atomic uint64_t failures[F_COUNT];

@@ -457,7 +457,7 @@ out:
 static int64_t next_due_wall_ms(const struct gate *g)
 {
 	int64_t due = g->again_wall_ms;
-	if (g->nlater || g->events.n) /* hook results and Events still to write: a round now */
+	if (g->nlater) /* Events and hook results still to write: a round now */
 		return ng_now_wall_ms();
 	for (size_t i = 0; i < g->nw; i++)
 		if (g->w[i].next_retry_wall_ms && (!due || g->w[i].next_retry_wall_ms < due) &&
@@ -497,7 +497,8 @@ static void forget(struct gate *g)
 	gate_lifecycle_forget(g);
 	gate_pacing_forget(g);
 	g->leases_next_wall_ms = 0;
-	gate_later_clear(g); /* a new term writes only what it decides itself */
+	while (g->nlater) /* a new term writes only what it decides itself */
+		gate_later_free(&g->later[--g->nlater]);
 	g->nw = 0;
 	g->nbw = 0;
 	ng_map_finish(&g->bw_by_key);
@@ -689,7 +690,8 @@ void gate_destroy(struct gate *g)
 	pol_scope_cache_destroy(g->pools);
 	free(g->jobs);
 	free(g->terms);
-	gate_later_clear(g); /* best effort: what a stopping gate had left is dropped */
+	while (g->nlater) /* best effort: what a stopping gate had left is dropped */
+		gate_later_free(&g->later[--g->nlater]);
 	free(g->later);
 	while (g->ninf)
 		inflight_drop(g, 0);

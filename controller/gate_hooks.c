@@ -106,8 +106,12 @@ static void record_hook(struct gate *g, const struct kube_snapshot *s, const cha
 	const char *name = ng_intern_str(pool, c->budget->name, NULL);
 	bool ok = c->result == POL_HOOK_OK || c->result == POL_HOOK_LATER;
 	count_hook(g, ns ? ns : "", name, c);
-	const struct gate_later later = {
-	    .ns = ns, .name = name, .c = *c, .now_wall_ms = now_wall_ms};
+	const struct gate_later later = {.hook_result = true,
+					 .kind = KUBE_KIND_ADB,
+					 .ns = ns,
+					 .name = name,
+					 .c = *c,
+					 .now_wall_ms = now_wall_ms};
 	if (c->phase == POL_HOOK_HEALTH && !gate_defer(g, &later))
 		gate_write_hook_result(g, ns, name, c, now_wall_ms);
 	struct ng_logline l;

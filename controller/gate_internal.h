@@ -27,7 +27,6 @@
 #include "controller/gate.h"
 #include "controller/leader.h"
 #include "kube/kube.h"
-#include "kube/event_queue.h"
 #include "kube/write.h"
 #include "policy/disruption.h"
 #include "policy/hook.h"
@@ -124,13 +123,14 @@ struct gate_inflight {
 	int64_t until_wall_ms;
 };
 
-/* A write that records what happened but decides nothing (a budget's lastHookResult; Events
- * go to the gate's kube_event_queue): made after the round's status writes, so no grant waits
- * behind it. */
+/* A write that records what happened but decides nothing (an Event, a budget's
+ * lastHookResult): made after the round's status writes, so no grant waits behind it. */
 struct gate_later {
+	bool hook_result; /* a budget's status.lastHookResult; else an Event */
+	enum kube_kind kind;
 	/* Borrowed when handed to gate_defer(), copies (freed by the flush) in the queue. */
-	const char *ns, *name;
-	struct pol_hook_call c; /* what the call reported */
+	const char *ns, *name, *uid, *reason, *type, *msg;
+	struct pol_hook_call c; /* hook_result: what the call reported */
 	int64_t now_wall_ms;
 };
 
@@ -237,7 +237,6 @@ struct gate {
 	_Atomic bool hooks_answered; /* a job ended since the last step looked */
 	struct gate_later *later;    /* queued during a round, written at its end */
 	size_t nlater, caplater;
-	struct kube_event_queue events; /* likewise */
 	bool deferring;                 /* in a round: Events and hook results are queued */
 	_Atomic uint64_t hooks_waiting; /* njobs, for /metrics */
 	pthread_mutex_t wake_mu; /* guards wake_rt: a job's thread wakes the gate through it */
@@ -316,15 +315,16 @@ void gate_event_nd(struct gate *g, const struct kube_nd *nd, const char *name, c
 void gate_event_budget(struct gate *g, enum kube_resource kind, const char *ns, const char *name,
 		       const char *uid, const char *reason, const char *type, const char *msg,
 		       int64_t now_wall_ms);
-/** Writes what was queued during the round (hook results, then Events), oldest first, until a
- * hook answers or the cluster changes (gate_news(): the rest stay queued for the end of the
- * next round, which comes at once); what was queued KUBE_EVENT_QUEUE_WAIT_MS or more before
- * @now_wall_ms (the round's clock) is written anyway, so a busy cluster cannot starve it. */
+/** Writes what was queued during the round (Events, hook results), in order, until a hook
+ * answers or the cluster changes (gate_news(): the rest stay queued for the end of the next
+ * round, which comes at once); what was queued GATE_FLUSH_WAIT_MS or more before @now_wall_ms
+ * (the round's clock) is written anyway, so a busy cluster cannot starve the queue. */
 void gate_flush_later(struct gate *g, int64_t now_wall_ms);
-/** Drops what is queued, unwritten. */
-void gate_later_clear(struct gate *g);
+#define GATE_FLUSH_WAIT_MS 1000
 /** Whether a round has something new to decide: a hook answered, or the cache published. */
 bool gate_news(const struct gate *g);
+/** Frees @l's strings (a queued write not made). */
+void gate_later_free(struct gate_later *l);
 /** Queues @l (its strings are copied) when the round defers; false when it does not (the
  * caller writes at once) or there is no memory (the write is dropped: best effort). */
 bool gate_defer(struct gate *g, const struct gate_later *l);

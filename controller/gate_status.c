@@ -146,17 +146,11 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-static void later_free(struct gate_later *l)
+void gate_later_free(struct gate_later *l)
 {
-	free((void *)(uintptr_t)l->ns); /* the queue's own copies */
-	free((void *)(uintptr_t)l->name);
-}
-
-void gate_later_clear(struct gate *g)
-{
-	while (g->nlater)
-		later_free(&g->later[--g->nlater]);
-	kube_event_queue_clear(&g->events);
+	const char *const s[] = {l->ns, l->name, l->uid, l->reason, l->type, l->msg};
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
+		free((void *)(uintptr_t)s[i]); /* the queue's own copies */
 }
 
 bool gate_defer(struct gate *g, const struct gate_later *l)
@@ -171,23 +165,40 @@ bool gate_defer(struct gate *g, const struct gate_later *l)
 	*q = *l;
 	q->ns = dup_or_null(l->ns);
 	q->name = dup_or_null(l->name);
-	if ((l->name && !q->name) || (l->ns && !q->ns))
-		later_free(q);
+	q->uid = dup_or_null(l->uid);
+	q->reason = dup_or_null(l->reason);
+	q->type = dup_or_null(l->type);
+	q->msg = dup_or_null(l->msg);
+	if ((l->name && !q->name) || (l->ns && !q->ns) || (l->uid && !q->uid) ||
+	    (l->reason && !q->reason) || (l->type && !q->type) || (l->msg && !q->msg))
+		gate_later_free(q);
 	else
 		g->nlater++;
 	return true;
 }
 
-/* An Event: queued while the round defers, else (or when the queue is full) written now. */
-static void event(struct gate *g, const struct kube_ref *about, const char *uid, const char *reason,
-		  const char *type, const char *msg, int64_t now_wall_ms)
+static void event_now(struct gate *g, const struct kube_ref *about, const char *uid,
+		      const char *reason, const char *type, const char *msg, int64_t now_wall_ms)
 {
 	struct kube_event ev = {*about, reason, type, msg, g->cfg.identity, now_wall_ms, uid};
-	if (g->deferring && kube_event_queue_put(&g->events, &ev))
-		return;
 	struct kube_write_result r;
 	kube_create_event(g->client, &ev, &r);
 	kube_write_log("gate", "event not recorded", about, &r);
+}
+
+static void event(struct gate *g, const struct kube_ref *about, const char *uid, const char *reason,
+		  const char *type, const char *msg, int64_t now_wall_ms)
+{
+	const struct gate_later l = {.kind = about->kind,
+				     .ns = about->ns,
+				     .name = about->name,
+				     .uid = uid,
+				     .reason = reason,
+				     .type = type,
+				     .msg = msg,
+				     .now_wall_ms = now_wall_ms};
+	if (!gate_defer(g, &l))
+		event_now(g, about, uid, reason, type, msg, now_wall_ms);
 }
 
 bool gate_news(const struct gate *g)
@@ -196,30 +207,29 @@ bool gate_news(const struct gate *g)
 	       (g->cfg.store && kube_store_generation(g->cfg.store) != g->seen_generation);
 }
 
-static bool news(const void *g)
-{
-	return gate_news(g);
-}
-
 void gate_flush_later(struct gate *g, int64_t now_wall_ms)
 {
 	g->deferring = false;
 	size_t i = 0;
 	/* A hook that answers meanwhile, or a change in the cluster, ends the flush: decisions
 	 * come first, the rest of the queue after the next round (a request created while a
-	 * round wrote waited for all of it). The queue is oldest first; what has waited long
-	 * enough is written regardless. */
+	 * round wrote its Events waited for all of them). The queue is oldest first; what has
+	 * waited long enough is written regardless. */
 	for (; i < g->nlater &&
-	       (!gate_news(g) || now_wall_ms - g->later[i].now_wall_ms >= KUBE_EVENT_QUEUE_WAIT_MS);
+	       (!gate_news(g) || now_wall_ms - g->later[i].now_wall_ms >= GATE_FLUSH_WAIT_MS);
 	     i++) {
 		struct gate_later *l = &g->later[i];
-		gate_write_hook_result(g, l->ns, l->name, &l->c, l->now_wall_ms);
-		later_free(l);
+		if (l->hook_result) {
+			gate_write_hook_result(g, l->ns, l->name, &l->c, l->now_wall_ms);
+		} else {
+			const struct kube_ref about = {l->kind, l->ns, l->name};
+			event_now(g, &about, l->uid, l->reason, l->type, l->msg, l->now_wall_ms);
+		}
+		gate_later_free(l);
 	}
 	if (i && i < g->nlater) /* (never with NULL: memmove's arguments may not be) */
 		memmove(g->later, g->later + i, (g->nlater - i) * sizeof(*g->later));
 	g->nlater -= i;
-	kube_event_queue_flush(&g->events, g->client, "gate", now_wall_ms, news, g);
 }
 
 void gate_event_nd(struct gate *g, const struct kube_nd *nd, const char *name, const char *reason,

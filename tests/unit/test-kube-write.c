@@ -7,11 +7,9 @@
 
 #include "common/jw.h"
 #include "kube/client.h"
-#include "kube/event_queue.h"
 #include "kube/write.h"
 #include "tests/support/fake-api.h"
 
-#include <stdio.h>
 #include <string.h>
 
 struct fx {
@@ -174,62 +172,6 @@ static void test_event_names_its_object(void **state)
 			       "\"5f1c-uid\"}"));
 }
 
-static bool news_now;
-
-static bool news(const void *ctx)
-{
-	(void)ctx;
-	return news_now;
-}
-
-/* A queue keeps its copies of the Events' strings (the caller's are gone by the flush), posts
- * them oldest first, stops while news waits except for what has waited a second, and keeps the
- * rest in order for the next flush. */
-static void test_event_queue_posts_in_order_and_waits_for_news_a_second_at_most(void **state)
-{
-	struct fx *fx = *state;
-	struct kube_event_queue q = {0};
-	for (int i = 0; i < 3; i++) {
-		char name[16], msg[32];
-		(void)snprintf(name, sizeof(name), "m%d", i);
-		(void)snprintf(msg, sizeof(msg), "message %d", i);
-		struct kube_event ev = {{KUBE_KIND_ND, NULL, name},
-					"Granted",
-					"Normal",
-					msg,
-					"replica-a",
-					1000 + 500 * i,
-					"uid"};
-		assert_true(kube_event_queue_put(&q, &ev));
-		memset(name, 'x', sizeof(name) - 1); /* the queue has its own copy */
-	}
-	news_now = true;
-	kube_event_queue_flush(&q, fx->c, "test", 1900, news, NULL); /* m0 waited 0.9 s */
-	assert_int_equal(fake_api_count(&fx->api, "POST", "/events"), 0);
-	kube_event_queue_flush(&q, fx->c, "test", 2000, news, NULL); /* m0 waited 1 s */
-	assert_int_equal(fake_api_count(&fx->api, "POST", "/events"), 1);
-	assert_non_null(
-	    strstr(fake_api_find(&fx->api, "POST", "/events", 0)->body, "\"name\":\"m0\""));
-	news_now = false;
-	kube_event_queue_flush(&q, fx->c, "test", 2000, news, NULL);
-	assert_int_equal(fake_api_count(&fx->api, "POST", "/events"), 3);
-	for (int i = 1; i < 3; i++) {
-		const char *body = fake_api_find(&fx->api, "POST", "/events", (size_t)i)->body;
-		char want[32];
-		(void)snprintf(want, sizeof(want), "\"message\":\"message %d\"", i);
-		assert_non_null(strstr(body, want));
-	}
-	assert_int_equal(q.n, 0);
-	/* Full: the caller posts at once. */
-	struct kube_event ev = {
-	    {KUBE_KIND_ND, NULL, "m"}, "Granted", "Normal", "ok", NULL, 0, NULL};
-	for (size_t i = 0; i < KUBE_EVENT_QUEUE_MAX; i++)
-		assert_true(kube_event_queue_put(&q, &ev));
-	assert_false(kube_event_queue_put(&q, &ev));
-	kube_event_queue_clear(&q);
-	assert_int_equal(q.n, 0);
-}
-
 static void test_json_patch_escapes_keys_and_sets_precondition(void **state)
 {
 	struct fx *fx = *state;
@@ -379,9 +321,6 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_finalizer_add_remove_and_noop, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_event_names_its_object, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_job_from_template, setup, teardown),
-	    cmocka_unit_test_setup_teardown(
-		test_event_queue_posts_in_order_and_waits_for_news_a_second_at_most, setup,
-		teardown),
 	    cmocka_unit_test_setup_teardown(test_json_patch_escapes_keys_and_sets_precondition,
 					    setup, teardown),
 	    cmocka_unit_test(test_paths),
