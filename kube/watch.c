@@ -71,6 +71,7 @@ void kw_publish_mask(struct kube_watch *w, unsigned mask)
 {
 	struct kube_snapshot *s = NULL;
 	w->hurry &= ~mask;
+	w->moved &= ~mask;
 	if (kube_cache_publish_some(w->cache, mask, &s) != NG_OK) {
 		/* Pending changes stay; the next loop tries again. */
 		struct ng_logline l;
@@ -216,6 +217,8 @@ static void handle_event(struct informer *in, const char *line, size_t len)
 	if (rv && strlen(rv) < RV_BYTES) {
 		memcpy(in->rv, rv, strlen(rv) + 1);
 		kube_cache_note_rv(w->cache, in->res, rv);
+		if (kind == 3)
+			w->moved |= w->urgent & (1u << in->res);
 	}
 }
 
@@ -465,9 +468,10 @@ static int64_t step(struct kube_runtime *rt, void *ctx)
 	int64_t publish_at = w->last_publish_ms + batch_window(w);
 	if (w->dirty_since_ms && now_mono >= publish_at) {
 		publish(w);
-	} else if (kube_cache_dirty_mask(w->cache) & (w->urgent | w->hurry)) {
-		/* nodegate's own kinds, and a kind whose awaited deletion just arrived */
-		kw_publish_mask(w, w->urgent | w->hurry);
+	} else if ((kube_cache_dirty_mask(w->cache) & (w->urgent | w->hurry)) || w->moved) {
+		/* nodegate's own kinds, a kind whose awaited deletion just arrived, and an urgent
+		 * kind a bookmark moved */
+		kw_publish_mask(w, w->urgent | w->hurry | w->moved);
 	}
 	if (w->dirty_since_ms && publish_at < next_due)
 		next_due = publish_at;

@@ -107,6 +107,9 @@ struct kube_watch {
 	bool await_mu_ok;
 	struct ng_memo awaited;
 	unsigned hurry;
+	/* Urgent kinds whose version a bookmark moved since they were last published: published
+	 * too, so a reader waiting for a version (a new leader's sync) sees it without a change. */
+	unsigned moved;
 };
 
 /* kube/watch.c */
