@@ -30,7 +30,7 @@
  *   bench-gate-round [--nodes N] [--pods-per-node N] [--adbs N] [--ndbs N] [--granted N]
  *                    [--pending N] [--rounds N] [--pool-wide | --no-pool-wide]
  *                    [--hostile-adbs N] [--hostile-windows N] [--hostile-nodes N] [--paced]
- *                    [--soaked] [--json]
+ *                    [--soaked] [--scope-cache] [--json]
  *     defaults: 5000 nodes, 30 pods per node, 2000 ADBs, 250 NDBs, 500 granted, 1000 pending,
  *     3 rounds, pool-wide on, no hostile budgets (16 windows each when asked). --json: the last
  * line of stdout is
@@ -64,8 +64,11 @@ struct scenario {
 	int64_t hostile_adbs, hostile_windows;
 	int64_t hostile_nodes; /* its pods run on the first this many nodes; -1: every node */
 	bool pool_wide, json;
-	bool paced;      /* --paced: every budget sets soakSeconds 900 and minIntervalSeconds 600 */
-	bool soaked;     /* --soaked: every budget sets soakSeconds 900 only (the same grants) */
+	bool paced;  /* --paced: every budget sets soakSeconds 900 and minIntervalSeconds 600 */
+	bool soaked; /* --soaked: every budget sets soakSeconds 900 only (the same grants) */
+	/* --scope-cache: the rounds share a pol_scope_cache, as the gate's do, so a round's first
+	 * decision costs what the gate's does when the node and budget tables did not change */
+	bool scope_cache;
 	bool first_form; /* positional: the cluster of the first measurements */
 };
 
@@ -87,7 +90,7 @@ static void usage(void)
 	    stderr, "usage: bench-gate-round [--nodes N] [--pods-per-node N] [--adbs N] "
 		    "[--ndbs N] [--granted N] [--pending N] [--rounds N] [--pool-wide | "
 		    "--no-pool-wide] [--hostile-adbs N] [--hostile-windows N] [--hostile-nodes N] "
-		    "[--paced] [--soaked] [--json]\n"
+		    "[--paced] [--soaked] [--scope-cache] [--json]\n"
 		    "       bench-gate-round [NODES] [PENDING] [ROUNDS]\n");
 	/* NOLINTNEXTLINE(concurrency-mt-unsafe): this benchmark has one thread */
 	exit(2);
@@ -144,6 +147,8 @@ static void parse_args(int argc, char **argv, struct scenario *sc)
 			sc->paced = true;
 		} else if (!strcmp(a, "--soaked")) {
 			sc->soaked = true;
+		} else if (!strcmp(a, "--scope-cache")) {
+			sc->scope_cache = true;
 		} else {
 			usage();
 		}
@@ -384,10 +389,13 @@ int main(int argc, char **argv)
 	int64_t *decide_us = calloc((size_t)sc.rounds, sizeof(int64_t));
 	int64_t *first_us = calloc((size_t)sc.rounds, sizeof(int64_t));
 	int64_t *status_us = calloc((size_t)sc.rounds, sizeof(int64_t));
+	int64_t *eval_us = calloc((size_t)sc.rounds, sizeof(int64_t));
 	struct ng_arena *arena = ng_arena_create((size_t)1 << 30);
+	struct pol_scope_cache *cache = sc.scope_cache ? pol_scope_cache_create() : NULL;
 	struct pol_ledger *l = NULL;
 	int rc = 1;
-	if (!q || !keys || !rank_us || !ref_us || !decide_us || !first_us || !status_us || !arena)
+	if (!q || !keys || !rank_us || !ref_us || !decide_us || !first_us || !status_us ||
+	    !eval_us || !arena || (sc.scope_cache && !cache))
 		goto out;
 	size_t granted = 0;
 	/* Every answer of a round (outcome, reason, each verdict): two builds that print the same
@@ -415,13 +423,17 @@ int main(int argc, char **argv)
 		l = pol_ledger_create(s);
 		if (!l)
 			goto out;
+		if (cache)
+			pol_ledger_use_cache(l, cache);
 		pol_ledger_set_now(l,
 				   NOW_WALL_MS); /* grants dated: a paced budget's interval bites */
 		granted = 0;
-		int64_t first_mono_us = 0;
+		int64_t first_mono_us = 0, eval0_mono_us = 0;
 		for (size_t i = 0; i < n; i++) {
 			struct pol_gate_decision d;
 			ng_arena_reset(arena);
+			if (i == 0)
+				eval0_mono_us = ng_now_mono_us();
 			if (pol_evaluate_disruption(s, &cfg, l, q[i], NOW_WALL_MS, arena, &d) !=
 			    NG_OK)
 				goto out;
@@ -457,6 +469,7 @@ int main(int argc, char **argv)
 		rank_us[r] = t2_mono_us - t1_mono_us;
 		decide_us[r] = t3_mono_us - t2_mono_us;
 		first_us[r] = first_mono_us - t2_mono_us;
+		eval_us[r] = first_mono_us - eval0_mono_us;
 		status_us[r] = t4_mono_us - t3_mono_us;
 	}
 	struct stats ref = stats_of(ref_us, (size_t)sc.rounds);
@@ -464,6 +477,7 @@ int main(int argc, char **argv)
 	struct stats dec = stats_of(decide_us, (size_t)sc.rounds);
 	struct stats first = stats_of(first_us, (size_t)sc.rounds);
 	struct stats status = stats_of(status_us, (size_t)sc.rounds);
+	struct stats eval = stats_of(eval_us, (size_t)sc.rounds);
 	double per = (double)dec.median / (double)(n ? n : 1);
 	(void)printf("nodes %lld, pods %lld, ADBs %lld, NDBs %lld%s, granted before %lld, "
 		     "pending %zu, hostile ADBs %lld x %lld windows; median (min-max) of %lld "
@@ -484,6 +498,9 @@ int main(int argc, char **argv)
 	    "first decision of a round (the ledger's scopes and windows computed): %.1f us "
 	    "(%.1f-%.1f)\n",
 	    (double)first.median, (double)first.min, (double)first.max);
+	(void)printf("the first decision alone (pol_evaluate_disruption, what the gate's "
+		     "nodegate_decision_duration_seconds times): %.1f us (%.1f-%.1f)\n",
+		     (double)eval.median, (double)eval.min, (double)eval.max);
 	(void)printf("budget status pass (every budget): %.3f ms (%.3f-%.3f)\n",
 		     (double)status.median / 1e3, (double)status.min / 1e3,
 		     (double)status.max / 1e3);
@@ -491,13 +508,16 @@ int main(int argc, char **argv)
 	if (sc.json)
 		(void)printf("{\"decide_us_per_request\":%.2f,\"rank_ms\":%.3f,\"qsort_ms\":%.3f,"
 			     "\"granted\":%zu,\"decisions\":%zu,\"first_decision_us\":%.1f,"
-			     "\"status_pass_ms\":%.3f}\n",
+			     "\"status_pass_ms\":%.3f,\"first_eval_us\":%.1f}\n",
 			     per, (double)rank.median / 1e3, (double)ref.median / 1e3, granted, n,
-			     (double)first.median, (double)status.median / 1e3);
+			     (double)first.median, (double)status.median / 1e3,
+			     (double)eval.median);
 	rc = 0;
 out:
 	pol_ledger_destroy(l);
+	pol_scope_cache_destroy(cache);
 	ng_arena_destroy(arena);
+	free(eval_us);
 	free(status_us);
 	free(first_us);
 	free(decide_us);

@@ -31,6 +31,9 @@ struct gate_config {
 	int64_t retry_max_ms;     /* (300000) */
 };
 
+/** How many buckets nodegate_decision_duration_seconds has. */
+#define GATE_DECISION_BUCKETS 12
+
 struct gate_stats {
 	uint64_t decisions[3];    /* by enum pol_gate_outcome */
 	uint64_t writes;          /* status writes that succeeded */
@@ -39,12 +42,12 @@ struct gate_stats {
 	uint64_t decision_count;  /* evaluations timed (a request waiting on hooks or the alert
 				   * gate is evaluated again before it counts as a decision) */
 	uint64_t decision_us_sum; /* time inside pol_evaluate_disruption */
-	uint64_t decision_buckets[8];
+	uint64_t decision_buckets[GATE_DECISION_BUCKETS];
 	uint64_t ended[POL_END_COUNT]; /* requests the gate deleted, by enum pol_end_reason */
 };
 
 /** Upper bounds of gate_stats.decision_buckets, in seconds. */
-extern const double gate_decision_buckets_s[8];
+extern const double gate_decision_buckets_s[GATE_DECISION_BUCKETS];
 
 struct gate;
 

@@ -21,14 +21,21 @@ void pd_sort_by_name(const struct ng_intern *pool, uint32_t *ids, size_t n)
 	sort_pool = NULL;
 }
 
-/* Whether held node @name is in scope @sc: an NDB's scope is in node order (its idx), an
- * ADB's sorted by name id. */
-static bool scope_has(const struct pol_ledger *l, const struct bscope *sc, uint32_t name)
+/* Whether held node @hn is in scope @sc: an NDB's scope is in node order (its idx), an ADB's
+ * sorted by name id. */
+static bool scope_has_held(const struct bscope *sc, const struct held_node *hn)
 {
 	if (!sc->idx)
-		return in_sorted(sc->names, sc->n, name);
+		return in_sorted(sc->names, sc->n, hn->name);
+	return hn->at != UINT32_MAX && pd_scope_pos(sc, hn->at) != SIZE_MAX;
+}
+
+/* Whether node @name is in scope @sc. */
+static bool scope_has(const struct pol_ledger *l, const struct bscope *sc, uint32_t name)
+{
 	const struct kube_node *k = kube_snapshot_find_node(l->s, name);
-	return k && in_sorted(sc->idx, sc->n, (uint32_t)(k - l->nodes));
+	return scope_has_held(sc,
+			      &(struct held_node){name, k ? (uint32_t)(k - l->nodes) : UINT32_MAX});
 }
 
 /* The distinct requests holding nodes of scope @sc (an NDB's or an ADB's, computed), sorted
@@ -37,15 +44,15 @@ static bool scope_has(const struct pol_ledger *l, const struct bscope *sc, uint3
 ng_status pd_scope_holders(struct pol_ledger *l, const struct bscope *sc, struct ng_arena *arena,
 			   uint32_t **ret, size_t *ret_n)
 {
-	size_t cap = (l->nheld_names < sc->n ? l->nheld_names : sc->n) + l->nco;
+	size_t cap = (l->nheld < sc->n ? l->nheld : sc->n) + l->nco;
 	uint32_t *h = ng_arena_alloc(arena, (cap ? cap : 1) * sizeof(*h));
 	if (!h)
 		return NG_ENOMEM;
 	size_t n = 0;
-	if (l->nheld_names < sc->n) {
-		for (size_t i = 0; i < l->nheld_names; i++)
-			if (scope_has(l, sc, l->held_names[i]))
-				h[n++] = pol_ledger_holder(l, l->held_names[i]);
+	if (l->nheld < sc->n) {
+		for (size_t i = 0; i < l->nheld; i++)
+			if (scope_has_held(sc, &l->held_nodes[i]))
+				h[n++] = pol_ledger_holder(l, l->held_nodes[i].name);
 	} else {
 		for (size_t k = 0; k < sc->n; k++) {
 			if (sc->idx && !l->held[sc->idx[k]])

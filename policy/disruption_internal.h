@@ -45,11 +45,15 @@ struct pol_ledger {
 	const struct kube_node *nodes;
 	size_t nnodes;
 	uint8_t *held;
-	/* Every held node's name, in the order held (nodes without a Node record too): a
-	 * budget's holders are found from these when they are fewer than its scope, so naming
-	 * the requests that fill a pool-wide budget does not walk the pool. */
-	uint32_t *held_names;
-	size_t nheld_names, capheld_names;
+	/* Every held node, in the order held (nodes without a Node record too): its name and its
+	 * index in the snapshot's nodes (UINT32_MAX without a record), found once when it is
+	 * granted. A budget's holders and disrupted count are found from these when they are
+	 * fewer than its scope, so naming the requests that fill a pool-wide budget does not walk
+	 * the pool, and a round's per-held walks look nothing up by name. */
+	struct held_node {
+		uint32_t name, at;
+	} * held_nodes;
+	size_t nheld, capheld;
 	/* Requests holding a node another request held first (overlapping grants): holders
 	 * keeps the first, these the others, so a full budget's message names every request
 	 * that must end before its nodes are free. */
@@ -300,6 +304,8 @@ struct touches {
 struct cp_match pd_control_plane_match(const struct kube_snapshot *s,
 				       const struct pol_gate_config *cfg);
 bool pd_is_control_plane(const struct kube_snapshot *s, const struct cp_match *m, uint32_t node);
+bool pd_node_is_control_plane(const struct kube_snapshot *s, const struct cp_match *m,
+			      const struct kube_node *n);
 ng_status pd_held_classes(struct pol_ledger *l, const struct cp_match *m);
 const struct kube_requirement *pd_in_requirement(const struct kube_selector *sel);
 ng_status pd_resolve_nodes(const struct kube_snapshot *s, const struct kube_nd *nd,

@@ -71,7 +71,7 @@ void pol_ledger_destroy(struct pol_ledger *l)
 	free(l->held);
 	free(l->held_at_ms);
 	free(l->back_ms);
-	free(l->held_names);
+	free(l->held_nodes);
 	free(l->co);
 	ng_arena_destroy(l->arena);
 	free(l);
@@ -165,15 +165,16 @@ ng_status pol_ledger_grant_at(struct pol_ledger *l, uint32_t nd_name, const uint
 		}
 		if (ng_map_put_grow(&l->holders, nodes[i], nd_name) != NG_OK)
 			return NG_ENOMEM;
-		if (l->nheld_names == l->capheld_names) {
-			uint32_t *g = ng_array_grow(l->held_names, &l->capheld_names,
-						    l->nheld_names, sizeof(*g));
+		if (l->nheld == l->capheld) {
+			struct held_node *g =
+			    ng_array_grow(l->held_nodes, &l->capheld, l->nheld, sizeof(*g));
 			if (!g)
 				return NG_ENOMEM;
-			l->held_names = g;
+			l->held_nodes = g;
 		}
-		l->held_names[l->nheld_names++] = nodes[i];
 		const struct kube_node *k = kube_snapshot_find_node(l->s, nodes[i]);
+		l->held_nodes[l->nheld++] =
+		    (struct held_node){nodes[i], k ? (uint32_t)(k - l->nodes) : UINT32_MAX};
 		if (k) {
 			size_t at = (size_t)(k - l->nodes);
 			l->held[at] = 1;
@@ -212,6 +213,12 @@ static bool is_control_plane_node(const struct kube_snapshot *s, const struct ku
 	return key != NG_INTERN_NONE && kube_labels_get(n->labels, n->nlabels, key, &v);
 }
 
+bool pd_node_is_control_plane(const struct kube_snapshot *s, const struct cp_match *m,
+			      const struct kube_node *n)
+{
+	return is_control_plane_node(s, m->sel, m->key, n);
+}
+
 bool pd_is_control_plane(const struct kube_snapshot *s, const struct cp_match *m, uint32_t node)
 {
 	const struct kube_node *n = kube_snapshot_find_node(s, node);
@@ -243,12 +250,14 @@ ng_status pd_held_classes(struct pol_ledger *l, const struct cp_match *m)
 	l->held_cp = l->held_other = 0;
 	l->cp_ready = false;
 	/* The held nodes, not every node: a round at 100,000 nodes holds a few hundred. */
-	for (size_t i = 0; i < l->nheld_names; i++) {
-		const struct kube_node *k = kube_snapshot_find_node(l->s, l->held_names[i]);
-		if (!k)
+	for (size_t i = 0; i < l->nheld; i++) {
+		const struct held_node *hn = &l->held_nodes[i];
+		if (hn->at == UINT32_MAX)
 			continue;
-		uint32_t h = pol_ledger_holder(l, l->held_names[i]);
-		if (count_held_class(l, h, is_control_plane_node(l->s, m->sel, m->key, k)) != NG_OK)
+		uint32_t h = pol_ledger_holder(l, hn->name);
+		if (count_held_class(
+			l, h, is_control_plane_node(l->s, m->sel, m->key, &l->nodes[hn->at])) !=
+		    NG_OK)
 			return NG_ENOMEM;
 	}
 	l->cp_sel = m->sel;

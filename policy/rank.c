@@ -25,25 +25,50 @@ static int cmp_rank(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* Whether request @nd touches a control-plane node: its nodeNames, or its selector against the
- * control-plane nodes @cp (a handful) instead of resolving it against every node. */
-static bool touches_control_plane(const struct kube_snapshot *s, const struct cp_match *m,
-				  const struct kube_nd *nd, const struct kube_node *const *cp,
-				  size_t ncp)
+/* The control-plane nodes (a handful), found on first use: only a request selecting its nodes
+ * needs them, and finding them reads every node (100,000 of them, 1-5 ms, every round when it
+ * was done up front). */
+struct cp_nodes {
+	const struct kube_node **v;
+	size_t n;
+	bool ready;
+};
+
+static ng_status find_cp_nodes(const struct kube_snapshot *s, const struct cp_match *m,
+			       struct ng_arena *arena, struct cp_nodes *cp)
 {
+	size_t nnodes;
+	const struct kube_node *nodes = kube_snapshot_nodes(s, &nnodes);
+	cp->v = ng_arena_alloc(arena, (nnodes ? nnodes : 1) * sizeof(*cp->v));
+	if (!cp->v)
+		return NG_ENOMEM;
+	for (size_t i = 0; i < nnodes; i++)
+		if (pd_node_is_control_plane(s, m, &nodes[i]))
+			cp->v[cp->n++] = &nodes[i];
+	cp->ready = true;
+	return NG_OK;
+}
+
+/* Whether request @nd touches a control-plane node (into *@ret): its nodeNames, or its selector
+ * against the control-plane nodes @cp instead of resolving it against every node. */
+static ng_status touches_control_plane(const struct kube_snapshot *s, const struct cp_match *m,
+				       const struct kube_nd *nd, struct ng_arena *arena,
+				       struct cp_nodes *cp, bool *ret)
+{
+	*ret = false;
 	if (nd->nnode_names) {
-		for (size_t i = 0; i < nd->nnode_names; i++)
-			if (pd_is_control_plane(s, m, nd->node_names[i]))
-				return true;
-		return false;
+		for (size_t i = 0; !*ret && i < nd->nnode_names; i++)
+			*ret = pd_is_control_plane(s, m, nd->node_names[i]);
+		return NG_OK;
 	}
 	if (!nd->node_selector.present || nd->node_selector.nreqs == 0)
-		return false; /* selects nothing (see resolve_nodes) */
-	for (size_t i = 0; i < ncp; i++)
-		if (bud_selector_matches(&nd->node_selector, cp[i]->labels, cp[i]->nlabels,
-					 kube_snapshot_pool(s)))
-			return true;
-	return false;
+		return NG_OK; /* selects nothing (see resolve_nodes) */
+	if (!cp->ready && find_cp_nodes(s, m, arena, cp) != NG_OK)
+		return NG_ENOMEM;
+	for (size_t i = 0; !*ret && i < cp->n; i++)
+		*ret = bud_selector_matches(&nd->node_selector, cp->v[i]->labels, cp->v[i]->nlabels,
+					    kube_snapshot_pool(s));
+	return NG_OK;
 }
 
 ng_status pol_rank_pending(const struct kube_snapshot *s, struct pol_gate_config *cfg,
@@ -54,16 +79,10 @@ ng_status pol_rank_pending(const struct kube_snapshot *s, struct pol_gate_config
 		return NG_ENOMEM;
 	const struct ng_intern *pool = kube_snapshot_pool(s);
 	struct cp_match cpm = pd_control_plane_match(s, cfg);
-	size_t nall, nnodes, ncp = 0;
+	size_t nall;
 	const struct kube_nd *all = kube_snapshot_nds(s, &nall);
-	const struct kube_node *nodes = kube_snapshot_nodes(s, &nnodes);
 	bool serial = cfg->serial_control_plane && (cpm.sel || cpm.key != NG_INTERN_NONE);
-	const struct kube_node **cp = ng_arena_alloc(arena, (nnodes ? nnodes : 1) * sizeof(*cp));
-	if (!cp)
-		return NG_ENOMEM;
-	for (size_t i = 0; serial && i < nnodes; i++)
-		if (pd_is_control_plane(s, &cpm, nodes[i].name))
-			cp[ncp++] = &nodes[i];
+	struct cp_nodes cp = {0};
 	/* Per requestor: pending requests, and whether one of its requests is Granted. Counted
 	 * once, not per request (that was quadratic in the queue). */
 	struct ng_map pending = {0}, granted = {0};
@@ -88,7 +107,7 @@ ng_status pol_rank_pending(const struct kube_snapshot *s, struct pol_gate_config
 			r[i].requestor_pending = c;
 		}
 		if (serial) {
-			r[i].cp = touches_control_plane(s, &cpm, nds[i], cp, ncp);
+			st = touches_control_plane(s, &cpm, nds[i], arena, &cp, &r[i].cp);
 			cfg->control_plane_pending += r[i].cp;
 		}
 	}

@@ -143,12 +143,24 @@ static ng_status ndb_count_one(struct pol_ledger *l, size_t k, size_t i, void *a
 }
 
 /* The position of node @node (an index of the snapshot's nodes) in NDB scope @sc, SIZE_MAX when
- * it is not one of its nodes: sc->idx is in node order. */
+ * it is not one of its nodes. sc->idx holds distinct indexes in node order, so idx[j] >= j: the
+ * node is at @node or before it, and exactly there in a scope of every node up to it (a
+ * pool-wide budget's), found without a search. Asked for every held node of a round. */
 size_t pd_scope_pos(const struct bscope *sc, size_t node)
 {
-	uint32_t x = (uint32_t)node;
-	const uint32_t *at = sc->n ? bsearch(&x, sc->idx, sc->n, sizeof(*sc->idx), cmp_u32) : NULL;
-	return at ? (size_t)(at - sc->idx) : SIZE_MAX;
+	size_t hi = node < sc->n ? node : sc->n - 1, lo = 0;
+	if (!sc->n)
+		return SIZE_MAX;
+	if (sc->idx[hi] == node)
+		return hi;
+	while (lo < hi) { /* the first position whose index is >= @node, in [lo, hi] */
+		size_t mid = lo + (hi - lo) / 2;
+		if (sc->idx[mid] < node)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return sc->idx[lo] == node ? lo : SIZE_MAX;
 }
 
 /* Assigns each of @sc's nodes its domain by @b's topologyKey: dom[j], domains numbered in the
@@ -306,9 +318,9 @@ static void scope_from_kept(struct pol_ledger *l, struct bscope *sc, struct kept
 			      .lost_pvc = NG_INTERN_NONE,
 			      .kept = p,
 			      .ready = true};
-	for (size_t i = 0; i < l->nheld_names; i++) {
-		const struct kube_node *k = kube_snapshot_find_node(l->s, l->held_names[i]);
-		size_t j = k ? pd_scope_pos(sc, (size_t)(k - l->nodes)) : SIZE_MAX;
+	for (size_t i = 0; i < l->nheld; i++) {
+		uint32_t at = l->held_nodes[i].at;
+		size_t j = at != UINT32_MAX ? pd_scope_pos(sc, at) : SIZE_MAX;
 		sc->disrupted += j != SIZE_MAX && !p->unavail[j];
 	}
 }
@@ -440,9 +452,9 @@ static ng_status kept_domains(struct pol_ledger *l, struct bscope *sc, const str
 		return NG_ENOMEM;
 	if (p->ndoms)
 		memcpy(doms, p->doms, p->ndoms * sizeof(*doms));
-	for (size_t i = 0; i < l->nheld_names; i++) {
-		const struct kube_node *k = kube_snapshot_find_node(l->s, l->held_names[i]);
-		size_t j = k ? pd_scope_pos(sc, (size_t)(k - l->nodes)) : SIZE_MAX;
+	for (size_t i = 0; i < l->nheld; i++) {
+		uint32_t at = l->held_nodes[i].at;
+		size_t j = at != UINT32_MAX ? pd_scope_pos(sc, at) : SIZE_MAX;
 		if (j != SIZE_MAX && !sc->unavail[j])
 			doms[p->dom[j]].disrupted++;
 	}
@@ -728,13 +740,11 @@ bool pd_scope_soaks(const struct bscope *sc, const struct kube_ndb *ndb, uint32_
 {
 	if (!sc->soak_ready || !sc->n)
 		return false;
-	const uint32_t *at;
 	if (ndb) {
-		uint32_t key = (uint32_t)node;
-		at = node == SIZE_MAX ? NULL : bsearch(&key, sc->idx, sc->n, sizeof(key), cmp_u32);
-		return at && sc->soak[at - sc->idx];
+		size_t j = node == SIZE_MAX ? SIZE_MAX : pd_scope_pos(sc, node);
+		return j != SIZE_MAX && sc->soak[j];
 	}
-	at = bsearch(&name, sc->names, sc->n, sizeof(name), cmp_u32);
+	const uint32_t *at = bsearch(&name, sc->names, sc->n, sizeof(name), cmp_u32);
 	return at && sc->soak[at - sc->names];
 }
 

@@ -78,7 +78,7 @@ static void test_grant_is_written_with_its_precondition(void **state)
 	assert_int_equal(st.conflicts + st.errors, 0);
 	/* The decision histogram counts what it timed: its buckets never exceed its count. */
 	uint64_t in_buckets = 0;
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < GATE_DECISION_BUCKETS; i++)
 		in_buckets += st.decision_buckets[i];
 	assert_int_equal(st.decision_count, 1);
 	assert_true(in_buckets <= st.decision_count);

@@ -612,6 +612,69 @@ static void test_kept_pools_count_each_ledgers_domains(void **state)
 	kube_cache_destroy(c);
 }
 
+#define PNODE(n, pool)                                                                             \
+	"{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"" n "\",\"labels\":{"   \
+	"\"pool\":\"" pool                                                                         \
+	"\"}},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"
+
+/* Nodes held in one pool never count in another whose nodes lie around them: a budget finds
+ * where a held node sits in its pool from the pool's nodes in node order (every node of a
+ * pool-wide budget at its own place, the others searched), and a node between two of its nodes
+ * is not one of them. */
+static void test_nodes_held_outside_a_pool_do_not_count_in_it(void **state)
+{
+	(void)state;
+	struct kube_cache *c = kube_cache_create();
+	struct pol_scope_cache *pools = pol_scope_cache_create();
+	assert_non_null(c);
+	assert_non_null(pools);
+	ng_test_cache_put(c, PNODE("n1", "a"), false);
+	ng_test_cache_put(c, PNODE("n2", "b"), false);
+	ng_test_cache_put(c, PNODE("n3", "a"), false);
+	ng_test_cache_put(c, PNODE("n4", "b"), false);
+	ng_test_cache_put(c, PNODE("n5", "a"), false);
+	ng_test_cache_put(c,
+			  NDB("a", "{\"nodeSelector\":{\"matchLabels\":{\"pool\":\"a\"}},"
+				   "\"maxDisruptedNodes\":1}"),
+			  false);
+	ng_test_cache_put(c, NDB("all", "{\"nodeSelector\":{},\"maxDisruptedNodes\":3}"), false);
+	/* n2 and n4, of pool b, held: between n1, n3 and n5 of pool a. */
+	ng_test_cache_put(c, GRANTED("b2", "[\"n2\"]"), false);
+	ng_test_cache_put(c, GRANTED("b4", "[\"n4\"]"), false);
+	ng_test_cache_put(c, ND("a3", "{\"nodeNames\":[\"n3\"],\"retry\":{\"enabled\":true}}"),
+			  false);
+	struct kube_snapshot *s1 = NULL;
+	assert_int_equal(kube_cache_publish(c, &s1), NG_OK);
+	/* Pool a holds none of its 1; the pool-wide budget 2 of its 3. */
+	assert_int_equal(decide_both(s1, pools, "a3"), POL_GATE_GRANT);
+	assert_int_equal(decide_both(s1, pools, "a3"), POL_GATE_GRANT); /* the kept pools */
+
+	/* n5 of pool a held too: pool a is full, and so is the pool-wide budget. */
+	ng_test_cache_put(c, GRANTED("a5", "[\"n5\"]"), false);
+	struct kube_snapshot *s2 = NULL;
+	assert_int_equal(kube_cache_publish(c, &s2), NG_OK);
+	assert_int_equal(decide_both(s2, pools, "a3"), POL_GATE_PENDING);
+
+	/* n2 given back: the pool-wide budget has room, pool a still none. */
+	ng_test_cache_put(c, GRANTED("b2", "[\"n2\"]"), true);
+	struct kube_snapshot *s3 = NULL;
+	assert_int_equal(kube_cache_publish(c, &s3), NG_OK);
+	assert_int_equal(decide_both(s3, pools, "a3"), POL_GATE_PENDING);
+
+	/* n5 given back: pool a has room again. */
+	ng_test_cache_put(c, GRANTED("a5", "[\"n5\"]"), true);
+	struct kube_snapshot *s4 = NULL;
+	assert_int_equal(kube_cache_publish(c, &s4), NG_OK);
+	assert_int_equal(decide_both(s4, pools, "a3"), POL_GATE_GRANT);
+
+	kube_snapshot_release(s1);
+	kube_snapshot_release(s2);
+	kube_snapshot_release(s3);
+	kube_snapshot_release(s4);
+	pol_scope_cache_destroy(pools);
+	kube_cache_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -621,6 +684,7 @@ int main(void)
 	    cmocka_unit_test(test_ledger_counts_equal_counts_from_scratch_after_grants),
 	    cmocka_unit_test(test_pools_kept_across_ledgers_count_what_each_ledger_holds),
 	    cmocka_unit_test(test_kept_pools_count_each_ledgers_domains),
+	    cmocka_unit_test(test_nodes_held_outside_a_pool_do_not_count_in_it),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

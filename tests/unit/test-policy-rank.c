@@ -158,6 +158,19 @@ static void test_R05_control_plane_one_at_a_time_first_and_alone(void **state)
 	rank_names(s, order, sizeof(order), NULL);
 	assert_string_equal(order, "c1,w1"); /* control plane first, though younger */
 	kube_snapshot_release(s);
+	/* A request selecting its nodes touches the control plane when its selector matches a
+	 * control-plane node: it goes first and counts as a pending control-plane request. */
+	size_t ncp = 0;
+	s = cluster(CP_NODE("cp1") "," NDX(
+	    "w1", "2026-01-01T00:00:00Z",
+	    "{\"nodeNames\":[\"node1\"]}") "," NDX("sel", "2026-01-05T00:00:00Z",
+						   "{\"nodeSelector\":{\"matchLabels\":{"
+						   "\"node-role.kubernetes.io/control-plane\":"
+						   "\"\"}}}"));
+	rank_names(s, order, sizeof(order), &ncp);
+	assert_string_equal(order, "sel,w1");
+	assert_int_equal(ncp, 1);
+	kube_snapshot_release(s);
 	/* Nothing granted: cp1 goes; cp2 and the worker wait. */
 	assert_int_equal(r05("", "c1"), POL_GATE_GRANT);
 	assert_int_equal(r05("", "w1"), POL_GATE_PENDING);
