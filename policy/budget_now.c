@@ -30,8 +30,7 @@ static bool scope_has_held(const struct bscope *sc, const struct held_node *hn)
 	return hn->at != UINT32_MAX && pd_scope_pos(sc, hn->at) != SIZE_MAX;
 }
 
-/* Whether node @name is in scope @sc. */
-static bool scope_has(const struct pol_ledger *l, const struct bscope *sc, uint32_t name)
+bool pd_scope_has(const struct pol_ledger *l, const struct bscope *sc, uint32_t name)
 {
 	const struct kube_node *k = kube_snapshot_find_node(l->s, name);
 	return scope_has_held(sc,
@@ -63,7 +62,7 @@ ng_status pd_scope_holders(struct pol_ledger *l, const struct bscope *sc, struct
 		}
 	}
 	for (size_t i = 0; i < l->nco; i++)
-		if (scope_has(l, sc, l->co[i].node))
+		if (pd_scope_has(l, sc, l->co[i].node))
 			h[n++] = l->co[i].nd;
 	if (n > 1)
 		qsort(h, n, sizeof(*h), cmp_u32);

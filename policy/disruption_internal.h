@@ -320,6 +320,9 @@ void pd_ndb_counts_grant(struct pol_ledger *l, size_t i);
 ng_status pd_ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret);
 ng_status pd_ndb_domains(struct pol_ledger *l, struct bscope *sc, const struct kube_ndb *b);
 size_t pd_scope_pos(const struct bscope *sc, size_t node);
+/* Whether node @name (an intern id) is in scope @sc: an NDB's (sc->idx, in node order) or an
+ * ADB's (sc->names sorted by id). budget_now.c. */
+bool pd_scope_has(const struct pol_ledger *l, const struct bscope *sc, uint32_t name);
 void pd_adb_counts_grant(struct pol_ledger *l, uint32_t node, const struct kube_node *k);
 ng_status pd_adb_index(struct pol_ledger *l);
 

@@ -65,22 +65,6 @@ static ng_status scope_of(struct pol_ledger *ledger, enum kube_resource kind, si
 	return NG_OK;
 }
 
-/* Whether node @name is in @sc, the scope of an NDB (@ndb: its indexes are sorted) or of an
- * ADB (its names are). */
-static bool scope_has(const struct kube_snapshot *s, const struct bscope *sc, bool ndb,
-		      uint32_t name)
-{
-	if (!sc->n)
-		return false;
-	if (!ndb)
-		return bsearch(&name, sc->names, sc->n, sizeof(name), cmp_u32) != NULL;
-	size_t nn;
-	const struct kube_node *nodes = kube_snapshot_nodes(s, &nn);
-	const struct kube_node *n = kube_snapshot_find_node(s, name);
-	uint32_t at = n ? (uint32_t)(n - nodes) : 0;
-	return n && bsearch(&at, sc->idx, sc->n, sizeof(at), cmp_u32) != NULL;
-}
-
 /* ledger->nd_by_node, once: every request that is not Rejected under each of its nodes (a
  * Granted one's status.disruptedNodes, another's nodes as the gate would resolve them). */
 static ng_status nd_index(const struct kube_snapshot *s, struct pol_ledger *l,
@@ -145,6 +129,15 @@ static ng_status nd_index(const struct kube_snapshot *s, struct pol_ledger *l,
 	return NG_OK;
 }
 
+/* Adds request @i to @hit unless this status listed it already (the ledger's marks). */
+static void hit_once(struct pol_ledger *l, uint32_t i, uint32_t *hit, size_t *nhit)
+{
+	if (l->nd_seen[i] == l->nd_gen)
+		return;
+	l->nd_seen[i] = l->nd_gen;
+	hit[(*nhit)++] = i;
+}
+
 ng_status pol_budget_status(const struct kube_snapshot *s, struct pol_ledger *ledger,
 			    enum kube_resource kind, size_t index, int64_t now_wall_ms,
 			    struct ng_arena *arena, struct pol_budget_status *ret)
@@ -187,23 +180,19 @@ ng_status pol_budget_status(const struct kube_snapshot *s, struct pol_ledger *le
 	}
 	uint32_t *hit = names; /* request indexes first, then their names in place */
 	size_t nhit = 0;
-	for (size_t j = 0; ledger->nd_nlinks < st.watched && j < ledger->nd_nlinks; j++) {
-		uint32_t i = ledger->nd_links[j].budget;
-		if (ledger->nd_seen[i] == ledger->nd_gen ||
-		    !scope_has(s, sc, ndb, ledger->nd_link_node[j]))
-			continue;
-		ledger->nd_seen[i] = ledger->nd_gen;
-		hit[nhit++] = i;
-	}
-	for (size_t k = 0; ledger->nd_nlinks >= st.watched && k < st.watched; k++) {
-		uint32_t link = UINT32_MAX;
-		(void)ng_map_get(&ledger->nd_by_node, st.nodes[k], &link);
-		for (; link != UINT32_MAX; link = ledger->nd_links[link].next) {
-			uint32_t i = ledger->nd_links[link].budget;
-			if (ledger->nd_seen[i] == ledger->nd_gen)
-				continue;
-			ledger->nd_seen[i] = ledger->nd_gen;
-			hit[nhit++] = i;
+	if (ledger->nd_nlinks < st.watched) {
+		/* Fewer requested nodes than scope nodes: the requests' nodes, each looked up in
+		 * the scope. */
+		for (size_t j = 0; j < ledger->nd_nlinks; j++)
+			if (pd_scope_has(ledger, sc, ledger->nd_link_node[j]))
+				hit_once(ledger, ledger->nd_links[j].budget, hit, &nhit);
+	} else {
+		/* The scope's nodes, each looked up in the requests by node. */
+		for (size_t k = 0; k < st.watched; k++) {
+			uint32_t link = UINT32_MAX;
+			(void)ng_map_get(&ledger->nd_by_node, st.nodes[k], &link);
+			for (; link != UINT32_MAX; link = ledger->nd_links[link].next)
+				hit_once(ledger, ledger->nd_links[link].budget, hit, &nhit);
 		}
 	}
 	qsort(hit, nhit, sizeof(*hit), cmp_u32);
