@@ -33,8 +33,8 @@ static bool scope_has_held(const struct bscope *sc, const struct held_node *hn)
 bool pd_scope_has(const struct pol_ledger *l, const struct bscope *sc, uint32_t name)
 {
 	const struct kube_node *k = kube_snapshot_find_node(l->s, name);
-	return scope_has_held(sc,
-			      &(struct held_node){name, k ? (uint32_t)(k - l->nodes) : UINT32_MAX});
+	return scope_has_held(
+	    sc, &(struct held_node){.name = name, .at = k ? (uint32_t)(k - l->nodes) : UINT32_MAX});
 }
 
 /* The distinct requests holding nodes of scope @sc (an NDB's or an ADB's, computed), sorted

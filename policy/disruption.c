@@ -160,9 +160,8 @@ static bool step5_overlap(const struct eval *e, const struct pol_gate_config *cf
 static void held_by_others(const struct eval *e, size_t *ret_cp, size_t *ret_other)
 {
 	const struct pol_ledger *l = e->ledger;
-	uint32_t own_cp = 0, own_other = 0;
-	(void)ng_map_get(&l->holder_cp, e->nd->name, &own_cp);
-	(void)ng_map_get(&l->holder_other, e->nd->name, &own_other);
+	size_t own_cp, own_other;
+	pd_held_classes_of(l, e->nd->name, &own_cp, &own_other);
 	*ret_cp = l->held_cp - own_cp;
 	*ret_other = l->held_other - own_other;
 }

@@ -45,13 +45,15 @@ struct pol_ledger {
 	const struct kube_node *nodes;
 	size_t nnodes;
 	uint8_t *held;
-	/* Every held node, in the order held (nodes without a Node record too): its name and its
+	/* Every held node, in the order held (nodes without a Node record too): its name, its
 	 * index in the snapshot's nodes (UINT32_MAX without a record), found once when it is
-	 * granted. A budget's holders and disrupted count are found from these when they are
+	 * granted, its (first) holder, and whether it is a control-plane node (valid while
+	 * cp_ready). A budget's holders and disrupted count are found from these when they are
 	 * fewer than its scope, so naming the requests that fill a pool-wide budget does not walk
 	 * the pool, and a round's per-held walks look nothing up by name. */
 	struct held_node {
-		uint32_t name, at;
+		uint32_t name, at, holder;
+		bool cp;
 	} * held_nodes;
 	size_t nheld, capheld;
 	/* Requests holding a node another request held first (overlapping grants): holders
@@ -84,15 +86,14 @@ struct pol_ledger {
 	bool adb_indexed;      /* every ADB scope computed, and by_node built */
 	uint32_t *by_node_off; /* node i runs ADBs by_node[by_node_off[i] .. by_node_off[i+1]) */
 	uint32_t *by_node;
-	/* Held nodes by class for the control-plane rule (step 6), per holder too, so a
-	 * decision subtracts its own request's nodes instead of walking every node. Counted for
-	 * one way of recognising control-plane nodes (cp_sel, cp_key), recounted if asked with
-	 * another. */
+	/* Held nodes by class for the control-plane rule (step 6), each held node marked too, so
+	 * a decision subtracts its own request's nodes (a walk of the held nodes, no lookup)
+	 * instead of walking every node. Counted for one way of recognising control-plane nodes
+	 * (cp_sel, cp_key), recounted if asked with another. */
 	bool cp_ready;
 	const struct kube_selector *cp_sel;
 	uint32_t cp_key;
 	size_t held_cp, held_other;
-	struct ng_map holder_cp, holder_other; /* holder -> its held nodes of each class */
 	/* The requests (not Rejected) by node name, for budget statuses: built on the first
 	 * status, so a status pass resolves each request's nodes once, not once per budget
 	 * (2,450 budgets and 1,000 pending requests took 600 ms a pass). nd_by_node maps a node
@@ -307,6 +308,9 @@ bool pd_is_control_plane(const struct kube_snapshot *s, const struct cp_match *m
 bool pd_node_is_control_plane(const struct kube_snapshot *s, const struct cp_match *m,
 			      const struct kube_node *n);
 ng_status pd_held_classes(struct pol_ledger *l, const struct cp_match *m);
+/* The held nodes whose (first) holder is @holder, by class, as pd_held_classes() counted them. */
+void pd_held_classes_of(const struct pol_ledger *l, uint32_t holder, size_t *ret_cp,
+			size_t *ret_other);
 const struct kube_requirement *pd_in_requirement(const struct kube_selector *sel);
 ng_status pd_resolve_nodes(const struct kube_snapshot *s, const struct kube_nd *nd,
 			   struct ng_arena *arena, uint32_t **ret, size_t *ret_n);

@@ -62,8 +62,6 @@ void pol_ledger_destroy(struct pol_ledger *l)
 		return;
 	ng_map_finish(&l->holders);
 	ng_map_finish(&l->ndb_by_label);
-	ng_map_finish(&l->holder_cp);
-	ng_map_finish(&l->holder_other);
 	ng_map_finish(&l->nd_by_node);
 	free(l->nd_links);
 	free(l->nd_link_node);
@@ -79,7 +77,6 @@ void pol_ledger_destroy(struct pol_ledger *l)
 
 static bool is_control_plane_node(const struct kube_snapshot *s, const struct kube_selector *sel,
 				  uint32_t key, const struct kube_node *n);
-static ng_status count_held_class(struct pol_ledger *l, uint32_t holder, bool cp);
 
 bool pol_snapshot_paced(const struct kube_snapshot *s)
 {
@@ -173,18 +170,18 @@ ng_status pol_ledger_grant_at(struct pol_ledger *l, uint32_t nd_name, const uint
 			l->held_nodes = g;
 		}
 		const struct kube_node *k = kube_snapshot_find_node(l->s, nodes[i]);
-		l->held_nodes[l->nheld++] =
-		    (struct held_node){nodes[i], k ? (uint32_t)(k - l->nodes) : UINT32_MAX};
+		struct held_node *hn = &l->held_nodes[l->nheld++];
+		*hn = (struct held_node){nodes[i], k ? (uint32_t)(k - l->nodes) : UINT32_MAX,
+					 nd_name, false};
 		if (k) {
 			size_t at = (size_t)(k - l->nodes);
 			l->held[at] = 1;
 			if (l->held_at_ms && at_wall_ms > l->held_at_ms[at])
 				l->held_at_ms[at] = at_wall_ms;
-			if (l->cp_ready &&
-			    count_held_class(
-				l, nd_name, is_control_plane_node(l->s, l->cp_sel, l->cp_key, k)) !=
-				NG_OK)
-				return NG_ENOMEM;
+			if (l->cp_ready) {
+				hn->cp = is_control_plane_node(l->s, l->cp_sel, l->cp_key, k);
+				*(hn->cp ? &l->held_cp : &l->held_other) += 1;
+			}
 			pd_ndb_counts_grant(l, at);
 		}
 		pd_adb_counts_grant(l, nodes[i], k);
@@ -225,45 +222,38 @@ bool pd_is_control_plane(const struct kube_snapshot *s, const struct cp_match *m
 	return n && is_control_plane_node(s, m->sel, m->key, n);
 }
 
-/* One more held node of @holder, control-plane (@cp) or not. */
-static ng_status count_held_class(struct pol_ledger *l, uint32_t holder, bool cp)
-{
-	struct ng_map *m = cp ? &l->holder_cp : &l->holder_other;
-	uint32_t c = 0;
-	(void)ng_map_get(m, holder, &c);
-	if (ng_map_put_grow(m, holder, c + 1) != NG_OK)
-		return NG_ENOMEM;
-	*(cp ? &l->held_cp : &l->held_other) += 1;
-	return NG_OK;
-}
-
 /* Counts the held nodes by class for @m, once (again only when asked with another @m); grants
  * keep the counts from then on. */
 ng_status pd_held_classes(struct pol_ledger *l, const struct cp_match *m)
 {
 	if (l->cp_ready && l->cp_sel == m->sel && l->cp_key == m->key)
 		return NG_OK;
-	ng_map_finish(&l->holder_cp);
-	ng_map_finish(&l->holder_other);
-	memset(&l->holder_cp, 0, sizeof(l->holder_cp));
-	memset(&l->holder_other, 0, sizeof(l->holder_other));
 	l->held_cp = l->held_other = 0;
-	l->cp_ready = false;
 	/* The held nodes, not every node: a round at 100,000 nodes holds a few hundred. */
 	for (size_t i = 0; i < l->nheld; i++) {
-		const struct held_node *hn = &l->held_nodes[i];
+		struct held_node *hn = &l->held_nodes[i];
 		if (hn->at == UINT32_MAX)
 			continue;
-		uint32_t h = pol_ledger_holder(l, hn->name);
-		if (count_held_class(
-			l, h, is_control_plane_node(l->s, m->sel, m->key, &l->nodes[hn->at])) !=
-		    NG_OK)
-			return NG_ENOMEM;
+		hn->cp = is_control_plane_node(l->s, m->sel, m->key, &l->nodes[hn->at]);
+		*(hn->cp ? &l->held_cp : &l->held_other) += 1;
 	}
 	l->cp_sel = m->sel;
 	l->cp_key = m->key;
 	l->cp_ready = true;
 	return NG_OK;
+}
+
+void pd_held_classes_of(const struct pol_ledger *l, uint32_t holder, size_t *ret_cp,
+			size_t *ret_other)
+{
+	size_t cp = 0, other = 0;
+	for (size_t i = 0; i < l->nheld; i++) {
+		const struct held_node *hn = &l->held_nodes[i];
+		if (hn->holder == holder && hn->at != UINT32_MAX)
+			*(hn->cp ? &cp : &other) += 1;
+	}
+	*ret_cp = cp;
+	*ret_other = other;
 }
 
 /* A requirement of @sel that only objects labelled key=value for one of its values can meet

@@ -192,6 +192,36 @@ static void test_R05_control_plane_one_at_a_time_first_and_alone(void **state)
 	done(&r);
 }
 
+/* A request whose share the ledger already holds (its hooks are out, or its grant is on its way
+ * to the API server) is decided again: the control-plane node it holds itself does not make it
+ * wait, while one held by another request does. */
+static void test_R05_a_request_never_waits_for_the_node_it_holds_itself(void **state)
+{
+	struct kube_snapshot *s = cluster(CP_NODE("cp1") "," CP_NODE("cp2") "," NDX(
+	    "c1", "2026-01-01T00:00:00Z",
+	    "{\"nodeNames\":[\"cp1\"]}") "," NDX("c2", "2026-01-01T00:00:00Z",
+						 "{\"nodeNames\":[\"cp2\"]}"));
+	struct pol_gate_config cfg;
+	pol_gate_config_from(s, &cfg);
+	struct pol_ledger *l = pol_ledger_create(s);
+	struct ng_arena *a = ng_arena_create(1u << 20);
+	assert_non_null(l);
+	assert_non_null(a);
+	const struct kube_nd *c1 = find_nd(s, "c1");
+	uint32_t cp1 = ng_test_id(s, "cp1");
+	assert_int_equal(pol_ledger_grant(l, c1->name, &cp1, 1), NG_OK);
+	struct pol_gate_decision d;
+	assert_int_equal(pol_evaluate_disruption(s, &cfg, l, c1, NOW_WALL_MS, a, &d), NG_OK);
+	assert_int_equal(d.outcome, POL_GATE_GRANT);
+	ng_arena_reset(a);
+	assert_int_equal(pol_evaluate_disruption(s, &cfg, l, find_nd(s, "c2"), NOW_WALL_MS, a, &d),
+			 NG_OK);
+	assert_int_equal(d.outcome, POL_GATE_PENDING);
+	ng_arena_destroy(a);
+	pol_ledger_destroy(l);
+	kube_snapshot_release(s);
+}
+
 /* NodeGateConfig controlPlane.selector replaces the node-role label: the nodes it selects go one
  * at a time and alone; nodes carrying only the label are workers then. */
 static void test_R05_control_plane_selector_from_nodegateconfig(void **state)
@@ -237,6 +267,7 @@ int main(void)
 	    cmocka_unit_test(test_R01_R02_R03_R04_ranking),
 	    cmocka_unit_test(test_R05_control_plane_one_at_a_time_first_and_alone),
 	    cmocka_unit_test(test_R05_control_plane_selector_from_nodegateconfig),
+	    cmocka_unit_test(test_R05_a_request_never_waits_for_the_node_it_holds_itself),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
