@@ -253,6 +253,14 @@ struct gate {
 	struct gate_ended *ended;
 	size_t nended, capended;
 	int64_t lifecycle_next_wall_ms; /* the next end due (or a failed one's retry); 0: none */
+	/* The last lifecycle pass found nothing to end or restamp, on these tables (the
+	 * NodeDisruptions', the nodes' shape, NodeGateConfig's): while they stay and nothing falls
+	 * due, a pass would find nothing again, so none is made (it looks up every grant's nodes:
+	 * 10,000 grants cost milliseconds a round). */
+	struct {
+		bool valid;
+		uint64_t nds, nodes, ngcs;
+	} lifecycle_quiet;
 	/* Pacing (gate_budgets.c), only while a budget sets soakSeconds: the nodes Granted
 	 * requests held at the last round (sorted ids), and the nodes given back since. */
 	uint32_t *held_prev;

@@ -55,6 +55,7 @@ void gate_lifecycle_forget(struct gate *g)
 {
 	g->nended = 0;
 	g->lifecycle_next_wall_ms = 0;
+	g->lifecycle_quiet.valid = false;
 }
 
 static void event_on(struct gate *g, const struct kube_ref *about, const char *uid,
@@ -231,12 +232,26 @@ void gate_end_grants(struct gate *g, const struct kube_snapshot *s, int64_t now_
 		     struct ng_arena *arena)
 {
 	ended_prune(g, s);
+	uint64_t nds = kube_snapshot_table_serial(s, KUBE_RES_NDS),
+		 nodes = kube_snapshot_table_shape(s, KUBE_RES_NODES),
+		 ngcs = kube_snapshot_table_serial(s, KUBE_RES_NGCS);
+	if (g->lifecycle_quiet.valid && g->lifecycle_quiet.nds == nds &&
+	    g->lifecycle_quiet.nodes == nodes && g->lifecycle_quiet.ngcs == ngcs &&
+	    (!g->lifecycle_next_wall_ms || now_wall_ms < g->lifecycle_next_wall_ms))
+		return;
+	g->lifecycle_quiet.valid = false;
 	struct pol_lifecycle l;
 	ng_arena_reset(arena);
 	if (pol_lifecycle_ends(s, now_wall_ms, arena, &l) != NG_OK) {
 		ng_prom_add(&g->errors, 1);
 		g->lifecycle_next_wall_ms = now_wall_ms + END_AGAIN_MS;
 		return;
+	}
+	if (!l.nends && !l.nstale) {
+		g->lifecycle_quiet.valid = true;
+		g->lifecycle_quiet.nds = nds;
+		g->lifecycle_quiet.nodes = nodes;
+		g->lifecycle_quiet.ngcs = ngcs;
 	}
 	int64_t next = l.next_wall_ms;
 	for (size_t i = 0; i < l.nends && !atomic_load(g->stop) && gate_leading(g); i++) {

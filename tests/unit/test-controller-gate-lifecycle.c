@@ -11,6 +11,7 @@
 #include "common/buf.h"
 #include "controller/gate_internal.h"
 #include "kube/client.h"
+#include "kube/internal.h"
 #include "tests/support/fake-api.h"
 #include "tests/support/support.h"
 #include "tests/unit/controller-gate-fixture.h"
@@ -161,6 +162,62 @@ static void test_ttl_and_stale_expiry(void **state)
 	assert_int_equal(fx->g->lifecycle_next_wall_ms, NOW + 3540 * 1000);
 }
 
+/* The gate looks at the grants again only when the requests, the nodes' shape or the
+ * configuration change, or when something falls due: a grant still ends at its deadline on an
+ * unchanged snapshot, and a node's deletion is seen at once. */
+static void test_grants_are_looked_at_again_when_due_or_when_nodes_go(void **state)
+{
+	struct fx *fx = *state;
+	struct kube_cache *c = kube_cache_create();
+	assert_non_null(c);
+	ng_test_cache_put(c, NODE("n1"), false);
+	ng_test_cache_put(c, NODE("n2"), false);
+	ng_test_cache_put(c,
+			  GRANTED("m1", ",\"activeDeadlineSeconds\":3600",
+				  ",\"expiresAt\":\"2025-11-24T16:59:00Z\""),
+			  false);
+	struct kube_snapshot *s1 = NULL;
+	assert_int_equal(kube_cache_publish(c, &s1), NG_OK);
+	gate_round(fx->g, s1, true, NOW);
+	gate_round(fx->g, s1, false, NOW + 1000);
+	assert_int_equal(fake_api_count(&fx->api, "DELETE", NULL), 0);
+	assert_int_equal(fx->g->lifecycle_next_wall_ms, NOW + 3540 * 1000);
+	/* The same snapshot when the deadline comes: it ends. */
+	gate_round(fx->g, s1, false, NOW + 3540 * 1000);
+	assert_int_equal(fake_api_count(&fx->api, "DELETE", "/nodedisruptions/m1"), 1);
+
+	/* Another grant, and then its node deleted: the status says so at once. */
+	fake_api_clear(&fx->api);
+	ng_test_cache_put(
+	    c,
+	    "{\"kind\":\"NodeDisruption\",\"apiVersion\":\"nodegate.io/v1alpha1\","
+	    "\"metadata\":{\"name\":\"m2\",\"uid\":\"u-m2\",\"resourceVersion\":\"8\","
+	    "\"finalizers\":[\"nodegate.io/gate\"]},\"spec\":{\"nodeNames\":[\"n2\"],"
+	    "\"activeDeadlineSeconds\":3600},\"status\":{\"state\":\"Granted\","
+	    "\"disruptedNodes\":[\"n2\"],\"grantedAt\":\"2025-11-24T15:59:00Z\","
+	    "\"expiresAt\":\"2025-11-24T16:59:00Z\"}}",
+	    false);
+	struct kube_snapshot *s2 = NULL;
+	assert_int_equal(kube_cache_publish(c, &s2), NG_OK);
+	gate_round(fx->g, s2, true, NOW + 2000);
+	gate_round(fx->g, s2, false, NOW + 3000);
+	assert_null(fake_api_find(&fx->api, "PATCH", "/nodedisruptions/m2/status", 0));
+	ng_test_cache_put(c, NODE("n2"), true);
+	struct kube_snapshot *s3 = NULL;
+	assert_int_equal(kube_cache_publish(c, &s3), NG_OK);
+	assert_true(kube_snapshot_table_serial(s2, KUBE_RES_NDS) ==
+		    kube_snapshot_table_serial(s3, KUBE_RES_NDS));
+	gate_round(fx->g, s3, true, NOW + 4000);
+	const struct fake_api_request *q =
+	    fake_api_find(&fx->api, "PATCH", "/nodedisruptions/m2/status", 0);
+	assert_non_null(q);
+	assert_non_null(strstr(q->body, "\"n2\""));
+	kube_snapshot_release(s1);
+	kube_snapshot_release(s2);
+	kube_snapshot_release(s3);
+	kube_cache_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -172,6 +229,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(
 		test_a_request_created_again_under_the_name_is_not_ended, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ttl_and_stale_expiry, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_grants_are_looked_at_again_when_due_or_when_nodes_go, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
