@@ -132,6 +132,7 @@ struct bscope {
 	const uint32_t *idx;    /* NDB: the same nodes' indexes into kube_snapshot_nodes() */
 	const uint8_t *unavail; /* NDB: per node, counted by its state (node_counted()) */
 	size_t n, unavailable;  /* nodes; NDB: how many are unavailable */
+	bool whole;             /* NDB: every node of the snapshot (idx[i] == i) */
 	/* Scope nodes disrupted now: NDB, held or (counting unavailable nodes) unavailable; ADB,
 	 * held. Kept by pol_ledger_grant(). */
 	size_t disrupted;

@@ -148,6 +148,8 @@ static ng_status ndb_count_one(struct pol_ledger *l, size_t k, size_t i, void *a
  * pool-wide budget's), found without a search. Asked for every held node of a round. */
 size_t pd_scope_pos(const struct bscope *sc, size_t node)
 {
+	if (sc->whole) /* every node, in node order: found without reading the pool */
+		return node < sc->n ? node : SIZE_MAX;
 	size_t hi = node < sc->n ? node : sc->n - 1, lo = 0;
 	if (!sc->n)
 		return SIZE_MAX;
@@ -312,6 +314,7 @@ static void scope_from_kept(struct pol_ledger *l, struct bscope *sc, struct kept
 			      .idx = p->idx,
 			      .unavail = p->unavail,
 			      .n = p->n,
+			      .whole = p->n == l->nnodes,
 			      .unavailable = p->unavailable,
 			      .ncounted = p->ncounted,
 			      .disrupted = p->ncounted,
@@ -413,6 +416,7 @@ ng_status pd_ndb_scope(struct pol_ledger *l, size_t k, const struct bscope **ret
 			      .idx = idx,
 			      .unavail = unavail,
 			      .n = n,
+			      .whole = n == l->nnodes,
 			      .unavailable = nun,
 			      .ncounted = ncounted,
 			      .disrupted = dis,
