@@ -19,12 +19,9 @@
  * parsers). Parsing a webhook's review this way, rather than a validating prescan, cJSON and a
  * walk for duplicates, halved the JSON's share of an admission request's CPU. */
 
-struct jp {
-	const char *start, *p, *end;
-	struct ng_arena *arena; /* NULL: malloc, freed by cJSON_Delete */
-	struct ng_err *err;
-	int depth;
-};
+/* The tree parser and the token reader (ng_json_reader) share one state, and every lexical
+ * step below: both accept the same texts and fail with the same message at the same byte. */
+#define jp ng_json_reader
 
 static ng_status jp_fail(struct jp *j, const char *at, const char *msg)
 {
@@ -168,8 +165,9 @@ static ng_status jp_unescape(struct jp *j, const char *s, const char *q, char *o
 	return NG_OK;
 }
 
-/* A string at j->p (the opening quote) into *@ret (NUL-terminated, unescaped). */
-static ng_status jp_string(struct jp *j, char **ret)
+/* Scans the string at j->p (the opening quote): its bytes are [*@ret_s, *@ret_q), j->p moves
+ * past the closing quote, *@ret_esc says whether it has escapes (not checked yet). */
+static ng_status jp_scan_string(struct jp *j, const char **ret_s, const char **ret_q, bool *ret_esc)
 {
 	const char *s = ++j->p;
 	bool escapes = false;
@@ -200,12 +198,26 @@ static ng_status jp_string(struct jp *j, char **ret)
 		}
 		q++;
 	}
+	*ret_s = s;
+	*ret_q = q;
+	*ret_esc = escapes;
+	j->p = q + 1;
+	return NG_OK;
+}
+
+/* A string at j->p (the opening quote) into *@ret (NUL-terminated, unescaped). */
+static ng_status jp_string(struct jp *j, char **ret)
+{
+	const char *s = NULL, *q = NULL;
+	bool escapes = false;
+	ng_status st = jp_scan_string(j, &s, &q, &escapes);
+	if (st != NG_OK)
+		return st;
 	size_t len = (size_t)(q - s);
 	char *o = jp_alloc(j, len + 1);
 	if (!o)
 		return jp_nomem(j);
 	*ret = o;
-	j->p = q + 1;
 	if (!escapes) {
 		memcpy(o, s, len);
 		o[len] = '\0';
@@ -214,7 +226,8 @@ static ng_status jp_string(struct jp *j, char **ret)
 	return jp_unescape(j, s, q, o);
 }
 
-static ng_status jp_number(struct jp *j, cJSON *n)
+/* The number at j->p into *@ret. */
+static ng_status jp_number(struct jp *j, double *ret)
 {
 	const char *s = j->p, *q = s;
 	bool minus = q < j->end && *q == '-';
@@ -263,9 +276,7 @@ static ng_status jp_number(struct jp *j, cJSON *n)
 		if (buf != small)
 			free(buf);
 	}
-	n->type = cJSON_Number;
-	n->valuedouble = d;
-	n->valueint = d >= (double)INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
+	*ret = d;
 	j->p = q;
 	return NG_OK;
 }
@@ -413,8 +424,18 @@ static ng_status jp_value(struct jp *j, cJSON *n)
 	case '\0':
 		return jp_fail(j, j->p, "NUL byte in JSON text");
 	default:
-		if (*j->p == '-' || (*j->p >= '0' && *j->p <= '9'))
-			return jp_number(j, n);
+		if (*j->p == '-' || (*j->p >= '0' && *j->p <= '9')) {
+			double d;
+			ng_status st = jp_number(j, &d);
+			if (st != NG_OK)
+				return st;
+			n->type = cJSON_Number;
+			n->valuedouble = d;
+			n->valueint = d >= (double)INT_MAX   ? INT_MAX
+				      : d <= (double)INT_MIN ? INT_MIN
+							     : (int)d;
+			return NG_OK;
+		}
 	}
 	return jp_fail(j, j->p, "malformed JSON");
 }
@@ -422,7 +443,7 @@ static ng_status jp_value(struct jp *j, cJSON *n)
 ng_status ng_json_parse(const char *buf, size_t len, struct ng_arena *arena, cJSON **ret_root,
 			struct ng_err *reterr)
 {
-	struct jp j = {buf, buf, buf + len, arena, reterr, 0};
+	struct jp j = {.start = buf, .p = buf, .end = buf + len, .arena = arena, .err = reterr};
 	jp_ws(&j);
 	cJSON *root = jp_node(&j);
 	ng_status st = root ? jp_value(&j, root) : jp_nomem(&j);
@@ -482,4 +503,287 @@ bool ng_json_int64(const cJSON *v, int64_t *ret)
 		return false;
 	*ret = (int64_t)d;
 	return true;
+}
+
+/* ---- the token reader (common/json.h) ----
+ *
+ * The steps of jp_container() and jp_value(), taken one call at a time: the same checks in the
+ * same order, so a text fails here where and as it fails in ng_json_parse(). */
+
+static bool jr_fail(struct jp *r, ng_status st)
+{
+	if (r->st == NG_OK)
+		r->st = st;
+	return false;
+}
+
+void ng_json_reader_init(struct ng_json_reader *r, const char *buf, size_t len,
+			 struct ng_arena *arena, struct ng_err *err)
+{
+	r->start = r->p = buf;
+	r->end = buf + len;
+	r->arena = arena;
+	r->err = err;
+	r->depth = 0;
+	r->st = NG_OK;
+	r->keys = NULL;
+	r->nkeys = r->capkeys = 0;
+	jp_ws(r);
+}
+
+ng_status ng_json_reader_status(const struct ng_json_reader *r)
+{
+	return r->st;
+}
+
+enum ng_json_type ng_json_peek(const struct ng_json_reader *r)
+{
+	if (r->st != NG_OK || r->p >= r->end)
+		return NG_JSON_BAD;
+	size_t left = (size_t)(r->end - r->p);
+	switch (*r->p) {
+	case '{':
+		return NG_JSON_OBJECT;
+	case '[':
+		return NG_JSON_ARRAY;
+	case '"':
+		return NG_JSON_STRING;
+	case 't':
+		return left >= 4 && memcmp(r->p, "true", 4) == 0 ? NG_JSON_TRUE : NG_JSON_BAD;
+	case 'f':
+		return left >= 5 && memcmp(r->p, "false", 5) == 0 ? NG_JSON_FALSE : NG_JSON_BAD;
+	case 'n':
+		return left >= 4 && memcmp(r->p, "null", 4) == 0 ? NG_JSON_NULL : NG_JSON_BAD;
+	default:
+		return *r->p == '-' || (*r->p >= '0' && *r->p <= '9') ? NG_JSON_NUMBER
+								      : NG_JSON_BAD;
+	}
+}
+
+bool ng_json_enter(struct ng_json_reader *r)
+{
+	if (r->st != NG_OK)
+		return false;
+	const char *open = r->p;
+	if (++r->depth > NG_MAX_JSON_DEPTH)
+		return jr_fail(r,
+			       ng_err_set(r->err, NG_ELIMIT, (size_t)(open - r->start),
+					  "JSON nested deeper than %d levels", NG_MAX_JSON_DEPTH));
+	struct ng_json_level *lv = &r->lv[r->depth];
+	lv->open = open;
+	lv->object = *open == '{';
+	lv->first = true;
+	lv->key0 = r->nkeys;
+	r->p++;
+	jp_ws(r);
+	return true;
+}
+
+/* The string at r->p: in the text when it has no escapes, else unescaped into the arena. */
+static bool jr_str(struct jp *r, struct ng_json_str *ret)
+{
+	const char *s = NULL, *q = NULL;
+	bool escapes = false;
+	ng_status st = jp_scan_string(r, &s, &q, &escapes);
+	if (st != NG_OK)
+		return jr_fail(r, st);
+	if (!escapes) {
+		*ret = (struct ng_json_str){s, (size_t)(q - s)};
+		return true;
+	}
+	char *o = ng_arena_alloc(r->arena, (size_t)(q - s) + 1);
+	if (!o)
+		return jr_fail(r, jp_nomem(r));
+	if ((st = jp_unescape(r, s, q, o)) != NG_OK)
+		return jr_fail(r, st);
+	*ret = (struct ng_json_str){o, strlen(o)};
+	return true;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	const struct ng_json_str *x = *(const struct ng_json_str *const *)a;
+	const struct ng_json_str *y = *(const struct ng_json_str *const *)b;
+	int c = memcmp(x->s, y->s, x->len < y->len ? x->len : y->len);
+	return c ? c : (x->len > y->len) - (x->len < y->len); /* strcmp's order */
+}
+
+static bool same_str(const struct ng_json_str *a, const struct ng_json_str *b)
+{
+	return a->len == b->len && memcmp(a->s, b->s, a->len) == 0;
+}
+
+/* jp_dups() over the @n keys of the object being closed (from keys[@k0]), opened at @at. */
+static ng_status jr_dups(struct jp *r, size_t k0, size_t n, const char *at)
+{
+	const struct ng_json_str *k = r->keys + k0, *dup = NULL;
+	if (n <= 16) {
+		for (size_t a = 0; a < n && !dup; a++)
+			for (size_t b = a + 1; b < n && !dup; b++)
+				if (same_str(&k[a], &k[b]))
+					dup = &k[a];
+	} else {
+		const struct ng_json_str **arr = malloc(n * sizeof(*arr));
+		if (!arr)
+			return jp_nomem(r);
+		for (size_t i = 0; i < n; i++)
+			arr[i] = &k[i];
+		qsort(arr, n, sizeof(*arr), cmp_str);
+		for (size_t i = 1; i < n && !dup; i++)
+			if (same_str(arr[i - 1], arr[i]))
+				dup = arr[i];
+		free(arr);
+	}
+	if (!dup)
+		return NG_OK;
+	size_t off = (size_t)(at - r->start);
+	return ng_err_set(r->err, NG_EPARSE, off, "duplicate JSON key \"%.*s\"",
+			  (int)(dup->len < 60 ? dup->len : 60), dup->s);
+}
+
+/* The innermost container ends (its closing byte consumed): false, as ng_json_next() is. */
+static bool jr_close(struct jp *r)
+{
+	struct ng_json_level *lv = &r->lv[r->depth];
+	size_t n = r->nkeys - lv->key0;
+	ng_status st = lv->object && n > 1 ? jr_dups(r, lv->key0, n, lv->open) : NG_OK;
+	r->nkeys = lv->key0;
+	r->depth--;
+	if (st != NG_OK)
+		(void)jr_fail(r, st);
+	return false;
+}
+
+static bool jr_push_key(struct jp *r, const struct ng_json_str *k)
+{
+	if (r->nkeys == r->capkeys) {
+		size_t cap = r->capkeys ? r->capkeys * 2 : 64;
+		struct ng_json_str *keys = ng_arena_alloc(r->arena, cap * sizeof(*keys));
+		if (!keys)
+			return jr_fail(r, jp_nomem(r));
+		if (r->nkeys)
+			memcpy(keys, r->keys, r->nkeys * sizeof(*keys));
+		r->keys = keys;
+		r->capkeys = cap;
+	}
+	r->keys[r->nkeys++] = *k;
+	return true;
+}
+
+bool ng_json_next(struct ng_json_reader *r, struct ng_json_str *ret_key)
+{
+	if (r->st != NG_OK || r->depth <= 0)
+		return false;
+	struct ng_json_level *lv = &r->lv[r->depth];
+	char close = lv->object ? '}' : ']';
+	if (lv->first) {
+		lv->first = false;
+		if (r->p < r->end && *r->p == close) {
+			r->p++;
+			return jr_close(r);
+		}
+	} else {
+		jp_ws(r);
+		if (r->p < r->end && *r->p == ',') {
+			r->p++;
+			jp_ws(r);
+		} else if (r->p < r->end && *r->p == close) {
+			r->p++;
+			return jr_close(r);
+		} else {
+			return jr_fail(r,
+				       jp_fail(r, r->p,
+					       lv->object ? "malformed JSON: expected ',' or '}'"
+							  : "malformed JSON: expected ',' or ']'"));
+		}
+	}
+	if (!lv->object)
+		return true;
+	if (r->p >= r->end || *r->p != '"')
+		return jr_fail(r, jp_fail(r, r->p, "malformed JSON: expected a key"));
+	struct ng_json_str k;
+	if (!jr_str(r, &k) || !jr_push_key(r, &k))
+		return false;
+	jp_ws(r);
+	if (r->p >= r->end || *r->p != ':')
+		return jr_fail(r, jp_fail(r, r->p, "malformed JSON: expected ':'"));
+	r->p++;
+	jp_ws(r);
+	*ret_key = k;
+	return true;
+}
+
+bool ng_json_string(struct ng_json_reader *r, struct ng_json_str *ret)
+{
+	if (r->st != NG_OK)
+		return false;
+	if (ng_json_peek(r) != NG_JSON_STRING) {
+		(void)ng_json_skip(r);
+		return false;
+	}
+	return jr_str(r, ret);
+}
+
+bool ng_json_number(struct ng_json_reader *r, double *ret)
+{
+	if (r->st != NG_OK)
+		return false;
+	if (ng_json_peek(r) != NG_JSON_NUMBER) {
+		(void)ng_json_skip(r);
+		return false;
+	}
+	ng_status st = jp_number(r, ret);
+	return st == NG_OK || jr_fail(r, st);
+}
+
+/* NOLINTNEXTLINE(misc-no-recursion): depth <= NG_MAX_JSON_DEPTH */
+bool ng_json_skip(struct ng_json_reader *r)
+{
+	if (r->st != NG_OK)
+		return false;
+	if (r->p >= r->end)
+		return jr_fail(r, jp_fail(r, r->p, "malformed JSON: unexpected end"));
+	struct ng_json_str s;
+	switch (ng_json_peek(r)) {
+	case NG_JSON_OBJECT:
+	case NG_JSON_ARRAY:
+		if (!ng_json_enter(r))
+			return false;
+		while (ng_json_next(r, &s))
+			if (!ng_json_skip(r))
+				return false;
+		return r->st == NG_OK;
+	case NG_JSON_STRING:
+		return jr_str(r, &s);
+	case NG_JSON_NUMBER: {
+		double d;
+		ng_status st = jp_number(r, &d);
+		return st == NG_OK || jr_fail(r, st);
+	}
+	case NG_JSON_TRUE:
+	case NG_JSON_NULL:
+		r->p += 4;
+		return true;
+	case NG_JSON_FALSE:
+		r->p += 5;
+		return true;
+	case NG_JSON_BAD:
+		break;
+	}
+	return jr_fail(
+	    r, jp_fail(r, r->p, *r->p == '\0' ? "NUL byte in JSON text" : "malformed JSON"));
+}
+
+bool ng_json_reader_end(struct ng_json_reader *r)
+{
+	if (r->st != NG_OK)
+		return false;
+	jp_ws(r);
+	if (r->p == r->end)
+		return true;
+	if (*r->p == '\0')
+		return jr_fail(r, jp_fail(r, r->p, "NUL byte in JSON text"));
+	size_t off = (size_t)(r->p - r->start);
+	return jr_fail(r, ng_err_set(r->err, NG_EPARSE, off,
+				     "unexpected data after JSON value at byte %zu", off));
 }

@@ -149,13 +149,12 @@ static ng_status drain_note(struct kd_ctx *c, const char *text, struct kube_drai
 	return st;
 }
 
-/* The annotation nodegate.io/do-not-disrupt on @meta: KUBE_DND_NONE without it or "false",
- * KUBE_DND_ALWAYS for "true", else a duration counted from @since_ms (0: not yet, protected for
- * good meanwhile). Anything else protects for good and sets *@ret_invalid: an unreadable "not
- * now" must not read as "go ahead". */
-static int64_t dnd_until(const cJSON *meta, int64_t since_ms, bool *ret_invalid)
+/* The annotation nodegate.io/do-not-disrupt's value @v (NULL: none): KUBE_DND_NONE without it or
+ * "false", KUBE_DND_ALWAYS for "true", else a duration counted from @since_ms (0: not yet,
+ * protected for good meanwhile). Anything else protects for good and sets *@ret_invalid: an
+ * unreadable "not now" must not read as "go ahead". */
+int64_t kd_dnd_until(const char *v, int64_t since_ms, bool *ret_invalid)
 {
-	const char *v = ng_json_str(ng_json_get(meta, "annotations"), KUBE_DO_NOT_DISRUPT);
 	int64_t dur = 0;
 	*ret_invalid = false;
 	if (!v || strcmp(v, "false") == 0)
@@ -167,6 +166,13 @@ static int64_t dnd_until(const cJSON *meta, int64_t since_ms, bool *ret_invalid)
 		return KUBE_DND_ALWAYS;
 	}
 	return since_ms > 0 && since_ms <= INT64_MAX - dur ? since_ms + dur : KUBE_DND_ALWAYS;
+}
+
+/* kd_dnd_until() of @meta's annotation. */
+static int64_t dnd_until(const cJSON *meta, int64_t since_ms, bool *ret_invalid)
+{
+	return kd_dnd_until(ng_json_str(ng_json_get(meta, "annotations"), KUBE_DO_NOT_DISRUPT),
+			    since_ms, ret_invalid);
 }
 
 /* What the drainer reads of a node besides the gate's fields. */
@@ -327,7 +333,7 @@ ng_status kd_decode_node(struct kd_ctx *c, const cJSON *o, const struct kd_id *i
 	return NG_OK;
 }
 
-static uint8_t pod_phase(const char *s)
+uint8_t kd_pod_phase(const char *s)
 {
 	if (!s)
 		return KUBE_POD_PENDING;
@@ -462,7 +468,7 @@ ng_status kd_decode_pod(struct kd_ctx *c, const cJSON *o, const struct kd_id *id
 	const cJSON *spec = ng_json_get(o, "spec");
 	if ((st = kd_opt_str(c, spec, "nodeName", "spec.nodeName", &p->node)) != NG_OK)
 		return st;
-	p->phase = pod_phase(ng_json_str(ng_json_get(o, "status"), "phase"));
+	p->phase = kd_pod_phase(ng_json_str(ng_json_get(o, "status"), "phase"));
 	const cJSON *ann = ng_json_get(meta, "annotations");
 	if (ng_json_get(ann, "kubernetes.io/config.mirror"))
 		p->flags |= KUBE_POD_MIRROR;

@@ -80,6 +80,8 @@ ng_status kd_decode_node_selector(struct kd_ctx *c, const cJSON *j, struct kube_
  * with the object's identity in @id. */
 
 /* decode_core.c */
+int64_t kd_dnd_until(const char *v, int64_t since_ms, bool *ret_invalid);
+uint8_t kd_pod_phase(const char *s);
 ng_status kd_decode_node(struct kd_ctx *c, const cJSON *o, const struct kd_id *id);
 ng_status kd_decode_pod(struct kd_ctx *c, const cJSON *o, const struct kd_id *id);
 ng_status kd_decode_pvc(struct kd_ctx *c, const cJSON *o, const struct kd_id *id);

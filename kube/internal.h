@@ -14,6 +14,7 @@
 #include "kube/snapshot.h"
 
 #include "common/buf.h"
+#include "common/json.h"
 #include "common/map.h"
 
 #include <stdatomic.h>
@@ -234,6 +235,26 @@ NG_NODISCARD ng_status kube_decode_as(struct ng_intern *pool, struct ng_arena *s
 				      enum kube_resource res, const struct cJSON *obj,
 				      const char *where, struct kube_object *ret,
 				      struct ng_err *reterr);
+
+/* What kube_decode_read_as() read of an object's metadata besides its record, as the text
+ * gives it: .s NULL when absent or not a string. Valid while the reader's text and arena are. */
+struct kube_read_meta {
+	struct ng_json_str name, ns, rv;
+};
+
+/** Whether kube_decode_read_as() reads objects of @res (pods). */
+bool kube_decode_reads(enum kube_resource res);
+
+/**
+ * kube_decode_as() of the object at @r, read straight from its text without building a tree
+ * (kube/decode_read.c), for the kinds kube_decode_reads() names: the same record and the same
+ * errors, naming @where (required; so is @scratch). The object is consumed; when the text is
+ * not JSON, the reader's status is returned and its error set (@reterr untouched).
+ */
+NG_NODISCARD ng_status kube_decode_read_as(struct ng_intern *pool, struct ng_arena *scratch,
+					   enum kube_resource res, struct ng_json_reader *r,
+					   const char *where, struct kube_object *ret,
+					   struct kube_read_meta *meta, struct ng_err *reterr);
 
 /** Queues an added or modified object; ownership of @obj->side is taken. NG_ENOMEM on OOM. */
 NG_NODISCARD ng_status kube_cache_upsert(struct kube_cache *c, struct kube_object *obj);

@@ -94,11 +94,20 @@ static void publish(struct kube_watch *w)
 	kw_publish_mask(w, ~0u);
 }
 
-static uint64_t await_key(enum kube_resource res, const char *ns, const char *name)
+/* The key of a deletion awaited: @ns (NULL: none) is hashed with a NUL after it. */
+static uint64_t await_key_n(enum kube_resource res, const char *ns, size_t ns_len, const char *name,
+			    size_t name_len)
 {
 	uint64_t h = ng_fnv1a64(NG_FNV64_INIT, &res, sizeof(res));
-	h = ng_fnv1a64(h, ns ? ns : "", ns ? strlen(ns) + 1 : 1);
-	return ng_fnv1a64(h, name, strlen(name));
+	if (ns)
+		h = ng_fnv1a64(h, ns, ns_len);
+	h = ng_fnv1a64(h, "", 1);
+	return ng_fnv1a64(h, name, name_len);
+}
+
+static uint64_t await_key(enum kube_resource res, const char *ns, const char *name)
+{
+	return await_key_n(res, ns, ns ? strlen(ns) : 0, name, strlen(name));
 }
 
 void kube_watch_await_gone(const struct kube_watch *cw, enum kube_resource res, const char *ns,
@@ -113,15 +122,10 @@ void kube_watch_await_gone(const struct kube_watch *cw, enum kube_resource res, 
 	pthread_mutex_unlock(&w->await_mu);
 }
 
-/* A deletion of @obj (a watch event's object) arrived for @in: when a controller awaits it, its
- * kind is published without waiting for the window. */
-static void awaited_gone(struct kube_watch *w, const struct informer *in, const cJSON *obj)
+/* A deletion of the object @key names arrived for @in: when a controller awaits it, its kind is
+ * published without waiting for the window. */
+static void awaited_key_gone(struct kube_watch *w, const struct informer *in, uint64_t key)
 {
-	const cJSON *meta = ng_json_get(obj, "metadata");
-	const char *name = ng_json_str(meta, "name");
-	if (!name || !w->await_mu_ok)
-		return;
-	uint64_t key = await_key(in->res, ng_json_str(meta, "namespace"), name);
 	pthread_mutex_lock(&w->await_mu);
 	bool awaited = ng_memo_has(&w->awaited, key, kw_now_ms());
 	if (awaited)
@@ -129,6 +133,15 @@ static void awaited_gone(struct kube_watch *w, const struct informer *in, const 
 	pthread_mutex_unlock(&w->await_mu);
 	if (awaited)
 		w->hurry |= 1u << in->res;
+}
+
+/* awaited_key_gone() of @obj, a watch event's object. */
+static void awaited_gone(struct kube_watch *w, const struct informer *in, const cJSON *obj)
+{
+	const cJSON *meta = ng_json_get(obj, "metadata");
+	const char *name = ng_json_str(meta, "name");
+	if (name && w->await_mu_ok)
+		awaited_key_gone(w, in, await_key(in->res, ng_json_str(meta, "namespace"), name));
 }
 
 static void mark_dirty(struct kube_watch *w)
@@ -222,6 +235,87 @@ static void handle_event(struct informer *in, const char *line, size_t len)
 	}
 }
 
+/* The longest event read straight from its text. A longer one's tree might not fit the event
+ * arena (a value per two bytes of text, 64 bytes a value), where the reader, which builds no
+ * tree, would go on: such a line is read as a tree, as handle_event() always did. */
+#define READ_EVENT_MAX (EVENT_ARENA_CAP / 64)
+
+/* handle_event() for the kinds read straight from their text (kube_decode_read_as()): an
+ * ADDED, MODIFIED or DELETED event (only ADDED in a streamed list) whose object is decoded
+ * without its tree, as it would be from the tree. False for any other line — not JSON, another
+ * type, no object —: handle_event() reads it as a tree and decides, as always. */
+static bool handle_event_read(struct informer *in, const char *line, size_t len)
+{
+	struct kube_watch *w = in->w;
+	if (!kube_decode_reads(in->res) || len > READ_EVENT_MAX)
+		return false;
+	ng_arena_reset(in->arena);
+	struct ng_json_reader r;
+	ng_json_reader_init(&r, line, len, in->arena, NULL);
+	if (ng_json_peek(&r) != NG_JSON_OBJECT)
+		return false;
+	const char *where = in->state == ST_STREAMING ? "list item" : "watch event";
+	int kind = -1;
+	bool decoded = false;
+	ng_status st = NG_OK;
+	struct kube_object o = {.side = NULL};
+	struct kube_read_meta meta = {{NULL, 0}, {NULL, 0}, {NULL, 0}};
+	struct ng_err derr = {0};
+	struct ng_json_str k, type;
+	(void)ng_json_enter(&r);
+	while (ng_json_next(&r, &k)) {
+		if (NG_JSON_IS(k, "type")) {
+			if (!ng_json_string(&r, &type))
+				continue;
+			for (int i = 0; i < 3; i++)
+				if (type.len == strlen(kube_watch_event_names[i]) &&
+				    memcmp(type.s, kube_watch_event_names[i], type.len) == 0)
+					kind = i;
+		} else if (NG_JSON_IS(k, "object") && ng_json_peek(&r) == NG_JSON_OBJECT) {
+			if (decoded && st == NG_OK) /* a second "object": a duplicate key */
+				kube_side_free(o.side);
+			st = kube_decode_read_as(kube_cache_pool(w->cache),
+						 kube_cache_scratch(w->cache), in->res, &r, where,
+						 &o, &meta, &derr);
+			decoded = ng_json_reader_status(&r) == NG_OK;
+		} else {
+			(void)ng_json_skip(&r);
+		}
+	}
+	if (!ng_json_reader_end(&r) || kind < 0 || !decoded ||
+	    (in->state == ST_STREAMING && kind != 0)) {
+		if (decoded && st == NG_OK)
+			kube_side_free(o.side);
+		return false;
+	}
+	if (in->state == ST_STREAMING) {
+		if (kw_stage_decoded(in, st, &o, derr.msg) != NG_OK)
+			in->broken = true; /* out of memory: the list starts again */
+		return true;
+	}
+	kw_inc(&in->events[kind]);
+	if (st != NG_OK) {
+		kw_skipped(in, derr.msg); /* the previous version stays (handle_event()) */
+	} else {
+		st = kind == 2 ? kube_cache_delete(w->cache, &o) : kube_cache_upsert(w->cache, &o);
+		if (st != NG_OK) {
+			in->broken = true; /* OOM: resume from the last good rv */
+			return true;
+		}
+		mark_dirty(w);
+		if (kind == 2 && meta.name.s && w->await_mu_ok)
+			awaited_key_gone(w, in,
+					 await_key_n(in->res, meta.ns.s, meta.ns.len, meta.name.s,
+						     meta.name.len));
+	}
+	if (meta.rv.s && meta.rv.len < RV_BYTES) {
+		memcpy(in->rv, meta.rv.s, meta.rv.len);
+		in->rv[meta.rv.len] = '\0';
+		kube_cache_note_rv(w->cache, in->res, in->rv);
+	}
+	return true;
+}
+
 /* ---- the stream's framing: newline-delimited events, cut anywhere by the HTTP chunks ---- */
 
 void kube_lines_init(struct kube_lines *l, size_t cap)
@@ -274,7 +368,8 @@ ng_status kube_lines_feed(struct kube_lines *l, const char *p, size_t n, kube_li
 static bool on_line(void *ctx, const char *line, size_t len)
 {
 	struct informer *in = ctx;
-	handle_event(in, line, len);
+	if (!handle_event_read(in, line, len))
+		handle_event(in, line, len);
 	return !in->gone && !in->broken;
 }
 
@@ -535,7 +630,7 @@ struct kube_watch *kube_watch_start(const struct kube_watch_config *cfg, struct 
 			w->urgent |= 1u << r;
 		in->state = ST_LIST;
 		kube_lines_init(&in->lines, EVENT_CAP);
-		in->arena = ng_arena_create(4 * (size_t)EVENT_CAP);
+		in->arena = ng_arena_create(EVENT_ARENA_CAP);
 		if (!in->arena) {
 			(void)ng_err_set(reterr, NG_ENOMEM, 0, "out of memory");
 			goto fail;

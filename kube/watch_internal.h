@@ -30,6 +30,8 @@
 /* One watch event: an object is at most 1.5 MB in etcd; its JSON with the event envelope stays
  * well under 8 MiB. */
 #define EVENT_CAP (8u * 1024u * 1024u)
+/* What one event's tree may take (a few times its text). */
+#define EVENT_ARENA_CAP (4 * (size_t)EVENT_CAP)
 /* Watches end after a random 5-10 minutes, as client-go's reflector does, so reconnections of
  * many replicas spread out. */
 #define WATCH_MIN_S 300
@@ -125,6 +127,8 @@ void kw_start_list(struct informer *in);
 void kw_end_page(struct informer *in, CURLcode res);
 void kw_list_cleanup(struct informer *in);
 void kw_skipped(struct informer *in, const char *err);
+ng_status kw_stage_decoded(struct informer *in, ng_status st, struct kube_object *obj,
+			   const char *err);
 void kw_check_stream_stalled(struct informer *in, int64_t now_mono);
 void kw_stream_event(struct informer *in, int kind, const cJSON *obj, const char *rv);
 void kw_stream_ended(struct informer *in, CURLcode res, long http, const char *msg);

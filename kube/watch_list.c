@@ -281,19 +281,28 @@ void kw_skipped(struct informer *in, const char *err)
 	}
 }
 
-/* Decodes one listed object @e into the list's stage, skipping (and counting) it when it does
- * not decode. NG_ENOMEM when it cannot be staged. */
+/* One listed object, decoded into @obj (@st: how that went, @err its message when it failed),
+ * into the list's stage; skipped (and counted) when it did not decode. NG_ENOMEM when it
+ * cannot be staged. */
+ng_status kw_stage_decoded(struct informer *in, ng_status st, struct kube_object *obj,
+			   const char *err)
+{
+	if (st != NG_OK) {
+		kw_skipped(in, err);
+		return NG_OK;
+	}
+	return kube_stage_add(in->stage, obj);
+}
+
+/* Decodes one listed object @e into the list's stage (kw_stage_decoded()). */
 static ng_status stage_one(struct informer *in, const cJSON *e)
 {
 	struct kube_watch *w = in->w;
 	struct kube_object obj;
 	struct ng_err derr = {0};
-	if (kube_decode_as(kube_cache_pool(w->cache), kube_cache_scratch(w->cache), in->res, e,
-			   "list item", &obj, &derr) != NG_OK) {
-		kw_skipped(in, derr.msg);
-		return NG_OK;
-	}
-	return kube_stage_add(in->stage, &obj);
+	ng_status st = kube_decode_as(kube_cache_pool(w->cache), kube_cache_scratch(w->cache),
+				      in->res, e, "list item", &obj, &derr);
+	return kw_stage_decoded(in, st, &obj, derr.msg);
 }
 
 /* Stages a page's @items. False when out of memory, the list then failed. */
