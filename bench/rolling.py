@@ -18,8 +18,11 @@ Also reported: grant -> Drained per node (mean), and for the first wave (the `al
 granted first, which the drainer steps together) the slowest one's grant -> Drained: what the
 first wave adds to every later slot of its chain.
 
+--journal FILE keeps the test API server's journal (every committed write, with who wrote it),
+to see where a run's time goes.
+
 Usage: bench/rolling.py [--quick|--smoke] [--runs N] [--nodegate PATH]
-                        [--nodes N] [--drain-seconds D] [--percent P]"""
+                        [--nodes N] [--drain-seconds D] [--percent P] [--journal FILE]"""
 import base64
 import json
 import math
@@ -189,6 +192,7 @@ def main():
     p.add_argument("--nodes", type=int)
     p.add_argument("--drain-seconds", type=int)
     p.add_argument("--percent", type=int)
+    p.add_argument("--journal", help="keep the test API server's journal in this file")
     a = bl.parse(p)
     n, d, pct = SCALE[bl.mode(a)]
     n, d, pct = a.nodes or n, a.drain_seconds or d, a.percent or pct
@@ -200,7 +204,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="ng-bench-b7-")
     ca, crt, key = make_client_ca(tmp)
     api = bl.start_api(bl.FIXTURES, f"nodes={n},pods-per-node=0,namespaces=1", kubelet="grace",
-                       extra_args=["--webhook-client-cert", f"{crt}:{key}"])
+                       extra_args=["--webhook-client-cert", f"{crt}:{key}"]
+                       + (["--journal", os.path.abspath(a.journal)] if a.journal else []))
     ng = drainer = None
     results = []
     try:

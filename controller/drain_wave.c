@@ -48,7 +48,7 @@ static void take_requests(struct drain_wave *w, struct drain *d, struct kube_cli
 		return;
 	}
 	for (;;) {
-		size_t i = w ? atomic_fetch_add(&w->taken, 1) : 0;
+		size_t i = atomic_fetch_add(&w->taken, 1);
 		if (i >= n || drain_stopping(d))
 			break;
 		ng_arena_reset(arena);
