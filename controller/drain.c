@@ -77,10 +77,10 @@ void count_write(struct drain *d, const struct kube_write_result *w, const char 
 		kube_write_log("drain", what, ref, w);
 }
 
-static void write_event(struct drain *d, const struct kube_event *ev)
+static void write_event(struct kube_client *client, const struct kube_event *ev)
 {
 	struct kube_write_result w;
-	kube_create_event(d->client, ev, &w);
+	kube_create_event(client, ev, &w);
 	kube_write_log("drain", "event not recorded", &ev->about, &w);
 }
 
@@ -92,8 +92,8 @@ static char *put_str(char *at, const char *s)
 	return at + n;
 }
 
-/* Queues an Event for the end of the round (flush_events()); written at once when the queue is
- * full or out of memory. */
+/* Queues an Event for the end of the round (flush_events()); written at once, through the step's
+ * client, when the queue is full or out of memory. */
 static void event_about(struct req *r, const struct kube_ref about, const char *uid,
 			const char *reason, const char *type, const char *msg)
 {
@@ -102,16 +102,19 @@ static void event_about(struct req *r, const struct kube_ref about, const char *
 	uid = uid ? uid : "";
 	size_t len = strlen(ns) + strlen(name) + strlen(uid) + strlen(reason) + strlen(type) +
 		     strlen(msg) + 6;
+	char *buf = malloc(len);
+	pthread_mutex_lock(&d->mu);
 	struct queued_event *q =
 	    d->nevents < EVENTS_QUEUED_MAX
 		? ng_array_grow(d->events, &d->capevents, d->nevents, sizeof(*q))
 		: NULL;
 	if (q)
 		d->events = q;
-	char *buf = q ? malloc(len) : NULL;
-	if (!buf) {
+	if (!q || !buf) {
+		pthread_mutex_unlock(&d->mu);
+		free(buf);
 		struct kube_event ev = {about, reason, type, msg, d->cfg.identity, r->now_ms, uid};
-		write_event(d, &ev);
+		write_event(r->client, &ev);
 		return;
 	}
 	q = &d->events[d->nevents++];
@@ -130,6 +133,7 @@ static void event_about(struct req *r, const struct kube_ref about, const char *
 	at = put_str(at, type);
 	q->msg = at;
 	(void)put_str(at, msg);
+	pthread_mutex_unlock(&d->mu);
 }
 
 bool newer_snapshot(const struct drain *d, const struct kube_snapshot *s)
@@ -152,7 +156,7 @@ static void flush_events(struct drain *d, const struct kube_snapshot *s)
 					d->cfg.identity,
 					q->at_ms,
 					q->uid};
-		write_event(d, &ev);
+		write_event(d->client, &ev);
 		free(q->ns);
 	}
 	if (i && i < d->nevents)
@@ -224,12 +228,27 @@ static uint64_t nd_key(const struct req *r)
 	return r->rv ? ng_fnv1a64(h, r->rv, strlen(r->rv)) : h;
 }
 
+bool asked_has(struct req *r, uint64_t key)
+{
+	pthread_mutex_lock(&r->d->mu);
+	bool has = ng_memo_has(&r->d->asked, key, r->now_mono_ms);
+	pthread_mutex_unlock(&r->d->mu);
+	return has;
+}
+
+void asked_put(struct req *r, uint64_t key, int64_t until_mono_ms)
+{
+	pthread_mutex_lock(&r->d->mu);
+	ng_memo_put(&r->d->asked, key, until_mono_ms);
+	pthread_mutex_unlock(&r->d->mu);
+}
+
 /* After a write that changed the request, or one refused because it had changed (409: a newer
  * version exists), this version is not written against again. */
 void nd_written(struct req *r, const struct kube_write_result *w)
 {
 	if ((w->outcome == KUBE_WRITE_OK && w->http) || w->outcome == KUBE_WRITE_CONFLICT)
-		ng_memo_put(&r->d->asked, nd_key(r), r->now_mono_ms + ASKED_MS);
+		asked_put(r, nd_key(r), r->now_mono_ms + ASKED_MS);
 }
 
 /* ---- status ---- */
@@ -312,7 +331,7 @@ bool write_status(struct req *r)
 	struct status_body sb = {r, ready_true, c && r->was == r->phase ? c->since_ms : r->now_ms};
 	const struct kube_ref ref = {KUBE_KIND_ND, NULL, r->name};
 	struct kube_write_result w;
-	kube_patch_status(r->d->client, &ref, r->rv, status_body, &sb, &w);
+	kube_patch_status(r->client, &ref, r->rv, status_body, &sb, &w);
 	count_write(r->d, &w, "status not written", &ref);
 	nd_written(r, &w);
 	if (w.outcome != KUBE_WRITE_OK)
@@ -356,7 +375,9 @@ void fail_attempt(struct req *r, enum failure f, const char *why)
 	int64_t max = g && g->drain_backoff_max_ms >= 0 ? g->drain_backoff_max_ms : BACKOFF_MAX_MS;
 	int64_t jitter =
 	    g && g->drain_backoff_jitter_ms >= 0 ? g->drain_backoff_jitter_ms : BACKOFF_JITTER_MS;
+	pthread_mutex_lock(&r->d->mu);
 	int64_t draw = jitter > 0 ? (int64_t)(ng_rng_next(&r->d->rng) % (uint64_t)jitter) : 0;
+	pthread_mutex_unlock(&r->d->mu);
 	r->ds.attempts++;
 	int64_t wait = pol_drain_backoff_ms(r->ds.attempts, base, max, draw);
 	r->ds.backoff_until_ms = r->now_ms + wait;
@@ -388,7 +409,7 @@ uint64_t node_key(const struct req *r, const struct kube_node *n)
  * 409): the cache has not caught up; the step comes back once the watch has the new one. */
 bool node_written(struct req *r, const struct kube_node *n)
 {
-	if (!ng_memo_has(&r->d->asked, node_key(r, n), r->now_mono_ms))
+	if (!asked_has(r, node_key(r, n)))
 		return false;
 	soon(r, r->now_mono_ms + POLL_MS);
 	return true;
@@ -424,7 +445,7 @@ static bool create_job(struct req *r, const struct kube_node *n, const char *ns,
 					dr->has_taint ? 1u : 0u,
 					r->d->cfg.operation_service_account};
 	struct kube_write_result w;
-	kube_create_job(r->d->client, r->x->operation.job_template, &j, &w);
+	kube_create_job(r->client, r->x->operation.job_template, &j, &w);
 	const struct kube_ref ref = {KUBE_KIND_JOB, ns, name};
 	if (w.outcome != KUBE_WRITE_CONFLICT)
 		count_write(r->d, &w, "operation Job not created", &ref);
@@ -452,7 +473,7 @@ static bool operate(struct req *r, const struct kube_node *const *nodes, size_t 
 		job_name(r, nodes[i], name, sizeof(name));
 		enum kube_job_state js;
 		struct ng_err err = {0};
-		if (kube_get_job(r->d->client, ns, name, &js, why, sizeof(why), &err) != NG_OK) {
+		if (kube_get_job(r->client, ns, name, &js, why, sizeof(why), &err) != NG_OK) {
 			soon(r, r->now_mono_ms + POLL_MS);
 			return false;
 		}
@@ -671,11 +692,12 @@ static bool perform(struct req *r, const struct pol_drain_action *a, struct pol_
 	return false;
 }
 
-static void one_request(struct drain *d, const struct kube_snapshot *s, const struct kube_nd *nd,
-			struct ng_arena *arena, int64_t now_wall_ms, int64_t now_mono_ms,
-			int64_t *next_mono_ms)
+void drain_one_request(struct drain *d, struct kube_client *client, const struct kube_snapshot *s,
+		       const struct kube_nd *nd, struct ng_arena *arena, int64_t now_wall_ms,
+		       int64_t now_mono_ms, int64_t *next_mono_ms)
 {
 	struct req r = {.d = d,
+			.client = client,
 			.s = s,
 			.pool = kube_snapshot_pool(s),
 			.ngc = kube_snapshot_config(s),
@@ -691,7 +713,7 @@ static void one_request(struct drain *d, const struct kube_snapshot *s, const st
 	r.name = str(&r, nd->name);
 	if (!r.x)
 		return;
-	if (ng_memo_has(&d->asked, nd_key(&r), r.now_mono_ms)) {
+	if (asked_has(&r, nd_key(&r))) {
 		soon(&r, r.now_mono_ms + POLL_MS); /* the watch has not brought our write yet */
 		return;
 	}
@@ -717,6 +739,7 @@ struct req round_req(struct drain *d, const struct kube_snapshot *s, struct ng_a
 		     const char *name)
 {
 	return (struct req){.d = d,
+			    .client = d->client,
 			    .s = s,
 			    .pool = kube_snapshot_pool(s),
 			    .arena = arena,
@@ -760,7 +783,7 @@ static bool leading(const struct drain *d)
 	return !d->cfg.leader || leader_is_leader(d->cfg.leader);
 }
 
-static bool stopping(const struct drain *d)
+bool drain_stopping(const struct drain *d)
 {
 	return (d->rt && kube_runtime_stopping(d->rt)) || !leading(d);
 }
@@ -769,14 +792,12 @@ int64_t drain_round(struct drain *d, const struct kube_snapshot *s, int64_t now_
 		    int64_t now_mono_ms)
 {
 	int64_t next = now_mono_ms + IDLE_MS;
-	struct ng_arena *arena = ng_arena_create(STEP_ARENA_BYTES);
 	size_t n;
 	const struct kube_nd *nds = kube_snapshot_nds(s, &n);
-	for (size_t i = 0; arena && i < n && !stopping(d); i++) {
-		ng_arena_reset(arena);
-		one_request(d, s, &nds[i], arena, now_wall_ms, now_mono_ms, &next);
-	}
-	if (arena && !stopping(d)) {
+	/* Every request's step at once: the requests of a wave are evicted together. */
+	drain_wave_round(d->wave, d, s, nds, n, now_wall_ms, now_mono_ms, &next);
+	struct ng_arena *arena = ng_arena_create(STEP_ARENA_BYTES);
+	if (arena && !drain_stopping(d)) {
 		ng_arena_reset(arena);
 		sweep(d, s, arena, now_wall_ms, now_mono_ms, &next);
 		ng_arena_reset(arena);
@@ -814,6 +835,7 @@ struct drain *drain_create(const struct drain_config *cfg, struct kube_client *c
 	}
 	d->cfg = *cfg;
 	d->client = client;
+	pthread_mutex_init(&d->mu, NULL);
 	ng_memo_init(&d->asked, ASKED_MAX);
 	ng_rng_seed(&d->rng, cfg->identity ? cfg->identity : "drain");
 	ng_prom_hist_init(&d->duration, duration_buckets_s,
@@ -851,6 +873,8 @@ struct drain *drain_start(const struct drain_config *cfg, struct ng_err *reterr)
 	d->rt = scaffold_create(&sc, reterr);
 	if (d->rt)
 		d->client = kube_runtime_client(d->rt);
+	if (d->rt)
+		d->wave = drain_wave_start(d); /* none: one request after another */
 	if (!d->rt || kube_runtime_start(d->rt, reterr) != NG_OK) {
 		drain_stop(d);
 		return NULL;
@@ -863,11 +887,13 @@ void drain_stop(struct drain *d)
 	if (!d)
 		return;
 	scaffold_stop(d->rt, d->cfg.leader);
+	drain_wave_stop(d->wave);
 	ng_memo_free(&d->asked);
 	for (size_t i = 0; i < d->nevents; i++)
 		free(d->events[i].ns);
 	free(d->events);
 	free(d->chosen);
+	pthread_mutex_destroy(&d->mu);
 	free(d);
 }
 

@@ -6,8 +6,12 @@
  * against a snapshot: a drainer made with a given kube client, and one round of it at given
  * times. Nothing else includes this.
  *
- * Threads: everything here runs on the drainer's thread (its runtime's step), or on the test's
- * for a drainer made by drain_create(). */
+ * Threads: a round runs on the drainer's thread (its runtime's step), or on the test's for a
+ * drainer made by drain_create(); the requests' steps of a round run on that thread and on the
+ * drainer's workers at once (controller/drain_wave.c), each step with a kube client of its own
+ * thread. What the steps share is struct drain's: its memo, chosen counts, Events and random
+ * draws behind d->mu (the asked_*() helpers, the functions that take it), its counters atomic.
+ * Everything else a step touches is its struct req's or the snapshot's (read only). */
 #ifndef NG_CONTROLLER_DRAIN_INTERNAL_H
 #define NG_CONTROLLER_DRAIN_INTERNAL_H
 
@@ -20,10 +24,12 @@
 #include "kube/write.h"
 #include "policy/drain_step.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+struct drain_wave;
 struct kube_client;
 struct kube_snapshot;
 struct ng_arena;
@@ -92,7 +98,12 @@ struct queued_event {
 struct drain {
 	struct drain_config cfg;
 	struct kube_runtime *rt;
-	struct kube_client *client;
+	struct kube_client *client; /* the round's thread's */
+	/* The workers that step a round's requests beside the round's thread, so the requests a
+	 * wave grants together are evicted together (NULL: the round's thread steps them all). */
+	struct drain_wave *wave;
+	/* Guards asked, chosen, events and rng while a round's steps run at once. */
+	pthread_mutex_t mu;
 	struct ng_rng rng;
 	/* What this drainer wrote a moment ago and its cache may not show yet: pods asked to leave
 	 * (hash of namespace/name), versions of requests and nodes written over. */
@@ -115,6 +126,8 @@ struct drain {
 /* One request in one step: what was read, and the status being built. */
 struct req {
 	struct drain *d;
+	struct kube_client
+	    *client; /* the step's thread's: every write of the step goes through it */
 	const struct kube_snapshot *s;
 	const struct ng_intern *pool;
 	const struct kube_ngc *ngc; /* NULL: defaults */
@@ -183,6 +196,10 @@ bool node_has_taint(const struct kube_node *n, const struct kube_taint *t);
 uint64_t pod_key(const struct req *r, const struct kube_pod *p);
 
 /* controller/drain.c: keys of the asked memo (d->asked, common/memo.h; in memory only). */
+/* Whether @key is in the asked memo at the step's time (under d->mu). */
+bool asked_has(struct req *r, uint64_t key);
+/* Puts @key into the asked memo until @until_mono_ms (under d->mu). */
+void asked_put(struct req *r, uint64_t key, int64_t until_mono_ms);
 /* After a status write @w: the request's version is remembered as written over. */
 void nd_written(struct req *r, const struct kube_write_result *w);
 /* Node @n as a key of the asked table (its version included). */
@@ -212,6 +229,29 @@ size_t request_nodes(struct req *r, const struct kube_node ***ret);
 /* Labels node @n quarantined for the request (DRAIN_QUARANTINE_LABEL). True when it is (the cache
  * shows it, or the API server just took the patch). */
 bool quarantine_node(struct req *r, const struct kube_node *n);
+
+/* controller/drain.c: one request's step in a round, through @client (the calling thread's),
+ * with @arena as its scratch; lowers *@next_mono_ms to when it wants to come back. */
+void drain_one_request(struct drain *d, struct kube_client *client, const struct kube_snapshot *s,
+		       const struct kube_nd *nd, struct ng_arena *arena, int64_t now_wall_ms,
+		       int64_t now_mono_ms, int64_t *next_mono_ms);
+
+/* controller/drain_wave.c: the workers that step a round's requests at once. */
+/* Workers that step requests beside the round's thread, each with its own kube client. */
+#define DRAIN_WORKERS 7
+/* Starts the workers for @d, their clients made from @d->cfg.kube. NULL on failure (the round's
+ * thread then steps every request itself). */
+struct drain_wave *drain_wave_start(struct drain *d);
+/* Steps the @n requests @nds of @s on the workers and the calling thread at once (each request
+ * by one thread), until every step is done or the drainer stops; the soonest time a step wants
+ * to come back lowers *@next_mono_ms. @w NULL: the calling thread steps them one by one. */
+void drain_wave_round(struct drain_wave *w, struct drain *d, const struct kube_snapshot *s,
+		      const struct kube_nd *nds, size_t n, int64_t now_wall_ms, int64_t now_mono_ms,
+		      int64_t *next_mono_ms);
+/* Stops and joins the workers, frees their clients. Accepts NULL. */
+void drain_wave_stop(struct drain_wave *w);
+/* controller/drain.c: whether the drainer stops (its runtime stops, or it lost its lease). */
+bool drain_stopping(const struct drain *d);
 
 /* controller/drain_pods.c */
 /* Whether the request waits for pods on its @nodes (@nn) to leave on their own. */

@@ -139,10 +139,10 @@ static bool send_node_patch(struct req *r, const struct kube_node *n, struct kub
 	const struct kube_ref ref = {KUBE_KIND_NODE, NULL, str(r, n->name)};
 	struct kube_write_result w = {KUBE_WRITE_FAILED, 0, {0}};
 	if (p && kube_json_patch_body(p, NULL))
-		kube_apply_json_patch(r->d->client, &ref, p, &w);
+		kube_apply_json_patch(r->client, &ref, p, &w);
 	count_write(r->d, &w, what, &ref);
 	if (w.outcome == KUBE_WRITE_OK || w.outcome == KUBE_WRITE_CONFLICT)
-		ng_memo_put(&r->d->asked, node_key(r, n), r->now_mono_ms + ASKED_MS);
+		asked_put(r, node_key(r, n), r->now_mono_ms + ASKED_MS);
 	return w.outcome == KUBE_WRITE_OK;
 }
 
@@ -436,8 +436,8 @@ enum kube_write_outcome set_finalizer(struct req *r, bool present)
 	const struct kube_ref ref = {KUBE_KIND_ND, NULL, r->name};
 	struct kube_write_result w = {KUBE_WRITE_FAILED, 0, {0}};
 	if (cur)
-		kube_set_finalizer(r->d->client, &ref, r->rv, cur, r->nd->nfinalizers,
-				   DRAIN_FINALIZER, present, rv, &w);
+		kube_set_finalizer(r->client, &ref, r->rv, cur, r->nd->nfinalizers, DRAIN_FINALIZER,
+				   present, rv, &w);
 	count_write(r->d, &w, present ? "finalizer not written" : "finalizer not removed", &ref);
 	nd_written(r, &w); /* the version written over */
 	char *now = *rv ? ng_arena_alloc(r->arena, strlen(rv) + 1) : NULL;
@@ -621,16 +621,16 @@ static bool write_lifecycle(struct req *r, const struct kube_node *n, const stru
 	const char *name = str(r, n->name);
 	uint64_t key = ng_fnv1a64(NG_FNV64_INIT, "lifecycle", 10);
 	key = ng_fnv1a64(ng_fnv1a64(key, name, strlen(name) + 1), &want, sizeof(want));
-	if (ng_memo_has(&r->d->asked, key, r->now_mono_ms)) {
+	if (asked_has(r, key)) {
 		soon(r, r->now_mono_ms + POLL_MS);
 		return false;
 	}
 	const struct kube_ref ref = {KUBE_KIND_NODE, NULL, name};
 	struct kube_write_result res = {KUBE_WRITE_FAILED, 0, {0}};
-	kube_patch_status_strategic(r->d->client, &ref, lifecycle_json, &b, &res);
+	kube_patch_status_strategic(r->client, &ref, lifecycle_json, &b, &res);
 	count_write(r->d, &res, "node conditions not written", &ref);
 	if (res.outcome == KUBE_WRITE_OK)
-		ng_memo_put(&r->d->asked, key, r->now_mono_ms + ASKED_MS);
+		asked_put(r, key, r->now_mono_ms + ASKED_MS);
 	else
 		soon(r, r->now_mono_ms + POLL_MS);
 	return true;

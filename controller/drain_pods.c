@@ -70,8 +70,8 @@ static bool ns_labels(void *ctx, uint32_t ns, const struct kube_label **ret, uin
 	const struct kube_label *labels = NULL;
 	uint16_t n = 0;
 	struct ng_err err = {0};
-	bool ok = kube_get_namespace_labels(r->d->client, str(r, ns), r->pool, r->arena, &labels,
-					    &n, &err) == NG_OK;
+	bool ok = kube_get_namespace_labels(r->client, str(r, ns), r->pool, r->arena, &labels, &n,
+					    &err) == NG_OK;
 	if (!ok)
 		soon(r, r->now_mono_ms + POLL_MS); /* read again shortly */
 	if (r->nns < sizeof(r->ns_seen) / sizeof(r->ns_seen[0]))
@@ -125,13 +125,13 @@ static bool evict_one(struct req *r, const struct kube_pod *p, uint64_t key, cha
 	int64_t retry_s = 0;
 	bool use_eviction = strategy == KUBE_DRAIN_EVICT || ns_protected(r, p);
 	if (use_eviction) {
-		kube_evict_pod(d->client, ns, p->name, &retry_s, &w);
+		kube_evict_pod(r->client, ns, p->name, &retry_s, &w);
 	} else {
 		const struct kube_ref ref = {KUBE_KIND_POD, ns, p->name};
-		kube_delete(d->client, &ref, strategy == KUBE_DRAIN_FORCE_DELETE ? 0 : -1, &w);
+		kube_delete(r->client, &ref, strategy == KUBE_DRAIN_FORCE_DELETE ? 0 : -1, &w);
 	}
 	if (w.outcome == KUBE_WRITE_OK || w.outcome == KUBE_WRITE_GONE) {
-		ng_memo_put(&d->asked, key, r->now_mono_ms + ASKED_MS);
+		asked_put(r, key, r->now_mono_ms + ASKED_MS);
 		if (w.outcome == KUBE_WRITE_OK) {
 			ng_prom_add(&d->evicted[use_eviction ? KUBE_DRAIN_EVICT : strategy], 1);
 			char what[300];
@@ -144,7 +144,7 @@ static bool evict_one(struct req *r, const struct kube_pod *p, uint64_t key, cha
 	int64_t wait_ms = (w.http == 429 ? (retry_s > 0 ? retry_s : DEFAULT_RETRY_AFTER_S)
 					 : DEFAULT_RETRY_AFTER_S) *
 			  1000;
-	ng_memo_put(&d->asked, key, r->now_mono_ms + wait_ms);
+	asked_put(r, key, r->now_mono_ms + wait_ms);
 	soon(r, r->now_mono_ms + wait_ms);
 	if (!*refusal)
 		ng_fmt(refusal, cap, "%s/%s: %s%s", ns, p->name,
@@ -167,7 +167,7 @@ static void ask_to_leave(struct req *r, const struct pol_drain_survey *sv, char 
 		const struct kube_pod *p = sv->chosen[i];
 		uint64_t key = pod_key(r, p);
 		bool leaving = (p->flags & KUBE_POD_TERMINATING) != 0;
-		if (!leaving && !ng_memo_has(&r->d->asked, key, r->now_mono_ms))
+		if (!leaving && !asked_has(r, key))
 			leaving = evict_one(r, p, key, refusal, refusal_cap);
 		/* The drain waits for it to go: the watch publishes its deletion at once. */
 		if (leaving)
@@ -195,15 +195,18 @@ static struct chosen *chosen_of(struct drain *d, const char *name, bool add)
 
 void forget_chosen(struct drain *d, const char *name)
 {
+	pthread_mutex_lock(&d->mu);
 	struct chosen *c = chosen_of(d, name, false);
 	if (c)
 		*c = d->chosen[--d->nchosen];
+	pthread_mutex_unlock(&d->mu);
 }
 
 /* status.drain's counts from the pods left: totalPods is the most the attempts chose,
  * evictedPods those gone since. */
 static void count_pods(struct req *r, size_t left)
 {
+	pthread_mutex_lock(&r->d->mu);
 	struct chosen *c = chosen_of(r->d, r->name, true);
 	if (c && c->pods > r->ds.total)
 		r->ds.total = c->pods;
@@ -211,6 +214,7 @@ static void count_pods(struct req *r, size_t left)
 		r->ds.total = (int64_t)left;
 	if (c)
 		c->pods = r->ds.total;
+	pthread_mutex_unlock(&r->d->mu);
 	r->ds.evicted = r->ds.total - (int64_t)left;
 	r->ds.remaining = r->x->drain.skip_waiting_for_eviction ? 0 : (int64_t)left;
 }
@@ -227,7 +231,7 @@ static size_t volumes_attached(struct req *r, const struct kube_node *const *nod
 	for (size_t i = 0; i < nn; i++) {
 		size_t n = 0;
 		struct ng_err err = {0};
-		if (kube_count_volume_attachments(r->d->client, str(r, nodes[i]->name),
+		if (kube_count_volume_attachments(r->client, str(r, nodes[i]->name),
 						  sv->kept_volumes, sv->nkept, &n, &err) != NG_OK)
 			n = 1;
 		attached += n;

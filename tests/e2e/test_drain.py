@@ -72,7 +72,8 @@ def drain_setup(**kw):
     """Per-test setup options, read by DrainTest.setUp:
     ngc_drain: merged into the NodeGateConfig's spec.drain (before any nodegate starts);
     kubelet: "immediate" (default) or "grace" (terminating pods linger for their grace period);
-    grace_seconds: terminationGracePeriodSeconds given to the fixture's pods on node1."""
+    grace_seconds: terminationGracePeriodSeconds given to the fixture's pods on node1;
+    journal: the API server writes its journal (every committed write, in order) to self.journal."""
     def deco(fn):
         fn.drain_setup = kw
         return fn
@@ -272,9 +273,11 @@ class DrainTest(unittest.TestCase):
         fixtures = list(self.FIXTURES)
         if opts.get("grace_seconds") is not None:
             fixtures = [self.fixture_with_grace(opts["grace_seconds"])]
+        self.journal = os.path.join(self.tmp, "journal.jsonl") if opts.get("journal") else None
         self.api = ServerProcess(fixtures=CRDS + fixtures, generate=self.GENERATE,
                                  kubelet=opts.get("kubelet", "immediate"), start_timeout=300,
-                                 extra_args=["--webhook-client-cert", f"{crt}:{key}"])
+                                 extra_args=["--webhook-client-cert", f"{crt}:{key}"]
+                                 + (["--journal", self.journal] if self.journal else []))
         self.api.start()
         try:
             spec = json.loads(json.dumps(self.NGC_SPEC))
@@ -1464,6 +1467,65 @@ class ThirtyPodsTest(DrainTest):
         self.assertEqual((st.get("totalPods"), st.get("evictedPods"), st.get("progress")), (30, 30, 100), st)
         code, body, _ = self.api.api("GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-00001")
         self.assertEqual(body["items"], [])
+
+
+class WaveTest(DrainTest):
+    """Two generated nodes with one ReplicaSet pod each: a wave of two requests."""
+    GENERATE = "nodes=2,pods-per-node=1,namespaces=1"
+    FIXTURES = ()
+    NODES = ("node-00001", "node-00002")
+
+    def journal_lines(self):
+        with open(self.journal, encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    @drain_setup(journal=True)
+    def test_a_waves_requests_are_evicted_together(self):
+        """Two requests granted together: the drainer evicts their pods together, not the second
+        request's pod only after the first request's step is done. Each pod's eviction is
+        answered 3 s late (an injected latency), so a drainer stepping one request after the
+        other would put the second request's finalizer after the first pod's eviction in the
+        API server's journal; the drainer puts both requests' finalizers before either."""
+        pods = {}
+        for node in self.NODES:
+            code, body, _ = self.api.api("GET", f"/api/v1/pods?fieldSelector=spec.nodeName%3D{node}")
+            self.assertEqual(len(body["items"]), 1, body)
+            md = body["items"][0]["metadata"]
+            pods[node] = (md["namespace"], md["name"])
+        # Granted while no drainer runs, so the drainer's first round sees both at once.
+        self.assertEqual(self.drainer.stop(), 0)
+        self.drainer = None
+        for ns, name in pods.values():
+            code, body, _ = self.api.control("faults", {"path": f"^/api/v1/namespaces/{ns}/pods/{name}/eviction$",
+                                                        "method": "POST", "latencyMs": 3000, "count": 1})
+            self.assertEqual(code, 200, body)
+        for node in self.NODES:
+            self.nd("wave-" + node, {}, nodes=(node,))
+        for node in self.NODES:
+            ok, _ = eventually(lambda n=node: (self.get_nd("wave-" + n) or {}).get("status", {})
+                               .get("state") == "Granted", WAIT_S, 0.05)
+            self.assertTrue(ok, json.dumps(self.get_nd("wave-" + node)))
+        self.drainer = Drainer(self.api, self.tmp)
+        for node in self.NODES:
+            nd, _ = eventually(lambda n=node: self.reason("wave-" + n) == "Drained", 6 * WAIT_S, 0.05)
+            self.assertTrue(nd, "never Drained: " + json.dumps((self.get_nd("wave-" + node) or {}).get("status")))
+        # The journal, in commit order: each request's finalizer on, each pod's eviction.
+        finalized, evicted = {}, {}
+        for i, e in enumerate(self.journal_lines()):
+            obj, by = e.get("object") or {}, e.get("by") or {}
+            md = obj.get("metadata") or {}
+            if e["resource"].endswith("nodedisruptions") and "nodegate.io/drain" in (md.get("finalizers") or []):
+                finalized.setdefault(md["name"], i)
+            if e["resource"].endswith("pods") and (by.get("path") or "").endswith("/eviction"):
+                evicted.setdefault((md.get("namespace"), md.get("name")), i)
+        self.assertEqual(sorted(finalized), ["wave-" + n for n in self.NODES], finalized)
+        self.assertEqual(sorted(evicted), sorted(pods.values()), evicted)
+        first_eviction = min(evicted.values())
+        log(f"wave: finalizers at journal lines {finalized}, evictions at {evicted}")
+        for name, at in finalized.items():
+            self.assertLess(at, first_eviction, f"{name}'s step waited for another request's eviction")
+        self.assertEqual(sorted(p for p, allowed in self.drainer_evictions() if allowed),
+                         sorted(f"{ns}/{n}" for ns, n in pods.values()))
 
 
 class RollingMaintenanceTest(DrainTest):
