@@ -424,11 +424,7 @@ static ng_status pod_requests(struct kd_ctx *c, const cJSON *spec, struct kube_p
 				ng_status st = kd_intern(c, k->string, &id);
 				if (st != NG_OK)
 					return st;
-				bool dup = false;
-				for (size_t j = 0; j < i; j++)
-					dup = dup || reqs[j] == id;
-				if (!dup)
-					reqs[i++] = id;
+				kd_put_once(reqs, &i, id);
 			}
 		}
 	}

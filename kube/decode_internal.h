@@ -121,4 +121,14 @@ const void *kd_one_record(const struct kube_one *one, enum kube_resource res);
 /** Pods: a record decoded in scratch copied into one exactly sized block (a row's compact). */
 void *kd_compact_pod(void *rec);
 
+/* Appends @id to @v (*@n of them) unless it is there already: a pod's resource names, each
+ * once (a handful: a scan). */
+static inline void kd_put_once(uint32_t *v, size_t *n, uint32_t id)
+{
+	for (size_t j = 0; j < *n; j++)
+		if (v[j] == id)
+			return;
+	v[(*n)++] = id;
+}
+
 #endif

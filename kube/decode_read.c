@@ -513,11 +513,7 @@ static ng_status finish_lists(struct pod_read *pr)
 		uint32_t id;
 		if ((st = intern_now(pr, pr->reqs.s[k], &id)) != NG_OK)
 			return st;
-		bool dup = false;
-		for (size_t j = 0; j < i; j++)
-			dup = dup || reqs[j] == id;
-		if (!dup)
-			reqs[i++] = id;
+		kd_put_once(reqs, &i, id);
 	}
 	p->requests = reqs;
 	p->nrequests = (uint16_t)i;
