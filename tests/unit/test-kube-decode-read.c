@@ -201,8 +201,8 @@ static const char *const corpus[] = {
     "{\"metadata\":{\"name\":\"a\"}}x",
     "{\"metadata\":{\"name\":\"a\",\"name\":\"b\"}}",
     "{\"metadata\":{\"name\":\"a\"},\"status\":{\"x\":[{\"k\":1,\"k\":2}]}}",
-    "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"containers\":[{\"resources\":{\"requests\":"
-    "{\"cpu\":1,\"\\u0063pu\":2}}}]}}",
+    ("{\"metadata\":{\"name\":\"a\"},\"spec\":{\"containers\":[{\"resources\":{\"requests\":"
+     "{\"cpu\":1,\"\\u0063pu\":2}}}]}}"),
     "{\"metadata\":{\"name\":\"a\\ud800\"}}",
     "{\"metadata\":{\"name\":\"a\\q\"}}",
     "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"x\":01}}",
