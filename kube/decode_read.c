@@ -55,6 +55,7 @@ struct pod_read {
 	struct ng_json_reader *r;
 	struct kube_pod *p;
 	struct kube_read_meta *meta;
+	enum kube_resource res; /* the kind read (its descriptor row says it is read from text) */
 	struct problem prob[P_COUNT];
 	struct kube_label *labels; /* in the arena, grown by doubling */
 	size_t nlabels, labels_cap;
@@ -528,10 +529,10 @@ static ng_status finish_pod(struct pod_read *pr, const char *where)
 	const struct kube_read_meta *m = pr->meta;
 	if (!m->name.s || !m->name.len)
 		return ng_err_set(c->err, NG_EPARSE, 0, "%s (%s): metadata.name: required", where,
-				  kube_kinds[KUBE_RES_PODS].kind);
+				  kube_kinds[pr->res].kind);
 	/* Objects written by hand may leave the namespace out; kubectl would use "default". */
 	struct ng_json_str ns = m->ns.s && m->ns.len ? m->ns : (struct ng_json_str){"default", 7};
-	c->kind = kube_kinds[KUBE_RES_PODS].kind;
+	c->kind = kube_kinds[pr->res].kind;
 	c->ns = dup_str(pr, ns);
 	p->name = dup_str(pr, m->name);
 	c->name = p->name;
@@ -561,7 +562,7 @@ static ng_status finish_pod(struct pod_read *pr, const char *where)
 
 bool kube_decode_reads(enum kube_resource res)
 {
-	return res == KUBE_RES_PODS;
+	return (unsigned)res < KUBE_RES_COUNT && kube_kinds[res].read_from_text;
 }
 
 ng_status kube_decode_read_as(struct ng_intern *pool, struct ng_arena *scratch,
@@ -594,7 +595,8 @@ ng_status kube_decode_read_as(struct ng_intern *pool, struct ng_arena *scratch,
 	pr->c = &c;
 	pr->r = r;
 	pr->meta = meta;
-	pr->p = kd_record(&c, KUBE_RES_PODS);
+	pr->res = res;
+	pr->p = kd_record(&c, res);
 	pr->p->node = pr->p->owner_kind = pr->p->finalizer = NG_INTERN_NONE;
 	struct ng_json_str k;
 	(void)ng_json_enter(r);

@@ -216,6 +216,7 @@ const struct kube_kind_row kube_kinds[KUBE_RES_COUNT] = {
 	    .compact = kd_compact_pod,
 	    .ids = kube_ids_pod,
 	    .decode = kd_decode_pod,
+	    .read_from_text = true,
 	    .index = kube_index_pods,
 	    .dump = kube_dump_pod,
 	    .write = KUBE_KIND_POD,

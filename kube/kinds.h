@@ -49,8 +49,12 @@ struct kube_kind_row {
 	uint64_t (*key)(const void *rec); /* identity: (namespace, name) or name */
 	/* NULL: equal keys are the same object; else told apart by this (hashed keys) */
 	bool (*same)(const void *a, const void *b);
-	kube_ids_fn *ids;         /* every intern id the record holds (kube/ids.c) */
-	kube_decode_fn *decode;   /* its decoder (kube/decode_*.c) */
+	kube_ids_fn *ids;       /* every intern id the record holds (kube/ids.c) */
+	kube_decode_fn *decode; /* its decoder (kube/decode_*.c) */
+	/* Its watch events are read straight from their text (kube_decode_read_as(), into the
+	 * record decode makes), not through a tree. Only pods have that reader
+	 * (kube/decode_read.c): the million objects of a large start. */
+	bool read_from_text;
 	kube_compact_fn *compact; /* NULL: the record keeps an arena and an interned name */
 	kube_index_fn *index;     /* NULL: no index beyond the identity key */
 	/* NULL: an update is a new object at the table's end, and every table a new shape. Else an
